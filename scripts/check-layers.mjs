@@ -1,0 +1,122 @@
+#!/usr/bin/env node
+// Fails when a module imports a layer above its own (ARCHITECTURE.md, "Layers"), reaches into
+// another layer past its index.ts, or when runtime imports form a cycle.
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import ts from 'typescript';
+
+const root = resolve(process.argv[2] ?? 'src');
+
+/** What each layer may import (besides itself). */
+const allowed = {
+  conversation: [],
+  store: ['conversation'],
+  backends: ['conversation', 'store'],
+  sessions: ['conversation', 'store', 'backends'],
+  harness: ['conversation', 'store', 'backends', 'sessions'],
+  draft: ['conversation', 'store', 'backends', 'sessions', 'harness'],
+  protocol: ['conversation'],
+  server: ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol'],
+  'ui/tui': ['conversation', 'protocol'],
+  'ui/web': ['conversation', 'protocol'],
+  cli: ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol', 'server', 'ui/tui', 'ui/web'],
+  '.': ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol', 'server'],
+};
+
+function layerOf(file) {
+  const rel = relative(root, file).split(sep);
+  if (rel.length === 1) return '.';
+  if (rel[0] === 'ui') return `ui/${rel[1]}`;
+  return rel[0];
+}
+
+function walk(dir) {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return walk(path);
+    return /\.(ts|tsx)$/.test(name) && !name.endsWith('.d.ts') ? [path] : [];
+  });
+}
+
+function resolveImport(from, specifier) {
+  const base = resolve(dirname(from), specifier).replace(/\.js$/, '');
+  for (const candidate of [`${base}.ts`, `${base}.tsx`, join(base, 'index.ts')]) {
+    try { if (statSync(candidate).isFile()) return candidate; } catch {}
+  }
+  return undefined;
+}
+
+/** Imports of a file, with whether each is type-only (type-only imports cannot form runtime cycles). */
+function importsOf(file) {
+  const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+  const found = [];
+  const visit = (node) => {
+    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+      const typeOnly = ts.isImportDeclaration(node)
+        ? Boolean(node.importClause?.isTypeOnly) ||
+          Boolean(node.importClause && !node.importClause.name && node.importClause.namedBindings && ts.isNamedImports(node.importClause.namedBindings) && node.importClause.namedBindings.elements.length > 0 && node.importClause.namedBindings.elements.every((element) => element.isTypeOnly))
+        : node.isTypeOnly;
+      found.push({ specifier: node.moduleSpecifier.text, typeOnly });
+    } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] && ts.isStringLiteral(node.arguments[0])) {
+      // Dynamic imports are lazy: they count for layering, not for cycles.
+      found.push({ specifier: node.arguments[0].text, typeOnly: true });
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
+const files = walk(root);
+const problems = [];
+const graph = new Map();
+
+for (const file of files) {
+  const layer = layerOf(file);
+  const edges = [];
+  for (const { specifier, typeOnly } of importsOf(file)) {
+    if (!specifier.startsWith('.')) continue;
+    const target = resolveImport(file, specifier);
+    if (!target) { problems.push(`${relative(root, file)}: cannot resolve import '${specifier}'`); continue; }
+    if (!target.startsWith(root + sep)) { problems.push(`${relative(root, file)}: imports '${specifier}' outside src/`); continue; }
+    const targetLayer = layerOf(target);
+    if (targetLayer !== layer) {
+      const permitted = allowed[layer];
+      if (!permitted) problems.push(`${relative(root, file)}: file is in no known layer ('${layer}')`);
+      else if (!permitted.includes(targetLayer)) problems.push(`${relative(root, file)}: layer '${layer}' may not import layer '${targetLayer}' ('${specifier}')`);
+      const targetRel = relative(root, target);
+      const indexOfLayer = targetLayer === '.' ? 'index.ts' : join(targetLayer, 'index.ts');
+      const extraPublicFaces = ['backends/testing.ts'];
+      if (targetRel !== indexOfLayer && !extraPublicFaces.includes(targetRel)) {
+        problems.push(`${relative(root, file)}: imports '${specifier}' past the public face of layer '${targetLayer}' (import its index.ts)`);
+      }
+    }
+    if (!typeOnly) edges.push(target);
+  }
+  graph.set(file, edges);
+}
+
+// Cycle detection over runtime imports (Tarjan-free DFS with colours).
+const colour = new Map();
+const stack = [];
+const reported = new Set();
+function dfs(node) {
+  colour.set(node, 'grey');
+  stack.push(node);
+  for (const next of graph.get(node) ?? []) {
+    if (colour.get(next) === 'grey') {
+      const cycle = stack.slice(stack.indexOf(next)).concat(next).map((file) => relative(root, file));
+      const key = [...cycle].sort().join('|');
+      if (!reported.has(key)) { reported.add(key); problems.push(`import cycle: ${cycle.join(' -> ')}`); }
+    } else if (!colour.has(next)) dfs(next);
+  }
+  stack.pop();
+  colour.set(node, 'black');
+}
+for (const file of files) if (!colour.has(file)) dfs(file);
+
+if (problems.length > 0) {
+  console.error(`check-layers: ${problems.length} problem(s)\n` + problems.map((problem) => `  ${problem}`).join('\n'));
+  process.exit(1);
+}
+console.log(`check-layers: ${files.length} files, layers and cycles OK`);

@@ -1,0 +1,167 @@
+import { z } from 'zod';
+import {
+  ParleyError,
+  type ConversationBlock,
+  type ParleyErrorOptions,
+  type StreamEventDraft,
+  type SubagentThread,
+} from '../conversation/index.js';
+
+/**
+ * The contract every back end implements. This module imports no back end; the core and every
+ * adapter depend on it, never the reverse (STYLE.md practice 1). Nothing above `src/backends/`
+ * branches on which back end it talks to.
+ */
+
+/** `native`: the back end keeps the conversation and resumes it by id. `managed`: Parley builds every request. */
+export type Continuity = 'native' | 'managed';
+
+export const ModelPricingSchema = z.object({
+  /** US dollars per million tokens. */
+  inputPerMillion: z.number().nonnegative(),
+  outputPerMillion: z.number().nonnegative(),
+  cacheReadPerMillion: z.number().nonnegative().optional(),
+  cacheWritePerMillion: z.number().nonnegative().optional(),
+});
+export type ModelPricing = z.infer<typeof ModelPricingSchema>;
+
+export interface ModelInfo {
+  id: string;
+  contextWindow?: number;
+  maxOutputTokens?: number;
+  /** Absent when unknown: cost is then unknown, never zero. */
+  pricing?: ModelPricing;
+}
+
+export interface BackendDescription {
+  name: string;
+  continuity: Continuity;
+  models: ModelInfo[];
+  defaultModel?: string;
+  /** One line for `parley backends`: what it is and how it is configured. */
+  summary?: string;
+}
+
+/** A tool Parley provides to the model (in-process MCP for the Claude SDK, function tools for the APIs). */
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  /** JSON Schema of the input object. */
+  inputSchema: Record<string, unknown>;
+  execute(input: unknown, options: { signal?: AbortSignal }): Promise<ToolOutput>;
+}
+
+export interface ToolOutput {
+  content: string;
+  isError?: boolean;
+  /** Structured output kept beside the text. */
+  data?: unknown;
+}
+
+export interface McpServerConfig {
+  command?: string;
+  args?: string[];
+  url?: string;
+  env?: Record<string, string>;
+}
+
+/** An agent as a back end sees it: role, instructions, tools, MCP servers. */
+export interface AgentProfile {
+  name: string;
+  description?: string;
+  instructions: string;
+  allowedTools?: string[];
+  permissionMode?: 'default' | 'acceptEdits' | 'bypassPermissions' | 'plan';
+  mcpServers?: Record<string, McpServerConfig>;
+  model?: string;
+}
+
+export interface ExecuteRequest {
+  /** Parley's session id (for native back ends, also the native id on the first turn where possible). */
+  sessionId: string;
+  /** The new user message. */
+  prompt: string;
+  /** Managed sessions: the system prompt built by request building (role, context, checkpoint, recent conversation). */
+  systemPrompt?: string;
+  /** Native continuity: the back end's own session id, and whether this is its first turn. */
+  nativeSessionId?: string;
+  isNewSession?: boolean;
+  model?: string;
+  profile?: AgentProfile;
+  tools?: ToolDefinition[];
+  /** JSON Schema the final answer must match (autonomous workers). */
+  outputSchema?: Record<string, unknown>;
+  /** The workspace the agent works in. */
+  cwd?: string;
+  maxTurns?: number;
+  /** Aborting ends the turn gracefully: a `system` block says so, usage so far is reported. */
+  signal?: AbortSignal;
+}
+
+/**
+ * One running turn. Iterate `events` to drive it; the last event is a `metadata_update` with
+ * `turnComplete: true`, also after an error or an abort (the turn still counts and is priced).
+ * A failure is an event (a `system` block with subtype `error`), not a thrown exception.
+ */
+export interface AgentTurn {
+  events: AsyncIterable<StreamEventDraft>;
+  /** Delivers a message to the running turn. Missing when the back end cannot take one mid-turn. */
+  inject?(message: string): Promise<void>;
+}
+
+export interface RawTranscripts {
+  /** The main transcript, in the back end's own format. */
+  main: string;
+  subagents?: Array<{ id: string; rawTranscript: string }>;
+}
+
+export interface ParseWarning {
+  line?: number;
+  message: string;
+}
+
+export interface ParsedTranscripts {
+  blocks: ConversationBlock[];
+  subagents: SubagentThread[];
+  warnings: ParseWarning[];
+  nativeSessionId?: string;
+}
+
+export interface Workspace {
+  cwd: string;
+  writeFile(relativePath: string, content: string): Promise<void>;
+}
+
+export interface AgentBackend {
+  describe(): BackendDescription;
+  /** Starts a turn. Must not throw for back-end failures: those end the turn with an error block. */
+  execute(request: ExecuteRequest): AgentTurn;
+  /** Writes the agent's profile where the back end reads it (CLAUDE.md and .claude/agents/, GEMINI.md). */
+  setupAgentProfile?(profile: AgentProfile, workspace: Workspace): Promise<void>;
+  /** Restores saved raw transcripts into the back end's own storage, so a native session resumes on another machine. */
+  setupSessionTranscripts?(nativeSessionId: string, transcripts: RawTranscripts, workspace: Workspace): Promise<void>;
+  /** Reads the back end's native transcript of a session, to save it (seed 004's SavedSessionData). */
+  readSessionTranscripts?(nativeSessionId: string, workspace: Workspace): Promise<RawTranscripts | undefined>;
+  /** Parses native transcripts into blocks and subagent threads. */
+  parseTranscripts?(transcripts: RawTranscripts): ParsedTranscripts;
+  /** Whether the back end can be used now (key present, binary installed, endpoint answering). */
+  checkAvailability?(options?: { signal?: AbortSignal }): Promise<{ available: boolean; detail: string }>;
+}
+
+/** Thrown by a caller-facing helper when a back end lacks an optional ability. */
+export class UnsupportedError extends ParleyError {
+  constructor(backend: string, ability: string, options: ParleyErrorOptions = {}) {
+    super('UNSUPPORTED', `The ${backend} back end cannot ${ability}.`, { fault: 'user', ...options, data: { backend, ability } });
+  }
+}
+
+/** Calls an optional ability, or throws UnsupportedError naming it. */
+export function requireAbility<K extends keyof AgentBackend>(
+  backend: AgentBackend,
+  ability: K,
+  description: string,
+): NonNullable<AgentBackend[K]> {
+  const method = backend[ability];
+  if (typeof method !== 'function') throw new UnsupportedError(backend.describe().name, description);
+  return (method as (...args: unknown[]) => unknown).bind(backend) as NonNullable<AgentBackend[K]>;
+}

@@ -1,0 +1,168 @@
+import { canTransition, hasStatus, isStreamable, type ConversationBlock } from './blocks.js';
+import { MAIN_CONVERSATION, type MetadataUpdateEvent, type StreamEvent } from './events.js';
+import type { ConversationState, SessionMetrics, SubagentThread } from './session-data.js';
+
+/**
+ * The one reducer. The server, the TUI, the web UI and replay all rebuild conversations with it,
+ * so they cannot disagree. Pure: the input state is never mutated; unchanged parts are shared.
+ *
+ * Idempotent: an event whose `seq` is at or below `state.lastSeq` is already in and changes nothing,
+ * so a client may re-apply a replayed range without doubling text.
+ */
+export function applyEvent(state: ConversationState, event: StreamEvent): ConversationState {
+  return applyEvents(state, [event]);
+}
+
+/** Applies events in order, copying the state's arrays once for the whole batch (load and replay are O(n)). */
+export function applyEvents(state: ConversationState, events: Iterable<StreamEvent>): ConversationState {
+  let draft: Draft | undefined;
+  for (const event of events) {
+    if (event.seq <= (draft?.lastSeq ?? state.lastSeq)) continue;
+    if (event.sessionId !== state.sessionId) continue;
+    draft ??= new Draft(state);
+    draft.apply(event);
+  }
+  return draft ? draft.finish() : state;
+}
+
+/** A copy-on-first-write working copy of one state, private to a single `applyEvents` call. */
+class Draft {
+  lastSeq: number;
+  private blocks: ConversationBlock[] | undefined;
+  private subagents: SubagentThread[] | undefined;
+  private readonly copiedThreads = new Set<string>();
+  private metrics: SessionMetrics | undefined;
+
+  constructor(private readonly base: ConversationState) {
+    this.lastSeq = base.lastSeq;
+  }
+
+  apply(event: StreamEvent): void {
+    this.lastSeq = event.seq;
+    switch (event.type) {
+      case 'block_start':
+        this.upsert(event.conversationId, event.block, false);
+        if (event.block.type === 'subagent') this.thread(event.block.subagentId);
+        return;
+      case 'block_complete': {
+        const block = event.block.completedAt === undefined ? { ...event.block, completedAt: event.at } : event.block;
+        this.upsert(event.conversationId, block, true);
+        if (block.type === 'subagent') this.thread(block.subagentId);
+        return;
+      }
+      case 'text_delta':
+        this.modify(event.conversationId, event.blockId, (block) =>
+          isStreamable(block) ? { ...block, content: block.content + event.delta, updatedAt: event.at } : block,
+        );
+        return;
+      case 'block_update':
+        this.modify(event.conversationId, event.blockId, (block) => mergeUpdates(block, event.updates, event.at));
+        return;
+      case 'metadata_update':
+        this.metrics = foldMetadata(this.metrics ?? this.base.metrics, event);
+        return;
+    }
+  }
+
+  finish(): ConversationState {
+    return {
+      sessionId: this.base.sessionId,
+      lastSeq: this.lastSeq,
+      blocks: this.blocks ?? this.base.blocks,
+      subagents: this.subagents ?? this.base.subagents,
+      metrics: this.metrics ?? this.base.metrics,
+    };
+  }
+
+  private list(conversationId: string): ConversationBlock[] {
+    if (conversationId === MAIN_CONVERSATION) {
+      this.blocks ??= [...this.base.blocks];
+      return this.blocks;
+    }
+    return this.thread(conversationId).blocks;
+  }
+
+  /** The subagent thread, created when first addressed, copied once per batch before writing. */
+  private thread(id: string): SubagentThread {
+    this.subagents ??= [...this.base.subagents];
+    let index = this.subagents.findIndex((thread) => thread.id === id);
+    if (index === -1) {
+      this.subagents.push({ id, blocks: [] });
+      this.copiedThreads.add(id);
+      index = this.subagents.length - 1;
+    }
+    let thread = this.subagents[index]!;
+    if (!this.copiedThreads.has(id)) {
+      thread = { ...thread, blocks: [...thread.blocks] };
+      this.subagents[index] = thread;
+      this.copiedThreads.add(id);
+    }
+    return thread;
+  }
+
+  private upsert(conversationId: string, block: ConversationBlock, complete: boolean): void {
+    const blocks = this.list(conversationId);
+    const index = findIndexFromEnd(blocks, block.id);
+    if (index === -1) {
+      blocks.push(block);
+      return;
+    }
+    const existing = blocks[index]!;
+    // A completed block is final: a late block_start for it must not roll it back.
+    if (!complete && existing.completedAt !== undefined) return;
+    blocks[index] = block;
+  }
+
+  private modify(conversationId: string, blockId: string, change: (block: ConversationBlock) => ConversationBlock): void {
+    const blocks = this.list(conversationId);
+    const index = findIndexFromEnd(blocks, blockId);
+    if (index === -1) return;
+    blocks[index] = change(blocks[index]!);
+  }
+}
+
+function findIndexFromEnd(blocks: readonly ConversationBlock[], id: string): number {
+  for (let index = blocks.length - 1; index >= 0; index--) if (blocks[index]!.id === id) return index;
+  return -1;
+}
+
+/** Fields an update may never change: identity and kind. */
+const FROZEN_FIELDS = new Set(['id', 'type', 'createdAt']);
+
+function mergeUpdates(block: ConversationBlock, updates: Record<string, unknown>, at: number): ConversationBlock {
+  const next: Record<string, unknown> = { ...block, updatedAt: at };
+  for (const [key, value] of Object.entries(updates)) {
+    if (FROZEN_FIELDS.has(key)) continue;
+    if (key === 'status' && hasStatus(block)) {
+      if (typeof value !== 'string' || !canTransition(block.status, value as typeof block.status)) continue;
+    }
+    next[key] = value;
+  }
+  return next as ConversationBlock;
+}
+
+function foldMetadata(metrics: SessionMetrics, event: MetadataUpdateEvent): SessionMetrics {
+  const update = event.metadata;
+  const next = { ...metrics };
+  const usage = update.usage;
+  if (usage) {
+    next.inputTokens += usage.inputTokens;
+    next.outputTokens += usage.outputTokens;
+    next.cacheReadTokens += usage.cacheReadTokens;
+    next.cacheWriteTokens += usage.cacheWriteTokens;
+  }
+  if (update.costUsd !== undefined) next.costUsd += update.costUsd;
+  if (update.costUnknown) next.costUnknown = true;
+  // Occupancy, window and turns describe the main conversation; workers only add to the totals.
+  if (event.conversationId !== MAIN_CONVERSATION) return next;
+  if (usage) {
+    next.lastInputTokens = usage.inputTokens + usage.cacheReadTokens + usage.cacheWriteTokens;
+    next.lastOutputTokens = usage.outputTokens;
+  }
+  if (update.estimatedInputTokens !== undefined) next.lastEstimatedInputTokens = update.estimatedInputTokens;
+  if (update.contextWindow !== undefined) next.contextWindow = update.contextWindow;
+  if (update.maxOutputTokens !== undefined) next.maxOutputTokens = update.maxOutputTokens;
+  if (update.model !== undefined) next.model = update.model;
+  if (update.turnComplete) next.turns += 1;
+  return next;
+}

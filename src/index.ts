@@ -1,0 +1,3 @@
+/** Parley's public API. Each layer's index.ts is its public face; this re-exports them. */
+export * from './conversation/index.js';
+export * from './store/index.js';

@@ -1,0 +1,3 @@
+export * from './records.js';
+export * from './session-store.js';
+export * from './errors.js';
