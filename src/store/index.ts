@@ -1,3 +1,4 @@
 export * from './records.js';
 export * from './session-store.js';
 export * from './errors.js';
+export * from './memory-store.js';

@@ -1,0 +1,53 @@
+import type { z } from 'zod';
+import { ValidationError, describeIssues } from '../conversation/index.js';
+import { StoreError } from './errors.js';
+import { IdSchema } from './records.js';
+
+/**
+ * Checks an id or slug a caller passed. Every path a store builds is made of ids that passed here,
+ * so nothing a caller passes can leave the data folder.
+ */
+export function checkId(value: unknown, what: string): string {
+  const result = IdSchema.safeParse(value);
+  if (result.success) return result.data;
+  const shown = typeof value === 'string' ? JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value) : String(value);
+  throw new StoreError(
+    'INVALID_ID',
+    `Invalid ${what} ${shown}: it ${result.error.issues.map((issue) => issue.message).join(' and ')}.`,
+    { fault: 'user', data: { field: what, value } },
+  );
+}
+
+/**
+ * Validates a record a caller asks the store to persist, so that nothing unreadable is ever
+ * written; returns a fresh copy (the caller's object is never kept).
+ */
+export function checkRecord<Schema extends z.ZodType>(schema: Schema, value: unknown, what: string): z.infer<Schema> {
+  const result = schema.safeParse(value);
+  if (!result.success) {
+    const idIssue = result.error.issues.find((issue) => {
+      const last = issue.path[issue.path.length - 1];
+      return typeof last === 'string' && /Id$/.test(last) && issue.path.length === 1;
+    });
+    if (idIssue !== undefined) {
+      const field = String(idIssue.path[0]);
+      checkId((value as Record<string, unknown>)[field], field);
+    }
+    throw new ValidationError(`Refusing to store an invalid ${what}: ${describeIssues(result.error.issues)}.`, {
+      data: { record: what, issues: result.error.issues },
+    });
+  }
+  return structuredClone(result.data) as z.infer<Schema>;
+}
+
+export function sessionNotFound(sessionId: string): StoreError {
+  return new StoreError(
+    'SESSION_NOT_FOUND',
+    `No session "${sessionId}" in this store. List sessions to see the ids that exist.`,
+    { fault: 'user', data: { sessionId } },
+  );
+}
+
+export function storeClosed(kind: string): StoreError {
+  return new StoreError('STORE_CLOSED', `The ${kind} store is closed; open it again to use it.`, { fault: 'system' });
+}
