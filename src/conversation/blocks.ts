@@ -26,6 +26,8 @@ const Timestamp = z.number().int().nonnegative();
 
 const BlockBase = z.object({
   id: z.string().min(1),
+  /** The `seq` of the event that introduced the block; `applyEvent` stamps it. */
+  seq: z.number().int().nonnegative().optional(),
   createdAt: Timestamp,
   updatedAt: Timestamp.optional(),
   completedAt: Timestamp.optional(),

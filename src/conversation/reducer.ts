@@ -104,13 +104,13 @@ class Draft {
     const blocks = this.list(conversationId);
     const index = findIndexFromEnd(blocks, block.id);
     if (index === -1) {
-      blocks.push(block);
+      blocks.push(block.seq === undefined ? { ...block, seq: this.lastSeq } : block);
       return;
     }
     const existing = blocks[index]!;
     // A completed block is final: a late block_start for it must not roll it back.
     if (!complete && existing.completedAt !== undefined) return;
-    blocks[index] = block;
+    blocks[index] = { ...block, seq: existing.seq ?? block.seq ?? this.lastSeq };
   }
 
   private modify(conversationId: string, blockId: string, change: (block: ConversationBlock) => ConversationBlock): void {

@@ -1,0 +1,116 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  applyEvent,
+  applyEvents,
+  emptyConversation,
+  StreamEventSchema,
+  type ConversationBlock,
+  type StreamEvent,
+  type StreamEventDraft,
+} from '../../src/conversation/index.js';
+
+const SESSION = 's1';
+
+function numbered(drafts: StreamEventDraft[], start = 0): StreamEvent[] {
+  return drafts.map((draft, index) => ({ ...draft, sessionId: SESSION, seq: start + index, at: draft.at ?? 1000 + index }) as StreamEvent);
+}
+
+function textTurn(id: string, chunks: string[], conversationId = 'main'): StreamEventDraft[] {
+  return [
+    { type: 'block_start', conversationId, block: { id, type: 'assistant_text', content: '', createdAt: 1 } },
+    ...chunks.map((delta) => ({ type: 'text_delta' as const, conversationId, blockId: id, delta })),
+    { type: 'block_complete', conversationId, block: { id, type: 'assistant_text', content: chunks.join(''), createdAt: 1, completedAt: 9 } },
+  ];
+}
+
+describe('applyEvent', () => {
+  it('streams text deltas into the block and completes it', () => {
+    const events = numbered(textTurn('t1', ['Hel', 'lo', ' world']));
+    let state = emptyConversation(SESSION);
+    state = applyEvent(state, events[0]!);
+    state = applyEvent(state, events[1]!);
+    state = applyEvent(state, events[2]!);
+    expect(state.blocks[0]).toMatchObject({ type: 'assistant_text', content: 'Hello' });
+    state = applyEvents(state, events.slice(3));
+    expect(state.blocks).toHaveLength(1);
+    expect(state.blocks[0]).toMatchObject({ content: 'Hello world', completedAt: 9, seq: 0 });
+    expect(state.lastSeq).toBe(4);
+  });
+
+  it('applying an event twice (same seq) changes nothing', () => {
+    const events = numbered(textTurn('t1', ['a', 'b']));
+    const once = applyEvents(emptyConversation(SESSION), events.slice(0, 2));
+    const twice = applyEvent(once, events[1]!);
+    expect(twice).toBe(once);
+    expect(once.blocks[0]).toMatchObject({ content: 'a' });
+  });
+
+  it('never mutates the state it is given', () => {
+    const events = numbered(textTurn('t1', ['a', 'b']));
+    const before = applyEvents(emptyConversation(SESSION), events.slice(0, 2));
+    const snapshot = structuredClone(before);
+    applyEvents(before, events.slice(2));
+    expect(before).toEqual(snapshot);
+  });
+
+  it('events for a subagent land in its thread, not in main', () => {
+    const drafts: StreamEventDraft[] = [
+      { type: 'block_start', conversationId: 'main', block: { id: 'sub', type: 'subagent', subagentId: 'agent-7', name: 'reviewer', input: 'review', status: 'running', createdAt: 1 } },
+      ...textTurn('x1', ['looking'], 'agent-7'),
+      { type: 'block_update', conversationId: 'main', blockId: 'sub', updates: { status: 'success', output: 'done' } },
+    ];
+    const state = applyEvents(emptyConversation(SESSION), numbered(drafts));
+    expect(state.blocks.map((block) => block.type)).toEqual(['subagent']);
+    expect(state.blocks[0]).toMatchObject({ status: 'success', output: 'done' });
+    expect(state.subagents).toHaveLength(1);
+    expect(state.subagents[0]!.id).toBe('agent-7');
+    expect(state.subagents[0]!.blocks[0]).toMatchObject({ type: 'assistant_text', content: 'looking' });
+  });
+
+  it('refuses illegal status transitions (success never goes back to running)', () => {
+    const drafts: StreamEventDraft[] = [
+      { type: 'block_start', conversationId: 'main', block: { id: 'tool', type: 'tool_use', toolUseId: 'tu1', name: 'Read', input: {}, status: 'pending', createdAt: 1 } },
+      { type: 'block_update', conversationId: 'main', blockId: 'tool', updates: { status: 'success' } },
+      { type: 'block_update', conversationId: 'main', blockId: 'tool', updates: { status: 'running', id: 'hijack' } },
+    ];
+    const state = applyEvents(emptyConversation(SESSION), numbered(drafts));
+    expect(state.blocks[0]).toMatchObject({ id: 'tool', status: 'success' });
+  });
+
+  it('folds per-turn metadata into totals; occupancy and turns come from main only', () => {
+    const drafts: StreamEventDraft[] = [
+      { type: 'metadata_update', conversationId: 'main', metadata: { usage: { inputTokens: 100, outputTokens: 10, cacheReadTokens: 50, cacheWriteTokens: 5 }, costUsd: 0.01, contextWindow: 200000, turnComplete: true } },
+      { type: 'metadata_update', conversationId: 'worker-1', metadata: { usage: { inputTokens: 900, outputTokens: 90, cacheReadTokens: 0, cacheWriteTokens: 0 }, costUsd: 0.02, turnComplete: true } },
+    ];
+    const state = applyEvents(emptyConversation(SESSION), numbered(drafts));
+    expect(state.metrics).toMatchObject({ turns: 1, inputTokens: 1000, outputTokens: 100, lastInputTokens: 155, contextWindow: 200000 });
+    expect(state.metrics.costUsd).toBeCloseTo(0.03);
+  });
+
+  it('ignores events of another session', () => {
+    const [event] = numbered(textTurn('t1', ['a']));
+    const state = applyEvent(emptyConversation('other'), event!);
+    expect(state.blocks).toHaveLength(0);
+  });
+
+  it('a conversation rebuilt from its events equals the one built event by event (any chunking)', () => {
+    const chunks = fc.array(fc.string({ maxLength: 8 }), { minLength: 1, maxLength: 12 });
+    fc.assert(
+      fc.property(fc.array(chunks, { minLength: 1, maxLength: 6 }), fc.integer({ min: 1, max: 7 }), (turns, batchSize) => {
+        const drafts = turns.flatMap((turn, index) => textTurn(`b${index}`, turn));
+        const events = numbered(drafts);
+        for (const event of events) expect(StreamEventSchema.safeParse(event).success).toBe(true);
+        let stepwise = emptyConversation(SESSION);
+        for (const event of events) stepwise = applyEvent(stepwise, event);
+        let batched = emptyConversation(SESSION);
+        for (let index = 0; index < events.length; index += batchSize) batched = applyEvents(batched, events.slice(index, index + batchSize));
+        // Replaying everything again on top changes nothing (a reconnecting client re-applies a range).
+        const replayed = applyEvents(batched, events);
+        expect(batched).toEqual(stepwise);
+        expect(replayed).toBe(batched);
+        expect(stepwise.blocks.map((block: ConversationBlock) => (block as { content: string }).content)).toEqual(turns.map((turn) => turn.join('')));
+      }),
+    );
+  });
+});
