@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { ValidationError, describeIssues } from '../conversation/index.js';
 import { StoreError } from './errors.js';
-import { IdSchema } from './records.js';
+import { ID_PATTERN, IdSchema } from './records.js';
 
 /**
  * Checks an id or slug a caller passed. Every path a store builds is made of ids that passed here,
@@ -25,14 +25,9 @@ export function checkId(value: unknown, what: string): string {
 export function checkRecord<Schema extends z.ZodType>(schema: Schema, value: unknown, what: string): z.infer<Schema> {
   const result = schema.safeParse(value);
   if (!result.success) {
-    const idIssue = result.error.issues.find((issue) => {
-      const last = issue.path[issue.path.length - 1];
-      return typeof last === 'string' && /Id$/.test(last) && issue.path.length === 1;
-    });
-    if (idIssue !== undefined) {
-      const field = String(idIssue.path[0]);
-      checkId((value as Record<string, unknown>)[field], field);
-    }
+    // A bad id anywhere in the record (a task's dependencies too) is reported as INVALID_ID, naming it.
+    const idIssue = result.error.issues.find(isIdIssue);
+    if (idIssue !== undefined) checkId(valueAt(value, idIssue.path), idIssue.path.map(String).join('.'));
     throw new ValidationError(`Refusing to store an invalid ${what}: ${describeIssues(result.error.issues)}.`, {
       data: { record: what, issues: result.error.issues },
     });
@@ -50,4 +45,17 @@ export function sessionNotFound(sessionId: string): StoreError {
 
 export function storeClosed(kind: string): StoreError {
   return new StoreError('STORE_CLOSED', `The ${kind} store is closed; open it again to use it.`, { fault: 'system' });
+}
+
+function isIdIssue(issue: z.core.$ZodIssue): boolean {
+  return (
+    (issue.code === 'invalid_format' && 'pattern' in issue && issue.pattern === String(ID_PATTERN)) ||
+    (issue.code === 'custom' && issue.message === 'must not contain ".."')
+  );
+}
+
+function valueAt(value: unknown, path: readonly PropertyKey[]): unknown {
+  let current = value;
+  for (const key of path) current = (current as Record<PropertyKey, unknown> | undefined)?.[key];
+  return current;
 }
