@@ -1,0 +1,6 @@
+/** The back-end layer's public face: the contract, every adapter, configuration and the registry. */
+export * from './agent-backend.js';
+export * from './failures.js';
+export * from './turn-events.js';
+export * from './abort.js';
+export * from './scripted/index.js';

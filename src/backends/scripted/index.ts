@@ -1,0 +1,2 @@
+export * from './script.js';
+export * from './scripted-backend.js';
