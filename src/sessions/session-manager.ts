@@ -1,0 +1,625 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import {
+  applyEvents,
+  blockToMessage,
+  describeIssues,
+  emptyConversation,
+  MAIN_CONVERSATION,
+  NewMessageSchema,
+  type ChatMessage,
+  type ConversationBlock,
+  type ConversationState,
+  type NewMessage,
+  type RuntimeSessionData,
+  type StreamEvent,
+  type StreamEventDraft,
+} from '../conversation/index.js';
+import * as storeLayer from '../store/index.js';
+import {
+  FORMAT_VERSION,
+  SessionFilterSchema,
+  SessionScopeSchema,
+  SessionSettingsSchema,
+  type Checkpoint,
+  type NativeSessionRef,
+  type SessionFilter,
+  type SessionRecord,
+  type SessionScope,
+  type SessionSettings,
+  type SessionStats,
+  type SessionStore,
+  type StoreWarning,
+} from '../store/index.js';
+import { SessionError } from './errors.js';
+import { checkSessionId, GetOrCreateSessionOptionsSchema, scopedSessionId, type GetOrCreateSessionOptions } from './session-ids.js';
+import { TypedEmitter } from './typed-emitter.js';
+
+export type SessionUpdateAction = 'created' | 'message_added' | 'events_appended' | 'cleared' | 'archived' | 'settings_changed';
+
+/** The events a SessionManager emits (seed 003's broadcast events, plus the live stream). */
+export interface SessionManagerEvents {
+  'session:updated': { sessionId: string; action: SessionUpdateAction; session: SessionRecord };
+  /** Every event appended to a session's log, after it is durable, in `seq` order. */
+  'session:event': { sessionId: string; event: StreamEvent };
+  'session:compaction-start': { sessionId: string; trigger: 'auto' | 'manual'; tokensBefore: number };
+  'session:compaction-complete': {
+    sessionId: string;
+    trigger: 'auto' | 'manual';
+    version: number;
+    tokensBefore: number;
+    tokensAfter: number;
+  };
+  'session:compaction-error': { sessionId: string; trigger: 'auto' | 'manual'; message: string; code: string };
+  'store:warning': StoreWarning;
+}
+
+/** Returns the model's raw text for a compaction prompt (see issue 3). */
+export type Summarizer = (request: { systemPrompt: string; prompt: string; signal?: AbortSignal }) => Promise<string>;
+
+export interface SessionManagerOptions {
+  /** A file store in this folder (the default store). Ignored when `store` is given. */
+  dataDir?: string;
+  store?: SessionStore;
+  summarize?: Summarizer;
+  /** Largest request in tokens (default 100,000). */
+  tokenBudget?: number;
+  /** Fraction of the budget at which compaction starts (default 0.9). */
+  compactionThreshold?: number;
+  /** The project folder whose files, notes and git history form the context. */
+  projectRoot?: string;
+  /** Milliseconds since the epoch; injectable for deterministic tests. */
+  clock?: () => number;
+  /** Counts tokens of a text; the tokenizer module provides the default. */
+  countTokens?: (text: string) => number;
+}
+
+export const CreateSessionOptionsSchema = z.object({
+  scope: SessionScopeSchema,
+  agentType: z.string().min(1),
+  /** Back end name (seed 004's architecture type). */
+  backend: z.string().min(1).optional(),
+  /** Default: a random UUID (draft sessions). */
+  sessionId: z.string().optional(),
+  title: z.string().optional(),
+  agentProfileReference: z.string().optional(),
+  settings: SessionSettingsSchema.optional(),
+  readOnly: z.boolean().optional(),
+  native: z.object({ backend: z.string(), nativeSessionId: z.string(), transcriptPath: z.string().optional() }).optional(),
+});
+export type CreateSessionOptions = z.input<typeof CreateSessionOptionsSchema>;
+
+export const DEFAULT_TOKEN_BUDGET = 100_000;
+export const DEFAULT_COMPACTION_THRESHOLD = 0.9;
+
+interface LiveSession {
+  record: SessionRecord;
+  conversation: ConversationState;
+}
+
+/**
+ * Opens a SessionManager over a file store in `dataDir` or over the given store.
+ * `close()` releases the data folder.
+ */
+export async function createSessionManager(options: SessionManagerOptions): Promise<SessionManager> {
+  let store = options.store;
+  let ownsStore = false;
+  const warnings: StoreWarning[] = [];
+  let manager: SessionManager | undefined;
+  if (!store) {
+    if (!options.dataDir) {
+      throw new SessionError('INVALID_INPUT', 'createSessionManager needs `dataDir` (a folder for the file store) or `store`.', { fault: 'user' });
+    }
+    store = await openFileStore({
+      dataDir: options.dataDir,
+      onWarning: (warning) => (manager ? manager.reportWarning(warning) : warnings.push(warning)),
+    });
+    ownsStore = true;
+  }
+  manager = new SessionManager(store, ownsStore, options);
+  for (const warning of warnings) manager.reportWarning(warning);
+  return manager;
+}
+
+export class SessionManager {
+  readonly tokenBudget: number;
+  readonly compactionThreshold: number;
+  readonly projectRoot: string | undefined;
+  protected readonly summarize: Summarizer | undefined;
+  protected readonly clock: () => number;
+  protected readonly countTokens: (text: string) => number;
+  private readonly emitter = new TypedEmitter<SessionManagerEvents>((error) => {
+    process.emitWarning(`A session event handler threw: ${String(error)}`);
+  });
+  private readonly live = new Map<string, Promise<LiveSession>>();
+  /** One queue per session: writes to a session happen in call order. */
+  private readonly queues = new Map<string, Promise<unknown>>();
+  private readonly creating = new Map<string, Promise<SessionRecord>>();
+  private closed = false;
+
+  constructor(
+    readonly store: SessionStore,
+    private readonly ownsStore: boolean,
+    options: SessionManagerOptions = {},
+  ) {
+    this.tokenBudget = options.tokenBudget ?? DEFAULT_TOKEN_BUDGET;
+    this.compactionThreshold = options.compactionThreshold ?? DEFAULT_COMPACTION_THRESHOLD;
+    this.projectRoot = options.projectRoot;
+    this.summarize = options.summarize;
+    this.clock = options.clock ?? Date.now;
+    this.countTokens = options.countTokens ?? ((text) => Math.ceil(text.length / 4));
+  }
+
+  on<K extends keyof SessionManagerEvents>(name: K, handler: (payload: SessionManagerEvents[K]) => void): () => void {
+    return this.emitter.on(name, handler);
+  }
+
+  protected emit<K extends keyof SessionManagerEvents>(name: K, payload: SessionManagerEvents[K]): void {
+    this.emitter.emit(name, payload);
+  }
+
+  /** @internal surfaced store warnings (torn log tails and the like). */
+  reportWarning(warning: StoreWarning): void {
+    this.emitter.emit('store:warning', warning);
+  }
+
+  // ---- sessions -------------------------------------------------------------------------------
+
+  /** Seed 003: the session for a feature or a task state; the same call returns the same session, across restarts. */
+  async getOrCreateSession(options: GetOrCreateSessionOptions): Promise<SessionRecord> {
+    this.assertOpen();
+    const parsed = GetOrCreateSessionOptionsSchema.safeParse(options);
+    if (!parsed.success) {
+      throw new SessionError('INVALID_INPUT', `getOrCreateSession: ${describeIssues(parsed.error.issues)}.`, { fault: 'user' });
+    }
+    const scope = parsed.data;
+    const sessionId = scopedSessionId(scope);
+    const existing = await this.store.getSession(sessionId);
+    if (existing) return existing;
+    const session = await this.createSession({
+      sessionId,
+      agentType: scope.agentType,
+      ...(scope.backend ? { backend: scope.backend } : {}),
+      scope:
+        scope.type === 'feature'
+          ? { kind: 'feature', featureId: scope.featureId }
+          : { kind: 'task', featureId: scope.featureId, taskId: scope.taskId, taskState: scope.taskState },
+    });
+    await this.linkScope(session);
+    return session;
+  }
+
+  /** Creates a session with the given id, or a random UUID (drafts, workflow agents). Concurrent calls for one id create it once. */
+  async createSession(options: CreateSessionOptions): Promise<SessionRecord> {
+    this.assertOpen();
+    const parsed = CreateSessionOptionsSchema.safeParse(options);
+    if (!parsed.success) {
+      throw new SessionError('INVALID_INPUT', `createSession: ${describeIssues(parsed.error.issues)}.`, { fault: 'user' });
+    }
+    const input = parsed.data;
+    const sessionId = input.sessionId === undefined ? randomUUID() : checkSessionId(input.sessionId);
+    const pending = this.creating.get(sessionId);
+    if (pending) return pending;
+    const creation = (async () => {
+      const existing = await this.store.getSession(sessionId);
+      if (existing) return existing;
+      const now = this.clock();
+      const record: SessionRecord = {
+        formatVersion: FORMAT_VERSION,
+        sessionId,
+        type: input.backend ?? 'scripted',
+        agentProfileReference: input.agentProfileReference ?? input.agentType,
+        agentType: input.agentType,
+        status: 'active',
+        scope: input.scope,
+        createdAt: now,
+        updatedAt: now,
+        lastActivity: now,
+        settings: input.settings ?? {},
+        stats: { totalMessages: 0, totalTokens: 0, totalCompactions: 0 },
+        ...(input.title !== undefined ? { title: input.title } : {}),
+        ...(input.readOnly ? { readOnly: true } : {}),
+        ...(input.native ? { native: input.native } : {}),
+      };
+      const created = await this.store.createSession(record);
+      this.emit('session:updated', { sessionId, action: 'created', session: created });
+      return created;
+    })();
+    this.creating.set(sessionId, creation);
+    try {
+      return await creation;
+    } finally {
+      this.creating.delete(sessionId);
+    }
+  }
+
+  /** The session's metadata; SESSION_NOT_FOUND when there is none. */
+  async getSession(sessionId: string): Promise<SessionRecord> {
+    this.assertOpen();
+    const id = checkSessionId(sessionId);
+    const cached = this.live.get(id);
+    if (cached) return structuredClone((await cached).record);
+    const record = await this.store.getSession(id);
+    if (!record) throw notFound(id);
+    return record;
+  }
+
+  async listSessions(filter: SessionFilter = {}): Promise<SessionRecord[]> {
+    this.assertOpen();
+    const parsed = SessionFilterSchema.safeParse(filter);
+    if (!parsed.success) {
+      throw new SessionError('INVALID_INPUT', `listSessions: ${describeIssues(parsed.error.issues)}.`, { fault: 'user' });
+    }
+    const sessions: SessionRecord[] = [];
+    for await (const record of this.store.listSessions(parsed.data)) sessions.push(record);
+    sessions.sort((a, b) => (b.lastActivity ?? b.updatedAt) - (a.lastActivity ?? a.updatedAt));
+    return sessions;
+  }
+
+  /** Changes per-session settings (token budget, threshold, tail, context sessions). */
+  async updateSettings(sessionId: string, settings: SessionSettings): Promise<SessionRecord> {
+    const parsed = SessionSettingsSchema.safeParse(settings);
+    if (!parsed.success) {
+      throw new SessionError('INVALID_INPUT', `updateSettings: ${describeIssues(parsed.error.issues)}.`, { fault: 'user' });
+    }
+    const record = await this.updateRecord(sessionId, (current) => ({ ...current, settings: { ...current.settings, ...parsed.data } }));
+    this.emit('session:updated', { sessionId: record.sessionId, action: 'settings_changed', session: record });
+    return record;
+  }
+
+  /** Links the session to the back end's own id (native continuity). */
+  async setNativeSession(sessionId: string, native: NativeSessionRef): Promise<SessionRecord> {
+    return this.updateRecord(sessionId, (current) => ({ ...current, native }));
+  }
+
+  /** Seed 003: sets status `archived`; the session stays on disk, readable, and no longer takes messages. */
+  async archiveSession(sessionId: string): Promise<SessionRecord> {
+    const record = await this.updateRecord(sessionId, (current) => ({ ...current, status: 'archived', updatedAt: this.clock() }));
+    this.live.delete(record.sessionId);
+    this.emit('session:updated', { sessionId: record.sessionId, action: 'archived', session: record });
+    return record;
+  }
+
+  // ---- messages and events ---------------------------------------------------------------------
+
+  /** Appends a user or assistant message (as a block); resolves once it is durable. */
+  async addMessage(sessionId: string, message: NewMessage): Promise<ChatMessage> {
+    const parsed = NewMessageSchema.safeParse(message);
+    if (!parsed.success) {
+      throw new SessionError('INVALID_INPUT', `addMessage: ${describeIssues(parsed.error.issues)}.`, { fault: 'user' });
+    }
+    const input = parsed.data;
+    const now = this.clock();
+    const tokens = this.countTokens(input.content);
+    const metadata = { ...input.metadata, tokens };
+    const block: ConversationBlock =
+      input.role === 'user'
+        ? { id: randomUUID(), type: 'user_message', content: input.content, createdAt: now, completedAt: now, metadata, ...(input.pinned ? { pinned: true } : {}) }
+        : { id: randomUUID(), type: 'assistant_text', content: input.content, createdAt: now, completedAt: now, metadata };
+    const [event] = await this.appendEvents(sessionId, [{ type: 'block_complete', conversationId: MAIN_CONVERSATION, block, at: now }], 'message_added');
+    return blockToMessage(block, event!.seq)!;
+  }
+
+  /**
+   * Appends stream events (a back end's turn, a system notice) to the session's log. Resolves with
+   * them numbered once they are durable; then emits each as `session:event`.
+   */
+  async appendEvents(
+    sessionId: string,
+    drafts: readonly StreamEventDraft[],
+    action: SessionUpdateAction = 'events_appended',
+  ): Promise<StreamEvent[]> {
+    this.assertOpen();
+    const id = checkSessionId(sessionId);
+    if (drafts.length === 0) return [];
+    return this.serialize(id, async () => {
+      const live = await this.liveSession(id);
+      assertWritable(live.record);
+      const now = this.clock();
+      const stamped = drafts.map((draft) => ({ ...draft, at: draft.at ?? now }));
+      const events = await this.store.append(id, stamped);
+      live.conversation = applyEvents(live.conversation, events);
+      const added = countMessages(events);
+      live.record = {
+        ...live.record,
+        lastActivity: now,
+        updatedAt: now,
+        metrics: live.conversation.metrics,
+        stats: {
+          ...live.record.stats,
+          totalMessages: live.record.stats.totalMessages + added.messages,
+          totalTokens: live.record.stats.totalTokens + added.tokens,
+        },
+      };
+      const record = live.record;
+      this.scheduleRecordFlush(id, live);
+      for (const event of events) this.emit('session:event', { sessionId: id, event });
+      this.emit('session:updated', { sessionId: id, action, session: record });
+      return events;
+    });
+  }
+
+  /**
+   * The messages the next request sees (after the last `clearMessages`), newest last, at most
+   * `limit`. `includeCleared` returns the whole history.
+   */
+  async getRecentMessages(sessionId: string, limit = 50, options: { includeCleared?: boolean } = {}): Promise<ChatMessage[]> {
+    const live = await this.liveSession(checkSessionId(sessionId));
+    const clearedThrough = options.includeCleared ? -1 : (live.record.clearedThroughSeq ?? -1);
+    const messages: ChatMessage[] = [];
+    const blocks = live.conversation.blocks;
+    for (let index = blocks.length - 1; index >= 0 && messages.length < limit; index--) {
+      const block = blocks[index]!;
+      const seq = block.seq ?? -1;
+      if (seq <= clearedThrough) break;
+      const message = blockToMessage(block, seq);
+      if (message) messages.push(message);
+    }
+    return messages.reverse();
+  }
+
+  /** The log after `afterSeq` (all of it by default): what a reconnecting client replays. */
+  async getEvents(sessionId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<StreamEvent[]> {
+    this.assertOpen();
+    const id = checkSessionId(sessionId);
+    await this.liveSession(id);
+    const events: StreamEvent[] = [];
+    const limit = options.limit ?? Number.POSITIVE_INFINITY;
+    for await (const event of this.store.readLog(id, options.afterSeq === undefined ? {} : { afterSeq: options.afterSeq })) {
+      events.push(event);
+      if (events.length >= limit) break;
+    }
+    return events;
+  }
+
+  /** The conversation rebuilt from the log: blocks, subagent threads, metrics. */
+  async loadConversation(sessionId: string): Promise<ConversationState> {
+    const live = await this.liveSession(checkSessionId(sessionId));
+    return live.conversation;
+  }
+
+  /** Seed 004's RuntimeSessionData: the saved data plus the parsed blocks. */
+  async getRuntimeSession(sessionId: string): Promise<RuntimeSessionData> {
+    const id = checkSessionId(sessionId);
+    const live = await this.liveSession(id);
+    const names = await this.store.listTranscripts(id);
+    const main = names.includes('main') ? await this.store.readTranscript(id, 'main') : undefined;
+    const threads = await Promise.all(
+      live.conversation.subagents.map(async (thread) => {
+        const raw = names.includes(thread.id) ? await this.store.readTranscript(id, thread.id) : undefined;
+        return { ...thread, ...(raw !== undefined ? { rawTranscript: raw } : {}) };
+      }),
+    );
+    const record = live.record;
+    return {
+      sessionId: record.sessionId,
+      type: record.type,
+      agentProfileReference: record.agentProfileReference,
+      status: record.status,
+      ...(record.lastActivity !== undefined ? { lastActivity: record.lastActivity } : {}),
+      createdAt: record.createdAt,
+      ...(main !== undefined ? { rawTranscript: main } : {}),
+      workspaceFiles: [],
+      blocks: live.conversation.blocks,
+      subagents: threads,
+      metrics: live.conversation.metrics,
+      lastSeq: live.conversation.lastSeq,
+    };
+  }
+
+  async getCheckpoint(sessionId: string): Promise<Checkpoint | undefined> {
+    this.assertOpen();
+    const id = checkSessionId(sessionId);
+    await this.requireSession(id);
+    return this.store.readCheckpoint(id);
+  }
+
+  async listCheckpoints(sessionId: string): Promise<Checkpoint[]> {
+    this.assertOpen();
+    const id = checkSessionId(sessionId);
+    await this.requireSession(id);
+    return this.store.listCheckpoints(id);
+  }
+
+  async getStats(sessionId: string): Promise<SessionStats> {
+    return (await this.getSession(sessionId)).stats;
+  }
+
+  /**
+   * Seed 003's clearMessages: the next request starts from the checkpoint alone. Nothing is
+   * deleted: the history stays in the log and `getRecentMessages(…, { includeCleared: true })` shows it.
+   */
+  async clearMessages(sessionId: string): Promise<SessionRecord> {
+    const id = checkSessionId(sessionId);
+    const now = this.clock();
+    const [marker] = await this.appendEvents(id, [
+      {
+        type: 'block_complete',
+        conversationId: MAIN_CONVERSATION,
+        block: { id: randomUUID(), type: 'system', subtype: 'cleared', content: 'Messages cleared: the next request starts from the checkpoint.', createdAt: now },
+        at: now,
+      },
+    ]);
+    const record = await this.updateRecord(id, (current) => ({ ...current, clearedThroughSeq: marker!.seq }));
+    this.emit('session:updated', { sessionId: id, action: 'cleared', session: record });
+    return record;
+  }
+
+  /** Waits for pending writes and releases the data folder (when the manager opened it). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.allSettled([...this.queues.values()]);
+    await Promise.allSettled([...this.flushing.values()]);
+    if (this.ownsStore) await this.store.close();
+  }
+
+  // ---- internals shared with the compaction and request layers ----------------------------------
+
+  private readonly flushing = new Map<string, Promise<void>>();
+  private readonly dirty = new Set<string>();
+
+  /**
+   * session.json is a cache of what the log implies (stats, metrics, activity). It is rewritten
+   * atomically but off the append path, coalesced to one write in flight per session: on load the log wins.
+   */
+  private scheduleRecordFlush(sessionId: string, live: LiveSession): void {
+    this.dirty.add(sessionId);
+    if (this.flushing.has(sessionId)) return;
+    const flush = (async () => {
+      while (this.dirty.has(sessionId)) {
+        this.dirty.delete(sessionId);
+        const record = live.record;
+        try {
+          await this.store.updateSession(sessionId, () => record);
+        } catch (error) {
+          this.reportWarning({ code: 'UNREADABLE_SESSION', sessionId, message: `Could not update session.json: ${String(error)}` });
+        }
+      }
+    })().finally(() => this.flushing.delete(sessionId));
+    this.flushing.set(sessionId, flush);
+  }
+
+  /** Runs `work` after every earlier write to the same session. */
+  protected serialize<T>(sessionId: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.queues.get(sessionId) ?? Promise.resolve();
+    const next = previous.then(work, work);
+    const settled = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.queues.set(sessionId, settled);
+    void settled.then(() => {
+      if (this.queues.get(sessionId) === settled) this.queues.delete(sessionId);
+    });
+    return next;
+  }
+
+  protected async updateRecord(sessionId: string, update: (current: SessionRecord) => SessionRecord): Promise<SessionRecord> {
+    this.assertOpen();
+    const id = checkSessionId(sessionId);
+    return this.serialize(id, async () => {
+      const live = await this.liveSession(id);
+      live.record = update(live.record);
+      return this.store.updateSession(id, () => live.record);
+    });
+  }
+
+  /** The cached session: its record and conversation, loaded from the log once. */
+  protected liveSession(sessionId: string): Promise<LiveSession> {
+    this.assertOpen();
+    let pending = this.live.get(sessionId);
+    if (!pending) {
+      pending = this.loadLive(sessionId);
+      this.live.set(sessionId, pending);
+      pending.catch(() => this.live.delete(sessionId));
+    }
+    return pending;
+  }
+
+  private async loadLive(sessionId: string): Promise<LiveSession> {
+    const record = await this.requireSession(sessionId);
+    const events: StreamEvent[] = [];
+    for await (const event of this.store.readLog(sessionId)) events.push(event);
+    const conversation = applyEvents(emptyConversation(sessionId), events);
+    // The log is the truth: stats in session.json are a cache and may lag after a crash.
+    const counted = countMessages(events);
+    const live: LiveSession = {
+      conversation,
+      record: {
+        ...record,
+        metrics: conversation.metrics,
+        stats: { ...record.stats, totalMessages: counted.messages, totalTokens: counted.tokens },
+      },
+    };
+    return live;
+  }
+
+  protected async requireSession(sessionId: string): Promise<SessionRecord> {
+    const record = await this.store.getSession(sessionId);
+    if (!record) throw notFound(sessionId);
+    return record;
+  }
+
+  protected assertOpen(): void {
+    if (this.closed) throw new SessionError('MANAGER_CLOSED', 'This SessionManager is closed; create a new one with createSessionManager().', { fault: 'user' });
+  }
+
+  /** Seed 002: a task keeps its sessions per state and its current state; a feature its session. */
+  private async linkScope(session: SessionRecord): Promise<void> {
+    const scope: SessionScope = session.scope;
+    const now = new Date(this.clock()).toISOString();
+    if (scope.kind === 'task') {
+      const task = (await this.store.getTask(scope.featureId, scope.taskId)) ?? {
+        formatVersion: FORMAT_VERSION,
+        featureId: scope.featureId,
+        taskId: scope.taskId,
+        title: scope.taskId,
+        description: '',
+        dependencies: [],
+        states: {},
+        createdAt: now,
+        updatedAt: now,
+      };
+      const ids = task.states[scope.taskState]?.sessionIds ?? [];
+      if (!ids.includes(session.sessionId)) ids.push(session.sessionId);
+      await this.store.putTask({ ...task, states: { ...task.states, [scope.taskState]: { sessionIds: ids } }, currentState: scope.taskState, updatedAt: now });
+    } else if (scope.kind === 'feature') {
+      const feature = (await this.store.getFeature(scope.featureId)) ?? {
+        formatVersion: FORMAT_VERSION,
+        featureId: scope.featureId,
+        name: scope.featureId,
+        createdAt: now,
+        updatedAt: now,
+      };
+      if (feature.sessionId === undefined) await this.store.putFeature({ ...feature, sessionId: session.sessionId, updatedAt: now });
+    }
+  }
+}
+
+type FileStoreFactory = (options: { dataDir: string; onWarning?: (warning: StoreWarning) => void }) => Promise<SessionStore>;
+
+/** The file store, looked up at run time while it lands in the store layer. */
+function openFileStore(options: { dataDir: string; onWarning?: (warning: StoreWarning) => void }): Promise<SessionStore> {
+  const factory = (storeLayer as unknown as { createFileStore?: FileStoreFactory }).createFileStore;
+  if (!factory) throw new SessionError('INVALID_INPUT', 'The file store is not available in this build; pass `store` to createSessionManager.', { fault: 'system' });
+  return factory(options);
+}
+
+function notFound(sessionId: string): SessionError {
+  return new SessionError('SESSION_NOT_FOUND', `No session "${sessionId}". List sessions with \`parley sessions\`.`, {
+    fault: 'user',
+    data: { sessionId },
+  });
+}
+
+function assertWritable(record: SessionRecord): void {
+  if (record.readOnly) {
+    throw new SessionError(
+      'READ_ONLY_SESSION',
+      `Session "${record.sessionId}" is read only (imported); continue it with \`parley chat --session ${record.sessionId}\`, which starts a managed copy.`,
+      { fault: 'user', data: { sessionId: record.sessionId } },
+    );
+  }
+  if (record.status === 'archived') {
+    throw new SessionError('SESSION_ARCHIVED', `Session "${record.sessionId}" is archived and takes no new messages.`, {
+      fault: 'user',
+      data: { sessionId: record.sessionId },
+    });
+  }
+}
+
+/** Messages (user and assistant text blocks completed in main) and their tokens among the events. */
+function countMessages(events: readonly StreamEvent[]): { messages: number; tokens: number } {
+  let messages = 0;
+  let tokens = 0;
+  for (const event of events) {
+    if (event.type !== 'block_complete' || event.conversationId !== MAIN_CONVERSATION) continue;
+    const block = event.block;
+    if (block.type !== 'user_message' && block.type !== 'assistant_text') continue;
+    messages += 1;
+    const counted = block.metadata?.['tokens'];
+    if (typeof counted === 'number') tokens += counted;
+  }
+  return { messages, tokens };
+}

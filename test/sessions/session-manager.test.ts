@@ -1,0 +1,174 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { applyEvents, emptyConversation, isParleyError, type StreamEventDraft } from '../../src/conversation/index.js';
+import { createSessionManager, type SessionManager, type SessionManagerEvents } from '../../src/sessions/index.js';
+import { createMemoryStore, type SessionStore } from '../../src/store/index.js';
+
+let clockValue = 1_700_000_000_000;
+const clock = () => clockValue++;
+
+async function open(store: SessionStore = createMemoryStore()): Promise<SessionManager> {
+  return createSessionManager({ store, clock });
+}
+
+async function expectCode(promise: Promise<unknown>, code: string): Promise<void> {
+  const error = await promise.then(
+    () => undefined,
+    (reason: unknown) => reason,
+  );
+  expect(isParleyError(error, code), `expected ${code}, got ${String(error)}`).toBe(true);
+}
+
+const managers: SessionManager[] = [];
+afterEach(async () => {
+  await Promise.all(managers.splice(0).map((manager) => manager.close()));
+});
+
+describe('SessionManager', () => {
+  it('getOrCreateSession builds seed 003 ids and returns the same session twice', async () => {
+    const manager = await open();
+    managers.push(manager);
+    const feature = await manager.getOrCreateSession({ type: 'feature', agentType: 'pm', featureId: 'my-feature' });
+    expect(feature.sessionId).toBe('pm-feature-my-feature');
+    const task = await manager.getOrCreateSession({ type: 'task', agentType: 'dev', featureId: 'f1', taskId: 't1', taskState: 'in_dev' });
+    expect(task.sessionId).toBe('dev-task-f1-t1-in_dev');
+    const again = await manager.getOrCreateSession({ type: 'task', agentType: 'dev', featureId: 'f1', taskId: 't1', taskState: 'in_dev' });
+    expect(again.createdAt).toBe(task.createdAt);
+    expect((await manager.listSessions()).map((session) => session.sessionId).sort()).toEqual(['dev-task-f1-t1-in_dev', 'pm-feature-my-feature']);
+  });
+
+  it('concurrent getOrCreateSession calls create one session', async () => {
+    const manager = await open();
+    managers.push(manager);
+    const created: string[] = [];
+    manager.on('session:updated', (event) => event.action === 'created' && created.push(event.sessionId));
+    await Promise.all(Array.from({ length: 5 }, () => manager.getOrCreateSession({ type: 'feature', agentType: 'qa', featureId: 'x' })));
+    expect(created).toEqual(['qa-feature-x']);
+  });
+
+  it('tasks keep a session list per state and a current state', async () => {
+    const store = createMemoryStore();
+    const manager = await open(store);
+    managers.push(manager);
+    await manager.getOrCreateSession({ type: 'task', agentType: 'dev', featureId: 'f1', taskId: 't1', taskState: 'in_dev' });
+    await manager.getOrCreateSession({ type: 'task', agentType: 'qa', featureId: 'f1', taskId: 't1', taskState: 'in_qa' });
+    const task = await store.getTask('f1', 't1');
+    expect(task?.states).toEqual({ in_dev: { sessionIds: ['dev-task-f1-t1-in_dev'] }, in_qa: { sessionIds: ['qa-task-f1-t1-in_qa'] } });
+    expect(task?.currentState).toBe('in_qa');
+  });
+
+  it('addMessage stores the message with id, timestamp and tokens, and updates stats', async () => {
+    const manager = await open();
+    managers.push(manager);
+    const { sessionId } = await manager.getOrCreateSession({ type: 'feature', agentType: 'pm', featureId: 'f' });
+    const events: Array<SessionManagerEvents['session:updated']> = [];
+    manager.on('session:updated', (event) => events.push(event));
+    const first = await manager.addMessage(sessionId, { role: 'user', content: 'Create a task for auth' });
+    await manager.addMessage(sessionId, { role: 'assistant', content: 'Created it.', metadata: { agentType: 'pm' } });
+    expect(first).toMatchObject({ role: 'user', content: 'Create a task for auth', seq: 0 });
+    expect(first.id).toBeTruthy();
+    expect(first.tokens).toBeGreaterThan(0);
+    expect(Date.parse(first.timestamp)).not.toBeNaN();
+    const recent = await manager.getRecentMessages(sessionId, 10);
+    expect(recent.map((message) => message.content)).toEqual(['Create a task for auth', 'Created it.']);
+    expect(recent[1]!.metadata).toMatchObject({ agentType: 'pm' });
+    expect(await manager.getRecentMessages(sessionId, 1)).toHaveLength(1);
+    const stats = await manager.getStats(sessionId);
+    expect(stats.totalMessages).toBe(2);
+    expect(stats.totalTokens).toBeGreaterThan(0);
+    expect(events.filter((event) => event.action === 'message_added')).toHaveLength(2);
+  });
+
+  it('clearMessages hides history from the next request but keeps it on disk', async () => {
+    const manager = await open();
+    managers.push(manager);
+    const { sessionId } = await manager.getOrCreateSession({ type: 'feature', agentType: 'pm', featureId: 'f' });
+    await manager.addMessage(sessionId, { role: 'user', content: 'one' });
+    await manager.clearMessages(sessionId);
+    await manager.addMessage(sessionId, { role: 'user', content: 'two' });
+    expect((await manager.getRecentMessages(sessionId)).map((message) => message.content)).toEqual(['two']);
+    expect((await manager.getRecentMessages(sessionId, 50, { includeCleared: true })).map((message) => message.content)).toEqual(['one', 'two']);
+    const log = await manager.getEvents(sessionId);
+    expect(log.some((event) => event.type === 'block_complete' && event.block.type === 'system' && event.block.subtype === 'cleared')).toBe(true);
+  });
+
+  it('archiveSession keeps the session readable and refuses new messages', async () => {
+    const manager = await open();
+    managers.push(manager);
+    const { sessionId } = await manager.getOrCreateSession({ type: 'feature', agentType: 'pm', featureId: 'f' });
+    await manager.addMessage(sessionId, { role: 'user', content: 'hello' });
+    const archived = await manager.archiveSession(sessionId);
+    expect(archived.status).toBe('archived');
+    expect((await manager.getRecentMessages(sessionId)).map((message) => message.content)).toEqual(['hello']);
+    await expectCode(manager.addMessage(sessionId, { role: 'user', content: 'more' }), 'SESSION_ARCHIVED');
+    expect(await manager.listSessions({ status: 'active' })).toHaveLength(0);
+  });
+
+  it('the conversation reloaded from the store equals the live one', async () => {
+    const store = createMemoryStore();
+    const first = await open(store);
+    const { sessionId } = await first.createSession({ scope: { kind: 'draft', role: 'dev' }, agentType: 'dev' });
+    const drafts: StreamEventDraft[] = [
+      { type: 'block_start', conversationId: 'main', block: { id: 'a', type: 'assistant_text', content: '', createdAt: 1 } },
+      { type: 'text_delta', conversationId: 'main', blockId: 'a', delta: 'Hi' },
+      { type: 'block_complete', conversationId: 'main', block: { id: 'a', type: 'assistant_text', content: 'Hi', createdAt: 1 } },
+      { type: 'block_start', conversationId: 'w1', block: { id: 'b', type: 'thinking', content: 'hmm', createdAt: 2 } },
+      { type: 'metadata_update', conversationId: 'main', metadata: { usage: { inputTokens: 10, outputTokens: 2, cacheReadTokens: 0, cacheWriteTokens: 0 }, costUsd: 0.5, turnComplete: true } },
+    ];
+    await first.addMessage(sessionId, { role: 'user', content: 'hello' });
+    await first.appendEvents(sessionId, drafts);
+    const live = await first.loadConversation(sessionId);
+    await first.close();
+    const second = await open(store);
+    managers.push(second);
+    const reloaded = await second.loadConversation(sessionId);
+    expect(reloaded).toEqual(live);
+    expect(applyEvents(emptyConversation(sessionId), await second.getEvents(sessionId))).toEqual(live);
+    expect(reloaded.metrics).toMatchObject({ turns: 1, costUsd: 0.5 });
+    expect((await second.getSession(sessionId)).stats.totalMessages).toBe(2);
+  });
+
+  it('getEvents after a seq returns only later events, and session:event streams them live in order', async () => {
+    const manager = await open();
+    managers.push(manager);
+    const { sessionId } = await manager.createSession({ scope: { kind: 'draft', role: 'dev' }, agentType: 'dev' });
+    const seen: number[] = [];
+    manager.on('session:event', ({ event }) => seen.push(event.seq));
+    await Promise.all(Array.from({ length: 20 }, (_, index) => manager.addMessage(sessionId, { role: 'user', content: `m${index}` })));
+    expect(seen).toEqual(Array.from({ length: 20 }, (_, index) => index));
+    const after = await manager.getEvents(sessionId, { afterSeq: 14 });
+    expect(after.map((event) => event.seq)).toEqual([15, 16, 17, 18, 19]);
+    expect((await manager.getRecentMessages(sessionId, 100)).map((message) => message.content)).toEqual(Array.from({ length: 20 }, (_, index) => `m${index}`));
+  });
+
+  it('bad input gets a typed error that names the problem and changes nothing', async () => {
+    const store = createMemoryStore();
+    const manager = await open(store);
+    managers.push(manager);
+    await expectCode(manager.getSession('nope'), 'SESSION_NOT_FOUND');
+    await expectCode(manager.getSession('../etc/passwd'), 'INVALID_ID');
+    await expectCode(manager.addMessage('../x', { role: 'user', content: 'x' }), 'INVALID_ID');
+    await expectCode(manager.addMessage('missing', { role: 'user', content: 'x' }), 'SESSION_NOT_FOUND');
+    // @ts-expect-error: role is checked at run time too
+    await expectCode(manager.addMessage('missing', { role: 'robot', content: 'x' }), 'INVALID_INPUT');
+    // @ts-expect-error: agent types are pm, dev, qa, harness, merge
+    await expectCode(manager.getOrCreateSession({ type: 'feature', agentType: 'cook', featureId: 'f' }), 'INVALID_INPUT');
+    await expectCode(manager.getOrCreateSession({ type: 'feature', agentType: 'pm', featureId: '../../x' }), 'INVALID_INPUT');
+    expect(await manager.listSessions()).toHaveLength(0);
+    const error = await manager.getSession('nope').catch((reason: unknown) => reason as Error);
+    expect((error as Error).message).toContain('nope');
+    expect((error as Error).message).toContain('parley sessions');
+  });
+
+  it('read-only (imported) sessions refuse appends', async () => {
+    const manager = await open();
+    managers.push(manager);
+    const { sessionId } = await manager.createSession({ scope: { kind: 'imported', source: 'claude-code', path: '/x.jsonl' }, agentType: 'imported', readOnly: true });
+    await expectCode(manager.addMessage(sessionId, { role: 'user', content: 'hi' }), 'READ_ONLY_SESSION');
+  });
+
+  it('rejects calls after close', async () => {
+    const manager = await open();
+    await manager.close();
+    await expectCode(manager.listSessions(), 'MANAGER_CLOSED');
+  });
+});
