@@ -1,4 +1,7 @@
 import type { Command } from 'commander';
+import { register as sessions } from './sessions.js';
 
-/** Every subcommand's `register`. Add one line per command module. */
-export const commands: Array<(program: Command) => void> = [];
+/** Every subcommand's `register`. Add one import and one line per command module. */
+export const commands: Array<(program: Command) => void> = [
+  sessions,
+];

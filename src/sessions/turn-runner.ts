@@ -1,0 +1,192 @@
+import { randomUUID } from 'node:crypto';
+import {
+  MAIN_CONVERSATION,
+  type ConversationBlock,
+  type ConversationState,
+  type StreamEvent,
+  type StreamEventDraft,
+} from '../conversation/index.js';
+import type { AgentBackend, AgentProfile, ExecuteRequest, ToolDefinition } from '../backends/index.js';
+import type { SessionManager } from './session-manager.js';
+
+export interface RunTurnOptions {
+  backend: AgentBackend;
+  /** The new user message. */
+  prompt: string;
+  signal?: AbortSignal;
+  tools?: ToolDefinition[];
+  profile?: AgentProfile;
+  model?: string;
+  cwd?: string;
+  outputSchema?: Record<string, unknown>;
+  maxTurns?: number;
+  /** Marks the user message pinned: its intent survives every compaction. */
+  pinned?: boolean;
+}
+
+export interface TurnHandle {
+  /** The turn's events, numbered and durable, in order; ends when the turn ends. */
+  events: AsyncIterable<StreamEvent>;
+  /** Delivers a message to the running turn, where the back end can take one. */
+  inject?(message: string): Promise<void>;
+}
+
+/** What a request builder returns; the SessionManager gains `buildRequest` with the compaction layer. */
+interface BuiltRequest {
+  systemPrompt: string;
+  userPrompt: string;
+  totalTokens: number;
+}
+type RequestBuilder = (sessionId: string, userMessage: string, options?: { signal?: AbortSignal }) => Promise<BuiltRequest>;
+
+/**
+ * One user→agent turn on a session, the same way for every caller (CLI chat, drafts, workflow agents):
+ * close a turn a crash cut, build the request (managed back ends) or resume by id (native ones),
+ * store the user message, run the back end and append every event it produces to the log before
+ * handing it on. Nothing above the back-end layer branches on which back end it is.
+ */
+export async function runTurn(manager: SessionManager, sessionId: string, options: RunTurnOptions): Promise<TurnHandle> {
+  await closeInterruptedTurn(manager, sessionId);
+  const session = await manager.getSession(sessionId);
+  const description = options.backend.describe();
+  const request: ExecuteRequest = {
+    sessionId,
+    prompt: options.prompt,
+    ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.tools ? { tools: options.tools } : {}),
+    ...(options.profile ? { profile: options.profile } : {}),
+    ...(options.model ? { model: options.model } : {}),
+    ...(options.cwd ? { cwd: options.cwd } : {}),
+    ...(options.outputSchema ? { outputSchema: options.outputSchema } : {}),
+    ...(options.maxTurns ? { maxTurns: options.maxTurns } : {}),
+  };
+  let estimatedInputTokens: number | undefined;
+  if (description.continuity === 'native' && session.native?.backend === description.name) {
+    request.nativeSessionId = session.native.nativeSessionId;
+    request.isNewSession = false;
+  } else if (description.continuity === 'native') {
+    request.isNewSession = true;
+  } else {
+    const buildRequest = (manager as unknown as { buildRequest?: RequestBuilder }).buildRequest;
+    if (typeof buildRequest === 'function') {
+      // Built before the message is stored, so the prompt is not also in "Recent Conversation".
+      const built = await buildRequest.call(manager, sessionId, options.prompt, options.signal ? { signal: options.signal } : {});
+      request.systemPrompt = built.systemPrompt;
+      request.prompt = built.userPrompt;
+      estimatedInputTokens = built.totalTokens;
+    }
+  }
+  await manager.addMessage(sessionId, { role: 'user', content: options.prompt, ...(options.pinned ? { pinned: true } : {}) });
+
+  const turn = options.backend.execute(request);
+  const events = streamIntoLog(manager, sessionId, turn.events, description.name, estimatedInputTokens);
+  return turn.inject ? { events, inject: (message) => turn.inject!(message) } : { events };
+}
+
+async function* streamIntoLog(
+  manager: SessionManager,
+  sessionId: string,
+  source: AsyncIterable<StreamEventDraft>,
+  backendName: string,
+  estimatedInputTokens: number | undefined,
+): AsyncIterable<StreamEvent> {
+  let nativeSessionId: string | undefined;
+  try {
+    for await (const draft of source) {
+      let event = draft;
+      if (event.type === 'metadata_update') {
+        if (event.metadata.nativeSessionId) nativeSessionId = event.metadata.nativeSessionId;
+        if (event.metadata.turnComplete && estimatedInputTokens !== undefined && event.metadata.estimatedInputTokens === undefined) {
+          event = { ...event, metadata: { ...event.metadata, estimatedInputTokens } };
+        }
+      }
+      const [stored] = await manager.appendEvents(sessionId, [event]);
+      yield stored!;
+    }
+  } catch (error) {
+    // A back end must end a failed turn with an error block; one that throws instead still gets one.
+    const now = Date.now();
+    const stored = await manager.appendEvents(sessionId, [
+      {
+        type: 'block_complete',
+        conversationId: MAIN_CONVERSATION,
+        block: { id: randomUUID(), type: 'system', subtype: 'error', content: `The ${backendName} back end failed: ${error instanceof Error ? error.message : String(error)}`, createdAt: now },
+        at: now,
+      },
+      { type: 'metadata_update', conversationId: MAIN_CONVERSATION, metadata: { turnComplete: true, stopReason: 'error' }, at: now },
+    ]);
+    yield* stored;
+  }
+  if (nativeSessionId) {
+    const session = await manager.getSession(sessionId);
+    if (session.native?.nativeSessionId !== nativeSessionId) {
+      await manager.setNativeSession(sessionId, { backend: backendName, nativeSessionId });
+    }
+  }
+}
+
+/**
+ * After a crash mid-turn the log ends with open blocks (a tool call with no result, text still
+ * streaming) or a user message no turn answered. Closes them and says so with an `interrupted`
+ * system block, so the conversation shows what happened and the next turn starts clean.
+ */
+export async function closeInterruptedTurn(manager: SessionManager, sessionId: string): Promise<boolean> {
+  const conversation = await manager.loadConversation(sessionId);
+  const drafts = interruptedTurnRepairs(conversation, Date.now());
+  if (drafts.length === 0) return false;
+  await manager.appendEvents(sessionId, drafts);
+  return true;
+}
+
+/** The events that close a turn a crash cut short; none when the last turn ended. Pure. */
+export function interruptedTurnRepairs(conversation: ConversationState, now: number): StreamEventDraft[] {
+  const drafts: StreamEventDraft[] = [];
+  const threads: Array<[string, readonly ConversationBlock[]]> = [
+    [MAIN_CONVERSATION, conversation.blocks],
+    ...conversation.subagents.map((thread): [string, readonly ConversationBlock[]] => [thread.id, thread.blocks]),
+  ];
+  for (const [conversationId, blocks] of threads) {
+    for (const block of blocks) {
+      const open =
+        block.completedAt === undefined ||
+        ((block.type === 'tool_use' || block.type === 'subagent') && (block.status === 'pending' || block.status === 'running'));
+      if (!open) continue;
+      const closed: ConversationBlock =
+        block.type === 'tool_use' || block.type === 'subagent'
+          ? { ...block, status: 'error', completedAt: now, ...(block.type === 'tool_use' ? { error: 'interrupted: the turn was cut short' } : {}) }
+          : { ...block, completedAt: now };
+      drafts.push({ type: 'block_complete', conversationId, block: closed, at: now });
+    }
+  }
+  const lastUser = findLastIndex(conversation.blocks, (block) => block.type === 'user_message');
+  const answered =
+    lastUser === -1 ||
+    conversation.blocks.slice(lastUser + 1).some((block) => block.type === 'system' && (block.subtype === 'interrupted' || block.subtype === 'aborted')) ||
+    turnCompletedAfter(conversation, conversation.blocks[lastUser]!.seq ?? -1);
+  if (drafts.length > 0 || !answered) {
+    drafts.push({
+      type: 'block_complete',
+      conversationId: MAIN_CONVERSATION,
+      block: { id: randomUUID(), type: 'system', subtype: 'interrupted', content: 'The previous turn was interrupted (Parley stopped before it finished). Its partial output is kept above.', createdAt: now },
+      at: now,
+    });
+    drafts.push({ type: 'metadata_update', conversationId: MAIN_CONVERSATION, metadata: { turnComplete: true, stopReason: 'interrupted' }, at: now });
+  }
+  return drafts;
+}
+
+/** The reducer folds metadata into metrics, so a completed turn is visible as a later `turns` count; we track it by seq instead. */
+function turnCompletedAfter(conversation: ConversationState, userSeq: number): boolean {
+  // Any block after the user message that closes a turn: an assistant answer, an error or abort notice.
+  return conversation.blocks.some(
+    (block) =>
+      (block.seq ?? -1) > userSeq &&
+      block.completedAt !== undefined &&
+      (block.type === 'assistant_text' || (block.type === 'system' && (block.subtype === 'error' || block.subtype === 'aborted'))),
+  );
+}
+
+function findLastIndex<T>(items: readonly T[], predicate: (item: T) => boolean): number {
+  for (let index = items.length - 1; index >= 0; index--) if (predicate(items[index]!)) return index;
+  return -1;
+}

@@ -1,0 +1,107 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createScriptedBackend, step } from '../../src/backends/index.js';
+import type { StreamEvent } from '../../src/conversation/index.js';
+import { closeInterruptedTurn, createSessionManager, runTurn, type SessionManager } from '../../src/sessions/index.js';
+import { createMemoryStore } from '../../src/store/index.js';
+
+const managers: SessionManager[] = [];
+afterEach(async () => {
+  await Promise.all(managers.splice(0).map((manager) => manager.close()));
+});
+
+async function setup() {
+  const store = createMemoryStore();
+  const manager = await createSessionManager({ store });
+  managers.push(manager);
+  const { sessionId } = await manager.createSession({ scope: { kind: 'draft', role: 'dev' }, agentType: 'dev' });
+  return { store, manager, sessionId };
+}
+
+async function drain(events: AsyncIterable<StreamEvent>): Promise<StreamEvent[]> {
+  const all: StreamEvent[] = [];
+  for await (const event of events) all.push(event);
+  return all;
+}
+
+describe('runTurn', () => {
+  it('stores the user message and every event of the turn, numbered, before handing them on', async () => {
+    const { manager, sessionId } = await setup();
+    const backend = createScriptedBackend({ turns: [[step.thinking('plan'), step.text('Hello there'), step.tool('Read', { path: 'a' }, 'contents')]] });
+    const turn = await runTurn(manager, sessionId, { backend, prompt: 'hi' });
+    const events = await drain(turn.events);
+    expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index + 1));
+    const log = await manager.getEvents(sessionId);
+    expect(log.map((event) => event.seq)).toEqual(log.map((_, index) => index));
+    const conversation = await manager.loadConversation(sessionId);
+    expect(conversation.blocks.map((block) => block.type)).toEqual(['user_message', 'thinking', 'assistant_text', 'tool_use', 'tool_result']);
+    expect(conversation.metrics.turns).toBe(1);
+    expect(backend.calls[0]!.prompt).toBe('hi');
+  });
+
+  it('a back-end failure ends the turn with an error block and keeps what was stored', async () => {
+    const { manager, sessionId } = await setup();
+    const backend = createScriptedBackend({ turns: [[step.text('partial'), step.error('rate limited', { code: 'RATE_LIMITED', retryable: true })]] });
+    await drain((await runTurn(manager, sessionId, { backend, prompt: 'go' })).events);
+    const conversation = await manager.loadConversation(sessionId);
+    expect(conversation.blocks.at(-1)).toMatchObject({ type: 'system', subtype: 'error' });
+    expect(conversation.blocks.some((block) => block.type === 'assistant_text' && block.content === 'partial')).toBe(true);
+  });
+
+  it('abort ends the turn gracefully with an aborted block', async () => {
+    const { manager, sessionId } = await setup();
+    const controller = new AbortController();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const backend = createScriptedBackend({ turns: [[step.text('working'), step.wait(gate), step.text('never')]] });
+    const turn = await runTurn(manager, sessionId, { backend, prompt: 'go', signal: controller.signal });
+    const seen: StreamEvent[] = [];
+    for await (const event of turn.events) {
+      seen.push(event);
+      if (event.type === 'block_complete' && event.block.type === 'assistant_text') controller.abort();
+    }
+    release();
+    const conversation = await manager.loadConversation(sessionId);
+    expect(conversation.blocks.some((block) => block.type === 'system' && block.subtype === 'aborted')).toBe(true);
+    expect(conversation.blocks.some((block) => block.type === 'assistant_text' && block.content === 'never')).toBe(false);
+    expect(conversation.metrics.turns).toBe(1);
+  });
+
+  it('inject reaches a running turn', async () => {
+    const { manager, sessionId } = await setup();
+    const backend = createScriptedBackend({ turns: [[step.awaitInjection()]] });
+    const turn = await runTurn(manager, sessionId, { backend, prompt: 'wait for me' });
+    const iterator = turn.events[Symbol.asyncIterator]();
+    const pending = iterator.next();
+    await turn.inject!('also check the tests');
+    const rest: StreamEvent[] = [];
+    let next = await pending;
+    while (!next.done) {
+      rest.push(next.value);
+      next = await iterator.next();
+    }
+    expect(backend.calls[0]!.injected).toEqual(['also check the tests']);
+    const texts = (await manager.loadConversation(sessionId)).blocks.filter((block) => block.type === 'assistant_text');
+    expect(texts.map((block) => (block as { content: string }).content).join(' ')).toContain('also check the tests');
+  });
+
+  it('a turn cut by a crash is closed as interrupted before the next one runs', async () => {
+    const { manager, sessionId } = await setup();
+    await manager.addMessage(sessionId, { role: 'user', content: 'do it' });
+    await manager.appendEvents(sessionId, [
+      { type: 'block_start', conversationId: 'main', block: { id: 't', type: 'tool_use', toolUseId: 'tu', name: 'Bash', input: {}, status: 'running', createdAt: 1 } },
+    ]);
+    expect(await closeInterruptedTurn(manager, sessionId)).toBe(true);
+    const conversation = await manager.loadConversation(sessionId);
+    expect(conversation.blocks.find((block) => block.id === 't')).toMatchObject({ status: 'error' });
+    expect(conversation.blocks.at(-1)).toMatchObject({ type: 'system', subtype: 'interrupted' });
+    // Idempotent: a closed turn needs nothing more.
+    expect(await closeInterruptedTurn(manager, sessionId)).toBe(false);
+  });
+
+  it('a completed turn needs no repair', async () => {
+    const { manager, sessionId } = await setup();
+    const backend = createScriptedBackend({ turns: [[step.text('done')]] });
+    await drain((await runTurn(manager, sessionId, { backend, prompt: 'go' })).events);
+    expect(await closeInterruptedTurn(manager, sessionId)).toBe(false);
+  });
+});
