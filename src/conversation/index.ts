@@ -4,3 +4,4 @@ export * from './session-data.js';
 export * from './reducer.js';
 export * from './messages.js';
 export * from './errors.js';
+export * from './tokens.js';
