@@ -4,3 +4,5 @@ export * from './failures.js';
 export * from './turn-events.js';
 export * from './abort.js';
 export * from './scripted/index.js';
+export * from './pricing.js';
+export * from './openai-compatible/index.js';

@@ -1,0 +1,2 @@
+export * from './openai-compatible-backend.js';
+export { describeOpenAiError } from './errors.js';
