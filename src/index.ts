@@ -3,3 +3,4 @@ export * from './conversation/index.js';
 export * from './store/index.js';
 export * from './backends/index.js';
 export * from './sessions/index.js';
+export * from './draft/index.js';

@@ -1,0 +1,92 @@
+import type { StreamEvent } from '../conversation/index.js';
+import type { AgentBackend } from '../backends/index.js';
+import type { SessionManager } from '../sessions/index.js';
+import type {
+  AgentInfo,
+  DraftStatus,
+  DraftSummary,
+  ProjectInfo,
+  RoleFileError,
+  RoleInfo,
+  SubmitResult,
+  TaskInfo,
+} from './types.js';
+
+/** The DraftService contract (helpers/DRAFT-SERVICE-CONTRACT.md): what the server codes against. */
+export interface DraftServiceOptions {
+  manager: SessionManager;
+  /** The project folder `parley serve` runs in. */
+  projectRoot: string;
+  /** Its data folder (default `<projectRoot>/.parley`). */
+  dataDir?: string;
+  /**
+   * The back end for a role's `backend` and `model` (both optional). Default: the registry's
+   * resolved default, the scripted back end offline. May throw for an unknown name.
+   */
+  backendFor?: (name?: string, model?: string) => AgentBackend;
+  /** Cap on running workers across the service (default 2); more wait in a FIFO queue. */
+  maxConcurrentWorkers?: number;
+  /** Milliseconds since the epoch; injectable for deterministic tests. */
+  clock?: () => number;
+  /** Default wait of `await_agent` when the model gives none (default 300 s). */
+  defaultAwaitTimeoutMs?: number;
+}
+
+export interface DraftStatusNotice {
+  channelId: string;
+  sessionId: string;
+  role: string;
+  turnCount: number;
+  costUsd: number;
+  contextPct: number | null;
+  /** ISO 8601. */
+  lastActivity: string;
+}
+
+export interface DraftServiceEvents {
+  /** Every event stored in a draft's session (user message, the turn's blocks, worker threads), after it is durable, in `seq` order. */
+  channel_message: { channelId: string; sessionId: string; event: StreamEvent };
+  /** After each turn (completed, failed or aborted). */
+  draft_status: DraftStatusNotice;
+  /** The back end compacted (`compact_boundary`) or Parley did (managed sessions). */
+  context_compacted: { channelId: string; sessionId: string; preTokens: number; trigger: 'auto' | 'manual' };
+  /** A worker or the drafted agent changed status. */
+  agent_status: { channelId: string; agent: AgentInfo };
+  /**
+   * Additive beyond the contract: the draft was closed by Parley, not by `undraft`
+   * (the native session could not be resumed). The channel is no longer in draft mode.
+   */
+  draft_closed: { channelId: string; sessionId: string; reason: 'native_resume_failed'; message: string };
+}
+
+export interface DraftService {
+  // projects, tasks, roles
+  listProjects(): Promise<ProjectInfo[]>;
+  createProject(params: { name: string; path?: string; description?: string }): Promise<ProjectInfo>;
+  listTasks(params: { project: string }): Promise<TaskInfo[]>;
+  createTask(params: { project: string; title: string; description?: string; slug?: string }): Promise<TaskInfo>;
+  listRoles(params: { project?: string }): Promise<{ roles: RoleInfo[]; errors: RoleFileError[] }>;
+
+  // drafts (seed 000), one per channel
+  draft(params: { channelId: string; role: string; project: string; task: string }): Promise<{ sessionId: string; taskSlug: string; project: string }>;
+  undraft(params: { channelId: string }): Promise<DraftSummary>;
+  getDraftStatus(params: { channelId: string }): Promise<{ active: boolean; session?: DraftStatus }>;
+  /**
+   * With an active draft: stores the user message, starts the turn and resolves once the message
+   * is durable (the turn streams as `channel_message`); TURN_IN_PROGRESS while a turn runs.
+   * Without one: the autonomous dispatch path (needs `role`), resolving with the DispatchResult.
+   */
+  submitPrompt(params: { channelId: string; content: string; role?: string; taskSlug?: string }): Promise<SubmitResult>;
+  /** Aborts the running turn of the channel's draft; `cancelled: false` when none runs. */
+  cancel(params: { channelId: string }): Promise<{ cancelled: boolean }>;
+  listAgents(params: { channelId?: string }): Promise<AgentInfo[]>;
+  killAgent(params: { agentId: string }): Promise<{ killed: boolean }>;
+
+  /** Live notifications, in order. Returns the unsubscribe function. */
+  on<K extends keyof DraftServiceEvents>(name: K, handler: (payload: DraftServiceEvents[K]) => void): () => void;
+
+  /** Startup: finds active drafts (draft.json status active) so the next submit_prompt resumes them. */
+  recover(): Promise<{ recovered: number; failed: Array<{ sessionId: string; reason: string }> }>;
+  /** Graceful shutdown: running turns end (aborted, system block), workers are killed, state saved; drafts stay active for `recover`. */
+  close(): Promise<void>;
+}
