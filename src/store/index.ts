@@ -2,3 +2,4 @@ export * from './records.js';
 export * from './session-store.js';
 export * from './errors.js';
 export * from './memory-store.js';
+export * from './file-store.js';

@@ -1,0 +1,86 @@
+import { join } from 'node:path';
+
+/**
+ * Where every file of the file store lives. Each path is built from ids that passed `IdSchema`,
+ * so none can leave the data folder.
+ *
+ * ```
+ * <dataDir>/store.lock
+ * <dataDir>/tmp/                                  temp files; anything here at open is a crash leftover
+ * <dataDir>/sessions/<id>/session.json
+ * <dataDir>/sessions/<id>/log.jsonl               header line, then one StreamEvent per line
+ * <dataDir>/sessions/<id>/checkpoints/v000001.json
+ * <dataDir>/sessions/<id>/context.json
+ * <dataDir>/sessions/<id>/agent-description.json
+ * <dataDir>/sessions/<id>/transcripts/<name>
+ * <dataDir>/features/<featureId>/feature.json
+ * <dataDir>/features/<featureId>/tasks/<taskId>/task.json
+ * ```
+ */
+export class FileLayout {
+  readonly lockFile: string;
+  readonly tmpDir: string;
+  readonly sessionsDir: string;
+  readonly featuresDir: string;
+
+  constructor(readonly dataDir: string) {
+    this.lockFile = join(dataDir, 'store.lock');
+    this.tmpDir = join(dataDir, 'tmp');
+    this.sessionsDir = join(dataDir, 'sessions');
+    this.featuresDir = join(dataDir, 'features');
+  }
+
+  sessionDir(sessionId: string): string {
+    return join(this.sessionsDir, sessionId);
+  }
+  sessionFile(sessionId: string): string {
+    return join(this.sessionsDir, sessionId, 'session.json');
+  }
+  logFile(sessionId: string): string {
+    return join(this.sessionsDir, sessionId, 'log.jsonl');
+  }
+  checkpointsDir(sessionId: string): string {
+    return join(this.sessionsDir, sessionId, 'checkpoints');
+  }
+  checkpointFile(sessionId: string, version: number): string {
+    return join(this.checkpointsDir(sessionId), checkpointFileName(version));
+  }
+  contextFile(sessionId: string): string {
+    return join(this.sessionsDir, sessionId, 'context.json');
+  }
+  agentDescriptionFile(sessionId: string): string {
+    return join(this.sessionsDir, sessionId, 'agent-description.json');
+  }
+  transcriptsDir(sessionId: string): string {
+    return join(this.sessionsDir, sessionId, 'transcripts');
+  }
+  transcriptFile(sessionId: string, name: string): string {
+    return join(this.transcriptsDir(sessionId), name);
+  }
+  featureDir(featureId: string): string {
+    return join(this.featuresDir, featureId);
+  }
+  featureFile(featureId: string): string {
+    return join(this.featuresDir, featureId, 'feature.json');
+  }
+  tasksDir(featureId: string): string {
+    return join(this.featuresDir, featureId, 'tasks');
+  }
+  taskDir(featureId: string, taskId: string): string {
+    return join(this.tasksDir(featureId), taskId);
+  }
+  taskFile(featureId: string, taskId: string): string {
+    return join(this.taskDir(featureId, taskId), 'task.json');
+  }
+}
+
+/** `v000001.json`: zero-padded so a plain directory listing sorts versions in order. */
+export function checkpointFileName(version: number): string {
+  return `v${String(version).padStart(6, '0')}.json`;
+}
+
+/** The version of a checkpoint file name, or undefined for any other name. */
+export function checkpointVersionOf(name: string): number | undefined {
+  const match = /^v(\d{6,})\.json$/.exec(name);
+  return match ? Number(match[1]) : undefined;
+}

@@ -1,0 +1,323 @@
+import { closeSync, fdatasyncSync, ftruncateSync, openSync, promises as fs, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { ValidationError, type StreamEvent, type StreamEventDraft } from '../conversation/index.js';
+import { isErrno, ioError, syncDirectory, writeDurably } from './atomic-file.js';
+import { StoreError } from './errors.js';
+import { checkFormatVersion, corruptFile } from './json-file.js';
+import { FORMAT_VERSION } from './records.js';
+import type { ReadLogOptions, StoreWarning } from './session-store.js';
+
+/**
+ * A session's append-only log, `log.jsonl`: a header line, then one StreamEvent per line, with
+ * `seq` 0, 1, 2… in order. Appends are group-committed: every append that arrives before the
+ * next flush goes into one write + fdatasync, in call order, and resolves only after it.
+ */
+
+const NEWLINE = 0x0a;
+const READ_CHUNK = 1 << 20;
+
+export function logHeaderLine(sessionId: string): string {
+  return `${JSON.stringify({ formatVersion: FORMAT_VERSION, kind: 'parley-log', sessionId })}\n`;
+}
+
+interface PendingAppend {
+  drafts: readonly StreamEventDraft[];
+  resolve: (events: StreamEvent[]) => void;
+  reject: (error: unknown) => void;
+}
+
+export class SessionLog {
+  /** Byte offset of each event's line; index = seq. */
+  private readonly offsets: number[];
+  /** Bytes known durable: the end of the last complete, fsynced line. */
+  private size: number;
+  private fd: number | undefined;
+  private pending: PendingAppend[] = [];
+  private scheduled = false;
+  private closed = false;
+  /** Set when a failed write could not be undone; the log refuses appends until the store reopens. */
+  private broken: StoreError | undefined;
+
+  private constructor(
+    readonly path: string,
+    readonly sessionId: string,
+    offsets: number[],
+    size: number,
+  ) {
+    this.offsets = offsets;
+    this.size = size;
+  }
+
+  /**
+   * Opens a log: checks its header, indexes its lines, and sets a torn last line (a crash in the
+   * middle of a write) aside to `log.jsonl.torn-<time>` with a warning, truncating the log to its
+   * last complete line. Lines that were acknowledged were complete and fsynced, so none is lost.
+   */
+  static async open(path: string, sessionId: string, warn: (warning: StoreWarning) => void): Promise<SessionLog> {
+    let content: Buffer;
+    try {
+      content = await fs.readFile(path);
+    } catch (error) {
+      const problem = isErrno(error, 'ENOENT') ? 'the file is missing' : `it cannot be read (${String(error)})`;
+      throw corruptFile(path, problem, 'Restore log.jsonl from a backup; without it the session has no history.', error);
+    }
+    const scan = scanLog(content, path, sessionId);
+    if (scan.tornFrom < content.length) {
+      const tornPath = `${path}.torn-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+      const torn = content.subarray(scan.tornFrom);
+      try {
+        await writeDurably(tornPath, torn, 'w');
+        await syncDirectory(dirname(path));
+        const handle = await fs.open(path, 'r+');
+        try {
+          await handle.truncate(scan.tornFrom);
+          await handle.sync();
+        } finally {
+          await handle.close();
+        }
+      } catch (error) {
+        throw ioError('set aside the torn last line of', path, error);
+      }
+      warn({
+        code: 'TORN_LOG_TAIL',
+        sessionId,
+        file: tornPath,
+        message:
+          `The last line of ${path} was incomplete (${torn.length} bytes, left by a crash in the middle of a write). ` +
+          `It was moved to ${tornPath} and the log now ends at seq ${scan.offsets.length - 1}. It had never been acknowledged, so nothing saved was lost.`,
+      });
+    }
+    return new SessionLog(path, sessionId, scan.offsets, scan.tornFrom);
+  }
+
+  /** The newest `seq`, -1 when the log is empty. */
+  get lastSeq(): number {
+    return this.offsets.length - 1;
+  }
+
+  /** True while appends wait for their flush. */
+  get busy(): boolean {
+    return this.scheduled;
+  }
+
+  append(drafts: readonly StreamEventDraft[]): Promise<StreamEvent[]> {
+    return new Promise((resolve, reject) => {
+      if (this.closed) {
+        reject(new StoreError('STORE_CLOSED', `The log ${this.path} is closed; open the store again to append.`));
+        return;
+      }
+      this.pending.push({ drafts, resolve, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        // Everything appended in this turn of the event loop joins the same write + fdatasync.
+        queueMicrotask(() => this.flush());
+      }
+    });
+  }
+
+  /**
+   * Writes every pending append in one write + fdatasync. Synchronous on purpose: a held fd and
+   * the sync calls cost about one physical flush (0.15 ms here), where the thread-pool round trips
+   * of `fs.promises` add half as much again (reference/perf-anchors.md, section 2).
+   */
+  private flush(): void {
+    this.scheduled = false;
+    const batch = this.pending;
+    this.pending = [];
+    if (this.broken !== undefined) {
+      for (const item of batch) item.reject(this.broken);
+      return;
+    }
+    const now = Date.now();
+    let seq = this.offsets.length;
+    let offset = this.size;
+    const text: string[] = [];
+    const lineOffsets: number[] = [];
+    const accepted: Array<{ item: PendingAppend; lines: string[] }> = [];
+    for (const item of batch) {
+      let lines: string[];
+      try {
+        lines = item.drafts.map((draft, index) =>
+          JSON.stringify({ ...draft, sessionId: this.sessionId, seq: seq + index, at: draft.at ?? now }),
+        );
+      } catch (error) {
+        item.reject(new ValidationError(`Cannot append to session "${this.sessionId}": an event is not serializable (${String(error)}).`, { cause: error }));
+        continue;
+      }
+      for (const line of lines) {
+        text.push(line, '\n');
+        lineOffsets.push(offset);
+        offset += Buffer.byteLength(line) + 1;
+      }
+      seq += lines.length;
+      accepted.push({ item, lines });
+    }
+    if (lineOffsets.length > 0) {
+      const buffer = Buffer.from(text.join(''));
+      try {
+        this.fd ??= openSync(this.path, 'a');
+        writeAll(this.fd, buffer);
+        fdatasyncSync(this.fd);
+      } catch (error) {
+        this.undoPartialWrite(error);
+        const failure = ioError('append to', this.path, error);
+        for (const { item } of accepted) item.reject(failure);
+        return;
+      }
+      this.size = offset;
+      for (const lineOffset of lineOffsets) this.offsets.push(lineOffset);
+    }
+    for (const { item, lines } of accepted) item.resolve(lines.map((line) => JSON.parse(line) as StreamEvent));
+  }
+
+  /** Cuts a failed write back to the last durable line, so a later append cannot land after garbage. */
+  private undoPartialWrite(cause: unknown): void {
+    try {
+      if (this.fd !== undefined) {
+        ftruncateSync(this.fd, this.size);
+        fdatasyncSync(this.fd);
+      }
+    } catch {
+      this.broken = ioError('repair after a failed write', this.path, cause);
+    }
+  }
+
+  /** Events in `seq` order within the window; reads only the bytes of that window. */
+  async *read(options: ReadLogOptions = {}): AsyncGenerator<StreamEvent> {
+    const count = this.offsets.length;
+    const first = options.afterSeq === undefined ? 0 : Math.max(0, Math.floor(options.afterSeq) + 1);
+    const last = options.throughSeq === undefined ? count - 1 : Math.min(count - 1, Math.floor(options.throughSeq));
+    if (first > last) return;
+    // A snapshot: lines appended while we read are not part of this read.
+    const end = last + 1 < count ? this.offsets[last + 1]! : this.size;
+    const handle = await fs.open(this.path, 'r');
+    try {
+      let buffer = Buffer.alloc(0);
+      let bufferStart = 0;
+      for (let seq = first; seq <= last; seq += 1) {
+        const lineStart = this.offsets[seq]!;
+        const lineEnd = (seq + 1 <= last ? this.offsets[seq + 1]! : end) - 1;
+        if (lineEnd + 1 > bufferStart + buffer.length) {
+          const length = Math.min(end - lineStart, Math.max(READ_CHUNK, lineEnd + 1 - lineStart));
+          buffer = Buffer.allocUnsafe(length);
+          await readFully(handle, buffer, lineStart);
+          bufferStart = lineStart;
+        }
+        yield parseEventLine(buffer.toString('utf8', lineStart - bufferStart, lineEnd - bufferStart), seq, this.path);
+      }
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /** Closes the file handle (the log reopens it on the next append); waits for a pending flush. */
+  async releaseHandle(): Promise<void> {
+    while (this.scheduled) await Promise.resolve();
+    if (this.fd !== undefined) {
+      closeSync(this.fd);
+      this.fd = undefined;
+    }
+  }
+
+  /** Flushes pending appends, then refuses new ones. */
+  async close(): Promise<void> {
+    await this.releaseHandle();
+    this.closed = true;
+  }
+}
+
+interface LogScan {
+  offsets: number[];
+  /** Where the intact part of the file ends; bytes from here on are a torn tail. */
+  tornFrom: number;
+}
+
+function scanLog(content: Buffer, path: string, sessionId: string): LogScan {
+  const advice = 'Restore log.jsonl from a backup; its first line must be the Parley log header.';
+  const headerEnd = content.indexOf(NEWLINE);
+  if (headerEnd === -1) throw corruptFile(path, 'its header line is missing or incomplete', advice);
+  let header: unknown;
+  try {
+    header = JSON.parse(content.toString('utf8', 0, headerEnd));
+  } catch (error) {
+    throw corruptFile(path, 'its header line is not valid JSON', advice, error);
+  }
+  checkFormatVersion(header, path);
+  const fields = header as { formatVersion?: unknown; kind?: unknown; sessionId?: unknown };
+  if (fields.kind !== 'parley-log' || fields.formatVersion !== FORMAT_VERSION || fields.sessionId !== sessionId) {
+    throw corruptFile(path, `its header line is not a Parley log header for session "${sessionId}"`, advice);
+  }
+  const offsets: number[] = [];
+  let position = headerEnd + 1;
+  while (position < content.length) {
+    const newline = content.indexOf(NEWLINE, position);
+    if (newline === -1) break;
+    offsets.push(position);
+    position = newline + 1;
+  }
+  let tornFrom = position;
+  // A complete last line that does not parse is the tail of a torn write too (a crash can leave a
+  // partial batch whose cut happens to fall on a newline, or zeros after a power loss).
+  const lastStart = offsets.at(-1);
+  if (lastStart !== undefined) {
+    const lastText = content.toString('utf8', lastStart, tornFrom - 1);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(lastText);
+    } catch {
+      parsed = undefined;
+    }
+    if (parsed === undefined || typeof parsed !== 'object' || parsed === null) {
+      offsets.pop();
+      tornFrom = lastStart;
+    } else if ((parsed as { seq?: unknown }).seq !== offsets.length - 1) {
+      throw corruptFile(
+        path,
+        `its last line (line ${offsets.length + 1}) has seq ${String((parsed as { seq?: unknown }).seq)} where ${offsets.length - 1} was expected`,
+        'Lines were removed or edited by hand; restore log.jsonl from a backup.',
+      );
+    }
+  }
+  return { offsets, tornFrom };
+}
+
+/** Our own lines get a structural check, not a schema parse: reading 10,000 events must stay cheap. */
+function parseEventLine(text: string, seq: number, path: string): StreamEvent {
+  let event: unknown;
+  try {
+    event = JSON.parse(text);
+  } catch (error) {
+    throw corruptLine(path, seq, `it is not valid JSON (${error instanceof Error ? error.message : String(error)})`, error);
+  }
+  if (typeof event !== 'object' || event === null) throw corruptLine(path, seq, 'it is not an event object');
+  const fields = event as { seq?: unknown; type?: unknown };
+  if (fields.seq !== seq) throw corruptLine(path, seq, `it has seq ${String(fields.seq)} where ${seq} was expected`);
+  if (typeof fields.type !== 'string') throw corruptLine(path, seq, 'it has no event type');
+  return event as StreamEvent;
+}
+
+function corruptLine(path: string, seq: number, problem: string, cause?: unknown): StoreError {
+  const line = seq + 2;
+  const error = corruptFile(
+    `${path} line ${line}`,
+    problem,
+    `The lines before it are intact. Restore log.jsonl from a backup, or move line ${line} out of the file (keep a copy) to load the rest.`,
+    cause,
+  );
+  Object.assign(error.data, { file: path, line });
+  return error;
+}
+
+function writeAll(fd: number, buffer: Buffer): void {
+  let written = 0;
+  while (written < buffer.length) written += writeSync(fd, buffer, written, buffer.length - written);
+}
+
+async function readFully(handle: fs.FileHandle, buffer: Buffer, position: number): Promise<void> {
+  let filled = 0;
+  while (filled < buffer.length) {
+    const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, position + filled);
+    if (bytesRead === 0) throw new StoreError('CORRUPT_FILE', `Log file ended early while reading at byte ${position + filled}`);
+    filled += bytesRead;
+  }
+}
