@@ -158,6 +158,8 @@ export const CheckpointSchema = z.object({
   summary: CheckpointSummarySchema,
   /** User intents kept verbatim (the first message, pinned messages). */
   pinned: z.array(z.string()),
+  /** The most recent user messages folded in, kept verbatim within a token allowance (refreshed by each compaction). */
+  userRequests: z.array(z.string()).optional(),
   liveHandles: z.array(LiveHandleSchema),
   ralphLoop: RalphLoopSchema.optional(),
   /** The log range folded into this checkpoint (cumulative: from the session's start). */
