@@ -6,3 +6,4 @@ export * from './abort.js';
 export * from './scripted/index.js';
 export * from './pricing.js';
 export * from './openai-compatible/index.js';
+export * from './anthropic-api/index.js';
