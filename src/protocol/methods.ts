@@ -1,0 +1,263 @@
+import { z } from 'zod';
+import { ChatMessageSchema, StreamEventSchema } from '../conversation/index.js';
+import {
+  AgentInfoSchema,
+  CheckpointWireSchema,
+  DispatchResultSchema,
+  DraftStatusSchema,
+  ProjectInfoSchema,
+  RoleFileErrorSchema,
+  RoleInfoSchema,
+  SessionIdParamSchema,
+  SessionInfoSchema,
+  TaskInfoSchema,
+  WireIdSchema,
+} from './schemas.js';
+
+/**
+ * Every method the server answers: its params and result schemas. Params are strict objects
+ * (an unknown key is a mistake worth reporting); results are what the server promises to send.
+ * The channel a draft belongs to is the connection's (the `channel` query parameter), never a param.
+ */
+
+const NoParams = z.strictObject({}).describe('No params (`{}` or omitted).');
+
+// ---- seed 000: drafts ----------------------------------------------------------------------------
+
+export const DraftParamsSchema = z.strictObject({
+  role: WireIdSchema.describe('Role name (see `list_roles`).'),
+  project: WireIdSchema.describe('Project name (see `list_projects`).'),
+  task: WireIdSchema.describe('Task slug (see `list_tasks`).'),
+});
+export const DraftResultSchema = z.object({ sessionId: z.string(), taskSlug: z.string(), project: z.string() });
+
+export const UndraftParamsSchema = NoParams;
+export const UndraftResultSchema = z.object({
+  sessionId: z.string(),
+  taskSlug: z.string(),
+  turns: z.number().int().nonnegative(),
+  /** US dollars, the whole session. */
+  cost: z.number().nonnegative(),
+  durationMs: z.number().nonnegative().optional(),
+});
+
+export const GetDraftStatusParamsSchema = NoParams;
+export const GetDraftStatusResultSchema = z.object({ active: z.boolean(), session: DraftStatusSchema.optional() });
+
+export const SubmitPromptParamsSchema = z.strictObject({
+  content: z.string().min(1).max(500_000),
+  /** Ignored while a draft is active (the draft owns routing). */
+  role: WireIdSchema.optional(),
+  taskSlug: WireIdSchema.optional(),
+});
+/**
+ * With an active draft the turn is accepted and streams as `channel_message` notifications;
+ * without one the autonomous dispatch path runs and answers with the structured result.
+ */
+export const SubmitPromptResultSchema = z.discriminatedUnion('mode', [
+  z.object({ mode: z.literal('draft'), accepted: z.literal(true), sessionId: z.string() }),
+  z.object({ mode: z.literal('dispatch'), result: DispatchResultSchema }),
+]);
+
+export const CancelParamsSchema = NoParams;
+export const CancelResultSchema = z.object({ cancelled: z.boolean() });
+
+// ---- projects, tasks, roles ----------------------------------------------------------------------
+
+export const ListProjectsParamsSchema = NoParams;
+export const ListProjectsResultSchema = z.object({ projects: z.array(ProjectInfoSchema) });
+
+export const CreateProjectParamsSchema = z.strictObject({
+  name: WireIdSchema,
+  path: z.string().min(1).max(4096).optional(),
+  description: z.string().max(10_000).optional(),
+});
+export const CreateProjectResultSchema = z.object({ project: ProjectInfoSchema });
+
+export const ListTasksParamsSchema = z.strictObject({ project: WireIdSchema });
+export const ListTasksResultSchema = z.object({ tasks: z.array(TaskInfoSchema) });
+
+export const CreateTaskParamsSchema = z.strictObject({
+  project: WireIdSchema,
+  title: z.string().min(1).max(500),
+  description: z.string().max(100_000).optional(),
+  slug: WireIdSchema.optional(),
+});
+export const CreateTaskResultSchema = z.object({ task: TaskInfoSchema });
+
+export const ListRolesParamsSchema = z.strictObject({ project: WireIdSchema.optional() });
+export const ListRolesResultSchema = z.object({ roles: z.array(RoleInfoSchema), errors: z.array(RoleFileErrorSchema) });
+
+// ---- sessions --------------------------------------------------------------------------------
+
+export const ListSessionsParamsSchema = z.strictObject({
+  status: z.enum(['active', 'archived']).optional(),
+  agentType: z.string().min(1).max(200).optional(),
+  /** Back end (seed 004's architecture type): `scripted`, `claude-sdk`, … */
+  backend: z.string().min(1).max(200).optional(),
+  scopeKind: z.enum(['feature', 'task', 'draft', 'workflow', 'imported']).optional(),
+  featureId: z.string().min(1).max(200).optional(),
+  taskId: z.string().min(1).max(200).optional(),
+  taskState: z.string().min(1).max(200).optional(),
+  /** Case-insensitive text in the id, title, agent type, role or task. */
+  search: z.string().min(1).max(500).optional(),
+  limit: z.number().int().positive().max(10_000).optional(),
+});
+export const ListSessionsResultSchema = z.object({ sessions: z.array(SessionInfoSchema) });
+
+export const SessionParamsSchema = z.strictObject({ sessionId: SessionIdParamSchema });
+
+export const GetSessionParamsSchema = SessionParamsSchema;
+export const GetSessionResultSchema = z.object({ session: SessionInfoSchema, lastSeq: z.number().int().min(-1) });
+
+export const GetMessagesParamsSchema = z.strictObject({
+  sessionId: SessionIdParamSchema,
+  /** Newest messages kept (default 50). */
+  limit: z.number().int().positive().max(10_000).optional(),
+  /** Include messages hidden by `clear_messages`. */
+  includeCleared: z.boolean().optional(),
+});
+export const GetMessagesResultSchema = z.object({ messages: z.array(ChatMessageSchema) });
+
+export const GetCheckpointParamsSchema = SessionParamsSchema;
+export const GetCheckpointResultSchema = z.object({
+  /** The newest version, null before the first compaction. */
+  current: CheckpointWireSchema.nullable(),
+  /** Every version, oldest first. */
+  versions: z.array(CheckpointWireSchema),
+});
+
+export const ClearMessagesParamsSchema = SessionParamsSchema;
+export const ClearMessagesResultSchema = z.object({ session: SessionInfoSchema });
+
+export const GetEventsParamsSchema = z.strictObject({
+  sessionId: SessionIdParamSchema,
+  /** Events with a greater `seq` (default -1: the whole log). */
+  afterSeq: z.number().int().min(-1).optional(),
+  /** At most this many (default and maximum 5,000); page on with `afterSeq` = the last `seq`. */
+  limit: z.number().int().positive().max(5_000).optional(),
+});
+export const GetEventsResultSchema = z.object({
+  events: z.array(StreamEventSchema),
+  /** The newest `seq` in the log when the page was read. */
+  lastSeq: z.number().int().min(-1),
+  /** More events follow the last one returned. */
+  hasMore: z.boolean(),
+});
+
+export const SubscribeParamsSchema = z.strictObject({
+  /** Sessions to follow; omitted: every session. */
+  sessionIds: z.array(SessionIdParamSchema).max(1_000).optional(),
+});
+export const SubscriptionResultSchema = z.object({
+  /** True while this connection follows every session. */
+  all: z.boolean(),
+  sessionIds: z.array(z.string()),
+});
+export const UnsubscribeParamsSchema = z.strictObject({
+  /** Sessions to stop following; omitted: all of them (and `all`). */
+  sessionIds: z.array(SessionIdParamSchema).max(1_000).optional(),
+});
+
+export const ForceCompactParamsSchema = z.strictObject({
+  sessionId: SessionIdParamSchema,
+  /** Extra guidance for the summary (seed 002's custom instructions). */
+  instructions: z.string().max(10_000).optional(),
+});
+export const ForceCompactResultSchema = z.looseObject({
+  compacted: z.boolean(),
+  checkpoint: CheckpointWireSchema.optional(),
+});
+
+export const PreviewRequestParamsSchema = z.strictObject({
+  sessionId: SessionIdParamSchema,
+  /** The next user message to preview with (default empty). */
+  prompt: z.string().max(500_000).optional(),
+});
+export const PreviewRequestResultSchema = z.looseObject({
+  systemPrompt: z.string(),
+  userPrompt: z.string(),
+  totalTokens: z.number().nonnegative(),
+});
+
+export const ArchiveSessionParamsSchema = SessionParamsSchema;
+export const ArchiveSessionResultSchema = z.object({ session: SessionInfoSchema });
+
+// ---- agents ----------------------------------------------------------------------------------
+
+export const ListAgentsParamsSchema = z.strictObject({
+  /** Every channel's workers, not only this channel's. */
+  all: z.boolean().optional(),
+});
+export const ListAgentsResultSchema = z.object({ agents: z.array(AgentInfoSchema) });
+
+export const KillAgentParamsSchema = z.strictObject({ agentId: WireIdSchema });
+export const KillAgentResultSchema = z.object({ killed: z.boolean() });
+
+// ---- server --------------------------------------------------------------------------------
+
+export const ServerInfoParamsSchema = NoParams;
+export const ServerInfoResultSchema = z.object({
+  name: z.literal('parley'),
+  version: z.string(),
+  protocolVersion: z.number().int().positive(),
+  /** This connection's channel (the one named in the URL, or the one the server made for it). */
+  channelId: z.string(),
+  connectionId: z.string(),
+  projectRoot: z.string(),
+  methods: z.array(z.string()),
+});
+
+export interface MethodSpec<P extends z.ZodType = z.ZodType, R extends z.ZodType = z.ZodType> {
+  params: P;
+  result: R;
+  description: string;
+}
+
+function method<P extends z.ZodType, R extends z.ZodType>(params: P, result: R, description: string): MethodSpec<P, R> {
+  return { params, result, description };
+}
+
+/** The method table: name → params and result schemas. The server's dispatcher and the client both read it. */
+export const methods = {
+  draft: method(DraftParamsSchema, DraftResultSchema, 'Seed 000: drafts an agent by role into an existing task, on this connection\'s channel. -32004 if the channel already has a draft; -32001 if the project, task or role is not found.'),
+  undraft: method(UndraftParamsSchema, UndraftResultSchema, 'Seed 000: closes the channel\'s draft and returns its summary. -32005 if there is none.'),
+  get_draft_status: method(GetDraftStatusParamsSchema, GetDraftStatusResultSchema, 'Seed 000: the channel\'s draft and its metrics; `active: false` without one.'),
+  submit_prompt: method(SubmitPromptParamsSchema, SubmitPromptResultSchema, 'Seed 000: with an active draft, starts a turn (it streams as `channel_message`, then `draft_status`); without one, runs the autonomous dispatch path and answers with its structured result. -32006 while a turn runs.'),
+  cancel: method(CancelParamsSchema, CancelResultSchema, 'Interrupts the channel\'s running turn: it ends cleanly with a system block, state is saved.'),
+  list_projects: method(ListProjectsParamsSchema, ListProjectsResultSchema, 'Projects this server knows.'),
+  create_project: method(CreateProjectParamsSchema, CreateProjectResultSchema, 'Registers a project (a folder).'),
+  list_tasks: method(ListTasksParamsSchema, ListTasksResultSchema, 'A project\'s tasks.'),
+  create_task: method(CreateTaskParamsSchema, CreateTaskResultSchema, 'Creates a task in a project; the slug is derived from the title unless given.'),
+  list_roles: method(ListRolesParamsSchema, ListRolesResultSchema, 'Built-in roles and the project\'s role files; a malformed file is listed in `errors` with the file and field.'),
+  list_sessions: method(ListSessionsParamsSchema, ListSessionsResultSchema, 'Sessions matching every given filter, most recently active first.'),
+  get_session: method(GetSessionParamsSchema, GetSessionResultSchema, 'A session\'s metadata, metrics and newest `seq`.'),
+  get_messages: method(GetMessagesParamsSchema, GetMessagesResultSchema, 'The newest messages of a session (user and assistant text), oldest first.'),
+  get_checkpoint: method(GetCheckpointParamsSchema, GetCheckpointResultSchema, 'The current checkpoint and every version.'),
+  clear_messages: method(ClearMessagesParamsSchema, ClearMessagesResultSchema, 'Seed 003: the next request starts from the checkpoint; history stays readable.'),
+  get_events: method(GetEventsParamsSchema, GetEventsResultSchema, 'The log after a `seq`: a client that reconnects asks for what it missed.'),
+  subscribe: method(SubscribeParamsSchema, SubscriptionResultSchema, 'Follows sessions (or all): `session_updated`, `session_event` and `compaction_*` notifications.'),
+  unsubscribe: method(UnsubscribeParamsSchema, SubscriptionResultSchema, 'Stops following sessions (or all).'),
+  force_compact: method(ForceCompactParamsSchema, ForceCompactResultSchema, 'Compacts a managed session now. -32007 on a native back end; -32009 while a compaction runs.'),
+  preview_request: method(PreviewRequestParamsSchema, PreviewRequestResultSchema, 'The request the next turn would send (managed sessions): system prompt, user prompt, tokens.'),
+  archive_session: method(ArchiveSessionParamsSchema, ArchiveSessionResultSchema, 'Seed 003: archives a session; it stays readable and takes no new messages.'),
+  list_agents: method(ListAgentsParamsSchema, ListAgentsResultSchema, 'Worker agents of this channel (or all).'),
+  kill_agent: method(KillAgentParamsSchema, KillAgentResultSchema, 'Stops a worker agent.'),
+  server_info: method(ServerInfoParamsSchema, ServerInfoResultSchema, 'The server, its protocol version and this connection\'s channel.'),
+} as const;
+
+export type MethodTable = typeof methods;
+export type MethodName = keyof MethodTable;
+/** What a caller passes (defaults not yet applied). */
+export type MethodParams<M extends MethodName> = z.input<MethodTable[M]['params']>;
+/** What a handler receives (validated). */
+export type ParsedMethodParams<M extends MethodName> = z.output<MethodTable[M]['params']>;
+export type MethodResult<M extends MethodName> = z.output<MethodTable[M]['result']>;
+/** What a handler returns (before the client parses it). */
+export type MethodResultInput<M extends MethodName> = z.input<MethodTable[M]['result']>;
+
+export const METHOD_NAMES = Object.keys(methods) as MethodName[];
+
+export function isMethodName(name: string): name is MethodName {
+  return Object.prototype.hasOwnProperty.call(methods, name);
+}

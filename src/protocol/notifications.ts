@@ -1,0 +1,92 @@
+import { z } from 'zod';
+import { StreamEventSchema } from '../conversation/index.js';
+import { AgentInfoSchema, SessionInfoSchema } from './schemas.js';
+
+/**
+ * Server → client notifications. The channel ones go to the connections of one channel; the
+ * session ones to connections that `subscribe`d to the session (or to all).
+ */
+
+export const ChannelMessageSchema = z.object({
+  channelId: z.string(),
+  sessionId: z.string(),
+  /** Rebuild the conversation with `applyEvent`; `event.seq` is the resumption point. */
+  event: StreamEventSchema,
+});
+
+/** Seed 000: pushed after each turn. */
+export const DraftStatusNotificationSchema = z.object({
+  channelId: z.string().optional(),
+  sessionId: z.string(),
+  role: z.string(),
+  turnCount: z.number().int().nonnegative(),
+  costUsd: z.number().nonnegative(),
+  /** Null while the context window is unknown. */
+  contextPct: z.number().nullable(),
+  /** ISO 8601. */
+  lastActivity: z.string(),
+});
+
+/** Seed 000: the back end's own compaction (`compact_boundary`) or Parley's. */
+export const ContextCompactedSchema = z.object({
+  channelId: z.string().optional(),
+  sessionId: z.string(),
+  preTokens: z.number().nonnegative(),
+  trigger: z.enum(['auto', 'manual']),
+});
+
+export const AgentStatusNotificationSchema = z.object({ channelId: z.string(), agent: AgentInfoSchema });
+
+export const SessionUpdateActionSchema = z.enum(['created', 'message_added', 'events_appended', 'cleared', 'archived', 'settings_changed']);
+
+/** Seed 003's `session:updated`. */
+export const SessionUpdatedSchema = z.object({ sessionId: z.string(), action: SessionUpdateActionSchema, session: SessionInfoSchema });
+
+/** Every event appended to a followed session's log, in `seq` order. */
+export const SessionEventNotificationSchema = z.object({ sessionId: z.string(), event: StreamEventSchema });
+
+const Trigger = z.enum(['auto', 'manual']);
+/** Seed 003's `session:compaction-start`. */
+export const CompactionStartedSchema = z.object({ sessionId: z.string(), trigger: Trigger, tokensBefore: z.number().nonnegative() });
+/** Seed 003's `session:compaction-complete`. */
+export const CompactionCompletedSchema = z.object({
+  sessionId: z.string(),
+  trigger: Trigger,
+  version: z.number().int().positive(),
+  tokensBefore: z.number().nonnegative(),
+  tokensAfter: z.number().nonnegative(),
+});
+/** Seed 003's `session:compaction-error`. */
+export const CompactionFailedSchema = z.object({ sessionId: z.string(), trigger: Trigger, message: z.string(), code: z.string() });
+
+export interface NotificationSpec<P extends z.ZodType = z.ZodType> {
+  params: P;
+  description: string;
+  /** Who receives it. */
+  audience: 'channel' | 'subscribers';
+}
+
+function notification<P extends z.ZodType>(params: P, audience: NotificationSpec['audience'], description: string): NotificationSpec<P> {
+  return { params, audience, description };
+}
+
+export const notifications = {
+  channel_message: notification(ChannelMessageSchema, 'channel', 'Seed 000: one stream event of the channel\'s draft (or dispatch) session.'),
+  draft_status: notification(DraftStatusNotificationSchema, 'channel', 'Seed 000: the draft\'s metrics, after each turn.'),
+  context_compacted: notification(ContextCompactedSchema, 'channel', 'Seed 000: a compaction of the draft\'s context (the back end\'s or Parley\'s).'),
+  agent_status: notification(AgentStatusNotificationSchema, 'channel', 'A worker agent of the channel changed status.'),
+  session_updated: notification(SessionUpdatedSchema, 'subscribers', 'Seed 003: a followed session was created, got messages, was cleared, archived or reconfigured.'),
+  session_event: notification(SessionEventNotificationSchema, 'subscribers', 'An event appended to a followed session\'s log.'),
+  compaction_started: notification(CompactionStartedSchema, 'subscribers', 'Seed 003: a compaction of a followed session began.'),
+  compaction_completed: notification(CompactionCompletedSchema, 'subscribers', 'Seed 003: the compaction finished; a new checkpoint version exists.'),
+  compaction_failed: notification(CompactionFailedSchema, 'subscribers', 'Seed 003: the compaction failed; nothing was changed.'),
+} as const;
+
+export type NotificationTable = typeof notifications;
+export type NotificationName = keyof NotificationTable;
+export type NotificationParams<N extends NotificationName> = z.output<NotificationTable[N]['params']>;
+export const NOTIFICATION_NAMES = Object.keys(notifications) as NotificationName[];
+
+export function isNotificationName(name: string): name is NotificationName {
+  return Object.prototype.hasOwnProperty.call(notifications, name);
+}

@@ -1,0 +1,94 @@
+import { describe, expect, it } from 'vitest';
+import {
+  METHOD_NAMES,
+  NOTIFICATION_NAMES,
+  methods,
+  notifications,
+  RpcError,
+  RpcErrorCode,
+  rpcCodeForParleyCode,
+  classifyInbound,
+} from '../../src/protocol/index.js';
+
+describe('the method table', () => {
+  it('has seed 000\'s methods and every method the clients need, in snake_case', () => {
+    const expected = [
+      'draft', 'undraft', 'get_draft_status', 'submit_prompt', 'list_projects', 'create_project', 'list_tasks', 'create_task',
+      'list_roles', 'list_sessions', 'get_session', 'get_messages', 'get_checkpoint', 'clear_messages', 'get_events', 'subscribe',
+      'unsubscribe', 'cancel', 'force_compact', 'preview_request', 'archive_session', 'list_agents', 'kill_agent', 'server_info',
+    ];
+    expect([...METHOD_NAMES].sort()).toEqual([...expected].sort());
+    for (const name of METHOD_NAMES) expect(name).toMatch(/^[a-z]+(_[a-z]+)*$/);
+  });
+
+  it('has seed 000\'s notifications and seed 003\'s session events', () => {
+    expect([...NOTIFICATION_NAMES].sort()).toEqual(
+      ['channel_message', 'draft_status', 'context_compacted', 'agent_status', 'session_updated', 'session_event', 'compaction_started', 'compaction_completed', 'compaction_failed'].sort(),
+    );
+  });
+
+  it('keeps seed 000\'s params and results', () => {
+    expect(methods.draft.params.safeParse({ role: 'product-analyst', project: 'parley', task: 'auth' }).success).toBe(true);
+    expect(methods.undraft.params.safeParse({}).success).toBe(true);
+    expect(methods.get_draft_status.params.safeParse({}).success).toBe(true);
+    expect(methods.submit_prompt.params.safeParse({ content: 'hi', role: 'dev', taskSlug: 'auth' }).success).toBe(true);
+    expect(methods.undraft.result.safeParse({ sessionId: 's', taskSlug: 't', turns: 2, cost: 0.5 }).success).toBe(true);
+    expect(notifications.draft_status.params.safeParse({ sessionId: 's', role: 'dev', turnCount: 1, costUsd: 0.1, contextPct: 34, lastActivity: 'x' }).success).toBe(true);
+    expect(notifications.context_compacted.params.safeParse({ sessionId: 's', preTokens: 1000, trigger: 'auto' }).success).toBe(true);
+  });
+
+  it('refuses unknown keys and ids that could leave the data folder', () => {
+    expect(methods.undraft.params.safeParse({ force: true }).success).toBe(false);
+    for (const bad of ['../etc', '..', '.hidden', 'a/b', 'a\\b', '', 'x'.repeat(201), 'a..b']) {
+      expect(methods.get_session.params.safeParse({ sessionId: bad }).success, bad).toBe(false);
+      expect(methods.draft.params.safeParse({ role: 'dev', project: 'p', task: bad }).success, bad).toBe(false);
+    }
+  });
+});
+
+describe('error codes', () => {
+  it('are seed 000\'s and JSON-RPC\'s numbers', () => {
+    expect(RpcErrorCode).toMatchObject({
+      PARSE_ERROR: -32700,
+      INVALID_REQUEST: -32600,
+      METHOD_NOT_FOUND: -32601,
+      INVALID_PARAMS: -32602,
+      INTERNAL_ERROR: -32603,
+      NOT_FOUND: -32001,
+      DRAFT_ALREADY_ACTIVE: -32004,
+      NO_ACTIVE_DRAFT: -32005,
+      TURN_IN_PROGRESS: -32006,
+      UNSUPPORTED: -32007,
+    });
+    expect(new Set(Object.values(RpcErrorCode)).size).toBe(Object.values(RpcErrorCode).length);
+  });
+
+  it('map the draft layer\'s string codes as the contract says; unknown typed codes keep their string', () => {
+    expect(rpcCodeForParleyCode('DRAFT_ALREADY_ACTIVE')).toBe(-32004);
+    expect(rpcCodeForParleyCode('NO_ACTIVE_DRAFT')).toBe(-32005);
+    expect(rpcCodeForParleyCode('NOT_FOUND')).toBe(-32001);
+    expect(rpcCodeForParleyCode('INVALID_INPUT')).toBe(-32602);
+    expect(rpcCodeForParleyCode('TURN_IN_PROGRESS')).toBe(-32006);
+    expect(rpcCodeForParleyCode('UNSUPPORTED')).toBe(-32007);
+    expect(rpcCodeForParleyCode('SOMETHING_NEW')).toBe(RpcErrorCode.SERVER_ERROR);
+  });
+
+  it('round-trip through the wire factory', () => {
+    const error = new RpcError(-32004, 'Draft already active', { code: 'DRAFT_ALREADY_ACTIVE', fault: 'user' });
+    const rebuilt = RpcError.fromWire(JSON.parse(JSON.stringify(error.toWire())) as never, 'draft');
+    expect(rebuilt.code).toBe(-32004);
+    expect(rebuilt.codeName).toBe('DRAFT_ALREADY_ACTIVE');
+    expect(rebuilt.fault).toBe('user');
+    expect(rebuilt.message).toBe('Draft already active');
+  });
+});
+
+describe('classifyInbound', () => {
+  it('tells responses, notifications and junk apart', () => {
+    expect(classifyInbound({ jsonrpc: '2.0', id: 1, result: null }).kind).toBe('response');
+    expect(classifyInbound({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'x' } }).kind).toBe('response');
+    expect(classifyInbound({ jsonrpc: '2.0', method: 'draft_status', params: {} }).kind).toBe('notification');
+    expect(classifyInbound([1]).kind).toBe('invalid');
+    expect(classifyInbound({ jsonrpc: '1.0', id: 1, result: 1 }).kind).toBe('invalid');
+  });
+});
