@@ -55,8 +55,13 @@ export const SubmitPromptParamsSchema = z.strictObject({
  * without one the autonomous dispatch path runs and answers with the structured result.
  */
 export const SubmitPromptResultSchema = z.discriminatedUnion('mode', [
-  z.object({ mode: z.literal('draft'), accepted: z.literal(true), sessionId: z.string() }),
-  z.object({ mode: z.literal('dispatch'), result: DispatchResultSchema }),
+  z.object({
+    mode: z.literal('draft'),
+    sessionId: z.string(),
+    /** The `seq` of the stored user message: acknowledged, it survives any crash from here on. */
+    seq: z.number().int().nonnegative(),
+  }),
+  z.object({ mode: z.literal('dispatch'), sessionId: z.string(), result: DispatchResultSchema }),
 ]);
 
 export const CancelParamsSchema = NoParams;
@@ -177,7 +182,15 @@ export const PreviewRequestParamsSchema = z.strictObject({
 export const PreviewRequestResultSchema = z.looseObject({
   systemPrompt: z.string(),
   userPrompt: z.string(),
+  /** Calibrated tokens of the whole request. */
   totalTokens: z.number().nonnegative(),
+  /** The tokenizer's own count, before calibration. */
+  estimatedTokens: z.number().nonnegative().optional(),
+  /** The token budget and the compaction threshold, in tokens. */
+  budget: z.number().nonnegative().optional(),
+  threshold: z.number().nonnegative().optional(),
+  /** Tokens per section: role, context, checkpoint, conversation, userPrompt. */
+  sections: z.record(z.string(), z.number()).optional(),
 });
 
 export const ArchiveSessionParamsSchema = SessionParamsSchema;

@@ -35,6 +35,14 @@ export const ContextCompactedSchema = z.object({
   trigger: z.enum(['auto', 'manual']),
 });
 
+/** The draft was closed by Parley, not by `undraft` (its native session could not be resumed); its history stays readable. */
+export const DraftClosedSchema = z.object({
+  channelId: z.string(),
+  sessionId: z.string(),
+  reason: z.string().describe('native_resume_failed'),
+  message: z.string(),
+});
+
 export const AgentStatusNotificationSchema = z.object({ channelId: z.string(), agent: AgentInfoSchema });
 
 export const SessionUpdateActionSchema = z.enum(['created', 'message_added', 'events_appended', 'cleared', 'archived', 'settings_changed']);
@@ -74,6 +82,7 @@ export const notifications = {
   channel_message: notification(ChannelMessageSchema, 'channel', 'Seed 000: one stream event of the channel\'s draft (or dispatch) session.'),
   draft_status: notification(DraftStatusNotificationSchema, 'channel', 'Seed 000: the draft\'s metrics, after each turn.'),
   context_compacted: notification(ContextCompactedSchema, 'channel', 'Seed 000: a compaction of the draft\'s context (the back end\'s or Parley\'s).'),
+  draft_closed: notification(DraftClosedSchema, 'channel', 'The channel\'s draft was closed by Parley (auto-undraft: its native session could not be resumed). The channel is no longer in draft mode.'),
   agent_status: notification(AgentStatusNotificationSchema, 'channel', 'A worker agent of the channel changed status.'),
   session_updated: notification(SessionUpdatedSchema, 'subscribers', 'Seed 003: a followed session was created, got messages, was cleared, archived or reconfigured.'),
   session_event: notification(SessionEventNotificationSchema, 'subscribers', 'An event appended to a followed session\'s log.'),

@@ -100,85 +100,128 @@ export const CheckpointWireSchema = z.object({
 });
 export type CheckpointWire = z.infer<typeof CheckpointWireSchema>;
 
-export const ProjectInfoSchema = z.looseObject({
+const IsoDate = z.string().describe('ISO 8601');
+
+export const ProjectInfoSchema = z.object({
   name: z.string(),
   /** The project folder. */
   path: z.string(),
+  /** Its Parley data folder. */
+  dataDir: z.string(),
   description: z.string().optional(),
+  /** True for the project the server runs in. */
+  current: z.boolean(),
 });
 export type ProjectInfo = z.infer<typeof ProjectInfoSchema>;
 
-export const TaskInfoSchema = z.looseObject({
+export const TaskInfoSchema = z.object({
+  project: z.string(),
   slug: z.string(),
   title: z.string(),
-  description: z.string().optional(),
-  state: z.string().optional(),
-  project: z.string().optional(),
+  description: z.string(),
+  /** open | in_progress | done | cancelled */
+  state: z.string(),
+  taskDir: z.string(),
+  createdAt: IsoDate,
+  updatedAt: IsoDate,
+  /** The draft working on this task now, if any. */
+  activeDraft: z.object({ sessionId: z.string(), role: z.string(), channelId: z.string() }).optional(),
 });
 export type TaskInfo = z.infer<typeof TaskInfoSchema>;
 
-export const RoleInfoSchema = z.looseObject({
+export const RoleInfoSchema = z.object({
   name: z.string(),
-  description: z.string().optional(),
+  description: z.string(),
+  backend: z.string().optional(),
+  model: z.string().optional(),
+  /** `agent-draft`, `projects-list`, `projects-create`: they gate the MCP tools the agent gets. */
   permissions: z.array(z.string()),
-  /** `builtin` or the role file it was read from. */
-  source: z.string().optional(),
+  allowedTools: z.array(z.string()).optional(),
+  permissionMode: z.string().optional(),
+  maxTurns: z.number().int().positive().optional(),
+  /** The role file's Markdown body. */
+  instructions: z.string(),
+  /** `builtin`, or the role file's path. */
+  source: z.string(),
 });
 export type RoleInfo = z.infer<typeof RoleInfoSchema>;
 
 /** A role file that could not be read: names the file and the field. */
-export const RoleFileErrorSchema = z.looseObject({
+export const RoleFileErrorSchema = z.object({
   file: z.string(),
+  /** Dotted path of the field (`permissions.1`); absent when the whole file is unreadable. */
   field: z.string().optional(),
   message: z.string(),
 });
 export type RoleFileError = z.infer<typeof RoleFileErrorSchema>;
 
-/** Seed 000's DraftSession, as `get_draft_status` returns it (dates as ISO 8601 strings). */
-export const DraftStatusSchema = z.looseObject({
+/** The channel's draft as `get_draft_status` returns it (seed 000's DraftSession metrics; `/context`). */
+export const DraftStatusSchema = z.object({
   sessionId: z.string(),
   role: z.string(),
+  project: z.string(),
   taskSlug: z.string(),
-  taskDir: z.string().optional(),
-  channelId: z.string().optional(),
-  project: z.string().optional(),
-  startedAt: z.string().optional(),
-  lastActivityAt: z.string().optional(),
+  channelId: z.string(),
+  backend: z.string(),
+  model: z.string().optional(),
+  status: z.enum(['active', 'closed']),
   turnCount: z.number().int().nonnegative(),
-  status: z.enum(['active', 'closed']).optional(),
-  cumulativeCostUsd: z.number().nonnegative().optional(),
-  lastInputTokens: z.number().nonnegative().optional(),
-  lastOutputTokens: z.number().nonnegative().optional(),
-  contextWindow: z.number().nonnegative().optional(),
-  maxOutputTokens: z.number().nonnegative().optional(),
-  /** `lastInputTokens / contextWindow * 100`, null when the window is unknown. */
-  contextPct: z.number().nullable().optional(),
+  costUsd: z.number().nonnegative(),
+  /** Some turn ran on a model with no known price: `costUsd` is a lower bound. */
+  costUnknown: z.boolean(),
+  lastInputTokens: z.number().nonnegative(),
+  lastOutputTokens: z.number().nonnegative(),
+  contextWindow: z.number().int().nonnegative(),
+  maxOutputTokens: z.number().int().nonnegative(),
+  /** `lastInputTokens / contextWindow * 100`; null while the window is unknown. */
+  contextPct: z.number().nonnegative().nullable(),
+  startedAt: IsoDate,
+  lastActivity: IsoDate,
+  /** A turn is streaming now. */
+  turnRunning: z.boolean(),
+  /** Workers of this draft that are queued or running. */
+  activeAgents: z.number().int().nonnegative(),
 });
 export type DraftStatus = z.infer<typeof DraftStatusSchema>;
 
-export const AgentStatusValueSchema = z.string().describe('queued | running | completed | failed | killed');
+export const AgentStatusValueSchema = z.enum(['queued', 'running', 'completed', 'failed', 'killed']);
 
-/** A worker agent in the pool (drafted by a drafted agent through `draft_agent`). */
-export const AgentInfoSchema = z.looseObject({
+/** An entry of the agent pool: a drafted agent (from draft to undraft) or a worker it dispatched. */
+export const AgentInfoSchema = z.object({
   agentId: z.string(),
+  kind: z.enum(['draft', 'worker']),
   role: z.string(),
-  status: AgentStatusValueSchema,
-  channelId: z.string().optional(),
-  sessionId: z.string().optional(),
+  project: z.string(),
   taskSlug: z.string().optional(),
-  costUsd: z.number().optional(),
+  channelId: z.string().optional(),
+  status: AgentStatusValueSchema,
+  /** The session whose log holds the agent's blocks (a worker's thread has `conversationId = agentId`). */
+  sessionId: z.string(),
+  parentSessionId: z.string().optional(),
+  prompt: z.string().optional(),
+  startedAt: IsoDate,
+  endedAt: IsoDate.optional(),
+  costUsd: z.number().nonnegative(),
 });
 export type AgentInfo = z.infer<typeof AgentInfoSchema>;
 
 /** The structured result of the autonomous dispatch path (seed 000's DispatchResult). */
-export const DispatchResultSchema = z.looseObject({
-  status: z.string(),
-  sessionId: z.string().optional(),
-  role: z.string().optional(),
-  summary: z.string().optional(),
+export const DispatchResultSchema = z.object({
+  agentId: z.string(),
+  role: z.string(),
+  status: AgentStatusValueSchema,
+  timedOut: z.boolean(),
+  /** The final answer parsed against the output schema, when there was one. */
   output: z.unknown().optional(),
-  costUsd: z.number().optional(),
-  durationMs: z.number().optional(),
+  summary: z.string(),
+  usage: z.object({ inputTokens: z.number(), outputTokens: z.number(), cacheReadTokens: z.number(), cacheWriteTokens: z.number() }),
+  costUsd: z.number().nonnegative(),
+  costUnknown: z.boolean(),
+  durationMs: z.number().nonnegative(),
+  attempts: z.number().int().nonnegative(),
+  sessionId: z.string(),
+  conversationId: z.string(),
+  error: z.object({ code: z.string(), message: z.string() }).optional(),
 });
 export type DispatchResult = z.infer<typeof DispatchResultSchema>;
 

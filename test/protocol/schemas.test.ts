@@ -23,7 +23,7 @@ describe('the method table', () => {
 
   it('has seed 000\'s notifications and seed 003\'s session events', () => {
     expect([...NOTIFICATION_NAMES].sort()).toEqual(
-      ['channel_message', 'draft_status', 'context_compacted', 'agent_status', 'session_updated', 'session_event', 'compaction_started', 'compaction_completed', 'compaction_failed'].sort(),
+      ['channel_message', 'draft_status', 'context_compacted', 'draft_closed', 'agent_status', 'session_updated', 'session_event', 'compaction_started', 'compaction_completed', 'compaction_failed'].sort(),
     );
   });
 
