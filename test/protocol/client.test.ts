@@ -114,7 +114,8 @@ describe('ProtocolClient', () => {
 
   it('queues requests made while reconnecting and sends them in order once connected', async () => {
     const peer = new FakePeer();
-    peer.handler = (method, params) => (method === 'list_tasks' ? { tasks: [{ slug: (params as { project: string }).project, title: 't' }] } : undefined);
+    const task = (slug: string) => ({ project: 'p', slug, title: 't', description: '', state: 'open', taskDir: `/t/${slug}`, createdAt: 'x', updatedAt: 'x' });
+    peer.handler = (method, params) => (method === 'list_tasks' ? { tasks: [task((params as { project: string }).project)] } : undefined);
     const client = makeClient(peer);
     await client.connect();
     peer.drop();
