@@ -7,3 +7,5 @@ export * from './scripted/index.js';
 export * from './pricing.js';
 export * from './openai-compatible/index.js';
 export * from './anthropic-api/index.js';
+export * from './gemini-cli/index.js';
+export * from './claude-sdk/index.js';
