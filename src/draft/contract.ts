@@ -1,5 +1,6 @@
 import type { StreamEvent } from '../conversation/index.js';
 import type { AgentBackend } from '../backends/index.js';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { SessionManager } from '../sessions/index.js';
 import type {
   AgentInfo,
@@ -84,6 +85,15 @@ export interface DraftService {
 
   /** Live notifications, in order. Returns the unsubscribe function. */
   on<K extends keyof DraftServiceEvents>(name: K, handler: (payload: DraftServiceEvents[K]) => void): () => void;
+
+  /** Resolves once the channel's running turn (if any) has ended and its state is saved. Additive beyond the contract. */
+  settled(params: { channelId: string }): Promise<void>;
+  /**
+   * The channel's draft's tools (gated by its role's permissions) as a real MCP server, for back ends
+   * and clients that take MCP servers. Connect it to a transport; NO_ACTIVE_DRAFT without a draft.
+   * Additive beyond the contract.
+   */
+  createMcpServer(params: { channelId: string }): Promise<McpServer>;
 
   /** Startup: finds active drafts (draft.json status active) so the next submit_prompt resumes them. */
   recover(): Promise<{ recovered: number; failed: Array<{ sessionId: string; reason: string }> }>;

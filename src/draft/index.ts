@@ -2,4 +2,10 @@
 export * from './types.js';
 export * from './errors.js';
 export * from './contract.js';
-export { createDraftService } from './draft-service.js';
+export { createDraftService, DEFAULT_DISPATCH_OUTPUT_SCHEMA } from './draft-service.js';
+export { BUILTIN_ROLES, loadRoles, parseRoleFile, type LoadedRoles } from './roles.js';
+export { ProjectCatalog, slugify, type ProjectLocation } from './projects.js';
+export { AgentPool, WorkerSlots } from './pool.js';
+export { compileOutputSchema, jsonCandidates, outputInstructions, repairPrompt, type OutputValidator } from './structured-output.js';
+export { createParleyTools, AGENT_TOOL_NAMES, type ParleyTool, type ToolHandlers } from './tools.js';
+export { createDraftMcpServer } from './mcp-server.js';

@@ -181,12 +181,15 @@ export const DraftSessionSchema = z.object({
   /** Some turn ran on a model with no known price: the cost is a lower bound. */
   costUnknown: z.boolean().default(false),
   closedAt: IsoDate.optional(),
-  /** Why the draft closed: `undraft`, or `native_resume_failed` (auto-undraft). */
-  closeReason: z.enum(['undraft', 'native_resume_failed']).optional(),
+  /**
+   * Why the draft closed: `undraft`; `native_resume_failed` (auto-undraft: the back end could not
+   * resume its session); `recovery_failed` (after a restart its session was gone or its channel taken).
+   */
+  closeReason: z.enum(['undraft', 'native_resume_failed', 'recovery_failed']).optional(),
 });
 export type DraftSession = z.infer<typeof DraftSessionSchema>;
 
-/** What `get_draft_status` and `/context` show. */
+/** What `get_draft_status` and `/context` show: the DraftSession's identity and metrics, plus what is computed from them. */
 export const DraftStatusSchema = z.object({
   sessionId: z.string(),
   role: z.string(),
@@ -197,6 +200,7 @@ export const DraftStatusSchema = z.object({
   model: z.string().optional(),
   status: z.enum(['active', 'closed']),
   turnCount: z.number().int().nonnegative(),
+  /** The DraftSession's `cumulativeCostUsd`. */
   costUsd: z.number().nonnegative(),
   costUnknown: z.boolean(),
   lastInputTokens: z.number().nonnegative(),
@@ -206,6 +210,7 @@ export const DraftStatusSchema = z.object({
   /** Occupancy of the last request over the window, in percent; null until the window is known. */
   contextPct: z.number().nonnegative().nullable(),
   startedAt: IsoDate,
+  /** The DraftSession's `lastActivityAt`. */
   lastActivity: IsoDate,
   /** A turn is streaming now. */
   turnRunning: z.boolean(),
@@ -276,6 +281,7 @@ export type DispatchResult = z.infer<typeof DispatchResultSchema>;
 export const SubmitResultSchema = z.discriminatedUnion('mode', [
   z.object({
     mode: z.literal('draft'),
+    accepted: z.literal(true),
     sessionId: z.string(),
     /** The `seq` of the stored user message: acknowledged, it survives any crash from here on. */
     seq: z.number().int().nonnegative(),

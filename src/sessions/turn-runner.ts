@@ -22,6 +22,11 @@ export interface RunTurnOptions {
   maxTurns?: number;
   /** Marks the user message pinned: its intent survives every compaction. */
   pinned?: boolean;
+  /**
+   * Close a turn a crash cut short before running this one (default true). Off while other work
+   * still writes to the session (a draft's worker threads are open but alive, not interrupted).
+   */
+  repairInterrupted?: boolean;
 }
 
 export interface TurnHandle {
@@ -46,7 +51,7 @@ type RequestBuilder = (sessionId: string, userMessage: string, options?: { signa
  * handing it on. Nothing above the back-end layer branches on which back end it is.
  */
 export async function runTurn(manager: SessionManager, sessionId: string, options: RunTurnOptions): Promise<TurnHandle> {
-  await closeInterruptedTurn(manager, sessionId);
+  if (options.repairInterrupted !== false) await closeInterruptedTurn(manager, sessionId);
   const session = await manager.getSession(sessionId);
   const description = options.backend.describe();
   const request: ExecuteRequest = {
