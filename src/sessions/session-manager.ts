@@ -5,8 +5,11 @@ import {
   blockToMessage,
   describeIssues,
   emptyConversation,
+  estimateTokens,
+  loadTokenizer,
   MAIN_CONVERSATION,
   NewMessageSchema,
+  TokenCounter,
   type ChatMessage,
   type ConversationBlock,
   type ConversationState,
@@ -14,6 +17,7 @@ import {
   type RuntimeSessionData,
   type StreamEvent,
   type StreamEventDraft,
+  type TokenCalibrationSnapshot,
 } from '../conversation/index.js';
 import * as storeLayer from '../store/index.js';
 import {
@@ -31,7 +35,13 @@ import {
   type SessionStore,
   type StoreWarning,
 } from '../store/index.js';
+import type { AgentDescriptionOverride, AgentDescriptionText } from './agent-descriptions.js';
+import type { CompactionSettings, CompactionStatus } from './compaction.js';
+import type { ContextOptions } from './context-builder.js';
 import { SessionError } from './errors.js';
+import type { BuiltRequest } from './request-builder.js';
+import { RequestLayer, type AgentTypeSettings, type PreviewedRequest, type RalphLoopPatch, type RequestOptions } from './session-requests.js';
+import type { Summarizer } from './summarizer.js';
 import { checkSessionId, GetOrCreateSessionOptionsSchema, scopedSessionId, type GetOrCreateSessionOptions } from './session-ids.js';
 import { TypedEmitter } from './typed-emitter.js';
 
@@ -50,12 +60,17 @@ export interface SessionManagerEvents {
     tokensBefore: number;
     tokensAfter: number;
   };
-  'session:compaction-error': { sessionId: string; trigger: 'auto' | 'manual'; message: string; code: string };
+  /** Nothing changed; `message` says why. After `maxConsecutiveFailures` in a row, automatic compaction stops for the session. */
+  'session:compaction-error': {
+    sessionId: string;
+    trigger: 'auto' | 'manual';
+    message: string;
+    code: string;
+    consecutiveFailures: number;
+    autoCompactionStopped: boolean;
+  };
   'store:warning': StoreWarning;
 }
-
-/** Returns the model's raw text for a compaction prompt (see issue 3). */
-export type Summarizer = (request: { systemPrompt: string; prompt: string; signal?: AbortSignal }) => Promise<string>;
 
 export interface SessionManagerOptions {
   /** A file store in this folder (the default store). Ignored when `store` is given. */
@@ -72,6 +87,20 @@ export interface SessionManagerOptions {
   clock?: () => number;
   /** Counts tokens of a text; the tokenizer module provides the default. */
   countTokens?: (text: string) => number;
+  /** Tokens of the most recent messages a compaction keeps verbatim (default 20 % of the budget); per session in settings. */
+  tailTokens?: number;
+  /** Budget, threshold and tail per agent type; a session's own settings win. */
+  agentTypes?: Record<string, AgentTypeSettings>;
+  /** Role-file overrides of the built-in agent descriptions, per agent type. */
+  agentDescriptions?: Record<string, AgentDescriptionOverride>;
+  /** Compact automatically at the threshold (default true). `forceCompact` works either way. */
+  autoCompact?: boolean;
+  /** Start an automatic compaction when a turn ends past the threshold, not only before the next request (default true). */
+  compactInBackground?: boolean;
+  /** Bounds of the context (file tree depth and size, commits, note lengths). */
+  context?: ContextOptions;
+  /** Compaction guards: failures before automatic compaction stops, least reduction, timeout. */
+  compaction?: CompactionSettings;
 }
 
 export const CreateSessionOptionsSchema = z.object({
@@ -116,6 +145,8 @@ export async function createSessionManager(options: SessionManagerOptions): Prom
     });
     ownsStore = true;
   }
+  // Counts are exact (BPE) from the first message; characters / 4 only if the tokenizer cannot load.
+  if (!options.countTokens) await loadTokenizer();
   manager = new SessionManager(store, ownsStore, options);
   for (const warning of warnings) manager.reportWarning(warning);
   return manager;
@@ -136,6 +167,8 @@ export class SessionManager {
   private readonly queues = new Map<string, Promise<unknown>>();
   private readonly creating = new Map<string, Promise<SessionRecord>>();
   private closed = false;
+  /** Request building, compaction and calibration (session-requests.ts). */
+  private readonly requests: RequestLayer;
 
   constructor(
     readonly store: SessionStore,
@@ -147,7 +180,27 @@ export class SessionManager {
     this.projectRoot = options.projectRoot;
     this.summarize = options.summarize;
     this.clock = options.clock ?? Date.now;
-    this.countTokens = options.countTokens ?? ((text) => Math.ceil(text.length / 4));
+    this.countTokens = options.countTokens ?? estimateTokens;
+    this.requests = new RequestLayer({
+      store,
+      counter: new TokenCounter(),
+      clock: this.clock,
+      tokenBudget: this.tokenBudget,
+      compactionThreshold: this.compactionThreshold,
+      ...(options.tailTokens !== undefined ? { tailTokens: options.tailTokens } : {}),
+      ...(options.projectRoot !== undefined ? { projectRoot: options.projectRoot } : {}),
+      ...(options.summarize ? { summarize: options.summarize } : {}),
+      ...(options.autoCompact !== undefined ? { autoCompact: options.autoCompact } : {}),
+      ...(options.compactInBackground !== undefined ? { compactInBackground: options.compactInBackground } : {}),
+      ...(options.agentTypes ? { agentTypes: options.agentTypes } : {}),
+      ...(options.agentDescriptions ? { agentDescriptions: options.agentDescriptions } : {}),
+      ...(options.context ? { context: options.context } : {}),
+      ...(options.compaction ? { compaction: options.compaction } : {}),
+      live: (sessionId) => this.liveSession(sessionId),
+      appendEvents: (sessionId, drafts) => this.appendEvents(sessionId, drafts),
+      updateRecord: (sessionId, update) => this.updateRecord(sessionId, update),
+      emit: (name, payload) => this.emit(name, payload as SessionManagerEvents[typeof name]),
+    });
   }
 
   on<K extends keyof SessionManagerEvents>(name: K, handler: (payload: SessionManagerEvents[K]) => void): () => void {
@@ -335,6 +388,7 @@ export class SessionManager {
       this.scheduleRecordFlush(id, live);
       for (const event of events) this.emit('session:event', { sessionId: id, event });
       this.emit('session:updated', { sessionId: id, action, session: record });
+      this.requests.onAppended(id, record, live.conversation, events);
       return events;
     });
   }
@@ -446,8 +500,67 @@ export class SessionManager {
   }
 
   /** Waits for pending writes and releases the data folder (when the manager opened it). */
+  // ---- requests and compaction (session-requests.ts) --------------------------------------------
+
+  /**
+   * Seed 002's request for the next turn: system prompt (# Your Role, # Context, # Checkpoint,
+   * # Recent Conversation) and user prompt, never above the session's token budget. Compacts first
+   * when the request reaches the threshold (and automatic compaction is armed); the context is rebuilt
+   * from its sources and stored as context.json.
+   */
+  async buildRequest(sessionId: string, userMessage: string, options: RequestOptions = {}): Promise<BuiltRequest> {
+    this.assertOpen();
+    return this.requests.buildRequest(checkSessionId(sessionId), userMessage, options);
+  }
+
+  /** What `buildRequest` would return now, with no side effects: no compaction, no writes. */
+  async previewRequest(sessionId: string, userMessage: string, options: RequestOptions = {}): Promise<PreviewedRequest> {
+    this.assertOpen();
+    return this.requests.previewRequest(checkSessionId(sessionId), userMessage, options);
+  }
+
+  /**
+   * Compacts now, with optional focus instructions for the summary, or joins the compaction already
+   * running. Resolves with the new checkpoint; rejects with the reason (and emits
+   * `session:compaction-error`) when nothing changed.
+   */
+  async forceCompact(sessionId: string, options: { instructions?: string; signal?: AbortSignal } = {}): Promise<Checkpoint> {
+    this.assertOpen();
+    return this.requests.forceCompact(checkSessionId(sessionId), options);
+  }
+
+  /** Whether a compaction is running, failures in a row, and whether automatic compaction is stopped. */
+  getCompactionStatus(sessionId: string): CompactionStatus {
+    return this.requests.compactionStatus(checkSessionId(sessionId));
+  }
+
+  /** Real / estimated input tokens for the session, with the last pair; applied to every later estimate. */
+  getTokenCalibration(sessionId: string): TokenCalibrationSnapshot {
+    return this.requests.calibration(checkSessionId(sessionId));
+  }
+
+  /** Seed 002's Ralph Loop of a dev-task session (iteration, checks, last error): a new checkpoint version keeping the summary. */
+  async updateRalphLoop(sessionId: string, patch: RalphLoopPatch): Promise<Checkpoint> {
+    this.assertOpen();
+    return this.requests.updateRalphLoop(checkSessionId(sessionId), patch);
+  }
+
+  /** The agent description requests use (built in per agent type, or as a role file set it). */
+  async getAgentDescription(sessionId: string): Promise<AgentDescriptionText> {
+    this.assertOpen();
+    return this.requests.agentDescription(checkSessionId(sessionId));
+  }
+
+  /** Overrides the session's agent description (role text, instructions, tools), e.g. from a role file. */
+  async setAgentDescription(sessionId: string, override: AgentDescriptionOverride): Promise<AgentDescriptionText> {
+    this.assertOpen();
+    return this.requests.setAgentDescription(checkSessionId(sessionId), override);
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
+    // Running compactions are cancelled first (nothing changes for them) while the manager can still write.
+    await this.requests.close();
     this.closed = true;
     await Promise.allSettled([...this.queues.values()]);
     await Promise.allSettled([...this.flushing.values()]);
