@@ -16,6 +16,8 @@ export type BackendFailureCode =
   | 'PROCESS_FAILED'
   | 'NOT_INSTALLED'
   | 'RESUME_FAILED'
+  /** claude-sdk: the native session cannot be resumed (its transcript is gone); the layer above falls back as for RESUME_FAILED. */
+  | 'NATIVE_RESUME_FAILED'
   | 'MAX_TURNS'
   | 'SCRIPTED_ERROR'
   | 'UNKNOWN';

@@ -8,3 +8,4 @@ export * from './pricing.js';
 export * from './openai-compatible/index.js';
 export * from './anthropic-api/index.js';
 export * from './gemini-cli/index.js';
+export * from './claude-sdk/index.js';

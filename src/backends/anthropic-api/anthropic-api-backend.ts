@@ -263,7 +263,7 @@ class ApiTurn {
       this.stopReason = 'error';
       yield* this.events.system('error', describeFailure(outcome.failure), { data: { ...outcome.failure } });
     }
-    yield this.requestMetadata(this.pendingUsage ?? zeroUsage(), true);
+    yield this.requestMetadata(this.pendingUsage, true);
   }
 
   private takeInjected(): ContentBlockParam[] {
@@ -448,11 +448,16 @@ class ApiTurn {
     }
   }
 
-  private requestMetadata(usage: Usage, final: boolean): StreamEventDraft {
+  /**
+   * A request's usage and cost; on the final event also the turn's numbers. A turn that got no
+   * answer at all reports no usage, so the session's context occupancy stays as it was.
+   */
+  private requestMetadata(usage: Usage | undefined, final: boolean): StreamEventDraft {
     const model = this.context.model;
-    const cost = computeCost(model?.pricing, usage);
+    const answered = usage !== undefined && (usage.inputTokens > 0 || usage.outputTokens > 0 || usage.cacheReadTokens > 0 || usage.cacheWriteTokens > 0);
+    const cost = answered ? computeCost(model?.pricing, usage) : { costUsd: 0 };
     return this.events.metadata({
-      usage,
+      ...(answered ? { usage } : {}),
       ...cost,
       model: this.context.modelId,
       ...(final

@@ -294,6 +294,9 @@ describe('anthropic-api back end: failures end the turn with an error block', ()
     expect(block.content).toContain('in 7 s');
     expect(block.content).toContain('per-minute rate limit');
     expect(finalMetadata(events).stopReason).toBe('error');
+    // Nothing was answered: no usage, so the context occupancy of the session is left alone.
+    expect(finalMetadata(events).usage).toBeUndefined();
+    expect(finalMetadata(events).costUsd).toBe(0);
   });
 
   it('529 overloaded → SERVER_ERROR saying the API is overloaded', async () => {
