@@ -8,6 +8,6 @@ export * from './pricing.js';
 export * from './openai-compatible/index.js';
 export * from './anthropic-api/index.js';
 export * from './gemini-cli/index.js';
+export * from './claude-sdk/index.js';
 export * from './registry.js';
 export * from './config.js';
-export * from './transcripts/index.js';
