@@ -301,20 +301,3 @@ function stringifyInput(input: unknown): string {
 function clip(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}…`;
 }
-
-/** The tool calls whose output pruning would drop, oldest first: every completed result except the newest `protectChars` of output. */
-export function selectPrunableToolOutputs(messages: readonly ProjectedMessage[], options: { protectChars: number; minChars?: number }): string[] {
-  const ids: string[] = [];
-  let protectedChars = 0;
-  const minChars = options.minChars ?? 400;
-  for (let index = messages.length - 1; index >= 0; index--) {
-    const tool = messages[index]!.tool;
-    if (!tool || tool.pruned || tool.state === 'interrupted') continue;
-    if (protectedChars < options.protectChars) {
-      protectedChars += tool.outputChars;
-      continue;
-    }
-    if (tool.outputChars >= minChars) ids.push(tool.toolUseId);
-  }
-  return ids.reverse();
-}
