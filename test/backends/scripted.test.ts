@@ -205,6 +205,15 @@ describe('scripted back end', () => {
     expect(finalMetadata(events)).toMatchObject({ stopReason: 'aborted', turnComplete: true });
   });
 
+  it('a wait step may wait for a signal', async () => {
+    const go = new AbortController();
+    const backend = createScriptedBackend({ turns: [[step.wait(go.signal), step.text('went')]] });
+    const turn = backend.execute({ sessionId: 's1', prompt: 'x' });
+    const done = collect(turn);
+    go.abort();
+    expect(assistantText(await done)).toBe('went');
+  });
+
   it('an already aborted signal plays no step', async () => {
     const controller = new AbortController();
     controller.abort();

@@ -130,7 +130,7 @@ export function createGeminiCliBackend(options: GeminiCliOptions = {}): AgentBac
       continuity: 'native',
       models: [...models.values()],
       defaultModel,
-      summary: `Gemini CLI (${'@google/gemini-cli'}) run headless against ${endpoint}.`,
+      summary: `Gemini CLI (@google/gemini-cli) run headless against ${endpoint}.`,
     };
   }
 

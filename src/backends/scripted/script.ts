@@ -21,7 +21,7 @@ export type ScriptStep =
   | { type: 'usage'; usage: Partial<Usage> }
   | { type: 'cost'; costUsd: number }
   | { type: 'error'; message: string; advice?: string; code?: string; retryable?: boolean }
-  | { type: 'wait'; until: PromiseLike<unknown> }
+  | { type: 'wait'; until: PromiseLike<unknown> | AbortSignal }
   | { type: 'await_injection'; reply?: (message: string) => string };
 
 /** A recorded call: the request without its signal, plus every message injected while it ran. */
@@ -57,8 +57,8 @@ export const step = {
   error(message: string, options: { advice?: string; code?: string; retryable?: boolean } = {}): ScriptStep {
     return { type: 'error', message, ...options };
   },
-  /** Pauses the turn until the promise settles (or the turn is aborted). */
-  wait(until: PromiseLike<unknown>): ScriptStep {
+  /** Pauses the turn until the promise settles or the signal fires (or the turn is aborted). */
+  wait(until: PromiseLike<unknown> | AbortSignal): ScriptStep {
     return { type: 'wait', until };
   },
   /** Waits for a message injected into the running turn and answers it (default: `Received: <message>`). */

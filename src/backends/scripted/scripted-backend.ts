@@ -279,7 +279,7 @@ class TurnPlayer {
         );
         return 'error';
       case 'wait': {
-        const result = await abortable(item.until, this.context.signal);
+        const result = await abortable(item.until instanceof AbortSignal ? signalled(item.until) : item.until, this.context.signal);
         return result.aborted ? 'aborted' : 'continue';
       }
       case 'await_injection': {
@@ -425,6 +425,11 @@ class TurnPlayer {
       turnComplete: true,
     });
   }
+}
+
+function signalled(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
 }
 
 function lastText(steps: ScriptStep[]): string | undefined {

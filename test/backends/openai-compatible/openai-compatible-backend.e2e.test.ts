@@ -80,6 +80,13 @@ describe('openai-compatible back end', () => {
     expect(server.requests[0]?.headers['authorization']).toBe('Bearer dummy');
   });
 
+  it('an output schema is sent as a json_schema response format', async () => {
+    server.enqueue({ text: '{"done":true}' });
+    const schema = { type: 'object', properties: { done: { type: 'boolean' } }, required: ['done'] };
+    await collect(backend().execute({ sessionId: 's', prompt: 'x', outputSchema: schema }));
+    expect(server.completions()[0]?.['response_format']).toEqual({ type: 'json_schema', json_schema: { name: 'output', schema, strict: false } });
+  });
+
   it('a request model overrides the default model', async () => {
     server.enqueue({ text: 'ok' });
     await collect(backend().execute({ sessionId: 's', prompt: 'x', model: 'other-model' }));
