@@ -36,6 +36,54 @@ function backend(cliPath: string, extra: Parameters<typeof createGeminiCliBacken
 }
 
 describe('gemini-cli back end: process failures', () => {
+  it('runs the CLI with the model, session, approval mode and prompt as arguments, and only the configured endpoint in its environment', async () => {
+    const cli = await fakeCli(
+      'echo-args',
+      [init],
+      `const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => /GEMINI|GOOGLE|TMPDIR|SECRET/.test(key)));
+       process.stdout.write(JSON.stringify({ type: 'message', role: 'assistant', content: JSON.stringify({ args: process.argv.slice(2), env }), delta: true }) + '\\n');
+       process.stdout.write(JSON.stringify({ type: 'result', status: 'success', stats: { input_tokens: 10, output_tokens: 2, cached: 4, input: 6 } }) + '\\n');`,
+    );
+    process.env['GOOGLE_APPLICATION_CREDENTIALS'] = '/secret/key.json';
+    process.env['GOOGLE_GENAI_USE_VERTEXAI'] = 'true';
+    try {
+      const events = await collect(
+        backend(cli).execute({
+          sessionId: 'not-a-uuid',
+          nativeSessionId: '22222222-3333-4444-5555-666666666666',
+          isNewSession: true,
+          prompt: '--help me',
+          model: 'gemini-2.5-pro',
+          profile: { name: 'writer', instructions: 'x', permissionMode: 'acceptEdits' },
+          cwd: workspace,
+        }),
+      );
+      const seen = JSON.parse(assistantText(events)) as { args: string[]; env: Record<string, string> };
+      expect(seen.args).toEqual([
+        '--model', 'gemini-2.5-pro', '--output-format', 'stream-json', '--session-id', '22222222-3333-4444-5555-666666666666', '--approval-mode', 'auto_edit', '--prompt=--help me',
+      ]);
+      expect(seen.env).toEqual({
+        GEMINI_API_KEY: 'dummy',
+        GEMINI_CLI_HOME: join(root, 'home'),
+        GEMINI_CLI_TRUST_WORKSPACE: 'true',
+        GEMINI_CLI_NO_RELAUNCH: 'true',
+        GOOGLE_GEMINI_BASE_URL: 'http://127.0.0.1:9',
+        TMPDIR: join(root, 'home', 'tmp'),
+      });
+      expect(finalMetadata(events)).toMatchObject({
+        usage: { inputTokens: 6, cacheReadTokens: 4, outputTokens: 2 },
+        model: 'gemini-2.5-flash',
+        contextWindow: 1_048_576,
+        nativeSessionId: '11111111-2222-3333-4444-555555555555',
+        stopReason: 'end_turn',
+      });
+      expect(finalMetadata(events).costUsd).toBeCloseTo((6 * 1.25 + 2 * 10 + 4 * 0.125) / 1e6, 12);
+    } finally {
+      delete process.env['GOOGLE_APPLICATION_CREDENTIALS'];
+      delete process.env['GOOGLE_GENAI_USE_VERTEXAI'];
+    }
+  });
+
   it('a CLI that crashes mid-answer ends the turn with an error block holding its stderr tail; the partial text is kept', async () => {
     const cli = await fakeCli(
       'crash',
