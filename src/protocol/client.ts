@@ -173,6 +173,8 @@ export class ProtocolClient {
   private call(method: string, params: unknown, options: RequestOptions): Promise<unknown> {
     if (this.closedByUser) return Promise.reject(new ProtocolClientError('CONNECTION_CLOSED', `Cannot call ${method}: the client is closed.`));
     if (options.signal?.aborted) return Promise.reject(new ProtocolClientError('ABORTED', `${method} was aborted before it was sent.`));
+    // Queued while (re)connecting; refused when no connection is coming.
+    if (this.stateValue === 'disconnected') return Promise.reject(new ProtocolClientError('CONNECTION_CLOSED', `Cannot call ${method}: not connected (call connect()).`));
     const id = this.nextId++;
     const frame = JSON.stringify({ jsonrpc: JSONRPC_VERSION, id, method, params });
     return new Promise<unknown>((resolve, reject) => {

@@ -57,6 +57,7 @@ export const SubmitPromptParamsSchema = z.strictObject({
 export const SubmitPromptResultSchema = z.discriminatedUnion('mode', [
   z.object({
     mode: z.literal('draft'),
+    accepted: z.literal(true),
     sessionId: z.string(),
     /** The `seq` of the stored user message: acknowledged, it survives any crash from here on. */
     seq: z.number().int().nonnegative(),

@@ -1,0 +1,276 @@
+import { randomUUID } from 'node:crypto';
+import { mkdir, rm } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { resolve } from 'node:path';
+import { WebSocketServer, type RawData, type WebSocket } from 'ws';
+import { createDraftService, type DraftService, type DraftServiceOptions } from '../draft/index.js';
+import { ChannelIdSchema, PROTOCOL_VERSION, RPC_PATH, type ServerFile } from '../protocol/index.js';
+import { createBackendSummarizer, createSessionManager, type SessionManager, type Summarizer } from '../sessions/index.js';
+import { loadOrCreateToken, isLoopback, originAllowed, ownOrigins, presentedToken, tokenMatches, writePrivateFile } from './auth.js';
+import { Dispatcher, type Logger } from './dispatcher.js';
+import { createHandlers } from './handlers.js';
+import { Connection, Hub } from './hub.js';
+import { TokenBucket } from './rate-limit.js';
+import { serveStatic } from './static-files.js';
+
+export const SERVER_VERSION = '0.1.0';
+
+export interface ServerOptions {
+  /** The project folder the server runs in. */
+  projectRoot: string;
+  /** Its data folder (sessions, tasks, token, server.json). */
+  dataDir: string;
+  /** Default 0: any free port. */
+  port?: number;
+  /** Default 127.0.0.1. Anything but loopback is reachable from the network: a warning is logged. */
+  host?: string;
+  /** The web UI's files (e.g. dist/web), served at `/`. */
+  webRoot?: string;
+  /** Largest frame a client may send (default 1 MiB); larger closes the connection with 1009. */
+  maxMessageBytes?: number;
+  /** Requests per connection: a burst of `capacity`, refilled at `perSecond` (default 200 / 100 per s); `false`: unlimited. */
+  rateLimit?: { capacity: number; perSecond: number } | false;
+  /** Unsent bytes after which a slow client is disconnected (1013) to resume later (default 16 MiB). */
+  maxBufferedBytes?: number;
+  /** The back end for a role's `backend`/`model`; passed to the DraftService. */
+  backendFor?: DraftServiceOptions['backendFor'];
+  maxConcurrentWorkers?: number;
+  /** What compaction asks for summaries; default: one turn on `backendFor()` when given. */
+  summarize?: Summarizer;
+  /** Opens the draft layer; default `createDraftService` from src/draft. */
+  createDraftService?: (options: DraftServiceOptions) => Promise<DraftService>;
+  /** Write `server.json` (default true). */
+  writeServerFile?: boolean;
+  log?: Logger;
+}
+
+export interface RunningServer {
+  /** The web UI's URL with the token. */
+  readonly url: string;
+  /** The JSON-RPC endpoint (add `token` and `channel`). */
+  readonly wsUrl: string;
+  readonly host: string;
+  readonly port: number;
+  readonly token: string;
+  readonly manager: SessionManager;
+  readonly drafts: DraftService;
+  readonly recovered: { recovered: number; failed: Array<{ sessionId: string; reason: string }> };
+  /** Connections open now. */
+  readonly connections: number;
+  /** Graceful shutdown: refuse new work, end running turns cleanly, save state, remove server.json. */
+  close(): Promise<void>;
+}
+
+const defaultLogger: Logger = (level, message, fields) => {
+  if (level === 'debug') return;
+  process.stderr.write(`[parley ${level}] ${message}${fields ? ` ${JSON.stringify(fields)}` : ''}\n`);
+};
+
+/**
+ * Starts `parley serve`: the SessionManager (file store in `dataDir`), the DraftService, JSON-RPC
+ * over WebSocket on `RPC_PATH`, the web UI's files, and `server.json`. Resolves once it accepts
+ * connections, after recovering active drafts.
+ */
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const log = options.log ?? defaultLogger;
+  const host = options.host ?? '127.0.0.1';
+  const projectRoot = resolve(options.projectRoot);
+  const dataDir = resolve(options.dataDir);
+  const maxMessageBytes = options.maxMessageBytes ?? 1024 * 1024;
+  const rateLimit = options.rateLimit === undefined ? { capacity: 200, perSecond: 100 } : options.rateLimit;
+  if (!isLoopback(host)) log('warn', `Listening on ${host}: anyone who can reach this address and has the token can drive your agents. Keep the token secret.`);
+
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  const token = await loadOrCreateToken(dataDir);
+  const summarize = options.summarize ?? (options.backendFor ? createBackendSummarizer(options.backendFor()) : undefined);
+  const manager = await createSessionManager({ dataDir, projectRoot, ...(summarize ? { summarize } : {}) });
+  let drafts: DraftService;
+  try {
+    drafts = await (options.createDraftService ?? createDraftService)({
+      manager,
+      projectRoot,
+      dataDir,
+      ...(options.backendFor ? { backendFor: options.backendFor } : {}),
+      ...(options.maxConcurrentWorkers !== undefined ? { maxConcurrentWorkers: options.maxConcurrentWorkers } : {}),
+    });
+  } catch (error) {
+    await manager.close();
+    throw error;
+  }
+
+  let closing = false;
+  const hub = new Hub({
+    maxBufferedBytes: options.maxBufferedBytes ?? 16 * 1024 * 1024,
+    onSlowConnection: (connection) => {
+      log('warn', 'A client fell too far behind; disconnecting it so it reconnects and resumes.', { connectionId: connection.id, channelId: connection.channelId });
+      connection.socket.close(1013, 'too slow: reconnect and resume with get_events');
+      setTimeout(() => connection.socket.terminate(), 5_000).unref();
+    },
+  });
+  const byId = new Map<string, Connection>();
+  const dispatcher = new Dispatcher(
+    createHandlers({ manager, drafts, hub, projectRoot, version: SERVER_VERSION, connectionOf: (id) => byId.get(id) }),
+    log,
+  );
+
+  const unsubscribers = wireNotifications(manager, drafts, hub);
+
+  let recovered: RunningServer['recovered'];
+  try {
+    recovered = await drafts.recover();
+    for (const failure of recovered.failed) log('warn', `Could not recover draft ${failure.sessionId}: ${failure.reason}`);
+  } catch (error) {
+    for (const off of unsubscribers) off();
+    await drafts.close().catch(() => undefined);
+    await manager.close();
+    throw error;
+  }
+
+  const sockets = new WebSocketServer({ noServer: true, maxPayload: maxMessageBytes, perMessageDeflate: false, clientTracking: false });
+  let allowedOrigins = new Set<string>();
+  const http: Server = createServer((request, response) => {
+    const url = new URL(request.url ?? '/', 'http://localhost');
+    if (url.pathname === RPC_PATH) {
+      response.writeHead(426, { 'Content-Type': 'text/plain; charset=utf-8', Upgrade: 'websocket' });
+      response.end('This endpoint speaks JSON-RPC over WebSocket.\n');
+      return;
+    }
+    void serveStatic(options.webRoot, request, response, url.pathname);
+  });
+
+  http.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const refuse = (status: number, text: string, message: string) => {
+      socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(message)}\r\n\r\n${message}`);
+      socket.destroy();
+    };
+    socket.on('error', () => socket.destroy());
+    const url = new URL(request.url ?? '/', 'http://localhost');
+    if (closing) return refuse(503, 'Service Unavailable', 'The server is shutting down.\n');
+    if (url.pathname !== RPC_PATH) return refuse(404, 'Not Found', `The JSON-RPC endpoint is ${RPC_PATH}.\n`);
+    if (!tokenMatches(presentedToken(request, url), token)) {
+      return refuse(401, 'Unauthorized', 'A valid token is required: `Authorization: Bearer <token>` or `?token=<token>` (see server.json in the data folder).\n');
+    }
+    if (!originAllowed(request.headers.origin, allowedOrigins)) return refuse(403, 'Forbidden', 'This origin may not connect to Parley.\n');
+    const requested = url.searchParams.get('channel');
+    let channelId: string;
+    if (requested === null) channelId = randomUUID();
+    else {
+      const checked = ChannelIdSchema.safeParse(requested);
+      if (!checked.success) return refuse(400, 'Bad Request', 'The `channel` parameter must be 1-200 letters, digits, ".", "_" or "-".\n');
+      channelId = checked.data;
+    }
+    sockets.handleUpgrade(request, socket, head, (ws) => accept(ws, channelId));
+  });
+
+  const accept = (ws: WebSocket, channelId: string) => {
+    const connection = new Connection(randomUUID(), channelId, ws, rateLimit === false ? undefined : new TokenBucket(rateLimit.capacity, rateLimit.perSecond));
+    hub.add(connection);
+    byId.set(connection.id, connection);
+    const context = { connectionId: connection.id, channelId };
+    const dispatchOptions = {
+      ...(connection.bucket ? { admit: () => connection.bucket!.take(), retryAfterMs: () => connection.bucket!.retryAfterMs() } : {}),
+      closing: () => closing,
+    };
+    ws.on('message', (data: RawData, isBinary: boolean) => {
+      const frame = isBinary ? null : rawToString(data);
+      if (frame === null) {
+        hub.write(connection, JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid request: binary frames are not accepted; send JSON text.', data: { code: 'INVALID_REQUEST' } } }));
+        return;
+      }
+      dispatcher.handleFrame(frame, context, dispatchOptions).then(
+        (answer) => {
+          if (answer !== undefined) hub.write(connection, answer);
+        },
+        (error: unknown) => log('error', 'A frame could not be answered', { error: String(error) }),
+      );
+    });
+    ws.on('error', (error) => log('debug', 'WebSocket error', { connectionId: connection.id, error: error.message }));
+    ws.on('close', () => {
+      hub.remove(connection);
+      byId.delete(connection.id);
+    });
+  };
+
+  await new Promise<void>((done, fail) => {
+    http.once('error', fail);
+    http.listen(options.port ?? 0, host, () => {
+      http.off('error', fail);
+      done();
+    });
+  });
+  const port = (http.address() as AddressInfo).port;
+  allowedOrigins = ownOrigins(host, port);
+  const displayHost = host.includes(':') ? `[${host}]` : host;
+  const wsUrl = `ws://${displayHost}:${port}${RPC_PATH}`;
+  const url = `http://${displayHost}:${port}/?token=${token}`;
+  const serverFile = resolve(dataDir, 'server.json');
+  if (options.writeServerFile !== false) {
+    const content: ServerFile = { url, wsUrl, host, port, token, pid: process.pid, protocolVersion: PROTOCOL_VERSION, projectRoot, startedAt: new Date().toISOString() };
+    await writePrivateFile(serverFile, `${JSON.stringify(content, null, 2)}\n`);
+  }
+
+  let closed: Promise<void> | undefined;
+  const close = () =>
+    (closed ??= (async () => {
+      closing = true;
+      // Running turns end first (aborted, a system block, state saved), so their last events still reach clients.
+      await drafts.close().catch((error: unknown) => log('error', 'Closing the draft layer failed', { error: String(error) }));
+      for (const off of unsubscribers) off();
+      for (const connection of hub.all()) connection.socket.close(1001, 'server shutting down');
+      const stopped = new Promise<void>((done) => http.close(() => done()));
+      http.closeAllConnections();
+      for (const connection of [...hub.all()]) connection.socket.terminate();
+      await stopped;
+      await manager.close();
+      if (options.writeServerFile !== false) await rm(serverFile, { force: true });
+    })());
+
+  return {
+    url,
+    wsUrl,
+    host,
+    port,
+    token,
+    manager,
+    drafts,
+    recovered,
+    get connections() {
+      return hub.size;
+    },
+    close,
+  };
+}
+
+/** Channel notifications from the draft layer; session events to followers. */
+function wireNotifications(manager: SessionManager, drafts: DraftService, hub: Hub): Array<() => void> {
+  return [
+    drafts.on('channel_message', (payload) => hub.toChannel(payload.channelId, 'channel_message', payload)),
+    drafts.on('draft_status', (payload) => hub.toChannel(payload.channelId, 'draft_status', payload)),
+    drafts.on('context_compacted', (payload) => hub.toChannel(payload.channelId, 'context_compacted', payload)),
+    drafts.on('agent_status', (payload) => hub.toChannel(payload.channelId, 'agent_status', payload)),
+    drafts.on('draft_closed', (payload) => hub.toChannel(payload.channelId, 'draft_closed', payload)),
+    manager.on('session:event', (payload) => {
+      if (hub.hasFollowers(payload.sessionId)) hub.toFollowers(payload.sessionId, 'session_event', payload);
+    }),
+    manager.on('session:updated', (payload) => {
+      if (hub.hasFollowers(payload.sessionId)) hub.toFollowers(payload.sessionId, 'session_updated', payload);
+    }),
+    manager.on('session:compaction-start', (payload) => {
+      if (hub.hasFollowers(payload.sessionId)) hub.toFollowers(payload.sessionId, 'compaction_started', payload);
+    }),
+    manager.on('session:compaction-complete', (payload) => {
+      if (hub.hasFollowers(payload.sessionId)) hub.toFollowers(payload.sessionId, 'compaction_completed', payload);
+    }),
+    manager.on('session:compaction-error', (payload) => {
+      if (hub.hasFollowers(payload.sessionId)) hub.toFollowers(payload.sessionId, 'compaction_failed', payload);
+    }),
+  ];
+}
+
+function rawToString(data: RawData): string {
+  if (Buffer.isBuffer(data)) return data.toString('utf8');
+  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
+  return Buffer.from(data).toString('utf8');
+}
