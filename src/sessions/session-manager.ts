@@ -19,8 +19,8 @@ import {
   type StreamEventDraft,
   type TokenCalibrationSnapshot,
 } from '../conversation/index.js';
-import * as storeLayer from '../store/index.js';
 import {
+  createFileStore,
   FORMAT_VERSION,
   SessionFilterSchema,
   SessionScopeSchema,
@@ -139,7 +139,7 @@ export async function createSessionManager(options: SessionManagerOptions): Prom
     if (!options.dataDir) {
       throw new SessionError('INVALID_INPUT', 'createSessionManager needs `dataDir` (a folder for the file store) or `store`.', { fault: 'user' });
     }
-    store = await openFileStore({
+    store = await createFileStore({
       dataDir: options.dataDir,
       onWarning: (warning) => (manager ? manager.reportWarning(warning) : warnings.push(warning)),
     });
@@ -688,15 +688,6 @@ export class SessionManager {
       if (feature.sessionId === undefined) await this.store.putFeature({ ...feature, sessionId: session.sessionId, updatedAt: now });
     }
   }
-}
-
-type FileStoreFactory = (options: { dataDir: string; onWarning?: (warning: StoreWarning) => void }) => Promise<SessionStore>;
-
-/** The file store, looked up at run time while it lands in the store layer. */
-function openFileStore(options: { dataDir: string; onWarning?: (warning: StoreWarning) => void }): Promise<SessionStore> {
-  const factory = (storeLayer as unknown as { createFileStore?: FileStoreFactory }).createFileStore;
-  if (!factory) throw new SessionError('INVALID_INPUT', 'The file store is not available in this build; pass `store` to createSessionManager.', { fault: 'system' });
-  return factory(options);
 }
 
 function notFound(sessionId: string): SessionError {
