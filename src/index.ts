@@ -4,3 +4,4 @@ export * from './store/index.js';
 export * from './backends/index.js';
 export * from './sessions/index.js';
 export * from './draft/index.js';
+export * from './harness/index.js';

@@ -1,0 +1,241 @@
+import type { z } from 'zod';
+import type { AgentBackend, ToolDefinition } from '../backends/index.js';
+import type { GetOrCreateSessionOptions, SessionManager } from '../sessions/index.js';
+import type { HarnessEvent, InjectedMessage, SessionEvent, SessionEventHandler, SessionEventType, UserReply, UserResponse } from './events.js';
+
+// ---- agents ------------------------------------------------------------------------------------
+
+interface AgentOptionsBase {
+  /** Shown in events and in the agent's session title. */
+  name: string;
+  /** Who the agent is (seed 002's agent description). */
+  role?: string;
+  /** How it works; joined to the role in the system prompt. */
+  instructions?: string;
+  backend: AgentBackend;
+  model?: string;
+  /** Tools Parley provides to the model. */
+  tools?: ToolDefinition[];
+  /** The workspace the agent works in. */
+  cwd?: string;
+  maxTurns?: number;
+  /** The agent type stored on its session (default `harness`). */
+  agentType?: string;
+}
+
+/** `defineAgent` needs a role or instructions (or both). */
+export type AgentOptions = AgentOptionsBase & ({ role: string } | { instructions: string });
+
+export interface AgentDefinition<TOutput = string> {
+  readonly kind: 'parley:agent';
+  readonly name: string;
+  readonly role?: string;
+  readonly instructions?: string;
+  readonly backend: AgentBackend;
+  readonly model?: string;
+  readonly tools?: ToolDefinition[];
+  readonly cwd?: string;
+  readonly maxTurns?: number;
+  readonly agentType?: string;
+  /** With a schema, `run` returns the validated value instead of text. */
+  readonly outputSchema?: z.ZodType<TOutput>;
+}
+
+// `any`: an agent map holds definitions of different output types; each is read back precisely by AgentOutput.
+export type AgentMap = Record<string, AgentDefinition<any>>;
+export type AgentOutput<A> = A extends AgentDefinition<infer O> ? O : never;
+
+export interface AgentRunOptions {
+  /** Ends this turn early (the session's own abort reaches it anyway). */
+  signal?: AbortSignal;
+}
+
+/** A session to run an agent in instead of its own workflow session: an existing id, or seed 003's scoped session. */
+export type AgentSessionTarget = { sessionId: string } | GetOrCreateSessionOptions;
+
+/** An agent inside a running harness. */
+export interface HarnessAgent<TOutput = string> {
+  /** Its key in the harness's `agents`. */
+  readonly key: string;
+  readonly name: string;
+  /** A turn of this agent is running now. */
+  readonly running: boolean;
+  /**
+   * Runs one turn: streams its blocks as `agent:event`s (each durable in the agent's session first)
+   * and returns its text, or with an `outputSchema` the validated value (one repair turn on invalid
+   * output, then OutputValidationError). Turns of one agent run one at a time, in call order.
+   */
+  run(prompt: string, options?: AgentRunOptions): Promise<TOutput>;
+  /** The agent's Parley session (created on first use). */
+  sessionId(): Promise<string>;
+  /** Runs the agent's next turns in another session (seed 003's task session, say); returns its id. */
+  useSession(target: AgentSessionTarget): Promise<string>;
+}
+
+export type ResolvedAgents<TAgents extends AgentMap> = { [K in keyof TAgents]: HarnessAgent<AgentOutput<TAgents[K]>> };
+
+// ---- the execute context ---------------------------------------------------------------------
+
+export interface RetryOptions {
+  /** Attempts in all, the first included (default 3). */
+  attempts?: number;
+  /** Milliseconds to wait after failed attempt `attempt` (default 500 ms doubling, at most 30 s). */
+  backoff?: number | ((attempt: number) => number);
+  /** Whether this error is worth another attempt (default: every error except an abort). */
+  retryOn?: (error: unknown, attempt: number) => boolean;
+}
+
+export interface ParallelOptions {
+  /** How many run at once (default: all). */
+  concurrency?: number;
+}
+
+export interface WaitOptions {
+  /** Milliseconds to wait. None by default: the prompt waits until answered or the session ends. */
+  timeout?: number;
+  /** The reply must pick one of these. */
+  choices?: string[];
+  /** `true` accepts; a string refuses with that message (the prompt keeps waiting); `false` refuses. */
+  validator?: (input: string) => boolean | string;
+  /** Returned (with `timedOut: true`) when the timeout passes; without it the wait fails with TimeoutError. */
+  defaultChoice?: string;
+}
+
+/** What a workflow can do only in an interactive session. */
+export interface SessionContext {
+  /** Asks the user; resolves with the reply. Several may wait at once, each with its own `promptId`. */
+  waitForUser(prompt: string, options?: WaitOptions): Promise<UserResponse>;
+  /** Messages sent that no agent turn has taken yet. */
+  hasMessages(): boolean;
+  /** Takes every waiting message (they no longer reach an agent). */
+  readMessages(): InjectedMessage[];
+  isAborted(): boolean;
+}
+
+export interface ExecuteContext<TAgents extends AgentMap, TState, TInput = unknown> {
+  agents: ResolvedAgents<TAgents>;
+  state: TState;
+  input: TInput;
+  /** Aborted when the session is; pass it to anything long-running. */
+  signal: AbortSignal;
+  /** Where the agents' sessions live. */
+  sessionManager: SessionManager;
+  phase<T>(name: string, fn: () => Promise<T>): Promise<T>;
+  task<T>(id: string, fn: () => Promise<T>): Promise<T>;
+  /** A `custom` event with this name and data. */
+  emit(name: string, data?: Record<string, unknown>): void;
+  retry<T>(name: string, fn: (attempt: number) => Promise<T>, options?: RetryOptions): Promise<T>;
+  /** Runs the functions with at most `concurrency` at once; results in input order. */
+  parallel<T>(name: string, fns: Array<() => Promise<T>>, options?: ParallelOptions): Promise<T[]>;
+  /** Present only under `startSession()`. */
+  session?: SessionContext;
+}
+
+// ---- harnesses ---------------------------------------------------------------------------------
+
+export interface HarnessDefinition<TAgents extends AgentMap, TInput, TState, TResult> {
+  /** Names the workflow in its agents' session scopes and in recordings. */
+  name: string;
+  agents: TAgents;
+  /** The initial state from the input (default: an empty object). */
+  state?: (input: TInput) => TState;
+  run(context: ExecuteContext<TAgents, TState, TInput>): Promise<TResult>;
+}
+
+export interface HarnessCreateOptions {
+  /** Where agent sessions are stored; default: a manager over a fresh memory store. */
+  sessionManager?: SessionManager;
+  /** Aborts the run (or session) when it aborts. */
+  signal?: AbortSignal;
+  /** Replaces agents' back ends by agent key (tests run a workflow on scripted back ends this way). */
+  backends?: Partial<Record<string, AgentBackend>>;
+}
+
+export type CreateArguments<TInput> = undefined extends TInput
+  ? [input?: TInput, options?: HarnessCreateOptions]
+  : [input: TInput, options?: HarnessCreateOptions];
+
+export interface Harness<TAgents extends AgentMap = AgentMap, TInput = unknown, TState = unknown, TResult = unknown> {
+  readonly kind: 'parley:harness';
+  readonly name: string;
+  readonly agents: TAgents;
+  readonly definition: HarnessDefinition<TAgents, TInput, TState, TResult>;
+  create(...args: CreateArguments<TInput>): HarnessInstance<TState, TResult>;
+}
+
+/** Any harness, whatever its input, state and result (what `parley run` loads). */
+export type AnyHarness = Harness<AgentMap, any, any, any>;
+
+export interface HarnessResult<TState, TResult> {
+  result: TResult;
+  state: TState;
+  events: HarnessEvent[];
+  /** Milliseconds. */
+  duration: number;
+}
+
+export interface StartSessionOptions {
+  /** Writes a JSONL recording of the session here (replayable with `replay`). */
+  record?: string;
+  signal?: AbortSignal;
+}
+
+export interface HarnessInstance<TState, TResult> {
+  on<E extends SessionEventType | '*'>(type: E, handler: SessionEventHandler<E>): this;
+  /** Fire and forget: runs the workflow to its end; no `session` in the context. Rejects if it throws. */
+  run(): Promise<HarnessResult<TState, TResult>>;
+  readonly state: TState;
+  /** Runs the workflow as an interactive session. An instance runs once: `run` or `startSession`. */
+  startSession(options?: StartSessionOptions): InteractiveSession<TState, TResult>;
+}
+
+// ---- interactive sessions ----------------------------------------------------------------------
+
+/** Named apart from the store's SessionStatus (`active | archived`), which is a different thing. */
+export type InteractiveSessionStatus = 'running' | 'waiting' | 'paused' | 'complete' | 'aborted';
+
+interface SessionResultBase<TState> {
+  state: TState;
+  events: SessionEvent[];
+  /** Milliseconds. */
+  duration: number;
+}
+export type SessionResult<TState, TResult> =
+  | (SessionResultBase<TState> & { aborted: false; result: TResult })
+  | (SessionResultBase<TState> & { aborted: true; result: TResult | undefined; abortReason?: string });
+
+export type ReplyOutcome = { accepted: true; response: UserResponse } | { accepted: false; message: string };
+
+export interface PendingPrompt {
+  promptId: string;
+  prompt: string;
+  choices?: string[];
+  defaultChoice?: string;
+  timeout?: number;
+}
+
+export interface InteractiveSession<TState, TResult> extends AsyncIterable<SessionEvent> {
+  on<E extends SessionEventType | '*'>(type: E, handler: SessionEventHandler<E>): this;
+  /** To the agent running now (live where its back end takes injection, else its next turn); with none running, to the next turn of any agent. */
+  send(message: string): void;
+  /** To one agent: live if it is running and its back end takes injection, else at its next turn. */
+  sendTo(agentName: string, message: string): void;
+  /**
+   * Answers a prompt. Throws UNKNOWN_PROMPT or PROMPT_ALREADY_ANSWERED; a reply the choices or the
+   * validator refuse comes back as `{ accepted: false, message }` and the prompt keeps waiting.
+   */
+  reply(promptId: string, response: UserReply): ReplyOutcome;
+  /** Graceful: running turns end with a `system` block, `complete()` resolves with `aborted: true`. */
+  abort(reason?: string): void;
+  /** Holds the workflow at its next step (phase, task, agent turn, retry attempt) until `resume()`. */
+  pause(): void;
+  resume(): void;
+  readonly status: InteractiveSessionStatus;
+  /** Prompts waiting for a reply, oldest first. */
+  readonly pendingPrompts: PendingPrompt[];
+  /** Every event so far. */
+  readonly events: readonly SessionEvent[];
+  /** Resolves when the workflow ends (also after an abort); rejects with the workflow's error. */
+  complete(): Promise<SessionResult<TState, TResult>>;
+  readonly state: TState;
+}
