@@ -5,6 +5,8 @@ import type { ResolvedBackendConfig } from './config.js';
 import { createGeminiCliBackend, GEMINI_DEFAULT_MODEL, type GeminiCliOptions } from './gemini-cli/index.js';
 import { createOpenAiCompatibleBackend, isLocalUrl, OPENAI_DEFAULT_MODEL } from './openai-compatible/index.js';
 import { createScriptedBackend, SCRIPTED_MODEL } from './scripted/index.js';
+import { anthropicApiRegistration } from './anthropic-api/index.js';
+import { claudeSdkRegistration } from './claude-sdk/index.js';
 
 /** One back end's settings after configuration is resolved: environment, config file, role override. */
 export interface BackendSettings {
@@ -158,6 +160,5 @@ registerBackend({
   },
 });
 
-// Back ends B owns register here, one line each:
-// registerBackend(anthropicApiRegistration);
-// registerBackend(claudeSdkRegistration);
+registerBackend(anthropicApiRegistration);
+registerBackend(claudeSdkRegistration);

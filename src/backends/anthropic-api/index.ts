@@ -5,3 +5,4 @@ export {
   type AnthropicApiBackendOptions,
 } from './anthropic-api-backend.js';
 export { failureFromStatus, type ApiFailureContext } from './api-failures.js';
+export { anthropicApiRegistration } from './registration.js';

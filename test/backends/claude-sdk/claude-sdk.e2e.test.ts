@@ -335,6 +335,14 @@ describe.sequential('claude-sdk back end (real SDK and CLI, fake API)', () => {
   });
 });
 
+describe('claude-sdk back end availability', () => {
+  it('with the SDK installed, finds the SDK and the Claude Code binary of this platform', async () => {
+    const availability = await createClaudeSdkBackend().checkAvailability!();
+    expect(availability.available).toBe(true);
+    expect(availability.detail).toContain(`claude-agent-sdk-${process.platform}-${process.arch}`);
+  });
+});
+
 describe('claude-sdk back end without the SDK', () => {
   it('ends the turn with NOT_INSTALLED saying what to install, without starting anything', async () => {
     const backend = createClaudeSdkBackend({
