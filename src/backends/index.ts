@@ -11,3 +11,4 @@ export * from './gemini-cli/index.js';
 export * from './claude-sdk/index.js';
 export * from './registry.js';
 export * from './config.js';
+export * from './transcripts/index.js';
