@@ -110,7 +110,9 @@ export class SessionLog {
       if (!this.scheduled) {
         this.scheduled = true;
         // Everything appended in this turn of the event loop joins the same write + fdatasync.
-        queueMicrotask(() => this.flush());
+        // setImmediate, not a microtask: the flush is synchronous, and a caller that awaits appends
+        // in a loop would otherwise never let the event loop run (sockets, timers, stdout starve).
+        setImmediate(() => this.flush());
       }
     });
   }
@@ -212,7 +214,7 @@ export class SessionLog {
 
   /** Closes the file handle (the log reopens it on the next append); waits for a pending flush. */
   async releaseHandle(): Promise<void> {
-    while (this.scheduled) await Promise.resolve();
+    while (this.scheduled) await new Promise((resolve) => setImmediate(resolve));
     if (this.fd !== undefined) {
       closeSync(this.fd);
       this.fd = undefined;

@@ -1,11 +1,11 @@
 import { promises as fs } from 'node:fs';
 import { hostname } from 'node:os';
-import { dirname } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { z } from 'zod';
 import { StoreError } from './errors.js';
 import { FORMAT_VERSION } from './records.js';
 import type { StoreWarning } from './session-store.js';
-import { isErrno, syncDirectory } from './atomic-file.js';
+import { isErrno, syncDirectory, writeDurably } from './atomic-file.js';
 
 /** `store.lock`: who holds the data folder for writing. */
 const LockOwnerSchema = z.object({
@@ -16,7 +16,7 @@ const LockOwnerSchema = z.object({
 });
 type LockOwner = z.infer<typeof LockOwnerSchema>;
 
-/** A lock file with no readable owner this old is a crash between create and write. */
+/** A lock file with no readable owner (damaged by hand) counts as stale once it is this old. */
 const UNREADABLE_LOCK_GRACE_MS = 10_000;
 
 export interface StoreLock {
@@ -26,13 +26,16 @@ export interface StoreLock {
 }
 
 /**
- * Takes `store.lock` for this process (exclusive create). A lock whose process is gone from this
+ * Takes `store.lock` for this process (an exclusive create). A lock whose process is gone from this
  * host is stale and taken over with a warning; a live one is STORE_LOCKED, naming its holder.
  */
 export async function acquireLock(path: string, warn: (warning: StoreWarning) => void): Promise<StoreLock> {
   const owner: LockOwner = { formatVersion: FORMAT_VERSION, pid: process.pid, hostname: hostname(), startedAt: new Date().toISOString() };
   for (let attempt = 0; attempt < 3; attempt += 1) {
-    if (await tryCreate(path, owner)) return { path, release: () => release(path, owner) };
+    if (await tryCreate(path, owner)) {
+      await removeLeftovers(path);
+      return { path, release: () => release(path, owner) };
+    }
     const seen = await readHolder(path);
     if (seen === 'gone') continue;
     if (!isStale(seen)) throw locked(path, seen.owner);
@@ -42,32 +45,43 @@ export async function acquireLock(path: string, warn: (warning: StoreWarning) =>
         file: path,
         message: seen.owner
           ? `Took over ${path}: it was held by pid ${seen.owner.pid} on ${seen.owner.hostname} since ${seen.owner.startedAt}, which is no longer running (it probably crashed).`
-          : `Took over ${path}: it had no readable owner and is older than ${UNREADABLE_LOCK_GRACE_MS / 1000} s (a crash while it was created).`,
+          : `Took over ${path}: it had no readable owner and had not changed for ${UNREADABLE_LOCK_GRACE_MS / 1000} s.`,
       });
     }
   }
   throw locked(path, undefined);
 }
 
+/**
+ * Exclusive create with the content already in place: the owner is written to a temp file which is
+ * then hard-linked to `store.lock` (link fails with EEXIST like O_EXCL), so a crash can never leave
+ * an empty lock behind.
+ */
 async function tryCreate(path: string, owner: LockOwner): Promise<boolean> {
-  let handle;
+  const temp = `${path}.${process.pid}-${Math.random().toString(36).slice(2, 8)}.tmp`;
   try {
-    handle = await fs.open(path, 'wx');
+    await writeDurably(temp, `${JSON.stringify(owner)}\n`);
+    await fs.link(temp, path);
   } catch (error) {
-    if (isErrno(error, 'EEXIST')) return false;
+    // ENOENT: the holder removed our temp file as a leftover between our write and our link.
+    if (isErrno(error, 'EEXIST') || isErrno(error, 'ENOENT')) return false;
     throw new StoreError('STORE_IO', `Could not create the lock file ${path}: ${String(error)}. Check that the data folder is writable.`, {
       data: { file: path },
       cause: error,
     });
-  }
-  try {
-    await handle.writeFile(`${JSON.stringify(owner)}\n`);
-    await handle.sync();
   } finally {
-    await handle.close();
+    await fs.rm(temp, { force: true });
   }
   await syncDirectory(dirname(path));
   return true;
+}
+
+/** Once we hold the lock, any `store.lock.*` beside it is a leftover of a crashed open. */
+async function removeLeftovers(path: string): Promise<void> {
+  const prefix = `${basename(path)}.`;
+  for (const name of await fs.readdir(dirname(path))) {
+    if (name.startsWith(prefix)) await fs.rm(join(dirname(path), name), { force: true });
+  }
 }
 
 type Holder = { text: string; owner: LockOwner | undefined; ageMs: number };
@@ -116,7 +130,14 @@ async function setAsideStale(path: string, staleText: string): Promise<boolean> 
     if (isErrno(error, 'ENOENT')) return false;
     throw error;
   }
-  const moved = await fs.readFile(aside, 'utf8');
+  let moved: string;
+  try {
+    moved = await fs.readFile(aside, 'utf8');
+  } catch (error) {
+    // The winner of the race removed it as a leftover: it holds the lock now.
+    if (isErrno(error, 'ENOENT')) return false;
+    throw error;
+  }
   if (moved !== staleText) {
     await fs.link(aside, path).catch(() => undefined);
     await fs.rm(aside, { force: true });

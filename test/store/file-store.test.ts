@@ -143,6 +143,16 @@ describe('file store', () => {
       await store.close();
     });
 
+    it('lets the event loop run between appends awaited in a loop', async () => {
+      const store = await open();
+      await store.createSession(sessionRecord('s1'));
+      let ranBetween = false;
+      setImmediate(() => (ranBetween = true));
+      for (let index = 0; index < 3; index += 1) await store.append('s1', [textDraft('b', String(index))]);
+      expect(ranBetween).toBe(true);
+      await store.close();
+    });
+
     it('keeps appending correctly to more sessions than it keeps log handles open for', async () => {
       const store = await open();
       const ids = Array.from({ length: 140 }, (_, index) => `s${index}`);
