@@ -72,6 +72,8 @@ interface ActiveDraft {
   turn?: RunningTurn;
   /** draft.json writes, one at a time, in order. */
   writes: Promise<unknown>;
+  /** closeDraft has begun: no more status pushes or turns. */
+  closing?: boolean;
 }
 
 /** Opens the draft layer over a SessionManager and a project folder. */
@@ -118,6 +120,7 @@ class DraftServiceImpl implements DraftService {
       clock: this.clock,
       onStatus: (agent) => {
         if (agent.channelId) this.emitter.emit('agent_status', { channelId: agent.channelId, agent });
+        if (agent.endedAt !== undefined && agent.parentSessionId !== undefined) this.workerEnded(agent.parentSessionId);
       },
     });
     this.unsubscribe.push(
@@ -341,6 +344,7 @@ class DraftServiceImpl implements DraftService {
   private async closeDraft(draft: ActiveDraft, reason: 'undraft' | 'native_resume_failed'): Promise<DraftSummary> {
     const { session } = draft;
     // Leave the channel first so no new turn starts while this one winds down.
+    draft.closing = true;
     this.drafts.delete(session.channelId);
     draft.turn?.controller.abort();
     await draft.turn?.done;
@@ -559,6 +563,20 @@ class DraftServiceImpl implements DraftService {
     };
   }
 
+  /**
+   * A worker's cost is in the drafting session's log once it ends; between turns nothing else
+   * would save it, so the draft's metrics are refreshed, saved and pushed now.
+   */
+  private workerEnded(parentSessionId: string): void {
+    const draft = this.bySession.get(parentSessionId);
+    if (!draft || draft.turn || draft.closing) return;
+    void (async () => {
+      await this.refreshFromLog(draft);
+      await this.persist(draft);
+      if (!draft.turn && !draft.closing) this.emitStatus(draft);
+    })().catch(() => undefined);
+  }
+
   private persist(draft: ActiveDraft): Promise<void> {
     const write = draft.writes.then(() => this.catalog.writeDraft(draft.project, draft.session));
     draft.writes = write.catch(() => undefined);
@@ -748,7 +766,7 @@ class DraftServiceImpl implements DraftService {
         await this.manager.getSession(session.sessionId);
         const role = await this.resolveRole(project, session.role);
         const backend = this.resolveBackend(session.backend, session.model ?? role.model, role.name);
-        await closeInterruptedTurn(this.manager, session.sessionId);
+        await this.closeCutTurn(session.sessionId);
         const draft: ActiveDraft = { session, project, role, backend, writes: Promise.resolve() };
         await this.refreshFromLog(draft);
         await this.persist(draft);
@@ -759,6 +777,38 @@ class DraftServiceImpl implements DraftService {
       }
     }
     return { recovered, failed };
+  }
+
+  /**
+   * A turn cut by a crash: its open blocks are closed (runTurn's repair), and when no
+   * `metadata_update` closed it — text may have streamed before the crash, so an answer block is
+   * no proof — it is marked with an `interrupted` system block so the history shows what happened.
+   */
+  private async closeCutTurn(sessionId: string): Promise<void> {
+    await closeInterruptedTurn(this.manager, sessionId);
+    const conversation = await this.manager.loadConversation(sessionId);
+    const lastUser = findLast(conversation.blocks, (block) => block.type === 'user_message');
+    if (lastUser?.seq === undefined) return;
+    const after = await this.manager.getEvents(sessionId, { afterSeq: lastUser.seq });
+    const closed = after.some((event) => event.type === 'metadata_update' && event.conversationId === MAIN_CONVERSATION && event.metadata.turnComplete === true);
+    if (closed) return;
+    const now = this.clock();
+    await this.manager.appendEvents(sessionId, [
+      {
+        type: 'block_complete',
+        conversationId: MAIN_CONVERSATION,
+        at: now,
+        block: {
+          id: randomUUID(),
+          type: 'system',
+          subtype: 'interrupted',
+          content: 'The previous turn was interrupted (Parley stopped before it finished). Its partial output is kept above.',
+          createdAt: now,
+          completedAt: now,
+        },
+      },
+      { type: 'metadata_update', conversationId: MAIN_CONVERSATION, at: now, metadata: { turnComplete: true, stopReason: 'interrupted' } },
+    ]);
   }
 
   async close(): Promise<void> {

@@ -43,7 +43,10 @@ export function compileOutputSchema(schema: Record<string, unknown>): OutputVali
 /** JSON values found in a model's answer: the whole text, fenced blocks, then the outermost `{…}` or `[…]`. */
 export function jsonCandidates(text: string): unknown[] {
   const found: unknown[] = [];
+  const tried = new Set<string>();
   const tryParse = (candidate: string): void => {
+    if (tried.has(candidate)) return;
+    tried.add(candidate);
     try {
       found.push(JSON.parse(candidate));
     } catch {

@@ -121,3 +121,16 @@ export function gate(): { promise: Promise<void>; open: () => void } {
   const promise = new Promise<void>((resolve) => (open = resolve));
   return { promise, open };
 }
+
+/**
+ * Resolves once `condition` holds, checking after each turn of the event loop. The deadline only
+ * guards against a hang (it is generous: file writes with fsync may be slow on a busy machine);
+ * nothing here depends on how long anything takes.
+ */
+export async function until(condition: () => boolean, what = 'condition'): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
