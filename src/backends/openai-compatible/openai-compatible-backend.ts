@@ -1,6 +1,7 @@
 import OpenAI, { APIUserAbortError } from 'openai';
 import type {
   ChatCompletionChunk,
+  ChatCompletionCreateParamsStreaming,
   ChatCompletionMessageParam,
   ChatCompletionMessageToolCall,
   ChatCompletionTool,
@@ -137,16 +138,9 @@ export function createOpenAiCompatibleBackend(options: OpenAiCompatibleOptions =
         idleTimeoutMs: options.idleTimeoutMs ?? 300_000,
         maxTurns: request.maxTurns ?? options.maxTurns ?? 25,
         pending,
-      });
-      async function* events(): AsyncGenerator<StreamEventDraft> {
-        try {
-          yield* turn.run();
-        } finally {
-          ended = true;
-        }
-      }
+      }, () => (ended = true));
       return {
-        events: events(),
+        events: turn.run(),
         inject(message) {
           if (ended) return Promise.reject(new TurnNotRunningError(name));
           pending.push(message);
@@ -184,6 +178,11 @@ interface StepResult {
 
 type Ending = { kind: 'done'; stopReason: string } | { kind: 'aborted' } | { kind: 'failed'; failure: BackendFailure };
 
+/**
+ * One turn: the tool loop over streamed requests. Chunks are turned into events by a plain
+ * method and yielded from this one generator, so each event costs one generator hop, not one
+ * per level of nesting (the hot path: a delta per chunk).
+ */
 class OpenAiTurn {
   private readonly events: TurnEvents;
   private readonly started: number;
@@ -191,195 +190,108 @@ class OpenAiTurn {
   private steps = 0;
   private lastStep: StepResult | undefined;
 
-  constructor(private readonly context: TurnContext) {
+  constructor(
+    private readonly context: TurnContext,
+    private readonly onEnd: () => void,
+  ) {
     this.events = context.events;
     this.started = context.clock();
   }
 
   async *run(): AsyncGenerator<StreamEventDraft> {
-    const { request, client } = this.context;
-    const messages: ChatCompletionMessageParam[] = [];
-    if (request.systemPrompt) messages.push({ role: 'system', content: request.systemPrompt });
-    messages.push({ role: 'user', content: request.prompt });
-    const tools = request.tools ?? [];
-
-    let ending: Ending;
-    if (!client) {
-      ending = { kind: 'failed', failure: this.context.missingKey(this.context.model) };
-    } else {
-      ending = yield* this.loop(client, messages, tools);
-    }
-
-    yield* this.events.closeAll();
-    if (ending.kind === 'aborted') yield* this.events.system('aborted', 'The turn was aborted; the output so far is kept.');
-    if (ending.kind === 'failed') yield* this.events.system('error', describeFailure(ending.failure), { data: ending.failure });
-    const stopReason = ending.kind === 'done' ? ending.stopReason : ending.kind === 'aborted' ? 'aborted' : 'error';
-    const last = this.lastStep ? this.stepMetadata(this.lastStep) : this.unreportedMetadata(ending);
-    yield this.events.metadata({ ...last, ...this.turnTotals(), stopReason, turnComplete: true });
-  }
-
-  private async *loop(client: OpenAI, messages: ChatCompletionMessageParam[], tools: ToolDefinition[]): AsyncGenerator<StreamEventDraft, Ending> {
-    const { request } = this.context;
-    const toolParams: ChatCompletionTool[] = tools.map((tool) => ({
-      type: 'function',
-      function: { name: tool.name, description: tool.description, parameters: tool.inputSchema },
-    }));
-    for (;;) {
-      if (request.signal?.aborted) return { kind: 'aborted' };
-      if (this.steps >= this.context.maxTurns) {
-        return {
-          kind: 'failed',
-          failure: {
-            backend: this.context.name,
-            code: 'MAX_TURNS',
-            message: `The model was still calling tools after ${this.context.maxTurns} requests in one turn.`,
-            advice: 'Send a message to let it continue, or raise maxTurns for this role.',
-            retryable: false,
-          },
-        };
-      }
-      // The previous step is not the last: report its usage now, so each request's occupancy is its own.
-      if (this.lastStep) yield this.events.metadata(this.stepMetadata(this.lastStep));
-      this.lastStep = undefined;
-      this.steps += 1;
-      const outcome = yield* this.step(client, messages, toolParams);
-      if (outcome.kind !== 'step') return outcome.ending;
-      const step = outcome.result;
-      this.lastStep = step;
-
-      if (step.toolCalls.length > 0) {
-        messages.push({ role: 'assistant', content: step.text || null, tool_calls: step.toolCalls });
-        for (const call of step.toolCalls) {
-          const result = yield* this.runTool(call, tools);
-          messages.push({ role: 'tool', tool_call_id: call.id, content: result });
-          if (request.signal?.aborted) return { kind: 'aborted' };
-        }
-      } else {
-        messages.push({ role: 'assistant', content: step.text });
-      }
-      const injected = this.context.pending.splice(0);
-      for (const message of injected) messages.push({ role: 'user', content: message });
-      if (step.toolCalls.length > 0 || injected.length > 0) continue;
-      if (step.finishReason === 'length') {
-        yield* this.events.system('info', 'The reply stopped at the maximum output length.');
-        return { kind: 'done', stopReason: 'max_tokens' };
-      }
-      if (step.finishReason === 'content_filter') {
-        yield* this.events.system('info', "The provider's content filter stopped the reply.");
-        return { kind: 'done', stopReason: 'content_filter' };
-      }
-      return { kind: 'done', stopReason: 'end_turn' };
-    }
-  }
-
-  /** One streamed model request. */
-  private async *step(
-    client: OpenAI,
-    messages: ChatCompletionMessageParam[],
-    tools: ChatCompletionTool[],
-  ): AsyncGenerator<StreamEventDraft, { kind: 'step'; result: StepResult } | { kind: 'end'; ending: Ending }> {
-    const { request, model } = this.context;
-    const idle = new AbortController();
-    let timer: NodeJS.Timeout | undefined;
-    const touch = (): void => {
-      clearTimeout(timer);
-      timer = setTimeout(() => idle.abort(), this.context.idleTimeoutMs);
-    };
-    const signal = request.signal ? AbortSignal.any([request.signal, idle.signal]) : idle.signal;
-    const result: StepResult = { usage: undefined, providerCost: undefined, responseModel: undefined, finishReason: null, toolCalls: [], text: '' };
-    const calls = new Map<number, { id: string; name: string; arguments: string }>();
-    let textId: string | undefined;
-    let thinkingId: string | undefined;
-    const requestStarted = this.context.clock();
     try {
-      touch();
-      const stream = await client.chat.completions.create(
-        {
-          model,
-          messages,
-          stream: true,
-          stream_options: { include_usage: true },
-          ...(tools.length > 0 ? { tools } : {}),
-          ...(request.outputSchema
-            ? { response_format: { type: 'json_schema', json_schema: { name: 'output', schema: request.outputSchema, strict: false } } }
-            : {}),
-        },
-        { signal },
-      );
-      for await (const chunk of stream) {
-        touch();
-        if (chunk.model) result.responseModel = chunk.model;
-        if (chunk.usage) {
-          result.usage = toUsage(chunk.usage);
-          const cost = (chunk.usage as { cost?: unknown }).cost;
-          if (typeof cost === 'number') result.providerCost = cost;
-        }
-        for (const choice of chunk.choices) {
-          const delta = choice.delta as ChatCompletionChunk.Choice.Delta & { reasoning_content?: string | null; reasoning?: string | null };
-          const reasoning = delta.reasoning_content ?? delta.reasoning;
-          if (reasoning) {
-            if (!thinkingId || !this.events.isOpen(thinkingId)) {
-              const started = this.events.startText('thinking');
-              thinkingId = started.blockId;
-              yield* started.events;
-            }
-            yield* this.events.appendText(thinkingId, reasoning);
-          }
-          if (delta.content) {
-            if (thinkingId) yield* this.events.completeText(thinkingId);
-            if (!textId || !this.events.isOpen(textId)) {
-              const started = this.events.startText('assistant_text', { model: result.responseModel ?? model });
-              textId = started.blockId;
-              yield* started.events;
-            }
-            result.text += delta.content;
-            yield* this.events.appendText(textId, delta.content);
-          }
-          for (const call of delta.tool_calls ?? []) {
-            const entry = calls.get(call.index) ?? { id: '', name: '', arguments: '' };
-            if (call.id) entry.id = call.id;
-            if (call.function?.name) entry.name += call.function.name;
-            if (call.function?.arguments) entry.arguments += call.function.arguments;
-            calls.set(call.index, entry);
-          }
-          if (choice.finish_reason) result.finishReason = choice.finish_reason;
-        }
-      }
-      // The client's stream ends quietly (no throw) when its signal aborts.
-      if (signal.aborted) throw signal.reason;
-    } catch (error) {
-      yield* this.events.closeAll();
-      if (request.signal?.aborted) return { kind: 'end', ending: { kind: 'aborted' } };
-      if (idle.signal.aborted) {
-        return {
-          kind: 'end',
-          ending: {
-            kind: 'failed',
-            failure: {
-              backend: this.context.name,
-              code: 'TIMEOUT',
-              message: `The stream from ${this.context.failureContext(model).baseURL} sent nothing for ${Math.round(this.context.idleTimeoutMs / 1000)} s.`,
-              advice: 'Send the message again; if the server is slow to start (a local model loading), raise idleTimeoutMs.',
-              retryable: true,
-            },
-          },
-        };
-      }
-      if (error instanceof APIUserAbortError) return { kind: 'end', ending: { kind: 'aborted' } };
-      return { kind: 'end', ending: { kind: 'failed', failure: describeOpenAiError(error, this.context.failureContext(model)) } };
-    } finally {
-      clearTimeout(timer);
-      this.apiMs += this.context.clock() - requestStarted;
-    }
-    yield* this.events.closeAll();
-    result.toolCalls = [...calls.entries()]
-      .sort(([left], [right]) => left - right)
-      .map(([index, call]) => ({
-        id: call.id || `call_${this.steps}_${index}`,
-        type: 'function' as const,
-        function: { name: call.name, arguments: call.arguments },
+      const { request, client } = this.context;
+      const messages: ChatCompletionMessageParam[] = [];
+      if (request.systemPrompt) messages.push({ role: 'system', content: request.systemPrompt });
+      messages.push({ role: 'user', content: request.prompt });
+      const tools = request.tools ?? [];
+      const toolParams: ChatCompletionTool[] = tools.map((tool) => ({
+        type: 'function',
+        function: { name: tool.name, description: tool.description, parameters: tool.inputSchema },
       }));
-    return { kind: 'step', result };
+
+      let ending: Ending | undefined = client ? undefined : { kind: 'failed', failure: this.context.missingKey(this.context.model) };
+      while (client && !ending) {
+        if (request.signal?.aborted) {
+          ending = { kind: 'aborted' };
+          break;
+        }
+        if (this.steps >= this.context.maxTurns) {
+          ending = { kind: 'failed', failure: this.maxTurnsFailure() };
+          break;
+        }
+        // The previous request was not the last: report its usage now, so each request's occupancy is its own.
+        if (this.lastStep) yield this.events.metadata(this.stepMetadata(this.lastStep));
+        this.lastStep = undefined;
+        this.steps += 1;
+
+        const step = new StepRequest(this.context, this.events);
+        const requestStarted = this.context.clock();
+        try {
+          const stream = await client.chat.completions.create(step.body(messages, toolParams), { signal: step.signal });
+          for await (const chunk of stream) for (const event of step.handle(chunk)) yield event;
+          // The client's stream ends quietly (no throw) when its signal aborts.
+          if (step.signal.aborted) throw step.signal.reason;
+        } catch (error) {
+          for (const event of this.events.closeAll()) yield event;
+          ending = step.ending(error);
+          break;
+        } finally {
+          step.dispose();
+          this.apiMs += this.context.clock() - requestStarted;
+        }
+        for (const event of this.events.closeAll()) yield event;
+        const result = step.finish(this.steps);
+        this.lastStep = result;
+
+        if (result.toolCalls.length > 0) {
+          messages.push({ role: 'assistant', content: result.text || null, tool_calls: result.toolCalls });
+          for (const call of result.toolCalls) {
+            const output = yield* this.runTool(call, tools);
+            messages.push({ role: 'tool', tool_call_id: call.id, content: output });
+            if (request.signal?.aborted) break;
+          }
+          if (request.signal?.aborted) {
+            ending = { kind: 'aborted' };
+            break;
+          }
+        } else {
+          messages.push({ role: 'assistant', content: result.text });
+        }
+        const injected = this.context.pending.splice(0);
+        for (const message of injected) messages.push({ role: 'user', content: message });
+        if (result.toolCalls.length > 0 || injected.length > 0) continue;
+        if (result.finishReason === 'length') {
+          yield* this.events.system('info', 'The reply stopped at the maximum output length.');
+          ending = { kind: 'done', stopReason: 'max_tokens' };
+        } else if (result.finishReason === 'content_filter') {
+          yield* this.events.system('info', "The provider's content filter stopped the reply.");
+          ending = { kind: 'done', stopReason: 'content_filter' };
+        } else {
+          ending = { kind: 'done', stopReason: 'end_turn' };
+        }
+      }
+      ending ??= { kind: 'aborted' };
+
+      yield* this.events.closeAll();
+      if (ending.kind === 'aborted') yield* this.events.system('aborted', 'The turn was aborted; the output so far is kept.');
+      if (ending.kind === 'failed') yield* this.events.system('error', describeFailure(ending.failure), { data: ending.failure });
+      const stopReason = ending.kind === 'done' ? ending.stopReason : ending.kind === 'aborted' ? 'aborted' : 'error';
+      const last = this.lastStep ? this.stepMetadata(this.lastStep) : this.unreportedMetadata(ending);
+      yield this.events.metadata({ ...last, ...this.turnTotals(), stopReason, turnComplete: true });
+    } finally {
+      this.onEnd();
+    }
+  }
+
+  private maxTurnsFailure(): BackendFailure {
+    return {
+      backend: this.context.name,
+      code: 'MAX_TURNS',
+      message: `The model was still calling tools after ${this.context.maxTurns} requests in one turn.`,
+      advice: 'Send a message to let it continue, or raise maxTurns for this role.',
+      retryable: false,
+    };
   }
 
   /** Runs one tool call; returns what is sent back to the model. Tool failures are the model's to handle. */
@@ -456,6 +368,119 @@ class OpenAiTurn {
       durationMs: Math.max(0, this.context.clock() - this.started),
       durationApiMs: this.apiMs,
     };
+  }
+}
+
+/** One streamed model request: its body, its signal (the turn's plus an idle watchdog), and what its chunks add up to. */
+class StepRequest {
+  readonly signal: AbortSignal;
+  private readonly idle = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+  private lastActivity = performance.now();
+  private readonly result: StepResult = { usage: undefined, providerCost: undefined, responseModel: undefined, finishReason: null, toolCalls: [], text: '' };
+  private readonly calls = new Map<number, { id: string; name: string; arguments: string }>();
+  private textId: string | undefined;
+  private thinkingId: string | undefined;
+
+  constructor(
+    private readonly context: TurnContext,
+    private readonly events: TurnEvents,
+  ) {
+    const request = context.request;
+    this.signal = request.signal ? AbortSignal.any([request.signal, this.idle.signal]) : this.idle.signal;
+    // One timer per request, not one per chunk: chunks only stamp the time, and the timer re-arms
+    // itself for what is left of the idle window.
+    const check = (): void => {
+      const remaining = context.idleTimeoutMs - (performance.now() - this.lastActivity);
+      if (remaining <= 0) this.idle.abort();
+      else this.timer = setTimeout(check, remaining);
+    };
+    this.timer = setTimeout(check, context.idleTimeoutMs);
+  }
+
+  body(messages: ChatCompletionMessageParam[], tools: ChatCompletionTool[]): ChatCompletionCreateParamsStreaming {
+    const outputSchema = this.context.request.outputSchema;
+    return {
+      model: this.context.model,
+      messages,
+      stream: true,
+      stream_options: { include_usage: true },
+      ...(tools.length > 0 ? { tools } : {}),
+      ...(outputSchema ? { response_format: { type: 'json_schema', json_schema: { name: 'output', schema: outputSchema, strict: false } } } : {}),
+    };
+  }
+
+  handle(chunk: ChatCompletionChunk): StreamEventDraft[] {
+    this.lastActivity = performance.now();
+    const result = this.result;
+    const out: StreamEventDraft[] = [];
+    if (chunk.model) result.responseModel = chunk.model;
+    if (chunk.usage) {
+      result.usage = toUsage(chunk.usage);
+      const cost = (chunk.usage as { cost?: unknown }).cost;
+      if (typeof cost === 'number') result.providerCost = cost;
+    }
+    for (const choice of chunk.choices) {
+      const delta = choice.delta as ChatCompletionChunk.Choice.Delta & { reasoning_content?: string | null; reasoning?: string | null };
+      const reasoning = delta.reasoning_content ?? delta.reasoning;
+      if (reasoning) {
+        if (!this.thinkingId || !this.events.isOpen(this.thinkingId)) {
+          const started = this.events.startText('thinking');
+          this.thinkingId = started.blockId;
+          out.push(...started.events);
+        }
+        out.push(...this.events.appendText(this.thinkingId, reasoning));
+      }
+      if (delta.content) {
+        if (this.thinkingId) out.push(...this.events.completeText(this.thinkingId));
+        if (!this.textId || !this.events.isOpen(this.textId)) {
+          const started = this.events.startText('assistant_text', { model: result.responseModel ?? this.context.model });
+          this.textId = started.blockId;
+          out.push(...started.events);
+        }
+        result.text += delta.content;
+        out.push(...this.events.appendText(this.textId, delta.content));
+      }
+      for (const call of delta.tool_calls ?? []) {
+        const entry = this.calls.get(call.index) ?? { id: '', name: '', arguments: '' };
+        if (call.id) entry.id = call.id;
+        if (call.function?.name) entry.name += call.function.name;
+        if (call.function?.arguments) entry.arguments += call.function.arguments;
+        this.calls.set(call.index, entry);
+      }
+      if (choice.finish_reason) result.finishReason = choice.finish_reason;
+    }
+    return out;
+  }
+
+  /** Why the request ended early: the user's abort, a silent stream, or what the client threw. */
+  ending(error: unknown): Ending {
+    if (this.context.request.signal?.aborted) return { kind: 'aborted' };
+    if (this.idle.signal.aborted) {
+      return {
+        kind: 'failed',
+        failure: {
+          backend: this.context.name,
+          code: 'TIMEOUT',
+          message: `The stream from ${this.context.failureContext(this.context.model).baseURL} sent nothing for ${Math.round(this.context.idleTimeoutMs / 1000)} s.`,
+          advice: 'Send the message again; if the server is slow to start (a local model loading), raise idleTimeoutMs.',
+          retryable: true,
+        },
+      };
+    }
+    if (error instanceof APIUserAbortError) return { kind: 'aborted' };
+    return { kind: 'failed', failure: describeOpenAiError(error, this.context.failureContext(this.context.model)) };
+  }
+
+  finish(step: number): StepResult {
+    this.result.toolCalls = [...this.calls.entries()]
+      .sort(([left], [right]) => left - right)
+      .map(([index, call]) => ({ id: call.id || `call_${step}_${index}`, type: 'function' as const, function: { name: call.name, arguments: call.arguments } }));
+    return this.result;
+  }
+
+  dispose(): void {
+    clearTimeout(this.timer);
   }
 }
 
