@@ -325,6 +325,23 @@ export class SessionManager {
     return this.updateRecord(sessionId, (current) => ({ ...current, native }));
   }
 
+  /**
+   * Continues an imported (read-only) session in Parley on a managed back end: the session becomes
+   * writable and runs on `backend` from now on, with its imported history as context. The native
+   * transcript it was imported from is never touched; only Parley's own log grows.
+   */
+  async continueImportedSession(sessionId: string, backend: string): Promise<SessionRecord> {
+    const record = await this.updateRecord(sessionId, (current) => {
+      if (current.scope.kind !== 'imported') {
+        throw new SessionError('INVALID_INPUT', `Session "${current.sessionId}" was not imported; continue it as it is.`, { fault: 'user' });
+      }
+      const { readOnly: _readOnly, native: _native, ...rest } = current;
+      return { ...rest, type: backend, updatedAt: this.clock() };
+    });
+    this.emit('session:updated', { sessionId: record.sessionId, action: 'settings_changed', session: record });
+    return record;
+  }
+
   /** Seed 003: sets status `archived`; the session stays on disk, readable, and no longer takes messages. */
   async archiveSession(sessionId: string): Promise<SessionRecord> {
     const record = await this.updateRecord(sessionId, (current) => ({ ...current, status: 'archived', updatedAt: this.clock() }));

@@ -8,6 +8,7 @@ import {
 } from '../conversation/index.js';
 import type { AgentBackend, AgentProfile, ExecuteRequest, ToolDefinition } from '../backends/index.js';
 import type { SessionManager } from './session-manager.js';
+import { TurnIdGuard } from './turn-ids.js';
 
 export interface RunTurnOptions {
   backend: AgentBackend;
@@ -35,14 +36,6 @@ export interface TurnHandle {
   /** Delivers a message to the running turn, where the back end can take one. */
   inject?(message: string): Promise<void>;
 }
-
-/** What a request builder returns; the SessionManager gains `buildRequest` with the compaction layer. */
-interface BuiltRequest {
-  systemPrompt: string;
-  userPrompt: string;
-  totalTokens: number;
-}
-type RequestBuilder = (sessionId: string, userMessage: string, options?: { signal?: AbortSignal }) => Promise<BuiltRequest>;
 
 /**
  * One user→agent turn on a session, the same way for every caller (CLI chat, drafts, workflow agents):
@@ -72,19 +65,17 @@ export async function runTurn(manager: SessionManager, sessionId: string, option
   } else if (description.continuity === 'native') {
     request.isNewSession = true;
   } else {
-    const buildRequest = (manager as unknown as { buildRequest?: RequestBuilder }).buildRequest;
-    if (typeof buildRequest === 'function') {
-      // Built before the message is stored, so the prompt is not also in "Recent Conversation".
-      const built = await buildRequest.call(manager, sessionId, options.prompt, options.signal ? { signal: options.signal } : {});
-      request.systemPrompt = built.systemPrompt;
-      request.prompt = built.userPrompt;
-      estimatedInputTokens = built.totalTokens;
-    }
+    // Built before the message is stored, so the prompt is not also in "Recent Conversation".
+    const built = await manager.buildRequest(sessionId, options.prompt, options.signal ? { signal: options.signal } : {});
+    request.systemPrompt = built.systemPrompt;
+    request.prompt = built.userPrompt;
+    estimatedInputTokens = built.totalTokens;
   }
   await manager.addMessage(sessionId, { role: 'user', content: options.prompt, ...(options.pinned ? { pinned: true } : {}) });
 
   const turn = options.backend.execute(request);
-  const events = streamIntoLog(manager, sessionId, turn.events, description.name, estimatedInputTokens);
+  const guard = new TurnIdGuard(await manager.loadConversation(sessionId), randomUUID().slice(0, 8));
+  const events = streamIntoLog(manager, sessionId, turn.events, description.name, estimatedInputTokens, guard);
   return turn.inject ? { events, inject: (message) => turn.inject!(message) } : { events };
 }
 
@@ -94,11 +85,12 @@ async function* streamIntoLog(
   source: AsyncIterable<StreamEventDraft>,
   backendName: string,
   estimatedInputTokens: number | undefined,
+  guard: TurnIdGuard,
 ): AsyncIterable<StreamEvent> {
   let nativeSessionId: string | undefined;
   try {
     for await (const draft of source) {
-      let event = draft;
+      let event = guard.apply(draft);
       if (event.type === 'metadata_update') {
         if (event.metadata.nativeSessionId) nativeSessionId = event.metadata.nativeSessionId;
         if (event.metadata.turnComplete && estimatedInputTokens !== undefined && event.metadata.estimatedInputTokens === undefined) {

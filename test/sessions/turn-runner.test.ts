@@ -105,3 +105,22 @@ describe('runTurn', () => {
     expect(await closeInterruptedTurn(manager, sessionId)).toBe(false);
   });
 });
+
+describe('runTurn keeps ids unique within a session', () => {
+  it('a back end that restarts its id counter does not overwrite earlier blocks or threads', async () => {
+    const { manager, sessionId } = await setup();
+    const turnSteps = (word: string) => [step.text(`${word} reply`), step.subagent('helper', `${word} job`, [step.text(`${word} inner`)])];
+    // Two back-end instances, as two processes would have: both count ids from 1.
+    await drain((await runTurn(manager, sessionId, { backend: createScriptedBackend({ turns: [turnSteps('first')] }), prompt: 'one' })).events);
+    await drain((await runTurn(manager, sessionId, { backend: createScriptedBackend({ turns: [turnSteps('second')] }), prompt: 'two' })).events);
+    const conversation = await manager.loadConversation(sessionId);
+    const texts = conversation.blocks.filter((block) => block.type === 'assistant_text').map((block) => (block as { content: string }).content);
+    expect(texts).toEqual(['first reply', 'second reply']);
+    expect(new Set(conversation.blocks.map((block) => block.id)).size).toBe(conversation.blocks.length);
+    expect(conversation.subagents).toHaveLength(2);
+    const inner = conversation.subagents.map((thread) => thread.blocks.filter((block) => block.type === 'assistant_text').map((block) => (block as { content: string }).content));
+    expect(inner).toEqual([['first inner'], ['second inner']]);
+    const subagentBlocks = conversation.blocks.filter((block) => block.type === 'subagent');
+    expect(subagentBlocks.map((block) => (block as { subagentId: string }).subagentId).sort()).toEqual(conversation.subagents.map((thread) => thread.id).sort());
+  });
+});

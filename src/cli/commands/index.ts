@@ -1,11 +1,13 @@
 import type { Command } from 'commander';
 import { register as backends } from './backends.js';
+import { register as chat } from './chat.js';
 import { register as run } from './run.js';
 import { register as sessions } from './sessions.js';
 
 /** Every subcommand's `register`. Add one import and one line per command module. */
 export const commands: Array<(program: Command) => void> = [
   sessions,
+  chat,
   backends,
   run,
 ];

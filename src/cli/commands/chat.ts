@@ -1,0 +1,119 @@
+import type { Command } from 'commander';
+import { createBackend, resolveBackendConfig, type AgentBackend } from '../../backends/index.js';
+import { ValidationError, type StreamEvent } from '../../conversation/index.js';
+import { createBackendSummarizer, createSessionManager, runTurn, type SessionManager } from '../../sessions/index.js';
+import { resolveDataDir } from '../options.js';
+import { renderBlock } from '../render.js';
+
+interface ChatOptions {
+  backend?: string;
+  model?: string;
+  session?: string;
+}
+
+/**
+ * `parley chat [--backend NAME] [--model M] [--session ID] [message]`: one turn from the command line,
+ * streamed. Every back end can be tried by hand with it; with `--session` it continues that session
+ * (an imported one continues on a managed back end), without it it prints the new session's id.
+ */
+export function register(program: Command): void {
+  program
+    .command('chat')
+    .description('Run one turn from the command line, streaming the reply')
+    .argument('[message]', 'the message (default: read from standard input)')
+    .option('--backend <name>', 'back end to use (see `parley backends`)')
+    .option('--model <model>', 'model to use')
+    .option('--session <id>', 'continue this session (see `parley sessions`)')
+    .action(async (message: string | undefined, options: ChatOptions, command: Command) => {
+      const text = message ?? (process.stdin.isTTY ? undefined : await readStdin());
+      if (!text || text.trim() === '') {
+        throw new ValidationError('parley chat needs a message: `parley chat "hello"`, or pipe one on standard input.');
+      }
+      const dataDir = resolveDataDir(command);
+      const config = await resolveBackendConfig({
+        projectDir: process.cwd(),
+        dataDir,
+        override: { ...(options.backend ? { backend: options.backend } : {}), ...(options.model ? { model: options.model } : {}), source: 'the command line' },
+      });
+      if (config.notice) process.stderr.write(`${config.notice}\n`);
+      for (const warning of config.warnings) process.stderr.write(`warning: ${warning}\n`);
+      const backend = createBackend(config.backend, config, { model: config.model });
+      const manager = await createSessionManager({ dataDir, projectRoot: process.cwd(), summarize: createBackendSummarizer(backend) });
+      const controller = new AbortController();
+      const onInterrupt = () => controller.abort();
+      process.once('SIGINT', onInterrupt);
+      try {
+        const sessionId = await chooseSession(manager, backend, options.session, text);
+        const turn = await runTurn(manager, sessionId, { backend, prompt: text, signal: controller.signal, ...(config.model ? { model: config.model } : {}), cwd: process.cwd() });
+        const failed = await printTurn(turn.events);
+        if (!options.session) process.stderr.write(`session: ${sessionId}  (continue with: parley chat --session ${sessionId} "…")\n`);
+        if (failed) process.exitCode = 1;
+      } finally {
+        process.off('SIGINT', onInterrupt);
+        await manager.close();
+      }
+    });
+}
+
+async function chooseSession(manager: SessionManager, backend: AgentBackend, requested: string | undefined, text: string): Promise<string> {
+  const description = backend.describe();
+  if (requested) {
+    const session = await manager.getSession(requested);
+    if (session.readOnly && session.scope.kind === 'imported') {
+      if (description.continuity !== 'managed') {
+        throw new ValidationError(
+          `Session "${requested}" was imported; it continues on a managed back end (anthropic-api, openai-compatible, scripted), not on ${description.name}. Pass --backend.`,
+        );
+      }
+      await manager.continueImportedSession(requested, description.name);
+    }
+    return requested;
+  }
+  const created = await manager.createSession({
+    scope: { kind: 'draft', role: 'chat' },
+    agentType: 'chat',
+    backend: description.name,
+    title: text.replace(/\s+/g, ' ').trim().slice(0, 80),
+  });
+  return created.sessionId;
+}
+
+/** Streams assistant text as it is typed and other blocks as lines; returns whether the turn failed. */
+async function printTurn(events: AsyncIterable<StreamEvent>): Promise<boolean> {
+  let failed = false;
+  let midLine = false;
+  const streamed = new Set<string>();
+  const newline = () => {
+    if (midLine) process.stdout.write('\n');
+    midLine = false;
+  };
+  for await (const event of events) {
+    if (event.conversationId !== 'main') continue;
+    if (event.type === 'text_delta') {
+      streamed.add(event.blockId);
+      process.stdout.write(event.delta);
+      midLine = !event.delta.endsWith('\n');
+    } else if (event.type === 'block_complete') {
+      const block = event.block;
+      if (block.type === 'user_message') continue;
+      if (block.type === 'assistant_text') {
+        // Back ends that do not stream send the whole text at once.
+        if (!streamed.has(block.id)) process.stdout.write(block.content);
+        midLine = true;
+        newline();
+        continue;
+      }
+      newline();
+      if (block.type === 'system' && block.subtype === 'error') failed = true;
+      process.stdout.write(`${renderBlock(block)}\n`);
+    }
+  }
+  newline();
+  return failed;
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
