@@ -11,3 +11,4 @@ export * from './projection.js';
 export * from './request-builder.js';
 export * from './session-requests.js';
 export * from './summarizer.js';
+export * from './import/index.js';

@@ -1,0 +1,672 @@
+import { promises as fs } from 'node:fs';
+import { basename, resolve } from 'node:path';
+import {
+  ClaudeCodeParser,
+  GeminiTranscriptParser,
+  parseSeedLayout,
+  sectionsFromStateSnapshot,
+  sectionsFromSummaryText,
+  type NativeCompaction,
+  type SeedLayoutFiles,
+  type TranscriptInfo,
+  type TranscriptWarning,
+} from '../../backends/index.js';
+import {
+  MAIN_CONVERSATION,
+  createTokenizer,
+  isParleyError,
+  type ConversationBlock,
+  type SessionMetrics,
+  type StreamEventDraft,
+  type Tokenizer,
+} from '../../conversation/index.js';
+import {
+  FORMAT_VERSION,
+  type CheckpointInput,
+  type SessionRecord,
+  type SessionStats,
+  type SessionStore,
+} from '../../store/index.js';
+import { discoverImportSources, type ClaudeCodeSource, type GeminiSource, type SeedLayoutSource } from './discover.js';
+import { ImportError, importAborted } from './errors.js';
+import { LogWriter, indexLog } from './log-writer.js';
+import { fingerprintFile, sameFingerprints, streamFile, type FileFingerprint } from './read-file.js';
+import { importedSessionId, transcriptName, type ImportSource } from './session-ids.js';
+
+/**
+ * `parley import <path>`: Claude Code and Gemini CLI transcripts and seed-layout sessions become
+ * read-only Parley sessions. Each lands under a deterministic id (`cc-<nativeId>`, `gem-<nativeId>`,
+ * `seed-<nativeId>`), so importing twice never duplicates: an unchanged source is skipped, a
+ * changed one (the user went on in Claude Code) gets only its new or changed blocks appended.
+ * Native files are only ever read.
+ */
+
+export interface ImportOptions {
+  store: SessionStore;
+  onProgress?: (progress: ImportProgress) => void;
+  signal?: AbortSignal;
+  /**
+   * Native transcripts up to this size are copied into the store (`writeTranscript`); larger ones
+   * are referenced by path (`native.transcriptPath`) — a copy would hold the whole file in memory
+   * and double its disk use. Default 8 MiB.
+   */
+  copyTranscriptMaxBytes?: number;
+  /** Milliseconds since the epoch; injectable for tests. */
+  now?: () => number;
+}
+
+export interface ImportProgress {
+  phase: 'discovered' | 'reading' | 'session_done';
+  sessionsTotal: number;
+  sessionsDone: number;
+  sessionId?: string;
+  file?: string;
+  bytesRead?: number;
+  totalBytes?: number;
+}
+
+/** `imported`: new; `updated`: it existed and the source changed; `unchanged`: skipped. */
+export type ImportStatus = 'imported' | 'updated' | 'unchanged';
+
+export interface ImportedSession {
+  sessionId: string;
+  source: ImportSource;
+  path: string;
+  nativeSessionId: string;
+  title: string;
+  status: ImportStatus;
+  /** Blocks of the main thread in the source. */
+  blocks: number;
+  /** Blocks written by this import (all of them when new, the new and changed ones on an update). */
+  appendedBlocks: number;
+  subagents: number;
+  warnings: number;
+  /** The raw native transcript is copied into the store, or referenced by its path. */
+  transcript: 'copied' | 'referenced';
+  /** A checkpoint was written from the source's compaction summary or checkpoint file. */
+  checkpoint: boolean;
+}
+
+export interface ImportResult {
+  path: string;
+  sessions: ImportedSession[];
+  warnings: TranscriptWarning[];
+  skipped: Array<{ path: string; reason: string }>;
+}
+
+/** Kept with each imported session (as a transcript named `import-manifest.json`): what was read, for re-imports. */
+interface ImportManifest {
+  importFormat: number;
+  source: ImportSource;
+  importedAt: string;
+  files: FileFingerprint[];
+  copied: string[];
+  blocks: number;
+  subagents: number;
+  checkpointBlockId?: string;
+}
+
+const MANIFEST = 'import-manifest.json';
+/** Bump when the parsers change what they produce: every session then re-imports as an update. */
+const IMPORT_FORMAT = 1;
+const DEFAULT_COPY_MAX = 8 * 1024 * 1024;
+
+const RECORD_TYPE: Record<ImportSource, string> = {
+  'claude-code': 'claude-code-import',
+  'gemini-cli': 'gemini-cli-import',
+  'seed-layout': 'seed-layout',
+};
+
+interface Context {
+  store: SessionStore;
+  options: ImportOptions;
+  now: () => number;
+  warnings: TranscriptWarning[];
+  progress: (progress: Omit<ImportProgress, 'sessionsTotal' | 'sessionsDone'>) => void;
+  tokenizer: Tokenizer;
+}
+
+/** Imports a file or a folder (a `~/.claude/projects/<project>/` tree, a `~/.gemini/tmp/<project>/chats/` folder, a seed-layout folder). */
+export async function importTranscripts(path: string, options: ImportOptions): Promise<ImportResult> {
+  const root = resolve(path);
+  const discovery = await discoverImportSources(root);
+  if (discovery.sources.length === 0) {
+    const reasons = discovery.skipped.slice(0, 3).map((entry) => `${entry.path}: ${entry.reason}`);
+    throw new ImportError(
+      'NOTHING_TO_IMPORT',
+      `No Claude Code, Gemini CLI or seed-layout session found in ${root}${reasons.length > 0 ? ` (${reasons.join('; ')})` : ''}. Point at a session file or a folder holding sessions.`,
+      { fault: 'user', data: { path: root, skipped: discovery.skipped } },
+    );
+  }
+  const result: ImportResult = { path: root, sessions: [], warnings: [], skipped: discovery.skipped };
+  const total = discovery.sources.length;
+  const context: Context = {
+    store: options.store,
+    options,
+    now: options.now ?? Date.now,
+    warnings: result.warnings,
+    progress: (progress) => options.onProgress?.({ ...progress, sessionsTotal: total, sessionsDone: result.sessions.length }),
+    tokenizer: createTokenizer(),
+  };
+  context.progress({ phase: 'discovered' });
+  for (const source of discovery.sources) {
+    if (options.signal?.aborted) throw importAborted(root);
+    try {
+      const imported =
+        source.source === 'claude-code'
+          ? await importClaudeCode(source, context)
+          : source.source === 'gemini-cli'
+            ? await importGemini(source, context)
+            : await importSeedLayout(source, context);
+      result.sessions.push(imported);
+      context.progress({ phase: 'session_done', sessionId: imported.sessionId });
+    } catch (error) {
+      // One unreadable source does not stop the others; an abort or a store failure does.
+      if (isParleyError(error, 'IMPORT_READ_FAILED')) {
+        result.warnings.push({ code: 'IMPORT_READ_FAILED', message: error.message, file: mainPathOf(source) });
+        continue;
+      }
+      throw error;
+    }
+  }
+  return result;
+}
+
+function mainPathOf(source: ClaudeCodeSource | GeminiSource | SeedLayoutSource): string {
+  return source.source === 'seed-layout' ? source.folder : source.main;
+}
+
+// -----------------------------------------------------------------------------------------------
+// Claude Code
+
+async function importClaudeCode(source: ClaudeCodeSource, context: Context): Promise<ImportedSession> {
+  const sessionId = importedSessionId('claude-code', source.nativeSessionId);
+  const files = [source.main, ...source.subagents.flatMap((agent) => (agent.metaPath !== undefined ? [agent.path, agent.metaPath] : [agent.path]))];
+  const start = await beginImport(context, sessionId, 'claude-code', source.main, source.nativeSessionId, files);
+  if (start.unchanged !== undefined) return start.unchanged;
+  const copyMax = context.options.copyTranscriptMaxBytes ?? DEFAULT_COPY_MAX;
+  const copies: Array<{ name: string; text: string }> = [];
+  const writer = start.writer;
+
+  const main = new ClaudeCodeParser({ emit: writer.add, file: basename(source.main), collectMessageIds: source.subagents.length > 0 });
+  const mainSize = start.fingerprints[0]!.size;
+  const read = await streamFile(source.main, main, {
+    ...(context.options.signal !== undefined ? { signal: context.options.signal } : {}),
+    keepText: mainSize <= copyMax,
+    afterChunk: async (bytesRead) => {
+      await writer.maybeFlush(bytesRead);
+      context.progress({ phase: 'reading', sessionId, file: source.main, bytesRead, totalBytes: mainSize });
+    },
+  });
+  if (read.text !== undefined) copies.push({ name: 'claude-code.jsonl', text: read.text });
+  const info = main.end();
+  const warnings = [...main.warnings];
+
+  for (const agent of source.subagents) {
+    if (context.options.signal?.aborted) throw importAborted(source.main);
+    const meta = agent.metaPath !== undefined ? await readJsonObject(agent.metaPath, warnings) : undefined;
+    const agentType = typeof meta?.['agentType'] === 'string' ? meta['agentType'] : undefined;
+    const model = typeof meta?.['model'] === 'string' ? meta['model'] : undefined;
+    const parser = new ClaudeCodeParser({ emit: writer.add, conversationId: agent.agentId, parentMessageIds: main.messageIds, file: basename(agent.path) });
+    writer.add(subagentStart(agent.agentId, agentType ?? 'subagent', model, meta, info.startedAt ?? 0));
+    const size = (await fs.stat(agent.path)).size;
+    const subRead = await streamFile(agent.path, parser, {
+      ...(context.options.signal !== undefined ? { signal: context.options.signal } : {}),
+      keepText: size <= copyMax,
+      afterChunk: (bytesRead) => writer.maybeFlush(bytesRead),
+    });
+    if (subRead.text !== undefined) copies.push({ name: transcriptName(`agent-${agent.agentId}.jsonl`), text: subRead.text });
+    const subInfo = parser.end();
+    warnings.push(...parser.warnings);
+    if (!info.subagents.some((link) => link.subagentId === agent.agentId)) {
+      // A subagent the main thread does not point at (a background agent, a lost result): still reachable from main.
+      const description = typeof meta?.['description'] === 'string' ? meta['description'] : undefined;
+      writer.add(unlinkedSubagent(agent.agentId, agentType ?? 'subagent', subInfo.firstUserMessage ?? description ?? '', subInfo.endedAt ?? info.endedAt ?? 0));
+      info.subagents.push({ subagentId: agent.agentId, name: agentType ?? 'subagent', linked: false });
+    }
+  }
+  for (const link of info.subagents) {
+    // Old inline sidechains that no Task call claimed: link them from main too.
+    if (!link.linked && link.subagentId.startsWith('sidechain-')) writer.add(unlinkedSubagent(link.subagentId, link.name, '', info.endedAt ?? 0));
+  }
+  return finishImport(context, {
+    sessionId,
+    source: 'claude-code',
+    path: source.main,
+    nativeSessionId: source.nativeSessionId,
+    info,
+    writer,
+    start,
+    copies,
+    warnings,
+    summaryKind: 'claude-code',
+    subagentCount: new Set(info.subagents.map((link) => link.subagentId)).size,
+  });
+}
+
+function subagentStart(agentId: string, name: string, model: string | undefined, meta: Record<string, unknown> | undefined, at: number): StreamEventDraft {
+  return {
+    type: 'block_complete',
+    conversationId: agentId,
+    at,
+    block: {
+      type: 'system',
+      id: `subagent-start-${agentId}`,
+      createdAt: at,
+      completedAt: at,
+      subtype: 'subagent_start',
+      content: `Subagent ${name}${model !== undefined ? ` (${model})` : ''}`,
+      ...(meta !== undefined ? { data: meta } : {}),
+    },
+  };
+}
+
+function unlinkedSubagent(subagentId: string, name: string, input: string, at: number): StreamEventDraft {
+  return {
+    type: 'block_complete',
+    conversationId: MAIN_CONVERSATION,
+    at,
+    block: { type: 'subagent', id: `subagent-${subagentId}`, createdAt: at, completedAt: at, subagentId, name, input, status: 'success' },
+  };
+}
+
+// -----------------------------------------------------------------------------------------------
+// Gemini CLI
+
+async function importGemini(source: GeminiSource, context: Context): Promise<ImportedSession> {
+  // A Gemini log is a replay (rewinds and checkpoints rewrite it): parse it whole, then write.
+  const events: StreamEventDraft[] = [];
+  const stat = await fs.stat(source.main);
+  const parser = new GeminiTranscriptParser({ emit: (event) => events.push(event), file: basename(source.main), fallbackTime: Math.floor(stat.mtimeMs) });
+  const copyMax = context.options.copyTranscriptMaxBytes ?? DEFAULT_COPY_MAX;
+  const read = await streamFile(source.main, parser, {
+    ...(context.options.signal !== undefined ? { signal: context.options.signal } : {}),
+    keepText: stat.size <= copyMax,
+  });
+  const info = parser.end();
+  const warnings = [...parser.warnings];
+  const nativeSessionId = source.checkpointTag ?? info.nativeSessionId ?? basename(source.main).replace(/\.jsonl?$/, '');
+  const sessionId = importedSessionId('gemini-cli', nativeSessionId);
+  const start = await beginImport(context, sessionId, 'gemini-cli', source.main, nativeSessionId, [source.main, ...source.subagents.map((agent) => agent.path)]);
+  if (start.unchanged !== undefined) return start.unchanged;
+  const copies: Array<{ name: string; text: string }> = [];
+  if (read.text !== undefined) copies.push({ name: transcriptName(basename(source.main)), text: read.text });
+  for (const event of events) start.writer.add(event);
+
+  for (const agent of source.subagents) {
+    const subEvents: StreamEventDraft[] = [];
+    const subStat = await fs.stat(agent.path);
+    const subParser = new GeminiTranscriptParser({ emit: (event) => subEvents.push(event), file: basename(agent.path), fallbackTime: Math.floor(subStat.mtimeMs) });
+    const subRead = await streamFile(agent.path, subParser, { keepText: subStat.size <= copyMax });
+    const subInfo = subParser.end();
+    warnings.push(...subParser.warnings);
+    const subagentId = subInfo.nativeSessionId ?? basename(agent.path, '.jsonl');
+    start.writer.add(subagentStart(subagentId, 'subagent', subInfo.model, undefined, subInfo.startedAt ?? 0));
+    for (const event of subEvents) start.writer.add({ ...event, conversationId: subagentId });
+    start.writer.add(unlinkedSubagent(subagentId, 'subagent', subInfo.firstUserMessage ?? '', subInfo.startedAt ?? 0));
+    info.subagents.push({ subagentId, name: 'subagent', linked: false });
+    if (subRead.text !== undefined) copies.push({ name: transcriptName(`subagent-${basename(agent.path)}`), text: subRead.text });
+  }
+  return finishImport(context, {
+    sessionId,
+    source: 'gemini-cli',
+    path: source.main,
+    nativeSessionId,
+    info,
+    writer: start.writer,
+    start,
+    copies,
+    warnings,
+    summaryKind: 'gemini-cli',
+    subagentCount: source.subagents.length,
+  });
+}
+
+// -----------------------------------------------------------------------------------------------
+// Seed layout
+
+async function importSeedLayout(source: SeedLayoutSource, context: Context): Promise<ImportedSession> {
+  const files: SeedLayoutFiles = { sessionId: source.sessionId };
+  const paths = Object.values(source.files).filter((path): path is string => path !== undefined).sort();
+  for (const [kind, path] of Object.entries(source.files) as Array<[keyof SeedLayoutSource['files'], string | undefined]>) {
+    if (path === undefined) continue;
+    try {
+      files[kind] = await fs.readFile(path, 'utf8');
+    } catch (error) {
+      throw new ImportError('IMPORT_READ_FAILED', `Cannot read ${path}: ${(error as Error).message}.`, { fault: 'system', cause: error, data: { path } });
+    }
+  }
+  const parsed = parseSeedLayout(files);
+  const nativeSessionId = parsed.nativeSessionId ?? source.sessionId;
+  const sessionId = importedSessionId('seed-layout', nativeSessionId);
+  const agentType = parsed.session?.agentType ?? parsed.agentDescription?.agentType ?? 'imported';
+  const start = await beginImport(context, sessionId, 'seed-layout', source.folder, nativeSessionId, paths, {
+    agentType,
+    ...(parsed.session?.createdAt !== undefined ? { createdAt: parsed.session.createdAt } : {}),
+  });
+  if (start.unchanged !== undefined) return start.unchanged;
+  for (const event of parsed.events) start.writer.add(event);
+  const copies = paths.map((path) => ({ name: transcriptName(basename(path)), text: files[kindOf(source, path)] ?? '' }));
+
+  const now = context.now();
+  const iso = new Date(now).toISOString();
+  const needsTokens = parsed.checkpoint?.tokens.checkpoint === undefined || parsed.context?.tokens === undefined || parsed.agentDescription?.tokens === undefined;
+  if (needsTokens) await context.tokenizer.load();
+  const count = (text: string): number => context.tokenizer.count(text);
+
+  let checkpointWritten = false;
+  if (parsed.checkpoint !== undefined) {
+    const checkpoint = parsed.checkpoint;
+    const previous = await context.store.readCheckpoint(sessionId);
+    if (previous === undefined || JSON.stringify(previous.summary) !== JSON.stringify(checkpoint.summary)) {
+      const input: CheckpointInput = {
+        createdAt: checkpoint.createdAt ?? iso,
+        trigger: 'import',
+        summary: checkpoint.summary,
+        pinned: [],
+        liveHandles: [],
+        ...(checkpoint.ralphLoop !== undefined ? { ralphLoop: checkpoint.ralphLoop } : {}),
+        covers: {
+          // The seed cleared compacted messages from its chat file: none of them is in this log.
+          throughSeq: -1,
+          messageCount: Math.max(0, Math.round(checkpoint.messageCount)),
+          ...(checkpoint.oldestMessageTimestamp !== undefined ? { oldestMessageTimestamp: checkpoint.oldestMessageTimestamp } : {}),
+          ...(checkpoint.newestMessageTimestamp !== undefined ? { newestMessageTimestamp: checkpoint.newestMessageTimestamp } : {}),
+        },
+        tokens: {
+          checkpoint: Math.round(checkpoint.tokens.checkpoint ?? count(JSON.stringify(checkpoint.summary))),
+          lastCompactionInput: Math.round(checkpoint.tokens.lastCompactionInput ?? 0),
+          totalSaved: Math.round(checkpoint.tokens.totalSaved ?? 0),
+        },
+      };
+      await context.store.writeCheckpoint(sessionId, input);
+      checkpointWritten = true;
+    }
+  }
+  if (parsed.context !== undefined) {
+    const text = Object.values(parsed.context.sections).join('\n');
+    await context.store.writeContext({
+      formatVersion: FORMAT_VERSION,
+      sessionId,
+      updatedAt: parsed.context.updatedAt ?? iso,
+      sections: parsed.context.sections,
+      tokens: Math.round(parsed.context.tokens ?? count(text)),
+    });
+  }
+  if (parsed.agentDescription !== undefined) {
+    const description = parsed.agentDescription;
+    await context.store.writeAgentDescription({
+      formatVersion: FORMAT_VERSION,
+      sessionId,
+      agentType: description.agentType ?? agentType,
+      role: description.role,
+      instructions: description.instructions,
+      allowedTools: description.allowedTools,
+      ...(description.toolInstructions !== undefined ? { toolInstructions: description.toolInstructions } : {}),
+      createdAt: description.createdAt ?? iso,
+      tokens: Math.round(description.tokens ?? count([description.role, ...description.instructions, description.toolInstructions ?? ''].join('\n'))),
+    });
+  }
+  const imported = await finishImport(context, {
+    sessionId,
+    source: 'seed-layout',
+    path: source.folder,
+    nativeSessionId,
+    info: parsed.info,
+    writer: start.writer,
+    start,
+    copies,
+    warnings: parsed.warnings,
+    summaryKind: undefined,
+    subagentCount: 0,
+  });
+  return checkpointWritten ? { ...imported, checkpoint: true } : imported;
+}
+
+function kindOf(source: SeedLayoutSource, path: string): keyof SeedLayoutSource['files'] {
+  const entry = Object.entries(source.files).find(([, candidate]) => candidate === path);
+  return (entry?.[0] ?? 'chat') as keyof SeedLayoutSource['files'];
+}
+
+// -----------------------------------------------------------------------------------------------
+// Shared: creating, updating and finishing a session
+
+interface Started {
+  writer: LogWriter;
+  fingerprints: FileFingerprint[];
+  status: 'imported' | 'updated';
+  manifest: ImportManifest | undefined;
+  /** `seq` of compaction blocks already in the log (a re-import). */
+  compactionSeqs: Map<string, number>;
+  unchanged?: undefined;
+}
+
+async function beginImport(
+  context: Context,
+  sessionId: string,
+  source: ImportSource,
+  path: string,
+  nativeSessionId: string,
+  files: string[],
+  extra: { agentType?: string; createdAt?: number } = {},
+): Promise<Started | { unchanged: ImportedSession }> {
+  const fingerprints = await Promise.all(files.map((file) => fingerprintFile(file)));
+  const store = context.store;
+  const existing = await store.getSession(sessionId);
+  const watch = (block: ConversationBlock): boolean => block.type === 'system' && block.subtype === 'compaction';
+  if (existing === undefined) {
+    const now = context.now();
+    const createdAt = extra.createdAt ?? Math.floor(Math.min(...fingerprints.map((print) => print.mtimeMs), now));
+    const record: SessionRecord = {
+      formatVersion: FORMAT_VERSION,
+      sessionId,
+      type: RECORD_TYPE[source],
+      agentProfileReference: 'imported',
+      status: 'active',
+      agentType: extra.agentType ?? 'imported',
+      scope: { kind: 'imported', source, path, nativeSessionId },
+      title: `Importing ${basename(path)}`,
+      readOnly: true,
+      createdAt,
+      updatedAt: now,
+      settings: {},
+      stats: { totalMessages: 0, totalTokens: 0, totalCompactions: 0 },
+      native: { backend: source, nativeSessionId, transcriptPath: path },
+    };
+    await store.createSession(record);
+    return { writer: new LogWriter(store, sessionId, { watch }), fingerprints, status: 'imported', manifest: undefined, compactionSeqs: new Map() };
+  }
+  const manifest = await readManifest(store, sessionId);
+  if (manifest !== undefined && manifest.importFormat === IMPORT_FORMAT && sameFingerprints(manifest.files, fingerprints)) {
+    return {
+      unchanged: {
+        sessionId,
+        source,
+        path,
+        nativeSessionId,
+        title: existing.title ?? sessionId,
+        status: 'unchanged',
+        blocks: manifest.blocks,
+        appendedBlocks: 0,
+        subagents: manifest.subagents,
+        warnings: 0,
+        transcript: manifest.copied.length > 0 ? 'copied' : 'referenced',
+        checkpoint: false,
+      },
+    };
+  }
+  // Changed since the last import, or that import never finished: append what the log lacks.
+  const { known, metrics, compactionSeqs } = await indexLog(store, sessionId);
+  return {
+    writer: new LogWriter(store, sessionId, { known, metrics, watch }),
+    fingerprints,
+    status: 'updated',
+    manifest,
+    compactionSeqs,
+  };
+}
+
+async function finishImport(
+  context: Context,
+  input: {
+    sessionId: string;
+    source: ImportSource;
+    path: string;
+    nativeSessionId: string;
+    info: TranscriptInfo;
+    writer: LogWriter;
+    start: Started;
+    copies: Array<{ name: string; text: string }>;
+    warnings: TranscriptWarning[];
+    summaryKind: 'claude-code' | 'gemini-cli' | undefined;
+    subagentCount: number;
+  },
+): Promise<ImportedSession> {
+  const { store } = context;
+  const { sessionId, info, writer, start } = input;
+  await writer.close();
+  for (const copy of input.copies) await store.writeTranscript(sessionId, copy.name, copy.text);
+
+  const compaction = [...info.compactions].reverse().find((entry) => entry.summary !== undefined && entry.blockId !== undefined);
+  let checkpoint = false;
+  if (compaction !== undefined && input.summaryKind !== undefined && start.manifest?.checkpointBlockId !== compaction.blockId) {
+    const seq = writer.watchedSeqs.get(compaction.blockId!) ?? start.compactionSeqs.get(compaction.blockId!);
+    if (seq !== undefined) {
+      await store.writeCheckpoint(sessionId, await checkpointFromCompaction(context, compaction, seq, info, input.summaryKind));
+      checkpoint = true;
+    }
+  }
+
+  const title = titleOf(info, input.source, input.nativeSessionId);
+  const metrics = writer.metrics;
+  const stats = statsOf(info, metrics);
+  const now = context.now();
+  await store.updateSession(sessionId, (current) => ({
+    ...current,
+    title,
+    updatedAt: now,
+    ...(info.endedAt !== undefined ? { lastActivity: info.endedAt } : {}),
+    ...(info.startedAt !== undefined && start.status === 'imported' ? { createdAt: info.startedAt } : {}),
+    stats,
+    metrics,
+    native: { backend: input.source, nativeSessionId: input.nativeSessionId, transcriptPath: input.path },
+  }));
+
+  const manifest: ImportManifest = {
+    importFormat: IMPORT_FORMAT,
+    source: input.source,
+    importedAt: new Date(now).toISOString(),
+    files: start.fingerprints,
+    copied: input.copies.map((copy) => copy.name),
+    blocks: info.blockCount,
+    subagents: input.subagentCount,
+    ...(compaction?.blockId !== undefined && (checkpoint || start.manifest?.checkpointBlockId === compaction.blockId) ? { checkpointBlockId: compaction.blockId } : {}),
+  };
+  // Written last: a session without its manifest is an import that did not finish, and is completed by the next one.
+  await store.writeTranscript(sessionId, MANIFEST, JSON.stringify(manifest, null, 2));
+  context.warnings.push(...input.warnings);
+  return {
+    sessionId,
+    source: input.source,
+    path: input.path,
+    nativeSessionId: input.nativeSessionId,
+    title,
+    status: start.status,
+    blocks: info.blockCount,
+    appendedBlocks: writer.appendedBlocks,
+    subagents: input.subagentCount,
+    warnings: input.warnings.length,
+    transcript: input.copies.length >= expectedCopies(input) ? 'copied' : 'referenced',
+    checkpoint,
+  };
+}
+
+/** Every native file was copied (else at least one is only referenced by path). */
+function expectedCopies(input: { start: Started }): number {
+  return input.start.fingerprints.filter((print) => !print.path.endsWith('.meta.json')).length;
+}
+
+async function checkpointFromCompaction(
+  context: Context,
+  compaction: NativeCompaction,
+  seq: number,
+  info: TranscriptInfo,
+  kind: 'claude-code' | 'gemini-cli',
+): Promise<CheckpointInput> {
+  const text = compaction.summary ?? '';
+  const sections = kind === 'gemini-cli' ? sectionsFromStateSnapshot(text).sections : sectionsFromSummaryText(text);
+  let checkpointTokens = compaction.postTokens;
+  if (checkpointTokens === undefined) {
+    await context.tokenizer.load();
+    checkpointTokens = context.tokenizer.count(text);
+  }
+  const pre = compaction.preTokens ?? 0;
+  return {
+    createdAt: new Date(compaction.at ?? context.now()).toISOString(),
+    trigger: 'import',
+    ...(compaction.trigger !== undefined ? { instructions: `native ${compaction.trigger} compaction` } : {}),
+    summary: sections,
+    pinned: info.firstUserMessage !== undefined ? [info.firstUserMessage] : [],
+    liveHandles: [],
+    covers: {
+      throughSeq: seq,
+      messageCount: compaction.messagesBefore ?? 0,
+      ...(info.startedAt !== undefined ? { oldestMessageTimestamp: new Date(info.startedAt).toISOString() } : {}),
+      ...(compaction.at !== undefined ? { newestMessageTimestamp: new Date(compaction.at).toISOString() } : {}),
+    },
+    tokens: {
+      checkpoint: Math.max(0, Math.round(checkpointTokens)),
+      lastCompactionInput: Math.max(0, Math.round(pre)),
+      totalSaved: Math.max(0, Math.round(pre - (compaction.postTokens ?? checkpointTokens))),
+    },
+  };
+}
+
+function titleOf(info: TranscriptInfo, source: ImportSource, nativeSessionId: string): string {
+  const candidates = [info.customTitle, info.firstUserMessage, info.generatedTitle];
+  for (const candidate of candidates) {
+    const line = candidate === undefined ? '' : firstLine(candidate);
+    if (line.length > 0) return line;
+  }
+  return `Imported ${source} session ${nativeSessionId.slice(0, 8)}`;
+}
+
+function firstLine(text: string, max = 80): string {
+  const trimmed = text.trim();
+  const newline = trimmed.indexOf('\n');
+  const line = (newline === -1 ? trimmed : trimmed.slice(0, newline)).trim();
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+}
+
+function statsOf(info: TranscriptInfo, metrics: SessionMetrics): SessionStats {
+  const last = info.compactions.at(-1);
+  return {
+    totalMessages: Math.max(0, info.messageCount),
+    // The conversation's size as the model last saw it: the last request plus its answer.
+    totalTokens: Math.round(metrics.lastInputTokens + metrics.lastOutputTokens),
+    totalCompactions: info.compactions.length,
+    ...(last?.at !== undefined ? { lastCompactionAt: new Date(last.at).toISOString() } : {}),
+  };
+}
+
+async function readManifest(store: SessionStore, sessionId: string): Promise<ImportManifest | undefined> {
+  const text = await store.readTranscript(sessionId, MANIFEST);
+  if (text === undefined) return undefined;
+  try {
+    const value = JSON.parse(text) as ImportManifest;
+    return typeof value === 'object' && value !== null && Array.isArray(value.files) ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function readJsonObject(path: string, warnings: TranscriptWarning[]): Promise<Record<string, unknown> | undefined> {
+  try {
+    const value = JSON.parse(await fs.readFile(path, 'utf8')) as unknown;
+    if (typeof value === 'object' && value !== null && !Array.isArray(value)) return value as Record<string, unknown>;
+  } catch {
+    // reported below
+  }
+  warnings.push({ code: 'INVALID_FILE', file: basename(path), message: `${basename(path)} is not a JSON object; the subagent is imported without it` });
+  return undefined;
+}

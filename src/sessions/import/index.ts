@@ -1,0 +1,12 @@
+/** Importing native transcripts (Claude Code, Gemini CLI, the seeds' layout) as read-only Parley sessions. */
+export {
+  importTranscripts,
+  type ImportOptions,
+  type ImportProgress,
+  type ImportResult,
+  type ImportStatus,
+  type ImportedSession,
+} from './import-transcripts.js';
+export { discoverImportSources, type DiscoveryResult, type ImportSourceFiles } from './discover.js';
+export { ImportError, type ImportErrorCode } from './errors.js';
+export { importedSessionId, IMPORT_ID_PREFIX, type ImportSource } from './session-ids.js';

@@ -1,0 +1,159 @@
+import { createHash } from 'node:crypto';
+import {
+  applyEvents,
+  emptyConversation,
+  type ConversationBlock,
+  type ConversationState,
+  type SessionMetrics,
+  type StreamEvent,
+  type StreamEventDraft,
+} from '../../conversation/index.js';
+import type { SessionStore } from '../../store/index.js';
+
+/** Events per append and the input bytes after which a batch is written even if smaller. */
+const BATCH_EVENTS = 8192;
+const BATCH_INPUT_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Appends an import's events to a session's log in large batches (one durable write each), at
+ * most one batch in flight, and folds the metadata into the session's metrics as it goes — without
+ * keeping the blocks, so importing a transcript of any size needs memory for one batch.
+ *
+ * On a re-import (`known` given) a block already in the log unchanged is not appended again, and
+ * neither is the usage that followed it: only new or changed blocks reach the log.
+ */
+export class LogWriter {
+  /** Blocks appended (new or changed) and left out (already in the log). */
+  appendedBlocks = 0;
+  unchangedBlocks = 0;
+  appendedEvents = 0;
+  /** `seq` of appended blocks whose id is watched (compaction summaries, for their checkpoint). */
+  readonly watchedSeqs = new Map<string, number>();
+
+  private batch: StreamEventDraft[] = [];
+  private inputBytesAtLastFlush = 0;
+  private inFlight: Promise<void> | undefined;
+  private failure: unknown;
+  private metricsState: ConversationState;
+  private readonly lastBlockSkipped = new Map<string, boolean>();
+
+  constructor(
+    private readonly store: SessionStore,
+    private readonly sessionId: string,
+    private readonly options: {
+      /** Block key → hash of the blocks already in the log (a re-import). */
+      known?: Map<string, string>;
+      /** Metrics of what is already in the log (a re-import). */
+      metrics?: SessionMetrics;
+      /** Block ids whose `seq` the caller needs. */
+      watch?: (block: ConversationBlock) => boolean;
+    } = {},
+  ) {
+    const state = emptyConversation(sessionId);
+    this.metricsState = options.metrics !== undefined ? { ...state, metrics: { ...options.metrics } } : state;
+  }
+
+  get metrics(): SessionMetrics {
+    return this.metricsState.metrics;
+  }
+
+  /** Takes one event from a parser; nothing is written until `maybeFlush` or `close`. */
+  readonly add = (event: StreamEventDraft): void => {
+    const known = this.options.known;
+    if (known !== undefined) {
+      if (event.type === 'block_complete') {
+        const key = blockKey(event.conversationId, event.block.id);
+        const unchanged = known.get(key) === blockHash(event.block);
+        this.lastBlockSkipped.set(event.conversationId, unchanged);
+        if (unchanged) {
+          this.unchangedBlocks++;
+          return;
+        }
+        known.set(key, blockHash(event.block));
+      } else if (event.type === 'metadata_update' && this.lastBlockSkipped.get(event.conversationId) === true) {
+        return; // the usage of a message that is already in the log
+      }
+    }
+    if (event.type === 'block_complete') this.appendedBlocks++;
+    this.batch.push(event);
+  };
+
+  /** Writes the batch when it is large enough. `inputBytes`: bytes of native transcript read so far. */
+  async maybeFlush(inputBytes: number): Promise<void> {
+    if (this.batch.length >= BATCH_EVENTS || (this.batch.length > 0 && inputBytes - this.inputBytesAtLastFlush >= BATCH_INPUT_BYTES)) {
+      this.inputBytesAtLastFlush = inputBytes;
+      await this.flush();
+    }
+  }
+
+  /** Starts writing the current batch; waits for the previous one first, so at most one is in flight. */
+  async flush(): Promise<void> {
+    if (this.inFlight !== undefined) await this.inFlight;
+    this.throwIfFailed();
+    if (this.batch.length === 0) return;
+    const batch = this.batch;
+    this.batch = [];
+    this.inFlight = this.store.append(this.sessionId, batch).then(
+      (events) => this.written(events),
+      (error: unknown) => {
+        this.failure = error;
+      },
+    );
+  }
+
+  /** Writes what is left and waits until every batch is durable. */
+  async close(): Promise<void> {
+    await this.flush();
+    if (this.inFlight !== undefined) await this.inFlight;
+    this.inFlight = undefined;
+    this.throwIfFailed();
+  }
+
+  private written(events: StreamEvent[]): void {
+    this.appendedEvents += events.length;
+    const metadata: StreamEvent[] = [];
+    for (const event of events) {
+      if (event.type === 'metadata_update') metadata.push(event);
+      else if (event.type === 'block_complete' && this.options.watch?.(event.block)) this.watchedSeqs.set(event.block.id, event.seq);
+    }
+    // Only metadata is folded: the metrics, never the blocks, stay in memory.
+    if (metadata.length > 0) this.metricsState = applyEvents(this.metricsState, metadata);
+  }
+
+  private throwIfFailed(): void {
+    if (this.failure !== undefined) {
+      const failure = this.failure;
+      this.failure = undefined;
+      throw failure;
+    }
+  }
+}
+
+export function blockKey(conversationId: string, blockId: string): string {
+  return `${conversationId}\u0000${blockId}`;
+}
+
+export function blockHash(block: ConversationBlock): string {
+  const { seq: _seq, ...rest } = block;
+  return createHash('sha1').update(JSON.stringify(rest)).digest('base64');
+}
+
+/** What a session's log already holds: its blocks' hashes, its metrics, and where its compaction blocks are (for a re-import). */
+export async function indexLog(
+  store: SessionStore,
+  sessionId: string,
+): Promise<{ known: Map<string, string>; metrics: SessionMetrics; compactionSeqs: Map<string, number> }> {
+  const known = new Map<string, string>();
+  const compactionSeqs = new Map<string, number>();
+  const metadata: StreamEvent[] = [];
+  for await (const event of store.readLog(sessionId)) {
+    if (event.type === 'block_complete') {
+      known.set(blockKey(event.conversationId, event.block.id), blockHash(event.block));
+      if (event.block.type === 'system' && event.block.subtype === 'compaction') compactionSeqs.set(event.block.id, event.seq);
+    } else if (event.type === 'metadata_update') {
+      metadata.push(event);
+    }
+  }
+  const state = applyEvents(emptyConversation(sessionId), metadata);
+  return { known, metrics: state.metrics, compactionSeqs };
+}
