@@ -50,13 +50,15 @@ function toSdkTool(definition: ToolDefinition, turnSignal: AbortSignal | undefin
 }
 
 /**
- * The SDK takes a zod shape; Parley's tools carry JSON Schema. zod 4 converts it back
- * (`z.fromJSONSchema`), and the SDK turns the shape into the same JSON Schema for the model.
- * Unknown keys are stripped by the shape, so a schema must list every property it accepts.
+ * Parley's tools carry JSON Schema; the SDK wants zod. zod 4 converts the schema
+ * (`z.fromJSONSchema`), and the whole object schema is handed over, not just its shape: the SDK
+ * passes a schema that is not a raw shape to its MCP server as it is, so `additionalProperties`
+ * survives (a shape would be wrapped in a strict object that drops every undeclared key; measured
+ * with SDK 0.3.329).
  */
 function inputShape(schema: Record<string, unknown>): z.ZodRawShape {
   const converted = z.fromJSONSchema({ type: 'object', ...schema } as Parameters<typeof z.fromJSONSchema>[0]);
-  return converted instanceof z.ZodObject ? (converted.shape as z.ZodRawShape) : {};
+  return converted as unknown as z.ZodRawShape;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

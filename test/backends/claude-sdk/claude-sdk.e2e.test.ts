@@ -221,6 +221,50 @@ describe.sequential('claude-sdk back end (real SDK and CLI, fake API)', () => {
       expect(use).toMatchObject({ name: 'mcp__parley__lookup', input: { key: 'k1' }, status: 'success' });
     });
 
+    it('gives a Parley tool every argument the model sent, also keys its schema does not list', async () => {
+      const { server, backend } = harness;
+      const received: unknown[] = [];
+      const open: ToolDefinition = {
+        name: 'record',
+        description: 'Records whatever it gets.',
+        inputSchema: { type: 'object', properties: { title: { type: 'string' } }, required: ['title'] },
+        execute: (input) => {
+          received.push(input);
+          return Promise.reject(new Error('disk full'));
+        },
+      };
+      server.enqueue(reply([toolUse('mcp__parley__record', { title: 'T', extra: { nested: [1, 2] } })]), reply('Recorded, with an error.'));
+      const events = await collect(backend.execute(harness.request({ prompt: 'Record it', tools: [open] })));
+      checkEventStream(events);
+      expect(received).toEqual([{ title: 'T', extra: { nested: [1, 2] } }]);
+      const tools = server.messageRequests().at(-2)!.body?.tools ?? [];
+      expect(tools.find((tool) => tool.name === 'mcp__parley__record')).toMatchObject({ description: 'Records whatever it gets.' });
+      // A tool that throws is an error result the model reads; the turn goes on.
+      expect(lastToolResults(server.messageRequests().at(-1)!.body)[0]).toMatchObject({ isError: true });
+      expect(mainBlocks(events).find((block): block is ToolUseBlock => block.type === 'tool_use')?.status).toBe('error');
+      expect(assistantText(events)).toBe('Recorded, with an error.');
+    });
+
+    it('takes the permission mode and allowed tools from the profile: denied by default, run under bypassPermissions (as root too)', async () => {
+      const { server, backend } = harness;
+      const touch = () => reply([toolUse('Bash', { command: 'touch created-by-agent.txt', description: 'create a file' })]);
+      server.enqueue(touch(), reply('Could not create it.'));
+      const denied = await collect(backend.execute(harness.request({ prompt: 'Create the file', profile: { name: 'dev', instructions: 'Develop.' } })));
+      checkEventStream(denied);
+      expect(systemBlocks(denied, 'info').some((block) => block.content.startsWith('Permission denied for Bash'))).toBe(true);
+      expect(mainBlocks(denied).find((block): block is ToolUseBlock => block.type === 'tool_use')?.status).toBe('error');
+      await expect(readFile(join(harness.cwd, 'created-by-agent.txt'), 'utf8')).rejects.toThrow();
+
+      server.enqueue(touch(), reply('Created it.'));
+      const allowed = await collect(
+        backend.execute(harness.request({ prompt: 'Create the file', profile: { name: 'dev', instructions: 'Develop.', permissionMode: 'bypassPermissions' } })),
+      );
+      checkEventStream(allowed);
+      expect(systemBlocks(allowed, 'error')).toHaveLength(0);
+      expect(mainBlocks(allowed).find((block): block is ToolUseBlock => block.type === 'tool_use')?.status).toBe('success');
+      expect(await readFile(join(harness.cwd, 'created-by-agent.txt'), 'utf8')).toBe('');
+    });
+
     it('saves the transcript, and after the config dir is wiped and restored, resumes with the earlier history', async () => {
       const { server, backend, workspace } = harness;
       const nativeSessionId = randomUUID();
