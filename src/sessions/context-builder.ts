@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
-import { readFile, readdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readFile, readdir, stat } from 'node:fs/promises';
+import { join, resolve as resolvePath } from 'node:path';
 import type { SessionRecord, SessionStore, Task } from '../store/index.js';
 import { renderCheckpoint } from './checkpoint-format.js';
 import type { ContextSection } from './request-builder.js';
@@ -130,9 +130,61 @@ async function projectNotes(root: string, options: ContextOptions): Promise<Cont
   return found.filter((section): section is ContextSection => section !== undefined && section.text.length > 0);
 }
 
+/**
+ * The last `git log` output per project, with the state of the repository it was read at (HEAD, the
+ * ref it points to, packed refs, the branch and tag folders). Checked on every request with a few
+ * `stat` calls: when any of them changed, git runs again. Spawning git costs 3–25 ms here; the check
+ * costs a fraction of a millisecond.
+ */
+const gitLogCache = new Map<string, { state: string; text: string }>();
+
+async function repositoryState(root: string): Promise<string | undefined> {
+  try {
+    let gitDir = join(root, '.git');
+    if ((await stat(gitDir)).isFile()) {
+      const pointer = /^gitdir:\s*(.+)$/m.exec(await readFile(gitDir, 'utf8'));
+      if (!pointer) return undefined;
+      gitDir = resolvePath(root, pointer[1]!.trim());
+    }
+    const [head, common] = await Promise.all([
+      readFile(join(gitDir, 'HEAD'), 'utf8'),
+      readFile(join(gitDir, 'commondir'), 'utf8').then(
+        (text) => resolvePath(gitDir, text.trim()),
+        () => gitDir,
+      ),
+    ]);
+    const stamp = (path: string) =>
+      stat(path).then(
+        (info) => `${info.ino}:${info.mtimeMs}:${info.size}`,
+        () => '-',
+      );
+    const ref = head.startsWith('ref: ') ? head.slice(5).trim() : undefined;
+    const stamps = await Promise.all([
+      ...(ref ? [stamp(join(gitDir, ref)), stamp(join(common, ref))] : []),
+      stamp(join(common, 'packed-refs')),
+      stamp(join(common, 'refs', 'heads')),
+      stamp(join(common, 'refs', 'tags')),
+    ]);
+    return [head.trim(), ...stamps].join('|');
+  } catch {
+    return undefined;
+  }
+}
+
 /** `git log` of the project, bounded; says so plainly when the folder is not a repository or git is missing. */
 export async function recentCommits(root: string, options: ContextOptions = {}, signal?: AbortSignal): Promise<string> {
   const maxCommits = options.maxCommits ?? 10;
+  const key = `${resolvePath(root)}\n${maxCommits}`;
+  const state = await repositoryState(root);
+  const cached = gitLogCache.get(key);
+  if (state !== undefined && cached?.state === state) return cached.text;
+  const text = await runGitLog(root, maxCommits, options, signal);
+  // A failure (a timeout on a busy machine) is not remembered: the next request tries again.
+  if (state !== undefined && !text.startsWith('(git log failed')) gitLogCache.set(key, { state, text });
+  return text;
+}
+
+function runGitLog(root: string, maxCommits: number, options: ContextOptions, signal: AbortSignal | undefined): Promise<string> {
   const args = ['log', `-n${maxCommits}`, '--no-color', '--date=short', '--format=%h%x09%ad%x09%an%x09%s%x09%D'];
   return new Promise((resolve) => {
     execFile(

@@ -133,6 +133,10 @@ export class RequestLayer {
   /** Role + context + checkpoint tokens of the last built request: the cheap estimate used when a turn ends. */
   private readonly fixedTokens = new Map<string, number>();
   private readonly background = new Set<Promise<unknown>>();
+  /** What context.json holds per session, so an unchanged context is not rewritten on every request. */
+  private readonly storedContexts = new Map<string, string>();
+  /** Sessions whose agent-description.json is known to exist. */
+  private readonly storedDescriptions = new Set<string>();
 
   constructor(private readonly options: RequestLayerOptions) {
     checkBudget(options.tokenBudget, options.compactionThreshold, 'createSessionManager');
@@ -184,15 +188,7 @@ export class RequestLayer {
     const request = assembleRequest(gathered.sources, this.options.counter, budget);
     this.pendingEstimates.set(sessionId, request.estimatedTokens);
     this.fixedTokens.set(sessionId, request.sections.role + request.sections.context + request.sections.checkpoint);
-    const contextRecord: Record<string, string> = {};
-    for (const section of gathered.sources.context) contextRecord[section.key] = section.text;
-    await this.options.store.writeContext({
-      formatVersion: FORMAT_VERSION,
-      sessionId,
-      updatedAt: new Date(this.options.clock()).toISOString(),
-      sections: contextRecord,
-      tokens: request.sections.context,
-    });
+    await this.storeContext(sessionId, gathered.sources.context, request.sections.context);
     return { ...request, compacted };
   }
 
@@ -286,6 +282,7 @@ export class RequestLayer {
       tokens: this.options.counter.countText(text),
     });
     this.descriptions.set(sessionId, Promise.resolve({ description, text }));
+    this.storedDescriptions.add(sessionId);
     return description;
   }
 
@@ -400,9 +397,29 @@ export class RequestLayer {
     return pending;
   }
 
+  /** context.json is what the last request used: rewritten only when that differs from what it holds. */
+  private async storeContext(sessionId: string, context: readonly ContextSection[], tokens: number): Promise<void> {
+    const sections: Record<string, string> = {};
+    for (const section of context) sections[section.key] = section.text;
+    const fingerprint = `${tokens}\u0000${JSON.stringify(sections)}`;
+    if (this.storedContexts.get(sessionId) === fingerprint) return;
+    await this.options.store.writeContext({
+      formatVersion: FORMAT_VERSION,
+      sessionId,
+      updatedAt: new Date(this.options.clock()).toISOString(),
+      sections,
+      tokens,
+    });
+    this.storedContexts.set(sessionId, fingerprint);
+  }
+
   /** Seed 002's agent-description file: written with the first request, kept after. */
   private async storeDescription(record: SessionRecord): Promise<void> {
-    if (await this.options.store.readAgentDescription(record.sessionId)) return;
+    if (this.storedDescriptions.has(record.sessionId)) return;
+    if (await this.options.store.readAgentDescription(record.sessionId)) {
+      this.storedDescriptions.add(record.sessionId);
+      return;
+    }
     const { description, text } = await this.descriptionOf(record);
     await this.options.store.writeAgentDescription({
       formatVersion: FORMAT_VERSION,
@@ -411,6 +428,7 @@ export class RequestLayer {
       createdAt: new Date(this.options.clock()).toISOString(),
       tokens: this.options.counter.countText(text),
     });
+    this.storedDescriptions.add(record.sessionId);
   }
 
   private project(sessionId: string, blocks: readonly ConversationBlock[], checkpoint: Checkpoint | undefined, cleared: number): Projection {

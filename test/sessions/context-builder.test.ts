@@ -78,6 +78,19 @@ describe('context', () => {
     expect(commits[1]).toMatch(/Initial layout \(Ada Lovelace\)$/);
   });
 
+  it('reads the history again as soon as the repository changes (a commit, a new branch)', async () => {
+    const root = await project();
+    const first = await recentCommits(root);
+    expect(await recentCommits(root)).toBe(first);
+    await writeFile(join(root, 'README.md'), 'docs\n');
+    git(root, 'add', '.');
+    git(root, 'commit', '-q', '-m', 'Add a README');
+    const second = await recentCommits(root);
+    expect(second.split('\n')[0]).toMatch(/Add a README \(Ada Lovelace\) \[HEAD -> main\]$/);
+    git(root, 'branch', 'feature-x');
+    expect((await recentCommits(root)).split('\n')[0]).toMatch(/\[HEAD -> main, feature-x\]$/);
+  });
+
   it('bounds the file tree by depth and by entry count, saying what is not shown', async () => {
     const root = await tempFolder();
     await mkdir(join(root, 'a', 'b', 'c', 'd'), { recursive: true });
