@@ -16,6 +16,7 @@ import type {
 } from '../agent-backend.js';
 import { describeFailure, type BackendFailure } from '../failures.js';
 import { computeCost, KNOWN_MODELS, lookupModel } from '../pricing.js';
+import { parseGeminiTranscript } from '../transcripts/index.js';
 import { counterIds, TurnEvents } from '../turn-events.js';
 import { CliProcess } from './cli-process.js';
 import { cleanStderr, describeCliFailure, isResumeFailure, type ProcessOutcome } from './failures.js';
@@ -50,7 +51,7 @@ export interface GeminiCliOptions {
   killGraceMs?: number;
   clock?: () => number;
   idPrefix?: string;
-  /** Parses a saved transcript into blocks (the Gemini transcript parser), when available. */
+  /** Replaces the Gemini transcript parser (src/backends/transcripts/gemini-cli.ts). */
   parseTranscripts?: (transcripts: RawTranscripts) => ParsedTranscripts;
 }
 
@@ -179,11 +180,12 @@ export function createGeminiCliBackend(options: GeminiCliOptions = {}): AgentBac
       return main === undefined ? undefined : { main };
     },
 
+    parseTranscripts: options.parseTranscripts ?? parseGeminiTranscripts,
+
     execute(request): AgentTurn {
       return { events: runTurn(request) };
     },
   };
-  if (options.parseTranscripts) backend.parseTranscripts = options.parseTranscripts;
   return backend;
 
   async function* runTurn(request: ExecuteRequest): AsyncGenerator<StreamEventDraft> {
@@ -344,6 +346,20 @@ export function createGeminiCliBackend(options: GeminiCliOptions = {}): AgentBac
       child.stop();
     }
   }
+}
+
+/** The main session file and any subagent session files, each parsed by the Gemini transcript parser. */
+export function parseGeminiTranscripts(transcripts: RawTranscripts): ParsedTranscripts {
+  const main = parseGeminiTranscript(transcripts.main);
+  const subagents = [...main.subagents];
+  const warnings = [...main.warnings];
+  for (const subagent of transcripts.subagents ?? []) {
+    const parsed = parseGeminiTranscript(subagent.rawTranscript, { conversationId: subagent.id });
+    const thread = parsed.subagents.find((entry) => entry.id === subagent.id);
+    subagents.push({ id: subagent.id, rawTranscript: subagent.rawTranscript, blocks: thread?.blocks ?? parsed.blocks });
+    warnings.push(...parsed.warnings);
+  }
+  return { ...main, subagents, warnings };
 }
 
 function* fallbackNotice(events: TurnEvents, nativeSessionId: string): Generator<StreamEventDraft> {

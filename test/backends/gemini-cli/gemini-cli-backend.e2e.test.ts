@@ -78,6 +78,12 @@ describe.sequential('gemini-cli back end (real CLI)', () => {
       checkEventStream(first);
       const saved = await backend().readSessionTranscripts!(nativeSessionId, workspace);
       expect(saved?.main).toContain('MARMALADE');
+      const parsed = backend().parseTranscripts!(saved!);
+      expect(parsed.warnings).toEqual([]);
+      expect(parsed.blocks.some((block) => block.type === 'user_message' && block.content.includes('The code word is MARMALADE.'))).toBe(true);
+      expect(parsed.blocks.filter((block) => block.type === 'assistant_text').map((block) => (block.type === 'assistant_text' ? block.content : ''))).toEqual([
+        'Noted: the code word is MARMALADE.',
+      ]);
 
       await rm(folders.home, { recursive: true, force: true });
       expect(await backend().readSessionTranscripts!(nativeSessionId, workspace)).toBeUndefined();
