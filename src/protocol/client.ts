@@ -71,7 +71,7 @@ export class ProtocolClient {
   /** Last delivered `seq` per kind and session. */
   private readonly lastSeqs = new Map<string, { kind: EventKind; sessionId: string; channelId?: string; seq: number }>();
   private subscriptions: { all: boolean; sessionIds: Set<string> } = { all: false, sessionIds: new Set() };
-  /** Event notifications held while a reconnect replays what was missed. */
+  /** Notifications held while a reconnect replays what was missed. */
   private held: NotificationEnvelope[] | undefined;
   private closedByUser = false;
   /** Between open and the end of the handshake: a drop then fails the handshake instead of scheduling a reconnect. */
@@ -250,6 +250,9 @@ export class ProtocolClient {
     }
     this.transport = transport;
     this.handshaking = true;
+    // Live events can arrive as soon as the server accepts us: hold them until the replay is done,
+    // or one of them would move the resumption point past events not replayed yet.
+    if (state === 'reconnecting') this.held = [];
     transport.start({
       onMessage: (frame) => this.receive(frame),
       onClose: (event) => this.dropped(transport, event),
@@ -266,6 +269,7 @@ export class ProtocolClient {
       this.channel = info.channelId;
       if (state === 'reconnecting') await this.resync(controlCall);
     } catch (error) {
+      this.held = undefined;
       if (this.transport === transport) {
         this.transport = undefined;
         transport.close(1011, 'handshake failed');
@@ -291,7 +295,7 @@ export class ProtocolClient {
 
   /** Renews subscriptions, then replays every followed session from its last delivered `seq`. */
   private async resync(call: (method: MethodName, params: unknown) => Promise<unknown>): Promise<void> {
-    this.held = [];
+    this.held ??= [];
     try {
       if (this.subscriptions.all) await call('subscribe', {});
       else if (this.subscriptions.sessionIds.size > 0) await call('subscribe', { sessionIds: [...this.subscriptions.sessionIds] });
@@ -391,7 +395,8 @@ export class ProtocolClient {
       return;
     }
     if (inbound.kind === 'response') this.answer(inbound.response);
-    else if (this.held && (inbound.notification.method === 'channel_message' || inbound.notification.method === 'session_event')) this.held.push(inbound.notification);
+    // Every notification waits behind the replay, so a turn's `draft_status` still follows its events.
+    else if (this.held) this.held.push(inbound.notification);
     else this.dispatchNotification(inbound.notification);
   }
 

@@ -37,8 +37,8 @@ export interface ServerOptions {
   /** The back end for a role's `backend`/`model`; passed to the DraftService. */
   backendFor?: DraftServiceOptions['backendFor'];
   maxConcurrentWorkers?: number;
-  /** What compaction asks for summaries; default: one turn on `backendFor()` when given. */
-  summarize?: Summarizer;
+  /** What compaction asks for summaries; default: one turn on `backendFor()` when given; `false`: none (force_compact is UNSUPPORTED). */
+  summarize?: Summarizer | false;
   /** Opens the draft layer; default `createDraftService` from src/draft. */
   createDraftService?: (options: DraftServiceOptions) => Promise<DraftService>;
   /** Write `server.json` (default true). */
@@ -84,7 +84,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const token = await loadOrCreateToken(dataDir);
-  const summarize = options.summarize ?? (options.backendFor ? createBackendSummarizer(options.backendFor()) : undefined);
+  const summarize = options.summarize === false ? undefined : (options.summarize ?? (options.backendFor ? createBackendSummarizer(options.backendFor()) : undefined));
   const manager = await createSessionManager({ dataDir, projectRoot, ...(summarize ? { summarize } : {}) });
   let drafts: DraftService;
   try {

@@ -163,6 +163,33 @@ describe('ProtocolClient', () => {
     client.close();
   });
 
+  it('holds live events that arrive before the replay (even before the handshake ends) and delivers them after it', async () => {
+    const peer = new FakePeer();
+    const client = makeClient(peer);
+    const seen: string[] = [];
+    client.on('channel_message', (message) => seen.push(`event ${message.event.seq}`));
+    client.on('draft_status', (status) => seen.push(`status ${status.turnCount}`));
+    await client.connect();
+    peer.append(textDelta('s1', 0));
+    peer.notify('channel_message', { channelId: 'channel-0', sessionId: 's1', event: textDelta('s1', 0) });
+    await vi.waitFor(() => expect(seen).toEqual(['event 0']));
+    peer.drop();
+    for (let seq = 1; seq < 4; seq += 1) peer.append(textDelta('s1', seq));
+    peer.handler = (method) => {
+      if (method === 'server_info' && peer.connections === 2) {
+        // The server already streams to the new connection before it answered anything.
+        peer.append(textDelta('s1', 4));
+        peer.notify('channel_message', { channelId: 'channel-0', sessionId: 's1', event: textDelta('s1', 4) });
+        peer.notify('draft_status', { sessionId: 's1', role: 'dev', turnCount: 1, costUsd: 0, contextPct: null, lastActivity: 'now' });
+      }
+      return undefined;
+    };
+    await waitForState(client, 'connected');
+    await vi.waitFor(() => expect(seen).toHaveLength(6));
+    expect(seen).toEqual(['event 0', 'event 1', 'event 2', 'event 3', 'event 4', 'status 1']);
+    client.close();
+  });
+
   it('renews its subscriptions before replaying after a reconnect', async () => {
     const peer = new FakePeer();
     const client = makeClient(peer);

@@ -5,12 +5,13 @@ import WebSocket from 'ws';
 import { createScriptedBackend, type AgentBackend, type ScriptedBackend } from '../../src/backends/index.js';
 import { ProtocolClient, webSocketTransport, type ProtocolClientOptions, type WebSocketLike } from '../../src/protocol/index.js';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/server/index.js';
-import { fakeDraftService } from './fake-draft-service.js';
 
 export interface TestServer {
   server: RunningServer;
   root: string;
   dataDir: string;
+  /** The project's name (the temp folder's) and a task in it, `first-task`. */
+  project: string;
   backend: ScriptedBackend;
   logs: Array<{ level: string; message: string }>;
   /** A typed client on `channel` (default: a new one). `sockets` collects the client-side sockets it opens. */
@@ -22,8 +23,8 @@ export interface TestServer {
 }
 
 /**
- * Starts a server in this process on port 0 over a temp project folder. The draft layer is the
- * contract-following test double until src/draft lands (see fake-draft-service.ts).
+ * Starts a server in this process on port 0 over a temp project folder, with the real draft layer
+ * on one scripted back end, and a task `first-task` to draft into.
  */
 export async function startTestServer(options: Partial<ServerOptions> & { backend?: ScriptedBackend } = {}): Promise<TestServer> {
   const root = await mkdtemp(join(tmpdir(), 'parley-server-'));
@@ -36,18 +37,21 @@ export async function startTestServer(options: Partial<ServerOptions> & { backen
     startServer({
       projectRoot: root,
       dataDir,
-      createDraftService: fakeDraftService(backend as AgentBackend),
+      backendFor: () => backend as AgentBackend,
       log: (level, message) => logs.push({ level, message }),
       ...options,
       ...extra,
     });
   const state: { server: RunningServer } = { server: await open() };
+  const project = (await state.server.drafts.listProjects()).find((entry) => entry.current)!.name;
+  await state.server.drafts.createTask({ project, title: 'First task', slug: 'first-task' });
   const harness: TestServer = {
     get server() {
       return state.server;
     },
     root,
     dataDir,
+    project,
     backend,
     logs,
     async client(clientOptions = {}) {

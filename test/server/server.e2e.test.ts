@@ -1,4 +1,4 @@
-import { readFile, stat } from 'node:fs/promises';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type WebSocket from 'ws';
@@ -20,8 +20,11 @@ afterEach(async () => {
   harness = undefined;
 });
 
+let project = '';
+
 async function setup(options: Parameters<typeof startTestServer>[0] = {}): Promise<TestServer> {
   harness = await startTestServer(options);
+  project = harness.project;
   return harness;
 }
 
@@ -162,15 +165,17 @@ describe('JSON-RPC errors', () => {
     expect(missing.reason).toBe('SESSION_NOT_FOUND');
     expect(missing.message).toContain('no-such-session');
     expect((await errorOf(client.request('undraft'))).code).toBe(-32005);
-    expect((await errorOf(client.request('cancel'))).code).toBe(-32005);
-    expect((await errorOf(client.request('draft', { role: 'dev', project: 'demo', task: 'no-task' }))).code).toBe(RpcErrorCode.NOT_FOUND);
-    expect((await errorOf(client.request('draft', { role: 'nobody', project: 'demo', task: 'first-task' }))).code).toBe(RpcErrorCode.NOT_FOUND);
-    await client.request('draft', { role: 'dev', project: 'demo', task: 'first-task' });
-    const twice = await errorOf(client.request('draft', { role: 'qa', project: 'demo', task: 'first-task' }));
+    expect(await client.request('cancel')).toEqual({ cancelled: false });
+    expect((await errorOf(client.request('draft', { role: 'dev', project, task: 'no-task' }))).code).toBe(RpcErrorCode.NOT_FOUND);
+    expect((await errorOf(client.request('draft', { role: 'nobody', project, task: 'first-task' }))).code).toBe(RpcErrorCode.NOT_FOUND);
+    await client.request('draft', { role: 'dev', project, task: 'first-task' });
+    const twice = await errorOf(client.request('draft', { role: 'qa', project, task: 'first-task' }));
     expect(twice.code).toBe(-32004);
     expect(twice.reason).toBe('DRAFT_ALREADY_ACTIVE');
-    expect((await errorOf(client.request('kill_agent', { agentId: 'ghost' }))).code).toBe(RpcErrorCode.NOT_FOUND);
     const { sessionId } = (await client.request('get_draft_status')).session!;
+    const notAWorker = await errorOf(client.request('kill_agent', { agentId: sessionId }));
+    expect(notAWorker.code).toBe(RpcErrorCode.INVALID_PARAMS);
+    expect(notAWorker.message).toContain('undraft');
     await client.request('archive_session', { sessionId });
     const archived = await errorOf(client.request('clear_messages', { sessionId }));
     expect(archived.code).toBe(RpcErrorCode.INVALID_STATE);
@@ -182,8 +187,8 @@ describe('drafts over the wire (seed 000)', () => {
   it('draft, submit_prompt streams channel_message events the reducer rebuilds, draft_status after the turn, undraft', async () => {
     const test = await setup();
     const client = await test.client();
-    const drafted = await client.request('draft', { role: 'product-analyst', project: 'demo', task: 'first-task' });
-    expect(drafted).toMatchObject({ taskSlug: 'first-task', project: 'demo' });
+    const drafted = await client.request('draft', { role: 'product-analyst', project, task: 'first-task' });
+    expect(drafted).toMatchObject({ taskSlug: 'first-task', project });
     const status = await client.request('get_draft_status');
     expect(status).toMatchObject({ active: true, session: { sessionId: drafted.sessionId, role: 'product-analyst', turnCount: 0 } });
     const { events, done } = turnEvents(client);
@@ -208,7 +213,11 @@ describe('drafts over the wire (seed 000)', () => {
     const answer = await client.request('submit_prompt', { content: 'do it', role: 'dev' });
     expect(answer.mode).toBe('dispatch');
     if (answer.mode !== 'dispatch') return;
-    expect(answer.result).toMatchObject({ role: 'dev', status: 'completed', summary: 'Echo: do it' });
+    expect(answer.result).toMatchObject({ role: 'dev', status: 'completed', timedOut: false, sessionId: answer.sessionId });
+    // The scripted back end answers an output schema with a sample of it; the draft layer parsed it.
+    expect(answer.result.output).toMatchObject({ status: expect.any(String) as string, summary: expect.any(String) as string });
+    const session = await client.request('get_session', { sessionId: answer.sessionId });
+    expect(session.lastSeq).toBeGreaterThan(0);
   });
 
   it('a second submit_prompt while the turn runs is TURN_IN_PROGRESS; cancel ends the turn cleanly', async () => {
@@ -216,7 +225,7 @@ describe('drafts over the wire (seed 000)', () => {
     const hold = gate();
     test.backend.enqueue([step.text('partial answer'), step.wait(hold.promise), step.text('never')]);
     const client = await test.client();
-    const { sessionId } = await client.request('draft', { role: 'dev', project: 'demo', task: 'first-task' });
+    const { sessionId } = await client.request('draft', { role: 'dev', project, task: 'first-task' });
     const { events, done } = turnEvents(client);
     await client.request('submit_prompt', { content: 'long job' });
     await vi.waitFor(() => expect(events.some((event) => event.type === 'text_delta')).toBe(true));
@@ -233,8 +242,9 @@ describe('drafts over the wire (seed 000)', () => {
     const test = await setup();
     const alice = await test.client({ channel: 'alice' });
     const bob = await test.client({ channel: 'bob' });
-    const a = await alice.request('draft', { role: 'dev', project: 'demo', task: 'first-task' });
-    const b = await bob.request('draft', { role: 'qa', project: 'demo', task: 'first-task' });
+    await bob.request('create_task', { project, title: 'Second task', slug: 'second-task' });
+    const a = await alice.request('draft', { role: 'dev', project, task: 'first-task' });
+    const b = await bob.request('draft', { role: 'qa', project, task: 'second-task' });
     expect(a.sessionId).not.toBe(b.sessionId);
     const aliceTurn = turnEvents(alice);
     const bobTurn = turnEvents(bob);
@@ -254,7 +264,7 @@ describe('drafts over the wire (seed 000)', () => {
     const second = await test.client();
     expect(first.channelId).toBeDefined();
     expect(first.channelId).not.toBe(second.channelId);
-    const { sessionId } = await first.request('draft', { role: 'dev', project: 'demo', task: 'first-task' });
+    const { sessionId } = await first.request('draft', { role: 'dev', project, task: 'first-task' });
     expect(await second.request('get_draft_status')).toEqual({ active: false });
     const channel = first.channelId!;
     first.close();
@@ -269,7 +279,7 @@ describe('drafts over the wire (seed 000)', () => {
     test.backend.enqueue([step.text('first half of the answer'), step.wait(hold.promise), step.text('second half of the answer')]);
     const sockets: WebSocket[] = [];
     const client = await test.client({ sockets });
-    const { sessionId } = await client.request('draft', { role: 'dev', project: 'demo', task: 'first-task' });
+    const { sessionId } = await client.request('draft', { role: 'dev', project, task: 'first-task' });
     const { events, done } = turnEvents(client);
     await client.request('submit_prompt', { content: 'stream please' });
     await vi.waitFor(() => expect(events.some((event) => event.type === 'text_delta')).toBe(true));
@@ -291,12 +301,12 @@ describe('sessions over the wire', () => {
   it('list_sessions filters, get_session, get_messages, get_checkpoint, get_events after a seq, clear_messages, archive_session', async () => {
     const test = await setup();
     const client = await test.client();
-    const { sessionId } = await client.request('draft', { role: 'dev', project: 'demo', task: 'first-task' });
+    const { sessionId } = await client.request('draft', { role: 'dev', project, task: 'first-task' });
     const turn = turnEvents(client);
     await client.request('submit_prompt', { content: 'one' });
     await turn.done;
     await client.request('undraft');
-    const other = await client.request('draft', { role: 'qa', project: 'demo', task: 'first-task' });
+    const other = await client.request('draft', { role: 'qa', project, task: 'first-task' });
 
     const all = await client.request('list_sessions');
     expect(all.sessions.map((session) => session.sessionId).sort()).toEqual([sessionId, other.sessionId].sort());
@@ -340,7 +350,7 @@ describe('sessions over the wire', () => {
     const drafter = await test.client();
     const watcher = await test.client();
     const bystander = await test.client();
-    const { sessionId } = await drafter.request('draft', { role: 'dev', project: 'demo', task: 'first-task' });
+    const { sessionId } = await drafter.request('draft', { role: 'dev', project, task: 'first-task' });
     const updates: Array<NotificationParams<'session_updated'>> = [];
     const events: StreamEvent[] = [];
     watcher.on('session_updated', (update) => updates.push(update));
@@ -362,7 +372,7 @@ describe('sessions over the wire', () => {
     const created: string[] = [];
     everything.on('session_updated', (update) => update.action === 'created' && created.push(update.sessionId));
     await drafter.request('undraft');
-    const next = await drafter.request('draft', { role: 'qa', project: 'demo', task: 'first-task' });
+    const next = await drafter.request('draft', { role: 'qa', project, task: 'first-task' });
     await vi.waitFor(() => expect(created).toEqual([next.sessionId]));
   });
 
@@ -370,7 +380,7 @@ describe('sessions over the wire', () => {
     const summary = { completed: ['greeted the user'], inProgress: [], pending: ['write the tests'], decisions: [], blockers: [] };
     const test = await setup({ summarize: () => Promise.resolve(JSON.stringify(summary)) });
     const client = await test.client();
-    const { sessionId } = await client.request('draft', { role: 'dev', project: 'demo', task: 'first-task' });
+    const { sessionId } = await client.request('draft', { role: 'dev', project, task: 'first-task' });
     expect((await errorOf(client.request('force_compact', { sessionId }))).code).toBe(RpcErrorCode.INVALID_STATE);
     for (let index = 0; index < 6; index += 1) {
       const turn = turnEvents(client);
@@ -397,8 +407,8 @@ describe('sessions over the wire', () => {
   });
 
   it('force_compact without a summarizer is UNSUPPORTED', async () => {
-    const client = await (await setup()).client();
-    const { sessionId } = await client.request('draft', { role: 'dev', project: 'demo', task: 'first-task' });
+    const client = await (await setup({ summarize: false })).client();
+    const { sessionId } = await client.request('draft', { role: 'dev', project, task: 'first-task' });
     const turn = turnEvents(client);
     await client.request('submit_prompt', { content: 'hello' });
     await turn.done;
@@ -409,17 +419,25 @@ describe('sessions over the wire', () => {
 });
 
 describe('projects, tasks, roles, agents, server_info', () => {
-  it('answer with the draft layer\'s data', async () => {
+  it('answer with the draft layer\'s data; a malformed role file is reported by file and field', async () => {
     const test = await setup();
+    await mkdir(join(test.dataDir, 'roles'), { recursive: true });
+    await writeFile(join(test.dataDir, 'roles', 'broken.md'), '---\npermissions: [fly]\n---\nYou are broken.\n');
     const client = await test.client();
-    expect((await client.request('list_projects')).projects).toEqual([expect.objectContaining({ name: 'demo', current: true })]);
-    expect((await client.request('create_project', { name: 'other', description: 'x' })).project).toMatchObject({ name: 'other' });
-    expect((await client.request('create_task', { project: 'demo', title: 'Second task' })).task).toMatchObject({ slug: 'second-task', project: 'demo' });
-    expect((await client.request('list_tasks', { project: 'demo' })).tasks.map((task) => task.slug)).toEqual(['first-task', 'second-task']);
+    expect((await client.request('list_projects')).projects).toEqual([expect.objectContaining({ name: project, current: true, path: test.root })]);
+    const created = (await client.request('create_project', { name: 'other-project', path: join(test.root, 'other'), description: 'x' })).project;
+    expect(created).toMatchObject({ name: 'other-project', current: false });
+    expect((await client.request('list_projects')).projects.map((entry) => entry.name)).toEqual([project, 'other-project']);
+    expect((await client.request('create_task', { project, title: 'Second task' })).task).toMatchObject({ slug: 'second-task', project, state: 'open' });
+    expect((await client.request('list_tasks', { project })).tasks.map((task) => task.slug).sort()).toEqual(['first-task', 'second-task']);
+    expect((await errorOf(client.request('list_tasks', { project: 'nowhere' }))).code).toBe(RpcErrorCode.NOT_FOUND);
     const roles = await client.request('list_roles', {});
-    expect(roles.roles.find((role) => role.name === 'product-analyst')?.permissions).toEqual(['agent-draft', 'projects-list', 'projects-create']);
-    expect(roles.errors[0]).toMatchObject({ file: 'roles/broken.md', field: 'permissions.0' });
+    expect(roles.roles.find((role) => role.name === 'product-analyst')?.permissions.sort()).toEqual(['agent-draft', 'projects-create', 'projects-list']);
+    expect(roles.roles.map((role) => role.name)).toEqual(expect.arrayContaining(['dev', 'qa']));
+    expect(roles.errors).toEqual([expect.objectContaining({ file: expect.stringContaining('broken.md') as string, field: expect.stringContaining('permissions') as string })]);
     expect(await client.request('list_agents')).toEqual({ agents: [] });
+    const { sessionId } = await client.request('draft', { role: 'dev', project, task: 'first-task' });
+    expect((await client.request('list_agents')).agents).toEqual([expect.objectContaining({ kind: 'draft', sessionId, channelId: client.channelId })]);
     const info = await client.request('server_info');
     expect(info).toMatchObject({ name: 'parley', protocolVersion: 1, channelId: client.channelId, projectRoot: test.root });
     expect(info.methods).toContain('submit_prompt');
@@ -435,7 +453,7 @@ describe('shutdown', () => {
     const hold = gate();
     test.backend.enqueue([step.text('working'), step.wait(hold.promise)]);
     const client = await test.client({ client: { reconnect: false } });
-    const { sessionId } = await client.request('draft', { role: 'dev', project: 'demo', task: 'first-task' });
+    const { sessionId } = await client.request('draft', { role: 'dev', project, task: 'first-task' });
     const { events } = turnEvents(client);
     await client.request('submit_prompt', { content: 'go' });
     await vi.waitFor(() => expect(events.some((event) => event.type === 'text_delta')).toBe(true));

@@ -1,2 +1,3 @@
 export * from './script.js';
 export * from './scripted-backend.js';
+export * from './script-file.js';

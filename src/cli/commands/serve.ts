@@ -1,0 +1,122 @@
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Command } from 'commander';
+import {
+  createConfiguredBackend,
+  createScriptedBackend,
+  loadScriptFile,
+  resolveBackendConfig,
+  type AgentBackend,
+} from '../../backends/index.js';
+import { ParleyError } from '../../conversation/index.js';
+import { startServer, type RunningServer } from '../../server/index.js';
+import { createBackendSummarizer } from '../../sessions/index.js';
+import { resolveDataDir } from '../options.js';
+
+/** The default port of `parley serve` (`--port 0` picks any free one). */
+export const DEFAULT_PORT = 7433;
+
+/** Environment variable naming a scripted back-end script (JSON) that every agent of this server plays. */
+export const SCRIPTED_SCRIPT_VARIABLE = 'PARLEY_SCRIPTED_SCRIPT';
+
+/**
+ * `parley serve`: serves the project in the current folder over JSON-RPC (WebSocket) and the web UI.
+ * Prints the web UI's URL (with the token) and the WebSocket URL; writes server.json (mode 0600)
+ * in the data folder; SIGTERM or SIGINT ends running turns cleanly, saves state and exits.
+ */
+export function register(program: Command): void {
+  program
+    .command('serve')
+    .description('Serve this project to the TUI and the web UI (JSON-RPC 2.0 over WebSocket)')
+    .option('--port <port>', `port to listen on (default ${DEFAULT_PORT}; 0: any free port)`, parsePort)
+    .option('--host <host>', 'address to listen on (default 127.0.0.1; anything else is reachable from the network)')
+    .option('--web-root <dir>', 'folder of the web UI to serve (default: the built dist/web)')
+    .action(async (options: { port?: number; host?: string; webRoot?: string }, command: Command) => {
+      const projectRoot = process.cwd();
+      const dataDir = resolveDataDir(command);
+      const scriptPath = process.env[SCRIPTED_SCRIPT_VARIABLE];
+      let backendFor: ((name?: string, model?: string) => AgentBackend) | undefined;
+      if (scriptPath) {
+        // One shared instance, so the script's turns play in order across every agent.
+        const scripted = createScriptedBackend(await loadScriptFile(resolve(scriptPath)));
+        backendFor = () => scripted;
+      }
+      const config = await resolveBackendConfig({ projectDir: projectRoot, dataDir });
+      if (config.notice && !scriptPath) process.stderr.write(`parley: ${config.notice}\n`);
+      for (const warning of config.warnings) process.stderr.write(`parley: ${warning}\n`);
+      const summarize = config.reason === 'fallback' || scriptPath ? undefined : createBackendSummarizer(createConfiguredBackend(config));
+      const webRoot = options.webRoot !== undefined ? resolve(options.webRoot) : defaultWebRoot();
+      let server: RunningServer;
+      try {
+        server = await startServer({
+          projectRoot,
+          dataDir,
+          port: options.port ?? DEFAULT_PORT,
+          ...(options.host !== undefined ? { host: options.host } : {}),
+          ...(webRoot ? { webRoot } : {}),
+          ...(backendFor ? { backendFor } : {}),
+          ...(summarize ? { summarize } : {}),
+        });
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+          throw new ParleyError('PORT_IN_USE', `Port ${options.port ?? DEFAULT_PORT} is in use (another parley serve?). Choose one with --port, or --port 0 for any free port.`, { fault: 'user' });
+        }
+        throw error;
+      }
+      if (server.recovered.recovered > 0) process.stdout.write(`Recovered ${server.recovered.recovered} active draft(s).\n`);
+      process.stdout.write(
+        `Parley is serving ${projectRoot}\n` +
+          `  web UI:   ${server.url}\n` +
+          `  JSON-RPC: ${server.wsUrl} (token and URL in ${join(dataDir, 'server.json')})\n` +
+          `Parley server ready: ${server.url}\n`,
+      );
+      await waitForSignal(server);
+    });
+}
+
+function parsePort(value: string): number {
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+    throw new ParleyError('INVALID_INPUT', `--port must be a whole number from 0 to 65535, not "${value}".`, { fault: 'user' });
+  }
+  return port;
+}
+
+/** dist/web beside the built CLI, when it was built. */
+function defaultWebRoot(): string | undefined {
+  const here = dirname(fileURLToPath(import.meta.url));
+  for (const candidate of [resolve(here, '..', '..', 'web'), resolve(here, '..', '..', '..', 'dist', 'web')]) {
+    if (existsSync(join(candidate, 'index.html'))) return candidate;
+  }
+  return undefined;
+}
+
+/** Resolves after a graceful shutdown on SIGTERM or SIGINT; a second signal exits at once. */
+function waitForSignal(server: RunningServer): Promise<void> {
+  return new Promise((done) => {
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        process.stderr.write(`parley: ${signal} again; exiting without waiting.\n`);
+        process.exit(130);
+      }
+      stopping = true;
+      process.stderr.write(`parley: ${signal}: ending running turns and saving state…\n`);
+      server.close().then(
+        () => {
+          process.off('SIGTERM', stop);
+          process.off('SIGINT', stop);
+          done();
+        },
+        (error: unknown) => {
+          process.stderr.write(`parley: shutdown failed: ${String(error)}\n`);
+          process.exitCode = 1;
+          done();
+        },
+      );
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+  });
+}
