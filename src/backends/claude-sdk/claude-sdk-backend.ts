@@ -9,6 +9,7 @@ import type {
   BackendDescription,
   ExecuteRequest,
   ModelInfo,
+  ParsedTranscripts,
   RawTranscripts,
   Workspace,
 } from '../agent-backend.js';
@@ -20,6 +21,7 @@ import { defaultConfigDir, findTranscript, nativeIdFor, readCostState, readTrans
 import { writeAgentProfile } from './profile.js';
 import { cachedLoader, ClaudeSdkNotInstalledError, importClaudeAgentSdk, type SdkLoader } from './sdk-loader.js';
 import { CLAUDE_SDK_BACKEND_NAME, ClaudeTurnMapper } from './turn-mapper.js';
+import { parseClaudeSdkTranscripts } from './transcripts.js';
 
 /** Claude Code's own default when no model is named. */
 export const CLAUDE_SDK_DEFAULT_MODEL = 'claude-opus-5-5';
@@ -140,6 +142,10 @@ export function createClaudeSdkBackend(options: ClaudeSdkBackendOptions = {}): A
 
     readSessionTranscripts(nativeSessionId: string, workspace: Workspace): Promise<RawTranscripts | undefined> {
       return readTranscripts(configDir(), nativeSessionId, workspace.cwd);
+    },
+
+    parseTranscripts(transcripts: RawTranscripts): ParsedTranscripts {
+      return parseClaudeSdkTranscripts(transcripts);
     },
   };
 

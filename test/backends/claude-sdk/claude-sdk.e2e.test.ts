@@ -274,6 +274,12 @@ describe.sequential('claude-sdk back end (real SDK and CLI, fake API)', () => {
       const saved = await backend.readSessionTranscripts!(nativeSessionId, workspace);
       expect(saved?.main).toContain('PINEAPPLE');
       expect(saved?.main).toContain(`"sessionId":"${nativeSessionId}"`);
+      const parsed = backend.parseTranscripts!(saved!);
+      expect(parsed.nativeSessionId).toBe(nativeSessionId);
+      expect(parsed.blocks.filter((block) => block.type === 'user_message' || block.type === 'assistant_text').map((block) => block.content)).toEqual([
+        'Remember the word PINEAPPLE.',
+        'I will remember PINEAPPLE.',
+      ]);
 
       await rm(harness.configDir, { recursive: true, force: true });
       expect(await backend.readSessionTranscripts!(nativeSessionId, workspace)).toBeUndefined();
@@ -343,6 +349,16 @@ describe.sequential('claude-sdk back end (real SDK and CLI, fake API)', () => {
       expect(subagent?.output).toContain('Found three modules.');
       const thread = state.subagents.find((entry) => entry.id === 'toolu_agent1');
       expect(thread?.blocks.some((block) => block.type === 'assistant_text' && block.content === 'Found three modules.')).toBe(true);
+
+      // The saved transcripts carry the subagent's own file, and parse into its thread.
+      const nativeSessionId = finalMetadata(events).nativeSessionId!;
+      const saved = await backend.readSessionTranscripts!(nativeSessionId, harness.workspace);
+      expect(saved?.subagents).toHaveLength(1);
+      const parsed = backend.parseTranscripts!(saved!);
+      const parsedThread = parsed.subagents.find((entry) => entry.id === saved!.subagents![0]!.id);
+      expect(parsedThread?.rawTranscript).toBe(saved!.subagents![0]!.rawTranscript);
+      expect(parsedThread?.blocks.some((block) => block.type === 'assistant_text' && block.content === 'Found three modules.')).toBe(true);
+      expect(parsed.blocks.some((block) => block.type === 'subagent')).toBe(true);
     });
 
     it('reports Claude Code compaction as a compaction system block with trigger and preTokens', async () => {
