@@ -32,8 +32,9 @@ export const KNOWN_MODELS: readonly ModelInfo[] = [
   { id: 'o3', contextWindow: 200_000, maxOutputTokens: 100_000, pricing: price(2, 8, 0.5) },
   { id: 'o4-mini', contextWindow: 200_000, maxOutputTokens: 100_000, pricing: price(1.1, 4.4, 0.275) },
   // Anthropic (cache write = 5-minute cache)
-  // Current models: windows, output limits and list prices as Claude Code 2.1.329 (the CLI pinned with
-  // @anthropic-ai/claude-agent-sdk 0.3.329) reports them in `modelUsage`, measured against the fake API.
+  // Current models: context windows and list prices as Claude Code 2.1.329 (the CLI pinned with
+  // @anthropic-ai/claude-agent-sdk 0.3.329) reports them in `modelUsage`, measured against the fake API;
+  // output limits likewise, except claude-sonnet-4-6, for which the CLI reports its own 32k cap.
   { id: 'claude-opus-5-5', contextWindow: 1_000_000, maxOutputTokens: 128_000, pricing: price(4, 20, 0.2, 5) },
   { id: 'claude-sonnet-5-5', contextWindow: 1_000_000, maxOutputTokens: 128_000, pricing: price(2, 10, 0.1, 2.5) },
   { id: 'claude-haiku-5-5', contextWindow: 1_000_000, maxOutputTokens: 128_000, pricing: price(0.1, 0.5, 0.01, 0.125) },
