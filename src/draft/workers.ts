@@ -298,12 +298,17 @@ export class Workers {
       ]);
     }
     let text = '';
+    let structured: string | undefined;
     let error: { code: string; message: string } | undefined;
     try {
       for await (const draft of backend.execute(executeRequest).events) {
         const event = readdress(draft, target.conversationId);
         if (draft.conversationId === MAIN_CONVERSATION) {
           if (draft.type === 'block_complete' && draft.block.type === 'assistant_text') text = draft.block.content;
+          // Back ends that enforce an output schema through a tool (Claude Code's `StructuredOutput`) carry the answer in its input.
+          if (draft.type === 'block_complete' && draft.block.type === 'tool_use' && /(^|_)StructuredOutput$/.test(draft.block.name) && draft.block.status === 'success') {
+            structured = JSON.stringify(draft.block.input);
+          }
           if (draft.type === 'block_complete' && draft.block.type === 'system' && draft.block.subtype === 'error') {
             error = { code: codeOf(draft.block.data) ?? 'WORKER_FAILED', message: draft.block.content };
           }
@@ -325,7 +330,8 @@ export class Workers {
         { type: 'metadata_update', conversationId: target.conversationId, at, metadata: { turnComplete: true, stopReason: 'error' } },
       ]);
     }
-    return error ? { text, error } : { text };
+    const answer = structured ?? text;
+    return error ? { text: answer, error } : { text: answer };
   }
 
   private addMetadata(record: WorkerRecord, metadata: { usage?: Usage; costUsd?: number; costUnknown?: boolean }): void {
