@@ -9,6 +9,6 @@ export * from './compaction.js';
 export * from './context-builder.js';
 export * from './projection.js';
 export * from './request-builder.js';
-export * from './session-requests.js';
+export { RalphLoopPatchSchema, type AgentTypeSettings, type PreviewedRequest, type RalphLoopPatch, type RequestOptions, type ResolvedSettings } from './session-requests.js';
 export * from './summarizer.js';
 export * from './import/index.js';

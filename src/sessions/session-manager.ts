@@ -10,6 +10,7 @@ import {
   MAIN_CONVERSATION,
   NewMessageSchema,
   TokenCounter,
+  createTokenizer,
   type ChatMessage,
   type ConversationBlock,
   type ConversationState,
@@ -40,7 +41,7 @@ import type { CompactionSettings, CompactionStatus } from './compaction.js';
 import type { ContextOptions } from './context-builder.js';
 import { SessionError } from './errors.js';
 import type { BuiltRequest } from './request-builder.js';
-import { RequestLayer, type AgentTypeSettings, type PreviewedRequest, type RalphLoopPatch, type RequestOptions } from './session-requests.js';
+import { checkBudget, RequestLayer, type AgentTypeSettings, type PreviewedRequest, type RalphLoopPatch, type RequestOptions } from './session-requests.js';
 import type { Summarizer } from './summarizer.js';
 import { checkSessionId, GetOrCreateSessionOptionsSchema, scopedSessionId, type GetOrCreateSessionOptions } from './session-ids.js';
 import { TypedEmitter } from './typed-emitter.js';
@@ -131,6 +132,8 @@ interface LiveSession {
  * `close()` releases the data folder.
  */
 export async function createSessionManager(options: SessionManagerOptions): Promise<SessionManager> {
+  // Checked before a store is opened, so a bad option never leaves a data folder locked.
+  checkBudget(options.tokenBudget ?? DEFAULT_TOKEN_BUDGET, options.compactionThreshold ?? DEFAULT_COMPACTION_THRESHOLD, 'createSessionManager');
   let store = options.store;
   let ownsStore = false;
   const warnings: StoreWarning[] = [];
@@ -183,7 +186,8 @@ export class SessionManager {
     this.countTokens = options.countTokens ?? estimateTokens;
     this.requests = new RequestLayer({
       store,
-      counter: new TokenCounter(),
+      // A caller's own counter (their model's tokenizer) is used for requests too; the BPE one otherwise.
+      counter: new TokenCounter(options.countTokens ? { tokenizer: createTokenizer({ load: async () => options.countTokens!, encoding: 'custom' }) } : {}),
       clock: this.clock,
       tokenBudget: this.tokenBudget,
       compactionThreshold: this.compactionThreshold,

@@ -176,7 +176,7 @@ export class RequestLayer {
     let compacted = false;
     if (this.autoArmed(sessionId)) {
       const measured = measureRequest(gathered.sources, this.options.counter, budget);
-      if (measured.totalTokens >= thresholdTokens(gathered.settings)) {
+      if (compactionHelps(measured, gathered.settings)) {
         const result = await this.compaction.compact(sessionId, { trigger: 'auto', userMessage, ...(options.signal ? { signal: options.signal } : {}) });
         if (result.ok) {
           compacted = true;
@@ -199,7 +199,7 @@ export class RequestLayer {
     const budget = this.budget(sessionId, gathered.settings);
     const measured = measureRequest(gathered.sources, this.options.counter, budget);
     const request = assembleRequest(gathered.sources, this.options.counter, budget);
-    return { ...request, wouldCompact: this.autoArmed(sessionId) && measured.totalTokens >= thresholdTokens(gathered.settings) };
+    return { ...request, wouldCompact: this.autoArmed(sessionId) && compactionHelps(measured, gathered.settings) };
   }
 
   /** Compacts now (or joins the compaction running); rejects with the reason when it fails, after the error event. */
@@ -346,9 +346,9 @@ export class RequestLayer {
     const settings = this.settingsFor(record);
     const projection = this.project(sessionId, conversation.blocks, this.loadedCheckpoints.get(sessionId), record.clearedThroughSeq ?? -1);
     const ratio = this.calibrationOf(sessionId).ratio;
-    let tokens = fixed;
-    for (const unit of projection.messages) tokens += Math.ceil(this.options.counter.countKeyed(unit.key, unit.content) * ratio) + 1;
-    if (tokens < thresholdTokens(settings)) return;
+    let history = 0;
+    for (const unit of projection.messages) history += Math.ceil(this.options.counter.countKeyed(unit.key, unit.content) * ratio) + 1;
+    if (!compactionHelps({ totalTokens: fixed + history, sections: { conversation: history } }, settings)) return;
     const run = this.compaction.compact(sessionId, { trigger: 'auto' });
     this.background.add(run);
     void run.finally(() => this.background.delete(run));
@@ -533,6 +533,15 @@ export class RequestLayer {
 
 function thresholdTokens(settings: ResolvedSettings): number {
   return Math.floor(settings.tokenBudget * settings.compactionThreshold);
+}
+
+/**
+ * At the threshold, and only when the history is what fills the request: when the history already
+ * fits in the verbatim tail (a huge new message, a huge context), compacting could not cut it and
+ * would only count as a failure; fitting the request handles it instead.
+ */
+function compactionHelps(measured: { totalTokens: number; sections: { conversation: number } }, settings: ResolvedSettings): boolean {
+  return measured.totalTokens >= thresholdTokens(settings) && measured.sections.conversation > settings.tailTokens;
 }
 
 /** Validates manager-level budget options (session settings are validated by their schema). */

@@ -544,6 +544,38 @@ describe('requests', () => {
     expect((error as Error).message).toContain('rate limited');
   });
 
+  it('does not try to compact when the history is not what fills the request (a huge new message is cut instead)', async () => {
+    const summarizer = foldingSummarizer();
+    const manager = await open({ tokenBudget: 3_000, summarize: summarizer.summarize });
+    const events = recordEvents(manager);
+    const sessionId = await draftSession(manager);
+    await fill(manager, sessionId, 4, 20);
+    const request = await manager.buildRequest(sessionId, `Please read this: ${prose(6_000, 3)}`);
+    expect(request.totalTokens).toBeLessThanOrEqual(3_000);
+    expect(request.userPrompt).toContain('from the middle of your message');
+    expect(summarizer.prompts).toEqual([]);
+    expect(events.error).toEqual([]);
+    expect(manager.getCompactionStatus(sessionId).consecutiveFailures).toBe(0);
+  });
+
+  it("counts with the caller's own tokenizer when one is given", async () => {
+    const manager = await open({ countTokens: (text) => text.length });
+    const sessionId = await draftSession(manager);
+    const message = await manager.addMessage(sessionId, { role: 'user', content: 'twelve chars' });
+    expect(message.tokens).toBe(12);
+    const request = await manager.buildRequest(sessionId, 'abc');
+    expect(request.sections.userPrompt).toBe(3);
+    expect(request.estimatedTokens).toBeGreaterThanOrEqual(request.systemPrompt.length + 3);
+  });
+
+  it('refuses a bad budget or threshold before opening anything', async () => {
+    for (const options of [{ tokenBudget: 0 }, { tokenBudget: 1.5 }, { compactionThreshold: 0 }, { compactionThreshold: 1.2 }]) {
+      const error = await failure(createSessionManager({ store: createMemoryStore(), ...options }));
+      expect(isParleyError(error, 'INVALID_INPUT')).toBe(true);
+      expect((error as Error).message).toMatch(/createSessionManager: (tokenBudget|compactionThreshold) must be/);
+    }
+  });
+
   it('builds a request in the seed 002 layout with context from the project and the agent description', async () => {
     const manager = await open({ agentDescriptions: { dev: { extraInstructions: ['Use tabs.'] } } });
     const sessionId = await draftSession(manager);
