@@ -1,0 +1,44 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { ServerFileSchema, type ServerFile } from '../../src/protocol/index.js';
+
+const repo = resolve(import.meta.dirname, '..', '..');
+/** tsx's loader in this process's node: one process (no wrapper), so SIGKILL hits the server itself. */
+const loader = pathToFileURL(join(repo, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
+const main = join(repo, 'src', 'cli', 'main.ts');
+
+export interface ServeProcess {
+  child: ChildProcess;
+  info: ServerFile;
+  output(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Starts `parley serve --port 0` in `cwd` as its own process; resolves at the ready line with server.json. */
+export async function startServeProcess(cwd: string, env: Record<string, string> = {}): Promise<ServeProcess> {
+  const childEnv: Record<string, string | undefined> = { ...process.env, ...env };
+  delete childEnv['PARLEY_DATA_DIR'];
+  const child = spawn(process.execPath, ['--import', loader, main, 'serve', '--port', '0'], {
+    cwd,
+    env: childEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => child.once('exit', (code, signal) => done({ code, signal })));
+  await new Promise<void>((ready, fail) => {
+    const check = () => {
+      if (output.includes('Parley server ready:')) {
+        child.stdout!.off('data', check);
+        ready();
+      }
+    };
+    child.stdout!.on('data', check);
+    void exited.then(({ code, signal }) => fail(new Error(`parley serve exited (${code ?? signal}) before it was ready:\n${output}`)));
+  });
+  const info = ServerFileSchema.parse(JSON.parse(await readFile(join(cwd, '.parley', 'server.json'), 'utf8')));
+  return { child, info, output: () => output, exited };
+}
