@@ -148,8 +148,8 @@ export async function createSessionManager(options: SessionManagerOptions): Prom
     });
     ownsStore = true;
   }
-  // Counts are exact (BPE) from the first message; characters / 4 only if the tokenizer cannot load.
-  if (!options.countTokens) await loadTokenizer();
+  // The tokenizer loads in the background (a listing never waits for it); the first count awaits it.
+  if (!options.countTokens) void loadTokenizer();
   manager = new SessionManager(store, ownsStore, options);
   for (const warning of warnings) manager.reportWarning(warning);
   return manager;
@@ -364,6 +364,8 @@ export class SessionManager {
     }
     const input = parsed.data;
     const now = this.clock();
+    // Stored counts are exact (BPE) from the first message; characters / 4 only if the tokenizer cannot load.
+    if (this.countTokens === estimateTokens) await loadTokenizer();
     const tokens = this.countTokens(input.content);
     const metadata = { ...input.metadata, tokens };
     const block: ConversationBlock =
