@@ -50,7 +50,12 @@ export interface ClaudeCodeParserOptions {
   parentMessageIds?: ReadonlySet<string>;
   /** Keep the assistant message ids seen (`messageIds`), to pass to the subagent files' parsers. */
   collectMessageIds?: boolean;
-  /** Records held back for reordering (default 1024) and their size bound in bytes (default 16 MiB). */
+  /**
+   * Records held back so a rewind can take its abandoned branch out of the thread (default 256, at
+   * most 4 MiB of them). Larger windows cost throughput: the held records survive young-generation
+   * garbage collections. A rewind further back than the window is still marked, naming where the
+   * abandoned branch starts.
+   */
   windowRecords?: number;
   windowBytes?: number;
 }
@@ -156,8 +161,8 @@ export class ClaudeCodeParser implements TranscriptParser {
   constructor(private readonly options: ClaudeCodeParserOptions) {
     this.emit = options.emit;
     this.main = new Thread(options.conversationId ?? MAIN_CONVERSATION, true);
-    this.windowRecords = options.windowRecords ?? 1024;
-    this.windowBytesMax = options.windowBytes ?? 16 * 1024 * 1024;
+    this.windowRecords = options.windowRecords ?? 256;
+    this.windowBytesMax = options.windowBytes ?? 4 * 1024 * 1024;
   }
 
   line(text: string, lineNumber: number, terminated = true): void {

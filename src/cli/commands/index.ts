@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { register as backends } from './backends.js';
 import { register as chat } from './chat.js';
+import { register as importCommand } from './import.js';
 import { register as run } from './run.js';
 import { register as serve } from './serve.js';
 import { register as sessions } from './sessions.js';
@@ -12,4 +13,5 @@ export const commands: Array<(program: Command) => void> = [
   backends,
   serve,
   run,
+  importCommand,
 ];

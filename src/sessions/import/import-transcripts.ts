@@ -198,7 +198,8 @@ async function importClaudeCode(source: ClaudeCodeSource, context: Context): Pro
       context.progress({ phase: 'reading', sessionId, file: source.main, bytesRead, totalBytes: mainSize });
     },
   });
-  if (read.text !== undefined) copies.push({ name: 'claude-code.jsonl', text: read.text });
+  // Named as the session manager reads them back: `main`, and each thread's id (seed 004's saved data).
+  if (read.text !== undefined) copies.push({ name: 'main', text: read.text });
   const info = main.end();
   const warnings = [...main.warnings];
 
@@ -215,7 +216,7 @@ async function importClaudeCode(source: ClaudeCodeSource, context: Context): Pro
       keepText: size <= copyMax,
       afterChunk: (bytesRead) => writer.maybeFlush(bytesRead),
     });
-    if (subRead.text !== undefined) copies.push({ name: transcriptName(`agent-${agent.agentId}.jsonl`), text: subRead.text });
+    if (subRead.text !== undefined) copies.push({ name: transcriptName(agent.agentId), text: subRead.text });
     const subInfo = parser.end();
     warnings.push(...parser.warnings);
     if (!info.subagents.some((link) => link.subagentId === agent.agentId)) {
@@ -290,7 +291,7 @@ async function importGemini(source: GeminiSource, context: Context): Promise<Imp
   const start = await beginImport(context, sessionId, 'gemini-cli', source.main, nativeSessionId, [source.main, ...source.subagents.map((agent) => agent.path)]);
   if (start.unchanged !== undefined) return start.unchanged;
   const copies: Array<{ name: string; text: string }> = [];
-  if (read.text !== undefined) copies.push({ name: transcriptName(basename(source.main)), text: read.text });
+  if (read.text !== undefined) copies.push({ name: 'main', text: read.text });
   for (const event of events) start.writer.add(event);
 
   for (const agent of source.subagents) {
@@ -305,7 +306,7 @@ async function importGemini(source: GeminiSource, context: Context): Promise<Imp
     for (const event of subEvents) start.writer.add({ ...event, conversationId: subagentId });
     start.writer.add(unlinkedSubagent(subagentId, 'subagent', subInfo.firstUserMessage ?? '', subInfo.startedAt ?? 0));
     info.subagents.push({ subagentId, name: 'subagent', linked: false });
-    if (subRead.text !== undefined) copies.push({ name: transcriptName(`subagent-${basename(agent.path)}`), text: subRead.text });
+    if (subRead.text !== undefined) copies.push({ name: transcriptName(subagentId), text: subRead.text });
   }
   return finishImport(context, {
     sessionId,
@@ -346,7 +347,11 @@ async function importSeedLayout(source: SeedLayoutSource, context: Context): Pro
   });
   if (start.unchanged !== undefined) return start.unchanged;
   for (const event of parsed.events) start.writer.add(event);
-  const copies = paths.map((path) => ({ name: transcriptName(basename(path)), text: files[kindOf(source, path)] ?? '' }));
+  // The chat file is the session's raw transcript (`main`); the other files are kept under their own names.
+  const copies = paths.map((path) => {
+    const kind = kindOf(source, path);
+    return { name: kind === 'chat' ? 'main' : transcriptName(basename(path)), text: files[kind] ?? '' };
+  });
 
   const now = context.now();
   const iso = new Date(now).toISOString();

@@ -137,8 +137,10 @@ describe('importTranscripts: a Claude Code project folder', () => {
     const store = createMemoryStore();
     const result = await importTranscripts(CLAUDE, { store });
     expect(result.sessions[0]!.transcript).toBe('copied');
-    expect(await store.listTranscripts(`cc-${MAIN_ID}`)).toEqual([`agent-${AGENT_ID}.jsonl`, 'claude-code.jsonl', 'import-manifest.json']);
-    expect(await store.readTranscript(`cc-${MAIN_ID}`, 'claude-code.jsonl')).toBe(await fs.readFile(join(PROJECT, `${MAIN_ID}.jsonl`), 'utf8'));
+    // Named as the session manager reads them back: `main` and each thread's id.
+    expect(await store.listTranscripts(`cc-${MAIN_ID}`)).toEqual([AGENT_ID, 'import-manifest.json', 'main']);
+    expect(await store.readTranscript(`cc-${MAIN_ID}`, 'main')).toBe(await fs.readFile(join(PROJECT, `${MAIN_ID}.jsonl`), 'utf8'));
+    expect(await store.readTranscript(`cc-${MAIN_ID}`, AGENT_ID)).toBe(await fs.readFile(join(PROJECT, MAIN_ID, 'subagents', `agent-${AGENT_ID}.jsonl`), 'utf8'));
   });
 
   it('references large raw transcripts by path instead of copying them', async () => {
@@ -204,7 +206,7 @@ describe('importTranscripts: importing again', () => {
     const ids = state.blocks.map((block) => block.id);
     expect(new Set(ids).size).toBe(ids.length);
     expect((await store.getSession(`cc-${MAIN_ID}`))!.metrics).toMatchObject({ turns: 3, outputTokens: state.metrics.outputTokens });
-    expect(await store.readTranscript(`cc-${MAIN_ID}`, 'claude-code.jsonl')).toBe(await fs.readFile(file, 'utf8'));
+    expect(await store.readTranscript(`cc-${MAIN_ID}`, 'main')).toBe(await fs.readFile(file, 'utf8'));
     expect(await store.listCheckpoints(`cc-${MAIN_ID}`)).toHaveLength(1);
   });
 

@@ -1,0 +1,72 @@
+import type { Command } from 'commander';
+import { importTranscripts, type ImportProgress, type ImportResult } from '../../sessions/index.js';
+import { createFileStore } from '../../store/index.js';
+import { resolveDataDir } from '../options.js';
+
+/** `parley import <path>`: native transcripts become read-only sessions that `parley sessions` lists and `parley show` prints. */
+export function register(program: Command): void {
+  program
+    .command('import')
+    .description('Import Claude Code or Gemini CLI sessions (a file or a whole folder), or seed-layout sessions, as read-only sessions')
+    .argument(
+      '<path>',
+      'a session file, or a folder such as ~/.claude/projects/<project>/, ~/.gemini/tmp/<project>/chats/ or a seed-layout sessions folder',
+    )
+    .option('--json', 'print the result as JSON')
+    .action(async (path: string, options: { json?: boolean }, command: Command) => {
+      const store = await createFileStore({
+        dataDir: resolveDataDir(command),
+        onWarning: (warning) => process.stderr.write(`parley store: ${warning.message}\n`),
+      });
+      // Ctrl-C stops at the next chunk; what was written is kept and the next import finishes it.
+      const controller = new AbortController();
+      const stop = (): void => controller.abort();
+      process.once('SIGINT', stop);
+      const progress = process.stderr.isTTY && !options.json ? showProgress : undefined;
+      try {
+        const result = await importTranscripts(path, { store, signal: controller.signal, ...(progress ? { onProgress: progress } : {}) });
+        if (progress) process.stderr.write('\r\x1b[K');
+        process.stdout.write(options.json ? `${JSON.stringify(result, null, 2)}\n` : describe(result));
+      } finally {
+        process.off('SIGINT', stop);
+        await store.close();
+      }
+    });
+}
+
+function showProgress(progress: ImportProgress): void {
+  if (progress.phase !== 'reading' || progress.totalBytes === undefined || progress.bytesRead === undefined) return;
+  const percent = progress.totalBytes > 0 ? Math.floor((progress.bytesRead / progress.totalBytes) * 100) : 100;
+  process.stderr.write(`\r\x1b[Kimporting ${progress.sessionId ?? ''} ${percent}% (session ${progress.sessionsDone + 1} of ${progress.sessionsTotal})`);
+}
+
+const STATUS_WORD = { imported: 'new', updated: 'updated', unchanged: 'unchanged' } as const;
+
+function describe(result: ImportResult): string {
+  const count = (status: keyof typeof STATUS_WORD) => result.sessions.filter((session) => session.status === status).length;
+  const lines = [
+    `Imported ${result.sessions.length} session${result.sessions.length === 1 ? '' : 's'} from ${result.path} (${count('imported')} new, ${count('updated')} updated, ${count('unchanged')} unchanged):`,
+  ];
+  for (const session of result.sessions) {
+    const subagents = session.subagents > 0 ? `, ${session.subagents} subagent${session.subagents === 1 ? '' : 's'}` : '';
+    const written = session.status === 'updated' ? ` (${session.appendedBlocks} new)` : '';
+    const checkpoint = session.checkpoint ? ', checkpoint' : '';
+    const warnings = session.warnings > 0 ? `, ${session.warnings} warning${session.warnings === 1 ? '' : 's'}` : '';
+    lines.push(
+      `  ${session.sessionId}  ${session.source}  ${STATUS_WORD[session.status]}  ${session.blocks} blocks${written}${subagents}${checkpoint}${warnings}  ${JSON.stringify(session.title)}`,
+    );
+  }
+  if (result.warnings.length > 0) {
+    lines.push(`Warnings (${result.warnings.length}):`);
+    for (const warning of result.warnings.slice(0, 20)) lines.push(`  ${warning.message}`);
+    if (result.warnings.length > 20) lines.push(`  … and ${result.warnings.length - 20} more (see --json)`);
+  }
+  if (result.skipped.length > 0) {
+    lines.push(`Skipped (${result.skipped.length}):`);
+    for (const skipped of result.skipped.slice(0, 20)) lines.push(`  ${skipped.path}: ${skipped.reason}`);
+    if (result.skipped.length > 20) lines.push(`  … and ${result.skipped.length - 20} more (see --json)`);
+  }
+  const first = result.sessions[0];
+  if (first !== undefined) lines.push(`Show one with \`parley show ${first.sessionId}\`; the native files were not modified.`);
+  return `${lines.join('\n')}\n`;
+}
