@@ -24,7 +24,6 @@ import {
   FeatureSchema,
   FORMAT_VERSION,
   IdSchema,
-  matchesFilter,
   SessionRecordSchema,
   TaskSchema,
   type AgentDescription,
@@ -36,6 +35,7 @@ import {
   type SessionRecord,
   type Task,
 } from './records.js';
+import { RecordIndex } from './record-index.js';
 import { readSessionRecords, sessionAdvice } from './session-records.js';
 import type { ReadLogOptions, SessionStore, StoreWarning } from './session-store.js';
 import { checkId, checkRecord, sessionNotFound, storeClosed } from './validate.js';
@@ -103,7 +103,7 @@ class FileStore implements SessionStore {
   /** Sessions whose folder is known to exist. */
   private readonly known = new Set<string>();
   /** Session records read or written by this process (the only writer). */
-  private readonly records = new Map<string, SessionRecord>();
+  private readonly records = new RecordIndex();
   /** Sessions whose session.json could not be read at the last listing; retried at each listing. */
   private readonly unreadable = new Set<string>();
   private listedAll = false;
@@ -170,8 +170,8 @@ class FileStore implements SessionStore {
         }
         await syncDirectory(this.layout.sessionsDir);
         this.known.add(id);
-        this.records.set(id, stored);
-        return structuredClone(stored);
+        this.records.set(stored);
+        return this.records.copy(id)!;
       });
     });
   }
@@ -180,12 +180,13 @@ class FileStore implements SessionStore {
     return this.guard(async () => {
       const id = checkId(sessionId, 'session id');
       if (!this.records.has(id) && !this.known.has(id) && !(await pathExists(this.layout.sessionDir(id)))) return undefined;
-      return structuredClone(await this.loadRecord(id));
+      await this.loadRecord(id);
+      return this.records.copy(id);
     });
   }
 
   private async loadRecord(id: string): Promise<SessionRecord> {
-    const cached = this.records.get(id);
+    const cached = this.records.peek(id);
     if (cached !== undefined) return cached;
     const path = this.layout.sessionFile(id);
     const record = await readJsonFile(path, SessionRecordSchema, sessionAdvice(this.layout, id));
@@ -194,7 +195,7 @@ class FileStore implements SessionStore {
       throw corruptFile(path, `it names session "${record.sessionId}" but lives in the folder of "${id}"`, sessionAdvice(this.layout, id));
     }
     this.known.add(id);
-    this.records.set(id, record);
+    this.records.set(record);
     this.unreadable.delete(id);
     return record;
   }
@@ -211,8 +212,8 @@ class FileStore implements SessionStore {
           });
         }
         await replaceFile(this.layout.tmpDir, this.layout.sessionFile(id), formatJson(next));
-        this.records.set(id, next);
-        return structuredClone(next);
+        this.records.set(next);
+        return this.records.copy(id)!;
       });
     });
   }
@@ -224,7 +225,7 @@ class FileStore implements SessionStore {
       const { records, failures } = await readSessionRecords(this.layout, retry);
       for (const record of records) {
         this.known.add(record.sessionId);
-        this.records.set(record.sessionId, record);
+        this.records.set(record);
         this.unreadable.delete(record.sessionId);
       }
       for (const { sessionId, error } of failures) {
@@ -239,8 +240,7 @@ class FileStore implements SessionStore {
       }
     }
     this.listedAll = true;
-    const matching = [...this.records.values()].filter((record) => matchesFilter(record, filter));
-    for (const record of matching) yield structuredClone(record);
+    yield* this.records.matching(filter);
   }
 
   /** Session folders whose record is not in the index yet (all of them, at the first listing). */
