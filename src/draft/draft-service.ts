@@ -8,7 +8,7 @@ import {
   type SessionMetrics,
   type StreamEvent,
 } from '../conversation/index.js';
-import { createScriptedBackend, type AgentBackend, type AgentProfile } from '../backends/index.js';
+import { createBackend, resolveBackendConfig, type AgentBackend, type AgentProfile, type ResolvedBackendConfig } from '../backends/index.js';
 import { closeInterruptedTurn, runTurn, TypedEmitter, type SessionManager } from '../sessions/index.js';
 import { FORMAT_VERSION, IdSchema } from '../store/index.js';
 import type { DraftService, DraftServiceEvents, DraftServiceOptions } from './contract.js';
@@ -78,7 +78,37 @@ interface ActiveDraft {
 
 /** Opens the draft layer over a SessionManager and a project folder. */
 export async function createDraftService(options: DraftServiceOptions): Promise<DraftService> {
-  return Promise.resolve(new DraftServiceImpl(options));
+  const backendFor = options.backendFor ?? (await registryBackends(options.projectRoot, options.dataDir ?? path.join(options.projectRoot, '.parley')));
+  return new DraftServiceImpl({ ...options, backendFor });
+}
+
+/**
+ * The default `backendFor`: the back-end registry resolved from the environment and the project's
+ * `parley.config.json` (the scripted back end when nothing is configured). A role without `backend`
+ * gets the configured default; one instance per back end and model. A configuration that cannot be
+ * read does not stop the service: drafting then fails with the configuration's own error.
+ */
+async function registryBackends(projectRoot: string, dataDir: string): Promise<(name?: string, model?: string) => AgentBackend> {
+  let config: ResolvedBackendConfig | undefined;
+  let problem: unknown;
+  try {
+    config = await resolveBackendConfig({ projectDir: projectRoot, dataDir });
+  } catch (error) {
+    problem = error;
+  }
+  const instances = new Map<string, AgentBackend>();
+  return (name, model) => {
+    if (!config) throw problem instanceof Error ? problem : new Error(String(problem));
+    const backend = name ?? config.backend;
+    const chosenModel = model ?? (name === undefined ? config.model : undefined);
+    const key = `${backend}\u0000${chosenModel ?? ''}`;
+    let instance = instances.get(key);
+    if (!instance) {
+      instance = createBackend(backend, config, chosenModel ? { model: chosenModel } : {});
+      instances.set(key, instance);
+    }
+    return instance;
+  };
 }
 
 class DraftServiceImpl implements DraftService {
@@ -101,7 +131,7 @@ class DraftServiceImpl implements DraftService {
   private readonly defaultAwaitTimeoutMs: number;
   private closed = false;
 
-  constructor(options: DraftServiceOptions) {
+  constructor(options: DraftServiceOptions & { backendFor: (name?: string, model?: string) => AgentBackend }) {
     this.manager = options.manager;
     this.clock = options.clock ?? Date.now;
     this.catalog = new ProjectCatalog({
@@ -109,9 +139,7 @@ class DraftServiceImpl implements DraftService {
       dataDir: options.dataDir ?? path.join(options.projectRoot, '.parley'),
       clock: this.clock,
     });
-    // Offline default: one scripted back end; `parley serve` passes the registry's resolver.
-    let fallback: AgentBackend | undefined;
-    this.backendFor = options.backendFor ?? (() => (fallback ??= createScriptedBackend({ idPrefix: `scripted-${randomUUID().slice(0, 8)}` })));
+    this.backendFor = options.backendFor;
     this.defaultAwaitTimeoutMs = options.defaultAwaitTimeoutMs ?? DEFAULT_AWAIT_TIMEOUT_MS;
     this.workers = new Workers({
       manager: this.manager,

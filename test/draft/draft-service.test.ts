@@ -3,8 +3,10 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createScriptedBackend, step } from '../../src/backends/index.js';
 import { isParleyError, type StreamEventDraft } from '../../src/conversation/index.js';
-import { DraftSessionSchema, type DraftService } from '../../src/draft/index.js';
-import { closeAll, gate, harness, nativeScripted, writeRole } from './helpers.js';
+import { createDraftService, DraftSessionSchema, type DraftService } from '../../src/draft/index.js';
+import { createSessionManager } from '../../src/sessions/index.js';
+import { createMemoryStore } from '../../src/store/index.js';
+import { closeAll, gate, harness, nativeScripted, tempProject, writeRole } from './helpers.js';
 
 afterEach(closeAll);
 
@@ -295,3 +297,36 @@ function nativeCompaction(backend: ReturnType<typeof createScriptedBackend>): { 
   };
   return state;
 }
+
+describe('drafts: default back ends', () => {
+  it('without backendFor the registry resolves back ends from the project configuration (scripted offline)', async () => {
+    const project = await tempProject();
+    const manager = await createSessionManager({ store: createMemoryStore() });
+    try {
+      await fs.mkdir(project.dataDir, { recursive: true });
+      await fs.writeFile(path.join(project.root, 'parley.config.json'), JSON.stringify({ backend: 'scripted' }));
+      await writeRole(project.dataDir, 'ghost.md', '---\nbackend: no-such-backend\n---\nBoo.\n');
+      const service = await createDraftService({ manager, projectRoot: project.root, dataDir: project.dataDir });
+      const [info] = await service.listProjects();
+      const task = await service.createTask({ project: info!.name, title: 'T' });
+      const { sessionId } = await service.draft({ channelId: 'c', role: 'dev', project: info!.name, task: task.slug });
+      await service.submitPrompt({ channelId: 'c', content: 'hello there' });
+      await service.settled({ channelId: 'c' });
+      expect((await manager.loadConversation(sessionId)).blocks.at(-1)).toMatchObject({ type: 'assistant_text', content: 'Echo: hello there' });
+      await service.undraft({ channelId: 'c' });
+      const error = await expectCode(service.draft({ channelId: 'c', role: 'ghost', project: info!.name, task: task.slug }), 'INVALID_INPUT');
+      expect(error.message).toContain('no-such-backend');
+      await service.close();
+
+      // A configuration that cannot be read does not stop the service; drafting names the file.
+      await fs.writeFile(path.join(project.root, 'parley.config.json'), '{ "backend": 42 }');
+      const broken = await createDraftService({ manager, projectRoot: project.root, dataDir: project.dataDir });
+      const configError = await expectCode(broken.draft({ channelId: 'd', role: 'dev', project: info!.name, task: task.slug }), 'INVALID_INPUT');
+      expect(configError.message).toContain('parley.config.json');
+      await broken.close();
+    } finally {
+      await manager.close();
+      await project.cleanup();
+    }
+  });
+});
