@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ParleyError, type ConversationBlock, type TokenCounter } from '../conversation/index.js';
-import type { Checkpoint, CheckpointInput, CheckpointSummary, LiveHandle, SessionStore } from '../store/index.js';
+import type { Checkpoint, CheckpointInput, CheckpointSummary, LiveHandle } from '../store/index.js';
 import { renderCheckpoint, type CheckpointView } from './checkpoint-format.js';
 import type { ProjectedMessage } from './projection.js';
 import { truncateText } from './request-builder.js';
@@ -405,13 +405,15 @@ export interface CompactionSnapshot {
 }
 
 export interface CompactionHost {
-  readonly store: Pick<SessionStore, 'writeCheckpoint'>;
   readonly counter: TokenCounter;
   readonly clock: () => number;
   readonly summarize: Summarizer | undefined;
   snapshot(sessionId: string, userMessage: string): Promise<CompactionSnapshot>;
-  /** The newest checkpoint now (a `ralphLoop` update may have landed while the summarizer ran). */
-  latest(sessionId: string): Promise<Checkpoint | undefined>;
+  /**
+   * Writes a new checkpoint version built from the newest one at that moment (a `ralphLoop` update may
+   * have landed while the summarizer ran), with no other checkpoint write in between.
+   */
+  writeCheckpoint(sessionId: string, build: (latest: Checkpoint | undefined) => CheckpointInput): Promise<Checkpoint>;
   /** After the checkpoint is written: log a `system` compaction block, update stats, drop caches. */
   committed(sessionId: string, checkpoint: Checkpoint, info: { trigger: CompactionTrigger; tokensBefore: number; tokensAfter: number }): Promise<void>;
   started(event: { sessionId: string; trigger: CompactionTrigger; tokensBefore: number }): void;
@@ -541,16 +543,14 @@ export class CompactionController {
           { data: { tokensBefore, tokensAfter } },
         );
       }
-      const latest = await this.host.latest(sessionId);
-      const finalInput: CheckpointInput = {
+      const written = await this.host.writeCheckpoint(sessionId, (latest) => ({
         ...checkpoint,
         ...(latest?.ralphLoop ? { ralphLoop: latest.ralphLoop } : {}),
         tokens: {
           ...checkpoint.tokens,
           totalSaved: (snapshot.checkpoint?.tokens.totalSaved ?? 0) + Math.max(0, tokensBefore - tokensAfter),
         },
-      };
-      const written = await this.host.store.writeCheckpoint(sessionId, finalInput);
+      }));
       this.failures.delete(sessionId);
       this.stopped.delete(sessionId);
       await this.host.committed(sessionId, written, { trigger, tokensBefore, tokensAfter });

@@ -142,12 +142,11 @@ export class RequestLayer {
     checkBudget(options.tokenBudget, options.compactionThreshold, 'createSessionManager');
     this.compaction = new CompactionController(
       {
-        store: options.store,
         counter: options.counter,
         clock: options.clock,
         summarize: options.summarize,
         snapshot: (sessionId, userMessage) => this.snapshot(sessionId, userMessage),
-        latest: (sessionId) => this.checkpointOf(sessionId),
+        writeCheckpoint: (sessionId, build) => this.writeCheckpoint(sessionId, build),
         committed: (sessionId, checkpoint, info) => this.committed(sessionId, checkpoint, info),
         started: (event) => options.emit('session:compaction-start', event),
         completed: ({ checkpoint: _checkpoint, ...event }) => options.emit('session:compaction-complete', event),
@@ -232,12 +231,12 @@ export class RequestLayer {
       throw new SessionError('INVALID_INPUT', `Session "${sessionId}" is not a dev task session; only those carry a Ralph Loop.`, { fault: 'user', data: { sessionId } });
     }
     assertCompactable(record);
-    // A compaction in flight carries the loop of the checkpoint it started from; let it land first.
-    const running = this.compaction.current(sessionId);
-    if (running) await running;
-    const previous = await this.checkpointOf(sessionId);
+    return this.writeCheckpoint(sessionId, (previous) => this.ralphCheckpoint(previous, parsed.data));
+  }
+
+  /** The next checkpoint version with the Ralph Loop changed and everything else kept. */
+  private ralphCheckpoint(previous: Checkpoint | undefined, change: RalphLoopPatch): CheckpointInput {
     const current = previous?.ralphLoop ?? { currentIteration: 0, passedChecks: [], failedChecks: [] };
-    const change = parsed.data;
     const loop = RalphLoopSchema.parse({
       currentIteration: change.currentIteration ?? current.currentIteration,
       passedChecks: change.passedChecks ?? current.passedChecks,
@@ -264,10 +263,33 @@ export class RequestLayer {
         totalSaved: previous?.tokens.totalSaved ?? 0,
       },
     };
-    const written = await this.options.store.writeCheckpoint(sessionId, input);
-    this.rememberCheckpoint(sessionId, written);
-    return written;
+    return input;
   }
+
+  /**
+   * Checkpoint writes of one session, one at a time, each built from the newest version at that
+   * moment: a Ralph Loop update and a compaction finishing together never lose each other's change.
+   */
+  private writeCheckpoint(sessionId: string, build: (latest: Checkpoint | undefined) => CheckpointInput): Promise<Checkpoint> {
+    const previous = this.checkpointWrites.get(sessionId) ?? Promise.resolve();
+    const write = previous.then(async () => {
+      const input = build(await this.checkpointOf(sessionId));
+      const written = await this.options.store.writeCheckpoint(sessionId, input);
+      this.rememberCheckpoint(sessionId, written);
+      return written;
+    });
+    const settled = write.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.checkpointWrites.set(sessionId, settled);
+    void settled.then(() => {
+      if (this.checkpointWrites.get(sessionId) === settled) this.checkpointWrites.delete(sessionId);
+    });
+    return write;
+  }
+
+  private readonly checkpointWrites = new Map<string, Promise<void>>();
 
   /** Replaces the session's agent description (a role file read by the server layer). */
   async setAgentDescription(sessionId: string, override: AgentDescriptionOverride): Promise<AgentDescriptionText> {

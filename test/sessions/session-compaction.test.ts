@@ -523,6 +523,26 @@ describe('requests', () => {
     expect(passed.covers).toEqual(compacted.covers);
     expect(passed.ralphLoop).toEqual({ currentIteration: 2, passedChecks: ['build', 'lint', 'test'], failedChecks: [] });
 
+    // An update made while a compaction runs is kept by the checkpoint that compaction writes.
+    const answer = deferred<string>();
+    const called = deferred<void>();
+    const slow = await open({
+      summarize: async () => {
+        called.resolve();
+        return answer.promise;
+      },
+    });
+    const slowSession = (await slow.getOrCreateSession({ type: 'task', agentType: 'dev', featureId: 'cli', taskId: 'other', taskState: 'in_dev' })).sessionId;
+    await fill(slow, slowSession, 20);
+    const compaction = slow.forceCompact(slowSession);
+    await called.promise;
+    const during = await slow.updateRalphLoop(slowSession, { currentIteration: 7 });
+    answer.resolve(VALID_CHECKPOINT);
+    const landed = await compaction;
+    expect([during.version, landed.version]).toEqual([1, 2]);
+    expect(landed.ralphLoop?.currentIteration).toBe(7);
+    expect(landed.summary.completed).toEqual(['Parsed --verbose in src/cli/args.ts']);
+
     const pm = await manager.getOrCreateSession({ type: 'feature', agentType: 'pm', featureId: 'cli' });
     expect(isParleyError(await failure(manager.updateRalphLoop(pm.sessionId, { currentIteration: 1 })), 'INVALID_INPUT')).toBe(true);
     expect(isParleyError(await failure(manager.updateRalphLoop(sessionId, { currentIteration: -1 })), 'INVALID_INPUT')).toBe(true);
