@@ -200,6 +200,20 @@ class ReplayDriver {
     return next ? ` The recording continues there with ${describeEvent(next.event as unknown as SessionEvent)}.` : '';
   }
 
+  /** The recorded events not matched yet, oldest first (each lane's next one). */
+  private oldestExpected(): RecordedEvent | undefined {
+    return [...this.lanes.values()].flatMap((queue) => (queue[0] ? [queue[0]] : [])).sort((a, b) => a.index - b.index)[0];
+  }
+
+  private stillExpected(): string {
+    const heads = [...this.lanes.values()].flatMap((queue) => (queue[0] ? [queue[0]] : [])).sort((a, b) => a.index - b.index);
+    if (heads.length === 0) return 'nothing more';
+    return heads
+      .slice(0, 3)
+      .map((entry) => `${describeEvent(entry.event as unknown as SessionEvent)} (step ${entry.index})`)
+      .join(', ');
+  }
+
   private advance(dispatched: number): void {
     if (this.stopped) return;
     while (this.nextInput < this.inputs.length && this.inputs[this.nextInput]!.at <= dispatched && !this.stopped) {
@@ -268,8 +282,8 @@ class ReplayDriver {
       this.fail(
         new ReplayDivergenceError(
           now,
-          `the run produced no event for ${this.stallTimeoutMs} ms while it waited on the recording.${this.nextRecorded(now)} The run has fewer events before this point than the recording.`,
-          this.recording.events[now]?.event,
+          `the run produced no event for ${this.stallTimeoutMs} ms while it waited on the recording, which still expects ${this.stillExpected()}. The run has fewer events before this point than the recording.`,
+          this.oldestExpected()?.event,
           undefined,
         ),
       );
