@@ -174,7 +174,8 @@ export function createClaudeSdkBackend(options: ClaudeSdkBackendOptions = {}): A
     }
 
     const cwd = request.cwd ?? options.cwd ?? process.cwd();
-    const transcript = await findTranscript(configDir(), nativeSessionId, cwd);
+    // A turn the caller calls new only checks the cwd's own folder; others also look where a resume would.
+    const transcript = await findTranscript(configDir(), nativeSessionId, cwd, { searchAllProjects: request.isNewSession !== true });
     // An existing transcript means the CLI knows the id: asking for it as new would fail ("already in use").
     const resume = transcript !== undefined || request.isNewSession === false;
     if (transcript) {

@@ -58,9 +58,15 @@ export function nativeIdFor(sessionId: string): string {
  * Finds a session's main transcript: under the cwd's project folder first, then in any project
  * folder (the CLI finds a session resumed from another cwd the same way).
  */
-export async function findTranscript(configDir: string, nativeSessionId: string, cwd: string): Promise<string | undefined> {
+export async function findTranscript(
+  configDir: string,
+  nativeSessionId: string,
+  cwd: string,
+  options: { searchAllProjects?: boolean } = {},
+): Promise<string | undefined> {
   const expected = join(await projectDir(configDir, cwd), `${nativeSessionId}.jsonl`);
   if (await isFile(expected)) return expected;
+  if (options.searchAllProjects === false) return undefined;
   let projects: string[];
   try {
     projects = await readdir(join(configDir, 'projects'));
@@ -94,14 +100,33 @@ export interface CostState {
  * gives that turn's own numbers, on any machine the transcript was restored to.
  */
 export async function readCostState(transcriptPath: string): Promise<CostState | undefined> {
-  let text: string;
+  // The CLI writes a cost-state at the end of every turn, so the file's tail almost always holds
+  // the last one; long transcripts (megabytes) are not read whole on every turn.
+  let handle;
   try {
-    text = await readFile(transcriptPath, 'utf8');
+    handle = await open(transcriptPath, 'r');
   } catch {
     return undefined;
   }
-  return lastCostState(text);
+  try {
+    const { size } = await handle.stat();
+    for (let window = COST_STATE_TAIL_BYTES; ; window *= 4) {
+      const start = Math.max(0, size - window);
+      const buffer = Buffer.alloc(size - start);
+      await handle.read(buffer, 0, buffer.length, start);
+      const text = buffer.toString('utf8');
+      // The first line of a tail window may be cut; lastCostState skips a line that does not parse.
+      const found = lastCostState(start === 0 ? text : text.slice(text.indexOf('\n') + 1));
+      if (found || start === 0) return found;
+    }
+  } catch {
+    return undefined;
+  } finally {
+    await handle.close();
+  }
 }
+
+const COST_STATE_TAIL_BYTES = 256 * 1024;
 
 export function lastCostState(transcript: string): CostState | undefined {
   let end = transcript.length;

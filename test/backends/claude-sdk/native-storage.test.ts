@@ -8,6 +8,7 @@ import {
   isUuid,
   lastCostState,
   nativeIdFor,
+  readCostState,
   readTranscripts,
   restoreTranscripts,
 } from '../../../src/backends/claude-sdk/native-storage.js';
@@ -53,6 +54,21 @@ describe('claude-sdk native storage', () => {
     expect(lastCostState('{"type":"user"}\n')).toBeUndefined();
   });
 
+  it('finds the last cost-state in a long transcript from its tail, and in a short one whole', async () => {
+    const path = join(root, 'long.jsonl');
+    const filler = `${JSON.stringify({ type: 'user', message: { content: 'x'.repeat(1000) } })}\n`;
+    const early = `${JSON.stringify({ type: 'cost-state', totalCostUSD: 1, totalAPIDuration: 1 })}\n`;
+    const late = `${JSON.stringify({ type: 'cost-state', totalCostUSD: 2.5, totalAPIDuration: 99 })}\n`;
+    await writeFile(path, early + filler.repeat(600) + late + filler.repeat(10));
+    expect(await readCostState(path)).toEqual({ totalCostUsd: 2.5, totalApiDurationMs: 99 });
+    // Only far back: found by widening the window.
+    await writeFile(path, late + filler.repeat(600));
+    expect(await readCostState(path)).toEqual({ totalCostUsd: 2.5, totalApiDurationMs: 99 });
+    await writeFile(path, filler);
+    expect(await readCostState(path)).toBeUndefined();
+    expect(await readCostState(join(root, 'missing.jsonl'))).toBeUndefined();
+  });
+
   it('restores transcripts where the CLI looks, and reads them back with their subagents', async () => {
     const saved = { main: '{"type":"user","n":1}\n', subagents: [{ id: 'a8e163d61e0ae4027', rawTranscript: '{"isSidechain":true}\n' }] };
     const { path, kept } = await restoreTranscripts(configDir, session, cwd, saved);
@@ -88,6 +104,7 @@ describe('claude-sdk native storage', () => {
     await mkdir(other, { recursive: true });
     await writeFile(join(other, `${session}.jsonl`), '{}\n');
     expect(await findTranscript(configDir, session, cwd)).toBe(join(other, `${session}.jsonl`));
+    expect(await findTranscript(configDir, session, cwd, { searchAllProjects: false })).toBeUndefined();
     expect(await findTranscript(configDir, nativeIdFor('missing'), cwd)).toBeUndefined();
   });
 
