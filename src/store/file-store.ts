@@ -107,8 +107,10 @@ class FileStore implements SessionStore {
   /** Sessions whose session.json could not be read at the last listing; retried at each listing. */
   private readonly unreadable = new Set<string>();
   private listedAll = false;
-  /** Open logs, least recently appended first (Map order). */
+  /** Logs opened so far (their line index stays in memory). */
   private readonly logs = new Map<string, SessionLog>();
+  /** Logs that may hold a file handle, least recently appended first (Map order). */
+  private readonly recentLogs = new Map<string, SessionLog>();
   private readonly logOpenings = new Map<string, Promise<SessionLog>>();
   private readonly newestCheckpoint = new Map<string, number>();
 
@@ -260,13 +262,24 @@ class FileStore implements SessionStore {
   append(sessionId: string, events: readonly StreamEventDraft[]): Promise<StreamEvent[]> {
     if (this.closed) return Promise.reject(storeClosed(this.kind));
     const log = this.logs.get(sessionId);
-    if (log !== undefined) {
-      // Hot path: the id was validated when the log was opened; keep the map in LRU order.
-      this.logs.delete(sessionId);
-      this.logs.set(sessionId, log);
-      return log.append(events);
+    // Hot path: the id was validated when the log was opened.
+    if (log !== undefined) return this.appendTo(sessionId, log, events);
+    return this.guard(async () => {
+      const id = await this.requireSession(sessionId);
+      return this.appendTo(id, await this.openLog(id), events);
+    });
+  }
+
+  private appendTo(id: string, log: SessionLog, events: readonly StreamEventDraft[]): Promise<StreamEvent[]> {
+    this.recentLogs.delete(id);
+    this.recentLogs.set(id, log);
+    // File handles stay bounded: the least recently appended log gives its handle back.
+    if (this.recentLogs.size > MAX_OPEN_LOGS) {
+      const [oldestId, oldest] = this.recentLogs.entries().next().value!;
+      oldest.releaseHandle();
+      this.recentLogs.delete(oldestId);
     }
-    return this.guard(async () => (await this.openLog(await this.requireSession(sessionId))).append(events));
+    return log.append(events);
   }
 
   async *readLog(sessionId: string, options: ReadLogOptions = {}): AsyncGenerator<StreamEvent> {
@@ -287,24 +300,12 @@ class FileStore implements SessionStore {
       opening = SessionLog.open(this.layout.logFile(id), id, this.warn).then((log) => {
         this.logs.set(id, log);
         this.logOpenings.delete(id);
-        this.evictLogs();
         return log;
       });
       opening.catch(() => this.logOpenings.delete(id));
       this.logOpenings.set(id, opening);
     }
     return opening;
-  }
-
-  /** Keeps file handles bounded: the least recently used logs give theirs back (they reopen on demand). */
-  private evictLogs(): void {
-    let excess = this.logs.size - MAX_OPEN_LOGS;
-    for (const log of this.logs.values()) {
-      if (excess <= 0) break;
-      if (log.busy) continue;
-      void log.releaseHandle();
-      excess -= 1;
-    }
   }
 
   // Checkpoints
@@ -543,6 +544,7 @@ class FileStore implements SessionStore {
     await Promise.allSettled([...this.logOpenings.values()]);
     await Promise.all([...this.logs.values()].map((log) => log.close()));
     this.logs.clear();
+    this.recentLogs.clear();
     await this.lock.release();
   }
 }

@@ -34,6 +34,7 @@ export class SessionLog {
   private fd: number | undefined;
   private pending: PendingAppend[] = [];
   private scheduled = false;
+  private releaseAfterFlush = false;
   private closed = false;
   /** Set when a failed write could not be undone; the log refuses appends until the store reopens. */
   private broken: StoreError | undefined;
@@ -95,11 +96,6 @@ export class SessionLog {
     return this.offsets.length - 1;
   }
 
-  /** True while appends wait for their flush. */
-  get busy(): boolean {
-    return this.scheduled;
-  }
-
   append(drafts: readonly StreamEventDraft[]): Promise<StreamEvent[]> {
     return new Promise((resolve, reject) => {
       if (this.closed) {
@@ -123,7 +119,18 @@ export class SessionLog {
    * of `fs.promises` add half as much again (reference/perf-anchors.md, section 2).
    */
   private flush(): void {
-    this.scheduled = false;
+    try {
+      this.flushPending();
+    } finally {
+      this.scheduled = false;
+      if (this.releaseAfterFlush) {
+        this.releaseAfterFlush = false;
+        this.releaseHandle();
+      }
+    }
+  }
+
+  private flushPending(): void {
     const batch = this.pending;
     this.pending = [];
     if (this.broken !== undefined) {
@@ -212,19 +219,23 @@ export class SessionLog {
     }
   }
 
-  /** Closes the file handle (the log reopens it on the next append); waits for a pending flush. */
-  async releaseHandle(): Promise<void> {
-    while (this.scheduled) await new Promise((resolve) => setImmediate(resolve));
+  /** Closes the file handle now, or right after the pending flush; the next append reopens it. */
+  releaseHandle(): void {
+    if (this.scheduled) {
+      this.releaseAfterFlush = true;
+      return;
+    }
     if (this.fd !== undefined) {
       closeSync(this.fd);
       this.fd = undefined;
     }
   }
 
-  /** Flushes pending appends, then refuses new ones. */
+  /** Lets pending appends flush, then refuses new ones and closes the file. */
   async close(): Promise<void> {
-    await this.releaseHandle();
+    while (this.scheduled) await new Promise((resolve) => setImmediate(resolve));
     this.closed = true;
+    this.releaseHandle();
   }
 }
 

@@ -1,4 +1,4 @@
-import { promises as fs } from 'node:fs';
+import { promises as fs, readlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -153,13 +153,21 @@ describe('file store', () => {
       await store.close();
     });
 
-    it('keeps appending correctly to more sessions than it keeps log handles open for', async () => {
+    it('keeps appending correctly to more sessions than it keeps log handles open for, with handles bounded', async () => {
       const store = await open();
       const ids = Array.from({ length: 140 }, (_, index) => `s${index}`);
       for (const id of ids) await store.createSession(sessionRecord(id));
       for (let round = 0; round < 2; round += 1) {
         await Promise.all(ids.map((id) => store.append(id, [textDraft('b', `${id}.${round}`)])));
       }
+      const openLogFiles = (await fs.readdir('/proc/self/fd').catch(() => [] as string[])).filter((fd) => {
+        try {
+          return readlinkSync(`/proc/self/fd/${fd}`).endsWith('log.jsonl');
+        } catch {
+          return false;
+        }
+      });
+      expect(openLogFiles.length).toBeLessThanOrEqual(128);
       for (const id of [ids[0]!, ids[70]!, ids[139]!]) {
         expect((await collect(store.readLog(id))).map((event) => [event.seq, (event as { delta: string }).delta])).toEqual([
           [0, `${id}.0`],
