@@ -413,12 +413,32 @@ export class ProtocolClient {
     }
     const spec = (methods as Record<string, { result: { safeParse(value: unknown): { success: boolean; data?: unknown; error?: { message: string } } } }>)[entry.method];
     if (!this.options.validate || !spec) {
+      this.learn(entry.method, response.result);
       this.settle(response.id, undefined, response.result);
       return;
     }
     const parsed = spec.result.safeParse(response.result);
-    if (parsed.success) this.settle(response.id, undefined, parsed.data);
+    if (parsed.success) {
+      this.learn(entry.method, parsed.data);
+      this.settle(response.id, undefined, parsed.data);
+    }
     else this.settle(response.id, new ProtocolClientError('INVALID_RESPONSE', `The result of ${entry.method} does not match its schema: ${parsed.error?.message ?? ''}`, { data: { method: entry.method } }));
+  }
+
+  /**
+   * A new draft, or a turn just accepted, names the channel's session before any of its events
+   * arrive: follow it from there, so a link that drops before the first event still resumes.
+   */
+  private learn(method: string, result: unknown): void {
+    if (typeof result !== 'object' || result === null) return;
+    const answer = result as { sessionId?: unknown; mode?: unknown; seq?: unknown };
+    if (typeof answer.sessionId !== 'string') return;
+    // Only a session not followed yet: a known one already has its resumption point.
+    if (this.lastSeqs.has(`channel_message\u0000${answer.sessionId}`)) return;
+    if (method === 'draft') this.resumeFrom('channel_message', answer.sessionId, -1, this.channel);
+    else if (method === 'submit_prompt' && answer.mode === 'draft' && typeof answer.seq === 'number') {
+      this.resumeFrom('channel_message', answer.sessionId, answer.seq - 1, this.channel);
+    }
   }
 
   private dispatchNotification(notification: NotificationEnvelope): void {

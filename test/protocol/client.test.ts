@@ -190,6 +190,22 @@ describe('ProtocolClient', () => {
     client.close();
   });
 
+  it('follows a new draft\'s session from its start, so a drop before its first event still resumes it', async () => {
+    const peer = new FakePeer();
+    peer.handler = (method) => (method === 'draft' ? { sessionId: 's9', taskSlug: 't', project: 'p' } : undefined);
+    const client = makeClient(peer);
+    const seen: number[] = [];
+    client.on('channel_message', (message) => seen.push(message.event.seq));
+    await client.connect();
+    await client.request('draft', { role: 'dev', project: 'p', task: 't' });
+    peer.drop();
+    for (let seq = 0; seq < 3; seq += 1) peer.append(textDelta('s9', seq));
+    await waitForState(client, 'connected');
+    await vi.waitFor(() => expect(seen).toEqual([0, 1, 2]));
+    expect(peer.requests.find((request) => request.method === 'get_events')?.params).toEqual({ sessionId: 's9', afterSeq: -1 });
+    client.close();
+  });
+
   it('renews its subscriptions before replaying after a reconnect', async () => {
     const peer = new FakePeer();
     const client = makeClient(peer);

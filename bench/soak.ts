@@ -1,0 +1,241 @@
+/**
+ * `npm run soak [-- --duration 60 --drafts 50 --drop-every 2000]`: many drafts streaming at once on
+ * the scripted back end, each on its own WebSocket client; some clients' connections are dropped
+ * on purpose and resume with `get_events`. Reports lost and doubled events (must be 0: every client
+ * must see exactly its session's log, in order) and memory over time (must stay flat).
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import WebSocket from 'ws';
+import { createScriptedBackend, type ScriptStep } from '../src/backends/index.js';
+import type { StreamEvent } from '../src/conversation/index.js';
+import { ProtocolClient, webSocketTransport, type WebSocketLike } from '../src/protocol/index.js';
+import { startServer } from '../src/server/index.js';
+import { table } from './stats.js';
+
+export interface SoakOptions {
+  durationMs: number;
+  drafts: number;
+  /** Drop one random client's connection this often (0: never). */
+  dropEveryMs: number;
+  /** Memory samples this often. */
+  sampleEveryMs: number;
+  /** Text steps per turn and the pause between them: a turn streams for about steps × pause. */
+  stepsPerTurn: number;
+  pauseMs: number;
+  log?: (line: string) => void;
+}
+
+export interface SoakReport {
+  options: SoakOptions;
+  turns: number;
+  events: number;
+  /** Events in a session's log that its client never saw. */
+  lost: number;
+  /** Events a client saw twice, or out of order. */
+  doubled: number;
+  drops: number;
+  samples: Array<{ atMs: number; rssMb: number; heapMb: number; turns: number; events: number }>;
+  /** Heap at the end over heap after warm-up (a quarter of the run). */
+  heapGrowth: number;
+  elapsedMs: number;
+}
+
+const defaults: SoakOptions = { durationMs: 60_000, drafts: 50, dropEveryMs: 2_000, sampleEveryMs: 5_000, stepsPerTurn: 8, pauseMs: 25 };
+
+function turnSteps(options: SoakOptions): ScriptStep[] {
+  const steps: ScriptStep[] = [];
+  for (let index = 0; index < options.stepsPerTurn; index += 1) {
+    steps.push({ type: 'text', text: `Chunk ${index} of a streamed answer, word by word.`, chunks: ['Chunk ', `${index} `, 'of a ', 'streamed ', 'answer, ', 'word by word.'] });
+    steps.push({ type: 'wait', until: new Promise((resolve) => setTimeout(resolve, options.pauseMs)) });
+  }
+  return steps;
+}
+
+function memory(): { rssMb: number; heapMb: number } {
+  (globalThis as { gc?: () => void }).gc?.();
+  const usage = process.memoryUsage();
+  return { rssMb: usage.rss / 1048576, heapMb: usage.heapUsed / 1048576 };
+}
+
+export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakReport> {
+  const options: SoakOptions = { ...defaults, ...partial };
+  const log = options.log ?? (() => {});
+  const root = await mkdtemp(join(tmpdir(), 'parley-soak-'));
+  const backend = createScriptedBackend({ defaultTurn: () => turnSteps(options) });
+  const server = await startServer({ projectRoot: root, dataDir: join(root, '.parley'), backendFor: () => backend, rateLimit: false, summarize: false, log: () => {} });
+  const project = (await server.drafts.listProjects()).find((entry) => entry.current)!.name;
+  const sockets = new Map<number, WebSocket>();
+  const clients: Array<{ client: ProtocolClient; sessionId: string; seen: StreamEvent[]; doubled: number; turns: number }> = [];
+  let stopping = false;
+  const started = performance.now();
+  const samples: SoakReport['samples'] = [];
+  let drops = 0;
+  try {
+    for (let index = 0; index < options.drafts; index += 1) {
+      const client = new ProtocolClient({
+        transport: webSocketTransport({
+          url: server.wsUrl,
+          token: server.token,
+          channel: `soak-${index}`,
+          createSocket: (url) => {
+            const socket = new WebSocket(url);
+            sockets.set(index, socket);
+            return socket as unknown as WebSocketLike;
+          },
+        }),
+        reconnect: { initialDelayMs: 20, maxDelayMs: 200 },
+        requestTimeoutMs: 60_000,
+        onError: (error) => log(`client ${index}: ${String(error)}`),
+      });
+      await client.connect();
+      await client.request('create_task', { project, title: `Soak ${index}`, slug: `soak-${index}` });
+      const { sessionId } = await client.request('draft', { role: 'dev', project, task: `soak-${index}` });
+      const entry = { client, sessionId, seen: [] as StreamEvent[], doubled: 0, turns: 0 };
+      client.on('channel_message', ({ event }) => {
+        const last = entry.seen.at(-1);
+        if (last && event.seq <= last.seq) entry.doubled += 1;
+        else entry.seen.push(event);
+      });
+      clients.push(entry);
+    }
+    const eventCount = () => clients.reduce((sum, entry) => sum + entry.seen.length, 0);
+    const turnCount = () => clients.reduce((sum, entry) => sum + entry.turns, 0);
+
+    const loops = clients.map(async (entry) => {
+      while (!stopping) {
+        const finished = new Promise<void>((resolve) => {
+          const off = entry.client.on('draft_status', () => {
+            off();
+            resolve();
+          });
+        });
+        try {
+          await entry.client.request('submit_prompt', { content: `turn ${entry.turns}` });
+        } catch (error) {
+          // A dropped link can fail the call in flight; the turn may or may not have started.
+          log(`submit failed: ${String(error)}`);
+          const status = await entry.client.request('get_draft_status').catch(() => undefined);
+          if (!status?.session?.turnRunning) continue;
+        }
+        await finished;
+        entry.turns += 1;
+      }
+    });
+
+    const dropper =
+      options.dropEveryMs > 0
+        ? setInterval(() => {
+            const index = Math.floor(Math.random() * clients.length);
+            sockets.get(index)?.terminate();
+            drops += 1;
+          }, options.dropEveryMs)
+        : undefined;
+    const sample = () => {
+      const atMs = performance.now() - started;
+      samples.push({ atMs, ...memory(), turns: turnCount(), events: eventCount() });
+      const last = samples.at(-1)!;
+      log(`${(atMs / 1000).toFixed(1)} s: rss ${last.rssMb.toFixed(0)} MB, heap ${last.heapMb.toFixed(1)} MB, ${last.turns} turns, ${last.events} events`);
+    };
+    sample();
+    const sampler = setInterval(sample, options.sampleEveryMs);
+    await new Promise((resolve) => setTimeout(resolve, options.durationMs));
+    stopping = true;
+    clearInterval(dropper);
+    clearInterval(sampler);
+    await Promise.all(loops);
+    // Let every client finish resuming, then compare what it saw with its session's log.
+    await Promise.all(clients.map((entry) => waitConnected(entry.client)));
+    let lost = 0;
+    for (const entry of clients) {
+      const logEvents = await readLog(entry.client, entry.sessionId);
+      const seen = new Map(entry.seen.map((event) => [event.seq, event]));
+      for (const event of logEvents) {
+        if (seen.has(event.seq)) continue;
+        lost += 1;
+        log(`lost: session ${entry.sessionId} seq ${event.seq} ${event.type}; client saw up to ${entry.seen.at(-1)?.seq ?? -1}, lastSeq ${entry.client.lastSeq(entry.sessionId)}`);
+      }
+      if (entry.seen.length > logEvents.length) entry.doubled += entry.seen.length - logEvents.length;
+    }
+    sample();
+    const warm = samples.find((entry) => entry.atMs >= options.durationMs / 4) ?? samples[0]!;
+    const end = samples.at(-1)!;
+    return {
+      options,
+      turns: turnCount(),
+      events: eventCount(),
+      lost,
+      doubled: clients.reduce((sum, entry) => sum + entry.doubled, 0),
+      drops,
+      samples,
+      heapGrowth: end.heapMb / warm.heapMb,
+      elapsedMs: performance.now() - started,
+    };
+  } finally {
+    stopping = true;
+    for (const entry of clients) entry.client.close();
+    await server.close();
+    await rm(root, { recursive: true, force: true });
+  }
+}
+
+async function waitConnected(client: ProtocolClient): Promise<void> {
+  if (client.state === 'connected') return;
+  await new Promise<void>((resolve) => {
+    const off = client.onStateChange((state) => {
+      if (state === 'connected') {
+        off();
+        resolve();
+      }
+    });
+  });
+}
+
+async function readLog(client: ProtocolClient, sessionId: string): Promise<StreamEvent[]> {
+  const events: StreamEvent[] = [];
+  let afterSeq = -1;
+  for (;;) {
+    const page = await client.request('get_events', { sessionId, afterSeq });
+    events.push(...page.events);
+    if (!page.hasMore || page.events.length === 0) return events;
+    afterSeq = page.events.at(-1)!.seq;
+  }
+}
+
+export function formatSoak(report: SoakReport): string {
+  const rows = report.samples.map((sample) => [`${(sample.atMs / 1000).toFixed(1)} s`, sample.rssMb.toFixed(0), sample.heapMb.toFixed(1), String(sample.turns), String(sample.events)]);
+  return [
+    `## Soak: ${report.options.drafts} drafts streaming for ${(report.options.durationMs / 1000).toFixed(0)} s (scripted back end, one WebSocket client each, a connection dropped every ${report.options.dropEveryMs} ms)`,
+    '',
+    `turns ${report.turns}, events delivered ${report.events} (${(report.events / (report.elapsedMs / 1000)).toFixed(0)}/s), connections dropped and resumed ${report.drops}`,
+    '',
+    `**lost events: ${report.lost}** · **doubled events: ${report.doubled}** (both must be 0) · heap end / after warm-up: ${report.heapGrowth.toFixed(2)}×`,
+    '',
+    table(['time', 'RSS MB', 'heap MB (after gc)', 'turns', 'events'], rows),
+    '',
+  ].join('\n');
+}
+
+function argument(name: string): number | undefined {
+  const index = process.argv.indexOf(`--${name}`);
+  if (index === -1) return undefined;
+  const value = Number(process.argv[index + 1]);
+  if (!Number.isFinite(value) || value < 0) throw new Error(`--${name} needs a number, not "${process.argv[index + 1]}".`);
+  return value;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const durationS = argument('duration');
+  const drafts = argument('drafts');
+  const dropEvery = argument('drop-every');
+  const report = await runSoak({
+    ...(durationS !== undefined ? { durationMs: durationS * 1000 } : {}),
+    ...(drafts !== undefined ? { drafts } : {}),
+    ...(dropEvery !== undefined ? { dropEveryMs: dropEvery } : {}),
+    log: (line) => process.stderr.write(`${line}\n`),
+  });
+  process.stdout.write(formatSoak(report));
+  if (report.lost > 0 || report.doubled > 0) process.exitCode = 1;
+}
