@@ -16,7 +16,7 @@ import { DraftError, invalidInput } from './errors.js';
 import { createDraftMcpServer } from './mcp-server.js';
 import { AgentPool, WorkerSlots } from './pool.js';
 import { ProjectCatalog, type ProjectLocation } from './projects.js';
-import { loadRoles } from './roles.js';
+import { loadRoles, type LoadedRoles } from './roles.js';
 import { compileOutputSchema, type OutputValidator } from './structured-output.js';
 import { createParleyTools, type ParleyTool, type ToolHandlers } from './tools.js';
 import type {
@@ -212,8 +212,8 @@ class DraftServiceImpl implements DraftService {
   }
 
   /** The role, or NOT_FOUND listing the roles, or INVALID_INPUT naming the malformed file and field. */
-  private async resolveRole(project: ProjectLocation, name: string): Promise<RoleInfo> {
-    const { roles, errors } = await loadRoles(this.catalog.rolesDir(project));
+  private async resolveRole(project: ProjectLocation, name: string, loaded?: LoadedRoles): Promise<RoleInfo> {
+    const { roles, errors } = loaded ?? (await loadRoles(this.catalog.rolesDir(project)));
     const broken = errors.find((error) => path.basename(error.file, '.md') === name);
     if (broken) {
       throw new DraftError(
@@ -784,6 +784,7 @@ class DraftServiceImpl implements DraftService {
     const active = found
       .filter(({ draft }) => draft.status === 'active' && !this.bySession.has(draft.sessionId))
       .sort((a, b) => Date.parse(b.draft.lastActivityAt) - Date.parse(a.draft.lastActivityAt));
+    const rolesByProject = new Map<string, LoadedRoles>();
     for (const { project, draft: session } of active) {
       try {
         if (this.drafts.has(session.channelId) || this.claims.has(session.channelId)) {
@@ -792,12 +793,18 @@ class DraftServiceImpl implements DraftService {
           throw new Error(`channel "${session.channelId}" already has a more recent draft`);
         }
         await this.manager.getSession(session.sessionId);
-        const role = await this.resolveRole(project, session.role);
+        let roles = rolesByProject.get(project.dataDir);
+        if (!roles) {
+          roles = await loadRoles(this.catalog.rolesDir(project));
+          rolesByProject.set(project.dataDir, roles);
+        }
+        const role = await this.resolveRole(project, session.role, roles);
         const backend = this.resolveBackend(session.backend, session.model ?? role.model, role.name);
         await this.closeCutTurn(session.sessionId);
         const draft: ActiveDraft = { session, project, role, backend, writes: Promise.resolve() };
         await this.refreshFromLog(draft);
-        await this.persist(draft);
+        // Saved only when the log says something draft.json does not (a turn cut by the crash).
+        if (JSON.stringify(draft.session) !== JSON.stringify(session)) await this.persist(draft);
         this.activate(draft);
         recovered += 1;
       } catch (error) {

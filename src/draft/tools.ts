@@ -102,6 +102,18 @@ export function createParleyTools(options: {
   });
 }
 
+/** JSON Schemas of the tool inputs, generated once per schema (tools are rebuilt every turn). */
+const jsonSchemas = new WeakMap<z.ZodObject, Record<string, unknown>>();
+
+function jsonSchemaOf(schema: z.ZodObject): Record<string, unknown> {
+  let json = jsonSchemas.get(schema);
+  if (!json) {
+    json = z.toJSONSchema(schema, { io: 'input' }) as Record<string, unknown>;
+    jsonSchemas.set(schema, json);
+  }
+  return structuredClone(json);
+}
+
 function tool<S extends z.ZodObject>(
   name: string,
   description: string,
@@ -114,7 +126,7 @@ function tool<S extends z.ZodObject>(
     description,
     schema,
     ...(permission ? { permission } : {}),
-    inputSchema: z.toJSONSchema(schema, { io: 'input' }) as Record<string, unknown>,
+    inputSchema: jsonSchemaOf(schema),
     async execute(input, options): Promise<ToolOutput> {
       const parsed = schema.safeParse(input ?? {});
       if (!parsed.success) {
