@@ -101,14 +101,16 @@ export async function loadWorkflow(path: string): Promise<AnyHarness> {
       cause: error,
     });
   }
-  if (!isHarness(module.default)) {
+  // A module outside an ESM package loads as CommonJS: its default export sits one level down.
+  const exported = isHarness(module.default) ? module.default : (module.default as { default?: unknown } | undefined)?.default;
+  if (!isHarness(exported)) {
     throw new HarnessError(
       'WORKFLOW_LOAD_FAILED',
       `${path} must \`export default\` a harness made by defineHarness() (its default export is ${module.default === undefined ? 'missing' : typeof module.default}).`,
       { fault: 'user' },
     );
   }
-  return module.default;
+  return exported;
 }
 
 function parseInput(text: string | undefined): unknown {
