@@ -411,7 +411,7 @@ export class ClaudeCodeParser implements TranscriptParser {
       content: text,
       isError,
       // The structured result belongs to the record; with several results in one record it is ambiguous.
-      ...(structured !== undefined && itemCount === 1 ? { output: structured } : {}),
+      ...(itemCount === 1 ? outputOf(structured, text) : {}),
     };
     blocks.push(result);
   }
@@ -953,6 +953,32 @@ function toolResultText(content: unknown): string {
     else parts.push(JSON.stringify(item));
   }
   return parts.join('\n');
+}
+
+/**
+ * The structured `toolUseResult` without what repeats the result text: a failure's message, Read's
+ * `file.content`, Bash's `stdout`, an Agent's `content` parts. A third of a typical transcript's
+ * bytes are these copies; the raw transcript keeps them.
+ */
+function outputOf(structured: unknown, text: string): { output?: unknown } {
+  if (structured === undefined || structured === null) return {};
+  if (typeof structured === 'string') return structured === text || text.includes(structured) ? {} : { output: structured };
+  if (!isObject(structured)) return { output: structured };
+  let output: JsonObject = structured;
+  const file = objectOf(structured['file']);
+  if (file !== undefined && typeof file['content'] === 'string') {
+    const { content: _content, ...rest } = file;
+    output = { ...output, file: rest };
+  }
+  if (typeof output['stdout'] === 'string' && output['stdout'].length > 0 && text.includes(output['stdout'])) {
+    const { stdout: _stdout, ...rest } = output;
+    output = rest;
+  }
+  if (Array.isArray(output['content']) && toolResultText(output['content']) === text) {
+    const { content: _content, ...rest } = output;
+    output = rest;
+  }
+  return { output };
 }
 
 function usageOf(value: unknown): Usage | undefined {

@@ -11,8 +11,8 @@ import {
 import type { SessionStore } from '../../store/index.js';
 
 /** Events per append and the input bytes after which a batch is written even if smaller. */
-const BATCH_EVENTS = 8192;
-const BATCH_INPUT_BYTES = 4 * 1024 * 1024;
+const BATCH_EVENTS = 2048;
+const BATCH_INPUT_BYTES = 1024 * 1024;
 
 /**
  * Appends an import's events to a session's log in large batches (one durable write each), at

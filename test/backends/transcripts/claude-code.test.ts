@@ -102,9 +102,22 @@ describe('parseClaudeCodeTranscript on a Claude Code 2.1.22x session', () => {
     const read = block<ToolResultBlock>(parsed, 'u-0006');
     expect(read).toMatchObject({ type: 'tool_result', toolUseId: 'toolu_01Read', isError: false });
     expect(read.content).toContain('export function main');
-    expect(read.output).toMatchObject({ type: 'text', file: { filePath: '/home/dev/src/demo/src/cli.ts', numLines: 3 } });
+    // The structured result is kept without what repeats the text (the file's content, a failure's message).
+    expect(read.output).toEqual({ type: 'text', file: { filePath: '/home/dev/src/demo/src/cli.ts', numLines: 3, startLine: 1, totalLines: 3 } });
     expect(block<ToolUseBlock>(parsed, 'a-0008')).toMatchObject({ status: 'error', error: 'Error: Exit code 1' });
-    expect(block<ToolResultBlock>(parsed, 'u-0009')).toMatchObject({ isError: true, output: expect.stringContaining('FAIL test/cli.test.ts') });
+    const failed = block<ToolResultBlock>(parsed, 'u-0009');
+    expect(failed).toMatchObject({ isError: true, content: expect.stringContaining('FAIL test/cli.test.ts') });
+    expect(failed.output).toBeUndefined();
+    // An Agent result keeps its numbers but not its content parts, which are the text.
+    expect(block<ToolResultBlock>(parsed, 'u-0011').output).toEqual({
+      status: 'completed',
+      agentId: AGENT_ID,
+      prompt: 'Locate where flags are parsed and list every flag.',
+      totalDurationMs: 20500,
+      totalTokens: 18200,
+      totalToolUseCount: 2,
+      usage: { input_tokens: 12, cache_creation_input_tokens: 4000, cache_read_input_tokens: 12000, output_tokens: 210 },
+    });
   });
 
   it('marks a tool call with no result at the end of the transcript as interrupted', () => {
@@ -334,6 +347,16 @@ describe('failure paths', () => {
     ]);
     expect(block<ToolResultBlock>(parsed, 'u2').content).toBe('{"unexpected":true}');
     for (const event of parsed.events) if (event.type === 'block_complete') expect(ConversationBlockSchema.safeParse(event.block).success).toBe(true);
+  });
+
+  it('keeps a Bash result\'s structured fields but not the stdout that is its text', () => {
+    const parsed = parseClaudeCodeTranscript(
+      lines(
+        { type: 'assistant', uuid: 'a1', parentUuid: null, message: { id: 'm1', content: [{ type: 'tool_use', id: 't1', name: 'Bash', input: { command: 'ls' } }] } },
+        { type: 'user', uuid: 'u1', parentUuid: 'a1', message: { content: [{ type: 'tool_result', tool_use_id: 't1', content: 'a.txt\nb.txt' }] }, toolUseResult: { stdout: 'a.txt\nb.txt', stderr: 'warning: x', interrupted: false, isImage: false } },
+      ),
+    );
+    expect(block<ToolResultBlock>(parsed, 'u1').output).toEqual({ stderr: 'warning: x', interrupted: false, isImage: false });
   });
 
   it('drops a record repeated with the same uuid (a resumed session copying earlier records)', () => {
