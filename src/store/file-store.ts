@@ -170,7 +170,9 @@ class FileStore implements SessionStore {
           if (isErrno(error, 'ENOTEMPTY') || isErrno(error, 'EEXIST')) throw exists();
           throw ioError('create the session folder', this.layout.sessionDir(id), error);
         }
-        await syncDirectory(this.layout.sessionsDir);
+        await syncDirectory(this.layout.sessionsDir).catch((error: unknown) => {
+          throw ioError('sync the folder of', this.layout.sessionDir(id), error);
+        });
         this.known.add(id);
         this.records.set(stored);
         return this.records.copy(id)!;

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import type { FileLayout } from './file-layout.js';
 import { corruptFile, parseJsonDocument } from './json-file.js';
 import { SessionRecordSchema, type SessionRecord } from './records.js';
@@ -42,7 +42,7 @@ function readSessionRecord(layout: FileLayout, sessionId: string): SessionRecord
   const advice = sessionAdvice(layout, sessionId);
   let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    text = readSmallFile(path);
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     const problem = code === 'ENOENT' ? 'the file is missing' : code === 'ENOTDIR' ? 'its session folder is not a folder' : `it cannot be read (${String(error)})`;
@@ -51,4 +51,19 @@ function readSessionRecord(layout: FileLayout, sessionId: string): SessionRecord
   const record = parseJsonDocument(text, path, SessionRecordSchema, advice);
   if (record.sessionId !== sessionId) throw corruptFile(path, `it names session "${record.sessionId}" but lives in the folder of "${sessionId}"`, advice);
   return record;
+}
+
+const buffer = Buffer.allocUnsafe(64 * 1024);
+
+/** open + one read + close into a shared buffer: less CPU than readFileSync (no fstat, no new buffer) for small files. */
+function readSmallFile(path: string): string {
+  const fd = openSync(path, 'r');
+  try {
+    const length = readSync(fd, buffer, 0, buffer.length, 0);
+    if (length < buffer.length) return buffer.toString('utf8', 0, length);
+    // A large record: read it whole (the positional read left the file offset at 0).
+    return readFileSync(fd, 'utf8');
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -132,6 +132,19 @@ describe('file store', () => {
       await expect(fs.stat(join(dataDir, 'store.lock'))).rejects.toThrow();
     });
 
+    it('lists sessions whose session.json is larger than the listing read buffer', async () => {
+      const store = await open();
+      const title = 'long title '.repeat(10_000);
+      await store.createSession(sessionRecord('large', { title }));
+      await store.createSession(sessionRecord('small'));
+      await store.close();
+      const reopened = await open();
+      const listed = await collect(reopened.listSessions());
+      expect(listed.find((record) => record.sessionId === 'large')?.title).toBe(title);
+      expect(listed).toHaveLength(2);
+      await reopened.close();
+    });
+
     it('never overwrites a checkpoint version once written', async () => {
       const store = await open();
       await store.createSession(sessionRecord('s1'));
