@@ -222,9 +222,10 @@ describe('recordings', () => {
         name: 'stall',
         agents: { worker: defineAgent({ name: 'Worker', role: 'r', backend }) },
         run: async ({ agents, parallel, emit }) =>
-          parallel('both', [
+          parallel<string>('both', [
             async () => {
               if (announce) emit('side-note', {});
+              return 'noted';
             },
             () => agents.worker.run('go'),
           ]),
