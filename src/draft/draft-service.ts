@@ -317,15 +317,18 @@ class DraftServiceImpl implements DraftService {
     }
   }
 
-  /** Seed 002's agent description, so managed request building opens with the role's text. */
+  /**
+   * Seed 002's agent description, so managed request building opens with the role: the role file's
+   * body is its "# Your Role" text as written (Markdown, not split into bullets).
+   */
   private async writeAgentDescription(sessionId: string, role: RoleInfo): Promise<void> {
-    const instructions = role.instructions.trim() === '' ? [] : [role.instructions.trim()];
+    const body = role.instructions.trim();
     await this.manager.store.writeAgentDescription({
       formatVersion: FORMAT_VERSION,
       sessionId,
       agentType: role.name,
-      role: role.description,
-      instructions,
+      role: body === '' ? `You are the ${role.name} agent: ${role.description}` : body,
+      instructions: [],
       allowedTools: role.allowedTools ?? [],
       createdAt: this.iso(),
       tokens: Math.ceil((role.description.length + role.instructions.length) / 4),

@@ -148,6 +148,9 @@ describe('drafts: turns', () => {
     expect(order.lastIndexOf('channel_message')).toBeLessThan(order.indexOf('draft_status'));
     // The drafted agent gets its role's instructions and the read-only tools (dev has no permissions).
     expect(backend.calls[0]!.profile?.name).toBe('dev');
+    // A managed back end gets Parley's request building, opening with the role's instructions.
+    expect(backend.calls[0]!.systemPrompt).toContain('# Your Role');
+    expect(backend.calls[0]!.systemPrompt).toContain('You are a software developer on this project.');
     expect(backend.calls[0]!.tools?.map((tool) => tool.name)).toEqual(['list_tasks', 'list_roles']);
   });
 
