@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { countScriptedTokens, createScriptedBackend, step } from '../../src/backends/index.js';
 import { MAIN_CONVERSATION, estimateTokens, isParleyError, loadTokenizer, type ConversationBlock, type StreamEventDraft } from '../../src/conversation/index.js';
@@ -18,8 +21,10 @@ let clockValue = 1_700_000_000_000;
 const clock = () => clockValue++;
 
 const managers: SessionManager[] = [];
+const folders: string[] = [];
 afterEach(async () => {
   await Promise.all(managers.splice(0).map((manager) => manager.close()));
+  await Promise.all(folders.splice(0).map((folder) => rm(folder, { recursive: true, force: true })));
 });
 
 beforeAll(async () => {
@@ -76,7 +81,10 @@ describe('budget and compaction across a long session', () => {
   it('a session driven past its budget by 200 scripted turns never sends an over-budget request and never loses a message from disk', async () => {
     const budget = 4_000;
     const summarizer = foldingSummarizer();
-    const manager = await open({ tokenBudget: budget, summarize: summarizer.summarize });
+    const dataDir = await mkdtemp(join(tmpdir(), 'parley-compaction-'));
+    folders.push(dataDir);
+    const manager = await createSessionManager({ dataDir, clock, tokenBudget: budget, summarize: summarizer.summarize });
+    managers.push(manager);
     const sessionId = await draftSession(manager);
     const backend = createScriptedBackend({ clock });
     const built: BuiltRequest[] = [];
@@ -109,20 +117,25 @@ describe('budget and compaction across a long session', () => {
       expect(request.adjustments.truncated).toEqual([]);
     });
 
-    const messages = await storedMessages(manager, sessionId);
+    // Every message is on disk: a new manager over the same folder reads all 400 back.
+    await manager.close();
+    const reopened = await createSessionManager({ dataDir, clock });
+    managers.push(reopened);
+    const messages = await storedMessages(reopened, sessionId);
     expect(messages).toHaveLength(400);
     expect(messages.filter((block) => block.type === 'user_message').map((block) => (block as { content: string }).content)).toEqual(prompts);
     expect(messages.filter((block) => block.type === 'assistant_text').map((block) => (block as { content: string }).content)).toEqual(prompts.map((prompt) => `Echo: ${prompt}`));
 
-    const checkpoints = await manager.listCheckpoints(sessionId);
+    const checkpoints = await reopened.listCheckpoints(sessionId);
     expect(checkpoints.length).toBeGreaterThan(5);
     expect(checkpoints.map((checkpoint) => checkpoint.version)).toEqual(checkpoints.map((_, index) => index + 1));
-    expect((await manager.getSession(sessionId)).stats.totalCompactions).toBe(checkpoints.length);
+    expect((await reopened.getSession(sessionId)).stats.totalCompactions).toBe(checkpoints.length);
     const last = built[built.length - 1]!;
     expect(last.systemPrompt).toContain('[Earlier conversation (');
     expect(last.systemPrompt).toContain('**Assistant**: Echo: Turn 198:');
     expect(last.systemPrompt).toContain(`1. ${prompts[0]}`);
-  });
+    // 200 turns of durable appends (one fsync per event): generous on a loaded machine.
+  }, 180_000);
 });
 
 describe('compaction failures change nothing', () => {
