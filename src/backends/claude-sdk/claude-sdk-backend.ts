@@ -195,6 +195,11 @@ export function createClaudeSdkBackend(options: ClaudeSdkBackendOptions = {}): A
       },
     });
 
+    if (signal?.aborted) {
+      // Aborted while the SDK loaded or the transcript was read: no CLI is started.
+      yield* mapper.finish({ aborted: true });
+      return;
+    }
     let query;
     try {
       query = sdk.query({ prompt: input, options: queryOptions });
@@ -265,7 +270,6 @@ export function createClaudeSdkBackend(options: ClaudeSdkBackendOptions = {}): A
         ? { type: 'preset', preset: 'claude_code', ...(request.systemPrompt ? { append: request.systemPrompt } : {}) }
         : request.systemPrompt;
     const env = buildEnv(options);
-    if (options.configDir) env['CLAUDE_CONFIG_DIR'] = options.configDir;
     // Claude Code refuses to skip permissions as root unless it is told it runs in a sandbox.
     if (permissionMode === 'bypassPermissions' && process.getuid?.() === 0) env['IS_SANDBOX'] ??= '1';
 

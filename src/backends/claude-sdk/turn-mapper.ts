@@ -64,7 +64,8 @@ export class ClaudeTurnMapper {
   private baseline: CostState;
   private readonly started: number;
   private readonly streamedMessageIds = new Set<string>();
-  private readonly open = new Map<number, OpenBlock>();
+  /** Blocks being streamed, by conversation and content index (a subagent's stream may interleave with main's). */
+  private readonly open = new Map<string, Map<number, OpenBlock>>();
   private readonly tools = new Map<string, { block: ToolUseBlock; conversationId: string }>();
   private readonly subagents = new Map<string, SubagentState>();
   /** Usage of the request being streamed, and the sum already reported for this result. */
@@ -153,7 +154,7 @@ export class ClaudeTurnMapper {
           if (event.message.model) this.model ??= event.message.model;
         }
         this.streamedMessageIds.add(event.message.id);
-        this.open.clear();
+        this.open.set(conversationId, new Map());
         return events;
       }
       case 'content_block_start': {
@@ -161,7 +162,7 @@ export class ClaudeTurnMapper {
         if (block.type === 'text' || block.type === 'thinking') {
           const kind = block.type === 'text' ? 'assistant_text' : 'thinking';
           const { blockId, events } = this.events.startText(kind, { conversationId, ...(kind === 'assistant_text' && this.model ? { model: this.model } : {}) });
-          this.open.set(event.index, { kind: 'text', blockId });
+          this.openIn(conversationId).set(event.index, { kind: 'text', blockId });
           const initial = block.type === 'text' ? block.text : block.thinking;
           return [...events, ...(initial ? this.events.appendText(blockId, initial) : [])];
         }
@@ -170,7 +171,7 @@ export class ClaudeTurnMapper {
         }
         if (block.type === 'tool_use' && typeof block.id === 'string' && typeof block.name === 'string') {
           const open: OpenBlock = { kind: 'tool', toolUseId: block.id, name: block.name, json: '' };
-          this.open.set(event.index, open);
+          this.openIn(conversationId).set(event.index, open);
           if (SUBAGENT_TOOLS.has(block.name)) return [];
           // A tool call shows as soon as the model starts it; its input follows.
           const toolBlock = this.newToolBlock(block.id, block.name, {});
@@ -181,7 +182,7 @@ export class ClaudeTurnMapper {
         return [];
       }
       case 'content_block_delta': {
-        const open = this.open.get(event.index);
+        const open = this.openIn(conversationId).get(event.index);
         if (!open) return [];
         const delta = event.delta;
         if (open.kind === 'text' && delta.type === 'text_delta' && typeof delta.text === 'string') return this.events.appendText(open.blockId, delta.text);
@@ -190,9 +191,9 @@ export class ClaudeTurnMapper {
         return [];
       }
       case 'content_block_stop': {
-        const open = this.open.get(event.index);
+        const open = this.openIn(conversationId).get(event.index);
         if (!open) return [];
-        this.open.delete(event.index);
+        this.openIn(conversationId).delete(event.index);
         if (open.kind === 'text') return this.events.completeText(open.blockId);
         const input = parseJson(open.json);
         if (!open.block) return this.startSubagent(open.toolUseId, open.name, input, conversationId);
@@ -207,6 +208,15 @@ export class ClaudeTurnMapper {
       default:
         return [];
     }
+  }
+
+  private openIn(conversationId: string): Map<number, OpenBlock> {
+    let open = this.open.get(conversationId);
+    if (!open) {
+      open = new Map();
+      this.open.set(conversationId, open);
+    }
+    return open;
   }
 
   private onAssistant(message: AssistantMessage, parent: string | null, isApiError: boolean): StreamEventDraft[] {
