@@ -283,7 +283,9 @@ export class Workers {
       },
       tools: request.tools,
       signal: record.controller.signal,
-      ...(description.continuity === 'managed' ? { systemPrompt: instructions } : {}),
+      // A fresh session's context, for every back end: managed ones send it as the system prompt,
+      // native ones start their new session with it (Claude appends it to Claude Code's prompt).
+      systemPrompt: instructions,
       ...(request.validator ? { outputSchema: request.validator.schema } : {}),
       ...(role.model ? { model: role.model } : {}),
       ...(role.maxTurns ? { maxTurns: role.maxTurns } : {}),

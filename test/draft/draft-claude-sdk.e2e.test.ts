@@ -135,6 +135,11 @@ describe.sequential('draft flow on the claude-sdk back end (real SDK and CLI, fa
     expect(dispatch.costUsd).toBeGreaterThan(0);
     expect(main.at(-1)).toMatchObject({ type: 'assistant_text', content: 'The developer counted 42 words.' });
 
+    // The worker's request carries its role's instructions and the answer format (appended to Claude Code's prompt).
+    const workerRequest = server.messageRequests().find((request) => allMessageText(request.body).includes(WORKER_MARK))!;
+    expect(JSON.stringify(workerRequest.body?.system)).toContain('You are a software developer on this project.');
+    expect(JSON.stringify(workerRequest.body?.system)).toContain('matching this JSON Schema');
+
     // The worker's blocks are a subagent thread of the analyst's session, with its status and cost in main.
     const thread = conversation.subagents.find((entry) => entry.id === agentId)!;
     expect(thread.blocks[0]).toMatchObject({ type: 'user_message', content: `${WORKER_MARK}: count the words in README.md` });
