@@ -265,10 +265,12 @@ export function createClaudeSdkBackend(options: ClaudeSdkBackendOptions = {}): A
     }
     if (context.mcpServer) mcpServers[PARLEY_MCP_SERVER] = context.mcpServer;
     const allowedTools = [...(profile?.allowedTools ?? []), ...(request.tools ?? []).map((tool) => mcpToolName(tool.name))];
+    // Native turns carry no built system prompt: the agent's own instructions are what it is told (as on the API back ends).
+    const instructions = request.systemPrompt ?? (profile?.instructions.trim() || undefined);
     const systemPrompt: Options['systemPrompt'] =
       (options.systemPrompt ?? 'claude_code') === 'claude_code'
-        ? { type: 'preset', preset: 'claude_code', ...(request.systemPrompt ? { append: request.systemPrompt } : {}) }
-        : request.systemPrompt;
+        ? { type: 'preset', preset: 'claude_code', ...(instructions ? { append: instructions } : {}) }
+        : instructions;
     const env = buildEnv(options);
     // Claude Code refuses to skip permissions as root unless it is told it runs in a sandbox.
     if (permissionMode === 'bypassPermissions' && process.getuid?.() === 0) env['IS_SANDBOX'] ??= '1';

@@ -75,8 +75,19 @@ const INFO_SUBTYPES = new Set([
   'hook_summary',
 ]);
 
-/** Records that only describe the session (titles, leaf pointers): folded into `TranscriptInfo`. */
-const TITLE_RECORDS = new Set(['summary', 'ai-title', 'custom-title', 'agent-name', 'last-prompt']);
+/** Records that only describe the session (titles, leaf pointers): folded into `TranscriptInfo` (and titles kept as `unknown_record`). */
+function isTitleRecord(type: string | undefined): type is string {
+  switch (type) {
+    case 'summary':
+    case 'ai-title':
+    case 'custom-title':
+    case 'agent-name':
+    case 'last-prompt':
+      return true;
+    default:
+      return false;
+  }
+}
 
 const STOP_REASONS_ENDING_A_TURN = new Set(['end_turn', 'max_tokens', 'stop_sequence', 'refusal', 'model_context_window_exceeded']);
 
@@ -110,6 +121,8 @@ class Thread {
   /** uuid by position, to name the first already-emitted record of an abandoned branch. */
   readonly uuidAt: Array<string | undefined> = [];
   group: MessageGroup | undefined;
+  /** The last chain record added: almost every record's parent, checked before the map. */
+  lastUuid: string | undefined;
 
   constructor(
     readonly conversationId: string,
@@ -229,8 +242,10 @@ export class ClaudeCodeParser implements TranscriptParser {
     const type = stringOf(record['type']);
     const at = this.timeOf(record['timestamp']);
     this.noteEnvelope(record);
-    if (type !== undefined && TITLE_RECORDS.has(type)) {
+    if (isTitleRecord(type)) {
       this.titleRecord(type, record);
+      // A leaf pointer is bookkeeping; a title is kept verbatim too.
+      if (type !== 'last-prompt') this.addNode(this.main, undefined, [this.blockEvent(this.main.conversationId, unknownRecord(blockId(undefined, lineNumber), at, record, type))], bytes);
       return;
     }
     const thread = this.threadFor(record);
@@ -704,7 +719,7 @@ export class ClaudeCodeParser implements TranscriptParser {
 
   private isChainKnown(thread: Thread, record: JsonObject): boolean {
     const parent = record['parentUuid'];
-    return typeof parent !== 'string' || thread.positions.has(parent) || this.sideThreadOf.has(parent);
+    return typeof parent !== 'string' || parent === thread.lastUuid || thread.positions.has(parent) || this.sideThreadOf.has(parent);
   }
 
   private warnMissingParent(record: JsonObject, uuid: string | undefined, lineNumber: number): void {
@@ -779,6 +794,7 @@ export class ClaudeCodeParser implements TranscriptParser {
     const node: RecordNode = { position: thread.nextPosition++, uuid, events, bytes, emitted: false };
     if (uuid !== undefined) {
       thread.positions.set(uuid, node.position);
+      thread.lastUuid = uuid;
       if (thread.detectRewinds) thread.uuidAt[node.position] = uuid;
     }
     if (thread.conversationId === this.main.conversationId) {

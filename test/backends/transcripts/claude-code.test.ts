@@ -188,7 +188,7 @@ describe('parseClaudeCodeTranscript on a Claude Code 2.1.22x session', () => {
   it('keeps every record kind it does not map as unknown_record with the record in data, and never crashes', () => {
     const unknown = systemBlocks(parsed, 'unknown_record');
     const kinds = unknown.map((candidate) => ((candidate.data as { record: { type?: string } }).record.type));
-    expect(kinds).toEqual(['permission-mode', 'file-history-snapshot', 'progress', 'queue-operation', 'queue-operation', 'worktree-state', 'system']);
+    expect(kinds).toEqual(['permission-mode', 'file-history-snapshot', 'progress', 'queue-operation', 'queue-operation', 'worktree-state', 'system', 'ai-title']);
     const future = unknown.find((candidate) => candidate.id === 's-0028')!;
     expect(future.data).toMatchObject({ source: 'claude-code', record: { subtype: 'brand_new_subtype', futureField: { nested: [1, 2, 3] } } });
   });
@@ -256,8 +256,9 @@ describe('parseClaudeCodeTranscript on a Claude Code 2.0.46 session (inline side
     expect(state.metrics.costUsd).toBeCloseTo(0.0031 + 0.0042 + 0.0011 + 0.0012 + 0.0009 + 0.0008);
   });
 
-  it('uses the legacy summary record as a generated title', () => {
+  it('uses the legacy summary record as a generated title, and keeps the record', () => {
     expect(parsed.info.generatedTitle).toBe('Plan the release notes');
+    expect(parsed.blocks[0]).toMatchObject({ id: 'line-1', subtype: 'unknown_record', data: { record: { type: 'summary', leafUuid: 'o-a-0004' } } });
   });
 
   it('keeps thinking text when the transcript has it', () => {

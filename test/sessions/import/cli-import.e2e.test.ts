@@ -38,7 +38,7 @@ describe('parley import', () => {
     const result = await parley(dataDir, 'import', join(FIXTURES, 'claude-code'));
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('Imported 2 sessions');
-    expect(result.stdout).toContain(`cc-${MAIN_ID}  claude-code  new  34 blocks, 1 subagent, checkpoint, 1 warning  "Add a --verbose flag to the CLI"`);
+    expect(result.stdout).toContain(`cc-${MAIN_ID}  claude-code  new  35 blocks, 1 subagent, checkpoint, 1 warning  "Add a --verbose flag to the CLI"`);
     expect(result.stdout).toContain('Warnings (1):');
   });
 
@@ -64,8 +64,8 @@ describe('parley import', () => {
 
     const json = await parley(dataDir, 'show', `cc-${MAIN_ID}`, '--json');
     const runtime = JSON.parse(json.stdout) as { blocks: unknown[]; subagents: Array<{ id: string; blocks: unknown[] }> };
-    // The transcript's 34 main-thread blocks, each once: the second import appended nothing.
-    expect(runtime.blocks).toHaveLength(34);
+    // The transcript's 35 main-thread blocks, each once: the second import appended nothing.
+    expect(runtime.blocks).toHaveLength(35);
     expect(runtime.subagents.map((thread) => thread.id)).toEqual(['a0f3c9d2e1b4']);
   });
 

@@ -167,7 +167,7 @@ describe('importTranscripts: importing again', () => {
     const seq = await store.lastSeq(`cc-${MAIN_ID}`);
     const again = await importTranscripts(CLAUDE, { store });
     expect(again.sessions.map((session) => session.status)).toEqual(['unchanged', 'unchanged']);
-    expect(again.sessions[0]).toMatchObject({ appendedBlocks: 0, blocks: 34, subagents: 1 });
+    expect(again.sessions[0]).toMatchObject({ appendedBlocks: 0, blocks: 35, subagents: 1 });
     expect(await store.lastSeq(`cc-${MAIN_ID}`)).toBe(seq);
     expect(await store.listCheckpoints(`cc-${MAIN_ID}`)).toHaveLength(1);
   });
