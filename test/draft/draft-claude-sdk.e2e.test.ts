@@ -135,6 +135,10 @@ describe.sequential('draft flow on the claude-sdk back end (real SDK and CLI, fa
     expect(dispatch.costUsd).toBeGreaterThan(0);
     expect(main.at(-1)).toMatchObject({ type: 'assistant_text', content: 'The developer counted 42 words.' });
 
+    // The drafted analyst is told its role (the role file's body) on every turn of its native session.
+    const analystRequest = server.messageRequests().find((request) => !allMessageText(request.body).includes(WORKER_MARK))!;
+    expect(JSON.stringify(analystRequest.body?.system)).toContain('You are the product analyst on this project.');
+
     // The worker's request carries its role's instructions and the answer format (appended to Claude Code's prompt).
     const workerRequest = server.messageRequests().find((request) => allMessageText(request.body).includes(WORKER_MARK))!;
     expect(JSON.stringify(workerRequest.body?.system)).toContain('You are a software developer on this project.');
