@@ -76,7 +76,7 @@ const INFO_SUBTYPES = new Set([
 ]);
 
 /** Records that only describe the session (titles, leaf pointers): folded into `TranscriptInfo` (and titles kept as `unknown_record`). */
-function isTitleRecord(type: string | undefined): type is string {
+function isTitleRecord(type: string): boolean {
   switch (type) {
     case 'summary':
     case 'ai-title':
@@ -242,7 +242,7 @@ export class ClaudeCodeParser implements TranscriptParser {
     const type = stringOf(record['type']);
     const at = this.timeOf(record['timestamp']);
     this.noteEnvelope(record);
-    if (isTitleRecord(type)) {
+    if (type !== undefined && isTitleRecord(type)) {
       this.titleRecord(type, record);
       // A leaf pointer is bookkeeping; a title is kept verbatim too.
       if (type !== 'last-prompt') this.addNode(this.main, undefined, [this.blockEvent(this.main.conversationId, unknownRecord(blockId(undefined, lineNumber), at, record, type))], bytes);
