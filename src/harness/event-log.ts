@@ -59,9 +59,8 @@ export class EventLog {
         const next = this.events[index]!;
         this.dispatchedCount += 1;
         for (const hook of this.before) this.guard(() => hook(next, index, this.dispatchedCount));
-        for (const handler of [...(this.handlers.get(next.type) ?? []), ...(this.handlers.get('*') ?? [])]) {
-          this.guard(() => handler(next));
-        }
+        this.notify(this.handlers.get(next.type), next);
+        this.notify(this.handlers.get('*'), next);
         for (const hook of this.after) this.guard(() => hook(next, index, this.dispatchedCount));
       }
     } finally {
@@ -96,7 +95,14 @@ export class EventLog {
     }
   }
 
+  private notify(handlers: Set<Handler> | undefined, event: SessionEvent): void {
+    if (!handlers || handlers.size === 0) return;
+    // A copy: a handler may subscribe or unsubscribe while the event is dispatched.
+    for (const handler of [...handlers]) this.guard(() => handler(event));
+  }
+
   private wake(): void {
+    if (this.waiters.size === 0) return;
     for (const waiter of [...this.waiters]) waiter();
   }
 

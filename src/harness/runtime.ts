@@ -760,6 +760,8 @@ export class AgentRuntime {
     this.releaseStartBuffer(current);
 
     const texts: string[] = [];
+    // Only a recording needs the turn's raw output again.
+    const recording = runtime.observers.some((observer) => observer.turn !== undefined);
     const drafts: StreamEventDraft[] = [];
     const positions: number[] = [];
     let failure: SystemBlock | undefined;
@@ -768,8 +770,11 @@ export class AgentRuntime {
     let streamError: { error: unknown } | undefined;
     try {
       for await (const event of handle.events) {
-        positions.push(runtime.emit({ type: 'agent:event', agent: this.key, sessionId, turn, event }));
-        drafts.push(toDraft(event));
+        const index = runtime.emit({ type: 'agent:event', agent: this.key, sessionId, turn, event });
+        if (recording) {
+          positions.push(index);
+          drafts.push(toDraft(event));
+        }
         if (event.conversationId !== MAIN_CONVERSATION) continue;
         if (event.type === 'block_complete') {
           const block = event.block;
@@ -786,7 +791,7 @@ export class AgentRuntime {
       this.current = undefined;
       runtime.markStopped(this);
     }
-    runtime.recordTurn({ agent: this.key, turn, prompt: fullPrompt, events: drafts, positions });
+    if (recording) runtime.recordTurn({ agent: this.key, turn, prompt: fullPrompt, events: drafts, positions });
     const output = texts.join('\n\n');
 
     if (abortedBlock || (signal.aborted && !endedNormally && !failure)) {
