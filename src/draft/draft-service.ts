@@ -125,6 +125,8 @@ class DraftServiceImpl implements DraftService {
   private readonly bySession = new Map<string, ActiveDraft>();
   /** Channels with a `draft` call in flight: a second one is refused, not raced. */
   private readonly claims = new Set<string>();
+  /** Tasks with a `draft` call in flight (data folder + slug). */
+  private readonly taskClaims = new Set<string>();
   /** Sessions of autonomous dispatches, by session id → channel. */
   private readonly dispatches = new Map<string, string>();
   private readonly unsubscribe: Array<() => void> = [];
@@ -259,9 +261,20 @@ class DraftServiceImpl implements DraftService {
       );
     }
     this.claims.add(channelId);
+    let taskClaim: string | undefined;
     try {
       const project = await this.catalog.resolve(parsed.data.project);
       const task = await this.catalog.getTask(project, parsed.data.task);
+      // One draft per task: a concurrent draft of the same task from another channel waits for nothing, it is refused.
+      const claim = `${project.dataDir}\u0000${task.slug}`;
+      if (this.taskClaims.has(claim)) {
+        throw new DraftError('DRAFT_ALREADY_ACTIVE', `Task "${task.slug}" is being drafted on another channel right now.`, {
+          fault: 'user',
+          data: { task: task.slug },
+        });
+      }
+      this.taskClaims.add(claim);
+      taskClaim = claim;
       const previous = await this.catalog.readDraft(project, task.slug);
       if (previous?.status === 'active') {
         throw new DraftError(
@@ -314,6 +327,7 @@ class DraftServiceImpl implements DraftService {
       return { sessionId, taskSlug: task.slug, project: project.name };
     } finally {
       this.claims.delete(channelId);
+      if (taskClaim !== undefined) this.taskClaims.delete(taskClaim);
     }
   }
 

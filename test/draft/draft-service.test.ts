@@ -79,13 +79,22 @@ describe('drafts: lifecycle', () => {
 
     // The same task cannot be drafted twice either (it has one draft.json).
     await expectCode(service.draft({ channelId: 'third', role: 'qa', project: first.project.name, task: first.task.slug }), 'DRAFT_ALREADY_ACTIVE');
+    // Concurrent drafts race for nothing: one wins, the other is refused.
+    const racing = await service.createTask({ project: first.project.name, title: 'Raced' });
+    const outcomes = await Promise.allSettled([
+      service.draft({ channelId: 'x', role: 'dev', project: first.project.name, task: racing.slug }),
+      service.draft({ channelId: 'y', role: 'dev', project: first.project.name, task: racing.slug }),
+      service.draft({ channelId: 'x', role: 'qa', project: first.project.name, task: 'task-one' }),
+    ]);
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected', 'rejected']);
+    expect(outcomes.slice(1).map((outcome) => (outcome as PromiseRejectedResult).reason.code)).toEqual(['DRAFT_ALREADY_ACTIVE', 'DRAFT_ALREADY_ACTIVE']);
 
     await service.submitPrompt({ channelId: 'left', content: 'to the dev' });
     await service.submitPrompt({ channelId: 'right', content: 'to qa' });
     await Promise.all([service.settled({ channelId: 'left' }), service.settled({ channelId: 'right' })]);
     expect((await service.getDraftStatus({ channelId: 'left' })).session).toMatchObject({ role: 'dev', turnCount: 1 });
     expect((await service.getDraftStatus({ channelId: 'right' })).session).toMatchObject({ role: 'qa', turnCount: 1 });
-    expect((await service.listAgents({})).filter((agent) => agent.kind === 'draft')).toHaveLength(2);
+    expect((await service.listAgents({})).filter((agent) => agent.kind === 'draft')).toHaveLength(3);
   });
 
   it('NO_ACTIVE_DRAFT for undraft and for a prompt with neither a draft nor a role', async () => {
