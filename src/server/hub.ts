@@ -2,6 +2,8 @@ import type { WebSocket } from 'ws';
 import { JSONRPC_VERSION, type NotificationName, type NotificationParams } from '../protocol/index.js';
 import type { TokenBucket } from './rate-limit.js';
 
+const TEXT_FRAME = { binary: false } as const;
+
 /** One WebSocket connection: its channel, its subscriptions and its rate. */
 export class Connection {
   readonly subscriptions = { all: false, sessionIds: new Set<string>() };
@@ -140,6 +142,6 @@ export class Hub {
       this.options.onSlowConnection?.(connection);
       return;
     }
-    socket.send(frame, { binary: false });
+    socket.send(frame, TEXT_FRAME);
   }
 }

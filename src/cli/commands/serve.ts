@@ -2,16 +2,9 @@ import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
-import {
-  createConfiguredBackend,
-  createScriptedBackend,
-  loadScriptFile,
-  resolveBackendConfig,
-  type AgentBackend,
-} from '../../backends/index.js';
+import type { AgentBackend } from '../../backends/index.js';
 import { ParleyError } from '../../conversation/index.js';
-import { startServer, type RunningServer } from '../../server/index.js';
-import { createBackendSummarizer } from '../../sessions/index.js';
+import type { RunningServer } from '../../server/index.js';
 import { resolveDataDir } from '../options.js';
 
 /** The default port of `parley serve` (`--port 0` picks any free one). */
@@ -33,6 +26,12 @@ export function register(program: Command): void {
     .option('--host <host>', 'address to listen on (default 127.0.0.1; anything else is reachable from the network)')
     .option('--web-root <dir>', 'folder of the web UI to serve (default: the built dist/web)')
     .action(async (options: { port?: number; host?: string; webRoot?: string }, command: Command) => {
+      // Loaded here, not at registration: other commands do not pay for the server's modules.
+      const [{ createConfiguredBackend, createScriptedBackend, loadScriptFile, resolveBackendConfig }, { startServer }, { createBackendSummarizer }] = await Promise.all([
+        import('../../backends/index.js'),
+        import('../../server/index.js'),
+        import('../../sessions/index.js'),
+      ]);
       const projectRoot = process.cwd();
       const dataDir = resolveDataDir(command);
       const scriptPath = process.env[SCRIPTED_SCRIPT_VARIABLE];

@@ -1,0 +1,269 @@
+/**
+ * Server benchmarks (issue 7):
+ * - `text_delta` fan-out from one session to 1, 10 and 100 WebSocket clients, saturated (events/s)
+ *   and paced at 1,000 events/s (latency), beside a bare `ws` broadcast of the same frames. Parley
+ *   is measured twice: its fan-out stage alone (a session event through the server's notification
+ *   path: serialized once, written to every subscribed socket) and end to end (appended durably to
+ *   the session's log first). Clients live in a second process and parse every message.
+ * - The time from spawning `parley serve` to its ready line, beside a bare Node HTTP server.
+ * Targets: fan-out ≥ 0.8× the bare broadcast; p99 < 5 ms at 1,000 events/s to 100 clients; ready < 300 ms.
+ */
+import { fork, spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { build } from 'esbuild';
+import { WebSocketServer } from 'ws';
+import type { StreamEvent, StreamEventDraft } from '../src/conversation/index.js';
+import { startServer, type RunningServer } from '../src/server/index.js';
+import { formatMs, percentile, ratio, table } from './stats.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = join(here, '..');
+const seconds = Number(process.env['PARLEY_BENCH_SECONDS'] ?? 3);
+const BATCH = 32;
+const WINDOW = 2_048;
+
+type Variant = 'bare ws broadcast' | 'Parley fan-out' | 'Parley end to end (durable log)';
+type Mode = 'saturated' | 'paced 1,000/s';
+
+interface Outcome {
+  sent: number;
+  delivered: number;
+  elapsedS: number;
+  /** CPU of the sending (server) process per delivered message, µs. */
+  cpuPerMessageUs: number;
+  p50: number;
+  p99: number;
+}
+
+interface Target {
+  url: string;
+  subscribe?: string;
+  /** Sends one event whose delta is the sender's monotonic clock. */
+  send(count: number): void | Promise<void>;
+}
+
+function frameFor(sessionId: string, seq: number): string {
+  const event: StreamEvent = { type: 'text_delta', sessionId, conversationId: 'main', seq, at: Date.now(), blockId: 'bench-block', delta: String(process.hrtime.bigint()) };
+  return JSON.stringify({ jsonrpc: '2.0', method: 'session_event', params: { sessionId, event } });
+}
+
+async function measure(target: Target, connections: number, mode: Mode): Promise<Outcome> {
+  const child = fork(join(here, 'fanout-clients.ts'), [JSON.stringify({ url: target.url, connections, ...(target.subscribe ? { subscribe: target.subscribe } : {}) })], {
+    execArgv: ['--import', 'tsx'],
+    cwd: repo,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  let slowest = 0;
+  let onProgress: (() => void) | undefined;
+  const result = new Promise<{ total: number; p50: number; p99: number }>((resolve) => {
+    child.on('message', (message: { type: string; slowest?: number; total?: number; p50?: number; p99?: number }) => {
+      if (message.type === 'progress') {
+        slowest = message.slowest!;
+        onProgress?.();
+      } else if (message.type === 'result') resolve({ total: message.total!, p50: message.p50!, p99: message.p99! });
+    });
+  });
+  await new Promise<void>((resolve) => child.on('message', (message: { type: string }) => message.type === 'ready' && resolve()));
+  let sent = 0;
+  const cpuBefore = process.cpuUsage();
+  const started = performance.now();
+  const deadline = started + seconds * 1000;
+  if (mode === 'saturated') {
+    while (performance.now() < deadline) {
+      if (sent - slowest > WINDOW) {
+        await new Promise<void>((resolve) => (onProgress = resolve));
+        continue;
+      }
+      await target.send(BATCH);
+      sent += BATCH;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  } else {
+    while (performance.now() < deadline) {
+      const due = Math.floor((performance.now() - started) * 1); // 1 per ms
+      if (due > sent) {
+        const count = due - sent;
+        sent += count;
+        void target.send(count);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 0));
+    }
+  }
+  const drainBy = performance.now() + 10_000;
+  while (slowest < sent && performance.now() < drainBy) await new Promise<void>((resolve) => (onProgress = resolve));
+  const elapsedS = (performance.now() - started) / 1000;
+  const cpu = process.cpuUsage(cpuBefore);
+  child.send({ type: 'stop' });
+  const { total, p50, p99 } = await result;
+  return { sent, delivered: total, elapsedS, p50, p99, cpuPerMessageUs: (cpu.user + cpu.system) / Math.max(1, total) };
+}
+
+async function fanOut(): Promise<string> {
+  const root = await mkdtemp(join(tmpdir(), 'parley-bench-server-'));
+  const server: RunningServer = await startServer({ projectRoot: root, dataDir: join(root, '.parley'), rateLimit: false, summarize: false, log: () => {} });
+  const session = await server.manager.createSession({ scope: { kind: 'workflow', harness: 'bench', agent: 'fanout' }, agentType: 'dev' });
+  const sessionId = session.sessionId;
+  // The fan-out stage alone: a session event enters the server's notification path as the log would emit it.
+  const emit = (server.manager as unknown as { emit(name: 'session:event', payload: { sessionId: string; event: StreamEvent }): void }).emit.bind(server.manager);
+  let fanSeq = 0;
+  const bare = new WebSocketServer({ port: 0, host: '127.0.0.1', perMessageDeflate: false });
+  await new Promise<void>((resolve) => bare.once('listening', () => resolve()));
+  const barePort = (bare.address() as { port: number }).port;
+  let bareSeq = 0;
+  const parleyUrl = `${server.wsUrl}?token=${server.token}`;
+  const targets: Record<Variant, Target> = {
+    'bare ws broadcast': {
+      url: `ws://127.0.0.1:${barePort}`,
+      send(count) {
+        for (let index = 0; index < count; index += 1) {
+          const frame = frameFor(sessionId, bareSeq++);
+          for (const socket of bare.clients) socket.send(frame);
+        }
+      },
+    },
+    'Parley fan-out': {
+      url: parleyUrl,
+      subscribe: sessionId,
+      send(count) {
+        for (let index = 0; index < count; index += 1) {
+          const event: StreamEvent = { type: 'text_delta', sessionId, conversationId: 'main', seq: fanSeq++, at: Date.now(), blockId: 'bench-block', delta: String(process.hrtime.bigint()) };
+          emit('session:event', { sessionId, event });
+        }
+      },
+    },
+    'Parley end to end (durable log)': {
+      url: parleyUrl,
+      subscribe: sessionId,
+      async send(count) {
+        const drafts: StreamEventDraft[] = Array.from({ length: count }, () => ({ type: 'text_delta', conversationId: 'main', blockId: 'bench-block', delta: String(process.hrtime.bigint()) }));
+        await server.manager.appendEvents(sessionId, drafts);
+      },
+    },
+  };
+  const rows: string[][] = [];
+  const summary: string[] = [];
+  try {
+    for (const connections of [1, 10, 100]) {
+      for (const mode of ['saturated', 'paced 1,000/s'] as Mode[]) {
+        const outcomes = new Map<Variant, Outcome>();
+        for (const variant of Object.keys(targets) as Variant[]) outcomes.set(variant, await measure(targets[variant], connections, mode));
+        const baseline = outcomes.get('bare ws broadcast')!;
+        for (const [variant, outcome] of outcomes) {
+          const eventsPerSecond = outcome.sent / outcome.elapsedS;
+          rows.push([
+            String(connections),
+            mode,
+            variant,
+            eventsPerSecond.toFixed(0),
+            (outcome.delivered / outcome.elapsedS).toFixed(0),
+            outcome.delivered === outcome.sent * connections ? 'yes' : `no (${outcome.delivered}/${outcome.sent * connections})`,
+            formatMs(outcome.p50),
+            formatMs(outcome.p99),
+            outcome.cpuPerMessageUs.toFixed(1),
+            variant === 'bare ws broadcast' ? '1.00×' : ratio(eventsPerSecond, baseline.sent / baseline.elapsedS),
+          ]);
+        }
+        if (mode === 'saturated') {
+          const fan = outcomes.get('Parley fan-out')!;
+          summary.push(`- ${connections} client(s): Parley fan-out throughput ${ratio(fan.sent / fan.elapsedS, baseline.sent / baseline.elapsedS)} of the bare broadcast (target ≥ 0.80×)`);
+        } else if (connections === 100) {
+          summary.push(`- p99 at 1,000 events/s to 100 clients: fan-out ${formatMs(outcomes.get('Parley fan-out')!.p99)}, end to end ${formatMs(outcomes.get('Parley end to end (durable log)')!.p99)}, bare ${formatMs(baseline.p99)} (target < 5 ms)`);
+        }
+      }
+    }
+  } finally {
+    await new Promise<void>((resolve) => bare.close(() => resolve()));
+    await server.close();
+    await rm(root, { recursive: true, force: true });
+  }
+  return [
+    `### text_delta fan-out (${seconds} s per row; clients in a second process, each parses every message; ${BATCH} events per tick when saturated, at most ${WINDOW} in flight)`,
+    '',
+    table(['clients', 'mode', 'sender', 'events/s', 'delivered msgs/s', 'all delivered', 'latency p50', 'latency p99', 'sender CPU µs/msg', 'events/s vs bare'], rows),
+    '',
+    ...summary,
+    '',
+  ].join('\n');
+}
+
+/** Transpiles src/ (as `npm run build` would lay it out) so the ready time is not tsx's compile time. */
+async function builtCli(): Promise<string> {
+  const outdir = join(repo, 'node_modules', '.cache', 'parley-bench-dist');
+  const walk = (folder: string): string[] =>
+    readdirSync(folder, { withFileTypes: true }).flatMap((entry) =>
+      entry.isDirectory() ? walk(join(folder, entry.name)) : /\.tsx?$/.test(entry.name) && !entry.name.endsWith('.d.ts') ? [join(folder, entry.name)] : [],
+    );
+  const entryPoints = walk(join(repo, 'src'));
+  await build({ entryPoints, outdir, outbase: join(repo, 'src'), format: 'esm', platform: 'node', target: 'node20', bundle: false, logLevel: 'error', jsx: 'automatic' });
+  return join(outdir, 'cli', 'main.js');
+}
+
+async function timeToReady(command: string[], cwd: string, readyText: string): Promise<number> {
+  const started = performance.now();
+  const child = spawn(process.execPath, command, { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PARLEY_DATA_DIR: join(cwd, '.parley') } });
+  let output = '';
+  const ready = await new Promise<number>((resolve, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes(readyText)) resolve(performance.now() - started);
+    });
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.once('exit', (code) => reject(new Error(`exited ${code} before ready: ${output}`)));
+  });
+  child.removeAllListeners('exit');
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+  return ready;
+}
+
+async function readiness(): Promise<string> {
+  const main = await builtCli();
+  const serverModule = pathToFileURL(join(dirname(dirname(main)), 'server', 'index.js')).href;
+  const cwd = await mkdtemp(join(tmpdir(), 'parley-bench-ready-'));
+  const rows: Record<string, number[]> = { bare: [], server: [], serve: [], inProcess: [] };
+  const bare = "require('node:http').createServer().listen(0, '127.0.0.1', () => console.log('ready'))";
+  const serverOnly = `const { startServer } = await import(${JSON.stringify(serverModule)}); await startServer({ projectRoot: process.cwd(), dataDir: process.cwd() + '/.parley-alone', port: 0, log() {} }); console.log('ready');`;
+  try {
+    for (let rep = 0; rep < 7; rep += 1) {
+      rows['bare']!.push(await timeToReady(['-e', bare], cwd, 'ready'));
+      rows['server']!.push(await timeToReady(['--input-type=module', '-e', serverOnly], cwd, 'ready'));
+      rows['serve']!.push(await timeToReady([main, 'serve', '--port', '0'], cwd, 'Parley server ready:'));
+      const started = performance.now();
+      const server = await startServer({ projectRoot: cwd, dataDir: join(cwd, '.parley-in-process'), port: 0, log: () => {} });
+      rows['inProcess']!.push(performance.now() - started);
+      await server.close();
+    }
+  } finally {
+    await rm(cwd, { recursive: true, force: true });
+  }
+  const median = (values: number[]) => percentile(values, 50);
+  const line = (label: string, values: number[]) => [label, formatMs(median(values)), formatMs(Math.min(...values)), formatMs(Math.max(...values)), ratio(median(values), median(rows['bare']!))];
+  return [
+    '### Start to ready (spawned process to its ready line; 7 runs each, interleaved; the first on an empty data folder)',
+    '',
+    table(
+      ['what', 'median', 'min', 'max', 'vs bare node'],
+      [
+        line('node: a bare HTTP server listening (floor)', rows['bare']!),
+        line('node: import src/server, startServer() (no CLI)', rows['server']!),
+        line('`parley serve` (transpiled src, as in dist/)', rows['serve']!),
+        line('startServer() in this process, modules loaded', rows['inProcess']!),
+      ],
+    ),
+    '',
+    `Target: ready in under 300 ms; \`parley serve\` median ${formatMs(median(rows['serve']!))}. The gap between the rows is module loading (the CLI imports every command's modules and the back ends' SDKs) and the server's own start (store, draft recovery, listen).`,
+    '',
+  ].join('\n');
+}
+
+export async function run(): Promise<string> {
+  const cpus = (await import('node:os')).loadavg()[0]!.toFixed(1);
+  return [`## Server (load average at start ${cpus} on this machine)`, '', await fanOut(), await readiness()].join('\n');
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) console.log(await run());
