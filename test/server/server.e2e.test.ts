@@ -2,7 +2,7 @@ import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type WebSocket from 'ws';
-import { step } from '../../src/backends/index.js';
+import { createScriptedBackend, step } from '../../src/backends/index.js';
 import { applyEvents, emptyConversation, type StreamEvent } from '../../src/conversation/index.js';
 import {
   ProtocolClientError,
@@ -444,6 +444,61 @@ describe('projects, tasks, roles, agents, server_info', () => {
     const invalid = await errorOf(client.request('create_project', { name: '../escape' }));
     expect(invalid.code).toBe(RpcErrorCode.INVALID_PARAMS);
     expect(invalid.data.issues?.[0]).toMatch(/^name:/);
+  });
+});
+
+describe('worker agents over the wire', () => {
+  it('a drafted analyst drafts two workers and awaits them; the client sees their status, threads and cost', async () => {
+    const analyst = createScriptedBackend({ idPrefix: 'analyst' });
+    const dev = createScriptedBackend({ idPrefix: 'dev' });
+    const qa = createScriptedBackend({ idPrefix: 'qa' });
+    const test = await setup({ backend: analyst, backendFor: (name) => (name === 'dev-backend' ? dev : name === 'qa-backend' ? qa : analyst) });
+    await mkdir(join(test.dataDir, 'roles'), { recursive: true });
+    await writeFile(join(test.dataDir, 'roles', 'dev.md'), '---\ndescription: Developer\nbackend: dev-backend\n---\nYou implement tasks.\n');
+    await writeFile(join(test.dataDir, 'roles', 'qa.md'), '---\ndescription: QA reviewer\nbackend: qa-backend\n---\nYou test changes.\n');
+    // The script's await_agent inputs are filled in as the workers are dispatched (read when the step plays).
+    const ids: Record<string, { agentId: string }> = { dev: { agentId: '' }, qa: { agentId: '' } };
+    test.server.drafts.on('agent_status', ({ agent }) => {
+      if (agent.kind === 'worker' && ids[agent.role]) ids[agent.role]!.agentId = agent.agentId;
+    });
+    analyst.enqueue([
+      step.text('I will ask a developer and a QA reviewer.'),
+      step.tool('draft_agent', { role: 'dev', prompt: 'Implement the login page.' }),
+      step.tool('draft_agent', { role: 'qa', prompt: 'Test the login page.' }),
+      step.tool('await_agent', ids['dev']),
+      step.tool('await_agent', ids['qa']),
+      step.text('Both are done.'),
+    ]);
+    dev.enqueue([step.text('Login page added.'), step.cost(0.02)]);
+    qa.enqueue([step.text('No defects found.'), step.cost(0.03)]);
+
+    const client = await test.client();
+    const statuses: Array<NotificationParams<'agent_status'>> = [];
+    client.on('agent_status', (notice) => statuses.push(notice));
+    const { sessionId } = await client.request('draft', { role: 'product-analyst', project, task: 'first-task' });
+    const turn = turnEvents(client);
+    await client.request('submit_prompt', { content: 'Build a login page and have it tested.' });
+    const finished = await turn.done;
+    expect(finished.costUsd).toBeCloseTo(0.05, 10);
+
+    const workerStatuses = (role: string) => statuses.filter((notice) => notice.agent.kind === 'worker' && notice.agent.role === role).map((notice) => notice.agent.status);
+    expect(workerStatuses('dev')).toEqual(['queued', 'running', 'completed']);
+    expect(workerStatuses('qa')).toEqual(['queued', 'running', 'completed']);
+    expect(statuses.every((notice) => notice.channelId === client.channelId)).toBe(true);
+    const agents = (await client.request('list_agents')).agents;
+    expect(agents.filter((agent) => agent.kind === 'worker').map((agent) => [agent.role, agent.status, agent.parentSessionId])).toEqual([
+      ['dev', 'completed', sessionId],
+      ['qa', 'completed', sessionId],
+    ]);
+    // The workers' threads streamed to the channel and rebuild as subagent threads.
+    const conversation = applyEvents(emptyConversation(sessionId), turn.events);
+    expect(new Set(turn.events.map((event) => event.conversationId))).toEqual(new Set(['main', ids['dev']!.agentId, ids['qa']!.agentId]));
+    const threads = new Map(conversation.subagents.map((thread) => [thread.id, thread.blocks]));
+    expect(threads.get(ids['dev']!.agentId)?.some((block) => block.type === 'assistant_text' && block.content === 'Login page added.')).toBe(true);
+    expect(threads.get(ids['qa']!.agentId)?.some((block) => block.type === 'assistant_text' && block.content === 'No defects found.')).toBe(true);
+    const awaited = conversation.blocks.filter((block) => block.type === 'tool_result').slice(2);
+    expect(awaited.map((block) => (block as { output?: { status?: string } }).output?.status)).toEqual(['completed', 'completed']);
+    expect(conversation.blocks.at(-1)).toMatchObject({ type: 'assistant_text', content: 'Both are done.' });
   });
 });
 
