@@ -80,7 +80,7 @@ export interface ParallelFailedEvent extends Base {
   error: ErrorInfo;
 }
 /** `emit(name, data)` from a workflow. */
-export interface CustomEvent extends Base {
+export interface HarnessCustomEvent extends Base {
   type: 'custom';
   name: string;
   data: Record<string, unknown>;
@@ -128,7 +128,7 @@ export type HarnessEvent =
   | ParallelStartEvent
   | ParallelCompleteEvent
   | ParallelFailedEvent
-  | CustomEvent
+  | HarnessCustomEvent
   | AgentStartEvent
   | AgentStreamEvent
   | AgentCompleteEvent;
@@ -239,5 +239,3 @@ export type SessionEventHandler<T extends SessionEventType | '*'> = (event: T ex
 
 /** An event before the harness stamps it. */
 export type SessionEventDraft = SessionEvent extends infer E ? (E extends SessionEvent ? Omit<E, 'timestamp'> & { timestamp?: Date } : never) : never;
-
-export const TERMINAL_EVENTS: ReadonlySet<SessionEventType> = new Set(['session:complete', 'session:error']);

@@ -56,7 +56,7 @@ export type RecordedInputDraft = DistributiveOmit<RecordedInput, 'kind' | 'at'>;
 
 const draftFields = { sessionId: true, seq: true } as const;
 const optionalAt = { at: z.number().int().nonnegative().optional() };
-export const StreamEventDraftSchema = z.discriminatedUnion('type', [
+export const RecordedStreamEventSchema = z.discriminatedUnion('type', [
   BlockStartEventSchema.omit(draftFields).extend(optionalAt),
   TextDeltaEventSchema.omit(draftFields).extend(optionalAt),
   BlockUpdateEventSchema.omit(draftFields).extend(optionalAt),
@@ -71,7 +71,7 @@ export const RecordedTurnSchema = z
     agent: z.string(),
     turn: z.number().int().positive(),
     prompt: z.string(),
-    events: z.array(StreamEventDraftSchema),
+    events: z.array(RecordedStreamEventSchema),
     positions: z.array(z.number().int().nonnegative()),
   })
   .refine((turn) => turn.positions.length === turn.events.length, 'positions must have one entry per event');

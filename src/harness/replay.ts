@@ -356,7 +356,7 @@ function describeEvent(event: SessionEvent): string {
 }
 
 /** A JSON copy without the fields that differ from run to run (times, durations, session ids, log numbers). */
-export function normalize(value: unknown): unknown {
+function normalize(value: unknown): unknown {
   const json = JSON.parse(JSON.stringify(value ?? null)) as unknown;
   const strip = (node: unknown): unknown => {
     if (Array.isArray(node)) return node.map(strip);

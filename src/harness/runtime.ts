@@ -646,14 +646,21 @@ export class AgentRuntime {
   }
 
   private inject(current: { handle: TurnHandle; sessionId: string }, message: InjectedMessage): void {
-    current.handle.inject!(message.content).then(
+    let delivered: Promise<void>;
+    try {
+      delivered = current.handle.inject!(message.content);
+    } catch (error) {
+      delivered = Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+    delivered.then(
       async () => {
         // The back end got it; the session shows it where the user said it.
         const manager = await this.runtime.sessionManager();
         await manager.addMessage(current.sessionId, { role: 'user', content: message.content, metadata: { injected: true } }).catch(noop);
       },
+      // The turn ended first (or the back end refused): the message waits for the next turn.
       () => this.runtime.requeue(this, message),
-    );
+    ).catch((error: unknown) => process.emitWarning(`Delivering a message to agent "${this.key}" failed: ${String(error)}`));
   }
 
   private async createSession(): Promise<string> {

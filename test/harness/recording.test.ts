@@ -278,3 +278,20 @@ describe('recording files', () => {
   });
 });
 
+
+describe('recording failures', () => {
+  it('an event that cannot be written makes complete() fail with RECORDING_FAILED', async () => {
+    const path = join(await tempDir(), 'bad.jsonl');
+    const harness = defineHarness({
+      name: 'unwritable',
+      agents: {},
+      run: async ({ emit }) => {
+        emit('odd', { big: 10n });
+        return 'ran';
+      },
+    });
+    const error = await expectCode(harness.create().startSession({ record: path }).complete(), 'RECORDING_FAILED');
+    expect((error as Error).message).toContain('BigInt');
+    expect((error as Error).message).toContain('incomplete');
+  });
+});
