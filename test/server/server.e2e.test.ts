@@ -238,6 +238,22 @@ describe('drafts over the wire (seed 000)', () => {
     hold.open();
   });
 
+  it('a session the back end cannot resume: draft_closed is pushed, the channel leaves draft mode, the history stays readable', async () => {
+    const test = await setup();
+    test.backend.enqueue([step.error('No conversation found with that session id.', { code: 'RESUME_FAILED' })]);
+    const client = await test.client();
+    const { sessionId } = await client.request('draft', { role: 'dev', project, task: 'first-task' });
+    const closed = new Promise<NotificationParams<'draft_closed'>>((resolve) => client.on('draft_closed', resolve));
+    await client.request('submit_prompt', { content: 'Continue where we left off' });
+    expect(await closed).toMatchObject({ channelId: client.channelId, sessionId, reason: 'native_resume_failed' });
+    expect(await client.request('get_draft_status')).toEqual({ active: false });
+    const messages = await client.request('get_messages', { sessionId });
+    expect(messages.messages.map((message) => message.content)).toEqual(['Continue where we left off']);
+    // Drafting again starts fresh.
+    const again = await client.request('draft', { role: 'dev', project, task: 'first-task' });
+    expect(again.sessionId).not.toBe(sessionId);
+  });
+
   it('two clients on two channels have two drafts and each sees only its own stream', async () => {
     const test = await setup();
     const alice = await test.client({ channel: 'alice' });
@@ -389,6 +405,8 @@ describe('sessions over the wire', () => {
     }
     await client.subscribe([sessionId]);
     const started: unknown[] = [];
+    const compactedNotices: Array<NotificationParams<'context_compacted'>> = [];
+    client.on('context_compacted', (notice) => compactedNotices.push(notice));
     const completed: Array<NotificationParams<'compaction_completed'>> = [];
     client.on('compaction_started', (payload) => started.push(payload));
     client.on('compaction_completed', (payload) => completed.push(payload));
@@ -397,6 +415,9 @@ describe('sessions over the wire', () => {
     expect(compacted.checkpoint).toMatchObject({ sessionId, version: 1, trigger: 'manual', summary: { pending: ['write the tests'] } });
     await vi.waitFor(() => expect(completed).toEqual([expect.objectContaining({ sessionId, trigger: 'manual', version: 1 })]));
     expect(started).toHaveLength(1);
+    // Seed 000: the draft's channel hears of it as context_compacted.
+    await vi.waitFor(() => expect(compactedNotices).toEqual([expect.objectContaining({ channelId: client.channelId, sessionId, trigger: 'manual' })]));
+    expect(compactedNotices[0]!.preTokens).toBeGreaterThan(0);
     const checkpoints = await client.request('get_checkpoint', { sessionId });
     expect(checkpoints.current?.version).toBe(1);
     expect(checkpoints.versions.map((checkpoint) => checkpoint.version)).toEqual([1]);
@@ -404,6 +425,24 @@ describe('sessions over the wire', () => {
     expect(preview.userPrompt).toContain('what next?');
     expect(preview.systemPrompt).toContain('write the tests');
     expect(preview.totalTokens).toBeGreaterThan(0);
+  });
+
+  it('a failed compaction answers with its typed code and subscribers get compaction_failed', async () => {
+    const client = await (await setup({ summarize: () => Promise.resolve('I would rather not.') })).client();
+    const { sessionId } = await client.request('draft', { role: 'dev', project, task: 'first-task' });
+    for (let index = 0; index < 4; index += 1) {
+      const turn = turnEvents(client);
+      await client.request('submit_prompt', { content: `step ${index}: ${'lorem ipsum dolor sit amet '.repeat(300)}` });
+      await turn.done;
+    }
+    await client.subscribe([sessionId]);
+    const failed = new Promise<NotificationParams<'compaction_failed'>>((resolve) => client.on('compaction_failed', resolve));
+    const error = await errorOf(client.request('force_compact', { sessionId }));
+    expect(error.code).toBe(RpcErrorCode.SERVER_ERROR);
+    expect(error.reason).toBe('COMPACTION_INVALID_OUTPUT');
+    expect(error.fault).toBe('model');
+    expect(await failed).toMatchObject({ sessionId, trigger: 'manual', code: 'COMPACTION_INVALID_OUTPUT' });
+    expect((await client.request('get_checkpoint', { sessionId })).versions).toEqual([]);
   });
 
   it('force_compact without a summarizer is UNSUPPORTED', async () => {
