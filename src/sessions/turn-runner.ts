@@ -38,6 +38,12 @@ export interface TurnHandle {
 }
 
 /**
+ * Set on the user message that opens a turn: a turn is open until a `metadata_update` with
+ * `turnComplete` follows it. Messages added with `addMessage` alone open no turn.
+ */
+export const TURN_MARKER = 'opensTurn';
+
+/**
  * One user→agent turn on a session, the same way for every caller (CLI chat, drafts, workflow agents):
  * close a turn a crash cut, build the request (managed back ends) or resume by id (native ones),
  * store the user message, run the back end and append every event it produces to the log before
@@ -71,7 +77,7 @@ export async function runTurn(manager: SessionManager, sessionId: string, option
     request.prompt = built.userPrompt;
     estimatedInputTokens = built.totalTokens;
   }
-  await manager.addMessage(sessionId, { role: 'user', content: options.prompt, ...(options.pinned ? { pinned: true } : {}) });
+  await manager.addMessage(sessionId, { role: 'user', content: options.prompt, metadata: { [TURN_MARKER]: true }, ...(options.pinned ? { pinned: true } : {}) });
 
   const turn = options.backend.execute(request);
   const guard = new TurnIdGuard(await manager.loadConversation(sessionId), randomUUID().slice(0, 8));
@@ -129,14 +135,26 @@ async function* streamIntoLog(
  */
 export async function closeInterruptedTurn(manager: SessionManager, sessionId: string): Promise<boolean> {
   const conversation = await manager.loadConversation(sessionId);
-  const drafts = interruptedTurnRepairs(conversation, Date.now());
+  const lastUser = findLastIndex(conversation.blocks, (block) => block.type === 'user_message');
+  const userBlock = lastUser === -1 ? undefined : conversation.blocks[lastUser]!;
+  let turnOpen = false;
+  if (userBlock?.type === 'user_message' && userBlock.metadata?.[TURN_MARKER] === true) {
+    // Only the events after that message are read: cheap even for a long history.
+    const after = await manager.getEvents(sessionId, { afterSeq: userBlock.seq ?? -1 });
+    turnOpen = !after.some((event) => event.type === 'metadata_update' && event.conversationId === MAIN_CONVERSATION && event.metadata.turnComplete === true);
+  }
+  const drafts = interruptedTurnRepairs(conversation, Date.now(), { turnOpen });
   if (drafts.length === 0) return false;
   await manager.appendEvents(sessionId, drafts);
   return true;
 }
 
-/** The events that close a turn a crash cut short; none when the last turn ended. Pure. */
-export function interruptedTurnRepairs(conversation: ConversationState, now: number): StreamEventDraft[] {
+/**
+ * The events that close a turn a crash cut short: blocks left open are closed (a tool call with no
+ * result as an error), and when a block was open or `turnOpen` says the last turn never completed,
+ * an `interrupted` system block and the turn's closing metadata follow. None when the last turn ended. Pure.
+ */
+export function interruptedTurnRepairs(conversation: ConversationState, now: number, options: { turnOpen?: boolean } = {}): StreamEventDraft[] {
   const drafts: StreamEventDraft[] = [];
   const threads: Array<[string, readonly ConversationBlock[]]> = [
     [MAIN_CONVERSATION, conversation.blocks],
@@ -155,12 +173,7 @@ export function interruptedTurnRepairs(conversation: ConversationState, now: num
       drafts.push({ type: 'block_complete', conversationId, block: closed, at: now });
     }
   }
-  const lastUser = findLastIndex(conversation.blocks, (block) => block.type === 'user_message');
-  const answered =
-    lastUser === -1 ||
-    conversation.blocks.slice(lastUser + 1).some((block) => block.type === 'system' && (block.subtype === 'interrupted' || block.subtype === 'aborted')) ||
-    turnCompletedAfter(conversation, conversation.blocks[lastUser]!.seq ?? -1);
-  if (drafts.length > 0 || !answered) {
+  if (drafts.length > 0 || options.turnOpen) {
     drafts.push({
       type: 'block_complete',
       conversationId: MAIN_CONVERSATION,
@@ -170,17 +183,6 @@ export function interruptedTurnRepairs(conversation: ConversationState, now: num
     drafts.push({ type: 'metadata_update', conversationId: MAIN_CONVERSATION, metadata: { turnComplete: true, stopReason: 'interrupted' }, at: now });
   }
   return drafts;
-}
-
-/** The reducer folds metadata into metrics, so a completed turn is visible as a later `turns` count; we track it by seq instead. */
-function turnCompletedAfter(conversation: ConversationState, userSeq: number): boolean {
-  // Any block after the user message that closes a turn: an assistant answer, an error or abort notice.
-  return conversation.blocks.some(
-    (block) =>
-      (block.seq ?? -1) > userSeq &&
-      block.completedAt !== undefined &&
-      (block.type === 'assistant_text' || (block.type === 'system' && (block.subtype === 'error' || block.subtype === 'aborted'))),
-  );
 }
 
 function findLastIndex<T>(items: readonly T[], predicate: (item: T) => boolean): number {

@@ -124,3 +124,29 @@ describe('runTurn keeps ids unique within a session', () => {
     expect(subagentBlocks.map((block) => (block as { subagentId: string }).subagentId).sort()).toEqual(conversation.subagents.map((thread) => thread.id).sort());
   });
 });
+
+describe('closeInterruptedTurn', () => {
+  it('a turn cut after some streamed text (no tool open) is still marked interrupted', async () => {
+    const { manager, sessionId } = await setup();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const backend = createScriptedBackend({ turns: [[step.text('half an answer'), step.wait(gate)]] });
+    const turn = await runTurn(manager, sessionId, { backend, prompt: 'go' });
+    // Consume until the text is complete, then stop as a crashed process would: no more events are stored.
+    for await (const event of turn.events) if (event.type === 'block_complete' && event.block.type === 'assistant_text') break;
+    release();
+    expect(await closeInterruptedTurn(manager, sessionId)).toBe(true);
+    const conversation = await manager.loadConversation(sessionId);
+    expect(conversation.blocks.at(-1)).toMatchObject({ type: 'system', subtype: 'interrupted' });
+    expect(conversation.blocks.some((block) => block.type === 'assistant_text' && block.content === 'half an answer')).toBe(true);
+    expect(await closeInterruptedTurn(manager, sessionId)).toBe(false);
+  });
+
+  it('messages added with addMessage alone open no turn and need no repair', async () => {
+    const { manager, sessionId } = await setup();
+    await manager.addMessage(sessionId, { role: 'user', content: 'a question' });
+    expect(await closeInterruptedTurn(manager, sessionId)).toBe(false);
+    await manager.addMessage(sessionId, { role: 'assistant', content: 'an answer' });
+    expect(await closeInterruptedTurn(manager, sessionId)).toBe(false);
+  });
+});
