@@ -31,6 +31,8 @@ class Draft {
   private blocks: ConversationBlock[] | undefined;
   private subagents: SubagentThread[] | undefined;
   private readonly copiedThreads = new Set<string>();
+  /** id → position, built on the first lookup that misses the recent window; kept current on push. */
+  private readonly indexes = new Map<ConversationBlock[], Map<string, number>>();
   private metrics: SessionMetrics | undefined;
 
   constructor(private readonly base: ConversationState) {
@@ -102,9 +104,10 @@ class Draft {
 
   private upsert(conversationId: string, block: ConversationBlock, complete: boolean): void {
     const blocks = this.list(conversationId);
-    const index = findIndexFromEnd(blocks, block.id);
+    const index = this.indexOf(blocks, block.id);
     if (index === -1) {
       blocks.push(block.seq === undefined ? { ...block, seq: this.lastSeq } : block);
+      this.indexes.get(blocks)?.set(block.id, blocks.length - 1);
       return;
     }
     const existing = blocks[index]!;
@@ -113,18 +116,30 @@ class Draft {
     blocks[index] = { ...block, seq: existing.seq ?? block.seq ?? this.lastSeq };
   }
 
+  /** Position of a block in a working list, -1 when absent. O(1) amortized over a batch (a load of n events is O(n)). */
+  private indexOf(blocks: ConversationBlock[], id: string): number {
+    const stop = Math.max(0, blocks.length - RECENT_WINDOW);
+    for (let index = blocks.length - 1; index >= stop; index--) if (blocks[index]!.id === id) return index;
+    if (stop === 0) return -1;
+    let index = this.indexes.get(blocks);
+    if (!index) {
+      index = new Map();
+      for (let position = 0; position < blocks.length; position++) index.set(blocks[position]!.id, position);
+      this.indexes.set(blocks, index);
+    }
+    return index.get(id) ?? -1;
+  }
+
   private modify(conversationId: string, blockId: string, change: (block: ConversationBlock) => ConversationBlock): void {
     const blocks = this.list(conversationId);
-    const index = findIndexFromEnd(blocks, blockId);
+    const index = this.indexOf(blocks, blockId);
     if (index === -1) return;
     blocks[index] = change(blocks[index]!);
   }
 }
 
-function findIndexFromEnd(blocks: readonly ConversationBlock[], id: string): number {
-  for (let index = blocks.length - 1; index >= 0; index--) if (blocks[index]!.id === id) return index;
-  return -1;
-}
+/** Blocks in flight are at the end: look there first, before paying for an index. */
+const RECENT_WINDOW = 16;
 
 /** Fields an update may never change: identity and kind. */
 const FROZEN_FIELDS = new Set(['id', 'type', 'createdAt']);
