@@ -68,7 +68,7 @@ describe('examples/code-review.ts (seed 001: review, ask the user, fix)', () => 
   });
 });
 
-describe('examples/dev-loop.ts (seed 002: the Ralph loop)', () => {
+describe('examples/dev-loop.ts (seed 002: the Ralph loop)', { timeout: 90_000 }, () => {
   it('iterates until build, lint and test pass, keeping the loop in the task session checkpoint and asking after 2 failures', async () => {
     const manager = await openManager();
     const session = devLoop.create({ askAfterFailures: 2 }, { sessionManager: manager }).startSession();

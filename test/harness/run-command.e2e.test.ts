@@ -2,11 +2,17 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { tempDir } from './helpers.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MAIN = join(ROOT, 'src', 'cli', 'main.ts');
+
+const started: ChildProcessWithoutNullStreams[] = [];
+afterEach(() => {
+  // A test that failed midway must not leave its parley process behind.
+  for (const child of started.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+});
 
 /** `parley …` as a process (through tsx, as in development), stdin piped, output collected. */
 class Parley {
@@ -21,6 +27,7 @@ class Parley {
       cwd: ROOT,
       env: { ...process.env, PARLEY_DATA_DIR: dataDir, NO_COLOR: '1' },
     });
+    started.push(this.child);
     this.child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
       this.stdout += chunk;
       this.check();
@@ -52,7 +59,8 @@ class Parley {
   }
 }
 
-describe('parley run', () => {
+// Each test starts `parley` through tsx (a few seconds per process on a loaded machine).
+describe('parley run', { timeout: 120_000 }, () => {
   it('runs the code-review workflow: streams it, asks the prompt with its choices, records it; the recording replays', async () => {
     const dir = await tempDir();
     const recording = join(dir, 'review.jsonl');
