@@ -230,7 +230,9 @@ export function createGeminiCliBackend(options: GeminiCliOptions = {}): AgentBac
     let nativeSessionId = request.nativeSessionId ?? (UUID.test(request.sessionId) ? request.sessionId : randomUUID());
     const stored = await storage.findSessionFile(cwd, nativeSessionId);
     let resume = stored !== undefined;
-    let context = resume ? undefined : request.systemPrompt;
+    // A native first turn carries no built system prompt: the agent is told its role from its profile
+    // (as the Claude SDK back end appends it); later turns resume with the CLI's own history.
+    let context = resume ? undefined : (request.systemPrompt ?? (request.profile ? renderGeminiMd(request.profile) : undefined));
     if (!resume && request.isNewSession === false && request.nativeSessionId) {
       // The session should exist but the CLI's storage has no such file (another machine, a wiped home).
       if (!request.systemPrompt) {

@@ -148,6 +148,14 @@ describe.sequential('gemini-cli back end (real CLI)', () => {
       await rm(join(folders.workspace, 'GEMINI.md'));
     });
 
+    it('a first turn with a profile and no built system prompt tells the model its role', async () => {
+      server.enqueue({ text: 'Understood.' });
+      await collect(
+        backend().execute({ sessionId: 'p4', isNewSession: true, prompt: 'Who are you?', cwd: folders.workspace, profile: { name: 'qa', instructions: 'You are the QA reviewer. ROLE-MARKER' } }),
+      );
+      expect(JSON.stringify(server.streamRequests().at(-1)?.body)).toContain('ROLE-MARKER');
+    });
+
     it('checkAvailability reaches the configured endpoint', async () => {
       expect(await backend().checkAvailability!()).toEqual({ available: true, detail: `${server.url} answered (HTTP 200)` });
       expect((await backend({ apiKey: undefined }).checkAvailability!()).detail).toContain('GEMINI_API_KEY');
