@@ -123,8 +123,13 @@ export class HarnessRuntime {
     return this.managerPromise;
   }
 
-  /** Appends an event; `branch` defaults to the parallel branch the caller runs in. Returns its index. */
-  emit(draft: SessionEventDraft, branch: string | undefined = branches.getStore()): number {
+  /**
+   * Appends an event and returns its index. Its branch is the parallel branch the caller runs in,
+   * unless one is given: events of prompts keep their prompt's branch, and the user's own actions
+   * (given as `undefined`) have none, whichever code happened to call them.
+   */
+  emit(draft: SessionEventDraft, ...given: [branch: string | undefined] | []): number {
+    const branch = given.length > 0 ? given[0] : branches.getStore();
     const event = { ...draft, timestamp: draft.timestamp ?? new Date(), ...(branch !== undefined ? { branch } : {}) } as SessionEvent;
     const index = this.log.events.length;
     this.log.emit(event);

@@ -404,3 +404,33 @@ describe('the session as an event stream', () => {
     expect(outline(result.events)).toEqual(['harness:start', 'user:prompt prompt-1', 'session:paused', 'user:reply prompt-1', 'session:resumed', 'phase:start after', 'phase:complete after', 'session:complete']);
   });
 });
+
+describe('branches', () => {
+  it("the user's actions and replies carry no branch, even when code in a parallel branch makes them", async () => {
+    const harness = defineHarness({
+      name: 'branch-actions',
+      agents: {},
+      run: async ({ session, parallel, emit }) => {
+        const main = session!.waitForUser('Main question?');
+        await parallel('side', [
+          async () => {
+            emit('inside', {});
+            return 1;
+          },
+        ]);
+        return (await main).content;
+      },
+    });
+    const session = harness.create().startSession();
+    session.on('custom', () => {
+      // Runs inside branch side#0: the reply and the message still belong to nobody's branch.
+      session.reply('prompt-1', 'answered');
+      session.send('a note');
+    });
+    const result = await session.complete();
+    expect(result.result).toBe('answered');
+    expect(result.events.find((event) => event.type === 'custom')?.branch).toBe('side#0');
+    expect(result.events.find((event) => event.type === 'user:reply')?.branch).toBeUndefined();
+    expect(result.events.find((event) => event.type === 'message:injected')?.branch).toBeUndefined();
+  });
+});
