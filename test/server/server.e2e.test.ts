@@ -1,4 +1,5 @@
-import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type WebSocket from 'ws';
@@ -66,6 +67,36 @@ describe('parley serve: start, server.json, token', () => {
     expect(harness!.server.token).toBe(token);
     await harness!.server.close();
     await expect(stat(join(dataDir, 'server.json'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+});
+
+describe('the web UI\'s files', () => {
+  it('are served from the web root, without a way out of it', async () => {
+    const webRoot = await mkdtemp(join(tmpdir(), 'parley-web-'));
+    await writeFile(join(webRoot, 'index.html'), '<!doctype html><title>Parley</title>');
+    await writeFile(join(webRoot, 'app.js'), 'console.log(1)');
+    await writeFile(join(webRoot, '..', `${webRoot.split('/').at(-1)}-secret.txt`), 'secret');
+    try {
+      const { server } = await setup({ webRoot });
+      const base = `http://127.0.0.1:${server.port}`;
+      const index = await fetch(`${base}/?token=${server.token}`);
+      expect(index.status).toBe(200);
+      expect(index.headers.get('content-type')).toContain('text/html');
+      expect(await index.text()).toContain('<title>Parley</title>');
+      const script = await fetch(`${base}/app.js`);
+      expect(script.headers.get('content-type')).toContain('javascript');
+      expect((await fetch(`${base}/missing.js`)).status).toBe(404);
+      for (const path of [`/../${webRoot.split('/').at(-1)}-secret.txt`, `/%2e%2e/${webRoot.split('/').at(-1)}-secret.txt`, '/%2e%2e%2fetc%2fpasswd', '/..%5c..%5cetc']) {
+        const response = await fetch(`${base}${path}`);
+        expect([400, 404], path).toContain(response.status);
+        expect(await response.text()).not.toContain('secret');
+      }
+      expect((await fetch(`${base}/rpc`)).status).toBe(426);
+      expect((await fetch(`${base}/`, { method: 'POST' })).status).toBe(405);
+    } finally {
+      await rm(webRoot, { recursive: true, force: true });
+      await rm(`${webRoot}-secret.txt`, { force: true });
+    }
   });
 });
 

@@ -27,7 +27,7 @@ export function register(program: Command): void {
     .option('--web-root <dir>', 'folder of the web UI to serve (default: the built dist/web)')
     .action(async (options: { port?: number; host?: string; webRoot?: string }, command: Command) => {
       // Loaded here, not at registration: other commands do not pay for the server's modules.
-      const [{ createConfiguredBackend, createScriptedBackend, loadScriptFile, resolveBackendConfig }, { startServer }, { createBackendSummarizer }] = await Promise.all([
+      const [{ createBackend, createConfiguredBackend, createScriptedBackend, loadScriptFile, resolveBackendConfig }, { startServer }, { createBackendSummarizer }] = await Promise.all([
         import('../../backends/index.js'),
         import('../../server/index.js'),
         import('../../sessions/index.js'),
@@ -43,8 +43,24 @@ export function register(program: Command): void {
       }
       const config = await resolveBackendConfig({ projectDir: projectRoot, dataDir });
       if (config.notice && !scriptPath) process.stderr.write(`parley: ${config.notice}\n`);
+      if (!backendFor) {
+        // A role's `backend`/`model`, else the configured default; one instance per choice.
+        const made = new Map<string, AgentBackend>();
+        backendFor = (name, model) => {
+          const backend = name ?? config.backend;
+          const chosenModel = model ?? (name === undefined || name === config.backend ? config.model : undefined);
+          const key = `${backend}\u0000${chosenModel ?? ''}`;
+          let instance = made.get(key);
+          if (!instance) {
+            instance = createBackend(backend, config, chosenModel ? { model: chosenModel } : {});
+            made.set(key, instance);
+          }
+          return instance;
+        };
+      }
       for (const warning of config.warnings) process.stderr.write(`parley: ${warning}\n`);
-      const summarize = config.reason === 'fallback' || scriptPath ? undefined : createBackendSummarizer(createConfiguredBackend(config));
+      // The offline scripted back end cannot write checkpoints: without a model, force_compact says so.
+      const summarize = config.reason === 'fallback' || scriptPath ? false : createBackendSummarizer(createConfiguredBackend(config));
       const webRoot = options.webRoot !== undefined ? resolve(options.webRoot) : defaultWebRoot();
       let server: RunningServer;
       try {
@@ -54,8 +70,8 @@ export function register(program: Command): void {
           port: options.port ?? DEFAULT_PORT,
           ...(options.host !== undefined ? { host: options.host } : {}),
           ...(webRoot ? { webRoot } : {}),
-          ...(backendFor ? { backendFor } : {}),
-          ...(summarize ? { summarize } : {}),
+          backendFor,
+          summarize,
         });
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
