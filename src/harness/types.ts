@@ -191,7 +191,11 @@ export interface HarnessInstance<TState, TResult> {
 
 // ---- interactive sessions ----------------------------------------------------------------------
 
-/** Named apart from the store's SessionStatus (`active | archived`), which is a different thing. */
+/**
+ * `waiting`: a prompt waits for a reply. `complete`: the workflow ended (a workflow that threw is
+ * complete too; `complete()` rejects with its error). Named apart from the store's SessionStatus
+ * (`active | archived`), which is a different thing.
+ */
 export type InteractiveSessionStatus = 'running' | 'waiting' | 'paused' | 'complete' | 'aborted';
 
 interface SessionResultBase<TState> {
