@@ -5,20 +5,38 @@
  */
 import { Command, CommanderError } from 'commander';
 import { isParleyError } from '../conversation/index.js';
-import { commands } from './commands/index.js';
 
-export function createProgram(): Command {
-  const program = new Command('parley')
+function baseProgram(): Command {
+  return new Command('parley')
     .description('An open harness for conversational AI-agent sessions.')
     .version('0.1.0')
     .option('--data-dir <dir>', 'Parley data folder (default: .parley in the project folder)')
     .showHelpAfterError('(run parley --help for usage)');
+}
+
+export async function createProgram(): Promise<Command> {
+  const program = baseProgram();
+  const { commands } = await import('./commands/index.js');
   for (const register of commands) register(program);
   return program;
 }
 
+/**
+ * `parley` with no subcommand (at most `--data-dir`) opens the TUI. It loads only the TUI command,
+ * not every other one, so the first frame is painted sooner.
+ */
+function tuiProgram(): Command {
+  return baseProgram().action(async (_options: unknown, command: Command) => (await import('./commands/tui.js')).openTui(command));
+}
+
+function namesNoCommand(args: readonly string[]): boolean {
+  if (args.length === 0) return true;
+  if (args.length === 1) return args[0]!.startsWith('--data-dir=');
+  return args.length === 2 && args[0] === '--data-dir';
+}
+
 export async function main(argv: readonly string[] = process.argv): Promise<void> {
-  const program = createProgram();
+  const program = namesNoCommand(argv.slice(2)) ? tuiProgram() : await createProgram();
   program.exitOverride();
   try {
     await program.parseAsync([...argv]);

@@ -5,6 +5,7 @@ import { register as importCommand } from './import.js';
 import { register as run } from './run.js';
 import { register as serve } from './serve.js';
 import { register as sessions } from './sessions.js';
+import { register as tui } from './tui.js';
 
 /** Every subcommand's `register`. Add one import and one line per command module. */
 export const commands: Array<(program: Command) => void> = [
@@ -14,4 +15,5 @@ export const commands: Array<(program: Command) => void> = [
   serve,
   run,
   importCommand,
+  tui,
 ];

@@ -1,0 +1,273 @@
+import { randomUUID } from 'node:crypto';
+import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { basename, join, resolve } from 'node:path';
+import type { Command } from 'commander';
+import { ValidationError } from '../../conversation/index.js';
+import type { AgentBackend, ResolvedBackendConfig } from '../../backends/index.js';
+import type { ServerFile, TransportFactory, WebSocketLike } from '../../protocol/index.js';
+import type { RunningServer } from '../../server/index.js';
+import type { NoteLine } from '../../ui/tui/index.js';
+import { resolveDataDir } from '../options.js';
+
+/** The file in the data folder holding this project's TUI channel: the draft belongs to it, so a restarted TUI finds its draft again. */
+export const CHANNEL_FILE = 'tui-channel';
+/** Where the in-process server logs (the screen belongs to the TUI). */
+export const SERVER_LOG_FILE = 'tui-server.log';
+
+interface TuiOptions {
+  url?: string;
+  channel?: string;
+}
+
+/**
+ * `parley tui [--url URL] [--channel ID]`. Without `--url` it is the same as `parley` alone: the
+ * TUI on this project's server, started in this process when none runs.
+ *
+ * Everything heavy (the server, the back ends, the UI) is imported lazily: the first frame is
+ * painted before the server starts.
+ */
+export function register(program: Command): void {
+  program
+    .command('tui')
+    .description('Open the terminal UI on this project (attaching to its server, or starting one here), or on any server with --url')
+    .option('--url <url>', 'attach to a running server: its WebSocket URL with the token (ws://127.0.0.1:7433/rpc?token=…), or the web UI URL `parley serve` prints')
+    .option('--channel <id>', "the channel to join; a draft belongs to a channel (default: this project's, kept in the data folder)")
+    .action(async (options: TuiOptions, command: Command) => openTui(command, options));
+}
+
+/** Opens the TUI until the user quits. The default action of `parley` with no arguments. */
+export async function openTui(command: Command, options: TuiOptions = {}): Promise<void> {
+  if (!process.stdin.isTTY || !process.stdout.isTTY) {
+    throw new ValidationError(
+      'The Parley TUI needs an interactive terminal (standard input and output are not a TTY here). Use `parley serve` to serve a project, or `parley chat "…"` for one turn from a script.',
+    );
+  }
+  const program = command.parent ?? command;
+  const version = program.version() ?? '';
+  const projectRoot = process.cwd();
+  const dataDir = resolveDataDir(command);
+  const attach = options.url !== undefined ? parseServerUrl(options.url) : undefined;
+  const channel = checkChannel(options.channel ?? attach?.channel ?? (attach ? `tui-${randomUUID()}` : await stableChannel(dataDir)));
+
+  const [{ runTui }, protocol] = await Promise.all([import('../../ui/tui/index.js'), import('../../protocol/index.js')]);
+  const host = new ServerHost(projectRoot, dataDir);
+  const factory: TransportFactory = async (context) => {
+    const target = attach ?? (await host.locate());
+    const { WebSocket } = await import('ws');
+    return protocol.webSocketTransport({
+      url: target.wsUrl,
+      token: target.token,
+      channel,
+      openTimeoutMs: 5_000,
+      createSocket: (url) => new WebSocket(url, { maxPayload: 64 * 1024 * 1024 }) as unknown as WebSocketLike,
+    })(context);
+  };
+  const client = new protocol.ProtocolClient({ transport: factory, reconnect: { initialDelayMs: 250, maxDelayMs: 5_000 }, onError: (error) => host.log('warn', `protocol: ${String(error)}`) });
+
+  const banner: NoteLine[] = [
+    { text: `Parley ${version} · ${attach ? `attached to ${attach.wsUrl}` : `project ${basename(projectRoot)} (${projectRoot})`}`, bold: true },
+    { text: 'Talk to the drafted agent by typing; /help lists the commands. Tab completes, Esc interrupts a turn, Ctrl+C quits.', tone: 'dim' },
+  ];
+  const tui = runTui({ client, banner, setTerminalTitle: true });
+  host.onNotice = (notice) => tui.update({ notice });
+
+  // Warnings printed to stderr would tear the screen: they go to the log instead.
+  process.removeAllListeners('warning');
+  process.on('warning', (warning) => host.log('warn', `${warning.name}: ${warning.message}`));
+  const stop = () => tui.unmount();
+  process.once('SIGTERM', stop);
+  process.once('SIGHUP', stop);
+  try {
+    await tui.exited;
+  } finally {
+    process.off('SIGTERM', stop);
+    process.off('SIGHUP', stop);
+    client.close();
+    await host.close();
+  }
+  process.stdout.write(`\u001b]2;\u0007Parley stopped. Your draft stays on channel ${channel}: run \`parley${attach ? ` tui --url … --channel ${channel}` : ''}\` again to continue.\n`);
+}
+
+interface Target {
+  wsUrl: string;
+  token: string;
+}
+
+/**
+ * Finds this project's server: the one `server.json` names when its process is alive, or else one
+ * started in this process (which stops when the TUI quits). Asked again on every reconnect, so a
+ * TUI attached to a server that restarts (on whatever port) finds it again.
+ */
+class ServerHost {
+  private owned: RunningServer | undefined;
+  private attached = false;
+  private starting: Promise<RunningServer> | undefined;
+  onNotice: ((notice: string) => void) | undefined;
+
+  constructor(
+    private readonly projectRoot: string,
+    private readonly dataDir: string,
+  ) {}
+
+  async locate(): Promise<Target> {
+    if (this.owned) return this.owned;
+    const file = await readServerFile(this.dataDir);
+    if (file && file.pid !== process.pid && processAlive(file.pid)) {
+      this.attached = true;
+      return { wsUrl: file.wsUrl, token: file.token };
+    }
+    // Attached to a server that went away: wait for it to come back (a restart) rather than take its data folder.
+    if (this.attached) throw new Error(`The project's server (${join(this.dataDir, 'server.json')}) is not running; waiting for it to start again.`);
+    return this.start();
+  }
+
+  private start(): Promise<RunningServer> {
+    this.starting ??= this.startServer().then(
+      (server) => {
+        this.owned = server;
+        return server;
+      },
+      (error: unknown) => {
+        this.starting = undefined;
+        throw error;
+      },
+    );
+    return this.starting;
+  }
+
+  private async startServer(): Promise<RunningServer> {
+    const [{ startServer }, backends, { createBackendSummarizer }, { SCRIPTED_SCRIPT_VARIABLE }] = await Promise.all([
+      import('../../server/index.js'),
+      import('../../backends/index.js'),
+      import('../../sessions/index.js'),
+      import('./serve.js'),
+    ]);
+    const config = await backends.resolveBackendConfig({ projectDir: this.projectRoot, dataDir: this.dataDir });
+    const scriptPath = process.env[SCRIPTED_SCRIPT_VARIABLE];
+    // One shared scripted instance plays a script's turns in order across every agent (as `parley serve` does).
+    const scripted = scriptPath ? backends.createScriptedBackend(await backends.loadScriptFile(resolve(scriptPath))) : undefined;
+    const backendFor = scripted ? () => scripted : backendResolver(backends.createBackend, config);
+    const offline = scripted !== undefined || config.reason === 'fallback';
+    // Scripted replies cannot summarize a conversation: offline, /compact says so instead of failing on an echo.
+    const summarize = offline ? false : createBackendSummarizer(backends.createConfiguredBackend(config));
+    for (const warning of config.warnings) void this.log('warn', warning);
+    const server = await startServer({
+      projectRoot: this.projectRoot,
+      dataDir: this.dataDir,
+      port: 0,
+      backendFor,
+      summarize,
+      log: (level, message, fields) => void this.log(level, `${message}${fields ? ` ${JSON.stringify(fields)}` : ''}`),
+    });
+    if (scripted) this.onNotice?.(`The scripted back end plays ${scriptPath} (${SCRIPTED_SCRIPT_VARIABLE}); no model is called.`);
+    else if (config.notice) this.onNotice?.(config.notice);
+    return server;
+  }
+
+  async log(level: string, message: string): Promise<void> {
+    if (level === 'debug') return;
+    try {
+      await mkdir(this.dataDir, { recursive: true, mode: 0o700 });
+      await appendFile(join(this.dataDir, SERVER_LOG_FILE), `${new Date().toISOString()} ${level} ${message}\n`);
+    } catch {
+      // Logging must never take the TUI down.
+    }
+  }
+
+  async close(): Promise<void> {
+    const server = this.owned ?? (await this.starting?.catch(() => undefined));
+    await server?.close();
+  }
+}
+
+/** A role's `backend`/`model` (or the configured default) as a back end; one instance per pair. */
+function backendResolver(
+  create: (name: string, config: ResolvedBackendConfig, overrides?: { model?: string }) => AgentBackend,
+  config: ResolvedBackendConfig,
+): (name?: string, model?: string) => AgentBackend {
+  const made = new Map<string, AgentBackend>();
+  return (name, model) => {
+    const backend = name ?? config.backend;
+    const chosen = model ?? (backend === config.backend ? config.model : undefined);
+    const key = `${backend}\u0000${chosen ?? ''}`;
+    let found = made.get(key);
+    if (!found) {
+      found = create(backend, config, chosen ? { model: chosen } : {});
+      made.set(key, found);
+    }
+    return found;
+  };
+}
+
+async function readServerFile(dataDir: string): Promise<ServerFile | undefined> {
+  let text: string;
+  try {
+    text = await readFile(join(dataDir, 'server.json'), 'utf8');
+  } catch {
+    return undefined;
+  }
+  try {
+    const { ServerFileSchema } = await import('../../protocol/index.js');
+    const parsed = ServerFileSchema.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists but belongs to someone else.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+const CHANNEL_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,199}$/;
+
+function checkChannel(channel: string): string {
+  if (!CHANNEL_PATTERN.test(channel) || channel.includes('..')) {
+    throw new ValidationError(`The channel "${channel}" is not valid: use 1–200 letters, digits, ".", "_" or "-", not starting with "." or "-".`);
+  }
+  return channel;
+}
+
+/** This project's channel, made once and kept in the data folder. */
+async function stableChannel(dataDir: string): Promise<string> {
+  const path = join(dataDir, CHANNEL_FILE);
+  try {
+    const saved = (await readFile(path, 'utf8')).trim();
+    if (CHANNEL_PATTERN.test(saved) && !saved.includes('..')) return saved;
+  } catch {
+    // Not made yet.
+  }
+  const channel = `tui-${randomUUID()}`;
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  await writeFile(path, `${channel}\n`, { mode: 0o600 });
+  return channel;
+}
+
+/** `ws://host:port/rpc?token=…` (or the web UI's `http://host:port/?token=…`) as the WebSocket URL, token and channel. */
+export function parseServerUrl(value: string): Target & { channel?: string } {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ValidationError(`--url "${value}" is not a URL. Pass the server's WebSocket URL with its token, e.g. ws://127.0.0.1:7433/rpc?token=… (server.json in its data folder has both).`);
+  }
+  const token = url.searchParams.get('token');
+  if (!token) {
+    throw new ValidationError(`--url "${value}" has no token. Add ?token=… (the token is in server.json in the server's data folder, and in the URL \`parley serve\` prints).`);
+  }
+  if (url.protocol === 'http:' || url.protocol === 'https:') {
+    url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+    url.pathname = '/rpc';
+  } else if (url.protocol !== 'ws:' && url.protocol !== 'wss:') {
+    throw new ValidationError(`--url "${value}" must be a ws:// (or http://) URL.`);
+  }
+  const channel = url.searchParams.get('channel') ?? undefined;
+  url.search = '';
+  return { wsUrl: url.toString(), token, ...(channel ? { channel } : {}) };
+}

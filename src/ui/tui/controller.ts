@@ -1,0 +1,629 @@
+import type { StreamEvent } from '../../conversation/index.js';
+import {
+  isRpcError,
+  RpcErrorCode,
+  type ConnectionState,
+  type DraftStatus,
+  type MethodResult,
+  type ProtocolClient,
+} from '../../protocol/index.js';
+import { COMMANDS, helpLines, parseInput, suggestCommand } from './commands.js';
+import { formatCost, formatCount, formatDuration, formatPercent, oneLine, plural } from './format.js';
+import { activeWorkers, initialViewState, reduceView, type NoteLine, type ViewAction, type ViewState } from './view-state.js';
+
+export interface ControllerOptions {
+  client: ProtocolClient;
+  /** `/quit` and Ctrl+C. */
+  onExit: () => void;
+  clock?: () => number;
+  /** Finished blocks printed when a draft's history loads (older ones are summarized in one line). */
+  historyLimit?: number;
+  /** Waits between failed first connections (default 1 s doubling to 10 s). */
+  retryDelayMs?: (attempt: number) => number;
+}
+
+const EVENTS_PAGE = 5_000;
+const DEFAULT_HISTORY_LIMIT = 400;
+
+/**
+ * Everything the terminal UI does over the protocol: it listens to the client, folds what it hears
+ * into the view state with `reduceView`, runs the slash commands and sends messages. It holds the
+ * state itself (a small external store `useParley` subscribes to), so a command that dispatches
+ * and then reads sees its own change. It never touches files or the server directly (STYLE.md
+ * practice 17: the TUI only consumes the protocol).
+ */
+export class TuiController {
+  private readonly client: ProtocolClient;
+  private current: ViewState;
+  private readonly listeners = new Set<() => void>();
+  private readonly clock: () => number;
+  private readonly historyLimit: number;
+  private readonly retryDelay: (attempt: number) => number;
+  private readonly unsubscribe: Array<() => void> = [];
+  private readonly batches = new Map<string, StreamEvent[]>();
+  private flushScheduled = false;
+  private stopped = false;
+  private retryTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The draft session whose history is loading or loaded, so a refresh does not load it twice. */
+  private loadedSession: string | undefined;
+  private refreshing: Promise<void> | undefined;
+
+  constructor(private readonly options: ControllerOptions) {
+    this.client = options.client;
+    this.current = initialViewState();
+    this.clock = options.clock ?? Date.now;
+    this.historyLimit = options.historyLimit ?? DEFAULT_HISTORY_LIMIT;
+    this.retryDelay = options.retryDelayMs ?? ((attempt) => Math.min(10_000, 1_000 * 2 ** attempt));
+  }
+
+  /** The current view state. */
+  readonly getState = (): ViewState => this.current;
+
+  /** Calls `listener` after every change of the view state; returns the unsubscribe function. */
+  readonly subscribe = (listener: () => void): (() => void) => {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  };
+
+  /** Folds an action into the view state (the one reducer) and tells the subscribers. */
+  dispatch(action: ViewAction): void {
+    const next = reduceView(this.current, action);
+    if (next === this.current) return;
+    this.current = next;
+    for (const listener of [...this.listeners]) listener();
+  }
+
+  private state(): ViewState {
+    return this.current;
+  }
+
+  /** Listens to the client and connects (retrying until the first connection is up; the client reconnects after that). */
+  start(): void {
+    const client = this.client;
+    this.unsubscribe.push(
+      client.onStateChange((state) => this.connectionChanged(state)),
+      client.on('channel_message', (message) => this.queueEvent(message.sessionId, message.event)),
+      client.on('draft_status', (status) => this.draftStatusPushed(status.sessionId, () => this.dispatch({ type: 'draft_notification', status }))),
+      client.on('context_compacted', () => this.dispatch({ type: 'activity_end', id: 'compact' })),
+      client.on('agent_status', ({ agent }) => {
+        this.dispatch({ type: 'agent', agent });
+        const draft = this.state().draft;
+        // Another terminal on this channel undrafted it.
+        if (agent.kind === 'draft' && draft?.sessionId === agent.sessionId && agent.status !== 'running' && agent.endedAt !== undefined) this.closeDraftLocally();
+      }),
+      client.on('draft_closed', (closed) => {
+        if (this.state().draft?.sessionId !== closed.sessionId) return;
+        this.note([{ text: `The draft was closed by Parley: ${closed.message}`, tone: 'warning' }]);
+        this.closeDraftLocally();
+      }),
+    );
+    this.dispatch({ type: 'connection', state: client.state });
+    this.connect(0);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.retryTimer);
+    for (const off of this.unsubscribe.splice(0)) off();
+  }
+
+  private connect(attempt: number): void {
+    if (this.stopped) return;
+    this.dispatch({ type: 'activity_start', activity: { id: 'connect', label: attempt === 0 ? 'Connecting' : 'Connecting again', startedAt: this.clock() } });
+    this.client.connect().then(
+      () => undefined,
+      (error: unknown) => {
+        if (this.stopped) return;
+        const delay = this.retryDelay(attempt);
+        this.dispatch({ type: 'connection', state: 'disconnected', error: `${messageOf(error)} Retrying in ${formatDuration(delay)}.` });
+        this.dispatch({ type: 'activity_end', id: 'connect' });
+        this.retryTimer = setTimeout(() => this.connect(attempt + 1), delay);
+      },
+    );
+  }
+
+  private connectionChanged(state: ConnectionState): void {
+    this.dispatch({ type: 'connection', state });
+    if (state === 'reconnecting') this.dispatch({ type: 'activity_start', activity: { id: 'connect', label: 'Reconnecting', startedAt: this.clock() } });
+    if (state !== 'connected') return;
+    this.dispatch({ type: 'activity_end', id: 'connect' });
+    this.refresh().catch((error: unknown) => this.error(`Could not read the server's state: ${messageOf(error)}`));
+  }
+
+  /** After every (re)connection: the channel, projects, the draft and its history, agents, names for completion. */
+  refresh(): Promise<void> {
+    this.refreshing ??= this.doRefresh().finally(() => {
+      this.refreshing = undefined;
+    });
+    return this.refreshing;
+  }
+
+  private async doRefresh(): Promise<void> {
+    const client = this.client;
+    const info = await client.request('server_info');
+    this.dispatch({ type: 'server', channelId: info.channelId, projectRoot: info.projectRoot });
+    const [projects, status, agents] = await Promise.all([client.request('list_projects'), client.request('get_draft_status'), client.request('list_agents')]);
+    const names = projects.projects.map((project) => project.name);
+    const chosen = this.state().project;
+    if (chosen === undefined || !names.includes(chosen)) {
+      const current = projects.projects.find((project) => project.current) ?? projects.projects[0];
+      this.dispatch({ type: 'select', project: current?.name ?? null, ...(chosen !== undefined ? { task: null } : {}) });
+    }
+    this.dispatch({ type: 'catalog', projects: names });
+    this.dispatch({ type: 'agents', agents: agents.agents });
+    const draft = this.state().draft;
+    if (status.active && status.session) {
+      if (this.loadedSession === status.session.sessionId) this.dispatch({ type: 'draft_status', status: status.session });
+      else await this.loadDraft(status.session);
+    } else if (draft) {
+      this.note([{ text: `The ${draft.role} draft was closed while this terminal was away.`, tone: 'warning' }]);
+      this.closeDraftLocally();
+    }
+    await this.refreshCatalog();
+  }
+
+  private async refreshCatalog(): Promise<void> {
+    const project = this.state().project;
+    const [roles, tasks] = await Promise.all([
+      this.client.request('list_roles', project !== undefined ? { project } : {}),
+      project !== undefined ? this.client.request('list_tasks', { project }) : Promise.resolve(undefined),
+    ]);
+    this.dispatch({ type: 'catalog', roles: roles.roles.map((role) => role.name), ...(tasks ? { tasks: tasks.tasks.map((task) => task.slug) } : {}) });
+  }
+
+  /** Rebuilds the draft's conversation from its log, then follows it live (the client resumes from its last `seq`). */
+  private async loadDraft(status: DraftStatus): Promise<void> {
+    this.loadedSession = status.sessionId;
+    this.dispatch({ type: 'draft_loading', status });
+    const events: StreamEvent[] = [];
+    let afterSeq = -1;
+    for (;;) {
+      const page = await this.client.request('get_events', { sessionId: status.sessionId, afterSeq, limit: EVENTS_PAGE });
+      events.push(...page.events);
+      const last = page.events.at(-1);
+      if (!page.hasMore || !last) break;
+      afterSeq = last.seq;
+    }
+    // Flush live events first: they land in `pending` and are merged, in `seq` order, with the history.
+    this.flush();
+    this.dispatch({ type: 'history_loaded', sessionId: status.sessionId, events, historyLimit: this.historyLimit });
+    this.client.resumeFrom('channel_message', status.sessionId, events.at(-1)?.seq ?? -1, status.channelId);
+    await this.loadCompactionPoint(status);
+  }
+
+  /** Where a managed session compacts, as a percent of the window, for the title bar's colour. */
+  private async loadCompactionPoint(status: DraftStatus): Promise<void> {
+    if (status.contextWindow <= 0) return;
+    try {
+      const preview = await this.client.request('preview_request', { sessionId: status.sessionId });
+      if (preview.threshold !== undefined) this.dispatch({ type: 'compaction_point', sessionId: status.sessionId, compactionPct: (preview.threshold / status.contextWindow) * 100 });
+    } catch {
+      // Native back ends compact on their own: the window is the point (see contextLevel).
+    }
+  }
+
+  private draftStatusPushed(sessionId: string, apply: () => void): void {
+    if (this.state().draft?.sessionId === sessionId) {
+      apply();
+      return;
+    }
+    // A draft this terminal has not seen (drafted from another terminal on the same channel).
+    this.refresh().catch((error: unknown) => this.error(messageOf(error)));
+  }
+
+  private closeDraftLocally(): void {
+    this.loadedSession = undefined;
+    this.dispatch({ type: 'draft_closed' });
+  }
+
+  private queueEvent(sessionId: string, event: StreamEvent): void {
+    const batch = this.batches.get(sessionId);
+    if (batch) batch.push(event);
+    else this.batches.set(sessionId, [event]);
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    // A replay after a reconnect delivers thousands of events in one go: one render for all of them.
+    queueMicrotask(() => this.flush());
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    if (this.batches.size === 0) return;
+    const batches = [...this.batches];
+    this.batches.clear();
+    for (const [sessionId, events] of batches) this.dispatch({ type: 'events', sessionId, events });
+  }
+
+  // ---- input -----------------------------------------------------------------------------------
+
+  /** A line from the prompt: a slash command or a message for the draft. */
+  async submit(line: string): Promise<void> {
+    const parsed = parseInput(line);
+    switch (parsed.kind) {
+      case 'empty':
+        return;
+      case 'unknown': {
+        const suggestion = suggestCommand(parsed.name);
+        this.error(
+          `Unknown command /${parsed.name}.${suggestion ? ` Did you mean /${suggestion}?` : ''} Commands: ${COMMANDS.map((command) => `/${command.name}`).join(' ')} (/help explains them).`,
+        );
+        return;
+      }
+      case 'message':
+        return this.sendMessage(parsed.text);
+      case 'command':
+        try {
+          await this.runCommand(parsed.name, parsed.args);
+        } catch (error) {
+          this.error(messageOf(error));
+        }
+        return;
+    }
+  }
+
+  /** Esc: interrupts the running turn. */
+  async interrupt(): Promise<void> {
+    if (!this.state().turn) return;
+    try {
+      const result = await this.client.request('cancel');
+      if (!result.cancelled) this.dispatch({ type: 'turn_ended' });
+    } catch (error) {
+      this.error(`Could not interrupt the turn: ${messageOf(error)}`);
+    }
+  }
+
+  private async sendMessage(text: string): Promise<void> {
+    const state = this.state();
+    if (!state.draft) {
+      const roles = state.roles.length > 0 ? ` (roles: ${state.roles.join(', ')})` : '';
+      this.error(`No agent is drafted, so there is no one to talk to yet. Draft one with /draft <role>${roles}.`);
+      return;
+    }
+    if (state.turn) {
+      this.error('The agent is still answering. Wait for it, or press Esc to interrupt it.');
+      return;
+    }
+    this.dispatch({ type: 'turn_started', at: this.clock() });
+    try {
+      await this.client.request('submit_prompt', { content: text }, { timeoutMs: 0 });
+    } catch (error) {
+      this.dispatch({ type: 'turn_ended' });
+      if (isRpcError(error, RpcErrorCode.NO_ACTIVE_DRAFT)) {
+        this.error('The server has no draft on this channel any more. Draft again with /draft <role>.');
+        this.closeDraftLocally();
+        return;
+      }
+      this.error(messageOf(error));
+    }
+  }
+
+  private async runCommand(name: string, args: string): Promise<void> {
+    switch (name) {
+      case 'help':
+        return this.help();
+      case 'quit':
+        this.options.onExit();
+        return;
+      case 'draft':
+        return this.draft(args);
+      case 'undraft':
+        return this.undraft(args);
+      case 'context':
+        return this.context(args);
+      case 'project':
+        return this.project(args);
+      case 'task':
+        return this.task(args);
+      case 'roles':
+        return this.roles(args);
+      case 'sessions':
+        return this.sessions(args);
+      case 'compact':
+        return this.compact(args);
+      case 'agents':
+        return this.agents(args);
+      default:
+        this.error(`/${name} is not available.`);
+    }
+  }
+
+  private help(): void {
+    this.note([
+      { text: 'Commands', bold: true },
+      ...helpLines().map((text) => ({ text })),
+      { text: 'Type anything else to talk to the drafted agent (start with // to send a message that begins with /).', tone: 'dim' },
+      { text: 'Keys: Enter sends · Tab completes · ↑/↓ earlier lines · Esc interrupts the turn · Ctrl+O shows thinking and worker threads in full · Ctrl+C quits', tone: 'dim' },
+    ]);
+  }
+
+  private noArguments(command: string, args: string): boolean {
+    if (args === '') return true;
+    this.error(`/${command} takes no arguments (got "${oneLine(args, 40)}"). Usage: /${command}`);
+    return false;
+  }
+
+  private async draft(args: string): Promise<void> {
+    const state = this.state();
+    const roles = state.roles.length > 0 ? ` Roles: ${state.roles.join(', ')}.` : ' See /roles.';
+    if (args === '' || /\s/.test(args)) {
+      this.error(`/draft needs one role: /draft <role>.${roles}`);
+      return;
+    }
+    if (state.draft) {
+      this.error(`${state.draft.role} is already drafted on task ${state.draft.taskSlug}. /undraft it first.`);
+      return;
+    }
+    if (state.project === undefined) {
+      this.error('No active project. List them with /project and choose one with /project <name>.');
+      return;
+    }
+    if (state.task === undefined) {
+      this.error(`No active task in project ${state.project}. Create one with /task new <title>, or choose one with /task select <slug> (/task lists them).`);
+      return;
+    }
+    this.dispatch({ type: 'activity_start', activity: { id: 'draft', label: `Drafting ${args}`, startedAt: this.clock() } });
+    try {
+      const drafted = await this.client.request('draft', { role: args, project: state.project, task: state.task });
+      const status = await this.client.request('get_draft_status');
+      this.note([{ text: `Drafted ${args} on task ${drafted.taskSlug} (project ${drafted.project}). Type a message to talk to it.`, tone: 'success' }]);
+      if (status.session) await this.loadDraft(status.session);
+    } catch (error) {
+      if (isRpcError(error, RpcErrorCode.DRAFT_ALREADY_ACTIVE)) this.error(`${error.message} (/undraft closes this channel's draft.)`);
+      else this.error(messageOf(error));
+    } finally {
+      this.dispatch({ type: 'activity_end', id: 'draft' });
+    }
+  }
+
+  private async undraft(args: string): Promise<void> {
+    if (!this.noArguments('undraft', args)) return;
+    const role = this.state().draft?.role;
+    try {
+      const summary = await this.client.request('undraft');
+      const duration = summary.durationMs !== undefined ? `, ${formatDuration(summary.durationMs)}` : '';
+      this.note([{ text: `Undrafted ${role ?? 'the agent'} (task ${summary.taskSlug}): ${plural(summary.turns, 'turn')}, ${formatCost(summary.cost)}${duration}.`, tone: 'success' }]);
+      this.closeDraftLocally();
+    } catch (error) {
+      if (isRpcError(error, RpcErrorCode.NO_ACTIVE_DRAFT)) {
+        this.error('No agent is drafted on this channel. Draft one with /draft <role>.');
+        if (this.state().draft) this.closeDraftLocally();
+        return;
+      }
+      throw error;
+    }
+  }
+
+  private async context(args: string): Promise<void> {
+    if (!this.noArguments('context', args)) return;
+    const status = await this.client.request('get_draft_status');
+    if (!status.session) {
+      this.error('No agent is drafted, so there is no context to show. Draft one with /draft <role>.');
+      return;
+    }
+    const session = status.session;
+    this.dispatch({ type: 'draft_status', status: session });
+    let preview: MethodResult<'preview_request'> | undefined;
+    try {
+      preview = await this.client.request('preview_request', { sessionId: session.sessionId });
+    } catch {
+      preview = undefined;
+    }
+    const label = (text: string) => `  ${text.padEnd(15)}`;
+    const window = session.contextWindow > 0 ? formatCount(session.contextWindow) : 'unknown';
+    const lines: NoteLine[] = [
+      { text: `Context · ${session.role} on task ${session.taskSlug} · ${session.backend}${session.model ? ` / ${session.model}` : ''}`, bold: true },
+      { text: `${label('Input tokens')}${formatCount(session.lastInputTokens)} (last request: input + cache read + cache write)` },
+      { text: `${label('Context window')}${window}` },
+      { text: `${label('Used')}${formatPercent(session.contextPct)}${session.contextPct !== null ? ` (${session.contextPct.toFixed(1)}%)` : ''}` },
+    ];
+    if (preview?.sections) {
+      const sections = Object.entries(preview.sections).map(([name, tokens]) => `${name === 'userPrompt' ? 'next prompt' : name} ${formatCount(tokens)}`);
+      lines.push({ text: `${label('Sections')}${sections.join(' · ')} = ${formatCount(preview.totalTokens)} tokens in the next request` });
+    } else {
+      lines.push({ text: `${label('Sections')}not available: the ${session.backend} back end keeps its own context`, tone: 'dim' });
+    }
+    if (preview?.threshold !== undefined) {
+      const distance = preview.threshold - preview.totalTokens;
+      const budget = preview.budget !== undefined ? ` (${Math.round((preview.threshold / preview.budget) * 100)}% of the ${formatCount(preview.budget)}-token budget)` : '';
+      lines.push({
+        text: `${label('Compaction')}at ${formatCount(preview.threshold)} tokens${budget}: ${distance > 0 ? `${formatCount(distance)} tokens to go` : 'due on the next turn'}`,
+        ...(distance > 0 ? {} : { tone: 'warning' as const }),
+      });
+    } else {
+      lines.push({ text: `${label('Compaction')}done by the ${session.backend} back end near the window; shown here when it happens`, tone: 'dim' });
+    }
+    lines.push({ text: `${label('Cost')}${formatCost(session.costUsd, session.costUnknown)} cumulative${session.costUnknown ? ' (a model without a known price ran: a lower bound)' : ''}` });
+    lines.push({ text: `${label('Turns')}${session.turnCount}` });
+    this.note(lines);
+  }
+
+  private async project(args: string): Promise<void> {
+    const { projects } = await this.client.request('list_projects');
+    this.dispatch({ type: 'catalog', projects: projects.map((project) => project.name) });
+    if (args === '') {
+      const active = this.state().project;
+      const width = Math.max(...projects.map((project) => project.name.length), 4);
+      this.note([
+        { text: 'Projects', bold: true },
+        ...projects.map((project) => ({
+          text: `${project.name === active ? '›' : ' '} ${project.name.padEnd(width)}  ${project.path}${project.current ? '  (this folder)' : ''}`,
+          ...(project.name === active ? { tone: 'accent' as const } : {}),
+        })),
+        { text: 'Choose one with /project <name>.', tone: 'dim' },
+      ]);
+      return;
+    }
+    if (/\s/.test(args)) {
+      this.error(`/project takes one name: /project <name>. Projects: ${projects.map((project) => project.name).join(', ')}.`);
+      return;
+    }
+    const found = projects.find((project) => project.name === args);
+    if (!found) {
+      this.error(`No project "${args}". Projects: ${projects.map((project) => project.name).join(', ')}.`);
+      return;
+    }
+    const changed = this.state().project !== found.name;
+    this.dispatch({ type: 'select', project: found.name, ...(changed ? { task: null } : {}) });
+    this.note([{ text: `Active project: ${found.name} (${found.path}).${changed ? ' Choose a task with /task select <slug> or create one with /task new <title>.' : ''}`, tone: 'success' }]);
+    await this.refreshCatalog();
+  }
+
+  private async task(args: string): Promise<void> {
+    const project = this.state().project;
+    if (project === undefined) {
+      this.error('No active project. Choose one with /project <name> (/project lists them).');
+      return;
+    }
+    const [verb = '', ...rest] = args.split(/\s+/);
+    const value = args.slice(verb.length).trim();
+    if (verb === '') return this.listTasks(project);
+    if (verb === 'new') {
+      if (value === '') {
+        this.error('/task new needs a title: /task new <title>.');
+        return;
+      }
+      const { task } = await this.client.request('create_task', { project, title: value });
+      this.dispatch({ type: 'select', task: task.slug });
+      this.dispatch({ type: 'catalog', tasks: [...this.state().tasks.filter((slug) => slug !== task.slug), task.slug] });
+      this.note([{ text: `Created task ${task.slug} ("${task.title}") in project ${project}; it is the active task. /draft <role> to start on it.`, tone: 'success' }]);
+      return;
+    }
+    if (verb === 'select') {
+      if (value === '' || rest.length !== 1) {
+        this.error('/task select takes one task slug: /task select <slug> (/task lists them).');
+        return;
+      }
+      const { tasks } = await this.client.request('list_tasks', { project });
+      this.dispatch({ type: 'catalog', tasks: tasks.map((task) => task.slug) });
+      const found = tasks.find((task) => task.slug === value);
+      if (!found) {
+        this.error(`No task "${value}" in project ${project}.${tasks.length > 0 ? ` Tasks: ${tasks.map((task) => task.slug).join(', ')}.` : ' Create one with /task new <title>.'}`);
+        return;
+      }
+      this.dispatch({ type: 'select', task: found.slug });
+      this.note([{ text: `Active task: ${found.slug} ("${found.title}", ${found.state}).`, tone: 'success' }]);
+      return;
+    }
+    this.error(`Unknown /task action "${verb}". Expected /task, /task new <title> or /task select <slug>.`);
+  }
+
+  private async listTasks(project: string): Promise<void> {
+    const { tasks } = await this.client.request('list_tasks', { project });
+    this.dispatch({ type: 'catalog', tasks: tasks.map((task) => task.slug) });
+    if (tasks.length === 0) {
+      this.note([{ text: `No tasks in project ${project} yet. Create one with /task new <title>.` }]);
+      return;
+    }
+    const active = this.state().task;
+    const width = Math.max(...tasks.map((task) => task.slug.length));
+    this.note([
+      { text: `Tasks of ${project}`, bold: true },
+      ...tasks.map((task) => ({
+        text: `${task.slug === active ? '›' : ' '} ${task.slug.padEnd(width)}  ${oneLine(task.title, 50)}  [${task.state}]${task.activeDraft ? `  drafted: ${task.activeDraft.role}` : ''}`,
+        ...(task.slug === active ? { tone: 'accent' as const } : {}),
+      })),
+      { text: 'Choose one with /task select <slug>.', tone: 'dim' },
+    ]);
+  }
+
+  private async roles(args: string): Promise<void> {
+    if (!this.noArguments('roles', args)) return;
+    const project = this.state().project;
+    const { roles, errors } = await this.client.request('list_roles', project !== undefined ? { project } : {});
+    this.dispatch({ type: 'catalog', roles: roles.map((role) => role.name) });
+    const width = Math.max(...roles.map((role) => role.name.length), 4);
+    this.note([
+      { text: 'Roles', bold: true },
+      ...roles.map((role) => {
+        const where = [role.backend, role.model].filter(Boolean).join('/');
+        return { text: `  ${role.name.padEnd(width)}  ${oneLine(role.description, 64)}${where ? ` (${where})` : ''}${role.permissions.includes('agent-draft') ? ' · drafts workers' : ''}` };
+      }),
+      ...errors.map((error) => ({ text: `  ${error.file}${error.field ? ` (${error.field})` : ''}: ${error.message}`, tone: 'error' as const })),
+      { text: 'Draft one with /draft <role>.', tone: 'dim' },
+    ]);
+  }
+
+  private async sessions(args: string): Promise<void> {
+    if (!this.noArguments('sessions', args)) return;
+    const { sessions } = await this.client.request('list_sessions', { limit: 15 });
+    if (sessions.length === 0) {
+      this.note([{ text: 'No sessions yet.' }]);
+      return;
+    }
+    const now = this.clock();
+    this.note([
+      { text: 'Recent sessions', bold: true },
+      ...sessions.map((session) => {
+        const metrics = session.metrics;
+        const numbers = metrics ? `${plural(metrics.turns, 'turn')}, ${formatCost(metrics.costUsd, metrics.costUnknown)}` : '';
+        const age = session.lastActivity !== undefined ? `${formatDuration(now - session.lastActivity)} ago` : '';
+        const current = session.sessionId === this.state().draft?.sessionId;
+        return {
+          text: `${current ? '›' : ' '} ${session.sessionId.slice(0, 8)}  ${oneLine(session.title ?? session.agentType, 36).padEnd(36)}  ${session.type.padEnd(12)} ${session.status.padEnd(8)} ${numbers.padEnd(18)} ${age}`.trimEnd(),
+          ...(current ? { tone: 'accent' as const } : {}),
+        };
+      }),
+    ]);
+  }
+
+  private async compact(args: string): Promise<void> {
+    const draft = this.state().draft;
+    if (!draft) {
+      this.error('No agent is drafted, so there is nothing to compact. Draft one with /draft <role>.');
+      return;
+    }
+    const started = this.clock();
+    this.dispatch({ type: 'activity_start', activity: { id: 'compact', label: 'Compacting the context', startedAt: started } });
+    try {
+      const result = await this.client.request('force_compact', { sessionId: draft.sessionId, ...(args !== '' ? { instructions: args } : {}) }, { timeoutMs: 0 });
+      const checkpoint = result.checkpoint;
+      this.note([
+        {
+          text: `Compacted in ${formatDuration(this.clock() - started)}${checkpoint ? `: checkpoint v${checkpoint.version} covers the conversation through seq ${checkpoint.covers.throughSeq} (${plural(checkpoint.covers.messageCount, 'message')}); nothing was deleted` : ''}.`,
+          tone: 'success',
+        },
+      ]);
+    } catch (error) {
+      if (isRpcError(error) && error.reason === 'COMPACTION_NO_SUMMARIZER') {
+        this.error('Cannot compact: this server has no model to write the summary with (the scripted back end cannot summarize). Configure a model back end (parley backends shows how), then /compact again.');
+      } else if (isRpcError(error, RpcErrorCode.UNSUPPORTED)) this.error(`Cannot compact now: ${error.message}`);
+      else this.error(`Compaction failed: ${messageOf(error)}`);
+    } finally {
+      this.dispatch({ type: 'activity_end', id: 'compact' });
+    }
+  }
+
+  private async agents(args: string): Promise<void> {
+    if (!this.noArguments('agents', args)) return;
+    const { agents } = await this.client.request('list_agents');
+    this.dispatch({ type: 'agents', agents });
+    const workers = agents.filter((agent) => agent.kind === 'worker');
+    const draft = agents.find((agent) => agent.kind === 'draft' && agent.status === 'running');
+    const now = this.clock();
+    const lines: NoteLine[] = [{ text: `Agents · ${plural(activeWorkers(this.state()).length, 'worker')} running`, bold: true }];
+    const drafted = this.state().draft;
+    if (draft) lines.push({ text: `  ${draft.role} (drafted) · ${draft.status} · since ${formatDuration(now - Date.parse(draft.startedAt))} · ${formatCost(drafted?.sessionId === draft.sessionId ? drafted.costUsd : draft.costUsd)} with its workers` });
+    if (workers.length === 0) lines.push({ text: '  No workers on this channel. A drafted agent whose role may draft workers (e.g. product-analyst) starts them.', tone: 'dim' });
+    for (const worker of workers) {
+      const ended = worker.endedAt !== undefined ? Date.parse(worker.endedAt) : now;
+      const tone = worker.status === 'failed' || worker.status === 'killed' ? 'error' : worker.status === 'completed' ? 'success' : 'accent';
+      lines.push({
+        text: `  ${worker.agentId.padEnd(16)} ${worker.role.padEnd(10)} ${worker.status.padEnd(9)} ${formatDuration(ended - Date.parse(worker.startedAt)).padEnd(8)} ${formatCost(worker.costUsd).padEnd(7)} ${oneLine(worker.prompt ?? '', 50)}`,
+        tone,
+      });
+    }
+    this.note(lines);
+  }
+
+  private note(lines: NoteLine[]): void {
+    this.dispatch({ type: 'note', lines });
+  }
+
+  private error(text: string): void {
+    this.note([{ text: `✗ ${text}`, tone: 'error' }]);
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

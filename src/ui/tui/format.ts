@@ -1,0 +1,91 @@
+/** Number, time and text formatting for the terminal UI. Pure. */
+
+/** `$0.23`; a cost with an unpriced turn in it is a lower bound: `$0.23+`. */
+export function formatCost(usd: number, unknown = false): string {
+  return `$${usd.toFixed(2)}${unknown ? '+' : ''}`;
+}
+
+/** `1,234` */
+export function formatCount(value: number): string {
+  return Math.round(value).toLocaleString('en-US');
+}
+
+/** `34%`; a non-zero occupancy under 1% shows as `<1%` so it never looks empty. */
+export function formatPercent(value: number | null | undefined): string {
+  if (value === null || value === undefined || !Number.isFinite(value)) return '–';
+  if (value > 0 && value < 0.5) return '<1%';
+  return `${Math.round(value)}%`;
+}
+
+/** `0s`, `12s`, `3m 04s`, `1h 02m`. */
+export function formatDuration(ms: number): string {
+  const seconds = Math.max(0, Math.floor(ms / 1000));
+  if (seconds < 60) return `${seconds}s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes}m ${String(seconds % 60).padStart(2, '0')}s`;
+  return `${Math.floor(minutes / 60)}h ${String(minutes % 60).padStart(2, '0')}m`;
+}
+
+/** `1 turn`, `2 turns`. */
+export function plural(count: number, word: string): string {
+  return `${count} ${word}${count === 1 ? '' : 's'}`;
+}
+
+/** The text on one line, cut to `max` characters with an ellipsis. */
+export function oneLine(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  if (max <= 1) return flat.slice(0, Math.max(0, max));
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+/** Splits text into the rows a terminal of `width` columns shows (hard wrap; one column per code point). */
+export function wrapRows(text: string, width: number): string[] {
+  const columns = Math.max(1, width);
+  const rows: string[] = [];
+  for (const line of text.split('\n')) {
+    const points = Array.from(line);
+    if (points.length === 0) {
+      rows.push('');
+      continue;
+    }
+    for (let start = 0; start < points.length; start += columns) rows.push(points.slice(start, start + columns).join(''));
+  }
+  return rows;
+}
+
+/**
+ * The last `maxRows` rows of text at `width` columns, and how many rows were left out above.
+ * The block in flight is shown this way so the live area never outgrows the screen: when it does,
+ * Ink clears the terminal and redraws the whole history on every frame (the flicker users hate).
+ */
+export function tailRows(text: string, width: number, maxRows: number): { rows: string[]; hidden: number } {
+  const rows = wrapRows(text, width);
+  const keep = Math.max(1, maxRows);
+  if (rows.length <= keep) return { rows, hidden: 0 };
+  return { rows: rows.slice(rows.length - keep), hidden: rows.length - keep };
+}
+
+/** A tool's input as `key: value, …` on one line. */
+export function describeInput(input: unknown, max: number): string {
+  if (input === undefined || input === null) return '';
+  if (typeof input !== 'object') return oneLine(String(input), max);
+  const entries = Object.entries(input as Record<string, unknown>).map(
+    ([key, value]) => `${key}: ${typeof value === 'string' ? JSON.stringify(oneLine(value, 60)) : oneLine(JSON.stringify(value) ?? 'null', 60)}`,
+  );
+  return oneLine(entries.join(', '), max);
+}
+
+/** A tool result in one short line: its first line, and how many more there are. */
+export function shortResult(content: string, max: number): string {
+  const lines = content.trim().split('\n');
+  const first = oneLine(lines[0] ?? '', max);
+  if (lines.length <= 1) return first || '(empty)';
+  // JSON answers read better flattened than as their first line (`{`).
+  if (/^[[{]$/.test(first)) return oneLine(content, max);
+  return `${first} (+${lines.length - 1} lines)`;
+}
+
+/** Words in a text, for "thought for N words". */
+export function wordCount(text: string): number {
+  return text.trim() === '' ? 0 : text.trim().split(/\s+/).length;
+}
