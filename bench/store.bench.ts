@@ -242,7 +242,7 @@ async function listSection(root: string): Promise<string> {
   const warm: Time[] = [];
   const filtered: Time[] = [];
   let listed = 0;
-  for (let rep = 0; rep < 3; rep += 1) {
+  for (let rep = 0; rep < 5; rep += 1) {
     const store = await createFileStore({ dataDir });
     cold.push(await measure(async () => (listed = await count(store))));
     warm.push(await measure(() => count(store)));
@@ -258,7 +258,7 @@ async function listSection(root: string): Promise<string> {
     `### Listing ${SESSIONS.toLocaleString('en-US')} sessions (${listed.toLocaleString('en-US')} listed)`,
     '',
     table(
-      ['operation', 'wall time (CPU), median of 3', 'target'],
+      ['operation', 'wall time (CPU), median of 5', 'target'],
       [
         ['cold: first `listSessions()` of a freshly opened store (reads and validates every session.json)', cell(cold), check(cold)],
         ['warm: `listSessions()` again (in-memory index, records copied)', cell(warm), check(warm)],
