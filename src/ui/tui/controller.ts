@@ -186,7 +186,7 @@ export class TuiController {
     }
     // Flush live events first: they land in `pending` and are merged, in `seq` order, with the history.
     this.flush();
-    this.dispatch({ type: 'history_loaded', sessionId: status.sessionId, events, historyLimit: this.historyLimit });
+    this.dispatch({ type: 'history_loaded', sessionId: status.sessionId, events, historyLimit: this.historyLimit, now: this.clock() });
     this.client.resumeFrom('channel_message', status.sessionId, events.at(-1)?.seq ?? -1, status.channelId);
     await this.loadCompactionPoint(status);
   }
@@ -231,7 +231,7 @@ export class TuiController {
     if (this.batches.size === 0) return;
     const batches = [...this.batches];
     this.batches.clear();
-    for (const [sessionId, events] of batches) this.dispatch({ type: 'events', sessionId, events });
+    for (const [sessionId, events] of batches) this.dispatch({ type: 'events', sessionId, events, now: this.clock() });
   }
 
   // ---- input -----------------------------------------------------------------------------------

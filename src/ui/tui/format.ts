@@ -38,17 +38,26 @@ export function oneLine(text: string, max: number): string {
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 
-/** Splits text into the rows a terminal of `width` columns shows (hard wrap; one column per code point). */
+/**
+ * Splits text into the rows a terminal of `width` columns shows: word-wrapped like Ink wraps text,
+ * a word longer than a row cut hard (one column per code point).
+ */
 export function wrapRows(text: string, width: number): string[] {
   const columns = Math.max(1, width);
   const rows: string[] = [];
   for (const line of text.split('\n')) {
-    const points = Array.from(line);
-    if (points.length === 0) {
-      rows.push('');
-      continue;
+    let rest = Array.from(line);
+    if (rest.length === 0) rows.push('');
+    while (rest.length > 0) {
+      if (rest.length <= columns) {
+        rows.push(rest.join(''));
+        break;
+      }
+      const space = rest.lastIndexOf(' ', columns);
+      const cut = space > 0 ? space : columns;
+      rows.push(rest.slice(0, cut).join('').trimEnd());
+      rest = rest.slice(space > 0 ? cut + 1 : cut);
     }
-    for (let start = 0; start < points.length; start += columns) rows.push(points.slice(start, start + columns).join(''));
   }
   return rows;
 }

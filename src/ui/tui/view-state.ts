@@ -89,7 +89,11 @@ export interface ViewState {
   agents: Record<string, AgentInfo>;
   /** Cost per worker thread (conversation id), from its turns' metadata. */
   threadCosts: Record<string, number>;
-  /** A turn of the draft is in flight since `startedAt`; it ends with a main `turnComplete` after `afterSeq`. */
+  /**
+   * A turn of the draft is in flight since `startedAt`: from a message sent here, or read from the
+   * log (a main user message after the last main `turnComplete`). It ends with a main
+   * `turnComplete` after `afterSeq`. Status snapshots never start one: the log is the truth.
+   */
   turn?: { startedAt: number; afterSeq: number };
   activities: Activity[];
   /** Details on (Ctrl+O): thinking and worker threads shown in full. */
@@ -107,12 +111,12 @@ export type ViewAction =
   | { type: 'select'; project?: string | null; task?: string | null }
   | { type: 'catalog'; roles?: string[]; tasks?: string[]; projects?: string[] }
   | { type: 'draft_loading'; status: DraftStatus }
-  | { type: 'history_loaded'; sessionId: string; events: StreamEvent[]; historyLimit: number }
+  | { type: 'history_loaded'; sessionId: string; events: StreamEvent[]; historyLimit: number; now: number }
   | { type: 'draft_status'; status: DraftStatus }
   | { type: 'draft_notification'; status: NotificationParams<'draft_status'> }
   | { type: 'compaction_point'; sessionId: string; compactionPct: number }
   | { type: 'draft_closed' }
-  | { type: 'events'; sessionId: string; events: StreamEvent[] }
+  | { type: 'events'; sessionId: string; events: StreamEvent[]; now: number }
   | { type: 'agents'; agents: AgentInfo[] }
   | { type: 'agent'; agent: AgentInfo }
   | { type: 'note'; lines: NoteLine[] }
@@ -181,18 +185,14 @@ export function reduceView(state: ViewState, action: ViewAction): ViewState {
         project: action.status.project,
         task: action.status.taskSlug,
         threadCosts: {},
-        ...(action.status.turnRunning ? { turn: { startedAt: Date.parse(action.status.lastActivity) || Date.now(), afterSeq: -1 } } : { turn: undefined }),
+        turn: undefined,
       };
     }
     case 'history_loaded':
-      return historyLoaded(state, action.sessionId, action.events, action.historyLimit);
-    case 'draft_status': {
+      return historyLoaded(state, action.sessionId, action.events, action.historyLimit, action.now);
+    case 'draft_status':
       if (!state.draft || state.draft.sessionId !== action.status.sessionId) return state;
-      const next = { ...state, draft: draftView(action.status, state.draft) };
-      if (!action.status.turnRunning && state.turn) delete next.turn;
-      if (action.status.turnRunning && !state.turn) next.turn = { startedAt: Date.parse(action.status.lastActivity) || Date.now(), afterSeq: state.conversation?.lastSeq ?? -1 };
-      return next;
-    }
+      return { ...state, draft: draftView(action.status, state.draft) };
     case 'draft_notification': {
       const draft = state.draft;
       if (!draft || draft.sessionId !== action.status.sessionId) return state;
@@ -213,7 +213,7 @@ export function reduceView(state: ViewState, action: ViewAction): ViewState {
       return next;
     }
     case 'events':
-      return applyLiveEvents(state, action.sessionId, action.events);
+      return applyLiveEvents(state, action.sessionId, action.events, action.now);
     case 'agents': {
       const agents: Record<string, AgentInfo> = {};
       for (const agent of action.agents) agents[agent.agentId] = agent;
@@ -299,23 +299,34 @@ function flushOpen(state: ViewState): ViewState {
   return { ...next, open: [] };
 }
 
-function historyLoaded(state: ViewState, sessionId: string, events: StreamEvent[], historyLimit: number): ViewState {
+function isUserMessage(event: StreamEvent): boolean {
+  return (event.type === 'block_start' || event.type === 'block_complete') && event.conversationId === MAIN_CONVERSATION && event.block.type === 'user_message';
+}
+
+function isTurnEnd(event: StreamEvent): boolean {
+  return event.type === 'metadata_update' && event.conversationId === MAIN_CONVERSATION && event.metadata.turnComplete === true;
+}
+
+function historyLoaded(state: ViewState, sessionId: string, events: StreamEvent[], historyLimit: number, now: number): ViewState {
   if (!state.conversation || state.conversation.sessionId !== sessionId) return state;
   const all = [...events, ...state.pending].sort((a, b) => a.seq - b.seq);
   const conversation = applyEvents(state.conversation, all);
   const threadCosts: Record<string, number> = { ...state.threadCosts };
-  let turnEnded = false;
+  let lastUser = -1;
+  let lastEnd = -1;
   for (const event of all) {
-    if (event.type !== 'metadata_update') continue;
-    if (event.conversationId !== MAIN_CONVERSATION && event.metadata.costUsd !== undefined) {
+    if (isUserMessage(event)) lastUser = Math.max(lastUser, event.seq);
+    if (isTurnEnd(event)) lastEnd = Math.max(lastEnd, event.seq);
+    if (event.type === 'metadata_update' && event.conversationId !== MAIN_CONVERSATION && event.metadata.costUsd !== undefined) {
       threadCosts[event.conversationId] = (threadCosts[event.conversationId] ?? 0) + event.metadata.costUsd;
     }
-    if (event.conversationId === MAIN_CONVERSATION && event.metadata.turnComplete && state.turn && event.seq > state.turn.afterSeq) turnEnded = true;
   }
   const finished = conversation.blocks.filter((block) => block.completedAt !== undefined);
   const open = conversation.blocks.filter((block) => block.completedAt === undefined).map((block) => block.id);
   let next: ViewState = { ...state, conversation, loading: false, pending: [], open, threadCosts };
-  if (turnEnded) delete next.turn;
+  // A turn runs when the log's last user message has no turn end after it (e.g. one sent from another terminal).
+  if (lastUser > lastEnd) next.turn = state.turn ?? { startedAt: now, afterSeq: lastUser - 1 };
+  else if (state.turn && lastEnd > state.turn.afterSeq) delete next.turn;
   const omitted = Math.max(0, finished.length - historyLimit);
   if (omitted > 0) {
     next = print(next, {
@@ -328,7 +339,7 @@ function historyLoaded(state: ViewState, sessionId: string, events: StreamEvent[
   return withMetrics(next);
 }
 
-function applyLiveEvents(state: ViewState, sessionId: string, events: StreamEvent[]): ViewState {
+function applyLiveEvents(state: ViewState, sessionId: string, events: StreamEvent[], now: number): ViewState {
   const before = state.conversation;
   if (!before || before.sessionId !== sessionId) return state;
   if (state.loading) return { ...state, pending: [...state.pending, ...events] };
@@ -343,6 +354,7 @@ function applyLiveEvents(state: ViewState, sessionId: string, events: StreamEven
     // Only the events applyEvents took (it skips what is already in).
     if (event.seq <= lastSeq || event.sessionId !== sessionId) continue;
     lastSeq = event.seq;
+    if (isUserMessage(event) && !turn) turn = { startedAt: now, afterSeq: event.seq - 1 };
     switch (event.type) {
       case 'block_start':
         if (event.conversationId !== MAIN_CONVERSATION) break;

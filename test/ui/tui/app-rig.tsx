@@ -9,13 +9,20 @@ export function plain(text: string): string {
   return text.replace(/\u001b\[[0-9;?]*[A-Za-z]|\u001b\][^\u0007]*\u0007/g, '');
 }
 
+/** Text with every run of white space (line breaks included) as one space: what a user reads, however the terminal wrapped it. */
+export function flat(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
 export interface AppRig {
   client: ProtocolClient;
-  /** The screen as text (history and live area). */
+  /** The screen as text (history and live area), white space collapsed so wrapping does not matter. */
   frame(): string;
+  /** The screen as text with its line breaks. */
+  lines(): string;
   /** The screen with its colours. */
   raw(): string;
-  /** Polls the screen until `expected` shows (bounded by a deadline; the frame is in the error). */
+  /** Polls the screen (`frame()`) until `expected` shows (bounded by a deadline; the screen is in the error). */
   waitFor(expected: string | RegExp | ((frame: string) => boolean), timeoutMs?: number): Promise<string>;
   /** Types a line and presses Enter. */
   type(line: string): Promise<void>;
@@ -43,19 +50,21 @@ export function renderApp(peer: RecordedPeer, options: { now?: number; props?: P
       {...options.props}
     />,
   );
-  const frame = () => plain(instance.lastFrame() ?? '');
+  const lines = () => plain(instance.lastFrame() ?? '');
+  const frame = () => flat(lines());
   const settle = () => new Promise((resolve) => setTimeout(resolve, 15));
   return {
     client,
     frame,
+    lines,
     raw: () => instance.lastFrame() ?? '',
     async waitFor(expected, timeoutMs = 5_000) {
-      const matches = (text: string) => (typeof expected === 'string' ? text.includes(expected) : expected instanceof RegExp ? expected.test(text) : expected(text));
+      const matches = (text: string) => (typeof expected === 'string' ? text.includes(flat(expected)) : expected instanceof RegExp ? expected.test(text) : expected(text));
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         const text = frame();
         if (matches(text)) return text;
-        if (Date.now() > deadline) throw new Error(`The screen never showed ${String(expected)}. Last frame:\n${text}`);
+        if (Date.now() > deadline) throw new Error(`The screen never showed ${String(expected)}. Last frame:\n${lines()}`);
         await settle();
       }
     },

@@ -15,7 +15,8 @@ export function LiveArea({ state, now, width, maxRows }: { state: ViewState; now
   const blocks = openBlocks(state);
   const workers = blocks.filter((block) => block.type === 'subagent');
   const others = blocks.filter((block) => block.type !== 'subagent');
-  let budget = Math.max(2, maxRows - activities.length);
+  // The spinner lines and the blank row above them.
+  let budget = Math.max(2, maxRows - (activities.length > 0 ? activities.length + 1 : 0));
   const perWorker = state.expanded ? 6 : 3;
   const workerRows = Math.min(workers.length * perWorker, Math.floor(budget / 2));
   budget -= workerRows;
