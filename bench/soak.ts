@@ -37,9 +37,11 @@ export interface SoakReport {
   /** Events a client saw twice, or out of order. */
   doubled: number;
   drops: number;
-  samples: Array<{ atMs: number; rssMb: number; heapMb: number; turns: number; events: number }>;
+  samples: Array<{ atMs: number; rssMb: number; heapMb: number; turns: number; events: number; historyMb: number }>;
   /** Heap at the end over heap after warm-up (a quarter of the run). */
   heapGrowth: number;
+  /** The same, less the live conversations' size: what the server's machinery itself holds. */
+  baseGrowth: number;
   elapsedMs: number;
 }
 
@@ -68,7 +70,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
   const server = await startServer({ projectRoot: root, dataDir: join(root, '.parley'), backendFor: () => backend, rateLimit: false, summarize: false, log: () => {} });
   const project = (await server.drafts.listProjects()).find((entry) => entry.current)!.name;
   const sockets = new Map<number, WebSocket>();
-  const clients: Array<{ client: ProtocolClient; sessionId: string; seen: StreamEvent[]; doubled: number; turns: number }> = [];
+  const clients: Array<{ client: ProtocolClient; sessionId: string; seqs: number[]; doubled: number; turns: number }> = [];
   let stopping = false;
   const started = performance.now();
   const samples: SoakReport['samples'] = [];
@@ -93,19 +95,21 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
       await client.connect();
       await client.request('create_task', { project, title: `Soak ${index}`, slug: `soak-${index}` });
       const { sessionId } = await client.request('draft', { role: 'dev', project, task: `soak-${index}` });
-      const entry = { client, sessionId, seen: [] as StreamEvent[], doubled: 0, turns: 0 };
+      // Only the seqs are kept, so the harness's own memory does not hide the server's.
+      const entry = { client, sessionId, seqs: [] as number[], doubled: 0, turns: 0 };
       client.on('channel_message', ({ event }) => {
-        const last = entry.seen.at(-1);
-        if (last && event.seq <= last.seq) entry.doubled += 1;
-        else entry.seen.push(event);
+        const last = entry.seqs.at(-1);
+        if (last !== undefined && event.seq <= last) entry.doubled += 1;
+        else entry.seqs.push(event.seq);
       });
       clients.push(entry);
     }
-    const eventCount = () => clients.reduce((sum, entry) => sum + entry.seen.length, 0);
+    const eventCount = () => clients.reduce((sum, entry) => sum + entry.seqs.length, 0);
     const turnCount = () => clients.reduce((sum, entry) => sum + entry.turns, 0);
 
     const loops = clients.map(async (entry) => {
       while (!stopping) {
+        const before = await turnsOf(entry.client);
         const finished = new Promise<void>((resolve) => {
           const off = entry.client.on('draft_status', () => {
             off();
@@ -117,10 +121,12 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
         } catch (error) {
           // A dropped link can fail the call in flight; the turn may or may not have started.
           log(`submit failed: ${String(error)}`);
-          const status = await entry.client.request('get_draft_status').catch(() => undefined);
-          if (!status?.session?.turnRunning) continue;
         }
-        await finished;
+        // draft_status is not replayed after a reconnect (stream events are): a missed one is
+        // made up for by asking for the status, as a client does after it reconnects.
+        const seen = { done: false };
+        await Promise.race([finished, turnEnded(entry.client, before, seen)]);
+        seen.done = true;
         entry.turns += 1;
       }
     });
@@ -133,14 +139,24 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
             drops += 1;
           }, options.dropEveryMs)
         : undefined;
-    const sample = () => {
-      const atMs = performance.now() - started;
-      samples.push({ atMs, ...memory(), turns: turnCount(), events: eventCount() });
-      const last = samples.at(-1)!;
-      log(`${(atMs / 1000).toFixed(1)} s: rss ${last.rssMb.toFixed(0)} MB, heap ${last.heapMb.toFixed(1)} MB, ${last.turns} turns, ${last.events} events`);
+    // The conversations themselves grow with every turn (the SessionManager keeps each live one in
+    // memory); their size is reported beside the heap so growth can be told apart from a leak.
+    const historyMb = async () => {
+      let bytes = 0;
+      for (const entry of clients) bytes += JSON.stringify(await server.manager.loadConversation(entry.sessionId)).length;
+      return bytes / 1048576;
     };
-    sample();
-    const sampler = setInterval(sample, options.sampleEveryMs);
+    const sample = async () => {
+      // The scripted back end records every request (with its built system prompt) for tests; the soak needs none of them.
+      backend.calls.splice(0);
+      const history = await historyMb();
+      const atMs = performance.now() - started;
+      samples.push({ atMs, ...memory(), turns: turnCount(), events: eventCount(), historyMb: history });
+      const last = samples.at(-1)!;
+      log(`${(atMs / 1000).toFixed(1)} s: rss ${last.rssMb.toFixed(0)} MB, heap ${last.heapMb.toFixed(1)} MB, history ${history.toFixed(1)} MB, ${last.turns} turns, ${last.events} events`);
+    };
+    await sample();
+    const sampler = setInterval(() => void sample(), options.sampleEveryMs);
     await new Promise((resolve) => setTimeout(resolve, options.durationMs));
     stopping = true;
     clearInterval(dropper);
@@ -148,18 +164,18 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
     await Promise.all(loops);
     // Let every client finish resuming, then compare what it saw with its session's log.
     await Promise.all(clients.map((entry) => waitConnected(entry.client)));
+    await sample();
     let lost = 0;
     for (const entry of clients) {
       const logEvents = await readLog(entry.client, entry.sessionId);
-      const seen = new Map(entry.seen.map((event) => [event.seq, event]));
+      const seen = new Set(entry.seqs);
       for (const event of logEvents) {
         if (seen.has(event.seq)) continue;
         lost += 1;
-        log(`lost: session ${entry.sessionId} seq ${event.seq} ${event.type}; client saw up to ${entry.seen.at(-1)?.seq ?? -1}, lastSeq ${entry.client.lastSeq(entry.sessionId)}`);
+        log(`lost: session ${entry.sessionId} seq ${event.seq} ${event.type}; client saw up to ${entry.seqs.at(-1) ?? -1}, lastSeq ${entry.client.lastSeq(entry.sessionId)}`);
       }
-      if (entry.seen.length > logEvents.length) entry.doubled += entry.seen.length - logEvents.length;
+      if (entry.seqs.length > logEvents.length) entry.doubled += entry.seqs.length - logEvents.length;
     }
-    sample();
     const warm = samples.find((entry) => entry.atMs >= options.durationMs / 4) ?? samples[0]!;
     const end = samples.at(-1)!;
     return {
@@ -171,6 +187,7 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
       drops,
       samples,
       heapGrowth: end.heapMb / warm.heapMb,
+      baseGrowth: (end.heapMb - end.historyMb) / (warm.heapMb - warm.historyMb),
       elapsedMs: performance.now() - started,
     };
   } finally {
@@ -178,6 +195,34 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
     for (const entry of clients) entry.client.close();
     await server.close();
     await rm(root, { recursive: true, force: true });
+  }
+}
+
+async function turnsOf(client: ProtocolClient): Promise<number> {
+  for (;;) {
+    try {
+      return (await client.request('get_draft_status')).session?.turnCount ?? 0;
+    } catch {
+      await waitConnected(client);
+    }
+  }
+}
+
+/** Resolves once the draft's turn count passed `before` and no turn runs (polled). */
+async function turnEnded(client: ProtocolClient, before: number, seen: { done: boolean }): Promise<void> {
+  while (!seen.done) {
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    if (seen.done) return;
+    try {
+      const session = (await client.request('get_draft_status')).session;
+      if (session && !session.turnRunning && session.turnCount > before) return;
+      if (session && !session.turnRunning && session.turnCount === before) {
+        // The submit never reached the server: nothing to wait for.
+        return;
+      }
+    } catch {
+      await waitConnected(client);
+    }
   }
 }
 
@@ -205,15 +250,23 @@ async function readLog(client: ProtocolClient, sessionId: string): Promise<Strea
 }
 
 export function formatSoak(report: SoakReport): string {
-  const rows = report.samples.map((sample) => [`${(sample.atMs / 1000).toFixed(1)} s`, sample.rssMb.toFixed(0), sample.heapMb.toFixed(1), String(sample.turns), String(sample.events)]);
+  const rows = report.samples.map((sample) => [
+    `${(sample.atMs / 1000).toFixed(1)} s`,
+    sample.rssMb.toFixed(0),
+    sample.heapMb.toFixed(1),
+    sample.historyMb.toFixed(1),
+    (sample.heapMb - sample.historyMb).toFixed(1),
+    String(sample.turns),
+    String(sample.events),
+  ]);
   return [
     `## Soak: ${report.options.drafts} drafts streaming for ${(report.options.durationMs / 1000).toFixed(0)} s (scripted back end, one WebSocket client each, a connection dropped every ${report.options.dropEveryMs} ms)`,
     '',
     `turns ${report.turns}, events delivered ${report.events} (${(report.events / (report.elapsedMs / 1000)).toFixed(0)}/s), connections dropped and resumed ${report.drops}`,
     '',
-    `**lost events: ${report.lost}** · **doubled events: ${report.doubled}** (both must be 0) · heap end / after warm-up: ${report.heapGrowth.toFixed(2)}×`,
+    `**lost events: ${report.lost}** · **doubled events: ${report.doubled}** (both must be 0) · heap end / after warm-up: ${report.heapGrowth.toFixed(2)}× · heap without the live conversations, end / after warm-up: ${report.baseGrowth.toFixed(2)}×`,
     '',
-    table(['time', 'RSS MB', 'heap MB (after gc)', 'turns', 'events'], rows),
+    table(['time', 'RSS MB', 'heap MB (after gc)', 'live conversations MB (JSON)', 'heap − conversations', 'turns', 'events'], rows),
     '',
   ].join('\n');
 }

@@ -58,6 +58,9 @@ interface Outgoing {
  * ordered write queue; it reconnects with backoff and resumes: it remembers the last `seq` it
  * delivered per session and, after a reconnect, re-subscribes, asks `get_events` for what came
  * after and hands it on as the notifications it missed, so no event is missed or delivered twice.
+ * Only stream events are replayed: other notifications sent while the link was down (`draft_status`,
+ * `agent_status`, `draft_closed`…) are gone, so refresh that state (`get_draft_status`,
+ * `list_agents`) when `onStateChange` reports `connected` again.
  */
 export class ProtocolClient {
   private transport: Transport | undefined;
