@@ -107,6 +107,8 @@ export const ListSessionsParamsSchema = z.strictObject({
   taskState: z.string().min(1).max(200).optional(),
   /** Case-insensitive text in the id, title, agent type, role or task. */
   search: z.string().min(1).max(500).optional(),
+  /** Also match `search` in the session's content: messages, thinking, tool calls and results, worker threads (reads each candidate's log). */
+  searchContent: z.boolean().optional(),
   limit: z.number().int().positive().max(10_000).optional(),
 });
 export const ListSessionsResultSchema = z.object({ sessions: z.array(SessionInfoSchema) });

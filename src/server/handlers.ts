@@ -1,3 +1,4 @@
+import type { ConversationBlock } from '../conversation/index.js';
 import type { DraftService } from '../draft/index.js';
 import { METHOD_NAMES, PROTOCOL_VERSION, type MethodResultInput } from '../protocol/index.js';
 import { SessionError, type SessionManager } from '../sessions/index.js';
@@ -62,11 +63,15 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
         ...(params.featureId !== undefined ? { featureId: params.featureId } : {}),
       };
       const search = params.search?.toLowerCase();
-      const sessions = (await manager.listSessions(filter)).filter(
-        (record) =>
-          matchesTask(record, params.taskId, params.taskState) && (search === undefined || searchText(record).includes(search)),
-      );
-      return { sessions: params.limit === undefined ? sessions : sessions.slice(0, params.limit) };
+      const candidates = (await manager.listSessions(filter)).filter((record) => matchesTask(record, params.taskId, params.taskState));
+      const sessions: SessionRecord[] = [];
+      for (const record of candidates) {
+        if (params.limit !== undefined && sessions.length >= params.limit) break;
+        if (search === undefined || searchText(record).includes(search) || (params.searchContent === true && (await contentMatches(manager, record.sessionId, search)))) {
+          sessions.push(record);
+        }
+      }
+      return { sessions };
     },
     get_session: async (params) => {
       const session = await manager.getSession(params.sessionId);
@@ -137,6 +142,41 @@ function matchesTask(record: SessionRecord, taskId: string | undefined, taskStat
   }
   if (taskState !== undefined && (scope.kind !== 'task' || scope.taskState !== taskState)) return false;
   return true;
+}
+
+/** True when a block of the session's log (any thread) contains `needle` (lower case); streamed text is matched across deltas. */
+async function contentMatches(manager: SessionManager, sessionId: string, needle: string): Promise<boolean> {
+  // Text of the blocks still streaming, by thread and block: a completed block carries its whole text.
+  const streaming = new Map<string, string>();
+  for await (const event of manager.store.readLog(sessionId)) {
+    if (event.type === 'block_start' || event.type === 'block_complete') {
+      const text = blockText(event.block).toLowerCase();
+      if (text.includes(needle)) return true;
+      const key = `${event.conversationId}\u0000${event.block.id}`;
+      if (event.type === 'block_start') streaming.set(key, text);
+      else streaming.delete(key);
+    } else if (event.type === 'text_delta') {
+      const key = `${event.conversationId}\u0000${event.blockId}`;
+      const text = (streaming.get(key) ?? '') + event.delta.toLowerCase();
+      // Only the tail can hold a match that this delta completed.
+      if (text.slice(-(needle.length + event.delta.length)).includes(needle)) return true;
+      streaming.set(key, text);
+    }
+  }
+  return false;
+}
+
+function blockText(block: ConversationBlock): string {
+  switch (block.type) {
+    case 'tool_use':
+      return `${block.name}\n${JSON.stringify(block.input) ?? ''}`;
+    case 'subagent':
+      return `${block.name}\n${block.input}\n${block.output ?? ''}`;
+    case 'thinking':
+      return block.redacted ? '' : block.content;
+    default:
+      return block.content;
+  }
 }
 
 function searchText(record: SessionRecord): string {
