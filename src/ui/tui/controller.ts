@@ -239,6 +239,8 @@ export class TuiController {
   /** A line from the prompt: a slash command or a message for the draft. */
   async submit(line: string): Promise<void> {
     const parsed = parseInput(line);
+    // Right after connecting, the active project and the draft are still being read: wait for them.
+    if (parsed.kind !== 'empty' && this.refreshing) await this.refreshing.catch(() => undefined);
     switch (parsed.kind) {
       case 'empty':
         return;

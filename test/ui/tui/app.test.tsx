@@ -143,6 +143,18 @@ describe('commands', () => {
     await rig.waitFor('✗ product-analyst is already drafted on task demo. /undraft it first.');
   });
 
+  it('a command typed while the terminal is still reading the server\'s state waits for it', async () => {
+    const { rig, peer } = start();
+    const projects = (recording.frames.find((frame) => 'response' in frame && frame.response === 'list_projects') as { result: unknown }).result;
+    let release!: () => void;
+    peer.handlers.set('list_projects', () => new Promise((resolve) => (release = () => resolve(projects))));
+    await rig.waitFor(() => peer.count('list_projects') === 1);
+    await rig.type('/task new Demo');
+    release();
+    await rig.waitFor('Created task demo ("Demo") in project demo-project');
+    expect(rig.frame()).not.toContain('No active project');
+  });
+
   it('/task lists, creates and selects tasks, and says what is expected', async () => {
     const { rig } = start();
     await rig.waitFor('Connected');

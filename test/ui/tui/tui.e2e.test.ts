@@ -1,0 +1,183 @@
+import { execFile, execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startServeProcess, type ServeProcess } from '../../server/serve-process.js';
+
+/**
+ * `parley` in a real terminal: tmux runs it from source against the scripted back end in a temp
+ * project folder; the test types into it with send-keys and reads the screen with capture-pane,
+ * waiting on what a user would see (polling, bounded by a deadline), never on fixed sleeps.
+ */
+
+const run = promisify(execFile);
+const repo = resolve(import.meta.dirname, '..', '..', '..');
+const loader = join(repo, 'node_modules', 'tsx', 'dist', 'loader.mjs');
+const main = join(repo, 'src', 'cli', 'main.ts');
+const tmuxMissing = (() => {
+  try {
+    execFileSync('tmux', ['-V'], { stdio: 'ignore' });
+    return false;
+  } catch {
+    return true;
+  }
+})();
+
+class Terminal {
+  readonly socket = `parley-e2e-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+
+  private tmux(...args: string[]): Promise<{ stdout: string }> {
+    return run('tmux', ['-L', this.socket, '-u', ...args], { maxBuffer: 16 * 1024 * 1024 });
+  }
+
+  /** Starts `parley` (from source) in a 120×40 terminal in `cwd`, with only the given environment. */
+  async open(cwd: string, env: Record<string, string> = {}): Promise<void> {
+    const variables = {
+      PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+      HOME: cwd,
+      LANG: 'C.UTF-8',
+      TERM: 'xterm-256color',
+      // The repo's tsconfig (react-jsx) for files tsx compiles from outside the repo's folder.
+      TSX_TSCONFIG_PATH: join(repo, 'tsconfig.json'),
+      ...env,
+    };
+    const command = ['env', '-i', ...Object.entries(variables).map(([key, value]) => `${key}=${value}`), process.execPath, '--import', loader, main].map(quote).join(' ');
+    await this.tmux('new-session', '-d', '-x', '120', '-y', '40', '-s', 'parley', '-c', cwd, command, ';', 'set-option', '-t', 'parley', 'remain-on-exit', 'on');
+  }
+
+  /** The screen as a user sees it (wrapped lines joined). */
+  async screen(): Promise<string> {
+    return (await this.tmux('capture-pane', '-p', '-J', '-t', 'parley')).stdout;
+  }
+
+  async type(text: string): Promise<void> {
+    await this.tmux('send-keys', '-t', 'parley', '-l', text);
+    await this.tmux('send-keys', '-t', 'parley', 'Enter');
+  }
+
+  /** Polls the screen until it shows `expected`; fails with the screen after `timeoutMs`. */
+  async waitFor(expected: string | RegExp, timeoutMs = 60_000): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const screen = await this.screen();
+      if (typeof expected === 'string' ? screen.includes(expected) : expected.test(screen)) return screen;
+      if (Date.now() > deadline) throw new Error(`The terminal never showed ${String(expected)}. Screen:\n${screen}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  async exited(timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while ((await this.tmux('display-message', '-p', '-t', 'parley', '#{pane_dead}')).stdout.trim() !== '1') {
+      if (Date.now() > deadline) throw new Error(`parley did not exit. Screen:\n${await this.screen()}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.tmux('kill-server').catch(() => undefined);
+  }
+}
+
+function quote(value: string): string {
+  return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function project(): Promise<string> {
+  const folder = await mkdtemp(join(tmpdir(), 'parley-tui-e2e-'));
+  cleanups.push(() => rm(folder, { recursive: true, force: true }));
+  return folder;
+}
+
+describe('parley in a terminal (tmux)', () => {
+  beforeAll(() => {
+    if (tmuxMissing) throw new Error('The TUI end-to-end tests need tmux: apt-get install -y tmux (.ci/run installs it).');
+  });
+
+  it('starts a server for the project, drafts, talks, shows /context and undrafts', async () => {
+    const folder = await project();
+    const terminal = new Terminal();
+    cleanups.push(() => terminal.close());
+    await terminal.open(folder);
+
+    let screen = await terminal.waitFor('Parley ● Connected | No draft | Agents: 0');
+    expect(screen).toContain('No model back end is configured, so Parley uses the scripted back end');
+    expect(screen).toContain('run `parley backends` to check.');
+
+    await terminal.type('/task new Demo');
+    await terminal.waitFor('Created task demo ("Demo")');
+    await terminal.type('/draft dev');
+    screen = await terminal.waitFor('Parley ● Connected | Draft: dev | Context: 0% | Turns: 0 | $0.00');
+    expect(screen).toContain('Drafted dev on task demo');
+
+    await terminal.type('Hello from tmux, are you there?');
+    screen = await terminal.waitFor(/Parley ● Connected \| Draft: dev \| Context: (<1|\d+)% \| Turns: 1 \| \$0\.00/);
+    expect(screen).toContain('❯ Hello from tmux, are you there?');
+    expect(screen).toContain('Echo: Hello from tmux, are you there?');
+
+    await terminal.type('/context');
+    screen = await terminal.waitFor(/Turns +1\n/);
+    expect(screen).toContain('Context · dev on task demo · scripted / scripted-1');
+    expect(screen).toMatch(/Input tokens +\d+ \(last request/);
+    expect(screen).toContain('Context window 200,000');
+    expect(screen).toMatch(/Sections +role \d+ · context \d+ · checkpoint \d+ · conversation \d+ · next prompt 0/);
+    expect(screen).toMatch(/Compaction +at 90,000 tokens \(90% of the 100,000-token budget\): [\d,]+ tokens to go/);
+    expect(screen).toMatch(/Cost +\$0\.00 cumulative/);
+
+    await terminal.type('/undraft');
+    screen = await terminal.waitFor(/Undrafted dev \(task demo\): 1 turn, \$0\.00, \d+(s|m \d\ds)\./);
+    expect(screen).toContain('Parley ● Connected | No draft | Agents: 0');
+
+    await terminal.type('/quit');
+    await terminal.exited();
+    expect(await terminal.screen()).toContain('Parley stopped.');
+    // The in-process server stopped with the TUI; the channel stays for the next start.
+    expect(existsSync(join(folder, '.parley', 'server.json'))).toBe(false);
+    expect((await readFile(join(folder, '.parley', 'tui-channel'), 'utf8')).trim()).toMatch(/^tui-[0-9a-f-]{36}$/);
+  }, 240_000);
+
+  it('attaches to a running `parley serve`, and when it restarts reconnects and carries on with nothing lost or doubled', async () => {
+    const folder = await project();
+    let server: ServeProcess = await startServeProcess(folder);
+    cleanups.push(async () => {
+      server.child.kill('SIGKILL');
+      await server.exited;
+    });
+    const terminal = new Terminal();
+    cleanups.push(() => terminal.close());
+    await terminal.open(folder);
+
+    let screen = await terminal.waitFor('Parley ● Connected | No draft | Agents: 0');
+    // Attached, not started: the notice comes from a server this terminal started.
+    expect(screen).not.toContain('No model back end is configured');
+    await terminal.type('/task new Restart');
+    await terminal.waitFor('Created task restart');
+    await terminal.type('/draft qa');
+    await terminal.waitFor('Draft: qa | Context: 0% | Turns: 0');
+    await terminal.type('first message');
+    await terminal.waitFor('Echo: first message');
+    await terminal.waitFor('Turns: 1');
+
+    server.child.kill('SIGKILL');
+    await server.exited;
+    await terminal.waitFor('Parley ● Reconnecting | Draft: qa');
+    server = await startServeProcess(folder);
+    await terminal.waitFor('Parley ● Connected | Draft: qa');
+    await terminal.type('second message');
+    screen = await terminal.waitFor('Echo: second message');
+    await terminal.waitFor('Turns: 2');
+    screen = await terminal.screen();
+    expect(screen.split('❯ first message').length - 1).toBe(1);
+    expect(screen.split('Echo: first message').length - 1).toBe(1);
+    expect(screen.split('❯ second message').length - 1).toBe(1);
+    expect(screen.split('Echo: second message').length - 1).toBe(1);
+  }, 240_000);
+});
