@@ -1,0 +1,368 @@
+import { MAIN_CONVERSATION, type StreamEvent } from '../../conversation/index.js';
+import { ProtocolClientError, RpcError, type ProtocolClient } from '../../protocol/index.js';
+import type { SessionFilters } from './view-model.js';
+import type { BusyKey, Tone } from './state.js';
+import type { Store } from './store.js';
+
+/** What the views may ask for. Every method reports its own failures as notices; none throws. */
+export interface Actions {
+  select(sessionId: string): void;
+  setFilter(key: keyof SessionFilters, value: string | undefined): void;
+  search(query: string): void;
+  submitPrompt(content: string): Promise<boolean>;
+  cancel(): void;
+  createDraft(options: { role: string; project: string; task: string }): void;
+  undraft(): void;
+  chooseProject(project: string): void;
+  forceCompact(instructions: string): void;
+  clearMessages(): void;
+  archive(): void;
+  previewRequest(prompt: string): void;
+  closeRequestPane(): void;
+  dismiss(id: number): void;
+}
+
+export interface ControllerOptions {
+  client: ProtocolClient;
+  store: Store;
+  /** Milliseconds since the epoch (injectable for tests). */
+  now?: () => number;
+  /** Called with the channel the server gave this page, so a reload rejoins it (and its draft). */
+  onChannel?: (channelId: string) => void;
+  /** Delay before a typed search runs (default 250 ms). */
+  searchDelayMs?: number;
+}
+
+/** How long a success or info notice stays. */
+const NOTICE_MS = 6_000;
+
+/** Events per `get_events` page while a session's history loads. */
+const HISTORY_PAGE = 5_000;
+
+/**
+ * Wires the protocol client to the store: connects, follows every session (`subscribe`), loads
+ * the selected session's log and keeps every view current from notifications. Reconnecting and
+ * resuming after the last `seq` is the ProtocolClient's job; after a reconnect this refreshes
+ * what notifications do not replay (the list, the draft, checkpoints).
+ */
+export class Controller implements Actions {
+  private readonly client: ProtocolClient;
+  private readonly store: Store;
+  private readonly now: () => number;
+  private selection = 0;
+  private searchTimer: ReturnType<typeof setTimeout> | undefined;
+  private searchRun = 0;
+  private previewTimer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(private readonly options: ControllerOptions) {
+    this.client = options.client;
+    this.store = options.store;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Connects and loads the page's data; a first connection that fails is reported in the state, not thrown. */
+  async start(): Promise<void> {
+    this.listen();
+    try {
+      await this.client.connect();
+    } catch (error) {
+      this.store.dispatch({ type: 'connection', state: 'disconnected', error: messageOf(error) });
+      return;
+    }
+    await this.refresh(true);
+  }
+
+  private listen(): void {
+    const { client, store } = this;
+    let wasReconnecting = false;
+    client.onStateChange((state) => {
+      store.dispatch({ type: 'connection', state });
+      if (state === 'reconnecting') wasReconnecting = true;
+      if (state === 'connected' && wasReconnecting) {
+        wasReconnecting = false;
+        // Events were replayed from the last seq by the client; the rest is read again.
+        void this.refresh(false);
+      }
+    });
+    client.on('session_updated', (update) => {
+      store.dispatch({ type: 'session_updated', session: update.session });
+      if (update.sessionId === store.state.selectedId && (update.action === 'cleared' || update.action === 'settings_changed' || update.action === 'archived')) {
+        this.schedulePreview();
+      }
+    });
+    const batch: Array<{ sessionId: string; event: StreamEvent }> = [];
+    let flushing = false;
+    client.on('session_event', (message) => {
+      // Deltas come in bursts: fold a burst into one state change (one render).
+      batch.push(message);
+      if (flushing) return;
+      flushing = true;
+      queueMicrotask(() => {
+        flushing = false;
+        const selected = store.state.selectedId;
+        const events = batch.splice(0).filter((entry) => entry.sessionId === selected).map((entry) => entry.event);
+        if (selected === undefined || events.length === 0) return;
+        store.dispatch({ type: 'events', sessionId: selected, events });
+        if (events.some((event) => event.type === 'metadata_update' && event.conversationId === MAIN_CONVERSATION && event.metadata.turnComplete)) this.schedulePreview();
+      });
+    });
+    client.on('compaction_started', (payload) => store.dispatch({ type: 'compaction_started', payload, at: this.now() }));
+    client.on('compaction_completed', (payload) => {
+      store.dispatch({ type: 'compaction_completed', payload });
+      if (payload.sessionId === store.state.selectedId) {
+        void this.loadCheckpoints(payload.sessionId);
+        this.schedulePreview();
+      }
+    });
+    client.on('compaction_failed', (payload) => store.dispatch({ type: 'compaction_failed', payload }));
+    client.on('draft_status', (status) => {
+      store.dispatch({ type: 'draft_notification', status });
+      if (status.sessionId === store.state.selectedId) this.schedulePreview();
+    });
+    client.on('draft_closed', (closed) => {
+      store.dispatch({ type: 'draft', status: undefined });
+      this.notice('error', closed.message);
+    });
+    client.on('context_compacted', (compacted) => {
+      this.notice('info', `The draft's context was compacted (${compacted.trigger}, ${Math.round(compacted.preTokens).toLocaleString('en-US')} tokens before).`);
+    });
+  }
+
+  /** Server info, the subscription, the list, the draft; on the first connection also the draft form's catalog. */
+  private async refresh(first: boolean): Promise<void> {
+    const { client, store } = this;
+    try {
+      const info = await client.request('server_info');
+      store.dispatch({ type: 'server', channelId: info.channelId, projectRoot: info.projectRoot });
+      this.options.onChannel?.(info.channelId);
+      if (first) await client.subscribe();
+      const [sessions, draft] = await Promise.all([client.request('list_sessions', {}), client.request('get_draft_status')]);
+      store.dispatch({ type: 'sessions_loaded', sessions: sessions.sessions });
+      store.dispatch({ type: 'draft', status: draft.active ? draft.session : undefined });
+      const selected = store.state.selectedId;
+      if (selected !== undefined) {
+        if (!first) await this.loadCheckpoints(selected);
+        this.schedulePreview(0);
+      }
+      if (first) await this.loadCatalog();
+    } catch (error) {
+      this.notify(error);
+    }
+  }
+
+  private async loadCatalog(): Promise<void> {
+    const [projects, roles] = await Promise.all([this.client.request('list_projects'), this.client.request('list_roles', {})]);
+    const project = this.store.state.draft?.project ?? projects.projects.find((entry) => entry.current)?.name ?? projects.projects[0]?.name;
+    this.store.dispatch({ type: 'catalog', projects: projects.projects, roles: roles.roles, ...(project !== undefined ? { project } : {}) });
+    if (project !== undefined) await this.loadTasks(project);
+  }
+
+  private async loadTasks(project: string): Promise<void> {
+    const tasks = await this.client.request('list_tasks', { project });
+    if (this.store.state.catalog.project === project) this.store.dispatch({ type: 'catalog', tasks: tasks.tasks });
+  }
+
+  // ---- actions -------------------------------------------------------------------------------------
+
+  select(sessionId: string): void {
+    if (sessionId === this.store.state.selectedId) return;
+    this.store.dispatch({ type: 'select', sessionId });
+    void this.loadSession(sessionId);
+  }
+
+  private async loadSession(sessionId: string): Promise<void> {
+    const run = ++this.selection;
+    const events: StreamEvent[] = [];
+    try {
+      let afterSeq = -1;
+      for (;;) {
+        const page = await this.client.request('get_events', { sessionId, afterSeq, limit: HISTORY_PAGE });
+        if (run !== this.selection) return;
+        events.push(...page.events);
+        if (!page.hasMore || page.events.length === 0) break;
+        afterSeq = page.events.at(-1)!.seq;
+      }
+    } catch (error) {
+      if (run === this.selection) this.store.dispatch({ type: 'history_failed', sessionId, error: messageOf(error) });
+      return;
+    }
+    this.store.dispatch({ type: 'history_loaded', sessionId, events });
+    const view = this.store.state.view;
+    // From here a reconnect replays this session from what the page has, even if no live event came yet.
+    if (view?.sessionId === sessionId) this.client.resumeFrom('session_event', sessionId, view.conversation.lastSeq);
+    await Promise.all([this.loadCheckpoints(sessionId), this.loadPreview(sessionId)]);
+  }
+
+  private async loadCheckpoints(sessionId: string): Promise<void> {
+    try {
+      const data = await this.client.request('get_checkpoint', { sessionId });
+      this.store.dispatch({ type: 'checkpoints', sessionId, data });
+    } catch (error) {
+      this.store.dispatch({ type: 'checkpoints_failed', sessionId, error: messageOf(error) });
+    }
+  }
+
+  private async loadPreview(sessionId: string): Promise<void> {
+    try {
+      const result = await this.client.request('preview_request', { sessionId });
+      this.store.dispatch({ type: 'preview', sessionId, result });
+    } catch (error) {
+      this.store.dispatch({ type: 'preview_failed', sessionId, error: messageOf(error) });
+    }
+  }
+
+  /** Turns end in a burst of notifications: read the breakdown again once, shortly after. */
+  private schedulePreview(delayMs = 150): void {
+    clearTimeout(this.previewTimer);
+    this.previewTimer = setTimeout(() => {
+      const selected = this.store.state.selectedId;
+      if (selected !== undefined) void this.loadPreview(selected);
+    }, delayMs);
+  }
+
+  setFilter(key: keyof SessionFilters, value: string | undefined): void {
+    this.store.dispatch({ type: 'filter', key, value });
+  }
+
+  search(query: string): void {
+    clearTimeout(this.searchTimer);
+    const trimmed = query.trim();
+    if (trimmed === '') {
+      this.searchRun += 1;
+      this.store.dispatch({ type: 'search_cleared' });
+      return;
+    }
+    this.store.dispatch({ type: 'search_started', query: trimmed });
+    this.searchTimer = setTimeout(() => {
+      const run = ++this.searchRun;
+      this.client.request('list_sessions', { search: trimmed.slice(0, 500), searchContent: true }).then(
+        (result) => {
+          if (run === this.searchRun) this.store.dispatch({ type: 'search_done', query: trimmed, sessionIds: result.sessions.map((session) => session.sessionId) });
+        },
+        (error: unknown) => {
+          if (run === this.searchRun) this.store.dispatch({ type: 'search_failed', query: trimmed, error: messageOf(error) });
+        },
+      );
+    }, this.options.searchDelayMs ?? 250);
+  }
+
+  async submitPrompt(content: string): Promise<boolean> {
+    if (content.trim() === '') return false;
+    this.store.dispatch({ type: 'turn_started' });
+    const ok = await this.busy('submit', () => this.client.request('submit_prompt', { content }, { timeoutMs: 0 }));
+    if (!ok) this.store.dispatch({ type: 'turn_ended' });
+    return ok;
+  }
+
+  cancel(): void {
+    void this.busy('cancel', () => this.client.request('cancel'));
+  }
+
+  createDraft(options: { role: string; project: string; task: string }): void {
+    void this.busy('draft', async () => {
+      const drafted = await this.client.request('draft', options);
+      const [status, session] = await Promise.all([this.client.request('get_draft_status'), this.client.request('get_session', { sessionId: drafted.sessionId })]);
+      this.store.dispatch({ type: 'session_updated', session: session.session });
+      this.store.dispatch({ type: 'draft', status: status.active ? status.session : undefined });
+      this.select(drafted.sessionId);
+    });
+  }
+
+  undraft(): void {
+    void this.busy('undraft', async () => {
+      const summary = await this.client.request('undraft');
+      this.store.dispatch({ type: 'draft', status: undefined });
+      this.notice('info', `Undrafted ${summary.taskSlug}: ${summary.turns} turn(s), $${summary.cost.toFixed(4)}.`);
+    });
+  }
+
+  chooseProject(project: string): void {
+    this.store.dispatch({ type: 'catalog', project, tasks: [] });
+    this.loadTasks(project).catch((error: unknown) => this.notify(error));
+  }
+
+  forceCompact(instructions: string): void {
+    const sessionId = this.store.state.selectedId;
+    if (sessionId === undefined) return;
+    const trimmed = instructions.trim();
+    void this.busy('compact', async () => {
+      // A summary can take a while on a real model: no request timeout.
+      const result = await this.client.request('force_compact', { sessionId, ...(trimmed ? { instructions: trimmed } : {}) }, { timeoutMs: 0 });
+      if (result.checkpoint) this.notice('success', `Compacted into checkpoint v${result.checkpoint.version}.`);
+      await this.loadCheckpoints(sessionId);
+      this.schedulePreview(0);
+    });
+  }
+
+  clearMessages(): void {
+    const sessionId = this.store.state.selectedId;
+    if (sessionId === undefined) return;
+    void this.busy('clear', async () => {
+      const result = await this.client.request('clear_messages', { sessionId });
+      this.store.dispatch({ type: 'session_updated', session: result.session });
+      this.notice('success', 'Messages cleared: the next request starts from the checkpoint; the history stays readable.');
+      this.schedulePreview(0);
+    });
+  }
+
+  archive(): void {
+    const sessionId = this.store.state.selectedId;
+    if (sessionId === undefined) return;
+    void this.busy('archive', async () => {
+      const result = await this.client.request('archive_session', { sessionId });
+      this.store.dispatch({ type: 'session_updated', session: result.session });
+      this.notice('success', 'Session archived: it stays readable and takes no new messages.');
+    });
+  }
+
+  previewRequest(prompt: string): void {
+    const sessionId = this.store.state.selectedId;
+    if (sessionId === undefined) return;
+    this.store.dispatch({ type: 'request_pane', sessionId, pane: { prompt, loading: true } });
+    this.client.request('preview_request', { sessionId, prompt }).then(
+      (result) => this.store.dispatch({ type: 'request_pane', sessionId, pane: { prompt, loading: false, result } }),
+      (error: unknown) => this.store.dispatch({ type: 'request_pane', sessionId, pane: { prompt, loading: false, error: messageOf(error) } }),
+    );
+  }
+
+  closeRequestPane(): void {
+    const sessionId = this.store.state.selectedId;
+    if (sessionId !== undefined) this.store.dispatch({ type: 'request_pane', sessionId, pane: undefined });
+  }
+
+  dismiss(id: number): void {
+    this.store.dispatch({ type: 'dismiss', id });
+  }
+
+  /** Runs an action with its button marked busy; a failure becomes a notice. Resolves true on success. */
+  private async busy(key: BusyKey, work: () => Promise<unknown>): Promise<boolean> {
+    this.store.dispatch({ type: 'busy', key, value: true });
+    try {
+      await work();
+      return true;
+    } catch (error) {
+      this.notify(error);
+      return false;
+    } finally {
+      this.store.dispatch({ type: 'busy', key, value: false });
+    }
+  }
+
+  private notify(error: unknown): void {
+    this.notice('error', messageOf(error));
+  }
+
+  /** Shows a notice; good news goes away by itself, errors stay until dismissed. */
+  private notice(tone: Tone, text: string): void {
+    const id = this.store.state.nextNoticeId;
+    this.store.dispatch({ type: 'notice', tone, text });
+    if (tone !== 'error') setTimeout(() => this.store.dispatch({ type: 'dismiss', id }), NOTICE_MS);
+  }
+}
+
+/** A failure as a user reads it: the server's message (it names the value and what to do). */
+export function messageOf(error: unknown): string {
+  if (error instanceof RpcError || error instanceof ProtocolClientError) return error.message;
+  if (error instanceof Error) return error.message;
+  return String(error);
+}

@@ -1,0 +1,323 @@
+import { applyEvents, emptyConversation, type ConversationState, type StreamEvent } from '../../conversation/index.js';
+import type {
+  CheckpointWire,
+  ConnectionState,
+  DraftStatus,
+  MethodResult,
+  NotificationParams,
+  ProjectInfo,
+  RoleInfo,
+  SessionInfo,
+  TaskInfo,
+} from '../../protocol/index.js';
+import { emptySeries, foldSeries, upsertSession, type SessionFilters, type UsageSeries } from './view-model.js';
+
+/**
+ * The page's state and the one reducer that folds protocol traffic and user actions into it.
+ * Pure: the conversation is rebuilt with `applyEvents` from `conversation/`, exactly as the TUI
+ * and the server rebuild it, so the page shows what they show.
+ */
+
+export type PreviewResult = MethodResult<'preview_request'>;
+
+export interface CheckpointData {
+  current: CheckpointWire | null;
+  versions: CheckpointWire[];
+}
+
+/** The request preview pane: the exact request the next turn would send. */
+export interface RequestPane {
+  prompt: string;
+  loading: boolean;
+  result?: PreviewResult;
+  error?: string;
+}
+
+export interface SessionView {
+  sessionId: string;
+  /** The log is being read; live events wait in `pending`. */
+  loading: boolean;
+  loadError?: string;
+  conversation: ConversationState;
+  series: UsageSeries;
+  pending: StreamEvent[];
+  checkpoints?: CheckpointData;
+  checkpointsError?: string;
+  /** The status view's breakdown: `preview_request` with an empty prompt. */
+  preview?: PreviewResult;
+  previewError?: string;
+  requestPane?: RequestPane;
+  /** A compaction of this session is running (seed 003's compaction indicator). */
+  compaction?: { trigger: 'auto' | 'manual'; tokensBefore: number; startedAt: number };
+  lastCompaction?: { ok: true; version: number; tokensBefore: number; tokensAfter: number } | { ok: false; message: string };
+}
+
+export type Tone = 'info' | 'success' | 'error';
+
+export interface Notice {
+  id: number;
+  tone: Tone;
+  text: string;
+}
+
+export type BusyKey = 'submit' | 'draft' | 'undraft' | 'cancel' | 'compact' | 'clear' | 'archive';
+
+export interface AppState {
+  /** Whether the page has a token to connect with. */
+  auth: 'missing' | 'present';
+  connection: ConnectionState;
+  everConnected: boolean;
+  /** Why the first connection failed (refused token, server down), until one succeeds. */
+  connectError?: string;
+  channelId?: string;
+  projectRoot?: string;
+  sessions: SessionInfo[];
+  sessionsLoaded: boolean;
+  filters: SessionFilters;
+  search: { query: string; running: boolean; matches?: ReadonlySet<string>; error?: string };
+  selectedId?: string;
+  view?: SessionView;
+  /** This page's channel's active draft. */
+  draft?: DraftStatus;
+  /** The draft is running a turn (from `submit_prompt` until the turn's `draft_status`). */
+  turnRunning: boolean;
+  catalog: { projects: ProjectInfo[]; tasks: TaskInfo[]; roles: RoleInfo[]; project?: string };
+  notices: Notice[];
+  nextNoticeId: number;
+  busy: Partial<Record<BusyKey, boolean>>;
+}
+
+export type AppAction =
+  | { type: 'auth_missing' }
+  | { type: 'connection'; state: ConnectionState; error?: string }
+  | { type: 'server'; channelId: string; projectRoot: string }
+  | { type: 'sessions_loaded'; sessions: SessionInfo[] }
+  | { type: 'session_updated'; session: SessionInfo }
+  | { type: 'filter'; key: keyof SessionFilters; value: string | undefined }
+  | { type: 'search_started'; query: string }
+  | { type: 'search_done'; query: string; sessionIds: string[] }
+  | { type: 'search_failed'; query: string; error: string }
+  | { type: 'search_cleared' }
+  | { type: 'select'; sessionId: string | undefined }
+  | { type: 'history_loaded'; sessionId: string; events: StreamEvent[] }
+  | { type: 'history_failed'; sessionId: string; error: string }
+  | { type: 'events'; sessionId: string; events: StreamEvent[] }
+  | { type: 'checkpoints'; sessionId: string; data: CheckpointData }
+  | { type: 'checkpoints_failed'; sessionId: string; error: string }
+  | { type: 'preview'; sessionId: string; result: PreviewResult }
+  | { type: 'preview_failed'; sessionId: string; error: string }
+  | { type: 'request_pane'; sessionId: string; pane: RequestPane | undefined }
+  | { type: 'compaction_started'; payload: NotificationParams<'compaction_started'>; at: number }
+  | { type: 'compaction_completed'; payload: NotificationParams<'compaction_completed'> }
+  | { type: 'compaction_failed'; payload: NotificationParams<'compaction_failed'> }
+  | { type: 'draft'; status: DraftStatus | undefined }
+  | { type: 'draft_notification'; status: NotificationParams<'draft_status'> }
+  | { type: 'turn_started' }
+  | { type: 'turn_ended' }
+  | { type: 'catalog'; projects?: ProjectInfo[]; tasks?: TaskInfo[]; roles?: RoleInfo[]; project?: string }
+  | { type: 'notice'; tone: Tone; text: string }
+  | { type: 'dismiss'; id: number }
+  | { type: 'busy'; key: BusyKey; value: boolean };
+
+/** Notices kept on screen at most; older ones go first. */
+const MAX_NOTICES = 4;
+
+export function initialState(auth: AppState['auth'] = 'present'): AppState {
+  return {
+    auth,
+    connection: 'disconnected',
+    everConnected: false,
+    sessions: [],
+    sessionsLoaded: false,
+    filters: {},
+    search: { query: '', running: false },
+    turnRunning: false,
+    catalog: { projects: [], tasks: [], roles: [] },
+    notices: [],
+    nextNoticeId: 1,
+    busy: {},
+  };
+}
+
+export function emptyView(sessionId: string): SessionView {
+  return { sessionId, loading: true, conversation: emptyConversation(sessionId), series: emptySeries(), pending: [] };
+}
+
+export function reduce(state: AppState, action: AppAction): AppState {
+  switch (action.type) {
+    case 'auth_missing':
+      return { ...state, auth: 'missing', connection: 'disconnected' };
+    case 'connection': {
+      const connected = action.state === 'connected';
+      const next: AppState = { ...state, connection: action.state, everConnected: state.everConnected || connected };
+      if (connected) delete next.connectError;
+      else if (action.error !== undefined) next.connectError = action.error;
+      return next;
+    }
+    case 'server':
+      return { ...state, channelId: action.channelId, projectRoot: action.projectRoot };
+    case 'sessions_loaded': {
+      // Sessions the list learned from live updates while the page was reading stay in.
+      let sessions = action.sessions;
+      for (const session of state.sessions) if (!sessions.some((entry) => entry.sessionId === session.sessionId)) sessions = upsertSession(sessions, session);
+      return { ...state, sessions, sessionsLoaded: true };
+    }
+    case 'session_updated':
+      return { ...state, sessions: upsertSession(state.sessions, action.session) };
+    case 'filter': {
+      const filters = { ...state.filters };
+      if (action.value === undefined || action.value === '') delete filters[action.key];
+      else filters[action.key] = action.value;
+      return { ...state, filters };
+    }
+    case 'search_started':
+      return { ...state, search: { ...withoutError(state.search), query: action.query, running: true } };
+    case 'search_done':
+      if (action.query !== state.search.query) return state;
+      return { ...state, search: { query: action.query, running: false, matches: new Set(action.sessionIds) } };
+    case 'search_failed':
+      if (action.query !== state.search.query) return state;
+      return { ...state, search: { query: action.query, running: false, error: action.error } };
+    case 'search_cleared':
+      return { ...state, search: { query: '', running: false } };
+    case 'select': {
+      if (action.sessionId === state.selectedId) return state;
+      const next: AppState = { ...state };
+      if (action.sessionId === undefined) {
+        delete next.selectedId;
+        delete next.view;
+      } else {
+        next.selectedId = action.sessionId;
+        next.view = emptyView(action.sessionId);
+      }
+      return next;
+    }
+    case 'history_loaded':
+      return updateView(state, action.sessionId, (view) => {
+        // History first, then what arrived live meanwhile: applyEvents skips what is already in.
+        const all = [...action.events, ...view.pending];
+        const next: SessionView = {
+          ...view,
+          loading: false,
+          pending: [],
+          conversation: applyEvents(view.conversation, all),
+          series: foldSeries(view.series, all),
+        };
+        delete next.loadError;
+        return next;
+      });
+    case 'history_failed':
+      return updateView(state, action.sessionId, (view) => ({ ...view, loading: false, loadError: action.error }));
+    case 'events':
+      return updateView(state, action.sessionId, (view) =>
+        view.loading
+          ? { ...view, pending: [...view.pending, ...action.events] }
+          : { ...view, conversation: applyEvents(view.conversation, action.events), series: foldSeries(view.series, action.events) },
+      );
+    case 'checkpoints':
+      return updateView(state, action.sessionId, (view) => {
+        const next: SessionView = { ...view, checkpoints: action.data };
+        delete next.checkpointsError;
+        return next;
+      });
+    case 'checkpoints_failed':
+      return updateView(state, action.sessionId, (view) => ({ ...view, checkpointsError: action.error }));
+    case 'preview':
+      return updateView(state, action.sessionId, (view) => {
+        const next: SessionView = { ...view, preview: action.result };
+        delete next.previewError;
+        return next;
+      });
+    case 'preview_failed':
+      return updateView(state, action.sessionId, (view) => {
+        const next: SessionView = { ...view, previewError: action.error };
+        delete next.preview;
+        return next;
+      });
+    case 'request_pane':
+      return updateView(state, action.sessionId, (view) => {
+        const next: SessionView = { ...view };
+        if (action.pane === undefined) delete next.requestPane;
+        else next.requestPane = action.pane;
+        return next;
+      });
+    case 'compaction_started':
+      return updateView(state, action.payload.sessionId, (view) => ({
+        ...view,
+        compaction: { trigger: action.payload.trigger, tokensBefore: action.payload.tokensBefore, startedAt: action.at },
+      }));
+    case 'compaction_completed':
+      return updateView(state, action.payload.sessionId, (view) => {
+        const next: SessionView = {
+          ...view,
+          lastCompaction: { ok: true, version: action.payload.version, tokensBefore: action.payload.tokensBefore, tokensAfter: action.payload.tokensAfter },
+        };
+        delete next.compaction;
+        return next;
+      });
+    case 'compaction_failed':
+      return updateView(state, action.payload.sessionId, (view) => {
+        const next: SessionView = { ...view, lastCompaction: { ok: false, message: action.payload.message } };
+        delete next.compaction;
+        return next;
+      });
+    case 'draft': {
+      const next: AppState = { ...state, turnRunning: action.status?.turnRunning ?? false };
+      if (action.status && action.status.status === 'active') next.draft = action.status;
+      else delete next.draft;
+      return next;
+    }
+    case 'draft_notification': {
+      // Pushed after each turn: the turn is over.
+      const draft = state.draft;
+      if (!draft || draft.sessionId !== action.status.sessionId) return state;
+      return {
+        ...state,
+        turnRunning: false,
+        draft: { ...draft, turnCount: action.status.turnCount, costUsd: action.status.costUsd, contextPct: action.status.contextPct, lastActivity: action.status.lastActivity, turnRunning: false },
+      };
+    }
+    case 'turn_started':
+      return { ...state, turnRunning: true };
+    case 'turn_ended':
+      return { ...state, turnRunning: false };
+    case 'catalog': {
+      const catalog = { ...state.catalog };
+      if (action.projects) catalog.projects = action.projects;
+      if (action.tasks) catalog.tasks = action.tasks;
+      if (action.roles) catalog.roles = action.roles;
+      if (action.project !== undefined) catalog.project = action.project;
+      return { ...state, catalog };
+    }
+    case 'notice': {
+      const notices = [...state.notices, { id: state.nextNoticeId, tone: action.tone, text: action.text }].slice(-MAX_NOTICES);
+      return { ...state, notices, nextNoticeId: state.nextNoticeId + 1 };
+    }
+    case 'dismiss':
+      return { ...state, notices: state.notices.filter((notice) => notice.id !== action.id) };
+    case 'busy':
+      return { ...state, busy: { ...state.busy, [action.key]: action.value } };
+  }
+}
+
+function withoutError<T extends { error?: string }>(value: T): T {
+  const copy = { ...value };
+  delete copy.error;
+  return copy;
+}
+
+/** Changes the view when it is still the selected session's; anything for another session is stale and dropped. */
+function updateView(state: AppState, sessionId: string, change: (view: SessionView) => SessionView): AppState {
+  if (!state.view || state.view.sessionId !== sessionId) return state;
+  return { ...state, view: change(state.view) };
+}
+
+/** The selected session's record from the list. */
+export function selectedSession(state: AppState): SessionInfo | undefined {
+  return state.selectedId === undefined ? undefined : state.sessions.find((session) => session.sessionId === state.selectedId);
+}
+
+/** True when the selected session is this page's draft: the prompt box can submit to it. */
+export function canPrompt(state: AppState): boolean {
+  return state.draft !== undefined && state.draft.sessionId === state.selectedId;
+}

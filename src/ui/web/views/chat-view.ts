@@ -1,0 +1,309 @@
+import type { BlockStatus, ConversationState, SubagentBlock, SystemBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock } from '../../../conversation/index.js';
+import type { SessionInfo } from '../../../protocol/index.js';
+import type { Actions } from '../controller.js';
+import { h, replaceChildren } from '../dom.js';
+import { describeInput, formatCost, oneLine, plural, prettyJson, wordCount } from '../format.js';
+import { canPrompt, selectedSession, type AppState } from '../state.js';
+import { chatItems, sessionLabel, type ChatItem } from '../view-model.js';
+
+const STATUS_GLYPH: Record<BlockStatus, string> = { pending: '○', running: '●', success: '✓', error: '✗' };
+
+/** Pixels from the bottom within which the panel keeps following new blocks. */
+const FOLLOW_SLACK = 48;
+
+/**
+ * The chat panel: the selected session's conversation as blocks, live. A block's element is built
+ * again only when its block (or its result, or its thread) changed: `applyEvent` keeps unchanged
+ * blocks as the same objects, so a streaming turn touches one element per delta.
+ */
+export class ChatView {
+  readonly element: HTMLElement;
+  private readonly header = h('header', { class: 'chat-header' });
+  private readonly headerMain = h('div', { class: 'chat-header-main' });
+  private readonly badge = h('div', { class: 'chat-badge', 'aria-live': 'polite' });
+  private readonly scroller = h('div', { class: 'blocks', role: 'log', 'aria-live': 'polite', 'data-testid': 'blocks' });
+  private readonly footer = h('footer', { class: 'chat-footer' });
+  private readonly textarea: HTMLTextAreaElement;
+  private readonly sendButton: HTMLButtonElement;
+  private readonly cancelButton: HTMLButtonElement;
+  private readonly promptForm: HTMLFormElement;
+  private readonly footerNote = h('p', { class: 'muted footer-note', 'data-testid': 'prompt-note' });
+  private readonly cache = new Map<string, { signature: unknown[]; element: HTMLElement }>();
+  /** `<details>` the user opened (thinking, tool details, worker threads), by key. */
+  private readonly open = new Set<string>();
+  private last: { conversation?: ConversationState; session?: SessionInfo | undefined; view?: unknown; mode?: string; busy?: unknown; turn?: boolean } = {};
+  private items: ChatItem[] = [];
+
+  constructor(private readonly actions: Actions) {
+    this.textarea = h('textarea', {
+      rows: 3,
+      placeholder: 'Message the agent… (Enter sends, Shift+Enter is a new line)',
+      'aria-label': 'Prompt',
+      'data-testid': 'prompt',
+      onkeydown: (event: Event) => {
+        const key = event as KeyboardEvent;
+        if (key.key === 'Enter' && !key.shiftKey && !key.isComposing) {
+          key.preventDefault();
+          this.promptForm.requestSubmit();
+        }
+      },
+    });
+    this.sendButton = h('button', { type: 'submit', class: 'primary', 'data-testid': 'send' }, 'Send');
+    this.cancelButton = h('button', { type: 'button', 'data-testid': 'cancel-turn', onclick: () => actions.cancel() }, 'Stop');
+    this.promptForm = h(
+      'form',
+      {
+        class: 'prompt-form',
+        onsubmit: (event: Event) => {
+          event.preventDefault();
+          const content = this.textarea.value;
+          if (content.trim() === '') return;
+          void actions.submitPrompt(content).then((accepted) => {
+            if (accepted && this.textarea.value === content) this.textarea.value = '';
+          });
+        },
+      },
+      this.textarea,
+      h('div', { class: 'prompt-buttons' }, this.cancelButton, this.sendButton),
+    );
+    this.header.append(this.headerMain, this.badge);
+    this.element = h('section', { class: 'chat', 'aria-label': 'Conversation' }, this.header, this.scroller, this.footer);
+  }
+
+  update(state: AppState): void {
+    const view = state.view;
+    const session = selectedSession(state);
+    if (!view) {
+      if (this.last.view !== undefined || this.scroller.childElementCount === 0) {
+        this.last = {};
+        this.cache.clear();
+        replaceChildren(this.headerMain, h('h2', {}, 'No session selected'));
+        replaceChildren(this.badge);
+        replaceChildren(this.scroller, h('div', { class: 'empty-state' }, h('p', {}, 'Pick a session on the left, or draft an agent to chat with.'), h('p', { class: 'muted' }, 'Everything here updates live from the server.')));
+        replaceChildren(this.footer);
+      }
+      return;
+    }
+    if (this.last.view !== undefined && (this.last.view as { sessionId: string }).sessionId !== view.sessionId) {
+      this.cache.clear();
+      this.open.clear();
+    }
+    if (session !== this.last.session || this.last.view === undefined || (this.last.view as { sessionId: string }).sessionId !== view.sessionId) this.renderHeader(session, view.sessionId);
+    this.renderFooter(state, session);
+    // Seed 003's compaction indicator, where the user is looking.
+    if (view.compaction && !this.badge.hasChildNodes()) replaceChildren(this.badge, h('span', { class: 'compacting-pill', 'data-testid': 'chat-compacting' }, h('span', { class: 'spinner', 'aria-hidden': 'true' }), `Compacting (${view.compaction.trigger})…`));
+    else if (!view.compaction && this.badge.hasChildNodes()) replaceChildren(this.badge);
+    this.last.view = view;
+    this.last.session = session;
+
+    if (view.loading) {
+      replaceChildren(this.scroller, h('div', { class: 'empty-state muted' }, 'Loading the conversation…'));
+      this.cache.clear();
+      this.last.conversation = undefined;
+      return;
+    }
+    if (view.loadError) {
+      replaceChildren(this.scroller, h('div', { class: 'empty-state error-text' }, view.loadError));
+      return;
+    }
+    if (this.last.conversation === view.conversation) return;
+    this.last.conversation = view.conversation;
+    this.items = chatItems(view.conversation);
+    this.renderBlocks();
+  }
+
+  private renderHeader(session: SessionInfo | undefined, sessionId: string): void {
+    if (!session) {
+      replaceChildren(this.headerMain, h('h2', {}, sessionId));
+      return;
+    }
+    const label = sessionLabel(session);
+    replaceChildren(
+      this.headerMain,
+      h('div', { class: 'chat-title' }, h('span', { class: `kind kind-${label.kind}` }, label.kind), h('h2', { 'data-testid': 'chat-title' }, label.title)),
+      h('div', { class: 'muted small' }, `${label.detail} · `, h('code', {}, session.sessionId)),
+    );
+  }
+
+  private renderFooter(state: AppState, session: SessionInfo | undefined): void {
+    const prompting = canPrompt(state);
+    let mode: string;
+    if (prompting) mode = 'prompt';
+    else if (!session) mode = 'none';
+    else if (session.status === 'archived') mode = 'archived';
+    else if (session.readOnly) mode = 'readonly';
+    else if (session.scope.kind === 'draft') mode = 'other-draft';
+    else mode = 'not-draft';
+    if (this.last.mode === mode && this.last.busy === state.busy && this.last.turn === state.turnRunning) return;
+    this.last.mode = mode;
+    this.last.busy = state.busy;
+    this.last.turn = state.turnRunning;
+    if (mode === 'prompt') {
+      this.sendButton.disabled = state.turnRunning || state.busy.submit === true;
+      this.sendButton.textContent = state.turnRunning ? 'Working…' : 'Send';
+      this.cancelButton.hidden = !state.turnRunning;
+      this.cancelButton.disabled = state.busy.cancel === true;
+      if (this.footer.firstChild !== this.promptForm) replaceChildren(this.footer, this.promptForm);
+      return;
+    }
+    const notes: Record<string, string> = {
+      none: '',
+      archived: 'This session is archived: it stays readable and takes no new messages.',
+      readonly: 'This session is read only (imported): search it, read it, inspect its checkpoints.',
+      'other-draft': 'This draft belongs to another window (channel). Draft the role here to chat from this page.',
+      'not-draft': 'The prompt box is for drafts: draft an agent on the left to chat.',
+    };
+    this.footerNote.textContent = notes[mode] ?? '';
+    replaceChildren(this.footer, this.footerNote);
+  }
+
+  private renderBlocks(): void {
+    const follow = this.scroller.scrollHeight - this.scroller.scrollTop - this.scroller.clientHeight < FOLLOW_SLACK;
+    if (this.items.length === 0) {
+      this.cache.clear();
+      replaceChildren(this.scroller, h('div', { class: 'empty-state muted' }, 'No messages yet.'));
+      return;
+    }
+    if (this.scroller.querySelector(':scope > .empty-state')) this.scroller.replaceChildren();
+    const keep = new Set<string>();
+    const elements = this.items.map((item) => {
+      keep.add(item.key);
+      return this.elementFor(item, this.cache, false);
+    });
+    for (const key of [...this.cache.keys()]) if (!keep.has(key)) this.cache.delete(key);
+    // Move or insert only what changed; unchanged elements (and their open <details>) stay put.
+    elements.forEach((element, index) => {
+      const current = this.scroller.children[index];
+      if (current !== element) this.scroller.insertBefore(element, current ?? null);
+    });
+    while (this.scroller.children.length > elements.length) this.scroller.lastElementChild!.remove();
+    if (follow) this.scroller.scrollTop = this.scroller.scrollHeight;
+  }
+
+  private elementFor(item: ChatItem, cache: Map<string, { signature: unknown[]; element: HTMLElement }>, inThread: boolean): HTMLElement {
+    const signature = signatureOf(item);
+    const cached = cache.get(item.key);
+    if (cached && sameSignature(cached.signature, signature)) return cached.element;
+    const element = this.blockElement(item, inThread);
+    cache.set(item.key, { signature, element });
+    return element;
+  }
+
+  private blockElement(item: ChatItem, inThread: boolean): HTMLElement {
+    const block = item.block;
+    const attributes = { 'data-block-id': block.id, 'data-block-type': block.type };
+    switch (block.type) {
+      case 'user_message': {
+        // In a worker's thread the "user" is the agent that dispatched it.
+        const who = inThread ? 'Task from the parent agent' : block.pinned ? 'You · pinned' : 'You';
+        return h('div', { ...attributes, class: 'block user' }, h('div', { class: 'who' }, who), clampedText(block.content));
+      }
+      case 'assistant_text':
+        return h(
+          'div',
+          { ...attributes, class: `block assistant${block.completedAt === undefined ? ' streaming' : ''}` },
+          h('div', { class: 'who' }, block.model ? `Agent · ${block.model}` : 'Agent'),
+          h('div', { class: 'text' }, block.content),
+        );
+      case 'thinking':
+        return this.thinking(block, attributes);
+      case 'tool_use':
+        return this.toolCall(block, item.result, attributes);
+      case 'tool_result':
+        return h('div', { ...attributes, class: `block tool-result${block.isError ? ' error' : ''}` }, h('span', { class: 'muted' }, '↳ '), oneLine(block.content, 200) || '(empty)');
+      case 'system':
+        return systemLine(block, attributes);
+      case 'subagent':
+        return this.worker(block, item.thread ?? [], attributes);
+    }
+  }
+
+  private details(key: string, summary: HTMLElement, body: HTMLElement[], attributes: Record<string, string>, className: string): HTMLElement {
+    const details = h('details', { ...attributes, class: className, open: this.open.has(key) }, summary, ...body);
+    details.addEventListener('toggle', () => {
+      if (details.open) this.open.add(key);
+      else this.open.delete(key);
+    });
+    return details;
+  }
+
+  private thinking(block: ThinkingBlock, attributes: Record<string, string>): HTMLElement {
+    const live = block.completedAt === undefined;
+    const words = wordCount(block.content);
+    const summary = block.redacted ? 'hidden by the model' : plural(words, 'word');
+    return this.details(
+      block.id,
+      h('summary', {}, h('span', { class: 'glyph' }, '✻'), ` ${live ? 'Thinking…' : 'Thought'} `, h('span', { class: 'muted' }, `(${summary})`)),
+      block.redacted ? [] : [h('div', { class: 'text thinking-text' }, block.content)],
+      attributes,
+      `block thinking${live ? ' live' : ''}`,
+    );
+  }
+
+  private toolCall(block: ToolUseBlock, result: ToolResultBlock | undefined, attributes: Record<string, string>): HTMLElement {
+    const status = result?.isError && block.status === 'success' ? 'error' : block.status;
+    const body: HTMLElement[] = [h('div', { class: 'label muted' }, 'Input'), h('pre', {}, prettyJson(block.input))];
+    if (block.error) body.push(h('div', { class: 'error-text' }, block.error));
+    if (result) body.push(h('div', { class: 'label muted' }, result.isError ? 'Result (error)' : 'Result'), h('pre', { class: result.isError ? 'error-text' : '' }, result.content || '(empty)'));
+    const summary = h(
+      'summary',
+      {},
+      h('span', { class: `status status-${status}`, 'data-status': status, title: status }, STATUS_GLYPH[status]),
+      ' ',
+      h('strong', {}, block.name),
+      h('span', { class: 'muted' }, ` ${describeInput(block.input, 90)}`),
+      result ? h('div', { class: `result-line${result.isError ? ' error-text' : ' muted'}` }, `↳ ${oneLine(result.content, 140) || '(empty)'}`) : null,
+    );
+    return this.details(block.id, summary, body, { ...attributes, 'data-status': status }, `block tool status-${status}`);
+  }
+
+  private worker(block: SubagentBlock, thread: ChatItem[], attributes: Record<string, string>): HTMLElement {
+    const cost = block.costUsd !== undefined ? ` · ${formatCost(block.costUsd)}` : '';
+    const summary = h(
+      'summary',
+      {},
+      h('span', { class: `status status-${block.status}`, 'data-status': block.status }, STATUS_GLYPH[block.status]),
+      ' ',
+      h('strong', {}, block.name),
+      h('span', { class: 'muted' }, ` · ${plural(thread.length, 'block')}${cost}`),
+      h('div', { class: 'muted small' }, oneLine(block.input, 160)),
+    );
+    const inner = new Map<string, { signature: unknown[]; element: HTMLElement }>();
+    const body = h('div', { class: 'thread', 'data-thread-id': block.subagentId }, thread.map((entry) => this.elementFor(entry, inner, true)));
+    const parts = [body];
+    if (block.output) parts.push(h('div', { class: 'worker-output' }, h('div', { class: 'label muted' }, 'Answer'), h('div', { class: 'text' }, block.output)));
+    return this.details(`thread:${block.subagentId}`, summary, parts, { ...attributes, 'data-status': block.status }, `block worker status-${block.status}`);
+  }
+}
+
+/** Characters above which a pasted message shows its start and a button for the rest. */
+const CLAMP_CHARS = 1_200;
+
+function clampedText(content: string): HTMLElement {
+  const text = h('div', { class: 'text' }, content);
+  if (content.length <= CLAMP_CHARS) return text;
+  text.classList.add('clamped');
+  const toggle = h('button', { type: 'button', class: 'link' }, `Show all (${content.length.toLocaleString('en-US')} characters)`);
+  toggle.addEventListener('click', () => {
+    const clamped = text.classList.toggle('clamped');
+    toggle.textContent = clamped ? `Show all (${content.length.toLocaleString('en-US')} characters)` : 'Show less';
+  });
+  return h('div', {}, text, toggle);
+}
+
+function systemLine(block: SystemBlock, attributes: Record<string, string>): HTMLElement {
+  const glyphs: Partial<Record<SystemBlock['subtype'], string>> = { compaction: '⟳', cleared: '⌫', error: '✗', interrupted: '⏸', aborted: '⏹', session_start: '▸', subagent_start: '↳', subagent_end: '↲' };
+  const tone = block.subtype === 'error' ? ' error' : block.subtype === 'interrupted' || block.subtype === 'aborted' ? ' warning' : '';
+  return h('div', { ...attributes, class: `block system subtype-${block.subtype}${tone}`, 'data-subtype': block.subtype }, h('span', { class: 'glyph' }, glyphs[block.subtype] ?? '•'), ' ', block.content || block.subtype);
+}
+
+/** What an item's element depends on: its block, its result and (recursively) its thread's blocks. */
+function signatureOf(item: ChatItem): unknown[] {
+  const signature: unknown[] = [item.block, item.result];
+  if (item.thread) for (const entry of item.thread) signature.push(...signatureOf(entry));
+  return signature;
+}
+
+function sameSignature(a: unknown[], b: unknown[]): boolean {
+  return a.length === b.length && a.every((value, index) => value === b[index]);
+}

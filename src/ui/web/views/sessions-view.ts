@@ -1,0 +1,173 @@
+import type { SessionInfo } from '../../../protocol/index.js';
+import type { Actions } from '../controller.js';
+import { h, replaceChildren } from '../dom.js';
+import { formatAgo, formatCompact, formatCost, formatTime, plural } from '../format.js';
+import type { AppState } from '../state.js';
+import { FILTER_KEYS, FILTER_LABELS, filterOptions, filterSessions, sessionLabel, sessionStats } from '../view-model.js';
+
+/**
+ * The sidebar: this window's draft (or the form to draft one), full-text search, the filters and
+ * every session of the project with its last activity, tokens, cost and compactions.
+ */
+export class SessionsView {
+  readonly element: HTMLElement;
+  private readonly draftBox = h('div', { class: 'draft-box', 'data-testid': 'draft-box' });
+  private readonly searchInput: HTMLInputElement;
+  private readonly searchStatus = h('div', { class: 'search-status muted', 'data-testid': 'search-status' });
+  private readonly filters = h('div', { class: 'filters' });
+  private readonly count = h('span', { class: 'muted', 'data-testid': 'session-count' });
+  private readonly list = h('ul', { class: 'session-list', 'data-testid': 'session-list' });
+  private readonly selects = new Map<string, HTMLSelectElement>();
+  private last: { sessions?: SessionInfo[]; filters?: unknown; search?: unknown; selectedId?: string | undefined; now?: number } = {};
+  private lastDraft: { draft?: unknown; catalog?: unknown; busy?: unknown } = {};
+
+  constructor(private readonly actions: Actions) {
+    this.searchInput = h('input', {
+      type: 'search',
+      placeholder: 'Search sessions and their content…',
+      'aria-label': 'Search sessions',
+      'data-testid': 'session-search',
+      oninput: () => actions.search(this.searchInput.value),
+    });
+    for (const key of FILTER_KEYS) {
+      const select = h('select', { 'aria-label': FILTER_LABELS[key], 'data-filter': key, onchange: () => actions.setFilter(key, select.value || undefined) });
+      this.selects.set(key, select);
+      this.filters.append(h('label', { class: 'filter' }, h('span', {}, FILTER_LABELS[key]), select));
+    }
+    this.element = h(
+      'aside',
+      { class: 'sidebar', 'aria-label': 'Sessions' },
+      this.draftBox,
+      h('div', { class: 'panel-title' }, h('h2', {}, 'Sessions'), this.count),
+      h('div', { class: 'search' }, this.searchInput, this.searchStatus),
+      this.filters,
+      this.list,
+    );
+  }
+
+  update(state: AppState, now: number): void {
+    this.updateDraftBox(state);
+    const { sessions, filters, search, selectedId } = state;
+    const minute = Math.floor(now / 30_000);
+    if (this.last.sessions === sessions && this.last.filters === filters && this.last.search === search && this.last.selectedId === selectedId && this.last.now === minute) return;
+    this.last = { sessions, filters, search, selectedId, now: minute };
+
+    for (const key of FILTER_KEYS) {
+      const select = this.selects.get(key)!;
+      const value = filters[key] ?? '';
+      const options = filterOptions(sessions, key);
+      if (value && !options.includes(value)) options.push(value);
+      replaceChildren(select, h('option', { value: '' }, `any`), options.map((option) => h('option', { value: option }, option)));
+      select.value = value;
+      select.classList.toggle('set', value !== '');
+    }
+
+    if (search.query === '') replaceChildren(this.searchStatus);
+    else if (search.running) replaceChildren(this.searchStatus, 'Searching…');
+    else if (search.error) replaceChildren(this.searchStatus, h('span', { class: 'error-text' }, search.error));
+    else if (search.matches) replaceChildren(this.searchStatus, `${plural(search.matches.size, 'session')} mention “${search.query}”`);
+
+    const shown = filterSessions(sessions, filters, search.query !== '' && !search.running ? search.matches : undefined);
+    this.count.textContent = shown.length === sessions.length ? String(sessions.length) : `${shown.length} of ${sessions.length}`;
+    if (!state.sessionsLoaded) {
+      replaceChildren(this.list, h('li', { class: 'empty muted' }, 'Loading sessions…'));
+      return;
+    }
+    if (shown.length === 0) {
+      replaceChildren(this.list, h('li', { class: 'empty muted' }, sessions.length === 0 ? 'No sessions yet: draft an agent above, or import a Claude Code or Gemini CLI session with `parley import`.' : 'No session matches.'));
+      return;
+    }
+    replaceChildren(this.list, shown.map((session) => this.row(session, session.sessionId === selectedId, now)));
+  }
+
+  private row(session: SessionInfo, selected: boolean, now: number): HTMLElement {
+    const label = sessionLabel(session);
+    const stats = sessionStats(session);
+    return h(
+      'li',
+      {},
+      h(
+        'button',
+        {
+          class: `session-row${selected ? ' selected' : ''}${session.status === 'archived' ? ' archived' : ''}`,
+          'data-session-id': session.sessionId,
+          'aria-current': selected ? 'true' : undefined,
+          onclick: () => this.actions.select(session.sessionId),
+        },
+        h('span', { class: 'row-top' }, h('span', { class: `kind kind-${label.kind}` }, label.kind), h('span', { class: 'row-title' }, label.title)),
+        h('span', { class: 'row-detail muted' }, label.detail),
+        h(
+          'span',
+          { class: 'row-stats' },
+          h('span', { title: formatTime(stats.lastActivity) }, formatAgo(stats.lastActivity, now)),
+          h('span', { title: 'tokens' }, `${formatCompact(stats.tokens)} tok`),
+          h('span', { title: 'cost' }, formatCost(stats.costUsd, stats.costUnknown)),
+          h('span', { title: 'compactions', class: stats.compactions > 0 ? 'compactions' : 'muted' }, `⟳ ${stats.compactions}`),
+        ),
+      ),
+    );
+  }
+
+  private updateDraftBox(state: AppState): void {
+    const { draft, catalog, busy } = state;
+    if (this.lastDraft.draft === draft && this.lastDraft.catalog === catalog && this.lastDraft.busy === busy) return;
+    this.lastDraft = { draft, catalog, busy };
+    if (draft) {
+      replaceChildren(
+        this.draftBox,
+        h('div', { class: 'draft-title' }, h('span', { class: 'dot live' }), `Drafted in this window: `, h('strong', {}, draft.role)),
+        h('div', { class: 'muted' }, `${draft.project}/${draft.taskSlug} · ${draft.backend}${draft.model ? ` · ${draft.model}` : ''}`),
+        h(
+          'div',
+          { class: 'button-row' },
+          h('button', { type: 'button', onclick: () => this.actions.select(draft.sessionId) }, 'Open'),
+          h('button', { type: 'button', 'data-testid': 'undraft', disabled: busy.undraft === true, onclick: () => this.actions.undraft() }, 'Undraft'),
+        ),
+      );
+      return;
+    }
+    // Re-rendered when the catalog changes: keep what the user picked where it still exists.
+    const picked = (name: string) => this.draftBox.querySelector<HTMLSelectElement>(`select[name="${name}"]`)?.value;
+    const keep = (select: HTMLSelectElement, value: string | undefined) => {
+      if (value && Array.from(select.options).some((option) => option.value === value)) select.value = value;
+    };
+    const previousRole = picked('role');
+    const previousTask = picked('task');
+    const project = h(
+      'select',
+      { name: 'project', 'aria-label': 'Project', onchange: () => this.actions.chooseProject(project.value) },
+      catalog.projects.map((entry) => h('option', { value: entry.name }, entry.name)),
+    );
+    if (catalog.project !== undefined) project.value = catalog.project;
+    const task = h(
+      'select',
+      { name: 'task', 'aria-label': 'Task' },
+      catalog.tasks.length === 0 ? h('option', { value: '' }, 'no tasks') : catalog.tasks.map((entry) => h('option', { value: entry.slug }, `${entry.title} (${entry.state})`)),
+    );
+    const role = h(
+      'select',
+      { name: 'role', 'aria-label': 'Role' },
+      catalog.roles.map((entry) => h('option', { value: entry.name, title: entry.description }, entry.name)),
+    );
+    keep(role, previousRole);
+    keep(task, previousTask);
+    const form = h(
+      'form',
+      {
+        class: 'draft-form',
+        'data-testid': 'draft-form',
+        onsubmit: (event: Event) => {
+          event.preventDefault();
+          if (!project.value || !task.value || !role.value) return;
+          this.actions.createDraft({ role: role.value, project: project.value, task: task.value });
+        },
+      },
+      h('div', { class: 'draft-title' }, 'Draft an agent'),
+      h('label', {}, h('span', {}, 'Role'), role),
+      h('label', {}, h('span', {}, 'Project'), project),
+      h('label', {}, h('span', {}, 'Task'), task),
+      h('button', { type: 'submit', class: 'primary', disabled: busy.draft === true || catalog.tasks.length === 0 }, busy.draft ? 'Drafting…' : 'Draft'),
+    );
+    replaceChildren(this.draftBox, form);
+  }
+}

@@ -1,0 +1,352 @@
+import { join } from 'node:path';
+import type { Page, WebSocketRoute } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { step } from '../../../src/backends/index.js';
+import type { NotificationParams, ProtocolClient } from '../../../src/protocol/index.js';
+import { importTranscripts } from '../../../src/sessions/index.js';
+import { SCREENSHOTS, startWebHarness, SUMMARY, type WebHarness } from './web-harness.js';
+
+let harness: WebHarness;
+
+beforeAll(async () => {
+  harness = await startWebHarness();
+}, 60_000);
+
+afterAll(async () => {
+  if (harness?.logs.length) console.log(harness.logs.map((entry) => `${entry.level}: ${entry.message}`).join('\n'));
+  await harness?.close();
+});
+
+/** Opens the page with the server's token, as the URL `parley serve` prints, and waits until it is connected. */
+async function openConnected(): Promise<Page> {
+  const page = await harness.page();
+  await page.goto(harness.server.url);
+  await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
+  // What the user saw when a step failed.
+  onTestFailed(async () => {
+    await page.screenshot({ path: join(SCREENSHOTS, 'failure.png') }).catch(() => undefined);
+  });
+  return page;
+}
+
+function gate(): { promise: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const promise = new Promise<void>((resolve) => (open = resolve));
+  return { promise, open };
+}
+
+/** Resolves when the channel's draft finished a turn (seed 000's `draft_status`). */
+function turnDone(client: ProtocolClient): Promise<NotificationParams<'draft_status'>> {
+  return new Promise((resolve) => {
+    const off = client.on('draft_status', (status) => {
+      off();
+      resolve(status);
+    });
+  });
+}
+
+async function screenshot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: join(SCREENSHOTS, name), fullPage: false });
+}
+
+describe('the web UI served by parley serve', () => {
+  it('without the token shows how to get one and opens no connection; a wrong token is refused', async () => {
+    const page = await harness.page();
+    const sockets: string[] = [];
+    page.on('websocket', (socket) => sockets.push(socket.url()));
+    const base = `http://127.0.0.1:${harness.server.port}/`;
+    await page.goto(base);
+    const help = page.locator('[data-testid="connect-help"][data-problem="missing"]');
+    await help.waitFor();
+    const text = await help.innerText();
+    expect(text).toContain('server.json');
+    expect(text).toContain('?token=');
+    expect(text).toContain('parley serve');
+    expect(sockets).toEqual([]);
+    await screenshot(page, 'connect-help.png');
+
+    await page.goto(`${base}?token=${'0'.repeat(64)}`);
+    await page.locator('[data-testid="connect-help"][data-problem="refused"]').waitFor();
+    expect(await page.locator('.connect-detail').innerText()).toMatch(/could not connect/i);
+    // The token left the address bar either way.
+    expect(page.url()).not.toContain('token=');
+
+    // Pasting the right token connects.
+    await page.locator('input[name="token"]').fill(harness.server.token);
+    await page.locator('.token-form button').click();
+    await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
+    await page.context().close();
+  });
+
+  it('drafts from the page, submits a prompt and shows the turn live as blocks: text, thinking collapsed, a tool call with its status, a worker thread expandable in place', async () => {
+    const page = await openConnected();
+    const form = page.locator('[data-testid="draft-form"]');
+    await form.locator('select[name="role"]').selectOption('dev');
+    await form.locator('select[name="project"]').selectOption(harness.project);
+    await form.locator('select[name="task"]').selectOption('first-task');
+    await form.locator('button[type="submit"]').click();
+    await page.locator('[data-testid="draft-pill"]').waitFor();
+    await page.locator('[data-testid="prompt"]').waitFor();
+
+    const halfway = gate();
+    harness.backend.enqueue([
+      step.thinking('The failing check is in the date parser; read it first.'),
+      step.text('Let me look at the parser.'),
+      step.tool('read_file', { path: 'src/date.ts' }, 'export function parse(text: string) {\n  return new Date(text);\n}'),
+      step.wait(halfway.promise),
+      step.subagent('test-writer', 'Write a regression test for parse()', [step.text('Added test/date.test.ts with three cases.')]),
+      step.text('Fixed: parse() now rejects empty input, and a worker added a regression test.'),
+      step.usage({ inputTokens: 48_000, outputTokens: 900 }),
+      step.cost(0.0421),
+    ]);
+    await page.locator('[data-testid="prompt"]').fill('Fix the failing date check, please.');
+    await page.locator('[data-testid="prompt"]').press('Enter');
+
+    const blocks = page.locator('[data-testid="blocks"]');
+    await blocks.locator('[data-block-type="user_message"]', { hasText: 'Fix the failing date check' }).waitFor();
+    // Mid-turn (the script waits): what streamed so far is on screen, the turn is still running.
+    const tool = blocks.locator('[data-block-type="tool_use"]');
+    await tool.locator('[data-status="success"]').first().waitFor();
+    expect(await tool.innerText()).toContain('read_file');
+    expect(await tool.innerText()).toContain('export function parse');
+    await blocks.locator('[data-block-type="assistant_text"]', { hasText: 'Let me look at the parser.' }).waitFor();
+    const thinking = blocks.locator('details[data-block-type="thinking"]');
+    expect(await thinking.getAttribute('open')).toBeNull();
+    expect(await page.locator('[data-testid="send"]').isDisabled()).toBe(true);
+    expect(await blocks.locator('[data-block-type="subagent"]').count()).toBe(0);
+
+    halfway.open();
+    const worker = blocks.locator('details[data-block-type="subagent"]');
+    await worker.locator('summary').waitFor();
+    await blocks.locator('[data-block-type="assistant_text"]', { hasText: 'Fixed: parse() now rejects empty input' }).waitFor();
+    await page.locator('[data-testid="send"]:not([disabled])').waitFor();
+    // The worker's thread opens in place.
+    expect(await worker.getAttribute('open')).toBeNull();
+    await worker.locator('summary').click();
+    await worker.locator('.thread', { hasText: 'Added test/date.test.ts with three cases.' }).waitFor({ state: 'visible' });
+    // Thinking opens on a click too.
+    await thinking.locator('summary').click();
+    await thinking.locator('.thinking-text').waitFor({ state: 'visible' });
+
+    // Status: the turn, the cost, the context against its window, cost and turns over time.
+    const status = page.locator('[data-testid="status"]');
+    await status.locator('dd', { hasText: '$0.0421' }).waitFor();
+    await status.locator('[data-testid="usage-chart"]').waitFor();
+    expect(await status.locator('[data-testid="context"]').innerText()).toContain('24%');
+    await status.locator('[data-testid="threshold-marker"]').waitFor();
+    expect(await status.locator('[data-testid="sections"] tr').count()).toBe(5);
+
+    const totalAfterFirst = await status.locator('[data-testid="request-total"]').innerText();
+    // A second turn: the chart gets its second step, the request grows, the worker thread stays open.
+    harness.backend.enqueue([step.text('The changelog is updated too.'), step.usage({ inputTokens: 52_000, outputTokens: 400 }), step.cost(0.0188)]);
+    await page.locator('[data-testid="prompt"]').fill('Update the changelog as well.');
+    await page.locator('[data-testid="send"]').click();
+    await blocks.locator('[data-block-type="assistant_text"]', { hasText: 'The changelog is updated too.' }).waitFor();
+    await status.locator('figcaption', { hasText: '2 turns' }).waitFor();
+    expect(await worker.getAttribute('open')).not.toBeNull();
+    await page.locator('[data-testid="send"]:not([disabled])').waitFor();
+    await expect.poll(() => status.locator('[data-testid="request-total"]').innerText()).not.toBe(totalAfterFirst);
+    await screenshot(page, 'chat-live.png');
+    await page.context().close();
+  });
+
+  it('follows a session driven from another window; force compact shows the compaction running, then the new checkpoint version and what it folded in; preview shows the exact request', async () => {
+    await harness.server.drafts.createTask({ project: harness.project, title: 'Compaction task', slug: 'compaction-task' });
+    const driver = await harness.client();
+    const { sessionId } = await driver.request('draft', { role: 'qa', project: harness.project, task: 'compaction-task' });
+    // Long enough that a summary is worth it (a compaction that saves under 5 % is not kept).
+    const notes = ' Notes from the last review: the parser accepted empty strings, dates without a year and two-digit years, and the error message did not name the input.'.repeat(40);
+    for (const content of [`Review the date parser fix.${notes}`, `Now check the regression test.${notes}`]) {
+      const done = turnDone(driver);
+      await driver.request('submit_prompt', { content });
+      await done;
+    }
+    const page = await openConnected();
+    await page.locator(`[data-session-id="${sessionId}"]`).click();
+    const blocks = page.locator('[data-testid="blocks"]');
+    await blocks.locator('[data-block-type="assistant_text"]', { hasText: 'Echo: Now check the regression test.' }).waitFor();
+    expect(await page.locator('[data-testid="prompt-note"]').innerText()).toContain('another window');
+
+    // Live, without a reload: a turn from the other window streams in.
+    harness.backend.enqueue([step.text('Third answer, streamed live.'), step.usage({ inputTokens: 30_000, outputTokens: 200 }), step.cost(0.011)]);
+    const third = turnDone(driver);
+    await driver.request('submit_prompt', { content: 'And the changelog?' });
+    await blocks.locator('[data-block-type="assistant_text"]', { hasText: 'Third answer, streamed live.' }).waitFor();
+    await third;
+    expect(await blocks.locator('[data-block-type="user_message"]').count()).toBe(3);
+
+    // Force a compaction whose summary waits: the indicator shows while it runs.
+    const release = gate();
+    // A failing step must not leave the compaction (and the server's shutdown) waiting.
+    onTestFailed(() => release.open());
+    const summaries: string[] = [];
+    harness.summarizer.current = async (request) => {
+      summaries.push(JSON.stringify(request));
+      await release.promise;
+      return JSON.stringify(SUMMARY);
+    };
+    await page.locator('[data-testid="compact-instructions"]').fill('Keep the plan and the decisions.');
+    await page.locator('[data-testid="force-compact"]').click();
+    await page.locator('[data-testid="compaction-indicator"]').waitFor();
+    await page.locator('[data-testid="chat-compacting"]').waitFor();
+    expect(await page.locator('[data-testid="force-compact"]').isDisabled()).toBe(true);
+    await page.locator('.inspector').evaluate((element) => element.scrollTo({ top: 0 }));
+    await screenshot(page, 'compacting.png');
+    release.open();
+    const current = page.locator('[data-testid="current-checkpoint"][data-version="1"]');
+    await current.waitFor();
+    await page.locator('[data-testid="compaction-indicator"]').waitFor({ state: 'detached' });
+    await page.locator('[data-testid="chat-compacting"]').waitFor({ state: 'detached' });
+    expect(summaries.join('')).toContain('Keep the plan and the decisions.');
+    const currentText = await current.innerText();
+    expect(currentText).toContain('Write a regression test');
+    expect(currentText).toContain('Keep the public API unchanged');
+    expect(currentText).toContain('Keep the plan and the decisions.');
+    expect(currentText).toMatch(/Folded in: \d+ messages \(seq \d+–\d+\)/);
+    await page.locator(`[data-session-id="${sessionId}"]`, { hasText: '⟳ 1' }).waitFor();
+
+    // Another turn and another compaction: v2 is current, v1 is listed with its own range.
+    harness.summarizer.current = () => Promise.resolve(JSON.stringify({ ...SUMMARY, completed: [...SUMMARY.completed, 'Reviewed the changelog'] }));
+    const fourth = turnDone(driver);
+    await driver.request('submit_prompt', { content: `One more review round.${notes}` });
+    await fourth;
+    await page.locator('[data-testid="force-compact"]:not([disabled])').click();
+    await page.locator('[data-testid="current-checkpoint"][data-version="2"]').waitFor();
+    const earlier = page.locator('[data-testid="checkpoint-versions"] details[data-version="1"]');
+    await earlier.locator('summary').click();
+    expect(await earlier.innerText()).toMatch(/Folded in: \d+ messages \(seq \d+–\d+\)/);
+    expect(await page.locator('[data-testid="current-checkpoint"]').innerText()).toContain('Reviewed the changelog');
+
+    // The exact request the next turn would send, with its token breakdown.
+    await page.locator('[data-testid="preview-request"]').click();
+    const pane = page.locator('[data-testid="request-pane"]');
+    await pane.locator('[data-testid="system-prompt"]').waitFor();
+    await pane.locator('[data-testid="preview-prompt"]').fill('What is left to do?');
+    await pane.locator('button[type="submit"]').click();
+    await pane.locator('[data-testid="user-prompt"]', { hasText: 'What is left to do?' }).waitFor();
+    const direct = await driver.request('preview_request', { sessionId, prompt: 'What is left to do?' });
+    expect(await pane.locator('[data-testid="system-prompt"]').innerText()).toBe(direct.systemPrompt);
+    expect(await pane.locator('[data-testid="request-total"]').innerText()).toContain(direct.totalTokens.toLocaleString('en-US'));
+    expect(await pane.locator('[data-testid="sections"] tr').count()).toBe(5);
+    await screenshot(page, 'request-preview.png');
+    await pane.locator('[data-testid="close-preview"]').click();
+    await pane.waitFor({ state: 'hidden' });
+
+    // Clear messages, then archive: both confirmed in place; the list and the chat follow.
+    await page.locator('[data-testid="clear-messages"]').click();
+    await page.locator('[data-testid="confirm-clear"]').click();
+    await page.locator('[data-testid="notices"]', { hasText: 'Messages cleared' }).waitFor();
+    expect((await driver.request('get_session', { sessionId })).session.clearedThroughSeq).toBeGreaterThan(0);
+    await page.locator('[data-testid="archive"]').click();
+    await page.locator('[data-testid="confirm-archive"]').click();
+    await page.locator(`[data-session-id="${sessionId}"]`, { hasText: 'archived' }).waitFor();
+    await page.locator('[data-testid="prompt-note"]', { hasText: 'archived' }).waitFor();
+    await page.context().close();
+  });
+
+  it('after a dropped connection it reconnects and continues from the last seq: what happened meanwhile shows once, nothing twice', async () => {
+    await harness.server.drafts.createTask({ project: harness.project, title: 'Reconnect task', slug: 'reconnect-task' });
+    const driver = await harness.client();
+    const { sessionId } = await driver.request('draft', { role: 'dev', project: harness.project, task: 'reconnect-task' });
+    const first = turnDone(driver);
+    await driver.request('submit_prompt', { content: 'before the drop' });
+    await first;
+
+    const page = await harness.page();
+    let offline = false;
+    let live: WebSocketRoute | undefined;
+    const sent: string[] = [];
+    // Every page socket goes through here: while "offline" it is refused, else it reaches the server.
+    await page.routeWebSocket(/\/rpc/, (socket) => {
+      if (offline) {
+        void socket.close({ code: 1011, reason: 'offline' });
+        return;
+      }
+      live = socket;
+      const server = socket.connectToServer();
+      socket.onMessage((message) => {
+        sent.push(String(message));
+        server.send(message);
+      });
+    });
+    await page.goto(harness.server.url);
+    await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
+    await page.locator(`[data-session-id="${sessionId}"]`).click();
+    const blocks = page.locator('[data-testid="blocks"]');
+    await blocks.locator('[data-block-type="assistant_text"]', { hasText: 'Echo: before the drop' }).waitFor();
+    const lastSeq = (await driver.request('get_session', { sessionId })).lastSeq;
+
+    offline = true;
+    await live!.close({ code: 1012, reason: 'test drop' });
+    await page.locator('[data-testid="connection"][data-state="reconnecting"]').waitFor();
+    const meanwhile = turnDone(driver);
+    await driver.request('submit_prompt', { content: 'while the page was away' });
+    await meanwhile;
+    sent.length = 0;
+    offline = false;
+
+    await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
+    await blocks.locator('[data-block-type="assistant_text"]', { hasText: 'Echo: while the page was away' }).waitFor();
+    const resumes = sent.map((frame) => JSON.parse(frame) as { method?: string; params?: { sessionId?: string; afterSeq?: number } }).filter((frame) => frame.method === 'get_events' && frame.params?.sessionId === sessionId);
+    expect(resumes[0]?.params?.afterSeq).toBe(lastSeq);
+    expect(await blocks.locator('[data-block-type="user_message"]').allInnerTexts()).toEqual([expect.stringContaining('before the drop'), expect.stringContaining('while the page was away')]);
+    expect(await blocks.locator('[data-block-type="assistant_text"]').count()).toBe(2);
+    await page.context().close();
+  });
+
+  it('lists every session of the project (drafts, task sessions per state, workflow agents, imported Claude Code and Gemini CLI sessions) with filters and full-text search over their content', async () => {
+    const manager = harness.server.manager;
+    const fixtures = join(import.meta.dirname, '..', '..', 'fixtures', 'transcripts');
+    const claude = await importTranscripts(join(fixtures, 'claude-code'), { store: manager.store });
+    const gemini = await importTranscripts(join(fixtures, 'gemini'), { store: manager.store });
+    const taskSession = await manager.getOrCreateSession({ type: 'task', agentType: 'qa', featureId: 'auth', taskId: 'login', taskState: 'in_qa' });
+    await manager.addMessage(taskSession.sessionId, { role: 'user', content: 'Check the login flow against the zebra-crossing spec.' });
+    const devSession = await manager.getOrCreateSession({ type: 'task', agentType: 'dev', featureId: 'auth', taskId: 'login', taskState: 'in_dev' });
+    await manager.addMessage(devSession.sessionId, { role: 'user', content: 'Implement the login form.' });
+    const workflow = await manager.createSession({ scope: { kind: 'workflow', harness: 'code-review', agent: 'reviewer' }, agentType: 'reviewer', backend: 'scripted', title: 'code-review · reviewer' });
+    const all = (await manager.listSessions()).map((session) => session.sessionId);
+    const imported = [...claude.sessions, ...gemini.sessions].map((session) => session.sessionId);
+    expect(imported.length).toBeGreaterThanOrEqual(2);
+
+    const page = await openConnected();
+    const rows = page.locator('[data-testid="session-list"] [data-session-id]');
+    await expect.poll(() => rows.count()).toBe(all.length);
+    for (const id of [taskSession.sessionId, devSession.sessionId, workflow.sessionId, ...imported]) expect(await page.locator(`[data-session-id="${id}"]`).count()).toBe(1);
+
+    const filter = (key: string) => page.locator(`select[data-filter="${key}"]`);
+    await filter('kind').selectOption('imported');
+    await expect.poll(async () => (await rows.evaluateAll((elements) => elements.map((element) => element.getAttribute('data-session-id')))).sort()).toEqual([...imported].sort());
+    await filter('backend').selectOption('claude-code-import');
+    await expect.poll(() => rows.count()).toBe(claude.sessions.length);
+    await filter('backend').selectOption('');
+    await filter('kind').selectOption('task');
+    await filter('state').selectOption('in_qa');
+    await expect.poll(() => rows.evaluateAll((elements) => elements.map((element) => element.getAttribute('data-session-id')))).toEqual([taskSession.sessionId]);
+    await filter('state').selectOption('');
+    await filter('feature').selectOption('auth');
+    await expect.poll(() => rows.count()).toBe(2);
+    await filter('agentType').selectOption('dev');
+    await expect.poll(() => rows.evaluateAll((elements) => elements.map((element) => element.getAttribute('data-session-id')))).toEqual([devSession.sessionId]);
+    for (const key of ['agentType', 'feature', 'kind']) await filter(key).selectOption('');
+    await expect.poll(() => rows.count()).toBe(all.length);
+
+    // Full-text: words that are only in a message, and only in an imported worker's thread.
+    await page.locator('[data-testid="session-search"]').fill('zebra-crossing');
+    await page.locator('[data-testid="search-status"]', { hasText: '1 session mention' }).waitFor();
+    await expect.poll(() => rows.evaluateAll((elements) => elements.map((element) => element.getAttribute('data-session-id')))).toEqual([taskSession.sessionId]);
+    await page.locator('[data-testid="session-search"]').fill('merged since v1.3');
+    const claudeWithWorker = claude.sessions.find((session) => session.nativeSessionId === '9a7d4c21-0b6e-4f3a-8d52-7c1e0f9b3a64')!;
+    await expect.poll(() => rows.evaluateAll((elements) => elements.map((element) => element.getAttribute('data-session-id')))).toEqual([claudeWithWorker.sessionId]);
+    await page.locator('[data-testid="session-search"]').fill('');
+    await expect.poll(() => rows.count()).toBe(all.length);
+
+    // An imported session reads like any other: its blocks and its workers' threads.
+    await page.locator(`[data-session-id="${claudeWithWorker.sessionId}"]`).click();
+    await page.locator('[data-testid="blocks"] [data-block-type="user_message"]', { hasText: 'Draft the release notes for 1.4' }).waitFor();
+    await page.locator('[data-testid="prompt-note"]', { hasText: 'read only' }).waitFor();
+    await page.locator('[data-testid="blocks"] details[data-block-type="subagent"] summary').first().click();
+    await page.locator('[data-testid="blocks"] .thread', { hasText: 'merged since v1.3' }).first().waitFor();
+    await screenshot(page, 'sessions.png');
+    await page.context().close();
+  });
+});
