@@ -86,6 +86,7 @@ export class AppView {
     this.sessions.update(state, this.now());
     this.chat.update(state);
     this.inspector.update(state);
+    this.layout.classList.toggle('no-inspector', state.view === undefined);
     document.title = state.draft ? `Parley · ${state.draft.role}${state.turnRunning ? ' · working' : ''}` : 'Parley';
   }
 

@@ -14,6 +14,7 @@ export interface Actions {
   createDraft(options: { role: string; project: string; task: string }): void;
   undraft(): void;
   chooseProject(project: string): void;
+  createTask(project: string, title: string): Promise<boolean>;
   forceCompact(instructions: string): void;
   clearMessages(): void;
   archive(): void;
@@ -273,6 +274,14 @@ export class Controller implements Actions {
       const summary = await this.client.request('undraft');
       this.store.dispatch({ type: 'draft', status: undefined });
       this.notice('info', `Undrafted ${summary.taskSlug}: ${summary.turns} turn(s), $${summary.cost.toFixed(4)}.`);
+    });
+  }
+
+  createTask(project: string, title: string): Promise<boolean> {
+    return this.busy('task', async () => {
+      const created = await this.client.request('create_task', { project, title: title.trim() });
+      const tasks = await this.client.request('list_tasks', { project });
+      this.store.dispatch({ type: 'catalog', tasks: tasks.tasks, task: created.task.slug });
     });
   }
 

@@ -60,7 +60,7 @@ export interface Notice {
   text: string;
 }
 
-export type BusyKey = 'submit' | 'draft' | 'undraft' | 'cancel' | 'compact' | 'clear' | 'archive';
+export type BusyKey = 'submit' | 'draft' | 'undraft' | 'cancel' | 'compact' | 'clear' | 'archive' | 'task';
 
 export interface AppState {
   /** Whether the page has a token to connect with. */
@@ -81,7 +81,8 @@ export interface AppState {
   draft?: DraftStatus;
   /** The draft is running a turn (from `submit_prompt` until the turn's `draft_status`). */
   turnRunning: boolean;
-  catalog: { projects: ProjectInfo[]; tasks: TaskInfo[]; roles: RoleInfo[]; project?: string };
+  /** What the draft form offers; `task` is the one to preselect (a task just created). */
+  catalog: { projects: ProjectInfo[]; tasks: TaskInfo[]; roles: RoleInfo[]; project?: string; task?: string };
   notices: Notice[];
   nextNoticeId: number;
   busy: Partial<Record<BusyKey, boolean>>;
@@ -114,7 +115,7 @@ export type AppAction =
   | { type: 'draft_notification'; status: NotificationParams<'draft_status'> }
   | { type: 'turn_started' }
   | { type: 'turn_ended' }
-  | { type: 'catalog'; projects?: ProjectInfo[]; tasks?: TaskInfo[]; roles?: RoleInfo[]; project?: string }
+  | { type: 'catalog'; projects?: ProjectInfo[]; tasks?: TaskInfo[]; roles?: RoleInfo[]; project?: string; task?: string }
   | { type: 'notice'; tone: Tone; text: string }
   | { type: 'dismiss'; id: number }
   | { type: 'busy'; key: BusyKey; value: boolean };
@@ -287,6 +288,7 @@ export function reduce(state: AppState, action: AppAction): AppState {
       if (action.tasks) catalog.tasks = action.tasks;
       if (action.roles) catalog.roles = action.roles;
       if (action.project !== undefined) catalog.project = action.project;
+      if (action.task !== undefined) catalog.task = action.task;
       return { ...state, catalog };
     }
     case 'notice': {

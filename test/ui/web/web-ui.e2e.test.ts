@@ -83,7 +83,12 @@ describe('the web UI served by parley serve', () => {
     const form = page.locator('[data-testid="draft-form"]');
     await form.locator('select[name="role"]').selectOption('dev');
     await form.locator('select[name="project"]').selectOption(harness.project);
-    await form.locator('select[name="task"]').selectOption('first-task');
+    // A task made here is picked for the draft.
+    await page.locator('[data-testid="new-task"] input').fill('Fix the date check');
+    await page.locator('[data-testid="new-task"] button').click();
+    await form.locator('select[name="task"] option[value="fix-the-date-check"]').waitFor({ state: 'attached' });
+    expect(await form.locator('select[name="task"]').inputValue()).toBe('fix-the-date-check');
+    expect(await form.locator('select[name="role"]').inputValue()).toBe('dev');
     await form.locator('button[type="submit"]').click();
     await page.locator('[data-testid="draft-pill"]').waitFor();
     await page.locator('[data-testid="prompt"]').waitFor();
@@ -147,6 +152,36 @@ describe('the web UI served by parley serve', () => {
     await page.locator('[data-testid="send"]:not([disabled])').waitFor();
     await expect.poll(() => status.locator('[data-testid="request-total"]').innerText()).not.toBe(totalAfterFirst);
     await screenshot(page, 'chat-live.png');
+    await page.context().close();
+  });
+
+  it('streams assistant text delta by delta into one block and shows a tool call running until it completes', async () => {
+    const manager = harness.server.manager;
+    const session = await manager.createSession({ scope: { kind: 'workflow', harness: 'release', agent: 'writer' }, agentType: 'writer', backend: 'scripted', title: 'release · writer' });
+    const page = await openConnected();
+    await page.locator(`[data-session-id="${session.sessionId}"]`).click();
+    await page.locator('[data-testid="blocks"] .empty-state', { hasText: 'No messages yet.' }).waitFor();
+    const at = Date.now();
+    await manager.appendEvents(session.sessionId, [
+      { type: 'block_start', conversationId: 'main', block: { type: 'assistant_text', id: 'answer', content: '', createdAt: at } },
+      { type: 'text_delta', conversationId: 'main', blockId: 'answer', delta: 'Release notes, ' },
+    ]);
+    const answer = page.locator('[data-block-id="answer"]');
+    await page.locator('[data-block-id="answer"].streaming', { hasText: 'Release notes,' }).waitFor();
+    await manager.appendEvents(session.sessionId, [
+      { type: 'text_delta', conversationId: 'main', blockId: 'answer', delta: 'first draft' },
+      { type: 'block_start', conversationId: 'main', block: { type: 'tool_use', id: 'call', toolUseId: 'call-1', name: 'write_file', input: { path: 'NOTES.md' }, status: 'running', createdAt: at } },
+    ]);
+    await answer.filter({ hasText: 'Release notes, first draft' }).waitFor();
+    await page.locator('[data-block-id="call"][data-status="running"]').waitFor();
+    await manager.appendEvents(session.sessionId, [
+      { type: 'block_complete', conversationId: 'main', block: { type: 'tool_result', id: 'result', toolUseId: 'call-1', content: 'wrote 12 lines', isError: false, createdAt: at } },
+      { type: 'block_update', conversationId: 'main', blockId: 'call', updates: { status: 'success' } },
+      { type: 'block_complete', conversationId: 'main', block: { type: 'assistant_text', id: 'answer', content: 'Release notes, first draft.', createdAt: at } },
+    ]);
+    await page.locator('[data-block-id="call"][data-status="success"]', { hasText: 'wrote 12 lines' }).waitFor();
+    await page.locator('[data-block-id="answer"]:not(.streaming)', { hasText: 'Release notes, first draft.' }).waitFor();
+    expect(await page.locator('[data-testid="blocks"] [data-block-id="answer"]').count()).toBe(1);
     await page.context().close();
   });
 

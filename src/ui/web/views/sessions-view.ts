@@ -3,6 +3,7 @@ import type { Actions } from '../controller.js';
 import { h, replaceChildren } from '../dom.js';
 import { formatAgo, formatCompact, formatCost, formatTime, plural } from '../format.js';
 import type { AppState } from '../state.js';
+import { withCode } from './connect-view.js';
 import { FILTER_KEYS, FILTER_LABELS, filterOptions, filterSessions, sessionLabel, sessionStats } from '../view-model.js';
 
 /**
@@ -20,6 +21,7 @@ export class SessionsView {
   private readonly selects = new Map<string, HTMLSelectElement>();
   private last: { sessions?: SessionInfo[]; filters?: unknown; search?: unknown; selectedId?: string | undefined; now?: number } = {};
   private lastDraft: { draft?: unknown; catalog?: unknown; busy?: unknown } = {};
+  private appliedTask: string | undefined;
 
   constructor(private readonly actions: Actions) {
     this.searchInput = h('input', {
@@ -74,7 +76,7 @@ export class SessionsView {
       return;
     }
     if (shown.length === 0) {
-      replaceChildren(this.list, h('li', { class: 'empty muted' }, sessions.length === 0 ? 'No sessions yet: draft an agent above, or import a Claude Code or Gemini CLI session with `parley import`.' : 'No session matches.'));
+      replaceChildren(this.list, h('li', { class: 'empty muted' }, sessions.length === 0 ? withCode('No sessions yet: draft an agent above, or import a Claude Code or Gemini CLI session with `parley import <path>`.') : 'No session matches.'));
       return;
     }
     replaceChildren(this.list, shown.map((session) => this.row(session, session.sessionId === selectedId, now)));
@@ -150,7 +152,28 @@ export class SessionsView {
       catalog.roles.map((entry) => h('option', { value: entry.name, title: entry.description }, entry.name)),
     );
     keep(role, previousRole);
-    keep(task, previousTask);
+    // A task just created is picked once; after that the user's choice stands.
+    if (catalog.task !== undefined && catalog.task !== this.appliedTask) {
+      this.appliedTask = catalog.task;
+      keep(task, catalog.task);
+    } else keep(task, previousTask);
+    const title = h('input', { type: 'text', name: 'task-title', placeholder: 'New task title', 'aria-label': 'New task title', autocomplete: 'off' });
+    const newTask = h(
+      'form',
+      {
+        class: 'inline-form new-task',
+        'data-testid': 'new-task',
+        onsubmit: (event: Event) => {
+          event.preventDefault();
+          if (!title.value.trim() || !project.value) return;
+          void this.actions.createTask(project.value, title.value).then((created) => {
+            if (created) title.value = '';
+          });
+        },
+      },
+      title,
+      h('button', { type: 'submit', disabled: busy.task === true }, 'Add task'),
+    );
     const form = h(
       'form',
       {
@@ -168,6 +191,6 @@ export class SessionsView {
       h('label', {}, h('span', {}, 'Task'), task),
       h('button', { type: 'submit', class: 'primary', disabled: busy.draft === true || catalog.tasks.length === 0 }, busy.draft ? 'Drafting…' : 'Draft'),
     );
-    replaceChildren(this.draftBox, form);
+    replaceChildren(this.draftBox, form, newTask);
   }
 }
