@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import Anthropic, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from '@anthropic-ai/sdk';
+import type Anthropic from '@anthropic-ai/sdk';
 import type {
   ContentBlockParam,
   MessageCreateParamsStreaming,
@@ -9,6 +9,8 @@ import type {
 } from '@anthropic-ai/sdk/resources/messages/messages';
 import { MAIN_CONVERSATION, type StreamEventDraft, type ToolUseBlock, type Usage } from '../../conversation/index.js';
 import { abortable } from '../abort.js';
+import { isInstance } from '../lazy-module.js';
+import { anthropicSdk } from './sdk.js';
 import type { AgentBackend, AgentTurn, BackendDescription, ExecuteRequest, ModelInfo, ToolDefinition } from '../agent-backend.js';
 import { describeFailure, TurnNotRunningError, type BackendFailure } from '../failures.js';
 import { computeCost, KNOWN_MODELS, lookupModel } from '../pricing.js';
@@ -64,8 +66,10 @@ export function createAnthropicApiBackend(options: AnthropicApiBackendOptions = 
   const clock = options.clock ?? Date.now;
   let client = options.client;
 
-  const getClient = (): Anthropic => {
-    client ??= new Anthropic({
+  /** The client, made on first use (the SDK loads then). The SDK is loaded even for an injected client: its error classes classify failures. */
+  const getClient = async (): Promise<Anthropic> => {
+    const sdk = await anthropicSdk.load();
+    client ??= new sdk.default({
       apiKey: apiKey ?? null,
       baseURL,
       maxRetries: options.maxRetries ?? 2,
@@ -141,7 +145,7 @@ interface TurnContext {
   /** Messages injected while the turn runs; they join the next request. */
   inbox: string[];
   /** Undefined when no key is configured: the turn fails before any request. */
-  client: (() => Anthropic) | undefined;
+  client: (() => Promise<Anthropic>) | undefined;
 }
 
 type Outcome = { kind: 'continue' } | { kind: 'aborted' } | { kind: 'failed'; failure: BackendFailure };
@@ -220,7 +224,7 @@ class ApiTurn {
       this.pendingUsage = undefined;
       this.requests += 1;
       const state: RequestState = { usage: zeroUsage(), model: this.context.modelId, stopReason: undefined, content: [], open: new Map() };
-      outcome = yield* this.stream(getClient(), state);
+      outcome = yield* this.stream(await getClient(), state);
       this.pendingUsage = state.usage;
       if (outcome.kind !== 'continue') break;
       this.stopReason = state.stopReason ?? 'end_turn';
@@ -316,7 +320,7 @@ class ApiTurn {
       }
       return { kind: 'continue' };
     } catch (error) {
-      if (this.signal?.aborted || error instanceof APIUserAbortError) return { kind: 'aborted' };
+      if (this.signal?.aborted || isInstance(error, anthropicSdk.loaded()?.APIUserAbortError)) return { kind: 'aborted' };
       return { kind: 'failed', failure: this.classify(error) };
     } finally {
       // Blocks left open by an abort or an error keep their partial content.
@@ -476,7 +480,8 @@ class ApiTurn {
   private classify(error: unknown): BackendFailure {
     const endpoint = this.context.endpoint;
     const model = this.context.modelId;
-    if (error instanceof APIConnectionTimeoutError) {
+    const sdk = anthropicSdk.loaded();
+    if (isInstance(error, sdk?.APIConnectionTimeoutError)) {
       return {
         code: 'TIMEOUT',
         backend: ANTHROPIC_API_BACKEND_NAME,
@@ -485,7 +490,7 @@ class ApiTurn {
         retryable: true,
       };
     }
-    if (error instanceof APIConnectionError) {
+    if (isInstance(error, sdk?.APIConnectionError)) {
       const cause = describeCause(error);
       return {
         code: 'CONNECTION_FAILED',
@@ -495,7 +500,7 @@ class ApiTurn {
         retryable: true,
       };
     }
-    if (error instanceof APIError) {
+    if (isInstance(error, sdk?.APIError)) {
       const body = error.error as { error?: { type?: string; message?: string } } | undefined;
       const errorType = body?.error?.type ?? error.type ?? undefined;
       const detail = body?.error?.message ?? error.apiMessage ?? error.message;

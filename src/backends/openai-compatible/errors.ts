@@ -1,15 +1,7 @@
-import {
-  APIConnectionError,
-  APIConnectionTimeoutError,
-  APIError,
-  AuthenticationError,
-  BadRequestError,
-  InternalServerError,
-  NotFoundError,
-  PermissionDeniedError,
-  RateLimitError,
-} from 'openai';
+import type { APIError } from 'openai';
 import { tail, type BackendFailure } from '../failures.js';
+import { isInstance as is } from '../lazy-module.js';
+import { openAiSdk } from './sdk.js';
 
 export interface FailureContext {
   backend: string;
@@ -22,9 +14,12 @@ export interface FailureContext {
 
 /** Turns what the `openai` client threw into a failure that says what happened and what to do. */
 export function describeOpenAiError(error: unknown, context: FailureContext): BackendFailure {
+  // The client's error classes; an error from the client means the SDK is loaded.
+  const { APIConnectionError, APIConnectionTimeoutError, APIError: ApiError, AuthenticationError, BadRequestError, InternalServerError, NotFoundError, PermissionDeniedError, RateLimitError } =
+    openAiSdk.loaded() ?? ({} as Partial<NonNullable<ReturnType<typeof openAiSdk.loaded>>>);
   const base = { backend: context.backend };
   const endpoint = context.baseURL;
-  if (error instanceof APIConnectionTimeoutError) {
+  if (is(error, APIConnectionTimeoutError)) {
     return {
       ...base,
       code: 'TIMEOUT',
@@ -33,7 +28,7 @@ export function describeOpenAiError(error: unknown, context: FailureContext): Ba
       retryable: true,
     };
   }
-  if (error instanceof APIConnectionError) {
+  if (is(error, APIConnectionError)) {
     const cause = describeCause(error.cause);
     return {
       ...base,
@@ -43,7 +38,7 @@ export function describeOpenAiError(error: unknown, context: FailureContext): Ba
       retryable: true,
     };
   }
-  if (!(error instanceof APIError)) {
+  if (!is(error, ApiError)) {
     const message = error instanceof Error ? error.message : String(error);
     return {
       ...base,
@@ -57,7 +52,7 @@ export function describeOpenAiError(error: unknown, context: FailureContext): Ba
   const serverMessage = apiMessage(error);
   const detail = serverMessage ? tail(serverMessage, 1000) : undefined;
   const common = { ...base, ...(status !== undefined ? { status } : {}), ...(detail ? { detail } : {}) };
-  if (error instanceof RateLimitError) {
+  if (is(error, RateLimitError)) {
     if (error.code === 'insufficient_quota') {
       return {
         ...common,
@@ -76,7 +71,7 @@ export function describeOpenAiError(error: unknown, context: FailureContext): Ba
       retryable: true,
     };
   }
-  if (error instanceof InternalServerError) {
+  if (is(error, InternalServerError)) {
     return {
       ...common,
       code: 'SERVER_ERROR',
@@ -85,7 +80,7 @@ export function describeOpenAiError(error: unknown, context: FailureContext): Ba
       retryable: true,
     };
   }
-  if (error instanceof AuthenticationError || error instanceof PermissionDeniedError) {
+  if (is(error, AuthenticationError) || is(error, PermissionDeniedError)) {
     return {
       ...common,
       code: 'AUTHENTICATION_FAILED',
@@ -94,7 +89,7 @@ export function describeOpenAiError(error: unknown, context: FailureContext): Ba
       retryable: false,
     };
   }
-  if (error instanceof NotFoundError) {
+  if (is(error, NotFoundError)) {
     return {
       ...common,
       code: 'MODEL_NOT_FOUND',
@@ -103,7 +98,7 @@ export function describeOpenAiError(error: unknown, context: FailureContext): Ba
       retryable: false,
     };
   }
-  if (error instanceof BadRequestError) {
+  if (is(error, BadRequestError)) {
     return {
       ...common,
       code: 'BAD_REQUEST',
@@ -137,3 +132,4 @@ function describeCause(cause: unknown): string | undefined {
   if (typeof code === 'string') return code === 'ECONNREFUSED' ? 'connection refused' : code;
   return cause.message;
 }
+

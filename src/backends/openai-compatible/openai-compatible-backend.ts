@@ -1,4 +1,4 @@
-import OpenAI, { APIUserAbortError } from 'openai';
+import type OpenAI from 'openai';
 import type {
   ChatCompletionChunk,
   ChatCompletionCreateParamsStreaming,
@@ -12,6 +12,8 @@ import { describeFailure, TurnNotRunningError, type BackendFailure } from '../fa
 import { computeCost, KNOWN_MODELS, lookupModel } from '../pricing.js';
 import { counterIds, TurnEvents } from '../turn-events.js';
 import { describeOpenAiError, type FailureContext } from './errors.js';
+import { isInstance } from '../lazy-module.js';
+import { openAiSdk } from './sdk.js';
 
 export const OPENAI_COMPATIBLE_BACKEND_NAME = 'openai-compatible';
 export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
@@ -77,14 +79,21 @@ export function createOpenAiCompatibleBackend(options: OpenAiCompatibleOptions =
     apiKeyVariable: options.apiKeyVariable ?? 'OPENAI_API_KEY',
     baseUrlVariable: options.baseUrlVariable ?? 'OPENAI_BASE_URL',
   });
-  const client = apiKey
-    ? new OpenAI({
+  let client: OpenAI | undefined;
+  /** The client, made on first use (the SDK loads then); undefined without a key. */
+  const getClient = async (): Promise<OpenAI | undefined> => {
+    if (!apiKey) return undefined;
+    if (!client) {
+      const { default: OpenAiClient } = await openAiSdk.load();
+      client ??= new OpenAiClient({
         apiKey,
         baseURL,
         maxRetries: options.maxRetries ?? 2,
         ...(options.timeoutMs !== undefined ? { timeout: options.timeoutMs } : {}),
-      })
-    : undefined;
+      });
+    }
+    return client;
+  };
 
   const missingKey = (model: string): BackendFailure => ({
     backend: name,
@@ -113,6 +122,7 @@ export function createOpenAiCompatibleBackend(options: OpenAiCompatibleOptions =
   return {
     describe,
     async checkAvailability(check = {}) {
+      const client = await getClient();
       if (!client) return { available: false, detail: missingKey(defaultModel).message + ' ' + missingKey(defaultModel).advice };
       try {
         const page = await client.models.list({ maxRetries: 0, timeout: 3_000, ...(check.signal ? { signal: check.signal } : {}) });
@@ -132,7 +142,7 @@ export function createOpenAiCompatibleBackend(options: OpenAiCompatibleOptions =
         extraModels,
         events: new TurnEvents({ clock, newId }),
         clock,
-        client,
+        client: getClient,
         missingKey,
         failureContext,
         idleTimeoutMs: options.idleTimeoutMs ?? 300_000,
@@ -158,7 +168,7 @@ interface TurnContext {
   extraModels: ModelInfo[];
   events: TurnEvents;
   clock: () => number;
-  client: OpenAI | undefined;
+  client: () => Promise<OpenAI | undefined>;
   missingKey: (model: string) => BackendFailure;
   failureContext: (model: string) => FailureContext;
   idleTimeoutMs: number;
@@ -200,7 +210,8 @@ class OpenAiTurn {
 
   async *run(): AsyncGenerator<StreamEventDraft> {
     try {
-      const { request, client } = this.context;
+      const { request } = this.context;
+      const client = await this.context.client();
       const messages: ChatCompletionMessageParam[] = [];
       if (request.systemPrompt) messages.push({ role: 'system', content: request.systemPrompt });
       messages.push({ role: 'user', content: request.prompt });
@@ -468,7 +479,7 @@ class StepRequest {
         },
       };
     }
-    if (error instanceof APIUserAbortError) return { kind: 'aborted' };
+    if (isInstance(error, openAiSdk.loaded()?.APIUserAbortError)) return { kind: 'aborted' };
     return { kind: 'failed', failure: describeOpenAiError(error, this.context.failureContext(this.context.model)) };
   }
 
