@@ -185,6 +185,40 @@ describe('the web UI served by parley serve', () => {
     await page.context().close();
   });
 
+  it('a long session opens on its newest blocks and shows earlier ones on request, keeping the reader\'s place', async () => {
+    const manager = harness.server.manager;
+    const session = await manager.createSession({ scope: { kind: 'workflow', harness: 'release', agent: 'long' }, agentType: 'writer', backend: 'scripted' });
+    const at = Date.now();
+    await manager.appendEvents(
+      session.sessionId,
+      Array.from({ length: 400 }, (_, index) => [
+        { type: 'block_complete' as const, conversationId: 'main', block: { type: 'user_message' as const, id: `q${index}`, content: `Question ${index}`, createdAt: at } },
+        { type: 'block_complete' as const, conversationId: 'main', block: { type: 'assistant_text' as const, id: `a${index}`, content: `Answer ${index}`, createdAt: at } },
+      ]).flat(),
+    );
+    const page = await openConnected();
+    await page.locator(`[data-session-id="${session.sessionId}"]`).click();
+    const blocks = page.locator('[data-testid="blocks"]');
+    await blocks.locator('[data-block-id="a399"]').waitFor();
+    expect(await blocks.locator('[data-block-type]').count()).toBe(300);
+    expect(await blocks.locator('[data-block-id="q0"]').count()).toBe(0);
+    const earlier = page.locator('[data-testid="show-earlier"]');
+    expect(await earlier.innerText()).toBe('Show 300 earlier blocks (500 not shown)');
+    // The reader scrolled up to the oldest block shown; it stays where it is on screen.
+    await blocks.evaluate((element) => element.scrollTo({ top: 0 }));
+    const firstShown = blocks.locator('[data-block-id="q250"]');
+    const before = (await firstShown.boundingBox())!.y;
+    await earlier.click();
+    await blocks.locator('[data-block-id="q100"]').waitFor({ state: 'attached' });
+    expect(Math.abs((await firstShown.boundingBox())!.y - before)).toBeLessThan(2);
+    expect(await earlier.innerText()).toBe('Show 200 earlier blocks (200 not shown)');
+    await earlier.click();
+    await blocks.locator('[data-block-id="q0"]').waitFor({ state: 'attached' });
+    expect(await earlier.count()).toBe(0);
+    expect(await blocks.locator('[data-block-type]').count()).toBe(800);
+    await page.context().close();
+  });
+
   it('follows a session driven from another window; force compact shows the compaction running, then the new checkpoint version and what it folded in; preview shows the exact request', async () => {
     await harness.server.drafts.createTask({ project: harness.project, title: 'Compaction task', slug: 'compaction-task' });
     const driver = await harness.client();

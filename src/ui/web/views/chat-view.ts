@@ -8,6 +8,9 @@ import { chatItems, sessionLabel, type ChatItem } from '../view-model.js';
 
 const STATUS_GLYPH: Record<BlockStatus, string> = { pending: '○', running: '●', success: '✓', error: '✗' };
 
+/** Blocks a session opens with, and how many more each "show earlier" adds. */
+const WINDOW = 300;
+
 /** Pixels from the bottom within which the panel keeps following new blocks. */
 const FOLLOW_SLACK = 48;
 
@@ -33,6 +36,10 @@ export class ChatView {
   private readonly open = new Set<string>();
   private last: { conversation?: ConversationState; session?: SessionInfo | undefined; view?: unknown; mode?: string; busy?: unknown; turn?: boolean } = {};
   private items: ChatItem[] = [];
+  /** Index of the first item shown; undefined until the session's first render. */
+  private windowStart: number | undefined;
+  private readonly earlier: HTMLButtonElement;
+  private readonly earlierRow: HTMLElement;
 
   constructor(private readonly actions: Actions) {
     this.textarea = h('textarea', {
@@ -66,6 +73,19 @@ export class ChatView {
       this.textarea,
       h('div', { class: 'prompt-buttons' }, this.cancelButton, this.sendButton),
     );
+    this.earlier = h('button', {
+      type: 'button',
+      class: 'link',
+      'data-testid': 'show-earlier',
+      onclick: () => {
+        // Keep the blocks the user is reading where they are while older ones go in above.
+        const fromBottom = this.scroller.scrollHeight - this.scroller.scrollTop;
+        this.windowStart = Math.max(0, (this.windowStart ?? 0) - WINDOW);
+        this.renderBlocks();
+        this.scroller.scrollTop = this.scroller.scrollHeight - fromBottom;
+      },
+    });
+    this.earlierRow = h('div', { class: 'earlier' }, this.earlier);
     this.header.append(this.headerMain, this.badge);
     this.element = h('section', { class: 'chat', 'aria-label': 'Conversation' }, this.header, this.scroller, this.footer);
   }
@@ -87,6 +107,7 @@ export class ChatView {
     if (this.last.view !== undefined && (this.last.view as { sessionId: string }).sessionId !== view.sessionId) {
       this.cache.clear();
       this.open.clear();
+      this.windowStart = undefined;
     }
     if (session !== this.last.session || this.last.view === undefined || (this.last.view as { sessionId: string }).sessionId !== view.sessionId) this.renderHeader(session, view.sessionId);
     this.renderFooter(state, session);
@@ -99,6 +120,7 @@ export class ChatView {
     if (view.loading) {
       replaceChildren(this.scroller, h('div', { class: 'empty-state muted' }, 'Loading the conversation…'));
       this.cache.clear();
+      this.windowStart = undefined;
       this.last.conversation = undefined;
       return;
     }
@@ -165,11 +187,18 @@ export class ChatView {
       return;
     }
     if (this.scroller.querySelector(':scope > .empty-state')) this.scroller.replaceChildren();
+    // A long session opens on its newest blocks; older ones come a page at a time, on request.
+    this.windowStart ??= Math.max(0, this.items.length - WINDOW);
+    const start = Math.min(this.windowStart, this.items.length);
     const keep = new Set<string>();
-    const elements = this.items.map((item) => {
+    const elements = this.items.slice(start).map((item) => {
       keep.add(item.key);
       return this.elementFor(item, this.cache, false);
     });
+    if (start > 0) {
+      this.earlier.textContent = `Show ${Math.min(WINDOW, start).toLocaleString('en-US')} earlier blocks (${start.toLocaleString('en-US')} not shown)`;
+      elements.unshift(this.earlierRow);
+    }
     for (const key of [...this.cache.keys()]) if (!keep.has(key)) this.cache.delete(key);
     // Move or insert only what changed; unchanged elements (and their open <details>) stay put.
     elements.forEach((element, index) => {

@@ -22,6 +22,7 @@ export class SessionsView {
   private last: { sessions?: SessionInfo[]; filters?: unknown; search?: unknown; selectedId?: string | undefined; now?: number } = {};
   private lastDraft: { draft?: unknown; catalog?: unknown; busy?: unknown } = {};
   private appliedTask: string | undefined;
+  private rows = new Map<string, { session: SessionInfo; selected: boolean; minute: number; element: HTMLElement }>();
 
   constructor(private readonly actions: Actions) {
     this.searchInput = h('input', {
@@ -79,7 +80,22 @@ export class SessionsView {
       replaceChildren(this.list, h('li', { class: 'empty muted' }, sessions.length === 0 ? withCode('No sessions yet: draft an agent above, or import a Claude Code or Gemini CLI session with `parley import <path>`.') : 'No session matches.'));
       return;
     }
-    replaceChildren(this.list, shown.map((session) => this.row(session, session.sessionId === selectedId, now)));
+    // A streaming session updates its record on every batch: rebuild only the rows that changed.
+    const rows = new Map<string, { session: SessionInfo; selected: boolean; minute: number; element: HTMLElement }>();
+    const elements = shown.map((session) => {
+      const selected = session.sessionId === selectedId;
+      const cached = this.rows.get(session.sessionId);
+      const element = cached && cached.session === session && cached.selected === selected && cached.minute === minute ? cached.element : this.row(session, selected, now);
+      rows.set(session.sessionId, { session, selected, minute, element });
+      return element;
+    });
+    this.rows = rows;
+    if (this.list.querySelector(':scope > .empty')) this.list.replaceChildren();
+    elements.forEach((element, index) => {
+      const current = this.list.children[index];
+      if (current !== element) this.list.insertBefore(element, current ?? null);
+    });
+    while (this.list.children.length > elements.length) this.list.lastElementChild!.remove();
   }
 
   private row(session: SessionInfo, selected: boolean, now: number): HTMLElement {
