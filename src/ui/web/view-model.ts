@@ -407,7 +407,7 @@ export function connectHelp(problem: ConnectProblem, origin: string): { title: s
   const how = [
     'Open the address `parley serve` printed when it started: it ends with `?token=…`.',
     'Or read it from `server.json` in the project\'s data folder (`.parley/server.json` unless `--data-dir` or PARLEY_DATA_DIR says otherwise): its `url` field is the address with the token; the token alone is in `.parley/token`.',
-    `Then open ${origin}/?token=<token>, or paste the token below.`,
+    `Then open \`${origin}/?token=<token>\`, or paste the token below.`,
   ];
   if (problem === 'missing') return { title: 'This page needs the server\'s token', lines: how };
   return {
