@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -50,6 +51,9 @@ export const SUMMARY = {
  * launches headless Chromium through playwright-core.
  */
 export async function startWebHarness(): Promise<WebHarness> {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`The web UI's end-to-end tests need Chromium at ${CHROMIUM}: \`apt-get install chromium\` (.ci/run does), or set PARLEY_CHROMIUM to another Chromium.`);
+  }
   const root = await mkdtemp(join(tmpdir(), 'parley-web-'));
   const dataDir = join(root, '.parley');
   const webRoot = join(root, 'web');
