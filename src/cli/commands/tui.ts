@@ -49,6 +49,9 @@ export async function openTui(command: Command, options: TuiOptions = {}): Promi
   const attach = options.url !== undefined ? parseServerUrl(options.url) : undefined;
   const channel = checkChannel(options.channel ?? attach?.channel ?? (attach ? `tui-${randomUUID()}` : await stableChannel(dataDir)));
 
+  const headline = `Parley ${version} · ${attach ? `attached to ${attach.wsUrl}` : `project ${basename(projectRoot)} (${projectRoot})`}`;
+  const hint = 'Talk to the drafted agent by typing; /help lists the commands. Tab completes, Esc interrupts a turn, Ctrl+C quits.';
+  const eraseSplash = paintSplash(headline, hint);
   const [{ runTui }, protocol] = await Promise.all([import('../../ui/tui/index.js'), import('../../protocol/index.js')]);
   const host = new ServerHost(projectRoot, dataDir);
   const factory: TransportFactory = async (context) => {
@@ -65,9 +68,10 @@ export async function openTui(command: Command, options: TuiOptions = {}): Promi
   const client = new protocol.ProtocolClient({ transport: factory, reconnect: { initialDelayMs: 250, maxDelayMs: 5_000 }, onError: (error) => host.log('warn', `protocol: ${String(error)}`) });
 
   const banner: NoteLine[] = [
-    { text: `Parley ${version} · ${attach ? `attached to ${attach.wsUrl}` : `project ${basename(projectRoot)} (${projectRoot})`}`, bold: true },
-    { text: 'Talk to the drafted agent by typing; /help lists the commands. Tab completes, Esc interrupts a turn, Ctrl+C quits.', tone: 'dim' },
+    { text: headline, bold: true },
+    { text: hint, tone: 'dim' },
   ];
+  eraseSplash();
   const tui = runTui({ client, banner, setTerminalTitle: true });
   host.onNotice = (notice) => tui.update({ notice });
 
@@ -86,6 +90,26 @@ export async function openTui(command: Command, options: TuiOptions = {}): Promi
     await host.close();
   }
   process.stdout.write(`\u001b]2;\u0007Parley stopped. Your draft stays on channel ${channel}: run \`parley${attach ? ` tui --url … --channel ${channel}` : ''}\` again to continue.\n`);
+}
+
+/**
+ * Paints the first frame at once, in plain ANSI, while Ink and React load (≈0.4 s of module
+ * loading on a busy machine): the banner and the title bar as they stand before connecting, laid
+ * out as the TUI's own first frame. Returns what erases it just before Ink draws that frame.
+ */
+function paintSplash(headline: string, hint: string): () => void {
+  const columns = process.stdout.columns || 80;
+  // Kept in step with TitleBar's text before the first connection.
+  const lines = [
+    `\u001b[1m${headline}\u001b[22m`,
+    `\u001b[90m${hint}\u001b[39m`,
+    '',
+    `\u001b[90m${'─'.repeat(Math.max(1, columns - 1))}\u001b[39m`,
+    '\u001b[1mParley\u001b[22m \u001b[33m●\u001b[39m Connecting | No draft | Agents: 0',
+  ];
+  const rows = lines.reduce((total, line) => total + Math.max(1, Math.ceil(Array.from(line.replace(/\u001b\[[0-9;]*m/g, '')).length / columns)), 0);
+  process.stdout.write(`${lines.join('\n')}\n`);
+  return () => process.stdout.write(`\u001b[${rows}A\r\u001b[J`);
 }
 
 interface Target {
