@@ -2,11 +2,13 @@
  * `parley chat`, `parley sessions` and `parley show` as processes, on the offline scripted back end
  * and through the real `openai` and `@anthropic-ai/sdk` clients against the local fake servers.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { reply, startFakeAnthropicServer, type FakeAnthropicServer } from '../fixtures/fake-anthropic-server.js';
+import { allMessageText, reply, startFakeAnthropicServer, type FakeAnthropicServer } from '../fixtures/fake-anthropic-server.js';
+import { startFakeGeminiServer, type FakeGeminiServer } from '../fixtures/fake-gemini-server.js';
 import { startFakeOpenAiServer, type FakeOpenAiServer } from '../fixtures/fake-openai-server.js';
 import { runParley } from '../helpers/run-parley.js';
 
@@ -20,13 +22,14 @@ describe.sequential('parley chat', () => {
   let project: string;
   let openai: FakeOpenAiServer;
   let anthropic: FakeAnthropicServer;
+  let gemini: FakeGeminiServer;
 
   beforeAll(async () => {
     project = await mkdtemp(join(tmpdir(), 'parley-chat-'));
-    [openai, anthropic] = await Promise.all([startFakeOpenAiServer({ models: ['fake-model'] }), startFakeAnthropicServer()]);
+    [openai, anthropic, gemini] = await Promise.all([startFakeOpenAiServer({ models: ['fake-model'] }), startFakeAnthropicServer(), startFakeGeminiServer()]);
   });
   afterAll(async () => {
-    await Promise.all([openai.close(), anthropic.close()]);
+    await Promise.all([openai.close(), anthropic.close(), gemini.close()]);
     await rm(project, { recursive: true, force: true });
   });
 
@@ -108,5 +111,57 @@ describe.sequential('parley chat', () => {
     expect(result.code).toBe(1);
     expect(result.stdout).toContain('-- error:');
     expect(result.stdout).toContain('OPENAI_API_KEY');
+  });
+
+  it('runs on the claude-sdk back end (the real Agent SDK and its CLI) and resumes the native session with --session', async () => {
+    const env = { ANTHROPIC_API_KEY: 'dummy', ANTHROPIC_BASE_URL: anthropic.url };
+    anthropic.enqueue(reply('Noted: the word is PINEAPPLE.'));
+    const first = await runParley(['chat', '--backend', 'claude-sdk', 'Remember the word PINEAPPLE.'], { cwd: project, env });
+    expect(first.stdout).toContain('Noted: the word is PINEAPPLE.');
+    expect(first.code).toBe(0);
+    const id = /session: (\S+)/.exec(first.stderr)?.[1];
+    anthropic.enqueue(reply('The word was PINEAPPLE.'));
+    const second = await runParley(['chat', '--backend', 'claude-sdk', '--session', id!, 'Which word?'], { cwd: project, env });
+    expect(second.stdout).toContain('The word was PINEAPPLE.');
+    // Native continuity: the CLI resumed its own transcript, so the earlier turn is in the request.
+    expect(allMessageText(anthropic.messageRequests().at(-1)?.body)).toContain('Remember the word PINEAPPLE.');
+  });
+
+  it('runs on the gemini-cli back end (the real Gemini CLI)', async () => {
+    gemini.enqueue({ text: 'Hello from the fake Gemini' });
+    const result = await runParley(['chat', '--backend', 'gemini-cli', 'hi gemini'], {
+      cwd: project,
+      env: { GEMINI_API_KEY: 'dummy', GOOGLE_GEMINI_BASE_URL: gemini.url },
+    });
+    expect(result.stdout).toContain('Hello from the fake Gemini');
+    expect(result.code).toBe(0);
+  });
+
+  it('continues an imported Claude Code session on a managed back end, with its history as context, never touching the native file', async () => {
+    const transcripts = join(project, 'claude-projects');
+    await cp('test/fixtures/transcripts/claude-code', transcripts, { recursive: true });
+    const native = join(transcripts, '-home-dev-src-demo', '5f2b1c9e-3d4a-4e8b-9f10-2a6c7d8e9f01.jsonl');
+    const hash = async () => createHash('sha256').update(await readFile(native)).digest('hex');
+    const before = await hash();
+    const imported = await runParley(['import', transcripts], { cwd: project });
+    expect(imported.code).toBe(0);
+    const sessions = JSON.parse((await runParley(['sessions', '--json'], { cwd: project })).stdout) as Array<SessionJson & { readOnly?: boolean }>;
+    const session = sessions.find((candidate) => candidate.sessionId === 'cc-5f2b1c9e-3d4a-4e8b-9f10-2a6c7d8e9f01');
+    expect(session?.readOnly).toBe(true);
+
+    openai.enqueue({ text: 'Continuing where Claude Code left off.' });
+    const result = await runParley(['chat', '--backend', 'openai-compatible', '--model', 'fake-model', '--session', session!.sessionId, 'what next?'], {
+      cwd: project,
+      env: { OPENAI_API_KEY: 'dummy', OPENAI_BASE_URL: openai.url },
+    });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('Continuing where Claude Code left off.');
+    const system = (openai.completions().at(-1)!['messages'] as Array<{ role: string; content: string }>)[0]!;
+    expect(system.role).toBe('system');
+    expect(system.content).toContain('# Recent Conversation');
+    expect(system.content).toContain('Add a');
+    expect(await hash()).toBe(before);
+    const shown = await runParley(['show', session!.sessionId], { cwd: project });
+    expect(shown.stdout).toContain('> what next?');
   });
 });
