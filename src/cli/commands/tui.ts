@@ -51,7 +51,7 @@ export async function openTui(command: Command, options: TuiOptions = {}): Promi
 
   const headline = `Parley ${version} · ${attach ? `attached to ${attach.wsUrl}` : `project ${basename(projectRoot)} (${projectRoot})`}`;
   const hint = 'Talk to the drafted agent by typing; /help lists the commands. Tab completes, Esc interrupts a turn, Ctrl+C quits.';
-  const eraseSplash = paintSplash(headline, hint);
+  const eraseSplash = paintSplash();
   const [{ runTui }, protocol] = await Promise.all([import('../../ui/tui/index.js'), import('../../protocol/index.js')]);
   const host = new ServerHost(projectRoot, dataDir);
   const factory: TransportFactory = async (context) => {
@@ -94,22 +94,13 @@ export async function openTui(command: Command, options: TuiOptions = {}): Promi
 
 /**
  * Paints the first frame at once, in plain ANSI, while Ink and React load (≈0.4 s of module
- * loading on a busy machine): the banner and the title bar as they stand before connecting, laid
- * out as the TUI's own first frame. Returns what erases it just before Ink draws that frame.
+ * loading on a busy machine): the title bar as it stands before connecting. One short line, so its
+ * height is known whatever the terminal's width; Ink's first frame replaces it.
  */
-function paintSplash(headline: string, hint: string): () => void {
-  const columns = process.stdout.columns || 80;
+function paintSplash(): () => void {
   // Kept in step with TitleBar's text before the first connection.
-  const lines = [
-    `\u001b[1m${headline}\u001b[22m`,
-    `\u001b[90m${hint}\u001b[39m`,
-    '',
-    `\u001b[90m${'─'.repeat(Math.max(1, columns - 1))}\u001b[39m`,
-    '\u001b[1mParley\u001b[22m \u001b[33m●\u001b[39m Connecting | No draft | Agents: 0',
-  ];
-  const rows = lines.reduce((total, line) => total + Math.max(1, Math.ceil(Array.from(line.replace(/\u001b\[[0-9;]*m/g, '')).length / columns)), 0);
-  process.stdout.write(`${lines.join('\n')}\n`);
-  return () => process.stdout.write(`\u001b[${rows}A\r\u001b[J`);
+  process.stdout.write('\u001b[1mParley\u001b[22m \u001b[33m●\u001b[39m Connecting | No draft | Agents: 0\n');
+  return () => process.stdout.write('\u001b[1A\r\u001b[2K');
 }
 
 interface Target {

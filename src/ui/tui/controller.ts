@@ -97,7 +97,7 @@ export class TuiController {
         this.closeDraftLocally();
       }),
     );
-    this.dispatch({ type: 'connection', state: client.state });
+    if (client.state !== 'disconnected') this.dispatch({ type: 'connection', state: client.state });
     this.connect(0);
   }
 
@@ -420,7 +420,7 @@ export class TuiController {
     ];
     if (preview?.sections) {
       const sections = Object.entries(preview.sections).map(([name, tokens]) => `${name === 'userPrompt' ? 'next prompt' : name} ${formatCount(tokens)}`);
-      lines.push({ text: `${label('Sections')}${sections.join(' · ')} = ${formatCount(preview.totalTokens)} tokens in the next request` });
+      lines.push({ text: `${label('Sections')}${sections.join(' · ')} (next request: ${formatCount(preview.totalTokens)})` });
     } else {
       lines.push({ text: `${label('Sections')}not available: the ${session.backend} back end keeps its own context`, tone: 'dim' });
     }

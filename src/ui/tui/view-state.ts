@@ -129,7 +129,8 @@ export type ViewAction =
 
 export function initialViewState(): ViewState {
   return {
-    connection: 'disconnected',
+    // The first thing the app does is connect: no "Disconnected" flash before it starts.
+    connection: 'connecting',
     everConnected: false,
     loading: false,
     pending: [],

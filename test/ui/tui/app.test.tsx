@@ -205,7 +205,7 @@ describe('commands', () => {
     expect(frame).toContain('Input tokens 62,000 (last request: input + cache read + cache write)');
     expect(frame).toContain('Context window 200,000');
     expect(frame).toContain('Used 31% (31.0%)');
-    expect(frame).toMatch(/Sections role \d+ · context \d+ · checkpoint \d+ · conversation \d+ · next prompt 0 = [\d,]+ tokens in the next request/);
+    expect(frame).toMatch(/Sections role \d+ · context \d+ · checkpoint \d+ · conversation \d+ · next prompt 0 \(next request: [\d,]+\)/);
     expect(frame).toMatch(/Compaction at 90,000 tokens \(90% of the 100,000-token budget\): [\d,]+ tokens to go/);
     expect(frame).toContain('Cost $0.24 cumulative');
   });

@@ -239,13 +239,15 @@ export function WorkerThread({
 
 /** A thread's blocks, one line each: the latest one collapsed, the last `maxRows` expanded. */
 function threadRows(thread: readonly ConversationBlock[], expanded: boolean, maxRows: number, width: number): string[] {
-  const rows = thread.filter((block) => block.type !== 'user_message').map((block) => blockSummary(block, width));
+  const tools = new Map<string, string>();
+  for (const block of thread) if (block.type === 'tool_use') tools.set(block.toolUseId, block.name);
+  const rows = thread.filter((block) => block.type !== 'user_message').map((block) => blockSummary(block, width, tools));
   if (rows.length === 0) return [];
   if (!expanded) return rows.slice(-1);
   return rows.slice(-maxRows);
 }
 
-function blockSummary(block: ConversationBlock, width: number): string {
+function blockSummary(block: ConversationBlock, width: number, tools: ReadonlyMap<string, string>): string {
   switch (block.type) {
     case 'user_message':
       return `❯ ${oneLine(block.content, width - 2)}`;
@@ -255,8 +257,12 @@ function blockSummary(block: ConversationBlock, width: number): string {
       return `✻ thinking (${wordCount(block.content)} words)`;
     case 'tool_use':
       return `${STATUS[block.status].glyph} ${block.name}(${describeInput(block.input, Math.max(10, width - block.name.length - 4))})`;
-    case 'tool_result':
-      return `⎿ ${shortResult(block.content, width - 2)}`;
+    case 'tool_result': {
+      // Collapsed, a result stands alone: say which tool it answers.
+      const tool = tools.get(block.toolUseId);
+      const head = tool ? `⎿ ${tool}: ` : '⎿ ';
+      return `${head}${shortResult(block.content, width - head.length)}`;
+    }
     case 'system':
       return `· ${oneLine(block.content, width - 2)}`;
     case 'subagent':
