@@ -33,6 +33,7 @@ export function register(program: Command): void {
     .option('--url <url>', 'attach to a running server: its WebSocket URL with the token (ws://127.0.0.1:7433/rpc?token=…), or the web UI URL `parley serve` prints')
     .option('--channel <id>', "the channel to join; a draft belongs to a channel (default: this project's, kept in the data folder)")
     .action(async (options: TuiOptions, command: Command) => openTui(command, options));
+  program.addHelpText('after', '\n`parley` with no command opens the terminal UI on the project in this folder (same as `parley tui`).');
 }
 
 /** Opens the TUI until the user quits. The default action of `parley` with no arguments. */
@@ -127,7 +128,8 @@ class ServerHost {
   async locate(): Promise<Target> {
     if (this.owned) return this.owned;
     const file = await readServerFile(this.dataDir);
-    if (file && file.pid !== process.pid && processAlive(file.pid)) {
+    // A live pid is not enough the first time (it may have been reused after a crash): the server must answer.
+    if (file && file.pid !== process.pid && processAlive(file.pid) && (this.attached || (await answers(file)))) {
       this.attached = true;
       return { wsUrl: file.wsUrl, token: file.token };
     }
@@ -227,6 +229,18 @@ async function readServerFile(dataDir: string): Promise<ServerFile | undefined> 
     return parsed.success ? parsed.data : undefined;
   } catch {
     return undefined;
+  }
+}
+
+/** The server's JSON-RPC path answers plain HTTP with 426 (Upgrade Required): it is a Parley server, and up. */
+async function answers(file: ServerFile): Promise<boolean> {
+  try {
+    const host = file.host.includes(':') ? `[${file.host}]` : file.host;
+    const response = await fetch(`http://${host}:${file.port}/rpc`, { signal: AbortSignal.timeout(1_500) });
+    await response.body?.cancel();
+    return response.status === 426;
+  } catch {
+    return false;
   }
 }
 

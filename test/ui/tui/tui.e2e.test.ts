@@ -1,6 +1,7 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -34,7 +35,7 @@ class Terminal {
   }
 
   /** Starts `parley` (from source) in a 120×40 terminal in `cwd`, with only the given environment. */
-  async open(cwd: string, env: Record<string, string> = {}): Promise<void> {
+  async open(cwd: string, env: Record<string, string> = {}, args: string[] = []): Promise<void> {
     const variables = {
       PATH: process.env['PATH'] ?? '/usr/bin:/bin',
       HOME: cwd,
@@ -44,7 +45,7 @@ class Terminal {
       TSX_TSCONFIG_PATH: join(repo, 'tsconfig.json'),
       ...env,
     };
-    const command = ['env', '-i', ...Object.entries(variables).map(([key, value]) => `${key}=${value}`), process.execPath, '--import', loader, main].map(quote).join(' ');
+    const command = ['env', '-i', ...Object.entries(variables).map(([key, value]) => `${key}=${value}`), process.execPath, '--import', loader, main, ...args].map(quote).join(' ');
     await this.tmux('new-session', '-d', '-x', '120', '-y', '40', '-s', 'parley', '-c', cwd, command, ';', 'set-option', '-t', 'parley', 'remain-on-exit', 'on');
   }
 
@@ -142,6 +143,52 @@ describe('parley in a terminal (tmux)', () => {
     // The in-process server stopped with the TUI; the channel stays for the next start.
     expect(existsSync(join(folder, '.parley', 'server.json'))).toBe(false);
     expect((await readFile(join(folder, '.parley', 'tui-channel'), 'utf8')).trim()).toMatch(/^tui-[0-9a-f-]{36}$/);
+  }, 240_000);
+
+  it('starts its own server when server.json names a live process that is not a Parley server', async () => {
+    const folder = await project();
+    // A port nobody listens on, and a pid that is alive (this test's): what a crash leaves once the pid is reused.
+    const port = await new Promise<number>((done) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const address = probe.address() as { port: number };
+        probe.close(() => done(address.port));
+      });
+    });
+    await mkdir(join(folder, '.parley'), { recursive: true });
+    const stale = { url: `http://127.0.0.1:${port}/?token=${'0'.repeat(64)}`, wsUrl: `ws://127.0.0.1:${port}/rpc`, host: '127.0.0.1', port, token: '0'.repeat(64), pid: process.pid, protocolVersion: 1, projectRoot: folder, startedAt: new Date().toISOString() };
+    await writeFile(join(folder, '.parley', 'server.json'), JSON.stringify(stale));
+    const terminal = new Terminal();
+    cleanups.push(() => terminal.close());
+    await terminal.open(folder);
+    const screen = await terminal.waitFor('Parley ● Connected | No draft | Agents: 0');
+    expect(screen).toContain('No model back end is configured');
+    const written = JSON.parse(await readFile(join(folder, '.parley', 'server.json'), 'utf8')) as { port: number; pid: number };
+    expect(written.port).not.toBe(port);
+    expect(written.pid).not.toBe(process.pid);
+  }, 240_000);
+
+  it('`parley tui --url` attaches to a server by its URL and token, and says why when the token is wrong', async () => {
+    const folder = await project();
+    const server = await startServeProcess(folder);
+    cleanups.push(async () => {
+      server.child.kill('SIGKILL');
+      await server.exited;
+    });
+    const elsewhere = await project();
+    const wrong = new Terminal();
+    cleanups.push(() => wrong.close());
+    await wrong.open(elsewhere, {}, ['tui', '--url', `${server.info.wsUrl}?token=${'f'.repeat(64)}`]);
+    const refused = await wrong.waitFor('Parley ○ Disconnected | No draft');
+    expect(refused).toMatch(/Could not connect to ws:\/\/127\.0\.0\.1:\d+\/rpc: .*401/);
+    const terminal = new Terminal();
+    cleanups.push(() => terminal.close());
+    await terminal.open(elsewhere, {}, ['tui', '--url', server.info.url, '--channel', 'e2e-url']);
+    const screen = await terminal.waitFor('Parley ● Connected | No draft | Agents: 0');
+    expect(screen).toContain(`attached to ${server.info.wsUrl}`);
+    await terminal.type('/project');
+    await terminal.waitFor(new RegExp(`› parley-tui-e2e-\\w+ +${folder.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} +\\(this folder\\)`));
+    // Attaching leaves the folder it runs in alone.
+    expect(existsSync(join(elsewhere, '.parley'))).toBe(false);
   }, 240_000);
 
   it('attaches to a running `parley serve`, and when it restarts reconnects and carries on with nothing lost or doubled', async () => {
