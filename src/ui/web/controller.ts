@@ -158,8 +158,13 @@ export class Controller implements Actions {
     if (project !== undefined) await this.loadTasks(project);
   }
 
+  /** Bumped by every task-list request: an answer to an older one (overtaken by a newer list) is dropped. */
+  private taskListGeneration = 0;
+
   private async loadTasks(project: string): Promise<void> {
+    const generation = ++this.taskListGeneration;
     const tasks = await this.client.request('list_tasks', { project });
+    if (generation !== this.taskListGeneration) return;
     if (this.store.state.catalog.project === project) this.store.dispatch({ type: 'catalog', tasks: tasks.tasks });
   }
 
@@ -280,8 +285,10 @@ export class Controller implements Actions {
   createTask(project: string, title: string): Promise<boolean> {
     return this.busy('task', async () => {
       const created = await this.client.request('create_task', { project, title: title.trim() });
+      const generation = ++this.taskListGeneration;
       const tasks = await this.client.request('list_tasks', { project });
-      this.store.dispatch({ type: 'catalog', tasks: tasks.tasks, task: created.task.slug });
+      // A slower list requested before this one (choosing the project) must not hide the new task.
+      if (generation === this.taskListGeneration) this.store.dispatch({ type: 'catalog', tasks: tasks.tasks, task: created.task.slug });
     });
   }
 
