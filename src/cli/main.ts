@@ -14,11 +14,28 @@ function baseProgram(): Command {
     .showHelpAfterError('(run parley --help for usage)');
 }
 
-export async function createProgram(): Promise<Command> {
+/** The program with every command, or only the one `args` names (help lists them all). */
+export async function createProgram(args: readonly string[] = []): Promise<Command> {
   const program = baseProgram();
-  const { commands } = await import('./commands/index.js');
-  for (const register of commands) register(program);
+  const { commandModules, loadCommands } = await import('./commands/index.js');
+  const named = commandName(args);
+  const wantsHelp = args.includes('--help') || args.includes('-h');
+  const only = named !== undefined && named in commandModules && !(named === 'help' || wantsHelp) ? [named] : undefined;
+  for (const register of await loadCommands(only)) register(program);
   return program;
+}
+
+/** The first argument that is not a global option (skipping `--data-dir <dir>`). */
+function commandName(args: readonly string[]): string | undefined {
+  for (let index = 0; index < args.length; index++) {
+    const arg = args[index]!;
+    if (arg === '--data-dir') {
+      index += 1;
+      continue;
+    }
+    if (!arg.startsWith('-')) return arg;
+  }
+  return undefined;
 }
 
 /**
@@ -36,7 +53,7 @@ function namesNoCommand(args: readonly string[]): boolean {
 }
 
 export async function main(argv: readonly string[] = process.argv): Promise<void> {
-  const program = namesNoCommand(argv.slice(2)) ? tuiProgram() : await createProgram();
+  const program = namesNoCommand(argv.slice(2)) ? tuiProgram() : await createProgram(argv.slice(2));
   program.exitOverride();
   try {
     await program.parseAsync([...argv]);

@@ -1,19 +1,26 @@
 import type { Command } from 'commander';
-import { register as backends } from './backends.js';
-import { register as chat } from './chat.js';
-import { register as importCommand } from './import.js';
-import { register as run } from './run.js';
-import { register as serve } from './serve.js';
-import { register as sessions } from './sessions.js';
-import { register as tui } from './tui.js';
 
-/** Every subcommand's `register`. Add one import and one line per command module. */
-export const commands: Array<(program: Command) => void> = [
-  sessions,
-  chat,
-  backends,
-  serve,
-  run,
-  importCommand,
-  tui,
-];
+type CommandModule = { register: (program: Command) => void };
+
+/**
+ * Every command module, by the command names it registers. Loaded on demand: `parley serve` needs
+ * only serve.ts, and each module pulls in its layers (back-end SDKs, the harness, the TUI), so
+ * loading one instead of all keeps start-up short. Add one line per command module.
+ */
+export const commandModules: Record<string, () => Promise<CommandModule>> = {
+  sessions: () => import('./sessions.js'),
+  show: () => import('./sessions.js'),
+  chat: () => import('./chat.js'),
+  backends: () => import('./backends.js'),
+  serve: () => import('./serve.js'),
+  run: () => import('./run.js'),
+  import: () => import('./import.js'),
+  tui: () => import('./tui.js'),
+};
+
+/** The modules for `names`, or all of them (for help and unknown commands), each once. */
+export async function loadCommands(names?: readonly string[]): Promise<Array<(program: Command) => void>> {
+  const loaders = names ? names.map((name) => commandModules[name]!) : Object.values(commandModules);
+  const modules = await Promise.all([...new Set(loaders)].map((load) => load()));
+  return [...new Set(modules)].map((module) => module.register);
+}
