@@ -215,6 +215,9 @@ export function WorkerThread({
   const word = block.status === 'pending' ? 'queued' : block.status === 'running' ? 'running' : block.status === 'success' ? 'done' : 'failed';
   const head = `${block.name} worker · ${word} ${finished ? 'in ' : ''}${elapsed}${spent !== undefined ? ` · ${formatCost(spent)}` : ''} · `;
   const body = finished && !expanded ? [] : threadRows(thread, expanded, Math.max(1, maxRows - 1 - (finished ? 1 : 0)), width - 4);
+  // Expanded, the thread already ends with the worker's answer when that is its output.
+  const lastText = [...thread].reverse().find((entry) => entry.type === 'assistant_text');
+  const showOutput = finished && block.output !== undefined && block.output !== '' && !(expanded && lastText?.type === 'assistant_text' && lastText.content.trim() === block.output.trim());
   return (
     <Box flexDirection="column" marginTop={1}>
       <Text wrap="truncate-end">
@@ -227,10 +230,10 @@ export function WorkerThread({
           {row}
         </Text>
       ))}
-      {finished && block.output ? (
+      {showOutput ? (
         <Text color={block.status === 'error' ? 'red' : 'gray'} wrap="truncate-end">
           {'  ⎿ '}
-          {oneLine(block.output, Math.max(20, width - 6))}
+          {oneLine(block.output ?? '', Math.max(20, width - 6))}
         </Text>
       ) : null}
     </Box>
