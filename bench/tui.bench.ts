@@ -36,14 +36,16 @@ const BASELINE_DELTAS = 60;
 // ---- 1. first paint ------------------------------------------------------------------------------
 
 class Tmux {
-  readonly socket = `parley-bench-${process.pid}`;
+  /** The server's socket, in a temp folder removed on close. */
+  private socket = '';
   private counter = 0;
 
   tmux(...args: string[]): Promise<{ stdout: string }> {
-    return exec('tmux', ['-L', this.socket, '-u', ...args]);
+    return exec('tmux', ['-S', this.socket, '-u', ...args]);
   }
 
   async start(): Promise<void> {
+    this.socket = join(await mkdtemp(join(tmpdir(), 'parley-bench-tmux-')), 'socket');
     await this.tmux('new-session', '-d', '-s', 'idle', '-x', '120', '-y', '40', 'sleep 3600');
   }
 
@@ -69,6 +71,7 @@ class Tmux {
 
   async close(): Promise<void> {
     await this.tmux('kill-server').catch(() => undefined);
+    await rm(dirname(this.socket), { recursive: true, force: true });
   }
 }
 

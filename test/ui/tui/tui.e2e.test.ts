@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startServeProcess, type ServeProcess } from '../../server/serve-process.js';
@@ -28,10 +28,12 @@ const tmuxMissing = (() => {
 })();
 
 class Terminal {
-  readonly socket = `parley-e2e-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  /** A tmux server of its own, its socket in a temp folder that goes with it. */
+  private socket: string | undefined;
 
-  private tmux(...args: string[]): Promise<{ stdout: string }> {
-    return run('tmux', ['-L', this.socket, '-u', ...args], { maxBuffer: 16 * 1024 * 1024 });
+  private async tmux(...args: string[]): Promise<{ stdout: string }> {
+    this.socket ??= join(await mkdtemp(join(tmpdir(), 'parley-tmux-')), 'socket');
+    return run('tmux', ['-S', this.socket, '-u', ...args], { maxBuffer: 16 * 1024 * 1024 });
   }
 
   /** Starts `parley` (from source) in a 120×40 terminal in `cwd`, with only the given environment. */
@@ -79,7 +81,9 @@ class Terminal {
   }
 
   async close(): Promise<void> {
+    if (!this.socket) return;
     await this.tmux('kill-server').catch(() => undefined);
+    await rm(dirname(this.socket), { recursive: true, force: true });
   }
 }
 
