@@ -2,16 +2,15 @@ import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
-import type { AgentBackend } from '../../backends/index.js';
 import { ParleyError } from '../../conversation/index.js';
 import type { RunningServer } from '../../server/index.js';
 import { resolveDataDir } from '../options.js';
+import { resolveServerBackends } from '../server-backends.js';
 
 /** The default port of `parley serve` (`--port 0` picks any free one). */
 export const DEFAULT_PORT = 7433;
 
-/** Environment variable naming a scripted back-end script (JSON) that every agent of this server plays. */
-export const SCRIPTED_SCRIPT_VARIABLE = 'PARLEY_SCRIPTED_SCRIPT';
+export { SCRIPTED_SCRIPT_VARIABLE } from '../server-backends.js';
 
 /**
  * `parley serve`: serves the project in the current folder over JSON-RPC (WebSocket) and the web UI.
@@ -27,40 +26,12 @@ export function register(program: Command): void {
     .option('--web-root <dir>', 'folder of the web UI to serve (default: the built dist/web)')
     .action(async (options: { port?: number; host?: string; webRoot?: string }, command: Command) => {
       // Loaded here, not at registration: other commands do not pay for the server's modules.
-      const [{ createBackend, createConfiguredBackend, createScriptedBackend, loadScriptFile, resolveBackendConfig }, { startServer }, { createBackendSummarizer }] = await Promise.all([
-        import('../../backends/index.js'),
-        import('../../server/index.js'),
-        import('../../sessions/index.js'),
-      ]);
+      const { startServer } = await import('../../server/index.js');
       const projectRoot = process.cwd();
       const dataDir = resolveDataDir(command);
-      const scriptPath = process.env[SCRIPTED_SCRIPT_VARIABLE];
-      let backendFor: ((name?: string, model?: string) => AgentBackend) | undefined;
-      if (scriptPath) {
-        // One shared instance, so the script's turns play in order across every agent.
-        const scripted = createScriptedBackend(await loadScriptFile(resolve(scriptPath)));
-        backendFor = () => scripted;
-      }
-      const config = await resolveBackendConfig({ projectDir: projectRoot, dataDir });
-      if (config.notice && !scriptPath) process.stderr.write(`parley: ${config.notice}\n`);
-      if (!backendFor) {
-        // A role's `backend`/`model`, else the configured default; one instance per choice.
-        const made = new Map<string, AgentBackend>();
-        backendFor = (name, model) => {
-          const backend = name ?? config.backend;
-          const chosenModel = model ?? (name === undefined || name === config.backend ? config.model : undefined);
-          const key = `${backend}\u0000${chosenModel ?? ''}`;
-          let instance = made.get(key);
-          if (!instance) {
-            instance = createBackend(backend, config, chosenModel ? { model: chosenModel } : {});
-            made.set(key, instance);
-          }
-          return instance;
-        };
-      }
-      for (const warning of config.warnings) process.stderr.write(`parley: ${warning}\n`);
-      // The offline scripted back end cannot write checkpoints: without a model, force_compact says so.
-      const summarize = config.reason === 'fallback' || scriptPath ? false : createBackendSummarizer(createConfiguredBackend(config));
+      const { backendFor, summarize, notice, warnings } = await resolveServerBackends({ projectRoot, dataDir });
+      if (notice) process.stderr.write(`parley: ${notice}\n`);
+      for (const warning of warnings) process.stderr.write(`parley: ${warning}\n`);
       const webRoot = options.webRoot !== undefined ? resolve(options.webRoot) : defaultWebRoot();
       let server: RunningServer;
       try {

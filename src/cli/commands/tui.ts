@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
-import { basename, join, resolve } from 'node:path';
+import { basename, join } from 'node:path';
 import type { Command } from 'commander';
 import { ValidationError } from '../../conversation/index.js';
-import type { AgentBackend, ResolvedBackendConfig } from '../../backends/index.js';
 import type { ServerFile, TransportFactory, WebSocketLike } from '../../protocol/index.js';
 import type { RunningServer } from '../../server/index.js';
 import type { NoteLine } from '../../ui/tui/index.js';
 import { resolveDataDir } from '../options.js';
+import { resolveServerBackends } from '../server-backends.js';
 
 /** The file in the data folder holding this project's TUI channel: the draft belongs to it, so a restarted TUI finds its draft again. */
 export const CHANNEL_FILE = 'tui-channel';
@@ -153,21 +153,9 @@ class ServerHost {
   }
 
   private async startServer(): Promise<RunningServer> {
-    const [{ startServer }, backends, { createBackendSummarizer }, { SCRIPTED_SCRIPT_VARIABLE }] = await Promise.all([
-      import('../../server/index.js'),
-      import('../../backends/index.js'),
-      import('../../sessions/index.js'),
-      import('./serve.js'),
-    ]);
-    const config = await backends.resolveBackendConfig({ projectDir: this.projectRoot, dataDir: this.dataDir });
-    const scriptPath = process.env[SCRIPTED_SCRIPT_VARIABLE];
-    // One shared scripted instance plays a script's turns in order across every agent (as `parley serve` does).
-    const scripted = scriptPath ? backends.createScriptedBackend(await backends.loadScriptFile(resolve(scriptPath))) : undefined;
-    const backendFor = scripted ? () => scripted : backendResolver(backends.createBackend, config);
-    const offline = scripted !== undefined || config.reason === 'fallback';
-    // Scripted replies cannot summarize a conversation: offline, /compact says so instead of failing on an echo.
-    const summarize = offline ? false : createBackendSummarizer(backends.createConfiguredBackend(config));
-    for (const warning of config.warnings) void this.log('warn', warning);
+    const { startServer } = await import('../../server/index.js');
+    const { backendFor, summarize, notice, warnings } = await resolveServerBackends({ projectRoot: this.projectRoot, dataDir: this.dataDir });
+    for (const warning of warnings) void this.log('warn', warning);
     const server = await startServer({
       projectRoot: this.projectRoot,
       dataDir: this.dataDir,
@@ -176,8 +164,7 @@ class ServerHost {
       summarize,
       log: (level, message, fields) => void this.log(level, `${message}${fields ? ` ${JSON.stringify(fields)}` : ''}`),
     });
-    if (scripted) this.onNotice?.(`The scripted back end plays ${scriptPath} (${SCRIPTED_SCRIPT_VARIABLE}); no model is called.`);
-    else if (config.notice) this.onNotice?.(config.notice);
+    if (notice) this.onNotice?.(notice);
     return server;
   }
 
@@ -195,25 +182,6 @@ class ServerHost {
     const server = this.owned ?? (await this.starting?.catch(() => undefined));
     await server?.close();
   }
-}
-
-/** A role's `backend`/`model` (or the configured default) as a back end; one instance per pair. */
-function backendResolver(
-  create: (name: string, config: ResolvedBackendConfig, overrides?: { model?: string }) => AgentBackend,
-  config: ResolvedBackendConfig,
-): (name?: string, model?: string) => AgentBackend {
-  const made = new Map<string, AgentBackend>();
-  return (name, model) => {
-    const backend = name ?? config.backend;
-    const chosen = model ?? (backend === config.backend ? config.model : undefined);
-    const key = `${backend}\u0000${chosen ?? ''}`;
-    let found = made.get(key);
-    if (!found) {
-      found = create(backend, config, chosen ? { model: chosen } : {});
-      made.set(key, found);
-    }
-    return found;
-  };
 }
 
 async function readServerFile(dataDir: string): Promise<ServerFile | undefined> {
