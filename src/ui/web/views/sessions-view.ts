@@ -173,7 +173,11 @@ export class SessionsView {
       this.appliedTask = catalog.task;
       keep(task, catalog.task);
     } else keep(task, previousTask);
+    // What the user is typing survives a re-render (a catalog refresh must not wipe a half-typed title).
+    const previousTitle = this.draftBox.querySelector<HTMLInputElement>('input[name="task-title"]');
+    const typing = previousTitle !== null && previousTitle === document.activeElement;
     const title = h('input', { type: 'text', name: 'task-title', placeholder: 'New task title', 'aria-label': 'New task title', autocomplete: 'off' });
+    if (previousTitle) title.value = previousTitle.value;
     const newTask = h(
       'form',
       {
@@ -208,5 +212,6 @@ export class SessionsView {
       h('button', { type: 'submit', class: 'primary', disabled: busy.draft === true || catalog.tasks.length === 0 }, busy.draft ? 'Drafting…' : 'Draft'),
     );
     replaceChildren(this.draftBox, form, newTask);
+    if (typing) title.focus();
   }
 }
