@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { resolve } from 'node:path';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
+import { loadTokenizer } from '../conversation/index.js';
 import { createDraftService, type DraftService, type DraftServiceOptions } from '../draft/index.js';
 import { ChannelIdSchema, PROTOCOL_VERSION, RPC_PATH, type ServerFile } from '../protocol/index.js';
 import { createBackendSummarizer, createSessionManager, type SessionManager, type Summarizer } from '../sessions/index.js';
@@ -85,7 +86,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const token = await loadOrCreateToken(dataDir);
   const summarize = options.summarize === false ? undefined : (options.summarize ?? (options.backendFor ? createBackendSummarizer(options.backendFor()) : undefined));
-  const manager = await createSessionManager({ dataDir, projectRoot, ...(summarize ? { summarize } : {}) });
+  // The tokenizer (≈25 ms of CPU) loads once the server listens, not on the way to ready.
+  const manager = await createSessionManager({ dataDir, projectRoot, preloadTokenizer: false, ...(summarize ? { summarize } : {}) });
   let drafts: DraftService;
   try {
     drafts = await (options.createDraftService ?? createDraftService)({
@@ -210,6 +212,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const content: ServerFile = { url, wsUrl, host, port, token, pid: process.pid, protocolVersion: PROTOCOL_VERSION, projectRoot, startedAt: new Date().toISOString() };
     await writePrivateFile(serverFile, `${JSON.stringify(content, null, 2)}\n`);
   }
+  setImmediate(() => void loadTokenizer());
 
   let closed: Promise<void> | undefined;
   const close = () =>

@@ -88,6 +88,11 @@ export interface SessionManagerOptions {
   clock?: () => number;
   /** Counts tokens of a text; the tokenizer module provides the default. */
   countTokens?: (text: string) => number;
+  /**
+   * Start loading the tokenizer now, in the background (default true). A server that wants to be
+   * ready first passes false and calls `loadTokenizer()` once it listens; the first count waits for it either way.
+   */
+  preloadTokenizer?: boolean;
   /** Tokens of the most recent messages a compaction keeps verbatim (default 20 % of the budget); per session in settings. */
   tailTokens?: number;
   /** Budget, threshold and tail per agent type; a session's own settings win. */
@@ -149,7 +154,7 @@ export async function createSessionManager(options: SessionManagerOptions): Prom
     ownsStore = true;
   }
   // The tokenizer loads in the background (a listing never waits for it); the first count awaits it.
-  if (!options.countTokens) void loadTokenizer();
+  if (!options.countTokens && options.preloadTokenizer !== false) void loadTokenizer();
   manager = new SessionManager(store, ownsStore, options);
   for (const warning of warnings) manager.reportWarning(warning);
   return manager;

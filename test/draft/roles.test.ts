@@ -11,7 +11,7 @@ function asError(result: RoleInfo | RoleFileError): RoleFileError {
 }
 
 describe('role files', () => {
-  it('built-in roles: a product analyst that may draft workers, a developer and a QA reviewer', () => {
+  it('built-in roles: a product analyst that may draft workers, a developer and a QA reviewer', async () => {
     expect(BUILTIN_ROLES.map((role) => [role.name, role.permissions])).toEqual([
       ['product-analyst', ['agent-draft', 'projects-list', 'projects-create']],
       ['dev', []],
@@ -20,8 +20,8 @@ describe('role files', () => {
     for (const role of BUILTIN_ROLES) expect(role.instructions.length).toBeGreaterThan(50);
   });
 
-  it('parses front matter into the role and the body into its instructions', () => {
-    const role = parseRoleFile(
+  it('parses front matter into the role and the body into its instructions', async () => {
+    const role = await parseRoleFile(
       [
         '---',
         'name: api-dev',
@@ -54,26 +54,26 @@ describe('role files', () => {
     });
   });
 
-  it('the name defaults to the file name; a file without front matter is all instructions', () => {
-    expect(parseRoleFile('---\ndescription: d\n---\nBody\n', '/r/writer.md')).toMatchObject({ name: 'writer', description: 'd', permissions: [], instructions: 'Body' });
-    expect(parseRoleFile('Just instructions.\nMore.', '/r/plain.md')).toMatchObject({ name: 'plain', description: 'Just instructions.', instructions: 'Just instructions.\nMore.' });
-    expect(parseRoleFile('\uFEFF---\r\nname: crlf\r\n---\r\nWindows body\r\n', '/r/x.md')).toMatchObject({ name: 'crlf', instructions: 'Windows body' });
+  it('the name defaults to the file name; a file without front matter is all instructions', async () => {
+    expect(await parseRoleFile('---\ndescription: d\n---\nBody\n', '/r/writer.md')).toMatchObject({ name: 'writer', description: 'd', permissions: [], instructions: 'Body' });
+    expect(await parseRoleFile('Just instructions.\nMore.', '/r/plain.md')).toMatchObject({ name: 'plain', description: 'Just instructions.', instructions: 'Just instructions.\nMore.' });
+    expect(await parseRoleFile('\uFEFF---\r\nname: crlf\r\n---\r\nWindows body\r\n', '/r/x.md')).toMatchObject({ name: 'crlf', instructions: 'Windows body' });
   });
 
-  it('a malformed file is an error naming the file and the field, never a crash', () => {
+  it('a malformed file is an error naming the file and the field, never a crash', async () => {
     const file = '/r/bad.md';
-    const badPermission = asError(parseRoleFile('---\npermissions: [agent-draft, admin]\n---\nx', file));
+    const badPermission = asError(await parseRoleFile('---\npermissions: [agent-draft, admin]\n---\nx', file));
     expect(badPermission).toMatchObject({ file, field: 'permissions.1' });
     expect(badPermission.message).toContain('"admin"');
 
-    expect(asError(parseRoleFile('---\npermision: [agent-draft]\n---\nx', file))).toMatchObject({ file, field: 'permision' });
-    expect(asError(parseRoleFile('---\npermissions: agent-draft\n---\nx', file))).toMatchObject({ file, field: 'permissions' });
-    expect(asError(parseRoleFile('---\nmaxTurns: -1\n---\nx', file))).toMatchObject({ field: 'maxTurns' });
-    expect(asError(parseRoleFile('---\nname: ../../etc\n---\nx', file))).toMatchObject({ field: 'name' });
-    expect(asError(parseRoleFile('---\nname: [unclosed\n---\nx', file)).message).toContain('not valid YAML');
-    expect(asError(parseRoleFile('---\n- a\n- b\n---\nx', file)).message).toContain('mapping');
-    expect(asError(parseRoleFile('---\nname: open\nno end', file)).message).toContain('never closed');
-    expect(asError(parseRoleFile('x', '/r/has space.md'))).toMatchObject({ field: 'name' });
+    expect(asError(await parseRoleFile('---\npermision: [agent-draft]\n---\nx', file))).toMatchObject({ file, field: 'permision' });
+    expect(asError(await parseRoleFile('---\npermissions: agent-draft\n---\nx', file))).toMatchObject({ file, field: 'permissions' });
+    expect(asError(await parseRoleFile('---\nmaxTurns: -1\n---\nx', file))).toMatchObject({ field: 'maxTurns' });
+    expect(asError(await parseRoleFile('---\nname: ../../etc\n---\nx', file))).toMatchObject({ field: 'name' });
+    expect(asError(await parseRoleFile('---\nname: [unclosed\n---\nx', file)).message).toContain('not valid YAML');
+    expect(asError(await parseRoleFile('---\n- a\n- b\n---\nx', file)).message).toContain('mapping');
+    expect(asError(await parseRoleFile('---\nname: open\nno end', file)).message).toContain('never closed');
+    expect(asError(await parseRoleFile('x', '/r/has space.md'))).toMatchObject({ field: 'name' });
   });
 
   it('loadRoles overlays project files on the built-ins and lists bad files in errors', async () => {
