@@ -1,4 +1,4 @@
-import type { ConversationBlock, SessionMetrics, SubagentThread } from '../conversation/index.js';
+import { oneLine, type ConversationBlock, type SessionMetrics, type SubagentThread } from '../conversation/index.js';
 import type { SessionRecord } from '../store/index.js';
 
 /** Plain-text rendering of blocks for `parley show` and `parley chat` (the TUI has its own). */
@@ -61,9 +61,4 @@ export function describeScope(record: SessionRecord): string {
     case 'imported':
       return `imported (${scope.source})`;
   }
-}
-
-function oneLine(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }

@@ -5,3 +5,4 @@ export * from './reducer.js';
 export * from './messages.js';
 export * from './errors.js';
 export * from './tokens.js';
+export * from './display.js';

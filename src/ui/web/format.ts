@@ -1,4 +1,5 @@
 /** Number, time and text formatting for the web UI. Pure: every clock reading is a parameter. */
+import { formatDuration, oneLine, plural } from '../../conversation/index.js';
 
 /** `$12.30`; under a dollar four decimals (`$0.0421`), where a turn's cost lives; a lower bound gets a `+`. */
 export function formatCost(usd: number, unknown = false): string {
@@ -53,25 +54,8 @@ export function formatTime(at: number | string, options: { utc?: boolean } = {})
   return `${year}-${pad(month)}-${pad(day)} ${pad(hours)}:${pad(minutes)}:${pad(seconds)}`;
 }
 
-/** `0s`, `12s`, `3m 04s`, `1h 02m`. */
-export function formatDuration(ms: number): string {
-  const seconds = Math.max(0, Math.floor(ms / 1000));
-  if (seconds < 60) return `${seconds}s`;
-  const minutes = Math.floor(seconds / 60);
-  if (minutes < 60) return `${minutes}m ${String(seconds % 60).padStart(2, '0')}s`;
-  return `${Math.floor(minutes / 60)}h ${String(minutes % 60).padStart(2, '0')}m`;
-}
 
-/** `1 turn`, `2 turns`. */
-export function plural(count: number, word: string): string {
-  return `${count} ${word}${count === 1 ? '' : 's'}`;
-}
 
-/** The text on one line, cut to `max` characters with an ellipsis. */
-export function oneLine(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, Math.max(0, max - 1))}…` : flat;
-}
 
 /** Words in a text, for "thought for N words". */
 export function wordCount(text: string): number {
@@ -97,3 +81,5 @@ export function prettyJson(value: unknown): string {
     return String(value);
   }
 }
+
+export { formatDuration, oneLine, plural };
