@@ -13,9 +13,8 @@ import {
 import { firstLine, isBlank, isObject, numberOf, objectOf, parseJson, stringOf, timeOf, type JsonObject } from './json.js';
 import type { TranscriptInput } from './lines.js';
 import {
-  BlockCollector,
   emptyInfo,
-  feed,
+  parseCollected,
   type EventSink,
   type ParsedNativeTranscript,
   type TranscriptInfo,
@@ -1044,24 +1043,5 @@ export function parseClaudeCodeTranscript(
   input: TranscriptInput,
   options: Omit<ClaudeCodeParserOptions, 'emit'> = {},
 ): ParsedNativeTranscript {
-  const collector = new BlockCollector();
-  const events: StreamEventDraft[] = [];
-  const parser = new ClaudeCodeParser({
-    ...options,
-    emit: (event) => {
-      events.push(event);
-      collector.add(event);
-    },
-  });
-  feed(input, parser);
-  const info = parser.end();
-  return {
-    blocks: collector.main,
-    subagents: collector.subagents(),
-    warnings: parser.warnings,
-    ...(info.nativeSessionId !== undefined ? { nativeSessionId: info.nativeSessionId } : {}),
-    events,
-    usage: collector.usage,
-    info,
-  };
+  return parseCollected(input, (emit) => new ClaudeCodeParser({ ...options, emit }));
 }

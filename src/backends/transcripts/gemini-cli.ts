@@ -14,9 +14,8 @@ import { isBlank, isObject, numberOf, objectOf, parseJson, stringOf, timeOf, typ
 import type { TranscriptInput } from './lines.js';
 import { hasStateSnapshot } from './summary-sections.js';
 import {
-  BlockCollector,
   emptyInfo,
-  feed,
+  parseCollected,
   type EventSink,
   type ParsedNativeTranscript,
   type TranscriptInfo,
@@ -502,24 +501,5 @@ function historyToMessages(history: unknown[]): JsonObject[] {
 
 /** Parses a whole Gemini CLI session file held in memory (JSONL log, legacy JSON document or checkpoint). */
 export function parseGeminiTranscript(input: TranscriptInput, options: Omit<GeminiParserOptions, 'emit'> = {}): ParsedNativeTranscript {
-  const collector = new BlockCollector();
-  const events: StreamEventDraft[] = [];
-  const parser = new GeminiTranscriptParser({
-    ...options,
-    emit: (event) => {
-      events.push(event);
-      collector.add(event);
-    },
-  });
-  feed(input, parser);
-  const info = parser.end();
-  return {
-    blocks: collector.main,
-    subagents: collector.subagents(),
-    warnings: parser.warnings,
-    ...(info.nativeSessionId !== undefined ? { nativeSessionId: info.nativeSessionId } : {}),
-    events,
-    usage: collector.usage,
-    info,
-  };
+  return parseCollected(input, (emit) => new GeminiTranscriptParser({ ...options, emit }));
 }

@@ -149,3 +149,27 @@ export function feed(input: TranscriptInput, parser: TranscriptParser): void {
   let lineNumber = 0;
   for (const line of input) parser.line(line, ++lineNumber, true);
 }
+
+/**
+ * Runs a whole input held in memory through a parser made for it and collects everything it
+ * produced: the shared body of `parseClaudeCodeTranscript` and `parseGeminiTranscript`.
+ */
+export function parseCollected(input: TranscriptInput, makeParser: (emit: EventSink) => TranscriptParser): ParsedNativeTranscript {
+  const collector = new BlockCollector();
+  const events: StreamEventDraft[] = [];
+  const parser = makeParser((event) => {
+    events.push(event);
+    collector.add(event);
+  });
+  feed(input, parser);
+  const info = parser.end();
+  return {
+    blocks: collector.main,
+    subagents: collector.subagents(),
+    warnings: [...parser.warnings],
+    ...(info.nativeSessionId !== undefined ? { nativeSessionId: info.nativeSessionId } : {}),
+    events,
+    usage: collector.usage,
+    info,
+  };
+}
