@@ -35,7 +35,10 @@ export interface ReadLogOptions {
  * Every implementer must:
  * - validate ids with `IdSchema` and refuse anything else with `INVALID_ID` (no path may leave the data folder);
  * - throw `SESSION_NOT_FOUND` for an unknown session id, naming it;
- * - never hand out or keep references to a caller's objects (clone on read and write);
+ * - never hand out or keep references to a caller's objects (clone on read and write); the one
+ *   exception is `append`'s result: its events may share nested values with the drafts passed in
+ *   (the file store returns the objects it serialized rather than a copy), so callers treat both
+ *   drafts and appended events as immutable, as they do every event;
  * - resolve `append` only once the events are durable, numbering them with consecutive `seq`s
  *   that only grow within a session; appends to one session are applied in call order;
  * - keep every checkpoint version; a checkpoint is never overwritten;
