@@ -173,6 +173,8 @@ export class SessionManager {
   private readonly live = new Map<string, Promise<LiveSession>>();
   /** One queue per session: writes to a session happen in call order. */
   private readonly queues = new Map<string, Promise<unknown>>();
+  /** Per session, the last append still being made durable and applied (never rejects): see `appendEvents`. */
+  private readonly applying = new Map<string, Promise<void>>();
   private readonly creating = new Map<string, Promise<SessionRecord>>();
   private closed = false;
   /** Request building, compaction and calibration (session-requests.ts). */
@@ -384,6 +386,12 @@ export class SessionManager {
   /**
    * Appends stream events (a back end's turn, a system notice) to the session's log. Resolves with
    * them numbered once they are durable; then emits each as `session:event`.
+   *
+   * Two phases. In call order with every other write to the session, the events take their place
+   * in the log (`store.append` numbers appends in call order); the queue is released at once, so
+   * appends made while a write is being flushed join the next flush (group commit) instead of
+   * waiting one fsync each. Then, strictly in the same order, each append is applied to the cached
+   * conversation and announced once it is durable.
    */
   async appendEvents(
     sessionId: string,
@@ -393,32 +401,59 @@ export class SessionManager {
     this.assertOpen();
     const id = checkSessionId(sessionId);
     if (drafts.length === 0) return [];
-    return this.serialize(id, async () => {
+    const issued = await this.serialize(id, async () => {
       const live = await this.liveSession(id);
       assertWritable(live.record);
       const now = this.clock();
       const stamped = drafts.map((draft) => ({ ...draft, at: draft.at ?? now }));
-      const events = await this.store.append(id, stamped);
-      live.conversation = applyEvents(live.conversation, events);
-      const added = countMessages(events);
-      live.record = {
-        ...live.record,
-        lastActivity: now,
-        updatedAt: now,
-        metrics: live.conversation.metrics,
-        stats: {
-          ...live.record.stats,
-          totalMessages: live.record.stats.totalMessages + added.messages,
-          totalTokens: live.record.stats.totalTokens + added.tokens,
-        },
-      };
-      const record = live.record;
-      this.scheduleRecordFlush(id, live);
-      for (const event of events) this.emit('session:event', { sessionId: id, event });
-      this.emit('session:updated', { sessionId: id, action, session: record });
-      this.requests.onAppended(id, record, live.conversation, events);
-      return events;
+      // Wrapped so `serialize` does not wait for it: the queue moves on while this write is flushed.
+      return { applied: this.applyInOrder(id, live, this.store.append(id, stamped), now, action) };
     });
+    return issued.applied;
+  }
+
+  /** Applies and announces a durable append after every earlier one to the same session. */
+  private applyInOrder(id: string, live: LiveSession, durable: Promise<StreamEvent[]>, now: number, action: SessionUpdateAction): Promise<StreamEvent[]> {
+    // Settled into a value at once, so a failed write is never an unhandled rejection while it waits its turn.
+    const outcome = durable.then(
+      (events) => ({ events }),
+      (error: unknown) => ({ error }),
+    );
+    const previous = this.applying.get(id) ?? Promise.resolve();
+    const applied = previous
+      .then(() => outcome)
+      .then((result) => {
+        if ('error' in result) throw result.error;
+        const events = result.events;
+        live.conversation = applyEvents(live.conversation, events);
+        const added = countMessages(events);
+        live.record = {
+          ...live.record,
+          lastActivity: now,
+          updatedAt: now,
+          metrics: live.conversation.metrics,
+          stats: {
+            ...live.record.stats,
+            totalMessages: live.record.stats.totalMessages + added.messages,
+            totalTokens: live.record.stats.totalTokens + added.tokens,
+          },
+        };
+        const record = live.record;
+        this.scheduleRecordFlush(id, live);
+        for (const event of events) this.emit('session:event', { sessionId: id, event });
+        this.emit('session:updated', { sessionId: id, action, session: record });
+        this.requests.onAppended(id, record, live.conversation, events);
+        return events;
+      });
+    const settled = applied.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.applying.set(id, settled);
+    void settled.then(() => {
+      if (this.applying.get(id) === settled) this.applying.delete(id);
+    });
+    return applied;
   }
 
   /**
@@ -591,6 +626,7 @@ export class SessionManager {
     await this.requests.close();
     this.closed = true;
     await Promise.allSettled([...this.queues.values()]);
+    await Promise.allSettled([...this.applying.values()]);
     await Promise.allSettled([...this.flushing.values()]);
     if (this.ownsStore) await this.store.close();
   }
@@ -640,6 +676,8 @@ export class SessionManager {
     this.assertOpen();
     const id = checkSessionId(sessionId);
     return this.serialize(id, async () => {
+      // Appends issued before this update are applied first, so it sees (and keeps) their effect.
+      await this.applying.get(id);
       const live = await this.liveSession(id);
       live.record = update(live.record);
       return this.store.updateSession(id, () => live.record);

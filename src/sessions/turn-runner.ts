@@ -85,6 +85,14 @@ export async function runTurn(manager: SessionManager, sessionId: string, option
   return turn.inject ? { events, inject: (message) => turn.inject!(message) } : { events };
 }
 
+/** Appends issued but not yet durable, at most: beyond it the back end waits for the disk. */
+const MAX_APPENDS_IN_FLIGHT = 256;
+
+/**
+ * Appends each back-end event to the log and yields it once durable, in order. The next event is
+ * taken from the back end while earlier ones are still being written, so events that arrive during
+ * one flush share the next (a burst of deltas costs one fsync, not one each).
+ */
 async function* streamIntoLog(
   manager: SessionManager,
   sessionId: string,
@@ -94,19 +102,50 @@ async function* streamIntoLog(
   guard: TurnIdGuard,
 ): AsyncIterable<StreamEvent> {
   let nativeSessionId: string | undefined;
+  const inFlight: Array<Promise<StreamEvent[]>> = [];
+  const issue = (draft: StreamEventDraft): void => {
+    let event = guard.apply(draft);
+    if (event.type === 'metadata_update') {
+      if (event.metadata.nativeSessionId) nativeSessionId = event.metadata.nativeSessionId;
+      if (event.metadata.turnComplete && estimatedInputTokens !== undefined && event.metadata.estimatedInputTokens === undefined) {
+        event = { ...event, metadata: { ...event.metadata, estimatedInputTokens } };
+      }
+    }
+    const appended = manager.appendEvents(sessionId, [event]);
+    // Awaited in order below; until then a failure must not count as unhandled.
+    appended.catch(() => undefined);
+    inFlight.push(appended);
+  };
+  const iterator = source[Symbol.asyncIterator]();
+  let next: Promise<IteratorResult<StreamEventDraft>> | undefined;
   try {
-    for await (const draft of source) {
-      let event = guard.apply(draft);
-      if (event.type === 'metadata_update') {
-        if (event.metadata.nativeSessionId) nativeSessionId = event.metadata.nativeSessionId;
-        if (event.metadata.turnComplete && estimatedInputTokens !== undefined && event.metadata.estimatedInputTokens === undefined) {
-          event = { ...event, metadata: { ...event.metadata, estimatedInputTokens } };
+    next = iterator.next();
+    while (next !== undefined || inFlight.length > 0) {
+      if (next !== undefined && inFlight.length < MAX_APPENDS_IN_FLIGHT) {
+        // Whichever comes first: the back end's next event, or the oldest append becoming durable.
+        const step = inFlight.length === 0 ? await next : await Promise.race([next, inFlight[0]!.then(() => undefined)]);
+        if (step !== undefined) {
+          if (step.done) next = undefined;
+          else {
+            issue(step.value);
+            next = iterator.next();
+          }
+          continue;
         }
       }
-      const [stored] = await manager.appendEvents(sessionId, [event]);
+      const [stored] = await inFlight.shift()!;
       yield stored!;
     }
   } catch (error) {
+    // The back end threw (or a write failed): stop it, keep what was already written, then end the turn.
+    if (next !== undefined) {
+      next = undefined;
+      stopSource(iterator);
+    }
+    for (const appended of inFlight.splice(0)) {
+      const stored = await appended.catch(() => undefined);
+      if (stored !== undefined) yield* stored;
+    }
     // A back end must end a failed turn with an error block; one that throws instead still gets one.
     const now = Date.now();
     const stored = await manager.appendEvents(sessionId, [
@@ -119,6 +158,9 @@ async function* streamIntoLog(
       { type: 'metadata_update', conversationId: MAIN_CONVERSATION, metadata: { turnComplete: true, stopReason: 'error' }, at: now },
     ]);
     yield* stored;
+  } finally {
+    // The consumer stopped early: the back end stops too (what `for await` would do).
+    if (next !== undefined) stopSource(iterator);
   }
   if (nativeSessionId) {
     const session = await manager.getSession(sessionId);
@@ -126,6 +168,14 @@ async function* streamIntoLog(
       await manager.setNativeSession(sessionId, { backend: backendName, nativeSessionId });
     }
   }
+}
+
+/**
+ * Closes the back end's stream. Not awaited: with a `next()` still pending, an async generator
+ * only returns after that event arrives, and the caller must not wait for the model to speak again.
+ */
+function stopSource(iterator: AsyncIterator<StreamEventDraft>): void {
+  iterator.return?.().catch(() => undefined);
 }
 
 /**

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { applyEvents, emptyConversation, isParleyError, type StreamEventDraft } from '../../src/conversation/index.js';
 import { createSessionManager, type SessionManager, type SessionManagerEvents } from '../../src/sessions/index.js';
 import { createMemoryStore, type SessionStore } from '../../src/store/index.js';
@@ -164,6 +164,104 @@ describe('SessionManager', () => {
     managers.push(manager);
     const { sessionId } = await manager.createSession({ scope: { kind: 'imported', source: 'claude-code', path: '/x.jsonl' }, agentType: 'imported', readOnly: true });
     await expectCode(manager.addMessage(sessionId, { role: 'user', content: 'hi' }), 'READ_ONLY_SESSION');
+  });
+
+  describe('appends made while a write is being flushed', () => {
+    /** A memory store whose appends become durable only when the test says so. */
+    function heldStore(): { store: SessionStore; held: Array<{ release(): void; fail(error: Error): void }>; hold(): void } {
+      const inner = createMemoryStore();
+      const held: Array<{ release(): void; fail(error: Error): void }> = [];
+      let holding = false;
+      const store = new Proxy(inner, {
+        get(target, key) {
+          const value = Reflect.get(target, key) as unknown;
+          if (key !== 'append') return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+          return (sessionId: string, drafts: readonly StreamEventDraft[]) => {
+            // Numbered now, in call order, as the contract says; resolved later.
+            const written = target.append(sessionId, drafts);
+            if (!holding) return written;
+            return new Promise((resolve, reject) => {
+              held.push({ release: () => resolve(written), fail: (error) => reject(error) });
+            });
+          };
+        },
+      });
+      return { store, held, hold: () => (holding = true) };
+    }
+    const text = (delta: string): StreamEventDraft => ({ type: 'text_delta', conversationId: 'main', blockId: 'b', delta });
+
+    it('are issued at once, then applied and announced strictly in call order', async () => {
+      const { store, held, hold } = heldStore();
+      const manager = await open(store);
+      managers.push(manager);
+      const { sessionId } = await manager.createSession({ scope: { kind: 'draft', role: 'dev' }, agentType: 'dev' });
+      await manager.appendEvents(sessionId, [{ type: 'block_start', conversationId: 'main', block: { type: 'assistant_text', id: 'b', content: '', createdAt: 1 } }]);
+      hold();
+      const announced: number[] = [];
+      manager.on('session:event', ({ event }) => announced.push(event.seq));
+      const appends = ['a', 'b', 'c'].map((delta) => manager.appendEvents(sessionId, [text(delta)]));
+      // All three reach the store before the first is durable: they can share one flush.
+      await vi.waitFor(() => expect(held).toHaveLength(3));
+      held[2]!.release();
+      held[1]!.release();
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(announced).toEqual([]);
+      held[0]!.release();
+      const results = await Promise.all(appends);
+      expect(results.map(([event]) => event!.seq)).toEqual([1, 2, 3]);
+      expect(announced).toEqual([1, 2, 3]);
+      const conversation = await manager.loadConversation(sessionId);
+      expect(conversation.blocks[0]).toMatchObject({ content: 'abc' });
+    });
+
+    it('a failed write fails only its own caller; the appends around it are applied in order', async () => {
+      const { store, held, hold } = heldStore();
+      const manager = await open(store);
+      managers.push(manager);
+      const { sessionId } = await manager.createSession({ scope: { kind: 'draft', role: 'dev' }, agentType: 'dev' });
+      hold();
+      const announced: string[] = [];
+      manager.on('session:event', ({ event }) => event.type === 'block_complete' && announced.push(event.block.id));
+      const message = (id: string): StreamEventDraft => ({
+        type: 'block_complete',
+        conversationId: 'main',
+        block: { type: 'assistant_text', id, content: id, createdAt: 1, completedAt: 1 },
+      });
+      const first = manager.appendEvents(sessionId, [message('one')]);
+      const second = manager.appendEvents(sessionId, [message('two')]);
+      const third = manager.appendEvents(sessionId, [message('three')]);
+      await vi.waitFor(() => expect(held).toHaveLength(3));
+      held[1]!.fail(new Error('disk full'));
+      held[2]!.release();
+      held[0]!.release();
+      await expect(second).rejects.toThrow('disk full');
+      await first;
+      await third;
+      expect(announced).toEqual(['one', 'three']);
+    });
+
+    it('a record update waits until the appends issued before it are applied', async () => {
+      const { store, held, hold } = heldStore();
+      const manager = await open(store);
+      managers.push(manager);
+      const { sessionId } = await manager.createSession({ scope: { kind: 'draft', role: 'dev' }, agentType: 'dev' });
+      hold();
+      const added = manager.appendEvents(sessionId, [
+        { type: 'block_complete', conversationId: 'main', block: { type: 'user_message', id: 'u1', content: 'before the archive', createdAt: 1, completedAt: 1 } },
+      ]);
+      const archived = manager.archiveSession(sessionId);
+      await vi.waitFor(() => expect(held).toHaveLength(1));
+      let archivedYet = false;
+      void archived.then(() => (archivedYet = true));
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(archivedYet).toBe(false);
+      held[0]!.release();
+      await added;
+      const record = await archived;
+      expect(record.status).toBe('archived');
+      expect(record.stats.totalMessages).toBe(1);
+      await expectCode(manager.addMessage(sessionId, { role: 'user', content: 'after' }), 'SESSION_ARCHIVED');
+    });
   });
 
   it('rejects calls after close', async () => {

@@ -1,8 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { createScriptedBackend, step } from '../../src/backends/index.js';
-import type { StreamEvent } from '../../src/conversation/index.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createScriptedBackend, step, type AgentBackend } from '../../src/backends/index.js';
+import type { StreamEvent, StreamEventDraft } from '../../src/conversation/index.js';
 import { closeInterruptedTurn, createSessionManager, runTurn, type SessionManager } from '../../src/sessions/index.js';
-import { createMemoryStore } from '../../src/store/index.js';
+import { createMemoryStore, type SessionStore } from '../../src/store/index.js';
 
 const managers: SessionManager[] = [];
 afterEach(async () => {
@@ -140,6 +140,78 @@ describe('closeInterruptedTurn', () => {
     expect(conversation.blocks.at(-1)).toMatchObject({ type: 'system', subtype: 'interrupted' });
     expect(conversation.blocks.some((block) => block.type === 'assistant_text' && block.content === 'half an answer')).toBe(true);
     expect(await closeInterruptedTurn(manager, sessionId)).toBe(false);
+  });
+
+  describe('events arriving while earlier ones are written', () => {
+    /** A back end that streams whatever the test's generator yields. */
+    function streaming(events: () => AsyncGenerator<StreamEventDraft>): AgentBackend {
+      const scripted = createScriptedBackend({ turns: [] });
+      return { describe: () => scripted.describe(), execute: () => ({ events: events() }) };
+    }
+    const delta = (text: string): StreamEventDraft => ({ type: 'text_delta', conversationId: 'main', blockId: 'reply', delta: text });
+    const start: StreamEventDraft = { type: 'block_start', conversationId: 'main', block: { type: 'assistant_text', id: 'reply', content: '', createdAt: 1 } };
+
+    it('are appended without waiting for the earlier writes, and handed on in order once durable', async () => {
+      const inner = createMemoryStore();
+      const held: Array<() => void> = [];
+      let holding = false;
+      const store = new Proxy(inner, {
+        get(target, key) {
+          const value = Reflect.get(target, key) as unknown;
+          if (key !== 'append') return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+          return (sessionId: string, drafts: readonly StreamEventDraft[]) => {
+            const written = target.append(sessionId, drafts);
+            return holding ? new Promise((resolve) => held.push(() => resolve(written))) : written;
+          };
+        },
+      }) as SessionStore;
+      const manager = await createSessionManager({ store });
+      managers.push(manager);
+      const { sessionId } = await manager.createSession({ scope: { kind: 'draft', role: 'dev' }, agentType: 'dev' });
+      const backend = streaming(async function* () {
+        yield start;
+        for (const text of ['a', 'b', 'c', 'd']) yield delta(text);
+      });
+      const turn = await runTurn(manager, sessionId, { backend, prompt: 'go' });
+      holding = true;
+      const drained = drain(turn.events);
+      // Every event of the burst reaches the store while the first write is still pending.
+      await vi.waitFor(() => expect(held).toHaveLength(5));
+      for (const release of held.reverse()) release();
+      const events = await drained;
+      expect(events.map((event) => (event.type === 'text_delta' ? event.delta : event.type))).toEqual(['block_start', 'a', 'b', 'c', 'd']);
+      expect(events.map((event) => event.seq)).toEqual([1, 2, 3, 4, 5]);
+    });
+
+    it('a back end that throws mid-stream keeps every event before it, then an error block ends the turn', async () => {
+      const { manager, sessionId } = await setup();
+      const backend = streaming(async function* () {
+        yield start;
+        yield delta('half');
+        throw new Error('socket closed');
+      });
+      const events = await drain((await runTurn(manager, sessionId, { backend, prompt: 'go' })).events);
+      expect(events.map((event) => event.type)).toEqual(['block_start', 'text_delta', 'block_complete', 'metadata_update']);
+      expect(events[2]).toMatchObject({ block: { type: 'system', subtype: 'error', content: expect.stringContaining('socket closed') } });
+      expect(events.map((event) => event.seq)).toEqual([1, 2, 3, 4]);
+    });
+
+    it('a consumer that stops early stops the back end', async () => {
+      const { manager, sessionId } = await setup();
+      let closed = false;
+      const backend = streaming(async function* () {
+        try {
+          yield start;
+          for (let index = 0; ; index++) yield delta(String(index));
+        } finally {
+          closed = true;
+        }
+      });
+      const turn = await runTurn(manager, sessionId, { backend, prompt: 'go' });
+      let seen = 0;
+      for await (const _event of turn.events) if (++seen === 3) break;
+      await vi.waitFor(() => expect(closed).toBe(true));
+    });
   });
 
   it('messages added with addMessage alone open no turn and need no repair', async () => {
