@@ -191,6 +191,26 @@ describe('file store', () => {
     });
   });
 
+    it('reads back every window of appends holding multi-byte text, including appends larger than its encode buffer', async () => {
+      // Line offsets come from the encoded bytes; a wrong one shows up as a misread window after reopening.
+      const deltas = ['ascii', 'ünïcødé ✓', '日本語のテキスト', 'emoji 😀🎉', 'lone \ud800 surrogate', 'ä'.repeat(700_000), 'after the big one'];
+      const store = await open();
+      await store.createSession(sessionRecord('s1'));
+      await store.append('s1', deltas.slice(0, 3).map((delta) => textDraft('b', delta)));
+      await store.append('s1', deltas.slice(3).map((delta) => textDraft('b', delta)));
+      await store.close();
+      const reopened = await open();
+      const read = async (afterSeq?: number, throughSeq?: number) =>
+        (await collect(reopened.readLog('s1', { afterSeq, throughSeq }))).map((event) => [event.seq, (event as { delta: string }).delta]);
+      const expected = deltas.map((delta, seq) => [seq, delta]);
+      expect(await read()).toEqual(expected);
+      for (let first = 0; first < deltas.length; first += 1) {
+        expect(await read(first - 1, first)).toEqual([expected[first]]);
+        expect(await read(first - 1)).toEqual(expected.slice(first));
+      }
+      await reopened.close();
+    });
+
   describe('torn log tail', () => {
     async function sessionWithMessages(count: number) {
       const store = await open();
