@@ -125,6 +125,8 @@ export const CreateSessionOptionsSchema = z.object({
 export type CreateSessionOptions = z.input<typeof CreateSessionOptionsSchema>;
 
 export const DEFAULT_TOKEN_BUDGET = 100_000;
+/** Least time between two writes of one session's session.json while its events stream. */
+const RECORD_FLUSH_INTERVAL_MS = 200;
 export const DEFAULT_COMPACTION_THRESHOLD = 0.9;
 
 interface LiveSession {
@@ -315,7 +317,11 @@ export class SessionManager {
       throw new SessionError('INVALID_INPUT', `listSessions: ${describeIssues(parsed.error.issues)}.`, { fault: 'user' });
     }
     const sessions: SessionRecord[] = [];
-    for await (const record of this.store.listSessions(parsed.data)) sessions.push(record);
+    for await (const record of this.store.listSessions(parsed.data)) {
+      // A session this manager is writing may be newer than its session.json (written at most every RECORD_FLUSH_INTERVAL_MS).
+      const live = await this.live.get(record.sessionId)?.catch(() => undefined);
+      sessions.push(live === undefined ? record : structuredClone(live.record));
+    }
     sessions.sort((a, b) => (b.lastActivity ?? b.updatedAt) - (a.lastActivity ?? a.updatedAt));
     return sessions;
   }
@@ -627,6 +633,8 @@ export class SessionManager {
     this.closed = true;
     await Promise.allSettled([...this.queues.values()]);
     await Promise.allSettled([...this.applying.values()]);
+    // Records waiting out their interval are written now.
+    for (const wake of this.flushPauses.values()) wake();
     await Promise.allSettled([...this.flushing.values()]);
     if (this.ownsStore) await this.store.close();
   }
@@ -635,6 +643,9 @@ export class SessionManager {
 
   private readonly flushing = new Map<string, Promise<void>>();
   private readonly dirty = new Set<string>();
+  private readonly flushPauses = new Map<string, () => void>();
+  /** When each session's record was last written (performance.now()). */
+  private readonly recordWrittenAt = new Map<string, number>();
 
   /**
    * session.json is a cache of what the log implies (stats, metrics, activity). It is rewritten
@@ -645,8 +656,12 @@ export class SessionManager {
     if (this.flushing.has(sessionId)) return;
     const flush = (async () => {
       while (this.dirty.has(sessionId)) {
+        // While events stream, rewriting it on every append would compete with the log's own fsyncs.
+        const wait = (this.recordWrittenAt.get(sessionId) ?? Number.NEGATIVE_INFINITY) + RECORD_FLUSH_INTERVAL_MS - performance.now();
+        if (wait > 0 && !this.closed) await this.pauseRecordFlush(sessionId, wait);
         this.dirty.delete(sessionId);
         const record = live.record;
+        this.recordWrittenAt.set(sessionId, performance.now());
         try {
           await this.store.updateSession(sessionId, () => record);
         } catch (error) {
@@ -655,6 +670,19 @@ export class SessionManager {
       }
     })().finally(() => this.flushing.delete(sessionId));
     this.flushing.set(sessionId, flush);
+  }
+
+  /** Waits out the interval, or until `close` needs the record written now. */
+  private pauseRecordFlush(sessionId: string, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = (): void => {
+        clearTimeout(timer);
+        this.flushPauses.delete(sessionId);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      this.flushPauses.set(sessionId, wake);
+    });
   }
 
   /** Runs `work` after every earlier write to the same session. */

@@ -264,6 +264,31 @@ describe('SessionManager', () => {
     });
   });
 
+  it('while messages stream, session.json is rewritten now and then, not once per append, and close writes the last state', async () => {
+    const inner = createMemoryStore();
+    let updates = 0;
+    const store = new Proxy(inner, {
+      get(target, key) {
+        const value = Reflect.get(target, key) as (...args: unknown[]) => unknown;
+        if (key === 'updateSession') updates++;
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const manager = await open(store);
+    const { sessionId } = await manager.createSession({ scope: { kind: 'draft', role: 'dev' }, agentType: 'dev' });
+    updates = 0;
+    for (let index = 0; index < 100; index++) {
+      await manager.appendEvents(sessionId, [
+        { type: 'block_complete', conversationId: 'main', block: { type: 'assistant_text', id: `m${index}`, content: 'x', createdAt: 1, completedAt: 1 } },
+      ]);
+    }
+    expect(updates).toBeLessThan(10);
+    // This manager's own listing is current at once.
+    expect((await manager.listSessions())[0]?.stats.totalMessages).toBe(100);
+    await manager.close();
+    expect((await inner.getSession(sessionId))?.stats.totalMessages).toBe(100);
+  });
+
   it('rejects calls after close', async () => {
     const manager = await open();
     await manager.close();
