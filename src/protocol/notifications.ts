@@ -84,7 +84,7 @@ export const notifications = {
   context_compacted: notification(ContextCompactedSchema, 'channel', 'Seed 000: a compaction of the draft\'s context (the back end\'s or Parley\'s).'),
   draft_closed: notification(DraftClosedSchema, 'channel', 'The channel\'s draft was closed by Parley (auto-undraft: its native session could not be resumed). The channel is no longer in draft mode.'),
   agent_status: notification(AgentStatusNotificationSchema, 'channel', 'A worker agent of the channel changed status.'),
-  session_updated: notification(SessionUpdatedSchema, 'subscribers', 'Seed 003: a followed session was created, got messages, was cleared, archived or reconfigured.'),
+  session_updated: notification(SessionUpdatedSchema, 'subscribers', 'Seed 003: a followed session was created, got messages, was cleared, archived or reconfigured. While a turn streams, updates caused by its events (`events_appended`) come at most every 250 ms per session, the newest; `session_event` carries every event.'),
   session_event: notification(SessionEventNotificationSchema, 'subscribers', 'An event appended to a followed session\'s log.'),
   compaction_started: notification(CompactionStartedSchema, 'subscribers', 'Seed 003: a compaction of a followed session began.'),
   compaction_completed: notification(CompactionCompletedSchema, 'subscribers', 'Seed 003: the compaction finished; a new checkpoint version exists.'),

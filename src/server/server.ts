@@ -15,6 +15,7 @@ import { createHandlers } from './handlers.js';
 import { Connection, Hub } from './hub.js';
 import { TokenBucket } from './rate-limit.js';
 import { serveStatic } from './static-files.js';
+import { SessionUpdateThrottle } from './update-throttle.js';
 
 export const SERVER_VERSION = '0.1.0';
 
@@ -248,7 +249,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
 /** Channel notifications from the draft layer; session events to followers. */
 function wireNotifications(manager: SessionManager, drafts: DraftService, hub: Hub): Array<() => void> {
+  const updates = new SessionUpdateThrottle((payload) => {
+    if (hub.hasFollowers(payload.sessionId)) hub.toFollowers(payload.sessionId, 'session_updated', payload);
+  });
   return [
+    () => updates.close(),
     drafts.on('channel_message', (payload) => hub.toChannel(payload.channelId, 'channel_message', payload)),
     drafts.on('draft_status', (payload) => hub.toChannel(payload.channelId, 'draft_status', payload)),
     drafts.on('context_compacted', (payload) => hub.toChannel(payload.channelId, 'context_compacted', payload)),
@@ -258,7 +263,7 @@ function wireNotifications(manager: SessionManager, drafts: DraftService, hub: H
       if (hub.hasFollowers(payload.sessionId)) hub.toFollowers(payload.sessionId, 'session_event', payload);
     }),
     manager.on('session:updated', (payload) => {
-      if (hub.hasFollowers(payload.sessionId)) hub.toFollowers(payload.sessionId, 'session_updated', payload);
+      if (hub.hasFollowers(payload.sessionId)) updates.offer(payload);
     }),
     manager.on('session:compaction-start', (payload) => {
       if (hub.hasFollowers(payload.sessionId)) hub.toFollowers(payload.sessionId, 'compaction_started', payload);
