@@ -24,6 +24,9 @@ const here = dirname(fileURLToPath(import.meta.url));
 const repo = join(here, '..');
 const seconds = Number(process.env['PARLEY_BENCH_SECONDS'] ?? 3);
 const BATCH = 32;
+/** For a quick look at one row: `PARLEY_BENCH_CLIENTS=100 PARLEY_BENCH_MODES=paced PARLEY_BENCH_READY=0`. */
+const CLIENT_COUNTS = (process.env['PARLEY_BENCH_CLIENTS'] ?? '1,10,100').split(',').map(Number);
+const MODE_FILTER = process.env['PARLEY_BENCH_MODES'] ?? '';
 const WINDOW = 2_048;
 
 type Variant = 'bare ws broadcast' | 'Parley fan-out' | 'Parley end to end (durable log)';
@@ -147,8 +150,8 @@ async function fanOut(): Promise<string> {
   const rows: string[][] = [];
   const summary: string[] = [];
   try {
-    for (const connections of [1, 10, 100]) {
-      for (const mode of ['saturated', 'paced 1,000/s'] as Mode[]) {
+    for (const connections of CLIENT_COUNTS) {
+      for (const mode of (['saturated', 'paced 1,000/s'] as Mode[]).filter((name) => name.includes(MODE_FILTER))) {
         const outcomes = new Map<Variant, Outcome>();
         for (const variant of Object.keys(targets) as Variant[]) outcomes.set(variant, await measure(targets[variant], connections, mode));
         const baseline = outcomes.get('bare ws broadcast')!;
@@ -263,7 +266,8 @@ async function readiness(): Promise<string> {
 
 export async function run(): Promise<string> {
   const cpus = (await import('node:os')).loadavg()[0]!.toFixed(1);
-  return [`## Server (load average at start ${cpus} on this machine)`, '', await fanOut(), await readiness()].join('\n');
+  const ready = process.env['PARLEY_BENCH_READY'] === '0' ? '' : await readiness();
+  return [`## Server (load average at start ${cpus} on this machine)`, '', await fanOut(), ready].join('\n');
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) console.log(await run());
