@@ -112,6 +112,8 @@ class FileStore implements SessionStore {
   /** Logs that may hold a file handle, least recently appended first (Map order). */
   private readonly recentLogs = new Map<string, SessionLog>();
   private readonly logOpenings = new Map<string, Promise<SessionLog>>();
+  /** Per session whose log is still opening: settles when the last append waiting for it has reached the log. */
+  private readonly appendsWaitingForLog = new Map<string, Promise<void>>();
   private readonly newestCheckpoint = new Map<string, number>();
 
   constructor(
@@ -264,11 +266,28 @@ class FileStore implements SessionStore {
   append(sessionId: string, events: readonly StreamEventDraft[]): Promise<StreamEvent[]> {
     if (this.closed) return Promise.reject(storeClosed(this.kind));
     const log = this.logs.get(sessionId);
+    const waiting = this.appendsWaitingForLog.get(sessionId);
     // Hot path: the id was validated when the log was opened.
-    if (log !== undefined) return this.appendTo(sessionId, log, events);
+    if (log !== undefined && waiting === undefined) return this.appendTo(sessionId, log, events);
+    // The log opens first (the id checked, the file indexed). Appends made meanwhile wait behind
+    // each other: each one's checks finish in their own time, and call order must still hold.
+    let handedOn!: () => void;
+    const turn = new Promise<void>((resolve) => (handedOn = resolve));
+    this.appendsWaitingForLog.set(sessionId, turn);
+    void turn.then(() => {
+      if (this.appendsWaitingForLog.get(sessionId) === turn) this.appendsWaitingForLog.delete(sessionId);
+    });
     return this.guard(async () => {
-      const id = await this.requireSession(sessionId);
-      return this.appendTo(id, await this.openLog(id), events);
+      let appended: Promise<StreamEvent[]>;
+      try {
+        await waiting;
+        const id = await this.requireSession(sessionId);
+        appended = this.appendTo(id, await this.openLog(id), events);
+      } finally {
+        // Queued in the log (or failed): the next waiting append may go.
+        handedOn();
+      }
+      return appended;
     });
   }
 

@@ -56,6 +56,23 @@ describe('file store', () => {
   });
 
   describe('persistence', () => {
+    it('keeps call order for concurrent first appends to a session this store has not opened yet', async () => {
+      const first = await open();
+      for (const id of ['s1', 's2', 's3']) await first.createSession(sessionRecord(id));
+      await first.close();
+      for (let round = 0; round < 5; round++) {
+        const store = await open();
+        const results = await Promise.all(
+          Array.from({ length: 30 }, (_, call) => store.append(`s${(round % 3) + 1}`, [textDraft('b', `${round}.${call}`)])),
+        );
+        const seqs = results.map(([event]) => event!.seq);
+        expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+        const deltas = (await collect(store.readLog(`s${(round % 3) + 1}`))).slice(-30).map((event) => (event as { delta: string }).delta);
+        expect(deltas).toEqual(Array.from({ length: 30 }, (_, call) => `${round}.${call}`));
+        await store.close();
+      }
+    });
+
     it('keeps everything across close and reopen, and numbers new appends after the old ones', async () => {
       const first = await open();
       await first.createSession(sessionRecord('s1', { title: 'Kept' }));
