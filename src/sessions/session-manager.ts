@@ -23,6 +23,7 @@ import {
 import {
   createFileStore,
   FORMAT_VERSION,
+  KeyedQueue,
   SessionFilterSchema,
   SessionScopeSchema,
   SessionSettingsSchema,
@@ -174,9 +175,9 @@ export class SessionManager {
   });
   private readonly live = new Map<string, Promise<LiveSession>>();
   /** One queue per session: writes to a session happen in call order. */
-  private readonly queues = new Map<string, Promise<unknown>>();
-  /** Per session, the last append still being made durable and applied (never rejects): see `appendEvents`. */
-  private readonly applying = new Map<string, Promise<void>>();
+  private readonly queues = new KeyedQueue();
+  /** Per session, appends being made durable, then applied and announced in call order: see `appendEvents`. */
+  private readonly applying = new KeyedQueue();
   private readonly creating = new Map<string, Promise<SessionRecord>>();
   private closed = false;
   /** Request building, compaction and calibration (session-requests.ts). */
@@ -425,41 +426,30 @@ export class SessionManager {
       (events) => ({ events }),
       (error: unknown) => ({ error }),
     );
-    const previous = this.applying.get(id) ?? Promise.resolve();
-    const applied = previous
-      .then(() => outcome)
-      .then((result) => {
-        if ('error' in result) throw result.error;
-        const events = result.events;
-        live.conversation = applyEvents(live.conversation, events);
-        const added = countMessages(events);
-        live.record = {
-          ...live.record,
-          lastActivity: now,
-          updatedAt: now,
-          metrics: live.conversation.metrics,
-          stats: {
-            ...live.record.stats,
-            totalMessages: live.record.stats.totalMessages + added.messages,
-            totalTokens: live.record.stats.totalTokens + added.tokens,
-          },
-        };
-        const record = live.record;
-        this.scheduleRecordFlush(id, live);
-        for (const event of events) this.emit('session:event', { sessionId: id, event });
-        this.emit('session:updated', { sessionId: id, action, session: record });
-        this.requests.onAppended(id, record, live.conversation, events);
-        return events;
-      });
-    const settled = applied.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.applying.set(id, settled);
-    void settled.then(() => {
-      if (this.applying.get(id) === settled) this.applying.delete(id);
+    return this.applying.run(id, async () => {
+      const result = await outcome;
+      if ('error' in result) throw result.error;
+      const events = result.events;
+      live.conversation = applyEvents(live.conversation, events);
+      const added = countMessages(events);
+      live.record = {
+        ...live.record,
+        lastActivity: now,
+        updatedAt: now,
+        metrics: live.conversation.metrics,
+        stats: {
+          ...live.record.stats,
+          totalMessages: live.record.stats.totalMessages + added.messages,
+          totalTokens: live.record.stats.totalTokens + added.tokens,
+        },
+      };
+      const record = live.record;
+      this.scheduleRecordFlush(id, live);
+      for (const event of events) this.emit('session:event', { sessionId: id, event });
+      this.emit('session:updated', { sessionId: id, action, session: record });
+      this.requests.onAppended(id, record, live.conversation, events);
+      return events;
     });
-    return applied;
   }
 
   /**
@@ -631,8 +621,8 @@ export class SessionManager {
     // Running compactions are cancelled first (nothing changes for them) while the manager can still write.
     await this.requests.close();
     this.closed = true;
-    await Promise.allSettled([...this.queues.values()]);
-    await Promise.allSettled([...this.applying.values()]);
+    await this.queues.idleAll();
+    await this.applying.idleAll();
     // Records waiting out their interval are written now.
     for (const wake of this.flushPauses.values()) wake();
     await Promise.allSettled([...this.flushing.values()]);
@@ -687,17 +677,7 @@ export class SessionManager {
 
   /** Runs `work` after every earlier write to the same session. */
   protected serialize<T>(sessionId: string, work: () => Promise<T>): Promise<T> {
-    const previous = this.queues.get(sessionId) ?? Promise.resolve();
-    const next = previous.then(work, work);
-    const settled = next.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.queues.set(sessionId, settled);
-    void settled.then(() => {
-      if (this.queues.get(sessionId) === settled) this.queues.delete(sessionId);
-    });
-    return next;
+    return this.queues.run(sessionId, work);
   }
 
   protected async updateRecord(sessionId: string, update: (current: SessionRecord) => SessionRecord): Promise<SessionRecord> {
@@ -705,7 +685,7 @@ export class SessionManager {
     const id = checkSessionId(sessionId);
     return this.serialize(id, async () => {
       // Appends issued before this update are applied first, so it sees (and keeps) their effect.
-      await this.applying.get(id);
+      await this.applying.idle(id);
       const live = await this.liveSession(id);
       live.record = update(live.record);
       return this.store.updateSession(id, () => live.record);

@@ -13,6 +13,7 @@ import {
 } from '../conversation/index.js';
 import {
   FORMAT_VERSION,
+  KeyedQueue,
   RalphLoopSchema,
   type Checkpoint,
   type CheckpointInput,
@@ -271,25 +272,15 @@ export class RequestLayer {
    * moment: a Ralph Loop update and a compaction finishing together never lose each other's change.
    */
   private writeCheckpoint(sessionId: string, build: (latest: Checkpoint | undefined) => CheckpointInput): Promise<Checkpoint> {
-    const previous = this.checkpointWrites.get(sessionId) ?? Promise.resolve();
-    const write = previous.then(async () => {
+    return this.checkpointWrites.run(sessionId, async () => {
       const input = build(await this.checkpointOf(sessionId));
       const written = await this.options.store.writeCheckpoint(sessionId, input);
       this.rememberCheckpoint(sessionId, written);
       return written;
     });
-    const settled = write.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.checkpointWrites.set(sessionId, settled);
-    void settled.then(() => {
-      if (this.checkpointWrites.get(sessionId) === settled) this.checkpointWrites.delete(sessionId);
-    });
-    return write;
   }
 
-  private readonly checkpointWrites = new Map<string, Promise<void>>();
+  private readonly checkpointWrites = new KeyedQueue();
 
   /** Replaces the session's agent description (a role file read by the server layer). */
   async setAgentDescription(sessionId: string, override: AgentDescriptionOverride): Promise<AgentDescriptionText> {

@@ -3,3 +3,4 @@ export * from './session-store.js';
 export * from './errors.js';
 export * from './memory-store.js';
 export * from './file-store.js';
+export * from './keyed-queue.js';

@@ -18,4 +18,14 @@ export class KeyedQueue {
     });
     return result;
   }
+
+  /** Settles once every task queued for `key` so far has finished. */
+  idle(key: string): Promise<void> {
+    return this.tails.get(key) ?? Promise.resolve();
+  }
+
+  /** Settles once every task queued so far, under any key, has finished. */
+  async idleAll(): Promise<void> {
+    await Promise.all(this.tails.values());
+  }
 }

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { applyEvents, emptyConversation, isParleyError, type StreamEventDraft } from '../../src/conversation/index.js';
 import { createSessionManager, type SessionManager, type SessionManagerEvents } from '../../src/sessions/index.js';
 import { createMemoryStore, type SessionStore } from '../../src/store/index.js';
+import { heldStore } from '../helpers/held-store.js';
 
 let clockValue = 1_700_000_000_000;
 const clock = () => clockValue++;
@@ -167,27 +168,6 @@ describe('SessionManager', () => {
   });
 
   describe('appends made while a write is being flushed', () => {
-    /** A memory store whose appends become durable only when the test says so. */
-    function heldStore(): { store: SessionStore; held: Array<{ release(): void; fail(error: Error): void }>; hold(): void } {
-      const inner = createMemoryStore();
-      const held: Array<{ release(): void; fail(error: Error): void }> = [];
-      let holding = false;
-      const store = new Proxy(inner, {
-        get(target, key) {
-          const value = Reflect.get(target, key) as unknown;
-          if (key !== 'append') return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-          return (sessionId: string, drafts: readonly StreamEventDraft[]) => {
-            // Numbered now, in call order, as the contract says; resolved later.
-            const written = target.append(sessionId, drafts);
-            if (!holding) return written;
-            return new Promise((resolve, reject) => {
-              held.push({ release: () => resolve(written), fail: (error) => reject(error) });
-            });
-          };
-        },
-      });
-      return { store, held, hold: () => (holding = true) };
-    }
     const text = (delta: string): StreamEventDraft => ({ type: 'text_delta', conversationId: 'main', blockId: 'b', delta });
 
     it('are issued at once, then applied and announced strictly in call order', async () => {

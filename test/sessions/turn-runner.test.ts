@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createScriptedBackend, step, type AgentBackend } from '../../src/backends/index.js';
 import type { StreamEvent, StreamEventDraft } from '../../src/conversation/index.js';
 import { closeInterruptedTurn, createSessionManager, runTurn, type SessionManager } from '../../src/sessions/index.js';
-import { createMemoryStore, type SessionStore } from '../../src/store/index.js';
+import { createMemoryStore } from '../../src/store/index.js';
+import { heldStore } from '../helpers/held-store.js';
 
 const managers: SessionManager[] = [];
 afterEach(async () => {
@@ -152,19 +153,7 @@ describe('closeInterruptedTurn', () => {
     const start: StreamEventDraft = { type: 'block_start', conversationId: 'main', block: { type: 'assistant_text', id: 'reply', content: '', createdAt: 1 } };
 
     it('are appended without waiting for the earlier writes, and handed on in order once durable', async () => {
-      const inner = createMemoryStore();
-      const held: Array<() => void> = [];
-      let holding = false;
-      const store = new Proxy(inner, {
-        get(target, key) {
-          const value = Reflect.get(target, key) as unknown;
-          if (key !== 'append') return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-          return (sessionId: string, drafts: readonly StreamEventDraft[]) => {
-            const written = target.append(sessionId, drafts);
-            return holding ? new Promise((resolve) => held.push(() => resolve(written))) : written;
-          };
-        },
-      }) as SessionStore;
+      const { store, held, hold } = heldStore();
       const manager = await createSessionManager({ store });
       managers.push(manager);
       const { sessionId } = await manager.createSession({ scope: { kind: 'draft', role: 'dev' }, agentType: 'dev' });
@@ -173,11 +162,11 @@ describe('closeInterruptedTurn', () => {
         for (const text of ['a', 'b', 'c', 'd']) yield delta(text);
       });
       const turn = await runTurn(manager, sessionId, { backend, prompt: 'go' });
-      holding = true;
+      hold();
       const drained = drain(turn.events);
       // Every event of the burst reaches the store while the first write is still pending.
       await vi.waitFor(() => expect(held).toHaveLength(5));
-      for (const release of held.reverse()) release();
+      for (const append of held.reverse()) append.release();
       const events = await drained;
       expect(events.map((event) => (event.type === 'text_delta' ? event.delta : event.type))).toEqual(['block_start', 'a', 'b', 'c', 'd']);
       expect(events.map((event) => event.seq)).toEqual([1, 2, 3, 4, 5]);
