@@ -126,9 +126,9 @@ export const CreateSessionOptionsSchema = z.object({
 export type CreateSessionOptions = z.input<typeof CreateSessionOptionsSchema>;
 
 export const DEFAULT_TOKEN_BUDGET = 100_000;
+export const DEFAULT_COMPACTION_THRESHOLD = 0.9;
 /** Least time between two writes of one session's session.json while its events stream. */
 const RECORD_FLUSH_INTERVAL_MS = 200;
-export const DEFAULT_COMPACTION_THRESHOLD = 0.9;
 
 interface LiveSession {
   record: SessionRecord;
