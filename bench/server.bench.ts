@@ -24,7 +24,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const repo = join(here, '..');
 const seconds = Number(process.env['PARLEY_BENCH_SECONDS'] ?? 3);
 const BATCH = 32;
-/** For a quick look at one row: `PARLEY_BENCH_CLIENTS=100 PARLEY_BENCH_MODES=paced PARLEY_BENCH_READY=0`. */
+/** For a quick look at one row: `PARLEY_BENCH_CLIENTS=100 PARLEY_BENCH_MODES=paced PARLEY_BENCH_READY=0`; `PARLEY_BENCH_FANOUT=0` skips the fan-out. */
 const CLIENT_COUNTS = (process.env['PARLEY_BENCH_CLIENTS'] ?? '1,10,100').split(',').map(Number);
 const MODE_FILTER = process.env['PARLEY_BENCH_MODES'] ?? '';
 const WINDOW = 2_048;
@@ -267,7 +267,8 @@ async function readiness(): Promise<string> {
 export async function run(): Promise<string> {
   const cpus = (await import('node:os')).loadavg()[0]!.toFixed(1);
   const ready = process.env['PARLEY_BENCH_READY'] === '0' ? '' : await readiness();
-  return [`## Server (load average at start ${cpus} on this machine)`, '', await fanOut(), ready].join('\n');
+  const fan = process.env['PARLEY_BENCH_FANOUT'] === '0' ? '' : await fanOut();
+  return [`## Server (load average at start ${cpus} on this machine)`, '', fan, ready].join('\n');
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) console.log(await run());
