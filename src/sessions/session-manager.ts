@@ -129,6 +129,14 @@ export const DEFAULT_TOKEN_BUDGET = 100_000;
 export const DEFAULT_COMPACTION_THRESHOLD = 0.9;
 /** Least time between two writes of one session's session.json while its events stream. */
 const RECORD_FLUSH_INTERVAL_MS = 200;
+/**
+ * A cached session unused this long, with no write pending, is let go; it is loaded from its log
+ * again when next needed. A long-running server that was asked to show many (or large imported)
+ * sessions would otherwise keep every one of them in memory.
+ */
+const LIVE_SESSION_IDLE_MS = 10 * 60_000;
+/** How often, at most, the cache is swept for such sessions (on use; no timer keeps the process alive). */
+const LIVE_SESSION_SWEEP_MS = 60_000;
 
 interface LiveSession {
   record: SessionRecord;
@@ -174,6 +182,9 @@ export class SessionManager {
     process.emitWarning(`A session event handler threw: ${String(error)}`);
   });
   private readonly live = new Map<string, Promise<LiveSession>>();
+  /** When each cached session was last used (the manager's clock), and when the cache was last swept. */
+  private readonly liveUsedAt = new Map<string, number>();
+  private liveSweptAt = Number.NEGATIVE_INFINITY;
   /** One queue per session: writes to a session happen in call order. */
   private readonly queues = new KeyedQueue();
   /** Per session, appends being made durable, then applied and announced in call order: see `appendEvents`. */
@@ -695,6 +706,9 @@ export class SessionManager {
   /** The cached session: its record and conversation, loaded from the log once. */
   protected liveSession(sessionId: string): Promise<LiveSession> {
     this.assertOpen();
+    const now = this.clock();
+    if (now - this.liveSweptAt >= LIVE_SESSION_SWEEP_MS) this.releaseIdleSessions(now);
+    this.liveUsedAt.set(sessionId, now);
     let pending = this.live.get(sessionId);
     if (!pending) {
       pending = this.loadLive(sessionId);
@@ -702,6 +716,17 @@ export class SessionManager {
       pending.catch(() => this.live.delete(sessionId));
     }
     return pending;
+  }
+
+  /** Drops cached sessions unused for `LIVE_SESSION_IDLE_MS` that have no write queued, being applied, or their record waiting to be written. */
+  private releaseIdleSessions(now: number): void {
+    this.liveSweptAt = now;
+    for (const [id, usedAt] of this.liveUsedAt) {
+      if (now - usedAt < LIVE_SESSION_IDLE_MS) continue;
+      if (this.queues.busy(id) || this.applying.busy(id) || this.dirty.has(id) || this.flushing.has(id)) continue;
+      this.live.delete(id);
+      this.liveUsedAt.delete(id);
+    }
   }
 
   private async loadLive(sessionId: string): Promise<LiveSession> {

@@ -19,6 +19,11 @@ export class KeyedQueue {
     return result;
   }
 
+  /** True while a task for `key` is queued or running. */
+  busy(key: string): boolean {
+    return this.tails.has(key);
+  }
+
   /** Settles once every task queued for `key` so far has finished. */
   idle(key: string): Promise<void> {
     return this.tails.get(key) ?? Promise.resolve();

@@ -269,6 +269,50 @@ describe('SessionManager', () => {
     expect((await inner.getSession(sessionId))?.stats.totalMessages).toBe(100);
   });
 
+  it('lets go of a session unused for ten minutes and loads it from its log when needed again, but never one with a write in flight', async () => {
+    const { store: held, held: appends, hold } = heldStore();
+    const reads = new Map<string, number>();
+    const store = new Proxy(held, {
+      get(target, key) {
+        if (key === 'readLog') {
+          return (sessionId: string, options?: object) => {
+            reads.set(sessionId, (reads.get(sessionId) ?? 0) + 1);
+            return target.readLog(sessionId, options);
+          };
+        }
+        const value = Reflect.get(target, key) as unknown;
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const manager = await open(store);
+    managers.push(manager);
+    const create = async () => (await manager.createSession({ scope: { kind: 'draft', role: 'dev' }, agentType: 'dev' })).sessionId;
+    const [idle, busy, other] = [await create(), await create(), await create()];
+    const message = (id: string): StreamEventDraft => ({
+      type: 'block_complete',
+      conversationId: 'main',
+      block: { type: 'assistant_text', id, content: id, createdAt: 1, completedAt: 1 },
+    });
+    await manager.appendEvents(idle, [message('kept')]);
+    await manager.appendEvents(busy, [message('first')]);
+    hold();
+    const inFlight = manager.appendEvents(busy, [message('in flight')]);
+    await vi.waitFor(() => expect(appends).toHaveLength(1));
+    const readsBefore = { idle: reads.get(idle)!, busy: reads.get(busy)! };
+
+    clockValue += 11 * 60_000;
+    await manager.loadConversation(other);
+    appends[0]!.release();
+    await inFlight;
+
+    // Kept: the write in flight landed in the cached conversation, which was not read again.
+    expect((await manager.loadConversation(busy)).blocks.map((block) => block.id)).toEqual(['first', 'in flight']);
+    expect(reads.get(busy)).toBe(readsBefore.busy);
+    // Let go, and back whole from its log.
+    expect((await manager.loadConversation(idle)).blocks.map((block) => block.id)).toEqual(['kept']);
+    expect(reads.get(idle)).toBe(readsBefore.idle + 1);
+  });
+
   it('rejects calls after close', async () => {
     const manager = await open();
     await manager.close();
