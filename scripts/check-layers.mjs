@@ -14,7 +14,8 @@ const allowed = {
   backends: ['conversation', 'store'],
   sessions: ['conversation', 'store', 'backends'],
   harness: ['conversation', 'store', 'backends', 'sessions'],
-  draft: ['conversation', 'store', 'backends', 'sessions', 'harness'],
+  // The draft service hands the server the wire contract's own shapes (draft status, agents, results).
+  draft: ['conversation', 'store', 'backends', 'sessions', 'harness', 'protocol'],
   protocol: ['conversation'],
   server: ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol'],
   'ui/tui': ['conversation', 'protocol'],

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { UsageSchema } from '../conversation/index.js';
 import { IdSchema } from '../store/index.js';
+import type { AgentInfo, SubmitPromptResultSchema } from '../protocol/index.js';
 
 /**
  * The draft layer's data: seed 000's DraftSession, what `draft.json` and `task.json` hold, and the
@@ -61,15 +62,6 @@ export const RoleInfoSchema = z.object({
   source: z.string(),
 });
 export type RoleInfo = z.infer<typeof RoleInfoSchema>;
-
-/** A role file that could not be used: names the file and the offending field. */
-export const RoleFileErrorSchema = z.object({
-  file: z.string(),
-  /** Dotted path of the field (`permissions.1`), absent when the file as a whole is unreadable. */
-  field: z.string().optional(),
-  message: z.string(),
-});
-export type RoleFileError = z.infer<typeof RoleFileErrorSchema>;
 
 // ---- projects and tasks -----------------------------------------------------------------------
 
@@ -189,36 +181,6 @@ export const DraftSessionSchema = z.object({
 });
 export type DraftSession = z.infer<typeof DraftSessionSchema>;
 
-/** What `get_draft_status` and `/context` show: the DraftSession's identity and metrics, plus what is computed from them. */
-export const DraftStatusSchema = z.object({
-  sessionId: z.string(),
-  role: z.string(),
-  project: z.string(),
-  taskSlug: z.string(),
-  channelId: z.string(),
-  backend: z.string(),
-  model: z.string().optional(),
-  status: z.enum(['active', 'closed']),
-  turnCount: z.number().int().nonnegative(),
-  /** The DraftSession's `cumulativeCostUsd`. */
-  costUsd: z.number().nonnegative(),
-  costUnknown: z.boolean(),
-  lastInputTokens: z.number().nonnegative(),
-  lastOutputTokens: z.number().nonnegative(),
-  contextWindow: z.number().int().nonnegative(),
-  maxOutputTokens: z.number().int().nonnegative(),
-  /** Occupancy of the last request over the window, in percent; null until the window is known. */
-  contextPct: z.number().nonnegative().nullable(),
-  startedAt: IsoDate,
-  /** The DraftSession's `lastActivityAt`. */
-  lastActivity: IsoDate,
-  /** A turn is streaming now. */
-  turnRunning: z.boolean(),
-  /** Workers of this draft that are queued or running. */
-  activeAgents: z.number().int().nonnegative(),
-});
-export type DraftStatus = z.infer<typeof DraftStatusSchema>;
-
 export const DraftSummarySchema = z.object({
   sessionId: z.string(),
   taskSlug: z.string(),
@@ -228,67 +190,16 @@ export const DraftSummarySchema = z.object({
 });
 export type DraftSummary = z.infer<typeof DraftSummarySchema>;
 
-// ---- worker agents ----------------------------------------------------------------------------
+// ---- what the DraftService hands the server ----------------------------------------------------
 
-export const AgentStatusSchema = z.enum(['queued', 'running', 'completed', 'failed', 'killed']);
-export type AgentStatus = z.infer<typeof AgentStatusSchema>;
-
-/** An entry of the agent pool: a drafted agent (registered from draft to undraft) or a worker. */
-export const AgentInfoSchema = z.object({
-  agentId: z.string(),
-  kind: z.enum(['draft', 'worker']),
-  role: z.string(),
-  project: z.string(),
-  taskSlug: z.string().optional(),
-  channelId: z.string().optional(),
-  status: AgentStatusSchema,
-  /** The session whose log holds this agent's blocks; a worker's thread there has `conversationId = agentId`. */
-  sessionId: z.string(),
-  /** Workers: the drafting session that dispatched them. */
-  parentSessionId: z.string().optional(),
-  /** Workers: the task prompt, first line. */
-  prompt: z.string().optional(),
-  startedAt: IsoDate,
-  endedAt: IsoDate.optional(),
-  costUsd: z.number().nonnegative(),
-});
-export type AgentInfo = z.infer<typeof AgentInfoSchema>;
-
-/** What `await_agent` and the autonomous `submit_prompt` answer. */
-export const DispatchResultSchema = z.object({
-  agentId: z.string(),
-  role: z.string(),
-  /** `queued`/`running` only when `await_agent` timed out before the worker finished; call it again. */
-  status: AgentStatusSchema,
-  timedOut: z.boolean(),
-  /** The worker's final answer parsed and validated against the output schema (absent without a schema or on failure). */
-  output: z.unknown().optional(),
-  /** The worker's final text (or the output's `summary`), for people and for the drafting model. */
-  summary: z.string(),
-  usage: UsageSchema,
-  costUsd: z.number().nonnegative(),
-  costUnknown: z.boolean(),
-  durationMs: z.number().nonnegative(),
-  /** Back-end turns used: 1, or 2 after a repair attempt. */
-  attempts: z.number().int().nonnegative(),
-  sessionId: z.string(),
-  conversationId: z.string(),
-  error: z.object({ code: z.string(), message: z.string() }).optional(),
-});
-export type DispatchResult = z.infer<typeof DispatchResultSchema>;
-
+/**
+ * Draft status, agents, dispatch results and role file errors go to clients as they are: they are
+ * the wire contract's own shapes, defined once in the protocol layer.
+ */
+export type { AgentInfo, DispatchResult, DraftStatus, RoleFileError } from '../protocol/index.js';
+export type AgentStatus = AgentInfo['status'];
 /** `submit_prompt`: with an active draft the turn was accepted (it streams); without, the dispatch's result. */
-export const SubmitResultSchema = z.discriminatedUnion('mode', [
-  z.object({
-    mode: z.literal('draft'),
-    accepted: z.literal(true),
-    sessionId: z.string(),
-    /** The `seq` of the stored user message: acknowledged, it survives any crash from here on. */
-    seq: z.number().int().nonnegative(),
-  }),
-  z.object({ mode: z.literal('dispatch'), sessionId: z.string(), result: DispatchResultSchema }),
-]);
-export type SubmitResult = z.infer<typeof SubmitResultSchema>;
+export type SubmitResult = z.infer<typeof SubmitPromptResultSchema>;
 
 // ---- tool inputs (the MCP tools a drafted agent gets) -----------------------------------------
 
