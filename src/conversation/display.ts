@@ -23,3 +23,30 @@ export function oneLine(text: string, max: number): string {
   if (max <= 1) return flat.slice(0, Math.max(0, max));
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
+
+/** `1,234` */
+export function formatCount(value: number): string {
+  return Math.round(value).toLocaleString('en-US');
+}
+
+/** `34%`; a non-zero share under 1% shows as `<1%` so it never looks empty; unknown is `–`. */
+export function formatPercent(value: number | null | undefined): string {
+  if (value === null || value === undefined || !Number.isFinite(value)) return '–';
+  if (value > 0 && value < 0.5) return '<1%';
+  return `${Math.round(value)}%`;
+}
+
+/** Words in a text, for "thought for N words". */
+export function wordCount(text: string): number {
+  return text.trim() === '' ? 0 : text.trim().split(/\s+/).length;
+}
+
+/** A tool's input as `key: value, …` on one line. */
+export function describeInput(input: unknown, max: number): string {
+  if (input === undefined || input === null) return '';
+  if (typeof input !== 'object') return oneLine(String(input), max);
+  const entries = Object.entries(input as Record<string, unknown>).map(
+    ([key, value]) => `${key}: ${typeof value === 'string' ? JSON.stringify(oneLine(value, 60)) : oneLine(JSON.stringify(value) ?? 'null', 60)}`,
+  );
+  return oneLine(entries.join(', '), max);
+}

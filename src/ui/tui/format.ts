@@ -1,25 +1,10 @@
 /** Number, time and text formatting for the terminal UI. Pure. */
-import { formatDuration, oneLine, plural } from '../../conversation/index.js';
+import { describeInput, formatCount, formatDuration, formatPercent, oneLine, plural, wordCount } from '../../conversation/index.js';
 
 /** `$0.23`; a cost with an unpriced turn in it is a lower bound: `$0.23+`. */
 export function formatCost(usd: number, unknown = false): string {
   return `$${usd.toFixed(2)}${unknown ? '+' : ''}`;
 }
-
-/** `1,234` */
-export function formatCount(value: number): string {
-  return Math.round(value).toLocaleString('en-US');
-}
-
-/** `34%`; a non-zero occupancy under 1% shows as `<1%` so it never looks empty. */
-export function formatPercent(value: number | null | undefined): string {
-  if (value === null || value === undefined || !Number.isFinite(value)) return '–';
-  if (value > 0 && value < 0.5) return '<1%';
-  return `${Math.round(value)}%`;
-}
-
-
-
 
 /**
  * Splits text into the rows a terminal of `width` columns shows: word-wrapped like Ink wraps text,
@@ -57,16 +42,6 @@ export function tailRows(text: string, width: number, maxRows: number): { rows: 
   return { rows: rows.slice(rows.length - keep), hidden: rows.length - keep };
 }
 
-/** A tool's input as `key: value, …` on one line. */
-export function describeInput(input: unknown, max: number): string {
-  if (input === undefined || input === null) return '';
-  if (typeof input !== 'object') return oneLine(String(input), max);
-  const entries = Object.entries(input as Record<string, unknown>).map(
-    ([key, value]) => `${key}: ${typeof value === 'string' ? JSON.stringify(oneLine(value, 60)) : oneLine(JSON.stringify(value) ?? 'null', 60)}`,
-  );
-  return oneLine(entries.join(', '), max);
-}
-
 /** A tool result in one short line: its first line, and how many more there are. */
 export function shortResult(content: string, max: number): string {
   const lines = content.trim().split('\n');
@@ -77,9 +52,4 @@ export function shortResult(content: string, max: number): string {
   return `${first} (+${lines.length - 1} lines)`;
 }
 
-/** Words in a text, for "thought for N words". */
-export function wordCount(text: string): number {
-  return text.trim() === '' ? 0 : text.trim().split(/\s+/).length;
-}
-
-export { formatDuration, oneLine, plural };
+export { describeInput, formatCount, formatDuration, formatPercent, oneLine, plural, wordCount };

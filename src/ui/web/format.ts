@@ -1,15 +1,10 @@
 /** Number, time and text formatting for the web UI. Pure: every clock reading is a parameter. */
-import { formatDuration, oneLine, plural } from '../../conversation/index.js';
+import { describeInput, formatCount, formatDuration, formatPercent, oneLine, plural, wordCount } from '../../conversation/index.js';
 
 /** `$12.30`; under a dollar four decimals (`$0.0421`), where a turn's cost lives; a lower bound gets a `+`. */
 export function formatCost(usd: number, unknown = false): string {
   const digits = usd !== 0 && Math.abs(usd) < 1 ? 4 : 2;
   return `$${usd.toFixed(digits)}${unknown ? '+' : ''}`;
-}
-
-/** `1,234` */
-export function formatCount(value: number): string {
-  return Math.round(value).toLocaleString('en-US');
 }
 
 /** `950`, `12.3k`, `1.2M`: token counts in a narrow column. */
@@ -22,13 +17,6 @@ export function formatCompact(value: number): string {
 
 function trimZero(text: string): string {
   return text.endsWith('.0') ? text.slice(0, -2) : text;
-}
-
-/** `34%`; a non-zero share under 1% shows as `<1%` so it never looks empty; unknown is `–`. */
-export function formatPercent(value: number | null | undefined): string {
-  if (value === null || value === undefined || !Number.isFinite(value)) return '–';
-  if (value > 0 && value < 0.5) return '<1%';
-  return `${Math.round(value)}%`;
 }
 
 /** `just now`, `42s ago`, `5 min ago`, `3 h ago`, `2 d ago`; a time in the future reads as now. */
@@ -54,24 +42,6 @@ export function formatTime(at: number | string, options: { utc?: boolean } = {})
   return `${year}-${pad(month)}-${pad(day)} ${pad(hours)}:${pad(minutes)}:${pad(seconds)}`;
 }
 
-
-
-
-/** Words in a text, for "thought for N words". */
-export function wordCount(text: string): number {
-  return text.trim() === '' ? 0 : text.trim().split(/\s+/).length;
-}
-
-/** A tool's input as `key: value, …` on one line (the TUI's format). */
-export function describeInput(input: unknown, max: number): string {
-  if (input === undefined || input === null) return '';
-  if (typeof input !== 'object') return oneLine(String(input), max);
-  const entries = Object.entries(input as Record<string, unknown>).map(
-    ([key, value]) => `${key}: ${typeof value === 'string' ? JSON.stringify(oneLine(value, 60)) : oneLine(JSON.stringify(value) ?? 'null', 60)}`,
-  );
-  return oneLine(entries.join(', '), max);
-}
-
 /** A value as indented JSON for a details pane; text stays text. */
 export function prettyJson(value: unknown): string {
   if (typeof value === 'string') return value;
@@ -82,4 +52,4 @@ export function prettyJson(value: unknown): string {
   }
 }
 
-export { formatDuration, oneLine, plural };
+export { describeInput, formatCount, formatDuration, formatPercent, oneLine, plural, wordCount };
