@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { CHROMIUM_PATH } from '../../helpers/system-part.js';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,7 +11,7 @@ import type { Summarizer } from '../../../src/sessions/index.js';
 import { buildWeb } from '../../../scripts/build-web.mjs';
 
 /** Debian's Chromium (`apt-get install chromium`; .ci/run installs it). */
-export const CHROMIUM = process.env['PARLEY_CHROMIUM'] ?? '/usr/bin/chromium';
+export const CHROMIUM = CHROMIUM_PATH;
 
 /** Flags that keep Chromium off the network: this machine's network is closed (.library/env notes). */
 const CHROMIUM_FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-default-apps'];
@@ -51,9 +51,6 @@ export const SUMMARY = {
  * launches headless Chromium through playwright-core.
  */
 export async function startWebHarness(): Promise<WebHarness> {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`The web UI's end-to-end tests need Chromium at ${CHROMIUM}: \`apt-get install chromium\` (.ci/run does), or set PARLEY_CHROMIUM to another Chromium.`);
-  }
   const root = await mkdtemp(join(tmpdir(), 'parley-web-'));
   const dataDir = join(root, '.parley');
   const webRoot = join(root, 'web');

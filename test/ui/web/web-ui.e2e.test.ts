@@ -4,12 +4,14 @@ import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest'
 import { step } from '../../../src/backends/index.js';
 import type { NotificationParams, ProtocolClient } from '../../../src/protocol/index.js';
 import { importTranscripts } from '../../../src/sessions/index.js';
+import { CHROMIUM, checkSystemPart } from '../../helpers/system-part.js';
 import { SCREENSHOTS, startWebHarness, SUMMARY, type WebHarness } from './web-harness.js';
 
+const chromiumPart = checkSystemPart(CHROMIUM);
 let harness: WebHarness;
 
 beforeAll(async () => {
-  harness = await startWebHarness();
+  if (!chromiumPart.skip) harness = await startWebHarness();
 }, 60_000);
 
 afterAll(async () => {
@@ -49,7 +51,7 @@ async function screenshot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(SCREENSHOTS, name), fullPage: false });
 }
 
-describe('the web UI served by parley serve', () => {
+describe.skipIf(chromiumPart.skip)('the web UI served by parley serve', () => {
   it('without the token shows how to get one and opens no connection; a wrong token is refused', async () => {
     const page = await harness.page();
     const sockets: string[] = [];
