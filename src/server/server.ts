@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -16,6 +16,7 @@ import { Connection, Hub } from './hub.js';
 import { TokenBucket } from './rate-limit.js';
 import { serveStatic } from './static-files.js';
 import { SessionUpdateThrottle } from './update-throttle.js';
+import { prepareDataFolder } from '../store/index.js';
 
 export const SERVER_VERSION = '0.1.0';
 
@@ -84,7 +85,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const rateLimit = options.rateLimit === undefined ? { capacity: 200, perSecond: 100 } : options.rateLimit;
   if (!isLoopback(host)) log('warn', `Listening on ${host}: anyone who can reach this address and has the token can drive your agents. Keep the token secret.`);
 
-  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  await prepareDataFolder(dataDir);
   const token = await loadOrCreateToken(dataDir);
   const summarize = options.summarize === false ? undefined : (options.summarize ?? (options.backendFor ? createBackendSummarizer(options.backendFor()) : undefined));
   // The tokenizer (≈25 ms of CPU) loads once the server listens, not on the way to ready.

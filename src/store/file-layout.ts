@@ -5,6 +5,7 @@ import { join } from 'node:path';
  * so none can leave the data folder.
  *
  * ```
+ * <dataDir>/.gitignore                            `*`: nothing here is committed by accident (see data-folder.ts)
  * <dataDir>/store.lock
  * <dataDir>/tmp/                                  temp files; anything here at open is a crash leftover
  * <dataDir>/sessions/<id>/session.json

@@ -16,6 +16,7 @@ import { FileLayout, checkpointVersionOf } from './file-layout.js';
 import { corruptFile, formatJson, readJsonFile } from './json-file.js';
 import { SessionLog, logHeaderLine } from './jsonl-log.js';
 import { KeyedQueue } from './keyed-queue.js';
+import { prepareDataFolder } from './data-folder.js';
 import { acquireLock, type StoreLock } from './lock.js';
 import {
   AgentDescriptionSchema,
@@ -66,11 +67,7 @@ const ADVICE = {
 export async function createFileStore(options: FileStoreOptions): Promise<SessionStore> {
   const layout = new FileLayout(resolve(options.dataDir));
   const warn = options.onWarning ?? ((warning: StoreWarning) => console.warn(`parley store: ${warning.message}`));
-  try {
-    await ensureDirectory(layout.dataDir);
-  } catch (error) {
-    throw ioError('create the data folder', layout.dataDir, error);
-  }
+  await prepareDataFolder(layout.dataDir);
   const lock = await acquireLock(layout.lockFile, warn);
   try {
     await Promise.all([ensureDirectory(layout.sessionsDir), ensureDirectory(layout.featuresDir), ensureDirectory(layout.tmpDir)]);

@@ -115,6 +115,7 @@ describe('file store', () => {
       await store.putFeature(feature('f1'));
       await store.putTask(task('f1', 't1'));
       expect(await tree(dataDir)).toEqual([
+        '.gitignore',
         'features',
         'features/f1',
         'features/f1/feature.json',

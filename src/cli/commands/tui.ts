@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { appendFile, readFile, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { Command } from 'commander';
 import { ValidationError } from '../../conversation/index.js';
@@ -8,6 +8,7 @@ import type { RunningServer } from '../../server/index.js';
 import type { NoteLine } from '../../ui/tui/index.js';
 import { resolveDataDir } from '../options.js';
 import { resolveServerBackends } from '../server-backends.js';
+import { prepareDataFolder } from '../../store/index.js';
 
 /** The file in the data folder holding this project's TUI channel: the draft belongs to it, so a restarted TUI finds its draft again. */
 export const CHANNEL_FILE = 'tui-channel';
@@ -171,7 +172,7 @@ class ServerHost {
   async log(level: string, message: string): Promise<void> {
     if (level === 'debug') return;
     try {
-      await mkdir(this.dataDir, { recursive: true, mode: 0o700 });
+      await prepareDataFolder(this.dataDir);
       await appendFile(join(this.dataDir, SERVER_LOG_FILE), `${new Date().toISOString()} ${level} ${message}\n`);
     } catch {
       // Logging must never take the TUI down.
@@ -241,7 +242,7 @@ async function stableChannel(dataDir: string): Promise<string> {
     // Not made yet.
   }
   const channel = `tui-${randomUUID()}`;
-  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  await prepareDataFolder(dataDir);
   await writeFile(path, `${channel}\n`, { mode: 0o600 });
   return channel;
 }
