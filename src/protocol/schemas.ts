@@ -156,27 +156,37 @@ export const RoleFileErrorSchema = z.object({
 export type RoleFileError = z.infer<typeof RoleFileErrorSchema>;
 
 /** The channel's draft as `get_draft_status` returns it (seed 000's DraftSession metrics; `/context`). */
+/**
+ * `get_draft_status`'s `session`: seed 000's DraftSession under the seed's own names (sessionId …
+ * maxOutputTokens), beside Parley's (project, backend, model, costUnknown, contextPct, turnRunning,
+ * activeAgents). The `draft_status` notification keeps its own seed names (`costUsd`, `lastActivity`).
+ */
 export const DraftStatusSchema = z.object({
+  // seed 000's DraftSession
   sessionId: z.string(),
   role: z.string(),
-  project: z.string(),
   taskSlug: z.string(),
+  /** The task's folder (`draft.json` lives in it). */
+  taskDir: z.string(),
   channelId: z.string(),
-  backend: z.string(),
-  model: z.string().optional(),
-  status: z.enum(['active', 'closed']),
+  startedAt: IsoDate,
+  lastActivityAt: IsoDate,
   turnCount: z.number().int().nonnegative(),
-  costUsd: z.number().nonnegative(),
-  /** Some turn ran on a model with no known price: `costUsd` is a lower bound. */
-  costUnknown: z.boolean(),
+  status: z.enum(['active', 'closed']),
+  /** US dollars, every turn of the draft so far. */
+  cumulativeCostUsd: z.number().nonnegative(),
   lastInputTokens: z.number().nonnegative(),
   lastOutputTokens: z.number().nonnegative(),
   contextWindow: z.number().int().nonnegative(),
   maxOutputTokens: z.number().int().nonnegative(),
+  // Parley's own
+  project: z.string(),
+  backend: z.string(),
+  model: z.string().optional(),
+  /** Some turn ran on a model with no known price: `cumulativeCostUsd` is a lower bound. */
+  costUnknown: z.boolean(),
   /** `lastInputTokens / contextWindow * 100`; null while the window is unknown. */
   contextPct: z.number().nonnegative().nullable(),
-  startedAt: IsoDate,
-  lastActivity: IsoDate,
   /** A turn is streaming now. */
   turnRunning: z.boolean(),
   /** Workers of this draft that are queued or running. */

@@ -155,8 +155,8 @@ describe.sequential('draft flow on the claude-sdk back end (real SDK and CLI, fa
     const log = await manager.getEvents(sessionId);
     const loggedCost = log.reduce((sum, event) => sum + (event.type === 'metadata_update' ? (event.metadata.costUsd ?? 0) : 0), 0);
     const status = (await service.getDraftStatus({ channelId: 'tui' })).session!;
-    expect(status.costUsd).toBeCloseTo(loggedCost, 10);
-    expect(status.costUsd).toBeGreaterThan(dispatch.costUsd);
+    expect(status.cumulativeCostUsd).toBeCloseTo(loggedCost, 10);
+    expect(status.cumulativeCostUsd).toBeGreaterThan(dispatch.costUsd);
     expect(status).toMatchObject({ turnCount: 1, contextWindow: 200_000, maxOutputTokens: 32_000, lastInputTokens: 1000, lastOutputTokens: 50, contextPct: 0.5, backend: 'claude-sdk' });
     expect(recorder.of('draft_status').at(-1)).toMatchObject({ turnCount: 1, contextPct: 0.5 });
     expect(recorder.of('channel_message').some((message) => message.event.conversationId === agentId)).toBe(true);
@@ -174,6 +174,6 @@ describe.sequential('draft flow on the claude-sdk back end (real SDK and CLI, fa
 
     const summary = await service.undraft({ channelId: 'tui' });
     expect(summary).toMatchObject({ sessionId, turns: 2 });
-    expect(summary.cost).toBeGreaterThan(status.costUsd);
+    expect(summary.cost).toBeGreaterThan(status.cumulativeCostUsd);
   }, 180_000);
 });

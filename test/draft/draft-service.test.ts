@@ -183,7 +183,7 @@ describe('drafts: turns', () => {
     }
     const status = (await service.getDraftStatus({ channelId: 'c' })).session!;
     expect(status.turnCount).toBe(2);
-    expect(status.costUsd).toBeCloseTo(0.03, 10);
+    expect(status.cumulativeCostUsd).toBeCloseTo(0.03, 10);
     // Occupancy of the last request only: input + cache write.
     expect(status.lastInputTokens).toBe(400);
     expect(status.lastOutputTokens).toBe(20);

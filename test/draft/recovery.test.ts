@@ -84,7 +84,7 @@ describe('crash recovery', () => {
     // The acknowledged message is where submit_prompt said it was.
     expect(conversation.blocks[2]!.seq).toBe((acknowledged as { seq: number }).seq);
     const status = (await second.service.getDraftStatus({ channelId: 'tui' })).session!;
-    expect(status).toMatchObject({ sessionId, role: 'dev', turnCount: 2, costUsd: 0.1 });
+    expect(status).toMatchObject({ sessionId, role: 'dev', turnCount: 2, cumulativeCostUsd: 0.1 });
     expect(await draftJson(task.taskDir)).toMatchObject({ status: 'active', turnCount: 2, cumulativeCostUsd: 0.1 });
 
     // The next prompt resumes the same conversation.

@@ -116,7 +116,7 @@ describe('worker agents', () => {
 
     // Their cost rolls up into the draft; turn numbers and occupancy stay the analyst's.
     const status = (await h.service.getDraftStatus({ channelId: 'c' })).session!;
-    expect(status.costUsd).toBeCloseTo(0.06, 10);
+    expect(status.cumulativeCostUsd).toBeCloseTo(0.06, 10);
     expect(status).toMatchObject({ turnCount: 1, lastInputTokens: 1000, lastOutputTokens: 40 });
     expect(h.recorder.of('draft_status').at(-1)!.costUsd).toBeCloseTo(0.06, 10);
 

@@ -434,7 +434,7 @@ export class TuiController {
     } else {
       lines.push({ text: `${label('Compaction')}done by the ${session.backend} back end near the window; shown here when it happens`, tone: 'dim' });
     }
-    lines.push({ text: `${label('Cost')}${formatCost(session.costUsd, session.costUnknown)} cumulative${session.costUnknown ? ' (a model without a known price ran: a lower bound)' : ''}` });
+    lines.push({ text: `${label('Cost')}${formatCost(session.cumulativeCostUsd, session.costUnknown)} cumulative${session.costUnknown ? ' (a model without a known price ran: a lower bound)' : ''}` });
     lines.push({ text: `${label('Turns')}${session.turnCount}` });
     this.note(lines);
   }

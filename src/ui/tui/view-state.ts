@@ -252,7 +252,7 @@ function draftView(status: DraftStatus, previous: DraftView | undefined): DraftV
     backend: status.backend,
     ...(status.model !== undefined ? { model: status.model } : {}),
     turnCount: status.turnCount,
-    costUsd: status.costUsd,
+    costUsd: status.cumulativeCostUsd,
     costUnknown: status.costUnknown,
     contextPct: status.contextPct,
     contextWindow: status.contextWindow,

@@ -99,7 +99,7 @@ export class AppView {
       h('div', { class: 'brand' }, h('span', { class: 'brand-mark' }, '◆'), ' Parley'),
       h('div', { class: 'project muted', title: state.projectRoot ?? '' }, state.projectRoot ?? ''),
       draft
-        ? h('div', { class: 'draft-pill', 'data-testid': 'draft-pill' }, h('span', { class: `dot ${state.turnRunning ? 'busy' : 'live'}` }), `${draft.role} · ${draft.taskSlug} · ${draft.turnCount} turn(s) · $${draft.costUsd.toFixed(4)}`, state.turnRunning ? ' · working…' : '')
+        ? h('div', { class: 'draft-pill', 'data-testid': 'draft-pill' }, h('span', { class: `dot ${state.turnRunning ? 'busy' : 'live'}` }), `${draft.role} · ${draft.taskSlug} · ${draft.turnCount} turn(s) · $${draft.cumulativeCostUsd.toFixed(4)}`, state.turnRunning ? ' · working…' : '')
         : null,
       h('div', { class: `connection state-${state.connection}`, 'data-testid': 'connection', 'data-state': state.connection }, h('span', { class: 'dot' }), CONNECTION_TEXT[state.connection]),
     );

@@ -275,7 +275,7 @@ export function reduce(state: AppState, action: AppAction): AppState {
       return {
         ...state,
         turnRunning: false,
-        draft: { ...draft, turnCount: action.status.turnCount, costUsd: action.status.costUsd, contextPct: action.status.contextPct, lastActivity: action.status.lastActivity, turnRunning: false },
+        draft: { ...draft, turnCount: action.status.turnCount, cumulativeCostUsd: action.status.costUsd, contextPct: action.status.contextPct, lastActivityAt: action.status.lastActivity, turnRunning: false },
       };
     }
     case 'turn_started':

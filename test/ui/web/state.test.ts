@@ -110,7 +110,7 @@ describe('the list, search and the draft', () => {
       backend: 'scripted',
       status: 'active',
       turnCount: 0,
-      costUsd: 0,
+      cumulativeCostUsd: 0,
       costUnknown: false,
       lastInputTokens: 0,
       lastOutputTokens: 0,
@@ -118,7 +118,8 @@ describe('the list, search and the draft', () => {
       maxOutputTokens: 0,
       contextPct: null,
       startedAt: 'x',
-      lastActivity: 'x',
+      lastActivityAt: 'x',
+      taskDir: '/tmp/task',
       turnRunning: false,
       activeAgents: 0,
     };
@@ -129,7 +130,7 @@ describe('the list, search and the draft', () => {
     expect(state.turnRunning).toBe(true);
     state = reduce(state, { type: 'draft_notification', status: { sessionId: 'one', role: 'dev', turnCount: 1, costUsd: 0.5, contextPct: 12, lastActivity: 'y' } });
     expect(state.turnRunning).toBe(false);
-    expect(state.draft).toMatchObject({ turnCount: 1, costUsd: 0.5, contextPct: 12 });
+    expect(state.draft).toMatchObject({ turnCount: 1, cumulativeCostUsd: 0.5, contextPct: 12 });
     expect(reduce(state, { type: 'draft', status: undefined }).draft).toBeUndefined();
   });
 
