@@ -43,7 +43,9 @@ export async function mountSmallTmpfs(sizeKiB: number): Promise<SmallDisk | { un
     fill: () => fillUp(filler),
     free: () => rm(filler, { force: true }),
     dispose: async () => {
-      execFileSync('umount', [dir], { stdio: 'pipe' });
+      // Lazy: a failed test may leave a store open on the disk, and a plain umount would then fail
+      // with EBUSY and leak the mount; -l detaches it now and frees it when the last file closes.
+      execFileSync('umount', ['-l', dir], { stdio: 'pipe' });
       await rm(dir, { recursive: true, force: true });
     },
   };
