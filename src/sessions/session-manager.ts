@@ -129,6 +129,8 @@ export const DEFAULT_TOKEN_BUDGET = 100_000;
 export const DEFAULT_COMPACTION_THRESHOLD = 0.9;
 /** Least time between two writes of one session's session.json while its events stream. */
 const RECORD_FLUSH_INTERVAL_MS = 200;
+/** After failed session.json rewrites (a full disk) the wait doubles, up to this. */
+const RECORD_RETRY_MAX_MS = 5_000;
 /**
  * A cached session unused this long, with no write pending, is let go; it is loaded from its log
  * again when next needed. A long-running server that was asked to show many (or large imported)
@@ -647,6 +649,8 @@ export class SessionManager {
   private readonly flushPauses = new Map<string, () => void>();
   /** When each session's record was last written (performance.now()). */
   private readonly recordWrittenAt = new Map<string, number>();
+  /** Failed session.json rewrites in a row, per session. */
+  private readonly recordFlushFailures = new Map<string, number>();
 
   /**
    * session.json is a cache of what the log implies (stats, metrics, activity). It is rewritten
@@ -658,23 +662,37 @@ export class SessionManager {
     const flush = (async () => {
       while (this.dirty.has(sessionId)) {
         // While events stream, rewriting it on every append would compete with the log's own fsyncs.
-        const wait = (this.recordWrittenAt.get(sessionId) ?? Number.NEGATIVE_INFINITY) + RECORD_FLUSH_INTERVAL_MS - performance.now();
-        if (wait > 0 && !this.closed) await this.pauseRecordFlush(sessionId, wait);
+        const failures = this.recordFlushFailures.get(sessionId) ?? 0;
+        const interval = Math.min(RECORD_FLUSH_INTERVAL_MS * 2 ** failures, RECORD_RETRY_MAX_MS);
+        const wait = (this.recordWrittenAt.get(sessionId) ?? Number.NEGATIVE_INFINITY) + interval - performance.now();
+        if (wait > 0 && !this.closed) await this.pauseRecordFlush(sessionId, wait, failures > 0);
         this.dirty.delete(sessionId);
         const record = live.record;
         this.recordWrittenAt.set(sessionId, performance.now());
         try {
           await this.store.updateSession(sessionId, () => record);
+          this.recordFlushFailures.delete(sessionId);
         } catch (error) {
-          this.reportWarning({ code: 'UNREADABLE_SESSION', sessionId, message: `Could not update session.json: ${String(error)}` });
+          // Retried until written (at close, once more): the log holds every event meanwhile, and wins on load.
+          this.recordFlushFailures.set(sessionId, failures + 1);
+          if (!this.closed) this.dirty.add(sessionId);
+          if (failures === 0 || this.closed) {
+            this.reportWarning({
+              code: 'SESSION_RECORD_NOT_SAVED',
+              sessionId,
+              message:
+                `Could not rewrite session.json of "${sessionId}": ${error instanceof Error ? error.message : String(error)} ` +
+                `Nothing is lost: the log holds every event and wins on load. ${this.closed ? 'The manager is closed; it is rebuilt from the log on the next load.' : 'Retrying until it is written.'}`,
+            });
+          }
         }
       }
     })().finally(() => this.flushing.delete(sessionId));
     this.flushing.set(sessionId, flush);
   }
 
-  /** Waits out the interval, or until `close` needs the record written now. */
-  private pauseRecordFlush(sessionId: string, ms: number): Promise<void> {
+  /** Waits out the interval, or until `close` needs the record written now. A retry's wait does not keep the process alive. */
+  private pauseRecordFlush(sessionId: string, ms: number, retrying: boolean): Promise<void> {
     return new Promise((resolve) => {
       const wake = (): void => {
         clearTimeout(timer);
@@ -682,6 +700,7 @@ export class SessionManager {
         resolve();
       };
       const timer = setTimeout(wake, ms);
+      if (retrying) timer.unref();
       this.flushPauses.set(sessionId, wake);
     });
   }
@@ -698,8 +717,16 @@ export class SessionManager {
       // Appends issued before this update are applied first, so it sees (and keeps) their effect.
       await this.applying.idle(id);
       const live = await this.liveSession(id);
-      live.record = update(live.record);
-      return this.store.updateSession(id, () => live.record);
+      const previous = live.record;
+      const next = update(previous);
+      live.record = next;
+      try {
+        return await this.store.updateSession(id, () => next);
+      } catch (error) {
+        // The caller is told it failed (a full disk), so the cached record must not keep the change.
+        if (live.record === next) live.record = previous;
+        throw error;
+      }
     });
   }
 

@@ -37,38 +37,48 @@ export async function syncDirectory(path: string): Promise<void> {
   }
 }
 
-/** Replaces `target` atomically with `content`. */
-export async function replaceFile(tmpDir: string, target: string, content: string): Promise<void> {
+/**
+ * Replaces `target` atomically with `content`. On failure (a full disk included) `target` is left
+ * as it was and the temp file is removed; `sessionId` names the session in the error.
+ */
+export async function replaceFile(tmpDir: string, target: string, content: string, sessionId?: string): Promise<void> {
   const temp = tempPath(tmpDir, target);
   try {
     await writeDurably(temp, content);
     await fs.rename(temp, target);
   } catch (error) {
     await fs.rm(temp, { force: true });
-    throw ioError('write', target, error);
+    throw ioError('write', target, error, sessionId);
   }
   await syncDirectory(dirname(target)).catch((error: unknown) => {
-    throw ioError('sync the folder of', target, error);
+    throw ioError('sync the folder of', target, error, sessionId);
   });
 }
 
 /**
  * Creates `target` with `content`, refusing to overwrite an existing file (`link` fails with
  * EEXIST where `rename` would replace): for files that must never be overwritten, like checkpoints.
- * Returns false when the file already exists.
+ * Returns false when the file already exists. On failure nothing is left behind: no temp file, and
+ * no `target` either when the folder could not be synced after the link (a rejected write must not
+ * leave a file that may or may not survive a crash).
  */
-export async function createFileOnce(tmpDir: string, target: string, content: string): Promise<boolean> {
+export async function createFileOnce(tmpDir: string, target: string, content: string, sessionId?: string): Promise<boolean> {
   const temp = tempPath(tmpDir, target);
   try {
     await writeDurably(temp, content);
     await fs.link(temp, target);
   } catch (error) {
     if (isErrno(error, 'EEXIST')) return false;
-    throw ioError('write', target, error);
+    throw ioError('write', target, error, sessionId);
   } finally {
     await fs.rm(temp, { force: true });
   }
-  await syncDirectory(dirname(target));
+  try {
+    await syncDirectory(dirname(target));
+  } catch (error) {
+    await fs.rm(target, { force: true });
+    throw ioError('sync the folder of', target, error, sessionId);
+  }
   return true;
 }
 
@@ -94,12 +104,30 @@ export function isErrno(error: unknown, code: string): boolean {
   return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === code;
 }
 
-export function ioError(action: string, path: string, cause: unknown): StoreError {
+/** Disk-space errors: no space left on the device, or the user's quota is used up. */
+const DISK_FULL_ERRNOS = new Set(['ENOSPC', 'EDQUOT']);
+
+/**
+ * A failed file operation as a typed StoreError: DISK_FULL when space ran out, STORE_IO otherwise.
+ * `data` names the file, the session when known, and the system's errno code.
+ */
+export function ioError(action: string, path: string, cause: unknown, sessionId?: string): StoreError {
   if (cause instanceof StoreError) return cause;
+  const errno = typeof cause === 'object' && cause !== null ? (cause as { code?: unknown }).code : undefined;
+  const data = { file: path, ...(sessionId === undefined ? {} : { sessionId }), ...(typeof errno === 'string' ? { errno } : {}) };
+  const subject = sessionId === undefined ? path : `${path} (session "${sessionId}")`;
+  if (typeof errno === 'string' && DISK_FULL_ERRNOS.has(errno)) {
+    return new StoreError(
+      'DISK_FULL',
+      `Could not ${action} ${subject}: the disk is full (${errno}). This write was not saved; everything saved before it is intact. ` +
+        `Free space on the disk that holds ${dirname(path)}, then try again.`,
+      { fault: 'system', data, cause },
+    );
+  }
   const reason = cause instanceof Error ? cause.message : String(cause);
-  return new StoreError('STORE_IO', `Could not ${action} ${path}: ${reason}. Check that the disk has space and the folder is writable.`, {
+  return new StoreError('STORE_IO', `Could not ${action} ${subject}: ${reason}. Check that the disk has space and the folder is writable.`, {
     fault: 'system',
-    data: { file: path },
+    data,
     cause,
   });
 }

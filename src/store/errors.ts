@@ -9,7 +9,9 @@ export type StoreErrorCode =
   | 'UNSUPPORTED_FORMAT_VERSION'
   | 'STORE_LOCKED'
   | 'STORE_CLOSED'
-  | 'STORE_IO';
+  | 'STORE_IO'
+  /** A write failed for want of space (ENOSPC, or EDQUOT: the user's disk quota); nothing acknowledged is lost. */
+  | 'DISK_FULL';
 
 export class StoreError extends ParleyError {
   declare readonly code: StoreErrorCode;

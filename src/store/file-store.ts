@@ -214,7 +214,7 @@ class FileStore implements SessionStore {
             data: { sessionId: id, newSessionId: next.sessionId },
           });
         }
-        await replaceFile(this.layout.tmpDir, this.layout.sessionFile(id), formatJson(next));
+        await replaceFile(this.layout.tmpDir, this.layout.sessionFile(id), formatJson(next), id);
         this.records.set(next);
         return this.records.copy(id)!;
       });
@@ -334,10 +334,16 @@ class FileStore implements SessionStore {
       return this.queue.run(id, async () => {
         const version = (await this.newestCheckpointVersion(id)) + 1;
         const checkpoint = checkRecord(CheckpointSchema, { ...input, formatVersion: FORMAT_VERSION, sessionId: id, version }, 'checkpoint');
-        await ensureDirectory(this.layout.checkpointsDir(id));
         const path = this.layout.checkpointFile(id, version);
-        if (!(await createFileOnce(this.layout.tmpDir, path, formatJson(checkpoint)))) {
-          throw ioError('write', path, new Error('a checkpoint with this version already exists and is never overwritten'));
+        try {
+          await ensureDirectory(this.layout.checkpointsDir(id));
+          if (!(await createFileOnce(this.layout.tmpDir, path, formatJson(checkpoint), id))) {
+            throw ioError('write', path, new Error('a checkpoint with this version already exists and is never overwritten'), id);
+          }
+        } catch (error) {
+          // The folder is read again next time rather than trusting a count a failed write may have left behind.
+          this.newestCheckpoint.delete(id);
+          throw ioError('write', path, error, id);
         }
         this.newestCheckpoint.set(id, version);
         return structuredClone(checkpoint);

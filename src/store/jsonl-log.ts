@@ -1,4 +1,4 @@
-import { closeSync, fdatasyncSync, ftruncateSync, openSync, promises as fs, writeSync } from 'node:fs';
+import { closeSync, fdatasyncSync, fstatSync, ftruncateSync, openSync, promises as fs, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ValidationError, type StreamEvent, type StreamEventDraft } from '../conversation/index.js';
 import { isErrno, ioError, syncDirectory, writeDurably } from './atomic-file.js';
@@ -47,8 +47,12 @@ export class SessionLog {
   private scheduled = false;
   private releaseAfterFlush = false;
   private closed = false;
-  /** Set when a failed write could not be undone; the log refuses appends until the store reopens. */
-  private broken: StoreError | undefined;
+  /**
+   * Set when the file may hold bytes past `size` that were never acknowledged (a failed write whose
+   * undo failed too, or a torn tail that could not be set aside at open): they are cut off before
+   * the next write, and that write is refused while the cut fails.
+   */
+  private needsRepair = false;
 
   private constructor(
     readonly path: string,
@@ -74,32 +78,38 @@ export class SessionLog {
       throw corruptFile(path, problem, 'Restore log.jsonl from a backup; without it the session has no history.', error);
     }
     const scan = scanLog(content, path, sessionId);
+    let needsRepair = false;
     if (scan.tornFrom < content.length) {
       const tornPath = `${path}.torn-${new Date().toISOString().replace(/[:.]/g, '-')}`;
       const torn = content.subarray(scan.tornFrom);
       try {
-        await writeDurably(tornPath, torn, 'w');
-        await syncDirectory(dirname(path));
-        const handle = await fs.open(path, 'r+');
-        try {
-          await handle.truncate(scan.tornFrom);
-          await handle.sync();
-        } finally {
-          await handle.close();
-        }
+        await setTornTailAside(path, tornPath, torn, scan.tornFrom);
+        warn({
+          code: 'TORN_LOG_TAIL',
+          sessionId,
+          file: tornPath,
+          message:
+            `The last line of ${path} was incomplete (${torn.length} bytes, left by a crash in the middle of a write). ` +
+            `It was moved to ${tornPath} and the log now ends at seq ${scan.offsets.length - 1}. It had never been acknowledged, so nothing saved was lost.`,
+        });
       } catch (error) {
-        throw ioError('set aside the torn last line of', path, error);
+        // A full disk must not keep the session from loading: the torn bytes (never acknowledged)
+        // are left in place, ignored by reads, and cut off before the next append writes.
+        needsRepair = true;
+        warn({
+          code: 'TORN_LOG_TAIL',
+          sessionId,
+          file: path,
+          message:
+            `The last line of ${path} is incomplete (${torn.length} bytes, left by a crash or a failed write) and could not be set aside: ` +
+            `${ioError('copy the torn tail of', path, error, sessionId).message} The session loads without it (the log ends at seq ${scan.offsets.length - 1}); ` +
+            'it had never been acknowledged, and it is cut off before the next append.',
+        });
       }
-      warn({
-        code: 'TORN_LOG_TAIL',
-        sessionId,
-        file: tornPath,
-        message:
-          `The last line of ${path} was incomplete (${torn.length} bytes, left by a crash in the middle of a write). ` +
-          `It was moved to ${tornPath} and the log now ends at seq ${scan.offsets.length - 1}. It had never been acknowledged, so nothing saved was lost.`,
-      });
     }
-    return new SessionLog(path, sessionId, scan.offsets, scan.tornFrom);
+    const log = new SessionLog(path, sessionId, scan.offsets, scan.tornFrom);
+    log.needsRepair = needsRepair;
+    return log;
   }
 
   /** The newest `seq`, -1 when the log is empty. */
@@ -144,9 +154,14 @@ export class SessionLog {
   private flushPending(): void {
     const batch = this.pending;
     this.pending = [];
-    if (this.broken !== undefined) {
-      for (const item of batch) item.reject(this.broken);
-      return;
+    if (this.needsRepair) {
+      try {
+        this.cutBackToDurable();
+      } catch (error) {
+        const failure = this.repairFailure(error);
+        for (const item of batch) item.reject(failure);
+        return;
+      }
     }
     const now = Date.now();
     let seq = this.offsets.length;
@@ -186,8 +201,12 @@ export class SessionLog {
         writeAll(this.fd, encoded.subarray(0, length));
         fdatasyncSync(this.fd);
       } catch (error) {
-        this.undoPartialWrite(error);
-        const failure = ioError('append to', this.path, error);
+        const failure = ioError('append to', this.path, error, this.sessionId);
+        try {
+          this.cutBackToDurable();
+        } catch {
+          // Retried before the next write; until it succeeds, appends are refused (repairFailure).
+        }
         for (const { item } of accepted) item.reject(failure);
         return;
       } finally {
@@ -199,16 +218,51 @@ export class SessionLog {
     for (const { item, events } of accepted) item.resolve(events);
   }
 
-  /** Cuts a failed write back to the last durable line, so a later append cannot land after garbage. */
-  private undoPartialWrite(cause: unknown): void {
-    try {
-      if (this.fd !== undefined) {
-        ftruncateSync(this.fd, this.size);
-        fdatasyncSync(this.fd);
+  /**
+   * Undoes a failed write: the file is cut back to `size`, the end of the last acknowledged line,
+   * so no partial line stays in the middle of the log and no rejected event comes back at the next
+   * open. Used after a failed write (ENOSPC leaves a partial batch) and after a failed fdatasync.
+   *
+   * Why a fresh descriptor and a truncate, not a second fdatasync: after a failed fsync, Linux may
+   * have dropped the dirty pages or marked them clean, and reports the error once per open file, so
+   * a retried fdatasync on the same descriptor can succeed while the bytes never reached the disk
+   * (the "fsyncgate" lesson PostgreSQL learned). What the page cache holds past `size` is unknown,
+   * so it is thrown away: `size` is the only offset known to be durable. The old descriptor is
+   * closed (its error state is spent), a new one truncates and fdatasyncs, which makes the new
+   * length durable, and fstat confirms it. Any step failing throws, and `needsRepair` stays set.
+   */
+  private cutBackToDurable(): void {
+    this.needsRepair = true;
+    if (this.fd !== undefined) {
+      const stale = this.fd;
+      this.fd = undefined;
+      try {
+        closeSync(stale);
+      } catch {
+        // close can report the same write error again; the descriptor is released either way.
       }
-    } catch {
-      this.broken = ioError('repair after a failed write', this.path, cause);
     }
+    const fd = openSync(this.path, 'a');
+    try {
+      ftruncateSync(fd, this.size);
+      fdatasyncSync(fd);
+      const length = fstatSync(fd).size;
+      if (length !== this.size) throw new Error(`the file is ${length} bytes after truncating it to ${this.size}`);
+    } catch (error) {
+      closeSync(fd);
+      throw error;
+    }
+    this.fd = fd;
+    this.needsRepair = false;
+  }
+
+  private repairFailure(cause: unknown): StoreError {
+    const failure = ioError('cut back to its last saved line', this.path, cause, this.sessionId);
+    return new StoreError(
+      failure.code,
+      `${failure.message} An earlier write to this log failed and its partial data could not be removed, so appends are refused until it can (each append retries).`,
+      { fault: 'system', data: failure.data, cause },
+    );
   }
 
   /** Events in `seq` order within the window; reads only the bytes of that window. */
@@ -256,6 +310,25 @@ export class SessionLog {
     while (this.scheduled) await new Promise((resolve) => setImmediate(resolve));
     this.closed = true;
     this.releaseHandle();
+  }
+}
+
+/** Copies the torn tail to `tornPath` durably, then truncates the log to `tornFrom`. */
+async function setTornTailAside(path: string, tornPath: string, torn: Buffer, tornFrom: number): Promise<void> {
+  try {
+    await writeDurably(tornPath, torn, 'w');
+    await syncDirectory(dirname(path));
+  } catch (error) {
+    // A partial copy (a full disk) is no copy: the torn bytes stay in the log instead.
+    await fs.rm(tornPath, { force: true }).catch(() => undefined);
+    throw error;
+  }
+  const handle = await fs.open(path, 'r+');
+  try {
+    await handle.truncate(tornFrom);
+    await handle.sync();
+  } finally {
+    await handle.close();
   }
 }
 

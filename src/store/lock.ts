@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { StoreError } from './errors.js';
 import { FORMAT_VERSION } from './records.js';
 import type { StoreWarning } from './session-store.js';
-import { isErrno, syncDirectory, writeDurably } from './atomic-file.js';
+import { ioError, isErrno, syncDirectory, writeDurably } from './atomic-file.js';
 
 /** `store.lock`: who holds the data folder for writing. */
 const LockOwnerSchema = z.object({
@@ -65,10 +65,8 @@ async function tryCreate(path: string, owner: LockOwner): Promise<boolean> {
   } catch (error) {
     // ENOENT: the holder removed our temp file as a leftover between our write and our link.
     if (isErrno(error, 'EEXIST') || isErrno(error, 'ENOENT')) return false;
-    throw new StoreError('STORE_IO', `Could not create the lock file ${path}: ${String(error)}. Check that the data folder is writable.`, {
-      data: { file: path },
-      cause: error,
-    });
+    // DISK_FULL on a full disk (a new file needs space even to open the data folder), STORE_IO otherwise.
+    throw ioError('create the lock file', path, error);
   } finally {
     await fs.rm(temp, { force: true });
   }
