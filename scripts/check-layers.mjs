@@ -1,6 +1,10 @@
 #!/usr/bin/env node
 // Fails when a module imports a layer above its own (ARCHITECTURE.md, "Layers"), reaches into
-// another layer past its index.ts, or when runtime imports form a cycle.
+// another layer past its index.ts, or when static imports form a cycle, between layers or between
+// files inside one layer. Type-only imports count: `import type` is erased at run time, but a
+// cycle through one still ties the modules into one unit (a contract importing its implementer's
+// types, as registry <-> config <-> registrations did in src/backends/), which STYLE.md practice 1
+// forbids. Only dynamic `import()` is left out: it is how optional SDKs load on first use.
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import ts from 'typescript';
@@ -47,26 +51,27 @@ function resolveImport(from, specifier) {
   return undefined;
 }
 
-/** Imports of a file, with whether each is type-only (type-only imports cannot form runtime cycles). */
+/** Imports of a file, with whether each is a dynamic `import()` (lazy: it counts for layering, not for cycles). */
 function importsOf(file) {
   const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
   const found = [];
   const visit = (node) => {
     if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
-      const typeOnly = ts.isImportDeclaration(node)
-        ? Boolean(node.importClause?.isTypeOnly) ||
-          Boolean(node.importClause && !node.importClause.name && node.importClause.namedBindings && ts.isNamedImports(node.importClause.namedBindings) && node.importClause.namedBindings.elements.length > 0 && node.importClause.namedBindings.elements.every((element) => element.isTypeOnly))
-        : node.isTypeOnly;
-      found.push({ specifier: node.moduleSpecifier.text, typeOnly });
+      found.push({ specifier: node.moduleSpecifier.text, dynamic: false });
     } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] && ts.isStringLiteral(node.arguments[0])) {
-      // Dynamic imports are lazy: they count for layering, not for cycles.
-      found.push({ specifier: node.arguments[0].text, typeOnly: true });
+      found.push({ specifier: node.arguments[0].text, dynamic: true });
     }
     ts.forEachChild(node, visit);
   };
   visit(source);
   return found;
 }
+
+/**
+ * Cycles known and accepted, each as its files relative to the root, sorted and joined by `|`,
+ * with a comment saying why. Empty: src/ has none. Add one only with a reason and an issue to remove it.
+ */
+const allowedCycles = new Set([]);
 
 const files = walk(root);
 const problems = [];
@@ -75,7 +80,7 @@ const graph = new Map();
 for (const file of files) {
   const layer = layerOf(file);
   const edges = [];
-  for (const { specifier, typeOnly } of importsOf(file)) {
+  for (const { specifier, dynamic } of importsOf(file)) {
     if (!specifier.startsWith('.')) continue;
     const target = resolveImport(file, specifier);
     if (!target) { problems.push(`${relative(root, file)}: cannot resolve import '${specifier}'`); continue; }
@@ -92,12 +97,12 @@ for (const file of files) {
         problems.push(`${relative(root, file)}: imports '${specifier}' past the public face of layer '${targetLayer}' (import its index.ts)`);
       }
     }
-    if (!typeOnly) edges.push(target);
+    if (!dynamic) edges.push(target);
   }
   graph.set(file, edges);
 }
 
-// Cycle detection over runtime imports (Tarjan-free DFS with colours).
+// Cycle detection over static imports (DFS with colours); each cycle is reported once, as a path.
 const colour = new Map();
 const stack = [];
 const reported = new Set();
@@ -107,8 +112,8 @@ function dfs(node) {
   for (const next of graph.get(node) ?? []) {
     if (colour.get(next) === 'grey') {
       const cycle = stack.slice(stack.indexOf(next)).concat(next).map((file) => relative(root, file));
-      const key = [...cycle].sort().join('|');
-      if (!reported.has(key)) { reported.add(key); problems.push(`import cycle: ${cycle.join(' -> ')}`); }
+      const key = [...new Set(cycle)].sort().join('|');
+      if (!reported.has(key) && !allowedCycles.has(key)) { reported.add(key); problems.push(`import cycle: ${cycle.join(' -> ')}`); }
     } else if (!colour.has(next)) dfs(next);
   }
   stack.pop();

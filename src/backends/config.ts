@@ -3,7 +3,8 @@ import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { describeIssues, ParleyError } from '../conversation/index.js';
 import { ModelPricingSchema, type ModelInfo } from './agent-backend.js';
-import { getBackendRegistration, listBackendRegistrations, UnknownBackendError, type BackendSettings } from './registry.js';
+import type { BackendSettings } from './backend-registration.js';
+import { getBackendRegistration, listBackendRegistrations, UnknownBackendError } from './registry.js';
 
 /**
  * Configuration of back ends, the way users already configure each client:

@@ -9,6 +9,10 @@ export * from './openai-compatible/index.js';
 export * from './anthropic-api/index.js';
 export * from './gemini-cli/index.js';
 export * from './claude-sdk/index.js';
+export * from './backend-registration.js';
 export * from './registry.js';
 export * from './config.js';
+export * from './create-backend.js';
+// Registers the built-in back ends (a side effect: the registry imports none of them).
+import './builtin-backends.js';
 export * from './transcripts/index.js';

@@ -56,7 +56,7 @@ describe('check-layers', () => {
     expect(result.output).toContain('past the public face');
   });
 
-  it('fails when runtime imports form a cycle, but not for type-only imports', async () => {
+  it('fails when runtime imports form a cycle', async () => {
     const cyclic = await tree({
       'sessions/index.ts': "export * from './a.js';\n",
       'sessions/a.ts': "import { b } from './b.js';\nexport const a = () => b;\n",
@@ -65,11 +65,30 @@ describe('check-layers', () => {
     const result = await check(cyclic);
     expect(result.ok).toBe(false);
     expect(result.output).toContain('import cycle');
-    const typeOnly = await tree({
-      'sessions/index.ts': "export * from './a.js';\n",
-      'sessions/a.ts': "import type { B } from './b.js';\nexport type A = { b?: B };\nexport const a = 1;\n",
-      'sessions/b.ts': "import { a } from './a.js';\nexport type B = { a: typeof a };\n",
+  });
+
+  it('fails on a cycle between files inside a layer closed by a type-only import, naming its path', async () => {
+    // The shape src/backends/ had: the registry imports a registration, which imports the registry's types.
+    const root = await tree({
+      'backends/index.ts': "export * from './registry.js';\n",
+      'backends/registry.ts': "import { scripted } from './scripted/registration.js';\nexport interface Registration { name: string }\nexport const all = [scripted];\n",
+      'backends/scripted/registration.ts': "import type { Registration } from '../registry.js';\nexport const scripted: Registration = { name: 'scripted' };\n",
     });
-    expect((await check(typeOnly)).ok).toBe(true);
+    const result = await check(root);
+    expect(result.ok).toBe(false);
+    expect(result.output).toContain('import cycle: backends/registry.ts -> backends/scripted/registration.ts -> backends/registry.ts');
+  });
+
+  it('passes when the shared types live in a contract module both sides import, and for dynamic imports', async () => {
+    const root = await tree({
+      'backends/index.ts': "export * from './registry.js';\n",
+      'backends/contract.ts': 'export interface Registration { name: string }\n',
+      'backends/registry.ts': "import type { Registration } from './contract.js';\nimport { scripted } from './scripted/registration.js';\nexport const all: Registration[] = [scripted];\nexport const load = () => import('./lazy.js');\n",
+      'backends/scripted/registration.ts': "import type { Registration } from '../contract.js';\nexport const scripted: Registration = { name: 'scripted' };\n",
+      'backends/lazy.ts': "import { all } from './registry.js';\nexport const count = () => all.length;\n",
+    });
+    const result = await check(root);
+    expect(result.output).not.toContain('import cycle');
+    expect(result.ok).toBe(true);
   });
 });

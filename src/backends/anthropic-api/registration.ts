@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { BackendRegistration } from '../registry.js';
+import type { BackendRegistration } from '../backend-registration.js';
 import { ANTHROPIC_API_BACKEND_NAME, ANTHROPIC_API_DEFAULT_MODEL, createAnthropicApiBackend } from './anthropic-api-backend.js';
 
 const OptionsSchema = z
