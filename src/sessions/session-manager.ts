@@ -38,9 +38,8 @@ import { RecordFlusher } from './record-flusher.js';
 import type { BuiltRequest } from './request-builder.js';
 import { checkBudget, RequestLayer, type PreviewedRequest, type RalphLoopPatch, type RequestOptions } from './session-requests.js';
 import type { Summarizer } from './summarizer.js';
-import { checkSessionId, GetOrCreateSessionOptionsSchema, scopedSessionId, type GetOrCreateSessionOptions } from './session-ids.js';
+import { checkSessionId, type GetOrCreateSessionOptions } from './session-ids.js';
 import {
-  CreateSessionOptionsSchema,
   DEFAULT_COMPACTION_THRESHOLD,
   DEFAULT_TOKEN_BUDGET,
   type CreateSessionOptions,
@@ -49,7 +48,8 @@ import {
   type SessionUpdateAction,
 } from './session-manager-types.js';
 import { readEvents, recentMessages, runtimeSession } from './session-reads.js';
-import { assertWritable, linkScope, newSessionRecord, notFound } from './session-records.js';
+import { assertWritable, notFound } from './session-checks.js';
+import { linkScope, scopedSessionOptions, SessionCreator } from './session-creation.js';
 import { SessionWriteQueues } from './session-writes.js';
 import { TypedEmitter } from './typed-emitter.js';
 
@@ -105,7 +105,13 @@ export class SessionManager {
     load: async (sessionId) => loadLiveSession(this.store, sessionId, await this.requireSession(sessionId)),
     busy: (sessionId) => this.writes.busy(sessionId) || this.flusher.pending(sessionId),
   });
-  private readonly creating = new Map<string, Promise<SessionRecord>>();
+  /** New sessions, each created once (session-creation.ts). */
+  private readonly creator = new SessionCreator({
+    read: (sessionId) => this.store.getSession(sessionId),
+    write: (record) => this.store.createSession(record),
+    clock: () => this.clock(),
+    onCreated: (session) => this.emit('session:updated', { sessionId: session.sessionId, action: 'created', session }),
+  });
   private closed = false;
   /** Request building, compaction and calibration (session-requests.ts). */
   private readonly requests: RequestLayer;
@@ -162,23 +168,10 @@ export class SessionManager {
   /** Seed 003: the session for a feature or a task state; the same call returns the same session, across restarts. */
   async getOrCreateSession(options: GetOrCreateSessionOptions): Promise<SessionRecord> {
     this.assertOpen();
-    const parsed = GetOrCreateSessionOptionsSchema.safeParse(options);
-    if (!parsed.success) {
-      throw new SessionError('INVALID_INPUT', `getOrCreateSession: ${describeIssues(parsed.error.issues)}.`, { fault: 'user' });
-    }
-    const scope = parsed.data;
-    const sessionId = scopedSessionId(scope);
-    const existing = await this.store.getSession(sessionId);
+    const create = scopedSessionOptions(options);
+    const existing = await this.store.getSession(create.sessionId);
     if (existing) return existing;
-    const session = await this.createSession({
-      sessionId,
-      agentType: scope.agentType,
-      ...(scope.backend ? { backend: scope.backend } : {}),
-      scope:
-        scope.type === 'feature'
-          ? { kind: 'feature', featureId: scope.featureId }
-          : { kind: 'task', featureId: scope.featureId, taskId: scope.taskId, taskState: scope.taskState },
-    });
+    const session = await this.createSession(create);
     await linkScope(this.store, session, this.clock());
     return session;
   }
@@ -186,27 +179,7 @@ export class SessionManager {
   /** Creates a session with the given id, or a random UUID (drafts, workflow agents). Concurrent calls for one id create it once. */
   async createSession(options: CreateSessionOptions): Promise<SessionRecord> {
     this.assertOpen();
-    const parsed = CreateSessionOptionsSchema.safeParse(options);
-    if (!parsed.success) {
-      throw new SessionError('INVALID_INPUT', `createSession: ${describeIssues(parsed.error.issues)}.`, { fault: 'user' });
-    }
-    const input = parsed.data;
-    const sessionId = input.sessionId === undefined ? randomUUID() : checkSessionId(input.sessionId);
-    const pending = this.creating.get(sessionId);
-    if (pending) return pending;
-    const creation = (async () => {
-      const existing = await this.store.getSession(sessionId);
-      if (existing) return existing;
-      const created = await this.store.createSession(newSessionRecord(input, sessionId, this.clock()));
-      this.emit('session:updated', { sessionId, action: 'created', session: created });
-      return created;
-    })();
-    this.creating.set(sessionId, creation);
-    try {
-      return await creation;
-    } finally {
-      this.creating.delete(sessionId);
-    }
+    return this.creator.create(options);
   }
 
   /** The session's metadata; SESSION_NOT_FOUND when there is none. */
