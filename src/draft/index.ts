@@ -2,7 +2,8 @@
 export * from './types.js';
 export * from './errors.js';
 export * from './contract.js';
-export { createDraftService, DEFAULT_DISPATCH_OUTPUT_SCHEMA } from './draft-service.js';
+export { createDraftService } from './draft-service.js';
+export { DEFAULT_DISPATCH_OUTPUT_SCHEMA } from './draft-dispatch.js';
 export { BUILTIN_ROLES, loadRoles, parseRoleFile, type LoadedRoles } from './roles.js';
 export { ProjectCatalog, slugify, type ProjectLocation } from './projects.js';
 export { AgentPool, WorkerSlots } from './pool.js';

@@ -1,10 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
 import {
-  applyEvents,
   blockToMessage,
   describeIssues,
-  emptyConversation,
   estimateTokens,
   loadTokenizer,
   MAIN_CONVERSATION,
@@ -22,128 +19,39 @@ import {
 } from '../conversation/index.js';
 import {
   createFileStore,
-  FORMAT_VERSION,
-  KeyedQueue,
   SessionFilterSchema,
-  SessionScopeSchema,
   SessionSettingsSchema,
   type Checkpoint,
   type NativeSessionRef,
   type SessionFilter,
   type SessionRecord,
-  type SessionScope,
   type SessionSettings,
   type SessionStats,
   type SessionStore,
   type StoreWarning,
 } from '../store/index.js';
 import type { AgentDescriptionOverride, AgentDescriptionText } from './agent-descriptions.js';
-import type { CompactionSettings, CompactionStatus } from './compaction.js';
-import type { ContextOptions } from './context-builder.js';
+import type { CompactionStatus } from './compaction.js';
 import { SessionError } from './errors.js';
+import { applyAppended, LiveSessionCache, loadLiveSession, type LiveSession } from './live-sessions.js';
+import { RecordFlusher } from './record-flusher.js';
 import type { BuiltRequest } from './request-builder.js';
-import { checkBudget, RequestLayer, type AgentTypeSettings, type PreviewedRequest, type RalphLoopPatch, type RequestOptions } from './session-requests.js';
+import { checkBudget, RequestLayer, type PreviewedRequest, type RalphLoopPatch, type RequestOptions } from './session-requests.js';
 import type { Summarizer } from './summarizer.js';
-import { checkSessionId, GetOrCreateSessionOptionsSchema, scopedSessionId, type GetOrCreateSessionOptions } from './session-ids.js';
+import { checkSessionId, type GetOrCreateSessionOptions } from './session-ids.js';
+import {
+  DEFAULT_COMPACTION_THRESHOLD,
+  DEFAULT_TOKEN_BUDGET,
+  type CreateSessionOptions,
+  type SessionManagerEvents,
+  type SessionManagerOptions,
+  type SessionUpdateAction,
+} from './session-manager-types.js';
+import { readEvents, recentMessages, runtimeSession } from './session-reads.js';
+import { assertWritable, notFound } from './session-checks.js';
+import { linkScope, scopedSessionOptions, SessionCreator } from './session-creation.js';
+import { SessionWriteQueues } from './session-writes.js';
 import { TypedEmitter } from './typed-emitter.js';
-
-export type SessionUpdateAction = 'created' | 'message_added' | 'events_appended' | 'cleared' | 'archived' | 'settings_changed';
-
-/** The events a SessionManager emits (seed 003's broadcast events, plus the live stream). */
-export interface SessionManagerEvents {
-  'session:updated': { sessionId: string; action: SessionUpdateAction; session: SessionRecord };
-  /** Every event appended to a session's log, after it is durable, in `seq` order. */
-  'session:event': { sessionId: string; event: StreamEvent };
-  'session:compaction-start': { sessionId: string; trigger: 'auto' | 'manual'; tokensBefore: number };
-  'session:compaction-complete': {
-    sessionId: string;
-    trigger: 'auto' | 'manual';
-    version: number;
-    tokensBefore: number;
-    tokensAfter: number;
-  };
-  /** Nothing changed; `message` says why. After `maxConsecutiveFailures` in a row, automatic compaction stops for the session. */
-  'session:compaction-error': {
-    sessionId: string;
-    trigger: 'auto' | 'manual';
-    message: string;
-    code: string;
-    consecutiveFailures: number;
-    autoCompactionStopped: boolean;
-  };
-  'store:warning': StoreWarning;
-}
-
-export interface SessionManagerOptions {
-  /** A file store in this folder (the default store). Ignored when `store` is given. */
-  dataDir?: string;
-  store?: SessionStore;
-  summarize?: Summarizer;
-  /** Largest request in tokens (default 100,000). */
-  tokenBudget?: number;
-  /** Fraction of the budget at which compaction starts (default 0.9). */
-  compactionThreshold?: number;
-  /** The project folder whose files, notes and git history form the context. */
-  projectRoot?: string;
-  /** Milliseconds since the epoch; injectable for deterministic tests. */
-  clock?: () => number;
-  /** Counts tokens of a text; the tokenizer module provides the default. */
-  countTokens?: (text: string) => number;
-  /**
-   * Start loading the tokenizer now, in the background (default true). A server that wants to be
-   * ready first passes false and calls `loadTokenizer()` once it listens; the first count waits for it either way.
-   */
-  preloadTokenizer?: boolean;
-  /** Tokens of the most recent messages a compaction keeps verbatim (default 20 % of the budget); per session in settings. */
-  tailTokens?: number;
-  /** Budget, threshold and tail per agent type; a session's own settings win. */
-  agentTypes?: Record<string, AgentTypeSettings>;
-  /** Role-file overrides of the built-in agent descriptions, per agent type. */
-  agentDescriptions?: Record<string, AgentDescriptionOverride>;
-  /** Compact automatically at the threshold (default true). `forceCompact` works either way. */
-  autoCompact?: boolean;
-  /** Start an automatic compaction when a turn ends past the threshold, not only before the next request (default true). */
-  compactInBackground?: boolean;
-  /** Bounds of the context (file tree depth and size, commits, note lengths). */
-  context?: ContextOptions;
-  /** Compaction guards: failures before automatic compaction stops, least reduction, timeout. */
-  compaction?: CompactionSettings;
-}
-
-export const CreateSessionOptionsSchema = z.object({
-  scope: SessionScopeSchema,
-  agentType: z.string().min(1),
-  /** Back end name (seed 004's architecture type). */
-  backend: z.string().min(1).optional(),
-  /** Default: a random UUID (draft sessions). */
-  sessionId: z.string().optional(),
-  title: z.string().optional(),
-  agentProfileReference: z.string().optional(),
-  settings: SessionSettingsSchema.optional(),
-  readOnly: z.boolean().optional(),
-  native: z.object({ backend: z.string(), nativeSessionId: z.string(), transcriptPath: z.string().optional() }).optional(),
-});
-export type CreateSessionOptions = z.input<typeof CreateSessionOptionsSchema>;
-
-export const DEFAULT_TOKEN_BUDGET = 100_000;
-export const DEFAULT_COMPACTION_THRESHOLD = 0.9;
-/** Least time between two writes of one session's session.json while its events stream. */
-const RECORD_FLUSH_INTERVAL_MS = 200;
-/** After failed session.json rewrites (a full disk) the wait doubles, up to this. */
-const RECORD_RETRY_MAX_MS = 5_000;
-/**
- * A cached session unused this long, with no write pending, is let go; it is loaded from its log
- * again when next needed. A long-running server that was asked to show many (or large imported)
- * sessions would otherwise keep every one of them in memory.
- */
-const LIVE_SESSION_IDLE_MS = 10 * 60_000;
-/** How often, at most, the cache is swept for such sessions (on use; no timer keeps the process alive). */
-const LIVE_SESSION_SWEEP_MS = 60_000;
-
-interface LiveSession {
-  record: SessionRecord;
-  conversation: ConversationState;
-}
 
 /**
  * Opens a SessionManager over a file store in `dataDir` or over the given store.
@@ -183,15 +91,27 @@ export class SessionManager {
   private readonly emitter = new TypedEmitter<SessionManagerEvents>((error) => {
     process.emitWarning(`A session event handler threw: ${String(error)}`);
   });
-  private readonly live = new Map<string, Promise<LiveSession>>();
-  /** When each cached session was last used (the manager's clock), and when the cache was last swept. */
-  private readonly liveUsedAt = new Map<string, number>();
-  private liveSweptAt = Number.NEGATIVE_INFINITY;
-  /** One queue per session: writes to a session happen in call order. */
-  private readonly queues = new KeyedQueue();
-  /** Per session, appends being made durable, then applied and announced in call order: see `appendEvents`. */
-  private readonly applying = new KeyedQueue();
-  private readonly creating = new Map<string, Promise<SessionRecord>>();
+  /** Writes to each session in call order; appends committed in groups (session-writes.ts). */
+  private readonly writes = new SessionWriteQueues();
+  /** session.json, rewritten off the append path (record-flusher.ts). */
+  private readonly flusher = new RecordFlusher({
+    write: (sessionId, record) => this.store.updateSession(sessionId, () => record),
+    closed: () => this.closed,
+    reportWarning: (warning) => this.reportWarning(warning),
+  });
+  /** The cached sessions, each loaded from its log once (live-sessions.ts). */
+  private readonly cache = new LiveSessionCache({
+    clock: () => this.clock(),
+    load: async (sessionId) => loadLiveSession(this.store, sessionId, await this.requireSession(sessionId)),
+    busy: (sessionId) => this.writes.busy(sessionId) || this.flusher.pending(sessionId),
+  });
+  /** New sessions, each created once (session-creation.ts). */
+  private readonly creator = new SessionCreator({
+    read: (sessionId) => this.store.getSession(sessionId),
+    write: (record) => this.store.createSession(record),
+    clock: () => this.clock(),
+    onCreated: (session) => this.emit('session:updated', { sessionId: session.sessionId, action: 'created', session }),
+  });
   private closed = false;
   /** Request building, compaction and calibration (session-requests.ts). */
   private readonly requests: RequestLayer;
@@ -248,76 +168,25 @@ export class SessionManager {
   /** Seed 003: the session for a feature or a task state; the same call returns the same session, across restarts. */
   async getOrCreateSession(options: GetOrCreateSessionOptions): Promise<SessionRecord> {
     this.assertOpen();
-    const parsed = GetOrCreateSessionOptionsSchema.safeParse(options);
-    if (!parsed.success) {
-      throw new SessionError('INVALID_INPUT', `getOrCreateSession: ${describeIssues(parsed.error.issues)}.`, { fault: 'user' });
-    }
-    const scope = parsed.data;
-    const sessionId = scopedSessionId(scope);
-    const existing = await this.store.getSession(sessionId);
+    const create = scopedSessionOptions(options);
+    const existing = await this.store.getSession(create.sessionId);
     if (existing) return existing;
-    const session = await this.createSession({
-      sessionId,
-      agentType: scope.agentType,
-      ...(scope.backend ? { backend: scope.backend } : {}),
-      scope:
-        scope.type === 'feature'
-          ? { kind: 'feature', featureId: scope.featureId }
-          : { kind: 'task', featureId: scope.featureId, taskId: scope.taskId, taskState: scope.taskState },
-    });
-    await this.linkScope(session);
+    const session = await this.createSession(create);
+    await linkScope(this.store, session, this.clock());
     return session;
   }
 
   /** Creates a session with the given id, or a random UUID (drafts, workflow agents). Concurrent calls for one id create it once. */
   async createSession(options: CreateSessionOptions): Promise<SessionRecord> {
     this.assertOpen();
-    const parsed = CreateSessionOptionsSchema.safeParse(options);
-    if (!parsed.success) {
-      throw new SessionError('INVALID_INPUT', `createSession: ${describeIssues(parsed.error.issues)}.`, { fault: 'user' });
-    }
-    const input = parsed.data;
-    const sessionId = input.sessionId === undefined ? randomUUID() : checkSessionId(input.sessionId);
-    const pending = this.creating.get(sessionId);
-    if (pending) return pending;
-    const creation = (async () => {
-      const existing = await this.store.getSession(sessionId);
-      if (existing) return existing;
-      const now = this.clock();
-      const record: SessionRecord = {
-        formatVersion: FORMAT_VERSION,
-        sessionId,
-        type: input.backend ?? 'scripted',
-        agentProfileReference: input.agentProfileReference ?? input.agentType,
-        agentType: input.agentType,
-        status: 'active',
-        scope: input.scope,
-        createdAt: now,
-        updatedAt: now,
-        lastActivity: now,
-        settings: input.settings ?? {},
-        stats: { totalMessages: 0, totalTokens: 0, totalCompactions: 0 },
-        ...(input.title !== undefined ? { title: input.title } : {}),
-        ...(input.readOnly ? { readOnly: true } : {}),
-        ...(input.native ? { native: input.native } : {}),
-      };
-      const created = await this.store.createSession(record);
-      this.emit('session:updated', { sessionId, action: 'created', session: created });
-      return created;
-    })();
-    this.creating.set(sessionId, creation);
-    try {
-      return await creation;
-    } finally {
-      this.creating.delete(sessionId);
-    }
+    return this.creator.create(options);
   }
 
   /** The session's metadata; SESSION_NOT_FOUND when there is none. */
   async getSession(sessionId: string): Promise<SessionRecord> {
     this.assertOpen();
     const id = checkSessionId(sessionId);
-    const cached = this.live.get(id);
+    const cached = this.cache.peek(id);
     if (cached) return structuredClone((await cached).record);
     const record = await this.store.getSession(id);
     if (!record) throw notFound(id);
@@ -333,7 +202,7 @@ export class SessionManager {
     const sessions: SessionRecord[] = [];
     for await (const record of this.store.listSessions(parsed.data)) {
       // A session this manager is writing may be newer than its session.json (written at most every RECORD_FLUSH_INTERVAL_MS).
-      const live = await this.live.get(record.sessionId)?.catch(() => undefined);
+      const live = await this.cache.peek(record.sessionId)?.catch(() => undefined);
       sessions.push(live === undefined ? record : structuredClone(live.record));
     }
     sessions.sort((a, b) => (b.lastActivity ?? b.updatedAt) - (a.lastActivity ?? a.updatedAt));
@@ -376,7 +245,7 @@ export class SessionManager {
   /** Seed 003: sets status `archived`; the session stays on disk, readable, and no longer takes messages. */
   async archiveSession(sessionId: string): Promise<SessionRecord> {
     const record = await this.updateRecord(sessionId, (current) => ({ ...current, status: 'archived', updatedAt: this.clock() }));
-    this.live.delete(record.sessionId);
+    this.cache.forget(record.sessionId);
     this.emit('session:updated', { sessionId: record.sessionId, action: 'archived', session: record });
     return record;
   }
@@ -434,30 +303,10 @@ export class SessionManager {
 
   /** Applies and announces a durable append after every earlier one to the same session. */
   private applyInOrder(id: string, live: LiveSession, durable: Promise<StreamEvent[]>, now: number, action: SessionUpdateAction): Promise<StreamEvent[]> {
-    // Settled into a value at once, so a failed write is never an unhandled rejection while it waits its turn.
-    const outcome = durable.then(
-      (events) => ({ events }),
-      (error: unknown) => ({ error }),
-    );
-    return this.applying.run(id, async () => {
-      const result = await outcome;
-      if ('error' in result) throw result.error;
-      const events = result.events;
-      live.conversation = applyEvents(live.conversation, events);
-      const added = countMessages(events);
-      live.record = {
-        ...live.record,
-        lastActivity: now,
-        updatedAt: now,
-        metrics: live.conversation.metrics,
-        stats: {
-          ...live.record.stats,
-          totalMessages: live.record.stats.totalMessages + added.messages,
-          totalTokens: live.record.stats.totalTokens + added.tokens,
-        },
-      };
+    return this.writes.applyInOrder(id, durable, (events) => {
+      applyAppended(live, events, now);
       const record = live.record;
-      this.scheduleRecordFlush(id, live);
+      this.flusher.schedule(id, live);
       for (const event of events) this.emit('session:event', { sessionId: id, event });
       this.emit('session:updated', { sessionId: id, action, session: record });
       this.requests.onAppended(id, record, live.conversation, events);
@@ -470,18 +319,7 @@ export class SessionManager {
    * `limit`. `includeCleared` returns the whole history.
    */
   async getRecentMessages(sessionId: string, limit = 50, options: { includeCleared?: boolean } = {}): Promise<ChatMessage[]> {
-    const live = await this.liveSession(checkSessionId(sessionId));
-    const clearedThrough = options.includeCleared ? -1 : (live.record.clearedThroughSeq ?? -1);
-    const messages: ChatMessage[] = [];
-    const blocks = live.conversation.blocks;
-    for (let index = blocks.length - 1; index >= 0 && messages.length < limit; index--) {
-      const block = blocks[index]!;
-      const seq = block.seq ?? -1;
-      if (seq <= clearedThrough) break;
-      const message = blockToMessage(block, seq);
-      if (message) messages.push(message);
-    }
-    return messages.reverse();
+    return recentMessages(await this.liveSession(checkSessionId(sessionId)), limit, options);
   }
 
   /** The log after `afterSeq` (all of it by default): what a reconnecting client replays. */
@@ -489,13 +327,7 @@ export class SessionManager {
     this.assertOpen();
     const id = checkSessionId(sessionId);
     await this.liveSession(id);
-    const events: StreamEvent[] = [];
-    const limit = options.limit ?? Number.POSITIVE_INFINITY;
-    for await (const event of this.store.readLog(id, options.afterSeq === undefined ? {} : { afterSeq: options.afterSeq })) {
-      events.push(event);
-      if (events.length >= limit) break;
-    }
-    return events;
+    return readEvents(this.store, id, options);
   }
 
   /** The conversation rebuilt from the log: blocks, subagent threads, metrics. */
@@ -507,30 +339,7 @@ export class SessionManager {
   /** Seed 004's RuntimeSessionData: the saved data plus the parsed blocks. */
   async getRuntimeSession(sessionId: string): Promise<RuntimeSessionData> {
     const id = checkSessionId(sessionId);
-    const live = await this.liveSession(id);
-    const names = await this.store.listTranscripts(id);
-    const main = names.includes('main') ? await this.store.readTranscript(id, 'main') : undefined;
-    const threads = await Promise.all(
-      live.conversation.subagents.map(async (thread) => {
-        const raw = names.includes(thread.id) ? await this.store.readTranscript(id, thread.id) : undefined;
-        return { ...thread, ...(raw !== undefined ? { rawTranscript: raw } : {}) };
-      }),
-    );
-    const record = live.record;
-    return {
-      sessionId: record.sessionId,
-      type: record.type,
-      agentProfileReference: record.agentProfileReference,
-      status: record.status,
-      ...(record.lastActivity !== undefined ? { lastActivity: record.lastActivity } : {}),
-      createdAt: record.createdAt,
-      ...(main !== undefined ? { rawTranscript: main } : {}),
-      workspaceFiles: [],
-      blocks: live.conversation.blocks,
-      subagents: threads,
-      metrics: live.conversation.metrics,
-      lastSeq: live.conversation.lastSeq,
-    };
+    return runtimeSession(this.store, id, await this.liveSession(id));
   }
 
   async getCheckpoint(sessionId: string): Promise<Checkpoint | undefined> {
@@ -571,7 +380,6 @@ export class SessionManager {
     return record;
   }
 
-  /** Waits for pending writes and releases the data folder (when the manager opened it). */
   // ---- requests and compaction (session-requests.ts) --------------------------------------------
 
   /**
@@ -629,85 +437,23 @@ export class SessionManager {
     return this.requests.setAgentDescription(checkSessionId(sessionId), override);
   }
 
+  /** Waits for pending writes and releases the data folder (when the manager opened it). */
   async close(): Promise<void> {
     if (this.closed) return;
     // Running compactions are cancelled first (nothing changes for them) while the manager can still write.
     await this.requests.close();
     this.closed = true;
-    await this.queues.idleAll();
-    await this.applying.idleAll();
+    await this.writes.idleAll();
     // Records waiting out their interval are written now.
-    for (const wake of this.flushPauses.values()) wake();
-    await Promise.allSettled([...this.flushing.values()]);
+    await this.flusher.flushAll();
     if (this.ownsStore) await this.store.close();
   }
 
   // ---- internals shared with the compaction and request layers ----------------------------------
 
-  private readonly flushing = new Map<string, Promise<void>>();
-  private readonly dirty = new Set<string>();
-  private readonly flushPauses = new Map<string, () => void>();
-  /** When each session's record was last written (performance.now()). */
-  private readonly recordWrittenAt = new Map<string, number>();
-  /** Failed session.json rewrites in a row, per session. */
-  private readonly recordFlushFailures = new Map<string, number>();
-
-  /**
-   * session.json is a cache of what the log implies (stats, metrics, activity). It is rewritten
-   * atomically but off the append path, coalesced to one write in flight per session: on load the log wins.
-   */
-  private scheduleRecordFlush(sessionId: string, live: LiveSession): void {
-    this.dirty.add(sessionId);
-    if (this.flushing.has(sessionId)) return;
-    const flush = (async () => {
-      while (this.dirty.has(sessionId)) {
-        // While events stream, rewriting it on every append would compete with the log's own fsyncs.
-        const failures = this.recordFlushFailures.get(sessionId) ?? 0;
-        const interval = Math.min(RECORD_FLUSH_INTERVAL_MS * 2 ** failures, RECORD_RETRY_MAX_MS);
-        const wait = (this.recordWrittenAt.get(sessionId) ?? Number.NEGATIVE_INFINITY) + interval - performance.now();
-        if (wait > 0 && !this.closed) await this.pauseRecordFlush(sessionId, wait, failures > 0);
-        this.dirty.delete(sessionId);
-        const record = live.record;
-        this.recordWrittenAt.set(sessionId, performance.now());
-        try {
-          await this.store.updateSession(sessionId, () => record);
-          this.recordFlushFailures.delete(sessionId);
-        } catch (error) {
-          // Retried until written (at close, once more): the log holds every event meanwhile, and wins on load.
-          this.recordFlushFailures.set(sessionId, failures + 1);
-          if (!this.closed) this.dirty.add(sessionId);
-          if (failures === 0 || this.closed) {
-            this.reportWarning({
-              code: 'SESSION_RECORD_NOT_SAVED',
-              sessionId,
-              message:
-                `Could not rewrite session.json of "${sessionId}": ${error instanceof Error ? error.message : String(error)} ` +
-                `Nothing is lost: the log holds every event and wins on load. ${this.closed ? 'The manager is closed; it is rebuilt from the log on the next load.' : 'Retrying until it is written.'}`,
-            });
-          }
-        }
-      }
-    })().finally(() => this.flushing.delete(sessionId));
-    this.flushing.set(sessionId, flush);
-  }
-
-  /** Waits out the interval, or until `close` needs the record written now. A retry's wait does not keep the process alive. */
-  private pauseRecordFlush(sessionId: string, ms: number, retrying: boolean): Promise<void> {
-    return new Promise((resolve) => {
-      const wake = (): void => {
-        clearTimeout(timer);
-        this.flushPauses.delete(sessionId);
-        resolve();
-      };
-      const timer = setTimeout(wake, ms);
-      if (retrying) timer.unref();
-      this.flushPauses.set(sessionId, wake);
-    });
-  }
-
   /** Runs `work` after every earlier write to the same session. */
   protected serialize<T>(sessionId: string, work: () => Promise<T>): Promise<T> {
-    return this.queues.run(sessionId, work);
+    return this.writes.serialize(sessionId, work);
   }
 
   protected async updateRecord(sessionId: string, update: (current: SessionRecord) => SessionRecord): Promise<SessionRecord> {
@@ -715,7 +461,7 @@ export class SessionManager {
     const id = checkSessionId(sessionId);
     return this.serialize(id, async () => {
       // Appends issued before this update are applied first, so it sees (and keeps) their effect.
-      await this.applying.idle(id);
+      await this.writes.applied(id);
       const live = await this.liveSession(id);
       const previous = live.record;
       const next = update(previous);
@@ -733,45 +479,7 @@ export class SessionManager {
   /** The cached session: its record and conversation, loaded from the log once. */
   protected liveSession(sessionId: string): Promise<LiveSession> {
     this.assertOpen();
-    const now = this.clock();
-    if (now - this.liveSweptAt >= LIVE_SESSION_SWEEP_MS) this.releaseIdleSessions(now);
-    this.liveUsedAt.set(sessionId, now);
-    let pending = this.live.get(sessionId);
-    if (!pending) {
-      pending = this.loadLive(sessionId);
-      this.live.set(sessionId, pending);
-      pending.catch(() => this.live.delete(sessionId));
-    }
-    return pending;
-  }
-
-  /** Drops cached sessions unused for `LIVE_SESSION_IDLE_MS` that have no write queued, being applied, or their record waiting to be written. */
-  private releaseIdleSessions(now: number): void {
-    this.liveSweptAt = now;
-    for (const [id, usedAt] of this.liveUsedAt) {
-      if (now - usedAt < LIVE_SESSION_IDLE_MS) continue;
-      if (this.queues.busy(id) || this.applying.busy(id) || this.dirty.has(id) || this.flushing.has(id)) continue;
-      this.live.delete(id);
-      this.liveUsedAt.delete(id);
-    }
-  }
-
-  private async loadLive(sessionId: string): Promise<LiveSession> {
-    const record = await this.requireSession(sessionId);
-    const events: StreamEvent[] = [];
-    for await (const event of this.store.readLog(sessionId)) events.push(event);
-    const conversation = applyEvents(emptyConversation(sessionId), events);
-    // The log is the truth: stats in session.json are a cache and may lag after a crash.
-    const counted = countMessages(events);
-    const live: LiveSession = {
-      conversation,
-      record: {
-        ...record,
-        metrics: conversation.metrics,
-        stats: { ...record.stats, totalMessages: counted.messages, totalTokens: counted.tokens },
-      },
-    };
-    return live;
+    return this.cache.get(sessionId);
   }
 
   protected async requireSession(sessionId: string): Promise<SessionRecord> {
@@ -783,73 +491,4 @@ export class SessionManager {
   protected assertOpen(): void {
     if (this.closed) throw new SessionError('MANAGER_CLOSED', 'This SessionManager is closed; create a new one with createSessionManager().', { fault: 'user' });
   }
-
-  /** Seed 002: a task keeps its sessions per state and its current state; a feature its session. */
-  private async linkScope(session: SessionRecord): Promise<void> {
-    const scope: SessionScope = session.scope;
-    const now = new Date(this.clock()).toISOString();
-    if (scope.kind === 'task') {
-      const task = (await this.store.getTask(scope.featureId, scope.taskId)) ?? {
-        formatVersion: FORMAT_VERSION,
-        featureId: scope.featureId,
-        taskId: scope.taskId,
-        title: scope.taskId,
-        description: '',
-        dependencies: [],
-        states: {},
-        createdAt: now,
-        updatedAt: now,
-      };
-      const ids = task.states[scope.taskState]?.sessionIds ?? [];
-      if (!ids.includes(session.sessionId)) ids.push(session.sessionId);
-      await this.store.putTask({ ...task, states: { ...task.states, [scope.taskState]: { sessionIds: ids } }, currentState: scope.taskState, updatedAt: now });
-    } else if (scope.kind === 'feature') {
-      const feature = (await this.store.getFeature(scope.featureId)) ?? {
-        formatVersion: FORMAT_VERSION,
-        featureId: scope.featureId,
-        name: scope.featureId,
-        createdAt: now,
-        updatedAt: now,
-      };
-      if (feature.sessionId === undefined) await this.store.putFeature({ ...feature, sessionId: session.sessionId, updatedAt: now });
-    }
-  }
-}
-
-function notFound(sessionId: string): SessionError {
-  return new SessionError('SESSION_NOT_FOUND', `No session "${sessionId}". List sessions with \`parley sessions\`.`, {
-    fault: 'user',
-    data: { sessionId },
-  });
-}
-
-function assertWritable(record: SessionRecord): void {
-  if (record.readOnly) {
-    throw new SessionError(
-      'READ_ONLY_SESSION',
-      `Session "${record.sessionId}" is read only (imported); continue it with \`parley chat --session ${record.sessionId}\`, which starts a managed copy.`,
-      { fault: 'user', data: { sessionId: record.sessionId } },
-    );
-  }
-  if (record.status === 'archived') {
-    throw new SessionError('SESSION_ARCHIVED', `Session "${record.sessionId}" is archived and takes no new messages.`, {
-      fault: 'user',
-      data: { sessionId: record.sessionId },
-    });
-  }
-}
-
-/** Messages (user and assistant text blocks completed in main) and their tokens among the events. */
-function countMessages(events: readonly StreamEvent[]): { messages: number; tokens: number } {
-  let messages = 0;
-  let tokens = 0;
-  for (const event of events) {
-    if (event.type !== 'block_complete' || event.conversationId !== MAIN_CONVERSATION) continue;
-    const block = event.block;
-    if (block.type !== 'user_message' && block.type !== 'assistant_text') continue;
-    messages += 1;
-    const counted = block.metadata?.['tokens'];
-    if (typeof counted === 'number') tokens += counted;
-  }
-  return { messages, tokens };
 }

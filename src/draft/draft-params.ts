@@ -1,0 +1,13 @@
+import { z } from 'zod';
+import { IdSchema } from '../store/index.js';
+
+// The params of the draft methods, checked before anything is touched.
+const ChannelSchema = z.string().min(1).max(200);
+export const DraftParamsSchema = z.object({ channelId: ChannelSchema, role: IdSchema, project: IdSchema, task: IdSchema });
+export const ChannelParamsSchema = z.object({ channelId: ChannelSchema });
+export const SubmitParamsSchema = z.object({
+  channelId: ChannelSchema,
+  content: z.string().min(1),
+  role: IdSchema.optional(),
+  taskSlug: IdSchema.optional(),
+});

@@ -1,0 +1,88 @@
+import { randomUUID } from 'node:crypto';
+import { MAIN_CONVERSATION } from '../conversation/index.js';
+import { closeInterruptedTurn } from '../sessions/index.js';
+import { resolveBackend } from './draft-backends.js';
+import { resolveRole } from './draft-catalog.js';
+import { activate } from './draft-lifecycle.js';
+import { persist, refreshFromLog } from './draft-records.js';
+import { assertOpen, iso, type ActiveDraft, type DraftServiceState } from './draft-state.js';
+import { findLast } from './draft-turns.js';
+import { loadRoles, type LoadedRoles } from './roles.js';
+
+// Crash recovery at startup: every draft still active on disk becomes a draft again.
+
+/**
+ * Seed 000's loadActiveDraft, for every project: each draft.json with status active becomes a
+ * draft again, its cut turn (if any) closed as interrupted, its metrics recomputed from the log.
+ * The next submit_prompt resumes the conversation (native back ends by their session id).
+ */
+export async function recover(state: DraftServiceState): Promise<{ recovered: number; failed: Array<{ sessionId: string; reason: string }> }> {
+  assertOpen(state);
+  const failed: Array<{ sessionId: string; reason: string }> = [];
+  let recovered = 0;
+  const { found, failed: unreadable } = await state.catalog.scanDrafts();
+  for (const entry of unreadable) failed.push({ sessionId: entry.file, reason: entry.reason });
+  const active = found
+    .filter(({ draft }) => draft.status === 'active' && !state.bySession.has(draft.sessionId))
+    .sort((a, b) => Date.parse(b.draft.lastActivityAt) - Date.parse(a.draft.lastActivityAt));
+  const rolesByProject = new Map<string, LoadedRoles>();
+  for (const { project, draft: session } of active) {
+    try {
+      if (state.drafts.has(session.channelId) || state.claims.has(session.channelId)) {
+        // The newest draft of a channel wins; an older one is closed, its history kept.
+        await state.catalog.writeDraft(project, { ...session, status: 'closed', closedAt: iso(state), closeReason: 'recovery_failed' });
+        throw new Error(`channel "${session.channelId}" already has a more recent draft`);
+      }
+      await state.manager.getSession(session.sessionId);
+      let roles = rolesByProject.get(project.dataDir);
+      if (!roles) {
+        roles = await loadRoles(state.catalog.rolesDir(project));
+        rolesByProject.set(project.dataDir, roles);
+      }
+      const role = await resolveRole(state, project, session.role, roles);
+      const backend = resolveBackend(state, session.backend, session.model ?? role.model, role.name);
+      await closeCutTurn(state, session.sessionId);
+      const draft: ActiveDraft = { session, project, role, backend, writes: Promise.resolve() };
+      await refreshFromLog(state, draft);
+      // Saved only when the log says something draft.json does not (a turn cut by the crash).
+      if (JSON.stringify(draft.session) !== JSON.stringify(session)) await persist(state, draft);
+      activate(state, draft);
+      recovered += 1;
+    } catch (error) {
+      failed.push({ sessionId: session.sessionId, reason: error instanceof Error ? error.message : String(error) });
+    }
+  }
+  return { recovered, failed };
+}
+
+/**
+ * A turn cut by a crash: its open blocks are closed (runTurn's repair), and when no
+ * `metadata_update` closed it — text may have streamed before the crash, so an answer block is
+ * no proof — it is marked with an `interrupted` system block so the history shows what happened.
+ */
+async function closeCutTurn(state: DraftServiceState, sessionId: string): Promise<void> {
+  await closeInterruptedTurn(state.manager, sessionId);
+  const conversation = await state.manager.loadConversation(sessionId);
+  const lastUser = findLast(conversation.blocks, (block) => block.type === 'user_message');
+  if (lastUser?.seq === undefined) return;
+  const after = await state.manager.getEvents(sessionId, { afterSeq: lastUser.seq });
+  const closed = after.some((event) => event.type === 'metadata_update' && event.conversationId === MAIN_CONVERSATION && event.metadata.turnComplete === true);
+  if (closed) return;
+  const now = state.clock();
+  await state.manager.appendEvents(sessionId, [
+    {
+      type: 'block_complete',
+      conversationId: MAIN_CONVERSATION,
+      at: now,
+      block: {
+        id: randomUUID(),
+        type: 'system',
+        subtype: 'interrupted',
+        content: 'The previous turn was interrupted (Parley stopped before it finished). Its partial output is kept above.',
+        createdAt: now,
+        completedAt: now,
+      },
+    },
+    { type: 'metadata_update', conversationId: MAIN_CONVERSATION, at: now, metadata: { turnComplete: true, stopReason: 'interrupted' } },
+  ]);
+}

@@ -1,0 +1,61 @@
+import type { AgentBackend } from '../backends/index.js';
+import type { SessionManager, TypedEmitter } from '../sessions/index.js';
+import type { DraftServiceEvents } from './contract.js';
+import { DraftError } from './errors.js';
+import type { AgentPool } from './pool.js';
+import type { ProjectCatalog, ProjectLocation } from './projects.js';
+import type { DraftSession, RoleInfo } from './types.js';
+import type { Workers } from './workers.js';
+
+export interface RunningTurn {
+  controller: AbortController;
+  done: Promise<void>;
+}
+
+/** A draft in memory: its persisted DraftSession plus what a turn needs. */
+export interface ActiveDraft {
+  session: DraftSession;
+  project: ProjectLocation;
+  role: RoleInfo;
+  backend: AgentBackend;
+  turn?: RunningTurn;
+  /** draft.json writes, one at a time, in order. */
+  writes: Promise<unknown>;
+  /** closeDraft has begun: no more status pushes or turns. */
+  closing?: boolean;
+}
+
+/**
+ * What the parts of the draft service share: its collaborators and the registries of what runs in
+ * memory. The service makes one and hands it to the functions of each part (catalog, lifecycle,
+ * turns, tools, dispatch, recovery), so no part holds state of its own that another could miss.
+ */
+export interface DraftServiceState {
+  readonly manager: SessionManager;
+  readonly clock: () => number;
+  readonly catalog: ProjectCatalog;
+  readonly backendFor: (name?: string, model?: string) => AgentBackend;
+  readonly emitter: TypedEmitter<DraftServiceEvents>;
+  readonly pool: AgentPool;
+  readonly workers: Workers;
+  /** Active drafts by channel. */
+  readonly drafts: Map<string, ActiveDraft>;
+  /** Active drafts by session id. */
+  readonly bySession: Map<string, ActiveDraft>;
+  /** Channels with a `draft` call in flight: a second one is refused, not raced. */
+  readonly claims: Set<string>;
+  /** Tasks with a `draft` call in flight (data folder + slug). */
+  readonly taskClaims: Set<string>;
+  /** Sessions of autonomous dispatches, by session id → channel. */
+  readonly dispatches: Map<string, string>;
+  readonly defaultAwaitTimeoutMs: number;
+  closed: boolean;
+}
+
+export function iso(state: DraftServiceState, at = state.clock()): string {
+  return new Date(at).toISOString();
+}
+
+export function assertOpen(state: DraftServiceState): void {
+  if (state.closed) throw new DraftError('SERVICE_CLOSED', 'The draft service is closed; start the server again.', { fault: 'user' });
+}

@@ -1,0 +1,94 @@
+import { randomUUID } from 'node:crypto';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { resolveBackend } from './draft-backends.js';
+import { createProject, createTask, listProjects, resolveRole } from './draft-catalog.js';
+import { requireDraft } from './draft-lifecycle.js';
+import { assertOpen, type DraftServiceState } from './draft-state.js';
+import { DraftError } from './errors.js';
+import { createDraftMcpServer } from './mcp-server.js';
+import type { ProjectLocation } from './projects.js';
+import { loadRoles } from './roles.js';
+import { compileOutputSchema } from './structured-output.js';
+import { createParleyTools, type ParleyTool, type ToolHandlers } from './tools.js';
+import type { AgentInfo, RoleInfo } from './types.js';
+
+// What a drafted agent can reach: its tools (catalog calls and its own workers), gated by its role,
+// also as an MCP server; and the agents list and kill calls of the service.
+
+/** The tools of a drafting context, gated by the role's permissions. */
+export function toolsFor(state: DraftServiceState, owner: { sessionId: string; channelId: string; project: string; taskSlug?: string }, role: RoleInfo, project: ProjectLocation, allowAgentTools: boolean): ParleyTool[] {
+  const handlers: ToolHandlers = {
+    listTasks: async (name) => state.catalog.listTasks(name === undefined ? project : await state.catalog.resolve(name)),
+    listRoles: () => loadRoles(state.catalog.rolesDir(project)),
+    listProjects: () => listProjects(state),
+    createProject: (input) => createProject(state, input),
+    createTask: (input) =>
+      createTask(state, {
+        project: input.project ?? project.name,
+        title: input.title,
+        ...(input.description !== undefined ? { description: input.description } : {}),
+        ...(input.slug !== undefined ? { slug: input.slug } : {}),
+      }),
+    draftAgent: async (input) => {
+      assertOpen(state);
+      const workerRole = await resolveRole(state, project, input.role);
+      const validator = input.outputSchema ? compileOutputSchema(input.outputSchema) : undefined;
+      const backend = resolveBackend(state, workerRole.backend, workerRole.model, workerRole.name);
+      const agentId = `${workerRole.name.slice(0, 40)}-${randomUUID().slice(0, 8)}`;
+      await state.workers.dispatch({
+        agentId,
+        role: workerRole,
+        prompt: input.prompt,
+        backend,
+        tools: toolsFor(state, { ...owner }, workerRole, project, false),
+        target: { sessionId: owner.sessionId, conversationId: agentId },
+        project: project.name,
+        cwd: project.path,
+        channelId: owner.channelId,
+        parentSessionId: owner.sessionId,
+        ...(validator ? { validator } : {}),
+        ...(owner.taskSlug ? { taskSlug: owner.taskSlug } : {}),
+      });
+      return { agentId, status: state.workers.get(agentId)?.status ?? 'queued' };
+    },
+    awaitAgent: (input, signal) => {
+      ownWorker(state, owner.sessionId, input.agentId);
+      const timeoutMs = input.timeoutSeconds === undefined ? state.defaultAwaitTimeoutMs : input.timeoutSeconds * 1000;
+      return state.workers.wait(input.agentId, { timeoutMs, ...(signal ? { signal } : {}) });
+    },
+    killAgent: (agentId) => {
+      ownWorker(state, owner.sessionId, agentId);
+      return Promise.resolve({ killed: state.workers.kill(agentId) });
+    },
+    listAgents: () => Promise.resolve(state.workers.list((agent) => agent.parentSessionId === owner.sessionId)),
+  };
+  return createParleyTools({ permissions: role.permissions, handlers, allowAgentTools });
+}
+
+/** A drafted agent reaches only its own workers. */
+function ownWorker(state: DraftServiceState, sessionId: string, agentId: string): void {
+  const agent = state.workers.get(agentId);
+  if (!agent || agent.parentSessionId !== sessionId) {
+    throw new DraftError('NOT_FOUND', `No worker "${agentId}" of yours. list_agents shows the workers you started.`, { fault: 'model', data: { agentId } });
+  }
+}
+
+export async function listAgents(state: DraftServiceState, params: { channelId?: string }): Promise<AgentInfo[]> {
+  const channelId = params.channelId;
+  const matches = (agent: AgentInfo): boolean => channelId === undefined || agent.channelId === channelId;
+  const drafts = state.pool.list((agent) => agent.kind === 'draft' && matches(agent));
+  return [...drafts, ...state.workers.list(matches)];
+}
+
+export async function killAgent(state: DraftServiceState, params: { agentId: string }): Promise<{ killed: boolean }> {
+  if (typeof params.agentId !== 'string' || params.agentId === '') throw new DraftError('INVALID_INPUT', 'kill_agent needs an agentId.', { fault: 'user' });
+  if (state.bySession.has(params.agentId)) {
+    throw new DraftError('INVALID_INPUT', `"${params.agentId}" is a drafted agent, not a worker; end it with undraft.`, { fault: 'user', data: { agentId: params.agentId } });
+  }
+  return { killed: state.workers.kill(params.agentId) };
+}
+
+export async function createMcpServer(state: DraftServiceState, params: { channelId: string }): Promise<McpServer> {
+  const draft = requireDraft(state, params.channelId);
+  return createDraftMcpServer(toolsFor(state, draft.session, draft.role, draft.project, true));
+}

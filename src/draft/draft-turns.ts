@@ -1,0 +1,195 @@
+import { randomUUID } from 'node:crypto';
+import { MAIN_CONVERSATION, type ConversationBlock, type StreamEvent } from '../conversation/index.js';
+import type { AgentProfile } from '../backends/index.js';
+import { runTurn } from '../sessions/index.js';
+import { dispatchAutonomous } from './draft-dispatch.js';
+import { closeDraft } from './draft-lifecycle.js';
+import { ChannelParamsSchema, SubmitParamsSchema } from './draft-params.js';
+import { persist, refreshFromLog } from './draft-records.js';
+import { assertOpen, type ActiveDraft, type DraftServiceState, type RunningTurn } from './draft-state.js';
+import { emitStatus } from './draft-status.js';
+import { toolsFor } from './draft-tools.js';
+import { DraftError, invalidInput } from './errors.js';
+import type { SubmitResult } from './types.js';
+
+// The turn path: a prompt on a channel becomes a turn of its draft (or an autonomous dispatch), the
+// turn streams to its end, and its metrics are saved and pushed; cancel and settled watch it.
+
+/** Back-end failure codes that mean "this native session cannot be resumed". */
+const RESUME_FAILURE_CODES = new Set(['RESUME_FAILED', 'NATIVE_RESUME_FAILED']);
+
+export async function submitPrompt(state: DraftServiceState, params: { channelId: string; content: string; role?: string; taskSlug?: string }): Promise<SubmitResult> {
+  assertOpen(state);
+  const parsed = SubmitParamsSchema.safeParse(params);
+  if (!parsed.success) throw invalidInput('submit_prompt', parsed.error.issues);
+  const draft = state.drafts.get(parsed.data.channelId);
+  // Seed 000: an active draft owns routing; role and taskSlug are then ignored.
+  if (draft) return resumeDraft(state, draft, parsed.data.content);
+  if (parsed.data.role === undefined) {
+    throw new DraftError(
+      'NO_ACTIVE_DRAFT',
+      `Channel "${parsed.data.channelId}" has no active draft. Draft an agent first (/draft <role>), or pass \`role\` to dispatch the prompt to a worker.`,
+      { fault: 'user', data: { channelId: parsed.data.channelId } },
+    );
+  }
+  return dispatchAutonomous(state, parsed.data.channelId, parsed.data.content, parsed.data.role, parsed.data.taskSlug);
+}
+
+/**
+ * Seed 000's resumeDraft: one conversational turn. The user message is stored (acknowledged)
+ * before this resolves; the turn then streams into the session log, every event forwarded as
+ * `channel_message`. A second submit while a turn runs is refused with TURN_IN_PROGRESS: the
+ * user sees the turn is busy and may cancel it, instead of a queued message landing later in a
+ * conversation that has moved on.
+ */
+async function resumeDraft(state: DraftServiceState, draft: ActiveDraft, content: string): Promise<SubmitResult> {
+  if (draft.turn) {
+    throw new DraftError('TURN_IN_PROGRESS', `A turn is still running on channel "${draft.session.channelId}"; wait for it or cancel it.`, {
+      fault: 'user',
+      data: { channelId: draft.session.channelId, sessionId: draft.session.sessionId },
+    });
+  }
+  const { session, role, backend, project } = draft;
+  const controller = new AbortController();
+  let finished!: () => void;
+  const turn: RunningTurn = { controller, done: new Promise((resolve) => (finished = resolve)) };
+  draft.turn = turn;
+  const sessionId = session.sessionId;
+  let handle: Awaited<ReturnType<typeof runTurn>>;
+  try {
+    const profile: AgentProfile = {
+      name: role.name,
+      description: role.description,
+      instructions: role.instructions,
+      ...(role.allowedTools ? { allowedTools: role.allowedTools } : {}),
+      ...(role.permissionMode ? { permissionMode: role.permissionMode } : {}),
+      ...(role.model ? { model: role.model } : {}),
+    };
+    const liveWorkers = state.workers.hasLive((agent) => agent.parentSessionId === sessionId);
+    handle = await runTurn(state.manager, sessionId, {
+      backend,
+      prompt: content,
+      signal: controller.signal,
+      tools: toolsFor(state, draft.session, role, project, true),
+      profile,
+      cwd: project.path,
+      repairInterrupted: !liveWorkers,
+      ...(role.model ? { model: role.model } : {}),
+      ...(role.maxTurns ? { maxTurns: role.maxTurns } : {}),
+    });
+  } catch (error) {
+    draft.turn = undefined;
+    finished();
+    throw error;
+  }
+  // runTurn stored the user message and has not pulled a turn event yet: the last user message in main is this one.
+  const conversation = await state.manager.loadConversation(sessionId);
+  const userBlock = findLast(conversation.blocks, (block) => block.type === 'user_message');
+  if (session.continuity === 'native' && !session.nativeStarted) {
+    draft.session = { ...draft.session, nativeStarted: true };
+    void persist(state, draft);
+  }
+  void consume(state, draft, handle.events).finally(() => {
+    if (draft.turn === turn) draft.turn = undefined;
+    finished();
+  });
+  return { mode: 'draft', accepted: true, sessionId, seq: userBlock?.seq ?? conversation.lastSeq };
+}
+
+/** Drives the turn to its end, then saves the metrics and pushes `draft_status`. */
+async function consume(state: DraftServiceState, draft: ActiveDraft, events: AsyncIterable<StreamEvent>): Promise<void> {
+  const { sessionId, channelId } = draft.session;
+  let resumeFailure: string | undefined;
+  try {
+    for await (const event of events) {
+      if (event.type !== 'block_complete' || event.conversationId !== MAIN_CONVERSATION || event.block.type !== 'system') continue;
+      const block = event.block;
+      if (block.subtype === 'compaction') {
+        // The back end compacted its own context (Claude's compact_boundary).
+        const { preTokens, trigger } = compactionFacts(block.data);
+        state.emitter.emit('context_compacted', { channelId, sessionId, preTokens, trigger });
+      } else if (block.subtype === 'error' && RESUME_FAILURE_CODES.has(dataCode(block.data) ?? '')) {
+        resumeFailure = block.content;
+      }
+    }
+  } catch (error) {
+    process.emitWarning(`Draft turn on channel "${channelId}" ended with an error: ${String(error)}`);
+  }
+  await refreshFromLog(state, draft).catch(() => undefined);
+  await persist(state, draft).catch((error: unknown) => process.emitWarning(`Could not save draft.json for ${sessionId}: ${String(error)}`));
+  emitStatus(state, draft);
+  if (resumeFailure !== undefined && state.drafts.get(channelId) === draft) {
+    await autoUndraft(state, draft, resumeFailure);
+  }
+}
+
+/**
+ * The native session cannot be resumed (seed 000: "SDK session files corrupted/deleted"):
+ * notify, undraft, keep the history readable. Continuing as a managed session instead would
+ * silently change what the model sees mid-conversation; the user drafts again for a fresh one.
+ */
+async function autoUndraft(state: DraftServiceState, draft: ActiveDraft, reason: string): Promise<void> {
+  const { sessionId, channelId } = draft.session;
+  const message = `The ${draft.session.backend} session could not be resumed, so the draft was closed. The conversation so far stays readable; draft the role again to start a fresh session. (${firstLine(reason)})`;
+  const now = state.clock();
+  await state.manager
+    .appendEvents(sessionId, [
+      {
+        type: 'block_complete',
+        conversationId: MAIN_CONVERSATION,
+        at: now,
+        block: { id: randomUUID(), type: 'system', subtype: 'error', content: message, createdAt: now, completedAt: now, data: { code: 'NATIVE_RESUME_FAILED' } },
+      },
+    ])
+    .catch(() => undefined);
+  draft.turn = undefined;
+  await closeDraft(state, draft, 'native_resume_failed');
+  state.emitter.emit('draft_closed', { channelId, sessionId, reason: 'native_resume_failed', message });
+}
+
+export async function cancel(state: DraftServiceState, params: { channelId: string }): Promise<{ cancelled: boolean }> {
+  const parsed = ChannelParamsSchema.safeParse(params);
+  if (!parsed.success) throw invalidInput('cancel', parsed.error.issues);
+  const { channelId } = parsed.data;
+  let cancelled = false;
+  const draft = state.drafts.get(channelId);
+  if (draft?.turn && !draft.turn.controller.signal.aborted) {
+    draft.turn.controller.abort();
+    cancelled = true;
+  }
+  // Without a draft, the channel's running autonomous dispatches are its "turn".
+  for (const [sessionId, channel] of state.dispatches) {
+    if (channel !== channelId) continue;
+    const agent = state.workers.get(sessionId);
+    if (agent && (agent.status === 'queued' || agent.status === 'running') && state.workers.kill(sessionId)) cancelled = true;
+  }
+  return { cancelled };
+}
+
+export async function settled(state: DraftServiceState, params: { channelId: string }): Promise<void> {
+  await state.drafts.get(params.channelId)?.turn?.done;
+}
+
+function compactionFacts(data: unknown): { preTokens: number; trigger: 'auto' | 'manual' } {
+  const record = (typeof data === 'object' && data !== null ? data : {}) as Record<string, unknown>;
+  const nested = (typeof record['compact_metadata'] === 'object' && record['compact_metadata'] !== null ? record['compact_metadata'] : {}) as Record<string, unknown>;
+  const pre = record['preTokens'] ?? record['pre_tokens'] ?? record['tokensBefore'] ?? nested['pre_tokens'];
+  const trigger = record['trigger'] ?? nested['trigger'];
+  return { preTokens: typeof pre === 'number' && pre >= 0 ? pre : 0, trigger: trigger === 'manual' ? 'manual' : 'auto' };
+}
+
+function dataCode(data: unknown): string | undefined {
+  if (typeof data !== 'object' || data === null) return undefined;
+  const code = (data as Record<string, unknown>)['code'];
+  return typeof code === 'string' ? code : undefined;
+}
+
+export function findLast(blocks: readonly ConversationBlock[], predicate: (block: ConversationBlock) => boolean): ConversationBlock | undefined {
+  for (let index = blocks.length - 1; index >= 0; index--) if (predicate(blocks[index]!)) return blocks[index];
+  return undefined;
+}
+
+function firstLine(text: string): string {
+  const line = text.trim().split('\n', 1)[0] ?? '';
+  return line.length > 300 ? `${line.slice(0, 297)}...` : line;
+}

@@ -1,0 +1,89 @@
+import { z } from 'zod';
+import type { StreamEvent } from '../conversation/index.js';
+import { SessionScopeSchema, SessionSettingsSchema, type SessionRecord, type SessionStore, type StoreWarning } from '../store/index.js';
+import type { AgentDescriptionOverride } from './agent-descriptions.js';
+import type { CompactionSettings } from './compaction.js';
+import type { ContextOptions } from './context-builder.js';
+import type { AgentTypeSettings } from './session-requests.js';
+import type { Summarizer } from './summarizer.js';
+
+export type SessionUpdateAction = 'created' | 'message_added' | 'events_appended' | 'cleared' | 'archived' | 'settings_changed';
+
+/** The events a SessionManager emits (seed 003's broadcast events, plus the live stream). */
+export interface SessionManagerEvents {
+  'session:updated': { sessionId: string; action: SessionUpdateAction; session: SessionRecord };
+  /** Every event appended to a session's log, after it is durable, in `seq` order. */
+  'session:event': { sessionId: string; event: StreamEvent };
+  'session:compaction-start': { sessionId: string; trigger: 'auto' | 'manual'; tokensBefore: number };
+  'session:compaction-complete': {
+    sessionId: string;
+    trigger: 'auto' | 'manual';
+    version: number;
+    tokensBefore: number;
+    tokensAfter: number;
+  };
+  /** Nothing changed; `message` says why. After `maxConsecutiveFailures` in a row, automatic compaction stops for the session. */
+  'session:compaction-error': {
+    sessionId: string;
+    trigger: 'auto' | 'manual';
+    message: string;
+    code: string;
+    consecutiveFailures: number;
+    autoCompactionStopped: boolean;
+  };
+  'store:warning': StoreWarning;
+}
+
+export interface SessionManagerOptions {
+  /** A file store in this folder (the default store). Ignored when `store` is given. */
+  dataDir?: string;
+  store?: SessionStore;
+  summarize?: Summarizer;
+  /** Largest request in tokens (default 100,000). */
+  tokenBudget?: number;
+  /** Fraction of the budget at which compaction starts (default 0.9). */
+  compactionThreshold?: number;
+  /** The project folder whose files, notes and git history form the context. */
+  projectRoot?: string;
+  /** Milliseconds since the epoch; injectable for deterministic tests. */
+  clock?: () => number;
+  /** Counts tokens of a text; the tokenizer module provides the default. */
+  countTokens?: (text: string) => number;
+  /**
+   * Start loading the tokenizer now, in the background (default true). A server that wants to be
+   * ready first passes false and calls `loadTokenizer()` once it listens; the first count waits for it either way.
+   */
+  preloadTokenizer?: boolean;
+  /** Tokens of the most recent messages a compaction keeps verbatim (default 20 % of the budget); per session in settings. */
+  tailTokens?: number;
+  /** Budget, threshold and tail per agent type; a session's own settings win. */
+  agentTypes?: Record<string, AgentTypeSettings>;
+  /** Role-file overrides of the built-in agent descriptions, per agent type. */
+  agentDescriptions?: Record<string, AgentDescriptionOverride>;
+  /** Compact automatically at the threshold (default true). `forceCompact` works either way. */
+  autoCompact?: boolean;
+  /** Start an automatic compaction when a turn ends past the threshold, not only before the next request (default true). */
+  compactInBackground?: boolean;
+  /** Bounds of the context (file tree depth and size, commits, note lengths). */
+  context?: ContextOptions;
+  /** Compaction guards: failures before automatic compaction stops, least reduction, timeout. */
+  compaction?: CompactionSettings;
+}
+
+export const CreateSessionOptionsSchema = z.object({
+  scope: SessionScopeSchema,
+  agentType: z.string().min(1),
+  /** Back end name (seed 004's architecture type). */
+  backend: z.string().min(1).optional(),
+  /** Default: a random UUID (draft sessions). */
+  sessionId: z.string().optional(),
+  title: z.string().optional(),
+  agentProfileReference: z.string().optional(),
+  settings: SessionSettingsSchema.optional(),
+  readOnly: z.boolean().optional(),
+  native: z.object({ backend: z.string(), nativeSessionId: z.string(), transcriptPath: z.string().optional() }).optional(),
+});
+export type CreateSessionOptions = z.input<typeof CreateSessionOptionsSchema>;
+
+export const DEFAULT_TOKEN_BUDGET = 100_000;
+export const DEFAULT_COMPACTION_THRESHOLD = 0.9;

@@ -1,0 +1,61 @@
+import { blockToMessage, type ChatMessage, type RuntimeSessionData, type StreamEvent } from '../conversation/index.js';
+import type { SessionStore } from '../store/index.js';
+import type { LiveSession } from './live-sessions.js';
+
+// What a session's readers see: its recent messages, its log after a `seq`, its runtime data.
+
+/**
+ * The messages the next request sees (after the last `clearMessages`), newest last, at most
+ * `limit`. `includeCleared` returns the whole history.
+ */
+export function recentMessages(live: LiveSession, limit: number, options: { includeCleared?: boolean }): ChatMessage[] {
+  const clearedThrough = options.includeCleared ? -1 : (live.record.clearedThroughSeq ?? -1);
+  const messages: ChatMessage[] = [];
+  const blocks = live.conversation.blocks;
+  for (let index = blocks.length - 1; index >= 0 && messages.length < limit; index--) {
+    const block = blocks[index]!;
+    const seq = block.seq ?? -1;
+    if (seq <= clearedThrough) break;
+    const message = blockToMessage(block, seq);
+    if (message) messages.push(message);
+  }
+  return messages.reverse();
+}
+
+/** The log after `afterSeq` (all of it by default), at most `limit` events. */
+export async function readEvents(store: SessionStore, sessionId: string, options: { afterSeq?: number; limit?: number }): Promise<StreamEvent[]> {
+  const events: StreamEvent[] = [];
+  const limit = options.limit ?? Number.POSITIVE_INFINITY;
+  for await (const event of store.readLog(sessionId, options.afterSeq === undefined ? {} : { afterSeq: options.afterSeq })) {
+    events.push(event);
+    if (events.length >= limit) break;
+  }
+  return events;
+}
+
+/** Seed 004's RuntimeSessionData: the saved data plus the parsed blocks. */
+export async function runtimeSession(store: SessionStore, sessionId: string, live: LiveSession): Promise<RuntimeSessionData> {
+  const names = await store.listTranscripts(sessionId);
+  const main = names.includes('main') ? await store.readTranscript(sessionId, 'main') : undefined;
+  const threads = await Promise.all(
+    live.conversation.subagents.map(async (thread) => {
+      const raw = names.includes(thread.id) ? await store.readTranscript(sessionId, thread.id) : undefined;
+      return { ...thread, ...(raw !== undefined ? { rawTranscript: raw } : {}) };
+    }),
+  );
+  const record = live.record;
+  return {
+    sessionId: record.sessionId,
+    type: record.type,
+    agentProfileReference: record.agentProfileReference,
+    status: record.status,
+    ...(record.lastActivity !== undefined ? { lastActivity: record.lastActivity } : {}),
+    createdAt: record.createdAt,
+    ...(main !== undefined ? { rawTranscript: main } : {}),
+    workspaceFiles: [],
+    blocks: live.conversation.blocks,
+    subagents: threads,
+    metrics: live.conversation.metrics,
+    lastSeq: live.conversation.lastSeq,
+  };
+}
