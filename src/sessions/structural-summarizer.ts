@@ -40,6 +40,8 @@ const ERROR_MAX_TOKENS = 60;
 const HINT_MAX_CHARS = 80;
 /** Answers of the assistant kept from one fold: the last ones say where the work stands. */
 const ANSWERS_KEPT = 3;
+/** Shortest cut of an item worth showing. */
+const MIN_CLIPPED_TOKENS = 16;
 /** Per item: "- " and the line break, as rendered. */
 const ITEM_OVERHEAD_TOKENS = 2;
 
@@ -256,7 +258,16 @@ function fitAllowance(lists: Lists, omittedBefore: Record<keyof CheckpointSummar
       kept[key] = costs[key].length;
       used += total;
     } else {
-      used += keepNewest(key, Math.max(0, allowance - markerCost), false) + markerCost;
+      const room = Math.max(0, allowance - markerCost);
+      let spent = keepNewest(key, room, false);
+      // The newest item alone is too long for the share: it is cut to fit rather than left out.
+      if (kept[key] === 0 && costs[key].length > 0 && room - ITEM_OVERHEAD_TOKENS >= MIN_CLIPPED_TOKENS) {
+        const items = lists[key];
+        items[items.length - 1] = clipText(items[items.length - 1]!, room - ITEM_OVERHEAD_TOKENS, countText);
+        costs[key][items.length - 1] = cost(items[items.length - 1]!);
+        spent = keepNewest(key, room, false);
+      }
+      used += spent + markerCost;
     }
   }
   for (const [key] of SHARES) {
