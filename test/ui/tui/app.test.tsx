@@ -240,6 +240,14 @@ describe('commands', () => {
     expect(rig.frame()).not.toContain('Compacting the context…');
   });
 
+  it('/compact says when the checkpoint was built structurally, with no model', async () => {
+    const { rig, peer } = start();
+    await draft(rig);
+    peer.handlers.set('force_compact', () => Promise.resolve({ compacted: true, checkpoint: { ...(checkpoint() as object), summarizer: { kind: 'structural' } } }));
+    await rig.type('/compact');
+    await rig.waitFor('checkpoint v2 (built structurally, no model) covers the conversation through seq 63 (12 messages); nothing was deleted.');
+  });
+
   it('/compact explains when the server has no model to summarize with', async () => {
     const { rig } = start();
     await draft(rig);
