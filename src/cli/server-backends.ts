@@ -8,7 +8,10 @@ export const SCRIPTED_SCRIPT_VARIABLE = 'PARLEY_SCRIPTED_SCRIPT';
 export interface ServerBackends {
   /** A role's `backend`/`model`, else the configured default; one instance per pair. */
   backendFor: (name?: string, model?: string) => AgentBackend;
-  /** What compaction asks for summaries; `false` offline (scripted replies cannot summarize: force_compact says so). */
+  /**
+   * The model compaction asks for summaries; `false` when no model back end is configured (scripted
+   * replies cannot summarize): the server's sessions then build checkpoints structurally, with no model.
+   */
   summarize: Summarizer | false;
   /** One line for the user: the scripted fallback, or the script being played. */
   notice?: string;
@@ -48,7 +51,7 @@ export async function resolveServerBackends(options: { projectRoot: string; data
   };
   return {
     backendFor,
-    summarize: config.reason === 'fallback' ? false : createBackendSummarizer(backends.createConfiguredBackend(config)),
+    summarize: config.backend === 'scripted' ? false : createBackendSummarizer(backends.createConfiguredBackend(config)),
     ...(config.notice ? { notice: config.notice } : {}),
     warnings: config.warnings,
   };

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { StreamEventSchema } from '../conversation/index.js';
-import { AgentInfoSchema, SessionInfoSchema } from './schemas.js';
+import { AgentInfoSchema, CheckpointSummarizerWireSchema, SessionInfoSchema } from './schemas.js';
 
 /**
  * Server → client notifications. The channel ones go to the connections of one channel; the
@@ -63,6 +63,7 @@ export const CompactionCompletedSchema = z.object({
   version: z.number().int().positive(),
   tokensBefore: z.number().nonnegative(),
   tokensAfter: z.number().nonnegative(),
+  summarizer: CheckpointSummarizerWireSchema.optional(),
 });
 /** Seed 003's `session:compaction-error`. */
 export const CompactionFailedSchema = z.object({ sessionId: z.string(), trigger: Trigger, message: z.string(), code: z.string() });

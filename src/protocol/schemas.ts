@@ -65,6 +65,14 @@ export const SessionInfoSchema = z.object({
 });
 export type SessionInfo = z.infer<typeof SessionInfoSchema>;
 
+/** Which summarizer wrote a checkpoint: a model (its back end and model), or the structural builder that needs none (`fallback`: the model kept failing). */
+export const CheckpointSummarizerWireSchema = z.object({
+  kind: z.enum(['model', 'structural']),
+  backend: z.string().optional(),
+  model: z.string().optional(),
+  fallback: z.boolean().optional(),
+});
+
 /** One compaction's result (the store's `checkpoints/v{n}.json`). Every version is kept. */
 export const CheckpointWireSchema = z.object({
   sessionId: z.string(),
@@ -72,6 +80,7 @@ export const CheckpointWireSchema = z.object({
   createdAt: z.string(),
   trigger: z.enum(['auto', 'manual', 'native', 'import', 'update']),
   instructions: z.string().optional(),
+  summarizer: CheckpointSummarizerWireSchema.optional().describe('who wrote the summary; absent in checkpoints written before it was recorded'),
   summary: z.object({
     completed: z.array(z.string()),
     inProgress: z.array(z.string()),

@@ -6,7 +6,11 @@ import type { Checkpoint, CheckpointSummary } from '../store/index.js';
  */
 
 export type CheckpointView = Pick<Checkpoint, 'summary' | 'pinned' | 'liveHandles'> &
-  Partial<Pick<Checkpoint, 'ralphLoop' | 'version' | 'covers' | 'userRequests'>>;
+  Partial<Pick<Checkpoint, 'ralphLoop' | 'version' | 'covers' | 'userRequests' | 'summarizer'>>;
+
+/** Said before a structural checkpoint's lists, so the model reading it does not take every request for work left. */
+export const STRUCTURAL_NOTE =
+  '(Built without a model, from the conversation\'s structure: "Still To Do" lists the user\'s requests in order, done or not; "Completed" lists the files and tools used and the last answers.)';
 
 export const CHECKPOINT_HEADING = '# Checkpoint (Work Progress)';
 
@@ -32,6 +36,7 @@ export function renderCheckpoint(checkpoint: CheckpointView | undefined, options
     parts.push('No checkpoint yet: the conversation below is the whole session so far.');
     return parts.join('\n');
   }
+  if (checkpoint.summarizer?.kind === 'structural') parts.push(STRUCTURAL_NOTE, '');
   for (const [key, title] of SUMMARY_SECTIONS) {
     const items = checkpoint.summary[key];
     // Seed 002 always shows what is done and what is left; the other lists only when they say something.

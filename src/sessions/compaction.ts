@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import { ParleyError, type ConversationBlock, type TokenCounter } from '../conversation/index.js';
-import type { Checkpoint, CheckpointInput, CheckpointSummary, LiveHandle } from '../store/index.js';
+import type { Checkpoint, CheckpointInput, CheckpointSummarizer, CheckpointSummary, LiveHandle } from '../store/index.js';
 import { renderCheckpoint, type CheckpointView } from './checkpoint-format.js';
 import type { ProjectedMessage } from './projection.js';
 import { truncateText } from './request-builder.js';
+import { buildStructuralSummary } from './structural-summarizer.js';
 import type { Summarizer } from './summarizer.js';
 
 /**
@@ -15,13 +16,19 @@ import type { Summarizer } from './summarizer.js';
  * and every pinned one (checkpoint.pinned), the most recent user requests (checkpoint.userRequests),
  * and the workers still running (checkpoint.liveHandles). Guards: old tool output is pruned before
  * summarizing; the answer must be the structured checkpoint (one repair attempt); a compaction that
- * does not cut the request by at least 5 % fails; three failures in a row stop automatic compaction
- * for the session instead of looping; one compaction per session at a time.
+ * does not cut the request by at least 5 % fails; one compaction per session at a time.
+ *
+ * Who writes the summary: the model summarizer when one is configured, else the structural builder
+ * (structural-summarizer.ts), which needs no model. After three model failures in a row, automatic
+ * compaction uses the structural builder instead of the model (the session stays under its budget)
+ * until a model compaction succeeds again (forceCompact still asks the model). Only when the
+ * structural builder itself fails three times in a row does automatic compaction stop for the session.
  */
 
 export type CompactionTrigger = 'auto' | 'manual';
 
 export type CompactionErrorCode =
+  /** No longer raised: without a model summarizer, checkpoints are built structurally. Kept so older servers' errors still type-check. */
   | 'COMPACTION_NO_SUMMARIZER'
   | 'COMPACTION_NOTHING_TO_COMPACT'
   | 'COMPACTION_INVALID_OUTPUT'
@@ -407,6 +414,7 @@ export interface CompactionSnapshot {
 export interface CompactionHost {
   readonly counter: TokenCounter;
   readonly clock: () => number;
+  /** The model summarizer; without one, every compaction uses the structural builder. */
   readonly summarize: Summarizer | undefined;
   snapshot(sessionId: string, userMessage: string): Promise<CompactionSnapshot>;
   /**
@@ -417,12 +425,23 @@ export interface CompactionHost {
   /** After the checkpoint is written: log a `system` compaction block, update stats, drop caches. */
   committed(sessionId: string, checkpoint: Checkpoint, info: { trigger: CompactionTrigger; tokensBefore: number; tokensAfter: number }): Promise<void>;
   started(event: { sessionId: string; trigger: CompactionTrigger; tokensBefore: number }): void;
-  completed(event: { sessionId: string; trigger: CompactionTrigger; version: number; tokensBefore: number; tokensAfter: number; checkpoint: Checkpoint }): void;
+  completed(event: {
+    sessionId: string;
+    trigger: CompactionTrigger;
+    version: number;
+    tokensBefore: number;
+    tokensAfter: number;
+    checkpoint: Checkpoint;
+    summarizer: CheckpointSummarizer;
+  }): void;
   failed(event: { sessionId: string; trigger: CompactionTrigger; message: string; code: string; consecutiveFailures: number; autoCompactionStopped: boolean }): void;
 }
 
 export interface CompactionSettings {
-  /** Failures in a row after which automatic compaction stops for the session. Default 3. */
+  /**
+   * Model failures in a row after which automatic compaction uses the structural builder instead of the
+   * model, and structural failures in a row after which automatic compaction stops for the session. Default 3.
+   */
   maxConsecutiveFailures?: number;
   /** Least cut of the request for a compaction to count as a success. Default 0.05. */
   minReduction?: number;
@@ -448,14 +467,18 @@ export type CompactionResult =
 
 export interface CompactionStatus {
   running: boolean;
+  /** Failed compactions in a row, reset by a success of the configured summarizer (the model's, when there is one). */
   consecutiveFailures: number;
+  /** Automatic compaction uses the structural builder because the model summarizer failed repeatedly. */
+  structuralFallback: boolean;
   autoCompactionStopped: boolean;
 }
 
-/** Runs compactions for many sessions: one at a time per session, with the failure circuit breaker. */
+/** Runs compactions for many sessions: one at a time per session, with the structural fallback and the circuit breaker. */
 export class CompactionController {
   private readonly running = new Map<string, Promise<CompactionResult>>();
   private readonly failures = new Map<string, number>();
+  private readonly structuralFailures = new Map<string, number>();
   private readonly stopped = new Set<string>();
   private readonly shutdown = new AbortController();
   private readonly settings: Required<Omit<CompactionSettings, 'protectToolChars'>> & Pick<CompactionSettings, 'protectToolChars'>;
@@ -477,6 +500,7 @@ export class CompactionController {
     return {
       running: this.running.has(sessionId),
       consecutiveFailures: this.failures.get(sessionId) ?? 0,
+      structuralFallback: this.inFallback(sessionId),
       autoCompactionStopped: this.stopped.has(sessionId),
     };
   }
@@ -488,7 +512,7 @@ export class CompactionController {
 
   /** Whether automatic compaction may still run for the session (the circuit breaker is not open). */
   autoAllowed(sessionId: string): boolean {
-    return !this.stopped.has(sessionId) && this.host.summarize !== undefined;
+    return !this.stopped.has(sessionId);
   }
 
   /**
@@ -518,70 +542,108 @@ export class CompactionController {
     await Promise.allSettled([...this.running.values()]);
   }
 
+  /** A model is configured but has failed too often in a row: automatic compaction builds structurally. */
+  private inFallback(sessionId: string): boolean {
+    return this.host.summarize !== undefined && (this.failures.get(sessionId) ?? 0) >= this.settings.maxConsecutiveFailures;
+  }
+
   private async run(sessionId: string, options: CompactOptions): Promise<CompactionResult> {
     const { trigger } = options;
-    let tokensBefore = 0;
-    let startedEmitted = false;
+    const model = this.host.summarize;
+    const fallback = trigger === 'auto' && this.inFallback(sessionId);
+    let summarizer: CheckpointSummarizer = !model || fallback ? { kind: 'structural', ...(fallback ? { fallback: true } : {}) } : modelSummarizer(model);
+    let started = false;
     try {
-      const summarize = this.host.summarize;
-      if (!summarize) {
-        throw new CompactionError('COMPACTION_NO_SUMMARIZER', 'No summarizer is configured: pass `summarize` to createSessionManager (createBackendSummarizer builds one from a back end).', {
-          fault: 'user',
-        });
-      }
       const snapshot = await this.host.snapshot(sessionId, options.userMessage ?? '');
-      tokensBefore = snapshot.tokensBefore;
-      this.host.started({ sessionId, trigger, tokensBefore });
-      startedEmitted = true;
-      const checkpoint = await this.fold(snapshot, summarize, options);
-      const tokensAfter = snapshot.measureWith(checkpoint);
-      const needed = Math.floor(tokensBefore * (1 - this.settings.minReduction));
-      if (tokensAfter > needed) {
-        throw new CompactionError(
-          'COMPACTION_NO_PROGRESS',
-          `The compaction would cut the request only from ${tokensBefore} to ${tokensAfter} tokens (at least ${Math.round(this.settings.minReduction * 100)} % is required), so it was not kept.`,
-          { data: { tokensBefore, tokensAfter } },
-        );
+      this.host.started({ sessionId, trigger, tokensBefore: snapshot.tokensBefore });
+      started = true;
+      if (summarizer.kind === 'model') {
+        try {
+          return await this.attempt(snapshot, options, summarizer);
+        } catch (error) {
+          const failure = asCompactionFailure(error);
+          const count = this.countFailure(sessionId, 'model');
+          const fallBack = trigger === 'auto' && count >= this.settings.maxConsecutiveFailures && failure.code !== 'COMPACTION_CANCELLED' && failure.code !== 'COMPACTION_NOTHING_TO_COMPACT';
+          this.report(sessionId, trigger, failure, {
+            message: fallBack
+              ? `${failure.message} After ${count} failures in a row of the model summarizer, this and later automatic compactions build the checkpoint structurally (no model) until a model compaction succeeds; forceCompact still asks the model.`
+              : failure.message,
+          });
+          if (!fallBack) return { ok: false, error: failure };
+          summarizer = { kind: 'structural', fallback: true };
+        }
       }
-      const written = await this.host.writeCheckpoint(sessionId, (latest) => ({
-        ...checkpoint,
-        ...(latest?.ralphLoop ? { ralphLoop: latest.ralphLoop } : {}),
-        tokens: {
-          ...checkpoint.tokens,
-          totalSaved: (snapshot.checkpoint?.tokens.totalSaved ?? 0) + Math.max(0, tokensBefore - tokensAfter),
-        },
-      }));
-      this.failures.delete(sessionId);
-      this.stopped.delete(sessionId);
-      await this.host.committed(sessionId, written, { trigger, tokensBefore, tokensAfter });
-      this.host.completed({ sessionId, trigger, version: written.version, tokensBefore, tokensAfter, checkpoint: written });
-      return { ok: true, checkpoint: written, tokensBefore, tokensAfter };
+      return await this.attempt(snapshot, options, summarizer);
     } catch (error) {
-      const failure =
-        error instanceof ParleyError
-          ? error
-          : new CompactionError('COMPACTION_SUMMARIZER_FAILED', `The compaction failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-      const count = (this.failures.get(sessionId) ?? 0) + 1;
-      this.failures.set(sessionId, count);
-      const stop = count >= this.settings.maxConsecutiveFailures;
+      const failure = asCompactionFailure(error);
+      if (!started) this.host.started({ sessionId, trigger, tokensBefore: 0 });
+      const kind = summarizer.kind;
+      const count = this.countFailure(sessionId, kind);
+      const stop = kind === 'structural' && (this.structuralFailures.get(sessionId) ?? 0) >= this.settings.maxConsecutiveFailures;
       if (stop) this.stopped.add(sessionId);
-      if (!startedEmitted) this.host.started({ sessionId, trigger, tokensBefore });
-      this.host.failed({
-        sessionId,
-        trigger,
-        code: failure.code,
+      this.report(sessionId, trigger, failure, {
         message: stop
-          ? `${failure.message} Automatic compaction is now stopped for this session after ${count} failures in a row; requests are still kept within the budget by pruning and truncation, and forceCompact can be used.`
-          : failure.message,
-        consecutiveFailures: count,
-        autoCompactionStopped: this.stopped.has(sessionId),
+          ? `${failure.message} Automatic compaction is now stopped for this session after ${count} failures in a row${model ? '' : ' (the structural checkpoint builder: no model is configured)'}; requests are still kept within the budget by pruning and truncation, and forceCompact can be used.`
+          : summarizer.kind === 'structural' && summarizer.fallback
+            ? `${failure.message} (The checkpoint was being built structurally, because the model summarizer failed repeatedly.)`
+            : failure.message,
       });
       return { ok: false, error: failure };
     }
   }
 
-  /** Plans, prunes, asks the summarizer, and assembles the new checkpoint (not yet written). */
-  private async fold(snapshot: CompactionSnapshot, summarize: Summarizer, options: CompactOptions): Promise<CheckpointInput> {
+  /** One compaction with one summarizer: fold, progress check, write. Throws when it fails; nothing is written then. */
+  private async attempt(snapshot: CompactionSnapshot, options: CompactOptions, summarizer: CheckpointSummarizer): Promise<CompactionResult> {
+    const { sessionId } = snapshot;
+    const { trigger } = options;
+    const tokensBefore = snapshot.tokensBefore;
+    const checkpoint = await this.fold(snapshot, summarizer, options);
+    const tokensAfter = snapshot.measureWith(checkpoint);
+    const needed = Math.floor(tokensBefore * (1 - this.settings.minReduction));
+    if (tokensAfter > needed) {
+      throw new CompactionError(
+        'COMPACTION_NO_PROGRESS',
+        `The compaction would cut the request only from ${tokensBefore} to ${tokensAfter} tokens (at least ${Math.round(this.settings.minReduction * 100)} % is required), so it was not kept.`,
+        { data: { tokensBefore, tokensAfter } },
+      );
+    }
+    const written = await this.host.writeCheckpoint(sessionId, (latest) => ({
+      ...checkpoint,
+      ...(latest?.ralphLoop ? { ralphLoop: latest.ralphLoop } : {}),
+      tokens: {
+        ...checkpoint.tokens,
+        totalSaved: (snapshot.checkpoint?.tokens.totalSaved ?? 0) + Math.max(0, tokensBefore - tokensAfter),
+      },
+    }));
+    // A structural fallback keeps the session under budget but says nothing about the model: its failures still count.
+    if (summarizer.kind === 'model' || !this.host.summarize) this.failures.delete(sessionId);
+    this.structuralFailures.delete(sessionId);
+    this.stopped.delete(sessionId);
+    await this.host.committed(sessionId, written, { trigger, tokensBefore, tokensAfter });
+    this.host.completed({ sessionId, trigger, version: written.version, tokensBefore, tokensAfter, checkpoint: written, summarizer });
+    return { ok: true, checkpoint: written, tokensBefore, tokensAfter };
+  }
+
+  private countFailure(sessionId: string, kind: CheckpointSummarizer['kind']): number {
+    const count = (this.failures.get(sessionId) ?? 0) + 1;
+    this.failures.set(sessionId, count);
+    if (kind === 'structural') this.structuralFailures.set(sessionId, (this.structuralFailures.get(sessionId) ?? 0) + 1);
+    return count;
+  }
+
+  private report(sessionId: string, trigger: CompactionTrigger, failure: CompactionError | ParleyError, options: { message: string }): void {
+    this.host.failed({
+      sessionId,
+      trigger,
+      code: failure.code,
+      message: options.message,
+      consecutiveFailures: this.failures.get(sessionId) ?? 0,
+      autoCompactionStopped: this.stopped.has(sessionId),
+    });
+  }
+
+  /** Plans, builds the summary (the model's, pruned and chunked, or the structural one), and assembles the new checkpoint (not yet written). */
+  private async fold(snapshot: CompactionSnapshot, summarizer: CheckpointSummarizer, options: CompactOptions): Promise<CheckpointInput> {
     const counter = this.host.counter;
     const tokensOf = (unit: ProjectedMessage) => counter.countKeyed(unit.key, unit.content);
     let plan = planCompaction(snapshot.messages, { tailTokens: snapshot.tailTokens, tokensOf });
@@ -594,26 +656,7 @@ export class CompactionController {
     }
     const previous = snapshot.checkpoint;
     const budget = snapshot.tokenBudget;
-    const protectChars = this.settings.protectToolChars ?? Math.floor(budget * 0.1 * 4);
-    const pruned = prunedForSummary(plan.fold, protectChars);
-    const rendered = plan.fold.map((unit, index) => renderForSummary(unit, pruned.has(index)));
-    const previousTokens = previous ? counter.countText(JSON.stringify(previous.summary)) : 0;
-    const overhead = counter.countText(COMPACTION_SYSTEM_PROMPT) + 200 + counter.countText(options.instructions ?? '');
-    const chunkTokens = Math.max(500, Math.floor(budget * (1 - this.settings.outputReserve)) - overhead - previousTokens * 2);
-    const chunks = chunkForSummary(rendered, chunkTokens, counter);
     const fromSeq = Math.min(...plan.fold.map((unit) => unit.firstSeq));
-
-    const timeout = AbortSignal.timeout(this.settings.timeoutMs);
-    const signal = AbortSignal.any([timeout, this.shutdown.signal, ...(options.signal ? [options.signal] : [])]);
-    const summary = await summarizeChunks({
-      summarize,
-      previous: previous?.summary,
-      chunks,
-      fromSeq,
-      throughSeq: plan.throughSeq,
-      signal,
-      ...(options.instructions ? { instructions: options.instructions } : {}),
-    });
 
     const maxEntryTokens = Math.max(200, Math.floor(budget * 0.02));
     const intents = collectIntents(snapshot.blocks, {
@@ -624,12 +667,31 @@ export class CompactionController {
       maxEntryTokens,
       recentTokens: Math.floor(budget * 0.04),
     });
+
+    let summary: CheckpointSummary;
+    const model = this.host.summarize;
+    if (summarizer.kind === 'structural' || !model) {
+      if (this.shutdown.signal.aborted || options.signal?.aborted) throw cancelled(options.signal?.aborted ? options.signal : this.shutdown.signal);
+      const folded = new Set(plan.fold.flatMap((unit) => unit.blockIds));
+      summary = buildStructuralSummary({
+        blocks: snapshot.blocks.filter((block) => folded.has(block.id)),
+        ...(previous ? { previous: previous.summary } : {}),
+        verbatim: [...intents.pinned, ...intents.userRequests],
+        ...(previous?.userRequests ? { previousRequests: previous.userRequests } : {}),
+        countText: (text) => counter.countText(text),
+        maxTokens: Math.max(STRUCTURAL_MIN_TOKENS, Math.floor(budget * STRUCTURAL_SHARE)),
+      });
+    } else {
+      summary = await this.summarizeWithModel(model, snapshot, plan, options);
+    }
+
     const liveHandles = collectLiveHandles(snapshot.blocks, previous?.liveHandles);
     const folded = plan.fold.filter((unit) => unit.kind === 'message');
     const oldest = folded[0]?.createdAt;
     const newest = folded[folded.length - 1]?.createdAt;
     const view = {
       summary,
+      summarizer,
       pinned: intents.pinned,
       ...(intents.userRequests.length > 0 ? { userRequests: intents.userRequests } : {}),
       liveHandles,
@@ -657,4 +719,44 @@ export class CompactionController {
       },
     };
   }
+
+  /** The model's summary: old tool output pruned, the fold cut into calls that fit, each answer checked. */
+  private async summarizeWithModel(summarize: Summarizer, snapshot: CompactionSnapshot, plan: CompactionPlan, options: CompactOptions): Promise<CheckpointSummary> {
+    const counter = this.host.counter;
+    const previous = snapshot.checkpoint;
+    const budget = snapshot.tokenBudget;
+    const protectChars = this.settings.protectToolChars ?? Math.floor(budget * 0.1 * 4);
+    const pruned = prunedForSummary(plan.fold, protectChars);
+    const rendered = plan.fold.map((unit, index) => renderForSummary(unit, pruned.has(index)));
+    const previousTokens = previous ? counter.countText(JSON.stringify(previous.summary)) : 0;
+    const overhead = counter.countText(COMPACTION_SYSTEM_PROMPT) + 200 + counter.countText(options.instructions ?? '');
+    const chunkTokens = Math.max(500, Math.floor(budget * (1 - this.settings.outputReserve)) - overhead - previousTokens * 2);
+    const chunks = chunkForSummary(rendered, chunkTokens, counter);
+    const fromSeq = Math.min(...plan.fold.map((unit) => unit.firstSeq));
+    const timeout = AbortSignal.timeout(this.settings.timeoutMs);
+    const signal = AbortSignal.any([timeout, this.shutdown.signal, ...(options.signal ? [options.signal] : [])]);
+    return summarizeChunks({
+      summarize,
+      previous: previous?.summary,
+      chunks,
+      fromSeq,
+      throughSeq: plan.throughSeq,
+      signal,
+      ...(options.instructions ? { instructions: options.instructions } : {}),
+    });
+  }
+}
+
+/** The structural summary's allowance: a share of the budget, never below a floor that holds a few items. */
+const STRUCTURAL_SHARE = 0.08;
+const STRUCTURAL_MIN_TOKENS = 150;
+
+function modelSummarizer(summarize: Summarizer): CheckpointSummarizer {
+  return { kind: 'model', ...(summarize.backend ? { backend: summarize.backend } : {}), ...(summarize.model ? { model: summarize.model } : {}) };
+}
+
+function asCompactionFailure(error: unknown): CompactionError | ParleyError {
+  return error instanceof ParleyError
+    ? error
+    : new CompactionError('COMPACTION_SUMMARIZER_FAILED', `The compaction failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
 }

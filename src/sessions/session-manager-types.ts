@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { StreamEvent } from '../conversation/index.js';
-import { SessionScopeSchema, SessionSettingsSchema, type SessionRecord, type SessionStore, type StoreWarning } from '../store/index.js';
+import { SessionScopeSchema, SessionSettingsSchema, type CheckpointSummarizer, type SessionRecord, type SessionStore, type StoreWarning } from '../store/index.js';
 import type { AgentDescriptionOverride } from './agent-descriptions.js';
 import type { CompactionSettings } from './compaction.js';
 import type { ContextOptions } from './context-builder.js';
@@ -21,8 +21,13 @@ export interface SessionManagerEvents {
     version: number;
     tokensBefore: number;
     tokensAfter: number;
+    /** Which summarizer wrote the checkpoint (the model's, or the structural builder's). */
+    summarizer: CheckpointSummarizer;
   };
-  /** Nothing changed; `message` says why. After `maxConsecutiveFailures` in a row, automatic compaction stops for the session. */
+  /**
+   * Nothing changed; `message` says why. After `maxConsecutiveFailures` model failures in a row, automatic
+   * compaction builds checkpoints structurally; after as many structural failures, it stops for the session.
+   */
   'session:compaction-error': {
     sessionId: string;
     trigger: 'auto' | 'manual';
@@ -38,6 +43,7 @@ export interface SessionManagerOptions {
   /** A file store in this folder (the default store). Ignored when `store` is given. */
   dataDir?: string;
   store?: SessionStore;
+  /** The model that writes checkpoints (createBackendSummarizer builds one); without it, checkpoints are built structurally, with no model. */
   summarize?: Summarizer;
   /** Largest request in tokens (default 100,000). */
   tokenBudget?: number;

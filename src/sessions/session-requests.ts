@@ -17,6 +17,7 @@ import {
   RalphLoopSchema,
   type Checkpoint,
   type CheckpointInput,
+  type CheckpointSummarizer,
   type SessionRecord,
   type SessionStore,
 } from '../store/index.js';
@@ -79,7 +80,7 @@ export type RalphLoopPatch = z.infer<typeof RalphLoopPatchSchema>;
 
 type CompactionEvents = {
   'session:compaction-start': { sessionId: string; trigger: CompactionTrigger; tokensBefore: number };
-  'session:compaction-complete': { sessionId: string; trigger: CompactionTrigger; version: number; tokensBefore: number; tokensAfter: number };
+  'session:compaction-complete': { sessionId: string; trigger: CompactionTrigger; version: number; tokensBefore: number; tokensAfter: number; summarizer: CheckpointSummarizer };
   'session:compaction-error': {
     sessionId: string;
     trigger: CompactionTrigger;
@@ -247,6 +248,7 @@ export class RequestLayer {
     const base: Omit<CheckpointInput, 'createdAt' | 'trigger' | 'tokens'> = previous
       ? {
           summary: previous.summary,
+          ...(previous.summarizer ? { summarizer: previous.summarizer } : {}),
           pinned: previous.pinned,
           ...(previous.userRequests ? { userRequests: previous.userRequests } : {}),
           liveHandles: previous.liveHandles,
@@ -527,7 +529,7 @@ export class RequestLayer {
           id: randomUUID(),
           type: 'system',
           subtype: 'compaction',
-          content: `Compacted (${info.trigger}): the conversation through seq ${checkpoint.covers.throughSeq} is now summarized in checkpoint v${checkpoint.version}; the request went from ${info.tokensBefore} to ${info.tokensAfter} tokens. Nothing was deleted.`,
+          content: `Compacted (${info.trigger}${describeSummarizer(checkpoint.summarizer)}): the conversation through seq ${checkpoint.covers.throughSeq} is now summarized in checkpoint v${checkpoint.version}; the request went from ${info.tokensBefore} to ${info.tokensAfter} tokens. Nothing was deleted.`,
           createdAt: now,
           data: {
             version: checkpoint.version,
@@ -536,12 +538,21 @@ export class RequestLayer {
             messageCount: checkpoint.covers.messageCount,
             tokensBefore: info.tokensBefore,
             tokensAfter: info.tokensAfter,
+            ...(checkpoint.summarizer ? { summarizer: checkpoint.summarizer } : {}),
           },
         },
         at: now,
       },
     ]);
   }
+}
+
+/** ", structural, no model" and the like, for the compaction notice. */
+function describeSummarizer(summarizer: CheckpointSummarizer | undefined): string {
+  if (!summarizer) return '';
+  if (summarizer.kind === 'structural') return summarizer.fallback ? ', built structurally because the model summarizer failed repeatedly' : ', built structurally without a model';
+  const name = [summarizer.backend, summarizer.model].filter(Boolean).join(' ');
+  return name ? `, summarized by ${name}` : '';
 }
 
 function thresholdTokens(settings: ResolvedSettings): number {

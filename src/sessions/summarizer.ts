@@ -13,7 +13,11 @@ export interface SummarizeRequest {
   signal?: AbortSignal;
 }
 
-export type Summarizer = (request: SummarizeRequest) => Promise<string>;
+/**
+ * `backend` and `model`, when set, name what answers; each checkpoint the summarizer writes records
+ * them (`checkpoint.summarizer`). A plain function is a summarizer too.
+ */
+export type Summarizer = ((request: SummarizeRequest) => Promise<string>) & { readonly backend?: string; readonly model?: string };
 
 export interface BackendSummarizerOptions {
   /** Model to ask; the back end's default otherwise. */
@@ -37,10 +41,12 @@ export class SummarizerError extends ParleyError {
  */
 export function createBackendSummarizer(backend: AgentBackend, options: BackendSummarizerOptions = {}): Summarizer {
   const timeoutMs = options.timeoutMs ?? 120_000;
-  return async ({ systemPrompt, prompt, signal }) => {
+  const description = backend.describe();
+  const model = options.model ?? description.defaultModel;
+  const summarize = async ({ systemPrompt, prompt, signal }: SummarizeRequest): Promise<string> => {
     const timeout = AbortSignal.timeout(timeoutMs);
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
-    const name = backend.describe().name;
+    const name = description.name;
     const turn = backend.execute({
       sessionId: options.sessionId?.() ?? `compaction-${randomUUID()}`,
       isNewSession: true,
@@ -75,4 +81,5 @@ export function createBackendSummarizer(backend: AgentBackend, options: BackendS
     if (text === '') throw new SummarizerError(`The ${name} back end answered the compaction request with no text.`);
     return text;
   };
+  return Object.assign(summarize, { backend: description.name, ...(model ? { model } : {}) });
 }

@@ -145,6 +145,19 @@ export const LiveHandleSchema = z.object({
 });
 export type LiveHandle = z.infer<typeof LiveHandleSchema>;
 
+/**
+ * Which summarizer wrote a checkpoint's summary: a model (its back end and model when known) or the
+ * structural builder, which needs no model (`fallback`: used because the model summarizer kept failing).
+ * Absent in checkpoints written before it was recorded.
+ */
+export const CheckpointSummarizerSchema = z.object({
+  kind: z.enum(['model', 'structural']),
+  backend: z.string().min(1).optional(),
+  model: z.string().min(1).optional(),
+  fallback: z.boolean().optional(),
+});
+export type CheckpointSummarizer = z.infer<typeof CheckpointSummarizerSchema>;
+
 /** `checkpoints/v{version}.json`: one compaction's result. Every version is kept. */
 export const CheckpointSchema = z.object({
   formatVersion: FormatVersion,
@@ -156,6 +169,8 @@ export const CheckpointSchema = z.object({
   trigger: z.enum(['auto', 'manual', 'native', 'import', 'update']),
   instructions: z.string().optional(),
   summary: CheckpointSummarySchema,
+  /** Optional: checkpoints written before it was recorded do not have it. */
+  summarizer: CheckpointSummarizerSchema.optional(),
   /** User intents kept verbatim (the first message, pinned messages). */
   pinned: z.array(z.string()),
   /** The most recent user messages folded in, kept verbatim within a token allowance (refreshed by each compaction). */

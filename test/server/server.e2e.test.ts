@@ -476,15 +476,20 @@ describe('sessions over the wire', () => {
     expect((await client.request('get_checkpoint', { sessionId })).versions).toEqual([]);
   });
 
-  it('force_compact without a summarizer is UNSUPPORTED', async () => {
+  it('force_compact without a model builds the checkpoint structurally, and says so', async () => {
     const client = await (await setup({ summarize: false })).client();
     const { sessionId } = await client.request('draft', { role: 'dev', project, task: 'first-task' });
-    const turn = turnEvents(client);
-    await client.request('submit_prompt', { content: 'hello' });
-    await turn.done;
-    const error = await errorOf(client.request('force_compact', { sessionId }));
-    expect(error.code).toBe(RpcErrorCode.UNSUPPORTED);
-    expect(error.reason).toBe('COMPACTION_NO_SUMMARIZER');
+    for (let index = 0; index < 4; index += 1) {
+      const turn = turnEvents(client);
+      await client.request('submit_prompt', { content: `step ${index}: ${'lorem ipsum dolor sit amet '.repeat(300)}` });
+      await turn.done;
+    }
+    await client.subscribe([sessionId]);
+    const completed = new Promise<NotificationParams<'compaction_completed'>>((resolve) => client.on('compaction_completed', resolve));
+    const compacted = await client.request('force_compact', { sessionId });
+    expect(compacted.checkpoint).toMatchObject({ sessionId, version: 1, trigger: 'manual', summarizer: { kind: 'structural' } });
+    expect(await completed).toMatchObject({ sessionId, trigger: 'manual', version: 1, summarizer: { kind: 'structural' } });
+    expect((await client.request('get_checkpoint', { sessionId })).current?.summarizer).toEqual({ kind: 'structural' });
   });
 });
 

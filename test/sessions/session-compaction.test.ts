@@ -188,28 +188,72 @@ describe('compaction failures change nothing', () => {
     expect(events.complete).toHaveLength(1);
   });
 
-  it('three failures in a row stop automatic compaction instead of looping; forceCompact still works and a success re-arms it', async () => {
-    const garbage = 'not json';
-    const summarizer = scriptedSummarizer([garbage, garbage, garbage, garbage, garbage, garbage], VALID_CHECKPOINT);
-    const manager = await open({ tokenBudget: 3_000, summarize: summarizer.summarize, compactInBackground: false });
+  it('after three model failures in a row, automatic compaction builds checkpoints structurally and keeps the session under budget; a model success ends the fallback', async () => {
+    let modelUp = false;
+    let modelCalls = 0;
+    const summarize = async () => {
+      modelCalls++;
+      if (!modelUp) throw new Error('503 from the model endpoint');
+      return VALID_CHECKPOINT;
+    };
+    const manager = await open({ tokenBudget: 3_000, summarize, compactInBackground: false });
+    const events = recordEvents(manager);
+    const sessionId = await draftSession(manager);
+    await fill(manager, sessionId, 40);
+    for (let attempt = 0; attempt < 3; attempt++) expect((await manager.buildRequest(sessionId, 'next')).totalTokens).toBeLessThanOrEqual(3_000);
+
+    expect(modelCalls).toBe(3);
+    expect(events.error.map((event) => [event.code, event.consecutiveFailures, event.autoCompactionStopped])).toEqual([
+      ['COMPACTION_SUMMARIZER_FAILED', 1, false],
+      ['COMPACTION_SUMMARIZER_FAILED', 2, false],
+      ['COMPACTION_SUMMARIZER_FAILED', 3, false],
+    ]);
+    expect(events.error[2]!.message).toContain('503 from the model endpoint');
+    expect(events.error[2]!.message).toContain('After 3 failures in a row of the model summarizer, this and later automatic compactions build the checkpoint structurally (no model)');
+    // The third attempt fell back at once: the session is compacted, by the structural builder.
+    expect(events.complete).toEqual([expect.objectContaining({ trigger: 'auto', version: 1, summarizer: { kind: 'structural', fallback: true } })]);
+    expect(manager.getCompactionStatus(sessionId)).toEqual({ running: false, consecutiveFailures: 3, structuralFallback: true, autoCompactionStopped: false });
+    const log = await manager.getEvents(sessionId);
+    const notices = log.flatMap((event) => (event.type === 'block_complete' && event.block.type === 'system' && event.block.subtype === 'compaction' ? [event.block.content] : []));
+    expect(notices[0]).toContain('built structurally because the model summarizer failed repeatedly');
+
+    // The session keeps growing: each time it reaches the threshold it is compacted structurally, without asking the model,
+    // and no message has to be left out of the request to fit the budget.
+    for (let round = 0; round < 6; round++) {
+      await fill(manager, sessionId, 14, 60, 40 + round * 14);
+      const request = await manager.buildRequest(sessionId, 'next');
+      expect(request.totalTokens).toBeLessThanOrEqual(3_000);
+      expect(request.adjustments.omittedMessages).toBe(0);
+    }
+    expect(modelCalls).toBe(3);
+    const checkpoints = await manager.listCheckpoints(sessionId);
+    expect(checkpoints.length).toBeGreaterThanOrEqual(4);
+    expect(checkpoints.every((checkpoint) => checkpoint.summarizer?.kind === 'structural' && checkpoint.summarizer.fallback === true)).toBe(true);
+    expect(events.error).toHaveLength(3);
+
+    // forceCompact still asks the model; its success ends the fallback and resets the count.
+    modelUp = true;
+    const checkpoint = await manager.forceCompact(sessionId);
+    expect(modelCalls).toBe(4);
+    expect(checkpoint.summarizer).toEqual({ kind: 'model' });
+    expect(checkpoint.summary.completed).toEqual(['Parsed --verbose in src/cli/args.ts']);
+    expect(manager.getCompactionStatus(sessionId)).toEqual({ running: false, consecutiveFailures: 0, structuralFallback: false, autoCompactionStopped: false });
+  });
+
+  it('three failures in a row of the structural builder stop automatic compaction instead of looping; forceCompact still works and a success re-arms it', async () => {
+    const manager = await open({ tokenBudget: 3_000, compactInBackground: false, compaction: { minReduction: 0.99 } });
     const events = recordEvents(manager);
     const sessionId = await draftSession(manager);
     await fill(manager, sessionId, 40);
     for (let attempt = 0; attempt < 4; attempt++) expect((await manager.buildRequest(sessionId, 'next')).totalTokens).toBeLessThanOrEqual(3_000);
-
-    expect(summarizer.prompts).toHaveLength(6);
-    expect(events.error.map((event) => [event.consecutiveFailures, event.autoCompactionStopped])).toEqual([
-      [1, false],
-      [2, false],
-      [3, true],
+    expect(events.error.map((event) => [event.code, event.consecutiveFailures, event.autoCompactionStopped])).toEqual([
+      ['COMPACTION_NO_PROGRESS', 1, false],
+      ['COMPACTION_NO_PROGRESS', 2, false],
+      ['COMPACTION_NO_PROGRESS', 3, true],
     ]);
-    expect(events.error[2]!.message).toContain('Automatic compaction is now stopped for this session after 3 failures in a row');
-    expect(manager.getCompactionStatus(sessionId)).toEqual({ running: false, consecutiveFailures: 3, autoCompactionStopped: true });
+    expect(events.error[2]!.message).toContain('Automatic compaction is now stopped for this session after 3 failures in a row (the structural checkpoint builder: no model is configured)');
+    expect(manager.getCompactionStatus(sessionId)).toEqual({ running: false, consecutiveFailures: 3, structuralFallback: false, autoCompactionStopped: true });
     expect((await manager.previewRequest(sessionId, 'next')).wouldCompact).toBe(false);
-
-    const checkpoint = await manager.forceCompact(sessionId);
-    expect(checkpoint.version).toBe(1);
-    expect(manager.getCompactionStatus(sessionId)).toEqual({ running: false, consecutiveFailures: 0, autoCompactionStopped: false });
   });
 
   it('a compaction that does not cut the request by at least 5 % counts as failed and is not kept', async () => {
@@ -226,16 +270,56 @@ describe('compaction failures change nothing', () => {
     expect(await manager.listCheckpoints(sessionId)).toEqual([]);
   });
 
-  it('without a summarizer nothing is attempted automatically, and forceCompact says how to configure one', async () => {
-    const manager = await open({ tokenBudget: 3_000 });
+  it('without a summarizer, checkpoints are built structurally: automatic compaction keeps the request under budget, and forceCompact works', async () => {
+    const manager = await open({ tokenBudget: 3_000, compactInBackground: false });
     const events = recordEvents(manager);
     const sessionId = await draftSession(manager);
     await fill(manager, sessionId, 40);
-    expect((await manager.buildRequest(sessionId, 'next')).totalTokens).toBeLessThanOrEqual(3_000);
+    const request = await manager.buildRequest(sessionId, 'next');
+    expect(request.compacted).toBe(true);
+    expect(request.totalTokens).toBeLessThanOrEqual(3_000);
+    expect(request.adjustments.omittedMessages).toBe(0);
+    expect(request.systemPrompt).toContain("(Built without a model, from the conversation's structure");
     expect(events.error).toEqual([]);
-    const error = await failure(manager.forceCompact(sessionId));
-    expect(isParleyError(error, 'COMPACTION_NO_SUMMARIZER')).toBe(true);
-    expect((error as Error).message).toContain('pass `summarize` to createSessionManager');
+    expect(events.complete).toEqual([expect.objectContaining({ trigger: 'auto', version: 1, summarizer: { kind: 'structural' } })]);
+    await fill(manager, sessionId, 6, 60, 40);
+    const checkpoint = await manager.forceCompact(sessionId);
+    expect(checkpoint.version).toBe(2);
+    expect(checkpoint.summarizer).toEqual({ kind: 'structural' });
+    expect(checkpoint.pinned).toEqual([`Message 0: ${prose(60, 1)}`]);
+    expect(checkpoint.summary.completed.some((item) => item.startsWith('Assistant answered: Message '))).toBe(true);
+    expect(events.complete[1]!.tokensAfter).toBeLessThan(events.complete[1]!.tokensBefore);
+  });
+
+  it('the structural builder keeps tool work, errors, pinned intent and live workers of a real history', async () => {
+    const manager = await open({ tailTokens: 0 });
+    const sessionId = await draftSession(manager);
+    const block = (value: ConversationBlock): StreamEventDraft => ({ type: 'block_complete', conversationId: MAIN_CONVERSATION, block: value });
+    await manager.addMessage(sessionId, { role: 'user', content: 'Never touch the generated files under src/gen.', pinned: true });
+    const drafts: StreamEventDraft[] = [];
+    for (let index = 0; index < 8; index++) {
+      drafts.push(block({ id: `u${index}`, type: 'user_message', content: `Step ${index}: fix module ${index}. ${prose(40, index + 1)}`, createdAt: clock() }));
+      drafts.push(block({ id: `c${index}`, type: 'tool_use', toolUseId: `e${index}`, name: 'Edit', input: { file_path: `src/module-${index}.ts`, old_string: 'a', new_string: 'b' }, status: 'success', createdAt: clock() }));
+      drafts.push(
+        block({ id: `r${index}`, type: 'tool_result', toolUseId: `e${index}`, content: index === 5 ? 'old_string not found in src/module-5.ts' : prose(200, index), isError: index === 5, createdAt: clock() }),
+      );
+      drafts.push(block({ id: `a${index}`, type: 'assistant_text', content: `Fixed module ${index}. ${prose(80, index + 30)}`, createdAt: clock() }));
+    }
+    drafts.push(block({ id: 'err', type: 'system', subtype: 'error', content: 'The back end failed: connection reset.', createdAt: clock() }));
+    await manager.appendEvents(sessionId, drafts);
+    await manager.appendEvents(sessionId, [
+      { type: 'block_start', conversationId: MAIN_CONVERSATION, block: { id: 'w1', type: 'subagent', subagentId: 'agent-42', name: 'test-runner', input: 'run the tests', status: 'running', createdAt: clock() } },
+    ]);
+    await fill(manager, sessionId, 2, 60, 100);
+    const checkpoint = await manager.forceCompact(sessionId);
+    expect(checkpoint.summarizer).toEqual({ kind: 'structural' });
+    expect(checkpoint.pinned).toEqual(['Never touch the generated files under src/gen.']);
+    expect(checkpoint.liveHandles).toEqual([{ id: 'agent-42', kind: 'worker', label: 'test-runner', status: 'running' }]);
+    expect(checkpoint.summary.completed).toContain('File `src/module-7.ts`: Edit ×1');
+    expect(checkpoint.summary.blockers).toEqual(['`Edit` (src/module-5.ts) failed: old_string not found in src/module-5.ts', 'Error: The back end failed: connection reset.']);
+    const request = await manager.buildRequest(sessionId, 'next');
+    expect(request.systemPrompt).toContain('- `Edit` (src/module-5.ts) failed: old_string not found in src/module-5.ts');
+    expect(request.systemPrompt).toContain('## Live Workers\n\n- agent-42 (worker: test-runner): running');
   });
 
   it('closing the manager cancels a running compaction and changes nothing', async () => {

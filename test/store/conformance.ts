@@ -266,6 +266,18 @@ export function runStoreConformance(initializer: StoreInitializer): void {
         expect((await store.writeCheckpoint('cp', checkpointInput(1))).version).toBe(1);
       });
 
+      it('keeps which summarizer wrote a checkpoint, reads checkpoints that do not say, and refuses an unknown kind', async () => {
+        const model = await store.writeCheckpoint('cp', checkpointInput(1, { summarizer: { kind: 'model', backend: 'anthropic-api', model: 'claude-sonnet-4-5' } }));
+        const structural = await store.writeCheckpoint('cp', checkpointInput(2, { summarizer: { kind: 'structural', fallback: true } }));
+        const older = await store.writeCheckpoint('cp', checkpointInput(3));
+        expect((await store.readCheckpoint('cp', model.version))?.summarizer).toEqual({ kind: 'model', backend: 'anthropic-api', model: 'claude-sonnet-4-5' });
+        expect((await store.readCheckpoint('cp', structural.version))?.summarizer).toEqual({ kind: 'structural', fallback: true });
+        expect(await store.readCheckpoint('cp', older.version)).not.toHaveProperty('summarizer');
+        const invalid = { ...checkpointInput(4), summarizer: { kind: 'guess' } } as unknown as Parameters<SessionStore['writeCheckpoint']>[1];
+        await expect(store.writeCheckpoint('cp', invalid)).rejects.toSatisfy((error) => isParleyError(error, 'INVALID_INPUT'));
+        expect(await store.listCheckpoints('cp')).toHaveLength(3);
+      });
+
       it('refuses checkpoints of an unknown session with SESSION_NOT_FOUND', async () => {
         expect((await storeErrorOf(() => store.writeCheckpoint('ghost', checkpointInput(1)))).code).toBe('SESSION_NOT_FOUND');
         expect((await storeErrorOf(() => store.readCheckpoint('ghost'))).code).toBe('SESSION_NOT_FOUND');

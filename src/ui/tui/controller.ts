@@ -581,7 +581,7 @@ export class TuiController {
       const checkpoint = result.checkpoint;
       this.note([
         {
-          text: `Compacted in ${formatDuration(this.clock() - started)}${checkpoint ? `: checkpoint v${checkpoint.version} covers the conversation through seq ${checkpoint.covers.throughSeq} (${plural(checkpoint.covers.messageCount, 'message')}); nothing was deleted` : ''}.`,
+          text: `Compacted in ${formatDuration(this.clock() - started)}${checkpoint ? `: checkpoint v${checkpoint.version}${checkpoint.summarizer?.kind === 'structural' ? ' (built structurally, no model)' : ''} covers the conversation through seq ${checkpoint.covers.throughSeq} (${plural(checkpoint.covers.messageCount, 'message')}); nothing was deleted` : ''}.`,
           tone: 'success',
         },
       ]);

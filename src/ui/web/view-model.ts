@@ -374,10 +374,17 @@ export function foldedRange(checkpoint: CheckpointWire, options: { utc?: boolean
   return `${plural(covers.messageCount, 'message')} (${range})${span}`;
 }
 
-/** `v3 · manual · 1,234 tokens · saved 40,000` */
+/** `v3 · manual · structural · 1,234 tokens · saved 40,000` (the summarizer when the checkpoint records it). */
 export function checkpointHeadline(checkpoint: CheckpointWire): string {
   const saved = checkpoint.tokens.totalSaved > 0 ? ` · saved ${formatCount(checkpoint.tokens.totalSaved)}` : '';
-  return `v${checkpoint.version} · ${checkpoint.trigger} · ${formatCount(checkpoint.tokens.checkpoint)} tokens${saved}`;
+  const by = checkpoint.summarizer ? ` · ${summarizerLabel(checkpoint.summarizer)}` : '';
+  return `v${checkpoint.version} · ${checkpoint.trigger}${by} · ${formatCount(checkpoint.tokens.checkpoint)} tokens${saved}`;
+}
+
+/** `structural`, `structural (model failed)`, or the model's back end and name. */
+export function summarizerLabel(summarizer: NonNullable<CheckpointWire['summarizer']>): string {
+  if (summarizer.kind === 'structural') return summarizer.fallback ? 'structural (model failed)' : 'structural';
+  return [summarizer.backend, summarizer.model].filter(Boolean).join(' ') || 'model';
 }
 
 // ---- connecting --------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 import './terminal-env.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { StreamEvent } from '../../../src/conversation/index.js';
+import { RpcErrorCode } from '../../../src/protocol/index.js';
 import { renderApp, type AppRig } from './app-rig.js';
 import { loadRecording, RecordedPeer } from './recorded-peer.js';
 
@@ -240,8 +241,20 @@ describe('commands', () => {
     expect(rig.frame()).not.toContain('Compacting the context…');
   });
 
+  it('/compact says when the checkpoint was built structurally, with no model', async () => {
+    const { rig, peer } = start();
+    await draft(rig);
+    peer.handlers.set('force_compact', () => Promise.resolve({ compacted: true, checkpoint: { ...(checkpoint() as object), summarizer: { kind: 'structural' } } }));
+    await rig.type('/compact');
+    await rig.waitFor('checkpoint v2 (built structurally, no model) covers the conversation through seq 63 (12 messages); nothing was deleted.');
+  });
+
   it('/compact explains when the server has no model to summarize with', async () => {
-    const { rig } = start();
+    const { rig, peer } = start();
+    // Servers before the structural checkpoint builder refused to compact without a model.
+    peer.handlers.set('force_compact', () => ({
+      error: { code: RpcErrorCode.UNSUPPORTED, message: 'No summarizer is configured.', data: { code: 'COMPACTION_NO_SUMMARIZER' } },
+    }));
     await draft(rig);
     await rig.type('/compact');
     await rig.waitFor('✗ Cannot compact: this server has no model to write the summary with (the scripted back end cannot summarize).');
@@ -428,7 +441,9 @@ describe('the conversation', () => {
     const resumed = peer.requests.filter((request) => request.method === 'get_events').at(-1)!;
     expect(resumed.params).toEqual({ sessionId, afterSeq: text + 4 });
     // Live events after the reconnect carry on from there, and repeats of old ones change nothing.
-    play(peer, text, turnEnd + 3);
+    // The worker's blocks interleave with the main turn's end as the recording's timing had it.
+    const workerWrite = seqOf((event) => event.type === 'block_start' && event.block.type === 'tool_use' && event.block.name === 'write_file');
+    play(peer, text, Math.max(turnEnd, workerWrite) + 1);
     await rig.waitFor('│ ● write_file(path: "hello.txt"');
     expect(count(rig.frame(), "Sure. I'll ask a developer to write hello.txt")).toBe(1);
   });

@@ -4,6 +4,7 @@ import type { CheckpointWire } from '../../../src/protocol/index.js';
 import {
   chartGeometry,
   chatItems,
+  checkpointHeadline,
   connectHelp,
   contextGauge,
   emptySeries,
@@ -200,6 +201,13 @@ describe('checkpoints', () => {
   it('says what a compaction folded in: the message count, the seq range and the time span', () => {
     expect(foldedRange(checkpoint, { utc: true })).toBe('9 messages (seq 12–40), 2026-01-17 10:00:00 → 2026-01-17 11:55:00');
     expect(foldedRange({ ...checkpoint, covers: { throughSeq: 5, messageCount: 1 } })).toBe('1 message (up to seq 5)');
+  });
+
+  it('names the summarizer that wrote it, when the checkpoint records one', () => {
+    expect(checkpointHeadline(checkpoint)).toBe('v2 · manual · 900 tokens · saved 19,100');
+    expect(checkpointHeadline({ ...checkpoint, summarizer: { kind: 'structural' } })).toBe('v2 · manual · structural · 900 tokens · saved 19,100');
+    expect(checkpointHeadline({ ...checkpoint, summarizer: { kind: 'structural', fallback: true } })).toContain('· structural (model failed) ·');
+    expect(checkpointHeadline({ ...checkpoint, summarizer: { kind: 'model', backend: 'anthropic-api', model: 'claude-sonnet-4-5' } })).toContain('· anthropic-api claude-sonnet-4-5 ·');
   });
 });
 
