@@ -46,6 +46,12 @@ export const ParleyConfigSchema = z
     backend: z.string().min(1).optional(),
     /** The default model of the default back end. */
     model: z.string().min(1).optional(),
+    /** The role a UI drafts for a first message typed before any draft (default `product-analyst`); a role id, as role file names are. */
+    defaultRole: z
+      .string()
+      .regex(/^[A-Za-z0-9_][A-Za-z0-9._-]{0,199}$/, 'must be a role name: 1–200 letters, digits, ".", "_" or "-", not starting with "." or "-"')
+      .refine((value) => !value.includes('..'), 'must not contain ".."')
+      .optional(),
     backends: z.record(z.string(), z.unknown()).optional(),
   })
   .strict();
