@@ -1,6 +1,6 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { CONFIG_FILE_NAME, readParleyConfig } from '../backends/index.js';
+import { CONFIG_FILE_NAME, ConfigError, readParleyConfig } from '../backends/index.js';
 import { IdSchema } from '../store/index.js';
 import { DraftError } from './errors.js';
 import { exists, listFolders, readJsonFile, writeJsonAtomic } from './files.js';
@@ -50,13 +50,20 @@ export const DEFAULT_ROLE = 'product-analyst';
 
 /**
  * A project's default role: `defaultRole` in its `parley.config.json`, else `product-analyst`.
- * Read on every listing, so an edited file counts at once; a broken file is an error naming it
- * and the field (the server refuses to start on its own project's, too). Whether the role exists
+ * Read on every listing, so an edited file counts at once. A file that cannot be read does not
+ * break listing or resolving projects: it gives the default here, and its error (naming the file
+ * and field) comes from where the file is used for back ends: `parley serve` refuses to start on
+ * it, and a draft service that read it at start fails each draft with it. Whether the role exists
  * is checked when it is drafted ("No role …").
  */
 async function defaultRoleOf(projectFolder: string): Promise<string> {
-  const config = await readParleyConfig(path.join(projectFolder, CONFIG_FILE_NAME));
-  return config?.defaultRole ?? DEFAULT_ROLE;
+  try {
+    const config = await readParleyConfig(path.join(projectFolder, CONFIG_FILE_NAME));
+    return config?.defaultRole ?? DEFAULT_ROLE;
+  } catch (error) {
+    if (error instanceof ConfigError) return DEFAULT_ROLE;
+    throw error;
+  }
 }
 
 export interface ProjectCatalogOptions {

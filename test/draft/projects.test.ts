@@ -1,6 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { resolveBackendConfig } from '../../src/backends/index.js';
 import { ProjectCatalog, slugify } from '../../src/draft/index.js';
 import { closeAll, harness, tempProject } from './helpers.js';
 
@@ -60,7 +61,7 @@ describe('projects and tasks', () => {
     expect(JSON.parse(await fs.readFile(path.join(task.taskDir, 'draft.json'), 'utf8'))).toMatchObject({ project: 'billing', status: 'active' });
   });
 
-  it("a project's default role is product-analyst unless its parley.config.json names another; a bad name is refused, a missing role fails when drafted", async () => {
+  it("a project's default role is product-analyst unless its parley.config.json names another; a missing role fails when drafted; a bad name is refused by the config", async () => {
     const { service, root } = await harness();
     const other = await service.createProject({ name: 'docs', path: 'docs-site' });
     await fs.writeFile(path.join(root, 'parley.config.json'), JSON.stringify({ defaultRole: 'dev' }));
@@ -76,11 +77,15 @@ describe('projects and tasks', () => {
       message: expect.stringContaining('No role "reviewer"'),
     });
 
+    // A name that is not a role name is refused naming the file and field, where the file is read for back ends
+    // (parley serve refuses to start); listing projects does not break on it and gives the default.
     await fs.writeFile(path.join(root, 'parley.config.json'), JSON.stringify({ defaultRole: '../roles/dev' }));
-    await expect(service.listProjects()).rejects.toMatchObject({
+    await expect(resolveBackendConfig({ projectDir: root })).rejects.toMatchObject({
       code: 'INVALID_CONFIG',
       message: expect.stringMatching(/parley\.config\.json: .*defaultRole.*must be a role name/),
     });
+    expect((await service.listProjects())[0]!.defaultRole).toBe('product-analyst');
+    expect(await service.listTasks({ project: current!.name })).toEqual([]);
   });
 
   it('a corrupt file is reported naming the file, not swallowed', async () => {
