@@ -5,6 +5,7 @@ import { describeIssues, ParleyError } from '../conversation/index.js';
 import { ModelPricingSchema, type ModelInfo } from './agent-backend.js';
 import type { BackendSettings } from './backend-registration.js';
 import { getBackendRegistration, listBackendRegistrations, UnknownBackendError } from './registry.js';
+import { IdSchema } from '../store/index.js';
 
 /**
  * Configuration of back ends, the way users already configure each client:
@@ -47,6 +48,8 @@ export const ParleyConfigSchema = z
     backend: z.string().min(1).optional(),
     /** The default model of the default back end. */
     model: z.string().min(1).optional(),
+    /** The role a UI drafts for a first message typed before any draft (default `product-analyst`); a role id, as role file names are. */
+    defaultRole: IdSchema.optional(),
     backends: z.record(z.string(), z.unknown()).optional(),
   })
   .strict();

@@ -50,3 +50,33 @@ export function describeInput(input: unknown, max: number): string {
   );
   return oneLine(entries.join(', '), max);
 }
+
+/** Longest task title `taskTitleFromMessage` derives (a slug of it stays readable in a terminal). */
+export const TASK_TITLE_MAX = 60;
+
+/**
+ * A short task title for a conversation that starts with `message` (the UIs' "first message"):
+ * its first non-empty line, white space collapsed, cut at a word boundary to at most `max`
+ * characters (a single longer word is cut), without trailing punctuation. A message with no
+ * words at all gets `New task`.
+ */
+export function taskTitleFromMessage(message: string, max = TASK_TITLE_MAX): string {
+  const line = message.split(/\r?\n/).find((candidate) => candidate.trim() !== '') ?? '';
+  let title = line.replace(/\s+/g, ' ').trim();
+  if (title.length > max) {
+    const cut = title.slice(0, max + 1);
+    const boundary = cut.lastIndexOf(' ');
+    title = boundary > 0 ? cut.slice(0, boundary) : title.slice(0, max);
+  }
+  title = title.replace(/[\s.,;:!?…-]+$/u, '');
+  return /[\p{L}\p{N}]/u.test(title) ? title : 'New task';
+}
+
+/**
+ * The one line a UI shows when a first message drafted the project's default role, so the terminal
+ * and the browser say the same; `undraft` is how that UI undrafts (`/undraft`, `Undraft`).
+ */
+export function firstDraftNotice(options: { role: string; taskSlug: string; createdTask: boolean; undraft: string }): string {
+  const what = options.createdTask ? `Created task ${options.taskSlug} and drafted ${options.role} on it` : `Drafted ${options.role} on task ${options.taskSlug}`;
+  return `${what} (the project's default role; ${options.undraft} to change).`;
+}

@@ -62,6 +62,7 @@ function projectInfo(project: ProjectLocation): ProjectInfo {
     path: project.path,
     dataDir: project.dataDir,
     current: project.current,
+    defaultRole: project.defaultRole,
     ...(project.description ? { description: project.description } : {}),
   };
 }

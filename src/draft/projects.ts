@@ -1,5 +1,6 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { CONFIG_FILE_NAME, ConfigError, readParleyConfig } from '../backends/index.js';
 import { IdSchema } from '../store/index.js';
 import { DraftError } from './errors.js';
 import { exists, listFolders, readJsonFile, writeJsonAtomic } from './files.js';
@@ -28,6 +29,7 @@ import {
  * <dataDir>/tasks/<slug>/draft.json      the task's current DraftSession (seed 000's persistence)
  * <dataDir>/tasks/<slug>/drafts/<id>.json  earlier, closed drafts of the task
  * <dataDir>/projects/<name>/             default folder of a project created without a path
+ * <project>/parley.config.json           optional: `defaultRole`, the role a first message drafts
  * ```
  *
  * Every name and slug is validated with IdSchema before it becomes part of a path, so nothing
@@ -39,6 +41,29 @@ export interface ProjectLocation {
   dataDir: string;
   description?: string;
   current: boolean;
+  /** The role a client drafts for a first message typed before any draft. */
+  defaultRole: string;
+}
+
+/** The default role of a project whose `parley.config.json` names none. */
+export const DEFAULT_ROLE = 'product-analyst';
+
+/**
+ * A project's default role: `defaultRole` in its `parley.config.json`, else `product-analyst`.
+ * Read on every listing, so an edited file counts at once. A file that cannot be read does not
+ * break listing or resolving projects: it gives the default here, and its error (naming the file
+ * and field) comes from where the file is used for back ends: `parley serve` refuses to start on
+ * it, and a draft service that read it at start fails each draft with it. Whether the role exists
+ * is checked when it is drafted ("No role …").
+ */
+async function defaultRoleOf(projectFolder: string): Promise<string> {
+  try {
+    const config = await readParleyConfig(path.join(projectFolder, CONFIG_FILE_NAME));
+    return config?.defaultRole ?? DEFAULT_ROLE;
+  } catch (error) {
+    if (error instanceof ConfigError) return DEFAULT_ROLE;
+    throw error;
+  }
 }
 
 export interface ProjectCatalogOptions {
@@ -60,27 +85,32 @@ export class ProjectCatalog {
 
   async current(): Promise<ProjectLocation> {
     const file = await readJsonFile(path.join(this.options.dataDir, 'project.json'), ProjectFileSchema);
+    const folder = path.resolve(this.options.projectRoot);
     return {
-      name: file?.name ?? slugify(path.basename(path.resolve(this.options.projectRoot))) ?? 'project',
-      path: path.resolve(this.options.projectRoot),
+      name: file?.name ?? slugify(path.basename(folder)) ?? 'project',
+      path: folder,
       dataDir: path.resolve(this.options.dataDir),
       ...(file?.description ? { description: file.description } : {}),
       current: true,
+      defaultRole: await defaultRoleOf(folder),
     };
   }
 
   async list(): Promise<ProjectLocation[]> {
     const current = await this.current();
     const registry = await this.readRegistry();
-    const others = registry.projects
-      .filter((entry) => entry.name !== current.name)
-      .map((entry) => ({
-        name: entry.name,
-        path: entry.path,
-        dataDir: entry.dataDir ?? path.join(entry.path, '.parley'),
-        ...(entry.description ? { description: entry.description } : {}),
-        current: false,
-      }));
+    const others = await Promise.all(
+      registry.projects
+        .filter((entry) => entry.name !== current.name)
+        .map(async (entry) => ({
+          name: entry.name,
+          path: entry.path,
+          dataDir: entry.dataDir ?? path.join(entry.path, '.parley'),
+          ...(entry.description ? { description: entry.description } : {}),
+          current: false,
+          defaultRole: await defaultRoleOf(entry.path),
+        })),
+    );
     return [current, ...others];
   }
 
@@ -138,6 +168,7 @@ export class ProjectCatalog {
         dataDir,
         ...(params.description ? { description: params.description } : {}),
         current: false,
+        defaultRole: await defaultRoleOf(folder),
       };
     });
     this.registryWrites = work.catch(() => undefined);

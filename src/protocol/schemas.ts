@@ -120,6 +120,7 @@ export const ProjectInfoSchema = z.object({
   description: z.string().optional(),
   /** True for the project the server runs in. */
   current: z.boolean(),
+  defaultRole: z.string().describe("The role a client drafts for a first message typed before any draft: `defaultRole` in the project's `parley.config.json`, else `product-analyst`."),
 });
 export type ProjectInfo = z.infer<typeof ProjectInfoSchema>;
 

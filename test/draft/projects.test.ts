@@ -1,6 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { resolveBackendConfig } from '../../src/backends/index.js';
 import { ProjectCatalog, slugify } from '../../src/draft/index.js';
 import { closeAll, harness, tempProject } from './helpers.js';
 
@@ -10,7 +11,7 @@ describe('projects and tasks', () => {
   it('the current project is the folder, named after it unless project.json names it', async () => {
     const { service, root, dataDir } = await harness();
     const [current] = await service.listProjects();
-    expect(current).toEqual({ name: slugify(path.basename(root)), path: root, dataDir, current: true });
+    expect(current).toEqual({ name: slugify(path.basename(root)), path: root, dataDir, current: true, defaultRole: 'product-analyst' });
     await fs.mkdir(dataDir, { recursive: true });
     await fs.writeFile(path.join(dataDir, 'project.json'), JSON.stringify({ formatVersion: 1, name: 'shop', description: 'The shop', createdAt: new Date().toISOString() }));
     expect((await service.listProjects())[0]).toMatchObject({ name: 'shop', description: 'The shop' });
@@ -45,7 +46,7 @@ describe('projects and tasks', () => {
   it('create_project registers a project; its tasks live in its own data folder', async () => {
     const { service, dataDir, root } = await harness();
     const created = await service.createProject({ name: 'billing', description: 'Invoices' });
-    expect(created).toEqual({ name: 'billing', path: path.join(dataDir, 'projects', 'billing'), dataDir: path.join(dataDir, 'projects', 'billing', '.parley'), description: 'Invoices', current: false });
+    expect(created).toEqual({ name: 'billing', path: path.join(dataDir, 'projects', 'billing'), dataDir: path.join(dataDir, 'projects', 'billing', '.parley'), description: 'Invoices', current: false, defaultRole: 'product-analyst' });
     const elsewhere = await service.createProject({ name: 'docs', path: 'docs-site' });
     expect(elsewhere.path).toBe(path.join(root, 'docs-site'));
     expect((await service.listProjects()).map((project) => project.name)).toEqual([expect.any(String), 'billing', 'docs']);
@@ -58,6 +59,33 @@ describe('projects and tasks', () => {
     const drafted = await service.draft({ channelId: 'c', role: 'dev', project: 'billing', task: task.slug });
     expect(drafted.project).toBe('billing');
     expect(JSON.parse(await fs.readFile(path.join(task.taskDir, 'draft.json'), 'utf8'))).toMatchObject({ project: 'billing', status: 'active' });
+  });
+
+  it("a project's default role is product-analyst unless its parley.config.json names another; a missing role fails when drafted; a bad name is refused by the config", async () => {
+    const { service, root } = await harness();
+    const other = await service.createProject({ name: 'docs', path: 'docs-site' });
+    await fs.writeFile(path.join(root, 'parley.config.json'), JSON.stringify({ defaultRole: 'dev' }));
+    await fs.writeFile(path.join(other.path, 'parley.config.json'), JSON.stringify({ backend: 'scripted', defaultRole: 'reviewer' }));
+    const [current, docs] = await service.listProjects();
+    expect(current!.defaultRole).toBe('dev');
+    expect(docs).toMatchObject({ name: 'docs', defaultRole: 'reviewer' });
+
+    // Whether the role exists is checked when it is drafted, with the usual error.
+    const task = await service.createTask({ project: 'docs', title: 'Write the guide' });
+    await expect(service.draft({ channelId: 'c', role: docs!.defaultRole, project: 'docs', task: task.slug })).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+      message: expect.stringContaining('No role "reviewer"'),
+    });
+
+    // A name that is not a role name is refused naming the file and field, where the file is read for back ends
+    // (parley serve refuses to start); listing projects does not break on it and gives the default.
+    await fs.writeFile(path.join(root, 'parley.config.json'), JSON.stringify({ defaultRole: '../roles/dev' }));
+    await expect(resolveBackendConfig({ projectDir: root })).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+      message: expect.stringMatching(/parley\.config\.json: .*defaultRole.*must be 1–200 letters/),
+    });
+    expect((await service.listProjects())[0]!.defaultRole).toBe('product-analyst');
+    expect(await service.listTasks({ project: current!.name })).toEqual([]);
   });
 
   it('a corrupt file is reported naming the file, not swallowed', async () => {

@@ -52,7 +52,7 @@ export async function openTui(command: Command, options: TuiOptions = {}): Promi
   const channel = checkChannel(options.channel ?? attach?.channel ?? (attach ? `tui-${randomUUID()}` : await stableChannel(dataDir)));
 
   const headline = `Parley ${version} · ${attach ? `attached to ${attach.wsUrl}` : `project ${basename(projectRoot)} (${projectRoot})`}`;
-  const hint = 'Talk to the drafted agent by typing; /help lists the commands. Tab completes, Esc interrupts a turn, Ctrl+C quits.';
+  const hint = "Type a message to start: with no draft, Parley drafts the project's default role for it. /help lists the commands. Tab completes, Esc interrupts a turn, Ctrl+C quits.";
   const eraseSplash = paintSplash();
   const [{ runTui }, protocol] = await Promise.all([import('../../ui/tui/index.js'), import('../../protocol/index.js')]);
   const host = new ServerHost(projectRoot, dataDir);

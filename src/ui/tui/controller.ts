@@ -1,4 +1,4 @@
-import type { StreamEvent } from '../../conversation/index.js';
+import { firstDraftNotice, taskTitleFromMessage, type StreamEvent } from '../../conversation/index.js';
 import {
   isRpcError,
   RpcErrorCode,
@@ -47,6 +47,8 @@ export class TuiController {
   /** The draft session whose history is loading or loaded, so a refresh does not load it twice. */
   private loadedSession: string | undefined;
   private refreshing: Promise<void> | undefined;
+  /** A first message drafting the default role; messages typed meanwhile wait for it instead of drafting again. */
+  private firstDraft: Promise<boolean> | undefined;
 
   constructor(private readonly options: ControllerOptions) {
     this.client = options.client;
@@ -275,12 +277,15 @@ export class TuiController {
   }
 
   private async sendMessage(text: string): Promise<void> {
-    const state = this.state();
-    if (!state.draft) {
-      const roles = state.roles.length > 0 ? ` (roles: ${state.roles.join(', ')})` : '';
-      this.error(`No agent is drafted, so there is no one to talk to yet. Draft one with /draft <role>${roles}.`);
-      return;
+    if (this.firstDraft) {
+      if (!(await this.firstDraft)) return;
+    } else if (!this.state().draft) {
+      this.firstDraft = this.draftForFirstMessage(text).finally(() => {
+        this.firstDraft = undefined;
+      });
+      if (!(await this.firstDraft)) return;
     }
+    const state = this.state();
     if (state.turn) {
       this.error('The agent is still answering. Wait for it, or press Esc to interrupt it.');
       return;
@@ -296,6 +301,52 @@ export class TuiController {
         return;
       }
       this.error(messageOf(error));
+    }
+  }
+
+  /**
+   * A message with no draft starts one in a single step: the project's default role (the server's
+   * `defaultRole`, so every client agrees) is drafted into the selected task, or into a new task
+   * named after the message, and one line says so. True when there is a draft to send the message to.
+   */
+  private async draftForFirstMessage(text: string): Promise<boolean> {
+    const project = this.state().project;
+    if (project === undefined) {
+      this.error('No active project, so there is nowhere to draft an agent for your message. Choose one with /project <name> (/project lists them), then send it again.');
+      return false;
+    }
+    const notSent = 'Your message was not sent: draft a role with /draft <role> (/roles lists them), then send it again.';
+    this.dispatch({ type: 'activity_start', activity: { id: 'draft', label: 'Drafting an agent for your message', startedAt: this.clock() } });
+    let createdTask: string | undefined;
+    let failed = "Could not read the project's default role";
+    try {
+      const { projects } = await this.client.request('list_projects');
+      const role = projects.find((entry) => entry.name === project)?.defaultRole;
+      if (role === undefined) {
+        this.error(`Project ${project} is no longer on the server. Choose one with /project <name>. Your message was not sent.`);
+        return false;
+      }
+      let task = this.state().task;
+      if (task === undefined) {
+        failed = 'Could not create a task for your message';
+        const created = await this.client.request('create_task', { project, title: taskTitleFromMessage(text) });
+        task = createdTask = created.task.slug;
+        this.dispatch({ type: 'select', task });
+        this.dispatch({ type: 'catalog', tasks: [...this.state().tasks.filter((slug) => slug !== task), task] });
+      }
+      failed = createdTask !== undefined ? `Created task ${createdTask}, but could not draft ${role} on it` : `Could not draft ${role} on task ${task}`;
+      this.dispatch({ type: 'activity_start', activity: { id: 'draft', label: `Drafting ${role}`, startedAt: this.clock() } });
+      const drafted = await this.client.request('draft', { role, project, task });
+      const status = await this.client.request('get_draft_status');
+      this.note([{ text: firstDraftNotice({ role, taskSlug: drafted.taskSlug, createdTask: createdTask !== undefined, undraft: '/undraft' }), tone: 'success' }]);
+      if (status.session) await this.loadDraft(status.session);
+      return this.state().draft !== undefined;
+    } catch (error) {
+      const reason = isRpcError(error, RpcErrorCode.DRAFT_ALREADY_ACTIVE) ? `${error.message} (/undraft closes this channel's draft.)` : messageOf(error);
+      this.error(`${failed}: ${reason} ${notSent}`);
+      return false;
+    } finally {
+      this.dispatch({ type: 'activity_end', id: 'draft' });
     }
   }
 
@@ -333,7 +384,7 @@ export class TuiController {
     this.note([
       { text: 'Commands', bold: true },
       ...helpLines().map((text) => ({ text })),
-      { text: 'Type anything else to talk to the drafted agent (start with // to send a message that begins with /).', tone: 'dim' },
+      { text: "Type anything else to talk to the drafted agent; with none drafted, the first message drafts the project's default role (into a new task named after it unless one is selected). Start with // to send a message that begins with /.", tone: 'dim' },
       { text: 'Keys: Enter sends · Tab completes · ↑/↓ earlier lines · Esc interrupts the turn · Ctrl+O shows thinking and worker threads in full · Ctrl+C quits', tone: 'dim' },
     ]);
   }

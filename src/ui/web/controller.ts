@@ -1,7 +1,7 @@
-import { MAIN_CONVERSATION, type StreamEvent } from '../../conversation/index.js';
+import { firstDraftNotice, MAIN_CONVERSATION, taskTitleFromMessage, type StreamEvent } from '../../conversation/index.js';
 import { ProtocolClientError, RpcError, type ProtocolClient } from '../../protocol/index.js';
 import type { SessionFilters } from './view-model.js';
-import type { BusyKey, Tone } from './state.js';
+import { firstMessageTarget, type BusyKey, type Tone } from './state.js';
 import type { Store } from './store.js';
 
 /** What the views may ask for. Every method reports its own failures as notices; none throws. */
@@ -10,6 +10,8 @@ export interface Actions {
   setFilter(key: keyof SessionFilters, value: string | undefined): void;
   search(query: string): void;
   submitPrompt(content: string): Promise<boolean>;
+  /** A message typed with no draft: drafts the project's default role (into a new task named after the message unless one is chosen), then sends it. */
+  submitFirstMessage(content: string): Promise<boolean>;
   cancel(): void;
   createDraft(options: { role: string; project: string; task: string }): void;
   undraft(): void;
@@ -54,6 +56,8 @@ export class Controller implements Actions {
   private searchTimer: ReturnType<typeof setTimeout> | undefined;
   private searchRun = 0;
   private previewTimer: ReturnType<typeof setTimeout> | undefined;
+  /** A first message on its way (drafting, then sending): a second one is not drafted again. */
+  private firstMessage: Promise<boolean> | undefined;
 
   constructor(private readonly options: ControllerOptions) {
     this.client = options.client;
@@ -258,6 +262,62 @@ export class Controller implements Actions {
     const ok = await this.busy('submit', () => this.client.request('submit_prompt', { content }, { timeoutMs: 0 }));
     if (!ok) this.store.dispatch({ type: 'turn_ended' });
     return ok;
+  }
+
+  submitFirstMessage(content: string): Promise<boolean> {
+    if (content.trim() === '' || this.firstMessage) return Promise.resolve(false);
+    this.firstMessage = this.draftAndSend(content).finally(() => {
+      this.firstMessage = undefined;
+    });
+    return this.firstMessage;
+  }
+
+  /** The one-step start: the task (unless one is chosen), the default role drafted, its session selected, the message sent. */
+  private async draftAndSend(content: string): Promise<boolean> {
+    const { store, client } = this;
+    const draft = store.state.draft;
+    if (draft) {
+      // Drafted meanwhile (another window on this channel): the message goes to that draft.
+      this.select(draft.sessionId);
+      return this.submitPrompt(content);
+    }
+    const target = firstMessageTarget(store.state);
+    if (!target) {
+      this.notice('error', 'Choose a project in the draft form first; your message was not sent.');
+      return false;
+    }
+    const { project } = target;
+    let failed = "Could not read the project's default role";
+    let createdTask: string | undefined;
+    store.dispatch({ type: 'busy', key: 'draft', value: true });
+    try {
+      // Read again: the project's parley.config.json may have changed since the page loaded.
+      const { projects } = await client.request('list_projects');
+      store.dispatch({ type: 'catalog', projects });
+      const role = projects.find((entry) => entry.name === project)?.defaultRole;
+      if (role === undefined) throw new Error(`project ${project} is no longer on the server. Reload the page.`);
+      let task = target.task;
+      if (task === undefined) {
+        failed = 'Could not create a task for your message';
+        task = createdTask = (await client.request('create_task', { project, title: taskTitleFromMessage(content) })).task.slug;
+        const generation = ++this.taskListGeneration;
+        const tasks = await client.request('list_tasks', { project });
+        if (generation === this.taskListGeneration && store.state.catalog.project === project) store.dispatch({ type: 'catalog', tasks: tasks.tasks, task });
+      }
+      failed = createdTask !== undefined ? `Created task ${createdTask}, but could not draft ${role} on it` : `Could not draft ${role} on task ${task}`;
+      const drafted = await client.request('draft', { role, project, task });
+      const [status, session] = await Promise.all([client.request('get_draft_status'), client.request('get_session', { sessionId: drafted.sessionId })]);
+      store.dispatch({ type: 'session_updated', session: session.session });
+      store.dispatch({ type: 'draft', status: status.active ? status.session : undefined });
+      this.select(drafted.sessionId);
+      this.notice('success', firstDraftNotice({ role, taskSlug: drafted.taskSlug, createdTask: createdTask !== undefined, undraft: 'Undraft' }));
+    } catch (error) {
+      this.notice('error', `${failed}: ${messageOf(error)} Your message was not sent.`);
+      return false;
+    } finally {
+      store.dispatch({ type: 'busy', key: 'draft', value: false });
+    }
+    return this.submitPrompt(content);
   }
 
   cancel(): void {

@@ -323,3 +323,24 @@ export function selectedSession(state: AppState): SessionInfo | undefined {
 export function canPrompt(state: AppState): boolean {
   return state.draft !== undefined && state.draft.sessionId === state.selectedId;
 }
+
+/** Where a first message typed with no draft goes: the chosen project's default role, into the task just made in the draft form, or a new one. */
+export interface FirstMessageTarget {
+  project: string;
+  role: string;
+  /** The task to draft into; without one, a task named after the message is created. */
+  task?: string;
+}
+
+/**
+ * Whether the page offers a first message, and where it goes: connected, a project chosen, and no
+ * draft on this page's channel. The role is the server's (`ProjectInfo.defaultRole`), so every
+ * client drafts the same one.
+ */
+export function firstMessageTarget(state: AppState): FirstMessageTarget | undefined {
+  if (state.connection !== 'connected' || state.draft !== undefined) return undefined;
+  const project = state.catalog.projects.find((entry) => entry.name === state.catalog.project);
+  if (!project) return undefined;
+  const task = state.catalog.task !== undefined && state.catalog.tasks.some((entry) => entry.slug === state.catalog.task) ? state.catalog.task : undefined;
+  return { project: project.name, role: project.defaultRole, ...(task !== undefined ? { task } : {}) };
+}

@@ -211,7 +211,7 @@ describe('commands', () => {
     expect(frame).toContain('Cost $0.24 cumulative');
   });
 
-  it('/context, /compact and a message without a draft say to draft first', async () => {
+  it('/context and /compact without a draft say to draft first', async () => {
     const { rig, peer } = start();
     await rig.waitFor('Connected');
     peer.handlers.set('get_draft_status', () => ({ active: false }));
@@ -219,8 +219,6 @@ describe('commands', () => {
     await rig.waitFor('✗ No agent is drafted, so there is no context to show. Draft one with /draft <role>.');
     await rig.type('/compact');
     await rig.waitFor('✗ No agent is drafted, so there is nothing to compact. Draft one with /draft <role>.');
-    await rig.type('hello?');
-    await rig.waitFor('✗ No agent is drafted, so there is no one to talk to yet. Draft one with /draft <role> (roles: dev, product-analyst, qa).');
     expect(peer.count('submit_prompt')).toBe(0);
   });
 
@@ -295,6 +293,87 @@ describe('commands', () => {
     expect(rig.exits()).toBe(1);
     await rig.press('\u0003');
     await rig.waitFor(() => rig.exits() === 2);
+  });
+});
+
+describe('the first message', () => {
+  const recordedTask = (recording.frames.find((frame) => 'response' in frame && frame.response === 'create_task') as { result: { task: Record<string, unknown> } }).result.task;
+  const projects = (defaultRole: string) => ({ projects: [{ name: 'demo-project', path: '/home/user/demo-project', dataDir: '/home/user/demo-project/.parley', current: true, defaultRole }] });
+
+  /** A server that makes the task the client asks for and drafts into whichever task it names. */
+  function serveTasks(peer: RecordedPeer): void {
+    peer.handlers.set('create_task', (params) => ({ task: { ...recordedTask, slug: String(params['title']).toLowerCase().replace(/[^a-z0-9]+/g, '-'), title: params['title'] } }));
+    peer.handlers.set('draft', (params) => ({ sessionId, taskSlug: params['task'], project: params['project'] }));
+  }
+
+  it("with no draft, creates a task named after the message, drafts the project's default role, says so in one line and sends the message to it", async () => {
+    const { rig, peer } = start();
+    serveTasks(peer);
+    await rig.waitFor('Connected | No draft');
+    await rig.type('Fix the login bug');
+    const frame = await rig.waitFor("Created task fix-the-login-bug and drafted product-analyst on it (the project's default role; /undraft to change).");
+    await rig.waitFor('Turns: 1');
+    expect(frame).not.toContain('✗');
+    const asked = (method: string) => peer.requests.filter((request) => request.method === method).map((request) => request.params);
+    expect(asked('create_task')).toEqual([{ project: 'demo-project', title: 'Fix the login bug' }]);
+    expect(asked('draft')).toEqual([{ role: 'product-analyst', project: 'demo-project', task: 'fix-the-login-bug' }]);
+    expect(asked('submit_prompt')).toEqual([{ content: 'Fix the login bug' }]);
+    // In that order: the task, then the draft, then the message.
+    const order = peer.requests.map((request) => request.method).filter((method) => ['create_task', 'draft', 'submit_prompt'].includes(method));
+    expect(order).toEqual(['create_task', 'draft', 'submit_prompt']);
+    expect(rig.frame()).toContain('Draft: product-analyst');
+  });
+
+  it("drafts the server's default role into the task already selected, creating none", async () => {
+    const { rig, peer } = start();
+    serveTasks(peer);
+    peer.handlers.set('list_projects', () => projects('dev'));
+    await rig.waitFor('Connected | No draft');
+    await rig.type('/task new Demo');
+    await rig.waitFor('Created task demo');
+    await rig.type('hello?');
+    await rig.waitFor("Drafted dev on task demo (the project's default role; /undraft to change).");
+    await rig.waitFor(() => peer.count('submit_prompt') === 1);
+    expect(peer.count('create_task')).toBe(1);
+    expect(peer.requests.find((request) => request.method === 'draft')?.params).toEqual({ role: 'dev', project: 'demo-project', task: 'demo' });
+  });
+
+  it('a message typed while the first one is drafting waits for that draft instead of drafting again', async () => {
+    const { rig, peer } = start();
+    serveTasks(peer);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    peer.handlers.set('draft', async (params) => {
+      await held;
+      return { sessionId, taskSlug: params['task'], project: params['project'] };
+    });
+    await rig.waitFor('Connected | No draft');
+    await rig.type('first');
+    await rig.waitFor('Drafting product-analyst');
+    await rig.type('second');
+    release();
+    await rig.waitFor('✗ The agent is still answering. Wait for it, or press Esc to interrupt it.');
+    expect(peer.count('create_task')).toBe(1);
+    expect(peer.count('draft')).toBe(1);
+    expect(peer.requests.filter((request) => request.method === 'submit_prompt').map((request) => request.params)).toEqual([{ content: 'first' }]);
+  });
+
+  it("a default role that does not exist: the task stays, the error says why, and the message is not sent", async () => {
+    const { rig, peer } = start();
+    serveTasks(peer);
+    peer.handlers.set('list_projects', () => projects('reviewer'));
+    peer.handlers.set('draft', () => ({ error: { code: -32001, message: 'No role "reviewer". Roles: dev, product-analyst, qa.', data: { code: 'NOT_FOUND' } } }));
+    await rig.waitFor('Connected | No draft');
+    await rig.type('Write the guide');
+    await rig.waitFor(
+      '✗ Created task write-the-guide, but could not draft reviewer on it: No role "reviewer". Roles: dev, product-analyst, qa. Your message was not sent: draft a role with /draft <role> (/roles lists them), then send it again.',
+    );
+    expect(peer.count('submit_prompt')).toBe(0);
+    expect(rig.frame()).toContain('No draft');
+    // The new task is the active one: /draft goes there.
+    serveTasks(peer);
+    await rig.type('/draft product-analyst');
+    await rig.waitFor('Drafted product-analyst on task write-the-guide');
   });
 });
 

@@ -139,6 +139,26 @@ describe.skipIf(tmux.skip)('parley in a terminal (tmux)', () => {
     expect((await readFile(join(folder, '.parley', 'tui-channel'), 'utf8')).trim()).toMatch(/^tui-[0-9a-f-]{36}$/);
   }, 240_000);
 
+  it('on a fresh folder the first thing typed is a message: one step makes the task, drafts the default role and answers', async () => {
+    const folder = await project();
+    const terminal = new Terminal();
+    cleanups.push(() => terminal.close());
+    await terminal.open(folder);
+    await terminal.waitFor('Parley ● Connected | No draft | Agents: 0');
+
+    await terminal.type('Fix the login bug, it fails after the redirect');
+    let screen = await terminal.waitFor('Echo: Fix the login bug, it fails after the redirect');
+    // Ink wraps the long line itself: read it as one.
+    expect(screen.replace(/\s+/g, ' ')).toContain(
+      "Created task fix-the-login-bug-it-fails-after-the-redirect and drafted product-analyst on it (the project's default role; /undraft to change).",
+    );
+    expect(screen).toContain('❯ Fix the login bug, it fails after the redirect');
+    expect(screen).not.toContain('✗');
+    screen = await terminal.waitFor(/Parley ● Connected \| Draft: product-analyst \| Context: (<1|\d+)% \| Turns: 1/);
+    const task = JSON.parse(await readFile(join(folder, '.parley', 'tasks', 'fix-the-login-bug-it-fails-after-the-redirect', 'task.json'), 'utf8')) as { title: string };
+    expect(task.title).toBe('Fix the login bug, it fails after the redirect');
+  }, 240_000);
+
   it('starts its own server when server.json names a live process that is not a Parley server', async () => {
     const folder = await project();
     // A port nobody listens on, and a pid that is alive (this test's): what a crash leaves once the pid is reused.

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { applyEvents, emptyConversation, type StreamEvent } from '../../../src/conversation/index.js';
 import type { DraftStatus } from '../../../src/protocol/index.js';
-import { canPrompt, initialState, reduce, type AppAction, type AppState } from '../../../src/ui/web/index.js';
+import { canPrompt, firstMessageTarget, initialState, reduce, type AppAction, type AppState } from '../../../src/ui/web/index.js';
 import { LogBuilder, sessionInfo } from './events.js';
 
 function run(state: AppState, ...actions: AppAction[]): AppState {
@@ -147,5 +147,27 @@ describe('the list, search and the draft', () => {
     const connected = reduce(failed, { type: 'connection', state: 'connected' });
     expect(connected.connectError).toBeUndefined();
     expect(connected.everConnected).toBe(true);
+  });
+});
+
+describe('firstMessageTarget', () => {
+  const shop = { name: 'shop', path: '/p/shop', dataDir: '/p/shop/.parley', current: true, defaultRole: 'product-analyst' };
+  const docs = { name: 'docs', path: '/p/docs', dataDir: '/p/docs/.parley', current: false, defaultRole: 'dev' };
+  const connected = run(initialState(), { type: 'connection', state: 'connected' }, { type: 'catalog', projects: [shop, docs], project: 'shop' });
+
+  it("offers a first message only when connected, with a project chosen and no draft; the role is the chosen project's", () => {
+    expect(firstMessageTarget(connected)).toEqual({ project: 'shop', role: 'product-analyst' });
+    expect(firstMessageTarget(run(connected, { type: 'catalog', project: 'docs' }))).toEqual({ project: 'docs', role: 'dev' });
+    expect(firstMessageTarget(run(connected, { type: 'connection', state: 'reconnecting' }))).toBeUndefined();
+    expect(firstMessageTarget(run(initialState(), { type: 'connection', state: 'connected' }))).toBeUndefined();
+    const status = { sessionId: 's', role: 'dev', project: 'shop', taskSlug: 't', status: 'active', turnRunning: false } as DraftStatus;
+    expect(firstMessageTarget(run(connected, { type: 'draft', status }))).toBeUndefined();
+  });
+
+  it("drafts into the form's chosen task only while that task is in the chosen project's list", () => {
+    const withTask = run(connected, { type: 'catalog', tasks: [{ project: 'shop', slug: 'checkout', title: 'Checkout', description: '', state: 'open', taskDir: '/t', createdAt: '2026-11-21T07:00:00.000Z', updatedAt: '2026-11-21T07:00:00.000Z' }], task: 'checkout' });
+    expect(firstMessageTarget(withTask)).toEqual({ project: 'shop', role: 'product-analyst', task: 'checkout' });
+    // Another project chosen: its task list replaces the old one, so the old task is not used.
+    expect(firstMessageTarget(run(withTask, { type: 'catalog', project: 'docs', tasks: [] }))).toEqual({ project: 'docs', role: 'dev' });
   });
 });

@@ -420,4 +420,34 @@ describe.skipIf(chromiumPart.skip)('the web UI served by parley serve', () => {
     await screenshot(page, 'sessions.png');
     await page.context().close();
   });
+
+  it("with no draft, a first message typed in the empty chat makes a task, drafts the project's default role, selects it and is answered; the same first message again gets a task of its own", async () => {
+    const send = async (page: Page, text: string) => {
+      const prompt = page.locator('[data-testid="prompt"]');
+      await page.locator('[data-testid="empty-chat"]', { hasText: 'type a first message below' }).waitFor();
+      expect(await prompt.getAttribute('placeholder')).toBe('Type a first message: Parley creates a task and drafts product-analyst (Enter sends)');
+      await prompt.fill(text);
+      await prompt.press('Enter');
+    };
+    const page = await openConnected();
+    await send(page, 'Ship the export fix\nThe CSV is empty on Mondays.');
+    await page.locator('[data-testid="notices"]', { hasText: "Created task ship-the-export-fix and drafted product-analyst on it (the project's default role; Undraft to change)." }).waitFor();
+    const blocks = page.locator('[data-testid="blocks"]');
+    await blocks.locator('[data-block-type="user_message"]', { hasText: 'The CSV is empty on Mondays.' }).waitFor();
+    await blocks.locator('[data-block-type="assistant_text"]', { hasText: 'Echo: Ship the export fix' }).waitFor();
+    await page.locator('[data-testid="draft-pill"]').waitFor();
+    expect(await page.locator('[data-testid="prompt"]').inputValue()).toBe('');
+    expect(await page.locator('[data-testid="prompt"]').getAttribute('placeholder')).toMatch(/^Message the agent/);
+    await screenshot(page, 'first-message.png');
+
+    // Another window (its own channel, no draft) sends the same first message: the server picks the next free slug.
+    const other = await openConnected();
+    await send(other, 'Ship the export fix\nThe CSV is empty on Mondays.');
+    await other.locator('[data-testid="notices"]', { hasText: 'Created task ship-the-export-fix-2 and drafted product-analyst on it' }).waitFor();
+    await other.locator('[data-testid="blocks"] [data-block-type="assistant_text"]', { hasText: 'Echo: Ship the export fix' }).waitFor();
+    const tasks = await harness.server.drafts.listTasks({ project: harness.project });
+    expect(tasks.filter((task) => task.title === 'Ship the export fix').map((task) => task.slug).sort()).toEqual(['ship-the-export-fix', 'ship-the-export-fix-2']);
+    await page.context().close();
+    await other.context().close();
+  });
 });

@@ -3,7 +3,7 @@ import type { SessionInfo } from '../../../protocol/index.js';
 import type { Actions } from '../controller.js';
 import { h, replaceChildren } from '../dom.js';
 import { describeInput, formatCost, oneLine, plural, prettyJson, wordCount } from '../format.js';
-import { canPrompt, selectedSession, type AppState } from '../state.js';
+import { canPrompt, firstMessageTarget, selectedSession, type AppState, type FirstMessageTarget } from '../state.js';
 import { chatItems, sessionLabel, type ChatItem } from '../view-model.js';
 
 const STATUS_GLYPH: Record<BlockStatus, string> = { pending: '○', running: '●', success: '✓', error: '✗' };
@@ -13,6 +13,8 @@ const WINDOW = 300;
 
 /** Pixels from the bottom within which the panel keeps following new blocks. */
 const FOLLOW_SLACK = 48;
+
+const PROMPT_PLACEHOLDER = 'Message the agent… (Enter sends, Shift+Enter is a new line)';
 
 /**
  * The chat panel: the selected session's conversation as blocks, live. A block's element is built
@@ -34,7 +36,9 @@ export class ChatView {
   private readonly cache = new Map<string, { signature: unknown[]; element: HTMLElement }>();
   /** `<details>` the user opened (thinking, tool details, worker threads), by key. */
   private readonly open = new Set<string>();
-  private last: { conversation?: ConversationState; session?: SessionInfo | undefined; view?: unknown; mode?: string; busy?: unknown; turn?: boolean } = {};
+  private last: { conversation?: ConversationState; session?: SessionInfo | undefined; view?: unknown; mode?: string; busy?: unknown; turn?: boolean; empty?: string } = {};
+  /** The prompt box is showing as the first message's (no draft yet): sending drafts first. */
+  private firstMessage = false;
   private items: ChatItem[] = [];
   /** Index of the first item shown; undefined until the session's first render. */
   private windowStart: number | undefined;
@@ -44,7 +48,7 @@ export class ChatView {
   constructor(private readonly actions: Actions) {
     this.textarea = h('textarea', {
       rows: 3,
-      placeholder: 'Message the agent… (Enter sends, Shift+Enter is a new line)',
+      placeholder: PROMPT_PLACEHOLDER,
       'aria-label': 'Prompt',
       'data-testid': 'prompt',
       onkeydown: (event: Event) => {
@@ -65,7 +69,8 @@ export class ChatView {
           event.preventDefault();
           const content = this.textarea.value;
           if (content.trim() === '') return;
-          void actions.submitPrompt(content).then((accepted) => {
+          const send = this.firstMessage ? actions.submitFirstMessage(content) : actions.submitPrompt(content);
+          void send.then((accepted) => {
             if (accepted && this.textarea.value === content) this.textarea.value = '';
           });
         },
@@ -94,14 +99,19 @@ export class ChatView {
     const view = state.view;
     const session = selectedSession(state);
     if (!view) {
-      if (this.last.view !== undefined || this.scroller.childElementCount === 0) {
-        this.last = {};
+      const first = firstMessageTarget(state);
+      const empty = first ? firstMessagePlaceholder(first) : '';
+      if (this.last.view !== undefined || this.scroller.childElementCount === 0 || this.last.empty !== empty) {
+        this.last = { empty };
         this.cache.clear();
         replaceChildren(this.headerMain, h('h2', {}, 'No session selected'));
         replaceChildren(this.badge);
-        replaceChildren(this.scroller, h('div', { class: 'empty-state' }, h('p', {}, 'Pick a session on the left, or draft an agent to chat with.'), h('p', { class: 'muted' }, 'Everything here updates live from the server.')));
-        replaceChildren(this.footer);
+        const invitation = first
+          ? `Pick a session on the left, or type a first message below: Parley ${first.task !== undefined ? `drafts ${first.role} on task ${first.task}` : `creates a task named after it and drafts ${first.role}`} to answer.`
+          : 'Pick a session on the left, or draft an agent to chat with.';
+        replaceChildren(this.scroller, h('div', { class: 'empty-state', 'data-testid': 'empty-chat' }, h('p', {}, invitation), h('p', { class: 'muted' }, 'Everything here updates live from the server.')));
       }
+      this.renderFirstMessageFooter(state, first);
       return;
     }
     if (this.last.view !== undefined && (this.last.view as { sessionId: string }).sessionId !== view.sessionId) {
@@ -161,6 +171,8 @@ export class ChatView {
     this.last.busy = state.busy;
     this.last.turn = state.turnRunning;
     if (mode === 'prompt') {
+      this.firstMessage = false;
+      this.textarea.placeholder = PROMPT_PLACEHOLDER;
       this.sendButton.disabled = state.turnRunning || state.busy.submit === true;
       this.sendButton.textContent = state.turnRunning ? 'Working…' : 'Send';
       this.cancelButton.hidden = !state.turnRunning;
@@ -177,6 +189,27 @@ export class ChatView {
     };
     this.footerNote.textContent = notes[mode] ?? '';
     replaceChildren(this.footer, this.footerNote);
+  }
+
+  /** With no session selected and no draft: the prompt box for a first message, saying what sending it does. */
+  private renderFirstMessageFooter(state: AppState, first: FirstMessageTarget | undefined): void {
+    const mode = first ? `first:${firstMessagePlaceholder(first)}` : 'none';
+    if (this.last.mode === mode && this.last.busy === state.busy && this.last.turn === state.turnRunning) return;
+    this.last.mode = mode;
+    this.last.busy = state.busy;
+    this.last.turn = state.turnRunning;
+    if (!first) {
+      this.firstMessage = false;
+      replaceChildren(this.footer);
+      return;
+    }
+    this.firstMessage = true;
+    this.textarea.placeholder = firstMessagePlaceholder(first);
+    const drafting = state.busy.draft === true;
+    this.sendButton.disabled = drafting || state.busy.submit === true;
+    this.sendButton.textContent = drafting ? 'Drafting…' : 'Send';
+    this.cancelButton.hidden = true;
+    if (this.footer.firstChild !== this.promptForm) replaceChildren(this.footer, this.promptForm);
   }
 
   private renderBlocks(): void {
@@ -303,6 +336,13 @@ export class ChatView {
     if (block.output) parts.push(h('div', { class: 'worker-output' }, h('div', { class: 'label muted' }, 'Answer'), h('div', { class: 'text' }, block.output)));
     return this.details(`thread:${block.subagentId}`, summary, parts, { ...attributes, 'data-status': block.status }, `block worker status-${block.status}`);
   }
+}
+
+/** What sending a first message does, as the prompt box's placeholder. */
+function firstMessagePlaceholder(first: FirstMessageTarget): string {
+  return first.task !== undefined
+    ? `Type a first message: Parley drafts ${first.role} on task ${first.task} (Enter sends)`
+    : `Type a first message: Parley creates a task and drafts ${first.role} (Enter sends)`;
 }
 
 /** Characters above which a pasted message shows its start and a button for the rest. */

@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { firstDraftNotice, TASK_TITLE_MAX, taskTitleFromMessage } from '../../src/conversation/index.js';
+
+describe('taskTitleFromMessage: a task title from a first message', () => {
+  it('is the first line, white space collapsed, trailing punctuation dropped', () => {
+    expect(taskTitleFromMessage('Fix the login bug.')).toBe('Fix the login bug');
+    expect(taskTitleFromMessage('\n\n  Fix   the\tlogin bug  \nIt fails after the redirect.')).toBe('Fix the login bug');
+    expect(taskTitleFromMessage('Why does the login fail?')).toBe('Why does the login fail');
+    expect(taskTitleFromMessage('Add dark mode…')).toBe('Add dark mode');
+  });
+
+  it('cuts a long line at a word boundary, never past the limit', () => {
+    const message = 'Please look into why the nightly export job sometimes writes an empty CSV file to the shared drive';
+    const title = taskTitleFromMessage(message);
+    expect(title).toBe('Please look into why the nightly export job sometimes writes');
+    expect(title.length).toBeLessThanOrEqual(TASK_TITLE_MAX);
+    expect(message.startsWith(title)).toBe(true);
+    expect(taskTitleFromMessage('one two three four', 9)).toBe('one two');
+    // A word ending exactly at the limit is kept whole.
+    expect(taskTitleFromMessage('one two three four', 13)).toBe('one two three');
+  });
+
+  it('cuts a single word longer than the limit', () => {
+    expect(taskTitleFromMessage('x'.repeat(100))).toBe('x'.repeat(TASK_TITLE_MAX));
+    expect(taskTitleFromMessage('https://example.com/a/very/long/path/that/keeps/going/and/going/on', 20)).toBe('https://example.com/');
+  });
+
+  it('is "New task" when the message has no letters or digits', () => {
+    expect(taskTitleFromMessage('???')).toBe('New task');
+    expect(taskTitleFromMessage('   \n  ')).toBe('New task');
+    expect(taskTitleFromMessage('Ünïcödé straße 2')).toBe('Ünïcödé straße 2');
+  });
+});
+
+describe('firstDraftNotice', () => {
+  it('says what was created and drafted, and how to change it', () => {
+    expect(firstDraftNotice({ role: 'product-analyst', taskSlug: 'fix-the-login-bug', createdTask: true, undraft: '/undraft' })).toBe(
+      "Created task fix-the-login-bug and drafted product-analyst on it (the project's default role; /undraft to change).",
+    );
+    expect(firstDraftNotice({ role: 'dev', taskSlug: 'demo', createdTask: false, undraft: 'Undraft' })).toBe("Drafted dev on task demo (the project's default role; Undraft to change).");
+  });
+});

@@ -1,0 +1,127 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { ProtocolClient, type DraftStatus } from '../../../src/protocol/index.js';
+import { Controller } from '../../../src/ui/web/controller.js';
+import { Store } from '../../../src/ui/web/store.js';
+import { firstMessageTarget, initialState } from '../../../src/ui/web/index.js';
+import { RecordedPeer } from '../tui/recorded-peer.js';
+import { sessionInfo } from './events.js';
+
+const sessionId = 'draft-session-1';
+const project = { name: 'shop', path: '/home/user/shop', dataDir: '/home/user/shop/.parley', current: true, defaultRole: 'product-analyst' };
+
+function task(slug: string, title: string) {
+  return { project: 'shop', slug, title, description: '', state: 'open', taskDir: `/home/user/shop/.parley/tasks/${slug}`, createdAt: '2026-11-21T07:00:00.000Z', updatedAt: '2026-11-21T07:00:00.000Z' };
+}
+
+function draftStatus(role: string, taskSlug: string): DraftStatus {
+  return {
+    sessionId, role, taskSlug, project: 'shop', channelId: 'web-1', taskDir: `/home/user/shop/.parley/tasks/${taskSlug}`, startedAt: '2026-11-21T07:00:00.000Z', lastActivityAt: '2026-11-21T07:00:00.000Z',
+    turnCount: 0, status: 'active', cumulativeCostUsd: 0, lastInputTokens: 0, lastOutputTokens: 0, contextWindow: 200_000, maxOutputTokens: 8_192, backend: 'scripted', costUnknown: false, contextPct: 0, turnRunning: false, activeAgents: 0,
+  } as DraftStatus;
+}
+
+/** A server for the page: one project, its tasks as created, a draft once `draft` is asked. */
+function server(options: { defaultRole?: string; draftError?: string } = {}) {
+  const peer = new RecordedPeer();
+  const tasks: Array<ReturnType<typeof task>> = [];
+  let drafted: DraftStatus | undefined;
+  peer.handlers.set('subscribe', () => ({ all: true, sessionIds: [] }));
+  peer.handlers.set('list_sessions', () => ({ sessions: [] }));
+  peer.handlers.set('get_draft_status', () => (drafted ? { active: true, session: drafted } : { active: false }));
+  peer.handlers.set('list_projects', () => ({ projects: [{ ...project, defaultRole: options.defaultRole ?? 'product-analyst' }] }));
+  peer.handlers.set('list_roles', () => ({ roles: [], errors: [] }));
+  peer.handlers.set('list_tasks', () => ({ tasks }));
+  peer.handlers.set('create_task', (params) => {
+    const created = task(String(params['title']).toLowerCase().replace(/[^a-z0-9]+/g, '-'), String(params['title']));
+    tasks.push(created);
+    return { task: created };
+  });
+  peer.handlers.set('draft', (params) => {
+    if (options.draftError) return { error: { code: -32001, message: options.draftError, data: { code: 'NOT_FOUND' } } };
+    drafted = draftStatus(String(params['role']), String(params['task']));
+    return { sessionId, taskSlug: params['task'], project: params['project'] };
+  });
+  peer.handlers.set('get_session', () => ({ session: sessionInfo({ sessionId, scope: { kind: 'draft', role: drafted?.role ?? 'x', project: 'shop', taskSlug: drafted?.taskSlug ?? 'x' } }), lastSeq: -1 }));
+  peer.handlers.set('get_checkpoint', () => ({ current: null, versions: [] }));
+  peer.handlers.set('preview_request', () => new Error('no preview here'));
+  peer.handlers.set('submit_prompt', () => ({ mode: 'draft', accepted: true, sessionId, seq: 0 }));
+  return peer;
+}
+
+const clients: ProtocolClient[] = [];
+afterEach(() => {
+  for (const client of clients.splice(0)) client.close();
+});
+
+async function page(peer: RecordedPeer): Promise<{ controller: Controller; store: Store }> {
+  const client = new ProtocolClient({ transport: peer.factory, onError: () => {} });
+  clients.push(client);
+  const store = new Store(initialState());
+  const controller = new Controller({ client, store, searchDelayMs: 0 });
+  await controller.start();
+  return { controller, store };
+}
+
+const asked = (peer: RecordedPeer, method: string) => peer.requests.filter((request) => request.method === method).map((request) => request.params);
+
+describe('the web page: a first message with no draft', () => {
+  it('is offered once a project is chosen, naming the role the server gives', async () => {
+    const { store } = await page(server({ defaultRole: 'dev' }));
+    expect(firstMessageTarget(store.state)).toEqual({ project: 'shop', role: 'dev' });
+  });
+
+  it("creates a task named after the message, drafts the project's default role, selects its session, sends the message, and says so in one line", async () => {
+    const peer = server();
+    const { controller, store } = await page(peer);
+    expect(await controller.submitFirstMessage('Fix the login bug\nIt fails after the redirect.')).toBe(true);
+    expect(asked(peer, 'create_task')).toEqual([{ project: 'shop', title: 'Fix the login bug' }]);
+    expect(asked(peer, 'draft')).toEqual([{ role: 'product-analyst', project: 'shop', task: 'fix-the-login-bug' }]);
+    expect(asked(peer, 'submit_prompt')).toEqual([{ content: 'Fix the login bug\nIt fails after the redirect.' }]);
+    const order = peer.requests.map((request) => request.method).filter((method) => ['create_task', 'draft', 'submit_prompt'].includes(method));
+    expect(order).toEqual(['create_task', 'draft', 'submit_prompt']);
+    expect(store.state.selectedId).toBe(sessionId);
+    expect(store.state.draft?.sessionId).toBe(sessionId);
+    expect(store.state.turnRunning).toBe(true);
+    expect(store.state.catalog.task).toBe('fix-the-login-bug');
+    expect(store.state.notices.map((notice) => notice.text)).toEqual([
+      "Created task fix-the-login-bug and drafted product-analyst on it (the project's default role; Undraft to change).",
+    ]);
+    // With a draft, no first message is offered any more.
+    expect(firstMessageTarget(store.state)).toBeUndefined();
+  });
+
+  it('drafts into the task chosen in the draft form, creating none', async () => {
+    const peer = server({ defaultRole: 'qa' });
+    const { controller, store } = await page(peer);
+    expect(await controller.createTask('shop', 'Release notes')).toBe(true);
+    expect(firstMessageTarget(store.state)).toEqual({ project: 'shop', role: 'qa', task: 'release-notes' });
+    expect(await controller.submitFirstMessage('Draft the notes for 2.0')).toBe(true);
+    expect(asked(peer, 'create_task')).toHaveLength(1);
+    expect(asked(peer, 'draft')).toEqual([{ role: 'qa', project: 'shop', task: 'release-notes' }]);
+    expect(store.state.notices.at(-1)?.text).toBe("Drafted qa on task release-notes (the project's default role; Undraft to change).");
+  });
+
+  it('a second message while the first is drafting is not drafted again', async () => {
+    const peer = server();
+    const { controller } = await page(peer);
+    const first = controller.submitFirstMessage('one');
+    expect(await controller.submitFirstMessage('two')).toBe(false);
+    expect(await first).toBe(true);
+    expect(asked(peer, 'draft')).toHaveLength(1);
+    expect(asked(peer, 'submit_prompt')).toEqual([{ content: 'one' }]);
+  });
+
+  it('a default role that does not exist: the error names the step and the role, the task stays, nothing is sent', async () => {
+    const peer = server({ defaultRole: 'reviewer', draftError: 'No role "reviewer". Roles: dev, product-analyst, qa.' });
+    const { controller, store } = await page(peer);
+    expect(await controller.submitFirstMessage('Write the guide')).toBe(false);
+    expect(store.state.notices.map((notice) => [notice.tone, notice.text])).toEqual([
+      ['error', 'Created task write-the-guide, but could not draft reviewer on it: No role "reviewer". Roles: dev, product-analyst, qa. Your message was not sent.'],
+    ]);
+    expect(asked(peer, 'submit_prompt')).toEqual([]);
+    expect(store.state.draft).toBeUndefined();
+    expect(store.state.busy.draft).toBe(false);
+    // The task is chosen, so the next try drafts into it.
+    expect(firstMessageTarget(store.state)).toEqual({ project: 'shop', role: 'reviewer', task: 'write-the-guide' });
+  });
+});
