@@ -82,6 +82,10 @@ function timeFsyncs(): { recording: number[] | undefined; restore(): void } {
   return timer;
 }
 
+function signedMs(ms: number): string {
+  return `${ms < 0 ? '−' : '+'}${formatMs(Math.abs(ms))}`;
+}
+
 function frameFor(sessionId: string, seq: number, stamp: bigint): string {
   const event: StreamEvent = { type: 'text_delta', sessionId, conversationId: 'main', seq, at: Date.now(), blockId: 'bench-block', delta: String(stamp) };
   return JSON.stringify({ jsonrpc: '2.0', method: 'session_event', params: { sessionId, event } });
@@ -244,7 +248,7 @@ async function fanOut(): Promise<string> {
             summary.push(
               `- over ${REPEATS} runs: p99 bare ${spread(bareRuns.map((outcome) => outcome.p99))}, fan-out ${spread(runs.get('Parley fan-out')!.map((outcome) => outcome.p99))}, end to end ${spread(runs.get('Parley end to end (durable log)')!.map((outcome) => outcome.p99))}; ` +
                 `fan-out/bare ratio median ${percentile(fanRatios, 50).toFixed(2)}× (${Math.min(...fanRatios).toFixed(2)}–${Math.max(...fanRatios).toFixed(2)}), met in ${fanRatios.filter((value) => value <= 1.2).length}/${REPEATS}; ` +
-                `end to end − (bare + fsync p99) median ${formatMs(percentile(endToEndMargins, 50))}, met in ${endToEndMargins.filter((value) => value <= 0).length}/${REPEATS}`,
+                `end to end − (bare + fsync p99) median ${signedMs(percentile(endToEndMargins, 50))}, met in ${endToEndMargins.filter((value) => value <= 0).length}/${REPEATS}`,
             );
           }
         }
