@@ -10,6 +10,8 @@
  * Issue 17: at 1,000 events/s to 100 clients, fan-out p99 ≤ 1.2× the bare p99 and end to end p99 ≤ bare p99 +
  * the log's fsync p99, all in the same run. The log's `fdatasync` calls are timed while the end-to-end row runs.
  * Paced latency runs from when an event was due, so a sender that falls behind cannot look fast by sending less.
+ * A second floor, the bare broadcast writing each socket once per turn (as Parley's hub does), shows what is
+ * Parley's own cost and what is the batching.
  */
 import { fork, spawn } from 'node:child_process';
 import fs, { readdirSync } from 'node:fs';
@@ -17,11 +19,13 @@ import { syncBuiltinESMExports } from 'node:module';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import type { Duplex } from 'node:stream';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
-import { WebSocketServer } from 'ws';
+import { WebSocketServer, type WebSocket } from 'ws';
 import type { StreamEvent, StreamEventDraft } from '../src/conversation/index.js';
 import { startServer, type RunningServer } from '../src/server/index.js';
+import { WriteBatch } from '../src/server/write-batch.js';
 import { formatMs, percentile, ratio, table } from './stats.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -32,10 +36,10 @@ const BATCH = 32;
 const CLIENT_COUNTS = (process.env['PARLEY_BENCH_CLIENTS'] ?? '1,10,100').split(',').map(Number);
 const MODE_FILTER = process.env['PARLEY_BENCH_MODES'] ?? '';
 const WINDOW = 2_048;
-/** Tail latency is noisy on a shared machine: `PARLEY_BENCH_REPEATS=5` measures each row 5 times, the variants interleaved. */
+/** Tail latency is noisy on a shared machine: `PARLEY_BENCH_REPEATS=5` measures each row 5 times, the variants interleaved in rotating order. */
 const REPEATS = Math.max(1, Number(process.env['PARLEY_BENCH_REPEATS'] ?? 1));
 
-type Variant = 'bare ws broadcast' | 'Parley fan-out' | 'Parley end to end (durable log)';
+type Variant = 'bare ws broadcast' | 'bare ws, one write per socket per turn' | 'Parley fan-out' | 'Parley end to end (durable log)';
 type Mode = 'saturated' | 'paced 1,000/s';
 
 interface Outcome {
@@ -158,6 +162,13 @@ async function fanOut(): Promise<string> {
   const bare = new WebSocketServer({ port: 0, host: '127.0.0.1', perMessageDeflate: false });
   await new Promise<void>((resolve) => bare.once('listening', () => resolve()));
   const barePort = (bare.address() as { port: number }).port;
+  // The TCP socket under each bare WebSocket, for the floor that batches like Parley does.
+  const bareStreams = new Map<WebSocket, Duplex>();
+  bare.on('connection', (socket, request) => {
+    bareStreams.set(socket, request.socket);
+    socket.once('close', () => bareStreams.delete(socket));
+  });
+  const bareBatch = new WriteBatch();
   let bareSeq = 0;
   const parleyUrl = `${server.wsUrl}?token=${server.token}`;
   const targets: Record<Variant, Target> = {
@@ -167,6 +178,18 @@ async function fanOut(): Promise<string> {
         for (const stamp of stamps) {
           const frame = frameFor(sessionId, bareSeq++, stamp);
           for (const socket of bare.clients) socket.send(frame);
+        }
+      },
+    },
+    'bare ws, one write per socket per turn': {
+      url: `ws://127.0.0.1:${barePort}`,
+      send(stamps) {
+        for (const stamp of stamps) {
+          const frame = frameFor(sessionId, bareSeq++, stamp);
+          for (const [socket, stream] of bareStreams) {
+            bareBatch.hold(stream);
+            socket.send(frame);
+          }
         }
       },
     },
@@ -197,7 +220,8 @@ async function fanOut(): Promise<string> {
       for (const mode of (['saturated', 'paced 1,000/s'] as Mode[]).filter((name) => name.includes(MODE_FILTER))) {
         const runs = new Map<Variant, Outcome[]>(variants.map((variant) => [variant, []]));
         for (let repeat = 0; repeat < REPEATS; repeat += 1) {
-          for (const variant of variants) {
+          // Each repeat starts with the next variant, so none always runs first (or right after the heaviest).
+          for (const variant of [...variants.slice(repeat % variants.length), ...variants.slice(0, repeat % variants.length)]) {
             const fsyncs: number[] = [];
             fsyncTimer.recording = variant === 'Parley end to end (durable log)' ? fsyncs : undefined;
             runs.get(variant)!.push(await measure(targets[variant], connections, mode, fsyncs));
@@ -236,8 +260,9 @@ async function fanOut(): Promise<string> {
             const endToEnd = runs.get('Parley end to end (durable log)')![repeat]!;
             const fsyncP99 = percentile(endToEnd.fsyncs, 99);
             const allowed = baseline.p99 + fsyncP99;
+            const batchedFloor = runs.get('bare ws, one write per socket per turn')![repeat]!;
             summary.push(
-              `- run ${repeat + 1}, p99 at 1,000 events/s to 100 clients: bare ${formatMs(baseline.p99)}; fan-out ${formatMs(fan.p99)} = ${ratio(fan.p99, baseline.p99)} bare (target ≤ 1.20×: ${fan.p99 <= 1.2 * baseline.p99 ? 'met' : 'missed'}); ` +
+              `- run ${repeat + 1}, p99 at 1,000 events/s to 100 clients: bare ${formatMs(baseline.p99)}; fan-out ${formatMs(fan.p99)} = ${ratio(fan.p99, baseline.p99)} bare (target ≤ 1.20×: ${fan.p99 <= 1.2 * baseline.p99 ? 'met' : 'missed'}), ${ratio(fan.p99, batchedFloor.p99)} the batched bare floor (${formatMs(batchedFloor.p99)}); ` +
                 `end to end ${formatMs(endToEnd.p99)} vs bare + the log's fsync p99 (${formatMs(fsyncP99)}) = ${formatMs(allowed)} (${endToEnd.p99 <= allowed ? 'met' : 'missed'})`,
             );
           });
