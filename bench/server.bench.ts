@@ -86,6 +86,12 @@ function timeFsyncs(): { recording: number[] | undefined; restore(): void } {
   return timer;
 }
 
+/** The share of the row the event loop spent inside the log's (synchronous) `fdatasync`. */
+function blockedPercent(outcome: Outcome): string {
+  const blockedMs = outcome.fsyncs.reduce((sum, ms) => sum + ms, 0);
+  return `${((100 * blockedMs) / (outcome.elapsedS * 1000)).toFixed(0)} %`;
+}
+
 function signedMs(ms: number): string {
   return `${ms < 0 ? '−' : '+'}${formatMs(Math.abs(ms))}`;
 }
@@ -245,7 +251,7 @@ async function fanOut(): Promise<string> {
               outcome.cpuPerMessageUs.toFixed(1),
               variant === 'bare ws broadcast' ? '1.00×' : ratio(eventsPerSecond, baseline.sent / baseline.elapsedS),
               variant === 'bare ws broadcast' ? '1.00×' : ratio(outcome.p99, baseline.p99),
-              outcome.fsyncs.length > 0 ? `${formatMs(percentile(outcome.fsyncs, 99))} (${outcome.fsyncs.length})` : '',
+              outcome.fsyncs.length > 0 ? `${formatMs(percentile(outcome.fsyncs, 99))} (${outcome.fsyncs.length}; ${blockedPercent(outcome)} of the row)` : '',
             ]);
           });
         }
@@ -288,7 +294,7 @@ async function fanOut(): Promise<string> {
   return [
     `### text_delta fan-out (${seconds} s per row; clients in a second process, each parses every message; ${BATCH} events per tick when saturated, at most ${WINDOW} in flight)`,
     '',
-    table(['clients', 'mode', 'sender', 'events/s', 'delivered msgs/s', 'all delivered', 'latency p50', 'latency p99', 'sender CPU µs/msg', 'events/s vs bare', 'p99 vs bare', 'log fsync p99 (calls)'], rows),
+    table(['clients', 'mode', 'sender', 'events/s', 'delivered msgs/s', 'all delivered', 'latency p50', 'latency p99', 'sender CPU µs/msg', 'events/s vs bare', 'p99 vs bare', 'log fsync p99 (calls; event loop blocked in it)'], rows),
     '',
     ...summary,
     '',
