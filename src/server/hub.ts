@@ -1,4 +1,4 @@
-import type { Duplex } from 'node:stream';
+import type { Writable } from 'node:stream';
 import type { WebSocket } from 'ws';
 import { JSONRPC_VERSION, type NotificationName, type NotificationParams } from '../protocol/index.js';
 import type { TokenBucket } from './rate-limit.js';
@@ -17,7 +17,7 @@ export class Connection {
     readonly socket: WebSocket,
     readonly bucket: TokenBucket | undefined,
     /** The TCP socket under `socket`: writes to it are batched per turn of the event loop. */
-    readonly stream?: Duplex,
+    readonly stream?: Writable,
   ) {}
 }
 
@@ -148,6 +148,9 @@ export class Hub {
   write(connection: Connection, frame: Buffer | string): void {
     const socket = connection.socket;
     if (connection.closed || socket.readyState !== socket.OPEN) return;
+    // Held bytes count in `bufferedAmount`: a burst in one turn is first offered to the socket, so
+    // only data the client has not taken is judged (as before writes were batched).
+    if (socket.bufferedAmount > this.options.maxBufferedBytes && connection.stream) this.batch.release(connection.stream);
     if (socket.bufferedAmount > this.options.maxBufferedBytes) {
       connection.closed = true;
       this.options.onSlowConnection?.(connection);

@@ -26,6 +26,11 @@ export class WriteBatch {
     }
   }
 
+  /** Lets one stream write what it holds now (the others stay held): before judging it too slow by its unsent bytes. */
+  release(stream: Writable): void {
+    if (this.held.delete(stream)) stream.uncork();
+  }
+
   /** Lets every held stream write now; before destroying a socket, so what was written still goes out. */
   flush(): void {
     this.scheduled = false;

@@ -72,6 +72,21 @@ describe('WriteBatch', () => {
     expect(stream.writableCorked).toBe(0);
   });
 
+  it('release lets one stream write now and keeps the others held', async () => {
+    const batch = new WriteBatch();
+    const released = recordingStream();
+    const kept = recordingStream();
+    batch.hold(released.stream);
+    batch.hold(kept.stream);
+    released.stream.write('now');
+    kept.stream.write('later');
+    batch.release(released.stream);
+    expect(released.writes).toEqual([['now']]);
+    expect(kept.writes).toEqual([]);
+    await nextTurn();
+    expect(kept.writes).toEqual([['later']]);
+  });
+
   it('a nested cork (the WebSocket corks around each frame) stays inside the batch', async () => {
     const batch = new WriteBatch();
     const { stream, writes } = recordingStream();
