@@ -1,6 +1,8 @@
+import type { Writable } from 'node:stream';
 import type { WebSocket } from 'ws';
 import { JSONRPC_VERSION, type NotificationName, type NotificationParams } from '../protocol/index.js';
 import type { TokenBucket } from './rate-limit.js';
+import { WriteBatch } from './write-batch.js';
 
 const TEXT_FRAME = { binary: false } as const;
 
@@ -14,6 +16,8 @@ export class Connection {
     readonly channelId: string,
     readonly socket: WebSocket,
     readonly bucket: TokenBucket | undefined,
+    /** The TCP socket under `socket`: writes to it are batched per turn of the event loop. */
+    readonly stream?: Writable,
   ) {}
 }
 
@@ -26,12 +30,14 @@ export interface HubOptions {
 /**
  * Who receives which notification. Each notification is serialized once, to one buffer, and that
  * same buffer is written to every receiving socket: the cost of fan-out is the writes, not JSON.
+ * What a turn of the event loop writes to one socket leaves in one system call (`WriteBatch`).
  */
 export class Hub {
   private readonly channels = new Map<string, Set<Connection>>();
   private readonly followersOfAll = new Set<Connection>();
   private readonly followers = new Map<string, Set<Connection>>();
   private readonly connections = new Set<Connection>();
+  private readonly batch = new WriteBatch();
 
   constructor(private readonly options: HubOptions) {}
 
@@ -51,6 +57,11 @@ export class Hub {
       this.channels.set(connection.channelId, members);
     }
     members.add(connection);
+  }
+
+  /** Sends what this turn has written so far, now: before sockets are destroyed. */
+  flush(): void {
+    this.batch.flush();
   }
 
   remove(connection: Connection): void {
@@ -137,11 +148,15 @@ export class Hub {
   write(connection: Connection, frame: Buffer | string): void {
     const socket = connection.socket;
     if (connection.closed || socket.readyState !== socket.OPEN) return;
+    // Held bytes count in `bufferedAmount`: a burst in one turn is first offered to the socket, so
+    // only data the client has not taken is judged (as before writes were batched).
+    if (socket.bufferedAmount > this.options.maxBufferedBytes && connection.stream) this.batch.release(connection.stream);
     if (socket.bufferedAmount > this.options.maxBufferedBytes) {
       connection.closed = true;
       this.options.onSlowConnection?.(connection);
       return;
     }
+    if (connection.stream) this.batch.hold(connection.stream);
     socket.send(frame, TEXT_FRAME);
   }
 }

@@ -165,11 +165,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       if (!checked.success) return refuse(400, 'Bad Request', 'The `channel` parameter must be 1-200 letters, digits, ".", "_" or "-".\n');
       channelId = checked.data;
     }
-    sockets.handleUpgrade(request, socket, head, (ws) => accept(ws, channelId));
+    sockets.handleUpgrade(request, socket, head, (ws) => accept(ws, channelId, socket));
   });
 
-  const accept = (ws: WebSocket, channelId: string) => {
-    const connection = new Connection(randomUUID(), channelId, ws, rateLimit === false ? undefined : new TokenBucket(rateLimit.capacity, rateLimit.perSecond));
+  const accept = (ws: WebSocket, channelId: string, stream: Duplex) => {
+    const connection = new Connection(randomUUID(), channelId, ws, rateLimit === false ? undefined : new TokenBucket(rateLimit.capacity, rateLimit.perSecond), stream);
     hub.add(connection);
     byId.set(connection.id, connection);
     const context = { connectionId: connection.id, channelId };
@@ -223,6 +223,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       // Running turns end first (aborted, a system block, state saved), so their last events still reach clients.
       await drafts.close().catch((error: unknown) => log('error', 'Closing the draft layer failed', { error: String(error) }));
       for (const off of unsubscribers) off();
+      // The last notifications may still be held for this turn: they go out before the sockets close.
+      hub.flush();
       for (const connection of hub.all()) connection.socket.close(1001, 'server shutting down');
       const stopped = new Promise<void>((done) => http.close(() => done()));
       http.closeAllConnections();

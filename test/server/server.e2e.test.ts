@@ -423,6 +423,25 @@ describe('sessions over the wire', () => {
     await vi.waitFor(() => expect(created).toEqual([next.sessionId]));
   });
 
+  it('a burst of appends made in one turn (written to each socket as one batch) reaches every subscriber once, in seq order', async () => {
+    const test = await setup();
+    const drafter = await test.client();
+    const { sessionId } = await drafter.request('draft', { role: 'dev', project, task: 'first-task' });
+    const watchers = await Promise.all([test.client(), test.client(), test.client()]);
+    const received = watchers.map(() => [] as number[]);
+    watchers.forEach((watcher, index) => watcher.on('session_event', (message) => message.event.type === 'text_delta' && received[index]!.push(message.event.seq)));
+    for (const watcher of watchers) await watcher.subscribe([sessionId]);
+    const appends: Array<Promise<StreamEvent[]>> = [];
+    for (let append = 0; append < 50; append += 1) {
+      const drafts = Array.from({ length: 20 }, (_, index) => ({ type: 'text_delta' as const, conversationId: 'main', blockId: 'burst', delta: `${append}.${index} ` }));
+      appends.push(test.server.manager.appendEvents(sessionId, drafts));
+    }
+    const expected = (await Promise.all(appends)).flat().map((event) => event.seq);
+    expect(expected).toHaveLength(1_000);
+    await vi.waitFor(() => expect(received.map((seqs) => seqs.length)).toEqual([1_000, 1_000, 1_000]));
+    for (const seqs of received) expect(seqs).toEqual(expected);
+  });
+
   it('force_compact writes a checkpoint version and tells subscribers; preview_request shows the next request', async () => {
     const summary = { completed: ['greeted the user'], inProgress: [], pending: ['write the tests'], decisions: [], blockers: [] };
     const test = await setup({ summarize: () => Promise.resolve(JSON.stringify(summary)) });

@@ -1,0 +1,82 @@
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import type { WebSocket } from 'ws';
+import { Connection, Hub } from '../../src/server/hub.js';
+
+/**
+ * A connection over a stream standing in for the TCP socket: `accepting` says whether the peer
+ * takes what is written (a write completes at once) or stalls (it never completes). The stand-in
+ * WebSocket writes each frame to the stream and reports its unsent bytes, as `ws` does.
+ */
+function connectionOver(accepting: boolean): { connection: Connection; writes: string[][] } {
+  const writes: string[][] = [];
+  const stream = new Writable({
+    highWaterMark: 1,
+    writev(chunks, done) {
+      writes.push(chunks.map(({ chunk }) => String(chunk)));
+      if (accepting) done();
+    },
+    write(chunk, _encoding, done) {
+      writes.push([String(chunk)]);
+      if (accepting) done();
+    },
+  });
+  const socket = {
+    OPEN: 1,
+    readyState: 1,
+    get bufferedAmount() {
+      return stream.writableLength;
+    },
+    send(frame: Buffer | string) {
+      stream.write(frame);
+    },
+  };
+  return { connection: new Connection('connection', 'channel', socket as unknown as WebSocket, undefined, stream), writes };
+}
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+describe('Hub writes', () => {
+  it('sends what one turn writes to a connection as one write, in order', async () => {
+    const hub = new Hub({ maxBufferedBytes: 1 << 20 });
+    const { connection, writes } = connectionOver(true);
+    hub.add(connection);
+    hub.write(connection, 'one');
+    hub.write(connection, 'two');
+    expect(writes).toEqual([]);
+    await nextTurn();
+    expect(writes).toEqual([['one', 'two']]);
+  });
+
+  it('a burst in one turn past the limit is not taken for a slow client when the client keeps up', async () => {
+    const slow: Connection[] = [];
+    const hub = new Hub({ maxBufferedBytes: 10, onSlowConnection: (connection) => slow.push(connection) });
+    const { connection, writes } = connectionOver(true);
+    hub.add(connection);
+    const frames = Array.from({ length: 10 }, (_, index) => `frame-${index}`);
+    for (const frame of frames) hub.write(connection, frame);
+    await nextTurn();
+    expect(slow).toEqual([]);
+    expect(writes.flat()).toEqual(frames);
+  });
+
+  it('a client that takes nothing is disconnected once its unsent bytes pass the limit', async () => {
+    const slow: Connection[] = [];
+    const hub = new Hub({ maxBufferedBytes: 10, onSlowConnection: (connection) => slow.push(connection) });
+    const { connection } = connectionOver(false);
+    hub.add(connection);
+    for (let index = 0; index < 10; index += 1) hub.write(connection, `frame-${index}`);
+    await nextTurn();
+    expect(slow).toEqual([connection]);
+    expect(connection.closed).toBe(true);
+  });
+
+  it('flush sends what the turn holds at once', () => {
+    const hub = new Hub({ maxBufferedBytes: 1 << 20 });
+    const { connection, writes } = connectionOver(true);
+    hub.add(connection);
+    hub.write(connection, 'last words');
+    hub.flush();
+    expect(writes).toEqual([['last words']]);
+  });
+});
