@@ -4,3 +4,4 @@ export * from './errors.js';
 export * from './memory-store.js';
 export * from './file-store.js';
 export * from './keyed-queue.js';
+export * from './postgres/postgres-store.js';
