@@ -7,6 +7,7 @@ import { sessionNotFound } from '../validate.js';
 import type { ConnectionTarget } from './connection.js';
 import { errorCode, isConnectionFailure, isRefusedConnection, isRetryableConflict, SQLSTATE, storeErrorFrom } from './errors.js';
 import type { Queries } from './queries.js';
+import { FIRST_BACKOFF_MS, MAX_BACKOFF_MS, pause } from './retry.js';
 
 /** One `append` call waiting for its transaction. */
 interface PendingAppend {
@@ -30,8 +31,6 @@ export interface AppendCommitterOptions {
 
 /** Events in one transaction at most; a larger backlog goes in the next ones. */
 const MAX_GROUP_EVENTS = 4_000;
-const FIRST_BACKOFF_MS = 25;
-const MAX_BACKOFF_MS = 1_000;
 const MAX_CONFLICT_RETRIES = 10;
 
 /**
@@ -122,7 +121,7 @@ export class AppendCommitter {
         // Refused before anything was sent: this attempt stored nothing.
         outcomeUnknown ||= !isRefusedConnection(error);
         if (Date.now() - started >= this.options.retryForMs) throw this.gaveUp(error, started, outcomeUnknown);
-        await new Promise((resolve) => setTimeout(resolve, backoff));
+        await pause(backoff);
         backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
       }
     }

@@ -1,3 +1,5 @@
+import pg from 'pg';
+import { ParleyError } from '../../conversation/index.js';
 import { StoreError } from '../errors.js';
 import type { ConnectionTarget } from './connection.js';
 
@@ -57,6 +59,20 @@ export function isRefusedConnection(error: unknown): boolean {
 export function isRetryableConflict(error: unknown): boolean {
   const code = errorCode(error);
   return code === SQLSTATE.deadlock || code === SQLSTATE.serializationFailure;
+}
+
+/** True for failures that came from PostgreSQL or the connection to it (not from Parley's or a caller's code). */
+export function isDatabaseFailure(error: unknown): boolean {
+  return error instanceof pg.DatabaseError || isConnectionFailure(error);
+}
+
+/**
+ * A failure as the caller sees it: Parley's own errors (not found, invalid input) and a caller's
+ * (an update function that threw) pass through; the database's become a StoreError.
+ */
+export function toStoreFailure(error: unknown, target: ConnectionTarget, action: string): Error {
+  if (error instanceof ParleyError || !isDatabaseFailure(error)) return error instanceof Error ? error : new Error(String(error));
+  return storeErrorFrom(error, target, action);
 }
 
 /**

@@ -24,8 +24,9 @@ import type { ReadLogOptions, SessionStore } from '../session-store.js';
 import { checkId, checkRecord, sessionNotFound, storeClosed } from '../validate.js';
 import { AppendCommitter } from './append-committer.js';
 import { createPool, parseConnectionString, type ConnectionTarget } from './connection.js';
-import { errorCode, SQLSTATE, storeErrorFrom } from './errors.js';
+import { errorCode, isConnectionFailure, SQLSTATE, storeErrorFrom, toStoreFailure } from './errors.js';
 import { queriesFor, type Queries } from './queries.js';
+import { retryOnConnectionFailure } from './retry.js';
 import { setUpSchema } from './setup.js';
 
 export interface PostgresStoreOptions {
@@ -96,7 +97,7 @@ class PostgresStore implements SessionStore {
     private readonly pool: pg.Pool,
     private readonly sql: Queries,
     private readonly target: ConnectionTarget,
-    retryForMs: number,
+    private readonly retryForMs: number,
   ) {
     this.committer = new AppendCommitter({ pool, queries: sql, target, retryForMs });
   }
@@ -111,12 +112,16 @@ class PostgresStore implements SessionStore {
     return running;
   }
 
-  private async query<Row extends pg.QueryResultRow>(text: string, values: unknown[], action: string): Promise<Row[]> {
-    try {
-      return (await this.pool.query<Row>(text, values)).rows;
-    } catch (error) {
-      throw storeErrorFrom(error, this.target, action);
-    }
+  /**
+   * One statement, run again on a new connection if the connection fails (a restarted server, an
+   * ended backend). Only for statements safe to repeat: reads and upserts.
+   */
+  private query<Row extends pg.QueryResultRow>(text: string, values: unknown[], action: string): Promise<Row[]> {
+    return retryOnConnectionFailure(
+      this.retryForMs,
+      async () => (await this.pool.query<Row>(text, values)).rows,
+      (error) => toStoreFailure(error, this.target, action),
+    );
   }
 
   // Sessions
@@ -125,8 +130,19 @@ class PostgresStore implements SessionStore {
     return this.guard(async () => {
       const id = checkId(record?.sessionId, 'session id');
       const stored = checkRecord(SessionRecordSchema, record, 'session record');
-      const rows = await this.query(this.sql.insertSession, [id, ...sessionColumns(stored)], 'create a session');
-      if (rows.length === 0) {
+      const columns = sessionColumns(stored);
+      const created = await retryOnConnectionFailure(
+        this.retryForMs,
+        async (afterFailure) => {
+          if ((await this.pool.query(this.sql.insertSession, [id, ...columns])).rowCount === 1) return true;
+          // The insert found the id taken: by this very call, when an earlier attempt committed but its answer was lost.
+          if (!afterFailure) return false;
+          const { rows } = await this.pool.query<{ record: string }>(this.sql.selectSession, [id]);
+          return rows[0]?.record === columns[0];
+        },
+        (error) => toStoreFailure(error, this.target, 'create a session'),
+      );
+      if (!created) {
         throw new StoreError('SESSION_EXISTS', `A session "${id}" already exists; pick another id or load that one.`, {
           fault: 'user',
           data: { sessionId: id },
@@ -164,29 +180,48 @@ class PostgresStore implements SessionStore {
     });
   }
 
-  /** Runs `work` in a transaction on one connection; any failure rolls it back. */
-  private async transaction<T>(action: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    let client: pg.PoolClient;
-    try {
-      client = await this.pool.connect();
-    } catch (error) {
-      throw storeErrorFrom(error, this.target, action);
-    }
-    const ignore = () => undefined;
-    client.on('error', ignore);
-    let broken = false;
-    try {
-      await client.query('BEGIN');
-      const result = await work(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => (broken = true));
-      throw error instanceof StoreError || error instanceof ValidationError ? error : storeErrorFrom(error, this.target, action);
-    } finally {
-      client.off('error', ignore);
-      client.release(broken);
-    }
+  /**
+   * Runs `work` in a transaction on one connection; any failure rolls it back. A connection that
+   * fails before COMMIT is sent left nothing behind, so the whole transaction runs again on a new
+   * one; a failure during COMMIT leaves the outcome unknown and is reported as such, never repeated.
+   */
+  private transaction<T>(action: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return retryOnConnectionFailure(
+      this.retryForMs,
+      async () => {
+        const client = await this.pool.connect();
+        const ignore = () => undefined;
+        client.on('error', ignore);
+        let broken = false;
+        let committing = false;
+        try {
+          await client.query('BEGIN');
+          const result = await work(client);
+          committing = true;
+          await client.query('COMMIT');
+          return result;
+        } catch (error) {
+          if (isConnectionFailure(error)) broken = true;
+          else await client.query('ROLLBACK').catch(() => (broken = true));
+          if (committing && isConnectionFailure(error)) throw this.commitUnknown(action, error);
+          throw error;
+        } finally {
+          client.off('error', ignore);
+          client.release(broken);
+        }
+      },
+      (error) => toStoreFailure(error, this.target, action),
+    );
+  }
+
+  private commitUnknown(action: string, error: unknown): StoreError {
+    const cause = storeErrorFrom(error, this.target, action);
+    return new StoreError(
+      'STORE_UNAVAILABLE',
+      `The connection to PostgreSQL was lost while committing (trying to ${action}); the change may or may not be saved. ` +
+        `Read it back once the server answers. (${cause.message})`,
+      { fault: 'system', cause: error, data: { ...cause.data, outcomeUnknown: true } },
+    );
   }
 
   async *listSessions(filter?: SessionFilter): AsyncGenerator<SessionRecord> {
@@ -251,17 +286,26 @@ class PostgresStore implements SessionStore {
   writeCheckpoint(sessionId: string, input: CheckpointInput): Promise<Checkpoint> {
     return this.guard(async () => {
       const id = checkId(sessionId, 'session id');
-      return this.queue.run(`checkpoint:${id}`, async () => {
+      /** The checkpoint last sent: if a lost answer hid its commit, it is the newest version now. */
+      let sent: string | undefined;
+      const attempt = async (): Promise<Checkpoint> => {
         // Another process may take the same version first: its row stays, and this one takes the next.
         for (;;) {
-          const [row] = await this.query<{ newest: number }>(this.sql.newestCheckpointVersion, [id], 'write a checkpoint');
-          if (row === undefined) throw sessionNotFound(id);
-          const version = row.newest + 1;
-          const checkpoint = checkRecord(CheckpointSchema, { ...input, formatVersion: FORMAT_VERSION, sessionId: id, version }, 'checkpoint');
-          const inserted = await this.query(this.sql.insertCheckpoint, [id, version, JSON.stringify(checkpoint)], 'write a checkpoint');
-          if (inserted.length === 1) return checkpoint;
+          const { rows } = await this.pool.query<{ newest: number }>(this.sql.newestCheckpointVersion, [id]);
+          if (rows[0] === undefined) throw sessionNotFound(id);
+          const newest = rows[0].newest;
+          if (sent !== undefined && newest > 0) {
+            const stored = await this.pool.query<{ body: string | null }>(this.sql.checkpointVersion, [id, newest]);
+            if (stored.rows[0]?.body === sent) return parseCheckpoint(sent, id);
+          }
+          const checkpoint = checkRecord(CheckpointSchema, { ...input, formatVersion: FORMAT_VERSION, sessionId: id, version: newest + 1 }, 'checkpoint');
+          sent = JSON.stringify(checkpoint);
+          if ((await this.pool.query(this.sql.insertCheckpoint, [id, checkpoint.version, sent])).rowCount === 1) return checkpoint;
         }
-      });
+      };
+      return this.queue.run(`checkpoint:${id}`, () =>
+        retryOnConnectionFailure(this.retryForMs, attempt, (error) => toStoreFailure(error, this.target, 'write a checkpoint')),
+      );
     });
   }
 
@@ -274,7 +318,7 @@ class PostgresStore implements SessionStore {
           ? await this.query<{ body: string | null }>(this.sql.newestCheckpoint, [id], 'read a checkpoint')
           : await this.query<{ body: string | null }>(this.sql.checkpointVersion, [id, wanted], 'read a checkpoint');
       if (row === undefined) throw sessionNotFound(id);
-      return row.body === null ? undefined : documentOf(CheckpointSchema, row.body, `checkpoint of session "${id}"`);
+      return row.body === null ? undefined : parseCheckpoint(row.body, id);
     });
   }
 
@@ -283,7 +327,7 @@ class PostgresStore implements SessionStore {
       const id = checkId(sessionId, 'session id');
       const rows = await this.query<{ body: string | null }>(this.sql.allCheckpoints, [id], 'read checkpoints');
       if (rows.length === 0) throw sessionNotFound(id);
-      return rows.flatMap((row) => (row.body === null ? [] : [documentOf(CheckpointSchema, row.body, `checkpoint of session "${id}"`)]));
+      return rows.flatMap((row) => (row.body === null ? [] : [parseCheckpoint(row.body, id)]));
     });
   }
 
@@ -326,13 +370,13 @@ class PostgresStore implements SessionStore {
     return row.body === null ? undefined : (documentOf(schema, row.body, `${table} row of session "${id}"`) as z.infer<Schema>);
   }
 
-  /** A write to a table whose rows belong to a session: a missing session shows as a foreign-key violation. */
+  /** An upsert into a table whose rows belong to a session: a missing session shows as a foreign-key violation. */
   private async write(id: string, text: string, values: unknown[], action: string): Promise<void> {
     try {
-      await this.pool.query(text, values);
+      await this.query(text, values, action);
     } catch (error) {
-      if (errorCode(error) === SQLSTATE.foreignKeyViolation) throw sessionNotFound(id);
-      throw storeErrorFrom(error, this.target, action);
+      if (errorCode((error as { cause?: unknown }).cause) === SQLSTATE.foreignKeyViolation) throw sessionNotFound(id);
+      throw error;
     }
   }
 
@@ -446,6 +490,10 @@ function sessionRecordOf(text: string, sessionId: string): SessionRecord {
   const record = parseStored(text, `session "${sessionId}"`) as SessionRecord;
   checkFormatVersion(record, `session "${sessionId}"`);
   return record;
+}
+
+function parseCheckpoint(body: string, sessionId: string): Checkpoint {
+  return documentOf(CheckpointSchema, body, `checkpoint of session "${sessionId}"`);
 }
 
 /** A small stored document, checked against its schema (a fresh object every time). */
