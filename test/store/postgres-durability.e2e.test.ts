@@ -178,9 +178,9 @@ describe.skipIf(skipReason !== undefined)('PostgreSQL store: many processes, cra
     let lostAnswers = 0;
     // The real database commits; the answer is dropped on the way back, as a connection cut after COMMIT would.
     const answerLost = {
-      query: async (text: string, values: unknown[]) => {
-        const result = await pool.query(text, values);
-        if (text.includes('new_events') && lostAnswers < 2) {
+      query: async (query: pg.QueryConfig | string, values?: unknown[]) => {
+        const result = await pool.query(query, values);
+        if (typeof query !== 'string' && query.text.includes('new_events') && lostAnswers < 2) {
           lostAnswers += 1;
           throw new Error('Connection terminated unexpectedly');
         }

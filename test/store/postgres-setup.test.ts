@@ -40,12 +40,13 @@ describe.skipIf(skipReason !== undefined)('PostgreSQL store: setup, migrations a
       await store.close();
       expect(await tablesIn(server, schema)).toEqual([
         'agent_descriptions',
-        'append_batches',
+        'append_groups',
         'checkpoints',
         'context_documents',
         'events',
         'features',
         'migrations',
+        'session_logs',
         'sessions',
         'tasks',
         'transcripts',

@@ -12,8 +12,6 @@ import { FIRST_BACKOFF_MS, MAX_BACKOFF_MS, pause } from './retry.js';
 /** One `append` call waiting for its transaction. */
 interface PendingAppend {
   sessionId: string;
-  /** Made here, before the first attempt; the same on every retry, so a retry can find an earlier commit. */
-  batchId: string;
   /** Numbered from 0 until the commit says where they land. */
   events: StreamEvent[];
   bodies: string[];
@@ -38,10 +36,11 @@ const MAX_CONFLICT_RETRIES = 10;
  * session) that arrive while it commits wait, and all of them go in the next one. Groups commit in
  * call order, so appends to one session from this process keep their order.
  *
- * A group whose connection fails may or may not have committed. It is sent again, unchanged, on a
- * new connection until `retryForMs` passes: if the first attempt did commit, its batch ids are
- * already in `append_batches`, the retry fails on their unique key, and the seqs the first attempt
- * got are read back. An append is stored once, whatever the network did.
+ * A group whose connection fails may or may not have committed. It is sent again, unchanged (with
+ * the id made for it before the first attempt), on a new connection until `retryForMs` passes: if
+ * the first attempt did commit, its id is already in `append_groups`, the retry fails on that
+ * unique key, and the seqs the first attempt got are read back. An append is stored once, whatever
+ * the network did.
  */
 export class AppendCommitter {
   private pending: PendingAppend[] = [];
@@ -60,7 +59,7 @@ export class AppendCommitter {
       return Promise.reject(error);
     }
     return new Promise((resolve, reject) => {
-      this.pending.push({ sessionId, batchId: randomUUID(), events, bodies, resolve, reject });
+      this.pending.push({ sessionId, events, bodies, resolve, reject });
       this.draining ??= this.drain();
     });
   }
@@ -71,7 +70,9 @@ export class AppendCommitter {
   }
 
   private async drain(): Promise<void> {
-    while (this.pending.length > 0) {
+    // One turn of the event loop before each group: callers whose previous append just resolved
+    // (and every append made in the same tick) join this group instead of waiting for the next one.
+    while ((await new Promise((resolve) => setImmediate(resolve)), this.pending.length > 0)) {
       const group = this.takeGroup();
       try {
         await this.commit(group);
@@ -94,96 +95,60 @@ export class AppendCommitter {
   }
 
   private async commit(group: PendingAppend[]): Promise<void> {
+    const groupId = randomUUID();
+    const layout = layOut(group);
     const started = Date.now();
     let backoff = FIRST_BACKOFF_MS;
     let conflicts = 0;
     let outcomeUnknown = false;
-    let remaining = group;
+    let committedEarlier = false;
     for (;;) {
+      let firstSeqs: Map<string, number>;
       try {
-        const bases = await this.send(remaining);
-        for (const append of remaining) {
-          const base = bases.get(append.sessionId);
-          if (base === undefined) append.reject(sessionNotFound(append.sessionId));
-          else append.resolve(placed(append, base.firstSeq + base.offsets.get(append)!));
-        }
-        return;
+        firstSeqs = committedEarlier ? await this.committedGroup(groupId) : await this.send(groupId, layout);
       } catch (error) {
-        if (errorCode(error) === SQLSTATE.uniqueViolation && (error as { constraint?: string }).constraint === 'append_batches_pkey') {
-          // An earlier attempt committed after all: hand back where it put each append, and send again only what it did not hold.
-          remaining = await this.settleCommitted(remaining);
-          if (remaining.length === 0) return;
+        if (errorCode(error) === SQLSTATE.uniqueViolation && (error as { constraint?: string }).constraint === 'append_groups_pkey') {
+          // An earlier attempt committed after all: hand back where it put the events.
+          committedEarlier = true;
+          continue;
+        } else if (isRetryableConflict(error) && ++conflicts <= MAX_CONFLICT_RETRIES) {
+          // A deadlock or serialization failure rolled the statement back: run it again.
+          continue;
+        } else if (!isConnectionFailure(error)) {
+          throw storeErrorFrom(error, this.options.target, 'append events');
+        } else {
+          // Refused before anything was sent: that attempt stored nothing.
+          outcomeUnknown ||= !isRefusedConnection(error);
+          if (Date.now() - started >= this.options.retryForMs) throw this.gaveUp(error, started, outcomeUnknown);
+          await pause(backoff);
+          backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
           continue;
         }
-        // A deadlock or serialization failure rolled the statement back: run it again.
-        if (isRetryableConflict(error) && ++conflicts <= MAX_CONFLICT_RETRIES) continue;
-        if (!isConnectionFailure(error)) throw storeErrorFrom(error, this.options.target, 'append events');
-        // Refused before anything was sent: this attempt stored nothing.
-        outcomeUnknown ||= !isRefusedConnection(error);
-        if (Date.now() - started >= this.options.retryForMs) throw this.gaveUp(error, started, outcomeUnknown);
-        await pause(backoff);
-        backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
       }
+      for (const append of group) {
+        const firstSeq = firstSeqs.get(append.sessionId);
+        if (firstSeq === undefined) append.reject(sessionNotFound(append.sessionId));
+        else append.resolve(placed(append, firstSeq + layout.offsets.get(append)!));
+      }
+      return;
     }
   }
 
-  /** Runs the group's one statement; returns, per session found, its old `last_seq` and each append's offset among its events. */
-  private async send(group: readonly PendingAppend[]): Promise<Map<string, { firstSeq: number; offsets: Map<PendingAppend, number> }>> {
-    const perSession = new Map<string, { count: number; offsets: Map<PendingAppend, number> }>();
-    const batchIds: string[] = [];
-    const batchSessions: string[] = [];
-    const batchOffsets: number[] = [];
-    const batchCounts: number[] = [];
-    const eventSessions: string[] = [];
-    const eventOffsets: number[] = [];
-    const bodies: string[] = [];
-    for (const append of group) {
-      let session = perSession.get(append.sessionId);
-      if (session === undefined) perSession.set(append.sessionId, (session = { count: 0, offsets: new Map() }));
-      session.offsets.set(append, session.count);
-      if (append.events.length > 0) {
-        batchIds.push(append.batchId);
-        batchSessions.push(append.sessionId);
-        batchOffsets.push(session.count);
-        batchCounts.push(append.events.length);
-      }
-      for (const body of append.bodies) {
-        eventSessions.push(append.sessionId);
-        eventOffsets.push(session.count);
-        bodies.push(body);
-        session.count += 1;
-      }
-    }
-    const sessionIds = [...perSession.keys()];
-    const result = await this.options.pool.query<{ session_id: string; base: number }>(this.options.queries.appendGroup, [
-      sessionIds,
-      sessionIds.map((id) => perSession.get(id)!.count),
-      batchIds,
-      batchSessions,
-      batchOffsets,
-      batchCounts,
-      eventSessions,
-      eventOffsets,
-      bodies,
-    ]);
-    const bases = new Map<string, { firstSeq: number; offsets: Map<PendingAppend, number> }>();
-    for (const row of result.rows) bases.set(row.session_id, { firstSeq: row.base + 1, offsets: perSession.get(row.session_id)!.offsets });
-    return bases;
+  /** Runs the group's one statement; returns the first seq of each session found. */
+  private async send(groupId: string, layout: GroupLayout): Promise<Map<string, number>> {
+    // A named statement: parsed and planned once per connection, not at every group.
+    const result = await this.options.pool.query<{ session_id: string; first_seq: number }>({
+      name: 'parley_append_group',
+      text: this.options.queries.appendGroup,
+      values: [layout.sessionIds, layout.counts, groupId, layout.eventSessions, layout.eventOffsets, layout.bodies],
+    });
+    return new Map(result.rows.map((row) => [row.session_id, row.first_seq]));
   }
 
-  /** Resolves the appends an earlier attempt committed; returns the others. */
-  private async settleCommitted(group: readonly PendingAppend[]): Promise<PendingAppend[]> {
-    const found = await this.options.pool.query<{ batch_id: string; first_seq: number }>(this.options.queries.committedBatches, [
-      group.map((append) => append.batchId),
-    ]);
-    const firstSeqs = new Map(found.rows.map((row) => [row.batch_id, row.first_seq]));
-    const left: PendingAppend[] = [];
-    for (const append of group) {
-      const firstSeq = firstSeqs.get(append.batchId);
-      if (firstSeq !== undefined) append.resolve(placed(append, firstSeq));
-      else left.push(append);
-    }
-    return left;
+  /** Where the earlier, committed attempt of this group put each session's events. */
+  private async committedGroup(groupId: string): Promise<Map<string, number>> {
+    const found = await this.options.pool.query<{ session_id: string; first_seq: number }>(this.options.queries.committedGroup, [groupId]);
+    return new Map(found.rows.map((row) => [row.session_id, row.first_seq]));
   }
 
   private gaveUp(error: unknown, started: number, outcomeUnknown: boolean): StoreError {
@@ -197,6 +162,36 @@ export class AppendCommitter {
         'Nothing was stored; append again once the server is back.';
     return new StoreError('STORE_UNAVAILABLE', message, { fault: 'system', cause: error, data: { ...cause.data, outcomeUnknown } });
   }
+}
+
+/** A group as the statement takes it: per session its event count, per event its session and offset among that session's events. */
+interface GroupLayout {
+  sessionIds: string[];
+  counts: number[];
+  eventSessions: string[];
+  eventOffsets: number[];
+  bodies: string[];
+  /** Each append's offset among its session's events in the group. */
+  offsets: Map<PendingAppend, number>;
+}
+
+function layOut(group: readonly PendingAppend[]): GroupLayout {
+  const counts = new Map<string, number>();
+  const layout: GroupLayout = { sessionIds: [], counts: [], eventSessions: [], eventOffsets: [], bodies: [], offsets: new Map() };
+  for (const append of group) {
+    let count = counts.get(append.sessionId) ?? 0;
+    layout.offsets.set(append, count);
+    for (const body of append.bodies) {
+      layout.eventSessions.push(append.sessionId);
+      layout.eventOffsets.push(count);
+      layout.bodies.push(body);
+      count += 1;
+    }
+    counts.set(append.sessionId, count);
+  }
+  layout.sessionIds = [...counts.keys()];
+  layout.counts = [...counts.values()];
+  return layout;
 }
 
 /** The stored text of an event: its JSON without `sessionId` and `seq`, which are columns. */

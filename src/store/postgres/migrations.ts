@@ -18,9 +18,6 @@ export const MIGRATIONS: readonly Migration[] = [
     sql: `
       CREATE TABLE sessions (
         session_id text PRIMARY KEY,
-        -- The newest seq in the log, -1 when empty: bumped in the transaction that inserts the
-        -- events, under the row lock, so seqs stay consecutive across processes.
-        last_seq bigint NOT NULL DEFAULT -1,
         record text NOT NULL,
         status text NOT NULL,
         backend_type text NOT NULL,
@@ -32,21 +29,34 @@ export const MIGRATIONS: readonly Migration[] = [
       );
       CREATE INDEX sessions_by_feature ON sessions (feature_id) WHERE feature_id IS NOT NULL;
 
+      -- The newest seq of each session's log, -1 when empty: bumped in the statement that inserts
+      -- the events, under this row's lock, so seqs stay consecutive across processes. A narrow row of
+      -- its own, so an append rewrites a few bytes, not the session record, and does not wait on an
+      -- update of the record.
+      CREATE TABLE session_logs (
+        session_id text PRIMARY KEY REFERENCES sessions,
+        last_seq bigint NOT NULL DEFAULT -1
+      );
+
+      -- No foreign key on events and append_groups: the one statement that inserts them also locks
+      -- and updates the sessions' session_logs rows, so a row without its session cannot be written,
+      -- and the append path skips a trigger per row.
       CREATE TABLE events (
-        session_id text NOT NULL REFERENCES sessions,
+        session_id text NOT NULL,
         seq bigint NOT NULL CHECK (seq >= 0),
         -- The event's JSON without sessionId and seq, which are the columns beside it.
         body text NOT NULL,
         PRIMARY KEY (session_id, seq)
       );
 
-      -- One row per acknowledged append, keyed by an id the client made before sending it: a retry
-      -- after a lost connection finds its earlier commit here instead of storing the events twice.
-      CREATE TABLE append_batches (
-        batch_id uuid PRIMARY KEY,
-        session_id text NOT NULL REFERENCES sessions,
-        first_seq bigint NOT NULL,
-        event_count integer NOT NULL CHECK (event_count > 0),
+      -- One row per committed group of appends, keyed by an id the client made before sending it:
+      -- a retry after a lost connection finds its earlier commit here (with where each session's
+      -- events landed) instead of storing the events twice.
+      CREATE TABLE append_groups (
+        group_id uuid PRIMARY KEY,
+        session_ids text[] NOT NULL,
+        -- Per session: the seq its first event in this group got.
+        first_seqs bigint[] NOT NULL,
         committed_at timestamptz NOT NULL DEFAULT now()
       );
 

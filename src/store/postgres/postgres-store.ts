@@ -47,7 +47,7 @@ export const DEFAULT_POSTGRES_SCHEMA = 'parley';
 /** Events read per query when loading a log; a longer log is read in pages of this size. */
 const LOG_PAGE = 5_000;
 /** Session records read per query when listing. */
-const LIST_PAGE = 2_000;
+const LIST_PAGE = 5_000;
 /** PostgreSQL truncates identifiers beyond 63 bytes. */
 const MAX_IDENTIFIER_BYTES = 63;
 
@@ -226,27 +226,31 @@ class PostgresStore implements SessionStore {
 
   async *listSessions(filter?: SessionFilter): AsyncGenerator<SessionRecord> {
     if (this.closed) throw storeClosed(this.kind);
-    const clauses: string[] = [];
-    const values: unknown[] = [];
-    const column = (name: string, value: string | undefined) => {
-      if (value === undefined) return;
-      values.push(value);
-      clauses.push(`${name} = $${values.length + 2}`);
-    };
-    column('status', filter?.status);
-    column('backend_type', filter?.type);
-    column('agent_type', filter?.agentType);
-    column('scope_kind', filter?.scopeKind);
-    column('feature_id', filter?.featureId);
-    column('task_id', filter?.taskId);
-    column('task_state', filter?.taskState);
-    const text = this.sql.listSessions(clauses);
+    const filters: Array<[column: string, value: string | undefined]> = [
+      ['status', filter?.status],
+      ['backend_type', filter?.type],
+      ['agent_type', filter?.agentType],
+      ['scope_kind', filter?.scopeKind],
+      ['feature_id', filter?.featureId],
+      ['task_id', filter?.taskId],
+      ['task_state', filter?.taskState],
+    ];
+    const used = filters.filter(([, value]) => value !== undefined);
+    const clauses = used.map(([column], index) => `${column} = $${index + 3}`);
+    // A named statement per combination of filters (a bit mask of those used): planned once per connection.
+    const mask = filters.reduce((bits, [, value], index) => (value === undefined ? bits : bits | (1 << index)), 0);
+    const page = { name: `parley_list_sessions_${mask}`, text: this.sql.listSessions(clauses), rowMode: 'array' as const };
     let after = '';
     for (;;) {
-      const rows = await this.query<{ session_id: string; record: string }>(text, [after, LIST_PAGE, ...values], 'list sessions');
-      for (const row of rows) yield sessionRecordOf(row.record, row.session_id);
+      const values = [after, LIST_PAGE, ...used.map(([, value]) => value)];
+      const rows = await retryOnConnectionFailure(
+        this.retryForMs,
+        async () => (await this.pool.query<[string, string]>({ ...page, values })).rows,
+        (error) => toStoreFailure(error, this.target, 'list sessions'),
+      );
+      for (const [sessionId, record] of rows) yield sessionRecordOf(record, sessionId);
       if (rows.length < LIST_PAGE) return;
-      after = rows.at(-1)!.session_id;
+      after = rows.at(-1)![0];
     }
   }
 
@@ -264,11 +268,21 @@ class PostgresStore implements SessionStore {
     const through = Math.min(lastSeq, bound(options.throughSeq) ?? lastSeq);
     let after = Math.max(-1, bound(options.afterSeq) ?? -1);
     while (after < through) {
-      const rows = await this.query<{ seq: number; body: string }>(this.sql.readEvents, [id, after, through, LOG_PAGE], 'read a session log');
-      for (const row of rows) yield eventOf(row.body, id, row.seq);
+      const rows = await this.readEventPage(id, after, through);
+      for (const [seq, body] of rows) yield eventOf(body, id, seq);
       if (rows.length < LOG_PAGE) return;
-      after = rows.at(-1)!.seq;
+      after = rows.at(-1)![0];
     }
+  }
+
+  /** Rows as `[seq, body]` arrays from a named statement: loading 10,000 events builds no row objects and plans nothing. */
+  private readEventPage(id: string, after: number, through: number): Promise<Array<[number, string]>> {
+    const page = { name: 'parley_read_events', text: this.sql.readEvents, values: [id, after, through, LOG_PAGE], rowMode: 'array' as const };
+    return retryOnConnectionFailure(
+      this.retryForMs,
+      async () => (await this.pool.query<[number, string]>(page)).rows,
+      (error) => toStoreFailure(error, this.target, 'read a session log'),
+    );
   }
 
   lastSeq(sessionId: string): Promise<number> {
@@ -276,9 +290,9 @@ class PostgresStore implements SessionStore {
   }
 
   private async lastSeqOf(id: string): Promise<number> {
-    const [row] = await this.query<{ last_seq: string }>(this.sql.lastSeq, [id], 'read a session log');
+    const [row] = await this.query<{ last_seq: number }>(this.sql.lastSeq, [id], 'read a session log');
     if (row === undefined) throw sessionNotFound(id);
-    return Number(row.last_seq);
+    return row.last_seq;
   }
 
   // Checkpoints

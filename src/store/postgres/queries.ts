@@ -5,15 +5,18 @@
 export function queriesFor(schema: string) {
   const table = (name: string) => `${schema}.${name}`;
   const sessions = table('sessions');
+  const logs = table('session_logs');
   const events = table('events');
-  const batches = table('append_batches');
+  const groups = table('append_groups');
   const checkpoints = table('checkpoints');
   return {
-    insertSession: `INSERT INTO ${sessions}
-        (session_id, record, status, backend_type, agent_type, scope_kind, feature_id, task_id, task_state)
-      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-      ON CONFLICT (session_id) DO NOTHING
-      RETURNING session_id`,
+    insertSession: `WITH created AS (
+        INSERT INTO ${sessions} (session_id, record, status, backend_type, agent_type, scope_kind, feature_id, task_id, task_state)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+        ON CONFLICT (session_id) DO NOTHING
+        RETURNING session_id
+      )
+      INSERT INTO ${logs} (session_id) SELECT session_id FROM created RETURNING session_id`,
     selectSession: `SELECT record FROM ${sessions} WHERE session_id = $1`,
     selectSessionForUpdate: `SELECT record FROM ${sessions} WHERE session_id = $1 FOR NO KEY UPDATE`,
     updateSession: `UPDATE ${sessions}
@@ -21,49 +24,48 @@ export function queriesFor(schema: string) {
       WHERE session_id = $1`,
     /** A page of sessions after `$1` in id order; the filter clauses are appended from `$3` on. */
     listSessions: (filters: readonly string[]) =>
+      // Key and order share the column's collation, so the pages meet exactly (and the primary key serves both).
       `SELECT session_id, record FROM ${sessions}
        WHERE session_id > $1 ${filters.map((clause) => `AND ${clause}`).join(' ')}
-       ORDER BY session_id COLLATE "C" LIMIT $2`,
-    lastSeq: `SELECT last_seq FROM ${sessions} WHERE session_id = $1`,
+       ORDER BY session_id LIMIT $2`,
+    lastSeq: `SELECT last_seq::float8 FROM ${logs} WHERE session_id = $1`,
 
     /**
-     * Group commit: the appends of many sessions in one statement. The session rows are locked in id
-     * order (no deadlock between two processes), each `last_seq` is bumped by the events it gets,
-     * and the events and one batch row per append are inserted numbered from the old `last_seq`.
-     * Returns the old `last_seq` of each session found; a session not returned does not exist and
-     * got nothing. A batch id already present (an earlier attempt did commit) fails the whole
-     * statement with a unique violation on `append_batches_pkey`, so nothing is stored twice.
+     * Group commit: the appends of many sessions in one statement. The sessions' `session_logs` rows
+     * are locked in id order (no deadlock between two processes), each `last_seq` is bumped by the
+     * events it gets, the events are inserted numbered from the old `last_seq`, and the group's id
+     * is recorded with where each session's events start. Returns the old `last_seq` of each session
+     * found; a session not returned does not exist and got nothing. A group id already present (an
+     * earlier attempt did commit) fails the whole statement with a unique violation on
+     * `append_groups_pkey`, so nothing is stored twice.
      *
-     * $1 session ids, $2 events per session; $3–$6 per append: batch id, session id, offset of its
-     * first event among the session's events in this group, event count; $7–$9 per event: session
-     * id, offset among the session's events in this group, JSON body.
+     * $1 session ids, $2 events per session, $3 group id; $4–$6 per event: session id, offset among
+     * the session's events in this group, JSON body.
      */
     appendGroup: `WITH wanted AS (
         SELECT * FROM unnest($1::text[], $2::int[]) AS w(session_id, n)
       ), locked AS (
-        SELECT s.session_id, s.last_seq FROM ${sessions} s
+        SELECT s.session_id, s.last_seq FROM ${logs} s
         WHERE s.session_id = ANY($1::text[])
-        ORDER BY s.session_id COLLATE "C"
+        ORDER BY s.session_id
         FOR NO KEY UPDATE
       ), bumped AS (
-        UPDATE ${sessions} s SET last_seq = l.last_seq + w.n
+        UPDATE ${logs} s SET last_seq = l.last_seq + w.n
         FROM locked l JOIN wanted w USING (session_id)
         WHERE s.session_id = l.session_id
         RETURNING s.session_id, l.last_seq AS base
-      ), new_batches AS (
-        INSERT INTO ${batches} (batch_id, session_id, first_seq, event_count)
-        SELECT b.batch_id, b.session_id, bumped.base + 1 + b.first_offset, b.n
-        FROM unnest($3::uuid[], $4::text[], $5::int[], $6::int[]) AS b(batch_id, session_id, first_offset, n)
-        JOIN bumped USING (session_id)
+      ), new_group AS (
+        INSERT INTO ${groups} (group_id, session_ids, first_seqs)
+        SELECT $3::uuid, coalesce(array_agg(session_id), '{}'), coalesce(array_agg(base + 1), '{}') FROM bumped
       ), new_events AS (
         INSERT INTO ${events} (session_id, seq, body)
         SELECT e.session_id, bumped.base + 1 + e.event_offset, e.body
-        FROM unnest($7::text[], $8::int[], $9::text[]) AS e(session_id, event_offset, body)
+        FROM unnest($4::text[], $5::int[], $6::text[]) AS e(session_id, event_offset, body)
         JOIN bumped USING (session_id)
       )
-      SELECT session_id, base::float8 AS base FROM bumped`,
-    /** Where earlier attempts of these appends landed (after a commit whose answer was lost). */
-    committedBatches: `SELECT batch_id::text AS batch_id, first_seq::float8 AS first_seq FROM ${batches} WHERE batch_id = ANY($1::uuid[])`,
+      SELECT session_id, (base + 1)::float8 AS first_seq FROM bumped`,
+    /** Where an earlier attempt of this group put each session's events (after a commit whose answer was lost). */
+    committedGroup: `SELECT unnest(session_ids) AS session_id, unnest(first_seqs)::float8 AS first_seq FROM ${groups} WHERE group_id = $1`,
     readEvents: `SELECT seq::float8 AS seq, body FROM ${events}
       WHERE session_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4`,
 
