@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { StreamEvent, StreamEventDraft } from '../../conversation/index.js';
 import { StoreError } from '../errors.js';
-import { numberEvents } from '../numbering.js';
 import { sessionNotFound } from '../validate.js';
 import type { ConnectionTarget } from './connection.js';
 import { errorCode, isConnectionFailure, isRefusedConnection, isRetryableConflict, SQLSTATE, storeErrorFrom } from './errors.js';
@@ -49,12 +48,17 @@ export class AppendCommitter {
   constructor(private readonly options: AppendCommitterOptions) {}
 
   append(sessionId: string, drafts: readonly StreamEventDraft[]): Promise<StreamEvent[]> {
-    let events: StreamEvent[];
-    let bodies: string[];
+    const events: StreamEvent[] = [];
+    const bodies: string[] = [];
+    const now = Date.now();
     try {
-      // Copied and serialized now: the caller may change its drafts once append returns.
-      events = numberEvents(sessionId, 0, drafts);
-      bodies = events.map(bodyOf);
+      for (const draft of drafts) {
+        const at = draft.at ?? now;
+        // Serialized now, so a caller changing its drafts later changes nothing stored. The events
+        // handed back share nested values with the drafts, as the SessionStore contract allows.
+        bodies.push(JSON.stringify({ ...draft, at }));
+        events.push({ ...draft, sessionId, seq: 0, at } as StreamEvent);
+      }
     } catch (error) {
       return Promise.reject(error);
     }
@@ -192,12 +196,6 @@ function layOut(group: readonly PendingAppend[]): GroupLayout {
   layout.sessionIds = [...counts.keys()];
   layout.counts = [...counts.values()];
   return layout;
-}
-
-/** The stored text of an event: its JSON without `sessionId` and `seq`, which are columns. */
-function bodyOf(event: StreamEvent): string {
-  const { sessionId: _sessionId, seq: _seq, ...rest } = event;
-  return JSON.stringify(rest);
 }
 
 function placed(append: PendingAppend, firstSeq: number): StreamEvent[] {

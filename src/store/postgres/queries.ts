@@ -50,10 +50,11 @@ export function queriesFor(schema: string) {
         ORDER BY s.session_id
         FOR NO KEY UPDATE
       ), bumped AS (
-        UPDATE ${logs} s SET last_seq = l.last_seq + w.n
-        FROM locked l JOIN wanted w USING (session_id)
-        WHERE s.session_id = l.session_id
-        RETURNING s.session_id, l.last_seq AS base
+        -- The scalar subquery runs once, before the update scans: the rows are locked in id order first.
+        UPDATE ${logs} s SET last_seq = s.last_seq + w.n
+        FROM wanted w
+        WHERE s.session_id = w.session_id AND (SELECT count(*) FROM locked) > 0
+        RETURNING s.session_id, s.last_seq - w.n AS base
       ), new_group AS (
         INSERT INTO ${groups} (group_id, session_ids, first_seqs)
         SELECT $3::uuid, coalesce(array_agg(session_id), '{}'), coalesce(array_agg(base + 1), '{}') FROM bumped
