@@ -4,4 +4,4 @@ export * from './errors.js';
 export * from './memory-store.js';
 export * from './file-store.js';
 export * from './keyed-queue.js';
-export * from './postgres/postgres-store.js';
+export * from './postgres/index.js';

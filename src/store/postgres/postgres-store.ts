@@ -28,21 +28,7 @@ import { errorCode, isConnectionFailure, SQLSTATE, storeErrorFrom, toStoreFailur
 import { queriesFor, type Queries } from './queries.js';
 import { retryOnConnectionFailure } from './retry.js';
 import { setUpSchema } from './setup.js';
-
-export interface PostgresStoreOptions {
-  /** `postgres://user:password@host:5432/database`. */
-  connectionString: string;
-  /** The schema Parley's tables live in (default `parley`); created when missing. */
-  schema?: string;
-  /** Connections at most (default 10). */
-  poolSize?: number;
-  /** How long an append whose connection failed is retried on a new one before it fails (default 30 s). */
-  retryForMs?: number;
-  /** How long connecting may take before the server counts as unreachable (default 10 s). */
-  connectTimeoutMs?: number;
-}
-
-export const DEFAULT_POSTGRES_SCHEMA = 'parley';
+import { DEFAULT_POSTGRES_SCHEMA, type PostgresStoreOptions } from './index.js';
 
 /** Events read per query when loading a log; a longer log is read in pages of this size. */
 const LOG_PAGE = 5_000;
@@ -51,12 +37,8 @@ const LIST_PAGE = 5_000;
 /** PostgreSQL truncates identifiers beyond 63 bytes. */
 const MAX_IDENTIFIER_BYTES = 63;
 
-/**
- * A SessionStore on PostgreSQL: many processes may share one database. Migrations run here, before
- * the store is handed out; a bad connection string, refused password, unreachable server, missing
- * rights or a too-new schema each fail with one StoreError that says what to fix.
- */
-export async function createPostgresStore(options: PostgresStoreOptions): Promise<SessionStore> {
+/** Opens the store (see `createPostgresStore` in ./index.ts, which loads this module and `pg` on first use). */
+export async function openPostgresStore(options: PostgresStoreOptions): Promise<SessionStore> {
   const target = parseConnectionString(options?.connectionString);
   const schema = checkSchemaName(options.schema ?? DEFAULT_POSTGRES_SCHEMA);
   const quotedSchema = pg.escapeIdentifier(schema);
