@@ -11,7 +11,17 @@ export type StoreErrorCode =
   | 'STORE_CLOSED'
   | 'STORE_IO'
   /** A write failed for want of space (ENOSPC, or EDQUOT: the user's disk quota); nothing acknowledged is lost. */
-  | 'DISK_FULL';
+  | 'DISK_FULL'
+  /** PostgreSQL store: the connection string cannot be parsed. */
+  | 'STORE_BAD_CONNECTION_STRING'
+  /** PostgreSQL store: the server cannot be reached, or the connection was lost and not regained in time. */
+  | 'STORE_UNAVAILABLE'
+  /** PostgreSQL store: the server refused the role or its password. */
+  | 'STORE_AUTH_FAILED'
+  /** PostgreSQL store: the role may not create or use Parley's tables. */
+  | 'STORE_PERMISSION_DENIED'
+  /** PostgreSQL store: the database's schema was made by a newer Parley. */
+  | 'STORE_SCHEMA_TOO_NEW';
 
 export class StoreError extends ParleyError {
   declare readonly code: StoreErrorCode;

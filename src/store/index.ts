@@ -5,3 +5,4 @@ export * from './memory-store.js';
 export * from './file-store.js';
 export * from './keyed-queue.js';
 export * from './data-folder.js';
+export * from './postgres/index.js';

@@ -1,0 +1,29 @@
+import type { SessionStore } from '../session-store.js';
+
+export interface PostgresStoreOptions {
+  /** `postgres://user:password@host:5432/database`. */
+  connectionString: string;
+  /** The schema Parley's tables live in (default `parley`); created when missing. */
+  schema?: string;
+  /** Connections at most (default 10). */
+  poolSize?: number;
+  /** How long an append whose connection failed is retried on a new one before it fails (default 30 s). */
+  retryForMs?: number;
+  /** How long connecting may take before the server counts as unreachable (default 10 s). */
+  connectTimeoutMs?: number;
+}
+
+export const DEFAULT_POSTGRES_SCHEMA = 'parley';
+
+/**
+ * A SessionStore on PostgreSQL: many processes may share one database. Migrations run here, before
+ * the store is handed out; a bad connection string, refused password, unreachable server, missing
+ * rights or a too-new schema each fail with one StoreError that says what to fix.
+ *
+ * The implementation, and `pg` with it, load on the first call: a process on the file store never
+ * loads a database client.
+ */
+export async function createPostgresStore(options: PostgresStoreOptions): Promise<SessionStore> {
+  const { openPostgresStore } = await import('./postgres-store.js');
+  return openPostgresStore(options);
+}

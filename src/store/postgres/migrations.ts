@@ -1,0 +1,105 @@
+/**
+ * Parley's PostgreSQL schema as an ordered list of migrations (STYLE.md, practice 21). Each is
+ * applied once, in order, inside the setup transaction, and recorded in `migrations` with its
+ * number: migration N is `MIGRATIONS[N - 1]`. Never edit one that has shipped; append a new one.
+ *
+ * The statements are unqualified: setup runs them with `search_path` set to Parley's schema.
+ * Records are kept as their whole JSON text (a new optional field needs no migration); the columns
+ * beside them are what queries filter and order by.
+ */
+export interface Migration {
+  description: string;
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    description: 'sessions, their event logs, checkpoints, documents, transcripts, features and tasks',
+    sql: `
+      CREATE TABLE sessions (
+        session_id text PRIMARY KEY,
+        record text NOT NULL,
+        status text NOT NULL,
+        backend_type text NOT NULL,
+        agent_type text NOT NULL,
+        scope_kind text NOT NULL,
+        feature_id text,
+        task_id text,
+        task_state text
+      );
+      CREATE INDEX sessions_by_feature ON sessions (feature_id) WHERE feature_id IS NOT NULL;
+
+      -- The newest seq of each session's log, -1 when empty: bumped in the statement that inserts
+      -- the events, under this row's lock, so seqs stay consecutive across processes. A narrow row of
+      -- its own, so an append rewrites a few bytes, not the session record, and does not wait on an
+      -- update of the record.
+      CREATE TABLE session_logs (
+        session_id text PRIMARY KEY REFERENCES sessions,
+        last_seq bigint NOT NULL DEFAULT -1
+      );
+
+      -- No foreign key on events and append_groups: the one statement that inserts them also locks
+      -- and updates the sessions' session_logs rows, so a row without its session cannot be written,
+      -- and the append path skips a trigger per row.
+      CREATE TABLE events (
+        session_id text NOT NULL,
+        seq bigint NOT NULL CHECK (seq >= 0),
+        -- The event's JSON without sessionId and seq, which are the columns beside it.
+        body text NOT NULL,
+        PRIMARY KEY (session_id, seq)
+      );
+
+      -- One row per committed group of appends, keyed by an id the client made before sending it:
+      -- a retry after a lost connection finds its earlier commit here (with where each session's
+      -- events landed) instead of storing the events twice.
+      CREATE TABLE append_groups (
+        group_id uuid PRIMARY KEY,
+        session_ids text[] NOT NULL,
+        -- Per session: the seq its first event in this group got.
+        first_seqs bigint[] NOT NULL,
+        committed_at timestamptz NOT NULL DEFAULT now()
+      );
+
+      CREATE TABLE checkpoints (
+        session_id text NOT NULL REFERENCES sessions,
+        version integer NOT NULL CHECK (version > 0),
+        body text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (session_id, version)
+      );
+
+      CREATE TABLE context_documents (
+        session_id text PRIMARY KEY REFERENCES sessions,
+        body text NOT NULL
+      );
+
+      CREATE TABLE agent_descriptions (
+        session_id text PRIMARY KEY REFERENCES sessions,
+        body text NOT NULL
+      );
+
+      -- Raw native transcripts, byte for byte (bytea: a transcript may hold any character, NUL too).
+      CREATE TABLE transcripts (
+        session_id text NOT NULL REFERENCES sessions,
+        name text NOT NULL,
+        content bytea NOT NULL,
+        PRIMARY KEY (session_id, name)
+      );
+
+      CREATE TABLE features (
+        feature_id text PRIMARY KEY,
+        body text NOT NULL
+      );
+
+      CREATE TABLE tasks (
+        feature_id text NOT NULL,
+        task_id text NOT NULL,
+        body text NOT NULL,
+        PRIMARY KEY (feature_id, task_id)
+      );
+    `,
+  },
+];
+
+/** The schema version this Parley writes and reads. */
+export const SCHEMA_VERSION = MIGRATIONS.length;

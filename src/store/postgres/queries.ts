@@ -1,0 +1,115 @@
+/**
+ * Every statement the PostgreSQL store runs, qualified by its (already quoted) schema. Each one is a
+ * single statement, so outside an explicit transaction it is its own transaction: one round trip.
+ */
+export function queriesFor(schema: string) {
+  const table = (name: string) => `${schema}.${name}`;
+  const sessions = table('sessions');
+  const logs = table('session_logs');
+  const events = table('events');
+  const groups = table('append_groups');
+  const checkpoints = table('checkpoints');
+  return {
+    insertSession: `WITH created AS (
+        INSERT INTO ${sessions} (session_id, record, status, backend_type, agent_type, scope_kind, feature_id, task_id, task_state)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+        ON CONFLICT (session_id) DO NOTHING
+        RETURNING session_id
+      )
+      INSERT INTO ${logs} (session_id) SELECT session_id FROM created RETURNING session_id`,
+    selectSession: `SELECT record FROM ${sessions} WHERE session_id = $1`,
+    selectSessionForUpdate: `SELECT record FROM ${sessions} WHERE session_id = $1 FOR NO KEY UPDATE`,
+    updateSession: `UPDATE ${sessions}
+      SET record = $2, status = $3, backend_type = $4, agent_type = $5, scope_kind = $6, feature_id = $7, task_id = $8, task_state = $9
+      WHERE session_id = $1`,
+    /** A page of sessions after `$1` in id order; the filter clauses are appended from `$3` on. */
+    listSessions: (filters: readonly string[]) =>
+      // Key and order share the column's collation, so the pages meet exactly (and the primary key serves both).
+      `SELECT session_id, record FROM ${sessions}
+       WHERE session_id > $1 ${filters.map((clause) => `AND ${clause}`).join(' ')}
+       ORDER BY session_id LIMIT $2`,
+    lastSeq: `SELECT last_seq::float8 FROM ${logs} WHERE session_id = $1`,
+
+    /**
+     * Group commit: the appends of many sessions in one statement. The sessions' `session_logs` rows
+     * are locked in id order (no deadlock between two processes), each `last_seq` is bumped by the
+     * events it gets, the events are inserted numbered from the old `last_seq`, and the group's id
+     * is recorded with where each session's events start. Returns the old `last_seq` of each session
+     * found; a session not returned does not exist and got nothing. A group id already present (an
+     * earlier attempt did commit) fails the whole statement with a unique violation on
+     * `append_groups_pkey`, so nothing is stored twice.
+     *
+     * $1 session ids, $2 events per session, $3 group id; $4–$6 per event: session id, offset among
+     * the session's events in this group, JSON body.
+     */
+    appendGroup: `WITH wanted AS (
+        SELECT * FROM unnest($1::text[], $2::int[]) AS w(session_id, n)
+      ), locked AS (
+        SELECT s.session_id, s.last_seq FROM ${logs} s
+        WHERE s.session_id = ANY($1::text[])
+        ORDER BY s.session_id
+        FOR NO KEY UPDATE
+      ), bumped AS (
+        -- The scalar subquery runs once, before the update scans: the rows are locked in id order first.
+        UPDATE ${logs} s SET last_seq = s.last_seq + w.n
+        FROM wanted w
+        WHERE s.session_id = w.session_id AND (SELECT count(*) FROM locked) > 0
+        RETURNING s.session_id, s.last_seq - w.n AS base
+      ), new_group AS (
+        INSERT INTO ${groups} (group_id, session_ids, first_seqs)
+        SELECT $3::uuid, coalesce(array_agg(session_id), '{}'), coalesce(array_agg(base + 1), '{}') FROM bumped
+      ), new_events AS (
+        INSERT INTO ${events} (session_id, seq, body)
+        SELECT e.session_id, bumped.base + 1 + e.event_offset, e.body
+        FROM unnest($4::text[], $5::int[], $6::text[]) AS e(session_id, event_offset, body)
+        JOIN bumped USING (session_id)
+      )
+      SELECT session_id, (base + 1)::float8 AS first_seq FROM bumped`,
+    /** Where an earlier attempt of this group put each session's events (after a commit whose answer was lost). */
+    committedGroup: `SELECT unnest(session_ids) AS session_id, unnest(first_seqs)::float8 AS first_seq FROM ${groups} WHERE group_id = $1`,
+    readEvents: `SELECT seq::float8 AS seq, body FROM ${events}
+      WHERE session_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4`,
+
+    newestCheckpointVersion: `SELECT coalesce((SELECT max(version) FROM ${checkpoints} c WHERE c.session_id = s.session_id), 0) AS newest
+      FROM ${sessions} s WHERE s.session_id = $1`,
+    insertCheckpoint: `INSERT INTO ${checkpoints} (session_id, version, body) VALUES ($1, $2, $3)
+      ON CONFLICT (session_id, version) DO NOTHING RETURNING version`,
+    newestCheckpoint: `SELECT c.body FROM ${sessions} s
+      LEFT JOIN LATERAL (SELECT body FROM ${checkpoints} WHERE session_id = s.session_id ORDER BY version DESC LIMIT 1) c ON true
+      WHERE s.session_id = $1`,
+    checkpointVersion: `SELECT c.body FROM ${sessions} s
+      LEFT JOIN ${checkpoints} c ON c.session_id = s.session_id AND c.version = $2
+      WHERE s.session_id = $1`,
+    allCheckpoints: `SELECT c.body FROM ${sessions} s
+      LEFT JOIN ${checkpoints} c ON c.session_id = s.session_id
+      WHERE s.session_id = $1 ORDER BY c.version`,
+
+    /** Upsert and read of a per-session document table (context, agent description). */
+    putDocument: (name: 'context_documents' | 'agent_descriptions') =>
+      `INSERT INTO ${table(name)} (session_id, body) VALUES ($1, $2)
+       ON CONFLICT (session_id) DO UPDATE SET body = EXCLUDED.body`,
+    getDocument: (name: 'context_documents' | 'agent_descriptions') =>
+      `SELECT d.body FROM ${sessions} s LEFT JOIN ${table(name)} d ON d.session_id = s.session_id WHERE s.session_id = $1`,
+
+    putTranscript: `INSERT INTO ${table('transcripts')} (session_id, name, content) VALUES ($1, $2, $3)
+      ON CONFLICT (session_id, name) DO UPDATE SET content = EXCLUDED.content`,
+    getTranscript: `SELECT t.content FROM ${sessions} s
+      LEFT JOIN ${table('transcripts')} t ON t.session_id = s.session_id AND t.name = $2
+      WHERE s.session_id = $1`,
+    listTranscripts: `SELECT t.name FROM ${sessions} s
+      LEFT JOIN ${table('transcripts')} t ON t.session_id = s.session_id
+      WHERE s.session_id = $1 ORDER BY t.name COLLATE "C"`,
+
+    putFeature: `INSERT INTO ${table('features')} (feature_id, body) VALUES ($1, $2)
+      ON CONFLICT (feature_id) DO UPDATE SET body = EXCLUDED.body`,
+    getFeature: `SELECT body FROM ${table('features')} WHERE feature_id = $1`,
+    listFeatures: `SELECT body FROM ${table('features')} ORDER BY feature_id COLLATE "C"`,
+    putTask: `INSERT INTO ${table('tasks')} (feature_id, task_id, body) VALUES ($1, $2, $3)
+      ON CONFLICT (feature_id, task_id) DO UPDATE SET body = EXCLUDED.body`,
+    getTask: `SELECT body FROM ${table('tasks')} WHERE feature_id = $1 AND task_id = $2`,
+    listTasks: `SELECT body FROM ${table('tasks')} WHERE $1::text IS NULL OR feature_id = $1
+      ORDER BY feature_id COLLATE "C", task_id COLLATE "C"`,
+  };
+}
+
+export type Queries = ReturnType<typeof queriesFor>;
