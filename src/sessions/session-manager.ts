@@ -1,13 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import {
   blockToMessage,
-  describeIssues,
   estimateTokens,
-  loadTokenizer,
   MAIN_CONVERSATION,
-  NewMessageSchema,
   type ChatMessage,
-  type ConversationBlock,
   type ConversationState,
   type NewMessage,
   type RuntimeSessionData,
@@ -16,8 +11,6 @@ import {
   type TokenCalibrationSnapshot,
 } from '../conversation/index.js';
 import {
-  SessionFilterSchema,
-  SessionSettingsSchema,
   type Checkpoint,
   type NativeSessionRef,
   type SessionFilter,
@@ -44,9 +37,10 @@ import {
   type SessionManagerOptions,
   type SessionUpdateAction,
 } from './session-manager-types.js';
-import { readEvents, recentMessages, runtimeSession } from './session-reads.js';
+import { listSessions, readEvents, recentMessages, runtimeSession } from './session-reads.js';
 import { notFound } from './session-checks.js';
 import { linkScope, scopedSessionOptions, SessionCreator } from './session-creation.js';
+import { clearedMarker, continuationChange, messageBlock, settingsChange } from './session-changes.js';
 import { SessionWriter } from './session-writer.js';
 import { TypedEmitter } from './typed-emitter.js';
 
@@ -160,27 +154,12 @@ export class SessionManager {
 
   async listSessions(filter: SessionFilter = {}): Promise<SessionRecord[]> {
     this.assertOpen();
-    const parsed = SessionFilterSchema.safeParse(filter);
-    if (!parsed.success) {
-      throw new SessionError('INVALID_INPUT', `listSessions: ${describeIssues(parsed.error.issues)}.`, { fault: 'user' });
-    }
-    const sessions: SessionRecord[] = [];
-    for await (const record of this.store.listSessions(parsed.data)) {
-      // A session this manager is writing may be newer than its session.json (written at most every RECORD_FLUSH_INTERVAL_MS).
-      const live = await this.cache.peek(record.sessionId)?.catch(() => undefined);
-      sessions.push(live === undefined ? record : structuredClone(live.record));
-    }
-    sessions.sort((a, b) => (b.lastActivity ?? b.updatedAt) - (a.lastActivity ?? a.updatedAt));
-    return sessions;
+    return listSessions(this.store, filter, (sessionId) => this.cache.peek(sessionId));
   }
 
   /** Changes per-session settings (token budget, threshold, tail, context sessions). */
   async updateSettings(sessionId: string, settings: SessionSettings): Promise<SessionRecord> {
-    const parsed = SessionSettingsSchema.safeParse(settings);
-    if (!parsed.success) {
-      throw new SessionError('INVALID_INPUT', `updateSettings: ${describeIssues(parsed.error.issues)}.`, { fault: 'user' });
-    }
-    const record = await this.updateRecord(sessionId, (current) => ({ ...current, settings: { ...current.settings, ...parsed.data } }));
+    const record = await this.updateRecord(sessionId, settingsChange(settings));
     this.emit('session:updated', { sessionId: record.sessionId, action: 'settings_changed', session: record });
     return record;
   }
@@ -196,13 +175,7 @@ export class SessionManager {
    * transcript it was imported from is never touched; only Parley's own log grows.
    */
   async continueImportedSession(sessionId: string, backend: string): Promise<SessionRecord> {
-    const record = await this.updateRecord(sessionId, (current) => {
-      if (current.scope.kind !== 'imported') {
-        throw new SessionError('INVALID_INPUT', `Session "${current.sessionId}" was not imported; continue it as it is.`, { fault: 'user' });
-      }
-      const { readOnly: _readOnly, native: _native, ...rest } = current;
-      return { ...rest, type: backend, updatedAt: this.clock() };
-    });
+    const record = await this.updateRecord(sessionId, continuationChange(backend, this.clock));
     this.emit('session:updated', { sessionId: record.sessionId, action: 'settings_changed', session: record });
     return record;
   }
@@ -219,21 +192,8 @@ export class SessionManager {
 
   /** Appends a user or assistant message (as a block); resolves once it is durable. */
   async addMessage(sessionId: string, message: NewMessage): Promise<ChatMessage> {
-    const parsed = NewMessageSchema.safeParse(message);
-    if (!parsed.success) {
-      throw new SessionError('INVALID_INPUT', `addMessage: ${describeIssues(parsed.error.issues)}.`, { fault: 'user' });
-    }
-    const input = parsed.data;
-    const now = this.clock();
-    // Stored counts are exact (BPE) from the first message; characters / 4 only if the tokenizer cannot load.
-    if (this.countTokens === estimateTokens) await loadTokenizer();
-    const tokens = this.countTokens(input.content);
-    const metadata = { ...input.metadata, tokens };
-    const block: ConversationBlock =
-      input.role === 'user'
-        ? { id: randomUUID(), type: 'user_message', content: input.content, createdAt: now, completedAt: now, metadata, ...(input.pinned ? { pinned: true } : {}) }
-        : { id: randomUUID(), type: 'assistant_text', content: input.content, createdAt: now, completedAt: now, metadata };
-    const [event] = await this.appendEvents(sessionId, [{ type: 'block_complete', conversationId: MAIN_CONVERSATION, block, at: now }], 'message_added');
+    const block = await messageBlock(message, this.countTokens, this.clock);
+    const [event] = await this.appendEvents(sessionId, [{ type: 'block_complete', conversationId: MAIN_CONVERSATION, block, at: block.createdAt }], 'message_added');
     return blockToMessage(block, event!.seq)!;
   }
 
@@ -305,15 +265,7 @@ export class SessionManager {
    */
   async clearMessages(sessionId: string): Promise<SessionRecord> {
     const id = checkSessionId(sessionId);
-    const now = this.clock();
-    const [marker] = await this.appendEvents(id, [
-      {
-        type: 'block_complete',
-        conversationId: MAIN_CONVERSATION,
-        block: { id: randomUUID(), type: 'system', subtype: 'cleared', content: 'Messages cleared: the next request starts from the checkpoint.', createdAt: now },
-        at: now,
-      },
-    ]);
+    const [marker] = await this.appendEvents(id, [clearedMarker(this.clock())]);
     const record = await this.updateRecord(id, (current) => ({ ...current, clearedThroughSeq: marker!.seq }));
     this.emit('session:updated', { sessionId: id, action: 'cleared', session: record });
     return record;
