@@ -1,4 +1,5 @@
 export * from './session-manager.js';
+export * from './create-session-manager.js';
 export * from './session-manager-types.js';
 export * from './session-ids.js';
 export * from './errors.js';

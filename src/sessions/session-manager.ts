@@ -1,15 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import {
   blockToMessage,
-  describeIssues,
   estimateTokens,
-  loadTokenizer,
   MAIN_CONVERSATION,
-  NewMessageSchema,
-  TokenCounter,
-  createTokenizer,
   type ChatMessage,
-  type ConversationBlock,
   type ConversationState,
   type NewMessage,
   type RuntimeSessionData,
@@ -18,9 +11,6 @@ import {
   type TokenCalibrationSnapshot,
 } from '../conversation/index.js';
 import {
-  createFileStore,
-  SessionFilterSchema,
-  SessionSettingsSchema,
   type Checkpoint,
   type NativeSessionRef,
   type SessionFilter,
@@ -33,10 +23,10 @@ import {
 import type { AgentDescriptionOverride, AgentDescriptionText } from './agent-descriptions.js';
 import type { CompactionStatus } from './compaction.js';
 import { SessionError } from './errors.js';
-import { applyAppended, LiveSessionCache, loadLiveSession, type LiveSession } from './live-sessions.js';
-import { RecordFlusher } from './record-flusher.js';
+import { LiveSessionCache, loadLiveSession, type LiveSession } from './live-sessions.js';
 import type { BuiltRequest } from './request-builder.js';
-import { checkBudget, RequestLayer, type PreviewedRequest, type RalphLoopPatch, type RequestOptions } from './session-requests.js';
+import { createRequestLayer } from './request-layer-setup.js';
+import type { PreviewedRequest, RalphLoopPatch, RequestLayer, RequestOptions } from './session-requests.js';
 import type { Summarizer } from './summarizer.js';
 import { checkSessionId, type GetOrCreateSessionOptions } from './session-ids.js';
 import {
@@ -47,39 +37,12 @@ import {
   type SessionManagerOptions,
   type SessionUpdateAction,
 } from './session-manager-types.js';
-import { readEvents, recentMessages, runtimeSession } from './session-reads.js';
-import { assertWritable, notFound } from './session-checks.js';
+import { listSessions, readEvents, recentMessages, runtimeSession } from './session-reads.js';
+import { notFound } from './session-checks.js';
 import { linkScope, scopedSessionOptions, SessionCreator } from './session-creation.js';
-import { SessionWriteQueues } from './session-writes.js';
+import { clearedMarker, continuationChange, messageBlock, settingsChange } from './session-changes.js';
+import { SessionWriter } from './session-writer.js';
 import { TypedEmitter } from './typed-emitter.js';
-
-/**
- * Opens a SessionManager over a file store in `dataDir` or over the given store.
- * `close()` releases the data folder.
- */
-export async function createSessionManager(options: SessionManagerOptions): Promise<SessionManager> {
-  // Checked before a store is opened, so a bad option never leaves a data folder locked.
-  checkBudget(options.tokenBudget ?? DEFAULT_TOKEN_BUDGET, options.compactionThreshold ?? DEFAULT_COMPACTION_THRESHOLD, 'createSessionManager');
-  let store = options.store;
-  let ownsStore = false;
-  const warnings: StoreWarning[] = [];
-  let manager: SessionManager | undefined;
-  if (!store) {
-    if (!options.dataDir) {
-      throw new SessionError('INVALID_INPUT', 'createSessionManager needs `dataDir` (a folder for the file store) or `store`.', { fault: 'user' });
-    }
-    store = await createFileStore({
-      dataDir: options.dataDir,
-      onWarning: (warning) => (manager ? manager.reportWarning(warning) : warnings.push(warning)),
-    });
-    ownsStore = true;
-  }
-  // The tokenizer loads in the background (a listing never waits for it); the first count awaits it.
-  if (!options.countTokens && options.preloadTokenizer !== false) void loadTokenizer();
-  manager = new SessionManager(store, ownsStore, options);
-  for (const warning of warnings) manager.reportWarning(warning);
-  return manager;
-}
 
 export class SessionManager {
   readonly tokenBudget: number;
@@ -91,19 +54,13 @@ export class SessionManager {
   private readonly emitter = new TypedEmitter<SessionManagerEvents>((error) => {
     process.emitWarning(`A session event handler threw: ${String(error)}`);
   });
-  /** Writes to each session in call order; appends committed in groups (session-writes.ts). */
-  private readonly writes = new SessionWriteQueues();
-  /** session.json, rewritten off the append path (record-flusher.ts). */
-  private readonly flusher = new RecordFlusher({
-    write: (sessionId, record) => this.store.updateSession(sessionId, () => record),
-    closed: () => this.closed,
-    reportWarning: (warning) => this.reportWarning(warning),
-  });
+  /** Appends and record changes, each session's in call order; session.json flushed off the append path (session-writer.ts). */
+  private readonly writer: SessionWriter;
   /** The cached sessions, each loaded from its log once (live-sessions.ts). */
   private readonly cache = new LiveSessionCache({
     clock: () => this.clock(),
     load: async (sessionId) => loadLiveSession(this.store, sessionId, await this.requireSession(sessionId)),
-    busy: (sessionId) => this.writes.busy(sessionId) || this.flusher.pending(sessionId),
+    busy: (sessionId) => this.writer.busy(sessionId),
   });
   /** New sessions, each created once (session-creation.ts). */
   private readonly creator = new SessionCreator({
@@ -127,22 +84,24 @@ export class SessionManager {
     this.summarize = options.summarize;
     this.clock = options.clock ?? Date.now;
     this.countTokens = options.countTokens ?? estimateTokens;
-    this.requests = new RequestLayer({
+    this.writer = new SessionWriter({
       store,
-      // A caller's own counter (their model's tokenizer) is used for requests too; the BPE one otherwise.
-      counter: new TokenCounter(options.countTokens ? { tokenizer: createTokenizer({ load: async () => options.countTokens!, encoding: 'custom' }) } : {}),
+      clock: this.clock,
+      closed: () => this.closed,
+      reportWarning: (warning) => this.reportWarning(warning),
+      live: (sessionId) => this.liveSession(sessionId),
+      onApplied: (sessionId, live, events, action) => {
+        const record = live.record;
+        for (const event of events) this.emit('session:event', { sessionId, event });
+        this.emit('session:updated', { sessionId, action, session: record });
+        this.requests.onAppended(sessionId, record, live.conversation, events);
+      },
+    });
+    this.requests = createRequestLayer(options, {
+      store,
       clock: this.clock,
       tokenBudget: this.tokenBudget,
       compactionThreshold: this.compactionThreshold,
-      ...(options.tailTokens !== undefined ? { tailTokens: options.tailTokens } : {}),
-      ...(options.projectRoot !== undefined ? { projectRoot: options.projectRoot } : {}),
-      ...(options.summarize ? { summarize: options.summarize } : {}),
-      ...(options.autoCompact !== undefined ? { autoCompact: options.autoCompact } : {}),
-      ...(options.compactInBackground !== undefined ? { compactInBackground: options.compactInBackground } : {}),
-      ...(options.agentTypes ? { agentTypes: options.agentTypes } : {}),
-      ...(options.agentDescriptions ? { agentDescriptions: options.agentDescriptions } : {}),
-      ...(options.context ? { context: options.context } : {}),
-      ...(options.compaction ? { compaction: options.compaction } : {}),
       live: (sessionId) => this.liveSession(sessionId),
       appendEvents: (sessionId, drafts) => this.appendEvents(sessionId, drafts),
       updateRecord: (sessionId, update) => this.updateRecord(sessionId, update),
@@ -195,27 +154,12 @@ export class SessionManager {
 
   async listSessions(filter: SessionFilter = {}): Promise<SessionRecord[]> {
     this.assertOpen();
-    const parsed = SessionFilterSchema.safeParse(filter);
-    if (!parsed.success) {
-      throw new SessionError('INVALID_INPUT', `listSessions: ${describeIssues(parsed.error.issues)}.`, { fault: 'user' });
-    }
-    const sessions: SessionRecord[] = [];
-    for await (const record of this.store.listSessions(parsed.data)) {
-      // A session this manager is writing may be newer than its session.json (written at most every RECORD_FLUSH_INTERVAL_MS).
-      const live = await this.cache.peek(record.sessionId)?.catch(() => undefined);
-      sessions.push(live === undefined ? record : structuredClone(live.record));
-    }
-    sessions.sort((a, b) => (b.lastActivity ?? b.updatedAt) - (a.lastActivity ?? a.updatedAt));
-    return sessions;
+    return listSessions(this.store, filter, (sessionId) => this.cache.peek(sessionId));
   }
 
   /** Changes per-session settings (token budget, threshold, tail, context sessions). */
   async updateSettings(sessionId: string, settings: SessionSettings): Promise<SessionRecord> {
-    const parsed = SessionSettingsSchema.safeParse(settings);
-    if (!parsed.success) {
-      throw new SessionError('INVALID_INPUT', `updateSettings: ${describeIssues(parsed.error.issues)}.`, { fault: 'user' });
-    }
-    const record = await this.updateRecord(sessionId, (current) => ({ ...current, settings: { ...current.settings, ...parsed.data } }));
+    const record = await this.updateRecord(sessionId, settingsChange(settings));
     this.emit('session:updated', { sessionId: record.sessionId, action: 'settings_changed', session: record });
     return record;
   }
@@ -231,13 +175,7 @@ export class SessionManager {
    * transcript it was imported from is never touched; only Parley's own log grows.
    */
   async continueImportedSession(sessionId: string, backend: string): Promise<SessionRecord> {
-    const record = await this.updateRecord(sessionId, (current) => {
-      if (current.scope.kind !== 'imported') {
-        throw new SessionError('INVALID_INPUT', `Session "${current.sessionId}" was not imported; continue it as it is.`, { fault: 'user' });
-      }
-      const { readOnly: _readOnly, native: _native, ...rest } = current;
-      return { ...rest, type: backend, updatedAt: this.clock() };
-    });
+    const record = await this.updateRecord(sessionId, continuationChange(backend, this.clock));
     this.emit('session:updated', { sessionId: record.sessionId, action: 'settings_changed', session: record });
     return record;
   }
@@ -254,33 +192,15 @@ export class SessionManager {
 
   /** Appends a user or assistant message (as a block); resolves once it is durable. */
   async addMessage(sessionId: string, message: NewMessage): Promise<ChatMessage> {
-    const parsed = NewMessageSchema.safeParse(message);
-    if (!parsed.success) {
-      throw new SessionError('INVALID_INPUT', `addMessage: ${describeIssues(parsed.error.issues)}.`, { fault: 'user' });
-    }
-    const input = parsed.data;
-    const now = this.clock();
-    // Stored counts are exact (BPE) from the first message; characters / 4 only if the tokenizer cannot load.
-    if (this.countTokens === estimateTokens) await loadTokenizer();
-    const tokens = this.countTokens(input.content);
-    const metadata = { ...input.metadata, tokens };
-    const block: ConversationBlock =
-      input.role === 'user'
-        ? { id: randomUUID(), type: 'user_message', content: input.content, createdAt: now, completedAt: now, metadata, ...(input.pinned ? { pinned: true } : {}) }
-        : { id: randomUUID(), type: 'assistant_text', content: input.content, createdAt: now, completedAt: now, metadata };
-    const [event] = await this.appendEvents(sessionId, [{ type: 'block_complete', conversationId: MAIN_CONVERSATION, block, at: now }], 'message_added');
+    const block = await messageBlock(message, this.countTokens, this.clock);
+    const [event] = await this.appendEvents(sessionId, [{ type: 'block_complete', conversationId: MAIN_CONVERSATION, block, at: block.createdAt }], 'message_added');
     return blockToMessage(block, event!.seq)!;
   }
 
   /**
    * Appends stream events (a back end's turn, a system notice) to the session's log. Resolves with
-   * them numbered once they are durable; then emits each as `session:event`.
-   *
-   * Two phases. In call order with every other write to the session, the events take their place
-   * in the log (`store.append` numbers appends in call order); the queue is released at once, so
-   * appends made while a write is being flushed join the next flush (group commit) instead of
-   * waiting one fsync each. Then, strictly in the same order, each append is applied to the cached
-   * conversation and announced once it is durable.
+   * them numbered once they are durable; then emits each as `session:event`. Appends made while a
+   * write is being flushed join the next flush (group commit; session-writer.ts).
    */
   async appendEvents(
     sessionId: string,
@@ -290,28 +210,7 @@ export class SessionManager {
     this.assertOpen();
     const id = checkSessionId(sessionId);
     if (drafts.length === 0) return [];
-    const issued = await this.serialize(id, async () => {
-      const live = await this.liveSession(id);
-      assertWritable(live.record);
-      const now = this.clock();
-      const stamped = drafts.map((draft) => ({ ...draft, at: draft.at ?? now }));
-      // Wrapped so `serialize` does not wait for it: the queue moves on while this write is flushed.
-      return { applied: this.applyInOrder(id, live, this.store.append(id, stamped), now, action) };
-    });
-    return issued.applied;
-  }
-
-  /** Applies and announces a durable append after every earlier one to the same session. */
-  private applyInOrder(id: string, live: LiveSession, durable: Promise<StreamEvent[]>, now: number, action: SessionUpdateAction): Promise<StreamEvent[]> {
-    return this.writes.applyInOrder(id, durable, (events) => {
-      applyAppended(live, events, now);
-      const record = live.record;
-      this.flusher.schedule(id, live);
-      for (const event of events) this.emit('session:event', { sessionId: id, event });
-      this.emit('session:updated', { sessionId: id, action, session: record });
-      this.requests.onAppended(id, record, live.conversation, events);
-      return events;
-    });
+    return this.writer.append(id, drafts, action);
   }
 
   /**
@@ -366,15 +265,7 @@ export class SessionManager {
    */
   async clearMessages(sessionId: string): Promise<SessionRecord> {
     const id = checkSessionId(sessionId);
-    const now = this.clock();
-    const [marker] = await this.appendEvents(id, [
-      {
-        type: 'block_complete',
-        conversationId: MAIN_CONVERSATION,
-        block: { id: randomUUID(), type: 'system', subtype: 'cleared', content: 'Messages cleared: the next request starts from the checkpoint.', createdAt: now },
-        at: now,
-      },
-    ]);
+    const [marker] = await this.appendEvents(id, [clearedMarker(this.clock())]);
     const record = await this.updateRecord(id, (current) => ({ ...current, clearedThroughSeq: marker!.seq }));
     this.emit('session:updated', { sessionId: id, action: 'cleared', session: record });
     return record;
@@ -443,9 +334,8 @@ export class SessionManager {
     // Running compactions are cancelled first (nothing changes for them) while the manager can still write.
     await this.requests.close();
     this.closed = true;
-    await this.writes.idleAll();
-    // Records waiting out their interval are written now.
-    await this.flusher.flushAll();
+    // Queued writes finish, and records waiting out their interval are written now.
+    await this.writer.close();
     if (this.ownsStore) await this.store.close();
   }
 
@@ -453,27 +343,12 @@ export class SessionManager {
 
   /** Runs `work` after every earlier write to the same session. */
   protected serialize<T>(sessionId: string, work: () => Promise<T>): Promise<T> {
-    return this.writes.serialize(sessionId, work);
+    return this.writer.serialize(sessionId, work);
   }
 
   protected async updateRecord(sessionId: string, update: (current: SessionRecord) => SessionRecord): Promise<SessionRecord> {
     this.assertOpen();
-    const id = checkSessionId(sessionId);
-    return this.serialize(id, async () => {
-      // Appends issued before this update are applied first, so it sees (and keeps) their effect.
-      await this.writes.applied(id);
-      const live = await this.liveSession(id);
-      const previous = live.record;
-      const next = update(previous);
-      live.record = next;
-      try {
-        return await this.store.updateSession(id, () => next);
-      } catch (error) {
-        // The caller is told it failed (a full disk), so the cached record must not keep the change.
-        if (live.record === next) live.record = previous;
-        throw error;
-      }
-    });
+    return this.writer.updateRecord(checkSessionId(sessionId), update);
   }
 
   /** The cached session: its record and conversation, loaded from the log once. */

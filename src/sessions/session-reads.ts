@@ -1,8 +1,29 @@
-import { blockToMessage, type ChatMessage, type RuntimeSessionData, type StreamEvent } from '../conversation/index.js';
-import type { SessionStore } from '../store/index.js';
+import { blockToMessage, describeIssues, type ChatMessage, type RuntimeSessionData, type StreamEvent } from '../conversation/index.js';
+import { SessionFilterSchema, type SessionFilter, type SessionRecord, type SessionStore } from '../store/index.js';
+import { SessionError } from './errors.js';
 import type { LiveSession } from './live-sessions.js';
 
-// What a session's readers see: its recent messages, its log after a `seq`, its runtime data.
+// What readers see: the sessions, and a session's recent messages, its log after a `seq`, its runtime data.
+
+/** The sessions the filter selects, most recently active first; a cached session's record is its newest. */
+export async function listSessions(
+  store: SessionStore,
+  filter: SessionFilter,
+  cached: (sessionId: string) => Promise<LiveSession> | undefined,
+): Promise<SessionRecord[]> {
+  const parsed = SessionFilterSchema.safeParse(filter);
+  if (!parsed.success) {
+    throw new SessionError('INVALID_INPUT', `listSessions: ${describeIssues(parsed.error.issues)}.`, { fault: 'user' });
+  }
+  const sessions: SessionRecord[] = [];
+  for await (const record of store.listSessions(parsed.data)) {
+    // A session being written may be newer than its session.json (written at most every RECORD_FLUSH_INTERVAL_MS).
+    const live = await cached(record.sessionId)?.catch(() => undefined);
+    sessions.push(live === undefined ? record : structuredClone(live.record));
+  }
+  sessions.sort((a, b) => (b.lastActivity ?? b.updatedAt) - (a.lastActivity ?? a.updatedAt));
+  return sessions;
+}
 
 /**
  * The messages the next request sees (after the last `clearMessages`), newest last, at most

@@ -1,4 +1,4 @@
-import { MAIN_CONVERSATION, type ConversationBlock, type StreamEventDraft, type TurnMetadata } from '../../conversation/index.js';
+import { MAIN_CONVERSATION, type StreamEventDraft } from '../../conversation/index.js';
 import { isBlank, isObject, numberOf, objectOf, parseJson, stringOf, timeOf, type JsonObject } from './json.js';
 import type { TranscriptInput } from './lines.js';
 import {
@@ -10,10 +10,14 @@ import {
   type TranscriptParser,
   type TranscriptWarning,
 } from './types.js';
-import { assignIds, blockEvent, blockId, mapAssistantContent, mapAttachment, mapSystemRecord, systemBlock, unknownRecord } from './claude-code/blocks.js';
-import { classifyWrapped, describeStart, isTitleRecord, maxUsage, textOf, usageOf } from './claude-code/records.js';
-import { groupMetadata, Thread, type RecordNode } from './claude-code/thread.js';
+import { assignIds, blockEvent, blockId, mapAssistantContent, mapAttachment, mapSystemRecord, unknownRecord } from './claude-code/blocks.js';
+import { describeStart, isTitleRecord, textOf, usageOf } from './claude-code/records.js';
+import { rewindBlock } from './claude-code/rewind.js';
+import { noteCompactionSummary, noteEnvelope, noteTitle } from './claude-code/session-info.js';
+import { Thread, type RecordNode } from './claude-code/thread.js';
 import { ToolPairing } from './claude-code/tool-pairing.js';
+import { UsageLedger } from './claude-code/usage-ledger.js';
+import { mapUserContent } from './claude-code/user-content.js';
 
 /**
  * Claude Code's session JSONL (`~/.claude/projects/<encoded-cwd>/<sessionId>.jsonl`, schema in
@@ -65,11 +69,8 @@ export class ClaudeCodeParser implements TranscriptParser {
   /** Inline sidechain record uuid → its thread id. */
   private readonly sideThreadOf = new Map<string, string>();
   private readonly tools: ToolPairing;
-  private readonly usageKeys = new Set<string>();
+  private readonly usage = new UsageLedger();
   private lastAt = 0;
-  private lastCost: number | undefined;
-  private costSeen = false;
-  private usageSeen = false;
   private droppedReplays = 0;
   private ended = false;
 
@@ -110,7 +111,7 @@ export class ClaudeCodeParser implements TranscriptParser {
     for (const [threadId] of this.sideThreads) {
       if (!this.tools.isLinked(threadId)) this.info.subagents.push({ subagentId: threadId, name: 'sidechain', linked: false });
     }
-    if (this.main.conversationId === MAIN_CONVERSATION && this.usageSeen && !this.costSeen) {
+    if (this.main.conversationId === MAIN_CONVERSATION && this.usage.costUnknown) {
       this.info.costUnknown = true;
       this.emit({ type: 'metadata_update', conversationId: MAIN_CONVERSATION, at: this.lastAt, metadata: { costUnknown: true } });
     }
@@ -126,9 +127,9 @@ export class ClaudeCodeParser implements TranscriptParser {
   private record(record: JsonObject, lineNumber: number, bytes: number): void {
     const type = stringOf(record['type']);
     const at = this.timeOf(record['timestamp']);
-    this.noteEnvelope(record);
+    noteEnvelope(this.info, record);
     if (type !== undefined && isTitleRecord(type)) {
-      this.titleRecord(type, record);
+      noteTitle(this.info, type, record);
       // A leaf pointer is bookkeeping; a title is kept verbatim too.
       if (type !== 'last-prompt') this.addNode(this.main, undefined, [blockEvent(this.main.conversationId, unknownRecord(blockId(undefined, lineNumber), at, record, type))], bytes);
       return;
@@ -158,112 +159,16 @@ export class ClaudeCodeParser implements TranscriptParser {
     }
   }
 
-  private noteEnvelope(record: JsonObject): void {
-    const info = this.info;
-    if (info.nativeSessionId === undefined) {
-      const sessionId = stringOf(record['sessionId']);
-      if (sessionId !== undefined) info.nativeSessionId = sessionId;
-    }
-    if (info.cwd === undefined) {
-      const cwd = stringOf(record['cwd']);
-      if (cwd !== undefined) info.cwd = cwd;
-    }
-    const version = stringOf(record['version']);
-    if (version !== undefined) info.version = version;
-  }
-
-  private titleRecord(type: string, record: JsonObject): void {
-    switch (type) {
-      case 'custom-title':
-        this.info.customTitle = stringOf(record['customTitle']) ?? this.info.customTitle;
-        return;
-      case 'ai-title':
-        this.info.generatedTitle = stringOf(record['aiTitle']) ?? this.info.generatedTitle;
-        return;
-      case 'summary':
-        this.info.generatedTitle ??= stringOf(record['summary']);
-        return;
-      default:
-    }
-  }
-
   private userRecord(record: JsonObject, thread: Thread, uuid: string | undefined, lineNumber: number, at: number, bytes: number): void {
-    const message = objectOf(record['message']);
-    const content = message?.['content'];
-    const conversationId = thread.conversationId;
-    const blocks: ConversationBlock[] = [];
-    const updates: StreamEventDraft[] = [];
-    let human = false;
-
-    let summary: string | undefined;
-    if (record['isCompactSummary'] === true) {
-      summary = textOf(content);
-      blocks.push(systemBlock('compaction', summary, at, { summary: true }));
-    } else if (typeof content === 'string') {
-      human = this.addUserText(blocks, content, record, thread, at);
-    } else if (Array.isArray(content)) {
-      const texts: string[] = [];
-      const attachments: JsonObject[] = [];
-      for (const item of content) {
-        if (!isObject(item)) continue;
-        const itemType = item['type'];
-        if (itemType === 'text') {
-          texts.push(stringOf(item['text']) ?? '');
-        } else if (itemType === 'tool_result') {
-          this.tools.result(item, record, content.length, blocks, updates, at);
-        } else if (itemType === 'image' || itemType === 'document') {
-          const source = objectOf(item['source']);
-          const mediaType = stringOf(source?.['media_type']);
-          texts.push(`[${itemType}${mediaType ? `: ${mediaType}` : ''}]`);
-          attachments.push({ type: itemType, ...(mediaType ? { mediaType } : {}) });
-        } else {
-          blocks.push(unknownRecord('', at, item, `content:${String(itemType)}`));
-        }
-      }
-      if (texts.length > 0) {
-        const start = blocks.length;
-        human = this.addUserText(blocks, texts.join('\n\n'), record, thread, at);
-        const block = blocks[start];
-        if (attachments.length > 0 && block?.type === 'user_message') block.metadata = { attachments };
-      }
-    } else {
-      blocks.push(unknownRecord('', at, record, 'user'));
-    }
-
+    const { blocks, updates, human, prompt, summary } = mapUserContent(record, this.tools, at);
+    if (prompt !== undefined && thread === this.main) this.info.firstUserMessage ??= prompt;
     if (human && thread.detectRewinds) this.maybeRewind(thread, record, uuid, at);
     if (thread === this.main && !this.isChainKnown(thread, record)) this.warnMissingParent(record, uuid, lineNumber);
     assignIds(blocks, uuid, lineNumber);
-    if (summary !== undefined && conversationId === MAIN_CONVERSATION) {
-      const compaction = this.info.compactions.at(-1);
-      const blockIdOfSummary = blocks[0]?.id;
-      if (compaction !== undefined && compaction.summary === undefined) {
-        compaction.summary = summary;
-        if (blockIdOfSummary !== undefined) compaction.blockId = blockIdOfSummary;
-      } else {
-        this.info.compactions.push({ summary, at, messagesBefore: this.info.messageCount, ...(blockIdOfSummary !== undefined ? { blockId: blockIdOfSummary } : {}) });
-      }
-    }
-    const events = blocks.map((block) => blockEvent(conversationId, block));
+    if (summary !== undefined && thread.conversationId === MAIN_CONVERSATION) noteCompactionSummary(this.info, summary, blocks[0]?.id, at);
     // Status updates of tool calls emitted earlier come first, then the result blocks.
-    const node = this.addNode(thread, uuid, [...updates, ...events], bytes);
+    const node = this.addNode(thread, uuid, [...updates, ...blocks.map((block) => blockEvent(thread.conversationId, block))], bytes);
     if (human) thread.lastHumanPosition = node.position;
-  }
-
-  /** A user text: a human prompt, or something the CLI wrapped or injected (kept as a system block). Returns true for a human prompt. */
-  private addUserText(blocks: ConversationBlock[], text: string, record: JsonObject, thread: Thread, at: number): boolean {
-    if (record['isMeta'] === true) {
-      blocks.push(systemBlock('info', text, at, { kind: 'meta' }));
-      return false;
-    }
-    const wrapped = classifyWrapped(text);
-    if (wrapped !== undefined) {
-      blocks.push(systemBlock(wrapped.subtype, wrapped.content, at, { kind: wrapped.kind, text }));
-      // A slash command the user typed is theirs: a rewind can branch from it like from a prompt.
-      return wrapped.kind === 'command';
-    }
-    blocks.push({ type: 'user_message', id: '', createdAt: at, completedAt: at, content: text });
-    if (thread === this.main && this.info.firstUserMessage === undefined) this.info.firstUserMessage = text;
-    return true;
   }
 
   private assistantRecord(record: JsonObject, thread: Thread, uuid: string | undefined, lineNumber: number, at: number, bytes: number): void {
@@ -279,26 +184,15 @@ export class ClaudeCodeParser implements TranscriptParser {
     if (thread.group !== undefined && thread.group.key !== key) this.closeGroup(thread);
 
     const model = stringOf(message?.['model']);
-    const conversationId = thread.conversationId;
     const { blocks, tools } = mapAssistantContent(record, message?.['content'], model, uuid, lineNumber, at);
     if (thread === this.main && !this.isChainKnown(thread, record)) this.warnMissingParent(record, uuid, lineNumber);
     assignIds(blocks, uuid, lineNumber);
-    const node = this.addNode(thread, uuid, blocks.map((block) => blockEvent(conversationId, block)), bytes);
+    const node = this.addNode(thread, uuid, blocks.map((block) => blockEvent(thread.conversationId, block)), bytes);
     this.tools.register(tools, node, thread);
-
     const usage = usageOf(message?.['usage']);
     const costUsd = numberOf(record['costUSD']);
     const stopReason = stringOf(message?.['stop_reason']);
-    const group = thread.group;
-    if (group !== undefined) {
-      group.node = node;
-      group.usage = maxUsage(group.usage, usage);
-      if (stopReason !== undefined) group.stopReason = stopReason;
-      if (model !== undefined) group.model = model;
-      if (costUsd !== undefined) group.costUsd = Math.max(group.costUsd ?? 0, costUsd);
-    } else {
-      thread.group = { key, messageId, usage, model, stopReason, costUsd, node, at };
-    }
+    thread.joinGroup({ key, messageId, usage, model, stopReason, costUsd, node, at });
   }
 
   private systemRecord(record: JsonObject, thread: Thread, uuid: string | undefined, lineNumber: number, at: number, bytes: number): void {
@@ -326,16 +220,7 @@ export class ClaudeCodeParser implements TranscriptParser {
   }
 
   private costRecord(record: JsonObject, thread: Thread, at: number, bytes: number): void {
-    const total = numberOf(record['totalCostUSD']);
-    const metadata: TurnMetadata = {};
-    if (total !== undefined) {
-      this.costSeen = true;
-      // `totalCostUSD` is cumulative per session; Parley keeps per-turn deltas.
-      const delta = total - (this.lastCost ?? 0);
-      this.lastCost = total;
-      if (delta > 0) metadata.costUsd = delta;
-    }
-    if (record['hasUnknownModelCost'] === true) metadata.costUnknown = true;
+    const metadata = this.usage.costState(record);
     if (Object.keys(metadata).length === 0) return;
     this.addNode(thread, undefined, [{ type: 'metadata_update', conversationId: thread.conversationId, at, metadata }], bytes);
   }
@@ -393,34 +278,16 @@ export class ClaudeCodeParser implements TranscriptParser {
     if (forkPosition === undefined || forkPosition >= thread.lastHumanPosition) return;
 
     const branch = thread.cutAfter(forkPosition);
-    const abandonedBlocks: ConversationBlock[] = [];
     for (const event of branch.blocks) {
-      abandonedBlocks.push(event.block);
       if (event.block.type === 'tool_use') this.tools.forget(event.block.toolUseId);
       if (event.conversationId === MAIN_CONVERSATION) {
         this.info.blockCount--;
         if (event.block.type === 'user_message' || event.block.type === 'assistant_text') this.info.messageCount--;
       }
     }
-    const { emittedFrom, metadata: keptMetadata } = branch;
-    if (branch.records === 0 && emittedFrom === undefined) return;
-
-    const count = abandonedBlocks.length;
-    const block = systemBlock(
-      'info',
-      `Rewound: the conversation continues from an earlier point; ${count} block(s) of the abandoned branch are kept in this block's data${
-        emittedFrom !== undefined ? `, and the blocks from record ${emittedFrom} up to here belong to it too` : ''
-      }.`,
-      at,
-      {
-        kind: 'rewind',
-        forkUuid: parent,
-        abandonedBlocks,
-        ...(emittedFrom !== undefined ? { abandonedEmittedFromRecord: emittedFrom } : {}),
-      },
-    );
-    block.id = `${uuid ?? `rewind-${thread.nextPosition}`}:rewind`;
-    this.addNode(thread, undefined, [blockEvent(thread.conversationId, block), ...keptMetadata], 0);
+    if (branch.records === 0 && branch.emittedFrom === undefined) return;
+    const block = rewindBlock(branch, parent, `${uuid ?? `rewind-${thread.nextPosition}`}:rewind`, at);
+    this.addNode(thread, undefined, [blockEvent(thread.conversationId, block), ...branch.metadata], 0);
   }
 
   private addNode(thread: Thread, uuid: string | undefined, events: StreamEventDraft[], bytes: number): RecordNode {
@@ -439,12 +306,9 @@ export class ClaudeCodeParser implements TranscriptParser {
     const group = thread.group;
     if (group === undefined) return;
     thread.group = undefined;
-    if (this.usageKeys.has(group.key)) return;
-    this.usageKeys.add(group.key);
-    const metadata = groupMetadata(group, thread.conversationId === MAIN_CONVERSATION);
-    if (group.usage !== undefined) this.usageSeen = true;
+    const metadata = this.usage.message(group, thread.conversationId === MAIN_CONVERSATION);
+    if (metadata === undefined) return;
     if (group.model !== undefined && thread.conversationId === this.main.conversationId) this.info.model = group.model;
-    if (group.costUsd !== undefined) this.costSeen = true;
     if (Object.keys(metadata).length === 0) return;
     const event: StreamEventDraft = { type: 'metadata_update', conversationId: thread.conversationId, at: group.at, metadata };
     if (group.node.emitted) this.emit(event);

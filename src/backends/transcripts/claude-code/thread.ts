@@ -1,5 +1,5 @@
 import type { StreamEventDraft, TurnMetadata, Usage } from '../../../conversation/index.js';
-import { STOP_REASONS_ENDING_A_TURN } from './records.js';
+import { maxUsage, STOP_REASONS_ENDING_A_TURN } from './records.js';
 
 /** One record's events, held in a thread's window until they are emitted. */
 export interface RecordNode {
@@ -101,6 +101,23 @@ export class Thread {
       this.window.splice(0, this.head);
       this.head = 0;
     }
+  }
+
+  /**
+   * An assistant record joins the API message being read (`group`, same key), or starts it: the
+   * message's usage and cost are the largest its records report, its stop reason and model the last.
+   */
+  joinGroup(part: MessageGroup): void {
+    const group = this.group;
+    if (group === undefined) {
+      this.group = part;
+      return;
+    }
+    group.node = part.node;
+    group.usage = maxUsage(group.usage, part.usage);
+    if (part.stopReason !== undefined) group.stopReason = part.stopReason;
+    if (part.model !== undefined) group.model = part.model;
+    if (part.costUsd !== undefined) group.costUsd = Math.max(group.costUsd ?? 0, part.costUsd);
   }
 
   /** Takes every held record after `forkPosition` out of the window (the user rewound to it). */

@@ -1,0 +1,34 @@
+import { loadTokenizer } from '../conversation/index.js';
+import { createFileStore, type StoreWarning } from '../store/index.js';
+import { SessionError } from './errors.js';
+import { DEFAULT_COMPACTION_THRESHOLD, DEFAULT_TOKEN_BUDGET, type SessionManagerOptions } from './session-manager-types.js';
+import { SessionManager } from './session-manager.js';
+import { checkBudget } from './session-requests.js';
+
+/**
+ * Opens a SessionManager over a file store in `dataDir` or over the given store.
+ * `close()` releases the data folder.
+ */
+export async function createSessionManager(options: SessionManagerOptions): Promise<SessionManager> {
+  // Checked before a store is opened, so a bad option never leaves a data folder locked.
+  checkBudget(options.tokenBudget ?? DEFAULT_TOKEN_BUDGET, options.compactionThreshold ?? DEFAULT_COMPACTION_THRESHOLD, 'createSessionManager');
+  let store = options.store;
+  let ownsStore = false;
+  const warnings: StoreWarning[] = [];
+  let manager: SessionManager | undefined;
+  if (!store) {
+    if (!options.dataDir) {
+      throw new SessionError('INVALID_INPUT', 'createSessionManager needs `dataDir` (a folder for the file store) or `store`.', { fault: 'user' });
+    }
+    store = await createFileStore({
+      dataDir: options.dataDir,
+      onWarning: (warning) => (manager ? manager.reportWarning(warning) : warnings.push(warning)),
+    });
+    ownsStore = true;
+  }
+  // The tokenizer loads in the background (a listing never waits for it); the first count awaits it.
+  if (!options.countTokens && options.preloadTokenizer !== false) void loadTokenizer();
+  manager = new SessionManager(store, ownsStore, options);
+  for (const warning of warnings) manager.reportWarning(warning);
+  return manager;
+}

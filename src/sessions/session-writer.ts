@@ -1,0 +1,102 @@
+import type { StreamEvent, StreamEventDraft } from '../conversation/index.js';
+import type { SessionRecord, SessionStore, StoreWarning } from '../store/index.js';
+import { applyAppended, type LiveSession } from './live-sessions.js';
+import { RecordFlusher } from './record-flusher.js';
+import { assertWritable } from './session-checks.js';
+import type { SessionUpdateAction } from './session-manager-types.js';
+import { SessionWriteQueues } from './session-writes.js';
+
+export interface SessionWriterOptions {
+  store: SessionStore;
+  clock: () => number;
+  /** True once the manager is closed: a record flush waiting its interval is then written at once. */
+  closed: () => boolean;
+  reportWarning: (warning: StoreWarning) => void;
+  /** The cached session, loaded from its log once. */
+  live: (sessionId: string) => Promise<LiveSession>;
+  /** An append is durable and applied to the cached session (called in the order the appends were made). */
+  onApplied: (sessionId: string, live: LiveSession, events: StreamEvent[], action: SessionUpdateAction) => void;
+}
+
+/**
+ * Writes to the cached sessions: appends to a session's log, changes to its record, each in call
+ * order with every other write to the session (session-writes.ts), and session.json rewritten off
+ * the append path (record-flusher.ts).
+ */
+export class SessionWriter {
+  private readonly queues = new SessionWriteQueues();
+  private readonly flusher: RecordFlusher;
+
+  constructor(private readonly options: SessionWriterOptions) {
+    this.flusher = new RecordFlusher({
+      write: (sessionId, record) => options.store.updateSession(sessionId, () => record),
+      closed: options.closed,
+      reportWarning: options.reportWarning,
+    });
+  }
+
+  /** Runs `work` after every earlier write to the same session. */
+  serialize<T>(sessionId: string, work: () => Promise<T>): Promise<T> {
+    return this.queues.serialize(sessionId, work);
+  }
+
+  /**
+   * Appends events to the session's log; resolves with them numbered once they are durable.
+   *
+   * Two phases. In call order with every other write to the session, the events take their place
+   * in the log (`store.append` numbers appends in call order); the queue is released at once, so
+   * appends made while a write is being flushed join the next flush (group commit) instead of
+   * waiting one fsync each. Then, strictly in the same order, each append is applied to the cached
+   * conversation and announced (`onApplied`) once it is durable.
+   */
+  async append(sessionId: string, drafts: readonly StreamEventDraft[], action: SessionUpdateAction): Promise<StreamEvent[]> {
+    const issued = await this.serialize(sessionId, async () => {
+      const live = await this.options.live(sessionId);
+      assertWritable(live.record);
+      const now = this.options.clock();
+      const stamped = drafts.map((draft) => ({ ...draft, at: draft.at ?? now }));
+      // Wrapped so `serialize` does not wait for it: the queue moves on while this write is flushed.
+      return { applied: this.applyInOrder(sessionId, live, this.options.store.append(sessionId, stamped), now, action) };
+    });
+    return issued.applied;
+  }
+
+  /** Changes the session's record, after the appends issued before it are applied (so it sees and keeps their effect). */
+  updateRecord(sessionId: string, update: (current: SessionRecord) => SessionRecord): Promise<SessionRecord> {
+    return this.serialize(sessionId, async () => {
+      await this.queues.applied(sessionId);
+      const live = await this.options.live(sessionId);
+      const previous = live.record;
+      const next = update(previous);
+      live.record = next;
+      try {
+        return await this.options.store.updateSession(sessionId, () => next);
+      } catch (error) {
+        // The caller is told it failed (a full disk), so the cached record must not keep the change.
+        if (live.record === next) live.record = previous;
+        throw error;
+      }
+    });
+  }
+
+  /** True while the session has a write queued, an append waiting to be applied, or its record waiting to be flushed. */
+  busy(sessionId: string): boolean {
+    return this.queues.busy(sessionId) || this.flusher.pending(sessionId);
+  }
+
+  /** Waits for every write queued so far, then writes the records still waiting out their interval. */
+  async close(): Promise<void> {
+    await this.queues.idleAll();
+    await this.flusher.flushAll();
+  }
+
+  /** Applies and announces a durable append after every earlier one to the same session. */
+  private applyInOrder(sessionId: string, live: LiveSession, durable: Promise<StreamEvent[]>, now: number, action: SessionUpdateAction): Promise<StreamEvent[]> {
+    return this.queues.applyInOrder(sessionId, durable, (events) => {
+      applyAppended(live, events, now);
+      this.flusher.schedule(sessionId, live);
+      this.options.onApplied(sessionId, live, events, action);
+      return events;
+    });
+  }
+}
