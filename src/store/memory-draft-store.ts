@@ -64,6 +64,7 @@ export function createMemoryDraftStore(options: { home: DraftStoreHome }): Draft
     },
     async createProject(input) {
       open();
+      checkId(input?.name, 'project');
       const project = checkRecord(NewProjectSchema, input, 'project');
       if (projects.has(project.name)) throw projectExists(project.name);
       const path = project.path ?? `${home.dataDir}/projects/${project.name}`;
