@@ -2,6 +2,7 @@ import type { StreamEvent } from '../conversation/index.js';
 import type { AgentBackend } from '../backends/index.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { SessionManager } from '../sessions/index.js';
+import type { DraftStore } from '../store/index.js';
 import type {
   AgentInfo,
   DraftStatus,
@@ -20,6 +21,11 @@ export interface DraftServiceOptions {
   projectRoot: string;
   /** Its data folder (default `<projectRoot>/.parley`). */
   dataDir?: string;
+  /**
+   * Where projects, tasks, drafts and role files are kept; default: the file DraftStore over
+   * `dataDir` (today's layout). A store passed in is the caller's: `close()` leaves it open.
+   */
+  draftStore?: DraftStore;
   /**
    * The back end for a role's `backend` and `model` (both optional). Default: the registry's
    * resolved default, the scripted back end offline. May throw for an unknown name.

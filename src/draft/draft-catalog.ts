@@ -2,7 +2,7 @@ import path from 'node:path';
 import { assertOpen, type DraftServiceState } from './draft-state.js';
 import { DraftError } from './errors.js';
 import type { ProjectLocation } from './projects.js';
-import { loadRoles, type LoadedRoles } from './roles.js';
+import type { LoadedRoles } from './roles.js';
 import type { ProjectInfo, RoleInfo, TaskInfo } from './types.js';
 
 // The draft service's project, task and role calls, over its ProjectCatalog.
@@ -35,12 +35,12 @@ export async function createTask(state: DraftServiceState, params: { project: st
 
 export async function listRoles(state: DraftServiceState, params: { project?: string }): Promise<{ roles: RoleInfo[]; errors: Array<{ file: string; field?: string; message: string }> }> {
   const project = params.project === undefined ? await state.catalog.current() : await state.catalog.resolve(params.project);
-  return loadRoles(state.catalog.rolesDir(project));
+  return state.catalog.loadRoles(project);
 }
 
 /** The role, or NOT_FOUND listing the roles, or INVALID_INPUT naming the malformed file and field. */
 export async function resolveRole(state: DraftServiceState, project: ProjectLocation, name: string, loaded?: LoadedRoles): Promise<RoleInfo> {
-  const { roles, errors } = loaded ?? (await loadRoles(state.catalog.rolesDir(project)));
+  const { roles, errors } = loaded ?? (await state.catalog.loadRoles(project));
   const broken = errors.find((error) => path.basename(error.file, '.md') === name);
   if (broken) {
     throw new DraftError(

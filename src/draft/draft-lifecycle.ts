@@ -9,8 +9,8 @@ import { draftAgentInfo } from './draft-status.js';
 import { DraftError, invalidInput } from './errors.js';
 import type { DraftSession, DraftSummary, RoleInfo } from './types.js';
 
-// A draft's life: drafted on a channel (one per channel, one per task), registered in the pool,
-// closed by undraft or by Parley, its draft.json saved at each step.
+// A draft's life: claimed in the DraftStore on a channel (one per channel, one per task),
+// registered in the pool, closed by undraft or by Parley, its record saved at each step.
 
 export async function openDraft(state: DraftServiceState, params: { channelId: string; role: string; project: string; task: string }): Promise<{ sessionId: string; taskSlug: string; project: string }> {
   assertOpen(state);
@@ -27,13 +27,17 @@ export async function openDraft(state: DraftServiceState, params: { channelId: s
       { fault: 'user', data: { channelId, ...(existing ? { sessionId: existing.session.sessionId } : {}) } },
     );
   }
+  // The store's claim (below) is what holds a channel and a task, across processes. These in-memory
+  // claims cover the work before it in this process (resolving the role, creating the session):
+  // without them two `draft` calls racing here would both create a session, and the loser's
+  // would be left behind; with them the loser is refused before it makes anything.
   state.claims.add(channelId);
   let taskClaim: string | undefined;
   try {
     const project = await state.catalog.resolve(parsed.data.project);
     const task = await state.catalog.getTask(project, parsed.data.task);
     // One draft per task: a concurrent draft of the same task from another channel waits for nothing, it is refused.
-    const claim = `${project.dataDir}\u0000${task.slug}`;
+    const claim = `${project.name}\u0000${task.slug}`;
     if (state.taskClaims.has(claim)) {
       throw new DraftError('DRAFT_ALREADY_ACTIVE', `Task "${task.slug}" is being drafted on another channel right now.`, {
         fault: 'user',
@@ -50,6 +54,16 @@ export async function openDraft(state: DraftServiceState, params: { channelId: s
         { fault: 'user', data: { channelId: previous.channelId, sessionId: previous.sessionId, task: task.slug } },
       );
     }
+    // A draft this process is not running may hold the channel in the store: another server's, or
+    // one whose recovery failed. Asked before anything is made, so a refusal changes nothing.
+    const holder = await state.catalog.activeDraftOfChannel(channelId);
+    if (holder) {
+      throw new DraftError(
+        'DRAFT_ALREADY_ACTIVE',
+        `Channel "${channelId}" already has an active draft (${holder.role} on task "${holder.taskSlug}" of project "${holder.project}") that this server is not running; undraft it where it runs, or use another channel.`,
+        { fault: 'user', data: { channelId, sessionId: holder.sessionId, task: holder.taskSlug } },
+      );
+    }
     const role = await resolveRole(state, project, parsed.data.role);
     const backend = resolveBackend(state, role.backend, role.model, role.name);
     const description = backend.describe();
@@ -62,7 +76,6 @@ export async function openDraft(state: DraftServiceState, params: { channelId: s
       title: `${role.name}: ${task.title}`,
     });
     await writeAgentDescription(state, sessionId, role);
-    if (previous) await state.catalog.archiveDraft(project, previous);
     const now = iso(state);
     const model = role.model ?? description.defaultModel;
     const window = description.models.find((entry) => entry.id === model);
@@ -89,7 +102,14 @@ export async function openDraft(state: DraftServiceState, params: { channelId: s
       costUnknown: false,
       ...(model ? { model } : {}),
     };
-    await state.catalog.writeDraft(project, session);
+    try {
+      await state.catalog.claimDraft(session);
+    } catch (error) {
+      // Another process claimed the channel or the task since the checks above: the session made
+      // for this draft will never run, so it is archived (kept, readable, taking no messages).
+      await state.manager.archiveSession(sessionId).catch(() => undefined);
+      throw error;
+    }
     activate(state, { session, project, role, backend, writes: Promise.resolve() });
     return { sessionId, taskSlug: task.slug, project: project.name };
   } finally {

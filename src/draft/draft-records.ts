@@ -26,7 +26,8 @@ export async function refreshFromLog(state: DraftServiceState, draft: ActiveDraf
 }
 
 export function persist(state: DraftServiceState, draft: ActiveDraft): Promise<void> {
-  const write = draft.writes.then(() => state.catalog.writeDraft(draft.project, draft.session));
+  // The draft's state when the write runs (not when it was queued): once closed, every later write is its release.
+  const write = draft.writes.then(() => state.catalog.saveDraft(draft.session));
   draft.writes = write.catch(() => undefined);
   return write;
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { MAIN_CONVERSATION } from '../conversation/index.js';
+import { isParleyError, MAIN_CONVERSATION } from '../conversation/index.js';
 import { closeInterruptedTurn } from '../sessions/index.js';
 import { resolveBackend } from './draft-backends.js';
 import { resolveRole } from './draft-catalog.js';
@@ -7,9 +7,10 @@ import { activate } from './draft-lifecycle.js';
 import { persist, refreshFromLog } from './draft-records.js';
 import { assertOpen, iso, type ActiveDraft, type DraftServiceState } from './draft-state.js';
 import { findLast } from './draft-turns.js';
-import { loadRoles, type LoadedRoles } from './roles.js';
+import type { LoadedRoles } from './roles.js';
+import type { DraftSession } from './types.js';
 
-// Crash recovery at startup: every draft still active on disk becomes a draft again.
+// Crash recovery at startup: every draft still active in the DraftStore becomes a draft again.
 
 /**
  * Seed 000's loadActiveDraft, for every project: each draft.json with status active becomes a
@@ -30,14 +31,22 @@ export async function recover(state: DraftServiceState): Promise<{ recovered: nu
     try {
       if (state.drafts.has(session.channelId) || state.claims.has(session.channelId)) {
         // The newest draft of a channel wins; an older one is closed, its history kept.
-        await state.catalog.writeDraft(project, { ...session, status: 'closed', closedAt: iso(state), closeReason: 'recovery_failed' });
+        await releaseUnrecoverable(state, session);
         throw new Error(`channel "${session.channelId}" already has a more recent draft`);
       }
-      await state.manager.getSession(session.sessionId);
-      let roles = rolesByProject.get(project.dataDir);
+      try {
+        await state.manager.getSession(session.sessionId);
+      } catch (error) {
+        // A session that is gone never comes back: its draft is released, so it does not hold its
+        // channel and task in the store for ever. (A broken role file or back end can be fixed, so
+        // those drafts stay active for the next start, as before.)
+        if (isParleyError(error) && error.code === 'SESSION_NOT_FOUND') await releaseUnrecoverable(state, session);
+        throw error;
+      }
+      let roles = rolesByProject.get(project.name);
       if (!roles) {
-        roles = await loadRoles(state.catalog.rolesDir(project));
-        rolesByProject.set(project.dataDir, roles);
+        roles = await state.catalog.loadRoles(project);
+        rolesByProject.set(project.name, roles);
       }
       const role = await resolveRole(state, project, session.role, roles);
       const backend = resolveBackend(state, session.backend, session.model ?? role.model, role.name);
@@ -53,6 +62,10 @@ export async function recover(state: DraftServiceState): Promise<{ recovered: nu
     }
   }
   return { recovered, failed };
+}
+
+async function releaseUnrecoverable(state: DraftServiceState, session: DraftSession): Promise<void> {
+  await state.catalog.saveDraft({ ...session, status: 'closed', closedAt: iso(state), closeReason: 'recovery_failed' });
 }
 
 /**

@@ -35,9 +35,12 @@ export async function createDraftService(options: DraftServiceOptions): Promise<
 class DraftServiceImpl implements DraftService {
   private readonly state: DraftServiceState;
   private readonly unsubscribe: Array<() => void> = [];
+  /** The default file DraftStore is the service's to close; one passed in is the caller's. */
+  private readonly ownsStore: boolean;
 
   constructor(options: DraftServiceOptions & { backendFor: (name?: string, model?: string) => AgentBackend }) {
     const clock = options.clock ?? Date.now;
+    this.ownsStore = options.draftStore === undefined;
     const emitter = new TypedEmitter<DraftServiceEvents>((error) => {
       process.emitWarning(`A draft event handler threw: ${String(error)}`);
     });
@@ -59,6 +62,7 @@ class DraftServiceImpl implements DraftService {
         projectRoot: options.projectRoot,
         dataDir: options.dataDir ?? path.join(options.projectRoot, '.parley'),
         clock,
+        ...(options.draftStore ? { store: options.draftStore } : {}),
       }),
       backendFor: options.backendFor,
       emitter,
@@ -174,5 +178,6 @@ class DraftServiceImpl implements DraftService {
     for (const stop of this.unsubscribe.splice(0)) stop();
     state.drafts.clear();
     state.bySession.clear();
+    if (this.ownsStore) await state.catalog.store.close();
   }
 }

@@ -7,7 +7,6 @@ import { assertOpen, type DraftServiceState } from './draft-state.js';
 import { DraftError } from './errors.js';
 import { createDraftMcpServer } from './mcp-server.js';
 import type { ProjectLocation } from './projects.js';
-import { loadRoles } from './roles.js';
 import { compileOutputSchema } from './structured-output.js';
 import { createParleyTools, type ParleyTool, type ToolHandlers } from './tools.js';
 import type { AgentInfo, RoleInfo } from './types.js';
@@ -19,7 +18,7 @@ import type { AgentInfo, RoleInfo } from './types.js';
 export function toolsFor(state: DraftServiceState, owner: { sessionId: string; channelId: string; project: string; taskSlug?: string }, role: RoleInfo, project: ProjectLocation, allowAgentTools: boolean): ParleyTool[] {
   const handlers: ToolHandlers = {
     listTasks: async (name) => state.catalog.listTasks(name === undefined ? project : await state.catalog.resolve(name)),
-    listRoles: () => loadRoles(state.catalog.rolesDir(project)),
+    listRoles: () => state.catalog.loadRoles(project),
     listProjects: () => listProjects(state),
     createProject: (input) => createProject(state, input),
     createTask: (input) =>

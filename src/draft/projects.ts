@@ -1,25 +1,23 @@
-import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { CONFIG_FILE_NAME, ConfigError, readParleyConfig } from '../backends/index.js';
-import { IdSchema } from '../store/index.js';
-import { DraftError } from './errors.js';
-import { exists, listFolders, readJsonFile, writeJsonAtomic } from './files.js';
 import {
+  createFileDraftStore,
   DRAFT_FORMAT_VERSION,
-  DraftSessionSchema,
-  ProjectFileSchema,
-  ProjectRegistrySchema,
-  TaskFileSchema,
+  IdSchema,
+  StoreError,
   type DraftSession,
-  type ProjectInfo,
-  type ProjectRegistry,
+  type DraftStore,
+  type ProjectRecord,
+  type StoreErrorCode,
   type TaskFile,
-  type TaskInfo,
-} from './types.js';
+} from '../store/index.js';
+import { DraftError } from './errors.js';
+import { parseRoles, type LoadedRoles } from './roles.js';
+import type { TaskInfo } from './types.js';
 
 /**
- * Projects and their tasks on disk. A project is a folder; its Parley data lives in its data
- * folder (default `<project>/.parley`):
+ * Projects and their tasks, kept by a DraftStore. A project is a folder; with the file DraftStore
+ * (the default) its Parley data lives in its data folder (default `<project>/.parley`):
  *
  * ```
  * <dataDir>/project.json                 optional: { name, description }; default name: the folder's
@@ -70,12 +68,26 @@ export interface ProjectCatalogOptions {
   projectRoot: string;
   dataDir: string;
   clock: () => number;
+  /** Where projects, tasks, drafts and role files are kept; default: the file DraftStore over `dataDir`. */
+  store?: DraftStore;
 }
 
-export class ProjectCatalog {
-  private registryWrites: Promise<unknown> = Promise.resolve();
+/** The file DraftStore over a project's data folder: today's layout. */
+export function fileDraftStore(projectRoot: string, dataDir: string): DraftStore {
+  const folder = path.resolve(projectRoot);
+  return createFileDraftStore({ home: { name: slugify(path.basename(folder)) ?? 'project', path: folder, dataDir } });
+}
 
-  constructor(private readonly options: ProjectCatalogOptions) {}
+/**
+ * The draft layer's view of its DraftStore: projects with their default role, tasks with their
+ * active draft, drafts and roles; the store's errors said the way the draft service says them.
+ */
+export class ProjectCatalog {
+  readonly store: DraftStore;
+
+  constructor(private readonly options: ProjectCatalogOptions) {
+    this.store = options.store ?? fileDraftStore(options.projectRoot, options.dataDir);
+  }
 
   private iso(): string {
     return new Date(this.options.clock()).toISOString();
@@ -84,158 +96,85 @@ export class ProjectCatalog {
   // ---- projects -------------------------------------------------------------------------------
 
   async current(): Promise<ProjectLocation> {
-    const file = await readJsonFile(path.join(this.options.dataDir, 'project.json'), ProjectFileSchema);
-    const folder = path.resolve(this.options.projectRoot);
-    return {
-      name: file?.name ?? slugify(path.basename(folder)) ?? 'project',
-      path: folder,
-      dataDir: path.resolve(this.options.dataDir),
-      ...(file?.description ? { description: file.description } : {}),
-      current: true,
-      defaultRole: await defaultRoleOf(folder),
-    };
+    const [home] = await this.store.listProjects();
+    return locate(home!, true);
   }
 
   async list(): Promise<ProjectLocation[]> {
-    const current = await this.current();
-    const registry = await this.readRegistry();
-    const others = await Promise.all(
-      registry.projects
-        .filter((entry) => entry.name !== current.name)
-        .map(async (entry) => ({
-          name: entry.name,
-          path: entry.path,
-          dataDir: entry.dataDir ?? path.join(entry.path, '.parley'),
-          ...(entry.description ? { description: entry.description } : {}),
-          current: false,
-          defaultRole: await defaultRoleOf(entry.path),
-        })),
-    );
-    return [current, ...others];
+    return Promise.all((await this.store.listProjects()).map((project) => locate(project, project.home)));
   }
 
   /** The project of that name; NOT_FOUND naming the known ones. */
   async resolve(name: string): Promise<ProjectLocation> {
     checkId(name, 'project');
-    const projects = await this.list();
-    const found = projects.find((project) => project.name === name);
+    const found = await this.store.getProject(name);
     if (!found) {
+      const projects = await this.store.listProjects();
       throw new DraftError('NOT_FOUND', `No project "${name}". Known projects: ${projects.map((project) => project.name).join(', ')}. Create it with create_project.`, {
         fault: 'user',
         data: { project: name },
       });
     }
-    return found;
+    return locate(found, found.home);
   }
 
   /** Registers a project (creating its folder and data folder when missing). */
   async create(params: { name: string; path?: string; description?: string }): Promise<ProjectLocation> {
     checkId(params.name, 'project');
-    const work = this.registryWrites.then(async () => {
-      const projects = await this.list();
-      if (projects.some((project) => project.name === params.name)) {
-        throw new DraftError('INVALID_INPUT', `A project named "${params.name}" already exists; choose another name.`, {
-          fault: 'user',
-          data: { project: params.name },
-        });
-      }
-      const folder = params.path
-        ? path.resolve(this.options.projectRoot, params.path)
-        : path.join(this.options.dataDir, 'projects', params.name);
-      const dataDir = path.join(folder, '.parley');
-      await fs.mkdir(dataDir, { recursive: true });
-      const projectFile = path.join(dataDir, 'project.json');
-      if (!(await exists(projectFile))) {
-        await writeJsonAtomic(projectFile, {
-          formatVersion: DRAFT_FORMAT_VERSION,
-          name: params.name,
-          ...(params.description ? { description: params.description } : {}),
-          createdAt: this.iso(),
-        });
-      }
-      const registry = await this.readRegistry();
-      registry.projects.push({
+    try {
+      const created = await this.store.createProject({
         name: params.name,
-        path: folder,
-        dataDir,
+        ...(params.path ? { path: path.resolve(this.options.projectRoot, params.path) } : {}),
         ...(params.description ? { description: params.description } : {}),
         createdAt: this.iso(),
       });
-      await writeJsonAtomic(this.registryFile(), registry);
-      return {
-        name: params.name,
-        path: folder,
-        dataDir,
-        ...(params.description ? { description: params.description } : {}),
-        current: false,
-        defaultRole: await defaultRoleOf(folder),
-      };
-    });
-    this.registryWrites = work.catch(() => undefined);
-    return work;
-  }
-
-  private registryFile(): string {
-    return path.join(this.options.dataDir, 'projects.json');
-  }
-
-  private async readRegistry(): Promise<ProjectRegistry> {
-    return (await readJsonFile(this.registryFile(), ProjectRegistrySchema)) ?? { formatVersion: DRAFT_FORMAT_VERSION, projects: [] };
+      return await locate(created, false);
+    } catch (error) {
+      if (isStoreError(error, 'PROJECT_EXISTS')) {
+        throw new DraftError('INVALID_INPUT', `A project named "${params.name}" already exists; choose another name.`, {
+          fault: 'user',
+          data: { project: params.name },
+          cause: error,
+        });
+      }
+      throw error;
+    }
   }
 
   // ---- tasks ----------------------------------------------------------------------------------
 
-  rolesDir(project: ProjectLocation): string {
-    return path.join(project.dataDir, 'roles');
-  }
-
+  /** `<dataDir>/tasks/<slug>`: where the file store keeps the task (TaskInfo.taskDir, DraftSession.taskDir). */
   taskDir(project: ProjectLocation, slug: string): string {
     checkId(slug, 'task');
     return path.join(project.dataDir, 'tasks', slug);
   }
 
   async listTasks(project: ProjectLocation): Promise<TaskInfo[]> {
-    const slugs = (await listFolders(path.join(project.dataDir, 'tasks'))).filter((slug) => IdSchema.safeParse(slug).success);
-    const tasks: TaskInfo[] = [];
-    for (const slug of slugs) {
-      const task = await this.readTask(project, slug);
-      if (task) tasks.push(task);
-    }
-    return tasks;
+    const [tasks, active] = await Promise.all([this.store.listTasks(project.name), this.store.listActiveDrafts({ project: project.name })]);
+    const bySlug = new Map(active.drafts.map((draft) => [draft.taskSlug, draft]));
+    return tasks.map((task) => this.toInfo(project, task, bySlug.get(task.slug)));
   }
 
   /** The task; NOT_FOUND naming the project and slug. */
   async getTask(project: ProjectLocation, slug: string): Promise<TaskInfo> {
-    const task = await this.readTask(project, slug);
+    checkId(slug, 'task');
+    const task = await this.store.getTask(project.name, slug);
     if (!task) {
       throw new DraftError('NOT_FOUND', `No task "${slug}" in project "${project.name}". List tasks with list_tasks or create one with create_task.`, {
         fault: 'user',
         data: { project: project.name, task: slug },
       });
     }
-    return task;
+    const draft = await this.store.getDraft(project.name, slug).catch(() => undefined);
+    return this.toInfo(project, task, draft);
   }
 
   async createTask(project: ProjectLocation, params: { title: string; description?: string; slug?: string }): Promise<TaskInfo> {
     if (params.slug !== undefined) checkId(params.slug, 'task');
-    const tasksDir = path.join(project.dataDir, 'tasks');
-    await fs.mkdir(tasksDir, { recursive: true });
     const base = params.slug ?? slugify(params.title) ?? 'task';
-    // The folder is the claim: mkdir fails for a taken slug, so two creations never share one.
+    // The store refuses a taken slug (TASK_EXISTS); a slug made from the title takes the next free one.
     for (let attempt = 1; ; attempt++) {
       const slug = attempt === 1 ? base : `${base.slice(0, 190)}-${attempt}`;
-      try {
-        await fs.mkdir(path.join(tasksDir, slug));
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-        if (params.slug !== undefined) {
-          throw new DraftError('INVALID_INPUT', `Project "${project.name}" already has a task "${slug}"; choose another slug.`, {
-            fault: 'user',
-            data: { project: project.name, task: slug },
-          });
-        }
-        continue;
-      }
       const now = this.iso();
       const file: TaskFile = {
         formatVersion: DRAFT_FORMAT_VERSION,
@@ -246,17 +185,19 @@ export class ProjectCatalog {
         createdAt: now,
         updatedAt: now,
       };
-      await writeJsonAtomic(path.join(tasksDir, slug, 'task.json'), file);
-      return this.toInfo(project, file, undefined);
+      try {
+        return this.toInfo(project, await this.store.createTask(project.name, file), undefined);
+      } catch (error) {
+        if (!isStoreError(error, 'TASK_EXISTS')) throw error;
+        if (params.slug !== undefined) {
+          throw new DraftError('INVALID_INPUT', `Project "${project.name}" already has a task "${slug}"; choose another slug.`, {
+            fault: 'user',
+            data: { project: project.name, task: slug },
+            cause: error,
+          });
+        }
+      }
     }
-  }
-
-  private async readTask(project: ProjectLocation, slug: string): Promise<TaskInfo | undefined> {
-    const dir = this.taskDir(project, slug);
-    const file = await readJsonFile(path.join(dir, 'task.json'), TaskFileSchema);
-    if (!file) return undefined;
-    const draft = await this.readDraft(project, slug).catch(() => undefined);
-    return this.toInfo(project, file, draft);
   }
 
   private toInfo(project: ProjectLocation, file: TaskFile, draft: DraftSession | undefined): TaskInfo {
@@ -273,44 +214,68 @@ export class ProjectCatalog {
     };
   }
 
-  // ---- draft.json -----------------------------------------------------------------------------
+  // ---- drafts ---------------------------------------------------------------------------------
 
-  draftFile(project: ProjectLocation, slug: string): string {
-    return path.join(this.taskDir(project, slug), 'draft.json');
+  /** The task's current draft (active or the last closed one). */
+  readDraft(project: ProjectLocation, slug: string): Promise<DraftSession | undefined> {
+    return this.store.getDraft(project.name, slug);
   }
 
-  async readDraft(project: ProjectLocation, slug: string): Promise<DraftSession | undefined> {
-    return readJsonFile(this.draftFile(project, slug), DraftSessionSchema);
+  /** The active draft holding the channel in the store, whichever process runs it. */
+  activeDraftOfChannel(channelId: string): Promise<DraftSession | undefined> {
+    return this.store.findActiveDraft(channelId);
   }
 
-  async writeDraft(project: ProjectLocation, draft: DraftSession): Promise<void> {
-    await writeJsonAtomic(this.draftFile(project, draft.taskSlug), DraftSessionSchema.parse(draft));
-  }
-
-  /** Moves a closed draft.json aside (`drafts/<sessionId>.json`) so a new draft of the task keeps the old one's record. */
-  async archiveDraft(project: ProjectLocation, draft: DraftSession): Promise<void> {
-    const dir = this.taskDir(project, draft.taskSlug);
-    await writeJsonAtomic(path.join(dir, 'drafts', `${draft.sessionId}.json`), draft);
-  }
-
-  /** Every draft.json of every known project, with where it was found. Unreadable files are reported, not thrown. */
-  async scanDrafts(): Promise<{ found: Array<{ project: ProjectLocation; draft: DraftSession }>; failed: Array<{ file: string; reason: string }> }> {
-    const found: Array<{ project: ProjectLocation; draft: DraftSession }> = [];
-    const failed: Array<{ file: string; reason: string }> = [];
-    for (const project of await this.list()) {
-      for (const slug of await listFolders(path.join(project.dataDir, 'tasks'))) {
-        if (!IdSchema.safeParse(slug).success) continue;
-        const file = this.draftFile(project, slug);
-        try {
-          const draft = await this.readDraft(project, slug);
-          if (draft) found.push({ project, draft });
-        } catch (error) {
-          failed.push({ file, reason: error instanceof Error ? error.message : String(error) });
-        }
+  /** The store's atomic claim: DRAFT_ALREADY_ACTIVE when the channel or the task is held. */
+  async claimDraft(draft: DraftSession): Promise<void> {
+    try {
+      await this.store.claimDraft(draft);
+    } catch (error) {
+      if (isStoreError(error, 'DRAFT_ALREADY_ACTIVE')) {
+        throw new DraftError('DRAFT_ALREADY_ACTIVE', error.message, { fault: 'user', ...(error.data ? { data: error.data } : {}), cause: error });
       }
+      throw error;
     }
-    return { found, failed };
   }
+
+  /** Saves the draft: its new state while active, or its release once closed. */
+  async saveDraft(draft: DraftSession): Promise<void> {
+    await (draft.status === 'closed' ? this.store.releaseDraft(draft) : this.store.updateDraft(draft));
+  }
+
+  /** Every active draft of every known project, with its project. Unreadable records are reported, not thrown. */
+  async scanDrafts(): Promise<{ found: Array<{ project: ProjectLocation; draft: DraftSession }>; failed: Array<{ file: string; reason: string }> }> {
+    const [projects, active] = await Promise.all([this.list(), this.store.listActiveDrafts()]);
+    const byName = new Map(projects.map((project) => [project.name, project]));
+    const found: Array<{ project: ProjectLocation; draft: DraftSession }> = [];
+    for (const draft of active.drafts) {
+      const project = byName.get(draft.project);
+      if (project) found.push({ project, draft });
+    }
+    return { found, failed: active.unreadable.map((entry) => ({ file: entry.location, reason: entry.reason })) };
+  }
+
+  // ---- roles ----------------------------------------------------------------------------------
+
+  /** Built-in roles overlaid with the project's role files. Never throws for a bad file. */
+  async loadRoles(project: ProjectLocation): Promise<LoadedRoles> {
+    return parseRoles(await this.store.listRoleFiles(project.name));
+  }
+}
+
+async function locate(project: ProjectRecord, current: boolean): Promise<ProjectLocation> {
+  return {
+    name: project.name,
+    path: project.path,
+    dataDir: project.dataDir,
+    ...(project.description ? { description: project.description } : {}),
+    current,
+    defaultRole: await defaultRoleOf(project.path),
+  };
+}
+
+function isStoreError<Code extends StoreErrorCode>(error: unknown, code: Code): error is StoreError & { code: Code } {
+  return error instanceof StoreError && error.code === code;
 }
 
 /** An id from free text: letters, digits, ".", "_", "-"; undefined when nothing is left. */

@@ -1,12 +1,12 @@
 import type * as Yaml from 'yaml';
-import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { IdSchema } from '../store/index.js';
+import { IdSchema, readRoleFolder, type RoleText, type RoleTextError } from '../store/index.js';
 import { RoleFrontMatterSchema, type RoleFileError, type RoleInfo } from './types.js';
 
 /**
  * Roles are Markdown files with YAML front matter in a project's roles folder
- * (`<dataDir>/roles/<name>.md`, by default `.parley/roles/`). The front matter says who the agent
+ * (`<dataDir>/roles/<name>.md`, by default `.parley/roles/`; the DraftStore keeps their text,
+ * this module parses it). The front matter says who the agent
  * is and what it may do (`name`, `description`, `backend`, `model`, `permissions`, `allowedTools`,
  * `permissionMode`, `maxTurns`); the body is its instructions. A project's file overrides the
  * built-in role of the same name. A malformed file never breaks the others: it is reported with
@@ -53,28 +53,20 @@ export interface LoadedRoles {
   errors: RoleFileError[];
 }
 
-/** Built-in roles overlaid with the project's role files. Never throws for a bad file. */
+/** Built-in roles overlaid with the role files of a folder. Never throws for a bad file. */
 export async function loadRoles(rolesDir: string): Promise<LoadedRoles> {
+  return parseRoles(await readRoleFolder(rolesDir));
+}
+
+/**
+ * Built-in roles overlaid with a project's role files as its DraftStore lists them (their text,
+ * unparsed). Never throws for a bad file: it is listed in `errors` with its location and field.
+ */
+export async function parseRoles(listing: { files: RoleText[]; errors: RoleTextError[] }): Promise<LoadedRoles> {
   const byName = new Map<string, RoleInfo>(BUILTIN_ROLES.map((role) => [role.name, role]));
-  const errors: RoleFileError[] = [];
-  let names: string[] = [];
-  try {
-    names = (await fs.readdir(rolesDir)).filter((name) => name.endsWith('.md')).sort();
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
-      errors.push({ file: rolesDir, message: `The roles folder cannot be read: ${(error as Error).message}.` });
-    }
-  }
+  const errors: RoleFileError[] = listing.errors.map((error) => ({ file: error.location, message: error.message }));
   const fromFiles = new Map<string, string>();
-  for (const name of names) {
-    const file = path.join(rolesDir, name);
-    let text: string;
-    try {
-      text = await fs.readFile(file, 'utf8');
-    } catch (error) {
-      errors.push({ file, message: `The role file cannot be read: ${(error as Error).message}.` });
-      continue;
-    }
+  for (const { location: file, text } of listing.files) {
     const parsed = await parseRoleFile(text, file);
     if ('message' in parsed) {
       errors.push(parsed);

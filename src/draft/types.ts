@@ -8,9 +8,22 @@ import type { AgentInfo, SubmitPromptResultSchema } from '../protocol/index.js';
  * shapes the DraftService hands to the server. Schemas first; every type is `z.infer` of one.
  */
 
-/** Version of `draft.json`, `task.json`, `project.json` and `projects.json`. */
-export const DRAFT_FORMAT_VERSION = 1;
-const FormatVersion = z.literal(DRAFT_FORMAT_VERSION);
+// The files' formats (draft.json, task.json, project.json, projects.json) are the DraftStore's
+// records, defined in the store layer; re-exported here under the names the draft layer always had.
+export {
+  DRAFT_FORMAT_VERSION,
+  DraftSessionSchema,
+  ProjectFileSchema,
+  ProjectRegistrySchema,
+  TaskFileSchema,
+  TaskStateSchema,
+  type DraftSession,
+  type ProjectFile,
+  type ProjectRegistry,
+  type TaskFile,
+  type TaskState,
+} from '../store/index.js';
+import { TaskStateSchema } from '../store/index.js';
 
 /** ISO 8601 timestamps in files: seed 000's `Date` fields, as JSON keeps them. */
 const IsoDate = z.iso.datetime({ offset: true });
@@ -65,15 +78,6 @@ export type RoleInfo = z.infer<typeof RoleInfoSchema>;
 
 // ---- projects and tasks -----------------------------------------------------------------------
 
-/** `<dataDir>/project.json`: optional; without it the project is named after its folder. */
-export const ProjectFileSchema = z.object({
-  formatVersion: FormatVersion,
-  name: IdSchema,
-  description: z.string().optional(),
-  createdAt: IsoDate,
-});
-export type ProjectFile = z.infer<typeof ProjectFileSchema>;
-
 export const ProjectInfoSchema = z.object({
   name: IdSchema,
   /** The project folder. */
@@ -87,36 +91,6 @@ export const ProjectInfoSchema = z.object({
   defaultRole: IdSchema,
 });
 export type ProjectInfo = z.infer<typeof ProjectInfoSchema>;
-
-/** `<dataDir>/projects.json`: the other projects this server knows. */
-export const ProjectRegistrySchema = z.object({
-  formatVersion: FormatVersion,
-  projects: z.array(
-    z.object({
-      name: IdSchema,
-      path: z.string().min(1),
-      dataDir: z.string().min(1).optional(),
-      description: z.string().optional(),
-      createdAt: IsoDate,
-    }),
-  ),
-});
-export type ProjectRegistry = z.infer<typeof ProjectRegistrySchema>;
-
-export const TaskStateSchema = z.enum(['open', 'in_progress', 'done', 'cancelled']);
-export type TaskState = z.infer<typeof TaskStateSchema>;
-
-/** `<dataDir>/tasks/<slug>/task.json`. */
-export const TaskFileSchema = z.object({
-  formatVersion: FormatVersion,
-  slug: IdSchema,
-  title: z.string().min(1),
-  description: z.string(),
-  state: TaskStateSchema,
-  createdAt: IsoDate,
-  updatedAt: IsoDate,
-});
-export type TaskFile = z.infer<typeof TaskFileSchema>;
 
 export const TaskInfoSchema = z.object({
   project: IdSchema,
@@ -134,54 +108,6 @@ export const TaskInfoSchema = z.object({
 export type TaskInfo = z.infer<typeof TaskInfoSchema>;
 
 // ---- drafts -----------------------------------------------------------------------------------
-
-/**
- * Seed 000's DraftSession, field for field (its `Date`s as ISO strings), persisted as
- * `<taskDir>/draft.json`, plus what Parley needs to resume it: project, back end, continuity and
- * the native session id.
- */
-export const DraftSessionSchema = z.object({
-  formatVersion: FormatVersion,
-  // seed 000
-  /** Parley's session id (a random UUID); also the native id on a native back end's first turn. */
-  sessionId: IdSchema,
-  role: IdSchema,
-  taskSlug: IdSchema,
-  taskDir: z.string(),
-  channelId: z.string().min(1),
-  startedAt: IsoDate,
-  lastActivityAt: IsoDate,
-  /** Completed user→agent exchanges. */
-  turnCount: z.number().int().nonnegative(),
-  status: z.enum(['active', 'closed']),
-  /** Sum of per-turn costs from the session log, workers included. */
-  cumulativeCostUsd: z.number().nonnegative(),
-  /** Occupancy of the last request: input + cache read + cache write tokens. */
-  lastInputTokens: z.number().nonnegative(),
-  lastOutputTokens: z.number().nonnegative(),
-  /** 0 until a back end reports it. */
-  contextWindow: z.number().int().nonnegative(),
-  maxOutputTokens: z.number().int().nonnegative(),
-  // Parley
-  project: IdSchema,
-  /** Back end name. */
-  backend: z.string().min(1),
-  model: z.string().optional(),
-  continuity: z.enum(['native', 'managed']),
-  /** The back end's own session id once it reported one (native continuity). */
-  nativeSessionId: z.string().optional(),
-  /** A native turn has been started, so the next one resumes instead of creating. */
-  nativeStarted: z.boolean().default(false),
-  /** Some turn ran on a model with no known price: the cost is a lower bound. */
-  costUnknown: z.boolean().default(false),
-  closedAt: IsoDate.optional(),
-  /**
-   * Why the draft closed: `undraft`; `native_resume_failed` (auto-undraft: the back end could not
-   * resume its session); `recovery_failed` (after a restart its session was gone or its channel taken).
-   */
-  closeReason: z.enum(['undraft', 'native_resume_failed', 'recovery_failed']).optional(),
-});
-export type DraftSession = z.infer<typeof DraftSessionSchema>;
 
 export const DraftSummarySchema = z.object({
   sessionId: z.string(),

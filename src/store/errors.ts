@@ -10,6 +10,14 @@ export type StoreErrorCode =
   | 'STORE_LOCKED'
   | 'STORE_CLOSED'
   | 'STORE_IO'
+  /** Draft stores (draft-store.ts). */
+  | 'PROJECT_NOT_FOUND'
+  | 'PROJECT_EXISTS'
+  | 'TASK_NOT_FOUND'
+  | 'TASK_EXISTS'
+  /** A claim found the channel or the task already held by an active draft. */
+  | 'DRAFT_ALREADY_ACTIVE'
+  | 'DRAFT_NOT_FOUND'
   /** A write failed for want of space (ENOSPC, or EDQUOT: the user's disk quota); nothing acknowledged is lost. */
   | 'DISK_FULL'
   /** PostgreSQL store: the connection string cannot be parsed. */

@@ -123,7 +123,9 @@ describe('projects and tasks', () => {
         nativeStarted: false,
         costUnknown: false,
       };
-      await Promise.all(Array.from({ length: 20 }, (_, turnCount) => catalog.writeDraft(location, { ...base, turnCount })));
+      // The draft is claimed in the store once, then saved after each turn.
+      await catalog.claimDraft(base);
+      await Promise.all(Array.from({ length: 20 }, (_, turnCount) => catalog.saveDraft({ ...base, turnCount })));
       expect((await fs.readdir(task.taskDir)).sort()).toEqual(['draft.json', 'task.json']);
       expect((await catalog.readDraft(location, task.slug))!.turnCount).toBeGreaterThanOrEqual(0);
     } finally {
