@@ -268,8 +268,9 @@ describe.skipIf(chromiumPart.skip)('the web UI served by parley serve', () => {
     await late.locator(`[data-session-id="${sessionId}"]`).click();
     const latePill = late.locator('[data-testid="chat-compacting"]');
     await latePill.waitFor();
-    expect(await latePill.innerText()).toMatch(/Compacting \(manual\)… \d+s/);
+    expect(await latePill.innerText()).toMatch(/Compacting \(manual\)…\s+\d+s/);
     await late.locator('[data-testid="compaction-indicator"]').waitFor();
+    await screenshot(late, 'compacting-late-page.png');
     release.open();
     const current = page.locator('[data-testid="current-checkpoint"][data-version="1"]');
     await current.waitFor();
