@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ChatMessageSchema, StreamEventSchema } from '../conversation/index.js';
 import {
   AgentInfoSchema,
+  CheckpointSummarizerWireSchema,
   CheckpointWireSchema,
   DispatchResultSchema,
   DraftStatusSchema,
@@ -115,8 +116,38 @@ export const ListSessionsResultSchema = z.object({ sessions: z.array(SessionInfo
 
 export const SessionParamsSchema = z.strictObject({ sessionId: SessionIdParamSchema });
 
+const CompactionTriggerSchema = z.enum(['auto', 'manual']);
+
+/** A compaction that is running: a client that connects after `compaction_started` learns of it here. */
+export const RunningCompactionSchema = z.object({
+  startedAt: z.string().describe('ISO 8601: when the compaction was asked for'),
+  trigger: CompactionTriggerSchema,
+  tokensBefore: z.number().nonnegative().optional().describe('tokens of the request being compacted; absent until the history is read'),
+  summarizer: CheckpointSummarizerWireSchema.optional().describe('who is writing the checkpoint: the model, or the structural builder'),
+});
+export type RunningCompaction = z.infer<typeof RunningCompactionSchema>;
+
 export const GetSessionParamsSchema = SessionParamsSchema;
-export const GetSessionResultSchema = z.object({ session: SessionInfoSchema, lastSeq: z.number().int().min(-1) });
+export const GetSessionResultSchema = z.object({
+  session: SessionInfoSchema,
+  lastSeq: z.number().int().min(-1),
+  compaction: RunningCompactionSchema.optional().describe('the compaction running for the session; absent when none runs'),
+});
+
+export const GetCompactionStatusParamsSchema = SessionParamsSchema;
+export const GetCompactionStatusResultSchema = z.object({
+  running: z.boolean(),
+  startedAt: z.string().optional().describe('ISO 8601; present while running'),
+  trigger: CompactionTriggerSchema.optional().describe('present while running'),
+  tokensBefore: z.number().nonnegative().optional().describe('present while running, once the history is read'),
+  summarizer: CheckpointSummarizerWireSchema.optional().describe('present while running: who is writing the checkpoint'),
+  /** Failed compactions in a row, reset by a success of the configured summarizer. */
+  consecutiveFailures: z.number().int().nonnegative(),
+  /** Automatic compaction stopped after repeated failures (force_compact still works). */
+  autoCompactionStopped: z.boolean(),
+  /** Automatic compaction builds checkpoints structurally because the model summarizer failed repeatedly. */
+  structuralFallback: z.boolean(),
+});
 
 export const GetMessagesParamsSchema = z.strictObject({
   sessionId: SessionIdParamSchema,
@@ -247,7 +278,8 @@ export const methods = {
   create_task: method(CreateTaskParamsSchema, CreateTaskResultSchema, 'Creates a task in a project; the slug is derived from the title unless given.'),
   list_roles: method(ListRolesParamsSchema, ListRolesResultSchema, 'Built-in roles and the project\'s role files; a malformed file is listed in `errors` with the file and field.'),
   list_sessions: method(ListSessionsParamsSchema, ListSessionsResultSchema, 'Sessions matching every given filter, most recently active first.'),
-  get_session: method(GetSessionParamsSchema, GetSessionResultSchema, 'A session\'s metadata, metrics and newest `seq`.'),
+  get_session: method(GetSessionParamsSchema, GetSessionResultSchema, 'A session\'s metadata, metrics, newest `seq`, and the compaction running for it (if any).'),
+  get_compaction_status: method(GetCompactionStatusParamsSchema, GetCompactionStatusResultSchema, 'Whether a compaction of the session runs (since when, why, who writes it), its failures in a row, and whether automatic compaction is stopped or falls back to the structural builder.'),
   get_messages: method(GetMessagesParamsSchema, GetMessagesResultSchema, 'The newest messages of a session (user and assistant text), oldest first.'),
   get_checkpoint: method(GetCheckpointParamsSchema, GetCheckpointResultSchema, 'The current checkpoint and every version.'),
   clear_messages: method(ClearMessagesParamsSchema, ClearMessagesResultSchema, 'Seed 003: the next request starts from the checkpoint; history stays readable.'),

@@ -1,7 +1,7 @@
 import type { ConversationBlock } from '../conversation/index.js';
 import type { DraftService } from '../draft/index.js';
 import { METHOD_NAMES, PROTOCOL_VERSION, type MethodResultInput } from '../protocol/index.js';
-import { SessionError, type SessionManager } from '../sessions/index.js';
+import { SessionError, type CompactionStatus, type SessionManager } from '../sessions/index.js';
 import type { SessionFilter, SessionRecord } from '../store/index.js';
 import type { Handlers } from './dispatcher.js';
 import type { Connection, Hub } from './hub.js';
@@ -75,7 +75,14 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
     },
     get_session: async (params) => {
       const session = await manager.getSession(params.sessionId);
-      return { session, lastSeq: await manager.store.lastSeq(session.sessionId) };
+      const lastSeq = await manager.store.lastSeq(session.sessionId);
+      // Read last, after every await, so the answer is not older than a compaction notice already sent.
+      const compaction = runningCompaction(manager.getCompactionStatus(session.sessionId));
+      return { session, lastSeq, ...(compaction ? { compaction } : {}) };
+    },
+    get_compaction_status: async (params) => {
+      const session = await manager.getSession(params.sessionId);
+      return manager.getCompactionStatus(session.sessionId);
     },
     get_messages: async (params) => ({
       messages: await manager.getRecentMessages(params.sessionId, params.limit ?? 50, params.includeCleared ? { includeCleared: true } : {}),
@@ -186,4 +193,15 @@ function searchText(record: SessionRecord): string {
   if (scope.kind === 'task') parts.push(scope.featureId, scope.taskId, scope.taskState);
   if (scope.kind === 'feature') parts.push(scope.featureId);
   return parts.join('\n').toLowerCase();
+}
+
+/** The running compaction of a status, as `get_session` carries it; undefined when none runs. */
+function runningCompaction(status: CompactionStatus): MethodResultInput<'get_session'>['compaction'] {
+  if (!status.running || status.startedAt === undefined || status.trigger === undefined) return undefined;
+  return {
+    startedAt: status.startedAt,
+    trigger: status.trigger,
+    ...(status.tokensBefore !== undefined ? { tokensBefore: status.tokensBefore } : {}),
+    ...(status.summarizer ? { summarizer: status.summarizer } : {}),
+  };
 }

@@ -465,8 +465,24 @@ export type CompactionResult =
   | { ok: true; checkpoint: Checkpoint; tokensBefore: number; tokensAfter: number }
   | { ok: false; error: CompactionError | ParleyError };
 
+/** What a client needs to show a compaction that is running: it may have connected after `compaction_started`. */
+export interface RunningCompaction {
+  /** ISO 8601: when the compaction was asked for. */
+  startedAt: string;
+  trigger: CompactionTrigger;
+  /** Calibrated tokens of the request being compacted; absent until the history is read. */
+  tokensBefore?: number;
+  /** Who is writing the checkpoint: the model, or the structural builder (then `fallback` when the model failed repeatedly). */
+  summarizer: CheckpointSummarizer;
+}
+
 export interface CompactionStatus {
   running: boolean;
+  /** Present while `running`. */
+  startedAt?: string;
+  trigger?: CompactionTrigger;
+  tokensBefore?: number;
+  summarizer?: CheckpointSummarizer;
   /** Failed compactions in a row, reset by a success of the configured summarizer (the model's, when there is one). */
   consecutiveFailures: number;
   /** Automatic compaction uses the structural builder because the model summarizer failed repeatedly. */
@@ -477,6 +493,8 @@ export interface CompactionStatus {
 /** Runs compactions for many sessions: one at a time per session, with the structural fallback and the circuit breaker. */
 export class CompactionController {
   private readonly running = new Map<string, Promise<CompactionResult>>();
+  /** What is known of each running compaction; set and cleared with `running`. */
+  private readonly progress = new Map<string, RunningCompaction>();
   private readonly failures = new Map<string, number>();
   private readonly structuralFailures = new Map<string, number>();
   private readonly stopped = new Set<string>();
@@ -497,12 +515,20 @@ export class CompactionController {
   }
 
   status(sessionId: string): CompactionStatus {
+    const progress = this.progress.get(sessionId);
     return {
-      running: this.running.has(sessionId),
+      running: progress !== undefined,
+      ...(progress ? { ...progress, summarizer: { ...progress.summarizer } } : {}),
       consecutiveFailures: this.failures.get(sessionId) ?? 0,
       structuralFallback: this.inFallback(sessionId),
       autoCompactionStopped: this.stopped.has(sessionId),
     };
+  }
+
+  /** The compaction running for the session (when it started, its trigger, who writes it), if any. */
+  runningCompaction(sessionId: string): RunningCompaction | undefined {
+    const progress = this.progress.get(sessionId);
+    return progress ? { ...progress, summarizer: { ...progress.summarizer } } : undefined;
   }
 
   /** The compaction running for the session, if any. */
@@ -531,7 +557,10 @@ export class CompactionController {
         }),
       });
     }
-    const run = this.run(sessionId, options).finally(() => this.running.delete(sessionId));
+    const run = this.run(sessionId, options).finally(() => {
+      this.running.delete(sessionId);
+      this.progress.delete(sessionId);
+    });
     this.running.set(sessionId, run);
     return run;
   }
@@ -552,9 +581,12 @@ export class CompactionController {
     const model = this.host.summarize;
     const fallback = trigger === 'auto' && this.inFallback(sessionId);
     let summarizer: CheckpointSummarizer = !model || fallback ? { kind: 'structural', ...(fallback ? { fallback: true } : {}) } : modelSummarizer(model);
+    const progress: RunningCompaction = { startedAt: new Date(this.host.clock()).toISOString(), trigger, summarizer };
+    this.progress.set(sessionId, progress);
     let started = false;
     try {
       const snapshot = await this.host.snapshot(sessionId, options.userMessage ?? '');
+      progress.tokensBefore = snapshot.tokensBefore;
       this.host.started({ sessionId, trigger, tokensBefore: snapshot.tokensBefore });
       started = true;
       if (summarizer.kind === 'model') {
@@ -564,6 +596,7 @@ export class CompactionController {
           const failure = asCompactionFailure(error);
           const count = this.countFailure(sessionId, 'model');
           const fallBack = trigger === 'auto' && count >= this.settings.maxConsecutiveFailures && failure.code !== 'COMPACTION_CANCELLED' && failure.code !== 'COMPACTION_NOTHING_TO_COMPACT';
+          if (!fallBack) this.progress.delete(sessionId);
           this.report(sessionId, trigger, failure, {
             message: fallBack
               ? `${failure.message} After ${count} failures in a row of the model summarizer, this and later automatic compactions build the checkpoint structurally (no model) until a model compaction succeeds; forceCompact still asks the model.`
@@ -571,6 +604,7 @@ export class CompactionController {
           });
           if (!fallBack) return { ok: false, error: failure };
           summarizer = { kind: 'structural', fallback: true };
+          progress.summarizer = summarizer;
         }
       }
       return await this.attempt(snapshot, options, summarizer);
@@ -581,6 +615,7 @@ export class CompactionController {
       const count = this.countFailure(sessionId, kind);
       const stop = kind === 'structural' && (this.structuralFailures.get(sessionId) ?? 0) >= this.settings.maxConsecutiveFailures;
       if (stop) this.stopped.add(sessionId);
+      this.progress.delete(sessionId);
       this.report(sessionId, trigger, failure, {
         message: stop
           ? `${failure.message} Automatic compaction is now stopped for this session after ${count} failures in a row${model ? '' : ' (the structural checkpoint builder: no model is configured)'}; requests are still kept within the budget by pruning and truncation, and forceCompact can be used.`
@@ -620,6 +655,8 @@ export class CompactionController {
     this.structuralFailures.delete(sessionId);
     this.stopped.delete(sessionId);
     await this.host.committed(sessionId, written, { trigger, tokensBefore, tokensAfter });
+    // Not running any more by the time clients hear it ended, so a status read after the notice agrees with it.
+    this.progress.delete(sessionId);
     this.host.completed({ sessionId, trigger, version: written.version, tokensBefore, tokensAfter, checkpoint: written, summarizer });
     return { ok: true, checkpoint: written, tokensBefore, tokensAfter };
   }

@@ -300,7 +300,7 @@ export class SessionManager {
     return this.requests.forceCompact(checkSessionId(sessionId), options);
   }
 
-  /** Whether a compaction is running, failures in a row, and whether automatic compaction is stopped. */
+  /** The running compaction (when it started, its trigger, tokens and summarizer), failures in a row, and whether automatic compaction is stopped. */
   getCompactionStatus(sessionId: string): CompactionStatus {
     return this.requests.compactionStatus(checkSessionId(sessionId));
   }

@@ -15,7 +15,7 @@ describe('the method table', () => {
     const expected = [
       'draft', 'undraft', 'get_draft_status', 'submit_prompt', 'list_projects', 'create_project', 'list_tasks', 'create_task',
       'list_roles', 'list_sessions', 'get_session', 'get_messages', 'get_checkpoint', 'clear_messages', 'get_events', 'subscribe',
-      'unsubscribe', 'cancel', 'force_compact', 'preview_request', 'archive_session', 'list_agents', 'kill_agent', 'server_info',
+      'unsubscribe', 'cancel', 'force_compact', 'get_compaction_status', 'preview_request', 'archive_session', 'list_agents', 'kill_agent', 'server_info',
     ];
     expect([...METHOD_NAMES].sort()).toEqual([...expected].sort());
     for (const name of METHOD_NAMES) expect(name).toMatch(/^[a-z]+(_[a-z]+)*$/);

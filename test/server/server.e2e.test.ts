@@ -510,6 +510,48 @@ describe('sessions over the wire', () => {
     expect(await completed).toMatchObject({ sessionId, trigger: 'manual', version: 1, summarizer: { kind: 'structural' } });
     expect((await client.request('get_checkpoint', { sessionId })).current?.summarizer).toEqual({ kind: 'structural' });
   });
+
+  it('a client that connects while a compaction runs learns of it from get_session and get_compaction_status, then hears it complete', async () => {
+    const summary = { completed: ['greeted the user'], inProgress: [], pending: [], decisions: [], blockers: [] };
+    const release = gate();
+    const asked = gate();
+    const test = await setup({
+      summarize: async () => {
+        asked.open();
+        await release.promise;
+        return JSON.stringify(summary);
+      },
+    });
+    const first = await test.client();
+    const { sessionId } = await first.request('draft', { role: 'dev', project, task: 'first-task' });
+    for (let index = 0; index < 4; index += 1) {
+      const turn = turnEvents(first);
+      await first.request('submit_prompt', { content: `step ${index}: ${'lorem ipsum dolor sit amet '.repeat(300)}` });
+      await turn.done;
+    }
+    const idle = await first.request('get_compaction_status', { sessionId });
+    expect(idle).toEqual({ running: false, consecutiveFailures: 0, autoCompactionStopped: false, structuralFallback: false });
+    expect((await first.request('get_session', { sessionId })).compaction).toBeUndefined();
+    const compacting = first.request('force_compact', { sessionId });
+    await asked.promise;
+
+    // A second client, connected after compaction_started was sent.
+    const second = await test.client();
+    const session = await second.request('get_session', { sessionId });
+    expect(session.compaction).toEqual({ startedAt: expect.any(String), trigger: 'manual', tokensBefore: expect.any(Number), summarizer: { kind: 'model' } });
+    expect(Number.isNaN(Date.parse(session.compaction!.startedAt))).toBe(false);
+    expect(session.compaction!.tokensBefore).toBeGreaterThan(0);
+    const status = await second.request('get_compaction_status', { sessionId });
+    expect(status).toEqual({ running: true, ...session.compaction, consecutiveFailures: 0, autoCompactionStopped: false, structuralFallback: false });
+    await second.subscribe([sessionId]);
+    const completed = new Promise<NotificationParams<'compaction_completed'>>((resolve) => second.on('compaction_completed', resolve));
+    release.open();
+    expect(await completed).toMatchObject({ sessionId, trigger: 'manual', version: 1 });
+    expect((await compacting).compacted).toBe(true);
+    expect((await second.request('get_session', { sessionId })).compaction).toBeUndefined();
+    expect((await second.request('get_compaction_status', { sessionId })).running).toBe(false);
+    expect((await errorOf(second.request('get_compaction_status', { sessionId: 'no-such-session' }))).code).toBe(RpcErrorCode.NOT_FOUND);
+  });
 });
 
 describe('projects, tasks, roles, agents, server_info', () => {

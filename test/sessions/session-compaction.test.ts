@@ -486,6 +486,78 @@ describe('what a compaction keeps', () => {
     expect(events.complete).toHaveLength(1);
   });
 
+  it('a running compaction is in the status with its start time, trigger, tokens and summarizer, and is gone once it has ended', async () => {
+    const gate = deferred<string>();
+    const called = deferred<void>();
+    const manager = await open({
+      summarize: async () => {
+        called.resolve();
+        return gate.promise;
+      },
+    });
+    const events = recordEvents(manager);
+    const sessionId = await draftSession(manager);
+    await fill(manager, sessionId, 20);
+    const before = clockValue;
+    const compacting = manager.forceCompact(sessionId);
+    await called.promise;
+    const status = manager.getCompactionStatus(sessionId);
+    expect(status).toEqual({
+      running: true,
+      startedAt: expect.any(String),
+      trigger: 'manual',
+      tokensBefore: events.start[0]!.tokensBefore,
+      summarizer: { kind: 'model' },
+      consecutiveFailures: 0,
+      structuralFallback: false,
+      autoCompactionStopped: false,
+    });
+    const startedAt = Date.parse(status.startedAt!);
+    expect(startedAt).toBeGreaterThanOrEqual(before);
+    expect(startedAt).toBeLessThan(clockValue);
+    expect(status.tokensBefore).toBeGreaterThan(0);
+    let runningWhenCompleted: boolean | undefined;
+    manager.on('session:compaction-complete', () => (runningWhenCompleted = manager.getCompactionStatus(sessionId).running));
+    gate.resolve(VALID_CHECKPOINT);
+    await compacting;
+    expect(runningWhenCompleted).toBe(false);
+    expect(manager.getCompactionStatus(sessionId)).toEqual({ running: false, consecutiveFailures: 0, structuralFallback: false, autoCompactionStopped: false });
+  });
+
+  it('a running compaction that fails leaves the status not running, the failure counted', async () => {
+    const gate = deferred<void>();
+    const called = deferred<void>();
+    const manager = await open({
+      summarize: async () => {
+        called.resolve();
+        await gate.promise;
+        throw new Error('503 from the model endpoint');
+      },
+    });
+    const sessionId = await draftSession(manager);
+    await fill(manager, sessionId, 20);
+    const compacting = failure(manager.forceCompact(sessionId));
+    await called.promise;
+    expect(manager.getCompactionStatus(sessionId)).toMatchObject({ running: true, trigger: 'manual', summarizer: { kind: 'model' } });
+    let runningWhenFailed: boolean | undefined;
+    manager.on('session:compaction-error', () => (runningWhenFailed = manager.getCompactionStatus(sessionId).running));
+    gate.resolve();
+    expect(isParleyError(await compacting)).toBe(true);
+    expect(runningWhenFailed).toBe(false);
+    expect(manager.getCompactionStatus(sessionId)).toEqual({ running: false, consecutiveFailures: 1, structuralFallback: false, autoCompactionStopped: false });
+  });
+
+  it('without a model, a running compaction says the structural builder writes it', async () => {
+    const manager = await open();
+    const sessionId = await draftSession(manager);
+    await fill(manager, sessionId, 20);
+    let seen: unknown;
+    manager.on('session:compaction-start', () => (seen = manager.getCompactionStatus(sessionId)));
+    await manager.forceCompact(sessionId);
+    expect(seen).toMatchObject({ running: true, trigger: 'manual', summarizer: { kind: 'structural' } });
+    expect(manager.getCompactionStatus(sessionId).running).toBe(false);
+  });
+
   it('keeps running workers as live handles', async () => {
     const manager = await open({ summarize: foldingSummarizer().summarize, tailTokens: 0 });
     const sessionId = await draftSession(manager);

@@ -46,6 +46,12 @@ export class TuiController {
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
   /** The draft session whose history is loading or loaded, so a refresh does not load it twice. */
   private loadedSession: string | undefined;
+  /** The session followed for its compaction notices (the draft's). */
+  private followed: string | undefined;
+  /** Compaction notices of the draft's session so far: tells whether one overtook a status answer. */
+  private compactionNotices = 0;
+  /** This terminal's /compact is in flight. */
+  private compacting = false;
   private refreshing: Promise<void> | undefined;
   /** A first message drafting the default role; messages typed meanwhile wait for it instead of drafting again. */
   private firstDraft: Promise<boolean> | undefined;
@@ -87,6 +93,14 @@ export class TuiController {
       client.on('channel_message', (message) => this.queueEvent(message.sessionId, message.event)),
       client.on('draft_status', (status) => this.draftStatusPushed(status.sessionId, () => this.dispatch({ type: 'draft_notification', status }))),
       client.on('context_compacted', () => this.dispatch({ type: 'activity_end', id: 'compact' })),
+      // The draft's session is followed for these (see followCompaction): a compaction started anywhere shows here.
+      client.on('compaction_started', ({ sessionId }) => {
+        if (sessionId !== this.state().draft?.sessionId) return;
+        this.compactionNotices += 1;
+        if (!this.state().activities.some((activity) => activity.id === 'compact')) this.startCompactionActivity(this.clock());
+      }),
+      client.on('compaction_completed', ({ sessionId }) => this.compactionEnded(sessionId)),
+      client.on('compaction_failed', ({ sessionId }) => this.compactionEnded(sessionId)),
       client.on('agent_status', ({ agent }) => {
         this.dispatch({ type: 'agent', agent });
         const draft = this.state().draft;
@@ -155,8 +169,11 @@ export class TuiController {
     this.dispatch({ type: 'agents', agents: agents.agents });
     const draft = this.state().draft;
     if (status.active && status.session) {
-      if (this.loadedSession === status.session.sessionId) this.dispatch({ type: 'draft_status', status: status.session });
-      else await this.loadDraft(status.session);
+      if (this.loadedSession === status.session.sessionId) {
+        this.dispatch({ type: 'draft_status', status: status.session });
+        // A compaction may have started or ended while the link was down: its notices are not replayed.
+        await this.followCompaction(status.session.sessionId);
+      } else await this.loadDraft(status.session);
     } else if (draft) {
       this.note([{ text: `The ${draft.role} draft was closed while this terminal was away.`, tone: 'warning' }]);
       this.closeDraftLocally();
@@ -190,7 +207,48 @@ export class TuiController {
     this.flush();
     this.dispatch({ type: 'history_loaded', sessionId: status.sessionId, events, historyLimit: this.historyLimit, now: this.clock() });
     this.client.resumeFrom('channel_message', status.sessionId, events.at(-1)?.seq ?? -1, status.channelId);
-    await this.loadCompactionPoint(status);
+    await Promise.all([this.loadCompactionPoint(status), this.followCompaction(status.sessionId)]);
+  }
+
+  /**
+   * Follows the draft's session for its `compaction_*` notices (the client renews this after a
+   * reconnect), then reads whether a compaction is running now: one that started before this terminal
+   * connected shows the same spinner as `/compact`, timed from the server's start.
+   */
+  private async followCompaction(sessionId: string): Promise<void> {
+    if (this.followed !== undefined && this.followed !== sessionId) this.unfollow();
+    const notices = this.compactionNotices;
+    try {
+      if (this.followed !== sessionId) {
+        await this.client.subscribe([sessionId]);
+        this.followed = sessionId;
+      }
+      const status = await this.client.request('get_compaction_status', { sessionId });
+      // A notice that came meanwhile is newer than this answer; a /compact of this terminal ends its own spinner.
+      if (notices !== this.compactionNotices || this.state().draft?.sessionId !== sessionId || this.compacting) return;
+      const startedAt = status.running && status.startedAt !== undefined ? Date.parse(status.startedAt) : Number.NaN;
+      if (status.running) this.startCompactionActivity(Number.isNaN(startedAt) ? this.clock() : startedAt);
+      else this.dispatch({ type: 'activity_end', id: 'compact' });
+    } catch {
+      // An older server without get_compaction_status: the spinner shows only for this terminal's /compact.
+    }
+  }
+
+  private unfollow(): void {
+    const sessionId = this.followed;
+    this.followed = undefined;
+    if (sessionId !== undefined) this.client.unsubscribe([sessionId]).catch(() => undefined);
+  }
+
+  private startCompactionActivity(startedAt: number): void {
+    this.dispatch({ type: 'activity_start', activity: { id: 'compact', label: 'Compacting the context', startedAt } });
+  }
+
+  private compactionEnded(sessionId: string): void {
+    if (sessionId !== this.state().draft?.sessionId) return;
+    this.compactionNotices += 1;
+    // This terminal's /compact ends its spinner itself, with its result.
+    if (!this.compacting) this.dispatch({ type: 'activity_end', id: 'compact' });
   }
 
   /** Where a managed session compacts, as a percent of the window, for the title bar's colour. */
@@ -215,6 +273,7 @@ export class TuiController {
 
   private closeDraftLocally(): void {
     this.loadedSession = undefined;
+    this.unfollow();
     this.dispatch({ type: 'draft_closed' });
   }
 
@@ -626,7 +685,8 @@ export class TuiController {
       return;
     }
     const started = this.clock();
-    this.dispatch({ type: 'activity_start', activity: { id: 'compact', label: 'Compacting the context', startedAt: started } });
+    this.compacting = true;
+    this.startCompactionActivity(started);
     try {
       const result = await this.client.request('force_compact', { sessionId: draft.sessionId, ...(args !== '' ? { instructions: args } : {}) }, { timeoutMs: 0 });
       const checkpoint = result.checkpoint;
@@ -642,6 +702,7 @@ export class TuiController {
       } else if (isRpcError(error, RpcErrorCode.UNSUPPORTED)) this.error(`Cannot compact now: ${error.message}`);
       else this.error(`Compaction failed: ${messageOf(error)}`);
     } finally {
+      this.compacting = false;
       this.dispatch({ type: 'activity_end', id: 'compact' });
     }
   }

@@ -56,6 +56,8 @@ export class Controller implements Actions {
   private searchTimer: ReturnType<typeof setTimeout> | undefined;
   private searchRun = 0;
   private previewTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Compaction notices received so far: tells whether one arrived while `get_session` was on its way. */
+  private compactionNotices = 0;
   /** A first message on its way (drafting, then sending): a second one is not drafted again. */
   private firstMessage: Promise<boolean> | undefined;
 
@@ -111,15 +113,22 @@ export class Controller implements Actions {
         if (events.some((event) => event.type === 'metadata_update' && event.conversationId === MAIN_CONVERSATION && event.metadata.turnComplete)) this.schedulePreview();
       });
     });
-    client.on('compaction_started', (payload) => store.dispatch({ type: 'compaction_started', payload, at: this.now() }));
+    client.on('compaction_started', (payload) => {
+      this.compactionNotices += 1;
+      store.dispatch({ type: 'compaction_started', payload, at: this.now() });
+    });
     client.on('compaction_completed', (payload) => {
+      this.compactionNotices += 1;
       store.dispatch({ type: 'compaction_completed', payload });
       if (payload.sessionId === store.state.selectedId) {
         void this.loadCheckpoints(payload.sessionId);
         this.schedulePreview();
       }
     });
-    client.on('compaction_failed', (payload) => store.dispatch({ type: 'compaction_failed', payload }));
+    client.on('compaction_failed', (payload) => {
+      this.compactionNotices += 1;
+      store.dispatch({ type: 'compaction_failed', payload });
+    });
     client.on('draft_status', (status) => {
       store.dispatch({ type: 'draft_notification', status });
       if (status.sessionId === store.state.selectedId) this.schedulePreview();
@@ -146,7 +155,8 @@ export class Controller implements Actions {
       store.dispatch({ type: 'draft', status: draft.active ? draft.session : undefined });
       const selected = store.state.selectedId;
       if (selected !== undefined) {
-        if (!first) await this.loadCheckpoints(selected);
+        // A compaction may have started or ended while the link was down: its notices are not replayed.
+        if (!first) await Promise.all([this.loadCheckpoints(selected), this.loadCompaction(selected)]);
         this.schedulePreview(0);
       }
       if (first) await this.loadCatalog();
@@ -182,6 +192,8 @@ export class Controller implements Actions {
 
   private async loadSession(sessionId: string): Promise<void> {
     const run = ++this.selection;
+    // A compaction that started before the page was listening is known only from get_session.
+    void this.loadCompaction(sessionId);
     const events: StreamEvent[] = [];
     try {
       let afterSeq = -1;
@@ -201,6 +213,17 @@ export class Controller implements Actions {
     // From here a reconnect replays this session from what the page has, even if no live event came yet.
     if (view?.sessionId === sessionId) this.client.resumeFrom('session_event', sessionId, view.conversation.lastSeq);
     await Promise.all([this.loadCheckpoints(sessionId), this.loadPreview(sessionId)]);
+  }
+
+  /** The session's running compaction from `get_session`; an answer overtaken by a compaction notice is dropped (the notice is newer). */
+  private async loadCompaction(sessionId: string): Promise<void> {
+    const notices = this.compactionNotices;
+    try {
+      const { compaction } = await this.client.request('get_session', { sessionId });
+      if (notices === this.compactionNotices) this.store.dispatch({ type: 'compaction_status', sessionId, compaction });
+    } catch {
+      // The history load reports an unreadable session; the indicator just stays as the notices left it.
+    }
   }
 
   private async loadCheckpoints(sessionId: string): Promise<void> {

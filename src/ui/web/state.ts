@@ -47,8 +47,12 @@ export interface SessionView {
   preview?: PreviewResult;
   previewError?: string;
   requestPane?: RequestPane;
-  /** A compaction of this session is running (seed 003's compaction indicator). */
-  compaction?: { trigger: 'auto' | 'manual'; tokensBefore: number; startedAt: number };
+  /**
+   * A compaction of this session is running (seed 003's compaction indicator), from `compaction_started`
+   * or, for a page that opened the session after it started, from `get_session`. `startedAt` is ms since
+   * the epoch; `tokensBefore` is absent until the server has read the history.
+   */
+  compaction?: { trigger: 'auto' | 'manual'; tokensBefore?: number; startedAt: number };
   lastCompaction?: { ok: true; version: number; tokensBefore: number; tokensAfter: number } | { ok: false; message: string };
 }
 
@@ -111,6 +115,8 @@ export type AppAction =
   | { type: 'compaction_started'; payload: NotificationParams<'compaction_started'>; at: number }
   | { type: 'compaction_completed'; payload: NotificationParams<'compaction_completed'> }
   | { type: 'compaction_failed'; payload: NotificationParams<'compaction_failed'> }
+  /** What `get_session` said of the session's compaction: the one running, or none (it ended while the page was not listening). */
+  | { type: 'compaction_status'; sessionId: string; compaction: MethodResult<'get_session'>['compaction'] }
   | { type: 'draft'; status: DraftStatus | undefined }
   | { type: 'draft_notification'; status: NotificationParams<'draft_status'> }
   | { type: 'turn_started' }
@@ -247,6 +253,16 @@ export function reduce(state: AppState, action: AppAction): AppState {
         ...view,
         compaction: { trigger: action.payload.trigger, tokensBefore: action.payload.tokensBefore, startedAt: action.at },
       }));
+    case 'compaction_status':
+      return updateView(state, action.sessionId, (view) => {
+        const running = action.compaction;
+        const startedAt = running ? Date.parse(running.startedAt) : Number.NaN;
+        const next: SessionView = { ...view };
+        if (running && !Number.isNaN(startedAt)) {
+          next.compaction = { trigger: running.trigger, startedAt, ...(running.tokensBefore !== undefined ? { tokensBefore: running.tokensBefore } : {}) };
+        } else if (!running) delete next.compaction;
+        return next;
+      });
     case 'compaction_completed':
       return updateView(state, action.payload.sessionId, (view) => {
         const next: SessionView = {

@@ -539,6 +539,68 @@ describe('the conversation', () => {
   });
 });
 
+describe('a compaction of the draft that this terminal did not start', () => {
+  const draftStatus = () => (recording.frames.find((frame) => 'response' in frame && frame.response === 'get_draft_status' && (frame.result as { active: boolean }).active) as { result: unknown }).result;
+  const now = Date.parse('2026-11-21T07:00:00Z');
+  const running = { running: true, startedAt: new Date(now - 12_000).toISOString(), trigger: 'auto', tokensBefore: 91_000, summarizer: { kind: 'model' }, consecutiveFailures: 0, autoCompactionStopped: false, structuralFallback: false };
+  const idle = { running: false, consecutiveFailures: 0, autoCompactionStopped: false, structuralFallback: false };
+
+  function connectToDraft(status: () => unknown): { rig: AppRig; peer: RecordedPeer } {
+    const peer = new RecordedPeer(recording, { autoplay: false });
+    for (const event of events) if (event.seq <= 20) peer.append(event);
+    const active = draftStatus();
+    peer.handlers.set('get_draft_status', () => active);
+    peer.handlers.set('subscribe', (params) => ({ all: false, sessionIds: params['sessionIds'] }));
+    peer.handlers.set('unsubscribe', () => ({ all: false, sessionIds: [] }));
+    peer.handlers.set('get_compaction_status', (params) => {
+      expect(params).toEqual({ sessionId });
+      return status();
+    });
+    rig = renderApp(peer, { now });
+    return { rig, peer };
+  }
+
+  it('one already running when the terminal connects shows the /compact spinner, timed from its start, until compaction_completed', async () => {
+    const { rig, peer } = connectToDraft(() => running);
+    await rig.waitFor(/[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] Compacting the context… 12s/);
+    expect(peer.requests.filter((request) => request.method === 'subscribe').map((request) => request.params)).toEqual([{ sessionIds: [sessionId] }]);
+    rig.advance(3_000);
+    await rig.waitFor('Compacting the context… 15s');
+    peer.notify('compaction_completed', { sessionId, trigger: 'auto', version: 2, tokensBefore: 91_000, tokensAfter: 4_000 });
+    await rig.waitFor((frame) => !frame.includes('Compacting the context…'));
+  });
+
+  it('one that ended while the link was down no longer shows after the reconnect; one started meanwhile does', async () => {
+    let status: unknown = running;
+    const { rig, peer } = connectToDraft(() => status);
+    await rig.waitFor('Compacting the context… 12s');
+    status = idle;
+    peer.drop();
+    await rig.waitFor(() => peer.count('get_compaction_status') === 2);
+    await rig.waitFor((frame) => !frame.includes('Compacting the context…'));
+    status = { ...running, startedAt: new Date(now - 2_000).toISOString() };
+    peer.drop();
+    await rig.waitFor('Compacting the context… 2s');
+    expect(peer.count('get_compaction_status')).toBe(3);
+  });
+
+  it('one started by another client shows when compaction_started comes, and clears on compaction_failed', async () => {
+    const { rig, peer } = connectToDraft(() => idle);
+    await rig.waitFor('Draft: product-analyst');
+    await rig.waitFor(() => peer.count('get_compaction_status') === 1);
+    expect(rig.frame()).not.toContain('Compacting the context…');
+    peer.notify('compaction_started', { sessionId, trigger: 'auto', tokensBefore: 91_000 });
+    await rig.waitFor('Compacting the context… 0s');
+    peer.notify('compaction_failed', { sessionId, trigger: 'auto', code: 'COMPACTION_SUMMARIZER_FAILED', message: 'The summarizer failed: 503' });
+    await rig.waitFor((frame) => !frame.includes('Compacting the context…'));
+    // Another session's notices are not the draft's.
+    peer.notify('compaction_started', { sessionId: 'another-session', trigger: 'manual', tokensBefore: 1_000 });
+    peer.notify('compaction_started', { sessionId, trigger: 'manual', tokensBefore: 91_000 });
+    await rig.waitFor('Compacting the context… 0s');
+    expect(count(rig.frame(), 'Compacting the context…')).toBe(1);
+  });
+});
+
 function checkpoint(): unknown {
   return {
     sessionId,

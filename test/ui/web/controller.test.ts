@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ProtocolClient, type DraftStatus } from '../../../src/protocol/index.js';
 import { Controller } from '../../../src/ui/web/controller.js';
 import { Store } from '../../../src/ui/web/store.js';
@@ -123,5 +123,54 @@ describe('the web page: a first message with no draft', () => {
     expect(store.state.busy.draft).toBe(false);
     // The task is chosen, so the next try drafts into it.
     expect(firstMessageTarget(store.state)).toEqual({ project: 'shop', role: 'reviewer', task: 'write-the-guide' });
+  });
+});
+
+describe('the web page: a compaction that runs when the page opens the session', () => {
+  const startedAt = '2026-11-21T07:00:00.000Z';
+  const running = { startedAt, trigger: 'manual', tokensBefore: 42_000, summarizer: { kind: 'model' } };
+
+  function compactingServer() {
+    const peer = server();
+    let compaction: typeof running | undefined = running;
+    peer.handlers.set('get_session', () => ({ session: sessionInfo({ sessionId, scope: { kind: 'draft', role: 'dev', project: 'shop', taskSlug: 'fix' } }), lastSeq: -1, ...(compaction ? { compaction } : {}) }));
+    return { peer, end: () => (compaction = undefined) };
+  }
+
+  it("shows it from get_session when the session is selected, timed from the server's start, and clears it on compaction_completed", async () => {
+    const { peer, end } = compactingServer();
+    const { controller, store } = await page(peer);
+    controller.select(sessionId);
+    await vi.waitFor(() => expect(store.state.view?.compaction).toEqual({ trigger: 'manual', tokensBefore: 42_000, startedAt: Date.parse(startedAt) }));
+    expect(asked(peer, 'get_session')).toEqual([{ sessionId }]);
+    end();
+    peer.notify('compaction_completed', { sessionId, trigger: 'manual', version: 1, tokensBefore: 42_000, tokensAfter: 3_000 });
+    await vi.waitFor(() => expect(store.state.view?.compaction).toBeUndefined());
+  });
+
+  it('after a reconnect, reads it again: a compaction that ended while the link was down no longer shows', async () => {
+    const { peer, end } = compactingServer();
+    const { controller, store } = await page(peer);
+    controller.select(sessionId);
+    await vi.waitFor(() => expect(store.state.view?.compaction).toBeDefined());
+    end();
+    peer.drop();
+    await vi.waitFor(() => expect(asked(peer, 'get_session')).toHaveLength(2));
+    await vi.waitFor(() => expect(store.state.view?.compaction).toBeUndefined());
+  });
+
+  it("drops get_session's answer when a compaction notice overtook it (the notice is newer)", async () => {
+    const peer = server();
+    let answer!: (value: unknown) => void;
+    peer.handlers.set('get_session', () => new Promise((resolve) => (answer = resolve)));
+    const { controller, store } = await page(peer);
+    controller.select(sessionId);
+    await vi.waitFor(() => expect(asked(peer, 'get_session')).toHaveLength(1));
+    peer.notify('compaction_completed', { sessionId, trigger: 'manual', version: 1, tokensBefore: 42_000, tokensAfter: 3_000 });
+    await vi.waitFor(() => expect(store.state.view?.lastCompaction).toBeDefined());
+    answer({ session: sessionInfo({ sessionId, scope: { kind: 'draft', role: 'dev', project: 'shop', taskSlug: 'fix' } }), lastSeq: -1, compaction: running });
+    await vi.waitFor(() => expect(store.state.view?.loading).toBe(false));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(store.state.view?.compaction).toBeUndefined();
   });
 });

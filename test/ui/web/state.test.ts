@@ -73,6 +73,20 @@ describe('compaction, checkpoints and the request preview', () => {
     expect(reduce(selected, { type: 'compaction_started', payload: { sessionId: 'other', trigger: 'auto', tokensBefore: 1 }, at: 1 })).toBe(selected);
   });
 
+  it("a compaction that started before the page listened is shown from get_session's answer, timed from the server's startedAt, and clears as usual", () => {
+    const startedAt = '2026-11-21T07:00:00.000Z';
+    const running = reduce(selected, { type: 'compaction_status', sessionId: 'session-1', compaction: { startedAt, trigger: 'auto', tokensBefore: 9_000, summarizer: { kind: 'model' } } });
+    expect(running.view?.compaction).toEqual({ trigger: 'auto', tokensBefore: 9_000, startedAt: Date.parse(startedAt) });
+    // Before the server has read the history, the tokens are not known yet.
+    const early = reduce(selected, { type: 'compaction_status', sessionId: 'session-1', compaction: { startedAt, trigger: 'manual' } });
+    expect(early.view?.compaction).toEqual({ trigger: 'manual', startedAt: Date.parse(startedAt) });
+    const done = reduce(running, { type: 'compaction_completed', payload: { sessionId: 'session-1', trigger: 'auto', version: 1, tokensBefore: 9_000, tokensAfter: 1_000 } });
+    expect(done.view?.compaction).toBeUndefined();
+    // An answer without one clears a pill whose end the page missed (it was disconnected).
+    expect(reduce(running, { type: 'compaction_status', sessionId: 'session-1', compaction: undefined }).view?.compaction).toBeUndefined();
+    expect(reduce(selected, { type: 'compaction_status', sessionId: 'other', compaction: { startedAt, trigger: 'auto' } })).toBe(selected);
+  });
+
   it('a failed preview replaces an older one with its reason', () => {
     const preview = { systemPrompt: 's', userPrompt: '', totalTokens: 10, sections: { role: 10 } };
     const shown = reduce(selected, { type: 'preview', sessionId: 'session-1', result: preview });

@@ -263,11 +263,21 @@ describe.skipIf(chromiumPart.skip)('the web UI served by parley serve', () => {
     expect(await page.locator('[data-testid="force-compact"]').isDisabled()).toBe(true);
     await page.locator('.inspector').evaluate((element) => element.scrollTo({ top: 0 }));
     await screenshot(page, 'compacting.png');
+    // A page opened while it runs (it never saw compaction_started) shows it too, timed from its start.
+    const late = await openConnected();
+    await late.locator(`[data-session-id="${sessionId}"]`).click();
+    const latePill = late.locator('[data-testid="chat-compacting"]');
+    await latePill.waitFor();
+    expect(await latePill.innerText()).toMatch(/Compacting \(manual\)…\s+\d+s/);
+    await late.locator('[data-testid="compaction-indicator"]').waitFor();
+    await screenshot(late, 'compacting-late-page.png');
     release.open();
     const current = page.locator('[data-testid="current-checkpoint"][data-version="1"]');
     await current.waitFor();
     await page.locator('[data-testid="compaction-indicator"]').waitFor({ state: 'detached' });
     await page.locator('[data-testid="chat-compacting"]').waitFor({ state: 'detached' });
+    await latePill.waitFor({ state: 'detached' });
+    await late.context().close();
     expect(summaries.join('')).toContain('Keep the plan and the decisions.');
     const currentText = await current.innerText();
     expect(currentText).toContain('Write a regression test');

@@ -2,8 +2,8 @@ import type { BlockStatus, ConversationState, SubagentBlock, SystemBlock, Thinki
 import type { SessionInfo } from '../../../protocol/index.js';
 import type { Actions } from '../controller.js';
 import { h, replaceChildren } from '../dom.js';
-import { describeInput, formatCost, oneLine, plural, prettyJson, wordCount } from '../format.js';
-import { canPrompt, firstMessageTarget, selectedSession, type AppState, type FirstMessageTarget } from '../state.js';
+import { describeInput, formatCost, formatDuration, oneLine, plural, prettyJson, wordCount } from '../format.js';
+import { canPrompt, firstMessageTarget, selectedSession, type AppState, type FirstMessageTarget, type SessionView } from '../state.js';
 import { chatItems, sessionLabel, type ChatItem } from '../view-model.js';
 
 const STATUS_GLYPH: Record<BlockStatus, string> = { pending: '○', running: '●', success: '✓', error: '✗' };
@@ -44,6 +44,9 @@ export class ChatView {
   private windowStart: number | undefined;
   private readonly earlier: HTMLButtonElement;
   private readonly earlierRow: HTMLElement;
+  /** The compaction the pill shows, and the timer that keeps its elapsed time current. */
+  private compaction: SessionView['compaction'];
+  private compactionTimer: ReturnType<typeof setInterval> | undefined;
 
   constructor(private readonly actions: Actions) {
     this.textarea = h('textarea', {
@@ -95,6 +98,23 @@ export class ChatView {
     this.element = h('section', { class: 'chat', 'aria-label': 'Conversation' }, this.header, this.scroller, this.footer);
   }
 
+  /** Seed 003's compaction indicator, where the user is looking: its trigger and how long it has run. */
+  private renderCompaction(compaction: SessionView['compaction']): void {
+    if (compaction === this.compaction) return;
+    this.compaction = compaction;
+    clearInterval(this.compactionTimer);
+    this.compactionTimer = undefined;
+    if (!compaction) {
+      replaceChildren(this.badge);
+      return;
+    }
+    const elapsed = h('span', { class: 'elapsed', 'data-testid': 'chat-compacting-elapsed' });
+    const tick = () => (elapsed.textContent = formatDuration(Date.now() - compaction.startedAt));
+    tick();
+    this.compactionTimer = setInterval(tick, 1_000);
+    replaceChildren(this.badge, h('span', { class: 'compacting-pill', 'data-testid': 'chat-compacting' }, h('span', { class: 'spinner', 'aria-hidden': 'true' }), `Compacting (${compaction.trigger})… `, elapsed));
+  }
+
   update(state: AppState): void {
     const view = state.view;
     const session = selectedSession(state);
@@ -105,7 +125,7 @@ export class ChatView {
         this.last = { empty };
         this.cache.clear();
         replaceChildren(this.headerMain, h('h2', {}, 'No session selected'));
-        replaceChildren(this.badge);
+        this.renderCompaction(undefined);
         const invitation = first
           ? `Pick a session on the left, or type a first message below: Parley ${first.task !== undefined ? `drafts ${first.role} on task ${first.task}` : `creates a task named after it and drafts ${first.role}`} to answer.`
           : 'Pick a session on the left, or draft an agent to chat with.';
@@ -121,9 +141,7 @@ export class ChatView {
     }
     if (session !== this.last.session || this.last.view === undefined || (this.last.view as { sessionId: string }).sessionId !== view.sessionId) this.renderHeader(session, view.sessionId);
     this.renderFooter(state, session);
-    // Seed 003's compaction indicator, where the user is looking.
-    if (view.compaction && !this.badge.hasChildNodes()) replaceChildren(this.badge, h('span', { class: 'compacting-pill', 'data-testid': 'chat-compacting' }, h('span', { class: 'spinner', 'aria-hidden': 'true' }), `Compacting (${view.compaction.trigger})…`));
-    else if (!view.compaction && this.badge.hasChildNodes()) replaceChildren(this.badge);
+    this.renderCompaction(view.compaction);
     this.last.view = view;
     this.last.session = session;
 

@@ -63,7 +63,7 @@ export class InspectorView {
           'div',
           { class: 'compacting', role: 'status', 'data-testid': 'compaction-indicator' },
           h('span', { class: 'spinner', 'aria-hidden': 'true' }),
-          `Compacting (${view.compaction.trigger})… ${formatCount(view.compaction.tokensBefore)} tokens before`,
+          `Compacting (${view.compaction.trigger})…${view.compaction.tokensBefore !== undefined ? ` ${formatCount(view.compaction.tokensBefore)} tokens before` : ''}`,
         ),
       );
     } else if (view.lastCompaction) {
