@@ -51,6 +51,7 @@ import { readEvents, recentMessages, runtimeSession } from './session-reads.js';
 import { assertWritable, notFound } from './session-checks.js';
 import { linkScope, scopedSessionOptions, SessionCreator } from './session-creation.js';
 import { SessionWriteQueues } from './session-writes.js';
+import { catchUp, StoreChangeFollower, type FollowStoreChangesOptions } from './store-changes.js';
 import { TypedEmitter } from './typed-emitter.js';
 
 /**
@@ -113,6 +114,8 @@ export class SessionManager {
     onCreated: (session) => this.emit('session:updated', { sessionId: session.sessionId, action: 'created', session }),
   });
   private closed = false;
+  /** Changes other processes make to the store, followed once `followStoreChanges` is called (store-changes.ts). */
+  private follower: StoreChangeFollower | undefined;
   /** Request building, compaction and calibration (session-requests.ts). */
   private readonly requests: RequestLayer;
 
@@ -301,17 +304,56 @@ export class SessionManager {
     return issued.applied;
   }
 
-  /** Applies and announces a durable append after every earlier one to the same session. */
+  /**
+   * Applies and announces a durable append after every earlier one to the same session. When this
+   * manager follows store changes and another process appended to the session since, its events are
+   * applied and announced first, so the cache and the announcements stay in `seq` order without gaps;
+   * an event a catch-up already applied is not applied or announced again.
+   */
   private applyInOrder(id: string, live: LiveSession, durable: Promise<StreamEvent[]>, now: number, action: SessionUpdateAction): Promise<StreamEvent[]> {
     return this.writes.applyInOrder(id, durable, (events) => {
-      applyAppended(live, events, now);
-      const record = live.record;
-      this.flusher.schedule(id, live);
-      for (const event of events) this.emit('session:event', { sessionId: id, event });
-      this.emit('session:updated', { sessionId: id, action, session: record });
-      this.requests.onAppended(id, record, live.conversation, events);
-      return events;
+      const apply = (): StreamEvent[] => {
+        const known = live.conversation.lastSeq;
+        const fresh = events[0]!.seq > known ? events : events.filter((event) => event.seq > known);
+        if (fresh.length > 0) {
+          applyAppended(live, fresh, now);
+          for (const event of fresh) this.emit('session:event', { sessionId: id, event });
+          this.emit('session:updated', { sessionId: id, action, session: live.record });
+        }
+        this.flusher.schedule(id, live);
+        this.requests.onAppended(id, live.record, live.conversation, events);
+        return events;
+      };
+      // Only a manager that follows other writers looks for their events: one that writes alone has none.
+      if (!this.follower || events[0]!.seq <= live.conversation.lastSeq + 1) return apply();
+      return catchUp(this.store, (name, payload) => this.emit(name, payload), id, live, events[0]!.seq - 1).then(apply);
     });
+  }
+
+  /**
+   * Follows what other processes sharing this manager's store append and update (a PostgreSQL
+   * store under several servers): cached sessions are brought up to the log, and their new events
+   * are emitted as `session:event` / `session:updated` exactly as this manager's own. Returns a
+   * function that stops following; `close()` stops it too. A store without `watch` (the file store,
+   * which one process owns) has nothing to follow: this then does nothing.
+   */
+  followStoreChanges(options: FollowStoreChangesOptions = {}): () => Promise<void> {
+    this.assertOpen();
+    const store = this.store;
+    if (!store.watch) return () => Promise.resolve();
+    void this.follower?.stop();
+    const follower = new StoreChangeFollower({
+      ...options,
+      store: store as typeof store & { watch: NonNullable<typeof store.watch> },
+      cache: this.cache,
+      writes: this.writes,
+      emit: (name, payload) => this.emit(name, payload),
+    });
+    this.follower = follower;
+    return async () => {
+      if (this.follower === follower) this.follower = undefined;
+      await follower.stop();
+    };
   }
 
   /**
@@ -442,6 +484,7 @@ export class SessionManager {
     if (this.closed) return;
     // Running compactions are cancelled first (nothing changes for them) while the manager can still write.
     await this.requests.close();
+    await this.follower?.stop();
     this.closed = true;
     await this.writes.idleAll();
     // Records waiting out their interval are written now.
