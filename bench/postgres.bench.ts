@@ -2,7 +2,8 @@
  * The PostgreSQL store beside bare `pg` calls on the same server in the same run (issue 13):
  * - durable append of a 1 KB event, each awaited: p50 against a single-row INSERT (autocommit) through `pg`;
  * - 50 sessions appending at once: events/s against bare multi-row INSERTs of 50 rows per commit;
- * - listing 10,000 sessions; loading a 10,000-message session (events kept as text, with jsonb beside it).
+ * - listing 10,000 sessions; loading a 10,000-message session (events kept as text, with jsonb beside it);
+ * - cross-server delivery at 1,000 events/s: p99 on a second server against the same-server p99 (postgres-cross-server.ts).
  *
  * Starts its own server from Debian's `postgresql` package (fsync on), or uses PARLEY_BENCH_DATABASE_URL.
  */
@@ -10,6 +11,7 @@ import pg from 'pg';
 import type { StreamEventDraft } from '../src/conversation/index.js';
 import { createPostgresStore, FORMAT_VERSION, type SessionRecord, type SessionStore } from '../src/store/index.js';
 import { findPostgresBin, startTestPostgres, type TestPostgres } from '../test/helpers/postgres.js';
+import { measureCrossServerDelivery } from './postgres-cross-server.js';
 import { formatMs, percentile, ratio, table } from './stats.js';
 
 const APPEND_SAMPLES = 1_000;
@@ -175,6 +177,11 @@ async function measure(server: TestPostgres): Promise<string> {
     });
     await lister.close();
 
+    // 5. Cross-server delivery: its own schema, two store instances as two servers would have.
+    const deliverySchema = server.freshSchema('bench_cross');
+    const delivery = await measureCrossServerDelivery(server.url(), deliverySchema);
+    await server.dropSchema(deliverySchema);
+
     const singleP50 = median(parleySingle);
     const bareP50 = median(bareSingle);
     const parleyRate = events / parleyManyMs;
@@ -218,6 +225,13 @@ async function measure(server: TestPostgres): Promise<string> {
             `< 100 ms: ${met(median(loadMs) < 100)}`,
           ],
           ['    the same events as jsonb (pg parses them)', '', formatMs(median(bareJsonbMs)), `text is ${ratio(median(bareJsonbMs), median(bareTextMs))} faster`, ''],
+          [
+            `cross-server delivery at 1,000 events/s, p99 (${delivery.events.toLocaleString('en-US')} events, append call to session:event)`,
+            `${formatMs(delivery.crossServerP99)} on server B (p50 ${formatMs(delivery.crossServerP50)})`,
+            `${formatMs(delivery.sameServerP99)} on server A itself (p50 ${formatMs(delivery.sameServerP50)})`,
+            ratio(delivery.crossServerP99, delivery.sameServerP99),
+            `≤ 2×: ${met(delivery.crossServerP99 <= 2 * delivery.sameServerP99)}`,
+          ],
         ],
       ),
       '',

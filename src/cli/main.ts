@@ -11,6 +11,7 @@ function baseProgram(): Command {
     .description('An open harness for conversational AI-agent sessions.')
     .version('0.1.0')
     .option('--data-dir <dir>', 'Parley data folder (default: .parley in the project folder)')
+    .option('--store <url>', 'keep sessions in PostgreSQL: postgres://user:password@host:5432/database (default: $PARLEY_DATABASE_URL, else the data folder)')
     .showHelpAfterError('(run parley --help for usage)');
 }
 
@@ -25,11 +26,14 @@ export async function createProgram(args: readonly string[] = []): Promise<Comma
   return program;
 }
 
-/** The first argument that is not a global option (skipping `--data-dir <dir>`). */
+/** Global options that take a value as the next argument. */
+const GLOBAL_OPTIONS_WITH_VALUE = new Set(['--data-dir', '--store']);
+
+/** The first argument that is not a global option (skipping `--data-dir <dir>` and `--store <url>`). */
 function commandName(args: readonly string[]): string | undefined {
   for (let index = 0; index < args.length; index++) {
     const arg = args[index]!;
-    if (arg === '--data-dir') {
+    if (GLOBAL_OPTIONS_WITH_VALUE.has(arg)) {
       index += 1;
       continue;
     }
@@ -39,7 +43,7 @@ function commandName(args: readonly string[]): string | undefined {
 }
 
 /**
- * `parley` with no subcommand (at most `--data-dir`) opens the TUI. It loads only the TUI command,
+ * `parley` with no subcommand (only global options) opens the TUI. It loads only the TUI command,
  * not every other one, so the first frame is painted sooner.
  */
 function tuiProgram(): Command {
@@ -47,9 +51,12 @@ function tuiProgram(): Command {
 }
 
 function namesNoCommand(args: readonly string[]): boolean {
-  if (args.length === 0) return true;
-  if (args.length === 1) return args[0]!.startsWith('--data-dir=');
-  return args.length === 2 && args[0] === '--data-dir';
+  for (let index = 0; index < args.length; index++) {
+    const arg = args[index]!;
+    if (GLOBAL_OPTIONS_WITH_VALUE.has(arg) && index + 1 < args.length) index += 1;
+    else if (![...GLOBAL_OPTIONS_WITH_VALUE].some((option) => arg.startsWith(`${option}=`))) return false;
+  }
+  return true;
 }
 
 export async function main(argv: readonly string[] = process.argv): Promise<void> {

@@ -1,8 +1,39 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
+import type { SessionStore } from '../store/index.js';
 
 /** The data folder from `--data-dir`, `PARLEY_DATA_DIR`, or `.parley` in the current folder. */
 export function resolveDataDir(command: Command): string {
   const global = command.optsWithGlobals<{ dataDir?: string }>();
   return resolve(global.dataDir ?? process.env['PARLEY_DATA_DIR'] ?? '.parley');
+}
+
+/** The environment variable naming the PostgreSQL database when `--store` is not given. */
+export const DATABASE_URL_VARIABLE = 'PARLEY_DATABASE_URL';
+
+/** The PostgreSQL URL from `--store` or `PARLEY_DATABASE_URL`; undefined: the file store in the data folder. */
+export function resolveStoreUrl(command: Command): string | undefined {
+  const global = command.optsWithGlobals<{ store?: string }>();
+  // An empty `--store ""` is passed on, to be refused; an empty variable counts as unset.
+  if (global.store !== undefined) return global.store;
+  const fromEnvironment = process.env[DATABASE_URL_VARIABLE];
+  return fromEnvironment === undefined || fromEnvironment === '' ? undefined : fromEnvironment;
+}
+
+/**
+ * Opens the PostgreSQL store `--store` (or `PARLEY_DATABASE_URL`) names, or returns undefined when
+ * neither is given (the caller then uses the file store in the data folder). A bad URL, a refused
+ * password or an unreachable server fail here with the store's one error, before anything is written.
+ * The caller closes the store.
+ */
+export async function openChosenStore(command: Command): Promise<SessionStore | undefined> {
+  const url = resolveStoreUrl(command);
+  if (url === undefined) return undefined;
+  const { createPostgresStore } = await import('../store/index.js');
+  return createPostgresStore({ connectionString: url });
+}
+
+/** The session manager's store option: the opened store, or the file store in the data folder. */
+export function storeOption(command: Command, store: SessionStore | undefined): { store: SessionStore } | { dataDir: string } {
+  return store ? { store } : { dataDir: resolveDataDir(command) };
 }

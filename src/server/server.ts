@@ -16,15 +16,21 @@ import { Connection, Hub } from './hub.js';
 import { TokenBucket } from './rate-limit.js';
 import { serveStatic } from './static-files.js';
 import { SessionUpdateThrottle } from './update-throttle.js';
-import { prepareDataFolder } from '../store/index.js';
+import { prepareDataFolder, type SessionStore } from '../store/index.js';
 
 export const SERVER_VERSION = '0.1.0';
 
 export interface ServerOptions {
   /** The project folder the server runs in. */
   projectRoot: string;
-  /** Its data folder (sessions, tasks, token, server.json). */
+  /** Its data folder (sessions unless `store` is given, drafts, tasks, token, server.json). */
   dataDir: string;
+  /**
+   * Where sessions live; default: a file store in `dataDir`. The caller opened it and closes it
+   * after `close()`. A store with `watch` (PostgreSQL) may be shared by several servers: each
+   * announces to its clients the events the others append.
+   */
+  store?: SessionStore;
   /** Default 0: any free port. */
   port?: number;
   /** Default 127.0.0.1. Anything but loopback is reachable from the network: a warning is logged. */
@@ -89,7 +95,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const token = await loadOrCreateToken(dataDir);
   const summarize = options.summarize === false ? undefined : (options.summarize ?? (options.backendFor ? createBackendSummarizer(options.backendFor()) : undefined));
   // The tokenizer (≈25 ms of CPU) loads once the server listens, not on the way to ready.
-  const manager = await createSessionManager({ dataDir, projectRoot, preloadTokenizer: false, ...(summarize ? { summarize } : {}) });
+  const manager = await createSessionManager({
+    ...(options.store ? { store: options.store } : { dataDir }),
+    projectRoot,
+    preloadTokenizer: false,
+    ...(summarize ? { summarize } : {}),
+  });
   let drafts: DraftService;
   try {
     drafts = await (options.createDraftService ?? createDraftService)({
@@ -120,6 +131,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   );
 
   const unsubscribers = wireNotifications(manager, drafts, hub);
+  // Other servers on the same store: their appends reach this server's followers as its own do.
+  const stopFollowing = manager.followStoreChanges({
+    followed: (sessionId) => hub.hasFollowers(sessionId),
+    onError: (error, sessionId) => log('warn', 'Could not bring a session up to date with changes from other servers', { sessionId, error: String(error) }),
+  });
+  unsubscribers.push(() => void stopFollowing());
 
   let recovered: RunningServer['recovered'];
   try {

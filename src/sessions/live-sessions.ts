@@ -52,6 +52,11 @@ export class LiveSessionCache {
     return this.live.get(sessionId);
   }
 
+  /** The ids of the sessions cached now. */
+  ids(): string[] {
+    return [...this.live.keys()];
+  }
+
   forget(sessionId: string): void {
     this.live.delete(sessionId);
   }

@@ -42,6 +42,7 @@ import { notFound } from './session-checks.js';
 import { linkScope, scopedSessionOptions, SessionCreator } from './session-creation.js';
 import { clearedMarker, continuationChange, messageBlock, settingsChange } from './session-changes.js';
 import { SessionWriter } from './session-writer.js';
+import { catchUp, StoreChangeFollower, type FollowStoreChangesOptions } from './store-changes.js';
 import { TypedEmitter } from './typed-emitter.js';
 
 export class SessionManager {
@@ -70,6 +71,8 @@ export class SessionManager {
     onCreated: (session) => this.emit('session:updated', { sessionId: session.sessionId, action: 'created', session }),
   });
   private closed = false;
+  /** Changes other processes make to the store, followed once `followStoreChanges` is called (store-changes.ts). */
+  private follower: StoreChangeFollower | undefined;
   /** Request building, compaction and calibration (session-requests.ts). */
   private readonly requests: RequestLayer;
 
@@ -90,12 +93,17 @@ export class SessionManager {
       closed: () => this.closed,
       reportWarning: (warning) => this.reportWarning(warning),
       live: (sessionId) => this.liveSession(sessionId),
-      onApplied: (sessionId, live, events, action) => {
+      onApplied: (sessionId, live, fresh, events, action) => {
         const record = live.record;
-        for (const event of events) this.emit('session:event', { sessionId, event });
-        this.emit('session:updated', { sessionId, action, session: record });
+        if (fresh.length > 0) {
+          for (const event of fresh) this.emit('session:event', { sessionId, event });
+          this.emit('session:updated', { sessionId, action, session: record });
+        }
         this.requests.onAppended(sessionId, record, live.conversation, events);
       },
+      // Only a manager that follows other writers looks for their events: one that writes alone has none.
+      catchUp: (sessionId, live, throughSeq) =>
+        this.follower ? catchUp(this.store, (name, payload) => this.emit(name, payload), sessionId, live, throughSeq) : undefined,
     });
     this.requests = createRequestLayer(options, {
       store,
@@ -195,6 +203,32 @@ export class SessionManager {
     const block = await messageBlock(message, this.countTokens, this.clock);
     const [event] = await this.appendEvents(sessionId, [{ type: 'block_complete', conversationId: MAIN_CONVERSATION, block, at: block.createdAt }], 'message_added');
     return blockToMessage(block, event!.seq)!;
+  }
+
+  /**
+   * Follows what other processes sharing this manager's store append and update (a PostgreSQL
+   * store under several servers): cached sessions are brought up to the log, and their new events
+   * are emitted as `session:event` / `session:updated` exactly as this manager's own. Returns a
+   * function that stops following; `close()` stops it too. A store without `watch` (the file store,
+   * which one process owns) has nothing to follow: this then does nothing.
+   */
+  followStoreChanges(options: FollowStoreChangesOptions = {}): () => Promise<void> {
+    this.assertOpen();
+    const store = this.store;
+    if (!store.watch) return () => Promise.resolve();
+    void this.follower?.stop();
+    const follower = new StoreChangeFollower({
+      ...options,
+      store: store as typeof store & { watch: NonNullable<typeof store.watch> },
+      cache: this.cache,
+      writes: this.writer.writeQueues,
+      emit: (name, payload) => this.emit(name, payload),
+    });
+    this.follower = follower;
+    return async () => {
+      if (this.follower === follower) this.follower = undefined;
+      await follower.stop();
+    };
   }
 
   /**
@@ -333,6 +367,7 @@ export class SessionManager {
     if (this.closed) return;
     // Running compactions are cancelled first (nothing changes for them) while the manager can still write.
     await this.requests.close();
+    await this.follower?.stop();
     this.closed = true;
     // Queued writes finish, and records waiting out their interval are written now.
     await this.writer.close();

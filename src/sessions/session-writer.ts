@@ -14,8 +14,18 @@ export interface SessionWriterOptions {
   reportWarning: (warning: StoreWarning) => void;
   /** The cached session, loaded from its log once. */
   live: (sessionId: string) => Promise<LiveSession>;
-  /** An append is durable and applied to the cached session (called in the order the appends were made). */
-  onApplied: (sessionId: string, live: LiveSession, events: StreamEvent[], action: SessionUpdateAction) => void;
+  /**
+   * An append is durable and applied to the cached session (called in the order the appends were
+   * made): `fresh` are the events the cache did not hold yet (all of them, unless another process's
+   * catch-up applied some first), `events` the whole append.
+   */
+  onApplied: (sessionId: string, live: LiveSession, fresh: StreamEvent[], events: StreamEvent[], action: SessionUpdateAction) => void;
+  /**
+   * When the manager follows other writers of its store (store-changes.ts): brings the cached
+   * session up to `throughSeq` from the log, announcing those events, before an own append that
+   * landed past them is applied. Undefined (or returning undefined) when nobody else writes.
+   */
+  catchUp?: (sessionId: string, live: LiveSession, throughSeq: number) => Promise<void> | undefined;
 }
 
 /**
@@ -33,6 +43,11 @@ export class SessionWriter {
       closed: options.closed,
       reportWarning: options.reportWarning,
     });
+  }
+
+  /** The per-session write and apply queues, shared with the follower of other writers' changes. */
+  get writeQueues(): SessionWriteQueues {
+    return this.queues;
   }
 
   /** Runs `work` after every earlier write to the same session. */
@@ -90,13 +105,25 @@ export class SessionWriter {
     await this.flusher.flushAll();
   }
 
-  /** Applies and announces a durable append after every earlier one to the same session. */
+  /**
+   * Applies and announces a durable append after every earlier one to the same session. When
+   * another process appended to the session since (a shared PostgreSQL store), its events are
+   * applied and announced first, so the cache and the announcements stay in `seq` order without
+   * gaps; an event a catch-up already applied is not applied or announced again.
+   */
   private applyInOrder(sessionId: string, live: LiveSession, durable: Promise<StreamEvent[]>, now: number, action: SessionUpdateAction): Promise<StreamEvent[]> {
     return this.queues.applyInOrder(sessionId, durable, (events) => {
-      applyAppended(live, events, now);
-      this.flusher.schedule(sessionId, live);
-      this.options.onApplied(sessionId, live, events, action);
-      return events;
+      const apply = (): StreamEvent[] => {
+        const known = live.conversation.lastSeq;
+        const fresh = events[0]!.seq > known ? events : events.filter((event) => event.seq > known);
+        if (fresh.length > 0) applyAppended(live, fresh, now);
+        this.flusher.schedule(sessionId, live);
+        this.options.onApplied(sessionId, live, fresh, events, action);
+        return events;
+      };
+      const gap = events[0]!.seq > live.conversation.lastSeq + 1;
+      const catching = gap ? this.options.catchUp?.(sessionId, live, events[0]!.seq - 1) : undefined;
+      return catching ? catching.then(apply) : apply();
     });
   }
 }

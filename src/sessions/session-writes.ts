@@ -26,7 +26,7 @@ export class SessionWriteQueues {
   }
 
   /** Runs `apply` on a durable append's result after every earlier append to the same session was applied. */
-  applyInOrder<T, R>(sessionId: string, durable: Promise<T>, apply: (value: T) => R): Promise<R> {
+  applyInOrder<T, R>(sessionId: string, durable: Promise<T>, apply: (value: T) => R | Promise<R>): Promise<R> {
     // Settled into a value at once, so a failed write is never an unhandled rejection while it waits its turn.
     const outcome = durable.then(
       (value) => ({ value }),

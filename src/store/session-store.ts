@@ -29,6 +29,18 @@ export interface ReadLogOptions {
 }
 
 /**
+ * A change to a session made through another store instance (another process, another server),
+ * as `SessionStore.watch` reports it.
+ * - `appended`: events from `firstSeq` on were appended (read them with `readLog({ afterSeq })`);
+ * - `updated`: the session's record was replaced;
+ * - `unknown`: reports may have been lost (the watch reconnected): any session may have changed.
+ */
+export type StoreChange =
+  | { kind: 'appended'; sessionId: string; firstSeq: number }
+  | { kind: 'updated'; sessionId: string }
+  | { kind: 'unknown' };
+
+/**
  * Where sessions live. Implementations: the file store (default) and the memory store; every
  * implementation passes the shared conformance suite in `test/store/conformance.ts`.
  *
@@ -86,6 +98,18 @@ export interface SessionStore {
   putTask(task: Task): Promise<void>;
   getTask(featureId: string, taskId: string): Promise<Task | undefined>;
   listTasks(featureId?: string): Promise<Task[]>;
+
+  /**
+   * Optional: reports changes that other store instances (other processes sharing the database)
+   * make, so a process can show them live. A store that only one process may open (the file
+   * store) has no such changes and leaves this out. Implementers must:
+   * - report each change after it is durable, never before; reports are wake-ups, not data: the
+   *   log and the records stay the truth, and a reader reads them after each report;
+   * - not report changes made through this same instance (its caller made them);
+   * - report `unknown` whenever reports may have been lost (a dropped connection, once it is back);
+   * - stop calling `onChange` once the returned function is called, and at `close()`.
+   */
+  watch?(onChange: (change: StoreChange) => void): () => void;
 
   /** Releases the data folder (the lock) after pending writes are durable. */
   close(): Promise<void>;

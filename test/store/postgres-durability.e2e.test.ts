@@ -192,6 +192,7 @@ describe.skipIf(skipReason !== undefined)('PostgreSQL store: many processes, cra
       queries: queriesFor(pg.escapeIdentifier(schema)),
       target: parseConnectionString(server.url()),
       retryForMs: 10_000,
+      notify: { channel: 'parley_changes:test', origin: 'test' },
     });
     const results = await Promise.all([
       committer.append('once', [crashMessage('lost', 0), crashMessage('lost', 1)]),

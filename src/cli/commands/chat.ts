@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { createBackend, resolveBackendConfig, type AgentBackend } from '../../backends/index.js';
 import { ValidationError, type StreamEvent } from '../../conversation/index.js';
 import { createBackendSummarizer, createSessionManager, runTurn, type SessionManager } from '../../sessions/index.js';
-import { resolveDataDir } from '../options.js';
+import { openChosenStore, resolveDataDir, storeOption } from '../options.js';
 import { renderBlock } from '../render.js';
 
 interface ChatOptions {
@@ -38,7 +38,8 @@ export function register(program: Command): void {
       if (config.notice) process.stderr.write(`${config.notice}\n`);
       for (const warning of config.warnings) process.stderr.write(`warning: ${warning}\n`);
       const backend = createBackend(config.backend, config, { model: config.model });
-      const manager = await createSessionManager({ dataDir, projectRoot: process.cwd(), summarize: createBackendSummarizer(backend) });
+      const store = await openChosenStore(command);
+      const manager = await createSessionManager({ ...storeOption(command, store), projectRoot: process.cwd(), summarize: createBackendSummarizer(backend) });
       const controller = new AbortController();
       const onInterrupt = () => controller.abort();
       process.once('SIGINT', onInterrupt);
@@ -51,6 +52,7 @@ export function register(program: Command): void {
       } finally {
         process.off('SIGINT', onInterrupt);
         await manager.close();
+        await store?.close();
       }
     });
 }

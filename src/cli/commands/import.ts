@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { importTranscripts, type ImportProgress, type ImportResult } from '../../sessions/index.js';
 import { createFileStore } from '../../store/index.js';
-import { resolveDataDir } from '../options.js';
+import { openChosenStore, resolveDataDir } from '../options.js';
 
 /** `parley import <path>`: native transcripts become read-only sessions that `parley sessions` lists and `parley show` prints. */
 export function register(program: Command): void {
@@ -14,10 +14,12 @@ export function register(program: Command): void {
     )
     .option('--json', 'print the result as JSON')
     .action(async (path: string, options: { json?: boolean }, command: Command) => {
-      const store = await createFileStore({
-        dataDir: resolveDataDir(command),
-        onWarning: (warning) => process.stderr.write(`parley store: ${warning.message}\n`),
-      });
+      const store =
+        (await openChosenStore(command)) ??
+        (await createFileStore({
+          dataDir: resolveDataDir(command),
+          onWarning: (warning) => process.stderr.write(`parley store: ${warning.message}\n`),
+        }));
       // Ctrl-C stops at the next chunk; what was written is kept and the next import finishes it.
       const controller = new AbortController();
       const stop = (): void => controller.abort();

@@ -15,7 +15,7 @@ import {
   type SessionEvent,
 } from '../../harness/index.js';
 import { createSessionManager, type SessionManager } from '../../sessions/index.js';
-import { resolveDataDir } from '../options.js';
+import { openChosenStore, storeOption } from '../options.js';
 
 /**
  * `parley run <workflow.ts|js>`: runs a harness in the terminal.
@@ -52,7 +52,8 @@ export function register(program: Command): void {
           process.exitCode = await replayWorkflow(harness, options.replay, input, { stdout: process.stdout });
           return;
         }
-        const manager = await createSessionManager({ dataDir: resolveDataDir(command) });
+        const store = await openChosenStore(command);
+        const manager = await createSessionManager(storeOption(command, store));
         try {
           process.exitCode = await runWorkflow(harness, input, {
             stdin: process.stdin,
@@ -63,6 +64,7 @@ export function register(program: Command): void {
           });
         } finally {
           await manager.close();
+          await store?.close();
         }
       } finally {
         process.removeListener('SIGINT', onInterrupt);

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { ParleyError } from '../../conversation/index.js';
 import type { RunningServer } from '../../server/index.js';
-import { resolveDataDir } from '../options.js';
+import { openChosenStore, resolveDataDir } from '../options.js';
 import { resolveServerBackends } from '../server-backends.js';
 
 /** The default port of `parley serve` (`--port 0` picks any free one). */
@@ -16,6 +16,8 @@ export { SCRIPTED_SCRIPT_VARIABLE } from '../server-backends.js';
  * `parley serve`: serves the project in the current folder over JSON-RPC (WebSocket) and the web UI.
  * Prints the web UI's URL (with the token) and the WebSocket URL; writes server.json (mode 0600)
  * in the data folder; SIGTERM or SIGINT ends running turns cleanly, saves state and exits.
+ * `--store postgres://…` (or PARLEY_DATABASE_URL) keeps sessions in PostgreSQL, where several
+ * servers may share them live; the store is opened first, so a bad URL changes nothing.
  */
 export function register(program: Command): void {
   program
@@ -29,6 +31,7 @@ export function register(program: Command): void {
       const { startServer } = await import('../../server/index.js');
       const projectRoot = process.cwd();
       const dataDir = resolveDataDir(command);
+      const store = await openChosenStore(command);
       const { backendFor, summarize, notice, warnings } = await resolveServerBackends({ projectRoot, dataDir });
       if (notice) process.stderr.write(`parley: ${notice}\n`);
       for (const warning of warnings) process.stderr.write(`parley: ${warning}\n`);
@@ -38,6 +41,7 @@ export function register(program: Command): void {
         server = await startServer({
           projectRoot,
           dataDir,
+          ...(store ? { store } : {}),
           port: options.port ?? DEFAULT_PORT,
           ...(options.host !== undefined ? { host: options.host } : {}),
           ...(webRoot ? { webRoot } : {}),
@@ -45,6 +49,7 @@ export function register(program: Command): void {
           summarize,
         });
       } catch (error) {
+        await store?.close();
         if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
           throw new ParleyError('PORT_IN_USE', `Port ${options.port ?? DEFAULT_PORT} is in use (another parley serve?). Choose one with --port, or --port 0 for any free port.`, { fault: 'user' });
         }
@@ -58,6 +63,7 @@ export function register(program: Command): void {
           `Parley server ready: ${server.url}\n`,
       );
       await waitForSignal(server);
+      await store?.close();
     });
 }
 

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { createSessionManager } from '../../sessions/index.js';
-import { resolveDataDir } from '../options.js';
+import { openChosenStore, storeOption } from '../options.js';
 import { describeScope, formatCost, renderConversation } from '../render.js';
 
 /** `parley sessions` and `parley show`: every session in the data folder, and one session's blocks. */
@@ -13,7 +13,8 @@ export function register(program: Command): void {
     .option('--agent-type <type>', 'pm, dev, qa, harness, merge, or a role')
     .option('--backend <name>', 'only sessions on this back end')
     .action(async (options: { json?: boolean; status?: 'active' | 'archived'; agentType?: string; backend?: string }, command: Command) => {
-      const manager = await createSessionManager({ dataDir: resolveDataDir(command) });
+      const store = await openChosenStore(command);
+      const manager = await createSessionManager(storeOption(command, store));
       try {
         const sessions = await manager.listSessions({
           ...(options.status ? { status: options.status } : {}),
@@ -37,6 +38,7 @@ export function register(program: Command): void {
         }
       } finally {
         await manager.close();
+        await store?.close();
       }
     });
 
@@ -46,7 +48,8 @@ export function register(program: Command): void {
     .argument('<sessionId>', 'the session id (see `parley sessions`)')
     .option('--json', 'print the session data as JSON (seed 004 RuntimeSessionData)')
     .action(async (sessionId: string, options: { json?: boolean }, command: Command) => {
-      const manager = await createSessionManager({ dataDir: resolveDataDir(command) });
+      const store = await openChosenStore(command);
+      const manager = await createSessionManager(storeOption(command, store));
       try {
         const record = await manager.getSession(sessionId);
         const runtime = await manager.getRuntimeSession(sessionId);
@@ -63,6 +66,7 @@ export function register(program: Command): void {
         process.stdout.write(`${renderConversation(runtime.blocks, runtime.subagents)}\n`);
       } finally {
         await manager.close();
+        await store?.close();
       }
     });
 }

@@ -24,6 +24,8 @@ export interface AppendCommitterOptions {
   target: ConnectionTarget;
   /** How long a group whose connection failed is retried before the appends fail. */
   retryForMs: number;
+  /** Where each commit announces its sessions' new events, and as whom (change-listener.ts). */
+  notify: { channel: string; origin: string };
 }
 
 /** Events in one transaction at most; a larger backlog goes in the next ones. */
@@ -144,7 +146,16 @@ export class AppendCommitter {
     const result = await this.options.pool.query<{ session_id: string; first_seq: number }>({
       name: 'parley_append_group',
       text: this.options.queries.appendGroup,
-      values: [layout.sessionIds, layout.counts, groupId, layout.eventSessions, layout.eventOffsets, layout.bodies],
+      values: [
+        layout.sessionIds,
+        layout.counts,
+        groupId,
+        layout.eventSessions,
+        layout.eventOffsets,
+        layout.bodies,
+        this.options.notify.channel,
+        this.options.notify.origin,
+      ],
     });
     return new Map(result.rows.map((row) => [row.session_id, row.first_seq]));
   }

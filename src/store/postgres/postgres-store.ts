@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { z } from 'zod';
 import { ValidationError, describeIssues, type StreamEvent, type StreamEventDraft } from '../../conversation/index.js';
@@ -20,9 +21,10 @@ import {
   type SessionRecord,
   type Task,
 } from '../records.js';
-import type { ReadLogOptions, SessionStore } from '../session-store.js';
+import type { ReadLogOptions, SessionStore, StoreChange } from '../session-store.js';
 import { checkId, checkRecord, sessionNotFound, storeClosed } from '../validate.js';
 import { AppendCommitter } from './append-committer.js';
+import { ChangeListener, changeChannel } from './change-listener.js';
 import { createPool, parseConnectionString, type ConnectionTarget } from './connection.js';
 import { errorCode, isConnectionFailure, SQLSTATE, storeErrorFrom, toStoreFailure } from './errors.js';
 import { queriesFor, type Queries } from './queries.js';
@@ -53,7 +55,9 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     await pool.end().catch(() => undefined);
     throw error;
   }
-  return new PostgresStore(pool, queriesFor(quotedSchema), target, options.retryForMs ?? 30_000);
+  const notify = { channel: changeChannel(schema), origin: randomUUID() };
+  const listener = new ChangeListener({ connectionString: options.connectionString, connectTimeoutMs: options.connectTimeoutMs ?? 10_000, ...notify });
+  return new PostgresStore(pool, queriesFor(quotedSchema), target, options.retryForMs ?? 30_000, notify, listener);
 }
 
 function checkSchemaName(schema: unknown): string {
@@ -80,8 +84,21 @@ class PostgresStore implements SessionStore {
     private readonly sql: Queries,
     private readonly target: ConnectionTarget,
     private readonly retryForMs: number,
+    /** The schema's NOTIFY channel and this instance's origin (change-listener.ts). */
+    private readonly notify: { channel: string; origin: string },
+    private readonly listener: ChangeListener,
   ) {
-    this.committer = new AppendCommitter({ pool, queries: sql, target, retryForMs });
+    this.committer = new AppendCommitter({ pool, queries: sql, target, retryForMs, notify });
+  }
+
+  /**
+   * Appends and record updates made through other instances on this schema, heard on one LISTEN
+   * connection (made on the first call). The database sends them at COMMIT, so a report always
+   * follows a durable change; after the connection drops and comes back, `unknown` says some may be lost.
+   */
+  watch(onChange: (change: StoreChange) => void): () => void {
+    if (this.closed) throw storeClosed(this.kind);
+    return this.listener.watch(onChange);
   }
 
   /** Runs a call unless the store is closed, and tracks it so `close()` waits for it. */
@@ -155,7 +172,7 @@ class PostgresStore implements SessionStore {
               data: { sessionId: id, newSessionId: next.sessionId },
             });
           }
-          await client.query(this.sql.updateSession, [id, ...sessionColumns(next)]);
+          await client.query(this.sql.updateSession, [id, ...sessionColumns(next), this.notify.channel, this.notify.origin]);
           return next;
         }),
       );
@@ -454,6 +471,7 @@ class PostgresStore implements SessionStore {
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.closed = true;
+      this.listener.stop();
       while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
       await this.committer.idle();
       await this.pool.end();

@@ -19,9 +19,14 @@ export function queriesFor(schema: string) {
       INSERT INTO ${logs} (session_id) SELECT session_id FROM created RETURNING session_id`,
     selectSession: `SELECT record FROM ${sessions} WHERE session_id = $1`,
     selectSessionForUpdate: `SELECT record FROM ${sessions} WHERE session_id = $1 FOR NO KEY UPDATE`,
-    updateSession: `UPDATE ${sessions}
-      SET record = $2, status = $3, backend_type = $4, agent_type = $5, scope_kind = $6, feature_id = $7, task_id = $8, task_state = $9
-      WHERE session_id = $1`,
+    /** Replaces a record, and tells the schema's channel (`$10`) that `$11` (the writer's origin) changed it, at COMMIT. */
+    updateSession: `WITH updated AS (
+        UPDATE ${sessions}
+        SET record = $2, status = $3, backend_type = $4, agent_type = $5, scope_kind = $6, feature_id = $7, task_id = $8, task_state = $9
+        WHERE session_id = $1
+        RETURNING session_id
+      )
+      SELECT pg_notify($10, $11 || ' ' || session_id) FROM updated`,
     /** A page of sessions after `$1` in id order; the filter clauses are appended from `$3` on. */
     listSessions: (filters: readonly string[]) =>
       // Key and order share the column's collation, so the pages meet exactly (and the primary key serves both).
@@ -40,7 +45,8 @@ export function queriesFor(schema: string) {
      * `append_groups_pkey`, so nothing is stored twice.
      *
      * $1 session ids, $2 events per session, $3 group id; $4–$6 per event: session id, offset among
-     * the session's events in this group, JSON body.
+     * the session's events in this group, JSON body; $7 the schema's NOTIFY channel and $8 the
+     * writer's origin: each session's first new seq is announced there, delivered at COMMIT.
      */
     appendGroup: `WITH wanted AS (
         SELECT * FROM unnest($1::text[], $2::int[]) AS w(session_id, n)
@@ -64,7 +70,7 @@ export function queriesFor(schema: string) {
         FROM unnest($4::text[], $5::int[], $6::text[]) AS e(session_id, event_offset, body)
         JOIN bumped USING (session_id)
       )
-      SELECT session_id, (base + 1)::float8 AS first_seq FROM bumped`,
+      SELECT session_id, (base + 1)::float8 AS first_seq, pg_notify($7, $8 || ' ' || session_id || ' ' || (base + 1)) FROM bumped`,
     /** Where an earlier attempt of this group put each session's events (after a commit whose answer was lost). */
     committedGroup: `SELECT unnest(session_ids) AS session_id, unnest(first_seqs)::float8 AS first_seq FROM ${groups} WHERE group_id = $1`,
     readEvents: `SELECT seq::float8 AS seq, body FROM ${events}
