@@ -6,3 +6,4 @@ export * from './file-store.js';
 export * from './keyed-queue.js';
 export * from './data-folder.js';
 export * from './postgres/index.js';
+export * from './migrate.js';
