@@ -19,7 +19,7 @@ export interface DraftLayerMigration {
  * implementations first, PostgreSQL later). Until that lands this step copies nothing and says so,
  * naming what it leaves behind. When it lands, this is where the two DraftStores are opened and copied.
  */
-export async function migrateDraftLayer(from: StoreLocation): Promise<DraftLayerMigration> {
+export async function migrateDraftLayer(from: StoreLocation, to: StoreLocation): Promise<DraftLayerMigration> {
   if (from.kind === 'postgres') {
     return {
       copied: false,
@@ -38,8 +38,11 @@ export async function migrateDraftLayer(from: StoreLocation): Promise<DraftLayer
     copied: false,
     notCopied: found,
     message:
-      `Drafts, projects, tasks and roles were NOT copied (${found.join(', ')} in ${from.dataDir}): parley migrate cannot copy them yet, ` +
-      'as Parley has no PostgreSQL store for them. Keep them in the data folder of the server that uses them.',
+      `Drafts, projects, tasks and roles were NOT copied (${found.join(', ')} in ${from.dataDir}): parley migrate cannot copy them yet ` +
+      '(the draft layer still reads them from its data folder; a store interface for them is coming). ' +
+      (to.kind === 'folder'
+        ? `Copy those entries into ${to.dataDir} yourself if you need them there.`
+        : 'Parley has no PostgreSQL store for them yet: keep them in the data folder of the server that uses them.'),
   };
 }
 

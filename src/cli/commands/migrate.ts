@@ -54,7 +54,7 @@ export function register(program: Command): void {
       } finally {
         await Promise.allSettled([source.close(), target.close()]);
       }
-      const draftLayer = await migrateDraftLayer(from);
+      const draftLayer = await migrateDraftLayer(from, to);
       if (flags.json) {
         process.stdout.write(`${JSON.stringify({ from: describeLocation(from), to: describeLocation(to), ...report, draftLayer }, null, 2)}\n`);
       } else {
