@@ -29,7 +29,9 @@ export type StoreErrorCode =
   /** PostgreSQL store: the role may not create or use Parley's tables. */
   | 'STORE_PERMISSION_DENIED'
   /** PostgreSQL store: the database's schema was made by a newer Parley. */
-  | 'STORE_SCHEMA_TOO_NEW';
+  | 'STORE_SCHEMA_TOO_NEW'
+  /** PostgreSQL store opened with `existingOnly`: the schema holds no Parley tables. */
+  | 'STORE_SCHEMA_MISSING';
 
 export class StoreError extends ParleyError {
   declare readonly code: StoreErrorCode;

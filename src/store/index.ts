@@ -12,3 +12,4 @@ export type { DraftStoreHome } from './draft-store-home.js';
 export { createMemoryDraftStore } from './memory-draft-store.js';
 export { createFileDraftStore } from './file-draft-store.js';
 export { readRoleFolder } from './draft-files.js';
+export * from './migrate.js';

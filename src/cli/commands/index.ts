@@ -16,6 +16,7 @@ export const commandModules: Record<string, () => Promise<CommandModule>> = {
   run: () => import('./run.js'),
   import: () => import('./import.js'),
   tui: () => import('./tui.js'),
+  migrate: () => import('./migrate.js'),
 };
 
 /** The modules for `names`, or all of them (for help and unknown commands), each once. */

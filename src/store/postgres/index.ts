@@ -11,6 +11,11 @@ export interface PostgresStoreOptions {
   retryForMs?: number;
   /** How long connecting may take before the server counts as unreachable (default 10 s). */
   connectTimeoutMs?: number;
+  /**
+   * Open only a schema that already holds Parley's tables: a missing one is refused with
+   * `STORE_SCHEMA_MISSING` and nothing is created (for reading a database, as `parley migrate --from` does).
+   */
+  existingOnly?: boolean;
 }
 
 export const DEFAULT_POSTGRES_SCHEMA = 'parley';

@@ -50,7 +50,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
   });
   try {
-    await setUpSchema(pool, schema, quotedSchema, target);
+    await setUpSchema(pool, schema, quotedSchema, target, undefined, { existingOnly: options.existingOnly === true });
   } catch (error) {
     await pool.end().catch(() => undefined);
     throw error;

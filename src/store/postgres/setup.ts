@@ -25,6 +25,7 @@ export async function setUpSchema(
   quotedSchema: string,
   target: ConnectionTarget,
   migrations: readonly Migration[] = MIGRATIONS,
+  options: { existingOnly?: boolean } = {},
 ): Promise<SetupResult> {
   let client: pg.PoolClient;
   try {
@@ -44,6 +45,14 @@ export async function setUpSchema(
       [schema, `${quotedSchema}.migrations`],
     );
     const { schema_exists: schemaExists, table } = found.rows[0]!;
+    if (options.existingOnly && table === null) {
+      throw new StoreError(
+        'STORE_SCHEMA_MISSING',
+        `The PostgreSQL database "${target.database}" holds no Parley tables in schema "${schema}"${schemaExists ? '' : ' (there is no such schema)'}. ` +
+          'Check the connection string and the schema name; nothing was created.',
+        { fault: 'user', data: { schema, database: target.database } },
+      );
+    }
     if (!schemaExists) await client.query(`CREATE SCHEMA ${quotedSchema}`);
     if (table === null) {
       await client.query(
