@@ -101,7 +101,9 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
     },
     subscribe: async (params, context) => {
       const target = connection(context.connectionId);
-      if (params.sessionIds) for (const sessionId of params.sessionIds) await manager.getSession(sessionId);
+      // Loaded, not only checked: a session held in memory is what a shared store's follower brings up
+      // to date (and polls), so an event another server appends after this subscription always arrives.
+      if (params.sessionIds) for (const sessionId of params.sessionIds) await manager.loadConversation(sessionId);
       hub.subscribe(target, params.sessionIds);
       return subscriptionOf(target);
     },
