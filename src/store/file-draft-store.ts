@@ -17,6 +17,7 @@ import {
   type TaskFile,
   type UnreadableDraft,
 } from './draft-records.js';
+import { checkLeaseInput, LeaseTable, noActiveDraft, type DraftLeaseResult } from './draft-lease.js';
 import { checkProjectInput, type DraftStoreHome } from './draft-store-home.js';
 import { byStart, checkDraft, checkSameDraft, claimConflict, projectExists, projectNotFound, taskExists, taskNotFound } from './draft-store-rules.js';
 import type { DraftStore } from './draft-store.js';
@@ -31,6 +32,14 @@ import { checkId, checkRecord, storeClosed } from './validate.js';
  * a claim atomic: no other writer can slip between its check and its write.
  */
 const writers = new KeyedQueue();
+
+/**
+ * Draft leases per home data folder, in this process: the file session store's lock makes this
+ * process the only one running that folder's drafts, so its leases need not outlive it (after a
+ * restart no lease is held, and `recover` takes every draft). They follow the DraftStore's rules
+ * all the same, for every file draft store of the process over that folder.
+ */
+const leaseTables = new Map<string, LeaseTable>();
 
 /**
  * The file DraftStore: today's layout, exactly (src/draft/README.md):
@@ -59,7 +68,13 @@ class FileDraftStore implements DraftStore {
   private closed = false;
   private readonly inFlight = new Set<Promise<unknown>>();
 
-  constructor(private readonly homeInput: DraftStoreHome) {}
+  private readonly leases: LeaseTable;
+
+  constructor(private readonly homeInput: DraftStoreHome) {
+    let table = leaseTables.get(homeInput.dataDir);
+    if (!table) leaseTables.set(homeInput.dataDir, (table = new LeaseTable()));
+    this.leases = table;
+  }
 
   /** Runs a call unless the store is closed, and tracks it so `close()` waits for it. */
   private guard<T>(task: () => Promise<T>): Promise<T> {
@@ -305,7 +320,33 @@ class FileDraftStore implements DraftStore {
       const project = await this.project(draft.project);
       checkSameDraft(draft, await this.readDraft(project, draft.taskSlug), false);
       await writeJsonAtomic(this.draftFile(project, draft.taskSlug), draft);
+      this.leases.forget(draft.sessionId);
       return structuredClone(draft);
+    });
+  }
+
+  // ---- the draft lease --------------------------------------------------------------------------
+
+  acquireDraftLease(sessionId: string, owner: string, ttlMs: number): Promise<DraftLeaseResult> {
+    // With the writers, so a draft released meanwhile is not granted a lease.
+    return this.exclusive(async () => {
+      const lease = checkLeaseInput(sessionId, owner, ttlMs);
+      if (!(await this.scanActive()).drafts.some((draft) => draft.sessionId === lease.sessionId)) throw noActiveDraft(lease.sessionId);
+      return this.leases.acquire(lease.sessionId, lease.owner, lease.ttlMs);
+    });
+  }
+
+  renewDraftLease(sessionId: string, owner: string, ttlMs: number): Promise<DraftLeaseResult> {
+    return this.guard(async () => {
+      const lease = checkLeaseInput(sessionId, owner, ttlMs);
+      return this.leases.renew(lease.sessionId, lease.owner, lease.ttlMs);
+    });
+  }
+
+  releaseDraftLease(sessionId: string, owner: string): Promise<void> {
+    return this.guard(async () => {
+      const lease = checkLeaseInput(sessionId, owner);
+      this.leases.release(lease.sessionId, lease.owner);
     });
   }
 
