@@ -33,13 +33,6 @@ import { checkId, checkRecord, storeClosed } from './validate.js';
  */
 const writers = new KeyedQueue();
 
-/**
- * Draft leases per home data folder, in this process: the file session store's lock makes this
- * process the only one running that folder's drafts, so its leases need not outlive it (after a
- * restart no lease is held, and `recover` takes every draft). They follow the DraftStore's rules
- * all the same, for every file draft store of the process over that folder.
- */
-const leaseTables = new Map<string, LeaseTable>();
 
 /**
  * The file DraftStore: today's layout, exactly (src/draft/README.md):
@@ -68,13 +61,14 @@ class FileDraftStore implements DraftStore {
   private closed = false;
   private readonly inFlight = new Set<Promise<unknown>>();
 
-  private readonly leases: LeaseTable;
+  /**
+   * Draft leases, in this store: the file session store's lock makes one process the only one
+   * running a data folder's drafts, so leases need not outlive it (after a restart none is held, and
+   * `recover` takes every draft). They follow the DraftStore's rules all the same.
+   */
+  private readonly leases = new LeaseTable();
 
-  constructor(private readonly homeInput: DraftStoreHome) {
-    let table = leaseTables.get(homeInput.dataDir);
-    if (!table) leaseTables.set(homeInput.dataDir, (table = new LeaseTable()));
-    this.leases = table;
-  }
+  constructor(private readonly homeInput: DraftStoreHome) {}
 
   /** Runs a call unless the store is closed, and tracks it so `close()` waits for it. */
   private guard<T>(task: () => Promise<T>): Promise<T> {
