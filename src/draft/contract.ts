@@ -31,6 +31,16 @@ export interface DraftServiceOptions {
    * resolved default, the scripted back end offline. May throw for an unknown name.
    */
   backendFor?: (name?: string, model?: string) => AgentBackend;
+  /**
+   * This server's name in draft leases (default: host name, pid and a random suffix). Servers that
+   * share a DraftStore must use different names; the name is shown to a client on the wrong server.
+   */
+  leaseOwner?: string;
+  /**
+   * How long this server's lease on a draft lasts unless renewed (default 30 s; renewed every third of
+   * it). After a server dies, another takes its drafts over once this has passed.
+   */
+  leaseTtlMs?: number;
   /** Cap on running workers across the service (default 2); more wait in a FIFO queue. */
   maxConcurrentWorkers?: number;
   /** Milliseconds since the epoch; injectable for deterministic tests. */

@@ -3,6 +3,7 @@ import { FORMAT_VERSION } from '../store/index.js';
 import { resolveBackend } from './draft-backends.js';
 import { resolveRole } from './draft-catalog.js';
 import { ChannelParamsSchema, DraftParamsSchema } from './draft-params.js';
+import { keepLease, stopLease, takeLease } from './draft-lease.js';
 import { persist, refreshFromLog } from './draft-records.js';
 import { assertOpen, iso, type ActiveDraft, type DraftServiceState } from './draft-state.js';
 import { draftAgentInfo } from './draft-status.js';
@@ -110,7 +111,13 @@ export async function openDraft(state: DraftServiceState, params: { channelId: s
       await state.manager.archiveSession(sessionId).catch(() => undefined);
       throw error;
     }
-    activate(state, { session, project, role, backend, writes: Promise.resolve() });
+    const draft: ActiveDraft = { session, project, role, backend, writes: Promise.resolve() };
+    activate(state, draft);
+    // This server runs the draft from now on; should the lease not be taken now, the first prompt takes it.
+    await takeLease(state, session).then(
+      () => keepLease(state, draft),
+      (error: unknown) => process.emitWarning(`Parley: could not take the lease of the draft on channel "${channelId}" yet: ${String(error)}`),
+    );
     return { sessionId, taskSlug: task.slug, project: project.name };
   } finally {
     state.claims.delete(channelId);
@@ -165,6 +172,8 @@ export async function closeDraft(state: DraftServiceState, draft: ActiveDraft, r
   await draft.turn?.done;
   await state.workers.killAll((agent) => agent.parentSessionId === session.sessionId);
   await refreshFromLog(state, draft);
+  // Releasing the draft in the store drops its lease with it.
+  stopLease(draft);
   const closedAt = state.clock();
   draft.session = { ...session, ...draft.session, status: 'closed', closedAt: iso(state, closedAt), closeReason: reason };
   await persist(state, draft);

@@ -5,8 +5,9 @@ import { resolveBackend } from './draft-backends.js';
 import { resolveRole } from './draft-catalog.js';
 import { activate } from './draft-lifecycle.js';
 import { persist, refreshFromLog } from './draft-records.js';
-import { assertOpen, iso, type ActiveDraft, type DraftServiceState } from './draft-state.js';
-import { findLast } from './draft-turns.js';
+import { assertOpen, findLast, iso, type ActiveDraft, type DraftServiceState } from './draft-state.js';
+import { keepLease, takeLease } from './draft-lease.js';
+import type { ProjectLocation } from './projects.js';
 import type { LoadedRoles } from './roles.js';
 import type { DraftSession } from './types.js';
 
@@ -48,20 +49,66 @@ export async function recover(state: DraftServiceState): Promise<{ recovered: nu
         roles = await state.catalog.loadRoles(project);
         rolesByProject.set(project.name, roles);
       }
-      const role = await resolveRole(state, project, session.role, roles);
-      const backend = resolveBackend(state, session.backend, session.model ?? role.model, role.name);
-      await closeCutTurn(state, session.sessionId);
-      const draft: ActiveDraft = { session, project, role, backend, writes: Promise.resolve() };
-      await refreshFromLog(state, draft);
-      // Saved only when the log says something draft.json does not (a turn cut by the crash).
-      if (JSON.stringify(draft.session) !== JSON.stringify(session)) await persist(state, draft);
+      // A draft another live server runs (a store shared by several servers) stays there.
+      const lease = await state.catalog.store.acquireDraftLease(session.sessionId, state.leaseOwner, state.leaseTtlMs);
+      if (!lease.granted) continue;
+      const draft = await loadDraft(state, project, session, roles).catch(async (error: unknown) => {
+        await state.catalog.store.releaseDraftLease(session.sessionId, state.leaseOwner).catch(() => undefined);
+        throw error;
+      });
       activate(state, draft);
+      keepLease(state, draft);
       recovered += 1;
     } catch (error) {
       failed.push({ sessionId: session.sessionId, reason: error instanceof Error ? error.message : String(error) });
     }
   }
   return { recovered, failed };
+}
+
+/**
+ * A draft from the store, made ready to run here: its role and back end resolved, the turn its last
+ * runner was cut in (a crash, or a server that died) closed as interrupted, its metrics recomputed
+ * from the log and saved when they differ.
+ */
+async function loadDraft(state: DraftServiceState, project: ProjectLocation, session: DraftSession, roles?: LoadedRoles): Promise<ActiveDraft> {
+  const role = await resolveRole(state, project, session.role, roles);
+  const backend = resolveBackend(state, session.backend, session.model ?? role.model, role.name);
+  await closeCutTurn(state, session.sessionId);
+  const draft: ActiveDraft = { session, project, role, backend, writes: Promise.resolve() };
+  await refreshFromLog(state, draft);
+  // Saved only when the log says something the record does not (a turn cut by the crash).
+  if (JSON.stringify(draft.session) !== JSON.stringify(session)) await persist(state, draft);
+  return draft;
+}
+
+/**
+ * The channel's active draft in the store, which this server is not running: taken over when its
+ * lease is free (the server that ran it died, or let it go), so the prompt that asked runs here.
+ * DRAFT_RUN_ELSEWHERE while another live server holds it; undefined when the channel has no draft.
+ * Two prompts racing here share one takeover.
+ */
+export function takeOver(state: DraftServiceState, channelId: string): Promise<ActiveDraft | undefined> {
+  let running = state.takeovers.get(channelId);
+  if (!running) {
+    running = (async () => {
+      const session = await state.catalog.activeDraftOfChannel(channelId);
+      if (!session) return undefined;
+      await takeLease(state, session);
+      try {
+        const draft = await loadDraft(state, await state.catalog.resolve(session.project), session);
+        assertOpen(state);
+        activate(state, draft);
+        keepLease(state, draft);
+        return draft;
+      } catch (error) {
+        await state.catalog.store.releaseDraftLease(session.sessionId, state.leaseOwner).catch(() => undefined);
+        throw error;
+      }
+    })().finally(() => state.takeovers.delete(channelId));
+    state.takeovers.set(channelId, running);
+  }
+  return running;
 }
 
 async function releaseUnrecoverable(state: DraftServiceState, session: DraftSession): Promise<void> {
@@ -73,7 +120,7 @@ async function releaseUnrecoverable(state: DraftServiceState, session: DraftSess
  * `metadata_update` closed it — text may have streamed before the crash, so an answer block is
  * no proof — it is marked with an `interrupted` system block so the history shows what happened.
  */
-async function closeCutTurn(state: DraftServiceState, sessionId: string): Promise<void> {
+export async function closeCutTurn(state: DraftServiceState, sessionId: string): Promise<void> {
   await closeInterruptedTurn(state.manager, sessionId);
   const conversation = await state.manager.loadConversation(sessionId);
   const lastUser = findLast(conversation.blocks, (block) => block.type === 'user_message');

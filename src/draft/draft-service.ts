@@ -3,14 +3,17 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { StreamEvent } from '../conversation/index.js';
 import type { AgentBackend } from '../backends/index.js';
 import { TypedEmitter } from '../sessions/index.js';
+import { MAX_LEASE_TTL_MS } from '../store/index.js';
 import type { DraftService, DraftServiceEvents, DraftServiceOptions } from './contract.js';
 import { registryBackends } from './draft-backends.js';
 import * as catalog from './draft-catalog.js';
 import * as lifecycle from './draft-lifecycle.js';
+import { DEFAULT_LEASE_TTL_MS, defaultLeaseOwner, releaseLease } from './draft-lease.js';
 import { workerEnded } from './draft-records.js';
 import { recover } from './draft-recovery.js';
 import type { DraftServiceState } from './draft-state.js';
 import { getDraftStatus } from './draft-status.js';
+import { DraftError } from './errors.js';
 import * as tools from './draft-tools.js';
 import * as turns from './draft-turns.js';
 import { AgentPool, WorkerSlots } from './pool.js';
@@ -19,6 +22,16 @@ import type { AgentInfo, DraftStatus, DraftSummary, ProjectInfo, RoleInfo, Submi
 import { Workers } from './workers.js';
 
 const DEFAULT_MAX_WORKERS = 2;
+
+function checkLeaseOwner(owner: unknown): string {
+  if (typeof owner === 'string' && owner.trim() !== '' && owner.length <= 200) return owner;
+  throw new DraftError('INVALID_INPUT', `leaseOwner must be a non-empty name of at most 200 characters; got ${JSON.stringify(owner)}.`, { fault: 'user' });
+}
+
+function checkLeaseTtl(ttlMs: unknown): number {
+  if (typeof ttlMs === 'number' && Number.isInteger(ttlMs) && ttlMs >= 0 && ttlMs <= MAX_LEASE_TTL_MS) return ttlMs;
+  throw new DraftError('INVALID_INPUT', `leaseTtlMs must be a whole number of milliseconds from 0 to ${MAX_LEASE_TTL_MS}; got ${JSON.stringify(ttlMs)}.`, { fault: 'user' });
+}
 const DEFAULT_AWAIT_TIMEOUT_MS = 300_000;
 
 /** Opens the draft layer over a SessionManager and a project folder. */
@@ -73,7 +86,10 @@ class DraftServiceImpl implements DraftService {
       claims: new Set(),
       taskClaims: new Set(),
       dispatches: new Map(),
+      takeovers: new Map(),
       defaultAwaitTimeoutMs: options.defaultAwaitTimeoutMs ?? DEFAULT_AWAIT_TIMEOUT_MS,
+      leaseOwner: checkLeaseOwner(options.leaseOwner ?? defaultLeaseOwner()),
+      leaseTtlMs: checkLeaseTtl(options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS),
       closed: false,
     };
     this.unsubscribe.push(
@@ -173,8 +189,10 @@ class DraftServiceImpl implements DraftService {
     for (const draft of drafts) draft.turn?.controller.abort();
     await Promise.all(drafts.map((draft) => draft.turn?.done));
     await state.workers.killAll(() => true);
-    // Drafts stay active on disk: `recover` picks them up at the next start.
+    // Drafts stay active in the store: `recover` picks them up at the next start. Their leases end
+    // now, so another server sharing the store may take them over at their next prompt.
     await Promise.all(drafts.map((draft) => draft.writes));
+    await Promise.all(drafts.map((draft) => releaseLease(state, draft).catch(() => undefined)));
     for (const stop of this.unsubscribe.splice(0)) stop();
     state.drafts.clear();
     state.bySession.clear();

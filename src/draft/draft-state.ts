@@ -1,4 +1,5 @@
 import type { AgentBackend } from '../backends/index.js';
+import type { ConversationBlock } from '../conversation/index.js';
 import type { SessionManager, TypedEmitter } from '../sessions/index.js';
 import type { DraftServiceEvents } from './contract.js';
 import { DraftError } from './errors.js';
@@ -21,8 +22,10 @@ export interface ActiveDraft {
   turn?: RunningTurn;
   /** draft.json writes, one at a time, in order. */
   writes: Promise<unknown>;
-  /** closeDraft has begun: no more status pushes or turns. */
+  /** closeDraft has begun (or another server took the draft over): no more status pushes or turns. */
   closing?: boolean;
+  /** The renewal of this server's lease on the draft (draft-lease.ts), while it holds one. */
+  lease?: { timer: NodeJS.Timeout };
 }
 
 /**
@@ -48,7 +51,13 @@ export interface DraftServiceState {
   readonly taskClaims: Set<string>;
   /** Sessions of autonomous dispatches, by session id → channel. */
   readonly dispatches: Map<string, string>;
+  /** Channels whose draft is being taken over from the store (draft-recovery.ts, takeOver). */
+  readonly takeovers: Map<string, Promise<ActiveDraft | undefined>>;
   readonly defaultAwaitTimeoutMs: number;
+  /** This server's name in draft leases. */
+  readonly leaseOwner: string;
+  /** How long a lease lasts unless renewed. */
+  readonly leaseTtlMs: number;
   closed: boolean;
 }
 
@@ -58,4 +67,9 @@ export function iso(state: DraftServiceState, at = state.clock()): string {
 
 export function assertOpen(state: DraftServiceState): void {
   if (state.closed) throw new DraftError('SERVICE_CLOSED', 'The draft service is closed; start the server again.', { fault: 'user' });
+}
+
+export function findLast(blocks: readonly ConversationBlock[], predicate: (block: ConversationBlock) => boolean): ConversationBlock | undefined {
+  for (let index = blocks.length - 1; index >= 0; index--) if (predicate(blocks[index]!)) return blocks[index];
+  return undefined;
 }

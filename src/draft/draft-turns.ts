@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { MAIN_CONVERSATION, type ConversationBlock, type StreamEvent } from '../conversation/index.js';
+import { isParleyError, MAIN_CONVERSATION, type StreamEvent } from '../conversation/index.js';
 import type { AgentProfile } from '../backends/index.js';
 import { runTurn } from '../sessions/index.js';
 import { dispatchAutonomous } from './draft-dispatch.js';
 import { closeDraft } from './draft-lifecycle.js';
 import { ChannelParamsSchema, SubmitParamsSchema } from './draft-params.js';
+import { keepLease, letGo, takeLease } from './draft-lease.js';
 import { persist, refreshFromLog } from './draft-records.js';
-import { assertOpen, type ActiveDraft, type DraftServiceState, type RunningTurn } from './draft-state.js';
+import { closeCutTurn, takeOver } from './draft-recovery.js';
+import { assertOpen, findLast, type ActiveDraft, type DraftServiceState, type RunningTurn } from './draft-state.js';
 import { emitStatus } from './draft-status.js';
 import { toolsFor } from './draft-tools.js';
 import { DraftError, invalidInput } from './errors.js';
@@ -22,7 +24,9 @@ export async function submitPrompt(state: DraftServiceState, params: { channelId
   assertOpen(state);
   const parsed = SubmitParamsSchema.safeParse(params);
   if (!parsed.success) throw invalidInput('submit_prompt', parsed.error.issues);
-  const draft = state.drafts.get(parsed.data.channelId);
+  // A draft this server does not run yet may be in the store: another server's whose lease ran out
+  // (it died) is taken over here; one another live server runs is refused, naming that server.
+  const draft = state.drafts.get(parsed.data.channelId) ?? (await takeOver(state, parsed.data.channelId));
   // Seed 000: an active draft owns routing; role and taskSlug are then ignored.
   if (draft) return resumeDraft(state, draft, parsed.data.content);
   if (parsed.data.role === undefined) {
@@ -57,6 +61,7 @@ async function resumeDraft(state: DraftServiceState, draft: ActiveDraft, content
   const sessionId = session.sessionId;
   let handle: Awaited<ReturnType<typeof runTurn>>;
   try {
+    await holdLease(state, draft);
     const profile: AgentProfile = {
       name: role.name,
       description: role.description,
@@ -94,6 +99,37 @@ async function resumeDraft(state: DraftServiceState, draft: ActiveDraft, content
     finished();
   });
   return { mode: 'draft', accepted: true, sessionId, seq: userBlock?.seq ?? conversation.lastSeq };
+}
+
+/**
+ * Before a turn: this server must hold the draft's lease. When another server held it since this
+ * one last did (this server's lease ran out and the draft ran there), the draft is read again and
+ * the turn cut there is closed as interrupted.
+ */
+async function holdLease(state: DraftServiceState, draft: ActiveDraft): Promise<void> {
+  let takenFrom: string | undefined;
+  try {
+    ({ takenFrom } = await takeLease(state, draft.session));
+  } catch (error) {
+    if (isParleyError(error, 'DRAFT_RUN_ELSEWHERE')) {
+      // Another server took the draft over while this one's lease had run out: it is theirs now.
+      letGo(state, draft, { granted: false, holder: (error.data as { holder?: string } | undefined)?.holder });
+    } else if (isParleyError(error, 'DRAFT_NOT_FOUND')) {
+      letGo(state, draft, { granted: false });
+      throw new DraftError('NO_ACTIVE_DRAFT', `The draft on channel "${draft.session.channelId}" was closed on another server. Draft an agent again (/draft <role>).`, {
+        fault: 'user',
+        data: { channelId: draft.session.channelId, sessionId: draft.session.sessionId },
+        cause: error,
+      });
+    }
+    throw error;
+  }
+  keepLease(state, draft);
+  if (takenFrom === undefined) return;
+  const stored = await state.catalog.readDraft(draft.project, draft.session.taskSlug);
+  if (stored?.sessionId === draft.session.sessionId) draft.session = stored;
+  await closeCutTurn(state, draft.session.sessionId);
+  await refreshFromLog(state, draft);
 }
 
 /** Drives the turn to its end, then saves the metrics and pushes `draft_status`. */
@@ -182,11 +218,6 @@ function dataCode(data: unknown): string | undefined {
   if (typeof data !== 'object' || data === null) return undefined;
   const code = (data as Record<string, unknown>)['code'];
   return typeof code === 'string' ? code : undefined;
-}
-
-export function findLast(blocks: readonly ConversationBlock[], predicate: (block: ConversationBlock) => boolean): ConversationBlock | undefined {
-  for (let index = blocks.length - 1; index >= 0; index--) if (predicate(blocks[index]!)) return blocks[index];
-  return undefined;
 }
 
 function firstLine(text: string): string {

@@ -11,6 +11,8 @@ export type DraftErrorCode =
   | 'NOT_FOUND'
   | 'INVALID_INPUT'
   | 'TURN_IN_PROGRESS'
+  /** The channel's draft is run by another server that holds its lease: the client is on the wrong server. */
+  | 'DRAFT_RUN_ELSEWHERE'
   | 'UNSUPPORTED'
   /** A native session the back end could not resume; the draft was closed (auto-undraft). */
   | 'NATIVE_RESUME_FAILED'

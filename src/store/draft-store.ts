@@ -1,3 +1,4 @@
+import type { DraftLeaseResult } from './draft-lease.js';
 import type { DraftSession, NewProject, ProjectRecord, RoleText, RoleTextError, TaskFile, UnreadableDraft } from './draft-records.js';
 
 /**
@@ -69,6 +70,28 @@ export interface DraftStore {
    * rewrites it (idempotent).
    */
   releaseDraft(draft: DraftSession): Promise<DraftSession>;
+
+  // ---- the draft lease (draft-lease.ts): which server runs a draft ------------------------------
+
+  /**
+   * Grants `owner` the lease of the active draft `sessionId` for `ttlMs` when nobody else holds it
+   * (no lease, or its holder's has expired or was released) or `owner` holds it already (then it is
+   * extended); otherwise answers `granted: false` naming the live holder, with nothing changed.
+   * Expiry is read off the store's clock (a database's `now()`, never a client's). `DRAFT_NOT_FOUND`
+   * unless an active draft has that session id. Atomic: of owners racing, one is granted.
+   */
+  acquireDraftLease(sessionId: string, owner: string, ttlMs: number): Promise<DraftLeaseResult>;
+  /**
+   * Extends the lease by `ttlMs` from now, only for its owner: granted while `owner` is still the
+   * lease's owner (even past its expiry, as long as nobody took it over); otherwise `granted: false`
+   * naming who holds it now, with nothing changed.
+   */
+  renewDraftLease(sessionId: string, owner: string, ttlMs: number): Promise<DraftLeaseResult>;
+  /**
+   * Ends `owner`'s lease now, so another server may take the draft over at once; a lease held by
+   * another owner is left alone. Releasing the draft itself (`releaseDraft`) drops its lease too.
+   */
+  releaseDraftLease(sessionId: string, owner: string): Promise<void>;
 
   // ---- role files -------------------------------------------------------------------------------
 

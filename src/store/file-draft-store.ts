@@ -17,6 +17,7 @@ import {
   type TaskFile,
   type UnreadableDraft,
 } from './draft-records.js';
+import { checkLeaseInput, LeaseTable, noActiveDraft, type DraftLeaseResult } from './draft-lease.js';
 import { checkProjectInput, type DraftStoreHome } from './draft-store-home.js';
 import { byStart, checkDraft, checkSameDraft, claimConflict, projectExists, projectNotFound, taskExists, taskNotFound } from './draft-store-rules.js';
 import type { DraftStore } from './draft-store.js';
@@ -31,6 +32,7 @@ import { checkId, checkRecord, storeClosed } from './validate.js';
  * a claim atomic: no other writer can slip between its check and its write.
  */
 const writers = new KeyedQueue();
+
 
 /**
  * The file DraftStore: today's layout, exactly (src/draft/README.md):
@@ -58,6 +60,13 @@ class FileDraftStore implements DraftStore {
   readonly kind = 'file';
   private closed = false;
   private readonly inFlight = new Set<Promise<unknown>>();
+
+  /**
+   * Draft leases, in this store: the file session store's lock makes one process the only one
+   * running a data folder's drafts, so leases need not outlive it (after a restart none is held, and
+   * `recover` takes every draft). They follow the DraftStore's rules all the same.
+   */
+  private readonly leases = new LeaseTable();
 
   constructor(private readonly homeInput: DraftStoreHome) {}
 
@@ -305,7 +314,33 @@ class FileDraftStore implements DraftStore {
       const project = await this.project(draft.project);
       checkSameDraft(draft, await this.readDraft(project, draft.taskSlug), false);
       await writeJsonAtomic(this.draftFile(project, draft.taskSlug), draft);
+      this.leases.forget(draft.sessionId);
       return structuredClone(draft);
+    });
+  }
+
+  // ---- the draft lease --------------------------------------------------------------------------
+
+  acquireDraftLease(sessionId: string, owner: string, ttlMs: number): Promise<DraftLeaseResult> {
+    // With the writers, so a draft released meanwhile is not granted a lease.
+    return this.exclusive(async () => {
+      const lease = checkLeaseInput(sessionId, owner, ttlMs);
+      if (!(await this.scanActive()).drafts.some((draft) => draft.sessionId === lease.sessionId)) throw noActiveDraft(lease.sessionId);
+      return this.leases.acquire(lease.sessionId, lease.owner, lease.ttlMs);
+    });
+  }
+
+  renewDraftLease(sessionId: string, owner: string, ttlMs: number): Promise<DraftLeaseResult> {
+    return this.guard(async () => {
+      const lease = checkLeaseInput(sessionId, owner, ttlMs);
+      return this.leases.renew(lease.sessionId, lease.owner, lease.ttlMs);
+    });
+  }
+
+  releaseDraftLease(sessionId: string, owner: string): Promise<void> {
+    return this.guard(async () => {
+      const lease = checkLeaseInput(sessionId, owner);
+      this.leases.release(lease.sessionId, lease.owner);
     });
   }
 

@@ -8,6 +8,7 @@ export * from './data-folder.js';
 export * from './postgres/index.js';
 export * from './draft-records.js';
 export * from './draft-store.js';
+export { MAX_LEASE_TTL_MS, type DraftLeaseResult } from './draft-lease.js';
 export type { DraftStoreHome } from './draft-store-home.js';
 export { createMemoryDraftStore } from './memory-draft-store.js';
 export { createFileDraftStore } from './file-draft-store.js';

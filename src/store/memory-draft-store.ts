@@ -1,4 +1,5 @@
 import { ValidationError } from '../conversation/index.js';
+import { checkLeaseInput, LeaseTable, noActiveDraft } from './draft-lease.js';
 import { checkProjectInput, type DraftStoreHome } from './draft-store-home.js';
 import { NewProjectSchema, TaskFileSchema, type DraftSession, type ProjectRecord, type RoleText, type TaskFile } from './draft-records.js';
 import type { DraftStore } from './draft-store.js';
@@ -25,6 +26,7 @@ interface ProjectEntry {
 export function createMemoryDraftStore(options: { home: DraftStoreHome }): DraftStore {
   const home = checkProjectInput(options.home);
   const projects = new Map<string, ProjectEntry>([[home.name, { record: { ...home, home: true }, tasks: new Map(), roles: new Map() }]]);
+  const leases = new LeaseTable();
   let closed = false;
 
   function open(): void {
@@ -134,7 +136,25 @@ export function createMemoryDraftStore(options: { home: DraftStoreHome }): Draft
       const task = taskOf(draft);
       checkSameDraft(draft, task.current, false);
       task.current = draft;
+      leases.forget(draft.sessionId);
       return copy(draft);
+    },
+
+    async acquireDraftLease(sessionId, owner, ttlMs) {
+      open();
+      const lease = checkLeaseInput(sessionId, owner, ttlMs);
+      if (![...activeDrafts()].some((draft) => draft.sessionId === lease.sessionId)) throw noActiveDraft(lease.sessionId);
+      return leases.acquire(lease.sessionId, lease.owner, lease.ttlMs);
+    },
+    async renewDraftLease(sessionId, owner, ttlMs) {
+      open();
+      const lease = checkLeaseInput(sessionId, owner, ttlMs);
+      return leases.renew(lease.sessionId, lease.owner, lease.ttlMs);
+    },
+    async releaseDraftLease(sessionId, owner) {
+      open();
+      const lease = checkLeaseInput(sessionId, owner);
+      leases.release(lease.sessionId, lease.owner);
     },
 
     async listRoleFiles(project) {

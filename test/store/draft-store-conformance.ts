@@ -252,6 +252,77 @@ export function runDraftStoreConformance(initializer: DraftStoreInitializer): vo
       });
     });
 
+    describe('the draft lease', () => {
+      const LONG = 60_000;
+
+      it('is granted to the first owner, refused to another while live (naming the holder), and extended for its owner', async () => {
+        const draft = await claimed('t', 'tui');
+        const first = await store.acquireDraftLease(draft.sessionId, 'server-a', LONG);
+        expect(first).toMatchObject({ granted: true, holder: 'server-a' });
+        expect(first.takenFrom).toBeUndefined();
+        expect(Date.parse(first.expiresAt!)).toBeGreaterThan(Date.now() + LONG / 2);
+        expect(await store.acquireDraftLease(draft.sessionId, 'server-b', LONG)).toEqual({ granted: false, holder: 'server-a', expiresAt: first.expiresAt });
+        expect(await store.acquireDraftLease(draft.sessionId, 'server-a', LONG)).toMatchObject({ granted: true, holder: 'server-a' });
+      });
+
+      it('an expired lease is taken over, saying from whom; its old owner can no longer renew it', async () => {
+        const draft = await claimed('t', 'tui');
+        // A TTL of 0 expires at once: the store's clock has reached it by the next call.
+        expect(await store.acquireDraftLease(draft.sessionId, 'server-a', 0)).toMatchObject({ granted: true });
+        const taken = await store.acquireDraftLease(draft.sessionId, 'server-b', LONG);
+        expect(taken).toMatchObject({ granted: true, holder: 'server-b', takenFrom: 'server-a' });
+        expect(await store.renewDraftLease(draft.sessionId, 'server-a', LONG)).toMatchObject({ granted: false, holder: 'server-b' });
+        expect(await store.acquireDraftLease(draft.sessionId, 'server-a', LONG)).toMatchObject({ granted: false, holder: 'server-b' });
+      });
+
+      it('renewal is by the owner only, and keeps an expired lease nobody took', async () => {
+        const draft = await claimed('t', 'tui');
+        await store.acquireDraftLease(draft.sessionId, 'server-a', 0);
+        const renewed = await store.renewDraftLease(draft.sessionId, 'server-a', LONG);
+        expect(renewed).toMatchObject({ granted: true, holder: 'server-a' });
+        expect(await store.renewDraftLease(draft.sessionId, 'server-b', LONG)).toMatchObject({ granted: false, holder: 'server-a' });
+        expect(await store.acquireDraftLease(draft.sessionId, 'server-b', LONG)).toMatchObject({ granted: false, holder: 'server-a' });
+      });
+
+      it('a released lease is free at once; the next owner learns whom it took the draft from', async () => {
+        const draft = await claimed('t', 'tui');
+        await store.acquireDraftLease(draft.sessionId, 'server-a', LONG);
+        // Another owner's release changes nothing.
+        await store.releaseDraftLease(draft.sessionId, 'server-b');
+        expect(await store.acquireDraftLease(draft.sessionId, 'server-b', LONG)).toMatchObject({ granted: false, holder: 'server-a' });
+        await store.releaseDraftLease(draft.sessionId, 'server-a');
+        expect(await store.acquireDraftLease(draft.sessionId, 'server-b', LONG)).toMatchObject({ granted: true, holder: 'server-b', takenFrom: 'server-a' });
+      });
+
+      it('only an active draft has a lease; releasing the draft drops it', async () => {
+        expect((await storeErrorOf(() => store.acquireDraftLease('nobody', 'server-a', LONG))).code).toBe('DRAFT_NOT_FOUND');
+        const draft = await claimed('t', 'tui');
+        await store.acquireDraftLease(draft.sessionId, 'server-a', LONG);
+        await store.releaseDraft(closed(draft));
+        expect((await storeErrorOf(() => store.acquireDraftLease(draft.sessionId, 'server-a', LONG))).code).toBe('DRAFT_NOT_FOUND');
+        expect(await store.renewDraftLease(draft.sessionId, 'server-a', LONG)).toEqual({ granted: false });
+      });
+
+      it('owners racing for one lease: exactly one is granted', async () => {
+        const draft = await claimed('t', 'tui');
+        const outcomes = await Promise.all(['a', 'b', 'c', 'd'].map((owner) => store.acquireDraftLease(draft.sessionId, `server-${owner}`, LONG)));
+        const granted = outcomes.filter((outcome) => outcome.granted);
+        expect(granted).toHaveLength(1);
+        for (const outcome of outcomes) expect(outcome.holder).toBe(granted[0]!.holder);
+      });
+
+      it('refuses a bad session id, owner or TTL and changes nothing', async () => {
+        const draft = await claimed('t', 'tui');
+        expect((await storeErrorOf(() => store.acquireDraftLease('../x', 'server-a', LONG))).code).toBe('INVALID_ID');
+        for (const [owner, ttl] of [['', LONG], ['server-a', -1], ['server-a', 1.5], ['server-a', Number.NaN], ['server-a', 1e12]] as const) {
+          await expect(store.acquireDraftLease(draft.sessionId, owner, ttl)).rejects.toSatisfy((error: unknown) => isParleyError(error, 'INVALID_INPUT'));
+          await expect(store.renewDraftLease(draft.sessionId, owner, ttl)).rejects.toSatisfy((error: unknown) => isParleyError(error, 'INVALID_INPUT'));
+        }
+        expect(await store.renewDraftLease(draft.sessionId, 'server-a', LONG)).toEqual({ granted: false });
+        expect(await store.acquireDraftLease(draft.sessionId, 'server-b', LONG)).toMatchObject({ granted: true, holder: 'server-b' });
+      });
+    });
+
     describe('role files', () => {
       it('round-trip their text, listed in name order; a rewrite replaces', async () => {
         expect(await store.listRoleFiles(home)).toEqual({ files: [], errors: [] });
@@ -312,7 +383,15 @@ export function runDraftStoreConformance(initializer: DraftStoreInitializer): vo
 
     it('after close, every call is STORE_CLOSED', async () => {
       await store.close();
-      for (const call of [() => store.listProjects(), () => store.listTasks(home), () => store.claimDraft(draftRecord(home, 't', 'c', 's')), () => store.listRoleFiles(home)]) {
+      for (const call of [
+        () => store.listProjects(),
+        () => store.listTasks(home),
+        () => store.claimDraft(draftRecord(home, 't', 'c', 's')),
+        () => store.acquireDraftLease('s', 'server-a', 1000),
+        () => store.renewDraftLease('s', 'server-a', 1000),
+        () => store.releaseDraftLease('s', 'server-a'),
+        () => store.listRoleFiles(home),
+      ]) {
         expect((await storeErrorOf(call)).code).toBe('STORE_CLOSED');
       }
     });

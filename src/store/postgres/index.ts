@@ -1,3 +1,5 @@
+import type { DraftStoreHome } from '../draft-store-home.js';
+import type { DraftStore } from '../draft-store.js';
 import type { SessionStore } from '../session-store.js';
 
 export interface PostgresStoreOptions {
@@ -31,4 +33,23 @@ export const DEFAULT_POSTGRES_SCHEMA = 'parley';
 export async function createPostgresStore(options: PostgresStoreOptions): Promise<SessionStore> {
   const { openPostgresStore } = await import('./postgres-store.js');
   return openPostgresStore(options);
+}
+
+export interface PostgresDraftStoreOptions extends PostgresStoreOptions {
+  /**
+   * The project this server runs in (`parley serve`'s folder): listed first and marked home, with
+   * the folders given here (each server reports its own checkout). Registered in the database on open.
+   */
+  home: DraftStoreHome;
+}
+
+/**
+ * A DraftStore on PostgreSQL (projects, tasks, drafts, draft leases, role files), in the same
+ * database and schema as `createPostgresStore`'s tables, so a server on PostgreSQL keeps no state on
+ * its own disk. One draft per channel and per task is held by the database's unique indexes; draft
+ * leases expire by the database's clock. It opens a pool of its own (`poolSize`, default 4).
+ */
+export async function createPostgresDraftStore(options: PostgresDraftStoreOptions): Promise<DraftStore> {
+  const { openPostgresDraftStore } = await import('./draft-store.js');
+  return openPostgresDraftStore(options);
 }

@@ -99,6 +99,65 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    description: 'the draft layer: projects, their tasks, drafts (one active per channel and per task), draft leases, role files',
+    sql: `
+      -- Projects of the draft layer (today's project.json and projects.json). position is the creation
+      -- order listProjects keeps. path NULL: created without one, so each server places it under its
+      -- own home data folder (<home dataDir>/projects/<name>), as the file store does.
+      CREATE TABLE projects (
+        name text PRIMARY KEY,
+        position bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+        path text,
+        description text,
+        -- ISO 8601 text, exactly as given, so a record reads back equal.
+        created_at text NOT NULL
+      );
+
+      -- task.json; named apart from the session store's features' tasks.
+      CREATE TABLE project_tasks (
+        project text NOT NULL REFERENCES projects,
+        slug text NOT NULL,
+        body text NOT NULL,
+        PRIMARY KEY (project, slug)
+      );
+
+      -- Every draft of every task, active and closed (draft.json and drafts/<id>.json). A task's current
+      -- draft is its newest row. The two partial unique indexes are the claim: at most one active draft
+      -- per channel, across every project, and one per task, whoever is racing.
+      CREATE TABLE drafts (
+        draft_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        session_id text NOT NULL,
+        project text NOT NULL,
+        task_slug text NOT NULL,
+        channel_id text NOT NULL,
+        status text NOT NULL CHECK (status IN ('active', 'closed')),
+        body text NOT NULL,
+        FOREIGN KEY (project, task_slug) REFERENCES project_tasks
+      );
+      CREATE UNIQUE INDEX drafts_one_active_per_channel ON drafts (channel_id) WHERE status = 'active';
+      CREATE UNIQUE INDEX drafts_one_active_per_task ON drafts (project, task_slug) WHERE status = 'active';
+      CREATE INDEX drafts_by_task ON drafts (project, task_slug, draft_id);
+      CREATE INDEX drafts_by_session ON drafts (session_id);
+
+      -- Which server runs an active draft, until when (by the database's clock). A released lease keeps
+      -- its owner with expires_at = now(); previous_owner is who held it before the last grant.
+      CREATE TABLE draft_leases (
+        session_id text PRIMARY KEY,
+        owner text NOT NULL,
+        previous_owner text,
+        expires_at timestamptz NOT NULL
+      );
+
+      -- Role files (<role>.md) as text, per project.
+      CREATE TABLE role_files (
+        project text NOT NULL REFERENCES projects,
+        role text NOT NULL,
+        text text NOT NULL,
+        PRIMARY KEY (project, role)
+      );
+    `,
+  },
 ];
 
 /** The schema version this Parley writes and reads. */

@@ -29,6 +29,7 @@ import { createPool, parseConnectionString, type ConnectionTarget } from './conn
 import { errorCode, isConnectionFailure, SQLSTATE, storeErrorFrom, toStoreFailure } from './errors.js';
 import { queriesFor, type Queries } from './queries.js';
 import { retryOnConnectionFailure } from './retry.js';
+import { checkSchemaName } from './schema-name.js';
 import { setUpSchema } from './setup.js';
 import { DEFAULT_POSTGRES_SCHEMA, type PostgresStoreOptions } from './index.js';
 
@@ -36,8 +37,6 @@ import { DEFAULT_POSTGRES_SCHEMA, type PostgresStoreOptions } from './index.js';
 const LOG_PAGE = 5_000;
 /** Session records read per query when listing. */
 const LIST_PAGE = 5_000;
-/** PostgreSQL truncates identifiers beyond 63 bytes. */
-const MAX_IDENTIFIER_BYTES = 63;
 
 /** Opens the store (see `createPostgresStore` in ./index.ts, which loads this module and `pg` on first use). */
 export async function openPostgresStore(options: PostgresStoreOptions): Promise<SessionStore> {
@@ -58,16 +57,6 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   const notify = { channel: changeChannel(schema), origin: randomUUID() };
   const listener = new ChangeListener({ connectionString: options.connectionString, connectTimeoutMs: options.connectTimeoutMs ?? 10_000, ...notify });
   return new PostgresStore(pool, queriesFor(quotedSchema), target, options.retryForMs ?? 30_000, notify, listener);
-}
-
-function checkSchemaName(schema: unknown): string {
-  if (typeof schema !== 'string' || schema === '' || Buffer.byteLength(schema) > MAX_IDENTIFIER_BYTES || schema.includes('\0')) {
-    throw new ValidationError(
-      `Invalid PostgreSQL schema name ${JSON.stringify(schema)}: it must be 1–${MAX_IDENTIFIER_BYTES} bytes with no NUL character.`,
-      { data: { field: 'schema', value: schema } },
-    );
-  }
-  return schema;
 }
 
 class PostgresStore implements SessionStore {
