@@ -1,6 +1,6 @@
-import { resolve } from 'node:path';
+import { basename, resolve } from 'node:path';
 import type { Command } from 'commander';
-import type { SessionStore } from '../store/index.js';
+import type { DraftStore, SessionStore } from '../store/index.js';
 
 /** The data folder from `--data-dir`, `PARLEY_DATA_DIR`, or `.parley` in the current folder. */
 export function resolveDataDir(command: Command): string {
@@ -31,6 +31,19 @@ export async function openChosenStore(command: Command): Promise<SessionStore | 
   if (url === undefined) return undefined;
   const { createPostgresStore } = await import('../store/index.js');
   return createPostgresStore({ connectionString: url });
+}
+
+/**
+ * Opens the PostgreSQL DraftStore (projects, tasks, drafts, role files, draft leases) on the database
+ * `--store` names, or returns undefined for the file DraftStore in the data folder. A server on
+ * PostgreSQL keeps no state on its own disk: its drafts live beside its sessions. The caller closes it.
+ */
+export async function openChosenDraftStore(command: Command, projectRoot: string, dataDir: string): Promise<DraftStore | undefined> {
+  const url = resolveStoreUrl(command);
+  if (url === undefined) return undefined;
+  const [{ createPostgresDraftStore }, { slugify }] = await Promise.all([import('../store/index.js'), import('../draft/index.js')]);
+  const path = resolve(projectRoot);
+  return createPostgresDraftStore({ connectionString: url, home: { name: slugify(basename(path)) ?? 'project', path, dataDir } });
 }
 
 /** The session manager's store option: the opened store, or the file store in the data folder. */

@@ -16,7 +16,7 @@ import { Connection, Hub } from './hub.js';
 import { TokenBucket } from './rate-limit.js';
 import { serveStatic } from './static-files.js';
 import { SessionUpdateThrottle } from './update-throttle.js';
-import { prepareDataFolder, type SessionStore } from '../store/index.js';
+import { prepareDataFolder, type DraftStore, type SessionStore } from '../store/index.js';
 
 export const SERVER_VERSION = '0.1.0';
 
@@ -31,6 +31,14 @@ export interface ServerOptions {
    * announces to its clients the events the others append.
    */
   store?: SessionStore;
+  /**
+   * Where projects, tasks, drafts and role files live, and the draft leases; default: the file
+   * DraftStore in `dataDir`. With a shared database (PostgreSQL), several servers serve the same
+   * drafts, each run by one server at a time under its lease. The caller opened it and closes it.
+   */
+  draftStore?: DraftStore;
+  /** This server's name in draft leases (default: host, pid and a random suffix). */
+  leaseOwner?: string;
   /** Default 0: any free port. */
   port?: number;
   /** Default 127.0.0.1. Anything but loopback is reachable from the network: a warning is logged. */
@@ -107,6 +115,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       manager,
       projectRoot,
       dataDir,
+      ...(options.draftStore ? { draftStore: options.draftStore } : {}),
+      ...(options.leaseOwner ? { leaseOwner: options.leaseOwner } : {}),
       ...(options.backendFor ? { backendFor: options.backendFor } : {}),
       ...(options.maxConcurrentWorkers !== undefined ? { maxConcurrentWorkers: options.maxConcurrentWorkers } : {}),
     });

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { ParleyError } from '../../conversation/index.js';
 import type { RunningServer } from '../../server/index.js';
-import { openChosenStore, resolveDataDir } from '../options.js';
+import { openChosenDraftStore, openChosenStore, resolveDataDir } from '../options.js';
 import { resolveServerBackends } from '../server-backends.js';
 
 /** The default port of `parley serve` (`--port 0` picks any free one). */
@@ -32,6 +32,10 @@ export function register(program: Command): void {
       const projectRoot = process.cwd();
       const dataDir = resolveDataDir(command);
       const store = await openChosenStore(command);
+      const draftStore = await openChosenDraftStore(command, projectRoot, dataDir).catch(async (error: unknown) => {
+        await store?.close();
+        throw error;
+      });
       const { backendFor, summarize, notice, warnings } = await resolveServerBackends({ projectRoot, dataDir });
       if (notice) process.stderr.write(`parley: ${notice}\n`);
       for (const warning of warnings) process.stderr.write(`parley: ${warning}\n`);
@@ -42,6 +46,7 @@ export function register(program: Command): void {
           projectRoot,
           dataDir,
           ...(store ? { store } : {}),
+          ...(draftStore ? { draftStore } : {}),
           port: options.port ?? DEFAULT_PORT,
           ...(options.host !== undefined ? { host: options.host } : {}),
           ...(webRoot ? { webRoot } : {}),
@@ -49,6 +54,7 @@ export function register(program: Command): void {
           summarize,
         });
       } catch (error) {
+        await draftStore?.close();
         await store?.close();
         if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
           throw new ParleyError('PORT_IN_USE', `Port ${options.port ?? DEFAULT_PORT} is in use (another parley serve?). Choose one with --port, or --port 0 for any free port.`, { fault: 'user' });
@@ -63,6 +69,7 @@ export function register(program: Command): void {
           `Parley server ready: ${server.url}\n`,
       );
       await waitForSignal(server);
+      await draftStore?.close();
       await store?.close();
     });
 }

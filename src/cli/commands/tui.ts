@@ -6,9 +6,9 @@ import { ValidationError } from '../../conversation/index.js';
 import type { ServerFile, TransportFactory, WebSocketLike } from '../../protocol/index.js';
 import type { RunningServer } from '../../server/index.js';
 import type { NoteLine } from '../../ui/tui/index.js';
-import { openChosenStore, resolveDataDir } from '../options.js';
+import { openChosenDraftStore, openChosenStore, resolveDataDir } from '../options.js';
 import { resolveServerBackends } from '../server-backends.js';
-import { prepareDataFolder, type SessionStore } from '../../store/index.js';
+import { prepareDataFolder, type DraftStore, type SessionStore } from '../../store/index.js';
 
 /** The file in the data folder holding this project's TUI channel: the draft belongs to it, so a restarted TUI finds its draft again. */
 export const CHANNEL_FILE = 'tui-channel';
@@ -55,7 +55,7 @@ export async function openTui(command: Command, options: TuiOptions = {}): Promi
   const hint = "Type a message to start: with no draft, Parley drafts the project's default role for it. /help lists the commands. Tab completes, Esc interrupts a turn, Ctrl+C quits.";
   const eraseSplash = paintSplash();
   const [{ runTui }, protocol] = await Promise.all([import('../../ui/tui/index.js'), import('../../protocol/index.js')]);
-  const host = new ServerHost(projectRoot, dataDir, () => openChosenStore(command));
+  const host = new ServerHost(projectRoot, dataDir, () => openChosenStore(command), () => openChosenDraftStore(command, projectRoot, dataDir));
   const factory: TransportFactory = async (context) => {
     const target = attach ?? (await host.locate());
     const { WebSocket } = await import('ws');
@@ -126,8 +126,10 @@ class ServerHost {
     private readonly dataDir: string,
     /** The PostgreSQL store `--store` names, or undefined: the file store in the data folder. */
     private readonly openStore: () => Promise<SessionStore | undefined>,
+    private readonly openDraftStore: () => Promise<DraftStore | undefined> = () => Promise.resolve(undefined),
   ) {}
   private store: SessionStore | undefined;
+  private draftStore: DraftStore | undefined;
 
   async locate(): Promise<Target> {
     if (this.owned) return this.owned;
@@ -161,22 +163,29 @@ class ServerHost {
     const { backendFor, summarize, notice, warnings } = await resolveServerBackends({ projectRoot: this.projectRoot, dataDir: this.dataDir });
     for (const warning of warnings) void this.log('warn', warning);
     const store = await this.openStore();
+    const draftStore = await this.openDraftStore().catch(async (error: unknown) => {
+      await store?.close();
+      throw error;
+    });
     let server: RunningServer;
     try {
       server = await startServer({
         projectRoot: this.projectRoot,
         dataDir: this.dataDir,
         ...(store ? { store } : {}),
+        ...(draftStore ? { draftStore } : {}),
         port: 0,
         backendFor,
         summarize,
         log: (level, message, fields) => void this.log(level, `${message}${fields ? ` ${JSON.stringify(fields)}` : ''}`),
       });
     } catch (error) {
+      await draftStore?.close();
       await store?.close();
       throw error;
     }
     this.store = store;
+    this.draftStore = draftStore;
     if (notice) this.onNotice?.(notice);
     return server;
   }
@@ -194,6 +203,7 @@ class ServerHost {
   async close(): Promise<void> {
     const server = this.owned ?? (await this.starting?.catch(() => undefined));
     await server?.close();
+    await this.draftStore?.close();
     await this.store?.close();
   }
 }
