@@ -39,6 +39,8 @@ export interface ServerOptions {
   draftStore?: DraftStore;
   /** This server's name in draft leases (default: host, pid and a random suffix). */
   leaseOwner?: string;
+  /** How long a draft lease lasts unless renewed (default 30 s): how soon another server may take over a dead one's drafts. */
+  leaseTtlMs?: number;
   /** Default 0: any free port. */
   port?: number;
   /** Default 127.0.0.1. Anything but loopback is reachable from the network: a warning is logged. */
@@ -117,6 +119,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       dataDir,
       ...(options.draftStore ? { draftStore: options.draftStore } : {}),
       ...(options.leaseOwner ? { leaseOwner: options.leaseOwner } : {}),
+      ...(options.leaseTtlMs !== undefined ? { leaseTtlMs: options.leaseTtlMs } : {}),
       ...(options.backendFor ? { backendFor: options.backendFor } : {}),
       ...(options.maxConcurrentWorkers !== undefined ? { maxConcurrentWorkers: options.maxConcurrentWorkers } : {}),
     });

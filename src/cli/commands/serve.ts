@@ -12,12 +12,19 @@ export const DEFAULT_PORT = 7433;
 
 export { SCRIPTED_SCRIPT_VARIABLE } from '../server-backends.js';
 
+/** Environment variable: how long this server's draft leases last, in milliseconds (default 30 s). */
+export const DRAFT_LEASE_VARIABLE = 'PARLEY_DRAFT_LEASE_MS';
+/** Shorter leases would be renewed more often than a busy server can be relied on to. */
+const MIN_DRAFT_LEASE_MS = 1_000;
+
 /**
  * `parley serve`: serves the project in the current folder over JSON-RPC (WebSocket) and the web UI.
  * Prints the web UI's URL (with the token) and the WebSocket URL; writes server.json (mode 0600)
  * in the data folder; SIGTERM or SIGINT ends running turns cleanly, saves state and exits.
  * `--store postgres://…` (or PARLEY_DATABASE_URL) keeps sessions in PostgreSQL, where several
  * servers may share them live; the store is opened first, so a bad URL changes nothing.
+ * PARLEY_DRAFT_LEASE_MS sets how long a draft lease lasts: how soon, after this server dies, another
+ * takes its drafts over.
  */
 export function register(program: Command): void {
   program
@@ -28,7 +35,9 @@ export function register(program: Command): void {
     .option('--web-root <dir>', 'folder of the web UI to serve (default: the built dist/web)')
     .action(async (options: { port?: number; host?: string; webRoot?: string }, command: Command) => {
       // Loaded here, not at registration: other commands do not pay for the server's modules.
-      const { startServer } = await import('../../server/index.js');
+      const [{ startServer }, { MAX_LEASE_TTL_MS }] = await Promise.all([import('../../server/index.js'), import('../../store/index.js')]);
+      // Checked before the store opens, so a bad value changes nothing.
+      const leaseTtlMs = draftLeaseFromEnvironment(MAX_LEASE_TTL_MS);
       const projectRoot = process.cwd();
       const dataDir = resolveDataDir(command);
       const store = await openChosenStore(command);
@@ -47,6 +56,7 @@ export function register(program: Command): void {
           dataDir,
           ...(store ? { store } : {}),
           ...(draftStore ? { draftStore } : {}),
+          ...(leaseTtlMs !== undefined ? { leaseTtlMs } : {}),
           port: options.port ?? DEFAULT_PORT,
           ...(options.host !== undefined ? { host: options.host } : {}),
           ...(webRoot ? { webRoot } : {}),
@@ -80,6 +90,21 @@ function parsePort(value: string): number {
     throw new ParleyError('INVALID_INPUT', `--port must be a whole number from 0 to 65535, not "${value}".`, { fault: 'user' });
   }
   return port;
+}
+
+/** PARLEY_DRAFT_LEASE_MS as a whole number of milliseconds; undefined (the default) when unset or empty. */
+function draftLeaseFromEnvironment(maximum: number): number | undefined {
+  const value = process.env[DRAFT_LEASE_VARIABLE];
+  if (value === undefined || value.trim() === '') return undefined;
+  const leaseMs = Number(value);
+  if (!/^\s*\d+\s*$/.test(value) || leaseMs < MIN_DRAFT_LEASE_MS || leaseMs > maximum) {
+    throw new ParleyError(
+      'INVALID_INPUT',
+      `${DRAFT_LEASE_VARIABLE} must be a whole number of milliseconds from ${MIN_DRAFT_LEASE_MS} to ${maximum}, not "${value}". Unset it for the default (30000).`,
+      { fault: 'user' },
+    );
+  }
+  return leaseMs;
 }
 
 /** dist/web beside the built CLI, when it was built. */
