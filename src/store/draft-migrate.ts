@@ -46,7 +46,9 @@ export interface DraftLayerReport {
  * target whose home has another name gets the source's home as a conflict.
  *
  * Idempotent and resumable: a record the target holds equal is `unchanged`; one it holds different is
- * a `conflict`, left as it is (and a project in conflict keeps its tasks, drafts and roles too). A
+ * a `conflict`, left as it is (the tasks, drafts and roles of a project whose details differ are
+ * still copied into it, each compared on its own: a server that opened the database first registered
+ * its home project without a description). A
  * task's drafts are copied in the order they were claimed, each closed one claimed and released
  * again, so the target's claim rules hold throughout; the active drafts are claimed last, once every
  * closed one is in, and a target whose channel or task already has another active draft is a
@@ -62,7 +64,8 @@ export async function migrateDraftStore(from: DraftStoreSide, to: DraftStoreSide
   for (const project of sourceProjects) {
     const outcome = await copyProject(project, from, to);
     records.push(outcome);
-    if (outcome.status === 'conflict') continue;
+    // A project whose details differ is still the target's project of that name: its records are copied into it.
+    if ((await to.store.getProject(project.name)) === undefined) continue;
     for (const task of await from.store.listTasks(project.name)) {
       const id = `${project.name}/${task.slug}`;
       const existing = await to.store.getTask(project.name, task.slug);
@@ -131,7 +134,7 @@ async function copyProject(project: ProjectRecord, from: DraftStoreSide, to: Dra
   if (project.createdAt !== undefined && existing.createdAt !== project.createdAt) differences.push(`createdAt ${existing.createdAt ?? 'none'} in the target, ${project.createdAt} in the source`);
   if (placementOf(existing, to) !== placementOf(project, from)) differences.push(`folder ${existing.path} in the target, ${project.path} in the source`);
   if (differences.length === 0) return { kind: 'project', id, status: 'unchanged' };
-  return { kind: 'project', id, status: 'conflict', reason: `the target's project differs from the source's (${differences.join('; ')}); its tasks, drafts and roles were not copied` };
+  return { kind: 'project', id, status: 'conflict', reason: `the target's project differs from the source's (${differences.join('; ')}); it was left as it is` };
 }
 
 /**
