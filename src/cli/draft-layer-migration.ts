@@ -1,56 +1,85 @@
-import { promises as fs } from 'node:fs';
-import { join } from 'node:path';
+import { basename, dirname, resolve } from 'node:path';
+import { slugify } from '../draft/index.js';
+import {
+  createFileDraftStore,
+  createPostgresDraftStore,
+  migrateDraftStore,
+  type DraftLayerReport,
+  type DraftStore,
+  type DraftStoreHome,
+  type DraftStoreSide,
+} from '../store/index.js';
 import type { StoreLocation } from './store-location.js';
 
-/** The draft layer's files in a data folder (src/draft/README.md): drafts, projects, tasks and roles. */
-const DRAFT_LAYER_ENTRIES = ['project.json', 'projects.json', 'projects', 'tasks', 'roles'] as const;
-
 export interface DraftLayerMigration {
-  /** False until the draft layer has a store interface with a PostgreSQL implementation to copy into. */
-  copied: boolean;
-  /** The draft layer's entries found in the source folder (not copied). */
-  notCopied: string[];
-  message: string;
+  /** The name of the home project on both sides (see `migrateDraftLayer`). */
+  home: string;
+  report: DraftLayerReport;
 }
 
 /**
- * The second step of `parley migrate`: drafts, projects, tasks and roles. They are still files the
- * draft layer reads from the data folder itself; they move behind a `DraftStore` (file and memory
- * implementations first, PostgreSQL later). Until that lands this step copies nothing and says so,
- * naming what it leaves behind. When it lands, this is where the two DraftStores are opened and copied.
+ * The second step of `parley migrate`: projects, tasks, drafts and role files, from the source's
+ * DraftStore into the target's (`migrateDraftStore`). Run while both SessionStores are open, so a
+ * data folder's `store.lock` keeps this process its only writer.
+ *
+ * Which project is home: the one a folder names, on both sides. A data folder's home is its own
+ * project (named by its `project.json`, else after the project folder, the data folder's parent, as
+ * `parley serve` there names it). A database has no home of its own (each server registers the one
+ * it runs in), so:
+ * - folder → database: the folder's home project is created in the database under its name, with
+ *   its description and creation time; a server started in that project folder finds it as its home;
+ * - database → folder: the database's project named as the target folder's home (its `project.json`,
+ *   else its project folder) becomes that folder's home (its `project.json` is written); the others
+ *   go under the folder's `projects/`;
+ * - folder → folder: the target is opened for a home of the source's name; a target whose
+ *   `project.json` names another home gets the source's home as a conflict;
+ * - database → database: the home is the project named after the current folder, as `parley serve`
+ *   here would name it; every project is copied by name either way.
+ * Neither database is written on open (no home project registered): the source is only read.
  */
 export async function migrateDraftLayer(from: StoreLocation, to: StoreLocation): Promise<DraftLayerMigration> {
-  if (from.kind === 'postgres') {
-    return {
-      copied: false,
-      notCopied: [],
-      message: 'Drafts, projects, tasks and roles are not copied: Parley does not keep them in PostgreSQL yet, so the source database holds none.',
-    };
-  }
-  const found: string[] = [];
-  for (const entry of DRAFT_LAYER_ENTRIES) {
-    if (await exists(join(from.dataDir, entry))) found.push(entry);
-  }
-  if (found.length === 0) {
-    return { copied: false, notCopied: [], message: `Drafts, projects, tasks and roles are not copied yet by parley migrate; ${from.dataDir} holds none of their files.` };
-  }
-  return {
-    copied: false,
-    notCopied: found,
-    message:
-      `Drafts, projects, tasks and roles were NOT copied (${found.join(', ')} in ${from.dataDir}): parley migrate cannot copy them yet ` +
-      '(the draft layer still reads them from its data folder; a store interface for them is coming). ' +
-      (to.kind === 'folder'
-        ? `Copy those entries into ${to.dataDir} yourself if you need them there.`
-        : 'Parley has no PostgreSQL store for them yet: keep them in the data folder of the server that uses them.'),
+  const opened: DraftStore[] = [];
+  const open = async (location: StoreLocation, home: DraftStoreHome, reading: boolean): Promise<DraftStoreSide> => {
+    const store =
+      location.kind === 'folder'
+        ? createFileDraftStore({ home })
+        : await createPostgresDraftStore({
+            connectionString: location.connectionString,
+            schema: location.schema,
+            home,
+            registerHome: false,
+            ...(reading ? { existingOnly: true } : {}),
+          });
+    opened.push(store);
+    return { store, home };
   };
+  try {
+    let source: DraftStoreSide;
+    let target: DraftStoreSide;
+    let name: string;
+    if (from.kind === 'folder') {
+      source = await open(from, folderHome(from.dataDir), true);
+      name = (await source.store.listProjects())[0]!.name;
+      target = await open(to, to.kind === 'folder' ? { ...folderHome(to.dataDir), name } : { ...source.home, name }, false);
+    } else if (to.kind === 'folder') {
+      target = await open(to, folderHome(to.dataDir), false);
+      name = (await target.store.listProjects())[0]!.name;
+      source = await open(from, { ...target.home, name }, true);
+    } else {
+      const here = resolve('.');
+      const home = { name: slugify(basename(here)) ?? 'project', path: here, dataDir: resolve(here, '.parley') };
+      name = home.name;
+      source = await open(from, home, true);
+      target = await open(to, home, false);
+    }
+    return { home: name, report: await migrateDraftStore(source, target) };
+  } finally {
+    await Promise.allSettled(opened.map((store) => store.close()));
+  }
 }
 
-async function exists(path: string): Promise<boolean> {
-  try {
-    await fs.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
+/** A data folder's home project, as `parley serve` in its project folder (the data folder's parent) opens it. */
+function folderHome(dataDir: string): DraftStoreHome {
+  const path = dirname(dataDir);
+  return { name: slugify(basename(path)) ?? 'project', path, dataDir };
 }

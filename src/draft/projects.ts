@@ -122,6 +122,8 @@ export class ProjectCatalog {
   async create(params: { name: string; path?: string; description?: string }): Promise<ProjectLocation> {
     checkId(params.name, 'project');
     try {
+      // The store would write down a home project that has no project.json yet; here its name is simply taken.
+      if ((await this.store.getProject(params.name))?.home) throw new StoreError('PROJECT_EXISTS', `Project "${params.name}" is the home project.`, { fault: 'user' });
       const created = await this.store.createProject({
         name: params.name,
         ...(params.path ? { path: path.resolve(this.options.projectRoot, params.path) } : {}),

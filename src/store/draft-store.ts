@@ -30,7 +30,12 @@ export interface DraftStore {
   listProjects(): Promise<ProjectRecord[]>;
   /** The project of that name, or undefined. */
   getProject(name: string): Promise<ProjectRecord | undefined>;
-  /** Registers a project; `PROJECT_EXISTS` when the name is taken (the home project's included). */
+  /**
+   * Registers a project; `PROJECT_EXISTS` when the name is taken (the home project's included). A
+   * home project that was never written down (no `createdAt`: the file store's folder without
+   * `project.json`) is written down instead, once: it takes the description and creation time given,
+   * keeps its own folders (`path` is ignored) and stays home. `parley migrate` copies a home project so.
+   */
   createProject(project: NewProject): Promise<ProjectRecord>;
 
   // ---- tasks ------------------------------------------------------------------------------------

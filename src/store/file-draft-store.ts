@@ -139,7 +139,19 @@ class FileDraftStore implements DraftStore {
     return this.exclusive(async () => {
       checkId(input?.name, 'project');
       const project = checkRecord(NewProjectSchema, input, 'project');
-      if ((await this.projects()).some((known) => known.name === project.name)) throw projectExists(project.name);
+      const known = await this.projects();
+      const home = known[0]!;
+      if (home.name === project.name && home.createdAt === undefined) {
+        // The home project never written down: its project.json is written now, in its own data folder.
+        await writeJsonAtomic(path.join(this.homeInput.dataDir, 'project.json'), {
+          formatVersion: DRAFT_FORMAT_VERSION,
+          name: project.name,
+          ...(project.description ? { description: project.description } : {}),
+          createdAt: project.createdAt,
+        });
+        return { ...home, ...(project.description ? { description: project.description } : {}), createdAt: project.createdAt };
+      }
+      if (known.some((other) => other.name === project.name)) throw projectExists(project.name);
       const folder = project.path === undefined ? path.join(this.homeInput.dataDir, 'projects', project.name) : path.resolve(this.homeInput.path, project.path);
       const dataDir = path.join(folder, '.parley');
       try {

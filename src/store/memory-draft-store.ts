@@ -68,7 +68,14 @@ export function createMemoryDraftStore(options: { home: DraftStoreHome }): Draft
       open();
       checkId(input?.name, 'project');
       const project = checkRecord(NewProjectSchema, input, 'project');
-      if (projects.has(project.name)) throw projectExists(project.name);
+      const taken = projects.get(project.name);
+      if (taken?.record.home && taken.record.createdAt === undefined) {
+        // The home project never written down: it keeps its folders and becomes described.
+        const { path: _path, ...details } = project;
+        taken.record = { ...taken.record, ...details };
+        return copy(taken.record);
+      }
+      if (taken) throw projectExists(project.name);
       const path = project.path ?? `${home.dataDir}/projects/${project.name}`;
       const record: ProjectRecord = { ...project, path, dataDir: `${path}/.parley`, home: false };
       projects.set(project.name, { record, tasks: new Map(), roles: new Map() });

@@ -2,11 +2,13 @@ import { existsSync, promises as fs } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFileStore, createPostgresStore } from '../../src/store/index.js';
+import { createFileDraftStore, createFileStore, createPostgresDraftStore, createPostgresStore, type DraftStoreSide } from '../../src/store/index.js';
 import { postgresSkipReason, startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { runParley } from '../helpers/run-parley.js';
 import { sessionRecord } from '../store/builders.js';
+import { draftRecord, taskFile } from '../store/draft-store-conformance.js';
 import { expectSameContents, fillDataFolder } from '../store/migrate-data.js';
+import { expectSameDraftLayer, fillDraftLayer } from '../store/migrate-draft-data.js';
 
 const quiet = () => undefined;
 
@@ -66,12 +68,15 @@ describe.skipIf(skipReason !== undefined)('parley migrate as a process', () => {
   });
 
   it('copies a data folder into PostgreSQL and back, prints the table, and a second run copies nothing', async () => {
-    const folder = join(work, 'data');
+    // The project folder is `shop`, its data folder `shop/.parley`: the home project is named shop.
+    const folder = join(work, 'shop', '.parley');
     const original = await createFileStore({ dataDir: folder, onWarning: quiet });
     const ids = await fillDataFolder(original);
+    const home = { name: 'shop', path: join(work, 'shop'), dataDir: folder };
+    const originalDrafts = createFileDraftStore({ home });
+    await fillDraftLayer(originalDrafts, 'shop');
+    await originalDrafts.close();
     await original.close();
-    await fs.mkdir(join(folder, 'roles'));
-    await fs.writeFile(join(folder, 'roles', 'dev.md'), '---\nname: dev\n---\nYou write code.\n');
     const schema = server.freshSchema('cli');
     const url = server.url();
 
@@ -81,31 +86,89 @@ describe.skipIf(skipReason !== undefined)('parley migrate as a process', () => {
     expect(there.stdout).toMatch(/^session +status +events +copied +checkpoints +transcripts +events sha-256 +verified$/m);
     for (const id of ids) expect(there.stdout).toMatch(new RegExp(`^${id} +copied +\\d+ +\\d+ +\\d+ +\\d+ +[0-9a-f]{12} +ok$`, 'm'));
     expect(there.stdout).toContain('1 feature: 1 copied');
-    expect(there.stdout).toContain(`Drafts, projects, tasks and roles were NOT copied (roles in ${folder})`);
+    expect(there.stdout).toMatch(/^project +home +tasks +drafts +active +roles +sha-256 +verified$/m);
+    expect(there.stdout).toMatch(/^shop +yes +2 +3 +1 +1 +[0-9a-f]{12} +ok$/m);
+    expect(there.stdout).toMatch(/^billing +1 +1 +1 +1 +[0-9a-f]{12} +ok$/m);
+    expect(there.stdout).toContain('2 projects: 2 copied, 0 unchanged, 0 conflicts');
+    expect(there.stdout).toContain('3 project tasks: 3 copied, 0 unchanged, 0 conflicts');
+    expect(there.stdout).toContain('4 drafts: 4 copied, 0 unchanged, 0 conflicts');
+    expect(there.stdout).toContain('2 role files: 2 copied, 0 unchanged, 0 conflicts');
     expect(there.stdout).not.toContain('test password');
 
     const again = await runParley(['migrate', '--from', folder, '--to', url, '--to-schema', schema], { cwd: work });
     expect(again.code).toBe(0);
+    expect(again.stdout).toContain('4 drafts: 0 copied, 4 unchanged, 0 conflicts');
     expect(again.stdout).toContain(`Nothing new to copy: the target already holds all of it. ${ids.length} of ${ids.length} sessions verified.`);
 
-    const back = join(work, 'back');
+    // Back into another project folder named shop, so its home is shop too.
+    const back = join(work, 'restored', 'shop', '.parley');
     const json = await runParley(['migrate', '--from', url, '--from-schema', schema, '--to', back, '--json'], { cwd: work });
     expect(json.code).toBe(0);
-    const report = JSON.parse(json.stdout) as { ok: boolean; sessions: Array<{ status: string }>; draftLayer: { copied: boolean } };
+    const report = JSON.parse(json.stdout) as {
+      ok: boolean;
+      sessions: Array<{ status: string }>;
+      draftLayer: { home: string; report: { ok: boolean; records: Array<{ status: string }>; projects: Array<{ project: string; source: { sha256: string }; differences: string[] }> } };
+    };
     expect(report.ok).toBe(true);
     expect(report.sessions.every((session) => session.status === 'copied')).toBe(true);
-    expect(report.draftLayer.copied).toBe(false);
+    expect(report.draftLayer.home).toBe('shop');
+    expect(report.draftLayer.report.ok).toBe(true);
+    expect(report.draftLayer.report.records.every((record) => record.status === 'copied')).toBe(true);
+    expect(report.draftLayer.report.projects.map((project) => [project.project, project.differences])).toEqual([
+      ['shop', []],
+      ['billing', []],
+    ]);
 
     const [source, restored, database] = await Promise.all([
       createFileStore({ dataDir: folder, onWarning: quiet }),
       createFileStore({ dataDir: back, onWarning: quiet }),
       createPostgresStore({ connectionString: url, schema }),
     ]);
+    const sides: DraftStoreSide[] = [
+      { store: createFileDraftStore({ home }), home },
+      { store: createFileDraftStore({ home: { name: 'shop', path: join(work, 'restored', 'shop'), dataDir: back } }), home },
+      { store: await createPostgresDraftStore({ connectionString: url, schema, home, existingOnly: true }), home },
+    ];
     try {
       await expectSameContents(source, database);
       await expectSameContents(source, restored);
+      await expectSameDraftLayer(sides[0]!, sides[2]!);
+      await expectSameDraftLayer(sides[0]!, sides[1]!);
     } finally {
-      await Promise.all([source.close(), restored.close(), database.close()]);
+      await Promise.all([source.close(), restored.close(), database.close(), ...sides.map((side) => side.store.close())]);
+    }
+  });
+
+  it('exits 1, names the draft and leaves the target unchanged when the target holds a different active draft on its channel', async () => {
+    const folder = join(work, 'claims', '.parley');
+    const original = await createFileStore({ dataDir: folder, onWarning: quiet });
+    const home = { name: 'claims', path: join(work, 'claims'), dataDir: folder };
+    const drafts = createFileDraftStore({ home });
+    await fillDraftLayer(drafts, 'claims');
+    await drafts.close();
+    await original.close();
+    const schema = server.freshSchema('claims');
+    const database = await createPostgresDraftStore({ connectionString: server.url(), schema, home, registerHome: false });
+    await database.createProject({ name: 'claims', description: 'The shop', createdAt: '2025-01-01T00:00:00.000Z' });
+    await database.createTask('claims', taskFile('elsewhere'));
+    await database.claimDraft(draftRecord('claims', 'elsewhere', 'tui-1', 's-elsewhere'));
+    await database.close();
+
+    const result = await runParley(['migrate', '--from', folder, '--to', server.url(), '--to-schema', schema], { cwd: work });
+    expect(result.code).toBe(1);
+    // The closed draft of that channel too: a draft goes in only by a claim (then a release), and the channel is held.
+    expect(result.stdout).toContain('draft claims/checkout/s-checkout-1: conflict: the target refuses to take it in: Channel "tui-1" already has an active draft');
+    expect(result.stdout).toContain('draft claims/checkout/s-checkout-2: conflict: the target refuses to take it in: Channel "tui-1" already has an active draft');
+    expect(result.stdout).toMatch(/^claims +yes +2 +3 +1 +1 +[0-9a-f]{12} +MISMATCH$/m);
+    expect(result.stdout).toContain('4 drafts: 2 copied, 0 unchanged, 2 conflicts');
+    expect(result.stderr).toContain('nothing in the target was overwritten');
+    const after = await createPostgresDraftStore({ connectionString: server.url(), schema, home, existingOnly: true });
+    try {
+      expect((await after.findActiveDraft('tui-1'))?.sessionId).toBe('s-elsewhere');
+      expect(await after.getDraft('claims', 'checkout')).toBeUndefined();
+      expect((await after.getDraft('claims', 'search'))?.status).toBe('closed');
+    } finally {
+      await after.close();
     }
   });
 

@@ -17,6 +17,13 @@ describe('projects and tasks', () => {
     expect((await service.listProjects())[0]).toMatchObject({ name: 'shop', description: 'The shop' });
   });
 
+  it("create_project with the home project's name is refused, and writes no project.json", async () => {
+    const { service, dataDir } = await harness();
+    const [home] = await service.listProjects();
+    await expect(service.createProject({ name: home!.name, description: 'again' })).rejects.toMatchObject({ code: 'INVALID_INPUT', message: expect.stringContaining('already exists') });
+    await expect(fs.stat(path.join(dataDir, 'project.json'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
   it('tasks have a slug, title, description and state in <dataDir>/tasks/<slug>/task.json', async () => {
     const { service, dataDir } = await harness();
     const [project] = await service.listProjects();

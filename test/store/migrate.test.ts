@@ -5,16 +5,26 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import type { StreamEventDraft } from '../../src/conversation/index.js';
 import { canonicalJson } from '../../src/store/canonical-json.js';
 import {
+  createFileDraftStore,
   createFileStore,
+  createMemoryDraftStore,
   createMemoryStore,
+  createPostgresDraftStore,
   createPostgresStore,
+  digestProject,
   digestSession,
+  migrateDraftStore,
   migrateStore,
+  type DraftStore,
+  type DraftStoreHome,
+  type DraftStoreSide,
   type SessionStore,
 } from '../../src/store/index.js';
 import { postgresSkipReason, startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { checkpointInput, collect, contextDocument, feature, sessionRecord, storeErrorOf, textDraft } from './builders.js';
 import { conversationDrafts, expectSameContents, fillDataFolder, MANAGED_ID, NATIVE_ID } from './migrate-data.js';
+import { draftRecord, taskFile } from './draft-store-conformance.js';
+import { DEV_ROLE, expectSameDraftLayer, fillDraftLayer } from './migrate-draft-data.js';
 
 const quiet = () => undefined;
 
@@ -64,6 +74,72 @@ describe('migrateStore between memory stores', () => {
     expect(managed.reason).toContain('version 2 comes where 1 was expected');
     expect(await to.getSession(MANAGED_ID)).toBeUndefined();
     expect(report.sessions.filter((session) => session.sessionId !== MANAGED_ID).every((session) => session.status === 'copied')).toBe(true);
+  });
+});
+
+describe('migrateDraftStore between memory stores', () => {
+  const home: DraftStoreHome = { name: 'shop', path: '/srv/shop', dataDir: '/srv/shop/.parley' };
+  const side = (): DraftStoreSide => ({ store: createMemoryDraftStore({ home }), home });
+
+  it('copies projects, tasks, closed and active drafts and role files; a second run copies nothing', async () => {
+    const from = side();
+    const to = side();
+    await fillDraftLayer(from.store, 'shop');
+    const first = await migrateDraftStore(from, to);
+    expect(first.ok).toBe(true);
+    expect(first.nothingCopied).toBe(false);
+    expect(first.records.map((record) => `${record.kind} ${record.id} ${record.status}`)).toEqual([
+      'project shop copied',
+      'task shop/checkout copied',
+      'draft shop/checkout/s-checkout-1 copied',
+      'task shop/search copied',
+      'draft shop/search/s-search-1 copied',
+      'role shop/dev.md copied',
+      'project billing copied',
+      'task billing/invoices copied',
+      'role billing/accountant.md copied',
+      'draft shop/checkout/s-checkout-2 copied',
+      'draft billing/invoices/s-invoices-1 copied',
+    ]);
+    expect(first.projects.map((project) => [project.project, project.home, project.source.tasks, project.source.drafts, project.source.activeDrafts, project.source.roles])).toEqual([
+      ['shop', true, 2, 3, 1, 1],
+      ['billing', false, 1, 1, 1, 1],
+    ]);
+    expect(first.projects.every((project) => project.target?.sha256 === project.source.sha256 && /^[0-9a-f]{64}$/.test(project.source.sha256))).toBe(true);
+    await expectSameDraftLayer(from, to);
+
+    const second = await migrateDraftStore(from, to);
+    expect(second.ok).toBe(true);
+    expect(second.nothingCopied).toBe(true);
+    expect(second.records.every((record) => record.status === 'unchanged')).toBe(true);
+    expect(second.records).toHaveLength(first.records.length);
+  });
+
+  it('finishes a closed draft whose copy stopped between its claim and its release', async () => {
+    const from = side();
+    const to = side();
+    await fillDraftLayer(from.store, 'shop');
+    await to.store.createProject({ name: 'shop', description: 'The shop', createdAt: '2025-01-01T00:00:00.000Z' });
+    await to.store.createTask('shop', (await from.store.getTask('shop', 'search'))!);
+    // As the copy claims it, before its release: active, without its closing fields.
+    const { closedAt: _closedAt, closeReason: _closeReason, ...claimed } = (await from.store.getDraft('shop', 'search'))!;
+    await to.store.claimDraft({ ...claimed, status: 'active' });
+    const report = await migrateDraftStore(from, to);
+    expect(report.ok).toBe(true);
+    expect(report.records.find((record) => record.id === 'shop/search/s-search-1')?.status).toBe('copied');
+    await expectSameDraftLayer(from, to);
+  });
+
+  it('changes the hash of a project when one field of one draft differs', async () => {
+    const a = side();
+    const b = side();
+    for (const { store } of [a, b]) {
+      await store.createTask('shop', taskFile('t'));
+      await store.claimDraft(draftRecord('shop', 't', 'tui', 's-1', { turnCount: store === a.store ? 1 : 2 }));
+    }
+    const [left, right] = await Promise.all([digestProject(a, 'shop', { withCreatedAt: true }), digestProject(b, 'shop', { withCreatedAt: true })]);
+    expect(left!.drafts).toBe(right!.drafts);
+    expect(left!.sha256).not.toBe(right!.sha256);
   });
 });
 
@@ -258,6 +334,116 @@ describe.skipIf(skipReason !== undefined)('migrateStore between the file store a
     const report = await migrateStore(original, database);
     expect(report.sessions[0]).toMatchObject({ status: 'conflict', reason: "the target's log has 12 events, more than the source's 6" });
     expect(await database.lastSeq('short')).toBe(11);
+  });
+
+  describe('the draft layer', () => {
+    const drafts: DraftStore[] = [];
+    afterEach(async () => {
+      await Promise.all(drafts.splice(0).map((store) => store.close().catch(() => undefined)));
+    });
+    function folderSide(name: string): DraftStoreSide {
+      const home = { name: 'shop', path: join(work, name), dataDir: join(work, name, '.parley') };
+      const store = createFileDraftStore({ home });
+      drafts.push(store);
+      return { store, home };
+    }
+    async function databaseSide(schema: string, home: DraftStoreHome, options: { existingOnly?: boolean } = {}): Promise<DraftStoreSide> {
+      const store = await createPostgresDraftStore({ connectionString: server.url(), schema, home, registerHome: false, ...options });
+      drafts.push(store);
+      return { store, home };
+    }
+    function freshSchema(): string {
+      const schema = server.freshSchema('migrate_drafts');
+      schemas.push(schema);
+      return schema;
+    }
+
+    it('round-trips two projects, their tasks, closed and active drafts and role files: folder → PostgreSQL → folder, record by record', async () => {
+      const original = folderSide('original');
+      await fillDraftLayer(original.store, 'shop');
+      const schema = freshSchema();
+      const database = await databaseSide(schema, original.home);
+
+      const there = await migrateDraftStore(original, database);
+      expect(there.ok).toBe(true);
+      expect(there.records.filter((record) => record.status !== 'copied')).toEqual([]);
+      expect(there.projects.map((project) => [project.project, project.home, project.differences])).toEqual([
+        ['shop', true, []],
+        ['billing', false, []],
+      ]);
+      await expectSameDraftLayer(original, database);
+      // The project created without a path stays in each store's default place.
+      expect((await database.store.getProject('billing'))?.path).toBe(join(work, 'original', '.parley', 'projects', 'billing'));
+
+      // Back, read from a database that is written nothing on open.
+      const reader = await databaseSide(schema, { name: 'shop', path: join(work, 'restored'), dataDir: join(work, 'restored', '.parley') }, { existingOnly: true });
+      const restored = folderSide('restored');
+      const back = await migrateDraftStore(reader, restored);
+      expect(back.ok).toBe(true);
+      await expectSameDraftLayer(original, restored);
+      expect(back.projects.map((project) => project.source.sha256)).toEqual(there.projects.map((project) => project.source.sha256));
+      // The restored folder's home is written down under the source's name, and its files are today's layout.
+      expect(JSON.parse(await fs.readFile(join(work, 'restored', '.parley', 'project.json'), 'utf8'))).toEqual({
+        formatVersion: 1,
+        name: 'shop',
+        description: 'The shop',
+        createdAt: '2025-01-01T00:00:00.000Z',
+      });
+      expect(await fs.readFile(join(work, 'restored', '.parley', 'roles', 'dev.md'), 'utf8')).toBe(DEV_ROLE);
+      expect(await fs.readdir(join(work, 'restored', '.parley', 'tasks', 'checkout', 'drafts'))).toEqual(['s-checkout-1.json']);
+      expect(JSON.parse(await fs.readFile(join(work, 'restored', '.parley', 'projects', 'billing', '.parley', 'tasks', 'invoices', 'draft.json'), 'utf8'))).toMatchObject({
+        sessionId: 's-invoices-1',
+        status: 'active',
+      });
+    });
+
+    it('is idempotent: a second run copies nothing and says so', async () => {
+      const original = folderSide('original');
+      await fillDraftLayer(original.store, 'shop');
+      const database = await databaseSide(freshSchema(), original.home);
+      await migrateDraftStore(original, database);
+      const again = await migrateDraftStore(original, database);
+      expect(again.ok).toBe(true);
+      expect(again.nothingCopied).toBe(true);
+      expect(again.records.every((record) => record.status === 'unchanged')).toBe(true);
+      expect(again.records.filter((record) => record.kind === 'draft')).toHaveLength(4);
+    });
+
+    it('reports a different record on the target as a conflict and leaves it unchanged; an active draft whose channel the target holds is a conflict', async () => {
+      const original = folderSide('original');
+      await fillDraftLayer(original.store, 'shop');
+      const database = await databaseSide(freshSchema(), original.home);
+      await migrateDraftStore(original, database);
+      // The target was used after the copy: a role rewritten, a project made there, a channel taken.
+      await database.store.writeRoleFile('shop', 'dev', 'rewritten on the server');
+      await database.store.createProject({ name: 'docs', description: 'made in the database', createdAt: '2026-01-01T00:00:00.000Z' });
+      await database.store.createTask('shop', taskFile('server-task'));
+      await database.store.claimDraft(draftRecord('shop', 'server-task', 'tui-9', 's-server'));
+      // The source moved on meanwhile.
+      await original.store.createProject({ name: 'docs', description: 'made in the folder', createdAt: '2025-06-01T00:00:00.000Z' });
+      await original.store.createTask('docs', taskFile('guide'));
+      await original.store.createTask('shop', taskFile('late'));
+      await original.store.claimDraft(draftRecord('shop', 'late', 'tui-9', 's-late'));
+      const before = await digestProject(database, 'shop', { withCreatedAt: true });
+
+      const report = await migrateDraftStore(original, database);
+      expect(report.ok).toBe(false);
+      const byId = (id: string) => report.records.find((record) => record.id === id);
+      expect(byId('shop/dev.md')).toMatchObject({ status: 'conflict', reason: expect.stringContaining('has other text than the source') });
+      expect(byId('docs')).toMatchObject({ status: 'conflict', reason: expect.stringContaining('description "made in the database" in the target') });
+      expect(byId('docs/guide')?.status).toBe('copied');
+      expect(byId('shop/late')?.status).toBe('copied');
+      expect(byId('shop/late/s-late')).toMatchObject({ status: 'conflict', reason: expect.stringContaining('Channel "tui-9" already has an active draft') });
+      expect(report.projects.find((project) => project.project === 'shop')?.differences).toEqual(['tasks: 3 in the source, 4 in the target']);
+
+      expect((await database.store.readRoleFile('shop', 'dev'))?.text).toBe('rewritten on the server');
+      expect((await database.store.getProject('docs'))?.description).toBe('made in the database');
+      expect((await database.store.listTasks('docs')).map((task) => task.slug)).toEqual(['guide']);
+      expect((await database.store.findActiveDraft('tui-9'))?.sessionId).toBe('s-server');
+      expect(await database.store.getDraft('shop', 'late')).toBeUndefined();
+      // Only the new task was added to the home project.
+      expect((await digestProject(database, 'shop', { withCreatedAt: true }))!.tasks).toBe(before!.tasks + 1);
+    });
   });
 
   it('reading a database without Parley tables creates nothing: existingOnly refuses it with STORE_SCHEMA_MISSING', async () => {

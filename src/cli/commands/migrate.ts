@@ -17,7 +17,7 @@ interface MigrateFlags {
 export function register(program: Command): void {
   program
     .command('migrate')
-    .description('Copy sessions (logs, checkpoints, transcripts), features and tasks from one store to another, and verify the copy')
+    .description('Copy sessions (logs, checkpoints, transcripts), features, tasks and the draft layer (projects, tasks, drafts, role files) from one store to another, and verify the copy')
     .option('--from <store>', 'the store to copy from: a Parley data folder or a postgres:// URL')
     .option('--to <store>', 'the store to copy into: a data folder (made when missing) or a postgres:// URL')
     .option('--from-schema <name>', 'PostgreSQL schema of --from', DEFAULT_POSTGRES_SCHEMA)
@@ -45,22 +45,24 @@ export function register(program: Command): void {
       }
       const progress = process.stderr.isTTY && !flags.json;
       let report: MigrationReport;
+      let draftLayer: DraftLayerMigration;
       try {
         report = await migrateStore(source, target, {
           batchSize,
           ...(progress ? { onSession: (_session: SessionMigration, index: number, total: number) => process.stderr.write(`\r\x1b[Kcopied ${index + 1} of ${total} sessions`) } : {}),
         });
         if (progress) process.stderr.write('\r\x1b[K');
+        // While both session stores are open: a data folder's store.lock keeps this process its only writer.
+        draftLayer = await migrateDraftLayer(from, to);
       } finally {
         await Promise.allSettled([source.close(), target.close()]);
       }
-      const draftLayer = await migrateDraftLayer(from, to);
       if (flags.json) {
         process.stdout.write(`${JSON.stringify({ from: describeLocation(from), to: describeLocation(to), ...report, draftLayer }, null, 2)}\n`);
       } else {
         process.stdout.write(describe(describeLocation(from), describeLocation(to), report, draftLayer));
       }
-      if (!report.ok) {
+      if (!report.ok || !draftLayer.report.ok) {
         process.stderr.write('parley migrate: the copy is incomplete or does not match the source (see the table above); nothing in the target was overwritten.\n');
         process.exitCode = 1;
       }
@@ -107,18 +109,49 @@ function describe(from: string, to: string, report: MigrationReport, draftLayer:
     lines.push(`The target also holds ${report.targetOnlySessions.length} session(s) the source does not; they were left alone.`);
   }
   if (problems.length > 0) lines.push('', 'Not copied or not matching:', ...problems);
-  lines.push('', draftLayer.message, '');
+  lines.push('', ...describeDraftLayer(draftLayer), '');
 
   const events = report.sessions.reduce((sum, session) => sum + session.written.events, 0);
   const verified = report.sessions.filter((session) => session.verification?.differences.length === 0).length;
-  if (report.nothingCopied) lines.push(`Nothing new to copy: the target already holds all of it. ${verified} of ${report.sessions.length} sessions verified.`);
+  if (report.nothingCopied && draftLayer.report.nothingCopied) lines.push(`Nothing new to copy: the target already holds all of it. ${verified} of ${report.sessions.length} sessions verified.`);
   else lines.push(`Copied ${events} events of ${report.sessions.filter((session) => session.status === 'copied' || session.status === 'continued').length} sessions; ${verified} of ${report.sessions.length} sessions verified.`);
   return `${lines.join('\n')}\n`;
 }
 
-function table(rows: string[][]): string[] {
+/** The draft layer's part of the summary: one line per project, counts per kind, and what was not copied or does not match. */
+function describeDraftLayer({ home, report }: DraftLayerMigration): string[] {
+  const lines: string[] = [];
+  const header = ['project', 'home', 'tasks', 'drafts', 'active', 'roles', 'sha-256', 'verified'];
+  const rows = report.projects.map((project) => [
+    project.project,
+    project.home ? 'yes' : '',
+    String(project.source.tasks),
+    String(project.source.drafts),
+    String(project.source.activeDrafts),
+    String(project.source.roles),
+    project.source.sha256.slice(0, SHORT_HASH),
+    project.differences.length === 0 ? 'ok' : 'MISMATCH',
+  ]);
+  if (rows.length === 0) lines.push(`The source holds no projects (drafts, tasks, role files); home project: ${home}.`);
+  else lines.push(...table([header, ...rows], new Set([2, 3, 4, 5])));
+  const count = (kind: string, status: string) => report.records.filter((record) => record.kind === kind && record.status === status).length;
+  for (const kind of ['project', 'task', 'draft', 'role'] as const) {
+    const total = report.records.filter((record) => record.kind === kind).length;
+    const noun = kind === 'role' ? 'role file' : kind === 'task' ? 'project task' : kind;
+    lines.push(
+      `${total} ${noun}${total === 1 ? '' : 's'}: ${count(kind, 'copied')} copied, ${count(kind, 'unchanged')} unchanged, ${count(kind, 'conflict')} conflicts` +
+        (count(kind, 'failed') > 0 ? `, ${count(kind, 'failed')} not readable` : ''),
+    );
+  }
+  const problems: string[] = [];
+  for (const record of report.records) if (record.reason !== undefined) problems.push(`  ${record.kind} ${record.id}: ${record.status}: ${record.reason}`);
+  for (const project of report.projects) for (const difference of project.differences) problems.push(`  project ${project.project}: ${difference}`);
+  if (problems.length > 0) lines.push('', 'Draft layer not copied or not matching:', ...problems);
+  return lines;
+}
+
+function table(rows: string[][], numeric = new Set([2, 3, 4, 5])): string[] {
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
-  const numeric = new Set([2, 3, 4, 5]);
   return rows.map((row) =>
     row
       .map((cell, column) => (numeric.has(column) ? cell.padStart(widths[column]!) : cell.padEnd(widths[column]!)))

@@ -41,12 +41,15 @@ export async function openPostgresDraftStore(options: PostgresDraftStoreOptions)
   const sql = draftQueriesFor(quotedSchema);
   const retryForMs = options.retryForMs ?? 30_000;
   try {
-    await setUpSchema(pool, schema, quotedSchema, target);
-    await retryOnConnectionFailure(
-      retryForMs,
-      () => pool.query(sql.registerHome, [home.name, home.path, new Date().toISOString()]),
-      (error) => toStoreFailure(error, target, 'register the home project'),
-    );
+    await setUpSchema(pool, schema, quotedSchema, target, undefined, { existingOnly: options.existingOnly ?? false });
+    // A store opened only to read (existingOnly) writes nothing, not even its home project.
+    if ((options.registerHome ?? true) && !options.existingOnly) {
+      await retryOnConnectionFailure(
+        retryForMs,
+        () => pool.query(sql.registerHome, [home.name, home.path, new Date().toISOString()]),
+        (error) => toStoreFailure(error, target, 'register the home project'),
+      );
+    }
   } catch (error) {
     await pool.end().catch(() => undefined);
     throw error;
