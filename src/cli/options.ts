@@ -1,6 +1,7 @@
 import { basename, resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { DraftStore, SessionStore } from '../store/index.js';
+import { ParleyError } from '../conversation/index.js';
 
 /** The data folder from `--data-dir`, `PARLEY_DATA_DIR`, or `.parley` in the current folder. */
 export function resolveDataDir(command: Command): string {
@@ -49,4 +50,24 @@ export async function openChosenDraftStore(command: Command, projectRoot: string
 /** The session manager's store option: the opened store, or the file store in the data folder. */
 export function storeOption(command: Command, store: SessionStore | undefined): { store: SessionStore } | { dataDir: string } {
   return store ? { store } : { dataDir: resolveDataDir(command) };
+}
+
+/** Environment variable: how long this server's draft leases last, in milliseconds (default 30 s). */
+export const DRAFT_LEASE_VARIABLE = 'PARLEY_DRAFT_LEASE_MS';
+/** Shorter leases would be renewed more often than a busy server can be relied on to. */
+const MIN_DRAFT_LEASE_MS = 1_000;
+
+/** PARLEY_DRAFT_LEASE_MS as a whole number of milliseconds; undefined (the default) when unset or empty. */
+export function draftLeaseFromEnvironment(maximum: number): number | undefined {
+  const value = process.env[DRAFT_LEASE_VARIABLE];
+  if (value === undefined || value.trim() === '') return undefined;
+  const leaseMs = Number(value);
+  if (!/^\s*\d+\s*$/.test(value) || leaseMs < MIN_DRAFT_LEASE_MS || leaseMs > maximum) {
+    throw new ParleyError(
+      'INVALID_INPUT',
+      `${DRAFT_LEASE_VARIABLE} must be a whole number of milliseconds from ${MIN_DRAFT_LEASE_MS} to ${maximum}, not "${value}". Unset it for the default (30000).`,
+      { fault: 'user' },
+    );
+  }
+  return leaseMs;
 }

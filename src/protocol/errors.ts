@@ -56,7 +56,7 @@ export const RPC_ERROR_DESCRIPTIONS: Record<RpcErrorName, string> = {
   TURN_IN_PROGRESS: 'The draft is running a turn; wait for it to end or `cancel` it.',
   UNSUPPORTED: 'The session\'s back end cannot do this.',
   RATE_LIMITED: 'Too many requests on this connection; `data.retryAfterMs` says when to retry.',
-  INVALID_STATE: 'The session refuses this in its current state (archived, read only, compaction running).',
+  INVALID_STATE: 'The session refuses this in its current state (archived, read only, compaction running), or another server runs the draft (DRAFT_RUN_ELSEWHERE).',
   SHUTTING_DOWN: 'The server is shutting down; reconnect.',
 };
 
@@ -81,6 +81,8 @@ export const PARLEY_CODE_TO_RPC: Readonly<Record<string, RpcErrorCodeValue>> = {
   RATE_LIMITED: RpcErrorCode.RATE_LIMITED,
   READ_ONLY_SESSION: RpcErrorCode.INVALID_STATE,
   SESSION_ARCHIVED: RpcErrorCode.INVALID_STATE,
+  /** Another live server runs the channel's draft (a shared database): reconnect to that server, or wait for its lease to end. */
+  DRAFT_RUN_ELSEWHERE: RpcErrorCode.INVALID_STATE,
   COMPACTION_IN_PROGRESS: RpcErrorCode.INVALID_STATE,
   COMPACTION_NOTHING_TO_COMPACT: RpcErrorCode.INVALID_STATE,
   COMPACTION_STOPPED: RpcErrorCode.INVALID_STATE,

@@ -5,7 +5,7 @@ import { setTimeout as pause } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import WebSocket from 'ws';
 import { applyEvents, emptyConversation, type StreamEvent } from '../../src/conversation/index.js';
-import { ProtocolClient, RpcError, webSocketTransport, type ServerFile, type WebSocketLike } from '../../src/protocol/index.js';
+import { ProtocolClient, RpcError, RpcErrorCode, webSocketTransport, type ServerFile, type WebSocketLike } from '../../src/protocol/index.js';
 import { postgresSkipReason, startTestPostgres, TEST_ROLE, type TestPostgres } from '../helpers/postgres.js';
 import { runParley } from '../helpers/run-parley.js';
 import { startServeProcess, type ServeProcess } from './serve-process.js';
@@ -150,6 +150,7 @@ describe.skipIf(skipReason !== undefined)('two parley serve processes on one Pos
       (error: unknown) => error,
     );
     expect(reasonOf(refused)).toBe('DRAFT_RUN_ELSEWHERE');
+    expect((refused as RpcError).code).toBe(RpcErrorCode.INVALID_STATE);
     expect((refused as RpcError).data.holder).toContain(`pid ${serverA.info.pid}`);
 
     serverA.child.kill('SIGKILL');

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { ParleyError } from '../../conversation/index.js';
 import type { RunningServer } from '../../server/index.js';
-import { openChosenDraftStore, openChosenStore, resolveDataDir } from '../options.js';
+import { draftLeaseFromEnvironment, openChosenDraftStore, openChosenStore, resolveDataDir } from '../options.js';
 import { resolveServerBackends } from '../server-backends.js';
 
 /** The default port of `parley serve` (`--port 0` picks any free one). */
@@ -12,10 +12,6 @@ export const DEFAULT_PORT = 7433;
 
 export { SCRIPTED_SCRIPT_VARIABLE } from '../server-backends.js';
 
-/** Environment variable: how long this server's draft leases last, in milliseconds (default 30 s). */
-export const DRAFT_LEASE_VARIABLE = 'PARLEY_DRAFT_LEASE_MS';
-/** Shorter leases would be renewed more often than a busy server can be relied on to. */
-const MIN_DRAFT_LEASE_MS = 1_000;
 
 /**
  * `parley serve`: serves the project in the current folder over JSON-RPC (WebSocket) and the web UI.
@@ -90,21 +86,6 @@ function parsePort(value: string): number {
     throw new ParleyError('INVALID_INPUT', `--port must be a whole number from 0 to 65535, not "${value}".`, { fault: 'user' });
   }
   return port;
-}
-
-/** PARLEY_DRAFT_LEASE_MS as a whole number of milliseconds; undefined (the default) when unset or empty. */
-function draftLeaseFromEnvironment(maximum: number): number | undefined {
-  const value = process.env[DRAFT_LEASE_VARIABLE];
-  if (value === undefined || value.trim() === '') return undefined;
-  const leaseMs = Number(value);
-  if (!/^\s*\d+\s*$/.test(value) || leaseMs < MIN_DRAFT_LEASE_MS || leaseMs > maximum) {
-    throw new ParleyError(
-      'INVALID_INPUT',
-      `${DRAFT_LEASE_VARIABLE} must be a whole number of milliseconds from ${MIN_DRAFT_LEASE_MS} to ${maximum}, not "${value}". Unset it for the default (30000).`,
-      { fault: 'user' },
-    );
-  }
-  return leaseMs;
 }
 
 /** dist/web beside the built CLI, when it was built. */

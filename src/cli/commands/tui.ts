@@ -6,9 +6,9 @@ import { ValidationError } from '../../conversation/index.js';
 import type { ServerFile, TransportFactory, WebSocketLike } from '../../protocol/index.js';
 import type { RunningServer } from '../../server/index.js';
 import type { NoteLine } from '../../ui/tui/index.js';
-import { openChosenDraftStore, openChosenStore, resolveDataDir } from '../options.js';
+import { draftLeaseFromEnvironment, openChosenDraftStore, openChosenStore, resolveDataDir } from '../options.js';
 import { resolveServerBackends } from '../server-backends.js';
-import { prepareDataFolder, type DraftStore, type SessionStore } from '../../store/index.js';
+import { MAX_LEASE_TTL_MS, prepareDataFolder, type DraftStore, type SessionStore } from '../../store/index.js';
 
 /** The file in the data folder holding this project's TUI channel: the draft belongs to it, so a restarted TUI finds its draft again. */
 export const CHANNEL_FILE = 'tui-channel';
@@ -162,6 +162,7 @@ class ServerHost {
     const { startServer } = await import('../../server/index.js');
     const { backendFor, summarize, notice, warnings } = await resolveServerBackends({ projectRoot: this.projectRoot, dataDir: this.dataDir });
     for (const warning of warnings) void this.log('warn', warning);
+    const leaseTtlMs = draftLeaseFromEnvironment(MAX_LEASE_TTL_MS);
     const store = await this.openStore();
     const draftStore = await this.openDraftStore().catch(async (error: unknown) => {
       await store?.close();
@@ -174,6 +175,7 @@ class ServerHost {
         dataDir: this.dataDir,
         ...(store ? { store } : {}),
         ...(draftStore ? { draftStore } : {}),
+        ...(leaseTtlMs !== undefined ? { leaseTtlMs } : {}),
         port: 0,
         backendFor,
         summarize,
