@@ -33,6 +33,26 @@ describe.skipIf(skipReason !== undefined)('PostgreSQL store: setup, migrations a
     await server?.destroy();
   });
 
+  describe('append group ids', () => {
+    it('are pruned when a store opens, once no retry can need them (an hour, or ten retry windows)', async () => {
+      const schema = server.freshSchema();
+      let store = await createPostgresStore({ connectionString: server.url(), schema });
+      await store.createSession(sessionRecord('s1'));
+      await store.append('s1', [textDraft('b1', 'old')]);
+      await store.append('s1', [textDraft('b2', 'recent')]);
+      await store.close();
+      const groups = `${pg.escapeIdentifier(schema)}.append_groups`;
+      // The first group committed two hours ago: long past any retry.
+      await server.admin(`UPDATE ${groups} SET committed_at = now() - interval '2 hours' WHERE group_id = (SELECT group_id FROM ${groups} ORDER BY committed_at LIMIT 1)`);
+      expect(await server.admin(`SELECT 1 FROM ${groups}`)).toHaveLength(2);
+      store = await createPostgresStore({ connectionString: server.url(), schema });
+      expect(await server.admin(`SELECT 1 FROM ${groups}`)).toHaveLength(1);
+      // The events themselves are untouched.
+      expect((await collect(store.readLog('s1'))).map((event) => event.seq)).toEqual([0, 1]);
+      await store.close();
+    });
+  });
+
   describe('migrations', () => {
     it('creates every table in its own schema and records each migration once', async () => {
       const schema = server.freshSchema();

@@ -55,6 +55,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     throw error;
   }
   const notify = { channel: changeChannel(schema), origin: randomUUID() };
+  if (options.existingOnly !== true) await pruneAppendGroups(pool, queriesFor(quotedSchema), appendGroupRetentionMs(options.retryForMs ?? 30_000));
   const listener = new ChangeListener({ connectionString: options.connectionString, connectTimeoutMs: options.connectTimeoutMs ?? 10_000, ...notify });
   return new PostgresStore(pool, queriesFor(quotedSchema), target, options.retryForMs ?? 30_000, notify, listener);
 }
@@ -67,6 +68,8 @@ class PostgresStore implements SessionStore {
   /** Updates of one session (and checkpoint writes) take turns here, so they do not all hold a connection waiting on one row lock. */
   private readonly queue = new KeyedQueue();
   private readonly committer: AppendCommitter;
+  /** Prunes old group ids while the store stays open (a long-running server). */
+  private readonly pruning: NodeJS.Timeout;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -78,6 +81,8 @@ class PostgresStore implements SessionStore {
     private readonly listener: ChangeListener,
   ) {
     this.committer = new AppendCommitter({ pool, queries: sql, target, retryForMs, notify });
+    this.pruning = setInterval(() => void pruneAppendGroups(pool, sql, appendGroupRetentionMs(retryForMs)), PRUNE_INTERVAL_MS);
+    this.pruning.unref();
   }
 
   /**
@@ -460,6 +465,7 @@ class PostgresStore implements SessionStore {
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.closed = true;
+      clearInterval(this.pruning);
       this.listener.stop();
       while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
       await this.committer.idle();
@@ -467,6 +473,27 @@ class PostgresStore implements SessionStore {
     })();
     return this.closing;
   }
+}
+
+/** How often an open store prunes `append_groups`. */
+const PRUNE_INTERVAL_MS = 10 * 60_000;
+
+/**
+ * How long a group id is kept. It only matters while an append whose COMMIT answer was lost may be
+ * sent again, which is at most `retryForMs` after its first attempt; an hour (or ten retry windows)
+ * is far past that.
+ */
+export function appendGroupRetentionMs(retryForMs: number): number {
+  return Math.max(60 * 60_000, 10 * retryForMs);
+}
+
+/**
+ * Deletes group ids no retry can need any more, so `append_groups` does not grow with every append
+ * for ever. Best effort: a role without DELETE on the table (an owner-managed schema) keeps them, and
+ * a failure here never fails the store.
+ */
+async function pruneAppendGroups(pool: pg.Pool, sql: Queries, retentionMs: number): Promise<void> {
+  await pool.query(sql.pruneAppendGroups, [retentionMs]).catch(() => undefined);
 }
 
 /** The filterable columns beside a session's record, in the order of the insert and update statements. */

@@ -10,6 +10,8 @@ export function queriesFor(schema: string) {
   const groups = table('append_groups');
   const checkpoints = table('checkpoints');
   return {
+    /** Group ids older than `$1` ms: a retry that could still need one ended long before (see pruneAppendGroups). */
+    pruneAppendGroups: `DELETE FROM ${groups} WHERE committed_at < now() - make_interval(secs => $1::double precision / 1000)`,
     insertSession: `WITH created AS (
         INSERT INTO ${sessions} (session_id, record, status, backend_type, agent_type, scope_kind, feature_id, task_id, task_state)
         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
