@@ -8,6 +8,7 @@ export * from './turn-runner.js';
 export * from './agent-descriptions.js';
 export * from './checkpoint-format.js';
 export * from './compaction.js';
+export * from './compaction-controller.js';
 export * from './context-builder.js';
 export * from './projection.js';
 export * from './request-builder.js';

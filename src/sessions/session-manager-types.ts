@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { StreamEvent } from '../conversation/index.js';
 import { SessionScopeSchema, SessionSettingsSchema, type CheckpointSummarizer, type SessionRecord, type SessionStore, type StoreWarning } from '../store/index.js';
 import type { AgentDescriptionOverride } from './agent-descriptions.js';
-import type { CompactionSettings } from './compaction.js';
+import type { CompactionSettings } from './compaction-controller.js';
 import type { ContextOptions } from './context-builder.js';
 import type { AgentTypeSettings } from './session-requests.js';
 import type { Summarizer } from './summarizer.js';

@@ -21,7 +21,7 @@ import {
   type StoreWarning,
 } from '../store/index.js';
 import type { AgentDescriptionOverride, AgentDescriptionText } from './agent-descriptions.js';
-import type { CompactionStatus } from './compaction.js';
+import type { CompactionStatus } from './compaction-controller.js';
 import { SessionError } from './errors.js';
 import { LiveSessionCache, loadLiveSession, type LiveSession } from './live-sessions.js';
 import type { BuiltRequest } from './request-builder.js';

@@ -28,8 +28,8 @@ import {
   type CompactionSettings,
   type CompactionSnapshot,
   type CompactionStatus,
-  type CompactionTrigger,
-} from './compaction.js';
+} from './compaction-controller.js';
+import type { CompactionTrigger } from './compaction.js';
 import { buildContext, type ContextOptions } from './context-builder.js';
 import { SessionError } from './errors.js';
 import { projectConversation, type Projection } from './projection.js';
