@@ -8,8 +8,9 @@ import {
   type ProtocolClient,
 } from '../../protocol/index.js';
 import { COMMANDS, helpLines, parseInput, suggestCommand } from './commands.js';
-import { formatCost, formatCount, formatDuration, formatPercent, oneLine, plural } from './format.js';
-import { activeWorkers, initialViewState, reduceView, type NoteLine, type ViewAction, type ViewState } from './view-state.js';
+import { agentsReport, contextReport, rolesReport, sessionsReport } from './reports.js';
+import { formatCost, formatDuration, oneLine, plural } from './format.js';
+import { initialViewState, reduceView, type NoteLine, type ViewAction, type ViewState } from './view-state.js';
 
 export interface ControllerOptions {
   client: ProtocolClient;
@@ -520,33 +521,7 @@ export class TuiController {
     } catch {
       preview = undefined;
     }
-    const label = (text: string) => `  ${text.padEnd(15)}`;
-    const window = session.contextWindow > 0 ? formatCount(session.contextWindow) : 'unknown';
-    const lines: NoteLine[] = [
-      { text: `Context · ${session.role} on task ${session.taskSlug} · ${session.backend}${session.model ? ` / ${session.model}` : ''}`, bold: true },
-      { text: `${label('Input tokens')}${formatCount(session.lastInputTokens)} (last request: input + cache read + cache write)` },
-      { text: `${label('Context window')}${window}` },
-      { text: `${label('Used')}${formatPercent(session.contextPct)}${session.contextPct !== null ? ` (${session.contextPct.toFixed(1)}%)` : ''}` },
-    ];
-    if (preview?.sections) {
-      const sections = Object.entries(preview.sections).map(([name, tokens]) => `${name === 'userPrompt' ? 'next prompt' : name} ${formatCount(tokens)}`);
-      lines.push({ text: `${label('Sections')}${sections.join(' · ')} (next request: ${formatCount(preview.totalTokens)})` });
-    } else {
-      lines.push({ text: `${label('Sections')}not available: the ${session.backend} back end keeps its own context`, tone: 'dim' });
-    }
-    if (preview?.threshold !== undefined) {
-      const distance = preview.threshold - preview.totalTokens;
-      const budget = preview.budget !== undefined ? ` (${Math.round((preview.threshold / preview.budget) * 100)}% of the ${formatCount(preview.budget)}-token budget)` : '';
-      lines.push({
-        text: `${label('Compaction')}at ${formatCount(preview.threshold)} tokens${budget}: ${distance > 0 ? `${formatCount(distance)} tokens to go` : 'due on the next turn'}`,
-        ...(distance > 0 ? {} : { tone: 'warning' as const }),
-      });
-    } else {
-      lines.push({ text: `${label('Compaction')}done by the ${session.backend} back end near the window; shown here when it happens`, tone: 'dim' });
-    }
-    lines.push({ text: `${label('Cost')}${formatCost(session.cumulativeCostUsd, session.costUnknown)} cumulative${session.costUnknown ? ' (a model without a known price ran: a lower bound)' : ''}` });
-    lines.push({ text: `${label('Turns')}${session.turnCount}` });
-    this.note(lines);
+    this.note(contextReport(session, preview));
   }
 
   private async project(args: string): Promise<void> {
@@ -643,16 +618,7 @@ export class TuiController {
     const project = this.state().project;
     const { roles, errors } = await this.client.request('list_roles', project !== undefined ? { project } : {});
     this.dispatch({ type: 'catalog', roles: roles.map((role) => role.name) });
-    const width = Math.max(...roles.map((role) => role.name.length), 4);
-    this.note([
-      { text: 'Roles', bold: true },
-      ...roles.map((role) => {
-        const where = [role.backend, role.model].filter(Boolean).join('/');
-        return { text: `  ${role.name.padEnd(width)}  ${oneLine(role.description, 64)}${where ? ` (${where})` : ''}${role.permissions.includes('agent-draft') ? ' · drafts workers' : ''}` };
-      }),
-      ...errors.map((error) => ({ text: `  ${error.file}${error.field ? ` (${error.field})` : ''}: ${error.message}`, tone: 'error' as const })),
-      { text: 'Draft one with /draft <role>.', tone: 'dim' },
-    ]);
+    this.note(rolesReport(roles, errors));
   }
 
   private async sessions(args: string): Promise<void> {
@@ -662,20 +628,7 @@ export class TuiController {
       this.note([{ text: 'No sessions yet.' }]);
       return;
     }
-    const now = this.clock();
-    this.note([
-      { text: 'Recent sessions', bold: true },
-      ...sessions.map((session) => {
-        const metrics = session.metrics;
-        const numbers = metrics ? `${plural(metrics.turns, 'turn')}, ${formatCost(metrics.costUsd, metrics.costUnknown)}` : '';
-        const age = session.lastActivity !== undefined ? `${formatDuration(now - session.lastActivity)} ago` : '';
-        const current = session.sessionId === this.state().draft?.sessionId;
-        return {
-          text: `${current ? '›' : ' '} ${session.sessionId.slice(0, 8)}  ${oneLine(session.title ?? session.agentType, 36).padEnd(36)}  ${session.type.padEnd(12)} ${session.status.padEnd(8)} ${numbers.padEnd(18)} ${age}`.trimEnd(),
-          ...(current ? { tone: 'accent' as const } : {}),
-        };
-      }),
-    ]);
+    this.note(sessionsReport(sessions, this.state().draft?.sessionId, this.clock()));
   }
 
   private async compact(args: string): Promise<void> {
@@ -711,22 +664,7 @@ export class TuiController {
     if (!this.noArguments('agents', args)) return;
     const { agents } = await this.client.request('list_agents');
     this.dispatch({ type: 'agents', agents });
-    const workers = agents.filter((agent) => agent.kind === 'worker');
-    const draft = agents.find((agent) => agent.kind === 'draft' && agent.status === 'running');
-    const now = this.clock();
-    const lines: NoteLine[] = [{ text: `Agents · ${plural(activeWorkers(this.state()).length, 'worker')} running`, bold: true }];
-    const drafted = this.state().draft;
-    if (draft) lines.push({ text: `  ${draft.role} (drafted) · ${draft.status} · since ${formatDuration(now - Date.parse(draft.startedAt))} · ${formatCost(drafted?.sessionId === draft.sessionId ? drafted.costUsd : draft.costUsd)} with its workers` });
-    if (workers.length === 0) lines.push({ text: '  No workers on this channel. A drafted agent whose role may draft workers (e.g. product-analyst) starts them.', tone: 'dim' });
-    for (const worker of workers) {
-      const ended = worker.endedAt !== undefined ? Date.parse(worker.endedAt) : now;
-      const tone = worker.status === 'failed' || worker.status === 'killed' ? 'error' : worker.status === 'completed' ? 'success' : 'accent';
-      lines.push({
-        text: `  ${worker.agentId.padEnd(16)} ${worker.role.padEnd(10)} ${worker.status.padEnd(9)} ${formatDuration(ended - Date.parse(worker.startedAt)).padEnd(8)} ${formatCost(worker.costUsd).padEnd(7)} ${oneLine(worker.prompt ?? '', 50)}`,
-        tone,
-      });
-    }
-    this.note(lines);
+    this.note(agentsReport(agents, this.state(), this.clock()));
   }
 
   private note(lines: NoteLine[]): void {
