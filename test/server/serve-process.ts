@@ -2,7 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ServerFileSchema, type ServerFile } from '../../src/protocol/index.js';
+import WebSocket from 'ws';
+import { ProtocolClient, ServerFileSchema, webSocketTransport, type ServerFile, type WebSocketLike } from '../../src/protocol/index.js';
 
 const repo = resolve(import.meta.dirname, '..', '..');
 /** tsx's loader in this process's node: one process (no wrapper), so SIGKILL hits the server itself. */
@@ -41,4 +42,15 @@ export async function startServeProcess(cwd: string, env: Record<string, string>
   });
   const info = ServerFileSchema.parse(JSON.parse(await readFile(join(cwd, '.parley', 'server.json'), 'utf8')));
   return { child, info, output: () => output, exited };
+}
+
+/** A client of a `parley serve` process on `channel`, connected, that does not reconnect (the tests kill servers on purpose). The caller closes it. */
+export async function connectToServer(info: ServerFile, channel: string): Promise<ProtocolClient> {
+  const client = new ProtocolClient({
+    transport: webSocketTransport({ url: info.wsUrl, token: info.token, channel, createSocket: (url) => new WebSocket(url) as unknown as WebSocketLike }),
+    reconnect: false,
+    onError: () => {},
+  });
+  await client.connect();
+  return client;
 }

@@ -2,10 +2,9 @@ import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import WebSocket from 'ws';
 import { applyEvents, emptyConversation, type StreamEvent } from '../../src/conversation/index.js';
-import { ProtocolClient, webSocketTransport, type ServerFile, type WebSocketLike } from '../../src/protocol/index.js';
-import { startServeProcess, type ServeProcess } from './serve-process.js';
+import type { ProtocolClient, ServerFile } from '../../src/protocol/index.js';
+import { connectToServer, startServeProcess, type ServeProcess } from './serve-process.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -30,13 +29,8 @@ async function serve(root: string, script: unknown): Promise<ServeProcess> {
 }
 
 async function connect(info: ServerFile, channel: string): Promise<ProtocolClient> {
-  const client = new ProtocolClient({
-    transport: webSocketTransport({ url: info.wsUrl, token: info.token, channel, createSocket: (url) => new WebSocket(url) as unknown as WebSocketLike }),
-    reconnect: false,
-    onError: () => {},
-  });
+  const client = await connectToServer(info, channel);
   cleanups.push(() => Promise.resolve(client.close()));
-  await client.connect();
   return client;
 }
 

@@ -3,12 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as pause } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import WebSocket from 'ws';
 import { applyEvents, emptyConversation, type StreamEvent } from '../../src/conversation/index.js';
-import { ProtocolClient, RpcError, RpcErrorCode, webSocketTransport, type ServerFile, type WebSocketLike } from '../../src/protocol/index.js';
+import { RpcError, RpcErrorCode, type ProtocolClient, type ServerFile } from '../../src/protocol/index.js';
 import { postgresSkipReason, startTestPostgres, TEST_ROLE, type TestPostgres } from '../helpers/postgres.js';
 import { runParley } from '../helpers/run-parley.js';
-import { startServeProcess, type ServeProcess } from './serve-process.js';
+import { connectToServer, startServeProcess, type ServeProcess } from './serve-process.js';
 
 // Issue 13: two `parley serve` processes on one PostgreSQL database, a client on each. A draft run by
 // server A is watched live from server B; A is SIGKILLed mid-turn; the next prompt, sent to B on the
@@ -38,13 +37,8 @@ async function serve(root: string, script: unknown, databaseUrl: string): Promis
 }
 
 async function connect(info: ServerFile, channel: string): Promise<ProtocolClient> {
-  const client = new ProtocolClient({
-    transport: webSocketTransport({ url: info.wsUrl, token: info.token, channel, createSocket: (url) => new WebSocket(url) as unknown as WebSocketLike }),
-    reconnect: false,
-    onError: () => {},
-  });
+  const client = await connectToServer(info, channel);
   cleanups.push(() => Promise.resolve(client.close()));
-  await client.connect();
   return client;
 }
 
