@@ -9,10 +9,11 @@
  */
 import pg from 'pg';
 import type { StreamEventDraft } from '../src/conversation/index.js';
-import { createPostgresStore, FORMAT_VERSION, type SessionRecord, type SessionStore } from '../src/store/index.js';
+import { createPostgresStore, type SessionStore } from '../src/store/index.js';
 import { findPostgresBin, startTestPostgres, type TestPostgres } from '../test/helpers/postgres.js';
 import { measureCrossServerDelivery } from './postgres-cross-server.js';
 import { formatMs, percentile, ratio, table } from './stats.js';
+import { benchRecord } from './bench-records.js';
 
 const APPEND_SAMPLES = 1_000;
 const ROUNDS = 4;
@@ -29,23 +30,6 @@ const text1k = (index: number) => {
 
 function draft(index: number): StreamEventDraft {
   return { type: 'block_complete', conversationId: 'main', block: { type: 'user_message', id: `m${index}`, createdAt: 1_700_000_000_000, content: text1k(index) } };
-}
-
-function record(sessionId: string, index = 0): SessionRecord {
-  return {
-    formatVersion: FORMAT_VERSION,
-    sessionId,
-    type: index % 3 === 0 ? 'claude-sdk' : 'anthropic-api',
-    agentProfileReference: 'profiles/dev.json',
-    status: index % 10 === 0 ? 'archived' : 'active',
-    agentType: ['pm', 'dev', 'qa'][index % 3]!,
-    scope: { kind: 'task', featureId: `feature-${index % 50}`, taskId: `task-${index % 500}`, taskState: 'dev' },
-    title: `Session ${index}`,
-    createdAt: 1_700_000_000_000 + index,
-    updatedAt: 1_700_000_000_000 + index,
-    settings: { tokenBudget: 100_000 },
-    stats: { totalMessages: 0, totalTokens: 0, totalCompactions: 0 },
-  };
 }
 
 async function timed(count: number, op: (index: number) => Promise<unknown>): Promise<number[]> {
@@ -94,7 +78,7 @@ async function measure(server: TestPostgres): Promise<string> {
   const bodies = Array.from({ length: Math.max(MESSAGES, APPEND_SAMPLES) }, (_, index) => JSON.stringify({ ...draft(index), at: Date.now() }));
   try {
     // 1. One durable append at a time, rounds interleaved so both sides see the same machine.
-    await store.createSession(record('single'));
+    await store.createSession(benchRecord('single'));
     const parleySingle: number[] = [];
     const bareSingle: number[] = [];
     const perRound = APPEND_SAMPLES / ROUNDS;
@@ -108,7 +92,7 @@ async function measure(server: TestPostgres): Promise<string> {
     }
 
     // 2. Fifty sessions appending at once, each awaiting its own appends.
-    for (let writer = 0; writer < WRITERS; writer += 1) await store.createSession(record(`writer-${writer}`));
+    for (let writer = 0; writer < WRITERS; writer += 1) await store.createSession(benchRecord(`writer-${writer}`));
     const bareBatches = async () => {
       const started = performance.now();
       for (let batch = 0; batch < EVENTS_PER_WRITER; batch += 1) {
@@ -137,7 +121,7 @@ async function measure(server: TestPostgres): Promise<string> {
     // 3. Listing 10,000 sessions, from a freshly opened store.
     const ids = Array.from({ length: SESSIONS }, (_, index) => `listed-${index}`);
     for (let start = 0; start < SESSIONS; start += 500) {
-      await Promise.all(ids.slice(start, start + 500).map((id, offset) => store.createSession(record(id, start + offset))));
+      await Promise.all(ids.slice(start, start + 500).map((id, offset) => store.createSession(benchRecord(id, start + offset))));
     }
     const lister = await createPostgresStore({ connectionString: server.url(), schema });
     const listMs: number[] = [];
@@ -154,7 +138,7 @@ async function measure(server: TestPostgres): Promise<string> {
     });
 
     // 4. Loading a 10,000-message session: the store, and bare reads of the same bodies as text and as jsonb.
-    await store.createSession(record('big'));
+    await store.createSession(benchRecord('big'));
     for (let start = 0; start < MESSAGES; start += 100) await store.append('big', Array.from({ length: 100 }, (_, offset) => draft(start + offset)));
     for (let start = 0; start < MESSAGES; start += 1_000) {
       const seqs = Array.from({ length: 1_000 }, (_, offset) => start + offset);

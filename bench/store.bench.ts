@@ -9,9 +9,10 @@ import { closeSync, fdatasyncSync, openSync, promises as fs, writeSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { StreamEventDraft } from '../src/conversation/index.js';
-import { createFileStore, FORMAT_VERSION, type SessionRecord, type SessionStore } from '../src/store/index.js';
+import { createFileStore, type SessionStore } from '../src/store/index.js';
 import { addMessage, chatMessage, emptyChat, saveChatSession } from './seeds-chat-file.js';
 import { formatMs, percentile, ratio, table } from './stats.js';
+import { benchRecord } from './bench-records.js';
 
 const MESSAGES = 10_000;
 const SESSIONS = 10_000;
@@ -30,23 +31,6 @@ function draft(index: number): StreamEventDraft {
     type: 'block_complete',
     conversationId: 'main',
     block: { type: 'user_message', id: `m${index}`, createdAt: Date.now(), content: texts[index]! },
-  };
-}
-
-function record(sessionId: string, index = 0): SessionRecord {
-  return {
-    formatVersion: FORMAT_VERSION,
-    sessionId,
-    type: index % 3 === 0 ? 'claude-sdk' : 'anthropic-api',
-    agentProfileReference: 'profiles/dev.json',
-    status: index % 10 === 0 ? 'archived' : 'active',
-    agentType: ['pm', 'dev', 'qa'][index % 3]!,
-    scope: { kind: 'task', featureId: `feature-${index % 50}`, taskId: `task-${index % 500}`, taskState: 'dev' },
-    title: `Session ${index}`,
-    createdAt: 1_700_000_000_000 + index,
-    updatedAt: 1_700_000_000_000 + index,
-    settings: { tokenBudget: 100_000 },
-    stats: { totalMessages: 0, totalTokens: 0, totalCompactions: 0 },
   };
 }
 
@@ -96,7 +80,7 @@ async function bareAppendAsync(folder: string): Promise<Run> {
 /** (a) Parley's file store. Leaves the store's folder behind for the loading benchmark. */
 async function parleyAppend(dataDir: string): Promise<Run> {
   const store = await createFileStore({ dataDir });
-  await store.createSession(record('big'));
+  await store.createSession(benchRecord('big'));
   try {
     return await timed(MESSAGES, async (index) => {
       await store.append('big', [draft(index)]);
@@ -227,7 +211,7 @@ async function listSection(root: string): Promise<string> {
   const ids = Array.from({ length: SESSIONS }, (_, index) => `session-${String(index).padStart(5, '0')}`);
   // 16 creations in flight: each waits on its own fsyncs.
   for (let start = 0; start < ids.length; start += 16) {
-    await Promise.all(ids.slice(start, start + 16).map((id, offset) => creating.createSession(record(id, start + offset))));
+    await Promise.all(ids.slice(start, start + 16).map((id, offset) => creating.createSession(benchRecord(id, start + offset))));
   }
   const createMs = performance.now() - createStarted;
   await creating.close();
