@@ -16,3 +16,4 @@ export { readRoleFolder } from './draft-files.js';
 export * from './migrate.js';
 export { migrateDraftStore, type DraftLayerReport, type DraftRecordMigration, type DraftStoreSide, type ProjectDigest, type ProjectVerification } from './draft-migrate.js';
 export { digestProject } from './draft-digest.js';
+export * from './run-records.js';

@@ -1,0 +1,62 @@
+import type { RunRecord, RunStatus } from '../store/index.js';
+import type { SessionEvent } from './events.js';
+import type { ReplyOutcome } from './types.js';
+
+/**
+ * The durable-runs service (issue 14): every harness run started through it is a stored record
+ * with an append-only journal, resumable after a crash by re-executing the workflow from its start
+ * on the journaled results. The server's run methods (`list_runs`, `get_run`, `start_run`,
+ * `answer_prompt`, `send_to_run`, `pause_run`, `resume_run`, `abort_run`) and the CLI's `run
+ * --detach`, `runs` and `answer` are thin faces over this interface.
+ */
+export interface RunService {
+  /** Loads the workflow, stores the run and starts it; resolves once the record is stored. */
+  startRun(request: StartRunRequest): Promise<RunRecord>;
+  /** Newest first. */
+  listRuns(filter?: RunFilter): Promise<RunRecord[]>;
+  /** Throws RUN_NOT_FOUND. */
+  getRun(runId: string): Promise<RunRecord>;
+  /**
+   * Answers a pending prompt. A reply the choices or the validator refuse comes back as
+   * `{ accepted: false, message }` and the prompt keeps waiting. Throws RUN_NOT_FOUND,
+   * UNKNOWN_PROMPT, or PROMPT_ALREADY_ANSWERED (the second answer to one prompt).
+   */
+  answerPrompt(runId: string, promptId: string, response: string): Promise<ReplyOutcome>;
+  /** `send` (no agent) or `sendTo` (an agent's name); journaled before it is delivered. */
+  sendToRun(runId: string, message: string, options?: { agent?: string }): Promise<void>;
+  pauseRun(runId: string): Promise<RunRecord>;
+  /**
+   * A paused run goes on; an unfinished run that is not live in this process (after a restart) is
+   * re-executed from its journal, then goes on live. A `failed` run is started again from its journal.
+   */
+  resumeRun(runId: string): Promise<RunRecord>;
+  abortRun(runId: string, reason?: string): Promise<RunRecord>;
+  /** Resumes every unfinished run (what `parley serve` does at start); resolves with them. */
+  recoverRuns(): Promise<RunRecord[]>;
+  on<E extends keyof RunServiceEvents>(event: E, listener: (payload: RunServiceEvents[E]) => void): () => void;
+  /** Stops live runs without changing their stored status, so a later process resumes them. */
+  close(): Promise<void>;
+}
+
+export interface StartRunRequest {
+  /** A workflow module under the project (relative to its root), or a name in `parley.config.json`. */
+  workflow: string;
+  input?: unknown;
+  /** The project the run belongs to. */
+  project?: string;
+}
+
+export interface RunFilter {
+  project?: string;
+  status?: RunStatus[];
+}
+
+/** What the service tells its listeners; the server forwards each as the same-named notification. */
+export interface RunServiceEvents {
+  /** The record changed (status, phase, prompts, agents, result). */
+  run_updated: { run: RunRecord };
+  /** One event of the run's SessionEvent stream, as it happens (live, not replayed ones). */
+  run_event: { runId: string; event: SessionEvent };
+  /** A new prompt waits for an answer. */
+  run_prompt: { runId: string; prompt: RunRecord['pendingPrompts'][number] };
+}
