@@ -6,3 +6,4 @@ export * from './messages.js';
 export * from './errors.js';
 export * from './tokens.js';
 export * from './display.js';
+export * from './tool-views.js';
