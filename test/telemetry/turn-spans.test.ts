@@ -4,7 +4,11 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { NodeTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createScriptedBackend, step } from '../../src/backends/index.js';
+import { createOpenAiCompatibleBackend, createScriptedBackend, step } from '../../src/backends/index.js';
+import { createSessionManager, runTurn } from '../../src/sessions/index.js';
+import { createMemoryStore } from '../../src/store/index.js';
+import { startFakeOpenAiServer } from '../fixtures/fake-openai-server.js';
+import { defineAgent, defineHarness } from '../../src/harness/index.js';
 import { closeAll, harness, writeRole } from '../draft/helpers.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js';
 
@@ -118,5 +122,59 @@ describe('traces of a turn', () => {
     await turnWithWorker();
     await meterProvider.forceFlush();
     expect([...receiver.metricNames].sort()).toEqual(['gen_ai.client.operation.duration', 'gen_ai.client.token.usage']);
+  });
+});
+
+describe('traces of a harness run', () => {
+  it('a run is an invoke_workflow span, with its phases, its waitForUser waits and its agent turns as children', async () => {
+    const writer = defineAgent({ name: 'writer', role: 'writer', backend: createScriptedBackend({ turns: [[step.text('A draft.'), step.usage({ inputTokens: 5, outputTokens: 2 })]] }) });
+    const workflow = defineHarness({
+      name: 'review',
+      agents: { writer },
+      async run({ agents, phase, session }) {
+        const text = await phase('write', () => agents.writer.run('Write it.'));
+        const answer = await session!.waitForUser('Approve?', { choices: ['yes', 'no'] });
+        return `${text} ${answer.choice}`;
+      },
+    });
+    const running = workflow.create().startSession();
+    running.on('user:prompt', (event) => running.reply(event.promptId, 'yes'));
+    await running.complete();
+    await tracerProvider.forceFlush();
+    const run = byName('invoke_workflow review');
+    expect(run.attributes).toMatchObject({ 'gen_ai.operation.name': 'invoke_workflow', 'gen_ai.workflow.name': 'review' });
+    const write = byName('phase write');
+    expect(write.parentSpanId).toBe(run.spanId);
+    expect(byName('invoke_agent writer').parentSpanId).toBe(write.spanId);
+    expect(byName('wait_for_user').parentSpanId).toBe(run.spanId);
+  });
+});
+
+describe('traces of a managed back end', () => {
+  it('each model call is a chat span under the turn, and the tool call between them an execute_tool span', async () => {
+    const server = await startFakeOpenAiServer();
+    const manager = await createSessionManager({ store: createMemoryStore() });
+    try {
+      server.enqueue(
+        { toolCalls: [{ id: 'call-1', name: 'lookup', arguments: { key: 'a' } }], usage: { prompt_tokens: 10, completion_tokens: 3 }, model: 'fake-model-2025' },
+        { text: 'Found it.', usage: { prompt_tokens: 20, completion_tokens: 4 }, model: 'fake-model-2025' },
+      );
+      const backend = createOpenAiCompatibleBackend({ baseURL: server.url, apiKey: 'dummy', model: 'fake-model', maxRetries: 0 });
+      const { sessionId } = await manager.createSession({ scope: { kind: 'draft', role: 'dev' }, agentType: 'dev' });
+      const lookup = { name: 'lookup', description: 'Looks a key up.', inputSchema: { type: 'object', properties: { key: { type: 'string' } } }, execute: () => Promise.resolve({ content: 'value' }) };
+      const turn = await runTurn(manager, sessionId, { backend, prompt: 'Find a.', tools: [lookup], model: 'fake-model' });
+      for await (const _event of turn.events);
+      await tracerProvider.forceFlush();
+      const agent = byName('invoke_agent dev');
+      expect(agent.attributes).toMatchObject({ 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': 'fake-model', 'gen_ai.usage.input_tokens': 30, 'gen_ai.usage.output_tokens': 7 });
+      const chats = receiver.spans.filter((span) => span.name === 'chat fake-model');
+      expect(chats.map((chat) => chat.parentSpanId)).toEqual([agent.spanId, agent.spanId]);
+      expect(chats.map((chat) => chat.attributes['gen_ai.response.finish_reasons'])).toEqual([['tool_calls'], ['stop']]);
+      expect(chats[0]!.attributes).toMatchObject({ 'gen_ai.operation.name': 'chat', 'gen_ai.response.model': 'fake-model-2025', 'gen_ai.usage.input_tokens': 10 });
+      expect(byName('execute_tool lookup').attributes).toMatchObject({ 'gen_ai.tool.call.id': 'call-1', 'gen_ai.tool.name': 'lookup' });
+    } finally {
+      await manager.close();
+      await server.close();
+    }
   });
 });
