@@ -14,18 +14,20 @@ const root = resolve(process.argv[2] ?? 'src');
 /** What each layer may import (besides itself). */
 const allowed = {
   conversation: [],
+  // Spans and metrics (OpenTelemetry's API only): read stream events, used by every layer that runs turns.
+  telemetry: ['conversation'],
   store: ['conversation'],
-  backends: ['conversation', 'store'],
-  sessions: ['conversation', 'store', 'backends'],
-  harness: ['conversation', 'store', 'backends', 'sessions'],
+  backends: ['conversation', 'store', 'telemetry'],
+  sessions: ['conversation', 'store', 'backends', 'telemetry'],
+  harness: ['conversation', 'store', 'backends', 'sessions', 'telemetry'],
   // The draft service hands the server the wire contract's own shapes (draft status, agents, results).
-  draft: ['conversation', 'store', 'backends', 'sessions', 'harness', 'protocol'],
+  draft: ['conversation', 'store', 'backends', 'sessions', 'harness', 'protocol', 'telemetry'],
   protocol: ['conversation'],
-  server: ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol'],
+  server: ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol', 'telemetry'],
   'ui/tui': ['conversation', 'protocol'],
   'ui/web': ['conversation', 'protocol'],
-  cli: ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol', 'server', 'ui/tui', 'ui/web'],
-  '.': ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol', 'server'],
+  cli: ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol', 'server', 'ui/tui', 'ui/web', 'telemetry'],
+  '.': ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol', 'server', 'telemetry'],
 };
 
 function layerOf(file) {

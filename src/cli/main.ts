@@ -5,6 +5,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { isParleyError } from '../conversation/index.js';
+import { startTelemetry } from './telemetry.js';
 
 function baseProgram(): Command {
   return new Command('parley')
@@ -62,6 +63,8 @@ function namesNoCommand(args: readonly string[]): boolean {
 export async function main(argv: readonly string[] = process.argv): Promise<void> {
   const program = namesNoCommand(argv.slice(2)) ? tuiProgram() : await createProgram(argv.slice(2));
   program.exitOverride();
+  // OpenTelemetry's SDK, when OTEL_* variables ask for it; nothing is loaded otherwise.
+  const telemetry = await startTelemetry();
   try {
     await program.parseAsync([...argv]);
   } catch (error) {
@@ -75,6 +78,8 @@ export async function main(argv: readonly string[] = process.argv): Promise<void
       return;
     }
     throw error;
+  } finally {
+    await telemetry?.shutdown();
   }
 }
 

@@ -7,6 +7,7 @@ import {
   type Usage,
 } from '../conversation/index.js';
 import type { AgentBackend, ExecuteRequest, ToolDefinition } from '../backends/index.js';
+import { inAgentTrace, startAgentTrace, traceAgentEvents } from '../telemetry/index.js';
 import type { SessionManager } from '../sessions/index.js';
 import { DraftError } from './errors.js';
 import type { AgentPool, WorkerSlots } from './pool.js';
@@ -303,7 +304,10 @@ export class Workers {
     let structured: string | undefined;
     let error: { code: string; message: string } | undefined;
     try {
-      for await (const draft of backend.execute(executeRequest).events) {
+      // The worker's `invoke_agent` span: a child of the `execute_tool` span of the call that dispatched it.
+      const agentTrace = startAgentTrace({ agentName: role.name, sessionId: target.sessionId, backend: description.name, agentId: record.info.agentId, prompt, ...(role.model ? { requestModel: role.model } : {}) });
+      const turn = inAgentTrace(agentTrace, () => backend.execute(executeRequest));
+      for await (const draft of agentTrace ? traceAgentEvents(agentTrace, turn.events) : turn.events) {
         const event = readdress(draft, target.conversationId);
         if (draft.conversationId === MAIN_CONVERSATION) {
           if (draft.type === 'block_complete' && draft.block.type === 'assistant_text') text = draft.block.content;

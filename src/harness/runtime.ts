@@ -1,3 +1,4 @@
+import { ATTR, inSpan, OPERATION, PARLEY_ATTR } from '../telemetry/index.js';
 import { performance } from 'node:perf_hooks';
 import { createSessionManager, type SessionManager } from '../sessions/index.js';
 import { createMemoryStore } from '../store/index.js';
@@ -147,7 +148,8 @@ export class HarnessRuntime {
     try {
       const manager = await this.sessionManager();
       this.throwIfStopped();
-      const result = await this.definition.run(this.context(manager));
+      // The run's `invoke_workflow` span: its phases, waits and agent turns nest under it.
+      const result = await inSpan(`${OPERATION.invokeWorkflow} ${this.name}`, { [ATTR.operationName]: OPERATION.invokeWorkflow, [ATTR.workflowName]: this.name }, () => this.definition.run(this.context(manager)));
       outcome = this.aborted ? { kind: 'aborted', result } : { kind: 'complete', result };
     } catch (error) {
       outcome = this.aborted ? { kind: 'aborted', result: undefined } : { kind: 'failed', error };
@@ -257,7 +259,7 @@ export class HarnessRuntime {
       input: this.input,
       signal: this.controller.signal,
       sessionManager: manager,
-      phase: (name, fn) => runStep(this, 'phase', name, fn),
+      phase: (name, fn) => inSpan(`phase ${name}`, { [PARLEY_ATTR.phaseName]: name }, () => runStep(this, 'phase', name, fn)),
       task: (id, fn) => runStep(this, 'task', id, fn),
       emit: (name, data = {}) => {
         if (typeof name !== 'string' || name === '') throw new HarnessError('INVALID_INPUT', 'emit(name, data) needs a non-empty event name.', { fault: 'user' });
@@ -271,7 +273,12 @@ export class HarnessRuntime {
 
   private sessionContext(): SessionContext {
     return {
-      waitForUser: (prompt, options) => this.prompts.waitForUser(prompt, options),
+      waitForUser: (prompt, options) => {
+        const waiting = inSpan('wait_for_user', {}, () => this.prompts.waitForUser(prompt, options));
+        // As the prompt's own promise: a workflow that does not await a prompt must not crash the process when it is cancelled.
+        waiting.catch(() => undefined);
+        return waiting;
+      },
       hasMessages: () => this.inbox.hasMessages(),
       readMessages: () => this.inbox.takeAll(),
       isAborted: () => this.aborted,

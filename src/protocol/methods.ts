@@ -50,6 +50,9 @@ export const SubmitPromptParamsSchema = z.strictObject({
   /** Ignored while a draft is active (the draft owns routing). */
   role: WireIdSchema.optional(),
   taskSlug: WireIdSchema.optional(),
+  /** W3C trace context: the turn's spans join this trace (`00-<trace id>-<span id>-<flags>`). */
+  traceparent: z.string().regex(/^[\da-f]{2}-[\da-f]{32}-[\da-f]{16}-[\da-f]{2}$/, 'a W3C traceparent: 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>').optional(),
+  tracestate: z.string().max(512).optional(),
 });
 /**
  * With an active draft the turn is accepted and streams as `channel_message` notifications;

@@ -1,3 +1,4 @@
+import { withTraceParent } from '../telemetry/index.js';
 import type { ConversationBlock } from '../conversation/index.js';
 import type { DraftService } from '../draft/index.js';
 import { METHOD_NAMES, PROTOCOL_VERSION, type MethodResultInput } from '../protocol/index.js';
@@ -36,12 +37,13 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
     undraft: (_params, context) => drafts.undraft({ channelId: context.channelId }),
     get_draft_status: (_params, context) => drafts.getDraftStatus({ channelId: context.channelId }),
     submit_prompt: async (params, context) => {
-      const result = await drafts.submitPrompt({
+      // The turn's spans join the client's trace when it sent one.
+      const result = await withTraceParent(params, () => drafts.submitPrompt({
         channelId: context.channelId,
         content: params.content,
         ...(params.role !== undefined ? { role: params.role } : {}),
         ...(params.taskSlug !== undefined ? { taskSlug: params.taskSlug } : {}),
-      });
+      }));
       return result.mode === 'draft' ? { mode: 'draft', accepted: true, sessionId: result.sessionId, seq: result.seq } : { mode: 'dispatch', sessionId: result.sessionId, result: result.result };
     },
     cancel: (_params, context) => drafts.cancel({ channelId: context.channelId }),

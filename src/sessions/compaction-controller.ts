@@ -1,3 +1,4 @@
+import { ATTR, inSpan, markSpanFailed, PARLEY_ATTR } from '../telemetry/index.js';
 import { ParleyError, type ConversationBlock, type TokenCounter } from '../conversation/index.js';
 import type { Checkpoint, CheckpointInput, CheckpointSummarizer, CheckpointSummary } from '../store/index.js';
 import { renderCheckpoint, type CheckpointView } from './checkpoint-format.js';
@@ -174,7 +175,15 @@ export class CompactionController {
         }),
       });
     }
-    const run = this.run(sessionId, options).finally(() => {
+    const run = inSpan('compaction', { [ATTR.conversationId]: sessionId, 'parley.compaction.trigger': options.trigger }, async (span) => {
+      const result = await this.run(sessionId, options);
+      if (result.ok) {
+        span.setAttributes({ [PARLEY_ATTR.tokensBefore]: result.tokensBefore, [PARLEY_ATTR.tokensAfter]: result.tokensAfter, [PARLEY_ATTR.checkpointVersion]: result.checkpoint.version });
+      } else {
+        markSpanFailed(span, result.error.code, result.error.message);
+      }
+      return result;
+    }).finally(() => {
       this.running.delete(sessionId);
       this.progress.delete(sessionId);
     });

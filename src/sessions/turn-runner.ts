@@ -7,6 +7,7 @@ import {
   type StreamEventDraft,
 } from '../conversation/index.js';
 import type { AgentBackend, AgentProfile, ExecuteRequest, ToolDefinition } from '../backends/index.js';
+import { inAgentTrace, startAgentTrace, traceAgentEvents } from '../telemetry/index.js';
 import type { SessionManager } from './session-manager.js';
 import { TurnIdGuard } from './turn-ids.js';
 
@@ -64,6 +65,15 @@ export async function runTurn(manager: SessionManager, sessionId: string, option
     ...(options.outputSchema ? { outputSchema: options.outputSchema } : {}),
     ...(options.maxTurns ? { maxTurns: options.maxTurns } : {}),
   };
+  // The turn's `invoke_agent` span (undefined with no tracing SDK): the request is built, and the
+  // back end runs, inside it, so a compaction and the back end's own spans nest under the turn.
+  const agentTrace = startAgentTrace({
+    agentName: options.profile?.name ?? session.agentType,
+    sessionId,
+    backend: description.name,
+    prompt: options.prompt,
+    ...(options.model ? { requestModel: options.model } : {}),
+  });
   let estimatedInputTokens: number | undefined;
   if (description.continuity === 'native' && session.native?.backend === description.name) {
     request.nativeSessionId = session.native.nativeSessionId;
@@ -72,16 +82,17 @@ export async function runTurn(manager: SessionManager, sessionId: string, option
     request.isNewSession = true;
   } else {
     // Built before the message is stored, so the prompt is not also in "Recent Conversation".
-    const built = await manager.buildRequest(sessionId, options.prompt, options.signal ? { signal: options.signal } : {});
+    const built = await inAgentTrace(agentTrace, () => manager.buildRequest(sessionId, options.prompt, options.signal ? { signal: options.signal } : {}));
     request.systemPrompt = built.systemPrompt;
     request.prompt = built.userPrompt;
     estimatedInputTokens = built.totalTokens;
   }
   await manager.addMessage(sessionId, { role: 'user', content: options.prompt, metadata: { [TURN_MARKER]: true }, ...(options.pinned ? { pinned: true } : {}) });
 
-  const turn = options.backend.execute(request);
+  const turn = inAgentTrace(agentTrace, () => options.backend.execute(request));
   const guard = new TurnIdGuard(await manager.loadConversation(sessionId), randomUUID().slice(0, 8));
-  const events = streamIntoLog(manager, sessionId, turn.events, description.name, estimatedInputTokens, guard);
+  const source = agentTrace ? traceAgentEvents(agentTrace, turn.events) : turn.events;
+  const events = streamIntoLog(manager, sessionId, source, description.name, estimatedInputTokens, guard);
   return turn.inject ? { events, inject: (message) => turn.inject!(message) } : { events };
 }
 

@@ -12,6 +12,7 @@ import { abortable } from '../abort.js';
 import { isInstance } from '../lazy-module.js';
 import { anthropicSdk } from './sdk.js';
 import type { AgentBackend, AgentTurn, BackendDescription, ExecuteRequest, ModelInfo, ToolDefinition } from '../agent-backend.js';
+import { startChatSpan } from '../../telemetry/index.js';
 import { describeFailure, TurnNotRunningError, type BackendFailure } from '../failures.js';
 import { computeCost, KNOWN_MODELS, lookupModel } from '../pricing.js';
 import { TurnEvents } from '../turn-events.js';
@@ -224,7 +225,9 @@ class ApiTurn {
       this.pendingUsage = undefined;
       this.requests += 1;
       const state: RequestState = { usage: zeroUsage(), model: this.context.modelId, stopReason: undefined, content: [], open: new Map() };
+      const chatSpan = startChatSpan(ANTHROPIC_API_BACKEND_NAME, this.context.modelId);
       outcome = yield* this.stream(await getClient(), state);
+      chatSpan?.end({ responseModel: state.model, usage: state.usage, finishReason: state.stopReason, ...(outcome.kind === 'failed' ? { error: outcome.failure } : {}) });
       this.pendingUsage = state.usage;
       if (outcome.kind !== 'continue') break;
       this.stopReason = state.stopReason ?? 'end_turn';

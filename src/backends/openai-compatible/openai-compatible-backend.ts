@@ -8,6 +8,7 @@ import type {
 } from 'openai/resources/chat/completions';
 import type { StreamEventDraft, TurnMetadata, Usage } from '../../conversation/index.js';
 import type { AgentBackend, AgentTurn, BackendDescription, ExecuteRequest, ModelInfo, ToolDefinition } from '../agent-backend.js';
+import { startChatSpan } from '../../telemetry/index.js';
 import { describeFailure, TurnNotRunningError, type BackendFailure } from '../failures.js';
 import { computeCost, KNOWN_MODELS, lookupModel } from '../pricing.js';
 import { counterIds, TurnEvents } from '../turn-events.js';
@@ -238,12 +239,14 @@ class OpenAiTurn {
 
         const step = new StepRequest(this.context, this.events);
         const requestStarted = this.context.clock();
+        const chatSpan = startChatSpan(this.context.name, this.context.model);
         try {
           const stream = await client.chat.completions.create(step.body(messages, toolParams), { signal: step.signal });
           for await (const chunk of stream) for (const event of step.handle(chunk)) yield event;
           // The client's stream ends quietly (no throw) when its signal aborts.
           if (step.signal.aborted) throw step.signal.reason;
         } catch (error) {
+          chatSpan?.end({ error });
           for (const event of this.events.closeAll()) yield event;
           ending = step.ending(error);
           break;
@@ -253,6 +256,7 @@ class OpenAiTurn {
         }
         for (const event of this.events.closeAll()) yield event;
         const result = step.finish(this.steps);
+        chatSpan?.end({ responseModel: result.responseModel, usage: result.usage, finishReason: result.finishReason });
         this.lastStep = result;
 
         if (result.toolCalls.length > 0) {
