@@ -225,6 +225,8 @@ describe.skipIf(chromiumPart.skip)('the web UI shows answers the way people read
     await live.locator('table td', { hasText: 'do' }).waitFor();
     // Mark the finished paragraph's element: it must be the same element after every later delta.
     await live.locator('.md-block p', { hasText: 'Intro with' }).evaluate((element) => ((element as unknown as { kept: boolean }).kept = true));
+    // The answer's own element stays too: a delta changes its tail, nothing else.
+    await live.evaluate((element) => ((element as unknown as { kept: boolean }).kept = true));
     await manager.appendEvents(session.sessionId, [delta('ne |\n| test | running |\n\n```py\ndef parse(text):\n')]);
     await live.locator('pre > code[data-lang="py"] .hljs-keyword', { hasText: 'def' }).waitFor();
     expect(await live.locator('table tbody tr').count()).toBe(2);
@@ -238,6 +240,7 @@ describe.skipIf(chromiumPart.skip)('the web UI shows answers the way people read
     await done.locator('p', { hasText: 'Done.' }).waitFor();
     expect(await done.locator('.md-block p', { hasText: 'Intro with' }).evaluate((element) => (element as unknown as { kept?: boolean }).kept)).toBe(true);
     expect(await done.locator('.md-block table').evaluate((element) => (element as unknown as { kept?: boolean }).kept)).toBe(true);
+    expect(await done.evaluate((element) => (element as unknown as { kept?: boolean }).kept)).toBe(true);
     expect(await done.innerText()).not.toContain('```');
     await page.context().close();
   });

@@ -1,7 +1,7 @@
 import type { Token } from 'marked';
 import { splitMarkdown, type MarkdownSplit } from './blocks.js';
 import { highlightCodeIn } from './highlight.js';
-import { tokensToHtml, type MarkdownOptions } from './render.js';
+import { lexMarkdown, tokensToHtml, type MarkdownOptions } from './render.js';
 import { sanitizeToFragment } from './sanitize.js';
 
 /**
@@ -16,6 +16,8 @@ export class MarkdownView {
   private split: MarkdownSplit | undefined;
   private readonly chunks: HTMLElement[] = [];
   private readonly tail: HTMLElement;
+  /** The tail holds the whole text, rendered at once (see `update`). */
+  private whole = false;
 
   constructor(private readonly options: MarkdownOptions = {}) {
     this.tail = document.createElement('div');
@@ -26,10 +28,21 @@ export class MarkdownView {
     this.element.addEventListener('click', (event) => onClick(event));
   }
 
-  /** Shows `text`: appended text re-renders the tail only; any other change renders it all again. */
-  update(text: string): void {
+  /**
+   * Shows `text`: appended text re-renders the tail only; any other change renders it all again.
+   * A text that is `complete` on its first update is rendered whole, as one element (a session
+   * opening with hundreds of answers needs no per-block elements for texts that will not grow).
+   */
+  update(text: string, complete = false): void {
     if (this.split?.source === text) return;
-    const previous = this.split;
+    if (complete && this.split === undefined) {
+      this.fill(this.tail, lexMarkdown(text, this.options));
+      this.split = { source: text, finished: [], openFrom: 0, open: [] };
+      this.whole = true;
+      return;
+    }
+    const previous = this.whole ? undefined : this.split;
+    this.whole = false;
     const next = splitMarkdown(text, previous, this.options);
     const kept = previous && next.finished.length >= previous.finished.length && previous.finished.every((chunk, index) => next.finished[index] === chunk) ? previous.finished.length : 0;
     for (const element of this.chunks.splice(kept)) element.remove();
@@ -48,13 +61,6 @@ export class MarkdownView {
     element.replaceChildren(sanitizeToFragment(tokensToHtml(tokens, this.options)));
     highlightCodeIn(element);
   }
-}
-
-/** `new MarkdownView(options)` showing `text`, for text that does not stream. */
-export function markdownElement(text: string, options: MarkdownOptions = {}): HTMLElement {
-  const view = new MarkdownView(options);
-  view.update(text);
-  return view.element;
 }
 
 function onClick(event: Event): void {

@@ -5,16 +5,17 @@ import { isLinkable } from './render.js';
  * The last gate between rendered Markdown and the page: DOMPurify with an allow-list of the tags
  * and attributes `render.ts` produces and nothing else (no `<img>`, no `style`, no event handlers,
  * no forms). `render.ts` already emits nothing unsafe; this holds even if a parser bug let
- * something through. It returns nodes of an inert document, so nothing in them loads until the
- * caller inserts them, and by then nothing can.
+ * something through. The HTML is parsed in a `<template>` (an inert document: nothing in it loads or
+ * runs) and sanitized there in place, which costs far less than DOMPurify's own parse (a new
+ * document per call) when a session opens with hundreds of answers.
  */
 
-const CONFIG: Config & { RETURN_DOM_FRAGMENT: true } = {
+const CONFIG: Config = {
   ALLOWED_TAGS: ['a', 'p', 'br', 'hr', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'strong', 'em', 'del', 's', 'code', 'pre', 'blockquote', 'ul', 'ol', 'li', 'input', 'table', 'thead', 'tbody', 'tr', 'th', 'td', 'span', 'div', 'button'],
   ALLOWED_ATTR: ['href', 'title', 'class', 'type', 'checked', 'disabled', 'start', 'align', 'data-src', 'data-alt', 'data-lang', 'target', 'rel', 'aria-label'],
   ALLOW_DATA_ATTR: false,
   ALLOW_ARIA_ATTR: false,
-  RETURN_DOM_FRAGMENT: true,
+  IN_PLACE: true,
 };
 
 let purifier: DOMPurify | undefined;
@@ -41,11 +42,20 @@ function instance(): DOMPurify {
     }
     if (node instanceof Element && node.tagName === 'BUTTON') node.setAttribute('type', 'button');
   });
+  // Parsed once here, not on every call.
+  created.setConfig(CONFIG);
   purifier = created;
   return created;
 }
 
 /** Sanitized nodes for `html`, ready to insert. */
 export function sanitizeToFragment(html: string): DocumentFragment {
-  return instance().sanitize(html, CONFIG);
+  const template = document.createElement('template');
+  template.innerHTML = `<div>${html}</div>`;
+  const root = template.content.firstElementChild;
+  const fragment = document.createDocumentFragment();
+  if (!root) return fragment;
+  instance().sanitize(root);
+  fragment.append(...Array.from(root.childNodes));
+  return fragment;
 }

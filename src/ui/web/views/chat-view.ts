@@ -1,4 +1,4 @@
-import { commandOf, fileEditOf, type BlockStatus, type ConversationState, type SubagentBlock, type SystemBlock, type ThinkingBlock, type ToolResultBlock, type ToolUseBlock } from '../../../conversation/index.js';
+import { commandOf, fileEditOf, type AssistantTextBlock, type BlockStatus, type ConversationBlock, type ConversationState, type SubagentBlock, type SystemBlock, type ThinkingBlock, type ToolResultBlock, type ToolUseBlock } from '../../../conversation/index.js';
 import type { SessionInfo } from '../../../protocol/index.js';
 import type { Actions } from '../controller.js';
 import { h, replaceChildren } from '../dom.js';
@@ -279,6 +279,17 @@ export class ChatView {
     const signature = signatureOf(item);
     const cached = cache.get(item.key);
     if (cached && sameSignature(cached.signature, signature)) return cached.element;
+    const block = item.block;
+    const before = cached?.signature[0];
+    // A streaming answer's element stays and its text updates in place: only the Markdown tail
+    // changes in the page, so layout and paint per delta cover that tail, not the whole answer.
+    if (cached && block.type === 'assistant_text' && this.live.has(item.key) && before !== undefined && (before as ConversationBlock).type === 'assistant_text' && (before as AssistantTextBlock).model === block.model) {
+      const streaming = block.completedAt === undefined;
+      this.markdown(item.key, block.content, streaming);
+      cached.element.classList.toggle('streaming', streaming);
+      cache.set(item.key, { signature, element: cached.element });
+      return cached.element;
+    }
     const element = this.blockElement(item, inThread);
     cache.set(item.key, { signature, element });
     return element;
@@ -325,7 +336,7 @@ export class ChatView {
     } else if (!streaming) {
       this.live.delete(key);
     }
-    view.update(text);
+    view.update(text, !streaming);
     return view.element;
   }
 
