@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { splitMarkdown, type MarkdownSplit } from '../../../src/ui/web/markdown/blocks.js';
-import { fenceLanguage, isLinkable, markdownToHtml, tokensToHtml } from '../../../src/ui/web/markdown/render.js';
+import { escapeHtml, fenceLanguage, isLinkable, isPlainLine, markdownToHtml, tokensToHtml } from '../../../src/ui/web/markdown/render.js';
 
 /** An answer the way models write them: every block kind the chat shows. */
 const ANSWER = [
@@ -99,6 +99,17 @@ describe('Markdown rendering (render.ts)', () => {
     expect(fenceLanguage('TypeScript title="a.ts"')).toBe('typescript');
     expect(fenceLanguage('c++')).toBe('c++');
     expect(fenceLanguage('"><x')).toBe('');
+  });
+
+  it('a line it calls plain renders as exactly one paragraph of that text, so the page may skip the parser for it', () => {
+    expect(isPlainLine('Question 12: what changed in the parser?')).toBe(true);
+    for (const marked of ['**bold**', '1. item', '- item', '# title', 'see https://example.com', 'mail dev@example.com', 'a <b> tag', 'two\nlines', '']) expect(isPlainLine(marked)).toBe(false);
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ maxLength: 80 }), fc.string({ unit: 'grapheme', maxLength: 40 }), fc.stringMatching(/^[A-Za-z][A-Za-z0-9 ,.;:?'"()-]{0,60}$/)), (text) => {
+        if (isPlainLine(text)) expect(markdownToHtml(text)).toBe(`<p>${escapeHtml(text)}</p>\n`);
+      }),
+      { numRuns: 2_000 },
+    );
   });
 
   it('turns single newlines into line breaks only when asked (for what people type)', () => {

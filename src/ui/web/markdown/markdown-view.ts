@@ -1,7 +1,7 @@
 import type { Token } from 'marked';
 import { splitMarkdown, type MarkdownSplit } from './blocks.js';
 import { highlightCodeIn } from './highlight.js';
-import { lexMarkdown, tokensToHtml, type MarkdownOptions } from './render.js';
+import { isPlainLine, lexMarkdown, tokensToHtml, type MarkdownOptions } from './render.js';
 import { sanitizeToFragment } from './sanitize.js';
 
 /**
@@ -36,7 +36,14 @@ export class MarkdownView {
   update(text: string, complete = false): void {
     if (this.split?.source === text) return;
     if (complete && this.split === undefined) {
-      this.fill(this.tail, lexMarkdown(text, this.options));
+      if (isPlainLine(text)) {
+        // What marked would make of it, without the parser and the sanitizer: set as text.
+        const paragraph = document.createElement('p');
+        paragraph.textContent = text;
+        this.tail.replaceChildren(paragraph);
+      } else {
+        this.fill(this.tail, lexMarkdown(text, this.options));
+      }
       this.split = { source: text, finished: [], openFrom: 0, open: [] };
       this.whole = true;
       return;

@@ -39,6 +39,15 @@ export function fenceLanguage(info: string | undefined): string {
   return /^[\w#+.-]{1,40}$/.test(word) ? word.toLowerCase() : '';
 }
 
+/**
+ * True for one line with nothing Markdown would read (no markup characters, no line-start markers,
+ * no URL or address to autolink): it renders as exactly one paragraph of that text, so a caller can
+ * skip the parser and the sanitizer. Most short messages people type are such lines.
+ */
+export function isPlainLine(text: string): boolean {
+  return text.length > 0 && text.length <= 2_000 && !/[\n\r\\`*_[\]<>#|~&!@$]|https?:|www\.|^[\s=+\-\d>]|\s$/i.test(text);
+}
+
 function makeMarked(options: MarkdownOptions): Marked {
   return new Marked({
     gfm: true,
