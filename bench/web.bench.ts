@@ -107,7 +107,8 @@ export async function run(): Promise<string> {
       '|---|---:|---:|---:|---:|',
       `| ${DELTAS.toLocaleString('en-US')} deltas of plain words | ${plainRow.pageMs.toFixed(0)} ms | ${plainRow.floorMs.toFixed(0)} ms | ${(plainRow.pageMs / plainRow.floorMs).toFixed(2)}× | ${plainRow.busyPerDeltaMs.toFixed(3)} ms |`,
       `| ${DELTAS.toLocaleString('en-US')} deltas of a Markdown answer (headings, tables, fences, lists) | ${markdownRow.pageMs.toFixed(0)} ms | ${markdownRow.floorMs.toFixed(0)} ms | ${(markdownRow.pageMs / markdownRow.floorMs).toFixed(2)}× | ${markdownRow.busyPerDeltaMs.toFixed(3)} ms |`,
-      `| Markdown against plain, per delta (target ≤ 1.2×) | ${(markdownRow.pageMs / plainRow.pageMs).toFixed(2)}× | | | ${(markdownRow.busyPerDeltaMs / plainRow.busyPerDeltaMs).toFixed(2)}× |`,
+      // Each row over its own floor: the appends' cost moves with the machine's load, the page's share does not.
+      `| Markdown against plain, per delta (target ≤ 1.2×) | ${(markdownRow.pageMs / markdownRow.floorMs / (plainRow.pageMs / plainRow.floorMs)).toFixed(2)}× (each over its floor) | | | ${(markdownRow.busyPerDeltaMs / plainRow.busyPerDeltaMs).toFixed(2)}× |`,
     );
   } finally {
     await harness.close();

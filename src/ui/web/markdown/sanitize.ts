@@ -35,10 +35,10 @@ function instance(): DOMPurify {
         node.setAttribute('rel', 'noopener noreferrer');
       }
     }
-    // Task-list boxes show a state; they are not a form.
+    // Task-list boxes show a state; they are not a form (any other input becomes such a box).
     if (node instanceof Element && node.tagName === 'INPUT') {
-      if (node.getAttribute('type') !== 'checkbox') node.remove();
-      else node.setAttribute('disabled', '');
+      node.setAttribute('type', 'checkbox');
+      node.setAttribute('disabled', '');
     }
     if (node instanceof Element && node.tagName === 'BUTTON') node.setAttribute('type', 'button');
   });
