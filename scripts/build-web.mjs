@@ -52,6 +52,8 @@ export async function buildWeb(options = {}) {
     chunkNames: 'chunks/[name]-[hash]',
     splitting: true,
     metafile: true,
+    // The metafile's paths are relative to this, whatever folder the script is run from.
+    absWorkingDir: root,
     bundle: true,
     format: 'esm',
     // `browser`: a Node built-in reaching the bundle is a build error, not a broken page.
