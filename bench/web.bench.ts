@@ -1,13 +1,15 @@
 /**
  * The web UI in headless Chromium against an in-process server: the bundle's size, opening a long
- * session, and streaming deltas into it, each beside its floor (what a Node protocol client needs
- * for the same data: the wire and `applyEvents`, no DOM). `npm run bench web`, or `npx tsx bench/web.bench.ts`.
+ * session, and streaming deltas into it (plain words, and a Markdown answer with headings, tables,
+ * fences and lists), each beside its floor (what a Node protocol client needs for the same data: the
+ * wire and `applyEvents`, no DOM). `npm run bench web`, or `npx tsx bench/web.bench.ts`.
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
+import type { Page } from 'playwright-core';
 import { applyEvents, emptyConversation, type StreamEvent, type StreamEventDraft } from '../src/conversation/index.js';
-import { startWebHarness } from '../test/ui/web/web-harness.js';
+import { startWebHarness, type WebHarness } from '../test/ui/web/web-harness.js';
 import { buildWeb } from '../scripts/build-web.mjs';
 import { percentile } from './stats.js';
 
@@ -17,7 +19,9 @@ const RUNS = 3;
 
 function turnEvents(index: number): StreamEventDraft[] {
   const at = 1_700_000_000_000 + index * 1_000;
-  const text = `Answer ${index}: the parser now rejects empty input and names the value it refused. `.repeat(3);
+  // Answers as models write them: inline Markdown in each, a fence and a table in every tenth.
+  let text = `Answer ${index}: the parser now **rejects** empty input and names the \`value\` it refused. `.repeat(3);
+  if (index % 10 === 0) text += `\n\n\`\`\`ts\nexport function parse${index}(text: string): Date {\n  return new Date(text);\n}\n\`\`\`\n\n| case | result |\n|---|---|\n| empty | rejected |\n| 2026-01-17 | parsed |`;
   const events: StreamEventDraft[] = [
     { type: 'block_complete', conversationId: 'main', block: { type: 'user_message', id: `u${index}`, content: `Question ${index}: what changed in the parser?`, createdAt: at } },
     { type: 'block_complete', conversationId: 'main', block: { type: 'assistant_text', id: `a${index}`, content: text, createdAt: at } },
@@ -34,12 +38,13 @@ function turnEvents(index: number): StreamEventDraft[] {
 
 export async function run(): Promise<string> {
   const lines: string[] = ['## Web UI (headless Chromium, in-process server)', ''];
+  const markdownDeltas = markdownAnswerDeltas(DELTAS);
 
   const buildStarted = performance.now();
   const built = await buildWeb({ outDir: join(process.cwd(), 'bench', '.data', 'web'), sourcemap: false });
   const buildMs = performance.now() - buildStarted;
   const gzip = gzipSync(await readFile(join(built.outDir, 'app.js'))).length;
-  lines.push(`Bundle: app.js ${(built.bundleBytes / 1024).toFixed(1)} KiB minified, ${(gzip / 1024).toFixed(1)} KiB gzip; built in ${buildMs.toFixed(0)} ms.`, '');
+  lines.push(`Bundle: app.js ${(built.bundleBytes / 1024).toFixed(1)} KiB minified, ${(gzip / 1024).toFixed(1)} KiB gzip (first paint); loaded on first need ${((built.lazyBytes ?? 0) / 1024).toFixed(1)} KiB (highlight.js); built in ${buildMs.toFixed(0)} ms.`, '');
 
   const harness = await startWebHarness();
   try {
@@ -93,38 +98,101 @@ export async function run(): Promise<string> {
     }
 
     // Streaming: one delta per append (the worst case for rendering), watched by the page and by a Node client.
-    const session = await manager.createSession({ scope: { kind: 'workflow', harness: 'bench', agent: 'stream' }, agentType: 'bench', backend: 'scripted' });
-    await manager.appendEvents(session.sessionId, turnEvents(0));
-    const page = await harness.page();
-    await page.goto(harness.server.url);
-    await page.locator(`[data-session-id="${session.sessionId}"]`).click();
-    await page.locator('[data-testid="blocks"] [data-block-id="a0"]').waitFor();
-    await floorClient.subscribe([session.sessionId]);
-    let floorDone!: () => void;
-    const floorSaw = new Promise<void>((resolve) => (floorDone = resolve));
-    let received = 0;
-    let floorMs = 0;
-    const streamStarted = performance.now();
-    floorClient.on('session_event', (message) => {
-      if (message.sessionId !== session.sessionId || message.event.type !== 'text_delta') return;
-      received += 1;
-      if (received === DELTAS) {
-        floorMs = performance.now() - streamStarted;
-        floorDone();
-      }
-    });
-    await manager.appendEvents(session.sessionId, [{ type: 'block_start', conversationId: 'main', block: { type: 'assistant_text', id: 'stream', content: '', createdAt: Date.now() } }]);
-    for (let index = 0; index < DELTAS; index += 1) await manager.appendEvents(session.sessionId, [{ type: 'text_delta', conversationId: 'main', blockId: 'stream', delta: index === DELTAS - 1 ? ' END' : ` w${index}` }]);
-    await page.locator('[data-block-id="stream"]', { hasText: 'END' }).waitFor({ timeout: 120_000 });
-    const pageMs = performance.now() - streamStarted;
-    await floorSaw;
-    lines.push(`| ${DELTAS.toLocaleString('en-US')} deltas, one append each, until the last is on screen | ${pageMs.toFixed(0)} ms | ${floorMs.toFixed(0)} ms | ${(pageMs / floorMs).toFixed(2)}× |`);
-    await page.context().close();
+    const plain = Array.from({ length: DELTAS }, (_, index) => (index === DELTAS - 1 ? ' END' : ` w${index}`));
+    const plainRow = await streamRow(harness, floorClient, 'plain', plain);
+    const markdownRow = await streamRow(harness, floorClient, 'markdown', markdownDeltas);
+    lines.push(
+      '',
+      '| streaming, one append per delta, until the last is on screen | web UI | floor: Node client | ratio | page main thread per delta |',
+      '|---|---:|---:|---:|---:|',
+      `| ${DELTAS.toLocaleString('en-US')} deltas of plain words | ${plainRow.pageMs.toFixed(0)} ms | ${plainRow.floorMs.toFixed(0)} ms | ${(plainRow.pageMs / plainRow.floorMs).toFixed(2)}× | ${plainRow.busyPerDeltaMs.toFixed(3)} ms |`,
+      `| ${DELTAS.toLocaleString('en-US')} deltas of a Markdown answer (headings, tables, fences, lists) | ${markdownRow.pageMs.toFixed(0)} ms | ${markdownRow.floorMs.toFixed(0)} ms | ${(markdownRow.pageMs / markdownRow.floorMs).toFixed(2)}× | ${markdownRow.busyPerDeltaMs.toFixed(3)} ms |`,
+      // Each row over its own floor: the appends' cost moves with the machine's load, the page's share does not.
+      `| Markdown against plain, per delta (target ≤ 1.2×) | ${(markdownRow.pageMs / markdownRow.floorMs / (plainRow.pageMs / plainRow.floorMs)).toFixed(2)}× (each over its floor) | | | ${(markdownRow.busyPerDeltaMs / plainRow.busyPerDeltaMs).toFixed(2)}× |`,
+    );
   } finally {
     await harness.close();
   }
-  lines.push('', 'Opening is timed in the page from the click to the first frame with the newest block; the floor reads the same log over the same WebSocket and folds it with the same reducer. The page adds schema validation without the JIT of zod (its CSP forbids eval: about half the gap at 12,000 blocks, measured by allowing it once), the DOM (the newest 300 blocks) and layout. Streaming is timed from Node, from the first append to the last delta on screen. It is bounded by the appends (each is durable before it is sent), so a page that keeps up shows a ratio near 1.');
+  lines.push('', 'Answers carry inline Markdown, and every tenth a fence and a table. Opening is timed in the page from the click to the first frame with the newest block; the floor reads the same log over the same WebSocket and folds it with the same reducer. The page adds schema validation without the JIT of zod (its CSP forbids eval: about half the gap at 12,000 blocks, measured by allowing it once), the DOM (the newest 300 blocks) and layout. Streaming is timed from Node, from the first append to the last delta on screen. It is bounded by the appends (each is durable before it is sent), so a page that keeps up shows a ratio near 1; what the page itself spends is its main-thread busy time (the TaskDuration metric of Chrome over the stream) per delta.');
   return lines.join('\n');
+}
+
+/** A Markdown answer (heading, paragraph, a table growing row by row, a fence growing line by line, a list, repeated) cut into `count` word-sized deltas, the last ending in END. */
+function markdownAnswerDeltas(count: number): string[] {
+  const section = (index: number) =>
+    [
+      `## Step ${index}: the date parser`,
+      '',
+      `The parser now **rejects** empty input and names the \`value\` it refused; see [the docs](https://docs.example.com/${index}).`,
+      '',
+      '| case | input | result |',
+      '|---|---|---|',
+      ...Array.from({ length: 5 }, (_, row) => `| ${row} | \`2026-01-${10 + row}\` | parsed |`),
+      '',
+      '```ts',
+      ...Array.from({ length: 8 }, (_, line) => `export const check${index}_${line} = (text: string) => text.length > ${line};`),
+      '```',
+      '',
+      '- [x] reject empty input',
+      '- [ ] write the changelog',
+      '',
+    ].join('\n');
+  let text = '';
+  for (let index = 0; (text.match(/\S+\s*/g) ?? []).length < count; index += 1) text += `${section(index)}\n`;
+  const pieces = (text.match(/\S+\s*/g) ?? []).slice(0, count - 1);
+  pieces.push(' END');
+  return pieces;
+}
+
+interface StreamResult {
+  pageMs: number;
+  floorMs: number;
+  busyPerDeltaMs: number;
+}
+
+async function streamRow(harness: WebHarness, floorClient: Awaited<ReturnType<WebHarness['client']>>, name: string, deltas: string[]): Promise<StreamResult> {
+  const manager = harness.server.manager;
+  const session = await manager.createSession({ scope: { kind: 'workflow', harness: 'bench', agent: `stream-${name}` }, agentType: 'bench', backend: 'scripted' });
+  await manager.appendEvents(session.sessionId, turnEvents(1));
+  const page = await harness.page();
+  await page.goto(harness.server.url);
+  await page.locator(`[data-session-id="${session.sessionId}"]`).click();
+  await page.locator('[data-testid="blocks"] [data-block-id="a1"]').waitFor();
+  const busy = await busyClock(page);
+  await floorClient.subscribe([session.sessionId]);
+  let floorDone!: () => void;
+  const floorSaw = new Promise<void>((resolve) => (floorDone = resolve));
+  let received = 0;
+  let floorMs = 0;
+  const busyBefore = await busy();
+  const streamStarted = performance.now();
+  const off = floorClient.on('session_event', (message) => {
+    if (message.sessionId !== session.sessionId || message.event.type !== 'text_delta') return;
+    received += 1;
+    if (received === deltas.length) {
+      floorMs = performance.now() - streamStarted;
+      floorDone();
+    }
+  });
+  await manager.appendEvents(session.sessionId, [{ type: 'block_start', conversationId: 'main', block: { type: 'assistant_text', id: 'stream', content: '', createdAt: Date.now() } }]);
+  for (const delta of deltas) await manager.appendEvents(session.sessionId, [{ type: 'text_delta', conversationId: 'main', blockId: 'stream', delta }]);
+  await page.locator('[data-block-id="stream"]', { hasText: 'END' }).waitFor({ timeout: 120_000 });
+  const pageMs = performance.now() - streamStarted;
+  const busyMs = (await busy()) - busyBefore;
+  await floorSaw;
+  off();
+  await page.context().close();
+  return { pageMs, floorMs, busyPerDeltaMs: busyMs / deltas.length };
+}
+
+/** The page's main-thread busy time so far (Chrome's TaskDuration metric), in ms. */
+async function busyClock(page: Page): Promise<() => Promise<number>> {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Performance.enable');
+  return async () => {
+    const { metrics } = await cdp.send('Performance.getMetrics');
+    return (metrics.find((metric) => metric.name === 'TaskDuration')?.value ?? 0) * 1_000;
+  };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) console.log(await run());

@@ -8,4 +8,12 @@ export interface BuildWebOptions {
   sourcemap?: boolean;
 }
 
-export function buildWeb(options?: BuildWebOptions): Promise<{ outDir: string; files: string[]; bundleBytes: number }>;
+export function buildWeb(options?: BuildWebOptions): Promise<{
+  outDir: string;
+  /** Paths written, relative to outDir (app.js, chunks/…, the static files). */
+  files: string[];
+  /** app.js, what the first paint needs. */
+  bundleBytes: number;
+  /** The chunks loaded on first need (highlight.js). */
+  lazyBytes: number;
+}>;

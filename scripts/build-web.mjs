@@ -2,10 +2,12 @@
 /**
  * Builds the web UI into dist/web (or `--out-dir <dir>`): src/ui/web/main.ts bundled by esbuild
  * into app.js (ES2022, minified, with a source map) beside the static files (index.html, styles.css).
+ * What the page loads only when it needs it (highlight.js, on the first code block) is split into
+ * chunks/, so the first paint does not wait for it.
  * `npm run build` runs it after tsc; the web UI's end-to-end test calls `buildWeb` with a temp folder.
  */
-import { copyFile, mkdir, readdir, stat } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { copyFile, mkdir, readdir, rm, stat } from 'node:fs/promises';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 
@@ -38,14 +40,20 @@ const lean = {
 
 /**
  * @param {{ outDir?: string, minify?: boolean, sourcemap?: boolean }} [options]
- * @returns {Promise<{ outDir: string, files: string[], bundleBytes: number }>}
+ * @returns {Promise<{ outDir: string, files: string[], bundleBytes: number, lazyBytes: number }>}
  */
 export async function buildWeb(options = {}) {
   const outDir = resolve(options.outDir ?? join(root, 'dist', 'web'));
   await mkdir(outDir, { recursive: true });
-  await build({
-    entryPoints: [join(source, 'main.ts')],
-    outfile: join(outDir, 'app.js'),
+  await rm(join(outDir, 'chunks'), { recursive: true, force: true });
+  const result = await build({
+    entryPoints: { app: join(source, 'main.ts') },
+    outdir: outDir,
+    chunkNames: 'chunks/[name]-[hash]',
+    splitting: true,
+    metafile: true,
+    // The metafile's paths are relative to this, whatever folder the script is run from.
+    absWorkingDir: root,
     bundle: true,
     format: 'esm',
     // `browser`: a Node built-in reaching the bundle is a build error, not a broken page.
@@ -60,19 +68,20 @@ export async function buildWeb(options = {}) {
     logLevel: 'warning',
     plugins: [lean],
   });
-  const files = ['app.js'];
-  if (options.sourcemap ?? true) files.push('app.js.map');
+  const files = Object.keys(result.metafile.outputs).map((path) => relative(outDir, resolve(root, path)).split(sep).join('/'));
   for (const name of await readdir(join(source, 'static'))) {
     await copyFile(join(source, 'static', name), join(outDir, name));
     files.push(name);
   }
   const bundleBytes = (await stat(join(outDir, 'app.js'))).size;
-  return { outDir, files, bundleBytes };
+  let lazyBytes = 0;
+  for (const [path, output] of Object.entries(result.metafile.outputs)) if (path.endsWith('.js') && !path.endsWith('app.js')) lazyBytes += output.bytes;
+  return { outDir, files, bundleBytes, lazyBytes };
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
   const index = process.argv.indexOf('--out-dir');
   const outDir = index > 0 ? process.argv[index + 1] : undefined;
   const result = await buildWeb(outDir ? { outDir } : {});
-  console.log(`web UI: ${result.files.join(', ')} in ${result.outDir} (app.js ${(result.bundleBytes / 1024).toFixed(1)} KiB)`);
+  console.log(`web UI: ${result.files.join(', ')} in ${result.outDir} (app.js ${(result.bundleBytes / 1024).toFixed(1)} KiB, loaded later ${(result.lazyBytes / 1024).toFixed(1)} KiB)`);
 }

@@ -1,10 +1,13 @@
-import type { BlockStatus, ConversationState, SubagentBlock, SystemBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock } from '../../../conversation/index.js';
+import { commandOf, fileEditOf, type AssistantTextBlock, type BlockStatus, type ConversationBlock, type ConversationState, type SubagentBlock, type SystemBlock, type ThinkingBlock, type ToolResultBlock, type ToolUseBlock } from '../../../conversation/index.js';
 import type { SessionInfo } from '../../../protocol/index.js';
 import type { Actions } from '../controller.js';
 import { h, replaceChildren } from '../dom.js';
 import { describeInput, formatCost, formatDuration, oneLine, plural, prettyJson, wordCount } from '../format.js';
 import { canPrompt, firstMessageTarget, selectedSession, type AppState, type FirstMessageTarget, type SessionView } from '../state.js';
 import { chatItems, sessionLabel, type ChatItem } from '../view-model.js';
+import { MarkdownView } from '../markdown/markdown-view.js';
+import type { MarkdownOptions } from '../markdown/render.js';
+import { commandElement, fileEditElement } from './tool-views.js';
 
 const STATUS_GLYPH: Record<BlockStatus, string> = { pending: '○', running: '●', success: '✓', error: '✗' };
 
@@ -15,6 +18,12 @@ const WINDOW = 300;
 const FOLLOW_SLACK = 48;
 
 const PROMPT_PLACEHOLDER = 'Message the agent… (Enter sends, Shift+Enter is a new line)';
+
+/**
+ * Tools whose results are file contents, listings or search hits: shown as they are, in a `<pre>`,
+ * because Markdown would fold their lines together. Other tools' results read as Markdown.
+ */
+const VERBATIM_RESULT_TOOLS = new Set(['Read', 'read_file', 'read_many_files', 'Grep', 'grep', 'search_file_content', 'Glob', 'glob', 'LS', 'list_directory', 'NotebookRead']);
 
 /**
  * The chat panel: the selected session's conversation as blocks, live. A block's element is built
@@ -36,6 +45,10 @@ export class ChatView {
   private readonly cache = new Map<string, { signature: unknown[]; element: HTMLElement }>();
   /** `<details>` the user opened (thinking, tool details, worker threads), by key. */
   private readonly open = new Set<string>();
+  /** `<details>` shown open by default (edits, commands) that the user closed, by key. */
+  private readonly closed = new Set<string>();
+  /** The Markdown of texts still streaming, kept across their block's re-renders so only the open tail renders again. */
+  private readonly live = new Map<string, MarkdownView>();
   private last: { conversation?: ConversationState; session?: SessionInfo | undefined; view?: unknown; mode?: string; busy?: unknown; turn?: boolean; empty?: string } = {};
   /** The prompt box is showing as the first message's (no draft yet): sending drafts first. */
   private firstMessage = false;
@@ -137,6 +150,8 @@ export class ChatView {
     if (this.last.view !== undefined && (this.last.view as { sessionId: string }).sessionId !== view.sessionId) {
       this.cache.clear();
       this.open.clear();
+      this.closed.clear();
+      this.live.clear();
       this.windowStart = undefined;
     }
     if (session !== this.last.session || this.last.view === undefined || (this.last.view as { sessionId: string }).sessionId !== view.sessionId) this.renderHeader(session, view.sessionId);
@@ -264,6 +279,17 @@ export class ChatView {
     const signature = signatureOf(item);
     const cached = cache.get(item.key);
     if (cached && sameSignature(cached.signature, signature)) return cached.element;
+    const block = item.block;
+    const before = cached?.signature[0];
+    // A streaming answer's element stays and its text updates in place: only the Markdown tail
+    // changes in the page, so layout and paint per delta cover that tail, not the whole answer.
+    if (cached && block.type === 'assistant_text' && this.live.has(item.key) && before !== undefined && (before as ConversationBlock).type === 'assistant_text' && (before as AssistantTextBlock).model === block.model) {
+      const streaming = block.completedAt === undefined;
+      this.markdown(item.key, block.content, streaming);
+      cached.element.classList.toggle('streaming', streaming);
+      cache.set(item.key, { signature, element: cached.element });
+      return cached.element;
+    }
     const element = this.blockElement(item, inThread);
     cache.set(item.key, { signature, element });
     return element;
@@ -276,14 +302,14 @@ export class ChatView {
       case 'user_message': {
         // In a worker's thread the "user" is the agent that dispatched it.
         const who = inThread ? 'Task from the parent agent' : block.pinned ? 'You · pinned' : 'You';
-        return h('div', { ...attributes, class: 'block user' }, h('div', { class: 'who' }, who), clampedText(block.content));
+        return h('div', { ...attributes, class: 'block user' }, h('div', { class: 'who' }, who), clampedText(this.markdown(item.key, block.content, false, { breaks: true }), block.content.length));
       }
       case 'assistant_text':
         return h(
           'div',
           { ...attributes, class: `block assistant${block.completedAt === undefined ? ' streaming' : ''}` },
           h('div', { class: 'who' }, block.model ? `Agent · ${block.model}` : 'Agent'),
-          h('div', { class: 'text' }, block.content),
+          h('div', { class: 'text' }, this.markdown(item.key, block.content, block.completedAt === undefined)),
         );
       case 'thinking':
         return this.thinking(block, attributes);
@@ -298,11 +324,29 @@ export class ChatView {
     }
   }
 
-  private details(key: string, summary: HTMLElement, body: HTMLElement[], attributes: Record<string, string>, className: string): HTMLElement {
-    const details = h('details', { ...attributes, class: className, open: this.open.has(key) }, summary, ...body);
+  /**
+   * A text as Markdown. A streaming text keeps its view (its finished blocks stay rendered) until it
+   * completes; a finished one gets a view of its own, rendered once.
+   */
+  private markdown(key: string, text: string, streaming: boolean, options: MarkdownOptions = {}): HTMLElement {
+    let view = this.live.get(key);
+    if (!view) {
+      view = new MarkdownView(options);
+      if (streaming) this.live.set(key, view);
+    } else if (!streaming) {
+      this.live.delete(key);
+    }
+    view.update(text, !streaming);
+    return view.element;
+  }
+
+  /** `<details>` that remember being opened (or, with `openByDefault`, closed) across re-renders. */
+  private details(key: string, summary: HTMLElement, body: HTMLElement[], attributes: Record<string, string>, className: string, openByDefault = false): HTMLElement {
+    const remembered = openByDefault ? this.closed : this.open;
+    const details = h('details', { ...attributes, class: className, open: openByDefault !== remembered.has(key) }, summary, ...body);
     details.addEventListener('toggle', () => {
-      if (details.open) this.open.add(key);
-      else this.open.delete(key);
+      if (details.open === openByDefault) remembered.delete(key);
+      else remembered.add(key);
     });
     return details;
   }
@@ -314,7 +358,7 @@ export class ChatView {
     return this.details(
       block.id,
       h('summary', {}, h('span', { class: 'glyph' }, '✻'), ` ${live ? 'Thinking…' : 'Thought'} `, h('span', { class: 'muted' }, `(${summary})`)),
-      block.redacted ? [] : [h('div', { class: 'text thinking-text' }, block.content)],
+      block.redacted ? [] : [h('div', { class: 'text thinking-text' }, this.markdown(block.id, block.content, live))],
       attributes,
       `block thinking${live ? ' live' : ''}`,
     );
@@ -322,19 +366,29 @@ export class ChatView {
 
   private toolCall(block: ToolUseBlock, result: ToolResultBlock | undefined, attributes: Record<string, string>): HTMLElement {
     const status = result?.isError && block.status === 'success' ? 'error' : block.status;
-    const body: HTMLElement[] = [h('div', { class: 'label muted' }, 'Input'), h('pre', {}, prettyJson(block.input))];
+    const edit = fileEditOf(block, result);
+    const command = edit ? undefined : commandOf(block, result);
+    const body: HTMLElement[] = [];
+    if (edit) body.push(fileEditElement(edit));
+    else if (command) body.push(commandElement(command));
+    else body.push(h('div', { class: 'label muted' }, 'Input'), h('pre', {}, prettyJson(block.input)));
     if (block.error) body.push(h('div', { class: 'error-text' }, block.error));
-    if (result) body.push(h('div', { class: 'label muted' }, result.isError ? 'Result (error)' : 'Result'), h('pre', { class: result.isError ? 'error-text' : '' }, result.content || '(empty)'));
+    // A command's output is in its terminal block; an edit's result is only worth showing when it failed.
+    if (result && !command && (!edit || result.isError)) {
+      const content = result.content || '(empty)';
+      const shown = result.isError || VERBATIM_RESULT_TOOLS.has(block.name) ? h('pre', { class: result.isError ? 'error-text' : '' }, content) : h('div', { class: 'text tool-result-text' }, this.markdown(`${block.id}:result`, content, false));
+      body.push(h('div', { class: 'label muted' }, result.isError ? 'Result (error)' : 'Result'), shown);
+    }
     const summary = h(
       'summary',
       {},
       h('span', { class: `status status-${status}`, 'data-status': status, title: status }, STATUS_GLYPH[status]),
       ' ',
       h('strong', {}, block.name),
-      h('span', { class: 'muted' }, ` ${describeInput(block.input, 90)}`),
+      h('span', { class: 'muted' }, ` ${edit ? `${edit.path} (+${edit.added} −${edit.removed})` : command ? oneLine(command.command, 90) : describeInput(block.input, 90)}`),
       result ? h('div', { class: `result-line${result.isError ? ' error-text' : ' muted'}` }, `↳ ${oneLine(result.content, 140) || '(empty)'}`) : null,
     );
-    return this.details(block.id, summary, body, { ...attributes, 'data-status': status }, `block tool status-${status}`);
+    return this.details(block.id, summary, body, { ...attributes, 'data-status': status }, `block tool status-${status}${edit ? ' edit' : command ? ' command' : ''}`, edit !== undefined || command !== undefined);
   }
 
   private worker(block: SubagentBlock, thread: ChatItem[], attributes: Record<string, string>): HTMLElement {
@@ -351,7 +405,7 @@ export class ChatView {
     const inner = new Map<string, { signature: unknown[]; element: HTMLElement }>();
     const body = h('div', { class: 'thread', 'data-thread-id': block.subagentId }, thread.map((entry) => this.elementFor(entry, inner, true)));
     const parts = [body];
-    if (block.output) parts.push(h('div', { class: 'worker-output' }, h('div', { class: 'label muted' }, 'Answer'), h('div', { class: 'text' }, block.output)));
+    if (block.output) parts.push(h('div', { class: 'worker-output' }, h('div', { class: 'label muted' }, 'Answer'), h('div', { class: 'text' }, this.markdown(`${block.id}:output`, block.output, false))));
     return this.details(`thread:${block.subagentId}`, summary, parts, { ...attributes, 'data-status': block.status }, `block worker status-${block.status}`);
   }
 }
@@ -366,14 +420,14 @@ function firstMessagePlaceholder(first: FirstMessageTarget): string {
 /** Characters above which a pasted message shows its start and a button for the rest. */
 const CLAMP_CHARS = 1_200;
 
-function clampedText(content: string): HTMLElement {
+function clampedText(content: HTMLElement, length: number): HTMLElement {
   const text = h('div', { class: 'text' }, content);
-  if (content.length <= CLAMP_CHARS) return text;
+  if (length <= CLAMP_CHARS) return text;
   text.classList.add('clamped');
-  const toggle = h('button', { type: 'button', class: 'link' }, `Show all (${content.length.toLocaleString('en-US')} characters)`);
+  const toggle = h('button', { type: 'button', class: 'link' }, `Show all (${length.toLocaleString('en-US')} characters)`);
   toggle.addEventListener('click', () => {
     const clamped = text.classList.toggle('clamped');
-    toggle.textContent = clamped ? `Show all (${content.length.toLocaleString('en-US')} characters)` : 'Show less';
+    toggle.textContent = clamped ? `Show all (${length.toLocaleString('en-US')} characters)` : 'Show less';
   });
   return h('div', {}, text, toggle);
 }
