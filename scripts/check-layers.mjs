@@ -16,16 +16,18 @@ const allowed = {
   conversation: [],
   store: ['conversation'],
   backends: ['conversation', 'store'],
+  // The workspace toolset (files, search, commands, approvals, sandbox): tools are back-end ToolDefinitions.
+  workspace: ['conversation', 'backends'],
   sessions: ['conversation', 'store', 'backends'],
-  harness: ['conversation', 'store', 'backends', 'sessions'],
+  harness: ['conversation', 'store', 'backends', 'sessions', 'workspace'],
   // The draft service hands the server the wire contract's own shapes (draft status, agents, results).
-  draft: ['conversation', 'store', 'backends', 'sessions', 'harness', 'protocol'],
+  draft: ['conversation', 'store', 'backends', 'sessions', 'harness', 'protocol', 'workspace'],
   protocol: ['conversation'],
-  server: ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol'],
+  server: ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol', 'workspace'],
   'ui/tui': ['conversation', 'protocol'],
   'ui/web': ['conversation', 'protocol'],
-  cli: ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol', 'server', 'ui/tui', 'ui/web'],
-  '.': ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol', 'server'],
+  cli: ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol', 'server', 'workspace', 'ui/tui', 'ui/web'],
+  '.': ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol', 'server', 'workspace'],
 };
 
 function layerOf(file) {
