@@ -72,7 +72,13 @@ export class ApprovalBroker {
           if (!scopes) this.remembered.set(request.sessionId, (scopes = new Set()));
           scopes.add(scopeKey);
         }
-        const resolution: ApprovalResolution = { requestId: request.requestId, sessionId: request.sessionId, decision, source };
+        const resolution: ApprovalResolution = {
+          requestId: request.requestId,
+          sessionId: request.sessionId,
+          ...(request.conversationId !== undefined ? { conversationId: request.conversationId } : {}),
+          decision,
+          source,
+        };
         for (const listener of this.resolvedListeners) listener(resolution);
         resolve({ decision, source, requestId: request.requestId });
       };
@@ -107,7 +113,13 @@ export class ApprovalBroker {
       throw new WorkspaceError('INVALID_INPUT', `"${String(decision)}" is not a decision; answer allow_once, allow_always or deny.`, { fault: 'user', data: { requestId } });
     }
     pending.settle(decision, 'client');
-    return { requestId, sessionId: pending.request.sessionId, decision, source: 'client' };
+    return {
+      requestId,
+      sessionId: pending.request.sessionId,
+      ...(pending.request.conversationId !== undefined ? { conversationId: pending.request.conversationId } : {}),
+      decision,
+      source: 'client',
+    };
   }
 
   /** Requests waiting for an answer, oldest first (all, or one session's). */

@@ -60,6 +60,8 @@ export type ApprovalSource = 'client' | 'approver' | 'remembered' | 'cancelled';
 export interface ApprovalResolution {
   requestId: string;
   sessionId: string;
+  /** The request's thread (a worker's id), when it was not `main`. */
+  conversationId?: string;
   decision: ApprovalDecision;
   source: ApprovalSource;
 }
