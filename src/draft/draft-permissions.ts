@@ -7,6 +7,7 @@ import {
   PermissionModeSchema,
   Workspace,
   type ApprovalDecision,
+  type ApprovalRequest,
   type ApprovalResolution,
   type PermissionMode,
   type WorkspaceTool,
@@ -14,6 +15,7 @@ import {
 import { persist } from './draft-records.js';
 import type { ActiveDraft, DraftServiceState } from './draft-state.js';
 import { DraftError, invalidInput } from './errors.js';
+import type { PermissionRequest } from '../protocol/index.js';
 import type { PermissionsView } from './contract.js';
 import type { ProjectLocation } from './projects.js';
 import type { RoleInfo } from './types.js';
@@ -21,6 +23,10 @@ import type { RoleInfo } from './types.js';
 // The workspace tools of drafts and workers on managed back ends, their permission mode, and the
 // approvals they ask: announced to the channel (and written into the session as a "waiting" block),
 // answered by a client (`answer_permission`) or the service's approver function.
+
+/** The wire copy of a request (protocol) and the workspace's own shape must not drift (STYLE.md practice 4). */
+type SameShape<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+export const REQUEST_SHAPES_MATCH = true satisfies SameShape<ApprovalRequest, PermissionRequest>;
 
 /** One Workspace per project folder, opened on first use (its sandbox probe runs once). */
 export function workspaceFor(state: DraftServiceState, project: ProjectLocation): Promise<Workspace> {
