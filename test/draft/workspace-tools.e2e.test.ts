@@ -62,7 +62,7 @@ const backends: Array<{ name: string; make: () => AgentBackend; script: () => vo
   },
   {
     name: 'anthropic-api',
-    make: () => createAnthropicApiBackend({ apiKey: 'test-key', baseURL: anthropic.url, maxRetries: 0, model: 'claude-haiku-4-5' }),
+    make: () => createAnthropicApiBackend({ apiKey: 'test-key', baseURL: anthropic.url, maxRetries: 0, defaultModel: 'claude-haiku-4-5' }),
     script: () =>
       anthropic.enqueue(
         ...CALLS.map((call, index) => reply([toolUse(call.name, call.input, `toolu_${index}`)], { stopReason: 'tool_use' })),
