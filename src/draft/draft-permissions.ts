@@ -5,7 +5,7 @@ import type { AgentBackend } from '../backends/index.js';
 import {
   ApprovalDecisionSchema,
   PermissionModeSchema,
-  Workspace,
+  ProjectWorkspace,
   type ApprovalDecision,
   type ApprovalRequest,
   type ApprovalResolution,
@@ -28,11 +28,11 @@ import type { RoleInfo } from './types.js';
 type SameShape<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 export const REQUEST_SHAPES_MATCH = true satisfies SameShape<ApprovalRequest, PermissionRequest>;
 
-/** One Workspace per project folder, opened on first use (its sandbox probe runs once). */
-export function workspaceFor(state: DraftServiceState, project: ProjectLocation): Promise<Workspace> {
+/** One ProjectWorkspace per project folder, opened on first use (its sandbox probe runs once). */
+export function workspaceFor(state: DraftServiceState, project: ProjectLocation): Promise<ProjectWorkspace> {
   let workspace = state.workspaces.get(project.path);
   if (!workspace) {
-    workspace = Workspace.open({ root: project.path, dataDir: project.dataDir, sandbox: state.sandbox });
+    workspace = ProjectWorkspace.open({ root: project.path, dataDir: project.dataDir, sandbox: state.sandbox });
     state.workspaces.set(project.path, workspace);
     workspace.catch(() => state.workspaces.delete(project.path));
   }

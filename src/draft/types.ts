@@ -40,7 +40,9 @@ const IsoDate = z.iso.datetime({ offset: true });
 export const PermissionSchema = z.enum(['agent-draft', 'projects-list', 'projects-create', 'files-read', 'files-write', 'shell']);
 export type Permission = z.infer<typeof PermissionSchema>;
 
-export const PermissionModeSchema = z.enum(['default', 'acceptEdits', 'bypassPermissions', 'plan']);
+// The workspace layer's modes: one definition, so `parley`'s public surface exports one schema.
+import { PermissionModeSchema } from '../workspace/index.js';
+export { PermissionModeSchema };
 
 /**
  * The YAML front matter of a role file (`<dataDir>/roles/<name>.md`). Strict: an unknown key is a

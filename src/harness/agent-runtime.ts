@@ -1,6 +1,6 @@
 import type { StreamEventDraft } from '../conversation/index.js';
 import type { AgentBackend, AgentProfile, ToolDefinition } from '../backends/index.js';
-import { ApprovalBroker, Workspace, WORKSPACE_PERMISSIONS } from '../workspace/index.js';
+import { ApprovalBroker, ProjectWorkspace, WORKSPACE_PERMISSIONS } from '../workspace/index.js';
 import { runTurn, type SessionManager, type TurnHandle } from '../sessions/index.js';
 import { composePrompt, noteAbortedTurn, repairPrompt, toDraft, TurnOutput } from './agent-turn.js';
 import { HarnessError, OutputValidationError, type AbortedError } from './errors.js';
@@ -52,7 +52,7 @@ export class AgentRuntime implements MessageRecipient {
   private startBuffer: InjectedMessage[] = [];
   private turns = 0;
   private readonly jsonSchema: Record<string, unknown> | undefined;
-  private workspace: Promise<Workspace> | undefined;
+  private workspace: Promise<ProjectWorkspace> | undefined;
   /** One per agent, so an "allow always" answer holds for its later turns. */
   private broker: ApprovalBroker | undefined;
 
@@ -194,7 +194,7 @@ export class AgentRuntime implements MessageRecipient {
     const own = this.definition.tools ?? [];
     const options = this.definition.workspace;
     if (!options) return [...own];
-    this.workspace ??= Workspace.open({ root: options.root, ...(options.dataDir !== undefined ? { dataDir: options.dataDir } : {}), ...(options.sandbox ? { sandbox: options.sandbox } : {}) });
+    this.workspace ??= ProjectWorkspace.open({ root: options.root, ...(options.dataDir !== undefined ? { dataDir: options.dataDir } : {}), ...(options.sandbox ? { sandbox: options.sandbox } : {}) });
     const workspace = await this.workspace;
     this.broker ??= new ApprovalBroker(options.onPermissionRequest ? { approver: options.onPermissionRequest } : {});
     return [

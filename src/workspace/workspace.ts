@@ -49,7 +49,7 @@ export interface WorkspaceToolsetOptions {
 
 export const WORKSPACE_PERMISSIONS: readonly WorkspacePermission[] = ['files-read', 'files-write', 'shell'];
 
-export class Workspace {
+export class ProjectWorkspace {
   private constructor(
     readonly paths: WorkspacePaths,
     /** What confines `run_command` here (`none`: nothing). */
@@ -58,11 +58,11 @@ export class Workspace {
     readonly limits: WorkspaceLimits,
   ) {}
 
-  static async open(options: WorkspaceOptions): Promise<Workspace> {
+  static async open(options: WorkspaceOptions): Promise<ProjectWorkspace> {
     const paths = await WorkspacePaths.open(options.root, options.dataDir !== undefined ? { dataDir: options.dataDir } : {});
     const sandbox: SandboxInfo = options.sandbox === 'none' ? { kind: 'none', detail: 'the sandbox is turned off, so commands run unconfined.' } : await detectSandbox();
     const dataDir = options.dataDir ?? `${paths.root}/.parley`;
-    return new Workspace(paths, sandbox, [dataDir], { ...DEFAULT_LIMITS, ...options.limits });
+    return new ProjectWorkspace(paths, sandbox, [dataDir], { ...DEFAULT_LIMITS, ...options.limits });
   }
 
   /** The tools the permissions grant, for one session (empty when they grant none). */

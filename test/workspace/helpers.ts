@@ -1,7 +1,7 @@
 import { promises as fs, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ApprovalBroker, Workspace, type PermissionMode, type WorkspaceTool } from '../../src/workspace/index.js';
+import { ApprovalBroker, ProjectWorkspace, type PermissionMode, type WorkspaceTool } from '../../src/workspace/index.js';
 
 /** A temp project folder (with an outside sibling), removed by `cleanup`. */
 export async function tempWorkspace(): Promise<{ base: string; root: string; outside: string; cleanup: () => Promise<void> }> {
@@ -16,12 +16,12 @@ export async function tempWorkspace(): Promise<{ base: string; root: string; out
 export interface ToolRig {
   tools: Map<string, WorkspaceTool>;
   broker: ApprovalBroker;
-  workspace: Workspace;
+  workspace: ProjectWorkspace;
   call(name: string, input: unknown, signal?: AbortSignal): ReturnType<WorkspaceTool['execute']>;
 }
 
 export async function toolRig(root: string, options: { mode?: PermissionMode; broker?: ApprovalBroker; sandbox?: 'auto' | 'none'; network?: boolean; onCommandSpawn?: (pid: number) => void } = {}): Promise<ToolRig> {
-  const workspace = await Workspace.open({ root, sandbox: options.sandbox ?? 'none' });
+  const workspace = await ProjectWorkspace.open({ root, sandbox: options.sandbox ?? 'none' });
   const broker = options.broker ?? new ApprovalBroker();
   const list = workspace.tools({
     sessionId: 'session-1',
