@@ -162,3 +162,20 @@ describe('permission modes in a draft', () => {
     await expect(h.service.setPermissionMode({ channelId: 'nobody', mode: 'default' })).rejects.toMatchObject({ code: 'NO_ACTIVE_DRAFT' });
   });
 });
+
+describe('the command sandbox', () => {
+  it('without one, drafting an agent that may run commands says so once in its session', async () => {
+    const h = await harness({ sandbox: 'none' });
+    const [project] = await h.service.listProjects();
+    const task = await h.service.createTask({ project: project!.name, title: 'Unconfined' });
+    const dev = await h.service.draft({ channelId: 'c', role: 'dev', project: project!.name, task: task.slug });
+    const notices = (await h.manager.loadConversation(dev.sessionId)).blocks.filter((block): block is SystemBlock => block.type === 'system' && (block.data as { code?: string } | undefined)?.code === 'NO_SANDBOX');
+    expect(notices).toHaveLength(1);
+    expect(notices[0]!.content).toMatch(/^No sandbox: the sandbox is turned off, so commands run unconfined\./);
+    expect(await h.service.getPermissions({ channelId: 'c' })).toMatchObject({ sandbox: { kind: 'none' } });
+    // A role that may not run commands is not told.
+    const other = await h.service.createTask({ project: project!.name, title: 'Reading' });
+    const analyst = await h.service.draft({ channelId: 'd', role: 'product-analyst', project: project!.name, task: other.slug });
+    expect((await h.manager.loadConversation(analyst.sessionId)).blocks.some((block) => block.type === 'system')).toBe(false);
+  });
+});
