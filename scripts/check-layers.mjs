@@ -18,16 +18,18 @@ const allowed = {
   telemetry: ['conversation'],
   store: ['conversation'],
   backends: ['conversation', 'store', 'telemetry'],
+  // The workspace toolset (files, search, commands, approvals, sandbox): tools are back-end ToolDefinitions.
+  workspace: ['conversation', 'backends'],
   sessions: ['conversation', 'store', 'backends', 'telemetry'],
-  harness: ['conversation', 'store', 'backends', 'sessions', 'telemetry'],
+  harness: ['conversation', 'store', 'backends', 'sessions', 'workspace', 'telemetry'],
   // The draft service hands the server the wire contract's own shapes (draft status, agents, results).
-  draft: ['conversation', 'store', 'backends', 'sessions', 'harness', 'protocol', 'telemetry'],
+  draft: ['conversation', 'store', 'backends', 'sessions', 'harness', 'protocol', 'workspace', 'telemetry'],
   protocol: ['conversation'],
-  server: ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol', 'telemetry'],
+  server: ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol', 'workspace', 'telemetry'],
   'ui/tui': ['conversation', 'protocol'],
   'ui/web': ['conversation', 'protocol'],
-  cli: ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol', 'server', 'ui/tui', 'ui/web', 'telemetry'],
-  '.': ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol', 'server', 'telemetry'],
+  cli: ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol', 'server', 'workspace', 'ui/tui', 'ui/web', 'telemetry'],
+  '.': ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol', 'server', 'workspace', 'telemetry'],
 };
 
 function layerOf(file) {

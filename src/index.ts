@@ -5,3 +5,4 @@ export * from './backends/index.js';
 export * from './sessions/index.js';
 export * from './draft/index.js';
 export * from './harness/index.js';
+export * from './workspace/index.js';

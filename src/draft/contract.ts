@@ -3,6 +3,7 @@ import type { AgentBackend } from '../backends/index.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { SessionManager } from '../sessions/index.js';
 import type { DraftStore } from '../store/index.js';
+import type { ApprovalDecision, ApprovalRequest, ApprovalResolution, Approver, PermissionMode, SandboxInfo } from '../workspace/index.js';
 import type {
   AgentInfo,
   DraftStatus,
@@ -47,6 +48,25 @@ export interface DraftServiceOptions {
   clock?: () => number;
   /** Default wait of `await_agent` when the model gives none (default 300 s). */
   defaultAwaitTimeoutMs?: number;
+  /**
+   * Answers the workspace tools' approval requests in this process (a library user's policy). It
+   * is asked as soon as a request is made; a client's `answer_permission` may still answer first.
+   * Without one, requests wait for a client (`permission_requested`), however long that takes.
+   */
+  approver?: Approver;
+  /** `auto` (default): run_command in bwrap when it works here; `none`: unconfined. */
+  sandbox?: 'auto' | 'none';
+}
+
+/** What a client attaching to a channel needs to show approvals (`get_permissions`). */
+export interface PermissionsView {
+  /** The channel's draft session, when it has one. */
+  sessionId?: string;
+  mode?: PermissionMode;
+  /** What confines commands in the draft's project. */
+  sandbox?: SandboxInfo;
+  /** Requests waiting in the channel's sessions (its draft, its workers, its dispatches), oldest first. */
+  requests: ApprovalRequest[];
 }
 
 export interface DraftStatusNotice {
@@ -74,6 +94,10 @@ export interface DraftServiceEvents {
    * (the native session could not be resumed). The channel is no longer in draft mode.
    */
   draft_closed: { channelId: string; sessionId: string; reason: 'native_resume_failed'; message: string };
+  /** A workspace tool of the channel's draft (or its worker, or dispatch) waits for approval. */
+  permission_requested: { channelId: string; request: ApprovalRequest };
+  /** A request was answered (by a client, the approver, a cancel). */
+  permission_resolved: { channelId: string } & ApprovalResolution;
 }
 
 export interface DraftService {
@@ -110,6 +134,14 @@ export interface DraftService {
    * Additive beyond the contract.
    */
   createMcpServer(params: { channelId: string }): Promise<McpServer>;
+
+  // approvals of the workspace tools (draft-permissions.ts)
+  /** Answers a waiting request; NOT_FOUND for an unknown or already answered one. Additive beyond the contract. */
+  answerPermission(params: { sessionId: string; requestId: string; decision: ApprovalDecision }): Promise<ApprovalResolution>;
+  /** The channel's draft's permission mode, its sandbox, and the requests waiting in its sessions. Additive beyond the contract. */
+  getPermissions(params: { channelId: string }): Promise<PermissionsView>;
+  /** Sets the channel's draft's permission mode (kept in draft.json); NO_ACTIVE_DRAFT without a draft. Additive beyond the contract. */
+  setPermissionMode(params: { channelId: string; mode: PermissionMode }): Promise<{ sessionId: string; mode: PermissionMode; previous: PermissionMode }>;
 
   /** Startup: finds active drafts (draft.json status active) so the next submit_prompt resumes them. */
   recover(): Promise<{ recovered: number; failed: Array<{ sessionId: string; reason: string }> }>;

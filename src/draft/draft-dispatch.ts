@@ -42,7 +42,7 @@ export async function dispatchAutonomous(state: DraftServiceState, channelId: st
       prompt: content,
       backend,
       validator,
-      tools: toolsFor(state, owner, role, project, true),
+      tools: await toolsFor(state, owner, role, project, true, backend),
       target: { sessionId, conversationId: MAIN_CONVERSATION },
       project: project.name,
       cwd: project.path,

@@ -5,6 +5,7 @@ import { resolveRole } from './draft-catalog.js';
 import { ChannelParamsSchema, DraftParamsSchema } from './draft-params.js';
 import { keepLease, stopLease, takeLease } from './draft-lease.js';
 import { persist, refreshFromLog } from './draft-records.js';
+import { noteMissingSandbox } from './draft-permissions.js';
 import { assertOpen, iso, type ActiveDraft, type DraftServiceState } from './draft-state.js';
 import { draftAgentInfo } from './draft-status.js';
 import { DraftError, invalidInput } from './errors.js';
@@ -113,6 +114,7 @@ export async function openDraft(state: DraftServiceState, params: { channelId: s
     }
     const draft: ActiveDraft = { session, project, role, backend, writes: Promise.resolve() };
     activate(state, draft);
+    await noteMissingSandbox(state, draft).catch((error: unknown) => process.emitWarning(`Parley: could not check the command sandbox: ${String(error)}`));
     // This server runs the draft from now on; should the lease not be taken now, the first prompt takes it.
     await takeLease(state, session).then(
       () => keepLease(state, draft),
@@ -171,6 +173,8 @@ export async function closeDraft(state: DraftServiceState, draft: ActiveDraft, r
   draft.turn?.controller.abort();
   await draft.turn?.done;
   await state.workers.killAll((agent) => agent.parentSessionId === session.sessionId);
+  // Requests still waiting are denied (nothing changes) and "allow always" ends with the draft.
+  state.broker.forgetSession(session.sessionId);
   await refreshFromLog(state, draft);
   // Releasing the draft in the store drops its lease with it.
   stopLease(draft);

@@ -4,7 +4,7 @@ import type { StreamEvent } from '../conversation/index.js';
 import type { AgentBackend } from '../backends/index.js';
 import { TypedEmitter } from '../sessions/index.js';
 import { MAX_LEASE_TTL_MS } from '../store/index.js';
-import type { DraftService, DraftServiceEvents, DraftServiceOptions } from './contract.js';
+import type { DraftService, DraftServiceEvents, DraftServiceOptions, PermissionsView } from './contract.js';
 import { registryBackends } from './draft-backends.js';
 import * as catalog from './draft-catalog.js';
 import * as lifecycle from './draft-lifecycle.js';
@@ -16,7 +16,9 @@ import { getDraftStatus } from './draft-status.js';
 import { DraftError } from './errors.js';
 import * as tools from './draft-tools.js';
 import * as turns from './draft-turns.js';
+import * as permissions from './draft-permissions.js';
 import { AgentPool, WorkerSlots } from './pool.js';
+import { ApprovalBroker, type ApprovalDecision, type ApprovalResolution, type PermissionMode } from '../workspace/index.js';
 import { ProjectCatalog } from './projects.js';
 import type { AgentInfo, DraftStatus, DraftSummary, ProjectInfo, RoleInfo, SubmitResult, TaskInfo } from './types.js';
 import { Workers } from './workers.js';
@@ -88,11 +90,15 @@ class DraftServiceImpl implements DraftService {
       dispatches: new Map(),
       takeovers: new Map(),
       defaultAwaitTimeoutMs: options.defaultAwaitTimeoutMs ?? DEFAULT_AWAIT_TIMEOUT_MS,
+      broker: new ApprovalBroker(options.approver ? { approver: options.approver, clock } : { clock }),
+      workspaces: new Map(),
+      sandbox: options.sandbox ?? 'auto',
       leaseOwner: checkLeaseOwner(options.leaseOwner ?? defaultLeaseOwner()),
       leaseTtlMs: checkLeaseTtl(options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS),
       closed: false,
     };
     this.unsubscribe.push(
+      permissions.wireApprovals(this.state),
       options.manager.on('session:event', ({ sessionId, event }) => this.forward(sessionId, event)),
       options.manager.on('session:compaction-complete', ({ sessionId, trigger, tokensBefore }) => {
         const draft = this.state.bySession.get(sessionId);
@@ -173,6 +179,20 @@ class DraftServiceImpl implements DraftService {
 
   createMcpServer(params: { channelId: string }): Promise<McpServer> {
     return tools.createMcpServer(this.state, params);
+  }
+
+  // ---- approvals (draft-permissions.ts) ----------------------------------------------------------
+
+  answerPermission(params: { sessionId: string; requestId: string; decision: ApprovalDecision }): Promise<ApprovalResolution> {
+    return Promise.resolve().then(() => permissions.answerPermission(this.state, params));
+  }
+
+  getPermissions(params: { channelId: string }): Promise<PermissionsView> {
+    return permissions.getPermissions(this.state, params);
+  }
+
+  setPermissionMode(params: { channelId: string; mode: PermissionMode }): Promise<{ sessionId: string; mode: PermissionMode; previous: PermissionMode }> {
+    return permissions.setPermissionMode(this.state, params);
   }
 
   // ---- recovery and shutdown --------------------------------------------------------------------

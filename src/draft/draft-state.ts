@@ -1,6 +1,7 @@
 import type { AgentBackend } from '../backends/index.js';
 import type { ConversationBlock } from '../conversation/index.js';
 import type { SessionManager, TypedEmitter } from '../sessions/index.js';
+import type { ApprovalBroker, ProjectWorkspace } from '../workspace/index.js';
 import type { DraftServiceEvents } from './contract.js';
 import { DraftError } from './errors.js';
 import type { AgentPool } from './pool.js';
@@ -54,6 +55,12 @@ export interface DraftServiceState {
   /** Channels whose draft is being taken over from the store (draft-recovery.ts, takeOver). */
   readonly takeovers: Map<string, Promise<ActiveDraft | undefined>>;
   readonly defaultAwaitTimeoutMs: number;
+  /** Where the workspace tools of every draft and worker ask for approval. */
+  readonly broker: ApprovalBroker;
+  /** Opened workspaces by project folder (draft-permissions.ts). */
+  readonly workspaces: Map<string, Promise<ProjectWorkspace>>;
+  /** `auto`: bwrap when it works here; `none`: commands unconfined. */
+  readonly sandbox: 'auto' | 'none';
   /** This server's name in draft leases. */
   readonly leaseOwner: string;
   /** How long a lease lasts unless renewed. */

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { AgentBackend } from '../backends/index.js';
+import { workspaceToolsFor } from './draft-permissions.js';
 import { resolveBackend } from './draft-backends.js';
 import { createProject, createTask, listProjects, resolveRole } from './draft-catalog.js';
 import { requireDraft } from './draft-lifecycle.js';
@@ -14,8 +16,20 @@ import type { AgentInfo, RoleInfo } from './types.js';
 // What a drafted agent can reach: its tools (catalog calls and its own workers), gated by its role,
 // also as an MCP server; and the agents list and kill calls of the service.
 
-/** The tools of a drafting context, gated by the role's permissions. */
-export function toolsFor(state: DraftServiceState, owner: { sessionId: string; channelId: string; project: string; taskSlug?: string }, role: RoleInfo, project: ProjectLocation, allowAgentTools: boolean): ParleyTool[] {
+/**
+ * The tools of a drafting context, gated by the role's permissions: Parley's orchestration tools,
+ * and on a managed back end the workspace tools (files, search, commands) rooted at the project.
+ * `conversationId` is a worker's thread in the drafting session (where its approvals show).
+ */
+export async function toolsFor(
+  state: DraftServiceState,
+  owner: { sessionId: string; channelId: string; project: string; taskSlug?: string },
+  role: RoleInfo,
+  project: ProjectLocation,
+  allowAgentTools: boolean,
+  backend: AgentBackend,
+  conversationId?: string,
+): Promise<ParleyTool[]> {
   const handlers: ToolHandlers = {
     listTasks: async (name) => state.catalog.listTasks(name === undefined ? project : await state.catalog.resolve(name)),
     listRoles: () => state.catalog.loadRoles(project),
@@ -39,7 +53,7 @@ export function toolsFor(state: DraftServiceState, owner: { sessionId: string; c
         role: workerRole,
         prompt: input.prompt,
         backend,
-        tools: toolsFor(state, { ...owner }, workerRole, project, false),
+        tools: await toolsFor(state, { ...owner }, workerRole, project, false, backend, agentId),
         target: { sessionId: owner.sessionId, conversationId: agentId },
         project: project.name,
         cwd: project.path,
@@ -61,7 +75,8 @@ export function toolsFor(state: DraftServiceState, owner: { sessionId: string; c
     },
     listAgents: () => Promise.resolve(state.workers.list((agent) => agent.parentSessionId === owner.sessionId)),
   };
-  return createParleyTools({ permissions: role.permissions, handlers, allowAgentTools });
+  const workspaceTools = await workspaceToolsFor(state, { sessionId: owner.sessionId, ...(conversationId ? { conversationId } : {}), role, project, backend });
+  return [...createParleyTools({ permissions: role.permissions, handlers, allowAgentTools }), ...workspaceTools];
 }
 
 /** A drafted agent reaches only its own workers. */
@@ -89,5 +104,5 @@ export async function killAgent(state: DraftServiceState, params: { agentId: str
 
 export async function createMcpServer(state: DraftServiceState, params: { channelId: string }): Promise<McpServer> {
   const draft = requireDraft(state, params.channelId);
-  return createDraftMcpServer(toolsFor(state, draft.session, draft.role, draft.project, true));
+  return createDraftMcpServer(await toolsFor(state, draft.session, draft.role, draft.project, true, draft.backend));
 }

@@ -11,6 +11,7 @@ import { closeCutTurn, takeOver } from './draft-recovery.js';
 import { assertOpen, findLast, type ActiveDraft, type DraftServiceState, type RunningTurn } from './draft-state.js';
 import { emitStatus } from './draft-status.js';
 import { toolsFor } from './draft-tools.js';
+import { draftMode } from './draft-permissions.js';
 import { DraftError, invalidInput } from './errors.js';
 import type { SubmitResult } from './types.js';
 
@@ -67,7 +68,7 @@ async function resumeDraft(state: DraftServiceState, draft: ActiveDraft, content
       description: role.description,
       instructions: role.instructions,
       ...(role.allowedTools ? { allowedTools: role.allowedTools } : {}),
-      ...(role.permissionMode ? { permissionMode: role.permissionMode } : {}),
+      permissionMode: draftMode(draft),
       ...(role.model ? { model: role.model } : {}),
     };
     const liveWorkers = state.workers.hasLive((agent) => agent.parentSessionId === sessionId);
@@ -75,7 +76,7 @@ async function resumeDraft(state: DraftServiceState, draft: ActiveDraft, content
       backend,
       prompt: content,
       signal: controller.signal,
-      tools: toolsFor(state, draft.session, role, project, true),
+      tools: await toolsFor(state, draft.session, role, project, true, backend),
       profile,
       cwd: project.path,
       repairInterrupted: !liveWorkers,

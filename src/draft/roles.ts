@@ -8,7 +8,7 @@ import { RoleFrontMatterSchema, type RoleFileError, type RoleInfo } from './type
  * (`<dataDir>/roles/<name>.md`, by default `.parley/roles/`; the DraftStore keeps their text,
  * this module parses it). The front matter says who the agent
  * is and what it may do (`name`, `description`, `backend`, `model`, `permissions`, `allowedTools`,
- * `permissionMode`, `maxTurns`); the body is its instructions. A project's file overrides the
+ * `permissionMode`, `maxTurns`, `network`); the body is its instructions. A project's file overrides the
  * built-in role of the same name. A malformed file never breaks the others: it is reported with
  * its file and field, and only drafting that role fails.
  */
@@ -17,7 +17,7 @@ export const BUILTIN_ROLES: readonly RoleInfo[] = [
   {
     name: 'product-analyst',
     description: 'Talks the product through with you, writes specs and tasks, and delegates work to developer and QA workers.',
-    permissions: ['agent-draft', 'projects-list', 'projects-create'],
+    permissions: ['agent-draft', 'projects-list', 'projects-create', 'files-read'],
     source: 'builtin',
     instructions: [
       'You are the product analyst on this project. You talk with the user: ask what they want, restate it, and agree on the scope before anything is built.',
@@ -29,7 +29,7 @@ export const BUILTIN_ROLES: readonly RoleInfo[] = [
   {
     name: 'dev',
     description: 'Implements a task: reads the code, changes it with tests, and reports what changed.',
-    permissions: [],
+    permissions: ['files-read', 'files-write', 'shell'],
     source: 'builtin',
     instructions: [
       'You are a software developer on this project. Implement the task you are given with small, tested changes that follow the code around them.',
@@ -39,7 +39,7 @@ export const BUILTIN_ROLES: readonly RoleInfo[] = [
   {
     name: 'qa',
     description: 'Reviews and tests changes; reports defects with steps to reproduce.',
-    permissions: [],
+    permissions: ['files-read', 'files-write', 'shell'],
     source: 'builtin',
     instructions: [
       'You are the QA reviewer on this project. Check the change you are given against its task: run it, read it, try the edge cases.',
@@ -131,6 +131,7 @@ export async function parseRoleFile(text: string, file: string): Promise<RoleInf
     ...(front.allowedTools ? { allowedTools: front.allowedTools } : {}),
     ...(front.permissionMode ? { permissionMode: front.permissionMode } : {}),
     ...(front.maxTurns ? { maxTurns: front.maxTurns } : {}),
+    ...(front.network !== undefined ? { network: front.network } : {}),
   };
 }
 

@@ -33,12 +33,16 @@ const IsoDate = z.iso.datetime({ offset: true });
 /**
  * What a role may do beyond read-only tools (seed 000, "MCP gating"):
  * `agent-draft` → draft_agent / await_agent / kill_agent / list_agents;
- * `projects-list` → list_projects; `projects-create` → create_project, create_task.
+ * `projects-list` → list_projects; `projects-create` → create_project, create_task;
+ * on managed back ends, the workspace tools (src/workspace/): `files-read` → read_file,
+ * list_files, glob, grep; `files-write` → edit_file, write_file; `shell` → run_command.
  */
-export const PermissionSchema = z.enum(['agent-draft', 'projects-list', 'projects-create']);
+export const PermissionSchema = z.enum(['agent-draft', 'projects-list', 'projects-create', 'files-read', 'files-write', 'shell']);
 export type Permission = z.infer<typeof PermissionSchema>;
 
-export const PermissionModeSchema = z.enum(['default', 'acceptEdits', 'bypassPermissions', 'plan']);
+// The workspace layer's modes: one definition, so `parley`'s public surface exports one schema.
+import { PermissionModeSchema } from '../workspace/index.js';
+export { PermissionModeSchema };
 
 /**
  * The YAML front matter of a role file (`<dataDir>/roles/<name>.md`). Strict: an unknown key is a
@@ -54,9 +58,16 @@ export const RoleFrontMatterSchema = z.strictObject({
   permissions: z.array(PermissionSchema).default([]),
   /** Back-end tools the agent may use without asking (Claude SDK `allowedTools`). */
   allowedTools: z.array(z.string().min(1)).optional(),
+  /**
+   * How the workspace tools ask before changing things: `default` asks before every write and
+   * command, `acceptEdits` only before commands, `bypassPermissions` never, `plan` allows reads only.
+   * Also given to native back ends (Claude SDK). Default `default`; the draft can change it.
+   */
   permissionMode: PermissionModeSchema.optional(),
   /** Cap on agentic turns per query. */
   maxTurns: z.number().int().positive().optional(),
+  /** Whether `run_command` may use the network inside the sandbox (default false). */
+  network: z.boolean().optional(),
 });
 export type RoleFrontMatter = z.infer<typeof RoleFrontMatterSchema>;
 
@@ -69,6 +80,7 @@ export const RoleInfoSchema = z.object({
   allowedTools: z.array(z.string()).optional(),
   permissionMode: PermissionModeSchema.optional(),
   maxTurns: z.number().int().positive().optional(),
+  network: z.boolean().optional(),
   /** The Markdown body: the role's instructions. */
   instructions: z.string(),
   /** `builtin`, or the role file's path. */

@@ -1,5 +1,6 @@
 import type { StreamEventDraft } from '../conversation/index.js';
-import type { AgentBackend, AgentProfile } from '../backends/index.js';
+import type { AgentBackend, AgentProfile, ToolDefinition } from '../backends/index.js';
+import { ApprovalBroker, ProjectWorkspace, WORKSPACE_PERMISSIONS } from '../workspace/index.js';
 import { runTurn, type SessionManager, type TurnHandle } from '../sessions/index.js';
 import { composePrompt, noteAbortedTurn, repairPrompt, toDraft, TurnOutput } from './agent-turn.js';
 import { HarnessError, OutputValidationError, type AbortedError } from './errors.js';
@@ -51,6 +52,9 @@ export class AgentRuntime implements MessageRecipient {
   private startBuffer: InjectedMessage[] = [];
   private turns = 0;
   private readonly jsonSchema: Record<string, unknown> | undefined;
+  private workspace: Promise<ProjectWorkspace> | undefined;
+  /** One per agent, so an "allow always" answer holds for its later turns. */
+  private broker: ApprovalBroker | undefined;
 
   constructor(
     private readonly runtime: AgentHost,
@@ -185,6 +189,26 @@ export class AgentRuntime implements MessageRecipient {
     throw new OutputValidationError(this.key, [first, second], repaired.issues);
   }
 
+  /** The agent's own tools, and its workspace tools (opened once) answering to the workflow's callback. */
+  private async tools(sessionId: string): Promise<ToolDefinition[]> {
+    const own = this.definition.tools ?? [];
+    const options = this.definition.workspace;
+    if (!options) return [...own];
+    this.workspace ??= ProjectWorkspace.open({ root: options.root, ...(options.dataDir !== undefined ? { dataDir: options.dataDir } : {}), ...(options.sandbox ? { sandbox: options.sandbox } : {}) });
+    const workspace = await this.workspace;
+    this.broker ??= new ApprovalBroker(options.onPermissionRequest ? { approver: options.onPermissionRequest } : {});
+    return [
+      ...own,
+      ...workspace.tools({
+        sessionId,
+        permissions: options.permissions ?? WORKSPACE_PERMISSIONS,
+        mode: options.mode ?? 'default',
+        broker: this.broker,
+        ...(options.network !== undefined ? { network: options.network } : {}),
+      }),
+    ];
+  }
+
   private profile(): AgentProfile {
     const { name, role, instructions, model } = this.definition;
     return {
@@ -230,8 +254,8 @@ export class AgentRuntime implements MessageRecipient {
         signal,
         profile: this.profile(),
         ...(definition.model !== undefined ? { model: definition.model } : {}),
-        ...(definition.tools ? { tools: definition.tools } : {}),
-        ...(definition.cwd !== undefined ? { cwd: definition.cwd } : {}),
+        ...(definition.tools || definition.workspace ? { tools: await this.tools(sessionId) } : {}),
+        ...(definition.cwd !== undefined ? { cwd: definition.cwd } : definition.workspace ? { cwd: definition.workspace.root } : {}),
         ...(definition.maxTurns !== undefined ? { maxTurns: definition.maxTurns } : {}),
         ...(this.jsonSchema ? { outputSchema: this.jsonSchema } : {}),
       });

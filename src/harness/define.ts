@@ -38,6 +38,16 @@ export function defineAgent(options: AgentOptions & { outputSchema?: z.ZodType }
   if (!backend || typeof backend.execute !== 'function' || typeof backend.describe !== 'function') {
     throw invalidDefinition(`${where}: \`backend\` must be an AgentBackend (for example createScriptedBackend()).`);
   }
+  const workspace = options.workspace;
+  if (workspace !== undefined) {
+    if (typeof workspace !== 'object' || workspace === null || typeof workspace.root !== 'string' || workspace.root === '') {
+      throw invalidDefinition(`${where}: \`workspace.root\` must be the project folder the agent works in.`);
+    }
+    const mode = workspace.mode ?? 'default';
+    if (mode !== 'bypassPermissions' && mode !== 'plan' && typeof workspace.onPermissionRequest !== 'function') {
+      throw invalidDefinition(`${where}: in permission mode "${mode}" the workspace tools ask before changing files or running commands; give \`workspace.onPermissionRequest\` to answer, or set \`mode: 'bypassPermissions'\` (nothing asked) or \`'plan'\` (reads only).`);
+    }
+  }
   if (options.outputSchema !== undefined && typeof (options.outputSchema as { safeParse?: unknown }).safeParse !== 'function') {
     throw invalidDefinition(`${where}: \`outputSchema\` must be a zod schema.`);
   }

@@ -32,6 +32,7 @@ export type {
   AgentMap,
   AgentOptions,
   AgentOutput,
+  AgentWorkspaceOptions,
   AgentRunOptions,
   AgentSessionTarget,
   AnyHarness,

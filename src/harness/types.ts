@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { AgentBackend, ToolDefinition } from '../backends/index.js';
+import type { Approver, PermissionMode, WorkspacePermission } from '../workspace/index.js';
 import type { GetOrCreateSessionOptions, SessionManager } from '../sessions/index.js';
 import type { HarnessEvent, InjectedMessage, SessionEvent, SessionEventHandler, SessionEventType, UserReply, UserResponse } from './events.js';
 
@@ -21,6 +22,29 @@ interface AgentOptionsBase {
   maxTurns?: number;
   /** The agent type stored on its session (default `harness`). */
   agentType?: string;
+  /** Parley's workspace tools (read, search, edit, run) for this agent, confined to a project folder. */
+  workspace?: AgentWorkspaceOptions;
+}
+
+/**
+ * The workspace tools of a workflow agent. Approval requests go to `onPermissionRequest` (the
+ * workflow's callback), which may ask a person with `waitForUser` or decide by rule.
+ */
+export interface AgentWorkspaceOptions {
+  /** The project folder: every path resolves inside it; commands run in it. */
+  root: string;
+  /** Parley's data folder (default `<root>/.parley`): never written by a tool, hidden from commands. */
+  dataDir?: string;
+  /** Which tools (default all: `files-read`, `files-write`, `shell`). */
+  permissions?: readonly WorkspacePermission[];
+  /** Default `default` (ask before every write and command). */
+  mode?: PermissionMode;
+  /** Whether commands may use the network in the sandbox (default false). */
+  network?: boolean;
+  /** `auto` (default): bwrap when it works here; `none`: unconfined. */
+  sandbox?: 'auto' | 'none';
+  /** Answers approval requests. Required unless `mode` is `bypassPermissions` or `plan` (nothing is asked). */
+  onPermissionRequest?: Approver;
 }
 
 /** `defineAgent` needs a role or instructions (or both). */
@@ -37,6 +61,7 @@ export interface AgentDefinition<TOutput = string> {
   readonly cwd?: string;
   readonly maxTurns?: number;
   readonly agentType?: string;
+  readonly workspace?: AgentWorkspaceOptions;
   /** With a schema, `run` returns the validated value instead of text. */
   readonly outputSchema?: z.ZodType<TOutput>;
 }

@@ -13,6 +13,10 @@ import {
   SessionInfoSchema,
   TaskInfoSchema,
   WireIdSchema,
+  PermissionDecisionSchema,
+  PermissionModeWireSchema,
+  PermissionRequestSchema,
+  SandboxWireSchema,
 } from './schemas.js';
 
 /**
@@ -246,6 +250,30 @@ export const KillAgentResultSchema = z.object({ killed: z.boolean() });
 
 // ---- server --------------------------------------------------------------------------------
 
+// ---- approvals of the workspace tools --------------------------------------------------------------
+
+export const AnswerPermissionParamsSchema = z.strictObject({
+  sessionId: z.string().min(1).max(200),
+  requestId: z.string().min(1).max(200),
+  decision: PermissionDecisionSchema,
+});
+export const AnswerPermissionResultSchema = z.object({
+  requestId: z.string(),
+  sessionId: z.string(),
+  decision: PermissionDecisionSchema,
+});
+
+export const GetPermissionsParamsSchema = NoParams;
+export const GetPermissionsResultSchema = z.object({
+  sessionId: z.string().optional().describe('The channel\'s draft session; absent without a draft.'),
+  mode: PermissionModeWireSchema.optional().describe('The draft\'s permission mode.'),
+  sandbox: SandboxWireSchema.optional(),
+  requests: z.array(PermissionRequestSchema).describe('Requests waiting in the channel\'s sessions, oldest first.'),
+});
+
+export const SetPermissionModeParamsSchema = z.strictObject({ mode: PermissionModeWireSchema });
+export const SetPermissionModeResultSchema = z.object({ sessionId: z.string(), mode: PermissionModeWireSchema, previous: PermissionModeWireSchema });
+
 export const ServerInfoParamsSchema = NoParams;
 export const ServerInfoResultSchema = z.object({
   name: z.literal('parley'),
@@ -294,6 +322,9 @@ export const methods = {
   archive_session: method(ArchiveSessionParamsSchema, ArchiveSessionResultSchema, 'Seed 003: archives a session; it stays readable and takes no new messages.'),
   list_agents: method(ListAgentsParamsSchema, ListAgentsResultSchema, 'Worker agents of this channel (or all).'),
   kill_agent: method(KillAgentParamsSchema, KillAgentResultSchema, 'Stops a worker agent.'),
+  answer_permission: method(AnswerPermissionParamsSchema, AnswerPermissionResultSchema, 'Answers a workspace tool\'s approval request (`permission_requested`): `allow_once`, `allow_always` (remembered for the session under the request\'s `allowAlwaysScope`) or `deny` (nothing changes; the model is told the user denied it). The first answer wins; -32001 for an unknown, cancelled or already answered request. Any client of the server may answer.'),
+  get_permissions: method(GetPermissionsParamsSchema, GetPermissionsResultSchema, 'The channel\'s draft\'s permission mode, the command sandbox, and the approval requests waiting in the channel\'s sessions: what a client shows when it attaches.'),
+  set_permission_mode: method(SetPermissionModeParamsSchema, SetPermissionModeResultSchema, 'Sets the channel\'s draft\'s permission mode (kept with the draft; applies from the next tool call). -32005 without a draft.'),
   server_info: method(ServerInfoParamsSchema, ServerInfoResultSchema, 'The server, its protocol version and this connection\'s channel.'),
 } as const;
 

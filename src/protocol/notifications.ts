@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { StreamEventSchema } from '../conversation/index.js';
-import { AgentInfoSchema, CheckpointSummarizerWireSchema, SessionInfoSchema } from './schemas.js';
+import { AgentInfoSchema, CheckpointSummarizerWireSchema, PermissionDecisionSchema, PermissionRequestSchema, SessionInfoSchema } from './schemas.js';
 
 /**
  * Server → client notifications. The channel ones go to the connections of one channel; the
@@ -41,6 +41,19 @@ export const DraftClosedSchema = z.object({
   sessionId: z.string(),
   reason: z.string().describe('native_resume_failed'),
   message: z.string(),
+});
+
+/** A workspace tool waits for approval; answer with `answer_permission`. */
+export const PermissionRequestedSchema = z.object({ channelId: z.string(), request: PermissionRequestSchema });
+
+/** A request was answered: by a client (`client`), the server's approver function (`approver`), or denied because its turn was cancelled or its draft closed (`cancelled`). */
+export const PermissionResolvedSchema = z.object({
+  channelId: z.string(),
+  sessionId: z.string(),
+  conversationId: z.string().optional(),
+  requestId: z.string(),
+  decision: PermissionDecisionSchema,
+  source: z.enum(['client', 'approver', 'remembered', 'cancelled']),
 });
 
 export const AgentStatusNotificationSchema = z.object({ channelId: z.string(), agent: AgentInfoSchema });
@@ -85,6 +98,8 @@ export const notifications = {
   context_compacted: notification(ContextCompactedSchema, 'channel', 'Seed 000: a compaction of the draft\'s context (the back end\'s or Parley\'s).'),
   draft_closed: notification(DraftClosedSchema, 'channel', 'The channel\'s draft was closed by Parley (auto-undraft: its native session could not be resumed). The channel is no longer in draft mode.'),
   agent_status: notification(AgentStatusNotificationSchema, 'channel', 'A worker agent of the channel changed status.'),
+  permission_requested: notification(PermissionRequestedSchema, 'channel', 'A workspace tool of the channel\'s draft (or of its worker or dispatch) waits for approval: show `request.diff` or `request.command` and answer with `answer_permission`. Until answered the tool waits; the session shows a "Waiting for your approval" system block. A client that attaches later finds waiting requests with `get_permissions`.'),
+  permission_resolved: notification(PermissionResolvedSchema, 'channel', 'An approval request was answered (by any client, the approver, or a cancel): close its prompt.'),
   session_updated: notification(SessionUpdatedSchema, 'subscribers', 'Seed 003: a followed session was created, got messages, was cleared, archived or reconfigured. While a turn streams, updates caused by its events (`events_appended`) come at most every 250 ms per session, the newest; `session_event` carries every event.'),
   session_event: notification(SessionEventNotificationSchema, 'subscribers', 'An event appended to a followed session\'s log.'),
   compaction_started: notification(CompactionStartedSchema, 'subscribers', 'Seed 003: a compaction of a followed session began.'),

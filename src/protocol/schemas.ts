@@ -144,17 +144,49 @@ export const RoleInfoSchema = z.object({
   description: z.string(),
   backend: z.string().optional(),
   model: z.string().optional(),
-  /** `agent-draft`, `projects-list`, `projects-create`: they gate the MCP tools the agent gets. */
+  /**
+   * `agent-draft`, `projects-list`, `projects-create` gate the orchestration tools; `files-read`,
+   * `files-write`, `shell` the workspace tools (managed back ends).
+   */
   permissions: z.array(z.string()),
   allowedTools: z.array(z.string()).optional(),
   permissionMode: z.string().optional(),
   maxTurns: z.number().int().positive().optional(),
+  /** Whether `run_command` may use the network in the sandbox. */
+  network: z.boolean().optional(),
   /** The role file's Markdown body. */
   instructions: z.string(),
   /** `builtin`, or the role file's path. */
   source: z.string(),
 });
 export type RoleInfo = z.infer<typeof RoleInfoSchema>;
+
+// ---- approvals of the workspace tools --------------------------------------------------------------
+
+/** `default` asks before every write and command, `acceptEdits` only before commands, `bypassPermissions` never, `plan` allows reads only. */
+export const PermissionModeWireSchema = z.enum(['default', 'acceptEdits', 'bypassPermissions', 'plan']);
+/** `allow_always` remembers the request's `allowAlwaysScope` for the session (a command prefix, or the tool for edits). */
+export const PermissionDecisionSchema = z.enum(['allow_once', 'allow_always', 'deny']);
+
+/** What a workspace tool asks before it changes a file or runs a command. */
+export const PermissionRequestSchema = z.object({
+  requestId: z.string().describe('Unique; `answer_permission` names it.'),
+  sessionId: z.string(),
+  conversationId: z.string().optional().describe('A worker\'s thread in the session; absent for the drafted agent itself (`main`).'),
+  tool: z.string().describe('`edit_file`, `write_file` or `run_command`.'),
+  kind: z.enum(['edit', 'write', 'command']),
+  title: z.string().describe('One line to show: "Edit src/app.ts", "Run `npm test`".'),
+  path: z.string().optional().describe('edit/write: the file, relative to the project folder.'),
+  diff: z.string().optional().describe('edit/write: the change as a unified diff (`--- a/…`, `+++ b/…`, hunks).'),
+  command: z.string().optional().describe('command: the shell command.'),
+  cwd: z.string().optional().describe('command: its working folder, relative to the project folder (`.`: the folder itself).'),
+  allowAlwaysScope: z.string().optional().describe('What `allow_always` remembers, worded for a person; absent when only a one-time answer is possible (a chained or redirected command): `allow_always` then counts as `allow_once`.'),
+  requestedAt: z.string().describe('ISO 8601.'),
+});
+export type PermissionRequest = z.infer<typeof PermissionRequestSchema>;
+
+/** What confines `run_command` in the project. */
+export const SandboxWireSchema = z.object({ kind: z.enum(['bwrap', 'none']), detail: z.string(), binary: z.string().optional() });
 
 /** A role file that could not be read: names the file and the field. */
 export const RoleFileErrorSchema = z.object({

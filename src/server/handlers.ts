@@ -128,6 +128,14 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
     list_agents: async (params, context) => ({ agents: await drafts.listAgents(params.all ? {} : { channelId: context.channelId }) }),
     kill_agent: (params) => drafts.killAgent(params),
 
+    // ---- approvals of the workspace tools ----
+    answer_permission: async (params) => {
+      const resolution = await drafts.answerPermission({ sessionId: params.sessionId, requestId: params.requestId, decision: params.decision });
+      return { requestId: resolution.requestId, sessionId: resolution.sessionId, decision: resolution.decision };
+    },
+    get_permissions: (_params, context) => drafts.getPermissions({ channelId: context.channelId }),
+    set_permission_mode: (params, context) => drafts.setPermissionMode({ channelId: context.channelId, mode: params.mode }),
+
     server_info: (_params, context) =>
       Promise.resolve({
         name: 'parley' as const,

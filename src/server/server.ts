@@ -292,6 +292,8 @@ function wireNotifications(manager: SessionManager, drafts: DraftService, hub: H
     drafts.on('context_compacted', (payload) => hub.toChannel(payload.channelId, 'context_compacted', payload)),
     drafts.on('agent_status', (payload) => hub.toChannel(payload.channelId, 'agent_status', payload)),
     drafts.on('draft_closed', (payload) => hub.toChannel(payload.channelId, 'draft_closed', payload)),
+    drafts.on('permission_requested', (payload) => hub.toChannel(payload.channelId, 'permission_requested', payload)),
+    drafts.on('permission_resolved', (payload) => hub.toChannel(payload.channelId, 'permission_resolved', payload)),
     manager.on('session:event', (payload) => {
       if (hub.hasFollowers(payload.sessionId)) hub.toFollowers(payload.sessionId, 'session_event', payload);
     }),

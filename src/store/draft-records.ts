@@ -125,6 +125,8 @@ export const DraftSessionSchema = z.object({
   /** Some turn ran on a model with no known price: the cost is a lower bound. */
   costUnknown: z.boolean().default(false),
   closedAt: IsoDate.optional(),
+  /** The workspace tools' permission mode set for this draft (`set_permission_mode`); absent: the role's. */
+  permissionMode: z.enum(['default', 'acceptEdits', 'bypassPermissions', 'plan']).optional(),
   /**
    * Why the draft closed: `undraft`; `native_resume_failed` (auto-undraft: the back end could not
    * resume its session); `recovery_failed` (after a restart its session was gone or its channel taken).

@@ -160,12 +160,12 @@ describe('drafts: turns', () => {
     // The draft_status comes after the turn's last event.
     const order = recorder.all.map((entry) => entry.name);
     expect(order.lastIndexOf('channel_message')).toBeLessThan(order.indexOf('draft_status'));
-    // The drafted agent gets its role's instructions and the read-only tools (dev has no permissions).
+    // The drafted agent gets its role's instructions, the read-only tools, and (a managed back end) the workspace tools.
     expect(backend.calls[0]!.profile?.name).toBe('dev');
     // A managed back end gets Parley's request building, opening with the role's instructions.
     expect(backend.calls[0]!.systemPrompt).toContain('# Your Role');
     expect(backend.calls[0]!.systemPrompt).toContain('You are a software developer on this project.');
-    expect(backend.calls[0]!.tools?.map((tool) => tool.name)).toEqual(['list_tasks', 'list_roles']);
+    expect(backend.calls[0]!.tools?.map((tool) => tool.name)).toEqual(['list_tasks', 'list_roles', 'read_file', 'list_files', 'glob', 'grep', 'edit_file', 'write_file', 'run_command']);
   });
 
   it('cumulative cost is the sum of per-turn deltas and turn count grows per exchange', async () => {

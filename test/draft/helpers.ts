@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createScriptedBackend, type AgentBackend, type AgentTurn, type ExecuteRequest, type ScriptedBackend } from '../../src/backends/index.js';
 import type { StreamEventDraft } from '../../src/conversation/index.js';
-import { createDraftService, type DraftService, type DraftServiceEvents } from '../../src/draft/index.js';
+import { createDraftService, type DraftService, type DraftServiceEvents, type DraftServiceOptions } from '../../src/draft/index.js';
 import { createSessionManager, type SessionManager } from '../../src/sessions/index.js';
 import { createFileStore, createMemoryStore, type SessionStore } from '../../src/store/index.js';
 
@@ -26,7 +26,7 @@ export async function writeRole(dataDir: string, file: string, text: string): Pr
 export class Recorder {
   readonly all: Array<{ name: keyof DraftServiceEvents; payload: unknown }> = [];
   constructor(service: DraftService) {
-    for (const name of ['channel_message', 'draft_status', 'context_compacted', 'agent_status', 'draft_closed'] as const) {
+    for (const name of ['channel_message', 'draft_status', 'context_compacted', 'agent_status', 'draft_closed', 'permission_requested', 'permission_resolved'] as const) {
       service.on(name, (payload) => this.all.push({ name, payload }));
     }
   }
@@ -54,6 +54,9 @@ export interface HarnessOptions {
   /** Reuse a project folder (a "restart"). */
   project?: { root: string; dataDir: string };
   defaultAwaitTimeoutMs?: number;
+  /** The workspace tools' approver (DraftServiceOptions.approver). */
+  approver?: DraftServiceOptions['approver'];
+  sandbox?: 'auto' | 'none';
 }
 
 const open: Array<() => Promise<void>> = [];
@@ -81,6 +84,8 @@ export async function harness(options: HarnessOptions = {}): Promise<Harness> {
     },
     ...(options.maxConcurrentWorkers ? { maxConcurrentWorkers: options.maxConcurrentWorkers } : {}),
     ...(options.defaultAwaitTimeoutMs ? { defaultAwaitTimeoutMs: options.defaultAwaitTimeoutMs } : {}),
+    ...(options.approver ? { approver: options.approver } : {}),
+    ...(options.sandbox ? { sandbox: options.sandbox } : {}),
   });
   const recorder = new Recorder(service);
   open.push(async () => {

@@ -13,9 +13,9 @@ function asError(result: RoleInfo | RoleFileError): RoleFileError {
 describe('role files', () => {
   it('built-in roles: a product analyst that may draft workers, a developer and a QA reviewer', async () => {
     expect(BUILTIN_ROLES.map((role) => [role.name, role.permissions])).toEqual([
-      ['product-analyst', ['agent-draft', 'projects-list', 'projects-create']],
-      ['dev', []],
-      ['qa', []],
+      ['product-analyst', ['agent-draft', 'projects-list', 'projects-create', 'files-read']],
+      ['dev', ['files-read', 'files-write', 'shell']],
+      ['qa', ['files-read', 'files-write', 'shell']],
     ]);
     for (const role of BUILTIN_ROLES) expect(role.instructions.length).toBeGreaterThan(50);
   });

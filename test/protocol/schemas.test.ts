@@ -16,6 +16,7 @@ describe('the method table', () => {
       'draft', 'undraft', 'get_draft_status', 'submit_prompt', 'list_projects', 'create_project', 'list_tasks', 'create_task',
       'list_roles', 'list_sessions', 'get_session', 'get_messages', 'get_checkpoint', 'clear_messages', 'get_events', 'subscribe',
       'unsubscribe', 'cancel', 'force_compact', 'get_compaction_status', 'preview_request', 'archive_session', 'list_agents', 'kill_agent', 'server_info',
+      'answer_permission', 'get_permissions', 'set_permission_mode',
     ];
     expect([...METHOD_NAMES].sort()).toEqual([...expected].sort());
     for (const name of METHOD_NAMES) expect(name).toMatch(/^[a-z]+(_[a-z]+)*$/);
@@ -23,7 +24,7 @@ describe('the method table', () => {
 
   it('has seed 000\'s notifications and seed 003\'s session events', () => {
     expect([...NOTIFICATION_NAMES].sort()).toEqual(
-      ['channel_message', 'draft_status', 'context_compacted', 'draft_closed', 'agent_status', 'session_updated', 'session_event', 'compaction_started', 'compaction_completed', 'compaction_failed'].sort(),
+      ['channel_message', 'draft_status', 'context_compacted', 'draft_closed', 'agent_status', 'session_updated', 'session_event', 'compaction_started', 'compaction_completed', 'compaction_failed', 'permission_requested', 'permission_resolved'].sort(),
     );
   });
 

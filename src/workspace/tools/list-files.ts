@@ -1,0 +1,45 @@
+import { promises as fs, type Dirent } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import { WorkspaceError } from '../errors.js';
+import { GitignoreFilter, readRules } from '../project-files.js';
+import { workspaceTool, type WorkspaceTool, type WorkspaceToolContext } from '../workspace-tool.js';
+
+const DESCRIPTION = `Lists one folder of the project (default: the project folder itself): folders end in "/", files show their size. .git and what .gitignore excludes are left out. Use glob to find files by pattern across folders.`;
+
+export const ListFilesInputSchema = z.strictObject({
+  path: z.string().min(1).optional().describe('The folder, relative to the project folder (default ".").'),
+});
+
+export function listFilesTool(context: WorkspaceToolContext): WorkspaceTool {
+  return workspaceTool({ name: 'list_files', description: DESCRIPTION, schema: ListFilesInputSchema, permission: 'files-read' }, async (input) => {
+    const target = await context.paths.resolveForRead(input.path ?? '.');
+    let entries: Dirent[];
+    try {
+      entries = await fs.readdir(target.absolute, { withFileTypes: true });
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') throw new WorkspaceError('NOT_FOUND', `"${target.relative}" does not exist.`, { data: { path: target.relative } });
+      if (code === 'ENOTDIR') throw new WorkspaceError('INVALID_INPUT', `"${target.relative}" is a file, not a folder; use read_file.`, { data: { path: target.relative } });
+      throw error;
+    }
+    const nested = target.relative === '.' ? [] : [`${target.relative}/.gitignore`];
+    const filter = await GitignoreFilter.load(context.paths, await readRules(path.join(context.paths.root, '.gitignore')), nested);
+    const lines: string[] = [];
+    const sorted = entries.sort((a, b) => a.name.localeCompare(b.name));
+    let skipped = 0;
+    for (const entry of sorted) {
+      const relative = target.relative === '.' ? entry.name : `${target.relative}/${entry.name}`;
+      if (filter.ignores(relative, entry.isDirectory())) continue;
+      if (lines.length >= context.limits.entries) {
+        skipped += 1;
+        continue;
+      }
+      if (entry.isDirectory()) lines.push(`${entry.name}/`);
+      else if (entry.isSymbolicLink()) lines.push(`${entry.name} -> ${await fs.readlink(path.join(target.absolute, entry.name)).catch(() => '?')}`);
+      else lines.push(`${entry.name}  (${await fs.stat(path.join(target.absolute, entry.name)).then((stats) => stats.size, () => 0)} bytes)`);
+    }
+    if (skipped > 0) lines.push(`[… ${skipped} more entries not shown]`);
+    return { content: lines.length === 0 ? `(${target.relative} is empty)` : lines.join('\n'), data: { path: target.relative, entries: lines.length } };
+  });
+}
