@@ -22,9 +22,11 @@ const allowed = {
   draft: ['conversation', 'store', 'backends', 'sessions', 'harness', 'protocol'],
   protocol: ['conversation'],
   server: ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol'],
+  // The editors' face beside the server: the same layers below, no WebSocket protocol of its own.
+  acp: ['conversation', 'store', 'backends', 'sessions', 'draft'],
   'ui/tui': ['conversation', 'protocol'],
   'ui/web': ['conversation', 'protocol'],
-  cli: ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol', 'server', 'ui/tui', 'ui/web'],
+  cli: ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol', 'server', 'acp', 'ui/tui', 'ui/web'],
   '.': ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol', 'server'],
 };
 
