@@ -17,7 +17,7 @@ import type { AgentBackend, AgentProfile, ToolDefinition } from '../backends/ind
 import type { ParleyTool, RoleInfo } from '../draft/index.js';
 import { runTurn } from '../sessions/index.js';
 import type { SessionRecord } from '../store/index.js';
-import { askingFirst, createPermissionBridge, type AcpPermissionBridge } from './client-bridge.js';
+import { askingFirst, clientFilesOf, createPermissionBridge, type AcpPermissionBridge, type ClientFiles } from './client-bridge.js';
 import { connectEditorTools, type EditorTools } from './editor-mcp.js';
 import { promptText, PromptContentError } from './prompt-content.js';
 import { roleTools } from './role-tools.js';
@@ -50,6 +50,11 @@ interface AcpSession {
   stored: boolean;
   editorTools: EditorTools;
   permissions: AcpPermissionBridge;
+  /**
+   * The editor's files when it offers `fs/*`. Not used yet: Parley's workspace tools (issue 21)
+   * take it in `toolsOf` and read and write through the editor with it, the disk otherwise.
+   */
+  files?: ClientFiles;
   live: LiveUpdates;
   turn?: RunningTurn;
   /** The highest `seq` whose updates were sent, and who waits for a higher one. */
@@ -365,6 +370,7 @@ export class AcpSessions {
   private async open(sessionId: string, cwd: string, workspace: Workspace, mcpServers: McpServer[], choices: { role: string; backend: string; stored: boolean }): Promise<AcpSession> {
     const editorTools = await connectEditorTools(mcpServers, { cwd, clientName: 'parley', clientVersion: this.options.version });
     for (const problem of editorTools.problems) this.options.log(problem);
+    const files = clientFilesOf(this.options.client(), sessionId, this.clientCapabilities);
     const session: AcpSession = {
       sessionId,
       cwd,
@@ -374,6 +380,7 @@ export class AcpSessions {
       stored: choices.stored,
       editorTools,
       permissions: createPermissionBridge(this.options.client(), sessionId),
+      ...(files ? { files } : {}),
       live: new LiveUpdates(),
       sentSeq: -1,
       seqWaiters: [],
