@@ -84,10 +84,10 @@ export class Editor {
     return this.updates.filter((notification) => notification.sessionId === sessionId).map((notification) => notification.update);
   }
 
-  /** Resolves once an update matching `predicate` has arrived. */
-  async waitFor(predicate: (notification: SessionNotification) => boolean): Promise<SessionNotification> {
+  /** Resolves once an update matching `predicate` has arrived (at index `from` or later). */
+  async waitFor(predicate: (notification: SessionNotification) => boolean, from = 0): Promise<SessionNotification> {
     for (;;) {
-      const found = this.updates.find(predicate);
+      const found = this.updates.slice(from).find(predicate);
       if (found) return found;
       await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
