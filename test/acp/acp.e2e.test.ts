@@ -194,6 +194,25 @@ describe('parley acp', () => {
     expect((await readdir(join(project, '.parley', 'tasks'))).sort()).toEqual(['first-allowed-task', 'second-allowed-task']);
   });
 
+  it("shows a worker the product analyst drafts as a tool call that streams the worker's answer", async () => {
+    const editor = await startEditor({
+      turns: [
+        [{ type: 'tool', name: 'draft_agent', input: { role: 'dev', prompt: 'Fix the parser' } }, { type: 'text', text: 'A developer is on it.' }],
+        [{ type: 'text', text: 'Parser fixed, tests pass.' }],
+      ],
+    });
+    const { sessionId } = await editor.agent.request('session/new', { cwd: project, mcpServers: [] });
+    expect(await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Get the parser fixed' }] })).toEqual({ stopReason: 'end_turn' });
+    expect(editor.permissionRequests.map((request) => request.toolCall.title)).toEqual(['draft_agent (needs agent-draft)']);
+    // The worker runs on after the turn; its updates arrive as they are stored.
+    const ended = await editor.waitFor(
+      (notification) => notification.sessionId === sessionId && notification.update.sessionUpdate === 'tool_call_update' && notification.update.status === 'completed' && notification.update.toolCallId.startsWith('subagent-'),
+    );
+    expect(ended.update).toMatchObject({ content: [{ type: 'content', content: { type: 'text', text: 'Parser fixed, tests pass.' } }] });
+    const call = editor.updatesOf(sessionId).find((update) => update.sessionUpdate === 'tool_call' && update.title === 'Worker dev');
+    expect(call).toMatchObject({ kind: 'think', rawInput: { role: 'dev', prompt: 'Fix the parser' } });
+  });
+
   it("gives the agent the editor's MCP servers as tools", async () => {
     const editor = await startEditor({ turns: [[{ type: 'tool', name: 'echo__shout', input: { text: 'hello from the editor' } }]] });
     const { sessionId } = await editor.agent.request('session/new', {
