@@ -23,10 +23,10 @@ afterEach(async () => {
   await rm(project, { recursive: true, force: true });
 });
 
-async function startEditor(script: unknown, options: EditorOptions = {}): Promise<Editor> {
+async function startEditor(script: unknown, options: EditorOptions & { args?: string[] } = {}): Promise<Editor> {
   const scriptPath = join(project, `script-${editors.length}.json`);
   await writeFile(scriptPath, JSON.stringify(script));
-  const editor = new Editor(spawnParleyAcp({ cwd: project, env: { PARLEY_SCRIPTED_SCRIPT: scriptPath } }), options);
+  const editor = new Editor(spawnParleyAcp({ cwd: project, env: { PARLEY_SCRIPTED_SCRIPT: scriptPath }, ...(options.args ? { args: options.args } : {}) }), options);
   editors.push(editor);
   await editor.initialize();
   return editor;
@@ -211,6 +211,19 @@ describe('parley acp', () => {
     expect(ended.update).toMatchObject({ content: [{ type: 'content', content: { type: 'text', text: 'Parser fixed, tests pass.' } }] });
     const call = editor.updatesOf(sessionId).find((update) => update.sessionUpdate === 'tool_call' && update.title === 'Worker dev');
     expect(call).toMatchObject({ kind: 'think', rawInput: { role: 'dev', prompt: 'Fix the parser' } });
+  });
+
+  it('keeps every session in --data-dir, and answers a data folder another Parley holds with an error, not a crash', async () => {
+    const dataDir = join(project, 'shared-data');
+    const first = await startEditor({ turns: [[{ type: 'text', text: 'Stored.' }]] }, { args: ['--data-dir', dataDir] });
+    const { sessionId } = await first.agent.request('session/new', { cwd: project, mcpServers: [] });
+    await first.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Keep this' }] });
+    expect(await readdir(join(dataDir, 'sessions'))).toContain(sessionId);
+
+    const second = await startEditor({ turns: [] }, { args: ['--data-dir', dataDir] });
+    const refused = await second.agent.request('session/new', { cwd: project, mcpServers: [] }).catch((error: unknown) => error);
+    expect(refused).toMatchObject({ code: -32603, message: expect.stringContaining(dataDir) });
+    expect((await second.agent.request('initialize', { protocolVersion: 1 })).protocolVersion).toBe(1);
   });
 
   it("gives the agent the editor's MCP servers as tools", async () => {
