@@ -113,7 +113,9 @@ export class AcpSessions {
   }
 
   async listSessions(params: { cwd?: string | null | undefined; cursor?: string | null | undefined }): Promise<ListSessionsResponse> {
-    const workspaces = params.cwd ? [await this.workspaceOf(params.cwd)] : await this.options.workspaces.opened();
+    // Listing never creates a data folder: a folder without one has no sessions.
+    const cwd = params.cwd ?? ((await this.options.workspaces.opened()).length === 0 ? process.cwd() : undefined);
+    const workspaces = cwd === undefined ? await this.options.workspaces.opened() : (await this.options.workspaces.holdsSessions(cwd)) ? [await this.workspaceOf(cwd)] : [];
     const records: Array<{ record: SessionRecord; cwd: string }> = [];
     for (const workspace of workspaces) {
       for (const record of await workspace.manager.listSessions()) {

@@ -1,3 +1,4 @@
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { AgentBackend } from '../backends/index.js';
 import { AgentPool, ProjectCatalog, WorkerSlots, Workers, type ProjectLocation } from '../draft/index.js';
@@ -47,6 +48,16 @@ export class Workspaces {
 
   dataDirOf(cwd: string): string {
     return this.options.dataDir ?? path.join(path.resolve(cwd), '.parley');
+  }
+
+  /** Whether `cwd`'s data folder exists with sessions in it (checked without creating anything). */
+  async holdsSessions(cwd: string): Promise<boolean> {
+    if (this.open.has(this.dataDirOf(cwd))) return true;
+    try {
+      return (await stat(path.join(this.dataDirOf(cwd), 'sessions'))).isDirectory();
+    } catch {
+      return false;
+    }
   }
 
   /** The workspace of `cwd`, opened on first use (creating its data folder). */

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -80,6 +81,8 @@ it('answers each of 1,000 malformed lines with a JSON-RPC error, writes nothing 
   child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 'list', method: 'session/list', params: { cwd: project } })}\n`);
   await until(1);
   expect(received[0]).toMatchObject({ id: 'list', result: { sessions: [] } });
+  // Listing a folder with no data folder creates none; none of the bad lines made one either.
+  expect(existsSync(join(project, '.parley'))).toBe(false);
   expect(stray).toEqual([]);
 
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
