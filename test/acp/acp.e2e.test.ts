@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SessionUpdate } from '@agentclientprotocol/sdk';
+import { startFakeOpenAiServer } from '../fixtures/fake-openai-server.js';
 import { runParley } from '../helpers/run-parley.js';
 import { agentText, Editor, spawnParleyAcp, tsx, type EditorOptions } from './acp-process.js';
 
@@ -172,6 +173,31 @@ describe('parley acp', () => {
     const { stopReason } = await editor.agent.request('session/prompt', { sessionId: importedId, prompt: [{ type: 'text', text: 'Go on' }] });
     expect(stopReason).toBe('end_turn');
     expect(agentText(editor.updatesOf(importedId).slice(replay.length))).toContain('Continuing the imported work.');
+  });
+
+  it('continues an imported Claude Code session on the openai-compatible back end, against the fake OpenAI server, with its history in the request', async () => {
+    const fixture = resolve('test/fixtures/transcripts/claude-code/-home-dev-src-demo/5f2b1c9e-3d4a-4e8b-9f10-2a6c7d8e9f01.jsonl');
+    const imported = await runParley(['import', fixture, '--json'], { cwd: project });
+    const importedId = (JSON.parse(imported.stdout) as { sessions: Array<{ sessionId: string }> }).sessions[0]!.sessionId;
+    const openai = await startFakeOpenAiServer();
+    try {
+      openai.enqueue({ text: 'The verbose flag is in; next I would add a test.', usage: { prompt_tokens: 900, completion_tokens: 12 } });
+      const editor = new Editor(spawnParleyAcp({ cwd: project, env: { OPENAI_API_KEY: 'dummy', OPENAI_BASE_URL: openai.url } }));
+      editors.push(editor);
+      await editor.initialize();
+      const loaded = await editor.agent.request('session/load', { sessionId: importedId, cwd: project, mcpServers: [] });
+      expect(loaded.configOptions?.[0]).toMatchObject({ id: 'backend', currentValue: 'openai-compatible' });
+      await editor.agent.request('session/set_config_option', { sessionId: importedId, configId: 'model', value: 'fake-model' });
+      const replayed = editor.updatesOf(importedId).length;
+      const { stopReason } = await editor.agent.request('session/prompt', { sessionId: importedId, prompt: [{ type: 'text', text: 'What is left?' }] });
+      expect(stopReason).toBe('end_turn');
+      expect(agentText(editor.updatesOf(importedId).slice(replayed))).toBe('The verbose flag is in; next I would add a test.');
+      const messages = openai.completions().at(-1)!['messages'] as Array<{ role: string; content: string }>;
+      expect(messages[0]!.content).toContain('Add a --verbose flag to the CLI');
+      expect(messages.at(-1)).toMatchObject({ role: 'user', content: 'What is left?' });
+    } finally {
+      await openai.close();
+    }
   });
 
   it('asks the editor before a tool the role gates, and honours reject, allow always and allow once', async () => {
