@@ -42,6 +42,19 @@ describe('Parley events as ACP session updates', () => {
     expect(updates[3]).toMatchObject({ sessionUpdate: 'agent_message_chunk', content: { text: expect.stringContaining('Context compacted: 120k → 20k tokens') } });
   });
 
+  it("reads the Gemini CLI's and Claude Code's own tools: kinds, titles, an edit as a diff", () => {
+    const live = new LiveUpdates();
+    const replace = { id: 'g1', type: 'tool_use', toolUseId: 'g-1', name: 'replace', input: { file_path: '/p/b.ts', old_string: 'let x = 1;', new_string: 'const x = 1;' }, status: 'running', createdAt: 1 };
+    expect(live.map(event({ type: 'block_start', block: replace }))).toMatchObject([{ sessionUpdate: 'tool_call', title: 'Edit /p/b.ts', kind: 'edit' }]);
+    expect(live.map(event({ type: 'block_complete', block: { id: 'g2', type: 'tool_result', toolUseId: 'g-1', content: 'ok', isError: false, createdAt: 1 } }))).toMatchObject([
+      { sessionUpdate: 'tool_call_update', status: 'completed', content: [{ type: 'diff', path: '/p/b.ts', oldText: 'let x = 1;', newText: 'const x = 1;' }] },
+    ]);
+    const shell = { id: 'g3', type: 'tool_use', toolUseId: 'g-3', name: 'run_shell_command', input: { command: 'npm test' }, status: 'running', createdAt: 1 };
+    expect(live.map(event({ type: 'block_start', block: shell }))).toMatchObject([{ title: 'Run `npm test`', kind: 'execute' }]);
+    const grep = { id: 'c1', type: 'tool_use', toolUseId: 'c-1', name: 'Grep', input: { pattern: 'TODO' }, status: 'running', createdAt: 1 };
+    expect(live.map(event({ type: 'block_start', block: grep }))).toMatchObject([{ title: 'Grep TODO', kind: 'search' }]);
+  });
+
   it("maps the back ends' stop reasons to ACP's", () => {
     expect(stopReasonOf('end_turn', false)).toBe('end_turn');
     expect(stopReasonOf('max_tokens', false)).toBe('max_tokens');
