@@ -26,9 +26,11 @@ const allowed = {
   draft: ['conversation', 'store', 'backends', 'sessions', 'harness', 'protocol', 'workspace', 'telemetry'],
   protocol: ['conversation'],
   server: ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol', 'workspace', 'telemetry'],
+  // The editors' face beside the server: the same layers below, no WebSocket protocol of its own.
+  acp: ['conversation', 'store', 'backends', 'sessions', 'draft', 'workspace', 'telemetry'],
   'ui/tui': ['conversation', 'protocol'],
   'ui/web': ['conversation', 'protocol'],
-  cli: ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol', 'server', 'workspace', 'ui/tui', 'ui/web', 'telemetry'],
+  cli: ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol', 'server', 'acp', 'workspace', 'ui/tui', 'ui/web', 'telemetry'],
   '.': ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol', 'server', 'workspace', 'telemetry'],
 };
 

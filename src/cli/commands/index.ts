@@ -17,6 +17,7 @@ export const commandModules: Record<string, () => Promise<CommandModule>> = {
   import: () => import('./import.js'),
   tui: () => import('./tui.js'),
   migrate: () => import('./migrate.js'),
+  acp: () => import('./acp.js'),
 };
 
 /** The modules for `names`, or all of them (for help and unknown commands), each once. */

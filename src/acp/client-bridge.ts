@@ -1,0 +1,94 @@
+import type { AgentContext, ClientCapabilities, PermissionOption, ToolCallUpdate } from '@agentclientprotocol/sdk';
+import type { ToolDefinition, ToolOutput } from '../backends/index.js';
+
+/**
+ * The editor's side of a session that Parley's tools reach through: asking the person whether a
+ * tool may run (`session/request_permission`) and reading and writing files through the editor
+ * (`fs/read_text_file`, `fs/write_text_file`), so the agent sees unsaved buffers and its edits
+ * land in the editor. Small interfaces, so the workspace tools (issue 21) take them without
+ * knowing ACP: the permission broker asks `AcpPermissionBridge`, the file tools use `ClientFiles`
+ * when the editor offers it and the local disk otherwise.
+ */
+
+export type PermissionDecision = 'allow' | 'reject';
+
+export interface PermissionRequest {
+  /** The tool's name; "allow always" holds for this name for the rest of the session. */
+  toolName: string;
+  /** What the editor shows: the tool call (id, title, kind, raw input, a diff for an edit). */
+  toolCall: ToolCallUpdate;
+}
+
+export interface AcpPermissionBridge {
+  /**
+   * Asks the person (allow once, allow always, reject). Resolves `reject` when the prompt was
+   * cancelled or the editor answered with an unknown option: a tool never runs unasked.
+   */
+  ask(request: PermissionRequest, signal?: AbortSignal): Promise<PermissionDecision>;
+}
+
+export interface ClientFiles {
+  /** The file's text as the editor has it (unsaved changes included); `line` is 1-based. */
+  readTextFile(path: string, options?: { line?: number; limit?: number }): Promise<string>;
+  writeTextFile(path: string, content: string): Promise<void>;
+}
+
+const OPTIONS: PermissionOption[] = [
+  { optionId: 'allow_once', name: 'Allow once', kind: 'allow_once' },
+  { optionId: 'allow_always', name: 'Allow always', kind: 'allow_always' },
+  { optionId: 'reject_once', name: 'Reject', kind: 'reject_once' },
+];
+
+/** Asks through `session/request_permission`; remembers "allow always" per tool name for the session. */
+export function createPermissionBridge(client: AgentContext, sessionId: string): AcpPermissionBridge {
+  const alwaysAllowed = new Set<string>();
+  return {
+    async ask(request, signal) {
+      if (alwaysAllowed.has(request.toolName)) return 'allow';
+      const response = await client.request('session/request_permission', { sessionId, toolCall: request.toolCall, options: OPTIONS }, signal ? { cancellationSignal: signal } : undefined);
+      if (response.outcome.outcome !== 'selected') return 'reject';
+      if (response.outcome.optionId === 'allow_always') {
+        alwaysAllowed.add(request.toolName);
+        return 'allow';
+      }
+      return response.outcome.optionId === 'allow_once' ? 'allow' : 'reject';
+    },
+  };
+}
+
+/** The editor's file access, or undefined when it offers neither read nor write (the tools then use the disk). */
+export function clientFilesOf(client: AgentContext, sessionId: string, capabilities: ClientCapabilities | undefined): ClientFiles | undefined {
+  const fs = capabilities?.fs;
+  if (!fs?.readTextFile && !fs?.writeTextFile) return undefined;
+  return {
+    async readTextFile(path, options = {}) {
+      if (!fs.readTextFile) throw new Error('The editor does not offer fs/read_text_file.');
+      const response = await client.request('fs/read_text_file', { sessionId, path, ...(options.line !== undefined ? { line: options.line } : {}), ...(options.limit !== undefined ? { limit: options.limit } : {}) });
+      return response.content;
+    },
+    async writeTextFile(path, content) {
+      if (!fs.writeTextFile) throw new Error('The editor does not offer fs/write_text_file.');
+      await client.request('fs/write_text_file', { sessionId, path, content });
+    },
+  };
+}
+
+/**
+ * A tool that asks before it runs. A rejection is the tool's result (an error the model reads and
+ * can act on), not a failed turn.
+ */
+export function askingFirst(tool: ToolDefinition, bridge: AcpPermissionBridge, describe: (input: unknown) => ToolCallUpdate): ToolDefinition {
+  return {
+    ...tool,
+    async execute(input, options): Promise<ToolOutput> {
+      let decision: PermissionDecision;
+      try {
+        decision = await bridge.ask({ toolName: tool.name, toolCall: describe(input) }, options.signal);
+      } catch (error) {
+        return { content: `${tool.name} did not run: the editor could not be asked for permission (${error instanceof Error ? error.message : String(error)}).`, isError: true };
+      }
+      if (decision === 'reject') return { content: `The user declined ${tool.name}; it did not run. Ask them, or go on without it.`, isError: true };
+      return tool.execute(input, options);
+    },
+  };
+}

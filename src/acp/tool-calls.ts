@@ -1,0 +1,153 @@
+import type { ToolCall, ToolCallContent, ToolCallLocation, ToolCallUpdate, ToolKind } from '@agentclientprotocol/sdk';
+import { commandOf, fileEditOf, type SubagentBlock, type ToolResultBlock, type ToolUseBlock } from '../conversation/index.js';
+
+/**
+ * How one of Parley's tool blocks reads as an ACP tool call: its kind, a title a person reads, the
+ * files it touches, and its result as content (a file edit as `diff` content, through the same
+ * `fileEditOf` the TUI and the web UI use, so an edit looks the same everywhere). Pure.
+ */
+
+const KIND_BY_TOOL: Record<string, ToolKind> = {
+  Read: 'read',
+  read_file: 'read',
+  read_many_files: 'read',
+  NotebookRead: 'read',
+  list_directory: 'read',
+  LS: 'read',
+  Edit: 'edit',
+  MultiEdit: 'edit',
+  Write: 'edit',
+  NotebookEdit: 'edit',
+  replace: 'edit',
+  write_file: 'edit',
+  edit_file: 'edit',
+  Grep: 'search',
+  Glob: 'search',
+  glob: 'search',
+  search_file_content: 'search',
+  grep: 'search',
+  WebSearch: 'search',
+  google_web_search: 'search',
+  WebFetch: 'fetch',
+  web_fetch: 'fetch',
+  Bash: 'execute',
+  BashOutput: 'execute',
+  KillShell: 'execute',
+  run_shell_command: 'execute',
+  run_command: 'execute',
+  shell: 'execute',
+  Task: 'think',
+  Agent: 'think',
+  TodoWrite: 'think',
+  write_todos: 'think',
+  ExitPlanMode: 'switch_mode',
+};
+
+export function toolKindOf(name: string): ToolKind {
+  return KIND_BY_TOOL[name] ?? 'other';
+}
+
+/** The `tool_call` that announces a tool use (before its result). */
+export function toolCallOf(toolUse: ToolUseBlock): ToolCall {
+  const locations = locationsOf(toolUse.input);
+  return {
+    toolCallId: toolUse.toolUseId,
+    title: titleOf(toolUse),
+    kind: toolKindOf(toolUse.name),
+    status: toolUse.status === 'running' ? 'in_progress' : 'pending',
+    rawInput: toolUse.input,
+    ...(locations.length > 0 ? { locations } : {}),
+  };
+}
+
+/** The `tool_call_update` that closes a tool use: completed or failed, with its result as content. */
+export function toolResultUpdateOf(toolUse: ToolUseBlock | undefined, result: ToolResultBlock): ToolCallUpdate {
+  const content: ToolCallContent[] = [];
+  const edit = toolUse ? fileEditOf(toolUse, result) : undefined;
+  if (edit && !result.isError) {
+    for (const hunk of edit.hunks) {
+      const oldText = hunk.lines.filter((line) => line.kind !== '+').map((line) => line.text).join('\n');
+      const newText = hunk.lines.filter((line) => line.kind !== '-').map((line) => line.text).join('\n');
+      content.push({ type: 'diff', path: edit.path, oldText: edit.kind === 'write' && hunk.oldLines === 0 ? null : oldText, newText });
+    }
+  }
+  if (content.length === 0 && result.content !== '') {
+    const command = toolUse ? commandOf(toolUse, result) : undefined;
+    content.push(textContent(command ? fenced(result.content) : result.content));
+  }
+  return {
+    toolCallId: result.toolUseId,
+    status: result.isError ? 'failed' : 'completed',
+    content,
+    ...(result.output !== undefined ? { rawOutput: result.output } : {}),
+  };
+}
+
+/** A tool use that ended without a result (cut short, refused by the back end). */
+export function toolFailureUpdateOf(toolUse: ToolUseBlock): ToolCallUpdate {
+  return { toolCallId: toolUse.toolUseId, status: 'failed', content: toolUse.error ? [textContent(toolUse.error)] : [] };
+}
+
+/** A worker agent (or a back end's subagent) as a tool call: its prompt is the input, its answer the content. */
+export function subagentCallOf(block: SubagentBlock): ToolCall {
+  return {
+    toolCallId: block.id,
+    title: `Worker ${block.name}`,
+    kind: 'think',
+    status: block.status === 'running' ? 'in_progress' : 'pending',
+    rawInput: { role: block.name, prompt: block.input },
+  };
+}
+
+export function subagentEndOf(block: SubagentBlock, answer: string): ToolCallUpdate {
+  const text = block.output ?? answer;
+  return {
+    toolCallId: block.id,
+    status: block.status === 'error' ? 'failed' : 'completed',
+    content: text === '' ? [] : [textContent(text)],
+    ...(block.costUsd !== undefined || block.usage !== undefined ? { rawOutput: { ...(block.usage ? { usage: block.usage } : {}), ...(block.costUsd !== undefined ? { costUsd: block.costUsd } : {}) } } : {}),
+  };
+}
+
+export function textContent(text: string): ToolCallContent {
+  return { type: 'content', content: { type: 'text', text } };
+}
+
+function titleOf(toolUse: ToolUseBlock): string {
+  const edit = fileEditOf(toolUse);
+  if (edit) return `${edit.kind === 'write' ? 'Write' : 'Edit'} ${edit.path}`;
+  const command = commandOf(toolUse);
+  if (command) return `Run \`${oneLine(command.command)}\``;
+  const input = asRecord(toolUse.input);
+  const path = pathOf(input);
+  if (path !== undefined && toolKindOf(toolUse.name) === 'read') return `Read ${path}`;
+  const pattern = typeof input['pattern'] === 'string' ? input['pattern'] : typeof input['query'] === 'string' ? input['query'] : undefined;
+  if (pattern !== undefined && toolKindOf(toolUse.name) === 'search') return `${toolUse.name} ${oneLine(pattern)}`;
+  return toolUse.name;
+}
+
+function locationsOf(input: unknown): ToolCallLocation[] {
+  const path = pathOf(asRecord(input));
+  return path !== undefined && path.startsWith('/') ? [{ path }] : [];
+}
+
+function pathOf(input: Record<string, unknown>): string | undefined {
+  for (const key of ['file_path', 'absolute_path', 'path', 'notebook_path']) {
+    const value = input[key];
+    if (typeof value === 'string' && value !== '') return value;
+  }
+  return undefined;
+}
+
+function fenced(text: string): string {
+  return `\`\`\`\n${text.replace(/\n$/, '')}\n\`\`\``;
+}
+
+function oneLine(text: string): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length > 80 ? `${line.slice(0, 77)}...` : line;
+}
+
+function asRecord(value: unknown): Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+}
