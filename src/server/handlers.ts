@@ -1,10 +1,13 @@
 import type { ConversationBlock } from '../conversation/index.js';
 import type { DraftService } from '../draft/index.js';
+import type { RunService } from '../harness/index.js';
 import { METHOD_NAMES, PROTOCOL_VERSION, type MethodResultInput } from '../protocol/index.js';
 import { SessionError, type CompactionStatus, type SessionManager } from '../sessions/index.js';
 import type { SessionFilter, SessionRecord } from '../store/index.js';
 import type { Handlers } from './dispatcher.js';
 import type { Connection, Hub } from './hub.js';
+import type { RunFollowers } from './run-followers.js';
+import { createRunHandlers } from './run-handlers.js';
 
 export interface HandlerDependencies {
   manager: SessionManager;
@@ -13,6 +16,9 @@ export interface HandlerDependencies {
   projectRoot: string;
   version: string;
   connectionOf(connectionId: string): Connection | undefined;
+  /** Durable runs (issue 14); absent: the run methods answer RUNS_NOT_ENABLED. */
+  runService?: RunService;
+  runFollowers: RunFollowers;
 }
 
 /** Largest page of `get_events`. */
@@ -125,6 +131,14 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
     // ---- agents ----
     list_agents: async (params, context) => ({ agents: await drafts.listAgents(params.all ? {} : { channelId: context.channelId }) }),
     kill_agent: (params) => drafts.killAgent(params),
+
+    // ---- durable runs ----
+    ...createRunHandlers({
+      runService: dependencies.runService,
+      followers: dependencies.runFollowers,
+      currentProject: async () => (await drafts.listProjects()).find((project) => project.current)?.name,
+      connection,
+    }),
 
     server_info: (_params, context) =>
       Promise.resolve({
