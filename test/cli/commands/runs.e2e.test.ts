@@ -13,6 +13,8 @@ import { startServer, type RunningServer } from '../../../src/server/index.js';
 import { describeQuestion, formatDuration, formatRunTable, resolveChoice } from '../../../src/cli/commands/runs.js';
 import { runParley } from '../../helpers/run-parley.js';
 import { CODE_REVIEW, RELEASE_NOTES, StandInRunService } from '../../helpers/stand-in-run-service.js';
+import { startServeProcess } from '../../server/serve-process.js';
+import { coreRunServiceFactory } from '../../../src/cli/run-service-wiring.js';
 
 let root: string;
 let runs: StandInRunService;
@@ -88,6 +90,25 @@ describe('parley run --detach, runs, answer', () => {
     const noWorkflow = await runParley(['run', 'nothing-here', '--detach'], { cwd: root });
     expect(noWorkflow.code).toBe(2);
     expect(noWorkflow.stderr).toContain('No workflow "nothing-here" in this project.');
+  });
+
+  it('`parley serve` answers `parley runs`: runs not enabled while no core is wired, an empty list once it is', async () => {
+    const folder = await mkdtemp(join(tmpdir(), 'parley-runs-serve-'));
+    const serve = await startServeProcess(folder);
+    try {
+      const result = await runParley(['runs'], { cwd: folder });
+      if (coreRunServiceFactory === undefined) {
+        expect(result.code).toBe(2);
+        expect(result.stderr).toContain('Durable runs are not enabled on this server');
+      } else {
+        expect(result.stdout).toContain('No runs yet.');
+        expect(result.code).toBe(0);
+      }
+    } finally {
+      serve.child.kill('SIGTERM');
+      await serve.exited;
+      await rm(folder, { recursive: true, force: true });
+    }
   });
 
   it('without a running server, says how to start one', async () => {
