@@ -74,7 +74,7 @@ export class ProtocolClient {
   /** Last delivered `seq` per kind and session. */
   private readonly lastSeqs = new Map<string, { kind: EventKind; sessionId: string; channelId?: string; seq: number }>();
   private subscriptions: { all: boolean; sessionIds: Set<string> } = { all: false, sessionIds: new Set() };
-  private runSubscriptions: { all: boolean; runIds: Set<string> } = { all: false, runIds: new Set() };
+  private runSubscriptions: { all: boolean; runIds: Set<string>; events: boolean } = { all: false, runIds: new Set(), events: false };
   /** Notifications held while a reconnect replays what was missed. */
   private held: NotificationEnvelope[] | undefined;
   private closedByUser = false;
@@ -147,16 +147,19 @@ export class ProtocolClient {
   // ---- durable runs (issue 14) ----
   // Run notifications are not replayed after a reconnect: `listRuns` again when the state is `connected`.
 
-  /** Follows runs (or all): `run_updated`, `run_event`, `run_prompt`; remembered and renewed after every reconnect. */
-  async subscribeRuns(runIds?: string[], options: RequestOptions = {}): Promise<MethodResult<'subscribe_runs'>> {
-    const result = await this.request('subscribe_runs', runIds ? { runIds } : {}, options);
-    this.runSubscriptions = { all: result.all, runIds: new Set(result.runIds) };
+  /**
+   * Follows runs (or all): `run_updated` and `run_prompt`, and `run_event` with `events: true`;
+   * remembered and renewed after every reconnect.
+   */
+  async subscribeRuns(runIds?: string[], subscription: { events?: boolean } = {}, options: RequestOptions = {}): Promise<MethodResult<'subscribe_runs'>> {
+    const result = await this.request('subscribe_runs', { ...(runIds ? { runIds } : {}), ...(subscription.events !== undefined ? { events: subscription.events } : {}) }, options);
+    this.runSubscriptions = { all: result.all, runIds: new Set(result.runIds), events: result.events };
     return result;
   }
 
   async unsubscribeRuns(runIds?: string[], options: RequestOptions = {}): Promise<MethodResult<'unsubscribe_runs'>> {
     const result = await this.request('unsubscribe_runs', runIds ? { runIds } : {}, options);
-    this.runSubscriptions = { all: result.all, runIds: new Set(result.runIds) };
+    this.runSubscriptions = { all: result.all, runIds: new Set(result.runIds), events: result.events };
     return result;
   }
 
@@ -354,8 +357,9 @@ export class ProtocolClient {
     try {
       if (this.subscriptions.all) await call('subscribe', {});
       else if (this.subscriptions.sessionIds.size > 0) await call('subscribe', { sessionIds: [...this.subscriptions.sessionIds] });
-      if (this.runSubscriptions.all) await call('subscribe_runs', {});
-      else if (this.runSubscriptions.runIds.size > 0) await call('subscribe_runs', { runIds: [...this.runSubscriptions.runIds] });
+      const events = this.runSubscriptions.events ? { events: true } : {};
+      if (this.runSubscriptions.all) await call('subscribe_runs', events);
+      if (this.runSubscriptions.runIds.size > 0) await call('subscribe_runs', { runIds: [...this.runSubscriptions.runIds], ...events });
       for (const [key, entry] of [...this.lastSeqs.entries()]) {
         let afterSeq = entry.seq;
         for (;;) {

@@ -302,11 +302,15 @@ export const AbortRunParamsSchema = z.strictObject({ runId: RunIdSchema, reason:
 export const SubscribeRunsParamsSchema = z.strictObject({
   /** Runs to follow; omitted: every run. */
   runIds: z.array(RunIdSchema).max(1_000).optional(),
+  /** Also send `run_event`: every event of the followed runs, agent output included (many). Omitted: as before (default false). */
+  events: z.boolean().optional(),
 });
 export const RunSubscriptionResultSchema = z.object({
   /** True while this connection follows every run. */
   all: z.boolean(),
   runIds: z.array(z.string()),
+  /** True while this connection also receives `run_event`. */
+  events: z.boolean(),
 });
 export const UnsubscribeRunsParamsSchema = z.strictObject({
   /** Runs to stop following; omitted: all of them (and `all`). */
@@ -357,7 +361,7 @@ export const methods = {
   pause_run: method(RunParamsSchema, RunResultSchema, 'Pauses a run after its current step.'),
   resume_run: method(RunParamsSchema, RunResultSchema, 'Resumes a paused run; an unfinished run not live on this server is re-executed from its journal, a failed one started again from it.'),
   abort_run: method(AbortRunParamsSchema, RunResultSchema, 'Aborts a run gracefully; its journal is kept.'),
-  subscribe_runs: method(SubscribeRunsParamsSchema, RunSubscriptionResultSchema, 'Follows runs (or all): `run_updated`, `run_event` and `run_prompt` notifications.'),
+  subscribe_runs: method(SubscribeRunsParamsSchema, RunSubscriptionResultSchema, 'Follows runs (or all): `run_updated` and `run_prompt` notifications, and `run_event` with `events: true`.'),
   unsubscribe_runs: method(UnsubscribeRunsParamsSchema, RunSubscriptionResultSchema, 'Stops following runs (or all).'),
   server_info: method(ServerInfoParamsSchema, ServerInfoResultSchema, 'The server, its protocol version and this connection\'s channel.'),
 } as const;

@@ -99,7 +99,7 @@ export const notifications = {
   compaction_completed: notification(CompactionCompletedSchema, 'subscribers', 'Seed 003: the compaction finished; a new checkpoint version exists.'),
   compaction_failed: notification(CompactionFailedSchema, 'subscribers', 'Seed 003: the compaction failed; nothing was changed.'),
   run_updated: notification(RunUpdatedSchema, 'subscribers', 'A run followed with `subscribe_runs` changed: status, phase, pending prompts, agents, result.'),
-  run_event: notification(RunEventNotificationSchema, 'subscribers', 'An event of a run followed with `subscribe_runs` (seed 001\'s SessionEvent, timestamps as ISO 8601).'),
+  run_event: notification(RunEventNotificationSchema, 'subscribers', 'An event of a run followed with `subscribe_runs` and `events: true` (seed 001\'s SessionEvent, timestamps as ISO 8601).'),
   run_prompt: notification(RunPromptNotificationSchema, 'subscribers', 'A run followed with `subscribe_runs` waits for an answer (`answer_prompt`).'),
 } as const;
 

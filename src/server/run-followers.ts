@@ -12,10 +12,15 @@ export class RunFollowers {
   private readonly followers = new Map<string, Set<Connection>>();
   /** The runs each connection follows by id, for `subscriptionOf` and `unsubscribe`. */
   private readonly followed = new WeakMap<Connection, Set<string>>();
+  /** Connections that asked for `run_event` too (every event: agent output included). */
+  private readonly wantEvents = new WeakSet<Connection>();
 
   constructor(private readonly hub: Hub) {}
 
-  subscribe(connection: Connection, runIds?: readonly string[]): void {
+  /** `events` given sets whether the connection also receives `run_event`; omitted leaves it as it was. */
+  subscribe(connection: Connection, runIds?: readonly string[], events?: boolean): void {
+    if (events === true) this.wantEvents.add(connection);
+    if (events === false) this.wantEvents.delete(connection);
     if (runIds === undefined) {
       this.followersOfAll.add(connection);
       return;
@@ -35,7 +40,10 @@ export class RunFollowers {
   /** Stops following the runs named, or every run (and `all`) when none are named. */
   unsubscribe(connection: Connection, runIds?: readonly string[]): void {
     const own = this.followedBy(connection);
-    if (runIds === undefined) this.followersOfAll.delete(connection);
+    if (runIds === undefined) {
+      this.followersOfAll.delete(connection);
+      this.wantEvents.delete(connection);
+    }
     for (const runId of runIds ?? [...own]) {
       own.delete(runId);
       const set = this.followers.get(runId);
@@ -44,8 +52,8 @@ export class RunFollowers {
     }
   }
 
-  subscriptionOf(connection: Connection): { all: boolean; runIds: string[] } {
-    return { all: this.followersOfAll.has(connection), runIds: [...this.followedBy(connection)].sort() };
+  subscriptionOf(connection: Connection): { all: boolean; runIds: string[]; events: boolean } {
+    return { all: this.followersOfAll.has(connection), runIds: [...this.followedBy(connection)].sort(), events: this.wantEvents.has(connection) };
   }
 
   hasFollowers(runId: string): boolean {
@@ -62,6 +70,7 @@ export class RunFollowers {
         this.unsubscribe(connection);
         continue;
       }
+      if (method === 'run_event' && !this.wantEvents.has(connection)) continue;
       frame ??= Buffer.from(JSON.stringify({ jsonrpc: JSONRPC_VERSION, method, params }));
       this.hub.write(connection, frame);
     }

@@ -88,7 +88,7 @@ export function createRunHandlers(dependencies: RunHandlerDependencies): Pick<Ha
     subscribe_runs: (params, context) => {
       service('subscribe_runs');
       const target = dependencies.connection(context.connectionId);
-      followers.subscribe(target, params.runIds);
+      followers.subscribe(target, params.runIds, params.events);
       return Promise.resolve(followers.subscriptionOf(target));
     },
     unsubscribe_runs: (params, context) => {

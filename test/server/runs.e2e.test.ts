@@ -165,7 +165,7 @@ describe('run notifications', () => {
     const server = await serve(new StandInRunService({ review: CODE_REVIEW }));
     const starter = await server.client();
     const watcher = await server.client();
-    expect(await watcher.subscribeRuns()).toEqual({ all: true, runIds: [] });
+    expect(await watcher.subscribeRuns(undefined, { events: true })).toEqual({ all: true, runIds: [], events: true });
     const seen = record(watcher, ['run_updated', 'run_prompt', 'run_event']);
     const completed = next(watcher, 'run_updated', (params) => params.run.status === 'complete');
 
@@ -181,6 +181,18 @@ describe('run notifications', () => {
     expect((seen[3]!.params as NotificationParams<'run_updated'>).run).toMatchObject({ id: run.id, status: 'complete', result: { approved: true } });
   });
 
+  it('run_event goes only to followers that asked for events; the others get the prompt and the updates alone', async () => {
+    const server = await serve(new StandInRunService({ review: CODE_REVIEW }));
+    const quiet = await server.client();
+    await quiet.subscribeRuns();
+    const seen = record(quiet, ['run_updated', 'run_prompt', 'run_event']);
+    const updated = next(quiet, 'run_updated');
+    await (await server.client()).startRun({ workflow: 'review' });
+    await updated;
+    // The stand-in announces the run's event first: had it been sent here, it would have come first.
+    expect(seen.map((entry) => entry.name)).toEqual(['run_prompt', 'run_updated']);
+  });
+
   it('go only to connections that follow the run: by id, or all; never to others', async () => {
     const server = await serve(new StandInRunService({ review: CODE_REVIEW }));
     const client = await server.client();
@@ -188,10 +200,10 @@ describe('run notifications', () => {
     const second = await client.startRun({ workflow: 'review' });
 
     const followsFirst = await server.client();
-    expect(await followsFirst.subscribeRuns([first.id])).toEqual({ all: false, runIds: [first.id] });
+    expect(await followsFirst.subscribeRuns([first.id])).toEqual({ all: false, runIds: [first.id], events: false });
     const followsNothing = await server.client();
     await followsNothing.subscribeRuns([second.id]);
-    expect(await followsNothing.unsubscribeRuns()).toEqual({ all: false, runIds: [] });
+    expect(await followsNothing.unsubscribeRuns()).toEqual({ all: false, runIds: [], events: false });
     const firstSeen = record(followsFirst, ['run_updated']);
     const nothingSeen = record(followsNothing, ['run_updated', 'run_prompt', 'run_event']);
 
