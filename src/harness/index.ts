@@ -93,3 +93,4 @@ export type {
   UserResponse,
   UserTimeoutEvent,
 } from './events.js';
+export type { RunFilter, RunService, RunServiceEvents, StartRunRequest } from './run-service-types.js';

@@ -74,6 +74,7 @@ export class ProtocolClient {
   /** Last delivered `seq` per kind and session. */
   private readonly lastSeqs = new Map<string, { kind: EventKind; sessionId: string; channelId?: string; seq: number }>();
   private subscriptions: { all: boolean; sessionIds: Set<string> } = { all: false, sessionIds: new Set() };
+  private runSubscriptions: { all: boolean; runIds: Set<string>; events: boolean } = { all: false, runIds: new Set(), events: false };
   /** Notifications held while a reconnect replays what was missed. */
   private held: NotificationEnvelope[] | undefined;
   private closedByUser = false;
@@ -141,6 +142,60 @@ export class ProtocolClient {
     const result = await this.request('unsubscribe', sessionIds ? { sessionIds } : {}, options);
     this.subscriptions = { all: result.all, sessionIds: new Set(result.sessionIds) };
     return result;
+  }
+
+  // ---- durable runs (issue 14) ----
+  // Run notifications are not replayed after a reconnect: `listRuns` again when the state is `connected`.
+
+  /**
+   * Follows runs (or all): `run_updated` and `run_prompt`, and `run_event` with `events: true`;
+   * remembered and renewed after every reconnect.
+   */
+  async subscribeRuns(runIds?: string[], subscription: { events?: boolean } = {}, options: RequestOptions = {}): Promise<MethodResult<'subscribe_runs'>> {
+    const result = await this.request('subscribe_runs', { ...(runIds ? { runIds } : {}), ...(subscription.events !== undefined ? { events: subscription.events } : {}) }, options);
+    this.runSubscriptions = { all: result.all, runIds: new Set(result.runIds), events: result.events };
+    return result;
+  }
+
+  async unsubscribeRuns(runIds?: string[], options: RequestOptions = {}): Promise<MethodResult<'unsubscribe_runs'>> {
+    const result = await this.request('unsubscribe_runs', runIds ? { runIds } : {}, options);
+    this.runSubscriptions = { all: result.all, runIds: new Set(result.runIds), events: result.events };
+    return result;
+  }
+
+  /** Runs, newest first. */
+  async listRuns(filter: MethodParams<'list_runs'> = {}, options: RequestOptions = {}): Promise<MethodResult<'list_runs'>['runs']> {
+    return (await this.request('list_runs', filter, options)).runs;
+  }
+
+  async getRun(runId: string, options: RequestOptions = {}): Promise<MethodResult<'get_run'>['run']> {
+    return (await this.request('get_run', { runId }, options)).run;
+  }
+
+  /** Starts a workflow as a durable run; resolves with its stored record. */
+  async startRun(params: MethodParams<'start_run'>, options: RequestOptions = {}): Promise<MethodResult<'start_run'>['run']> {
+    return (await this.request('start_run', params, options)).run;
+  }
+
+  /** `{ accepted: false, message }` when the prompt's choices or validator refuse the answer (it keeps waiting). */
+  answerPrompt(runId: string, promptId: string, response: string, options: RequestOptions = {}): Promise<MethodResult<'answer_prompt'>> {
+    return this.request('answer_prompt', { runId, promptId, response }, options);
+  }
+
+  async sendToRun(runId: string, message: string, agent?: string, options: RequestOptions = {}): Promise<void> {
+    await this.request('send_to_run', { runId, message, ...(agent !== undefined ? { agent } : {}) }, options);
+  }
+
+  async pauseRun(runId: string, options: RequestOptions = {}): Promise<MethodResult<'pause_run'>['run']> {
+    return (await this.request('pause_run', { runId }, options)).run;
+  }
+
+  async resumeRun(runId: string, options: RequestOptions = {}): Promise<MethodResult<'resume_run'>['run']> {
+    return (await this.request('resume_run', { runId }, options)).run;
+  }
+
+  async abortRun(runId: string, reason?: string, options: RequestOptions = {}): Promise<MethodResult<'abort_run'>['run']> {
+    return (await this.request('abort_run', { runId, ...(reason !== undefined ? { reason } : {}) }, options)).run;
   }
 
   /**
@@ -302,6 +357,9 @@ export class ProtocolClient {
     try {
       if (this.subscriptions.all) await call('subscribe', {});
       else if (this.subscriptions.sessionIds.size > 0) await call('subscribe', { sessionIds: [...this.subscriptions.sessionIds] });
+      const events = this.runSubscriptions.events ? { events: true } : {};
+      if (this.runSubscriptions.all) await call('subscribe_runs', events);
+      if (this.runSubscriptions.runIds.size > 0) await call('subscribe_runs', { runIds: [...this.runSubscriptions.runIds], ...events });
       for (const [key, entry] of [...this.lastSeqs.entries()]) {
         let afterSeq = entry.seq;
         for (;;) {

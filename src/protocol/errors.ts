@@ -50,13 +50,13 @@ export const RPC_ERROR_DESCRIPTIONS: Record<RpcErrorName, string> = {
   INVALID_PARAMS: 'The params do not match the method\'s schema, or an id/slug is not valid; `data.issues` lists each problem as `path: message`.',
   INTERNAL_ERROR: 'An unexpected server fault; it is logged on the server. The request may be retried.',
   SERVER_ERROR: 'A typed Parley error without a numeric code of its own; `data.code` is its stable string code.',
-  NOT_FOUND: 'A project, task, role, agent or session does not exist; the message names it.',
+  NOT_FOUND: 'A project, task, role, agent, session, run (RUN_NOT_FOUND) or a run\'s prompt (UNKNOWN_PROMPT) does not exist; the message names it.',
   DRAFT_ALREADY_ACTIVE: 'Seed 000: this channel already has an active draft; `undraft` first.',
   NO_ACTIVE_DRAFT: 'Seed 000: this channel has no active draft; `draft` first.',
   TURN_IN_PROGRESS: 'The draft is running a turn; wait for it to end or `cancel` it.',
-  UNSUPPORTED: 'The session\'s back end cannot do this.',
+  UNSUPPORTED: 'The session\'s back end cannot do this, or this server runs no workflows (RUNS_NOT_ENABLED).',
   RATE_LIMITED: 'Too many requests on this connection; `data.retryAfterMs` says when to retry.',
-  INVALID_STATE: 'The session refuses this in its current state (archived, read only, compaction running), or another server runs the draft (DRAFT_RUN_ELSEWHERE).',
+  INVALID_STATE: 'The session refuses this in its current state (archived, read only, compaction running), another server runs the draft (DRAFT_RUN_ELSEWHERE), or a run\'s prompt was already answered (PROMPT_ALREADY_ANSWERED).',
   SHUTTING_DOWN: 'The server is shutting down; reconnect.',
 };
 
@@ -74,6 +74,9 @@ export const PARLEY_CODE_TO_RPC: Readonly<Record<string, RpcErrorCodeValue>> = {
   TASK_NOT_FOUND: RpcErrorCode.NOT_FOUND,
   ROLE_NOT_FOUND: RpcErrorCode.NOT_FOUND,
   AGENT_NOT_FOUND: RpcErrorCode.NOT_FOUND,
+  /** Durable runs (issue 14): an unknown run id, or a prompt the run does not have. */
+  RUN_NOT_FOUND: RpcErrorCode.NOT_FOUND,
+  UNKNOWN_PROMPT: RpcErrorCode.NOT_FOUND,
   DRAFT_ALREADY_ACTIVE: RpcErrorCode.DRAFT_ALREADY_ACTIVE,
   NO_ACTIVE_DRAFT: RpcErrorCode.NO_ACTIVE_DRAFT,
   TURN_IN_PROGRESS: RpcErrorCode.TURN_IN_PROGRESS,
@@ -84,11 +87,15 @@ export const PARLEY_CODE_TO_RPC: Readonly<Record<string, RpcErrorCodeValue>> = {
   /** Another live server runs the channel's draft (a shared database): reconnect to that server, or wait for its lease to end. */
   DRAFT_RUN_ELSEWHERE: RpcErrorCode.INVALID_STATE,
   COMPACTION_IN_PROGRESS: RpcErrorCode.INVALID_STATE,
+  /** The second answer to one prompt: the first one stands. */
+  PROMPT_ALREADY_ANSWERED: RpcErrorCode.INVALID_STATE,
   COMPACTION_NOTHING_TO_COMPACT: RpcErrorCode.INVALID_STATE,
   COMPACTION_STOPPED: RpcErrorCode.INVALID_STATE,
   COMPACTION_NO_PROGRESS: RpcErrorCode.INVALID_STATE,
   /** No summarizer configured: the server cannot compact on demand. */
   COMPACTION_NO_SUMMARIZER: RpcErrorCode.UNSUPPORTED,
+  /** The server was started without a run service: it runs no workflows. */
+  RUNS_NOT_ENABLED: RpcErrorCode.UNSUPPORTED,
   INVALID_STATE: RpcErrorCode.INVALID_STATE,
   MANAGER_CLOSED: RpcErrorCode.SHUTTING_DOWN,
   SHUTTING_DOWN: RpcErrorCode.SHUTTING_DOWN,

@@ -18,6 +18,7 @@ import {
   PermissionRequestSchema,
   SandboxWireSchema,
 } from './schemas.js';
+import { PromptIdSchema, RunIdSchema, RunStatusWireSchema, RunWireSchema } from './run-schemas.js';
 
 /**
  * Every method the server answers: its params and result schemas. Params are strict objects
@@ -286,6 +287,67 @@ export const ServerInfoResultSchema = z.object({
   methods: z.array(z.string()),
 });
 
+// ---- durable runs (issue 14) ---------------------------------------------------------------------
+
+export const ListRunsParamsSchema = z.strictObject({
+  /** Only the runs of this project. */
+  project: WireIdSchema.optional(),
+  /** Only runs in one of these states. */
+  status: z.array(RunStatusWireSchema).min(1).max(6).optional(),
+  /** At most this many, newest first. */
+  limit: z.number().int().positive().max(10_000).optional(),
+});
+export const ListRunsResultSchema = z.object({ runs: z.array(RunWireSchema).describe('newest first') });
+
+export const RunParamsSchema = z.strictObject({ runId: RunIdSchema });
+export const RunResultSchema = z.object({ run: RunWireSchema });
+
+export const StartRunParamsSchema = z.strictObject({
+  workflow: z.string().min(1).max(4096).describe('A workflow module under the project (relative to its root), or a workflow named in `parley.config.json`.'),
+  input: z.unknown().optional().describe('The harness input, any JSON.'),
+  project: WireIdSchema.optional().describe('The project the run belongs to (default: the server\'s).'),
+});
+
+export const AnswerPromptParamsSchema = z.strictObject({
+  runId: RunIdSchema,
+  promptId: PromptIdSchema,
+  /** The answer: the text, or one of the prompt's choices (by text or 1-based number). */
+  response: z.string().max(100_000),
+});
+/** Accepted, or refused by the prompt's choices or validator (with its message); a refused prompt keeps waiting. */
+export const AnswerPromptResultSchema = z.discriminatedUnion('accepted', [
+  z.object({ accepted: z.literal(true) }),
+  z.object({ accepted: z.literal(false), message: z.string().describe("the validator's message: why the answer was refused") }),
+]);
+
+export const SendToRunParamsSchema = z.strictObject({
+  runId: RunIdSchema,
+  message: z.string().min(1).max(500_000),
+  /** The agent's name (`sendTo`); omitted: the agent running now, or the next one (`send`). */
+  agent: z.string().min(1).max(200).optional(),
+});
+export const SendToRunResultSchema = z.object({ sent: z.literal(true) });
+
+export const AbortRunParamsSchema = z.strictObject({ runId: RunIdSchema, reason: z.string().max(2_000).optional() });
+
+export const SubscribeRunsParamsSchema = z.strictObject({
+  /** Runs to follow; omitted: every run. */
+  runIds: z.array(RunIdSchema).max(1_000).optional(),
+  /** Also send `run_event`: every event of the followed runs, agent output included (many). Omitted: as before (default false). */
+  events: z.boolean().optional(),
+});
+export const RunSubscriptionResultSchema = z.object({
+  /** True while this connection follows every run. */
+  all: z.boolean(),
+  runIds: z.array(z.string()),
+  /** True while this connection also receives `run_event`. */
+  events: z.boolean(),
+});
+export const UnsubscribeRunsParamsSchema = z.strictObject({
+  /** Runs to stop following; omitted: all of them (and `all`). */
+  runIds: z.array(RunIdSchema).max(1_000).optional(),
+});
+
 export interface MethodSpec<P extends z.ZodType = z.ZodType, R extends z.ZodType = z.ZodType> {
   params: P;
   result: R;
@@ -325,6 +387,16 @@ export const methods = {
   answer_permission: method(AnswerPermissionParamsSchema, AnswerPermissionResultSchema, 'Answers a workspace tool\'s approval request (`permission_requested`): `allow_once`, `allow_always` (remembered for the session under the request\'s `allowAlwaysScope`) or `deny` (nothing changes; the model is told the user denied it). The first answer wins; -32001 for an unknown, cancelled or already answered request. Any client of the server may answer.'),
   get_permissions: method(GetPermissionsParamsSchema, GetPermissionsResultSchema, 'The channel\'s draft\'s permission mode, the command sandbox, and the approval requests waiting in the channel\'s sessions: what a client shows when it attaches.'),
   set_permission_mode: method(SetPermissionModeParamsSchema, SetPermissionModeResultSchema, 'Sets the channel\'s draft\'s permission mode (kept with the draft; applies from the next tool call). -32005 without a draft.'),
+  list_runs: method(ListRunsParamsSchema, ListRunsResultSchema, 'Durable workflow runs, newest first: status, phases, pending prompts, agents. -32007 (RUNS_NOT_ENABLED) on a server that runs no workflows.'),
+  get_run: method(RunParamsSchema, RunResultSchema, 'One run. -32001 (RUN_NOT_FOUND) for an unknown id.'),
+  start_run: method(StartRunParamsSchema, RunResultSchema, 'Starts a workflow (a module under the project, or a name in `parley.config.json`) as a durable run; answers once the run is stored.'),
+  answer_prompt: method(AnswerPromptParamsSchema, AnswerPromptResultSchema, 'Answers a run\'s pending prompt. An answer the choices or validator refuse is `accepted: false` with the validator\'s message, and the prompt keeps waiting. -32001 (RUN_NOT_FOUND, UNKNOWN_PROMPT); -32009 (PROMPT_ALREADY_ANSWERED) for a second answer.'),
+  send_to_run: method(SendToRunParamsSchema, SendToRunResultSchema, 'Sends a message to a run: to the agent named, or the one running now (`send`/`sendTo`); it waits in the agent\'s inbox when no turn runs.'),
+  pause_run: method(RunParamsSchema, RunResultSchema, 'Pauses a run after its current step.'),
+  resume_run: method(RunParamsSchema, RunResultSchema, 'Resumes a paused run; an unfinished run not live on this server is re-executed from its journal, a failed one started again from it.'),
+  abort_run: method(AbortRunParamsSchema, RunResultSchema, 'Aborts a run gracefully; its journal is kept.'),
+  subscribe_runs: method(SubscribeRunsParamsSchema, RunSubscriptionResultSchema, 'Follows runs (or all): `run_updated` and `run_prompt` notifications, and `run_event` with `events: true`.'),
+  unsubscribe_runs: method(UnsubscribeRunsParamsSchema, RunSubscriptionResultSchema, 'Stops following runs (or all).'),
   server_info: method(ServerInfoParamsSchema, ServerInfoResultSchema, 'The server, its protocol version and this connection\'s channel.'),
 } as const;
 

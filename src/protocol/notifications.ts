@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { StreamEventSchema } from '../conversation/index.js';
 import { AgentInfoSchema, CheckpointSummarizerWireSchema, PermissionDecisionSchema, PermissionRequestSchema, SessionInfoSchema } from './schemas.js';
+import { RunEventWireSchema, RunPromptWireSchema, RunWireSchema } from './run-schemas.js';
 
 /**
  * Server → client notifications. The channel ones go to the connections of one channel; the
@@ -81,6 +82,13 @@ export const CompactionCompletedSchema = z.object({
 /** Seed 003's `session:compaction-error`. */
 export const CompactionFailedSchema = z.object({ sessionId: z.string(), trigger: Trigger, message: z.string(), code: z.string() });
 
+/** A followed run's record changed (status, phase, prompts, agents, result). */
+export const RunUpdatedSchema = z.object({ run: RunWireSchema });
+/** One event of a followed run, as it happens (live, not the ones replayed from its journal after a restart). */
+export const RunEventNotificationSchema = z.object({ runId: z.string(), event: RunEventWireSchema });
+/** A followed run asks a question: answer it with `answer_prompt`. */
+export const RunPromptNotificationSchema = z.object({ runId: z.string(), prompt: RunPromptWireSchema });
+
 export interface NotificationSpec<P extends z.ZodType = z.ZodType> {
   params: P;
   description: string;
@@ -105,6 +113,9 @@ export const notifications = {
   compaction_started: notification(CompactionStartedSchema, 'subscribers', 'Seed 003: a compaction of a followed session began.'),
   compaction_completed: notification(CompactionCompletedSchema, 'subscribers', 'Seed 003: the compaction finished; a new checkpoint version exists.'),
   compaction_failed: notification(CompactionFailedSchema, 'subscribers', 'Seed 003: the compaction failed; nothing was changed.'),
+  run_updated: notification(RunUpdatedSchema, 'subscribers', 'A run followed with `subscribe_runs` changed: status, phase, pending prompts, agents, result.'),
+  run_event: notification(RunEventNotificationSchema, 'subscribers', 'An event of a run followed with `subscribe_runs` and `events: true` (seed 001\'s SessionEvent, timestamps as ISO 8601).'),
+  run_prompt: notification(RunPromptNotificationSchema, 'subscribers', 'A run followed with `subscribe_runs` waits for an answer (`answer_prompt`).'),
 } as const;
 
 export type NotificationTable = typeof notifications;

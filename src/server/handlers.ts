@@ -1,11 +1,14 @@
 import { withTraceParent } from '../telemetry/index.js';
 import type { ConversationBlock } from '../conversation/index.js';
 import type { DraftService } from '../draft/index.js';
+import type { RunService } from '../harness/index.js';
 import { METHOD_NAMES, PROTOCOL_VERSION, type MethodResultInput } from '../protocol/index.js';
 import { SessionError, type CompactionStatus, type SessionManager } from '../sessions/index.js';
 import type { SessionFilter, SessionRecord } from '../store/index.js';
 import type { Handlers } from './dispatcher.js';
 import type { Connection, Hub } from './hub.js';
+import type { RunFollowers } from './run-followers.js';
+import { createRunHandlers } from './run-handlers.js';
 
 export interface HandlerDependencies {
   manager: SessionManager;
@@ -14,6 +17,9 @@ export interface HandlerDependencies {
   projectRoot: string;
   version: string;
   connectionOf(connectionId: string): Connection | undefined;
+  /** Durable runs (issue 14); absent: the run methods answer RUNS_NOT_ENABLED. */
+  runService?: RunService;
+  runFollowers: RunFollowers;
 }
 
 /** Largest page of `get_events`. */
@@ -135,6 +141,13 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
     },
     get_permissions: (_params, context) => drafts.getPermissions({ channelId: context.channelId }),
     set_permission_mode: (params, context) => drafts.setPermissionMode({ channelId: context.channelId, mode: params.mode }),
+    // ---- durable runs ----
+    ...createRunHandlers({
+      runService: dependencies.runService,
+      followers: dependencies.runFollowers,
+      currentProject: async () => (await drafts.listProjects()).find((project) => project.current)?.name,
+      connection,
+    }),
 
     server_info: (_params, context) =>
       Promise.resolve({

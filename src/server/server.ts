@@ -7,12 +7,15 @@ import { resolve } from 'node:path';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { loadTokenizer } from '../conversation/index.js';
 import { createDraftService, type DraftService, type DraftServiceOptions } from '../draft/index.js';
+import type { RunService } from '../harness/index.js';
 import { ChannelIdSchema, PROTOCOL_VERSION, RPC_PATH, type ServerFile } from '../protocol/index.js';
 import { createBackendSummarizer, createSessionManager, type SessionManager, type Summarizer } from '../sessions/index.js';
 import { loadOrCreateToken, isLoopback, originAllowed, ownOrigins, presentedToken, tokenMatches, writePrivateFile } from './auth.js';
 import { Dispatcher, type Logger } from './dispatcher.js';
 import { createHandlers } from './handlers.js';
 import { Connection, Hub } from './hub.js';
+import { RunFollowers } from './run-followers.js';
+import { forwardRunEvents } from './run-handlers.js';
 import { TokenBucket } from './rate-limit.js';
 import { serveStatic } from './static-files.js';
 import { SessionUpdateThrottle } from './update-throttle.js';
@@ -60,9 +63,32 @@ export interface ServerOptions {
   summarize?: Summarizer | false;
   /** Opens the draft layer; default `createDraftService` from src/draft. */
   createDraftService?: (options: DraftServiceOptions) => Promise<DraftService>;
+  /**
+   * Durable runs (issue 14): the service the run methods (`list_runs` … `abort_run`) call and whose
+   * events reach connections that `subscribe_runs`. The caller made it and closes it after `close()`.
+   * Without it (and without `createRunService`) the run methods answer RUNS_NOT_ENABLED.
+   */
+  runService?: RunService;
+  /**
+   * Or a factory the server calls once its SessionManager is open (a run's agents keep their
+   * sessions there); the server owns what it makes and closes it in `close()`. `parley serve`
+   * passes one (src/cli/run-service-wiring.ts).
+   */
+  createRunService?: (context: RunServiceContext) => Promise<RunService>;
   /** Write `server.json` (default true). */
   writeServerFile?: boolean;
   log?: Logger;
+}
+
+/** What a run service factory gets from the server it serves in. */
+export interface RunServiceContext {
+  manager: SessionManager;
+  projectRoot: string;
+  dataDir: string;
+  /** The session store the server was given (PostgreSQL); undefined: the file store in `dataDir`. */
+  store?: SessionStore;
+  backendFor?: DraftServiceOptions['backendFor'];
+  log: Logger;
 }
 
 export interface RunningServer {
@@ -75,6 +101,8 @@ export interface RunningServer {
   readonly token: string;
   readonly manager: SessionManager;
   readonly drafts: DraftService;
+  /** The durable-run service, when runs are enabled. */
+  readonly runService: RunService | undefined;
   readonly recovered: { recovered: number; failed: Array<{ sessionId: string; reason: string }> };
   /** Connections open now. */
   readonly connections: number;
@@ -128,6 +156,25 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     throw error;
   }
 
+  let runService = options.runService;
+  const ownsRunService = runService === undefined && options.createRunService !== undefined;
+  if (ownsRunService) {
+    try {
+      runService = await options.createRunService!({
+        manager,
+        projectRoot,
+        dataDir,
+        ...(options.store ? { store: options.store } : {}),
+        ...(options.backendFor ? { backendFor: options.backendFor } : {}),
+        log,
+      });
+    } catch (error) {
+      await drafts.close().catch(() => undefined);
+      await manager.close();
+      throw error;
+    }
+  }
+
   let closing = false;
   const hub = new Hub({
     maxBufferedBytes: options.maxBufferedBytes ?? 16 * 1024 * 1024,
@@ -138,12 +185,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     },
   });
   const byId = new Map<string, Connection>();
+  const runFollowers = new RunFollowers(hub);
   const dispatcher = new Dispatcher(
-    createHandlers({ manager, drafts, hub, projectRoot, version: SERVER_VERSION, connectionOf: (id) => byId.get(id) }),
+    createHandlers({ manager, drafts, hub, projectRoot, version: SERVER_VERSION, connectionOf: (id) => byId.get(id), runFollowers, ...(runService ? { runService } : {}) }),
     log,
   );
 
   const unsubscribers = wireNotifications(manager, drafts, hub);
+  if (runService) unsubscribers.push(...forwardRunEvents(runService, runFollowers));
   // Other servers on the same store: their appends reach this server's followers as its own do.
   const stopFollowing = manager.followStoreChanges({
     followed: (sessionId) => hub.hasFollowers(sessionId),
@@ -157,6 +206,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     for (const failure of recovered.failed) log('warn', `Could not recover draft ${failure.sessionId}: ${failure.reason}`);
   } catch (error) {
     for (const off of unsubscribers) off();
+    if (ownsRunService) await runService?.close().catch(() => undefined);
     await drafts.close().catch(() => undefined);
     await manager.close();
     throw error;
@@ -252,6 +302,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       closing = true;
       // Running turns end first (aborted, a system block, state saved), so their last events still reach clients.
       await drafts.close().catch((error: unknown) => log('error', 'Closing the draft layer failed', { error: String(error) }));
+      // Live runs stop with their stored status unchanged: the next server resumes them from their journals.
+      if (ownsRunService) await runService?.close().catch((error: unknown) => log('error', 'Closing the run service failed', { error: String(error) }));
       for (const off of unsubscribers) off();
       // The last notifications may still be held for this turn: they go out before the sockets close.
       hub.flush();
@@ -272,6 +324,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     token,
     manager,
     drafts,
+    runService,
     recovered,
     get connections() {
       return hub.size;

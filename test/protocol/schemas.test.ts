@@ -17,6 +17,8 @@ describe('the method table', () => {
       'list_roles', 'list_sessions', 'get_session', 'get_messages', 'get_checkpoint', 'clear_messages', 'get_events', 'subscribe',
       'unsubscribe', 'cancel', 'force_compact', 'get_compaction_status', 'preview_request', 'archive_session', 'list_agents', 'kill_agent', 'server_info',
       'answer_permission', 'get_permissions', 'set_permission_mode',
+      // issue 14: durable runs
+      'list_runs', 'get_run', 'start_run', 'answer_prompt', 'send_to_run', 'pause_run', 'resume_run', 'abort_run', 'subscribe_runs', 'unsubscribe_runs',
     ];
     expect([...METHOD_NAMES].sort()).toEqual([...expected].sort());
     for (const name of METHOD_NAMES) expect(name).toMatch(/^[a-z]+(_[a-z]+)*$/);
@@ -24,7 +26,7 @@ describe('the method table', () => {
 
   it('has seed 000\'s notifications and seed 003\'s session events', () => {
     expect([...NOTIFICATION_NAMES].sort()).toEqual(
-      ['channel_message', 'draft_status', 'context_compacted', 'draft_closed', 'agent_status', 'session_updated', 'session_event', 'compaction_started', 'compaction_completed', 'compaction_failed', 'permission_requested', 'permission_resolved'].sort(),
+      ['channel_message', 'draft_status', 'context_compacted', 'draft_closed', 'agent_status', 'session_updated', 'session_event', 'compaction_started', 'compaction_completed', 'compaction_failed', 'permission_requested', 'permission_resolved', 'run_updated', 'run_event', 'run_prompt'].sort(),
     );
   });
 
@@ -36,6 +38,25 @@ describe('the method table', () => {
     expect(methods.undraft.result.safeParse({ sessionId: 's', taskSlug: 't', turns: 2, cost: 0.5 }).success).toBe(true);
     expect(notifications.draft_status.params.safeParse({ sessionId: 's', role: 'dev', turnCount: 1, costUsd: 0.1, contextPct: 34, lastActivity: 'x' }).success).toBe(true);
     expect(notifications.context_compacted.params.safeParse({ sessionId: 's', preTokens: 1000, trigger: 'auto' }).success).toBe(true);
+  });
+
+  it('maps the run errors (issue 14) as the other domain errors: not found, invalid state, unsupported', () => {
+    expect(rpcCodeForParleyCode('RUN_NOT_FOUND')).toBe(RpcErrorCode.NOT_FOUND);
+    expect(rpcCodeForParleyCode('UNKNOWN_PROMPT')).toBe(RpcErrorCode.NOT_FOUND);
+    expect(rpcCodeForParleyCode('PROMPT_ALREADY_ANSWERED')).toBe(RpcErrorCode.INVALID_STATE);
+    expect(rpcCodeForParleyCode('RUNS_NOT_ENABLED')).toBe(RpcErrorCode.UNSUPPORTED);
+  });
+
+  it('carries a run without input, and refuses an answer_prompt without a response', () => {
+    const run = {
+      id: 'run-1', harness: 'h', workflow: { ref: 'w.ts', path: '/p/w.ts' }, status: 'waiting', phases: [], agents: [], journalLength: 0,
+      pendingPrompts: [{ promptId: 'p1', prompt: 'Go?', choices: ['yes', 'no'], askedAt: '2026-01-01T00:00:00.000Z', deadline: '2026-01-01T01:00:00.000Z' }],
+      createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z',
+    };
+    expect(methods.get_run.result.safeParse({ run }).success).toBe(true);
+    expect(methods.answer_prompt.params.safeParse({ runId: 'run-1', promptId: 'p1' }).success).toBe(false);
+    expect(methods.answer_prompt.result.safeParse({ accepted: false }).success).toBe(false);
+    expect(notifications.run_event.params.safeParse({ runId: 'run-1', event: { type: 'phase:start', name: 'review', timestamp: '2026-01-01T00:00:00.000Z' } }).success).toBe(true);
   });
 
   it('refuses unknown keys and ids that could leave the data folder', () => {

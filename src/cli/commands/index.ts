@@ -14,6 +14,8 @@ export const commandModules: Record<string, () => Promise<CommandModule>> = {
   backends: () => import('./backends.js'),
   serve: () => import('./serve.js'),
   run: () => import('./run.js'),
+  runs: () => import('./runs.js'),
+  answer: () => import('./runs.js'),
   import: () => import('./import.js'),
   tui: () => import('./tui.js'),
   migrate: () => import('./migrate.js'),

@@ -29,6 +29,10 @@ import { openChosenStore, storeOption } from '../options.js';
  * sent to the running agent (`/to <agent> <message>` targets one agent), and `/stop` aborts the
  * session gracefully. Exit code: 0 when the workflow completed, 130 when it was aborted, 1 when
  * it failed (or a replay diverged), 2 for bad arguments.
+ *
+ * `--detach` starts it instead as a durable run on the project's running server (`start_run`),
+ * prints the run's id and exits: the run outlives this command, and `parley runs` / `parley answer`
+ * follow it from any terminal.
  */
 export function register(program: Command): void {
   program
@@ -38,9 +42,18 @@ export function register(program: Command): void {
     .option('--input <json>', 'the harness input, as JSON')
     .option('--record <path>', 'write a JSONL recording of the session to this file')
     .option('--replay <path>', 'replay a recording: no back end, no user; fails where the run diverges')
-    .action(async (workflow: string, options: { input?: string; record?: string; replay?: string }, command: Command) => {
+    .option('--detach', "start it as a durable run on the project's running server, print its id and exit")
+    .action(async (workflow: string, options: { input?: string; record?: string; replay?: string; detach?: boolean }, command: Command) => {
       if (options.record !== undefined && options.replay !== undefined) {
         throw new HarnessError('INVALID_INPUT', '--record and --replay cannot be used together: a replay is already recorded.', { fault: 'user' });
+      }
+      if (options.detach) {
+        if (options.record !== undefined || options.replay !== undefined) {
+          throw new HarnessError('INVALID_INPUT', '--detach cannot be used with --record or --replay: a detached run is journaled by the server.', { fault: 'user' });
+        }
+        const { startDetachedRun } = await import('./runs.js');
+        await startDetachedRun(command, workflow, parseInput(options.input));
+        return;
       }
       const harness = await loadWorkflow(workflow);
       const input = parseInput(options.input);

@@ -5,6 +5,7 @@ import type { Command } from 'commander';
 import { ParleyError } from '../../conversation/index.js';
 import type { RunningServer } from '../../server/index.js';
 import { draftLeaseFromEnvironment, openChosenDraftStore, openChosenStore, resolveDataDir } from '../options.js';
+import { coreRunServiceFactory, serveRuns, type CoreRunServiceFactory } from '../run-service-wiring.js';
 import { resolveServerBackends } from '../server-backends.js';
 
 /** The default port of `parley serve` (`--port 0` picks any free one). */
@@ -22,7 +23,7 @@ export { SCRIPTED_SCRIPT_VARIABLE } from '../server-backends.js';
  * PARLEY_DRAFT_LEASE_MS sets how long a draft lease lasts: how soon, after this server dies, another
  * takes its drafts over.
  */
-export function register(program: Command): void {
+export function register(program: Command, runServiceFactory: CoreRunServiceFactory | undefined = coreRunServiceFactory): void {
   program
     .command('serve')
     .description('Serve this project to the TUI and the web UI (JSON-RPC 2.0 over WebSocket)')
@@ -58,6 +59,8 @@ export function register(program: Command): void {
           ...(webRoot ? { webRoot } : {}),
           backendFor,
           summarize,
+          // Durable runs: unfinished runs are resumed before the server accepts connections.
+          createRunService: serveRuns(runServiceFactory, (line) => process.stdout.write(`${line}\n`)),
         });
       } catch (error) {
         await draftStore?.close();

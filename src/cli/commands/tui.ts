@@ -7,6 +7,8 @@ import type { ServerFile, TransportFactory, WebSocketLike } from '../../protocol
 import type { RunningServer } from '../../server/index.js';
 import type { NoteLine } from '../../ui/tui/index.js';
 import { draftLeaseFromEnvironment, openChosenDraftStore, openChosenStore, resolveDataDir } from '../options.js';
+import { answers, processAlive, readServerFile } from '../project-server.js';
+import { coreRunServiceFactory, serveRuns } from '../run-service-wiring.js';
 import { resolveServerBackends } from '../server-backends.js';
 import { MAX_LEASE_TTL_MS, prepareDataFolder, type DraftStore, type SessionStore } from '../../store/index.js';
 
@@ -180,6 +182,7 @@ class ServerHost {
         backendFor,
         summarize,
         log: (level, message, fields) => void this.log(level, `${message}${fields ? ` ${JSON.stringify(fields)}` : ''}`),
+        createRunService: serveRuns(coreRunServiceFactory, (line) => void this.log('info', line)),
       });
     } catch (error) {
       await draftStore?.close();
@@ -207,44 +210,6 @@ class ServerHost {
     await server?.close();
     await this.draftStore?.close();
     await this.store?.close();
-  }
-}
-
-async function readServerFile(dataDir: string): Promise<ServerFile | undefined> {
-  let text: string;
-  try {
-    text = await readFile(join(dataDir, 'server.json'), 'utf8');
-  } catch {
-    return undefined;
-  }
-  try {
-    const { ServerFileSchema } = await import('../../protocol/index.js');
-    const parsed = ServerFileSchema.safeParse(JSON.parse(text));
-    return parsed.success ? parsed.data : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** The server's JSON-RPC path answers plain HTTP with 426 (Upgrade Required): it is a Parley server, and up. */
-async function answers(file: ServerFile): Promise<boolean> {
-  try {
-    const host = file.host.includes(':') ? `[${file.host}]` : file.host;
-    const response = await fetch(`http://${host}:${file.port}/rpc`, { signal: AbortSignal.timeout(1_500) });
-    await response.body?.cancel();
-    return response.status === 426;
-  } catch {
-    return false;
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it exists but belongs to someone else.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

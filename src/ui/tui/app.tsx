@@ -1,9 +1,10 @@
 import { Box, Static, Text, useStdout } from 'ink';
-import { useEffect, useRef, useState } from 'react';
+import { useEffect, useRef, useState, useSyncExternalStore } from 'react';
 import type { ProtocolClient } from '../../protocol/index.js';
 import { HistoryItemView } from './components/block-view.js';
 import { LiveArea } from './components/live-area.js';
 import { Prompt } from './components/prompt.js';
+import { RunQuestion } from './components/run-question.js';
 import { TitleBar, titleText } from './components/title-bar.js';
 import { useNow, useParley } from './use-parley.js';
 import type { NoteLine } from './view-state.js';
@@ -58,6 +59,9 @@ export function App(props: AppProps) {
 
   const busy = state.activities.length > 0 || state.turn !== undefined || state.open.length > 0;
   const now = useNow(busy, props.tickMs ?? 100, clock);
+  const runQuestions = useSyncExternalStore(controller.runs.subscribe, controller.runs.getState);
+  // A question with a deadline counts down by the second.
+  const questionNow = useNow(runQuestions.questions.some((question) => question.prompt.deadline !== undefined), 1_000, clock);
 
   const title = titleText(state);
   useEffect(() => {
@@ -66,11 +70,14 @@ export function App(props: AppProps) {
 
   const width = Math.max(20, size.columns);
   // Never taller than the screen: past that, Ink clears the terminal and redraws all history each frame.
-  const liveRows = Math.max(3, size.rows - CHROME_ROWS - 1);
+  const shownQuestion = runQuestions.enabled ? runQuestions.questions[0] : undefined;
+  const questionRows = shownQuestion ? (shownQuestion.prompt.choices ? 4 : 3) : 0;
+  const liveRows = Math.max(3, size.rows - CHROME_ROWS - questionRows - 1);
   return (
     <>
       <Static items={state.printed}>{(item) => <HistoryItemView key={item.key} item={item} width={width} />}</Static>
       <LiveArea state={state} now={now} width={width} maxRows={liveRows} />
+      <RunQuestion questions={runQuestions} now={Math.max(now, questionNow)} width={width} />
       <Box flexDirection="column" marginTop={1}>
         <Text color="gray">{'─'.repeat(Math.max(1, width - 1))}</Text>
         <TitleBar state={state} />

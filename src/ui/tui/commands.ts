@@ -19,6 +19,8 @@ export const COMMANDS: readonly CommandSpec[] = [
   { name: 'sessions', usage: ['/sessions'], description: 'List recent sessions.' },
   { name: 'compact', usage: ['/compact [instructions]'], description: 'Compact the draft\'s context now, optionally with focus instructions.' },
   { name: 'agents', usage: ['/agents'], description: 'Worker agents of this channel and their status.' },
+  { name: 'runs', usage: ['/runs'], description: 'Workflow runs of the project: status, phase, the question each waits on.' },
+  { name: 'answer', usage: ['/answer <number or text>', '/answer <runId> <answer>'], description: "Answer the question a run waits on (shown above the title bar): the oldest, or that run's." },
   { name: 'help', usage: ['/help'], description: 'This list.' },
   { name: 'quit', usage: ['/quit'], description: 'Leave Parley (a server started by this terminal stops with it).' },
 ];

@@ -9,6 +9,7 @@ import {
 } from '../../protocol/index.js';
 import { COMMANDS, helpLines, parseInput, suggestCommand } from './commands.js';
 import { agentsReport, contextReport, rolesReport, sessionsReport } from './reports.js';
+import { RunQuestions } from './run-questions.js';
 import { formatCost, formatDuration, oneLine, plural } from './format.js';
 import { initialViewState, reduceView, type NoteLine, type ViewAction, type ViewState } from './view-state.js';
 
@@ -56,9 +57,12 @@ export class TuiController {
   private refreshing: Promise<void> | undefined;
   /** A first message drafting the default role; messages typed meanwhile wait for it instead of drafting again. */
   private firstDraft: Promise<boolean> | undefined;
+  /** The questions runs of the project wait on (durable runs), shown above the title bar. */
+  readonly runs: RunQuestions;
 
   constructor(private readonly options: ControllerOptions) {
     this.client = options.client;
+    this.runs = new RunQuestions(options.client);
     this.current = initialViewState();
     this.clock = options.clock ?? Date.now;
     this.historyLimit = options.historyLimit ?? DEFAULT_HISTORY_LIMIT;
@@ -114,6 +118,7 @@ export class TuiController {
         this.closeDraftLocally();
       }),
     );
+    this.runs.start();
     if (client.state !== 'disconnected') this.dispatch({ type: 'connection', state: client.state });
     this.connect(0);
   }
@@ -122,6 +127,7 @@ export class TuiController {
     this.stopped = true;
     clearTimeout(this.retryTimer);
     for (const off of this.unsubscribe.splice(0)) off();
+    this.runs.stop();
   }
 
   private connect(attempt: number): void {
@@ -145,6 +151,7 @@ export class TuiController {
     if (state !== 'connected') return;
     this.dispatch({ type: 'activity_end', id: 'connect' });
     this.refresh().catch((error: unknown) => this.error(`Could not read the server's state: ${messageOf(error)}`));
+    this.runs.refresh().catch((error: unknown) => this.error(`Could not read the workflow runs: ${messageOf(error)}`));
   }
 
   /** After every (re)connection: the channel, projects, the draft and its history, agents, names for completion. */
@@ -435,6 +442,10 @@ export class TuiController {
         return this.compact(args);
       case 'agents':
         return this.agents(args);
+      case 'runs':
+        return this.note(await this.runs.report(this.clock()));
+      case 'answer':
+        return this.note(await this.runs.answer(args));
       default:
         this.error(`/${name} is not available.`);
     }

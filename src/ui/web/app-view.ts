@@ -4,6 +4,7 @@ import type { AppState } from './state.js';
 import { ChatView } from './views/chat-view.js';
 import { connectView } from './views/connect-view.js';
 import { InspectorView } from './views/inspector-view.js';
+import type { RunsView } from './views/runs-view.js';
 import { SessionsView } from './views/sessions-view.js';
 
 const CONNECTION_TEXT: Record<AppState['connection'], string> = {
@@ -20,6 +21,8 @@ export interface AppViewOptions {
   /** A token typed into the connect form. */
   onToken(token: string): void;
   now?: () => number;
+  /** The Runs view (durable runs): its button goes in the top bar, its panel over the layout. */
+  runs?: RunsView;
 }
 
 /**
@@ -79,7 +82,7 @@ export class AppView {
     if (this.shown !== 'app') {
       this.shown = 'app';
       this.last = {};
-      replaceChildren(this.root, h('div', { class: 'app' }, this.topbar, this.notices, this.layout));
+      replaceChildren(this.root, h('div', { class: 'app' }, this.topbar, this.notices, this.layout, this.options.runs?.element));
     }
     this.drawTopbar(state);
     this.drawNotices(state);
@@ -101,6 +104,7 @@ export class AppView {
       draft
         ? h('div', { class: 'draft-pill', 'data-testid': 'draft-pill' }, h('span', { class: `dot ${state.turnRunning ? 'busy' : 'live'}` }), `${draft.role} · ${draft.taskSlug} · ${draft.turnCount} turn(s) · $${draft.cumulativeCostUsd.toFixed(4)}`, state.turnRunning ? ' · working…' : '')
         : null,
+      this.options.runs?.button,
       h('div', { class: `connection state-${state.connection}`, 'data-testid': 'connection', 'data-state': state.connection }, h('span', { class: 'dot' }), CONNECTION_TEXT[state.connection]),
     );
   }

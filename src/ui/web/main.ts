@@ -4,6 +4,7 @@ import { Controller, type Actions } from './controller.js';
 import { initialState } from './state.js';
 import { Store } from './store.js';
 import { rpcUrlFor, tokenFromSearch, withoutToken } from './view-model.js';
+import { RunsView } from './views/runs-view.js';
 
 /** The browser entry (bundled into dist/web/app.js by scripts/build-web.mjs). */
 
@@ -37,9 +38,11 @@ function boot(): void {
   });
   // The same channel after a reload: a draft made in this tab comes back with it.
   const controller = new Controller({ client, store, onChannel: (id) => sessionStorage.setItem(CHANNEL_KEY, id) });
-  const view = new AppView(root, { actions: controller, origin: location.origin, onToken });
+  const runs = new RunsView(client, (sessionId) => controller.select(sessionId));
+  const view = new AppView(root, { actions: controller, origin: location.origin, onToken, runs });
   store.subscribe((state) => view.render(state));
   view.render(store.state);
+  runs.start();
   void controller.start();
 }
 

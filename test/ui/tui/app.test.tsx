@@ -125,7 +125,7 @@ describe('commands', () => {
     const { rig } = start();
     await rig.waitFor('Connected');
     await rig.type('/drat dev');
-    await rig.waitFor('✗ Unknown command /drat. Did you mean /draft? Commands: /draft /undraft /context /project /task /roles /sessions /compact /agents /help /quit');
+    await rig.waitFor('✗ Unknown command /drat. Did you mean /draft? Commands: /draft /undraft /context /project /task /roles /sessions /compact /agents /runs /answer /help /quit');
   });
 
   it('/draft says what it needs: a role, then a task, and refuses a second draft', async () => {
@@ -391,7 +391,7 @@ describe('Tab completion', () => {
     await rig.press('\u0015');
     await rig.press('/');
     await rig.press('\t');
-    await rig.waitFor('agents  compact  context  draft  help  project  quit  roles  sessions  task  undraft');
+    await rig.waitFor('agents  answer  compact  context  draft  help  project  quit  roles  runs  sessions  task  undraft');
     await rig.press('c\t');
     await rig.waitFor('❯ /co');
     await rig.waitFor('compact  context');

@@ -6,7 +6,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import WebSocket from 'ws';
 import { createScriptedBackend, type AgentBackend, type ScriptedBackend } from '../../../src/backends/index.js';
 import { ProtocolClient, webSocketTransport, type WebSocketLike } from '../../../src/protocol/index.js';
-import { startServer, type RunningServer } from '../../../src/server/index.js';
+import { startServer, type RunningServer, type ServerOptions } from '../../../src/server/index.js';
 import type { Summarizer } from '../../../src/sessions/index.js';
 import { buildWeb } from '../../../scripts/build-web.mjs';
 
@@ -48,9 +48,9 @@ export const SUMMARY = {
 /**
  * Builds the web bundle into a temp folder with the project's build script, starts the server in
  * this process on port 0 over a temp project (webRoot = that bundle, one scripted back end), and
- * launches headless Chromium through playwright-core.
+ * launches headless Chromium through playwright-core. `extra` goes to the server (e.g. a `runService`).
  */
-export async function startWebHarness(): Promise<WebHarness> {
+export async function startWebHarness(extra: Partial<ServerOptions> = {}): Promise<WebHarness> {
   const root = await mkdtemp(join(tmpdir(), 'parley-web-'));
   const dataDir = join(root, '.parley');
   const webRoot = join(root, 'web');
@@ -67,6 +67,7 @@ export async function startWebHarness(): Promise<WebHarness> {
     backendFor: () => backend as AgentBackend,
     summarize: (request) => summarizer.current(request),
     log: (level, message) => logs.push({ level, message }),
+    ...extra,
   });
   const project = (await server.drafts.listProjects()).find((entry) => entry.current)!.name;
   await server.drafts.createTask({ project, title: 'First task', slug: 'first-task' });
