@@ -1,5 +1,57 @@
 /** Fenced code, highlighted by language for the terminal (cli-highlight, over highlight.js). */
-import { highlight, supportsLanguage } from 'cli-highlight';
+import chalk from 'chalk';
+import { highlight, supportsLanguage, type Theme } from 'cli-highlight';
+
+const same = (text: string) => text;
+
+/**
+ * Every token class styled with the chalk Ink uses, so code follows the colour support Ink detects
+ * (cli-highlight's own chalk decides separately, and can differ from the rest of the screen).
+ */
+const THEME: Theme = {
+  keyword: chalk.blue,
+  built_in: chalk.cyan,
+  type: chalk.cyan,
+  literal: chalk.blue,
+  number: chalk.green,
+  regexp: chalk.red,
+  string: chalk.red,
+  subst: same,
+  symbol: same,
+  class: chalk.blue,
+  function: chalk.yellow,
+  title: same,
+  params: same,
+  comment: chalk.gray,
+  doctag: chalk.green,
+  meta: chalk.gray,
+  'meta-keyword': same,
+  'meta-string': same,
+  section: chalk.bold,
+  tag: chalk.gray,
+  name: chalk.blue,
+  'builtin-name': same,
+  attr: chalk.cyan,
+  attribute: same,
+  variable: same,
+  bullet: same,
+  code: same,
+  emphasis: chalk.italic,
+  strong: chalk.bold,
+  formula: same,
+  link: chalk.underline,
+  quote: same,
+  'selector-tag': same,
+  'selector-id': same,
+  'selector-class': same,
+  'selector-attr': same,
+  'selector-pseudo': same,
+  'template-tag': same,
+  'template-variable': same,
+  addition: chalk.green,
+  deletion: chalk.red,
+  default: same,
+};
 
 /** A few fence names people write that highlight.js knows by another name. */
 const ALIASES: Record<string, string> = { console: 'bash', shell: 'bash', zsh: 'bash', jsonc: 'json', tsx: 'typescript', jsx: 'javascript', text: '', txt: '', plaintext: '' };
@@ -20,7 +72,7 @@ export function highlightCode(code: string, lang: string | undefined): string {
   const language = codeLanguage(lang);
   if (language === undefined) return code;
   try {
-    return highlight(code, { language, ignoreIllegals: true });
+    return highlight(code, { language, ignoreIllegals: true, theme: THEME });
   } catch {
     return code;
   }

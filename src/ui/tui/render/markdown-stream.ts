@@ -74,9 +74,18 @@ function renderClosed(raw: string, width: number): string[] {
 
 /** The text with the inline markup it has opened but not closed yet closed at its end. */
 export function closeOpenInline(raw: string): string {
-  let text = raw.replace(/\n+$/, '');
   // A link whose address is still arriving: its text alone, until the address closes.
-  text = text.replace(/\[([^\]\n]*)\]\([^)\s]*$/, '$1');
+  let text = raw.replace(/\n+$/, '').replace(/\[([^\]\n]*)\]\([^)\s]*$/, '$1');
+  // Markers typed but with nothing after them yet open nothing: drop them until their text arrives.
+  text = text.replace(/(^|\s)([*_~]{1,2}|`+)$/, '$1').replace(/\s+$/, '');
+  const closers = closersFor(text);
+  if (closers === '') return text;
+  // A closer half typed (`**bold*`): drop it, and close in full.
+  const trimmed = text.replace(/(\S)[*~]+$/, '$1');
+  return trimmed === text ? text + closers : trimmed + closersFor(trimmed);
+}
+
+function closersFor(text: string): string {
   // Code spans first: markup inside them is text.
   let outside = '';
   let openTicks = '';
@@ -103,6 +112,5 @@ export function closeOpenInline(raw: string): string {
   if (single % 2 === 1) closers += '*';
   if (strong % 2 === 1) closers += '**';
   if (strike % 2 === 1) closers += '~~';
-  // A closer right after a space is not a closer in CommonMark: close against the last word.
-  return closers === '' ? text : text.replace(/\s+$/, '') + closers;
+  return closers;
 }
