@@ -4,7 +4,7 @@
  * and the live area can count its rows exactly.
  */
 import stringWidth from 'string-width';
-import wrapAnsi from 'wrap-ansi';
+import { wrapStyled } from './wrap-styled.js';
 
 /**
  * C0 controls (but tab and newline), DEL and C1 controls. Text from a model or a transcript must
@@ -25,12 +25,12 @@ export function columns(text: string): number {
 
 /** Word-wrapped rows of at most `width` columns; a word longer than a row is cut. Styles carry over the breaks. */
 export function wrapLines(text: string, width: number): string[] {
-  return wrapAnsi(text, Math.max(1, width), { hard: true, trim: true }).split('\n');
+  return wrapStyled(text, width, { words: true, trim: true });
 }
 
 /** Rows of at most `width` columns, cut where they overflow with leading space kept (code, output, diffs). */
 export function hardWrapLines(text: string, width: number): string[] {
-  return wrapAnsi(text, Math.max(1, width), { hard: true, trim: false, wordWrap: false }).split('\n');
+  return wrapStyled(text, width, { words: false, trim: false });
 }
 
 /** Pads a styled string with spaces to `width` columns, on the side `align` says. */
