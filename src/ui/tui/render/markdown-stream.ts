@@ -22,7 +22,7 @@ const SETTLED_LIMIT = 512;
 export function renderStreamingMarkdown(text: string, width: number, style: MarkdownStyle = {}): string[] {
   const columns = Math.max(8, width);
   const source = sanitize(text).replace(/(^|\n) {0,3}(`{1,2}|~{1,2})$/, '$1');
-  const tokens = Lexer.lex(source, { gfm: true });
+  const tokens = lexGrowing(source);
   let last = tokens.length - 1;
   while (last >= 0 && (tokens[last]!.type === 'space' || tokens[last]!.type === 'def')) last--;
   const out: string[] = [];
@@ -34,6 +34,27 @@ export function renderStreamingMarkdown(text: string, width: number, style: Mark
   for (let index = 0; index < last; index++) add(settledBlock(tokens[index]!, columns));
   if (last >= 0) add(openTail(tokens[last]!, columns));
   return style.base ? out.map(style.base) : out;
+}
+
+/**
+ * What the last call lexed: the text, and its blocks up to the last two, which later text cannot
+ * change (a new list item can still join the list before it, a delimiter row turn the paragraph
+ * above into a table). Text that grows from it is lexed from there on, so a delta costs the
+ * length of the last blocks, not of the whole answer.
+ */
+let previous: { source: string; stableLength: number; stable: Token[] } | undefined;
+
+function lexGrowing(source: string): Token[] {
+  const reuse = previous !== undefined && source.startsWith(previous.source) ? previous : undefined;
+  const offset = reuse?.stableLength ?? 0;
+  const tokens = [...(reuse?.stable ?? []), ...Lexer.lex(source.slice(offset), { gfm: true })];
+  const blocks = tokens.flatMap((token, index) => (token.type === 'space' || token.type === 'def' ? [] : [index]));
+  const keep = blocks.length >= 2 ? blocks[blocks.length - 2]! : 0;
+  const stable = tokens.slice(0, keep);
+  const stableLength = stable.reduce((sum, token) => sum + token.raw.length, 0);
+  // Blocks' sources add up to the text; if marked ever changed that, lex whole texts.
+  previous = source.slice(0, stableLength) === stable.map((token) => token.raw).join('') ? { source, stableLength, stable } : undefined;
+  return tokens;
 }
 
 function settledBlock(token: Token, width: number): string[] {

@@ -14,7 +14,6 @@ export interface WrapOptions {
   trim: boolean;
 }
 
-// eslint-disable-next-line no-control-regex
 const ESCAPE = /\u001b\[[0-9;:]*m/y;
 
 interface Piece {

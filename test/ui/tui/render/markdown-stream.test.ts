@@ -25,6 +25,15 @@ describe('Markdown while it streams', () => {
     }
   });
 
+  it('after streaming chunk by chunk, shows the answer exactly as the history prints it', () => {
+    let rows: string[] = [];
+    for (let end = 7; end < SAMPLE_ANSWER.length + 7; end += 7) rows = renderStreamingMarkdown(SAMPLE_ANSWER.slice(0, end), 64);
+    expect(rows).toEqual(renderMarkdown(SAMPLE_ANSWER, 64));
+    // A list item arriving after a blank line joins the list above it (the list is lexed again).
+    renderStreamingMarkdown('Intro\n\n- one\n\n', 40);
+    expect(screen('Intro\n\n- one\n\n- two', 40)).toBe('Intro\n\n• one\n\n• two');
+  });
+
   it('renders a finished answer exactly as the history does', () => {
     expect(renderStreamingMarkdown(SAMPLE_ANSWER, 70)).toEqual(renderMarkdown(SAMPLE_ANSWER, 70));
   });
