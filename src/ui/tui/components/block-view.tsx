@@ -4,7 +4,7 @@ import { commandOf, fileEditOf, type BlockStatus, type ConversationBlock, type S
 import { describeInput, formatCost, formatCount, formatDuration, oneLine, shortResult, wordCount } from '../format.js';
 import { renderInlineMarkdown, renderMarkdown } from '../render/markdown.js';
 import { renderStreamingMarkdown } from '../render/markdown-stream.js';
-import { prefixLines } from '../render/terminal-text.js';
+import { columns as stringColumns, prefixLines } from '../render/terminal-text.js';
 import type { HistoryItem, NoteLine, Tone } from '../view-state.js';
 import { ToolResultView } from './tool-result-view.js';
 
@@ -289,10 +289,13 @@ export function LiveBlock({ block, expanded, width, maxRows, spinner }: { block:
   switch (block.type) {
     case 'assistant_text': {
       // One row goes to the margin above; one more to the "lines above" line when the text is cut.
-      const all = renderStreamingMarkdown(block.content, Math.max(10, width - 1));
+      const columns = Math.max(10, width - 1);
+      const all = renderStreamingMarkdown(block.content, columns);
       if (all.length === 0) all.push('');
-      // Rows lose trailing spaces when they wrap; the cursor still shows that the next word is a new one.
-      all[all.length - 1] += block.content.endsWith(' ') ? ' ▍' : '▍';
+      // Rows lose trailing spaces when they wrap; the cursor still shows that the next word is a new one
+      // (when the row has room: a row past the width would make Ink wrap the whole block again).
+      const last = all[all.length - 1]!;
+      all[all.length - 1] = last + (block.content.endsWith(' ') && stringColumns(last) < columns ? ' ▍' : '▍');
       const available = Math.max(1, maxRows - 1);
       const keep = all.length > available ? Math.max(1, available - 1) : available;
       const hidden = Math.max(0, all.length - keep);
