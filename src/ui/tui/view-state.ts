@@ -6,6 +6,7 @@ import {
   type ConversationBlock,
   type ConversationState,
   type StreamEvent,
+  type ToolUseBlock,
 } from '../../conversation/index.js';
 import type { AgentInfo, ConnectionState, DraftStatus, NotificationParams } from '../../protocol/index.js';
 
@@ -37,6 +38,8 @@ export type HistoryItem =
       thread?: readonly ConversationBlock[];
       /** Cost of the worker's thread so far (its turns' metadata). */
       threadCost?: number;
+      /** For a `tool_result`, the call it answers (an edit shows as a diff, a command as a terminal block). */
+      toolUse?: ToolUseBlock;
       /** Thinking and worker threads are printed collapsed unless details were on (Ctrl+O). */
       expanded: boolean;
     };
@@ -277,8 +280,33 @@ function findBlock(blocks: readonly ConversationBlock[], id: string): Conversati
   return undefined;
 }
 
-function blockItem(state: ViewState, conversation: ConversationState, block: ConversationBlock, threadCosts: Record<string, number>): HistoryItem {
+/** Finds the call a tool result answers; the default looks back from the end, where live results sit. */
+type ToolUseLookup = (toolUseId: string) => ToolUseBlock | undefined;
+
+function lookBack(conversation: ConversationState): ToolUseLookup {
+  return (toolUseId) => {
+    const blocks = conversation.blocks;
+    for (let index = blocks.length - 1; index >= 0; index--) {
+      const block = blocks[index]!;
+      if (block.type === 'tool_use' && block.toolUseId === toolUseId) return block;
+    }
+    return undefined;
+  };
+}
+
+/** One pass over a loaded history: a long one has thousands of results, each looked up once. */
+function toolUseIndex(conversation: ConversationState): ToolUseLookup {
+  const calls = new Map<string, ToolUseBlock>();
+  for (const block of conversation.blocks) if (block.type === 'tool_use') calls.set(block.toolUseId, block);
+  return (toolUseId) => calls.get(toolUseId);
+}
+
+function blockItem(state: ViewState, conversation: ConversationState, block: ConversationBlock, threadCosts: Record<string, number>, findToolUse: ToolUseLookup = lookBack(conversation)): HistoryItem {
   const item: HistoryItem = { kind: 'block', key: blockKey(conversation.sessionId, MAIN_CONVERSATION, block.id), block, expanded: state.expanded };
+  if (block.type === 'tool_result') {
+    const toolUse = findToolUse(block.toolUseId);
+    if (toolUse) item.toolUse = toolUse;
+  }
   if (block.type === 'subagent') {
     const thread = conversation.subagents.find((entry) => entry.id === block.subagentId);
     if (thread) item.thread = thread.blocks;
@@ -336,7 +364,8 @@ function historyLoaded(state: ViewState, sessionId: string, events: StreamEvent[
       lines: [{ text: `… ${omitted.toLocaleString('en-US')} earlier blocks of this conversation are not shown (parley sessions show ${sessionId}).`, tone: 'dim' }],
     });
   }
-  for (const block of finished.slice(omitted)) next = print(next, blockItem(next, conversation, block, threadCosts));
+  const findToolUse = toolUseIndex(conversation);
+  for (const block of finished.slice(omitted)) next = print(next, blockItem(next, conversation, block, threadCosts, findToolUse));
   return withMetrics(next);
 }
 

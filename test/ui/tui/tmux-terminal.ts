@@ -44,17 +44,22 @@ export class Terminal {
     return (await this.tmux('capture-pane', '-p', '-J', '-t', 'parley')).stdout;
   }
 
+  /** The screen and the scrollback above it, with the colours' escape sequences (`-e`). */
+  async coloured(): Promise<string> {
+    return (await this.tmux('capture-pane', '-p', '-e', '-J', '-S', '-', '-t', 'parley')).stdout;
+  }
+
   async type(text: string): Promise<void> {
     await this.tmux('send-keys', '-t', 'parley', '-l', text);
     await this.tmux('send-keys', '-t', 'parley', 'Enter');
   }
 
   /** Polls the screen until it shows `expected`; fails with the screen after `timeoutMs`. */
-  async waitFor(expected: string | RegExp, timeoutMs = 60_000): Promise<string> {
+  async waitFor(expected: string | RegExp | ((screen: string) => boolean), timeoutMs = 60_000): Promise<string> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const screen = await this.screen();
-      if (typeof expected === 'string' ? screen.includes(expected) : expected.test(screen)) return screen;
+      if (typeof expected === 'string' ? screen.includes(expected) : typeof expected === 'function' ? expected(screen) : expected.test(screen)) return screen;
       if (Date.now() > deadline) throw new Error(`The terminal never showed ${String(expected)}. Screen:\n${screen}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }

@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { checkSystemPart, TMUX } from '../../helpers/system-part.js';
 import { startServeProcess, type ServeProcess } from '../../server/serve-process.js';
 import { Terminal } from './tmux-terminal.js';
+import { SAMPLE_ANSWER } from './render/sample-answer.js';
 
 /**
  * `parley` in a real terminal: tmux runs it from source against the scripted back end in a temp
@@ -172,5 +173,59 @@ describe.skipIf(tmux.skip)('parley in a terminal (tmux)', () => {
     expect(screen.split('Echo: first message').length - 1).toBe(1);
     expect(screen.split('❯ second message').length - 1).toBe(1);
     expect(screen.split('Echo: second message').length - 1).toBe(1);
+  }, 240_000);
+
+  it('shows answers as Markdown, edits as coloured diffs and commands as terminal blocks', async () => {
+    const folder = await project();
+    const script = join(folder, 'answers.json');
+    const before = ['export const cookie = {', "  sameSite: 'strict',", '  path: "/",', '};'].join('\n');
+    const after = ['export const cookie = {', "  sameSite: 'lax',", '  secure: true,', '  path: "/",', '};'].join('\n');
+    await writeFile(
+      script,
+      JSON.stringify({
+        turns: [
+          [
+            { type: 'text', text: SAMPLE_ANSWER },
+            { type: 'tool', name: 'Edit', input: { file_path: 'src/cookie.ts', old_string: before, new_string: after }, output: 'The file src/cookie.ts has been updated.' },
+            { type: 'tool', name: 'Bash', input: { command: 'npm test -- cookie' }, output: 'PASS test/cookie.test.ts\nTests  3 passed (3)' },
+            { type: 'text', text: 'The cookie is **fixed** and the `cookie` tests pass.' },
+          ],
+        ],
+      }),
+    );
+    const terminal = new Terminal();
+    cleanups.push(() => terminal.close());
+    await terminal.open(folder, { PARLEY_SCRIPTED_SCRIPT: script });
+    await terminal.waitFor('Parley ● Connected | No draft | Agents: 0');
+
+    // One turn: a second message sent the moment the first turn's end shows can still find the server's turn running.
+    await terminal.type('Why does login fail after the redirect? Fix it and run the tests.');
+    await terminal.waitFor((screen) => screen.includes('Turns: 1') && screen.includes('the cookie tests pass.') && !screen.includes('Esc interrupts'));
+
+    const coloured = await terminal.coloured();
+    const screen = coloured.replace(/\u001b\[[0-9;:]*m/g, '');
+    // Markdown, not its markers.
+    expect(screen).not.toContain('**');
+    expect(screen).not.toContain('```');
+    expect(screen).not.toMatch(/^#+ /m);
+    expect(screen).toContain('Login fix');
+    expect(screen).toContain('• auth.ts: the cookie is set with SameSite=Lax');
+    expect(screen).toContain('☐ tell the team');
+    // The table, drawn with box characters.
+    expect(screen).toMatch(/┌─+┬─+┬─+┐/);
+    expect(screen).toMatch(/│ test\/auth\.test\.ts +│ +40 │ a redirect that keeps the session +│/);
+    expect(screen).toMatch(/└─+┴─+┴─+┘/);
+    // Code without its fence, highlighted.
+    expect(screen).toContain('  export function cookie(name: string): string {');
+    expect(coloured).toMatch(/\u001b\[[0-9;]*34mexport/);
+    // The edit as a diff, - red and + green; the command as a terminal block.
+    expect(screen).toContain('✓ Edit(src/cookie.ts)');
+    expect(screen).toContain('⎿ Updated src/cookie.ts (+2 −1)');
+    expect(coloured).toMatch(/\u001b\[[0-9;]*31m2 - {3}sameSite: 'strict',/);
+    expect(coloured).toMatch(/\u001b\[[0-9;]*32m2 \+ {3}sameSite: 'lax',/);
+    expect(coloured).toMatch(/\u001b\[[0-9;]*32m3 \+ {3}secure: true,/);
+    expect(screen).toContain('⎿ $ npm test -- cookie');
+    expect(screen).toContain('│ Tests  3 passed (3)');
+    expect(screen).toContain('The cookie is fixed and the cookie tests pass.');
   }, 240_000);
 });

@@ -1,8 +1,12 @@
 import { Box, Text } from 'ink';
 import { memo } from 'react';
-import type { BlockStatus, ConversationBlock, SubagentBlock, SystemBlock, ToolUseBlock } from '../../../conversation/index.js';
-import { describeInput, formatCost, formatCount, formatDuration, oneLine, shortResult, tailRows, wordCount } from '../format.js';
+import { commandOf, fileEditOf, type BlockStatus, type ConversationBlock, type SubagentBlock, type SystemBlock, type ToolUseBlock } from '../../../conversation/index.js';
+import { describeInput, formatCost, formatCount, formatDuration, oneLine, shortResult, wordCount } from '../format.js';
+import { renderInlineMarkdown, renderMarkdown } from '../render/markdown.js';
+import { renderStreamingMarkdown } from '../render/markdown-stream.js';
+import { columns as stringColumns, prefixLines } from '../render/terminal-text.js';
 import type { HistoryItem, NoteLine, Tone } from '../view-state.js';
+import { ToolResultView } from './tool-result-view.js';
 
 const TONE_COLOR: Record<Tone, string | undefined> = {
   info: undefined,
@@ -54,7 +58,7 @@ export const HistoryItemView = memo(function HistoryItemView({ item, width }: { 
         </Box>
       );
     case 'block':
-      return <FinishedBlock block={item.block} thread={item.thread} threadCost={item.threadCost} expanded={item.expanded} width={width} />;
+      return <FinishedBlock block={item.block} thread={item.thread} threadCost={item.threadCost} toolUse={item.toolUse} expanded={item.expanded} width={width} />;
   }
 });
 
@@ -62,12 +66,13 @@ interface BlockProps {
   block: ConversationBlock;
   thread?: readonly ConversationBlock[] | undefined;
   threadCost?: number | undefined;
+  toolUse?: ToolUseBlock | undefined;
   expanded: boolean;
   width: number;
 }
 
 /** A block once it is complete: in full (its text is in the scrollback), thinking and threads collapsed unless details are on. */
-function FinishedBlock({ block, thread, threadCost, expanded, width }: BlockProps) {
+function FinishedBlock({ block, thread, threadCost, toolUse, expanded, width }: BlockProps) {
   switch (block.type) {
     case 'user_message':
       return (
@@ -75,13 +80,13 @@ function FinishedBlock({ block, thread, threadCost, expanded, width }: BlockProp
           <Text color="cyan" bold>
             ❯{' '}
           </Text>
-          <Text bold>{block.content}</Text>
+          <Text bold>{renderMarkdown(block.content, width - 2).join('\n')}</Text>
         </Box>
       );
     case 'assistant_text':
       return (
         <Box marginTop={1}>
-          <Text>{block.content}</Text>
+          <Text>{renderMarkdown(block.content, width).join('\n')}</Text>
         </Box>
       );
     case 'thinking':
@@ -89,12 +94,7 @@ function FinishedBlock({ block, thread, threadCost, expanded, width }: BlockProp
     case 'tool_use':
       return <ToolLine block={block} width={width} spinner="" />;
     case 'tool_result':
-      return (
-        <Text color={block.isError ? 'red' : 'gray'} wrap="truncate-end">
-          {'  ⎿ '}
-          {shortResult(block.content, Math.max(20, width - 6))}
-        </Text>
-      );
+      return <ToolResultView block={block} toolUse={toolUse} expanded={expanded} width={width} />;
     case 'system':
       return <SystemLine block={block} />;
     case 'subagent':
@@ -114,14 +114,16 @@ export function ThinkingLine({ block, expanded, live, width, maxRows }: { block:
       </Box>
     );
   }
-  const { rows, hidden } = tailRows(block.content, Math.max(10, width - 2), maxRows - 1);
+  const all = (live ? renderStreamingMarkdown : renderMarkdown)(block.content, Math.max(10, width - 2));
+  const keep = Math.max(1, maxRows - 1);
+  const hidden = Math.max(0, all.length - keep);
   return (
     <Box flexDirection="column" marginTop={1}>
       <Text color="gray" italic>
         ✻ {live ? 'Thinking…' : 'Thought'} ({summary}){hidden > 0 ? ` … ${hidden} lines above` : ''}
       </Text>
       <Text color="gray" italic>
-        {rows.map((row) => `  ${row}`).join('\n')}
+        {prefixLines(all.slice(hidden), '  ').join('\n')}
       </Text>
     </Box>
   );
@@ -130,7 +132,7 @@ export function ThinkingLine({ block, expanded, live, width, maxRows }: { block:
 export function ToolLine({ block, width, spinner }: { block: ToolUseBlock; width: number; spinner: string }) {
   const status = STATUS[block.status];
   const glyph = block.status === 'running' && spinner !== '' ? spinner : status.glyph;
-  const args = describeInput(block.input, Math.max(10, width - block.name.length - 8));
+  const args = toolArguments(block, Math.max(10, width - block.name.length - 8));
   return (
     <Box flexDirection="column" marginTop={1}>
       <Text wrap="truncate-end">
@@ -145,6 +147,15 @@ export function ToolLine({ block, width, spinner }: { block: ToolUseBlock; width
       ) : null}
     </Box>
   );
+}
+
+/** A command tool's command, an edit's path, else the input's fields. */
+function toolArguments(block: ToolUseBlock, max: number): string {
+  const command = commandOf(block);
+  if (command) return oneLine(command.command, max);
+  const edit = fileEditOf(block);
+  if (edit?.path) return oneLine(edit.path, max);
+  return describeInput(block.input, max);
 }
 
 function SystemLine({ block }: { block: SystemBlock }) {
@@ -255,7 +266,7 @@ function blockSummary(block: ConversationBlock, width: number, tools: ReadonlyMa
     case 'user_message':
       return `❯ ${oneLine(block.content, width - 2)}`;
     case 'assistant_text':
-      return oneLine(block.content, width) || '…';
+      return renderInlineMarkdown(oneLine(block.content, width)) || '…';
     case 'thinking':
       return `✻ thinking (${wordCount(block.content)} words)`;
     case 'tool_use':
@@ -278,10 +289,17 @@ export function LiveBlock({ block, expanded, width, maxRows, spinner }: { block:
   switch (block.type) {
     case 'assistant_text': {
       // One row goes to the margin above; one more to the "lines above" line when the text is cut.
-      const text = `${block.content}▍`;
+      const columns = Math.max(10, width - 1);
+      const all = renderStreamingMarkdown(block.content, columns);
+      if (all.length === 0) all.push('');
+      // Rows lose trailing spaces when they wrap; the cursor still shows that the next word is a new one
+      // (when the row has room: a row past the width would make Ink wrap the whole block again).
+      const last = all[all.length - 1]!;
+      all[all.length - 1] = last + (block.content.endsWith(' ') && stringColumns(last) < columns ? ' ▍' : '▍');
       const available = Math.max(1, maxRows - 1);
-      let { rows, hidden } = tailRows(text, Math.max(10, width - 1), available);
-      if (hidden > 0) ({ rows, hidden } = tailRows(text, Math.max(10, width - 1), Math.max(1, available - 1)));
+      const keep = all.length > available ? Math.max(1, available - 1) : available;
+      const hidden = Math.max(0, all.length - keep);
+      const rows = all.slice(hidden);
       return (
         <Box flexDirection="column" marginTop={1}>
           {hidden > 0 ? <Text color="gray">… {hidden} more lines above (all of it is printed when the block is done)</Text> : null}
