@@ -2,11 +2,12 @@ import type { StreamEventDraft } from '../conversation/index.js';
 import type { AgentBackend, AgentProfile } from '../backends/index.js';
 import { runTurn, type SessionManager, type TurnHandle } from '../sessions/index.js';
 import { composePrompt, noteAbortedTurn, repairPrompt, toDraft, TurnOutput } from './agent-turn.js';
-import { HarnessError, OutputValidationError, type AbortedError } from './errors.js';
+import { AgentTurnError, HarnessError, OutputValidationError, truncate, type AbortedError } from './errors.js';
 import type { InjectedMessage, SessionEventDraft } from './events.js';
 import { parseOutput, toJsonSchema } from './json-output.js';
 import type { MessageRecipient } from './message-inbox.js';
 import type { RecordedTurn } from './recording.js';
+import type { ErrorSnapshot, JournalStep, RunJournal } from './run-journal.js';
 import type { AgentDefinition, AgentRunOptions, AgentSessionTarget, HarnessAgent } from './types.js';
 
 /** What an agent needs from the run it belongs to. */
@@ -25,6 +26,10 @@ export interface AgentHost {
   requeue(agent: MessageRecipient, message: InjectedMessage): void;
   markRunning(agent: MessageRecipient): void;
   markStopped(agent: MessageRecipient): void;
+  /** A durable run's journal: turns and sessions are journaled, and fed from it on resume. */
+  readonly journal: RunJournal | undefined;
+  /** Removes these messages from the inbox (a replayed turn took them). */
+  takeMatching(contents: readonly string[]): void;
   /** True when some observer keeps turns' raw output (a recording). */
   recordsTurns(): boolean;
   recordTurn(turn: Omit<RecordedTurn, 'kind'>): void;
@@ -50,6 +55,9 @@ export class AgentRuntime implements MessageRecipient {
   /** Messages sent while the turn was starting, injected as soon as it runs. */
   private startBuffer: InjectedMessage[] = [];
   private turns = 0;
+  private sessionsCreated = 0;
+  /** Messages the running turn took live, for its journal entry. */
+  private injectedLive: string[] = [];
   private readonly jsonSchema: Record<string, unknown> | undefined;
 
   constructor(
@@ -134,6 +142,7 @@ export class AgentRuntime implements MessageRecipient {
     }
     delivered.then(
       async () => {
+        if (this.current === current) this.injectedLive.push(message.content);
         // The back end got it; the session shows it where the user said it.
         const manager = await this.runtime.sessionManager();
         await manager.addMessage(current.sessionId, { role: 'user', content: message.content, metadata: { injected: true } }).catch(noop);
@@ -144,6 +153,19 @@ export class AgentRuntime implements MessageRecipient {
   }
 
   private async createSession(): Promise<string> {
+    const journal = this.runtime.journal;
+    const index = ++this.sessionsCreated;
+    if (journal) {
+      const journaled = journal.take('session', `session:${this.key}#${index}`);
+      if (journaled) return journaled.sessionId;
+      await journal.whenLive(`the session of agent "${this.key}"`);
+    }
+    const sessionId = await this.createStoredSession();
+    await journal?.record({ kind: 'session', agent: this.key, index, sessionId });
+    return sessionId;
+  }
+
+  private async createStoredSession(): Promise<string> {
     const manager = await this.runtime.sessionManager();
     const agentType = this.definition.agentType ?? 'harness';
     const record = await manager.createSession({
@@ -202,9 +224,9 @@ export class AgentRuntime implements MessageRecipient {
     const manager = await runtime.sessionManager();
     const sessionId = await this.sessionId();
     await runtime.checkpoint();
-    const messages = repair ? [] : runtime.takeMessagesFor(this.key);
-    const fullPrompt = composePrompt(messages, prompt);
     const turn = ++this.turns;
+    const { messages, replayed } = await this.startTurn(turn, prompt, repair);
+    const fullPrompt = composePrompt(messages, prompt);
     const signal = options.signal ? AbortSignal.any([runtime.signal, options.signal]) : runtime.signal;
     const definition = this.definition;
     this.starting = true;
@@ -221,6 +243,16 @@ export class AgentRuntime implements MessageRecipient {
     const complete = (output: string, stopReason: 'complete' | 'error' | 'aborted'): void => {
       runtime.emit({ type: 'agent:complete', agent: this.key, sessionId, turn, output, stopReason });
     };
+    if (replayed) {
+      // Resumed from the journal: the turn ran before the restart; its blocks are in the session already.
+      this.starting = false;
+      runtime.markStopped(this);
+      this.releaseStartBuffer(undefined);
+      runtime.takeMatching(replayed.injected ?? []);
+      complete(replayed.output, replayed.ok ? 'complete' : 'error');
+      if (!replayed.ok) throw rebuildError(this.key, replayed.error);
+      return replayed.output;
+    }
 
     let handle: TurnHandle;
     try {
@@ -244,6 +276,7 @@ export class AgentRuntime implements MessageRecipient {
     }
     const current = { handle, sessionId };
     this.current = current;
+    this.injectedLive = [];
     this.starting = false;
     this.releaseStartBuffer(current);
 
@@ -278,9 +311,53 @@ export class AgentRuntime implements MessageRecipient {
       complete(output, 'aborted');
       throw runtime.abortError(signal);
     }
+    const failure = verdict === 'error' ? result.error(this.key) : undefined;
+    await runtime.journal?.record({
+      kind: 'turn',
+      agent: this.key,
+      turn,
+      output,
+      ok: verdict === 'complete',
+      ...(failure !== undefined ? { error: snapshotError(failure) } : {}),
+      ...(this.injectedLive.length > 0 ? { injected: [...this.injectedLive] } : {}),
+    });
     complete(output, verdict);
-    if (verdict === 'error') throw result.error(this.key);
+    if (failure !== undefined) throw failure;
     return output;
+  }
+
+  /**
+   * The messages a turn takes with its prompt and, in a durable run, its journaled result: a
+   * resumed run's turn takes the messages it took before and gets its output from the journal; a
+   * new turn's prompt and messages are journaled before the back end is called.
+   */
+  private async startTurn(turn: number, prompt: string, repair: boolean): Promise<{ messages: InjectedMessage[]; replayed?: Extract<JournalStep, { kind: 'turn' }> }> {
+    const runtime = this.runtime;
+    const journal = runtime.journal;
+    if (!journal) return { messages: repair ? [] : runtime.takeMessagesFor(this.key) };
+    const key = `${this.key}#${turn}`;
+    const stepName = `agent "${this.key}" turn ${turn}`;
+    const started = journal.take('turn-start', `turn-start:${key}`);
+    if (started) {
+      if (started.prompt !== prompt) {
+        throw journal.diverge(
+          journal.seqOf(`turn-start:${key}`),
+          stepName,
+          `its journal has the prompt "${truncate(started.prompt, 80)}", but the workflow now sends "${truncate(prompt, 80)}". The workflow's code has changed since this run started.`,
+          started.prompt,
+          prompt,
+        );
+      }
+      runtime.takeMatching(started.messages);
+      const messages = started.messages.map((content) => ({ content, timestamp: new Date() }));
+      const replayed = journal.take('turn', `turn:${key}`);
+      return replayed ? { messages, replayed } : { messages };
+    }
+    await journal.whenLive(stepName);
+    await runtime.checkpoint();
+    const messages = repair ? [] : runtime.takeMessagesFor(this.key);
+    await journal.record({ kind: 'turn-start', agent: this.key, turn, prompt, messages: messages.map((message) => message.content) });
+    return { messages };
   }
 
   private releaseStartBuffer(current: CurrentTurn | undefined): void {
@@ -291,4 +368,26 @@ export class AgentRuntime implements MessageRecipient {
       else this.runtime.requeue(this, message);
     }
   }
+}
+
+function snapshotError(error: unknown): ErrorSnapshot {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    const data = (error as { data?: unknown }).data;
+    return {
+      name: error.name,
+      message: error.message,
+      ...(typeof code === 'string' ? { code } : {}),
+      ...(typeof data === 'object' && data !== null ? { data: JSON.parse(JSON.stringify(data)) as Record<string, unknown> } : {}),
+    };
+  }
+  return { name: 'Error', message: String(error) };
+}
+
+/** A journaled turn failure, thrown again on resume as the workflow saw it the first time. */
+function rebuildError(agent: string, snapshot: ErrorSnapshot | undefined): Error {
+  const error = snapshot?.code === 'AGENT_TURN_FAILED' ? new AgentTurnError(agent, '', snapshot.data ?? {}) : new Error();
+  error.message = snapshot?.message ?? `Agent "${agent}" failed.`;
+  if (snapshot?.code !== 'AGENT_TURN_FAILED') error.name = snapshot?.name ?? 'Error';
+  return error;
 }
