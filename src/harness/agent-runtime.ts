@@ -356,7 +356,10 @@ export class AgentRuntime implements MessageRecipient {
     await journal.whenLive(stepName);
     await runtime.checkpoint();
     const messages = repair ? [] : runtime.takeMessagesFor(this.key);
-    await journal.record({ kind: 'turn-start', agent: this.key, turn, prompt, messages: messages.map((message) => message.content) });
+    // Not awaited: the turn's result is appended after it, and appends are durable in call order, so
+    // a journaled result always has its start. A crash before either leaves the inbox's journaled
+    // messages to be taken again by the same turn on resume, which runs it from scratch.
+    journal.record({ kind: 'turn-start', agent: this.key, turn, prompt, messages: messages.map((message) => message.content) }).catch(noop);
     return { messages };
   }
 

@@ -260,14 +260,20 @@ class DurableRunService implements RunService {
   private observe(live: LiveRun, event: SessionEvent): void {
     if (live.closing) return;
     const record = live.record;
+    let changed = false;
     switch (event.type) {
       case 'phase:start':
         record.phase = event.name;
         record.phases.push(event.name);
+        changed = true;
         break;
       case 'agent:start': {
+        // Only a new session is news for the record: a turn alone does not rewrite it.
         const agent = record.agents.find((candidate) => candidate.key === event.agent);
-        if (agent && agent.sessionId !== event.sessionId) agent.sessionId = event.sessionId;
+        if (agent && agent.sessionId !== event.sessionId) {
+          agent.sessionId = event.sessionId;
+          changed = true;
+        }
         break;
       }
       default:
@@ -285,6 +291,8 @@ class DurableRunService implements RunService {
       }
       case 'phase:start':
       case 'agent:start':
+        if (changed) this.scheduleWrite(live);
+        break;
       case 'user:reply':
       case 'user:timeout':
       case 'session:paused':

@@ -5,8 +5,8 @@ import { ensureDirectory, ioError, isErrno, replaceFile, syncDirectory } from '.
 import { corruptFile, formatJson, parseJsonDocument } from './json-file.js';
 import { KeyedQueue } from './keyed-queue.js';
 import { FORMAT_VERSION } from './records.js';
-import { RunRecordSchema, type RunRecord } from './run-records.js';
-import { checkFromSeq, checkJournalDrafts, checkRun, runExists, runNotFound } from './run-store-rules.js';
+import type { RunRecord } from './run-records.js';
+import { checkFromSeq, checkJournalDrafts, checkRun, runExists, runNotFound, StoredRunRecordSchema } from './run-store-rules.js';
 import { matchesRunFilter, newestFirst, RunJournalEntrySchema, type RunJournalEntry, type RunJournalEntryDraft, type RunStore } from './run-store.js';
 import type { StoreWarning } from './session-store.js';
 import { checkId, storeClosed } from './validate.js';
@@ -36,7 +36,10 @@ export async function createFileRunStore(options: { dataDir: string; onWarning?:
 
 const JOURNAL_KIND = 'parley-run-journal';
 /** run.json: the record and its format version (dropped on read). */
-const RunFileSchema = RunRecordSchema.extend({ formatVersion: z.number().int().positive() }).transform(({ formatVersion: _version, ...record }) => record);
+const RunFileSchema = z
+  .looseObject({ formatVersion: z.number().int().positive() })
+  .transform(({ formatVersion: _version, ...record }): unknown => record)
+  .pipe(StoredRunRecordSchema);
 
 class FileRunStore implements RunStore {
   readonly kind = 'file';

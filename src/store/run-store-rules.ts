@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { ValidationError, describeIssues } from '../conversation/index.js';
 import { StoreError } from './errors.js';
 import { RunRecordSchema, type RunRecord } from './run-records.js';
@@ -40,3 +41,12 @@ export function runNotFound(runId: string): StoreError {
 export function runExists(runId: string): StoreError {
   return new StoreError('RUN_EXISTS', `A run "${runId}" is stored already; a new run needs a new id.`, { fault: 'user', data: { runId } });
 }
+
+/**
+ * A run record read back from JSON. JSON has no `undefined`: a run started without input (or with
+ * no state) comes back without the key, which the record's schema requires; it is put back.
+ */
+export const StoredRunRecordSchema = z.preprocess(
+  (value) => (typeof value === 'object' && value !== null ? { input: undefined, state: undefined, ...value } : value),
+  RunRecordSchema,
+);

@@ -130,6 +130,14 @@ export function runRunStoreConformance(initializer: RunStoreInitializer): void {
         expect((await store.appendJournal('run-1', [{ kind: 'c' }]))[0]!.seq).toBe(2);
         expect((await store.readJournal('run-1')).map((entry) => entry.kind)).toEqual(['a', 'b', 'c']);
       });
+
+      it('a run with no input and no state reads back as it was written', async () => {
+        const created = await store.createRun(runRecord('bare', { input: undefined, state: undefined }));
+        expect(await store.getRun('bare')).toEqual(created);
+        if (initializer.reopen) store = await initializer.reopen(store);
+        expect((await store.getRun('bare'))!).toMatchObject({ id: 'bare', status: 'running' });
+        expect((await store.listRuns()).map((run) => run.id)).toEqual(['bare']);
+      });
     });
 
     it('after close(), every call is STORE_CLOSED', async () => {

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { KeyedQueue } from '../keyed-queue.js';
-import { RunRecordSchema, type RunRecord } from '../run-records.js';
-import { checkFromSeq, checkJournalDrafts, checkRun, runExists, runNotFound } from '../run-store-rules.js';
+import type { RunRecord } from '../run-records.js';
+import { checkFromSeq, checkJournalDrafts, checkRun, runExists, runNotFound, StoredRunRecordSchema } from '../run-store-rules.js';
 import { newestFirst, type RunJournalEntry, type RunJournalEntryDraft, type RunStore, type RunStoreFilter } from '../run-store.js';
 import { checkId, storeClosed } from '../validate.js';
 import { createPool, parseConnectionString, type ConnectionTarget } from './connection.js';
@@ -130,14 +130,14 @@ class PostgresRunStore implements RunStore {
     return this.guard(async () => {
       const id = checkId(runId, 'run id');
       const [row] = await this.rows<{ record: string }>(this.sql.getRun, [id], 'read a run');
-      return row ? RunRecordSchema.parse(JSON.parse(row.record)) : undefined;
+      return row ? StoredRunRecordSchema.parse(JSON.parse(row.record)) : undefined;
     });
   }
 
   listRuns(filter?: RunStoreFilter): Promise<RunRecord[]> {
     return this.guard(async () => {
       const rows = await this.rows<{ record: string }>(this.sql.listRuns, [filter?.project ?? null, filter?.status ? [...filter.status] : null], 'list runs');
-      return rows.map((row) => RunRecordSchema.parse(JSON.parse(row.record))).sort(newestFirst);
+      return rows.map((row) => StoredRunRecordSchema.parse(JSON.parse(row.record))).sort(newestFirst);
     });
   }
 
