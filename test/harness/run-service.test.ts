@@ -172,8 +172,31 @@ describe('durable runs: the run service', () => {
     expect(w.writer.calls).toHaveLength(1);
     expect(await w.runStore.readJournal(started.id)).toEqual(journalBefore);
 
-    // A person can abort it (or fix the code and start it again).
+    // With the code put back, a person starts it again from its journal: nothing is repeated.
+    await second.close();
+    const third = w.open();
+    expect((await third.resumeRun(started.id)).status).toBe('running');
+    await waitForRun(third, started.id, isWaiting);
+    await third.answerPrompt(started.id, 'prompt-1', 'yes');
+    const done = await waitForRun(third, started.id, hasEnded);
+    expect(done).toMatchObject({ status: 'complete' });
+    expect(done.error).toBeUndefined();
+    expect(w.writer.calls).toHaveLength(1);
+    await closeAll(w);
+  });
+
+  it('a failed run can be aborted by a person; a finished one cannot be paused or resumed', async () => {
+    const w = await world();
+    const first = w.open();
+    const started = await first.startRun({ workflow: 'review', input: { file: 'a.ts' } });
+    await waitForRun(first, started.id, isWaiting);
+    await first.close();
+    const second = w.open({ harness: codeReview(w.writer, w.reviewer, { writePrompt: 'Write it in Rust' }) });
+    await second.recoverRuns();
+    await waitForRun(second, started.id, hasEnded);
     expect((await second.abortRun(started.id, 'code changed')).status).toBe('aborted');
+    await expectCode(second.pauseRun(started.id), 'RUN_ENDED');
+    await expectCode(second.resumeRun(started.id), 'RUN_ENDED');
     await closeAll(w);
   });
 
@@ -195,6 +218,35 @@ describe('durable runs: the run service', () => {
     await second.recoverRuns();
     const failed = await waitForRun(second, started.id, hasEnded);
     expect(failed).toMatchObject({ status: 'failed', error: { code: 'REPLAY_DIVERGED', step: 'random call 1' } });
+    await closeAll(w);
+  });
+
+  it('a step the journal never saw, while journaled steps remain, is a divergence: nothing new is called', async () => {
+    const w = await world();
+    const first = w.open();
+    const started = await first.startRun({ workflow: 'review', input: { file: 'a.ts' } });
+    await waitForRun(first, started.id, isWaiting);
+    await first.close();
+    // The new code asks the reviewer first: the journal's writer turn is never reached.
+    const reordered = defineHarness({
+      name: 'code-review',
+      agents: {
+        writer: defineAgent({ name: 'Writer', role: 'writes code', backend: w.writer }),
+        reviewer: defineAgent({ name: 'Reviewer', role: 'reviews code', backend: w.reviewer }),
+      },
+      async run(context) {
+        context.now();
+        context.random();
+        await context.agents.reviewer.run('Look first');
+        return context.agents.writer.run('Write a.ts');
+      },
+    }) as AnyHarness;
+    const second = w.open({ harness: reordered, stallTimeoutMs: 50 });
+    await second.recoverRuns();
+    const failed = await waitForRun(second, started.id, hasEnded);
+    expect(failed).toMatchObject({ status: 'failed', error: { code: 'REPLAY_DIVERGED', step: 'the session of agent "reviewer"' } });
+    expect(w.reviewer.calls).toHaveLength(0);
+    expect(w.writer.calls).toHaveLength(1);
     await closeAll(w);
   });
 
