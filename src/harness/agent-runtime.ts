@@ -30,6 +30,8 @@ export interface AgentHost {
   readonly journal: RunJournal | undefined;
   /** Removes these messages from the inbox (a replayed turn took them). */
   takeMatching(contents: readonly string[]): void;
+  /** Runs the `emit`s of a step fed from the journal, so they count as replayed. */
+  replayedEmit<T>(work: () => T): T;
   /** True when some observer keeps turns' raw output (a recording). */
   recordsTurns(): boolean;
   recordTurn(turn: Omit<RecordedTurn, 'kind'>): void;
@@ -225,21 +227,24 @@ export class AgentRuntime implements MessageRecipient {
     const sessionId = await this.sessionId();
     await runtime.checkpoint();
     const turn = ++this.turns;
-    const { messages, replayed } = await this.startTurn(turn, prompt, repair);
+    const { messages, replayed, start } = await this.startTurn(turn, prompt, repair);
     const fullPrompt = composePrompt(messages, prompt);
     const signal = options.signal ? AbortSignal.any([runtime.signal, options.signal]) : runtime.signal;
     const definition = this.definition;
     this.starting = true;
     runtime.markRunning(this);
-    runtime.emit({
-      type: 'agent:start',
-      agent: this.key,
-      sessionId,
-      turn,
-      prompt: fullPrompt,
-      ...(messages.length > 0 ? { messages: messages.map((message) => message.content) } : {}),
-      ...(repair ? { repair: true } : {}),
-    });
+    const announce = (): number =>
+      runtime.emit({
+        type: 'agent:start',
+        agent: this.key,
+        sessionId,
+        turn,
+        prompt: fullPrompt,
+        ...(messages.length > 0 ? { messages: messages.map((message) => message.content) } : {}),
+        ...(repair ? { repair: true } : {}),
+      });
+    if (replayed) runtime.replayedEmit(announce);
+    else announce();
     const complete = (output: string, stopReason: 'complete' | 'error' | 'aborted'): void => {
       runtime.emit({ type: 'agent:complete', agent: this.key, sessionId, turn, output, stopReason });
     };
@@ -249,7 +254,7 @@ export class AgentRuntime implements MessageRecipient {
       runtime.markStopped(this);
       this.releaseStartBuffer(undefined);
       runtime.takeMatching(replayed.injected ?? []);
-      complete(replayed.output, replayed.ok ? 'complete' : 'error');
+      runtime.replayedEmit(() => complete(replayed.output, replayed.ok ? 'complete' : 'error'));
       if (!replayed.ok) throw rebuildError(this.key, replayed.error);
       return replayed.output;
     }
@@ -312,15 +317,19 @@ export class AgentRuntime implements MessageRecipient {
       throw runtime.abortError(signal);
     }
     const failure = verdict === 'error' ? result.error(this.key) : undefined;
-    await runtime.journal?.record({
-      kind: 'turn',
-      agent: this.key,
-      turn,
-      output,
-      ok: verdict === 'complete',
-      ...(failure !== undefined ? { error: snapshotError(failure) } : {}),
-      ...(this.injectedLive.length > 0 ? { injected: [...this.injectedLive] } : {}),
-    });
+    const journal = runtime.journal;
+    if (journal) {
+      const ended: JournalStep = {
+        kind: 'turn',
+        agent: this.key,
+        turn,
+        output,
+        ok: verdict === 'complete',
+        ...(failure !== undefined ? { error: snapshotError(failure) } : {}),
+        ...(this.injectedLive.length > 0 ? { injected: [...this.injectedLive] } : {}),
+      };
+      await (start ? journal.record(start, ended) : journal.record(ended));
+    }
     complete(output, verdict);
     if (failure !== undefined) throw failure;
     return output;
@@ -331,7 +340,11 @@ export class AgentRuntime implements MessageRecipient {
    * resumed run's turn takes the messages it took before and gets its output from the journal; a
    * new turn's prompt and messages are journaled before the back end is called.
    */
-  private async startTurn(turn: number, prompt: string, repair: boolean): Promise<{ messages: InjectedMessage[]; replayed?: Extract<JournalStep, { kind: 'turn' }> }> {
+  private async startTurn(
+    turn: number,
+    prompt: string,
+    repair: boolean,
+  ): Promise<{ messages: InjectedMessage[]; replayed?: Extract<JournalStep, { kind: 'turn' }>; start?: Extract<JournalStep, { kind: 'turn-start' }> }> {
     const runtime = this.runtime;
     const journal = runtime.journal;
     if (!journal) return { messages: repair ? [] : runtime.takeMessagesFor(this.key) };
@@ -356,11 +369,9 @@ export class AgentRuntime implements MessageRecipient {
     await journal.whenLive(stepName);
     await runtime.checkpoint();
     const messages = repair ? [] : runtime.takeMessagesFor(this.key);
-    // Not awaited: the turn's result is appended after it, and appends are durable in call order, so
-    // a journaled result always has its start. A crash before either leaves the inbox's journaled
-    // messages to be taken again by the same turn on resume, which runs it from scratch.
-    journal.record({ kind: 'turn-start', agent: this.key, turn, prompt, messages: messages.map((message) => message.content) }).catch(noop);
-    return { messages };
+    // Journaled with the turn's result, in one write: a turn cut by a crash has no entry, and on
+    // resume it runs again, taking the same messages (their sends are journaled).
+    return { messages, start: { kind: 'turn-start', agent: this.key, turn, prompt, messages: messages.map((message) => message.content) } };
   }
 
   private releaseStartBuffer(current: CurrentTurn | undefined): void {

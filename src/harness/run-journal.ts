@@ -8,8 +8,8 @@ import { HarnessError, ReplayDivergenceError, truncate } from './errors.js';
  * workflow could not compute again is a step here, appended before the workflow sees it:
  *
  * - `session`: the Parley session an agent's turns go to (ids are random);
- * - `turn-start` / `turn`: an agent turn's prompt and the messages it took, then its result
- *   (a turn with a start and no result was cut by a crash, and runs again);
+ * - `turn-start` / `turn`: an agent turn's prompt and the messages it took, and its result,
+ *   written together when the turn ends (a turn cut by a crash has neither, and runs again);
  * - `prompt`, `reply`, `timeout`: a `waitForUser` question with its deadline, and how it ended;
  * - `send`: a message from `send`/`sendTo`, journaled before it is delivered;
  * - `read-messages` / `has-messages`, `now`, `random`: values the harness handed the workflow.
@@ -218,12 +218,12 @@ export class RunJournal {
     return new Promise((resolve, reject) => this.liveWaiters.push({ resolve, reject }));
   }
 
-  /** Appends a step; resolves once it is durable. Appends are numbered in call order. */
-  record(step: JournalStep): Promise<void> {
+  /** Appends steps (one write); resolves once they are durable. Appends are numbered in call order. */
+  record(...steps: JournalStep[]): Promise<void> {
     if (this.stopped) return Promise.reject(new HarnessError('SESSION_ENDED', `Run ${this.runId} is stopping; nothing more is journaled.`, { fault: 'system' }));
-    this.length += 1;
-    const { kind, ...data } = step;
-    const written = this.store.appendJournal(this.runId, [{ kind, data }]).then(
+    this.length += steps.length;
+    const drafts = steps.map(({ kind, ...data }) => ({ kind, data }));
+    const written = this.store.appendJournal(this.runId, drafts).then(
       () => undefined,
       (error: unknown) => {
         this.failure ??= error;

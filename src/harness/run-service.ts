@@ -279,7 +279,8 @@ class DurableRunService implements RunService {
       default:
         break;
     }
-    if (live.replaying) return;
+    // Events of steps fed from the journal (the last one's too) happened before the restart: not news.
+    if (live.replaying || live.runtime.emittingReplayed) return;
     this.emit('run_event', { runId: record.id, event });
     switch (event.type) {
       case 'user:prompt': {

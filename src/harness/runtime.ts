@@ -89,6 +89,23 @@ export class HarnessRuntime {
     return this.controller.signal;
   }
 
+  private replayedDepth = 0;
+
+  /** Runs `emit`s of a step fed from the journal: its events are replayed, whenever the replay ends. */
+  replayedEmit<T>(work: () => T): T {
+    this.replayedDepth += 1;
+    try {
+      return work();
+    } finally {
+      this.replayedDepth -= 1;
+    }
+  }
+
+  /** The event being emitted now belongs to the replay (a step fed from the journal, or the replay itself). */
+  get emittingReplayed(): boolean {
+    return this.replayedDepth > 0 || this.replaying;
+  }
+
   /** A durable run re-executing from its journal: steps are fed journaled results, pauses wait until it is live. */
   get replaying(): boolean {
     return this.journal?.replaying ?? false;

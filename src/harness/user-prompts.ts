@@ -20,6 +20,8 @@ export interface PromptHost {
   readonly clock: HarnessClock;
   /** A durable run's journal: questions, answers and timeouts are journaled, and fed from it on resume. */
   readonly journal: RunJournal | undefined;
+  /** Runs the `emit`s of a step fed from the journal, so they count as replayed. */
+  replayedEmit<T>(work: () => T): T;
 }
 
 interface PromptEntry {
@@ -120,17 +122,20 @@ export class UserPrompts {
     entry.info.askedAt = askedAt;
     if (deadline !== undefined) entry.info.deadline = deadline;
     this.prompts.set(promptId, entry);
-    this.host.emit({ type: 'user:prompt', ...withoutTimes(entry.info) }, entry.branch);
+    const announce = (): number => this.host.emit({ type: 'user:prompt', ...withoutTimes(entry.info) }, entry.branch);
+    if (journaled) this.host.replayedEmit(announce);
+    else announce();
     const reply = journal.take('reply', `reply:${promptId}`);
     if (reply) {
       entry.state = 'answered';
-      this.answered(entry, { content: reply.content, ...(reply.choice !== undefined ? { choice: reply.choice } : {}), timestamp: new Date(reply.timestamp) });
+      const response = { content: reply.content, ...(reply.choice !== undefined ? { choice: reply.choice } : {}), timestamp: new Date(reply.timestamp) };
+      this.host.replayedEmit(() => this.answered(entry, response));
       return;
     }
     const timedOut = journal.take('timeout', `timeout:${promptId}`);
     if (timedOut) {
       entry.state = 'timed_out';
-      this.timedOut(entry, new Date(timedOut.timestamp));
+      this.host.replayedEmit(() => this.timedOut(entry, new Date(timedOut.timestamp)));
       return;
     }
     if (deadline !== undefined) {

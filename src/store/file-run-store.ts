@@ -1,8 +1,9 @@
-import { promises as fs } from 'node:fs';
+import { closeSync, fdatasyncSync, ftruncateSync, openSync, promises as fs, writeSync } from 'node:fs';
 import { z } from 'zod';
 import { join } from 'node:path';
 import { ensureDirectory, ioError, isErrno, replaceFile, syncDirectory } from './atomic-file.js';
 import { corruptFile, formatJson, parseJsonDocument } from './json-file.js';
+import { StoreError } from './errors.js';
 import { KeyedQueue } from './keyed-queue.js';
 import { FORMAT_VERSION } from './records.js';
 import type { RunRecord } from './run-records.js';
@@ -219,14 +220,19 @@ interface PendingAppend {
   reject: (error: unknown) => void;
 }
 
-/** One run's journal open for appending, with group commit. */
+/**
+ * One run's journal open for appending, with group commit: every append made in one turn of the
+ * event loop goes into one write + fdatasync. Synchronous on purpose, as the session log's flush:
+ * thread-pool round trips of `fs.promises` cost more than the flush itself.
+ */
 class JournalFile {
   private pending: PendingAppend[] = [];
-  private writing = false;
+  private scheduled = false;
+  private closed = false;
 
   private constructor(
     private readonly path: string,
-    private readonly handle: fs.FileHandle,
+    private readonly fd: number,
     private nextSeq: number,
     private size: number,
   ) {}
@@ -251,44 +257,57 @@ class JournalFile {
         message: `The last line of ${path} was incomplete (left by a crash in the middle of a write); it was moved to ${tornPath}. It had never been acknowledged, so nothing saved was lost.`,
       });
     }
-    const handle = await fs.open(path, 'r+');
-    return new JournalFile(path, handle, scan.entries.length, scan.complete);
+    return new JournalFile(path, openSync(path, 'r+'), scan.entries.length, scan.complete);
   }
 
   append(drafts: RunJournalEntryDraft[]): Promise<RunJournalEntry[]> {
     return new Promise((resolve, reject) => {
+      if (this.closed) {
+        reject(new StoreError('STORE_CLOSED', `The journal ${this.path} is closed; open the store again to append.`));
+        return;
+      }
       this.pending.push({ drafts, resolve, reject });
-      if (!this.writing) void this.flush();
+      if (!this.scheduled) {
+        this.scheduled = true;
+        // setImmediate, not a microtask: the flush is synchronous, and a caller appending in a loop
+        // must still let the event loop run.
+        setImmediate(() => this.flush());
+      }
     });
   }
 
-  private async flush(): Promise<void> {
-    this.writing = true;
-    while (this.pending.length > 0) {
-      const batch = this.pending;
-      this.pending = [];
-      const at = new Date().toISOString();
-      let seq = this.nextSeq;
-      const written = batch.map((append) => append.drafts.map((draft) => ({ seq: seq++, kind: draft.kind, at, data: draft.data ?? null })));
-      const bytes = Buffer.from(written.flat().map((entry) => `${JSON.stringify(entry)}\n`).join(''), 'utf8');
+  private flush(): void {
+    this.scheduled = false;
+    const batch = this.pending;
+    this.pending = [];
+    if (batch.length === 0) return;
+    const at = new Date().toISOString();
+    let seq = this.nextSeq;
+    const written = batch.map((append) => append.drafts.map((draft) => ({ seq: seq++, kind: draft.kind, at, data: draft.data ?? null })));
+    const bytes = Buffer.from(written.flat().map((entry) => `${JSON.stringify(entry)}\n`).join(''), 'utf8');
+    try {
+      writeSync(this.fd, bytes, 0, bytes.length, this.size);
+      fdatasyncSync(this.fd);
+    } catch (error) {
+      // Nothing of this batch was acknowledged: cut whatever part reached the file.
       try {
-        await this.handle.write(bytes, 0, bytes.length, this.size);
-        await this.handle.datasync();
-        this.size += bytes.length;
-        this.nextSeq = seq;
-        batch.forEach((append, index) => append.resolve(written[index]!));
-      } catch (error) {
-        // Nothing of this batch was acknowledged: cut whatever part reached the file.
-        await this.handle.truncate(this.size).catch(() => undefined);
-        const failure = ioError('append to', this.path, error);
-        for (const append of batch) append.reject(failure);
+        ftruncateSync(this.fd, this.size);
+      } catch {
+        // The next open sets a torn tail aside; nothing past `size` was acknowledged.
       }
+      const failure = ioError('append to', this.path, error);
+      for (const append of batch) append.reject(failure);
+      return;
     }
-    this.writing = false;
+    this.size += bytes.length;
+    this.nextSeq = seq;
+    batch.forEach((append, index) => append.resolve(written[index]!));
   }
 
-  async close(): Promise<void> {
-    while (this.writing || this.pending.length > 0) await new Promise((resolve) => setImmediate(resolve));
-    await this.handle.close();
+  close(): void {
+    if (this.closed) return;
+    this.flush();
+    this.closed = true;
+    closeSync(this.fd);
   }
 }
