@@ -1,7 +1,7 @@
 /**
  * Durable runs (issue 14), on the scripted back end:
- * - journaling overhead: `agent.run` in a run started through the run service (every turn's start
- *   and result journaled, the result awaited durable) beside `agent.run` in a plain `startSession`
+ * - journaling overhead: `agent.run` in a run started through the run service (each turn's start
+ *   and result journaled in one append, awaited durable) beside `agent.run` in a plain `startSession`
  *   run, turn for turn, alternating. Twice: sessions and journal in memory (the journaling work
  *   alone), and sessions in the file store with the journal in the file run store (fdatasync'd, as a
  *   durable run is on disk). Target ≤ 1.05×.
