@@ -394,6 +394,27 @@ describe('durable runs: the run service', () => {
     await closeAll(w);
   });
 
+  it('runs a named project\'s workflow from that project\'s folder, and lists runs by project', async () => {
+    const w = await world();
+    const other = await projectWithWorkflow(await tempDir(), 'workflows/other.ts');
+    const loaded: string[] = [];
+    const base = codeReview(w.writer, w.reviewer);
+    const service = w.open({
+      projectRootOf: (project) => (project === 'shop' ? other : w.root),
+      loadWorkflow: async (path) => {
+        loaded.push(path);
+        return base;
+      },
+    });
+    const run = await service.startRun({ workflow: 'workflows/other.ts', project: 'shop', input: { file: 'a.ts' } });
+    expect(run.project).toBe('shop');
+    expect(run.workflow.path).toBe(`${other}/workflows/other.ts`);
+    await expectCode(service.startRun({ workflow: 'workflows/other.ts', input: { file: 'a.ts' } }), 'WORKFLOW_LOAD_FAILED');
+    expect((await service.listRuns({ project: 'shop' })).map((record) => record.id)).toEqual([run.id]);
+    expect(loaded).toEqual([`${other}/workflows/other.ts`]);
+    await closeAll(w);
+  });
+
   it('refuses a workflow outside the project or unknown by name, storing nothing', async () => {
     const w = await world();
     const service = w.open({ loadWorkflow: undefined });
