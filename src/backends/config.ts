@@ -51,6 +51,8 @@ export const ParleyConfigSchema = z
     /** The role a UI drafts for a first message typed before any draft (default `product-analyst`); a role id, as role file names are. */
     defaultRole: IdSchema.optional(),
     backends: z.record(z.string(), z.unknown()).optional(),
+    /** Workflows by name (`parley run <name>`, `start_run`): each a module path relative to the project folder. */
+    workflows: z.record(z.string().min(1), z.string().min(1)).optional(),
   })
   .strict();
 export type ParleyConfig = z.infer<typeof ParleyConfigSchema>;

@@ -1,4 +1,5 @@
-import type { RunService } from '../harness/index.js';
+import { createRunService, type RunService } from '../harness/index.js';
+import { createFileRunStore, createPostgresRunStore } from '../store/index.js';
 import type { RunServiceContext, ServerOptions } from '../server/index.js';
 
 /**
@@ -8,14 +9,21 @@ import type { RunServiceContext, ServerOptions } from '../server/index.js';
  */
 export type CoreRunServiceFactory = (context: RunServiceContext) => Promise<RunService>;
 
-// ==== WIRING POINT (lead): the one place the core's createRunService goes in. ====================
-// Once runs-core is merged, import its factory and return it here, e.g.
-//   import { createRunService } from '../harness/index.js';
-//   export const coreRunServiceFactory: CoreRunServiceFactory | undefined = (context) =>
-//     createRunService({ sessionManager: context.manager, projectRoot: context.projectRoot, dataDir: context.dataDir, ... });
-// (adapting the context to the core's options: `store` is the PostgreSQL SessionStore when one is used).
-export const coreRunServiceFactory: CoreRunServiceFactory | undefined = undefined;
-// =================================================================================================
+/**
+ * The core's RunService for a server: its runs and journals beside the server's sessions (the data
+ * folder's `runs/`, or the same PostgreSQL database), agents' sessions in the server's manager.
+ * Closing the service also closes the RunStore it opened.
+ */
+export const coreRunServiceFactory: CoreRunServiceFactory = async (context) => {
+  const runStore = context.storeUrl !== undefined ? await createPostgresRunStore({ connectionString: context.storeUrl }) : await createFileRunStore({ dataDir: context.dataDir });
+  const service = createRunService({ runStore, sessionManager: context.manager, projectRoot: context.projectRoot });
+  const closeService = service.close.bind(service);
+  service.close = async () => {
+    await closeService();
+    await runStore.close();
+  };
+  return service;
+};
 
 /**
  * What a server is given as `createRunService`: the factory's service, with every unfinished run of

@@ -3,11 +3,12 @@ import type { AgentBackend, AgentProfile, ToolDefinition } from '../backends/ind
 import { ApprovalBroker, ProjectWorkspace, WORKSPACE_PERMISSIONS } from '../workspace/index.js';
 import { runTurn, type SessionManager, type TurnHandle } from '../sessions/index.js';
 import { composePrompt, noteAbortedTurn, repairPrompt, toDraft, TurnOutput } from './agent-turn.js';
-import { HarnessError, OutputValidationError, type AbortedError } from './errors.js';
+import { AgentTurnError, HarnessError, OutputValidationError, truncate, type AbortedError } from './errors.js';
 import type { InjectedMessage, SessionEventDraft } from './events.js';
 import { parseOutput, toJsonSchema } from './json-output.js';
 import type { MessageRecipient } from './message-inbox.js';
 import type { RecordedTurn } from './recording.js';
+import type { ErrorSnapshot, JournalStep, RunJournal } from './run-journal.js';
 import type { AgentDefinition, AgentRunOptions, AgentSessionTarget, HarnessAgent } from './types.js';
 
 /** What an agent needs from the run it belongs to. */
@@ -26,6 +27,12 @@ export interface AgentHost {
   requeue(agent: MessageRecipient, message: InjectedMessage): void;
   markRunning(agent: MessageRecipient): void;
   markStopped(agent: MessageRecipient): void;
+  /** A durable run's journal: turns and sessions are journaled, and fed from it on resume. */
+  readonly journal: RunJournal | undefined;
+  /** Removes these messages from the inbox (a replayed turn took them). */
+  takeMatching(contents: readonly string[]): void;
+  /** Runs the `emit`s of a step fed from the journal, so they count as replayed. */
+  replayedEmit<T>(work: () => T): T;
   /** True when some observer keeps turns' raw output (a recording). */
   recordsTurns(): boolean;
   recordTurn(turn: Omit<RecordedTurn, 'kind'>): void;
@@ -51,6 +58,9 @@ export class AgentRuntime implements MessageRecipient {
   /** Messages sent while the turn was starting, injected as soon as it runs. */
   private startBuffer: InjectedMessage[] = [];
   private turns = 0;
+  private sessionsCreated = 0;
+  /** Messages the running turn took live, for its journal entry. */
+  private injectedLive: string[] = [];
   private readonly jsonSchema: Record<string, unknown> | undefined;
   private workspace: Promise<ProjectWorkspace> | undefined;
   /** One per agent, so an "allow always" answer holds for its later turns. */
@@ -138,6 +148,7 @@ export class AgentRuntime implements MessageRecipient {
     }
     delivered.then(
       async () => {
+        if (this.current === current) this.injectedLive.push(message.content);
         // The back end got it; the session shows it where the user said it.
         const manager = await this.runtime.sessionManager();
         await manager.addMessage(current.sessionId, { role: 'user', content: message.content, metadata: { injected: true } }).catch(noop);
@@ -148,6 +159,19 @@ export class AgentRuntime implements MessageRecipient {
   }
 
   private async createSession(): Promise<string> {
+    const journal = this.runtime.journal;
+    const index = ++this.sessionsCreated;
+    if (journal) {
+      const journaled = journal.take('session', `session:${this.key}#${index}`);
+      if (journaled) return journaled.sessionId;
+      await journal.whenLive(`the session of agent "${this.key}"`);
+    }
+    const sessionId = await this.createStoredSession();
+    await journal?.record({ kind: 'session', agent: this.key, index, sessionId });
+    return sessionId;
+  }
+
+  private async createStoredSession(): Promise<string> {
     const manager = await this.runtime.sessionManager();
     const agentType = this.definition.agentType ?? 'harness';
     const record = await manager.createSession({
@@ -226,25 +250,38 @@ export class AgentRuntime implements MessageRecipient {
     const manager = await runtime.sessionManager();
     const sessionId = await this.sessionId();
     await runtime.checkpoint();
-    const messages = repair ? [] : runtime.takeMessagesFor(this.key);
-    const fullPrompt = composePrompt(messages, prompt);
     const turn = ++this.turns;
+    const { messages, replayed, start } = await this.startTurn(turn, prompt, repair);
+    const fullPrompt = composePrompt(messages, prompt);
     const signal = options.signal ? AbortSignal.any([runtime.signal, options.signal]) : runtime.signal;
     const definition = this.definition;
     this.starting = true;
     runtime.markRunning(this);
-    runtime.emit({
-      type: 'agent:start',
-      agent: this.key,
-      sessionId,
-      turn,
-      prompt: fullPrompt,
-      ...(messages.length > 0 ? { messages: messages.map((message) => message.content) } : {}),
-      ...(repair ? { repair: true } : {}),
-    });
+    const announce = (): number =>
+      runtime.emit({
+        type: 'agent:start',
+        agent: this.key,
+        sessionId,
+        turn,
+        prompt: fullPrompt,
+        ...(messages.length > 0 ? { messages: messages.map((message) => message.content) } : {}),
+        ...(repair ? { repair: true } : {}),
+      });
+    if (replayed) runtime.replayedEmit(announce);
+    else announce();
     const complete = (output: string, stopReason: 'complete' | 'error' | 'aborted'): void => {
       runtime.emit({ type: 'agent:complete', agent: this.key, sessionId, turn, output, stopReason });
     };
+    if (replayed) {
+      // Resumed from the journal: the turn ran before the restart; its blocks are in the session already.
+      this.starting = false;
+      runtime.markStopped(this);
+      this.releaseStartBuffer(undefined);
+      runtime.takeMatching(replayed.injected ?? []);
+      runtime.replayedEmit(() => complete(replayed.output, replayed.ok ? 'complete' : 'error'));
+      if (!replayed.ok) throw rebuildError(this.key, replayed.error);
+      return replayed.output;
+    }
 
     let handle: TurnHandle;
     try {
@@ -268,6 +305,7 @@ export class AgentRuntime implements MessageRecipient {
     }
     const current = { handle, sessionId };
     this.current = current;
+    this.injectedLive = [];
     this.starting = false;
     this.releaseStartBuffer(current);
 
@@ -302,9 +340,62 @@ export class AgentRuntime implements MessageRecipient {
       complete(output, 'aborted');
       throw runtime.abortError(signal);
     }
+    const failure = verdict === 'error' ? result.error(this.key) : undefined;
+    const journal = runtime.journal;
+    if (journal) {
+      const ended: JournalStep = {
+        kind: 'turn',
+        agent: this.key,
+        turn,
+        output,
+        ok: verdict === 'complete',
+        ...(failure !== undefined ? { error: snapshotError(failure) } : {}),
+        ...(this.injectedLive.length > 0 ? { injected: [...this.injectedLive] } : {}),
+      };
+      await (start ? journal.record(start, ended) : journal.record(ended));
+    }
     complete(output, verdict);
-    if (verdict === 'error') throw result.error(this.key);
+    if (failure !== undefined) throw failure;
     return output;
+  }
+
+  /**
+   * The messages a turn takes with its prompt and, in a durable run, its journaled result: a
+   * resumed run's turn takes the messages it took before and gets its output from the journal; a
+   * new turn's prompt and messages are journaled before the back end is called.
+   */
+  private async startTurn(
+    turn: number,
+    prompt: string,
+    repair: boolean,
+  ): Promise<{ messages: InjectedMessage[]; replayed?: Extract<JournalStep, { kind: 'turn' }>; start?: Extract<JournalStep, { kind: 'turn-start' }> }> {
+    const runtime = this.runtime;
+    const journal = runtime.journal;
+    if (!journal) return { messages: repair ? [] : runtime.takeMessagesFor(this.key) };
+    const key = `${this.key}#${turn}`;
+    const stepName = `agent "${this.key}" turn ${turn}`;
+    const started = journal.take('turn-start', `turn-start:${key}`);
+    if (started) {
+      if (started.prompt !== prompt) {
+        throw journal.diverge(
+          journal.seqOf(`turn-start:${key}`),
+          stepName,
+          `its journal has the prompt "${truncate(started.prompt, 80)}", but the workflow now sends "${truncate(prompt, 80)}". The workflow's code has changed since this run started.`,
+          started.prompt,
+          prompt,
+        );
+      }
+      runtime.takeMatching(started.messages);
+      const messages = started.messages.map((content) => ({ content, timestamp: new Date() }));
+      const replayed = journal.take('turn', `turn:${key}`);
+      return replayed ? { messages, replayed } : { messages };
+    }
+    await journal.whenLive(stepName);
+    await runtime.checkpoint();
+    const messages = repair ? [] : runtime.takeMessagesFor(this.key);
+    // Journaled with the turn's result, in one write: a turn cut by a crash has no entry, and on
+    // resume it runs again, taking the same messages (their sends are journaled).
+    return { messages, start: { kind: 'turn-start', agent: this.key, turn, prompt, messages: messages.map((message) => message.content) } };
   }
 
   private releaseStartBuffer(current: CurrentTurn | undefined): void {
@@ -315,4 +406,26 @@ export class AgentRuntime implements MessageRecipient {
       else this.runtime.requeue(this, message);
     }
   }
+}
+
+function snapshotError(error: unknown): ErrorSnapshot {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    const data = (error as { data?: unknown }).data;
+    return {
+      name: error.name,
+      message: error.message,
+      ...(typeof code === 'string' ? { code } : {}),
+      ...(typeof data === 'object' && data !== null ? { data: JSON.parse(JSON.stringify(data)) as Record<string, unknown> } : {}),
+    };
+  }
+  return { name: 'Error', message: String(error) };
+}
+
+/** A journaled turn failure, thrown again on resume as the workflow saw it the first time. */
+function rebuildError(agent: string, snapshot: ErrorSnapshot | undefined): Error {
+  const error = snapshot?.code === 'AGENT_TURN_FAILED' ? new AgentTurnError(agent, '', snapshot.data ?? {}) : new Error();
+  error.message = snapshot?.message ?? `Agent "${agent}" failed.`;
+  if (snapshot?.code !== 'AGENT_TURN_FAILED') error.name = snapshot?.name ?? 'Error';
+  return error;
 }

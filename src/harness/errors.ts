@@ -16,7 +16,11 @@ export type HarnessErrorCode =
   | 'INVALID_RECORDING'
   | 'UNSUPPORTED_RECORDING_VERSION'
   | 'REPLAY_DIVERGED'
-  | 'WORKFLOW_LOAD_FAILED';
+  | 'WORKFLOW_LOAD_FAILED'
+  /** Durable runs (run-service.ts). */
+  | 'RUN_NOT_FOUND'
+  | 'RUN_ENDED'
+  | 'INVALID_JOURNAL';
 
 /** Every error the harness layer throws on purpose; `code` is stable. */
 export class HarnessError extends ParleyError {
@@ -97,14 +101,19 @@ export class ReplayDivergenceError extends HarnessError {
   readonly step: number;
   readonly expected: unknown;
   readonly actual: unknown;
-  constructor(step: number, detail: string, expected: unknown, actual: unknown) {
-    super('REPLAY_DIVERGED', `Replay diverged from the recording at step ${step}: ${detail}`, {
+  /** The step in words (`agent "writer" turn 2`), when a durable run's journal is what diverged. */
+  readonly stepName: string | undefined;
+  constructor(step: number, detail: string, expected: unknown, actual: unknown, options: { source?: 'recording' | 'journal'; stepName?: string } = {}) {
+    const source = options.source ?? 'recording';
+    const where = options.stepName !== undefined ? `${options.stepName} (${source} entry ${step})` : `step ${step}`;
+    super('REPLAY_DIVERGED', `Replay diverged from the ${source} at ${where}: ${detail}`, {
       fault: 'user',
-      data: { step, expected, actual },
+      data: { step, expected, actual, ...(options.stepName !== undefined ? { stepName: options.stepName } : {}) },
     });
     this.step = step;
     this.expected = expected;
     this.actual = actual;
+    this.stepName = options.stepName;
   }
 }
 

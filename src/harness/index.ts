@@ -1,6 +1,12 @@
 /** Human-in-the-loop workflows: defineHarness / run / startSession, recordings and replay (seed 001). */
 export { defineAgent, defineHarness, isHarness } from './define.js';
 export { replay, type ReplayOptions } from './replay.js';
+export { loadWorkflow } from './load-workflow.js';
+export { resolveWorkflowRef } from './workflow-ref.js';
+export { createRunService, type RunServiceOptions } from './run-service.js';
+export type { RunFilter, RunService, RunServiceEvents, StartRunRequest } from './run-service-types.js';
+export { systemClock, type HarnessClock } from './clock.js';
+export { JournalStepSchema, type JournalStep } from './run-journal.js';
 export {
   loadRecording,
   parseRecording,
@@ -93,4 +99,3 @@ export type {
   UserResponse,
   UserTimeoutEvent,
 } from './events.js';
-export type { RunFilter, RunService, RunServiceEvents, StartRunRequest } from './run-service-types.js';

@@ -40,15 +40,21 @@ export class MessageInbox {
 
   constructor(private readonly host: MessageHost) {}
 
-  /** `send` (no agent) and `sendTo` (an agent's key or name). */
-  send(content: string, agentName?: string): void {
+  /** Checks a message as `send` would, changing nothing; returns the target agent's key. */
+  check(content: string, agentName?: string): string | undefined {
     if (typeof content !== 'string' || content.trim() === '') {
       throw new HarnessError('INVALID_INPUT', 'A message must be non-empty text.', { fault: 'user' });
     }
     if (this.host.finished) throw new HarnessError('SESSION_ENDED', `The "${this.host.name}" session has ended; messages can no longer reach it.`, { fault: 'user' });
+    return agentName === undefined ? undefined : this.host.findAgent(agentName).key;
+  }
+
+  /** `send` (no agent) and `sendTo` (an agent's key or name); `timestamp` is a journaled message's own. */
+  send(content: string, agentName?: string, timestamp = new Date()): void {
+    this.check(content, agentName);
     const target = agentName === undefined ? undefined : this.host.findAgent(agentName);
     this.host.notify(target ? { action: 'send_to', agent: target.key, content } : { action: 'send', content });
-    const message: InjectedMessage = { content, timestamp: new Date(), ...(target ? { targetAgent: target.key } : {}) };
+    const message: InjectedMessage = { content, timestamp, ...(target ? { targetAgent: target.key } : {}) };
     const agent = target ?? this.running[this.running.length - 1];
     if (!agent) {
       this.waiting.push({ message });
@@ -80,6 +86,14 @@ export class MessageInbox {
     }
     this.waiting = rest;
     return taken;
+  }
+
+  /** Removes one waiting message per content given (a replayed turn or read took them), oldest first. */
+  takeMatching(contents: readonly string[]): void {
+    for (const content of contents) {
+      const index = this.waiting.findIndex((entry) => entry.message.content === content);
+      if (index >= 0) this.waiting.splice(index, 1);
+    }
   }
 
   hasMessages(): boolean {

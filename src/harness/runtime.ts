@@ -4,11 +4,13 @@ import { createSessionManager, type SessionManager } from '../sessions/index.js'
 import { createMemoryStore } from '../store/index.js';
 import { AgentRuntime } from './agent-runtime.js';
 import { currentBranch } from './branches.js';
+import { systemClock, type HarnessClock } from './clock.js';
 import { AbortedError, describeError, HarnessError } from './errors.js';
 import { EventLog } from './event-log.js';
 import type { InjectedMessage, SessionEvent, SessionEventDraft, UserReply } from './events.js';
 import { MessageInbox, type MessageRecipient } from './message-inbox.js';
 import type { RecordedInputDraft, RecordedTurn } from './recording.js';
+import { describeStep, type RunJournal } from './run-journal.js';
 import type {
   AgentMap,
   ExecuteContext,
@@ -50,6 +52,10 @@ export class HarnessRuntime {
   readonly observers: RuntimeObserver[] = [];
   /** Replay answers timeouts from the recording instead of the clock. */
   armTimers = true;
+  /** Where the run reads the time and sets prompt timers. */
+  clock: HarnessClock = systemClock;
+  /** A durable run's journal (run-journal.ts): non-deterministic results go through it. */
+  journal: RunJournal | undefined;
   interactive = false;
   started = false;
   finished = false;
@@ -82,6 +88,42 @@ export class HarnessRuntime {
 
   get signal(): AbortSignal {
     return this.controller.signal;
+  }
+
+  private replayedDepth = 0;
+
+  /** Runs `emit`s of a step fed from the journal: its events are replayed, whenever the replay ends. */
+  replayedEmit<T>(work: () => T): T {
+    this.replayedDepth += 1;
+    try {
+      return work();
+    } finally {
+      this.replayedDepth -= 1;
+    }
+  }
+
+  /** The event being emitted now belongs to the replay (a step fed from the journal, or the replay itself). */
+  get emittingReplayed(): boolean {
+    return this.replayedDepth > 0 || this.replaying;
+  }
+
+  /** A durable run re-executing from its journal: steps are fed journaled results, pauses wait until it is live. */
+  get replaying(): boolean {
+    return this.journal?.replaying ?? false;
+  }
+
+  /**
+   * Makes this a durable run: its non-deterministic steps are journaled and, while the journal
+   * holds entries, fed from it. `replayEnded` is called once the run is live.
+   */
+  attachJournal(journal: RunJournal, replayEnded: () => void): void {
+    this.journal = journal;
+    journal.attach({
+      deliverSend: (step) => this.inbox.send(step.content, step.agent, new Date(step.timestamp)),
+      diverged: (error) => this.abort(`its journal no longer matches the workflow: ${error.message}`),
+      failed: (error) => this.abort(`its journal could not be written: ${error instanceof Error ? error.message : String(error)}`),
+      replayEnded,
+    });
   }
 
   get status(): InteractiveSessionStatus {
@@ -150,12 +192,24 @@ export class HarnessRuntime {
       this.throwIfStopped();
       // The run's `invoke_workflow` span: its phases, waits and agent turns nest under it.
       const result = await inSpan(`${OPERATION.invokeWorkflow} ${this.name}`, { [ATTR.operationName]: OPERATION.invokeWorkflow, [ATTR.workflowName]: this.name }, () => this.definition.run(this.context(manager)));
+      this.checkJournalUsed();
       outcome = this.aborted ? { kind: 'aborted', result } : { kind: 'complete', result };
     } catch (error) {
       outcome = this.aborted ? { kind: 'aborted', result: undefined } : { kind: 'failed', error };
     }
+    // A durable run that diverged or could not journal failed, whatever the workflow made of it.
+    const journalError = this.journal?.divergence ?? this.journal?.failure;
+    if (journalError !== undefined && !this.journal?.stopped) outcome = { kind: 'failed', error: journalError };
     this.finish(outcome);
     return outcome;
+  }
+
+  /** A workflow that ends while its journal still holds steps is not the code that wrote the journal. */
+  private checkJournalUsed(): void {
+    const journal = this.journal;
+    if (!journal?.replaying) return;
+    const next = journal.firstUnused()!;
+    journal.diverge(next.seq, describeStep(next.step), `the workflow ended, but its journal goes on with ${describeStep(next.step)}. The workflow's code has changed since this run started.`, next.step, undefined);
   }
 
   private finish(outcome: Outcome): void {
@@ -192,6 +246,7 @@ export class HarnessRuntime {
     this.abortReason = reason;
     this.emit({ type: 'session:abort', ...(reason !== undefined ? { reason } : {}) }, undefined);
     const error = new AbortedError(reason);
+    this.journal?.release(error);
     this.prompts.cancelAll(error);
     this.wakePaused();
     this.controller.abort(error);
@@ -215,7 +270,7 @@ export class HarnessRuntime {
   /** Where the workflow may stop: throws once aborted, waits while paused. */
   async checkpoint(): Promise<void> {
     this.throwIfStopped();
-    while (this.paused && !this.aborted && !this.finished) {
+    while (this.paused && !this.aborted && !this.finished && !this.replaying) {
       await new Promise<void>((resolve) => this.pauseWaiters.add(resolve));
     }
     this.throwIfStopped();
@@ -266,6 +321,8 @@ export class HarnessRuntime {
         this.emit({ type: 'custom', name, data });
       },
       retry: (name, fn, options) => runRetry(this, name, fn, options),
+      now: () => this.journaledValue('now', () => this.clock.now()),
+      random: () => this.journaledValue('random', Math.random),
       parallel: (name, fns, options) => runParallel(this, name, fns, options),
       ...(this.interactive ? { session: this.sessionContext() } : {}),
     };
@@ -279,10 +336,53 @@ export class HarnessRuntime {
         waiting.catch(() => undefined);
         return waiting;
       },
-      hasMessages: () => this.inbox.hasMessages(),
-      readMessages: () => this.inbox.takeAll(),
+      hasMessages: () => this.hasMessages(),
+      readMessages: () => this.readMessages(),
       isAborted: () => this.aborted,
     };
+  }
+
+  /**
+   * A value the workflow must get again on resume: the journaled one while replaying, else a fresh
+   * one, journaled. The call returns at once; the append is durable before any later step's
+   * (appends are numbered in call order), so nothing outside the process can see it first.
+   */
+  private journaledValue(kind: 'now' | 'random', produce: () => number): number {
+    const journal = this.journal;
+    if (!journal) return produce();
+    const index = journal.next(kind);
+    const journaled = journal.take(kind, `${kind}#${index}`);
+    if (journaled) return journaled.value;
+    const value = produce();
+    journal.record({ kind, index, value }).catch(noop);
+    return value;
+  }
+
+  private hasMessages(): boolean {
+    const journal = this.journal;
+    if (!journal) return this.inbox.hasMessages();
+    const index = journal.next('has-messages');
+    const journaled = journal.take('has-messages', `has-messages#${index}`);
+    if (journaled) return journaled.value;
+    const value = this.inbox.hasMessages();
+    journal.record({ kind: 'has-messages', index, value }).catch(noop);
+    return value;
+  }
+
+  private readMessages(): InjectedMessage[] {
+    const journal = this.journal;
+    if (!journal) return this.inbox.takeAll();
+    const index = journal.next('read-messages');
+    const journaled = journal.take('read-messages', `read-messages#${index}`);
+    if (journaled) {
+      this.inbox.takeMatching(journaled.messages.map((message) => message.content));
+      return journaled.messages.map((message) => ({ ...message, timestamp: new Date(message.timestamp) }));
+    }
+    const messages = this.inbox.takeAll();
+    journal
+      .record({ kind: 'read-messages', index, messages: messages.map((message) => ({ ...message, timestamp: message.timestamp.getTime() })) })
+      .catch(noop);
+    return messages;
   }
 
   // ---- prompts and messages (the user's side of an interactive run) ----------------------------------
@@ -303,6 +403,16 @@ export class HarnessRuntime {
   /** `send` (no agent) and `sendTo` (an agent's key or name). */
   send(content: string, agentName?: string): void {
     this.inbox.send(content, agentName);
+  }
+
+  /** Checks a message as `send` would, changing nothing; returns the target agent's key. */
+  checkSend(content: string, agentName?: string): string | undefined {
+    return this.inbox.check(content, agentName);
+  }
+
+  /** Removes these messages from the inbox (a replayed turn took them). */
+  takeMatching(contents: readonly string[]): void {
+    this.inbox.takeMatching(contents);
   }
 
   requeue(agent: MessageRecipient, message: InjectedMessage): void {

@@ -152,6 +152,13 @@ export interface ExecuteContext<TAgents extends AgentMap, TState, TInput = unkno
   retry<T>(name: string, fn: (attempt: number) => Promise<T>, options?: RetryOptions): Promise<T>;
   /** Runs the functions with at most `concurrency` at once; results in input order. */
   parallel<T>(name: string, fns: Array<() => Promise<T>>, options?: ParallelOptions): Promise<T[]>;
+  /**
+   * The time, in milliseconds since the epoch. Use it instead of `Date.now()`: in a durable run
+   * the value is journaled, and a resumed run gets the same value again at the same call.
+   */
+  now(): number;
+  /** A random number in [0, 1), like `Math.random()`; journaled in a durable run, like `now()`. */
+  random(): number;
   /** Present only under `startSession()`. */
   session?: SessionContext;
 }
@@ -241,6 +248,10 @@ export interface PendingPrompt {
   choices?: string[];
   defaultChoice?: string;
   timeout?: number;
+  /** When it was asked (milliseconds since the epoch); set in durable runs. */
+  askedAt?: number;
+  /** When it times out (milliseconds since the epoch); set in durable runs, kept across restarts. */
+  deadline?: number;
 }
 
 export interface InteractiveSession<TState, TResult> extends AsyncIterable<SessionEvent> {

@@ -1,7 +1,9 @@
 import { currentBranch } from './branches.js';
 import { HarnessError, TimeoutError, truncate } from './errors.js';
 import type { SessionEventDraft, UserReply, UserResponse } from './events.js';
+import type { HarnessClock } from './clock.js';
 import type { RecordedInputDraft } from './recording.js';
+import { type RunJournal } from './run-journal.js';
 import type { PendingPrompt, ReplyOutcome, WaitOptions } from './types.js';
 
 /** What the prompts of a run need from the run. */
@@ -14,6 +16,12 @@ export interface PromptHost {
   notify(input: RecordedInputDraft): void;
   /** Throws when the run can take no new prompt (aborted or ended). */
   throwIfStopped(): void;
+  /** Where timeouts are timed. */
+  readonly clock: HarnessClock;
+  /** A durable run's journal: questions, answers and timeouts are journaled, and fed from it on resume. */
+  readonly journal: RunJournal | undefined;
+  /** Runs the `emit`s of a step fed from the journal, so they count as replayed. */
+  replayedEmit<T>(work: () => T): T;
 }
 
 interface PromptEntry {
@@ -23,7 +31,7 @@ interface PromptEntry {
   state: 'pending' | 'answered' | 'timed_out' | 'cancelled';
   resolve: (response: UserResponse) => void;
   reject: (error: unknown) => void;
-  timer?: ReturnType<typeof setTimeout>;
+  timer?: unknown;
 }
 
 const noop = (): void => {};
@@ -68,12 +76,73 @@ export class UserPrompts {
       ...(options.timeout !== undefined ? { timeout: options.timeout } : {}),
     };
     const entry: PromptEntry = { info, options, branch: currentBranch(), state: 'pending', resolve, reject };
+    const journal = this.host.journal;
+    if (journal) {
+      this.openDurably(journal, entry).catch(reject);
+      return promise;
+    }
     this.prompts.set(promptId, entry);
     this.host.emit({ type: 'user:prompt', ...info }, entry.branch);
     if (options.timeout !== undefined && this.host.armTimers && entry.state === 'pending') {
-      entry.timer = setTimeout(() => this.timeout(promptId), options.timeout);
+      entry.timer = this.host.clock.setTimeout(() => this.timeout(promptId), options.timeout);
     }
     return promise;
+  }
+
+  /**
+   * A durable run's question: asked (journaled with its deadline) before anyone can see it. On
+   * resume, a question the journal has is not asked again: it keeps its deadline, and its journaled
+   * answer or timeout applies at once; a deadline that passed while the run was down times it out now.
+   */
+  private async openDurably(journal: RunJournal, entry: PromptEntry): Promise<void> {
+    const { promptId, prompt } = entry.info;
+    const key = `prompt:${promptId}`;
+    const journaled = journal.take('prompt', key);
+    let askedAt: number;
+    let deadline: number | undefined;
+    if (journaled) {
+      if (journaled.prompt !== prompt) {
+        throw journal.diverge(
+          journal.seqOf(key),
+          `question ${promptId}`,
+          `its journal asked "${truncate(journaled.prompt, 80)}", but the workflow now asks "${truncate(prompt, 80)}". The workflow's code has changed since this run started.`,
+          journaled.prompt,
+          prompt,
+        );
+      }
+      ({ askedAt, deadline } = journaled);
+    } else {
+      await journal.whenLive(`question ${promptId} ("${truncate(prompt, 60)}")`);
+      this.host.throwIfStopped();
+      askedAt = this.host.clock.now();
+      deadline = entry.options.timeout !== undefined ? askedAt + entry.options.timeout : undefined;
+      await journal.record({ kind: 'prompt', promptId, prompt, askedAt, ...(deadline !== undefined ? { deadline } : {}) });
+      this.host.throwIfStopped();
+    }
+    entry.info.askedAt = askedAt;
+    if (deadline !== undefined) entry.info.deadline = deadline;
+    this.prompts.set(promptId, entry);
+    const announce = (): number => this.host.emit({ type: 'user:prompt', ...withoutTimes(entry.info) }, entry.branch);
+    if (journaled) this.host.replayedEmit(announce);
+    else announce();
+    const reply = journal.take('reply', `reply:${promptId}`);
+    if (reply) {
+      entry.state = 'answered';
+      const response = { content: reply.content, ...(reply.choice !== undefined ? { choice: reply.choice } : {}), timestamp: new Date(reply.timestamp) };
+      this.host.replayedEmit(() => this.answered(entry, response));
+      return;
+    }
+    const timedOut = journal.take('timeout', `timeout:${promptId}`);
+    if (timedOut) {
+      entry.state = 'timed_out';
+      this.host.replayedEmit(() => this.timedOut(entry, new Date(timedOut.timestamp)));
+      return;
+    }
+    if (deadline !== undefined) {
+      const remaining = deadline - this.host.clock.now();
+      if (remaining <= 0) this.timeout(promptId);
+      else entry.timer = this.host.clock.setTimeout(() => this.timeout(promptId), remaining);
+    }
   }
 
   reply(promptId: string, reply: UserReply): ReplyOutcome {
@@ -114,11 +183,28 @@ export class UserPrompts {
       if (verdict !== true) return this.rejectReply(entry, text, typeof verdict === 'string' && verdict !== '' ? verdict : `The reply "${truncate(text, 60)}" was not accepted.`);
     }
     entry.state = 'answered';
-    if (entry.timer) clearTimeout(entry.timer);
+    this.clearTimer(entry);
     const response: UserResponse = { content: text, ...(choice !== undefined ? { choice } : {}), timestamp: given.timestamp ?? new Date() };
-    this.host.emit({ type: 'user:reply', promptId, response }, entry.branch);
-    entry.resolve(response);
+    const journal = this.host.journal;
+    if (journal) {
+      // Durable before the workflow (or anyone watching its events) sees it.
+      journal
+        .record({ kind: 'reply', promptId, content: response.content, ...(choice !== undefined ? { choice } : {}), timestamp: response.timestamp.getTime() })
+        .then(() => this.answered(entry, response), entry.reject);
+    } else {
+      this.answered(entry, response);
+    }
     return { accepted: true, response };
+  }
+
+  private answered(entry: PromptEntry, response: UserResponse): void {
+    this.host.emit({ type: 'user:reply', promptId: entry.info.promptId, response }, entry.branch);
+    entry.resolve(response);
+  }
+
+  private clearTimer(entry: PromptEntry): void {
+    if (entry.timer !== undefined) this.host.clock.clearTimeout(entry.timer);
+    entry.timer = undefined;
   }
 
   /** Ends a waiting prompt as timed out (the clock, or a replayed recording). False when it is not waiting. */
@@ -127,15 +213,26 @@ export class UserPrompts {
     if (!entry || entry.state !== 'pending') return false;
     this.host.notify({ action: 'timeout', promptId });
     entry.state = 'timed_out';
-    if (entry.timer) clearTimeout(entry.timer);
+    this.clearTimer(entry);
+    const journal = this.host.journal;
+    const at = new Date(this.host.clock.now());
+    if (journal) {
+      journal.record({ kind: 'timeout', promptId, timestamp: at.getTime() }).then(() => this.timedOut(entry, at), entry.reject);
+    } else {
+      this.timedOut(entry, at);
+    }
+    return true;
+  }
+
+  private timedOut(entry: PromptEntry, at: Date): void {
+    const { promptId } = entry.info;
     const fallback = entry.options.defaultChoice;
     this.host.emit({ type: 'user:timeout', promptId, ...(fallback !== undefined ? { defaultChoice: fallback } : {}) }, entry.branch);
     if (fallback !== undefined) {
-      entry.resolve({ content: fallback, ...(entry.options.choices ? { choice: fallback } : {}), timestamp: new Date(), timedOut: true });
+      entry.resolve({ content: fallback, ...(entry.options.choices ? { choice: fallback } : {}), timestamp: at, timedOut: true });
     } else {
       entry.reject(new TimeoutError(promptId, entry.info.prompt, entry.options.timeout ?? 0));
     }
-    return true;
   }
 
   /** Rejects every waiting prompt with `error` (the run ended or was aborted). */
@@ -143,7 +240,7 @@ export class UserPrompts {
     for (const entry of this.prompts.values()) {
       if (entry.state !== 'pending') continue;
       entry.state = 'cancelled';
-      if (entry.timer) clearTimeout(entry.timer);
+      this.clearTimer(entry);
       entry.reject(error);
     }
   }
@@ -182,4 +279,10 @@ function checkWaitOptions(prompt: string, options: WaitOptions): void {
   if (options.defaultChoice !== undefined && options.choices !== undefined && !options.choices.includes(options.defaultChoice)) {
     fail(`defaultChoice "${options.defaultChoice}" is not one of the choices (${options.choices.join(', ')}).`);
   }
+}
+
+/** The prompt event keeps its recorded shape: when it was asked is the journal's business. */
+function withoutTimes(info: PendingPrompt): PendingPrompt {
+  const { askedAt: _askedAt, deadline: _deadline, ...rest } = info;
+  return rest;
 }

@@ -34,6 +34,8 @@ export interface ServerOptions {
    * announces to its clients the events the others append.
    */
   store?: SessionStore;
+  /** The PostgreSQL URL `store` was opened with, for the stores that live beside it (durable runs). */
+  storeUrl?: string;
   /**
    * Where projects, tasks, drafts and role files live, and the draft leases; default: the file
    * DraftStore in `dataDir`. With a shared database (PostgreSQL), several servers serve the same
@@ -87,6 +89,8 @@ export interface RunServiceContext {
   dataDir: string;
   /** The session store the server was given (PostgreSQL); undefined: the file store in `dataDir`. */
   store?: SessionStore;
+  /** The PostgreSQL URL of `store`, for stores beside it (the durable runs' RunStore). */
+  storeUrl?: string;
   backendFor?: DraftServiceOptions['backendFor'];
   log: Logger;
 }
@@ -165,6 +169,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         projectRoot,
         dataDir,
         ...(options.store ? { store: options.store } : {}),
+        ...(options.storeUrl ? { storeUrl: options.storeUrl } : {}),
         ...(options.backendFor ? { backendFor: options.backendFor } : {}),
         log,
       });

@@ -18,6 +18,9 @@ export type StoreErrorCode =
   /** A claim found the channel or the task already held by an active draft. */
   | 'DRAFT_ALREADY_ACTIVE'
   | 'DRAFT_NOT_FOUND'
+  /** Run stores (run-store.ts). */
+  | 'RUN_NOT_FOUND'
+  | 'RUN_EXISTS'
   /** A write failed for want of space (ENOSPC, or EDQUOT: the user's disk quota); nothing acknowledged is lost. */
   | 'DISK_FULL'
   /** PostgreSQL store: the connection string cannot be parsed. */

@@ -17,3 +17,6 @@ export * from './migrate.js';
 export { migrateDraftStore, type DraftLayerReport, type DraftRecordMigration, type DraftStoreSide, type ProjectDigest, type ProjectVerification } from './draft-migrate.js';
 export { digestProject } from './draft-digest.js';
 export * from './run-records.js';
+export * from './run-store.js';
+export { createMemoryRunStore } from './memory-run-store.js';
+export { createFileRunStore } from './file-run-store.js';

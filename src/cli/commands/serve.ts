@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { ParleyError } from '../../conversation/index.js';
 import type { RunningServer } from '../../server/index.js';
-import { draftLeaseFromEnvironment, openChosenDraftStore, openChosenStore, resolveDataDir } from '../options.js';
+import { draftLeaseFromEnvironment, openChosenDraftStore, openChosenStore, resolveDataDir, resolveStoreUrl } from '../options.js';
 import { coreRunServiceFactory, serveRuns, type CoreRunServiceFactory } from '../run-service-wiring.js';
 import { resolveServerBackends } from '../server-backends.js';
 
@@ -51,7 +51,7 @@ export function register(program: Command, runServiceFactory: CoreRunServiceFact
         server = await startServer({
           projectRoot,
           dataDir,
-          ...(store ? { store } : {}),
+          ...(store ? { store, storeUrl: resolveStoreUrl(command)! } : {}),
           ...(draftStore ? { draftStore } : {}),
           ...(leaseTtlMs !== undefined ? { leaseTtlMs } : {}),
           port: options.port ?? DEFAULT_PORT,

@@ -1,5 +1,6 @@
 import type { DraftStoreHome } from '../draft-store-home.js';
 import type { DraftStore } from '../draft-store.js';
+import type { RunStore } from '../run-store.js';
 import type { SessionStore } from '../session-store.js';
 
 export interface PostgresStoreOptions {
@@ -59,4 +60,13 @@ export interface PostgresDraftStoreOptions extends PostgresStoreOptions {
 export async function createPostgresDraftStore(options: PostgresDraftStoreOptions): Promise<DraftStore> {
   const { openPostgresDraftStore } = await import('./draft-store.js');
   return openPostgresDraftStore(options);
+}
+
+/**
+ * A RunStore on PostgreSQL (durable harness runs and their journals), in the same database and
+ * schema as the session and draft stores. It opens a pool of its own (`poolSize`, default 4).
+ */
+export async function createPostgresRunStore(options: PostgresStoreOptions): Promise<RunStore> {
+  const { openPostgresRunStore } = await import('./run-store.js');
+  return openPostgresRunStore(options);
 }

@@ -158,6 +158,40 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    description: 'durable harness runs: their records and append-only journals',
+    sql: `
+      -- A run's record as its JSON text; the columns beside it are what listRuns filters and orders by.
+      CREATE TABLE runs (
+        run_id text PRIMARY KEY,
+        project text,
+        status text NOT NULL,
+        created_at text NOT NULL,
+        record text NOT NULL
+      );
+      CREATE INDEX runs_by_status ON runs (status);
+
+      -- The newest seq of each run's journal, -1 when empty: bumped in the statement that inserts the
+      -- entries, under this row's lock, so seqs stay consecutive across processes (as session_logs).
+      CREATE TABLE run_journals (
+        run_id text PRIMARY KEY REFERENCES runs,
+        last_seq bigint NOT NULL DEFAULT -1
+      );
+
+      -- append_id: made by the client before sending, so a retry after a lost connection finds its
+      -- earlier commit instead of journaling the entries twice.
+      CREATE TABLE run_journal_entries (
+        run_id text NOT NULL,
+        seq bigint NOT NULL CHECK (seq >= 0),
+        kind text NOT NULL,
+        at text NOT NULL,
+        data text NOT NULL,
+        append_id uuid NOT NULL,
+        PRIMARY KEY (run_id, seq)
+      );
+      CREATE INDEX run_journal_entries_by_append ON run_journal_entries (run_id, append_id);
+    `,
+  },
 ];
 
 /** The schema version this Parley writes and reads. */
