@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { isParleyError, MAIN_CONVERSATION, type StreamEvent } from '../conversation/index.js';
-import type { AgentProfile } from '../backends/index.js';
+import { isResumeFailureCode, type AgentProfile } from '../backends/index.js';
 import { runTurn } from '../sessions/index.js';
 import { dispatchAutonomous } from './draft-dispatch.js';
 import { closeDraft } from './draft-lifecycle.js';
@@ -17,8 +17,6 @@ import type { SubmitResult } from './types.js';
 // The turn path: a prompt on a channel becomes a turn of its draft (or an autonomous dispatch), the
 // turn streams to its end, and its metrics are saved and pushed; cancel and settled watch it.
 
-/** Back-end failure codes that mean "this native session cannot be resumed". */
-const RESUME_FAILURE_CODES = new Set(['RESUME_FAILED', 'NATIVE_RESUME_FAILED']);
 
 export async function submitPrompt(state: DraftServiceState, params: { channelId: string; content: string; role?: string; taskSlug?: string }): Promise<SubmitResult> {
   assertOpen(state);
@@ -144,7 +142,7 @@ async function consume(state: DraftServiceState, draft: ActiveDraft, events: Asy
         // The back end compacted its own context (Claude's compact_boundary).
         const { preTokens, trigger } = compactionFacts(block.data);
         state.emitter.emit('context_compacted', { channelId, sessionId, preTokens, trigger });
-      } else if (block.subtype === 'error' && RESUME_FAILURE_CODES.has(dataCode(block.data) ?? '')) {
+      } else if (block.subtype === 'error' && isResumeFailureCode(dataCode(block.data))) {
         resumeFailure = block.content;
       }
     }

@@ -28,6 +28,16 @@ export interface RunTurnOptions {
    * still writes to the session (a draft's worker threads are open but alive, not interrupted).
    */
   repairInterrupted?: boolean;
+  /**
+   * The user message is already in the log (a retry of the same turn, backend-move.ts's fallback
+   * ladder): it is not stored again.
+   */
+  userMessageStored?: boolean;
+  /**
+   * `managed`: Parley builds the request from its log even on a native back end, which then starts
+   * a new native session of its own with it (the last rung of the fallback ladder).
+   */
+  continuity?: 'managed';
 }
 
 export interface TurnHandle {
@@ -65,19 +75,27 @@ export async function runTurn(manager: SessionManager, sessionId: string, option
     ...(options.maxTurns ? { maxTurns: options.maxTurns } : {}),
   };
   let estimatedInputTokens: number | undefined;
-  if (description.continuity === 'native' && session.native?.backend === description.name) {
+  const managed = description.continuity === 'managed' || options.continuity === 'managed';
+  if (!managed && session.native?.backend === description.name) {
     request.nativeSessionId = session.native.nativeSessionId;
     request.isNewSession = false;
-  } else if (description.continuity === 'native') {
+  } else if (!managed) {
     request.isNewSession = true;
   } else {
+    if (description.continuity === 'native') {
+      // A fresh native session, so nothing the back end kept under an old id is mixed in.
+      request.nativeSessionId = randomUUID();
+      request.isNewSession = true;
+    }
     // Built before the message is stored, so the prompt is not also in "Recent Conversation".
     const built = await manager.buildRequest(sessionId, options.prompt, options.signal ? { signal: options.signal } : {});
     request.systemPrompt = built.systemPrompt;
     request.prompt = built.userPrompt;
     estimatedInputTokens = built.totalTokens;
   }
-  await manager.addMessage(sessionId, { role: 'user', content: options.prompt, metadata: { [TURN_MARKER]: true }, ...(options.pinned ? { pinned: true } : {}) });
+  if (!options.userMessageStored) {
+    await manager.addMessage(sessionId, { role: 'user', content: options.prompt, metadata: { [TURN_MARKER]: true }, ...(options.pinned ? { pinned: true } : {}) });
+  }
 
   const turn = options.backend.execute(request);
   const guard = new TurnIdGuard(await manager.loadConversation(sessionId), randomUUID().slice(0, 8));
