@@ -97,9 +97,14 @@ async function sessionBackend(command: Command, store: Awaited<ReturnType<typeof
   }
 }
 
-/** Streams assistant text as it is typed and other blocks as lines; returns whether the turn failed. */
+/**
+ * Streams assistant text as it is typed and other blocks as lines; returns whether the turn failed.
+ * A turn the fallback ladder ran again counts by its last attempt: an error the ladder recovered
+ * from is shown, and does not fail the command.
+ */
 async function printTurn(events: AsyncIterable<StreamEvent>): Promise<boolean> {
   let failed = false;
+  let attemptFailed = false;
   let midLine = false;
   const streamed = new Set<string>();
   const newline = () => {
@@ -108,6 +113,10 @@ async function printTurn(events: AsyncIterable<StreamEvent>): Promise<boolean> {
   };
   for await (const event of events) {
     if (event.conversationId !== 'main') continue;
+    if (event.type === 'metadata_update' && event.metadata.turnComplete) {
+      failed = attemptFailed;
+      attemptFailed = false;
+    }
     if (event.type === 'text_delta') {
       streamed.add(event.blockId);
       process.stdout.write(event.delta);
@@ -123,12 +132,12 @@ async function printTurn(events: AsyncIterable<StreamEvent>): Promise<boolean> {
         continue;
       }
       newline();
-      if (block.type === 'system' && block.subtype === 'error') failed = true;
+      if (block.type === 'system' && block.subtype === 'error') attemptFailed = true;
       process.stdout.write(`${renderBlock(block)}\n`);
     }
   }
   newline();
-  return failed;
+  return failed || attemptFailed;
 }
 
 async function readStdin(): Promise<string> {
