@@ -50,6 +50,14 @@ export const SubmitPromptParamsSchema = z.strictObject({
   /** Ignored while a draft is active (the draft owns routing). */
   role: WireIdSchema.optional(),
   taskSlug: WireIdSchema.optional(),
+  backend: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe(
+      "with an active draft: continue its session on this back end from this prompt on (a native one resumes a transcript Parley writes from the session's log; a system block says what was converted). Needs an active draft",
+    ),
 });
 /**
  * With an active draft the turn is accepted and streams as `channel_message` notifications;

@@ -75,9 +75,14 @@ export async function runTurn(manager: SessionManager, sessionId: string, option
     ...(options.maxTurns ? { maxTurns: options.maxTurns } : {}),
   };
   let estimatedInputTokens: number | undefined;
-  const managed = description.continuity === 'managed' || options.continuity === 'managed';
-  if (!managed && session.native?.backend === description.name) {
-    request.nativeSessionId = session.native.nativeSessionId;
+  const linked = description.continuity === 'native' && session.native?.backend === description.name;
+  // A native back end with no session of its own yet, on a session that already has a history (it
+  // came from another back end and this one takes no written transcript): the history goes in as
+  // a built request, as on a managed back end, and the back end's new session starts from it.
+  const managed =
+    description.continuity === 'managed' || options.continuity === 'managed' || (!linked && hasHistory((await manager.loadConversation(sessionId)).blocks));
+  if (!managed && linked) {
+    request.nativeSessionId = session.native!.nativeSessionId;
     request.isNewSession = false;
   } else if (!managed) {
     request.isNewSession = true;
@@ -251,6 +256,11 @@ export function interruptedTurnRepairs(conversation: ConversationState, now: num
     drafts.push({ type: 'metadata_update', conversationId: MAIN_CONVERSATION, metadata: { turnComplete: true, stopReason: 'interrupted' }, at: now });
   }
   return drafts;
+}
+
+/** Whether anything was said yet: user or assistant messages. */
+function hasHistory(blocks: readonly ConversationBlock[]): boolean {
+  return blocks.some((block) => block.type === 'user_message' || block.type === 'assistant_text');
 }
 
 function findLastIndex<T>(items: readonly T[], predicate: (item: T) => boolean): number {

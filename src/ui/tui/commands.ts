@@ -19,6 +19,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   { name: 'sessions', usage: ['/sessions'], description: 'List recent sessions.' },
   { name: 'compact', usage: ['/compact [instructions]'], description: 'Compact the draft\'s context now, optionally with focus instructions.' },
   { name: 'agents', usage: ['/agents'], description: 'Worker agents of this channel and their status.' },
+  { name: 'backend', usage: ['/backend', '/backend <name>'], description: "Show the draft's back end, or continue the draft on another back end from the next message on." },
   { name: 'help', usage: ['/help'], description: 'This list.' },
   { name: 'quit', usage: ['/quit'], description: 'Leave Parley (a server started by this terminal stops with it).' },
 ];
