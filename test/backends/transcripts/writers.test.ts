@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
+  createClaudeSdkBackend,
+  createGeminiCliBackend,
   describeConversions,
   geminiProjectHash,
   parseClaudeCodeTranscript,
@@ -132,5 +134,18 @@ describe('the Gemini CLI session writer', () => {
     expect(written.conversions).toEqual([{ kind: 'user_command', count: 1 }]);
     const parsed = parseGeminiTranscript(written.main);
     expect(texts(parsed.blocks, 'user_message').join('\n')).not.toContain('First request.');
+  });
+});
+
+describe('each native back end reads back what it writes', () => {
+  it.each([
+    ['claude-sdk', createClaudeSdkBackend()],
+    ['gemini-cli', createGeminiCliBackend()],
+  ])('%s: writeSessionTranscripts, then its own parseTranscripts, gives the same user messages and answers', (_name, backend) => {
+    const written = backend.writeSessionTranscripts!(history(), { nativeSessionId: NATIVE_ID, cwd: CWD, now: at(0) });
+    const parsed = backend.parseTranscripts!({ main: written.main });
+    expect(parsed.warnings).toEqual([]);
+    expect(texts(parsed.blocks, 'user_message')).toEqual(['List the files.', 'Read a.txt with your own tool.']);
+    expect(texts(parsed.blocks, 'assistant_text').join('\n')).toContain('It says hello.');
   });
 });
