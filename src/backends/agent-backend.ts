@@ -6,6 +6,7 @@ import {
   type StreamEventDraft,
   type SubagentThread,
 } from '../conversation/index.js';
+import type { PortableHistory, TranscriptWriteOptions, WrittenTranscript } from './transcripts/writers/index.js';
 
 /**
  * The contract every back end implements. This module imports no back end; the core and every
@@ -142,6 +143,13 @@ export interface AgentBackend {
   setupSessionTranscripts?(nativeSessionId: string, transcripts: RawTranscripts, workspace: Workspace): Promise<void>;
   /** Reads the back end's native transcript of a session, to save it (seed 004's SavedSessionData). */
   readSessionTranscripts?(nativeSessionId: string, workspace: Workspace): Promise<RawTranscripts | undefined>;
+  /**
+   * Writes Parley's history of a session as this back end's own transcript, so a session that
+   * began anywhere (another back end, an import) resumes here natively. Pure: the caller keeps
+   * the text as the session's transcript and puts it in place with `setupSessionTranscripts`.
+   * What the back end cannot represent becomes marked text and is listed in `conversions`.
+   */
+  writeSessionTranscripts?(history: PortableHistory, options: TranscriptWriteOptions): WrittenTranscript;
   /** Parses native transcripts into blocks and subagent threads. */
   parseTranscripts?(transcripts: RawTranscripts): ParsedTranscripts;
   /** Whether the back end can be used now (key present, binary installed, endpoint answering). */

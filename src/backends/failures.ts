@@ -15,9 +15,14 @@ export type BackendFailureCode =
   | 'MODEL_NOT_FOUND'
   | 'PROCESS_FAILED'
   | 'NOT_INSTALLED'
-  | 'RESUME_FAILED'
-  /** claude-sdk: the native session cannot be resumed (its transcript is gone); the layer above falls back as for RESUME_FAILED. */
+  /**
+   * A native back end (claude-sdk, gemini-cli) could not resume its own session: the transcript is
+   * gone or unreadable. The layer above falls back (sessions/backend-move.ts: rewrite the transcript
+   * from Parley's log, then continue managed).
+   */
   | 'NATIVE_RESUME_FAILED'
+  /** The gemini-cli back end's name for NATIVE_RESUME_FAILED before both were one; still accepted where failures are read (`isResumeFailureCode`). */
+  | 'RESUME_FAILED'
   | 'MAX_TURNS'
   | 'SCRIPTED_ERROR'
   | 'UNKNOWN';
@@ -35,6 +40,11 @@ export interface BackendFailure {
   status?: number;
   /** Raw detail: an error body or the tail of a process's stderr. */
   detail?: string;
+}
+
+/** Whether a failure code means "this native session cannot be resumed" (the old `RESUME_FAILED` included). */
+export function isResumeFailureCode(code: unknown): boolean {
+  return code === 'NATIVE_RESUME_FAILED' || code === 'RESUME_FAILED';
 }
 
 /** The text of the error block: what happened, then what to do. */

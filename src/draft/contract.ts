@@ -116,8 +116,10 @@ export interface DraftService {
    * With an active draft: stores the user message, starts the turn and resolves once the message
    * is durable (the turn streams as `channel_message`); TURN_IN_PROGRESS while a turn runs.
    * Without one: the autonomous dispatch path (needs `role`), resolving with the DispatchResult.
+   * `backend` (with an active draft): the draft's session continues on that back end from this
+   * turn on (sessions/backend-move.ts); NO_ACTIVE_DRAFT without one.
    */
-  submitPrompt(params: { channelId: string; content: string; role?: string; taskSlug?: string }): Promise<SubmitResult>;
+  submitPrompt(params: { channelId: string; content: string; role?: string; taskSlug?: string; backend?: string }): Promise<SubmitResult>;
   /** Aborts the running turn of the channel's draft; `cancelled: false` when none runs. */
   cancel(params: { channelId: string }): Promise<{ cancelled: boolean }>;
   listAgents(params: { channelId?: string }): Promise<AgentInfo[]>;

@@ -10,4 +10,6 @@ export const SubmitParamsSchema = z.object({
   content: z.string().min(1),
   role: IdSchema.optional(),
   taskSlug: IdSchema.optional(),
+  /** Continue the channel's draft on this back end from this prompt on (sessions/backend-move.ts). */
+  backend: z.string().min(1).max(200).optional(),
 });

@@ -155,7 +155,7 @@ class DraftServiceImpl implements DraftService {
 
   // ---- turns (draft-turns.ts) -------------------------------------------------------------------
 
-  submitPrompt(params: { channelId: string; content: string; role?: string; taskSlug?: string }): Promise<SubmitResult> {
+  submitPrompt(params: { channelId: string; content: string; role?: string; taskSlug?: string; backend?: string }): Promise<SubmitResult> {
     return turns.submitPrompt(this.state, params);
   }
 

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { isParleyError, MAIN_CONVERSATION, type StreamEvent } from '../conversation/index.js';
-import type { AgentProfile } from '../backends/index.js';
-import { runTurn } from '../sessions/index.js';
+import { isResumeFailureCode, type AgentProfile } from '../backends/index.js';
+import { continueOnBackend, runTurnWithFallback } from '../sessions/index.js';
+import { resolveBackend } from './draft-backends.js';
 import { dispatchAutonomous } from './draft-dispatch.js';
 import { closeDraft } from './draft-lifecycle.js';
 import { ChannelParamsSchema, SubmitParamsSchema } from './draft-params.js';
@@ -18,10 +19,8 @@ import type { SubmitResult } from './types.js';
 // The turn path: a prompt on a channel becomes a turn of its draft (or an autonomous dispatch), the
 // turn streams to its end, and its metrics are saved and pushed; cancel and settled watch it.
 
-/** Back-end failure codes that mean "this native session cannot be resumed". */
-const RESUME_FAILURE_CODES = new Set(['RESUME_FAILED', 'NATIVE_RESUME_FAILED']);
 
-export async function submitPrompt(state: DraftServiceState, params: { channelId: string; content: string; role?: string; taskSlug?: string }): Promise<SubmitResult> {
+export async function submitPrompt(state: DraftServiceState, params: { channelId: string; content: string; role?: string; taskSlug?: string; backend?: string }): Promise<SubmitResult> {
   assertOpen(state);
   const parsed = SubmitParamsSchema.safeParse(params);
   if (!parsed.success) throw invalidInput('submit_prompt', parsed.error.issues);
@@ -29,7 +28,13 @@ export async function submitPrompt(state: DraftServiceState, params: { channelId
   // (it died) is taken over here; one another live server runs is refused, naming that server.
   const draft = state.drafts.get(parsed.data.channelId) ?? (await takeOver(state, parsed.data.channelId));
   // Seed 000: an active draft owns routing; role and taskSlug are then ignored.
-  if (draft) return resumeDraft(state, draft, parsed.data.content);
+  if (draft) return resumeDraft(state, draft, parsed.data.content, parsed.data.backend);
+  if (parsed.data.backend !== undefined) {
+    throw new DraftError('NO_ACTIVE_DRAFT', `Channel "${parsed.data.channelId}" has no active draft to move to back end "${parsed.data.backend}". Draft an agent first (/draft <role>).`, {
+      fault: 'user',
+      data: { channelId: parsed.data.channelId, backend: parsed.data.backend },
+    });
+  }
   if (parsed.data.role === undefined) {
     throw new DraftError(
       'NO_ACTIVE_DRAFT',
@@ -47,40 +52,43 @@ export async function submitPrompt(state: DraftServiceState, params: { channelId
  * user sees the turn is busy and may cancel it, instead of a queued message landing later in a
  * conversation that has moved on.
  */
-async function resumeDraft(state: DraftServiceState, draft: ActiveDraft, content: string): Promise<SubmitResult> {
+async function resumeDraft(state: DraftServiceState, draft: ActiveDraft, content: string, backendName?: string): Promise<SubmitResult> {
   if (draft.turn) {
     throw new DraftError('TURN_IN_PROGRESS', `A turn is still running on channel "${draft.session.channelId}"; wait for it or cancel it.`, {
       fault: 'user',
       data: { channelId: draft.session.channelId, sessionId: draft.session.sessionId },
     });
   }
-  const { session, role, backend, project } = draft;
+  const { session, project } = draft;
   const controller = new AbortController();
   let finished!: () => void;
   const turn: RunningTurn = { controller, done: new Promise((resolve) => (finished = resolve)) };
   draft.turn = turn;
   const sessionId = session.sessionId;
-  let handle: Awaited<ReturnType<typeof runTurn>>;
+  let handle: Awaited<ReturnType<typeof runTurnWithFallback>>;
   try {
     await holdLease(state, draft);
+    if (backendName !== undefined && backendName !== draft.session.backend) await moveDraft(state, draft, backendName);
+    const { role } = draft;
+    const model = draft.session.model ?? role.model;
     const profile: AgentProfile = {
       name: role.name,
       description: role.description,
       instructions: role.instructions,
       ...(role.allowedTools ? { allowedTools: role.allowedTools } : {}),
       permissionMode: draftMode(draft),
-      ...(role.model ? { model: role.model } : {}),
+      ...(model ? { model } : {}),
     };
     const liveWorkers = state.workers.hasLive((agent) => agent.parentSessionId === sessionId);
-    handle = await runTurn(state.manager, sessionId, {
-      backend,
+    handle = await runTurnWithFallback(state.manager, sessionId, {
+      backend: draft.backend,
       prompt: content,
       signal: controller.signal,
-      tools: await toolsFor(state, draft.session, role, project, true, backend),
+      tools: await toolsFor(state, draft.session, role, project, true, draft.backend),
       profile,
       cwd: project.path,
       repairInterrupted: !liveWorkers,
-      ...(role.model ? { model: role.model } : {}),
+      ...(model ? { model } : {}),
       ...(role.maxTurns ? { maxTurns: role.maxTurns } : {}),
     });
   } catch (error) {
@@ -91,7 +99,7 @@ async function resumeDraft(state: DraftServiceState, draft: ActiveDraft, content
   // runTurn stored the user message and has not pulled a turn event yet: the last user message in main is this one.
   const conversation = await state.manager.loadConversation(sessionId);
   const userBlock = findLast(conversation.blocks, (block) => block.type === 'user_message');
-  if (session.continuity === 'native' && !session.nativeStarted) {
+  if (draft.session.continuity === 'native' && !draft.session.nativeStarted) {
     draft.session = { ...draft.session, nativeStarted: true };
     void persist(state, draft);
   }
@@ -100,6 +108,32 @@ async function resumeDraft(state: DraftServiceState, draft: ActiveDraft, content
     finished();
   });
   return { mode: 'draft', accepted: true, sessionId, seq: userBlock?.seq ?? conversation.lastSeq };
+}
+
+/**
+ * `submit_prompt { backend }`: the draft's session continues on another back end from this turn on.
+ * The session moves first (a native back end gets the history as its own transcript; a system block
+ * says what was converted); the draft then runs on the new back end with its default model, and
+ * draft.json remembers it, so recovery after a restart picks the same back end.
+ */
+async function moveDraft(state: DraftServiceState, draft: ActiveDraft, backendName: string): Promise<void> {
+  const backend = resolveBackend(state, backendName, undefined, draft.role.name);
+  const description = backend.describe();
+  const move = await continueOnBackend(state.manager, draft.session.sessionId, backend, { cwd: draft.project.path });
+  const window = description.models.find((entry) => entry.id === description.defaultModel);
+  const { model: _model, ...rest } = draft.session;
+  draft.backend = backend;
+  draft.session = {
+    ...rest,
+    backend: description.name,
+    continuity: description.continuity,
+    nativeStarted: move.mode === 'native',
+    contextWindow: window?.contextWindow ?? 0,
+    maxOutputTokens: window?.maxOutputTokens ?? 0,
+    ...(description.defaultModel ? { model: description.defaultModel } : {}),
+  };
+  await persist(state, draft);
+  emitStatus(state, draft);
 }
 
 /**
@@ -139,13 +173,17 @@ async function consume(state: DraftServiceState, draft: ActiveDraft, events: Asy
   let resumeFailure: string | undefined;
   try {
     for await (const event of events) {
+      // The fallback ladder ran the turn again and it ended well: the resume failure was recovered from.
+      if (event.type === 'metadata_update' && event.conversationId === MAIN_CONVERSATION && event.metadata.turnComplete && event.metadata.stopReason !== 'error') {
+        resumeFailure = undefined;
+      }
       if (event.type !== 'block_complete' || event.conversationId !== MAIN_CONVERSATION || event.block.type !== 'system') continue;
       const block = event.block;
       if (block.subtype === 'compaction') {
         // The back end compacted its own context (Claude's compact_boundary).
         const { preTokens, trigger } = compactionFacts(block.data);
         state.emitter.emit('context_compacted', { channelId, sessionId, preTokens, trigger });
-      } else if (block.subtype === 'error' && RESUME_FAILURE_CODES.has(dataCode(block.data) ?? '')) {
+      } else if (block.subtype === 'error' && isResumeFailureCode(dataCode(block.data))) {
         resumeFailure = block.content;
       }
     }

@@ -58,6 +58,14 @@ export const SubmitPromptParamsSchema = z.strictObject({
   /** W3C trace context: the turn's spans join this trace (`00-<trace id>-<span id>-<flags>`). */
   traceparent: z.string().regex(/^[\da-f]{2}-[\da-f]{32}-[\da-f]{16}-[\da-f]{2}$/, 'a W3C traceparent: 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>').optional(),
   tracestate: z.string().max(512).optional(),
+  backend: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe(
+      "with an active draft: continue its session on this back end from this prompt on (a native one resumes a transcript Parley writes from the session's log; a system block says what was converted). Needs an active draft",
+    ),
 });
 /**
  * With an active draft the turn is accepted and streams as `channel_message` notifications;

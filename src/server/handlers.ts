@@ -49,6 +49,7 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
         content: params.content,
         ...(params.role !== undefined ? { role: params.role } : {}),
         ...(params.taskSlug !== undefined ? { taskSlug: params.taskSlug } : {}),
+        ...(params.backend !== undefined ? { backend: params.backend } : {}),
       }));
       return result.mode === 'draft' ? { mode: 'draft', accepted: true, sessionId: result.sessionId, seq: result.seq } : { mode: 'dispatch', sessionId: result.sessionId, result: result.result };
     },

@@ -16,3 +16,4 @@ export { RalphLoopPatchSchema, type AgentTypeSettings, type PreviewedRequest, ty
 export * from './summarizer.js';
 export * from './import/index.js';
 export { DEFAULT_CHANGE_POLL_MS, type FollowStoreChangesOptions } from './store-changes.js';
+export * from './backend-move.js';

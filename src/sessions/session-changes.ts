@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describeIssues, estimateTokens, loadTokenizer, MAIN_CONVERSATION, NewMessageSchema, type ConversationBlock, type NewMessage, type StreamEventDraft } from '../conversation/index.js';
-import { SessionSettingsSchema, type SessionRecord, type SessionSettings } from '../store/index.js';
+import { SessionSettingsSchema, type NativeSessionRef, type SessionRecord, type SessionSettings } from '../store/index.js';
 import { SessionError } from './errors.js';
 
 /**
@@ -28,6 +28,14 @@ export function continuationChange(backend: string, clock: () => number): Record
     }
     const { readOnly: _readOnly, native: _native, ...rest } = current;
     return { ...rest, type: backend, updatedAt: clock() };
+  };
+}
+
+/** The session runs on `backend` from now on, natively linked to `native` or managed; an imported session becomes writable. */
+export function backendChange(backend: string, native: NativeSessionRef | undefined, clock: () => number): RecordChange {
+  return (current) => {
+    const { readOnly: _readOnly, native: _native, ...rest } = current;
+    return { ...rest, type: backend, ...(native ? { native } : {}), updatedAt: clock() };
   };
 }
 

@@ -40,7 +40,7 @@ import {
 import { listSessions, readEvents, recentMessages, runtimeSession } from './session-reads.js';
 import { notFound } from './session-checks.js';
 import { linkScope, scopedSessionOptions, SessionCreator } from './session-creation.js';
-import { clearedMarker, continuationChange, messageBlock, settingsChange } from './session-changes.js';
+import { backendChange, clearedMarker, continuationChange, messageBlock, settingsChange } from './session-changes.js';
 import { SessionWriter } from './session-writer.js';
 import { catchUp, StoreChangeFollower, type FollowStoreChangesOptions } from './store-changes.js';
 import { TypedEmitter } from './typed-emitter.js';
@@ -186,6 +186,26 @@ export class SessionManager {
     const record = await this.updateRecord(sessionId, continuationChange(backend, this.clock));
     this.emit('session:updated', { sessionId: record.sessionId, action: 'settings_changed', session: record });
     return record;
+  }
+
+  /**
+   * Makes `backend` the session's back end from its next turn on, linked to `native` (the back
+   * end's own session, for native continuity) or to none (managed: Parley builds each request).
+   * An imported session becomes writable; the native file it was imported from is never touched.
+   * `continueOnBackend` (backend-move.ts) is the whole move: transcript, link and notice.
+   */
+  async moveToBackend(sessionId: string, backend: string, native?: NativeSessionRef): Promise<SessionRecord> {
+    const record = await this.updateRecord(sessionId, backendChange(backend, native, this.clock));
+    this.emit('session:updated', { sessionId: record.sessionId, action: 'settings_changed', session: record });
+    return record;
+  }
+
+  /** Keeps a native transcript with the session under `name` (seed 004's saved data), replacing one of that name. */
+  async saveTranscript(sessionId: string, name: string, content: string): Promise<void> {
+    this.assertOpen();
+    const id = checkSessionId(sessionId);
+    await this.requireSession(id);
+    await this.store.writeTranscript(id, name, content);
   }
 
   /** Seed 003: sets status `archived`; the session stays on disk, readable, and no longer takes messages. */

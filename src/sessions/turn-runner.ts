@@ -29,6 +29,16 @@ export interface RunTurnOptions {
    * still writes to the session (a draft's worker threads are open but alive, not interrupted).
    */
   repairInterrupted?: boolean;
+  /**
+   * The user message is already in the log (a retry of the same turn, backend-move.ts's fallback
+   * ladder): it is not stored again.
+   */
+  userMessageStored?: boolean;
+  /**
+   * `managed`: Parley builds the request from its log even on a native back end, which then starts
+   * a new native session of its own with it (the last rung of the fallback ladder).
+   */
+  continuity?: 'managed';
 }
 
 export interface TurnHandle {
@@ -75,19 +85,32 @@ export async function runTurn(manager: SessionManager, sessionId: string, option
     ...(options.model ? { requestModel: options.model } : {}),
   });
   let estimatedInputTokens: number | undefined;
-  if (description.continuity === 'native' && session.native?.backend === description.name) {
-    request.nativeSessionId = session.native.nativeSessionId;
+  const linked = description.continuity === 'native' && session.native?.backend === description.name;
+  // A native back end with no session of its own yet, on a session that already has a history (it
+  // came from another back end and this one takes no written transcript): the history goes in as
+  // a built request, as on a managed back end, and the back end's new session starts from it.
+  const managed =
+    description.continuity === 'managed' || options.continuity === 'managed' || (!linked && hasHistory((await manager.loadConversation(sessionId)).blocks));
+  if (!managed && linked) {
+    request.nativeSessionId = session.native!.nativeSessionId;
     request.isNewSession = false;
-  } else if (description.continuity === 'native') {
+  } else if (!managed) {
     request.isNewSession = true;
   } else {
+    if (description.continuity === 'native') {
+      // A fresh native session, so nothing the back end kept under an old id is mixed in.
+      request.nativeSessionId = randomUUID();
+      request.isNewSession = true;
+    }
     // Built before the message is stored, so the prompt is not also in "Recent Conversation".
     const built = await inAgentTrace(agentTrace, () => manager.buildRequest(sessionId, options.prompt, options.signal ? { signal: options.signal } : {}));
     request.systemPrompt = built.systemPrompt;
     request.prompt = built.userPrompt;
     estimatedInputTokens = built.totalTokens;
   }
-  await manager.addMessage(sessionId, { role: 'user', content: options.prompt, metadata: { [TURN_MARKER]: true }, ...(options.pinned ? { pinned: true } : {}) });
+  if (!options.userMessageStored) {
+    await manager.addMessage(sessionId, { role: 'user', content: options.prompt, metadata: { [TURN_MARKER]: true }, ...(options.pinned ? { pinned: true } : {}) });
+  }
 
   const turn = inAgentTrace(agentTrace, () => options.backend.execute(request));
   const guard = new TurnIdGuard(await manager.loadConversation(sessionId), randomUUID().slice(0, 8));
@@ -244,6 +267,11 @@ export function interruptedTurnRepairs(conversation: ConversationState, now: num
     drafts.push({ type: 'metadata_update', conversationId: MAIN_CONVERSATION, metadata: { turnComplete: true, stopReason: 'interrupted' }, at: now });
   }
   return drafts;
+}
+
+/** Whether anything was said yet: user or assistant messages. */
+function hasHistory(blocks: readonly ConversationBlock[]): boolean {
+  return blocks.some((block) => block.type === 'user_message' || block.type === 'assistant_text');
 }
 
 function findLastIndex<T>(items: readonly T[], predicate: (item: T) => boolean): number {

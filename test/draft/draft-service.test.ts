@@ -271,9 +271,50 @@ describe('drafts: turns', () => {
     expect((await manager.getSession(drafted.sessionId)).native).toEqual({ backend: 'scripted-native', nativeSessionId: drafted.sessionId });
   });
 
-  it('a native session that cannot be resumed: notify, auto-undraft, history stays readable', async () => {
+  it('a native resume that fails is recovered by the ladder: the turn runs managed on a new native session, the user is told, the draft stays', async () => {
     const inner = createScriptedBackend({
-      turns: [[step.text('hello')], [step.error('No conversation found with session ID', { code: 'RESUME_FAILED', advice: 'Draft again.' })]],
+      turns: [[step.text('hello')], [step.error('No conversation found with session ID', { code: 'NATIVE_RESUME_FAILED' })], [step.text('Back again.')]],
+    });
+    const { service, manager } = await harness({ backends: { default: nativeScripted(inner) } });
+    const { drafted } = await draftOnNewTask(service, 'c');
+    await service.submitPrompt({ channelId: 'c', content: 'one' });
+    await service.settled({ channelId: 'c' });
+    await service.submitPrompt({ channelId: 'c', content: 'two' });
+    await service.settled({ channelId: 'c' });
+    expect((await service.getDraftStatus({ channelId: 'c' })).active).toBe(true);
+    const conversation = await manager.loadConversation(drafted.sessionId);
+    const codes = conversation.blocks.flatMap((block) => (block.type === 'system' ? [(block.data as { code?: string } | undefined)?.code] : []));
+    expect(codes).toEqual(['NATIVE_RESUME_FAILED', 'NATIVE_RESUME_MANAGED']);
+    expect(conversation.blocks.at(-1)).toMatchObject({ type: 'assistant_text', content: 'Back again.' });
+    // The last rung: a managed request built from the log, on a new native session.
+    expect(inner.calls[2]).toMatchObject({ isNewSession: true, prompt: 'two' });
+    expect(inner.calls[2]!.systemPrompt).toContain('one');
+    expect(inner.calls[2]!.nativeSessionId).not.toBe(drafted.sessionId);
+  });
+
+  it('submit_prompt with a back end moves the draft there: its session continues on it from that turn on, and draft.json remembers it', async () => {
+    const native = nativeScripted(createScriptedBackend({ turns: [[step.text('On the other back end.')]] }));
+    const { service, manager } = await harness({ backends: { default: createScriptedBackend({ turns: [[step.text('hello')]] }), 'scripted-native': native } });
+    const { drafted, task } = await draftOnNewTask(service, 'c');
+    await service.submitPrompt({ channelId: 'c', content: 'one' });
+    await service.settled({ channelId: 'c' });
+    await service.submitPrompt({ channelId: 'c', content: 'two', backend: 'scripted-native' });
+    await service.settled({ channelId: 'c' });
+    const conversation = await manager.loadConversation(drafted.sessionId);
+    expect(conversation.blocks.find((block) => block.type === 'system')).toMatchObject({ subtype: 'info', data: { code: 'BACKEND_MOVED', to: 'scripted-native' } });
+    expect(conversation.blocks.at(-1)).toMatchObject({ type: 'assistant_text', content: 'On the other back end.' });
+    // No transcript writer: the first turn there is built from the log.
+    expect(native.inner.calls[0]!.systemPrompt).toContain('one');
+    expect(await readDraftJson(task.taskDir)).toMatchObject({ backend: 'scripted-native', continuity: 'native' });
+    expect((await service.getDraftStatus({ channelId: 'c' })).session).toMatchObject({ backend: 'scripted-native' });
+    await expect(service.submitPrompt({ channelId: 'c', content: 'three', backend: 'telepathy' })).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+    await expect(service.submitPrompt({ channelId: 'nobody', content: 'hi', backend: 'scripted-native' })).rejects.toMatchObject({ code: 'NO_ACTIVE_DRAFT' });
+  });
+
+  it('a native session that cannot be resumed even managed: notify, auto-undraft, history stays readable', async () => {
+    const resumeFailed = step.error('No conversation found with session ID', { code: 'RESUME_FAILED', advice: 'Draft again.' });
+    const inner = createScriptedBackend({
+      turns: [[step.text('hello')], [resumeFailed], [resumeFailed]],
     });
     const { service, recorder, manager } = await harness({ backends: { default: nativeScripted(inner) } });
     const { drafted, task } = await draftOnNewTask(service, 'c');

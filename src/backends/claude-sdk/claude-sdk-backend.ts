@@ -22,6 +22,7 @@ import { writeAgentProfile } from './profile.js';
 import { cachedLoader, ClaudeSdkNotInstalledError, importClaudeAgentSdk, type SdkLoader } from './sdk-loader.js';
 import { CLAUDE_SDK_BACKEND_NAME, ClaudeTurnMapper } from './turn-mapper.js';
 import { parseClaudeSdkTranscripts } from './transcripts.js';
+import { writeClaudeCodeTranscript } from '../transcripts/index.js';
 
 /** Claude Code's own default when no model is named. */
 export const CLAUDE_SDK_DEFAULT_MODEL = 'claude-opus-5-5';
@@ -147,6 +148,8 @@ export function createClaudeSdkBackend(options: ClaudeSdkBackendOptions = {}): A
     parseTranscripts(transcripts: RawTranscripts): ParsedTranscripts {
       return parseClaudeSdkTranscripts(transcripts);
     },
+
+    writeSessionTranscripts: writeClaudeCodeTranscript,
   };
 
   async function* runTurn(request: ExecuteRequest, input: InputChannel): AsyncGenerator<StreamEventDraft> {

@@ -53,7 +53,7 @@ export function describeCliFailure(outcome: ProcessOutcome, context: { backend: 
     return {
       ...base,
       ...withDetail,
-      code: 'RESUME_FAILED',
+      code: 'NATIVE_RESUME_FAILED',
       message: "The Gemini CLI could not resume the session: it is not in the CLI's storage for this folder.",
       advice: "Restore the session's saved transcript (Parley keeps it) and try again, or continue in a new session.",
       retryable: false,

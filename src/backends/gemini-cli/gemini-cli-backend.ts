@@ -16,7 +16,7 @@ import type {
 } from '../agent-backend.js';
 import { describeFailure, type BackendFailure } from '../failures.js';
 import { computeCost, KNOWN_MODELS, lookupModel } from '../pricing.js';
-import { parseGeminiTranscript } from '../transcripts/index.js';
+import { parseGeminiTranscript, writeGeminiSession } from '../transcripts/index.js';
 import { counterIds, TurnEvents } from '../turn-events.js';
 import { CliProcess } from './cli-process.js';
 import { cleanStderr, describeCliFailure, isResumeFailure, type ProcessOutcome } from './failures.js';
@@ -181,6 +181,8 @@ export function createGeminiCliBackend(options: GeminiCliOptions = {}): AgentBac
     },
 
     parseTranscripts: options.parseTranscripts ?? parseGeminiTranscripts,
+
+    writeSessionTranscripts: writeGeminiSession,
 
     execute(request): AgentTurn {
       return { events: runTurn(request) };

@@ -82,6 +82,7 @@ export class GeminiCliStorage {
   /**
    * Puts a saved session back where the CLI looks for `cwd`. The header's `projectHash` is set to
    * this machine's project root (the CLI writes sha256 of the absolute cwd); every other byte is kept.
+   * A different file already there for the session is moved aside (`.replaced-<time>`), never deleted.
    */
   async writeSession(cwd: string, sessionId: string, transcript: string): Promise<string> {
     const root = resolve(cwd);
@@ -96,7 +97,15 @@ export class GeminiCliStorage {
     const stamp = startTime.slice(0, 16).replace(/:/g, '-');
     const existing = await this.findSessionFile(root, sessionId);
     const path = existing ?? join(chats, `session-${stamp}-${sessionId.slice(0, 8)}.jsonl`);
-    await writeAtomic(path, rehomeTranscript(transcript, projectHash(root)));
+    const content = rehomeTranscript(transcript, projectHash(root));
+    if (existing !== undefined) {
+      const current = await readFile(existing, 'utf8');
+      // A local copy that already holds this transcript and more (turns run here since) is kept;
+      // one that differs is moved aside, never deleted (the CLI reads only `*.jsonl` / `*.json`).
+      if (current.startsWith(content)) return existing;
+      await rename(existing, `${existing}.replaced-${Date.now()}`);
+    }
+    await writeAtomic(path, content);
     return path;
   }
 

@@ -5,3 +5,4 @@ export * from './summary-sections.js';
 export { ClaudeCodeParser, parseClaudeCodeTranscript, type ClaudeCodeParserOptions } from './claude-code.js';
 export { GeminiTranscriptParser, parseGeminiTranscript, type GeminiParserOptions } from './gemini-cli.js';
 export * from './seed-layout.js';
+export * from './writers/index.js';

@@ -59,6 +59,8 @@ export class TuiController {
   private firstDraft: Promise<boolean> | undefined;
   /** The questions runs of the project wait on (durable runs), shown above the title bar. */
   readonly runs: RunQuestions;
+  /** `/backend <name>`: the back end the next message moves the draft to (sent with that `submit_prompt`). */
+  private nextBackend: string | undefined;
 
   constructor(private readonly options: ControllerOptions) {
     this.client = options.client;
@@ -359,7 +361,9 @@ export class TuiController {
     }
     this.dispatch({ type: 'turn_started', at: this.clock() });
     try {
-      await this.client.request('submit_prompt', { content: text }, { timeoutMs: 0 });
+      const backend = this.nextBackend;
+      this.nextBackend = undefined;
+      await this.client.request('submit_prompt', { content: text, ...(backend !== undefined ? { backend } : {}) }, { timeoutMs: 0 });
     } catch (error) {
       this.dispatch({ type: 'turn_ended' });
       if (isRpcError(error, RpcErrorCode.NO_ACTIVE_DRAFT)) {
@@ -446,9 +450,41 @@ export class TuiController {
         return this.note(await this.runs.report(this.clock()));
       case 'answer':
         return this.note(await this.runs.answer(args));
+      case 'backend':
+        return this.backend(args);
       default:
         this.error(`/${name} is not available.`);
     }
+  }
+
+  /**
+   * `/backend`: which back end the draft runs on; `/backend <name>`: the next message continues the
+   * draft there (the server moves its session: a native back end resumes a transcript Parley writes
+   * from the log, and a system block in the conversation says what was converted).
+   */
+  private backend(args: string): void {
+    const draft = this.state().draft;
+    if (!draft) {
+      this.error('No draft to move. Draft an agent first with /draft <role>.');
+      return;
+    }
+    const name = args.trim();
+    if (name === '') {
+      const pending = this.nextBackend !== undefined ? ` The next message continues it on ${this.nextBackend}.` : '';
+      this.note([{ text: `The draft runs on ${draft.backend}${draft.model ? ` (${draft.model})` : ''}.${pending}` }]);
+      return;
+    }
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name)) {
+      this.error(`"${name}" is not a back-end name. \`parley backends\` lists them.`);
+      return;
+    }
+    if (name === draft.backend) {
+      this.nextBackend = undefined;
+      this.note([{ text: `The draft already runs on ${name}.` }]);
+      return;
+    }
+    this.nextBackend = name;
+    this.note([{ text: `The next message continues this draft on ${name}, with its history so far.`, tone: 'success' }]);
   }
 
   private help(): void {

@@ -101,12 +101,12 @@ describe.sequential('gemini-cli back end (real CLI)', () => {
       expect(history).toContain('What was the code word?');
     });
 
-    it('a session the CLI does not have ends with RESUME_FAILED, or continues as a new session with the context given', async () => {
+    it('a session the CLI does not have ends with NATIVE_RESUME_FAILED (the code claude-sdk uses), or continues as a new session with the context given', async () => {
       const missing = randomUUID();
       const before = server.streamRequests().length;
       const failed = await collect(backend().execute({ sessionId: 'p2', nativeSessionId: missing, isNewSession: false, prompt: 'hello?', cwd: folders.workspace }));
       checkEventStream(failed);
-      expect(systemBlocks(failed, 'error')[0]).toMatchObject({ data: { code: 'RESUME_FAILED', nativeSessionId: missing } });
+      expect(systemBlocks(failed, 'error')[0]).toMatchObject({ data: { code: 'NATIVE_RESUME_FAILED', nativeSessionId: missing } });
       expect(systemBlocks(failed, 'error')[0]?.content).toContain('Restore the session');
       expect(server.streamRequests()).toHaveLength(before);
 

@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -54,6 +54,23 @@ describe('Gemini CLI storage', () => {
     const project = join(root, 'p');
     await storage.writeSession(project, sessionId, transcript);
     expect(await storage.findSessionFile(project, '598981be-0000-0000-0000-000000000000')).toBeUndefined();
+  });
+
+  it('a different file already there for the session is moved aside, never deleted; one that holds the transcript and more is kept', async () => {
+    const storage = new GeminiCliStorage(join(root, 'home'));
+    const project = join(root, 'aside');
+    const path = await storage.writeSession(project, sessionId, transcript);
+    const longer = `${(await readFile(path, 'utf8'))}{"$set":{"lastUpdated":"2026-11-21T05:00:00.000Z"}}\n`;
+    await writeFile(path, longer);
+    expect(await storage.writeSession(project, sessionId, transcript)).toBe(path);
+    expect(await readFile(path, 'utf8')).toBe(longer);
+    const other = transcript.replace('"hi"', '"run something else"');
+    expect(await storage.writeSession(project, sessionId, other)).toBe(path);
+    expect(await readFile(path, 'utf8')).toContain('run something else');
+    const chats = await readdir(join(root, 'home', '.gemini', 'tmp', 'aside', 'chats'));
+    const aside = chats.find((name) => name.includes('.replaced-'));
+    expect(aside).toBeDefined();
+    expect(await readFile(join(root, 'home', '.gemini', 'tmp', 'aside', 'chats', aside!), 'utf8')).toBe(longer);
   });
 
   it('refuses a transcript whose header names another session', async () => {

@@ -125,7 +125,7 @@ describe('commands', () => {
     const { rig } = start();
     await rig.waitFor('Connected');
     await rig.type('/drat dev');
-    await rig.waitFor('✗ Unknown command /drat. Did you mean /draft? Commands: /draft /undraft /context /project /task /roles /sessions /compact /agents /runs /answer /help /quit');
+    await rig.waitFor('✗ Unknown command /drat. Did you mean /draft? Commands: /draft /undraft /context /project /task /roles /sessions /compact /agents /runs /answer /backend /help /quit');
   });
 
   it('/draft says what it needs: a role, then a task, and refuses a second draft', async () => {
@@ -391,7 +391,7 @@ describe('Tab completion', () => {
     await rig.press('\u0015');
     await rig.press('/');
     await rig.press('\t');
-    await rig.waitFor('agents  answer  compact  context  draft  help  project  quit  roles  runs  sessions  task  undraft');
+    await rig.waitFor('agents  answer  backend  compact  context  draft  help  project  quit  roles  runs  sessions  task  undraft');
     await rig.press('c\t');
     await rig.waitFor('❯ /co');
     await rig.waitFor('compact  context');
@@ -614,3 +614,26 @@ function checkpoint(): unknown {
     tokens: { checkpoint: 800, lastCompactionInput: 62_000, totalSaved: 61_200 },
   };
 }
+
+describe('/backend', () => {
+  it('without a draft says to draft first and sends nothing', async () => {
+    const { rig, peer } = start();
+    await rig.waitFor('Connected | No draft');
+    await rig.type('/backend gemini-cli');
+    await rig.waitFor('No draft to move. Draft an agent first with /draft <role>.');
+    expect(peer.count('submit_prompt')).toBe(0);
+  });
+
+  it('shows the back end, and sends the next message with the back end to move the draft to, once', async () => {
+    const { rig, peer } = start();
+    await draft(rig);
+    await rig.type('/backend');
+    await rig.waitFor('The draft runs on scripted');
+    await rig.type('/backend gemini-cli');
+    await rig.waitFor('The next message continues this draft on gemini-cli, with its history so far.');
+    await rig.type('Please add a hello.txt greeting file');
+    await rig.waitFor(() => peer.count('submit_prompt') === 1);
+    const asked = peer.requests.filter((request) => request.method === 'submit_prompt').map((request) => request.params);
+    expect(asked).toEqual([{ content: 'Please add a hello.txt greeting file', backend: 'gemini-cli' }]);
+  });
+});

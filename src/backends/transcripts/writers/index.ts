@@ -1,0 +1,4 @@
+/** Transcript writers: Parley's history as a back end's own native transcript. Pure: no file access. */
+export * from './portable-history.js';
+export * from './claude-code-writer.js';
+export * from './gemini-cli-writer.js';
