@@ -54,11 +54,23 @@ export interface DraftServiceState {
   /** Channels whose draft is being taken over from the store (draft-recovery.ts, takeOver). */
   readonly takeovers: Map<string, Promise<ActiveDraft | undefined>>;
   readonly defaultAwaitTimeoutMs: number;
+  /** Conversations between agents: which are answering now, and the user's unread notes. */
+  readonly conversations: ConversationsState;
   /** This server's name in draft leases. */
   readonly leaseOwner: string;
   /** How long a lease lasts unless renewed. */
   readonly leaseTtlMs: number;
   closed: boolean;
+}
+
+/** Conversations between agents (conversations.ts): which have a `say` running, and the user's unread notes. */
+export interface ConversationsState {
+  busy: Set<string>;
+  notes: Map<string, { forOther: string[]; forOpener: string[] }>;
+}
+
+export function createConversationsState(): ConversationsState {
+  return { busy: new Set(), notes: new Map() };
 }
 
 export function iso(state: DraftServiceState, at = state.clock()): string {

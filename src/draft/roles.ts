@@ -17,7 +17,7 @@ export const BUILTIN_ROLES: readonly RoleInfo[] = [
   {
     name: 'product-analyst',
     description: 'Talks the product through with you, writes specs and tasks, and delegates work to developer and QA workers.',
-    permissions: ['agent-draft', 'projects-list', 'projects-create'],
+    permissions: ['agent-draft', 'agent-converse', 'projects-list', 'projects-create'],
     source: 'builtin',
     instructions: [
       'You are the product analyst on this project. You talk with the user: ask what they want, restate it, and agree on the scope before anything is built.',
@@ -131,6 +131,8 @@ export async function parseRoleFile(text: string, file: string): Promise<RoleInf
     ...(front.allowedTools ? { allowedTools: front.allowedTools } : {}),
     ...(front.permissionMode ? { permissionMode: front.permissionMode } : {}),
     ...(front.maxTurns ? { maxTurns: front.maxTurns } : {}),
+    ...(front.maxConversationTurns ? { maxConversationTurns: front.maxConversationTurns } : {}),
+    ...(front.maxOpenConversations ? { maxOpenConversations: front.maxOpenConversations } : {}),
   };
 }
 

@@ -243,6 +243,9 @@ export const ListAgentsResultSchema = z.object({ agents: z.array(AgentInfoSchema
 
 export const KillAgentParamsSchema = z.strictObject({ agentId: WireIdSchema });
 export const KillAgentResultSchema = z.object({ killed: z.boolean() });
+/** The user steps into a conversation between agents (its id is its thread's `conversationId`). */
+export const SayInConversationParamsSchema = z.strictObject({ conversationId: WireIdSchema, message: z.string().min(1).max(100_000) });
+export const SayInConversationResultSchema = z.object({ conversationId: z.string(), delivered: z.literal('next_message') });
 
 // ---- server --------------------------------------------------------------------------------
 
@@ -294,6 +297,11 @@ export const methods = {
   archive_session: method(ArchiveSessionParamsSchema, ArchiveSessionResultSchema, 'Seed 003: archives a session; it stays readable and takes no new messages.'),
   list_agents: method(ListAgentsParamsSchema, ListAgentsResultSchema, 'Worker agents of this channel (or all).'),
   kill_agent: method(KillAgentParamsSchema, KillAgentResultSchema, 'Stops a worker agent.'),
+  say_in_conversation: method(
+    SayInConversationParamsSchema,
+    SayInConversationResultSchema,
+    'A note from the user into a conversation between agents: shown in its thread at once, and read by both agents with the next message.',
+  ),
   server_info: method(ServerInfoParamsSchema, ServerInfoResultSchema, 'The server, its protocol version and this connection\'s channel.'),
 } as const;
 
