@@ -124,6 +124,8 @@ export interface DraftService {
   cancel(params: { channelId: string }): Promise<{ cancelled: boolean }>;
   listAgents(params: { channelId?: string }): Promise<AgentInfo[]>;
   killAgent(params: { agentId: string }): Promise<{ killed: boolean }>;
+  /** The user's note into a conversation between agents (conversations.ts). */
+  sayInConversation(params: { conversationId: string; message: string }): Promise<{ conversationId: string; delivered: 'next_message' }>;
 
   /** Live notifications, in order. Returns the unsubscribe function. */
   on<K extends keyof DraftServiceEvents>(name: K, handler: (payload: DraftServiceEvents[K]) => void): () => void;

@@ -1,3 +1,4 @@
+import { closeConversationsOf } from './conversations.js';
 import { randomUUID } from 'node:crypto';
 import { FORMAT_VERSION } from '../store/index.js';
 import { resolveBackend } from './draft-backends.js';
@@ -175,6 +176,7 @@ export async function closeDraft(state: DraftServiceState, draft: ActiveDraft, r
   await state.workers.killAll((agent) => agent.parentSessionId === session.sessionId);
   // Requests still waiting are denied (nothing changes) and "allow always" ends with the draft.
   state.broker.forgetSession(session.sessionId);
+  await closeConversationsOf(state, state.conversations, session.sessionId, 'undraft');
   await refreshFromLog(state, draft);
   // Releasing the draft in the store drops its lease with it.
   stopLease(draft);

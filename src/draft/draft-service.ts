@@ -1,3 +1,4 @@
+import { noteFromUser } from './conversations.js';
 import path from 'node:path';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { StreamEvent } from '../conversation/index.js';
@@ -11,7 +12,7 @@ import * as lifecycle from './draft-lifecycle.js';
 import { DEFAULT_LEASE_TTL_MS, defaultLeaseOwner, releaseLease } from './draft-lease.js';
 import { workerEnded } from './draft-records.js';
 import { recover } from './draft-recovery.js';
-import type { DraftServiceState } from './draft-state.js';
+import { createConversationsState, type DraftServiceState } from './draft-state.js';
 import { getDraftStatus } from './draft-status.js';
 import { DraftError } from './errors.js';
 import * as tools from './draft-tools.js';
@@ -93,6 +94,7 @@ class DraftServiceImpl implements DraftService {
       broker: new ApprovalBroker(options.approver ? { approver: options.approver, clock } : { clock }),
       workspaces: new Map(),
       sandbox: options.sandbox ?? 'auto',
+      conversations: createConversationsState(),
       leaseOwner: checkLeaseOwner(options.leaseOwner ?? defaultLeaseOwner()),
       leaseTtlMs: checkLeaseTtl(options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS),
       closed: false,
@@ -175,6 +177,10 @@ class DraftServiceImpl implements DraftService {
 
   killAgent(params: { agentId: string }): Promise<{ killed: boolean }> {
     return tools.killAgent(this.state, params);
+  }
+
+  sayInConversation(params: { conversationId: string; message: string }): Promise<{ conversationId: string; delivered: 'next_message' }> {
+    return noteFromUser(this.state, this.state.conversations, params.conversationId, params.message);
   }
 
   createMcpServer(params: { channelId: string }): Promise<McpServer> {

@@ -61,11 +61,23 @@ export interface DraftServiceState {
   readonly workspaces: Map<string, Promise<ProjectWorkspace>>;
   /** `auto`: bwrap when it works here; `none`: commands unconfined. */
   readonly sandbox: 'auto' | 'none';
+  /** Conversations between agents: which are answering now, and the user's unread notes. */
+  readonly conversations: ConversationsState;
   /** This server's name in draft leases. */
   readonly leaseOwner: string;
   /** How long a lease lasts unless renewed. */
   readonly leaseTtlMs: number;
   closed: boolean;
+}
+
+/** Conversations between agents (conversations.ts): which have a `say` running, and the user's unread notes. */
+export interface ConversationsState {
+  busy: Set<string>;
+  notes: Map<string, { forOther: string[]; forOpener: string[] }>;
+}
+
+export function createConversationsState(): ConversationsState {
+  return { busy: new Set(), notes: new Map() };
 }
 
 export function iso(state: DraftServiceState, at = state.clock()): string {

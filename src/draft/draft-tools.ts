@@ -1,3 +1,4 @@
+import { closeConversation, openConversation, say } from './conversations.js';
 import { randomUUID } from 'node:crypto';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { AgentBackend } from '../backends/index.js';
@@ -69,12 +70,22 @@ export async function toolsFor(
       const timeoutMs = input.timeoutSeconds === undefined ? state.defaultAwaitTimeoutMs : input.timeoutSeconds * 1000;
       return state.workers.wait(input.agentId, { timeoutMs, ...(signal ? { signal } : {}) });
     },
-    killAgent: (agentId) => {
+    killAgent: async (agentId) => {
+      // A conversation is an agent too: killing it closes it.
+      if (!state.workers.get(agentId)) {
+        const closed = await closeConversation(state, state.conversations, owner.sessionId, agentId, 'killed').catch(() => undefined);
+        if (closed) return { killed: true };
+      }
       ownWorker(state, owner.sessionId, agentId);
-      return Promise.resolve({ killed: state.workers.kill(agentId) });
+      return { killed: state.workers.kill(agentId) };
     },
     listAgents: () => Promise.resolve(state.workers.list((agent) => agent.parentSessionId === owner.sessionId)),
+    openConversation: (input) => openConversation(state, state.conversations, conversationContext(), input),
+    say: (input, signal) => say(state, state.conversations, conversationContext(), input, signal),
+    closeConversation: (conversationId) => closeConversation(state, state.conversations, owner.sessionId, conversationId),
   };
+  // The agent on the other side gets a worker's tools: no agents of its own, no conversations.
+  const conversationContext = () => ({ owner, role, project, toolsFor: (other: RoleInfo, otherBackend: AgentBackend) => toolsFor(state, { ...owner }, other, project, false, otherBackend) });
   const workspaceTools = await workspaceToolsFor(state, { sessionId: owner.sessionId, ...(conversationId ? { conversationId } : {}), role, project, backend });
   return [...createParleyTools({ permissions: role.permissions, handlers, allowAgentTools }), ...workspaceTools];
 }

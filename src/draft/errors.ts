@@ -18,7 +18,13 @@ export type DraftErrorCode =
   | 'NATIVE_RESUME_FAILED'
   /** A file in the data folder that does not parse (draft.json, task.json, projects.json). */
   | 'CORRUPT_FILE'
-  | 'SERVICE_CLOSED';
+  | 'SERVICE_CLOSED'
+  /** Conversations between agents (conversations.ts): too many open, one still answering, closed, out of turns, looping. */
+  | 'CONVERSATION_LIMIT'
+  | 'CONVERSATION_BUSY'
+  | 'CONVERSATION_CLOSED'
+  | 'CONVERSATION_TURN_LIMIT'
+  | 'CONVERSATION_LOOP';
 
 export class DraftError extends ParleyError {
   declare readonly code: DraftErrorCode;

@@ -17,7 +17,7 @@ export const BUILTIN_ROLES: readonly RoleInfo[] = [
   {
     name: 'product-analyst',
     description: 'Talks the product through with you, writes specs and tasks, and delegates work to developer and QA workers.',
-    permissions: ['agent-draft', 'projects-list', 'projects-create', 'files-read'],
+    permissions: ['agent-draft', 'agent-converse', 'projects-list', 'projects-create', 'files-read'],
     source: 'builtin',
     instructions: [
       'You are the product analyst on this project. You talk with the user: ask what they want, restate it, and agree on the scope before anything is built.',
@@ -132,6 +132,8 @@ export async function parseRoleFile(text: string, file: string): Promise<RoleInf
     ...(front.permissionMode ? { permissionMode: front.permissionMode } : {}),
     ...(front.maxTurns ? { maxTurns: front.maxTurns } : {}),
     ...(front.network !== undefined ? { network: front.network } : {}),
+    ...(front.maxConversationTurns ? { maxConversationTurns: front.maxConversationTurns } : {}),
+    ...(front.maxOpenConversations ? { maxOpenConversations: front.maxOpenConversations } : {}),
   };
 }
 

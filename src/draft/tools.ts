@@ -4,17 +4,24 @@ import type { ToolDefinition, ToolOutput } from '../backends/index.js';
 import {
   AgentIdInputSchema,
   AwaitAgentInputSchema,
+  ConversationIdInputSchema,
   CreateProjectInputSchema,
   CreateTaskInputSchema,
   DraftAgentInputSchema,
   EmptyInputSchema,
   ListTasksInputSchema,
+  OpenConversationInputSchema,
+  SayInputSchema,
   type AgentInfo,
   type AwaitAgentInput,
+  type ConversationReply,
+  type ConversationSummary,
   type CreateProjectInput,
   type CreateTaskInput,
   type DispatchResult,
   type DraftAgentInput,
+  type OpenConversationInput,
+  type SayInput,
   type Permission,
   type ProjectInfo,
   type RoleFileError,
@@ -32,6 +39,7 @@ import {
  * | `projects-list`   | + list_projects                                   |
  * | `projects-create` | + create_project, create_task                     |
  * | `agent-draft`     | + draft_agent, await_agent, kill_agent, list_agents |
+ * | `agent-converse`  | + open_conversation, say, close_conversation      |
  *
  * Each is a ToolDefinition (the claude-sdk back end serves them as in-process MCP tools, the API
  * back ends as function tools) and keeps its zod input schema for the stand-alone MCP server.
@@ -54,6 +62,10 @@ export interface ToolHandlers {
   awaitAgent(input: AwaitAgentInput, signal: AbortSignal | undefined): Promise<DispatchResult>;
   killAgent(agentId: string): Promise<{ killed: boolean }>;
   listAgents(): Promise<AgentInfo[]>;
+  /** Conversations between agents: where a caller has none (the ACP agent), the tools are left out. */
+  openConversation?(input: OpenConversationInput): Promise<{ conversationId: string; role: string; maxTurns: number }>;
+  say?(input: SayInput, signal: AbortSignal | undefined): Promise<ConversationReply>;
+  closeConversation?(conversationId: string): Promise<ConversationSummary>;
 }
 
 export const AGENT_TOOL_NAMES = ['draft_agent', 'await_agent', 'kill_agent', 'list_agents'] as const;
@@ -94,11 +106,25 @@ export function createParleyTools(options: {
     ),
     tool('kill_agent', 'Stops a worker; its partial output is kept.', AgentIdInputSchema, 'agent-draft', (input) => handlers.killAgent(input.agentId)),
     tool('list_agents', 'Lists the workers you started, with their status and cost.', EmptyInputSchema, 'agent-draft', () => handlers.listAgents()),
+    tool(
+      'open_conversation',
+      'Opens a conversation with an agent of another role (say, a dev to discuss an architecture before you commit to a plan) and returns its id. Talk with `say`; end it with `close_conversation`.',
+      OpenConversationInputSchema,
+      'agent-converse',
+      (input) => handlers.openConversation!(input),
+    ),
+    tool('say', 'Says something in an open conversation and returns the other agent’s reply (and any note the user sent into the conversation).', SayInputSchema, 'agent-converse', (input, signal) =>
+      handlers.say!(input, signal),
+    ),
+    tool('close_conversation', 'Closes a conversation and returns its summary: messages, cost, duration.', ConversationIdInputSchema, 'agent-converse', (input) =>
+      handlers.closeConversation!(input.conversationId),
+    ),
   ];
   return all.filter((entry) => {
     if (entry.permission === undefined) return true;
     if (!granted.has(entry.permission)) return false;
-    return entry.permission !== 'agent-draft' || options.allowAgentTools;
+    if (entry.permission === 'agent-converse' && !handlers.openConversation) return false;
+    return (entry.permission !== 'agent-draft' && entry.permission !== 'agent-converse') || options.allowAgentTools;
   });
 }
 

@@ -33,11 +33,12 @@ const IsoDate = z.iso.datetime({ offset: true });
 /**
  * What a role may do beyond read-only tools (seed 000, "MCP gating"):
  * `agent-draft` → draft_agent / await_agent / kill_agent / list_agents;
+ * `agent-converse` → open_conversation / say / close_conversation;
  * `projects-list` → list_projects; `projects-create` → create_project, create_task;
  * on managed back ends, the workspace tools (src/workspace/): `files-read` → read_file,
  * list_files, glob, grep; `files-write` → edit_file, write_file; `shell` → run_command.
  */
-export const PermissionSchema = z.enum(['agent-draft', 'projects-list', 'projects-create', 'files-read', 'files-write', 'shell']);
+export const PermissionSchema = z.enum(['agent-draft', 'agent-converse', 'projects-list', 'projects-create', 'files-read', 'files-write', 'shell']);
 export type Permission = z.infer<typeof PermissionSchema>;
 
 // The workspace layer's modes: one definition, so `parley`'s public surface exports one schema.
@@ -68,6 +69,10 @@ export const RoleFrontMatterSchema = z.strictObject({
   maxTurns: z.number().int().positive().optional(),
   /** Whether `run_command` may use the network inside the sandbox (default false). */
   network: z.boolean().optional(),
+  /** Most messages this agent may `say` in one conversation (default 20). */
+  maxConversationTurns: z.number().int().positive().optional(),
+  /** Most conversations this agent may hold open at once (default 3). */
+  maxOpenConversations: z.number().int().positive().optional(),
 });
 export type RoleFrontMatter = z.infer<typeof RoleFrontMatterSchema>;
 
@@ -81,6 +86,8 @@ export const RoleInfoSchema = z.object({
   permissionMode: PermissionModeSchema.optional(),
   maxTurns: z.number().int().positive().optional(),
   network: z.boolean().optional(),
+  maxConversationTurns: z.number().int().positive().optional(),
+  maxOpenConversations: z.number().int().positive().optional(),
   /** The Markdown body: the role's instructions. */
   instructions: z.string(),
   /** `builtin`, or the role file's path. */
@@ -160,6 +167,37 @@ export const AwaitAgentInputSchema = z.strictObject({
 export type AwaitAgentInput = z.infer<typeof AwaitAgentInputSchema>;
 
 export const AgentIdInputSchema = z.strictObject({ agentId: z.string().min(1).describe('The worker’s id.') });
+
+export const OpenConversationInputSchema = z.strictObject({
+  role: IdSchema.describe('Role of the agent to talk with (see list_roles).'),
+  topic: z.string().min(1).max(2000).describe('What the conversation is about; the other agent sees it first.'),
+});
+export type OpenConversationInput = z.infer<typeof OpenConversationInputSchema>;
+export const SayInputSchema = z.strictObject({
+  conversationId: z.string().min(1).describe('The id open_conversation returned.'),
+  message: z.string().min(1).max(100_000).describe('What you say; the other agent’s reply is returned.'),
+});
+export type SayInput = z.infer<typeof SayInputSchema>;
+export const ConversationIdInputSchema = z.strictObject({ conversationId: z.string().min(1).describe('The id open_conversation returned.') });
+
+/** What `say` returns: the other agent's reply, and any notes the user sent into the conversation. */
+export interface ConversationReply {
+  conversationId: string;
+  reply: string;
+  turn: number;
+  turnsLeft: number;
+  userNotes?: string[];
+}
+
+/** What `close_conversation` returns. */
+export interface ConversationSummary {
+  conversationId: string;
+  role: string;
+  turns: number;
+  costUsd: number;
+  durationMs: number;
+  closedBecause: 'closed' | 'loop' | 'turn_limit' | 'killed' | 'undraft';
+}
 export const EmptyInputSchema = z.strictObject({});
 
 export const ListTasksInputSchema = z.strictObject({

@@ -256,6 +256,9 @@ export const ListAgentsResultSchema = z.object({ agents: z.array(AgentInfoSchema
 
 export const KillAgentParamsSchema = z.strictObject({ agentId: WireIdSchema });
 export const KillAgentResultSchema = z.object({ killed: z.boolean() });
+/** The user steps into a conversation between agents (its id is its thread's `conversationId`). */
+export const SayInConversationParamsSchema = z.strictObject({ conversationId: WireIdSchema, message: z.string().min(1).max(100_000) });
+export const SayInConversationResultSchema = z.object({ conversationId: z.string(), delivered: z.literal('next_message') });
 
 // ---- server --------------------------------------------------------------------------------
 
@@ -405,6 +408,11 @@ export const methods = {
   abort_run: method(AbortRunParamsSchema, RunResultSchema, 'Aborts a run gracefully; its journal is kept.'),
   subscribe_runs: method(SubscribeRunsParamsSchema, RunSubscriptionResultSchema, 'Follows runs (or all): `run_updated` and `run_prompt` notifications, and `run_event` with `events: true`.'),
   unsubscribe_runs: method(UnsubscribeRunsParamsSchema, RunSubscriptionResultSchema, 'Stops following runs (or all).'),
+  say_in_conversation: method(
+    SayInConversationParamsSchema,
+    SayInConversationResultSchema,
+    'A note from the user into a conversation between agents: shown in its thread at once, and read by both agents with the next message.',
+  ),
   server_info: method(ServerInfoParamsSchema, ServerInfoResultSchema, 'The server, its protocol version and this connection\'s channel.'),
 } as const;
 

@@ -134,6 +134,7 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
     // ---- agents ----
     list_agents: async (params, context) => ({ agents: await drafts.listAgents(params.all ? {} : { channelId: context.channelId }) }),
     kill_agent: (params) => drafts.killAgent(params),
+    say_in_conversation: (params) => drafts.sayInConversation(params),
 
     // ---- approvals of the workspace tools ----
     answer_permission: async (params) => {

@@ -29,6 +29,8 @@ export const SessionScopeSchema = z.discriminatedUnion('kind', [
     project: z.string().optional(),
     taskSlug: z.string().optional(),
     channelId: z.string().optional(),
+    /** A conversation between agents: the session of the agent that opened it. */
+    parentSessionId: z.string().optional(),
   }),
   z.object({ kind: z.literal('workflow'), harness: z.string(), agent: z.string() }),
   z.object({

@@ -13,7 +13,7 @@ function asError(result: RoleInfo | RoleFileError): RoleFileError {
 describe('role files', () => {
   it('built-in roles: a product analyst that may draft workers, a developer and a QA reviewer', async () => {
     expect(BUILTIN_ROLES.map((role) => [role.name, role.permissions])).toEqual([
-      ['product-analyst', ['agent-draft', 'projects-list', 'projects-create', 'files-read']],
+      ['product-analyst', ['agent-draft', 'agent-converse', 'projects-list', 'projects-create', 'files-read']],
       ['dev', ['files-read', 'files-write', 'shell']],
       ['qa', ['files-read', 'files-write', 'shell']],
     ]);

@@ -72,7 +72,7 @@ describe('worker agents', () => {
 
     // The analyst got every tool its permissions grant; workers get no agent tools.
     expect(analyst.calls[0]!.tools!.map((tool) => tool.name)).toEqual([
-      'list_tasks', 'list_roles', 'list_projects', 'create_project', 'create_task', 'draft_agent', 'await_agent', 'kill_agent', 'list_agents',
+      'list_tasks', 'list_roles', 'list_projects', 'create_project', 'create_task', 'draft_agent', 'await_agent', 'kill_agent', 'list_agents', 'open_conversation', 'say', 'close_conversation',
       'read_file', 'list_files', 'glob', 'grep',
     ]);
     expect(dev.calls[0]!.tools!.map((tool) => tool.name)).toEqual(['list_tasks', 'list_roles']);
@@ -335,7 +335,7 @@ describe('worker agents', () => {
     try {
       const listed = await client.listTools();
       expect(listed.tools.map((tool) => tool.name).sort()).toEqual(
-        ['await_agent', 'create_project', 'create_task', 'draft_agent', 'glob', 'grep', 'kill_agent', 'list_agents', 'list_files', 'list_projects', 'list_roles', 'list_tasks', 'read_file'],
+        ['await_agent', 'close_conversation', 'create_project', 'create_task', 'draft_agent', 'glob', 'grep', 'kill_agent', 'list_agents', 'list_files', 'list_projects', 'list_roles', 'list_tasks', 'open_conversation', 'read_file', 'say'],
       );
       expect(listed.tools.find((tool) => tool.name === 'draft_agent')!.inputSchema).toMatchObject({ type: 'object', required: ['role', 'prompt'] });
       const drafted = await client.callTool({ name: 'draft_agent', arguments: { role: 'dev', prompt: 'check', outputSchema: FILES_SCHEMA } });
