@@ -56,6 +56,12 @@ export interface ClaudeCodeParserOptions {
    */
   windowRecords?: number;
   windowBytes?: number;
+  /**
+   * The file is still being written (`parley import --watch`): at `end()` an API message with no
+   * stop reason yet keeps its usage back (more of its records may follow, and usage must be counted
+   * once), and a tool call with no result yet stays running instead of being closed as interrupted.
+   */
+  live?: boolean;
 }
 
 export class ClaudeCodeParser implements TranscriptParser {
@@ -110,8 +116,10 @@ export class ClaudeCodeParser implements TranscriptParser {
     this.ended = true;
     // Records whose parent never came: in file order, each with its own children after it.
     for (let held = this.order.takeOldest(); held !== undefined; held = this.order.takeOldest()) this.placeWithChildren(held);
-    for (const thread of this.allThreads()) this.closeGroup(thread);
-    const late = this.tools.closeUnanswered();
+    for (const thread of this.allThreads()) {
+      if (this.options.live !== true || thread.group?.stopReason !== undefined) this.closeGroup(thread);
+    }
+    const late = this.options.live === true ? [] : this.tools.closeUnanswered();
     for (const thread of this.allThreads()) thread.flush(true, this.emit);
     for (const event of late) this.emit(event);
     for (const [threadId] of this.sideThreads) {
@@ -199,13 +207,16 @@ export class ClaudeCodeParser implements TranscriptParser {
   private userRecord(record: JsonObject, thread: Thread, uuid: string | undefined, lineNumber: number, at: number, bytes: number): void {
     const { blocks, updates, human, prompt, summary } = mapUserContent(record, this.tools, at);
     if (prompt !== undefined && thread === this.main) this.info.firstUserMessage ??= prompt;
-    if (human) this.endOpenTurn(thread, at);
+    const turnEnd = human ? this.endOpenTurn(thread, at) : undefined;
     if (human && thread.detectRewinds) this.maybeRewind(thread, record, uuid, at);
     if (thread === this.main && !this.isChainKnown(thread, record)) this.warnMissingParent(record, uuid, lineNumber);
     assignIds(blocks, uuid, lineNumber);
     if (summary !== undefined && thread.conversationId === MAIN_CONVERSATION) noteCompactionSummary(this.info, summary, blocks[0]?.id, at);
     // Status updates of tool calls emitted earlier come first, then the result blocks.
-    const node = this.addNode(thread, uuid, [...updates, ...blocks.map((block) => blockEvent(thread.conversationId, block))], bytes);
+    // The turn end goes after the prompt's blocks: a re-import recognises metadata by the block before it.
+    const events = [...updates, ...blocks.map((block) => blockEvent(thread.conversationId, block))];
+    if (turnEnd !== undefined) events.push(turnEnd);
+    const node = this.addNode(thread, uuid, events, bytes);
     if (human) thread.lastHumanPosition = node.position;
   }
 
@@ -238,11 +249,11 @@ export class ClaudeCodeParser implements TranscriptParser {
    * A human prompt starts a new turn, so the one before it has ended even if its last assistant
    * record carries no `stop_reason` (interrupted, or written by a CLI version that leaves it null).
    */
-  private endOpenTurn(thread: Thread, at: number): void {
-    if (!thread.turnOpen) return;
+  private endOpenTurn(thread: Thread, at: number): StreamEventDraft | undefined {
+    if (!thread.turnOpen) return undefined;
     thread.turnOpen = false;
-    if (thread.conversationId !== MAIN_CONVERSATION) return;
-    this.addNode(thread, undefined, [{ type: 'metadata_update', conversationId: thread.conversationId, at, metadata: { turnComplete: true } }], 0);
+    if (thread.conversationId !== MAIN_CONVERSATION) return undefined;
+    return { type: 'metadata_update', conversationId: thread.conversationId, at, metadata: { turnComplete: true } };
   }
 
   private systemRecord(record: JsonObject, thread: Thread, uuid: string | undefined, lineNumber: number, at: number, bytes: number): void {

@@ -53,6 +53,13 @@ export interface ImportOptions {
   copyTranscriptMaxBytes?: number;
   /** Milliseconds since the epoch; injectable for tests. */
   now?: () => number;
+  /**
+   * The files are still being written (`importTranscripts` run by a watcher): an API message with no
+   * stop reason yet keeps its usage back until the message is over, and a tool call with no result yet
+   * stays running. Such an import is not final: the next import without `live` reads the files again
+   * even when they did not change, so what was held back is counted.
+   */
+  live?: boolean;
 }
 
 export interface ImportProgress {
@@ -104,6 +111,8 @@ interface ImportManifest {
   blocks: number;
   subagents: number;
   checkpointBlockId?: string;
+  /** Written by a live import (see `ImportOptions.live`): not final even if the files are unchanged. */
+  live?: boolean;
 }
 
 const MANIFEST = 'import-manifest.json';
@@ -188,7 +197,8 @@ async function importClaudeCode(source: ClaudeCodeSource, context: Context): Pro
   const copies: Array<{ name: string; text: string }> = [];
   const writer = start.writer;
 
-  const main = new ClaudeCodeParser({ emit: writer.add, file: basename(source.main), collectMessageIds: source.subagents.length > 0 });
+  const live = context.options.live === true;
+  const main = new ClaudeCodeParser({ emit: writer.add, file: basename(source.main), collectMessageIds: source.subagents.length > 0, live });
   const mainSize = start.fingerprints[0]!.size;
   const read = await streamFile(source.main, main, {
     ...(context.options.signal !== undefined ? { signal: context.options.signal } : {}),
@@ -208,7 +218,7 @@ async function importClaudeCode(source: ClaudeCodeSource, context: Context): Pro
     const meta = agent.metaPath !== undefined ? await readJsonObject(agent.metaPath, warnings) : undefined;
     const agentType = typeof meta?.['agentType'] === 'string' ? meta['agentType'] : undefined;
     const model = typeof meta?.['model'] === 'string' ? meta['model'] : undefined;
-    const parser = new ClaudeCodeParser({ emit: writer.add, conversationId: agent.agentId, parentMessageIds: main.messageIds, file: basename(agent.path) });
+    const parser = new ClaudeCodeParser({ emit: writer.add, conversationId: agent.agentId, parentMessageIds: main.messageIds, file: basename(agent.path), live });
     writer.add(subagentStart(agent.agentId, agentType ?? 'subagent', model, meta, info.startedAt ?? 0));
     const size = (await fs.stat(agent.path)).size;
     const subRead = await streamFile(agent.path, parser, {
@@ -482,7 +492,8 @@ async function beginImport(
     return { writer: new LogWriter(store, sessionId, { watch }), fingerprints, status: 'imported', manifest: undefined, compactionSeqs: new Map() };
   }
   const manifest = await readManifest(store, sessionId);
-  if (manifest !== undefined && manifest.importFormat === IMPORT_FORMAT && sameFingerprints(manifest.files, fingerprints)) {
+  const final = manifest?.live !== true || context.options.live === true;
+  if (manifest !== undefined && manifest.importFormat === IMPORT_FORMAT && final && sameFingerprints(manifest.files, fingerprints)) {
     return {
       unchanged: {
         sessionId,
@@ -566,6 +577,7 @@ async function finishImport(
     blocks: info.blockCount,
     subagents: input.subagentCount,
     ...(compaction?.blockId !== undefined && (checkpoint || start.manifest?.checkpointBlockId === compaction.blockId) ? { checkpointBlockId: compaction.blockId } : {}),
+    ...(context.options.live === true ? { live: true } : {}),
   };
   // Written last: a session without its manifest is an import that did not finish, and is completed by the next one.
   await store.writeTranscript(sessionId, MANIFEST, JSON.stringify(manifest, null, 2));
