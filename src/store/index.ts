@@ -17,3 +17,4 @@ export * from './migrate.js';
 export { migrateDraftStore, type DraftLayerReport, type DraftRecordMigration, type DraftStoreSide, type ProjectDigest, type ProjectVerification } from './draft-migrate.js';
 export { digestProject } from './draft-digest.js';
 export * from './run-records.js';
+export { shareStore, type SharedStore } from './shared-store.js';
