@@ -62,10 +62,10 @@ async function follow(path: string, store: SessionStore, signal: AbortSignal, js
     onError: (error) => process.stderr.write(`parley import: ${error instanceof Error ? error.message : String(error)} (still watching; the next change tries again)\n`),
   });
   await watcher.ready;
-  if (!json && !signal.aborted) process.stderr.write(`Following ${path}: new lines are imported as they are written. Ctrl+C stops.\n`);
+  if (!signal.aborted) process.stderr.write(`Following ${path}: new lines are imported as they are written. Ctrl+C stops.\n`);
   if (!signal.aborted) await new Promise<void>((done) => signal.addEventListener('abort', () => done(), { once: true }));
   await watcher.stop();
-  if (!json) process.stderr.write('Stopped following; everything imported so far is kept.\n');
+  process.stderr.write('Stopped following; everything imported so far is kept.\n');
 }
 
 function describeChanges(result: ImportResult): string {
