@@ -2,10 +2,12 @@ import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { encodeCwd, geminiProjectSlug } from '../../../src/backends/index.js';
 import type { StreamEvent } from '../../../src/conversation/index.js';
+import type { ProtocolClient } from '../../../src/protocol/index.js';
 import { createFileStore } from '../../../src/store/index.js';
+import { postgresSkipReason, startTestPostgres, TEST_ROLE, type TestPostgres } from '../../helpers/postgres.js';
 import { connectToServer, startServeProcess, type ServeProcess } from '../../server/serve-process.js';
 
 /**
@@ -30,6 +32,65 @@ const record = (type: 'user' | 'assistant', uuid: string, parentUuid: string | n
       };
 const jsonl = (...records: unknown[]): string => records.map((entry) => `${JSON.stringify(entry)}\n`).join('');
 
+/** `parley import --watch --json <file>` as a process; `untilBlocks(n)` waits for the pass that reports n blocks. */
+function importWatch(file: string, where: { dataDir?: string; databaseUrl?: string }) {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts'), ...(where.dataDir !== undefined ? ['--data-dir', where.dataDir] : []), 'import', '--watch', '--json', file],
+    {
+      cwd: ROOT,
+      env: { ...process.env, NO_COLOR: '1', ...(where.databaseUrl !== undefined ? { PARLEY_DATABASE_URL: where.databaseUrl } : {}) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const passes: Array<{ sessions: Array<{ sessionId: string; status: string; blocks: number }> }> = [];
+  let buffered = '';
+  const waiters: Array<{ blocks: number; done: () => void }> = [];
+  child.stdout!.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString();
+    let newline = buffered.indexOf('\n');
+    while (newline !== -1) {
+      passes.push(JSON.parse(buffered.slice(0, newline)) as (typeof passes)[number]);
+      buffered = buffered.slice(newline + 1);
+      newline = buffered.indexOf('\n');
+    }
+    for (const waiter of [...waiters]) {
+      if (passes.some((pass) => pass.sessions[0]?.blocks === waiter.blocks)) {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        waiter.done();
+      }
+    }
+  });
+  const untilBlocks = (blocks: number) =>
+    passes.some((pass) => pass.sessions[0]?.blocks === blocks) ? Promise.resolve() : new Promise<void>((done) => waiters.push({ blocks, done }));
+  return { child, exited, passes, untilBlocks, stderr: () => stderr };
+}
+
+/** Every `session_event` a client receives, and a way to wait for a block of a session. */
+function sessionEvents(client: ProtocolClient) {
+  const events: Array<{ sessionId: string; event: StreamEvent }> = [];
+  const waiters: Array<{ check: () => boolean; done: () => void }> = [];
+  client.on('session_event', (message) => {
+    events.push(message);
+    for (const waiter of [...waiters]) {
+      if (waiter.check()) {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        waiter.done();
+      }
+    }
+  });
+  return {
+    events,
+    untilBlock(sessionId: string, blockId: string): Promise<void> {
+      const check = () => events.some((entry) => entry.sessionId === sessionId && entry.event.type === 'block_complete' && entry.event.block.id === blockId);
+      return check() ? Promise.resolve() : new Promise<void>((done) => waiters.push({ check, done }));
+    },
+  };
+}
+
 let work: string;
 beforeEach(async () => {
   work = await fs.mkdtemp(join(tmpdir(), 'parley-watch-cli-'));
@@ -43,34 +104,7 @@ describe('parley import --watch', () => {
     const dataDir = join(work, 'data');
     const file = join(work, `${NATIVE_ID}.jsonl`);
     await fs.writeFile(file, jsonl(record('user', 'u1', null, 'Hello'), record('assistant', 'a1', 'u1', 'Hi')));
-    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts'), '--data-dir', dataDir, 'import', '--watch', '--json', file], {
-      cwd: ROOT,
-      env: { ...process.env, NO_COLOR: '1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
-    let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    // One JSON line per pass: wait for the pass that has the wanted number of blocks.
-    const passes: Array<{ sessions: Array<{ sessionId: string; status: string; blocks: number }> }> = [];
-    let buffered = '';
-    const waiters: Array<{ blocks: number; done: () => void }> = [];
-    child.stdout!.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString();
-      let newline = buffered.indexOf('\n');
-      while (newline !== -1) {
-        passes.push(JSON.parse(buffered.slice(0, newline)) as (typeof passes)[number]);
-        buffered = buffered.slice(newline + 1);
-        newline = buffered.indexOf('\n');
-      }
-      for (const waiter of [...waiters]) {
-        if (passes.some((pass) => pass.sessions[0]?.blocks === waiter.blocks)) {
-          waiters.splice(waiters.indexOf(waiter), 1);
-          waiter.done();
-        }
-      }
-    });
-    const untilBlocks = (blocks: number) => new Promise<void>((done) => waiters.push({ blocks, done }));
+    const { child, exited, passes, untilBlocks, stderr } = importWatch(file, { dataDir });
 
     await untilBlocks(2);
     expect(passes[0]?.sessions[0]).toMatchObject({ sessionId: `cc-${NATIVE_ID}`, status: 'imported' });
@@ -81,7 +115,7 @@ describe('parley import --watch', () => {
 
     child.kill('SIGINT');
     expect(await exited).toBe(0);
-    expect(stderr).toContain('Stopped following');
+    expect(stderr()).toContain('Stopped following');
     // The data folder was released (its lock), and holds every line.
     const store = await createFileStore({ dataDir, onWarning: () => {} });
     const ids: string[] = [];
@@ -115,16 +149,7 @@ describe('parley serve --watch-native', () => {
     const client = await connectToServer(serve.info, 'watch-native');
     try {
       await client.subscribe();
-      const events: Array<{ sessionId: string; event: StreamEvent }> = [];
-      const waiters: Array<{ check: () => boolean; done: () => void }> = [];
-      client.on('session_event', (message) => {
-        events.push(message);
-        for (const waiter of [...waiters]) if (waiter.check()) (waiters.splice(waiters.indexOf(waiter), 1), waiter.done());
-      });
-      const untilBlock = (sessionId: string, blockId: string) => {
-        const check = () => events.some((entry) => entry.sessionId === sessionId && entry.event.type === 'block_complete' && entry.event.block.id === blockId);
-        return check() ? Promise.resolve() : new Promise<void>((done) => waiters.push({ check, done }));
-      };
+      const { untilBlock } = sessionEvents(client);
 
       // Claude Code starts a session: its folder does not exist until then.
       await fs.mkdir(claudeFolder, { recursive: true });
@@ -149,5 +174,47 @@ describe('parley serve --watch-native', () => {
     }
     serve.child.kill('SIGINT');
     expect((await serve.exited).code).toBe(0);
+  });
+});
+
+const postgresSkip = postgresSkipReason();
+
+describe.skipIf(postgresSkip !== undefined)('parley import --watch beside parley serve on one PostgreSQL database', () => {
+  let postgres: TestPostgres;
+  let databaseUrl: string;
+  const database = `import_watch_${process.pid}`;
+  beforeAll(async () => {
+    postgres = await startTestPostgres();
+    await postgres.admin(`CREATE DATABASE ${database}${postgres.local ? ` OWNER ${TEST_ROLE}` : ''}`);
+    databaseUrl = postgres.url({ database });
+  }, 120_000);
+  afterAll(async () => {
+    if (postgres && !postgres.local) await postgres.admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => undefined);
+    await postgres?.destroy();
+  });
+
+  it("delivers what another process imports to the server's web client as it is written", async () => {
+    const project = join(work, 'project');
+    await fs.mkdir(project);
+    const serve = await startServeProcess(project, { PARLEY_DATABASE_URL: databaseUrl });
+    const client = await connectToServer(serve.info, 'import-watch-postgres');
+    const file = join(work, `${NATIVE_ID}.jsonl`);
+    await fs.writeFile(file, jsonl(record('user', 'u1', null, 'Hello')));
+    const watching = importWatch(file, { databaseUrl });
+    try {
+      await client.subscribe();
+      const { untilBlock } = sessionEvents(client);
+      await watching.untilBlocks(1);
+      await fs.appendFile(file, jsonl(record('assistant', 'a1', 'u1', 'Hi')));
+      await untilBlock(`cc-${NATIVE_ID}`, 'a1');
+      await fs.appendFile(file, jsonl(record('user', 'u2', 'a1', 'Still there?')));
+      await untilBlock(`cc-${NATIVE_ID}`, 'u2');
+    } finally {
+      client.close();
+      watching.child.kill('SIGINT');
+      expect(await watching.exited).toBe(0);
+      serve.child.kill('SIGTERM');
+      await serve.exited;
+    }
   });
 });
