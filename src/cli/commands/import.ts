@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { importTranscripts, watchTranscripts, type ImportProgress, type ImportResult } from '../../sessions/index.js';
-import { createFileStore, type SessionStore } from '../../store/index.js';
+import { isParleyError } from '../../conversation/index.js';
+import { StoreError, createFileStore, type SessionStore } from '../../store/index.js';
 import { openChosenStore, resolveDataDir } from '../options.js';
 
 /** `parley import <path>`: native transcripts become read-only sessions that `parley sessions` lists and `parley show` prints. */
@@ -20,6 +21,14 @@ export function register(program: Command): void {
         (await createFileStore({
           dataDir: resolveDataDir(command),
           onWarning: (warning) => process.stderr.write(`parley store: ${warning.message}\n`),
+        }).catch((error: unknown) => {
+          if (!isParleyError(error, 'STORE_LOCKED')) throw error;
+          // Most often a running `parley serve` on this folder: say how to follow sessions into it.
+          throw new StoreError(
+            'STORE_LOCKED',
+            `${error.message} If it is \`parley serve\`, import with it stopped, or let it follow the project's own Claude Code and Gemini CLI sessions with \`parley serve --watch-native\` (or keep sessions in PostgreSQL, where an import and servers share them).`,
+            { fault: 'user', cause: error },
+          );
         }));
       // Ctrl-C stops at the next chunk; what was written is kept and the next import finishes it.
       const controller = new AbortController();

@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { encodeCwd, geminiProjectSlug } from '../../../src/backends/index.js';
 import type { StreamEvent } from '../../../src/conversation/index.js';
 import type { ProtocolClient } from '../../../src/protocol/index.js';
-import { createFileStore } from '../../../src/store/index.js';
+import { createFileStore, type SessionStore } from '../../../src/store/index.js';
 import { postgresSkipReason, startTestPostgres, TEST_ROLE, type TestPostgres } from '../../helpers/postgres.js';
 import { connectToServer, startServeProcess, type ServeProcess } from '../../server/serve-process.js';
 
@@ -124,6 +124,39 @@ describe('parley import --watch', () => {
     expect(ids).toEqual(['u1', 'a1', 'u2', 'a2']);
   });
 });
+
+describe('parley import into a data folder another process holds', () => {
+  it('refuses with exit code 2, changing nothing, and says how to follow sessions into a served folder', async () => {
+    const dataDir = join(work, 'data');
+    const holder = await createFileStore({ dataDir, onWarning: () => {} });
+    try {
+      const file = join(work, `${NATIVE_ID}.jsonl`);
+      await fs.writeFile(file, jsonl(record('user', 'u1', null, 'Hello')));
+      const result = await new Promise<{ code: number | null; stderr: string }>((done) => {
+        const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts'), '--data-dir', dataDir, 'import', '--watch', file], {
+          cwd: ROOT,
+          env: { ...process.env, NO_COLOR: '1' },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        let stderr = '';
+        child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+        child.once('exit', (code) => done({ code, stderr }));
+      });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain('is in use by');
+      expect(result.stderr).toContain('parley serve --watch-native');
+      expect(await collectIds(holder)).toEqual([]);
+    } finally {
+      await holder.close();
+    }
+  });
+});
+
+async function collectIds(store: SessionStore): Promise<string[]> {
+  const ids: string[] = [];
+  for await (const session of store.listSessions()) ids.push(session.sessionId);
+  return ids;
+}
 
 describe('parley serve --watch-native', () => {
   let serve: ServeProcess | undefined;
