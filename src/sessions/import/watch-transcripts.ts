@@ -1,6 +1,6 @@
 import { watch as watchPath, promises as fs, type FSWatcher } from 'node:fs';
 import { createHash } from 'node:crypto';
-import { basename, resolve } from 'node:path';
+import { basename, join, resolve, sep } from 'node:path';
 import type { TranscriptWarning } from '../../backends/index.js';
 import { isParleyError } from '../../conversation/index.js';
 import { importTranscripts, type ImportOptions, type ImportResult } from './import-transcripts.js';
@@ -10,9 +10,12 @@ import { importTranscripts, type ImportOptions, type ImportResult } from './impo
  * folder while Claude Code or the Gemini CLI writes it, so a session running in another tool can be
  * followed live. `fs.watch` is the wake-up; a stat of each followed file (on every wake-up, and
  * every `checkIntervalMs` as the net under a lost `fs.watch` event or a folder that does not exist
- * yet) decides whether anything changed. Each pass is an import of the path (`importTranscripts`,
- * live): unchanged sessions are skipped by their fingerprints, a changed one gets only what its log
- * lacks, through the store — so a server on the same store delivers the new events to its clients.
+ * yet) decides whether anything changed. Each pass is an import (`importTranscripts`, live) of the
+ * session file that changed when it lies right in the followed folder, else of the whole path:
+ * unchanged sessions are skipped by their fingerprints, a changed one gets only what its log lacks,
+ * through the store — so a server on the same store delivers the new events to its clients. A pass
+ * reads the changed session's files from their start (the parser's rewind and ordering rules need
+ * the whole chain), so it costs what importing that session costs.
  *
  * A followed file that shrank or whose beginning changed was rewritten (a rewind, a truncation, an
  * editor): it is read again from its start like every pass, and the session gets a `system` block
@@ -65,7 +68,10 @@ class Watcher {
   private fsWatcher: FSWatcher | undefined;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
-  private again = false;
+  /** What the next pass imports: the whole path, or these files. */
+  private pending: { whole: boolean; files: Set<string> } = { whole: false, files: new Set() };
+  /** The followed path is a folder (known once it exists). */
+  private folder = false;
   private stopped = false;
   private rewrites = 0;
 
@@ -100,7 +106,8 @@ class Watcher {
     if (stat === undefined || this.stopped || this.fsWatcher !== undefined) return;
     try {
       // Recursive on a folder: Claude Code's subagent files live in a folder per session.
-      this.fsWatcher = watchPath(this.root, { recursive: stat.isDirectory() }, () => this.request());
+      this.folder = stat.isDirectory();
+      this.fsWatcher = watchPath(this.root, { recursive: this.folder }, (_event, name) => this.request(this.targetOf(name)));
       this.fsWatcher.on('error', () => {
         // The folder went away; the stat check attaches again when it is back.
         this.fsWatcher?.close();
@@ -109,6 +116,16 @@ class Watcher {
     } catch (error) {
       this.options.onError?.(error);
     }
+  }
+
+  /**
+   * A session file right in the followed folder (Claude Code's `<id>.jsonl`, the Gemini CLI's
+   * `session-*.jsonl`) is imported on its own (it brings its subagent files), so a tool writing one
+   * session does not make every pass read the whole folder; anything else asks for a whole pass.
+   */
+  private targetOf(name: string | Buffer | null): string | undefined {
+    if (!this.folder || typeof name !== 'string' || name.includes(sep) || !/\.jsonl?$/.test(name)) return undefined;
+    return join(this.root, name);
   }
 
   /** The stat check: any followed file changed, or the path appeared. */
@@ -122,34 +139,39 @@ class Watcher {
     for (const [file, known] of this.files) {
       const stat = await fs.stat(file).catch(() => undefined);
       if (stat === undefined || stat.size !== known.size || stat.mtimeMs !== known.mtimeMs) {
-        this.request();
+        this.request(this.folder ? file : undefined);
         return;
       }
     }
   }
 
-  /** Runs a pass now, or once more after the one under way: changes during a pass are never lost. */
-  private request(): void {
+  /**
+   * Runs a pass now (of one file, or of the whole path when `target` is undefined), or once more
+   * after the one under way, with every target asked for meanwhile: changes during a pass are never lost.
+   */
+  private request(target?: string): void {
     if (this.stopped) return;
-    if (this.running !== undefined) {
-      this.again = true;
-      return;
-    }
+    if (target === undefined) this.pending.whole = true;
+    else this.pending.files.add(target);
+    if (this.running !== undefined) return;
     this.running = (async () => {
-      do {
-        this.again = false;
-        await this.pass(false).catch((error: unknown) => this.options.onError?.(error));
-      } while (this.again && !this.stopped);
+      while ((this.pending.whole || this.pending.files.size > 0) && !this.stopped) {
+        const targets = this.pending.whole ? undefined : [...this.pending.files];
+        this.pending = { whole: false, files: new Set() };
+        await this.pass(false, targets).catch((error: unknown) => this.options.onError?.(error));
+      }
     })().finally(() => {
       this.running = undefined;
     });
   }
 
-  private async pass(first: boolean): Promise<ImportResult> {
+  /** One import: of the whole path, or of the session files in `targets`. */
+  private async pass(first: boolean, targets?: string[]): Promise<ImportResult> {
     // Stat before reading: a change made while the import reads is seen by the next check.
     const rewritten: string[] = [];
     const states = new Map<string, FileState>();
     for (const [file, known] of this.files) {
+      if (targets !== undefined && !targets.includes(file)) continue;
       const state = await fileState(file, known.headBytes);
       if (state === undefined) continue;
       if (state.size < known.size || (state.headBytes === known.headBytes && state.head !== known.head)) rewritten.push(file);
@@ -159,14 +181,19 @@ class Watcher {
     // Marked before the import, so the session's log says where the new reading of the file starts.
     const warnings: TranscriptWarning[] = [];
     for (const file of rewritten) warnings.push(await this.noteRewrite(file));
-    let result: ImportResult;
-    try {
-      result = await importTranscripts(this.root, { ...this.options, live: true, signal: this.controller.signal });
-    } catch (error) {
-      if (this.stopped && isParleyError(error, 'IMPORT_ABORTED')) return { path: this.root, sessions: [], warnings: [], skipped: [] };
-      const missing = this.options.waitForPath === true && isParleyError(error, 'IMPORT_PATH_NOT_FOUND');
-      if (!missing && !isParleyError(error, 'NOTHING_TO_IMPORT')) throw error;
-      result = { path: this.root, sessions: [], warnings: [], skipped: [] };
+    const result: ImportResult = { path: this.root, sessions: [], warnings: [], skipped: [] };
+    for (const path of targets ?? [this.root]) {
+      try {
+        const part = await importTranscripts(path, { ...this.options, live: true, signal: this.controller.signal });
+        result.sessions.push(...part.sessions);
+        result.warnings.push(...part.warnings);
+        result.skipped.push(...part.skipped);
+      } catch (error) {
+        if (this.stopped && isParleyError(error, 'IMPORT_ABORTED')) return result;
+        // A target that is gone or is no session (a file the tool writes beside them) is nothing to do.
+        const missing = (targets !== undefined || this.options.waitForPath === true) && isParleyError(error, 'IMPORT_PATH_NOT_FOUND');
+        if (!missing && !isParleyError(error, 'NOTHING_TO_IMPORT')) throw error;
+      }
     }
     result.warnings.unshift(...warnings);
     for (const session of result.sessions) {

@@ -164,6 +164,33 @@ describe('watchTranscripts', () => {
     expect(state.metrics.turns).toBe(2);
   });
 
+  it('in a folder, reads only the session file that changed, and a subagent file through its session', async () => {
+    const folder = join(work, 'project');
+    const otherId = '9c8b7a6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d';
+    await fs.mkdir(join(folder, NATIVE_ID, 'subagents'), { recursive: true });
+    await fs.writeFile(join(folder, `${NATIVE_ID}.jsonl`), jsonl(user('u1', null, 'One')));
+    await fs.writeFile(join(folder, `${otherId}.jsonl`), jsonl({ ...user('o1', null, 'Other'), sessionId: otherId }));
+    const syncs: ImportResult[] = [];
+    const waiting: Array<{ check: (result: ImportResult) => boolean; done: (result: ImportResult) => void }> = [];
+    const next = (check: (result: ImportResult) => boolean) => new Promise<ImportResult>((done) => waiting.push({ check, done }));
+    watcher = watchTranscripts(folder, {
+      store,
+      onSync: (result) => {
+        syncs.push(result);
+        for (const entry of [...waiting]) if (entry.check(result)) (waiting.splice(waiting.indexOf(entry), 1), entry.done(result));
+      },
+    });
+    expect((await watcher.ready).sessions).toHaveLength(2);
+
+    const updated = next((result) => result.sessions.some((session) => session.status === 'updated'));
+    await fs.appendFile(join(folder, `${NATIVE_ID}.jsonl`), jsonl(assistant('a1', 'u1', 'Done', { second: 2 })));
+    expect((await updated).sessions.map((session) => session.sessionId)).toEqual([SESSION_ID]);
+
+    const agent = next((result) => result.sessions.some((session) => session.subagents === 1));
+    await fs.writeFile(join(folder, NATIVE_ID, 'subagents', 'agent-x1.jsonl'), jsonl({ ...user('s1', null, 'Search the code'), isSidechain: true, agentId: 'x1' }));
+    expect((await agent).sessions.find((session) => session.sessionId === SESSION_ID)).toMatchObject({ status: 'updated', subagents: 1 });
+  });
+
   it('fails the first pass with a clear error when the path does not exist, and follows it once it appears when asked to wait', async () => {
     const missing = join(work, 'projects', '-home-dev-demo');
     await expect(watchTranscripts(missing, { store }).ready).rejects.toMatchObject({ code: 'IMPORT_PATH_NOT_FOUND' });
