@@ -14,6 +14,7 @@ import {
 import {
   MAIN_CONVERSATION,
   createTokenizer,
+  emptyConversation,
   isParleyError,
   type ConversationBlock,
   type SessionMetrics,
@@ -60,7 +61,16 @@ export interface ImportOptions {
    * even when they did not change, so what was held back is counted.
    */
   live?: boolean;
+  /**
+   * What each session's log holds, kept between imports by a caller that is the only writer of
+   * these sessions (a watcher): a re-import then need not read the log again. Filled and kept up to
+   * date by the import.
+   */
+  logIndexes?: Map<string, LogIndex>;
 }
+
+/** What an imported session's log holds, for a re-import (see `indexLog`). */
+export type LogIndex = Awaited<ReturnType<typeof indexLog>>;
 
 export interface ImportProgress {
   phase: 'discovered' | 'reading' | 'session_done';
@@ -489,7 +499,11 @@ async function beginImport(
       native: { backend: source, nativeSessionId, transcriptPath: path },
     };
     await store.createSession(record);
-    return { writer: new LogWriter(store, sessionId, { watch }), fingerprints, status: 'imported', manifest: undefined, compactionSeqs: new Map() };
+    const index = { known: new Map<string, string>(), metrics: emptyConversation(sessionId).metrics, compactionSeqs: new Map<string, number>() };
+    context.options.logIndexes?.set(sessionId, index);
+    // With an index kept between imports, the writer records what it appends in it.
+    const known = context.options.logIndexes !== undefined ? { known: index.known } : {};
+    return { writer: new LogWriter(store, sessionId, { watch, ...known }), fingerprints, status: 'imported', manifest: undefined, compactionSeqs: index.compactionSeqs };
   }
   const manifest = await readManifest(store, sessionId);
   const final = manifest?.live !== true || context.options.live === true;
@@ -512,7 +526,10 @@ async function beginImport(
     };
   }
   // Changed since the last import, or that import never finished: append what the log lacks.
-  const { known, metrics, compactionSeqs } = await indexLog(store, sessionId);
+  const cached = context.options.logIndexes?.get(sessionId);
+  const index = cached ?? (await indexLog(store, sessionId));
+  context.options.logIndexes?.set(sessionId, index);
+  const { known, metrics, compactionSeqs } = index;
   return {
     writer: new LogWriter(store, sessionId, { known, metrics, watch }),
     fingerprints,
@@ -555,6 +572,11 @@ async function finishImport(
 
   const title = titleOf(info, input.source, input.nativeSessionId);
   const metrics = writer.metrics;
+  const index = context.options.logIndexes?.get(sessionId);
+  if (index !== undefined) {
+    index.metrics = metrics;
+    for (const [blockId, seq] of writer.watchedSeqs) index.compactionSeqs.set(blockId, seq);
+  }
   const stats = statsOf(info, metrics);
   const now = context.now();
   await store.updateSession(sessionId, (current) => ({

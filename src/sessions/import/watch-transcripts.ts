@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { basename, join, resolve, sep } from 'node:path';
 import type { TranscriptWarning } from '../../backends/index.js';
 import { isParleyError } from '../../conversation/index.js';
-import { importTranscripts, type ImportOptions, type ImportResult } from './import-transcripts.js';
+import { importTranscripts, type ImportOptions, type ImportResult, type LogIndex } from './import-transcripts.js';
 
 /**
  * `parley import --watch <path>` and `parley serve --watch-native`: keeps importing a file or a
@@ -22,7 +22,7 @@ import { importTranscripts, type ImportOptions, type ImportResult } from './impo
  * saying so, with a warning; blocks it no longer has stay in the session's log (the log only grows).
  */
 
-export interface WatchTranscriptsOptions extends Omit<ImportOptions, 'live' | 'signal'> {
+export interface WatchTranscriptsOptions extends Omit<ImportOptions, 'live' | 'signal' | 'logIndexes'> {
   /** Stops the watcher like `stop()`. */
   signal?: AbortSignal;
   /** After each pass that imported or updated something (and after the first pass, always). */
@@ -63,6 +63,8 @@ export function watchTranscripts(path: string, options: WatchTranscriptsOptions)
 class Watcher {
   private readonly controller = new AbortController();
   private readonly files = new Map<string, FileState>();
+  /** What the followed sessions' logs hold, so a pass does not read them again (this watcher is their writer). */
+  private readonly logIndexes = new Map<string, LogIndex>();
   /** Main transcript → the session it was imported into. */
   private readonly sessionOf = new Map<string, string>();
   private fsWatcher: FSWatcher | undefined;
@@ -184,7 +186,7 @@ class Watcher {
     const result: ImportResult = { path: this.root, sessions: [], warnings: [], skipped: [] };
     for (const path of targets ?? [this.root]) {
       try {
-        const part = await importTranscripts(path, { ...this.options, live: true, signal: this.controller.signal });
+        const part = await importTranscripts(path, { ...this.options, live: true, signal: this.controller.signal, logIndexes: this.logIndexes });
         result.sessions.push(...part.sessions);
         result.warnings.push(...part.warnings);
         result.skipped.push(...part.skipped);
@@ -192,7 +194,10 @@ class Watcher {
         if (this.stopped && isParleyError(error, 'IMPORT_ABORTED')) return result;
         // A target that is gone or is no session (a file the tool writes beside them) is nothing to do.
         const missing = (targets !== undefined || this.options.waitForPath === true) && isParleyError(error, 'IMPORT_PATH_NOT_FOUND');
-        if (!missing && !isParleyError(error, 'NOTHING_TO_IMPORT')) throw error;
+        if (missing || isParleyError(error, 'NOTHING_TO_IMPORT')) continue;
+        // A failed pass may have noted blocks that never reached the log: the next one reads the logs again.
+        this.logIndexes.clear();
+        throw error;
       }
     }
     result.warnings.unshift(...warnings);

@@ -191,6 +191,43 @@ describe('watchTranscripts', () => {
     expect((await agent).sessions.find((session) => session.sessionId === SESSION_ID)).toMatchObject({ status: 'updated', subagents: 1 });
   });
 
+  it('reports a store failure during a pass, keeps watching, and the next pass writes what the failed one did not', async () => {
+    const file = join(work, `${NATIVE_ID}.jsonl`);
+    await fs.writeFile(file, jsonl(user('u1', null, 'One'), assistant('a1', 'u1', 'Ok')));
+    let failNext = false;
+    const failing: SessionStore = new Proxy(store, {
+      get(target, key, receiver) {
+        const value = Reflect.get(target, key, receiver) as unknown;
+        if (key !== 'append' || typeof value !== 'function') return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+        return (...args: unknown[]) => {
+          if (failNext) {
+            failNext = false;
+            return Promise.reject(new Error('disk on fire'));
+          }
+          return (value as (...args: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    const errors: unknown[] = [];
+    const erred = new Promise<void>((done) => {
+      watcher = watchTranscripts(file, { store: failing, onError: (error) => (errors.push(error), done()) });
+    });
+    await watcher!.ready;
+    failNext = true;
+    await fs.appendFile(file, jsonl(user('u2', 'a1', 'Two', 3)));
+    await erred;
+    expect(String(errors[0])).toContain('disk on fire');
+
+    const client = await server.client();
+    await client.subscribe();
+    const view = follow(client, SESSION_ID);
+    await fs.appendFile(file, jsonl(assistant('a2', 'u2', 'Done', { second: 4 })));
+    await view.until('a2');
+    const ids: string[] = [];
+    for await (const event of store.readLog(SESSION_ID)) if (event.type === 'block_complete') ids.push(event.block.id);
+    expect(ids).toEqual(['u1', 'a1', 'u2', 'a2']);
+  });
+
   it('fails the first pass with a clear error when the path does not exist, and follows it once it appears when asked to wait', async () => {
     const missing = join(work, 'projects', '-home-dev-demo');
     await expect(watchTranscripts(missing, { store }).ready).rejects.toMatchObject({ code: 'IMPORT_PATH_NOT_FOUND' });
