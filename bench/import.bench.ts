@@ -3,8 +3,9 @@
  * (stream, parse into blocks, write into a file store) beside the floor (a bare streaming line
  * split + `JSON.parse` of the same file), plus the parser alone (events discarded) so the
  * parser's own cost and the store's are told apart, and the same import with the store's append
- * replaced by numbering the events and dropping them. Targets: ≥ 0.8× the floor's MB/s, peak memory
- * ≤ 2× the floor's.
+ * replaced by numbering the events and dropping them; then the first `parley show` of the imported
+ * session in a fresh process. Targets: ≥ 0.8× the floor's MB/s, peak memory ≤ 2× the floor's, the
+ * first show in ≤ 1.5× the floor's time.
  *
  * Each variant runs in a fresh child process (plain `node` on an esbuild bundle, so neither tsx
  * nor the other variants' garbage count), several rounds interleaved; the table shows medians.
@@ -84,6 +85,28 @@ if (variant === 'parse') {
 }
 const used = process.cpuUsage(cpu);
 console.log(JSON.stringify({ variant, ms: performance.now() - started, cpuMs: (used.user + used.system) / 1000, bytes, detail, baselineRssKb, maxRssKb: process.resourceUsage().maxRSS }));
+`;
+
+/**
+ * The first `parley show` of the imported session, as its own process on the import's data folder:
+ * what `parley show <id>` does (open the store, the session manager, the session's runtime data from
+ * its log, and the conversation rendered as text), without printing the text.
+ */
+const SHOW_CHILD = `
+import { createSessionManager } from './src/sessions/index.js';
+import { renderConversation } from './src/cli/render.js';
+
+const [, path, dataDir, sessionId] = process.argv.slice(2);
+const baselineRssKb = process.memoryUsage().rss / 1024;
+const started = performance.now();
+const cpu = process.cpuUsage();
+const manager = await createSessionManager({ dataDir, preloadTokenizer: false });
+await manager.getSession(sessionId);
+const runtime = await manager.getRuntimeSession(sessionId);
+const text = renderConversation(runtime.blocks, runtime.subagents);
+await manager.close();
+const used = process.cpuUsage(cpu);
+console.log(JSON.stringify({ variant: 'show', ms: performance.now() - started, cpuMs: (used.user + used.system) / 1000, bytes: 0, detail: text.length, baselineRssKb, maxRssKb: process.resourceUsage().maxRSS }));
 `;
 
 /**
@@ -182,12 +205,14 @@ export async function run(): Promise<string> {
     floor: join(bundleDir, 'import-floor-child.mjs'),
     parley: join(bundleDir, 'import-parley-child.mjs'),
     breakdown: join(bundleDir, 'import-breakdown-child.mjs'),
+    show: join(bundleDir, 'import-show-child.mjs'),
   };
   try {
     for (const [name, contents] of [
       ['floor', FLOOR_CHILD],
       ['parley', PARLEY_CHILD],
       ['breakdown', BREAKDOWN_CHILD],
+      ['show', SHOW_CHILD],
     ] as const) {
       await build({
         stdin: { contents, resolveDir: root, loader: 'ts', sourcefile: `import-${name}-child.ts` },
@@ -206,9 +231,11 @@ export async function run(): Promise<string> {
     const variants = ['floor', 'parse', 'import-discard', 'import'] as const;
     const samples = new Map<string, Sample[]>(variants.map((variant) => [variant, []]));
     const breakdowns: Breakdown[] = [];
+    const shows: Sample[] = [];
     const runChild = (variant: string, dataDir: string): Sample => {
-      const script = variant === 'floor' ? children.floor : variant === 'breakdown' ? children.breakdown : children.parley;
-      const output = execFileSync(process.execPath, [script, variant, transcript, dataDir], { encoding: 'utf8', maxBuffer: 1 << 20 });
+      const script = variant === 'floor' ? children.floor : variant === 'breakdown' ? children.breakdown : variant === 'show' ? children.show : children.parley;
+      const extra = variant === 'show' ? [`cc-${generated.sessionId}`] : [];
+      const output = execFileSync(process.execPath, [script, variant, transcript, dataDir, ...extra], { encoding: 'utf8', maxBuffer: 1 << 20 });
       return JSON.parse(output.trim().split('\n').at(-1) ?? '{}') as Sample;
     };
     // One untimed pass puts the file in the page cache for every variant alike.
@@ -217,6 +244,8 @@ export async function run(): Promise<string> {
       for (const variant of variants) {
         const dataDir = join(work, `data-${round}`);
         samples.get(variant)!.push(runChild(variant, dataDir));
+        // The first `parley show` of what the import wrote, in a fresh process.
+        if (variant === 'import') shows.push(runChild('show', dataDir));
         rmSync(dataDir, { recursive: true, force: true });
       }
       const dataDir = join(work, `data-${round}`);
@@ -246,6 +275,9 @@ export async function run(): Promise<string> {
       baseline(variant).toFixed(0),
       variant === 'import' ? '≥ 0.80× MB/s, ≤ 2.00× memory' : '',
     ]);
+    const showMs = percentile(shows.map((sample) => sample.ms), 50);
+    const showCpuMs = percentile(shows.map((sample) => sample.cpuMs), 50);
+    const showRss = percentile(shows.map((sample) => sample.maxRssKb / 1024), 50);
     const importMs = median('import', (sample) => sample.ms);
     const discardMs = median('import-discard', (sample) => sample.ms);
     const floorMs = median('floor', (sample) => sample.ms);
@@ -281,6 +313,22 @@ export async function run(): Promise<string> {
       '',
       table(['variant', 'MB/s (wall)', 'vs floor', 'MB/s (CPU time)', 'vs floor', 'peak RSS (MB)', 'vs floor', 'RSS before reading (MB)', 'target'], rows),
       '',
+      table(
+        ['first `parley show` of the import', 'ms (wall)', 'vs floor\'s time', 'ms (CPU time)', 'vs floor', 'peak RSS (MB)', 'vs floor', 'target'],
+        [
+          [
+            'open the store, read the log, rebuild and render the blocks',
+            showMs.toFixed(0),
+            `${(showMs / floorMs).toFixed(2)}×`,
+            showCpuMs.toFixed(0),
+            `${(showCpuMs / median('floor', (sample) => sample.cpuMs)).toFixed(2)}×`,
+            showRss.toFixed(0),
+            ratio(showRss, rss('floor')),
+            '≤ 1.50× time, ≤ 2.00× memory',
+          ],
+        ],
+      ),
+      '',
       `The file store accounts for about ${(storeShare * 100).toFixed(0)} % of the import's ${(importMs / 1000).toFixed(2)} s (the two import rows differ only in it). ${median('import', (sample) => sample.detail)} blocks written. CPU time includes the garbage collector's helper threads (so wall time can be below it); wall time is what a user waits for, and suffers most from other load on the machine. "RSS before reading" is the process with its code loaded (the floor loads only the line splitter; Parley loads every back end through the layer's index).`,
       '',
       '### Where the import\'s time goes',
@@ -298,6 +346,7 @@ export async function run(): Promise<string> {
     rmSync(children.floor, { force: true });
     rmSync(children.parley, { force: true });
     rmSync(children.breakdown, { force: true });
+    rmSync(children.show, { force: true });
   }
 }
 

@@ -19,9 +19,15 @@ export function plural(count: number, word: string): string {
 
 /** The text on one line, cut to `max` characters with an ellipsis. */
 export function oneLine(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  if (max <= 1) return flat.slice(0, Math.max(0, max));
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+  // Only the start is shown: flatten a prefix, longer each time until it is enough, rather than the
+  // whole text (a tool's output of megabytes made this most of `parley show`'s rendering time).
+  for (let length = Math.max(64, max * 4); ; length *= 4) {
+    const whole = length >= text.length;
+    const flat = (whole ? text : text.slice(0, length)).replace(/\s+/g, ' ').trim();
+    if (!whole && flat.length <= max) continue;
+    if (max <= 1) return flat.slice(0, Math.max(0, max));
+    return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+  }
 }
 
 /** `1,234` */

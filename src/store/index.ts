@@ -20,3 +20,4 @@ export * from './run-records.js';
 export * from './run-store.js';
 export { createMemoryRunStore } from './memory-run-store.js';
 export { createFileRunStore } from './file-run-store.js';
+export { shareStore, type SharedStore } from './shared-store.js';

@@ -1,5 +1,6 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { firstDraftNotice, TASK_TITLE_MAX, taskTitleFromMessage } from '../../src/conversation/index.js';
+import { firstDraftNotice, oneLine, TASK_TITLE_MAX, taskTitleFromMessage } from '../../src/conversation/index.js';
 
 describe('taskTitleFromMessage: a task title from a first message', () => {
   it('is the first line, white space collapsed, trailing punctuation dropped', () => {
@@ -38,5 +39,25 @@ describe('firstDraftNotice', () => {
       "Created task fix-the-login-bug and drafted product-analyst on it (the project's default role; /undraft to change).",
     );
     expect(firstDraftNotice({ role: 'dev', taskSlug: 'demo', createdTask: false, undraft: 'Undraft' })).toBe("Drafted dev on task demo (the project's default role; Undraft to change).");
+  });
+});
+
+describe('oneLine', () => {
+  /** What oneLine promises, computed on the whole text. */
+  const reference = (text: string, max: number): string => {
+    const flat = text.replace(/\s+/g, ' ').trim();
+    if (max <= 1) return flat.slice(0, Math.max(0, max));
+    return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+  };
+
+  it('gives the whole text flattened and cut, though it reads only as much of it as it shows', () => {
+    const pieces = fc.array(fc.oneof(fc.string({ maxLength: 30 }), fc.constantFrom(' ', '\n', '\t\t', ' '.repeat(300), 'word')), { maxLength: 60 });
+    fc.assert(
+      fc.property(pieces, fc.integer({ min: 0, max: 200 }), (parts, max) => {
+        const text = parts.join('');
+        expect(oneLine(text, max)).toBe(reference(text, max));
+      }),
+    );
+    expect(oneLine(`${' '.repeat(10_000)}start ${'x'.repeat(1_000_000)}`, 10)).toBe('start xxx…');
   });
 });

@@ -17,11 +17,11 @@ export interface ServeProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Starts `parley serve --port 0` in `cwd` as its own process; resolves at the ready line with server.json. */
-export async function startServeProcess(cwd: string, env: Record<string, string> = {}): Promise<ServeProcess> {
+/** Starts `parley serve --port 0` (plus `args`) in `cwd` as its own process; resolves at the ready line with server.json. */
+export async function startServeProcess(cwd: string, env: Record<string, string> = {}, args: string[] = []): Promise<ServeProcess> {
   const childEnv: Record<string, string | undefined> = { ...process.env, ...env };
   delete childEnv['PARLEY_DATA_DIR'];
-  const child = spawn(process.execPath, ['--import', loader, main, 'serve', '--port', '0'], {
+  const child = spawn(process.execPath, ['--import', loader, main, 'serve', '--port', '0', ...args], {
     cwd,
     env: childEnv,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -2,3 +2,4 @@ export { createGeminiCliBackend, parseGeminiTranscripts, renderGeminiMd, folderW
 export { locateGeminiCli, GeminiCliNotInstalledError, GEMINI_CLI_PACKAGE, GEMINI_CLI_VERSION } from './locate.js';
 export { GeminiCliStorage, projectHash } from './storage.js';
 export { parseStreamLine, GeminiStreamEventSchema, type GeminiStreamEvent } from './stream-json.js';
+export { slugify as geminiProjectSlug } from './storage.js';

@@ -10,6 +10,7 @@ import {
   type TranscriptParser,
   type TranscriptWarning,
 } from './types.js';
+import { ChainOrder, type HeldRecord } from './claude-code/chain-order.js';
 import { assignIds, blockEvent, blockId, mapAssistantContent, mapAttachment, mapSystemRecord, unknownRecord } from './claude-code/blocks.js';
 import { describeStart, isTitleRecord, textOf, usageOf } from './claude-code/records.js';
 import { rewindBlock } from './claude-code/rewind.js';
@@ -25,7 +26,8 @@ import { mapUserContent } from './claude-code/user-content.js';
  *
  * - One record per content block; assistant records of one API message share `message.id`, and
  *   their usage (repeated on each) is counted once per `message.id:requestId`.
- * - Order: file order, which is the `parentUuid` chain's order except after a rewind. A human prompt
+ * - Order: the `parentUuid` chain's. A record read before its parent is held until the parent is
+ *   read, then placed right after it (bounded: past the window it is let go in file order). A human prompt
  *   whose parent lies before the previous human prompt starts a new branch: the records of the
  *   abandoned branch are taken out of the thread and kept inside a `system` block at the fork
  *   (their usage still counts: those tokens were spent). To do that while streaming, the newest
@@ -54,6 +56,12 @@ export interface ClaudeCodeParserOptions {
    */
   windowRecords?: number;
   windowBytes?: number;
+  /**
+   * The file is still being written (`parley import --watch`): at `end()` an API message with no
+   * stop reason yet keeps its usage back (more of its records may follow, and usage must be counted
+   * once), and a tool call with no result yet stays running instead of being closed as interrupted.
+   */
+  live?: boolean;
 }
 
 export class ClaudeCodeParser implements TranscriptParser {
@@ -70,6 +78,7 @@ export class ClaudeCodeParser implements TranscriptParser {
   private readonly sideThreadOf = new Map<string, string>();
   private readonly tools: ToolPairing;
   private readonly usage = new UsageLedger();
+  private readonly order: ChainOrder;
   private lastAt = 0;
   private droppedReplays = 0;
   private ended = false;
@@ -79,6 +88,7 @@ export class ClaudeCodeParser implements TranscriptParser {
     this.tools = new ToolPairing(this.info);
     this.limits = { records: options.windowRecords ?? 256, bytes: options.windowBytes ?? 4 * 1024 * 1024 };
     this.main = new Thread(options.conversationId ?? MAIN_CONVERSATION, true, this.limits);
+    this.order = new ChainOrder(this.limits);
   }
 
   line(text: string, lineNumber: number, terminated = true): void {
@@ -98,14 +108,18 @@ export class ClaudeCodeParser implements TranscriptParser {
       this.warn('NOT_A_RECORD', `line ${lineNumber} is JSON but not a record object; skipped`, lineNumber);
       return;
     }
-    this.record(parsed.value, lineNumber, text.length);
+    this.place({ record: parsed.value, lineNumber, bytes: text.length });
   }
 
   end(): TranscriptInfo {
     if (this.ended) return this.info;
     this.ended = true;
-    for (const thread of this.allThreads()) this.closeGroup(thread);
-    const late = this.tools.closeUnanswered();
+    // Records whose parent never came: in file order, each with its own children after it.
+    for (let held = this.order.takeOldest(); held !== undefined; held = this.order.takeOldest()) this.placeWithChildren(held);
+    for (const thread of this.allThreads()) {
+      if (this.options.live !== true || thread.group?.stopReason !== undefined) this.closeGroup(thread);
+    }
+    const late = this.options.live === true ? [] : this.tools.closeUnanswered();
     for (const thread of this.allThreads()) thread.flush(true, this.emit);
     for (const event of late) this.emit(event);
     for (const [threadId] of this.sideThreads) {
@@ -119,6 +133,37 @@ export class ClaudeCodeParser implements TranscriptParser {
       this.warn('PARENT_REPLAY', `${this.droppedReplays} record(s) repeating the parent session's messages were dropped`);
     }
     return this.info;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Chain order
+
+  /** Places a record now, or holds it when its parent has not been read yet. */
+  private place(held: HeldRecord): void {
+    const parent = held.record['parentUuid'];
+    if (typeof parent === 'string' && !this.order.isPlaced(parent) && !isTitleRecord(stringOf(held.record['type']) ?? '')) {
+      this.order.hold(parent, held);
+      while (this.order.overLimits) {
+        const oldest = this.order.takeOldest();
+        if (oldest === undefined) break;
+        this.placeWithChildren(oldest);
+      }
+      return;
+    }
+    this.placeWithChildren(held);
+  }
+
+  /** Places a record, then the records that waited for it, depth first (each child's own children right after it). */
+  private placeWithChildren(first: HeldRecord): void {
+    const stack = [first];
+    for (let held = stack.pop(); held !== undefined; held = stack.pop()) {
+      this.record(held.record, held.lineNumber, held.bytes);
+      const uuid = held.record['uuid'];
+      if (typeof uuid !== 'string') continue;
+      this.order.markPlaced(uuid);
+      const children = this.order.takeChildren(uuid);
+      if (children !== undefined) for (let index = children.length - 1; index >= 0; index--) stack.push(children[index]!);
+    }
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -162,12 +207,16 @@ export class ClaudeCodeParser implements TranscriptParser {
   private userRecord(record: JsonObject, thread: Thread, uuid: string | undefined, lineNumber: number, at: number, bytes: number): void {
     const { blocks, updates, human, prompt, summary } = mapUserContent(record, this.tools, at);
     if (prompt !== undefined && thread === this.main) this.info.firstUserMessage ??= prompt;
+    const turnEnd = human ? this.endOpenTurn(thread, at) : undefined;
     if (human && thread.detectRewinds) this.maybeRewind(thread, record, uuid, at);
     if (thread === this.main && !this.isChainKnown(thread, record)) this.warnMissingParent(record, uuid, lineNumber);
     assignIds(blocks, uuid, lineNumber);
     if (summary !== undefined && thread.conversationId === MAIN_CONVERSATION) noteCompactionSummary(this.info, summary, blocks[0]?.id, at);
     // Status updates of tool calls emitted earlier come first, then the result blocks.
-    const node = this.addNode(thread, uuid, [...updates, ...blocks.map((block) => blockEvent(thread.conversationId, block))], bytes);
+    // The turn end goes after the prompt's blocks: a re-import recognises metadata by the block before it.
+    const events = [...updates, ...blocks.map((block) => blockEvent(thread.conversationId, block))];
+    if (turnEnd !== undefined) events.push(turnEnd);
+    const node = this.addNode(thread, uuid, events, bytes);
     if (human) thread.lastHumanPosition = node.position;
   }
 
@@ -193,6 +242,18 @@ export class ClaudeCodeParser implements TranscriptParser {
     const costUsd = numberOf(record['costUSD']);
     const stopReason = stringOf(message?.['stop_reason']);
     thread.joinGroup({ key, messageId, usage, model, stopReason, costUsd, node, at });
+    thread.turnOpen = true;
+  }
+
+  /**
+   * A human prompt starts a new turn, so the one before it has ended even if its last assistant
+   * record carries no `stop_reason` (interrupted, or written by a CLI version that leaves it null).
+   */
+  private endOpenTurn(thread: Thread, at: number): StreamEventDraft | undefined {
+    if (!thread.turnOpen) return undefined;
+    thread.turnOpen = false;
+    if (thread.conversationId !== MAIN_CONVERSATION) return undefined;
+    return { type: 'metadata_update', conversationId: thread.conversationId, at, metadata: { turnComplete: true } };
   }
 
   private systemRecord(record: JsonObject, thread: Thread, uuid: string | undefined, lineNumber: number, at: number, bytes: number): void {
@@ -307,6 +368,8 @@ export class ClaudeCodeParser implements TranscriptParser {
     if (group === undefined) return;
     thread.group = undefined;
     const metadata = this.usage.message(group, thread.conversationId === MAIN_CONVERSATION);
+    // A message counted already (repeated by a resumed session) had its turn counted with it.
+    if (metadata === undefined || metadata.turnComplete === true) thread.turnOpen = false;
     if (metadata === undefined) return;
     if (group.model !== undefined && thread.conversationId === this.main.conversationId) this.info.model = group.model;
     if (Object.keys(metadata).length === 0) return;

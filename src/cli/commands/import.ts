@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
-import { importTranscripts, type ImportProgress, type ImportResult } from '../../sessions/index.js';
-import { createFileStore } from '../../store/index.js';
+import { importTranscripts, watchTranscripts, type ImportProgress, type ImportResult } from '../../sessions/index.js';
+import { isParleyError } from '../../conversation/index.js';
+import { StoreError, createFileStore, type SessionStore } from '../../store/index.js';
 import { openChosenStore, resolveDataDir } from '../options.js';
 
 /** `parley import <path>`: native transcripts become read-only sessions that `parley sessions` lists and `parley show` prints. */
@@ -12,19 +13,37 @@ export function register(program: Command): void {
       '<path>',
       'a session file, or a folder such as ~/.claude/projects/<project>/, ~/.gemini/tmp/<project>/chats/ or a seed-layout sessions folder',
     )
-    .option('--json', 'print the result as JSON')
-    .action(async (path: string, options: { json?: boolean }, command: Command) => {
+    .option('--json', 'print the result as JSON (with --watch: one JSON line per import pass)')
+    .option('--watch', 'keep importing while Claude Code or the Gemini CLI writes there, so the session can be followed live (Ctrl+C stops)')
+    .action(async (path: string, options: { json?: boolean; watch?: boolean }, command: Command) => {
       const store =
         (await openChosenStore(command)) ??
         (await createFileStore({
           dataDir: resolveDataDir(command),
           onWarning: (warning) => process.stderr.write(`parley store: ${warning.message}\n`),
+        }).catch((error: unknown) => {
+          if (!isParleyError(error, 'STORE_LOCKED')) throw error;
+          // Most often a running `parley serve` on this folder: say how to follow sessions into it.
+          throw new StoreError(
+            'STORE_LOCKED',
+            `${error.message} If it is \`parley serve\`, import with it stopped, or let it follow the project's own Claude Code and Gemini CLI sessions with \`parley serve --watch-native\` (or keep sessions in PostgreSQL, where an import and servers share them).`,
+            { fault: 'user', cause: error },
+          );
         }));
       // Ctrl-C stops at the next chunk; what was written is kept and the next import finishes it.
       const controller = new AbortController();
       const stop = (): void => controller.abort();
       process.once('SIGINT', stop);
       const progress = process.stderr.isTTY && !options.json ? showProgress : undefined;
+      if (options.watch) {
+        try {
+          await follow(path, store, controller.signal, options.json === true);
+        } finally {
+          process.off('SIGINT', stop);
+          await store.close();
+        }
+        return;
+      }
       try {
         const result = await importTranscripts(path, { store, signal: controller.signal, ...(progress ? { onProgress: progress } : {}) });
         if (progress) process.stderr.write('\r\x1b[K');
@@ -34,6 +53,36 @@ export function register(program: Command): void {
         await store.close();
       }
     });
+}
+
+/** `--watch`: the first pass as a normal import, then a line per session each time one grows, until Ctrl+C. */
+async function follow(path: string, store: SessionStore, signal: AbortSignal, json: boolean): Promise<void> {
+  let first = true;
+  const watcher = watchTranscripts(path, {
+    store,
+    signal,
+    onSync: (result) => {
+      if (json) process.stdout.write(`${JSON.stringify(result)}\n`);
+      else if (first) process.stdout.write(describe(result));
+      else process.stdout.write(describeChanges(result));
+      first = false;
+    },
+    onWarning: (warning) => process.stderr.write(`parley import: warning: ${warning.message}\n`),
+    onError: (error) => process.stderr.write(`parley import: ${error instanceof Error ? error.message : String(error)} (still watching; the next change tries again)\n`),
+  });
+  await watcher.ready;
+  if (!signal.aborted) process.stderr.write(`Following ${path}: new lines are imported as they are written. Ctrl+C stops.\n`);
+  if (!signal.aborted) await new Promise<void>((done) => signal.addEventListener('abort', () => done(), { once: true }));
+  await watcher.stop();
+  process.stderr.write('Stopped following; everything imported so far is kept.\n');
+}
+
+function describeChanges(result: ImportResult): string {
+  const time = new Date().toISOString().slice(11, 19);
+  const lines = result.sessions
+    .filter((session) => session.status !== 'unchanged')
+    .map((session) => `${time}  ${session.sessionId}  ${STATUS_WORD[session.status]}  +${session.appendedBlocks} blocks  ${JSON.stringify(session.title)}`);
+  return lines.length > 0 ? `${lines.join('\n')}\n` : '';
 }
 
 function showProgress(progress: ImportProgress): void {

@@ -4,6 +4,8 @@ import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { ParleyError } from '../../conversation/index.js';
 import type { RunningServer } from '../../server/index.js';
+import type { TranscriptWatcher } from '../../sessions/index.js';
+import { createFileStore, shareStore, type SessionStore } from '../../store/index.js';
 import { draftLeaseFromEnvironment, openChosenDraftStore, openChosenStore, resolveDataDir, resolveStoreUrl } from '../options.js';
 import { coreRunServiceFactory, serveRuns, type CoreRunServiceFactory } from '../run-service-wiring.js';
 import { resolveServerBackends } from '../server-backends.js';
@@ -30,16 +32,24 @@ export function register(program: Command, runServiceFactory: CoreRunServiceFact
     .option('--port <port>', `port to listen on (default ${DEFAULT_PORT}; 0: any free port)`, parsePort)
     .option('--host <host>', 'address to listen on (default 127.0.0.1; anything else is reachable from the network)')
     .option('--web-root <dir>', 'folder of the web UI to serve (default: the built dist/web)')
-    .action(async (options: { port?: number; host?: string; webRoot?: string }, command: Command) => {
+    .option('--watch-native', "follow this project's Claude Code and Gemini CLI sessions live: import them as they are written")
+    .action(async (options: { port?: number; host?: string; webRoot?: string; watchNative?: boolean }, command: Command) => {
       // Loaded here, not at registration: other commands do not pay for the server's modules.
       const [{ startServer }, { MAX_LEASE_TTL_MS }] = await Promise.all([import('../../server/index.js'), import('../../store/index.js')]);
       // Checked before the store opens, so a bad value changes nothing.
       const leaseTtlMs = draftLeaseFromEnvironment(MAX_LEASE_TTL_MS);
       const projectRoot = process.cwd();
       const dataDir = resolveDataDir(command);
-      const store = await openChosenStore(command);
+      const chosenStore = await openChosenStore(command);
+      // With --watch-native the imports and the server share one opened store, each through its own view,
+      // so the server sees the imported events as changes from elsewhere and delivers them (store/shared-store.ts).
+      const shared = options.watchNative
+        ? shareStore(chosenStore ?? (await createFileStore({ dataDir, onWarning: (warning) => process.stderr.write(`parley store: ${warning.message}\n`) })))
+        : undefined;
+      const store = shared !== undefined ? shared.view() : chosenStore;
       const draftStore = await openChosenDraftStore(command, projectRoot, dataDir).catch(async (error: unknown) => {
         await store?.close();
+        await shared?.close();
         throw error;
       });
       const { backendFor, summarize, notice, warnings } = await resolveServerBackends({ projectRoot, dataDir });
@@ -65,12 +75,14 @@ export function register(program: Command, runServiceFactory: CoreRunServiceFact
       } catch (error) {
         await draftStore?.close();
         await store?.close();
+        await shared?.close();
         if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
           throw new ParleyError('PORT_IN_USE', `Port ${options.port ?? DEFAULT_PORT} is in use (another parley serve?). Choose one with --port, or --port 0 for any free port.`, { fault: 'user' });
         }
         throw error;
       }
       if (server.recovered.recovered > 0) process.stdout.write(`Recovered ${server.recovered.recovered} active draft(s).\n`);
+      const followers = shared !== undefined ? await followNativeSessions(projectRoot, shared.view()) : [];
       process.stdout.write(
         `Parley is serving ${projectRoot}\n` +
           `  web UI:   ${server.url}\n` +
@@ -78,9 +90,35 @@ export function register(program: Command, runServiceFactory: CoreRunServiceFact
           `Parley server ready: ${server.url}\n`,
       );
       await waitForSignal(server);
+      await Promise.all(followers.map((follower) => follower.stop()));
       await draftStore?.close();
       await store?.close();
+      await shared?.close();
     });
+}
+
+/** `--watch-native`: a watcher per native folder of the project; a folder that does not exist yet is followed from when it appears. */
+async function followNativeSessions(projectRoot: string, store: SessionStore): Promise<TranscriptWatcher[]> {
+  const { nativeSessionFolders, watchTranscripts } = await import('../../sessions/index.js');
+  const folders = await nativeSessionFolders(projectRoot);
+  const followers: TranscriptWatcher[] = [];
+  for (const folder of folders) {
+    const follower = watchTranscripts(folder.path, {
+      store,
+      waitForPath: true,
+      onSync: (result) => {
+        for (const session of result.sessions) {
+          if (session.status !== 'unchanged') process.stdout.write(`parley: ${session.status === 'imported' ? 'following' : 'updated'} ${session.sessionId} (${folder.source}) ${JSON.stringify(session.title)}\n`);
+        }
+      },
+      onWarning: (warning) => process.stderr.write(`parley: ${folder.path}: ${warning.message}\n`),
+      onError: (error) => process.stderr.write(`parley: following ${folder.path}: ${error instanceof Error ? error.message : String(error)}\n`),
+    });
+    followers.push(follower);
+    await follower.ready;
+  }
+  process.stdout.write(`Following native sessions in:\n${folders.map((folder) => `  ${folder.path} (${folder.source})`).join('\n')}\n`);
+  return followers;
 }
 
 function parsePort(value: string): number {

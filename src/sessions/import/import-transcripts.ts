@@ -14,6 +14,7 @@ import {
 import {
   MAIN_CONVERSATION,
   createTokenizer,
+  emptyConversation,
   isParleyError,
   type ConversationBlock,
   type SessionMetrics,
@@ -53,7 +54,23 @@ export interface ImportOptions {
   copyTranscriptMaxBytes?: number;
   /** Milliseconds since the epoch; injectable for tests. */
   now?: () => number;
+  /**
+   * The files are still being written (`importTranscripts` run by a watcher): an API message with no
+   * stop reason yet keeps its usage back until the message is over, and a tool call with no result yet
+   * stays running. Such an import is not final: the next import without `live` reads the files again
+   * even when they did not change, so what was held back is counted.
+   */
+  live?: boolean;
+  /**
+   * What each session's log holds, kept between imports by a caller that is the only writer of
+   * these sessions (a watcher): a re-import then need not read the log again. Filled and kept up to
+   * date by the import.
+   */
+  logIndexes?: Map<string, LogIndex>;
 }
+
+/** What an imported session's log holds, for a re-import (see `indexLog`). */
+export type LogIndex = Awaited<ReturnType<typeof indexLog>>;
 
 export interface ImportProgress {
   phase: 'discovered' | 'reading' | 'session_done';
@@ -104,6 +121,8 @@ interface ImportManifest {
   blocks: number;
   subagents: number;
   checkpointBlockId?: string;
+  /** Written by a live import (see `ImportOptions.live`): not final even if the files are unchanged. */
+  live?: boolean;
 }
 
 const MANIFEST = 'import-manifest.json';
@@ -188,7 +207,8 @@ async function importClaudeCode(source: ClaudeCodeSource, context: Context): Pro
   const copies: Array<{ name: string; text: string }> = [];
   const writer = start.writer;
 
-  const main = new ClaudeCodeParser({ emit: writer.add, file: basename(source.main), collectMessageIds: source.subagents.length > 0 });
+  const live = context.options.live === true;
+  const main = new ClaudeCodeParser({ emit: writer.add, file: basename(source.main), collectMessageIds: source.subagents.length > 0, live });
   const mainSize = start.fingerprints[0]!.size;
   const read = await streamFile(source.main, main, {
     ...(context.options.signal !== undefined ? { signal: context.options.signal } : {}),
@@ -208,7 +228,7 @@ async function importClaudeCode(source: ClaudeCodeSource, context: Context): Pro
     const meta = agent.metaPath !== undefined ? await readJsonObject(agent.metaPath, warnings) : undefined;
     const agentType = typeof meta?.['agentType'] === 'string' ? meta['agentType'] : undefined;
     const model = typeof meta?.['model'] === 'string' ? meta['model'] : undefined;
-    const parser = new ClaudeCodeParser({ emit: writer.add, conversationId: agent.agentId, parentMessageIds: main.messageIds, file: basename(agent.path) });
+    const parser = new ClaudeCodeParser({ emit: writer.add, conversationId: agent.agentId, parentMessageIds: main.messageIds, file: basename(agent.path), live });
     writer.add(subagentStart(agent.agentId, agentType ?? 'subagent', model, meta, info.startedAt ?? 0));
     const size = (await fs.stat(agent.path)).size;
     const subRead = await streamFile(agent.path, parser, {
@@ -479,10 +499,15 @@ async function beginImport(
       native: { backend: source, nativeSessionId, transcriptPath: path },
     };
     await store.createSession(record);
-    return { writer: new LogWriter(store, sessionId, { watch }), fingerprints, status: 'imported', manifest: undefined, compactionSeqs: new Map() };
+    const index = { known: new Map<string, string>(), metrics: emptyConversation(sessionId).metrics, compactionSeqs: new Map<string, number>() };
+    context.options.logIndexes?.set(sessionId, index);
+    // With an index kept between imports, the writer records what it appends in it.
+    const known = context.options.logIndexes !== undefined ? { known: index.known } : {};
+    return { writer: new LogWriter(store, sessionId, { watch, ...known }), fingerprints, status: 'imported', manifest: undefined, compactionSeqs: index.compactionSeqs };
   }
   const manifest = await readManifest(store, sessionId);
-  if (manifest !== undefined && manifest.importFormat === IMPORT_FORMAT && sameFingerprints(manifest.files, fingerprints)) {
+  const final = manifest?.live !== true || context.options.live === true;
+  if (manifest !== undefined && manifest.importFormat === IMPORT_FORMAT && final && sameFingerprints(manifest.files, fingerprints)) {
     return {
       unchanged: {
         sessionId,
@@ -501,7 +526,10 @@ async function beginImport(
     };
   }
   // Changed since the last import, or that import never finished: append what the log lacks.
-  const { known, metrics, compactionSeqs } = await indexLog(store, sessionId);
+  const cached = context.options.logIndexes?.get(sessionId);
+  const index = cached ?? (await indexLog(store, sessionId));
+  context.options.logIndexes?.set(sessionId, index);
+  const { known, metrics, compactionSeqs } = index;
   return {
     writer: new LogWriter(store, sessionId, { known, metrics, watch }),
     fingerprints,
@@ -544,6 +572,11 @@ async function finishImport(
 
   const title = titleOf(info, input.source, input.nativeSessionId);
   const metrics = writer.metrics;
+  const index = context.options.logIndexes?.get(sessionId);
+  if (index !== undefined) {
+    index.metrics = metrics;
+    for (const [blockId, seq] of writer.watchedSeqs) index.compactionSeqs.set(blockId, seq);
+  }
   const stats = statsOf(info, metrics);
   const now = context.now();
   await store.updateSession(sessionId, (current) => ({
@@ -566,6 +599,7 @@ async function finishImport(
     blocks: info.blockCount,
     subagents: input.subagentCount,
     ...(compaction?.blockId !== undefined && (checkpoint || start.manifest?.checkpointBlockId === compaction.blockId) ? { checkpointBlockId: compaction.blockId } : {}),
+    ...(context.options.live === true ? { live: true } : {}),
   };
   // Written last: a session without its manifest is an import that did not finish, and is completed by the next one.
   await store.writeTranscript(sessionId, MANIFEST, JSON.stringify(manifest, null, 2));

@@ -20,7 +20,8 @@ const BATCH_INPUT_BYTES = 1024 * 1024;
  * keeping the blocks, so importing a transcript of any size needs memory for one batch.
  *
  * On a re-import (`known` given) a block already in the log unchanged is not appended again, and
- * neither is the usage that followed it: only new or changed blocks reach the log.
+ * neither is metadata the log holds at the same place (after the same block, see `MetadataPlaces`):
+ * only new or changed blocks, and usage not yet counted, reach the log.
  */
 export class LogWriter {
   /** Blocks appended (new or changed) and left out (already in the log). */
@@ -35,13 +36,13 @@ export class LogWriter {
   private inFlight: Promise<void> | undefined;
   private failure: unknown;
   private metricsState: ConversationState;
-  private readonly lastBlockSkipped = new Map<string, boolean>();
+  private readonly places = new MetadataPlaces();
 
   constructor(
     private readonly store: SessionStore,
     private readonly sessionId: string,
     private readonly options: {
-      /** Block key → hash of the blocks already in the log (a re-import). */
+      /** Block key → hash of the blocks already in the log, and the places of its metadata (a re-import). */
       known?: Map<string, string>;
       /** Metrics of what is already in the log (a re-import). */
       metrics?: SessionMetrics;
@@ -63,15 +64,18 @@ export class LogWriter {
     if (known !== undefined) {
       if (event.type === 'block_complete') {
         const key = blockKey(event.conversationId, event.block.id);
-        const unchanged = known.get(key) === blockHash(event.block);
-        this.lastBlockSkipped.set(event.conversationId, unchanged);
-        if (unchanged) {
+        this.places.afterBlock(event.conversationId, event.block.id);
+        const hash = blockHash(event.block);
+        if (known.get(key) === hash) {
           this.unchangedBlocks++;
           return;
         }
-        known.set(key, blockHash(event.block));
-      } else if (event.type === 'metadata_update' && this.lastBlockSkipped.get(event.conversationId) === true) {
-        return; // the usage of a message that is already in the log
+        known.set(key, hash);
+      } else if (event.type === 'metadata_update') {
+        // Usage is counted once: metadata the log already holds at this place (after the same block) is not appended again.
+        const key = this.places.nextMetadataKey(event.conversationId);
+        if (known.has(key)) return;
+        known.set(key, '');
       }
     }
     if (event.type === 'block_complete') this.appendedBlocks++;
@@ -129,6 +133,28 @@ export class LogWriter {
   }
 }
 
+/**
+ * Where a metadata event sits: after which block of its conversation, and how many metadata events
+ * came between that block and it. A re-import parses the same records into the same order, so this
+ * names the same metadata in the log and in the new parse.
+ */
+class MetadataPlaces {
+  private readonly places = new Map<string, { blockId: string; index: number }>();
+
+  afterBlock(conversationId: string, blockId: string): void {
+    this.places.set(conversationId, { blockId, index: 0 });
+  }
+
+  nextMetadataKey(conversationId: string): string {
+    let place = this.places.get(conversationId);
+    if (place === undefined) {
+      place = { blockId: '', index: 0 };
+      this.places.set(conversationId, place);
+    }
+    return `${blockKey(conversationId, place.blockId)}\u0000#${place.index++}`;
+  }
+}
+
 export function blockKey(conversationId: string, blockId: string): string {
   return `${conversationId}\u0000${blockId}`;
 }
@@ -146,11 +172,14 @@ export async function indexLog(
   const known = new Map<string, string>();
   const compactionSeqs = new Map<string, number>();
   const metadata: StreamEvent[] = [];
+  const places = new MetadataPlaces();
   for await (const event of store.readLog(sessionId)) {
     if (event.type === 'block_complete') {
+      places.afterBlock(event.conversationId, event.block.id);
       known.set(blockKey(event.conversationId, event.block.id), blockHash(event.block));
       if (event.block.type === 'system' && event.block.subtype === 'compaction') compactionSeqs.set(event.block.id, event.seq);
     } else if (event.type === 'metadata_update') {
+      known.set(places.nextMetadataKey(event.conversationId), '');
       metadata.push(event);
     }
   }

@@ -324,6 +324,41 @@ describe('failure paths', () => {
     expect(parsed.warnings).toEqual([{ code: 'MISSING_PARENT', line: 3, message: expect.stringContaining('names parent lost-in-compaction') }]);
   });
 
+  it('places records written out of file order (a child before its parent) by the parentUuid chain', () => {
+    const parsed = parseClaudeCodeTranscript(
+      lines(user('u1', null, 'hello'), text('a2', 'u2', 'second answer'), text('a1', 'u1', 'first answer'), user('u2', 'a1', 'more'), text('a3', 'a2', 'third')),
+    );
+    expect(parsed.blocks.map((candidate) => candidate.id)).toEqual(['u1', 'a1', 'u2', 'a2', 'a3']);
+    expect(parsed.warnings).toEqual([]);
+  });
+
+  it('lets a record whose parent never comes go in file order once the window is full, and at the end', () => {
+    const records = [user('u1', 'earlier-file', 'hello'), text('a1', 'u1', 'hi'), user('u2', 'a1', 'again'), text('a2', 'u2', 'ok')];
+    const events: StreamEventDraft[] = [];
+    const parser = new ClaudeCodeParser({ emit: (event) => events.push(event), windowRecords: 2 });
+    records.forEach((record, index) => {
+      parser.line(JSON.stringify(record), index + 1, true);
+    });
+    parser.end();
+    expect(events.flatMap((event) => (event.type === 'block_complete' ? [event.block.id] : []))).toEqual(['u1', 'a1', 'u2', 'a2']);
+    expect(parser.warnings).toEqual([expect.objectContaining({ code: 'MISSING_PARENT', line: 1 })]);
+    expect(parseClaudeCodeTranscript(lines(...records)).blocks.map((candidate) => candidate.id)).toEqual(['u1', 'a1', 'u2', 'a2']);
+  });
+
+  it('counts a turn whose last assistant record has no stop_reason once the next user prompt starts', () => {
+    const open = (uuid: string, parentUuid: string, content: string) => {
+      const record = text(uuid, parentUuid, content);
+      return { ...record, message: { ...record.message, stop_reason: null } };
+    };
+    const parsed = parseClaudeCodeTranscript(
+      lines(user('u1', null, 'one'), open('a1', 'u1', 'first, cut off'), user('u2', 'a1', 'two'), text('a2', 'u2', 'second'), user('u3', 'a2', 'three'), open('a3', 'u3', 'still going')),
+    );
+    const state = reduce(parsed.events);
+    // The first turn (no stop_reason, then a prompt) and the second (end_turn); the third is still open.
+    expect(state.metrics.turns).toBe(2);
+    expect(parsed.blocks.map((candidate) => candidate.id)).toEqual(['u1', 'a1', 'u2', 'a2', 'u3', 'a3']);
+  });
+
   it('keeps a record of an unknown type, and one without any type, as unknown_record', () => {
     const parsed = parseClaudeCodeTranscript(lines({ type: 'hologram', uuid: 'h1', payload: [1] }, { hello: 'world' }));
     expect(parsed.blocks).toEqual([

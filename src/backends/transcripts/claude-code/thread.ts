@@ -54,6 +54,8 @@ export class Thread {
   /** uuid by position, to name the first already-emitted record of an abandoned branch. */
   readonly uuidAt: Array<string | undefined> = [];
   group: MessageGroup | undefined;
+  /** An assistant message was read since the last human prompt and no stop reason has ended its turn yet. */
+  turnOpen = false;
   /** The last chain record added: almost every record's parent, checked before the map. */
   lastUuid: string | undefined;
 
