@@ -568,7 +568,7 @@ describe('projects, tasks, roles, agents, server_info', () => {
     expect((await client.request('list_tasks', { project })).tasks.map((task) => task.slug).sort()).toEqual(['first-task', 'second-task']);
     expect((await errorOf(client.request('list_tasks', { project: 'nowhere' }))).code).toBe(RpcErrorCode.NOT_FOUND);
     const roles = await client.request('list_roles', {});
-    expect(roles.roles.find((role) => role.name === 'product-analyst')?.permissions.sort()).toEqual(['agent-draft', 'files-read', 'projects-create', 'projects-list']);
+    expect(roles.roles.find((role) => role.name === 'product-analyst')?.permissions.sort()).toEqual(['agent-converse', 'agent-draft', 'files-read', 'projects-create', 'projects-list']);
     expect(roles.roles.map((role) => role.name)).toEqual(expect.arrayContaining(['dev', 'qa']));
     expect(roles.errors).toEqual([expect.objectContaining({ file: expect.stringContaining('broken.md') as string, field: expect.stringContaining('permissions') as string })]);
     expect(await client.request('list_agents')).toEqual({ agents: [] });
