@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { describeIssues, isParleyError } from '../conversation/index.js';
 import type { ToolDefinition, ToolOutput } from '../backends/index.js';
 import type { ApprovalBroker } from './approvals.js';
+import type { WorkspaceFiles } from './file-io.js';
 import type { SandboxPlan } from './sandbox.js';
 import type { PermissionMode } from './types.js';
 import type { WorkspacePaths } from './workspace-paths.js';
@@ -16,6 +17,8 @@ export interface WorkspaceToolContext {
   /** Read on every call, so a mode changed mid-draft applies to the next call. */
   mode: () => PermissionMode;
   broker: ApprovalBroker;
+  /** Where the file tools read and write; default the disk. */
+  files?: WorkspaceFiles;
   sandbox?: SandboxPlan;
   limits: WorkspaceLimits;
 }
