@@ -1,5 +1,7 @@
+import path from 'node:path';
 import type { ToolCall, ToolCallContent, ToolCallLocation, ToolCallUpdate, ToolKind } from '@agentclientprotocol/sdk';
-import { commandOf, fileEditOf, type SubagentBlock, type ToolResultBlock, type ToolUseBlock } from '../conversation/index.js';
+import { commandOf, fileEditOf, type FileEditView, type SubagentBlock, type ToolResultBlock, type ToolUseBlock } from '../conversation/index.js';
+import type { ApprovalRequest } from '../workspace/index.js';
 
 /**
  * How one of Parley's tool blocks reads as an ACP tool call: its kind, a title a person reads, the
@@ -64,13 +66,7 @@ export function toolCallOf(toolUse: ToolUseBlock): ToolCall {
 export function toolResultUpdateOf(toolUse: ToolUseBlock | undefined, result: ToolResultBlock): ToolCallUpdate {
   const content: ToolCallContent[] = [];
   const edit = toolUse ? fileEditOf(toolUse, result) : undefined;
-  if (edit && !result.isError) {
-    for (const hunk of edit.hunks) {
-      const oldText = hunk.lines.filter((line) => line.kind !== '+').map((line) => line.text).join('\n');
-      const newText = hunk.lines.filter((line) => line.kind !== '-').map((line) => line.text).join('\n');
-      content.push({ type: 'diff', path: edit.path, oldText: edit.kind === 'write' && hunk.oldLines === 0 ? null : oldText, newText });
-    }
-  }
+  if (edit && !result.isError) content.push(...diffContentOf(edit));
   if (content.length === 0 && result.content !== '') {
     const command = toolUse ? commandOf(toolUse, result) : undefined;
     content.push(textContent(command ? fenced(result.content) : result.content));
@@ -81,6 +77,38 @@ export function toolResultUpdateOf(toolUse: ToolUseBlock | undefined, result: To
     content,
     ...(result.output !== undefined ? { rawOutput: result.output } : {}),
   };
+}
+
+/**
+ * What the editor's permission prompt shows for a workspace tool's approval request: an edit or a
+ * write as its diff (from the request's unified diff, paths made absolute against the project
+ * folder `root`), a command as the title with its text and folder beside it.
+ */
+export function approvalToolCallOf(request: ApprovalRequest, root: string): ToolCallUpdate {
+  const absolute = request.path !== undefined ? path.join(root, request.path) : undefined;
+  const edit = absolute !== undefined && request.diff !== undefined ? fileEditOf({ name: request.tool, input: { path: absolute } }, { output: { path: absolute, diff: request.diff }, isError: false }) : undefined;
+  const content: ToolCallContent[] = edit ? diffContentOf(edit) : request.command !== undefined ? [textContent(fenced(request.command))] : [];
+  return {
+    toolCallId: `permission-${request.requestId}`,
+    title: request.title,
+    kind: toolKindOf(request.tool),
+    rawInput: {
+      ...(absolute !== undefined ? { path: absolute } : {}),
+      ...(request.command !== undefined ? { command: request.command } : {}),
+      ...(request.cwd !== undefined ? { cwd: path.join(root, request.cwd) } : {}),
+    },
+    ...(content.length > 0 ? { content } : {}),
+    ...(absolute !== undefined ? { locations: [{ path: absolute }] } : {}),
+  };
+}
+
+/** An edit as ACP `diff` content, one per hunk (a new file's has no old text). */
+function diffContentOf(edit: FileEditView): ToolCallContent[] {
+  return edit.hunks.map((hunk) => {
+    const oldText = hunk.lines.filter((line) => line.kind !== '+').map((line) => line.text).join('\n');
+    const newText = hunk.lines.filter((line) => line.kind !== '-').map((line) => line.text).join('\n');
+    return { type: 'diff', path: edit.path, oldText: edit.kind === 'write' && hunk.oldLines === 0 ? null : oldText, newText };
+  });
 }
 
 /** A tool use that ended without a result (cut short, refused by the back end). */
