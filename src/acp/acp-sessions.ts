@@ -111,7 +111,7 @@ export class AcpSessions {
     const session = await this.open(params.sessionId, params.cwd, workspace, params.mcpServers, { role, backend, stored: true });
     const conversation = await workspace.manager.loadConversation(params.sessionId);
     session.sentSeq = conversation.lastSeq;
-    for (const update of replayUpdates(conversation)) this.send(session, update);
+    for (const update of replayUpdates(conversation, params.cwd)) this.send(session, update);
     this.send(session, sessionInfoUpdateOf({ ...(record.title ? { title: record.title } : {}), updatedAt: record.updatedAt, metrics: conversation.metrics }));
     // The replay reaches the editor before the answer to session/load.
     await this.outbox;
@@ -426,7 +426,7 @@ export class AcpSessions {
       editorTools,
       permissions: createPermissionBridge(this.options.client(), sessionId),
       ...(files ? { files } : {}),
-      live: new LiveUpdates(),
+      live: new LiveUpdates(cwd),
       sentSeq: -1,
       seqWaiters: [],
     };

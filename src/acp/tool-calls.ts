@@ -49,9 +49,12 @@ export function toolKindOf(name: string): ToolKind {
   return KIND_BY_TOOL[name] ?? 'other';
 }
 
-/** The `tool_call` that announces a tool use (before its result). */
-export function toolCallOf(toolUse: ToolUseBlock): ToolCall {
-  const locations = locationsOf(toolUse.input);
+/**
+ * The `tool_call` that announces a tool use (before its result). `root`, the session's folder,
+ * makes a relative path (Parley's workspace tools take those) absolute, as ACP wants.
+ */
+export function toolCallOf(toolUse: ToolUseBlock, root?: string): ToolCall {
+  const locations = locationsOf(toolUse.input, root);
   return {
     toolCallId: toolUse.toolUseId,
     title: titleOf(toolUse),
@@ -63,10 +66,10 @@ export function toolCallOf(toolUse: ToolUseBlock): ToolCall {
 }
 
 /** The `tool_call_update` that closes a tool use: completed or failed, with its result as content. */
-export function toolResultUpdateOf(toolUse: ToolUseBlock | undefined, result: ToolResultBlock): ToolCallUpdate {
+export function toolResultUpdateOf(toolUse: ToolUseBlock | undefined, result: ToolResultBlock, root?: string): ToolCallUpdate {
   const content: ToolCallContent[] = [];
   const edit = toolUse ? fileEditOf(toolUse, result) : undefined;
-  if (edit && !result.isError) content.push(...diffContentOf(edit));
+  if (edit && !result.isError) content.push(...diffContentOf(edit, root));
   if (content.length === 0 && result.content !== '') {
     const command = toolUse ? commandOf(toolUse, result) : undefined;
     content.push(textContent(command ? fenced(result.content) : result.content));
@@ -102,12 +105,13 @@ export function approvalToolCallOf(request: ApprovalRequest, root: string): Tool
   };
 }
 
-/** An edit as ACP `diff` content, one per hunk (a new file's has no old text). */
-function diffContentOf(edit: FileEditView): ToolCallContent[] {
+/** An edit as ACP `diff` content, one per hunk (a new file's has no old text), its path absolute against `root`. */
+function diffContentOf(edit: FileEditView, root?: string): ToolCallContent[] {
+  const shown = absoluteIn(root, edit.path);
   return edit.hunks.map((hunk) => {
     const oldText = hunk.lines.filter((line) => line.kind !== '+').map((line) => line.text).join('\n');
     const newText = hunk.lines.filter((line) => line.kind !== '-').map((line) => line.text).join('\n');
-    return { type: 'diff', path: edit.path, oldText: edit.kind === 'write' && hunk.oldLines === 0 ? null : oldText, newText };
+    return { type: 'diff', path: shown, oldText: edit.kind === 'write' && hunk.oldLines === 0 ? null : oldText, newText };
   });
 }
 
@@ -154,9 +158,15 @@ function titleOf(toolUse: ToolUseBlock): string {
   return toolUse.name;
 }
 
-function locationsOf(input: unknown): ToolCallLocation[] {
-  const path = pathOf(asRecord(input));
-  return path !== undefined && path.startsWith('/') ? [{ path }] : [];
+function locationsOf(input: unknown, root: string | undefined): ToolCallLocation[] {
+  const given = pathOf(asRecord(input));
+  if (given === undefined) return [];
+  const shown = absoluteIn(root, given);
+  return path.isAbsolute(shown) ? [{ path: shown }] : [];
+}
+
+function absoluteIn(root: string | undefined, given: string): string {
+  return root === undefined || path.isAbsolute(given) ? given : path.join(root, given);
 }
 
 function pathOf(input: Record<string, unknown>): string | undefined {

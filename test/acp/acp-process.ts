@@ -28,7 +28,7 @@ export function spawnParleyAcp(options: { cwd: string; env?: Record<string, stri
 
 export interface EditorOptions {
   /** How the editor answers `session/request_permission` (default: the first option). */
-  permission?: (request: RequestPermissionRequest) => RequestPermissionResponse;
+  permission?: (request: RequestPermissionRequest) => RequestPermissionResponse | Promise<RequestPermissionResponse>;
   /** The editor's buffers, for `fs/read_text_file` and `fs/write_text_file`. */
   files?: Map<string, string>;
   /** Told of each `fs/*` request the agent makes, with its path. */

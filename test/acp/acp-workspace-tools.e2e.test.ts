@@ -78,6 +78,10 @@ describe('parley acp: the workspace tools', () => {
     expect(editor.permissionRequests).toHaveLength(3);
     expect(await readFile(file, 'utf8')).toBe('const a = 12;\nconst b = 20;\n');
     expect(results(editor.updatesOf(sessionId)).map((update) => update.status)).toEqual(['failed', 'completed', 'completed', 'completed']);
+    // The edit as it was made: diff content with the file's absolute path, as ACP wants.
+    expect(results(editor.updatesOf(sessionId))[1]).toMatchObject({ content: [{ type: 'diff', path: file, oldText: 'const a = 1;\nconst b = 2;', newText: 'const a = 11;\nconst b = 2;' }] });
+    const call = editor.updatesOf(sessionId).find((update) => update.sessionUpdate === 'tool_call' && update.kind === 'edit');
+    expect(call).toMatchObject({ title: 'Edit app.ts', locations: [{ path: file }] });
   });
 
   it('asks before a command with the command as the title, and offers no "allow always" for a chained one', async () => {
@@ -137,6 +141,24 @@ describe('parley acp: the workspace tools', () => {
     expect(fsCalls.every((call) => call.split(' ')[1]!.startsWith(`${project}/`))).toBe(true);
     expect(fsCalls).toContain(`fs/write_text_file ${file}`);
     expect(fsCalls.filter((call) => call.startsWith('fs/read_text_file')).length).toBeGreaterThanOrEqual(3);
+  });
+
+  it('cancelling the turn while the editor is asked about an edit ends it cancelled, with the file unchanged', async () => {
+    const file = join(project, 'app.ts');
+    await writeFile(file, 'const a = 1;\n');
+    let asked!: () => void;
+    const questionArrived = new Promise<void>((resolve) => (asked = resolve));
+    const editor = await startEditor(
+      { turns: [[{ type: 'tool', name: 'edit_file', input: { path: 'app.ts', old_string: 'const a = 1;', new_string: 'const a = 2;' } }, { type: 'text', text: 'never said' }]] },
+      // The person never answers.
+      { permission: () => (asked(), new Promise(() => undefined)) },
+    );
+    const sessionId = await devSession(editor);
+    const prompt = editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'edit' }] });
+    await questionArrived;
+    await editor.agent.notify('session/cancel', { sessionId });
+    expect(await prompt).toEqual({ stopReason: 'cancelled' });
+    expect(await readFile(file, 'utf8')).toBe('const a = 1;\n');
   });
 
   it('uses the local disk when the editor offers no fs', async () => {
