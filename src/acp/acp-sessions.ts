@@ -17,7 +17,9 @@ import type { AgentBackend, AgentProfile, ToolDefinition } from '../backends/ind
 import type { ParleyTool, RoleInfo } from '../draft/index.js';
 import { runTurn } from '../sessions/index.js';
 import type { SessionRecord } from '../store/index.js';
+import { ApprovalBroker, ProjectWorkspace, WORKSPACE_PERMISSIONS } from '../workspace/index.js';
 import { askingFirst, clientFilesOf, createPermissionBridge, type AcpPermissionBridge, type ClientFiles } from './client-bridge.js';
+import { editorFilesOf } from './editor-files.js';
 import { connectEditorTools, type EditorTools } from './editor-mcp.js';
 import { promptText, PromptContentError } from './prompt-content.js';
 import { roleTools } from './role-tools.js';
@@ -51,9 +53,11 @@ interface AcpSession {
   editorTools: EditorTools;
   permissions: AcpPermissionBridge;
   /**
-   * The editor's files when it offers `fs/*`. Not used yet: Parley's workspace tools (issue 21)
-   * take it in `toolsOf` and read and write through the editor with it, the disk otherwise.
+   * The workspace tools' approvals, asked through `permissions.approve`; one for the session, so
+   * "allow always" holds for the rest of it. Made with the session's first workspace tools.
    */
+  approvals?: ApprovalBroker;
+  /** The editor's files when it offers `fs/*`: the workspace file tools read and write through them. */
   files?: ClientFiles;
   live: LiveUpdates;
   turn?: RunningTurn;
@@ -77,6 +81,8 @@ const PAGE_SIZE = 50;
 export class AcpSessions {
   private readonly sessions = new Map<string, AcpSession>();
   private readonly subscribed = new Set<Workspace>();
+  /** The project folders the workspace tools work in, by `cwd` and data folder (each opened once: its sandbox probe runs once). */
+  private readonly projectFolders = new Map<string, Promise<ProjectWorkspace>>();
   /** session/update notifications leave in the order they were made. */
   private outbox: Promise<void> = Promise.resolve();
   clientCapabilities: ClientCapabilities | undefined;
@@ -105,7 +111,7 @@ export class AcpSessions {
     const session = await this.open(params.sessionId, params.cwd, workspace, params.mcpServers, { role, backend, stored: true });
     const conversation = await workspace.manager.loadConversation(params.sessionId);
     session.sentSeq = conversation.lastSeq;
-    for (const update of replayUpdates(conversation)) this.send(session, update);
+    for (const update of replayUpdates(conversation, params.cwd)) this.send(session, update);
     this.send(session, sessionInfoUpdateOf({ ...(record.title ? { title: record.title } : {}), updatedAt: record.updatedAt, metrics: conversation.metrics }));
     // The replay reaches the editor before the answer to session/load.
     await this.outbox;
@@ -223,7 +229,7 @@ export class AcpSessions {
       backend,
       prompt: text,
       signal: controller.signal,
-      tools: this.toolsOf(session, role),
+      tools: await this.toolsOf(session, role, backend),
       profile,
       cwd: session.cwd,
       repairInterrupted: !workspace.workers.list((agent) => agent.parentSessionId === session.sessionId && (agent.status === 'queued' || agent.status === 'running')).length,
@@ -290,10 +296,12 @@ export class AcpSessions {
   }
 
   /**
-   * The role's Parley tools (those its permissions gate ask the editor first) and the editor's
-   * MCP tools. Workers run on the session's back end unless their role names one.
+   * The role's Parley tools (those its permissions gate ask the editor first), the workspace tools
+   * its permissions grant on a managed back end (approvals asked in the editor, files through the
+   * editor when it offers them), and the editor's MCP tools. Workers run on the session's back end
+   * unless their role names one.
    */
-  private toolsOf(session: AcpSession, role: RoleInfo): ToolDefinition[] {
+  private async toolsOf(session: AcpSession, role: RoleInfo, backend: AgentBackend): Promise<ToolDefinition[]> {
     const { workspace } = session;
     const parleyTools = roleTools({
       sessionId: session.sessionId,
@@ -309,7 +317,42 @@ export class AcpSessions {
         ? tool
         : askingFirst(tool, session.permissions, (input) => ({ toolCallId: `permission-${randomUUID()}`, title: `${tool.name} (needs ${tool.permission})`, kind: toolKindOf(tool.name), rawInput: input })),
     );
-    return [...gated, ...session.editorTools.tools];
+    return [...gated, ...(await this.workspaceToolsOf(session, role, backend)), ...session.editorTools.tools];
+  }
+
+  /**
+   * read_file, edit_file, run_command and the rest, as a drafted agent gets them: granted by the
+   * role's files-read, files-write and shell, under its permission mode, confined to the session's
+   * `cwd`. A native back end (Claude Code, the Gemini CLI) brings its own tools and prompts instead.
+   */
+  private async workspaceToolsOf(session: AcpSession, role: RoleInfo, backend: AgentBackend): Promise<ToolDefinition[]> {
+    if (backend.describe().continuity !== 'managed') return [];
+    if (!role.permissions.some((permission) => (WORKSPACE_PERMISSIONS as readonly string[]).includes(permission))) return [];
+    const folder = await this.projectFolderOf(session);
+    session.approvals ??= new ApprovalBroker({ approver: (request, { signal }) => session.permissions.approve(request, folder.paths.root, signal) });
+    return folder.tools({
+      sessionId: session.sessionId,
+      permissions: role.permissions,
+      mode: role.permissionMode ?? 'default',
+      broker: session.approvals,
+      network: role.network ?? false,
+      ...(session.files ? { files: editorFilesOf(session.files) } : {}),
+    });
+  }
+
+  private async projectFolderOf(session: AcpSession): Promise<ProjectWorkspace> {
+    const key = `${session.cwd}\0${session.workspace.dataDir}`;
+    let folder = this.projectFolders.get(key);
+    if (!folder) {
+      folder = ProjectWorkspace.open({ root: session.cwd, dataDir: session.workspace.dataDir });
+      this.projectFolders.set(key, folder);
+      folder.catch(() => this.projectFolders.delete(key));
+    }
+    try {
+      return await folder;
+    } catch (error) {
+      throw RequestError.internalError({ cwd: session.cwd }, `Parley could not open ${session.cwd} for its file tools: ${error instanceof Error ? error.message : String(error)}`);
+    }
   }
 
   // ---- updates -------------------------------------------------------------------------------
@@ -383,7 +426,7 @@ export class AcpSessions {
       editorTools,
       permissions: createPermissionBridge(this.options.client(), sessionId),
       ...(files ? { files } : {}),
-      live: new LiveUpdates(),
+      live: new LiveUpdates(cwd),
       sentSeq: -1,
       seqWaiters: [],
     };

@@ -1,5 +1,7 @@
 import type { AgentContext, ClientCapabilities, PermissionOption, ToolCallUpdate } from '@agentclientprotocol/sdk';
 import type { ToolDefinition, ToolOutput } from '../backends/index.js';
+import type { ApprovalDecision, ApprovalRequest } from '../workspace/index.js';
+import { approvalToolCallOf } from './tool-calls.js';
 
 /**
  * The editor's side of a session that Parley's tools reach through: asking the person whether a
@@ -25,9 +27,20 @@ export interface AcpPermissionBridge {
    * cancelled or the editor answered with an unknown option: a tool never runs unasked.
    */
   ask(request: PermissionRequest, signal?: AbortSignal): Promise<PermissionDecision>;
+  /**
+   * The workspace tools' approver (their ApprovalBroker's): asks about an edit (shown as its diff),
+   * a write or a command (its text the title), with paths made absolute against the project folder
+   * `root`. It remembers nothing itself: `allow_always` goes back to the broker, which remembers it
+   * under the request's own scope (the tool for edits and writes, a command's prefix for commands),
+   * and is not offered when the request has none (a chained command is asked about each time).
+   * A cancelled question is a deny.
+   */
+  approve(request: ApprovalRequest, root: string, signal?: AbortSignal): Promise<ApprovalDecision>;
 }
 
 export interface ClientFiles {
+  /** What the editor offers: a file tool uses the disk for what it does not. */
+  readonly offers: { read: boolean; write: boolean };
   /** The file's text as the editor has it (unsaved changes included); `line` is 1-based. */
   readTextFile(path: string, options?: { line?: number; limit?: number }): Promise<string>;
   writeTextFile(path: string, content: string): Promise<void>;
@@ -53,6 +66,14 @@ export function createPermissionBridge(client: AgentContext, sessionId: string):
       }
       return response.outcome.optionId === 'allow_once' ? 'allow' : 'reject';
     },
+    async approve(request, root, signal) {
+      const options: PermissionOption[] = request.allowAlwaysScope === undefined ? OPTIONS.filter((option) => option.kind !== 'allow_always') : OPTIONS;
+      const response = await client.request('session/request_permission', { sessionId, toolCall: approvalToolCallOf(request, root), options }, signal ? { cancellationSignal: signal } : undefined);
+      if (response.outcome.outcome !== 'selected') return 'deny';
+      const chosen = response.outcome.optionId;
+      if (chosen === 'allow_always' && request.allowAlwaysScope !== undefined) return 'allow_always';
+      return chosen === 'allow_once' ? 'allow_once' : 'deny';
+    },
   };
 }
 
@@ -61,6 +82,7 @@ export function clientFilesOf(client: AgentContext, sessionId: string, capabilit
   const fs = capabilities?.fs;
   if (!fs?.readTextFile && !fs?.writeTextFile) return undefined;
   return {
+    offers: { read: fs.readTextFile === true, write: fs.writeTextFile === true },
     async readTextFile(path, options = {}) {
       if (!fs.readTextFile) throw new Error('The editor does not offer fs/read_text_file.');
       const response = await client.request('fs/read_text_file', { sessionId, path, ...(options.line !== undefined ? { line: options.line } : {}), ...(options.limit !== undefined ? { limit: options.limit } : {}) });

@@ -2,4 +2,5 @@
 export { serveAcp, serveAcpOnStdio, type AcpAgentOptions, type RunningAcpAgent } from './acp-agent.js';
 export type { AcpBackends } from './workspaces.js';
 export { askingFirst, clientFilesOf, createPermissionBridge, type AcpPermissionBridge, type ClientFiles, type PermissionDecision, type PermissionRequest } from './client-bridge.js';
+export { editorFilesOf } from './editor-files.js';
 export { LiveUpdates, replayUpdates, stopReasonOf } from './session-updates.js';

@@ -33,6 +33,9 @@ interface Worker {
 }
 
 export class LiveUpdates {
+  /** `root`: the session's folder, against which relative paths in tool calls are made absolute. */
+  constructor(private readonly root?: string) {}
+
   private readonly blocks = new Map<string, OpenBlock>();
   private readonly toolUses = new Map<string, ToolUseBlock>();
   private readonly announced = new Set<string>();
@@ -86,7 +89,7 @@ export class LiveUpdates {
     if (block.type === 'tool_use') {
       this.toolUses.set(block.toolUseId, block);
       this.announced.add(block.toolUseId);
-      return [{ sessionUpdate: 'tool_call', ...toolCallOf(block) }];
+      return [{ sessionUpdate: 'tool_call', ...toolCallOf(block, this.root) }];
     }
     if (block.type === 'subagent') {
       this.workers.set(block.subagentId, { block, answer: '' });
@@ -107,7 +110,7 @@ export class LiveUpdates {
         const updates: SessionUpdate[] = [];
         if (!this.announced.has(block.toolUseId)) {
           this.announced.add(block.toolUseId);
-          updates.push({ sessionUpdate: 'tool_call', ...toolCallOf(block) });
+          updates.push({ sessionUpdate: 'tool_call', ...toolCallOf(block, this.root) });
         }
         this.toolUses.set(block.toolUseId, block);
         if (block.status === 'error') this.failedWithoutResult.set(block.toolUseId, block);
@@ -115,7 +118,7 @@ export class LiveUpdates {
       }
       case 'tool_result':
         this.failedWithoutResult.delete(block.toolUseId);
-        return [{ sessionUpdate: 'tool_call_update', ...toolResultUpdateOf(this.toolUses.get(block.toolUseId), block) }];
+        return [{ sessionUpdate: 'tool_call_update', ...toolResultUpdateOf(this.toolUses.get(block.toolUseId), block, this.root) }];
       case 'subagent': {
         const worker = this.workers.get(block.subagentId);
         const updates: SessionUpdate[] = worker ? [] : [{ sessionUpdate: 'tool_call', ...subagentCallOf(block) }];
@@ -171,7 +174,7 @@ export class LiveUpdates {
  * `user_message_chunk`, the agent's as `agent_message_chunk`, tools and workers as finished tool
  * calls, compactions and errors as messages, then the session's usage.
  */
-export function replayUpdates(conversation: ConversationState): SessionUpdate[] {
+export function replayUpdates(conversation: ConversationState, root?: string): SessionUpdate[] {
   const updates: SessionUpdate[] = [];
   const results = new Map(conversation.blocks.flatMap((block) => (block.type === 'tool_result' ? [[block.toolUseId, block] as const] : [])));
   const threads = new Map(conversation.subagents.map((thread) => [thread.id, thread]));
@@ -187,9 +190,9 @@ export function replayUpdates(conversation: ConversationState): SessionUpdate[] 
         if (block.content !== '' && !block.redacted) updates.push({ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: block.content } });
         break;
       case 'tool_use': {
-        updates.push({ sessionUpdate: 'tool_call', ...toolCallOf(block) });
+        updates.push({ sessionUpdate: 'tool_call', ...toolCallOf(block, root) });
         const result = results.get(block.toolUseId);
-        if (result) updates.push({ sessionUpdate: 'tool_call_update', ...toolResultUpdateOf(block, result) });
+        if (result) updates.push({ sessionUpdate: 'tool_call_update', ...toolResultUpdateOf(block, result, root) });
         else if (block.status === 'error') updates.push({ sessionUpdate: 'tool_call_update', ...toolFailureUpdateOf(block) });
         break;
       }

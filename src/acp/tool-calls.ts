@@ -1,5 +1,7 @@
+import path from 'node:path';
 import type { ToolCall, ToolCallContent, ToolCallLocation, ToolCallUpdate, ToolKind } from '@agentclientprotocol/sdk';
-import { commandOf, fileEditOf, type SubagentBlock, type ToolResultBlock, type ToolUseBlock } from '../conversation/index.js';
+import { commandOf, fileEditOf, type FileEditView, type SubagentBlock, type ToolResultBlock, type ToolUseBlock } from '../conversation/index.js';
+import type { ApprovalRequest } from '../workspace/index.js';
 
 /**
  * How one of Parley's tool blocks reads as an ACP tool call: its kind, a title a person reads, the
@@ -47,9 +49,12 @@ export function toolKindOf(name: string): ToolKind {
   return KIND_BY_TOOL[name] ?? 'other';
 }
 
-/** The `tool_call` that announces a tool use (before its result). */
-export function toolCallOf(toolUse: ToolUseBlock): ToolCall {
-  const locations = locationsOf(toolUse.input);
+/**
+ * The `tool_call` that announces a tool use (before its result). `root`, the session's folder,
+ * makes a relative path (Parley's workspace tools take those) absolute, as ACP wants.
+ */
+export function toolCallOf(toolUse: ToolUseBlock, root?: string): ToolCall {
+  const locations = locationsOf(toolUse.input, root);
   return {
     toolCallId: toolUse.toolUseId,
     title: titleOf(toolUse),
@@ -61,16 +66,10 @@ export function toolCallOf(toolUse: ToolUseBlock): ToolCall {
 }
 
 /** The `tool_call_update` that closes a tool use: completed or failed, with its result as content. */
-export function toolResultUpdateOf(toolUse: ToolUseBlock | undefined, result: ToolResultBlock): ToolCallUpdate {
+export function toolResultUpdateOf(toolUse: ToolUseBlock | undefined, result: ToolResultBlock, root?: string): ToolCallUpdate {
   const content: ToolCallContent[] = [];
   const edit = toolUse ? fileEditOf(toolUse, result) : undefined;
-  if (edit && !result.isError) {
-    for (const hunk of edit.hunks) {
-      const oldText = hunk.lines.filter((line) => line.kind !== '+').map((line) => line.text).join('\n');
-      const newText = hunk.lines.filter((line) => line.kind !== '-').map((line) => line.text).join('\n');
-      content.push({ type: 'diff', path: edit.path, oldText: edit.kind === 'write' && hunk.oldLines === 0 ? null : oldText, newText });
-    }
-  }
+  if (edit && !result.isError) content.push(...diffContentOf(edit, root));
   if (content.length === 0 && result.content !== '') {
     const command = toolUse ? commandOf(toolUse, result) : undefined;
     content.push(textContent(command ? fenced(result.content) : result.content));
@@ -81,6 +80,39 @@ export function toolResultUpdateOf(toolUse: ToolUseBlock | undefined, result: To
     content,
     ...(result.output !== undefined ? { rawOutput: result.output } : {}),
   };
+}
+
+/**
+ * What the editor's permission prompt shows for a workspace tool's approval request: an edit or a
+ * write as its diff (from the request's unified diff, paths made absolute against the project
+ * folder `root`), a command as the title with its text and folder beside it.
+ */
+export function approvalToolCallOf(request: ApprovalRequest, root: string): ToolCallUpdate {
+  const absolute = request.path !== undefined ? path.join(root, request.path) : undefined;
+  const edit = absolute !== undefined && request.diff !== undefined ? fileEditOf({ name: request.tool, input: { path: absolute } }, { output: { path: absolute, diff: request.diff }, isError: false }) : undefined;
+  const content: ToolCallContent[] = edit ? diffContentOf(edit) : request.command !== undefined ? [textContent(fenced(request.command))] : [];
+  return {
+    toolCallId: `permission-${request.requestId}`,
+    title: request.title,
+    kind: toolKindOf(request.tool),
+    rawInput: {
+      ...(absolute !== undefined ? { path: absolute } : {}),
+      ...(request.command !== undefined ? { command: request.command } : {}),
+      ...(request.cwd !== undefined ? { cwd: path.join(root, request.cwd) } : {}),
+    },
+    ...(content.length > 0 ? { content } : {}),
+    ...(absolute !== undefined ? { locations: [{ path: absolute }] } : {}),
+  };
+}
+
+/** An edit as ACP `diff` content, one per hunk (a new file's has no old text), its path absolute against `root`. */
+function diffContentOf(edit: FileEditView, root?: string): ToolCallContent[] {
+  const shown = absoluteIn(root, edit.path);
+  return edit.hunks.map((hunk) => {
+    const oldText = hunk.lines.filter((line) => line.kind !== '+').map((line) => line.text).join('\n');
+    const newText = hunk.lines.filter((line) => line.kind !== '-').map((line) => line.text).join('\n');
+    return { type: 'diff', path: shown, oldText: edit.kind === 'write' && hunk.oldLines === 0 ? null : oldText, newText };
+  });
 }
 
 /** A tool use that ended without a result (cut short, refused by the back end). */
@@ -126,9 +158,15 @@ function titleOf(toolUse: ToolUseBlock): string {
   return toolUse.name;
 }
 
-function locationsOf(input: unknown): ToolCallLocation[] {
-  const path = pathOf(asRecord(input));
-  return path !== undefined && path.startsWith('/') ? [{ path }] : [];
+function locationsOf(input: unknown, root: string | undefined): ToolCallLocation[] {
+  const given = pathOf(asRecord(input));
+  if (given === undefined) return [];
+  const shown = absoluteIn(root, given);
+  return path.isAbsolute(shown) ? [{ path: shown }] : [];
+}
+
+function absoluteIn(root: string | undefined, given: string): string {
+  return root === undefined || path.isAbsolute(given) ? given : path.join(root, given);
 }
 
 function pathOf(input: Record<string, unknown>): string | undefined {

@@ -2,6 +2,27 @@ import { randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { WorkspaceError } from './errors.js';
+import type { ResolvedPath } from './workspace-paths.js';
+
+/**
+ * Where the file tools (read_file, edit_file, write_file) read and write text: the local disk by
+ * default, or an editor's buffers (over ACP), so an agent sees unsaved changes and its edits land
+ * in the editor. Targets arrive confined already (resolved inside the project folder, protected
+ * folders refused for writes); an implementation only moves text. Search and listing (grep, glob,
+ * list_files) and commands always use the disk.
+ */
+export interface WorkspaceFiles {
+  /** The file's text, or undefined when there is no such file. */
+  read(target: ResolvedPath): Promise<string | undefined>;
+  /** Replaces (or creates) the file; must not leave half a file behind. */
+  write(target: ResolvedPath, content: string): Promise<void>;
+}
+
+/** The local disk: binary files and folders refused, writes atomic. */
+export const diskFiles: WorkspaceFiles = {
+  read: (target) => readTextFile(target.absolute, target.relative),
+  write: (target, content) => writeFileAtomically(target.absolute, content),
+};
 
 /** A file's text, or undefined when it does not exist. Refuses folders and binary files clearly. */
 export async function readTextFile(absolute: string, shown: string): Promise<string | undefined> {

@@ -1,4 +1,5 @@
 import { ApprovalBroker } from './approvals.js';
+import type { WorkspaceFiles } from './file-io.js';
 import { detectSandbox, type SandboxInfo } from './sandbox.js';
 import { editFileTool } from './tools/edit-file.js';
 import { globTool } from './tools/glob-files.js';
@@ -41,6 +42,8 @@ export interface WorkspaceToolsetOptions {
   broker?: ApprovalBroker;
   /** Answers approvals when no broker is given (a library user's or a harness workflow's callback). */
   approver?: Approver;
+  /** Where read_file, edit_file and write_file read and write (an editor's buffers); default the disk. */
+  files?: WorkspaceFiles;
   /** Whether commands may use the network in the sandbox (a role's `network: true`). */
   network?: boolean;
   /** Tests and diagnostics: called with each command's process group id once it started. */
@@ -75,6 +78,7 @@ export class ProjectWorkspace {
       ...(options.conversationId ? { conversationId: options.conversationId } : {}),
       mode: typeof mode === 'function' ? mode : () => mode ?? 'default',
       broker: options.broker ?? new ApprovalBroker(options.approver ? { approver: options.approver } : {}),
+      ...(options.files ? { files: options.files } : {}),
       sandbox: { info: this.sandbox, root: this.paths.root, hidden: this.hidden, network: options.network ?? false },
       limits: this.limits,
     };

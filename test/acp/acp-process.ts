@@ -28,9 +28,11 @@ export function spawnParleyAcp(options: { cwd: string; env?: Record<string, stri
 
 export interface EditorOptions {
   /** How the editor answers `session/request_permission` (default: the first option). */
-  permission?: (request: RequestPermissionRequest) => RequestPermissionResponse;
+  permission?: (request: RequestPermissionRequest) => RequestPermissionResponse | Promise<RequestPermissionResponse>;
   /** The editor's buffers, for `fs/read_text_file` and `fs/write_text_file`. */
   files?: Map<string, string>;
+  /** Told of each `fs/*` request the agent makes, with its path. */
+  onFileRequest?: (method: 'fs/read_text_file' | 'fs/write_text_file', path: string) => void;
   capabilities?: ClientCapabilities;
 }
 
@@ -60,8 +62,12 @@ export class Editor {
         this.permissionRequests.push(params);
         return options.permission ? options.permission(params) : { outcome: { outcome: 'selected', optionId: params.options[0]!.optionId } };
       })
-      .onRequest('fs/read_text_file', ({ params }) => ({ content: options.files?.get(params.path) ?? '' }))
+      .onRequest('fs/read_text_file', ({ params }) => {
+        options.onFileRequest?.('fs/read_text_file', params.path);
+        return { content: options.files?.get(params.path) ?? '' };
+      })
       .onRequest('fs/write_text_file', ({ params }) => {
+        options.onFileRequest?.('fs/write_text_file', params.path);
         options.files?.set(params.path, params.content);
         return {};
       });

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { agent, client, type AgentConnection, type RequestPermissionRequest } from '@agentclientprotocol/sdk';
-import { askingFirst, clientFilesOf, createPermissionBridge } from '../../src/acp/index.js';
+import { askingFirst, clientFilesOf, createPermissionBridge, editorFilesOf } from '../../src/acp/index.js';
+import type { ApprovalRequest } from '../../src/workspace/index.js';
 import type { ToolDefinition } from '../../src/backends/index.js';
 
 /**
@@ -90,5 +91,59 @@ describe('the ACP client bridge', () => {
     const other = askingFirst(countingTool(), createPermissionBridge(connection.client, 'session-2'), () => ({ toolCallId: 'call-2' }));
     answers = [];
     expect(await other.execute({}, {})).toMatchObject({ isError: true });
+  });
+
+  it('asks about a workspace approval with its diff, and hands allow always back to the broker only when the request offers it', async () => {
+    const bridge = createPermissionBridge(connection.client, 'session-1');
+    const edit: ApprovalRequest = {
+      requestId: 'request-1',
+      sessionId: 'session-1',
+      tool: 'edit_file',
+      kind: 'edit',
+      title: 'Edit src/a.ts',
+      path: 'src/a.ts',
+      diff: '--- a/src/a.ts\n+++ b/src/a.ts\n@@ -1,1 +1,1 @@\n-const a = 1;\n+const a = 2;\n',
+      allowAlwaysScope: 'every edit_file call in this session',
+      requestedAt: new Date(0).toISOString(),
+    };
+    answers = ['allow_always'];
+    expect(await bridge.approve(edit, '/project')).toBe('allow_always');
+    expect(asked[0]!.toolCall).toMatchObject({
+      toolCallId: 'permission-request-1',
+      title: 'Edit src/a.ts',
+      kind: 'edit',
+      content: [{ type: 'diff', path: '/project/src/a.ts', oldText: 'const a = 1;', newText: 'const a = 2;' }],
+      locations: [{ path: '/project/src/a.ts' }],
+    });
+    // The bridge remembers nothing for the broker: the same request is asked again.
+    answers = ['reject_once'];
+    expect(await bridge.approve(edit, '/project')).toBe('deny');
+
+    const chained: ApprovalRequest = { requestId: 'request-2', sessionId: 'session-1', tool: 'run_command', kind: 'command', title: 'Run `a && b`', command: 'a && b', cwd: '.', requestedAt: new Date(0).toISOString() };
+    // allow always is not offered for a chained command; an answer naming an option not offered is a deny.
+    answers = ['allow_always'];
+    expect(await bridge.approve(chained, '/project')).toBe('deny');
+    expect(asked[2]!.options.map((option) => option.optionId)).toEqual(['allow_once', 'reject_once']);
+    expect(asked[2]!.toolCall).toMatchObject({ title: 'Run `a && b`', kind: 'execute', rawInput: { command: 'a && b', cwd: '/project' } });
+    answers = ['allow_once'];
+    expect(await bridge.approve(chained, '/project')).toBe('allow_once');
+    answers = [];
+    expect(await bridge.approve(chained, '/project')).toBe('deny');
+  });
+
+  it("gives the file tools the editor's files: a missing file is undefined, what the editor does not offer uses the disk", async () => {
+    const path = join(folder, 'notes.txt');
+    await writeFile(path, 'on disk\n');
+    const target = { absolute: path, relative: 'notes.txt' };
+    const missing = { absolute: join(folder, 'missing.txt'), relative: 'missing.txt' };
+    const both = editorFilesOf(clientFilesOf(connection.client, 'session-1', { fs: { readTextFile: true, writeTextFile: true } })!);
+    expect(await both.read(target)).toBe('on disk\n');
+    expect(await both.read(missing)).toBeUndefined();
+    await both.write(target, 'through the editor\n');
+    expect(await readFile(path, 'utf8')).toBe('through the editor\n');
+
+    const readOnly = editorFilesOf(clientFilesOf(connection.client, 'session-1', { fs: { readTextFile: true } })!);
+    await readOnly.write(missing, 'on the disk\n');
+    expect(await readFile(missing.absolute, 'utf8')).toBe('on the disk\n');
   });
 });

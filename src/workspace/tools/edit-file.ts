@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { WorkspaceError } from '../errors.js';
 import { unifiedDiff } from '../file-diff.js';
-import { readTextFile, writeFileAtomically } from '../file-io.js';
+import { diskFiles } from '../file-io.js';
 import { gate } from '../permission-gate.js';
 import { workspaceTool, type WorkspaceTool, type WorkspaceToolContext } from '../workspace-tool.js';
 
@@ -17,7 +17,8 @@ export const EditFileInputSchema = z.strictObject({
 export function editFileTool(context: WorkspaceToolContext): WorkspaceTool {
   return workspaceTool({ name: 'edit_file', description: DESCRIPTION, schema: EditFileInputSchema, permission: 'files-write' }, async (input, signal) => {
     const target = await context.paths.resolveForWrite(input.path);
-    const before = await readTextFile(target.absolute, target.relative);
+    const files = context.files ?? diskFiles;
+    const before = await files.read(target);
     if (before === undefined) throw new WorkspaceError('NOT_FOUND', `"${target.relative}" does not exist; create it with write_file.`, { data: { path: target.relative } });
     if (input.old_string === input.new_string) throw new WorkspaceError('INVALID_INPUT', 'old_string and new_string are the same; there is nothing to change.', { data: { path: target.relative } });
     const after = replaced(before, input.old_string, input.new_string, input.replace_all ?? false, target.relative);
@@ -29,10 +30,10 @@ export function editFileTool(context: WorkspaceToolContext): WorkspaceTool {
     );
     if (refusal) return refusal;
     // The user may have taken a while: the edit is made only to the text that was shown to them.
-    if ((await readTextFile(target.absolute, target.relative)) !== before) {
+    if ((await files.read(target)) !== before) {
       throw new WorkspaceError('FILE_CHANGED', `"${target.relative}" changed while the edit waited for approval; nothing was written. Read it again and redo the edit.`, { data: { path: target.relative } });
     }
-    await writeFileAtomically(target.absolute, after.text);
+    await files.write(target, after.text);
     return {
       content: `Edited ${target.relative} (${after.count} replacement${after.count === 1 ? '' : 's'}):\n${diff}`,
       data: { path: target.relative, diff },

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { WorkspaceError } from '../errors.js';
-import { readTextFile } from '../file-io.js';
+import { diskFiles } from '../file-io.js';
 import { workspaceTool, type WorkspaceTool, type WorkspaceToolContext } from '../workspace-tool.js';
 
 const DESCRIPTION = `Reads a text file of the project. Returns its lines numbered from 1 ("<number>\\t<line>"), the first 2,000 unless you give offset (first line, 1-based) and limit (how many lines). The numbers are not part of the file: leave them out of edit_file's old_string. Paths are relative to the project folder.`;
@@ -16,7 +16,7 @@ const MAX_LINE = 2_000;
 export function readFileTool(context: WorkspaceToolContext): WorkspaceTool {
   return workspaceTool({ name: 'read_file', description: DESCRIPTION, schema: ReadFileInputSchema, permission: 'files-read' }, async (input) => {
     const target = await context.paths.resolveForRead(input.path);
-    const text = await readTextFile(target.absolute, target.relative);
+    const text = await (context.files ?? diskFiles).read(target);
     if (text === undefined) throw new WorkspaceError('NOT_FOUND', `"${target.relative}" does not exist; list_files or glob show what does.`, { data: { path: target.relative } });
     const lines = text.split('\n');
     if (lines.at(-1) === '') lines.pop();

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { unifiedDiff } from '../file-diff.js';
-import { readTextFile, writeFileAtomically } from '../file-io.js';
+import { diskFiles } from '../file-io.js';
 import { gate } from '../permission-gate.js';
 import { WorkspaceError } from '../errors.js';
 import { workspaceTool, type WorkspaceTool, type WorkspaceToolContext } from '../workspace-tool.js';
@@ -15,7 +15,8 @@ export const WriteFileInputSchema = z.strictObject({
 export function writeFileTool(context: WorkspaceToolContext): WorkspaceTool {
   return workspaceTool({ name: 'write_file', description: DESCRIPTION, schema: WriteFileInputSchema, permission: 'files-write' }, async (input, signal) => {
     const target = await context.paths.resolveForWrite(input.path);
-    const before = await readTextFile(target.absolute, target.relative);
+    const files = context.files ?? diskFiles;
+    const before = await files.read(target);
     const diff = unifiedDiff(target.relative, before ?? '', input.content);
     const refusal = await gate(
       context,
@@ -31,10 +32,10 @@ export function writeFileTool(context: WorkspaceToolContext): WorkspaceTool {
       signal,
     );
     if (refusal) return refusal;
-    if ((await readTextFile(target.absolute, target.relative)) !== before) {
+    if ((await files.read(target)) !== before) {
       throw new WorkspaceError('FILE_CHANGED', `"${target.relative}" changed while the write waited for approval; nothing was written. Read it again and redo the write.`, { data: { path: target.relative } });
     }
-    await writeFileAtomically(target.absolute, input.content);
+    await files.write(target, input.content);
     const lines = input.content === '' ? 0 : input.content.split('\n').length - (input.content.endsWith('\n') ? 1 : 0);
     return {
       content: `${before === undefined ? 'Created' : 'Wrote'} ${target.relative} (${lines} line${lines === 1 ? '' : 's'}):\n${diff}`,
