@@ -1,8 +1,9 @@
-import { ProtocolClient, webSocketTransport } from '../../protocol/index.js';
+import { PendingApprovals, ProtocolClient, webSocketTransport } from '../../protocol/index.js';
 import { AppView } from './app-view.js';
 import { Controller, type Actions } from './controller.js';
 import { initialState } from './state.js';
 import { Store } from './store.js';
+import { ApprovalDialog } from './views/approval-dialog.js';
 import { rpcUrlFor, tokenFromSearch, withoutToken } from './view-model.js';
 
 /** The browser entry (bundled into dist/web/app.js by scripts/build-web.mjs). */
@@ -40,6 +41,12 @@ function boot(): void {
   const view = new AppView(root, { actions: controller, origin: location.origin, onToken });
   store.subscribe((state) => view.render(state));
   view.render(store.state);
+  // Approval requests of the workspace tools: a modal over the page, whatever it shows.
+  const approvals = new PendingApprovals(client);
+  const dialog = new ApprovalDialog((requestId, decision) => void approvals.answer(requestId, decision));
+  document.body.append(dialog.element);
+  approvals.subscribe(() => dialog.update(approvals.getState()));
+  approvals.start();
   void controller.start();
 }
 
