@@ -12,4 +12,5 @@ export * from './notifications.js';
 export * from './server-file.js';
 export * from './transport.js';
 export * from './client.js';
+export * from './pending-approvals.js';
 export { renderProtocolReference } from './reference.js';

@@ -1,11 +1,13 @@
 import { Box, Static, Text, useStdout } from 'ink';
 import { useEffect, useRef, useState, useSyncExternalStore } from 'react';
 import type { ProtocolClient } from '../../protocol/index.js';
+import { ApprovalPrompt } from './components/approval-prompt.js';
 import { HistoryItemView } from './components/block-view.js';
 import { LiveArea } from './components/live-area.js';
 import { Prompt } from './components/prompt.js';
 import { RunQuestion } from './components/run-question.js';
 import { TitleBar, titleText } from './components/title-bar.js';
+import { useApprovals } from './use-approvals.js';
 import { useNow, useParley } from './use-parley.js';
 import type { NoteLine } from './view-state.js';
 
@@ -47,6 +49,8 @@ export function App(props: AppProps) {
     ...(props.historyLimit !== undefined ? { historyLimit: props.historyLimit } : {}),
     ...(props.retryDelayMs ? { retryDelayMs: props.retryDelayMs } : {}),
   });
+  const { approvals, pending } = useApprovals(props.client);
+  const asking = approvals.requests.length > 0;
   const { stdout } = useStdout();
   const size = useTerminalSize(stdout);
 
@@ -76,8 +80,9 @@ export function App(props: AppProps) {
   return (
     <>
       <Static items={state.printed}>{(item) => <HistoryItemView key={item.key} item={item} width={width} />}</Static>
-      <LiveArea state={state} now={now} width={width} maxRows={liveRows} />
+      <LiveArea state={state} now={now} width={width} maxRows={asking ? Math.max(3, Math.floor(liveRows / 3)) : liveRows} />
       <RunQuestion questions={runQuestions} now={Math.max(now, questionNow)} width={width} />
+      <ApprovalPrompt approvals={approvals} onAnswer={(requestId, decision) => void pending.answer(requestId, decision)} onExit={props.onExit} width={width} maxDiffRows={Math.max(3, liveRows - Math.floor(liveRows / 3) - 6)} />
       <Box flexDirection="column" marginTop={1}>
         <Text color="gray">{'─'.repeat(Math.max(1, width - 1))}</Text>
         <TitleBar state={state} />
@@ -92,6 +97,7 @@ export function App(props: AppProps) {
           onToggleDetails={() => controller.dispatch({ type: 'toggle_expanded' })}
           sources={{ roles: state.roles, tasks: state.tasks, projects: state.projects }}
           width={width}
+          active={!asking}
         />
       </Box>
     </>

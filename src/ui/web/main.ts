@@ -1,8 +1,9 @@
-import { ProtocolClient, webSocketTransport } from '../../protocol/index.js';
+import { PendingApprovals, ProtocolClient, webSocketTransport } from '../../protocol/index.js';
 import { AppView } from './app-view.js';
 import { Controller, type Actions } from './controller.js';
 import { initialState } from './state.js';
 import { Store } from './store.js';
+import { ApprovalDialog } from './views/approval-dialog.js';
 import { rpcUrlFor, tokenFromSearch, withoutToken } from './view-model.js';
 import { RunsView } from './views/runs-view.js';
 
@@ -43,6 +44,12 @@ function boot(): void {
   store.subscribe((state) => view.render(state));
   view.render(store.state);
   runs.start();
+  // Approval requests of the workspace tools: a modal over the page, whatever it shows.
+  const approvals = new PendingApprovals(client);
+  const dialog = new ApprovalDialog((requestId, decision) => void approvals.answer(requestId, decision));
+  document.body.append(dialog.element);
+  approvals.subscribe(() => dialog.update(approvals.getState()));
+  approvals.start();
   void controller.start();
 }
 

@@ -49,12 +49,22 @@ export class Terminal {
     return (await this.tmux('capture-pane', '-p', '-e', '-J', '-S', '-', '-t', 'parley')).stdout;
   }
 
+  /** The screen with its colours (SGR escapes kept). */
+  async colouredScreen(): Promise<string> {
+    return (await this.tmux('capture-pane', '-p', '-e', '-J', '-t', 'parley')).stdout;
+  }
+
+  /** Sends keys as typed, without Enter. */
+  async press(keys: string): Promise<void> {
+    await this.tmux('send-keys', '-t', 'parley', '-l', keys);
+  }
+
   async type(text: string): Promise<void> {
     await this.tmux('send-keys', '-t', 'parley', '-l', text);
     await this.tmux('send-keys', '-t', 'parley', 'Enter');
   }
 
-  /** Polls the screen until it shows `expected`; fails with the screen after `timeoutMs`. */
+  /** Polls the screen until it shows `expected` (or the predicate holds); fails with the screen after `timeoutMs`. */
   async waitFor(expected: string | RegExp | ((screen: string) => boolean), timeoutMs = 60_000): Promise<string> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
@@ -83,3 +93,4 @@ export class Terminal {
 function quote(value: string): string {
   return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
 }
+

@@ -13,6 +13,8 @@ export interface PromptProps {
   onToggleDetails: () => void;
   sources: CompletionSources;
   width: number;
+  /** False while another part of the screen takes the keys (an approval request); default true. */
+  active?: boolean;
 }
 
 interface Line {
@@ -26,7 +28,7 @@ const EMPTY: Line = { value: '', cursor: 0 };
  * The input line: editing keys (←/→, Home/End, Ctrl+A/E/U/K/W, Backspace), ↑/↓ through earlier
  * lines, Tab completion of commands and names (candidates listed below when several fit).
  */
-export function Prompt({ onSubmit, onInterrupt, onExit, onToggleDetails, sources, width }: PromptProps) {
+export function Prompt({ onSubmit, onInterrupt, onExit, onToggleDetails, sources, width, active = true }: PromptProps) {
   const [line, setLine] = useState<Line>(EMPTY);
   const [candidates, setCandidates] = useState<string[]>([]);
   const history = useRef<string[]>([]);
@@ -108,7 +110,7 @@ export function Prompt({ onSubmit, onInterrupt, onExit, onToggleDetails, sources
       }
       insert(line, token.replace(/[\u0000-\u001f\u007f]/g, ''));
     });
-  });
+  }, { isActive: active });
 
   function insert(line: Line, text: string): void {
     if (text === '') return;
