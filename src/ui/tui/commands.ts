@@ -21,6 +21,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   { name: 'agents', usage: ['/agents'], description: 'Worker agents of this channel and their status.' },
   { name: 'runs', usage: ['/runs'], description: 'Workflow runs of the project: status, phase, the question each waits on.' },
   { name: 'answer', usage: ['/answer <number or text>', '/answer <runId> <answer>'], description: "Answer the question a run waits on (shown above the title bar): the oldest, or that run's." },
+  { name: 'say', usage: ['/say <conversation or role> <message>'], description: 'Step into a conversation between agents: both read your note with the next message.' },
   { name: 'backend', usage: ['/backend', '/backend <name>'], description: "Show the draft's back end, or continue the draft on another back end from the next message on." },
   { name: 'help', usage: ['/help'], description: 'This list.' },
   { name: 'quit', usage: ['/quit'], description: 'Leave Parley (a server started by this terminal stops with it).' },

@@ -7,6 +7,7 @@ import {
   type MethodResult,
   type ProtocolClient,
 } from '../../protocol/index.js';
+import { sayInConversation } from './conversation-notes.js';
 import { COMMANDS, helpLines, parseInput, suggestCommand } from './commands.js';
 import { agentsReport, contextReport, rolesReport, sessionsReport } from './reports.js';
 import { RunQuestions } from './run-questions.js';
@@ -452,6 +453,8 @@ export class TuiController {
         return this.note(await this.runs.answer(args));
       case 'backend':
         return this.backend(args);
+      case 'say':
+        return this.note(await sayInConversation(this.client, this.state().conversation?.blocks ?? [], args));
       default:
         this.error(`/${name} is not available.`);
     }

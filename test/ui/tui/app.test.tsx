@@ -125,7 +125,7 @@ describe('commands', () => {
     const { rig } = start();
     await rig.waitFor('Connected');
     await rig.type('/drat dev');
-    await rig.waitFor('✗ Unknown command /drat. Did you mean /draft? Commands: /draft /undraft /context /project /task /roles /sessions /compact /agents /runs /answer /backend /help /quit');
+    await rig.waitFor('✗ Unknown command /drat. Did you mean /draft? Commands: /draft /undraft /context /project /task /roles /sessions /compact /agents /runs /answer /say /backend /help /quit');
   });
 
   it('/draft says what it needs: a role, then a task, and refuses a second draft', async () => {
@@ -392,7 +392,7 @@ describe('Tab completion', () => {
     await rig.press('/');
     await rig.press('\t');
     // Wider than the rig's 100 columns: the list is cut with an ellipsis.
-    await rig.waitFor('agents  answer  backend  compact  context  draft  help  project  quit  roles  runs  sessions  task …');
+    await rig.waitFor('agents  answer  backend  compact  context  draft  help  project  quit  roles  runs  say  sessions  …');
     await rig.press('c\t');
     await rig.waitFor('❯ /co');
     await rig.waitFor('compact  context');
