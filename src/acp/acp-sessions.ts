@@ -15,7 +15,7 @@ import {
 import { isParleyError, MAIN_CONVERSATION, type StreamEvent } from '../conversation/index.js';
 import type { AgentBackend, AgentProfile, ToolDefinition } from '../backends/index.js';
 import type { ParleyTool, RoleInfo } from '../draft/index.js';
-import { runTurn } from '../sessions/index.js';
+import { continueOnBackend, runTurnWithFallback } from '../sessions/index.js';
 import type { SessionRecord } from '../store/index.js';
 import { ApprovalBroker, ProjectWorkspace, WORKSPACE_PERMISSIONS } from '../workspace/index.js';
 import { askingFirst, clientFilesOf, createPermissionBridge, type AcpPermissionBridge, type ClientFiles } from './client-bridge.js';
@@ -225,7 +225,7 @@ export class AcpSessions {
       ...(role.permissionMode ? { permissionMode: role.permissionMode } : {}),
     };
     const model = session.model ?? role.model;
-    const handle = await runTurn(workspace.manager, session.sessionId, {
+    const handle = await runTurnWithFallback(workspace.manager, session.sessionId, {
       backend,
       prompt: text,
       signal: controller.signal,
@@ -267,16 +267,9 @@ export class AcpSessions {
       session.stored = true;
       return;
     }
-    const record = await manager.getSession(session.sessionId);
-    if (record.readOnly && record.scope.kind === 'imported') {
-      if (description.continuity !== 'managed') {
-        throw RequestError.invalidParams(
-          { sessionId: session.sessionId, backend: description.name },
-          `Session ${session.sessionId} was imported; it continues on a managed back end (anthropic-api, openai-compatible, scripted), not on ${description.name}. Choose one with the "${BACKEND_OPTION}" option.`,
-        );
-      }
-      await manager.continueImportedSession(session.sessionId, description.name);
-    }
+    // Any session (Parley's own, imported, or started on another back end) continues on the chosen
+    // back end: natively where it has sessions (Parley writes the CLI's own transcript), else managed.
+    await continueOnBackend(manager, session.sessionId, backend, { cwd: session.workspace.project.path });
   }
 
   private backendOf(session: AcpSession): AgentBackend {

@@ -191,7 +191,10 @@ describe('parley acp', () => {
       const replayed = editor.updatesOf(importedId).length;
       const { stopReason } = await editor.agent.request('session/prompt', { sessionId: importedId, prompt: [{ type: 'text', text: 'What is left?' }] });
       expect(stopReason).toBe('end_turn');
-      expect(agentText(editor.updatesOf(importedId).slice(replayed))).toBe('The verbose flag is in; next I would add a test.');
+      // The move is said first (a system block), then the answer.
+      const said = agentText(editor.updatesOf(importedId).slice(replayed));
+      expect(said).toContain('This session now continues on openai-compatible');
+      expect(said.endsWith('The verbose flag is in; next I would add a test.')).toBe(true);
       const messages = openai.completions().at(-1)!['messages'] as Array<{ role: string; content: string }>;
       expect(messages[0]!.content).toContain('Add a --verbose flag to the CLI');
       expect(messages.at(-1)).toMatchObject({ role: 'user', content: 'What is left?' });
