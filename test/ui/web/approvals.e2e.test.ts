@@ -1,10 +1,11 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { describe, expect, it, onTestFailed } from 'vitest';
 import { step } from '../../../src/backends/index.js';
 import type { ToolResultBlock } from '../../../src/conversation/index.js';
-import { CHROMIUM, checkSystemPart } from '../../helpers/system-part.js';
-import { SCREENSHOTS, startWebHarness, type WebHarness } from './web-harness.js';
+import { SCREENSHOTS, useWebHarness } from './web-harness.js';
+
+const web = useWebHarness();
 
 /**
  * Approving the workspace tools in headless Chromium: a dev draft (scripted back end) asks before
@@ -13,25 +14,13 @@ import { SCREENSHOTS, startWebHarness, type WebHarness } from './web-harness.js'
  * leaves the file system as it was.
  */
 
-const chromiumPart = checkSystemPart(CHROMIUM);
-let harness: WebHarness;
-
-beforeAll(async () => {
-  if (!chromiumPart.skip) harness = await startWebHarness();
-}, 60_000);
-
-afterAll(async () => {
-  if (harness?.logs.length) console.log(harness.logs.map((entry) => `${entry.level}: ${entry.message}`).join('\n'));
-  await harness?.close();
-});
-
-describe.skipIf(chromiumPart.skip)('approvals in the web UI', () => {
+describe.skipIf(web.part.skip)('approvals in the web UI', () => {
   it('shows a waiting request on connect, then each as it comes; allow once, deny and allow always each do what they say', async () => {
-    const notes = join(harness.root, 'notes.txt');
+    const notes = join(web.harness().root, 'notes.txt');
     await writeFile(notes, 'first\n');
-    const driver = await harness.client();
-    const { sessionId } = await driver.request('draft', { role: 'dev', project: harness.project, task: 'first-task' });
-    harness.backend.enqueue([
+    const driver = await web.harness().client();
+    const { sessionId } = await driver.request('draft', { role: 'dev', project: web.harness().project, task: 'first-task' });
+    web.harness().backend.enqueue([
       step.tool('write_file', { path: 'notes.txt', content: 'second\n' }),
       step.tool('run_command', { command: 'rm notes.txt' }),
       step.tool('run_command', { command: 'ls -a' }),
@@ -44,12 +33,12 @@ describe.skipIf(chromiumPart.skip)('approvals in the web UI', () => {
     await firstRequest;
 
     // The page joins the draft's channel (as a reload of the window that drafted would).
-    const page = await harness.page();
+    const page = await web.harness().page();
     onTestFailed(async () => {
       await page.screenshot({ path: join(SCREENSHOTS, 'approvals-failure.png') }).catch(() => undefined);
     });
     await page.addInitScript((channel) => sessionStorage.setItem('parley.channel', channel), driver.channelId!);
-    await page.goto(harness.server.url);
+    await page.goto(web.harness().server.url);
     const dialog = page.locator('dialog[data-testid="approval"]');
 
     // 1. The write, found with get_permissions on connect: its diff, coloured.
@@ -74,7 +63,7 @@ describe.skipIf(chromiumPart.skip)('approvals in the web UI', () => {
     // 3. Allowed always for "ls"; the fourth call is not asked.
     await dialog.locator('#approval-title', { hasText: 'ls -a' }).waitFor();
     await dialog.locator('button[data-decision="allow_always"]').click();
-    await harness.server.drafts.settled({ channelId: driver.channelId! });
+    await web.harness().server.drafts.settled({ channelId: driver.channelId! });
     await page.waitForFunction(() => !(document.querySelector('dialog[data-testid="approval"]') as HTMLDialogElement | null)?.open);
 
     // The write happened, the denied rm did not.

@@ -2,11 +2,12 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { describe, expect, it, onTestFailed } from 'vitest';
 import type { StreamEventDraft } from '../../../src/conversation/index.js';
 import { importTranscripts } from '../../../src/sessions/index.js';
-import { CHROMIUM, checkSystemPart } from '../../helpers/system-part.js';
-import { SCREENSHOTS, startWebHarness, type WebHarness } from './web-harness.js';
+import { SCREENSHOTS, useWebHarness } from './web-harness.js';
+
+const web = useWebHarness();
 
 /**
  * The chat as people read it, in headless Chromium: Markdown (tables, code highlighted with a
@@ -14,18 +15,6 @@ import { SCREENSHOTS, startWebHarness, type WebHarness } from './web-harness.js'
  * commands as terminal blocks, nothing a model writes able to run, and streaming that renders a
  * finished block once.
  */
-
-const chromiumPart = checkSystemPart(CHROMIUM);
-let harness: WebHarness;
-
-beforeAll(async () => {
-  if (!chromiumPart.skip) harness = await startWebHarness();
-}, 60_000);
-
-afterAll(async () => {
-  if (harness?.logs.length) console.log(harness.logs.map((entry) => `${entry.level}: ${entry.message}`).join('\n'));
-  await harness?.close();
-});
 
 const TRACKER = 'https://tracker.example/pixel.png?session=42';
 /** A 1×1 transparent PNG, what the fake tracker answers. */
@@ -76,7 +65,7 @@ function block(event: Record<string, unknown>): StreamEventDraft {
 
 /** A page that records dialogs, page errors and every request for the tracker's image (answered locally). */
 async function watchedPage(): Promise<{ page: Page; dialogs: string[]; trackerHits: string[] }> {
-  const page = await harness.page();
+  const page = await web.harness().page();
   const dialogs: string[] = [];
   const trackerHits: string[] = [];
   page.on('dialog', (dialog) => {
@@ -87,8 +76,8 @@ async function watchedPage(): Promise<{ page: Page; dialogs: string[]; trackerHi
     trackerHits.push(route.request().url());
     void route.fulfill({ status: 200, contentType: 'image/png', body: PIXEL });
   });
-  await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: `http://127.0.0.1:${harness.server.port}` });
-  await page.goto(harness.server.url);
+  await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: `http://127.0.0.1:${web.harness().server.port}` });
+  await page.goto(web.harness().server.url);
   await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
   onTestFailed(async () => {
     await page.screenshot({ path: join(SCREENSHOTS, 'markdown-failure.png') }).catch(() => undefined);
@@ -100,9 +89,9 @@ async function pwned(page: Page): Promise<unknown> {
   return page.evaluate(() => (window as unknown as { parleyPwned?: unknown }).parleyPwned);
 }
 
-describe.skipIf(chromiumPart.skip)('the web UI shows answers the way people read them', () => {
+describe.skipIf(web.part.skip)('the web UI shows answers the way people read them', () => {
   it('renders Markdown (a table, highlighted code with a working Copy button, a task list, a link, an image loaded only on click), keeps every XSS payload inert, and shows an edit as a diff and a command as a terminal', async () => {
-    const manager = harness.server.manager;
+    const manager = web.harness().server.manager;
     const session = await manager.createSession({ scope: { kind: 'workflow', harness: 'review', agent: 'markdown' }, agentType: 'writer', backend: 'scripted', title: 'review · markdown' });
     await manager.appendEvents(session.sessionId, [
       block({ type: 'user_message', id: 'ask', content: 'Check the **parser** and\nupdate `src/date.ts`, please. <script>window.parleyPwned = "user"</script>' }),
@@ -153,7 +142,7 @@ describe.skipIf(chromiumPart.skip)('the web UI shows answers the way people read
     expect(await blocks.locator('a[href^="javascript:" i], a[href^="data:" i]').count()).toBe(0);
     await answer.locator('.md-inert-link', { hasText: 'a javascript link' }).click();
     await answer.locator('.md-inert-link', { hasText: 'a data link' }).click();
-    expect(page.url()).toContain(`127.0.0.1:${harness.server.port}`);
+    expect(page.url()).toContain(`127.0.0.1:${web.harness().server.port}`);
     expect(await pwned(page)).toBeUndefined();
     expect(dialogs).toEqual([]);
 
@@ -204,14 +193,14 @@ describe.skipIf(chromiumPart.skip)('the web UI shows answers the way people read
 
     expect(await pwned(page)).toBeUndefined();
     expect(dialogs).toEqual([]);
-    expect(harness.logs.filter((entry) => entry.level === 'page')).toEqual([]);
+    expect(web.harness().logs.filter((entry) => entry.level === 'page')).toEqual([]);
     await answer.scrollIntoViewIfNeeded();
     await page.screenshot({ path: join(SCREENSHOTS, 'markdown.png') });
     await page.context().close();
   });
 
   it('streams an answer mid-table and mid-fence: the partial table and code show as they grow, and finished blocks are rendered once', async () => {
-    const manager = harness.server.manager;
+    const manager = web.harness().server.manager;
     const session = await manager.createSession({ scope: { kind: 'workflow', harness: 'review', agent: 'streaming' }, agentType: 'writer', backend: 'scripted' });
     const { page } = await watchedPage();
     await page.locator(`[data-session-id="${session.sessionId}"]`).click();
@@ -260,8 +249,8 @@ describe.skipIf(chromiumPart.skip)('the web UI shows answers the way people read
         { ...base, parentUuid: 'm-u-1', type: 'assistant', requestId: 'req_m1', message: { id: 'msg_m1', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5-20250929', content: [{ type: 'text', text: markdown }], stop_reason: 'end_turn', usage }, uuid: 'm-a-1', timestamp: '2025-11-19T22:50:04.000Z' },
       ];
       await writeFile(join(project, `${sessionId}.jsonl`), records.map((record) => JSON.stringify(record)).join('\n') + '\n');
-      const imported = await importTranscripts(folder, { store: harness.server.manager.store });
-      const fixtures = await importTranscripts(join(import.meta.dirname, '..', '..', 'fixtures', 'transcripts', 'claude-code'), { store: harness.server.manager.store });
+      const imported = await importTranscripts(folder, { store: web.harness().server.manager.store });
+      const fixtures = await importTranscripts(join(import.meta.dirname, '..', '..', 'fixtures', 'transcripts', 'claude-code'), { store: web.harness().server.manager.store });
       const markdownSession = imported.sessions[0]!;
       const fixtureSession = fixtures.sessions.find((entry) => entry.nativeSessionId === '5f2b1c9e-3d4a-4e8b-9f10-2a6c7d8e9f01')!;
 

@@ -1,9 +1,7 @@
 import { join } from 'node:path';
-import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
-import { CHROMIUM, checkSystemPart } from '../../helpers/system-part.js';
+import { describe, expect, it } from 'vitest';
 import { CODE_REVIEW, RELEASE_NOTES, StandInRunService } from '../../helpers/stand-in-run-service.js';
-import { SCREENSHOTS, startWebHarness, type WebHarness } from './web-harness.js';
+import { openConnected, SCREENSHOTS, useWebHarness } from './web-harness.js';
 
 /**
  * The web UI's Runs view (issue 14) in headless Chromium, against a server whose RunService is the
@@ -12,41 +10,21 @@ import { SCREENSHOTS, startWebHarness, type WebHarness } from './web-harness.js'
  * countdown to its deadline, and answering it.
  */
 
-const chromiumPart = checkSystemPart(CHROMIUM);
-let harness: WebHarness;
 /** The code review's agents: the reviewer's session is made once the server is up. */
 const review = { ...CODE_REVIEW, agents: [{ key: 'reviewer', name: 'Reviewer', sessionId: '' }, { key: 'fixer', name: 'Fixer' }] };
 const runs = new StandInRunService({ review, notes: RELEASE_NOTES });
+const web = useWebHarness({ runService: runs });
 
-beforeAll(async () => {
-  if (!chromiumPart.skip) harness = await startWebHarness({ runService: runs });
-}, 60_000);
-
-afterAll(async () => {
-  if (harness?.logs.length) console.log(harness.logs.map((entry) => `${entry.level}: ${entry.message}`).join('\n'));
-  await harness?.close();
-});
-
-async function openConnected(): Promise<Page> {
-  const page = await harness.page();
-  await page.goto(harness.server.url);
-  await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
-  onTestFailed(async () => {
-    await page.screenshot({ path: join(SCREENSHOTS, 'runs-failure.png') }).catch(() => undefined);
-  });
-  return page;
-}
-
-describe.skipIf(chromiumPart.skip)('the Runs view of the web UI', () => {
+describe.skipIf(web.part.skip)('the Runs view of the web UI', () => {
   it('shows a waiting run with its phases, agents and question; counts down; a choice button answers it; an agent link opens its session', async () => {
-    const manager = harness.server.manager;
+    const manager = web.harness().server.manager;
     const reviewer = await manager.createSession({ scope: { kind: 'workflow', harness: 'code-review', agent: 'reviewer' }, agentType: 'reviewer', backend: 'scripted', title: 'code-review · reviewer' });
     const at = Date.now();
     await manager.appendEvents(reviewer.sessionId, [{ type: 'block_complete', conversationId: 'main', block: { type: 'assistant_text', id: 'review', content: 'Two issues found in parse().', createdAt: at } }]);
     review.agents[0]!.sessionId = reviewer.sessionId;
     const run = await runs.startRun({ workflow: 'review' });
 
-    const page = await openConnected();
+    const page = await openConnected(web.harness(), 'runs-failure');
     await page.locator('[data-testid="runs-button"]', { hasText: '1 waiting' }).click();
     const card = page.locator(`[data-testid="run"][data-run-id="${run.id}"]`);
     await card.waitFor();
@@ -76,7 +54,7 @@ describe.skipIf(chromiumPart.skip)('the Runs view of the web UI', () => {
   });
 
   it("a question without choices takes text; a refused answer shows the validator's message and keeps waiting; one that arrives live shows", async () => {
-    const page = await openConnected();
+    const page = await openConnected(web.harness(), 'runs-failure');
     await page.locator('[data-testid="runs-button"]').click();
     const run = await runs.startRun({ workflow: 'notes' });
     const card = page.locator(`[data-testid="run"][data-run-id="${run.id}"]`);

@@ -1,35 +1,12 @@
 import { join } from 'node:path';
 import type { Page, WebSocketRoute } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
+import { describe, expect, it, onTestFailed } from 'vitest';
 import { step } from '../../../src/backends/index.js';
 import type { NotificationParams, ProtocolClient } from '../../../src/protocol/index.js';
 import { importTranscripts } from '../../../src/sessions/index.js';
-import { CHROMIUM, checkSystemPart } from '../../helpers/system-part.js';
-import { SCREENSHOTS, startWebHarness, SUMMARY, type WebHarness } from './web-harness.js';
+import { openConnected, SCREENSHOTS, SUMMARY, useWebHarness } from './web-harness.js';
 
-const chromiumPart = checkSystemPart(CHROMIUM);
-let harness: WebHarness;
-
-beforeAll(async () => {
-  if (!chromiumPart.skip) harness = await startWebHarness();
-}, 60_000);
-
-afterAll(async () => {
-  if (harness?.logs.length) console.log(harness.logs.map((entry) => `${entry.level}: ${entry.message}`).join('\n'));
-  await harness?.close();
-});
-
-/** Opens the page with the server's token, as the URL `parley serve` prints, and waits until it is connected. */
-async function openConnected(): Promise<Page> {
-  const page = await harness.page();
-  await page.goto(harness.server.url);
-  await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
-  // What the user saw when a step failed.
-  onTestFailed(async () => {
-    await page.screenshot({ path: join(SCREENSHOTS, 'failure.png') }).catch(() => undefined);
-  });
-  return page;
-}
+const web = useWebHarness();
 
 function gate(): { promise: Promise<void>; open: () => void } {
   let open!: () => void;
@@ -51,12 +28,12 @@ async function screenshot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(SCREENSHOTS, name), fullPage: false });
 }
 
-describe.skipIf(chromiumPart.skip)('the web UI served by parley serve', () => {
+describe.skipIf(web.part.skip)('the web UI served by parley serve', () => {
   it('without the token shows how to get one and opens no connection; a wrong token is refused', async () => {
-    const page = await harness.page();
+    const page = await web.harness().page();
     const sockets: string[] = [];
     page.on('websocket', (socket) => sockets.push(socket.url()));
-    const base = `http://127.0.0.1:${harness.server.port}/`;
+    const base = `http://127.0.0.1:${web.harness().server.port}/`;
     await page.goto(base);
     const help = page.locator('[data-testid="connect-help"][data-problem="missing"]');
     await help.waitFor();
@@ -74,17 +51,17 @@ describe.skipIf(chromiumPart.skip)('the web UI served by parley serve', () => {
     expect(page.url()).not.toContain('token=');
 
     // Pasting the right token connects.
-    await page.locator('input[name="token"]').fill(harness.server.token);
+    await page.locator('input[name="token"]').fill(web.harness().server.token);
     await page.locator('.token-form button').click();
     await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
     await page.context().close();
   });
 
   it('drafts from the page, submits a prompt and shows the turn live as blocks: text, thinking collapsed, a tool call with its status, a worker thread expandable in place', async () => {
-    const page = await openConnected();
+    const page = await openConnected(web.harness());
     const form = page.locator('[data-testid="draft-form"]');
     await form.locator('select[name="role"]').selectOption('dev');
-    await form.locator('select[name="project"]').selectOption(harness.project);
+    await form.locator('select[name="project"]').selectOption(web.harness().project);
     // A task made here is picked for the draft.
     await page.locator('[data-testid="new-task"] input').fill('Fix the date check');
     await page.locator('[data-testid="new-task"] button').click();
@@ -96,7 +73,7 @@ describe.skipIf(chromiumPart.skip)('the web UI served by parley serve', () => {
     await page.locator('[data-testid="prompt"]').waitFor();
 
     const halfway = gate();
-    harness.backend.enqueue([
+    web.harness().backend.enqueue([
       step.thinking('The failing check is in the date parser; read it first.'),
       step.text('Let me look at the parser.'),
       step.tool('read_file', { path: 'src/date.ts' }, 'export function parse(text: string) {\n  return new Date(text);\n}'),
@@ -145,7 +122,7 @@ describe.skipIf(chromiumPart.skip)('the web UI served by parley serve', () => {
 
     const totalAfterFirst = await status.locator('[data-testid="request-total"]').innerText();
     // A second turn: the chart gets its second step, the request grows, the worker thread stays open.
-    harness.backend.enqueue([step.text('The changelog is updated too.'), step.usage({ inputTokens: 52_000, outputTokens: 400 }), step.cost(0.0188)]);
+    web.harness().backend.enqueue([step.text('The changelog is updated too.'), step.usage({ inputTokens: 52_000, outputTokens: 400 }), step.cost(0.0188)]);
     await page.locator('[data-testid="prompt"]').fill('Update the changelog as well.');
     await page.locator('[data-testid="send"]').click();
     await blocks.locator('[data-block-type="assistant_text"]', { hasText: 'The changelog is updated too.' }).waitFor();
@@ -158,9 +135,9 @@ describe.skipIf(chromiumPart.skip)('the web UI served by parley serve', () => {
   });
 
   it('streams assistant text delta by delta into one block and shows a tool call running until it completes', async () => {
-    const manager = harness.server.manager;
+    const manager = web.harness().server.manager;
     const session = await manager.createSession({ scope: { kind: 'workflow', harness: 'release', agent: 'writer' }, agentType: 'writer', backend: 'scripted', title: 'release · writer' });
-    const page = await openConnected();
+    const page = await openConnected(web.harness());
     await page.locator(`[data-session-id="${session.sessionId}"]`).click();
     await page.locator('[data-testid="blocks"] .empty-state', { hasText: 'No messages yet.' }).waitFor();
     const at = Date.now();
@@ -188,7 +165,7 @@ describe.skipIf(chromiumPart.skip)('the web UI served by parley serve', () => {
   });
 
   it('a long session opens on its newest blocks and shows earlier ones on request, keeping the reader\'s place', async () => {
-    const manager = harness.server.manager;
+    const manager = web.harness().server.manager;
     const session = await manager.createSession({ scope: { kind: 'workflow', harness: 'release', agent: 'long' }, agentType: 'writer', backend: 'scripted' });
     const at = Date.now();
     await manager.appendEvents(
@@ -198,7 +175,7 @@ describe.skipIf(chromiumPart.skip)('the web UI served by parley serve', () => {
         { type: 'block_complete' as const, conversationId: 'main', block: { type: 'assistant_text' as const, id: `a${index}`, content: `Answer ${index}`, createdAt: at } },
       ]).flat(),
     );
-    const page = await openConnected();
+    const page = await openConnected(web.harness());
     await page.locator(`[data-session-id="${session.sessionId}"]`).click();
     const blocks = page.locator('[data-testid="blocks"]');
     await blocks.locator('[data-block-id="a399"]').waitFor();
@@ -222,9 +199,9 @@ describe.skipIf(chromiumPart.skip)('the web UI served by parley serve', () => {
   });
 
   it('follows a session driven from another window; force compact shows the compaction running, then the new checkpoint version and what it folded in; preview shows the exact request', async () => {
-    await harness.server.drafts.createTask({ project: harness.project, title: 'Compaction task', slug: 'compaction-task' });
-    const driver = await harness.client();
-    const { sessionId } = await driver.request('draft', { role: 'qa', project: harness.project, task: 'compaction-task' });
+    await web.harness().server.drafts.createTask({ project: web.harness().project, title: 'Compaction task', slug: 'compaction-task' });
+    const driver = await web.harness().client();
+    const { sessionId } = await driver.request('draft', { role: 'qa', project: web.harness().project, task: 'compaction-task' });
     // Long enough that a summary is worth it (a compaction that saves under 5 % is not kept).
     const notes = ' Notes from the last review: the parser accepted empty strings, dates without a year and two-digit years, and the error message did not name the input.'.repeat(40);
     for (const content of [`Review the date parser fix.${notes}`, `Now check the regression test.${notes}`]) {
@@ -232,14 +209,14 @@ describe.skipIf(chromiumPart.skip)('the web UI served by parley serve', () => {
       await driver.request('submit_prompt', { content });
       await done;
     }
-    const page = await openConnected();
+    const page = await openConnected(web.harness());
     await page.locator(`[data-session-id="${sessionId}"]`).click();
     const blocks = page.locator('[data-testid="blocks"]');
     await blocks.locator('[data-block-type="assistant_text"]', { hasText: 'Echo: Now check the regression test.' }).waitFor();
     expect(await page.locator('[data-testid="prompt-note"]').innerText()).toContain('another window');
 
     // Live, without a reload: a turn from the other window streams in.
-    harness.backend.enqueue([step.text('Third answer, streamed live.'), step.usage({ inputTokens: 30_000, outputTokens: 200 }), step.cost(0.011)]);
+    web.harness().backend.enqueue([step.text('Third answer, streamed live.'), step.usage({ inputTokens: 30_000, outputTokens: 200 }), step.cost(0.011)]);
     const third = turnDone(driver);
     await driver.request('submit_prompt', { content: 'And the changelog?' });
     await blocks.locator('[data-block-type="assistant_text"]', { hasText: 'Third answer, streamed live.' }).waitFor();
@@ -251,7 +228,7 @@ describe.skipIf(chromiumPart.skip)('the web UI served by parley serve', () => {
     // A failing step must not leave the compaction (and the server's shutdown) waiting.
     onTestFailed(() => release.open());
     const summaries: string[] = [];
-    harness.summarizer.current = async (request) => {
+    web.harness().summarizer.current = async (request) => {
       summaries.push(JSON.stringify(request));
       await release.promise;
       return JSON.stringify(SUMMARY);
@@ -264,7 +241,7 @@ describe.skipIf(chromiumPart.skip)('the web UI served by parley serve', () => {
     await page.locator('.inspector').evaluate((element) => element.scrollTo({ top: 0 }));
     await screenshot(page, 'compacting.png');
     // A page opened while it runs (it never saw compaction_started) shows it too, timed from its start.
-    const late = await openConnected();
+    const late = await openConnected(web.harness());
     await late.locator(`[data-session-id="${sessionId}"]`).click();
     const latePill = late.locator('[data-testid="chat-compacting"]');
     await latePill.waitFor();
@@ -287,7 +264,7 @@ describe.skipIf(chromiumPart.skip)('the web UI served by parley serve', () => {
     await page.locator(`[data-session-id="${sessionId}"]`, { hasText: '⟳ 1' }).waitFor();
 
     // Another turn and another compaction: v2 is current, v1 is listed with its own range.
-    harness.summarizer.current = () => Promise.resolve(JSON.stringify({ ...SUMMARY, completed: [...SUMMARY.completed, 'Reviewed the changelog'] }));
+    web.harness().summarizer.current = () => Promise.resolve(JSON.stringify({ ...SUMMARY, completed: [...SUMMARY.completed, 'Reviewed the changelog'] }));
     const fourth = turnDone(driver);
     await driver.request('submit_prompt', { content: `One more review round.${notes}` });
     await fourth;
@@ -326,14 +303,14 @@ describe.skipIf(chromiumPart.skip)('the web UI served by parley serve', () => {
   });
 
   it('after a dropped connection it reconnects and continues from the last seq: what happened meanwhile shows once, nothing twice', async () => {
-    await harness.server.drafts.createTask({ project: harness.project, title: 'Reconnect task', slug: 'reconnect-task' });
-    const driver = await harness.client();
-    const { sessionId } = await driver.request('draft', { role: 'dev', project: harness.project, task: 'reconnect-task' });
+    await web.harness().server.drafts.createTask({ project: web.harness().project, title: 'Reconnect task', slug: 'reconnect-task' });
+    const driver = await web.harness().client();
+    const { sessionId } = await driver.request('draft', { role: 'dev', project: web.harness().project, task: 'reconnect-task' });
     const first = turnDone(driver);
     await driver.request('submit_prompt', { content: 'before the drop' });
     await first;
 
-    const page = await harness.page();
+    const page = await web.harness().page();
     let offline = false;
     let live: WebSocketRoute | undefined;
     const sent: string[] = [];
@@ -350,7 +327,7 @@ describe.skipIf(chromiumPart.skip)('the web UI served by parley serve', () => {
         server.send(message);
       });
     });
-    await page.goto(harness.server.url);
+    await page.goto(web.harness().server.url);
     await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
     await page.locator(`[data-session-id="${sessionId}"]`).click();
     const blocks = page.locator('[data-testid="blocks"]');
@@ -376,7 +353,7 @@ describe.skipIf(chromiumPart.skip)('the web UI served by parley serve', () => {
   });
 
   it('lists every session of the project (drafts, task sessions per state, workflow agents, imported Claude Code and Gemini CLI sessions) with filters and full-text search over their content', async () => {
-    const manager = harness.server.manager;
+    const manager = web.harness().server.manager;
     const fixtures = join(import.meta.dirname, '..', '..', 'fixtures', 'transcripts');
     const claude = await importTranscripts(join(fixtures, 'claude-code'), { store: manager.store });
     const gemini = await importTranscripts(join(fixtures, 'gemini'), { store: manager.store });
@@ -389,7 +366,7 @@ describe.skipIf(chromiumPart.skip)('the web UI served by parley serve', () => {
     const imported = [...claude.sessions, ...gemini.sessions].map((session) => session.sessionId);
     expect(imported.length).toBeGreaterThanOrEqual(2);
 
-    const page = await openConnected();
+    const page = await openConnected(web.harness());
     const rows = page.locator('[data-testid="session-list"] [data-session-id]');
     await expect.poll(() => rows.count()).toBe(all.length);
     for (const id of [taskSession.sessionId, devSession.sessionId, workflow.sessionId, ...imported]) expect(await page.locator(`[data-session-id="${id}"]`).count()).toBe(1);
@@ -439,7 +416,7 @@ describe.skipIf(chromiumPart.skip)('the web UI served by parley serve', () => {
       await prompt.fill(text);
       await prompt.press('Enter');
     };
-    const page = await openConnected();
+    const page = await openConnected(web.harness());
     await send(page, 'Ship the export fix\nThe CSV is empty on Mondays.');
     await page.locator('[data-testid="notices"]', { hasText: "Created task ship-the-export-fix and drafted product-analyst on it (the project's default role; Undraft to change)." }).waitFor();
     const blocks = page.locator('[data-testid="blocks"]');
@@ -451,11 +428,11 @@ describe.skipIf(chromiumPart.skip)('the web UI served by parley serve', () => {
     await screenshot(page, 'first-message.png');
 
     // Another window (its own channel, no draft) sends the same first message: the server picks the next free slug.
-    const other = await openConnected();
+    const other = await openConnected(web.harness());
     await send(other, 'Ship the export fix\nThe CSV is empty on Mondays.');
     await other.locator('[data-testid="notices"]', { hasText: 'Created task ship-the-export-fix-2 and drafted product-analyst on it' }).waitFor();
     await other.locator('[data-testid="blocks"] [data-block-type="assistant_text"]', { hasText: 'Echo: Ship the export fix' }).waitFor();
-    const tasks = await harness.server.drafts.listTasks({ project: harness.project });
+    const tasks = await web.harness().server.drafts.listTasks({ project: web.harness().project });
     expect(tasks.filter((task) => task.title === 'Ship the export fix').map((task) => task.slug).sort()).toEqual(['ship-the-export-fix', 'ship-the-export-fix-2']);
     await page.context().close();
     await other.context().close();
