@@ -4,8 +4,8 @@ import {
   compileOutputSchema,
   createParleyTools,
   DraftError,
+  projectInfo,
   type ProjectCatalog,
-  type ProjectInfo,
   type ProjectLocation,
   type RoleInfo,
   type ToolHandlers,
@@ -82,13 +82,3 @@ export function roleTools(context: RoleToolsContext, allowAgentTools = true): To
   return createParleyTools({ permissions: context.role.permissions, handlers, allowAgentTools });
 }
 
-function projectInfo(project: ProjectLocation): ProjectInfo {
-  return {
-    name: project.name,
-    path: project.path,
-    dataDir: project.dataDir,
-    current: project.current,
-    defaultRole: project.defaultRole,
-    ...(project.description ? { description: project.description } : {}),
-  };
-}

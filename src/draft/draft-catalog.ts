@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { assertOpen, type DraftServiceState } from './draft-state.js';
 import { DraftError } from './errors.js';
-import type { ProjectLocation } from './projects.js';
+import { projectInfo, type ProjectLocation } from './projects.js';
 import type { LoadedRoles } from './roles.js';
 import type { ProjectInfo, RoleInfo, TaskInfo } from './types.js';
 
@@ -56,13 +56,3 @@ export async function resolveRole(state: DraftServiceState, project: ProjectLoca
   return role;
 }
 
-function projectInfo(project: ProjectLocation): ProjectInfo {
-  return {
-    name: project.name,
-    path: project.path,
-    dataDir: project.dataDir,
-    current: project.current,
-    defaultRole: project.defaultRole,
-    ...(project.description ? { description: project.description } : {}),
-  };
-}

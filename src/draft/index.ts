@@ -5,7 +5,7 @@ export * from './contract.js';
 export { createDraftService } from './draft-service.js';
 export { DEFAULT_DISPATCH_OUTPUT_SCHEMA } from './draft-dispatch.js';
 export { BUILTIN_ROLES, loadRoles, parseRoleFile, type LoadedRoles } from './roles.js';
-export { ProjectCatalog, slugify, DEFAULT_ROLE, type ProjectLocation } from './projects.js';
+export { ProjectCatalog, projectInfo, slugify, DEFAULT_ROLE, type ProjectLocation } from './projects.js';
 export { AgentPool, WorkerSlots } from './pool.js';
 export { Workers, type WorkersOptions } from './workers.js';
 export { compileOutputSchema, jsonCandidates, outputInstructions, repairPrompt, type OutputValidator } from './structured-output.js';

@@ -13,7 +13,7 @@ import {
 } from '../store/index.js';
 import { DraftError } from './errors.js';
 import { parseRoles, type LoadedRoles } from './roles.js';
-import type { TaskInfo } from './types.js';
+import type { ProjectInfo, TaskInfo } from './types.js';
 
 /**
  * Projects and their tasks, kept by a DraftStore. A project is a folder; with the file DraftStore
@@ -302,4 +302,16 @@ function checkId(value: string, what: 'project' | 'task' | 'role'): void {
       data: { [what]: value },
     });
   }
+}
+
+/** A project as the protocol and the agents' tools show it. */
+export function projectInfo(project: ProjectLocation): ProjectInfo {
+  return {
+    name: project.name,
+    path: project.path,
+    dataDir: project.dataDir,
+    current: project.current,
+    defaultRole: project.defaultRole,
+    ...(project.description ? { description: project.description } : {}),
+  };
 }
