@@ -1,3 +1,4 @@
+import type { NoteLine } from './view-state.js';
 /** The slash commands: their table, parsing and Tab completion. Pure; running them is in `controller.ts`. */
 
 export interface CommandSpec {
@@ -136,4 +137,14 @@ export function helpLines(): string[] {
     command.usage.forEach((usage, index) => lines.push(`  ${usage.padEnd(width)}  ${index === 0 ? command.description : ''}`.trimEnd()));
   }
   return lines;
+}
+
+/** `/help`: the commands, what typing does, and the keys. */
+export function helpNote(): NoteLine[] {
+  return [
+      { text: 'Commands', bold: true },
+      ...helpLines().map((text) => ({ text })),
+      { text: "Type anything else to talk to the drafted agent; with none drafted, the first message drafts the project's default role (into a new task named after it unless one is selected). Start with // to send a message that begins with /.", tone: 'dim' },
+      { text: 'Keys: Enter sends · Tab completes · ↑/↓ earlier lines · Esc interrupts the turn · Ctrl+O shows thinking and worker threads in full · Ctrl+C quits', tone: 'dim' },
+    ];
 }

@@ -7,8 +7,9 @@ import {
   type MethodResult,
   type ProtocolClient,
 } from '../../protocol/index.js';
+import { backendCommand } from './backend-command.js';
 import { sayInConversation } from './conversation-notes.js';
-import { COMMANDS, helpLines, parseInput, suggestCommand } from './commands.js';
+import { COMMANDS, helpNote, parseInput, suggestCommand } from './commands.js';
 import { agentsReport, contextReport, rolesReport, sessionsReport } from './reports.js';
 import { RunQuestions } from './run-questions.js';
 import { formatCost, formatDuration, oneLine, plural } from './format.js';
@@ -425,7 +426,7 @@ export class TuiController {
   private async runCommand(name: string, args: string): Promise<void> {
     switch (name) {
       case 'help':
-        return this.help();
+        return this.note(helpNote());
       case 'quit':
         this.options.onExit();
         return;
@@ -451,52 +452,17 @@ export class TuiController {
         return this.note(await this.runs.report(this.clock()));
       case 'answer':
         return this.note(await this.runs.answer(args));
-      case 'backend':
-        return this.backend(args);
+      case 'backend': {
+        // backend-command.ts: the back end the next message moves the draft to.
+        const { lines, next } = backendCommand(this.state().draft, args, this.nextBackend);
+        this.nextBackend = next;
+        return this.note(lines);
+      }
       case 'say':
         return this.note(await sayInConversation(this.client, this.state().conversation?.blocks ?? [], args));
       default:
         this.error(`/${name} is not available.`);
     }
-  }
-
-  /**
-   * `/backend`: which back end the draft runs on; `/backend <name>`: the next message continues the
-   * draft there (the server moves its session: a native back end resumes a transcript Parley writes
-   * from the log, and a system block in the conversation says what was converted).
-   */
-  private backend(args: string): void {
-    const draft = this.state().draft;
-    if (!draft) {
-      this.error('No draft to move. Draft an agent first with /draft <role>.');
-      return;
-    }
-    const name = args.trim();
-    if (name === '') {
-      const pending = this.nextBackend !== undefined ? ` The next message continues it on ${this.nextBackend}.` : '';
-      this.note([{ text: `The draft runs on ${draft.backend}${draft.model ? ` (${draft.model})` : ''}.${pending}` }]);
-      return;
-    }
-    if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name)) {
-      this.error(`"${name}" is not a back-end name. \`parley backends\` lists them.`);
-      return;
-    }
-    if (name === draft.backend) {
-      this.nextBackend = undefined;
-      this.note([{ text: `The draft already runs on ${name}.` }]);
-      return;
-    }
-    this.nextBackend = name;
-    this.note([{ text: `The next message continues this draft on ${name}, with its history so far.`, tone: 'success' }]);
-  }
-
-  private help(): void {
-    this.note([
-      { text: 'Commands', bold: true },
-      ...helpLines().map((text) => ({ text })),
-      { text: "Type anything else to talk to the drafted agent; with none drafted, the first message drafts the project's default role (into a new task named after it unless one is selected). Start with // to send a message that begins with /.", tone: 'dim' },
-      { text: 'Keys: Enter sends · Tab completes · ↑/↓ earlier lines · Esc interrupts the turn · Ctrl+O shows thinking and worker threads in full · Ctrl+C quits', tone: 'dim' },
-    ]);
   }
 
   private noArguments(command: string, args: string): boolean {
