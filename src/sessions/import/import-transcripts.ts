@@ -17,7 +17,6 @@ import {
   emptyConversation,
   isParleyError,
   type ConversationBlock,
-  type SessionMetrics,
   type StreamEventDraft,
   type Tokenizer,
 } from '../../conversation/index.js';
@@ -25,11 +24,11 @@ import {
   FORMAT_VERSION,
   type CheckpointInput,
   type SessionRecord,
-  type SessionStats,
   type SessionStore,
 } from '../../store/index.js';
 import { discoverImportSources, type ClaudeCodeSource, type GeminiSource, type SeedLayoutSource } from './discover.js';
 import { ImportError, importAborted } from './errors.js';
+import { readJsonObject, statsOf, titleOf } from './import-summary.js';
 import { LogWriter, indexLog } from './log-writer.js';
 import { fingerprintFile, sameFingerprints, streamFile, type FileFingerprint } from './read-file.js';
 import { importedSessionId, transcriptName, type ImportSource } from './session-ids.js';
@@ -661,33 +660,6 @@ async function checkpointFromCompaction(
   };
 }
 
-function titleOf(info: TranscriptInfo, source: ImportSource, nativeSessionId: string): string {
-  const candidates = [info.customTitle, info.firstUserMessage, info.generatedTitle];
-  for (const candidate of candidates) {
-    const line = candidate === undefined ? '' : firstLine(candidate);
-    if (line.length > 0) return line;
-  }
-  return `Imported ${source} session ${nativeSessionId.slice(0, 8)}`;
-}
-
-function firstLine(text: string, max = 80): string {
-  const trimmed = text.trim();
-  const newline = trimmed.indexOf('\n');
-  const line = (newline === -1 ? trimmed : trimmed.slice(0, newline)).trim();
-  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
-}
-
-function statsOf(info: TranscriptInfo, metrics: SessionMetrics): SessionStats {
-  const last = info.compactions.at(-1);
-  return {
-    totalMessages: Math.max(0, info.messageCount),
-    // The conversation's size as the model last saw it: the last request plus its answer.
-    totalTokens: Math.round(metrics.lastInputTokens + metrics.lastOutputTokens),
-    totalCompactions: info.compactions.length,
-    ...(last?.at !== undefined ? { lastCompactionAt: new Date(last.at).toISOString() } : {}),
-  };
-}
-
 async function readManifest(store: SessionStore, sessionId: string): Promise<ImportManifest | undefined> {
   const text = await store.readTranscript(sessionId, MANIFEST);
   if (text === undefined) return undefined;
@@ -697,15 +669,4 @@ async function readManifest(store: SessionStore, sessionId: string): Promise<Imp
   } catch {
     return undefined;
   }
-}
-
-async function readJsonObject(path: string, warnings: TranscriptWarning[]): Promise<Record<string, unknown> | undefined> {
-  try {
-    const value = JSON.parse(await fs.readFile(path, 'utf8')) as unknown;
-    if (typeof value === 'object' && value !== null && !Array.isArray(value)) return value as Record<string, unknown>;
-  } catch {
-    // reported below
-  }
-  warnings.push({ code: 'INVALID_FILE', file: basename(path), message: `${basename(path)} is not a JSON object; the subagent is imported without it` });
-  return undefined;
 }
