@@ -13,6 +13,8 @@ export interface Actions {
   /** A message typed with no draft: drafts the project's default role (into a new task named after the message unless one is chosen), then sends it. */
   submitFirstMessage(content: string): Promise<boolean>;
   cancel(): void;
+  /** A note from the user into a conversation between agents (both read it with the next message); resolves to the server's refusal, if any. */
+  sayInConversation(conversationId: string, message: string): Promise<string | undefined>;
   createDraft(options: { role: string; project: string; task: string }): void;
   undraft(): void;
   chooseProject(project: string): void;
@@ -345,6 +347,15 @@ export class Controller implements Actions {
 
   cancel(): void {
     void this.busy('cancel', () => this.client.request('cancel'));
+  }
+
+  async sayInConversation(conversationId: string, message: string): Promise<string | undefined> {
+    try {
+      await this.client.request('say_in_conversation', { conversationId, message });
+      return undefined;
+    } catch (error) {
+      return messageOf(error);
+    }
   }
 
   createDraft(options: { role: string; project: string; task: string }): void {

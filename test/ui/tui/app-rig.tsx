@@ -34,8 +34,11 @@ export interface AppRig {
   stop(): void;
 }
 
-/** The whole app on a client over the in-memory transport to a recorded peer (STYLE.md practice 17, after gemini-cli's AppRig). */
-export function renderApp(peer: RecordedPeer, options: { now?: number; props?: Partial<AppProps> } = {}): AppRig {
+/**
+ * The whole app on a client over the in-memory transport to a recorded peer (STYLE.md practice 17,
+ * after gemini-cli's AppRig), or over any transport (`{ factory: webSocketTransport(…) }`: a real server).
+ */
+export function renderApp(peer: Pick<RecordedPeer, 'factory'>, options: { now?: number; props?: Partial<AppProps> } = {}): AppRig {
   let now = options.now ?? Date.parse('2026-11-21T07:00:00Z');
   let exits = 0;
   const client = new ProtocolClient({ transport: peer.factory, reconnect: { initialDelayMs: 5, maxDelayMs: 20, jitter: 0 }, onError: () => {} });

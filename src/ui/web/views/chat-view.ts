@@ -17,6 +17,9 @@ const WINDOW = 300;
 /** Pixels from the bottom within which the panel keeps following new blocks. */
 const FOLLOW_SLACK = 48;
 
+/** The name of a conversation thread's block: "conversation with <role>" (src/draft/conversations.ts). */
+const CONVERSATION_PREFIX = 'conversation with ';
+
 const PROMPT_PLACEHOLDER = 'Message the agent… (Enter sends, Shift+Enter is a new line)';
 
 /**
@@ -60,6 +63,8 @@ export class ChatView {
   /** The compaction the pill shows, and the timer that keeps its elapsed time current. */
   private compaction: SessionView['compaction'];
   private compactionTimer: ReturnType<typeof setInterval> | undefined;
+  /** The note form of each running conversation thread, kept across its block's re-renders so typed text stays. */
+  private readonly noteForms = new Map<string, HTMLFormElement>();
 
   constructor(private readonly actions: Actions) {
     this.textarea = h('textarea', {
@@ -152,6 +157,7 @@ export class ChatView {
       this.open.clear();
       this.closed.clear();
       this.live.clear();
+      this.noteForms.clear();
       this.windowStart = undefined;
     }
     if (session !== this.last.session || this.last.view === undefined || (this.last.view as { sessionId: string }).sessionId !== view.sessionId) this.renderHeader(session, view.sessionId);
@@ -300,8 +306,10 @@ export class ChatView {
     const attributes = { 'data-block-id': block.id, 'data-block-type': block.type };
     switch (block.type) {
       case 'user_message': {
-        // In a worker's thread the "user" is the agent that dispatched it.
-        const who = inThread ? 'Task from the parent agent' : block.pinned ? 'You · pinned' : 'You';
+        // In a worker's thread the "user" is the agent that dispatched it; in a conversation's, the
+        // opener (metadata.from: its role) or the user's own note (from: 'user').
+        const from = block.metadata?.from;
+        const who = !inThread ? (block.pinned ? 'You · pinned' : 'You') : from === 'user' ? 'You · note to both agents' : typeof from === 'string' ? `From ${from}` : 'Task from the parent agent';
         return h('div', { ...attributes, class: 'block user' }, h('div', { class: 'who' }, who), clampedText(this.markdown(item.key, block.content, false, { breaks: true }), block.content.length));
       }
       case 'assistant_text':
@@ -404,9 +412,45 @@ export class ChatView {
     );
     const inner = new Map<string, { signature: unknown[]; element: HTMLElement }>();
     const body = h('div', { class: 'thread', 'data-thread-id': block.subagentId }, thread.map((entry) => this.elementFor(entry, inner, true)));
-    const parts = [body];
+    const parts: HTMLElement[] = [body];
+    // A conversation between agents (src/draft/conversations.ts) takes a note from the user while it is open.
+    if (block.name.startsWith(CONVERSATION_PREFIX) && block.status === 'running') parts.push(this.noteForm(block.subagentId, block.name.slice(CONVERSATION_PREFIX.length)));
+    else this.noteForms.delete(block.subagentId);
     if (block.output) parts.push(h('div', { class: 'worker-output' }, h('div', { class: 'label muted' }, 'Answer'), h('div', { class: 'text' }, this.markdown(`${block.id}:output`, block.output, false))));
     return this.details(`thread:${block.subagentId}`, summary, parts, { ...attributes, 'data-status': block.status }, `block worker status-${block.status}`);
+  }
+
+  /** The field and button that send `say_in_conversation`; the server's refusal shows under them. */
+  private noteForm(conversationId: string, role: string): HTMLFormElement {
+    const existing = this.noteForms.get(conversationId);
+    if (existing) return existing;
+    const input = h('input', { type: 'text', 'aria-label': `Note to both agents (the parent and ${role})`, placeholder: 'A note both agents read with the next message', 'data-testid': 'conversation-note' });
+    const button = h('button', { type: 'submit', 'data-testid': 'conversation-note-send' }, 'Say to both agents');
+    const error = h('p', { class: 'error-text small', role: 'alert', 'data-testid': 'conversation-note-error' });
+    error.hidden = true;
+    const form = h(
+      'form',
+      {
+        class: 'conversation-note',
+        onsubmit: (event: Event) => {
+          event.preventDefault();
+          const message = input.value;
+          if (message.trim() === '') return;
+          button.disabled = true;
+          void this.actions.sayInConversation(conversationId, message).then((refused) => {
+            button.disabled = false;
+            error.hidden = refused === undefined;
+            error.textContent = refused ?? '';
+            if (refused === undefined && input.value === message) input.value = '';
+          });
+        },
+      },
+      input,
+      button,
+      error,
+    );
+    this.noteForms.set(conversationId, form);
+    return form;
   }
 }
 
