@@ -2,6 +2,7 @@ import { firstDraftNotice, MAIN_CONVERSATION, taskTitleFromMessage, type StreamE
 import { ProtocolClientError, RpcError, type ProtocolClient } from '../../protocol/index.js';
 import type { SessionFilters } from './view-model.js';
 import { firstMessageTarget, type BusyKey, type Tone } from './state.js';
+import { readHistory } from './history-pages.js';
 import type { Store } from './store.js';
 
 /** What the views may ask for. Every method reports its own failures as notices; none throws. */
@@ -196,16 +197,10 @@ export class Controller implements Actions {
     const run = ++this.selection;
     // A compaction that started before the page was listening is known only from get_session.
     void this.loadCompaction(sessionId);
-    const events: StreamEvent[] = [];
+    let events: StreamEvent[];
     try {
-      let afterSeq = -1;
-      for (;;) {
-        const page = await this.client.request('get_events', { sessionId, afterSeq, limit: HISTORY_PAGE });
-        if (run !== this.selection) return;
-        events.push(...page.events);
-        if (!page.hasMore || page.events.length === 0) break;
-        afterSeq = page.events.at(-1)!.seq;
-      }
+      events = await readHistory((afterSeq, limit) => this.client.request('get_events', { sessionId, afterSeq, limit }), HISTORY_PAGE);
+      if (run !== this.selection) return;
     } catch (error) {
       if (run === this.selection) this.store.dispatch({ type: 'history_failed', sessionId, error: messageOf(error) });
       return;

@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+import type { StreamEvent } from '../../../src/conversation/index.js';
+import { readHistory, type EventPage } from '../../../src/ui/web/history-pages.js';
+
+function event(seq: number): StreamEvent {
+  return { type: 'metadata_update', conversationId: 'main', metadata: { turnComplete: true }, sessionId: 's', seq, at: 0 } as unknown as StreamEvent;
+}
+
+/** A server's `get_events` over the given seqs: the events after `afterSeq`, at most `limit`, and the calls made. */
+function log(seqs: number[]) {
+  const calls: number[] = [];
+  const read = async (afterSeq: number, limit: number): Promise<EventPage> => {
+    calls.push(afterSeq);
+    const after = seqs.filter((seq) => seq > afterSeq);
+    return { events: after.slice(0, limit).map(event), lastSeq: seqs.at(-1) ?? -1, hasMore: after.length > limit };
+  };
+  return { seqs, calls, read };
+}
+
+const range = (count: number, from = 0) => Array.from({ length: count }, (_, index) => from + index);
+
+describe('readHistory', () => {
+  it('reads a log of one page with one request', async () => {
+    const server = log(range(7));
+    expect((await readHistory(server.read, 10)).map((entry) => entry.seq)).toEqual(range(7));
+    expect(server.calls).toEqual([-1]);
+  });
+
+  it('reads an empty log', async () => {
+    expect(await readHistory(log([]).read, 10)).toEqual([]);
+  });
+
+  it('asks for the pages after the first at once and returns every event once, in order', async () => {
+    const server = log(range(35));
+    let inFlight = 0;
+    let most = 0;
+    const read = async (afterSeq: number, limit: number) => {
+      inFlight += 1;
+      most = Math.max(most, inFlight);
+      await Promise.resolve();
+      const page = await server.read(afterSeq, limit);
+      inFlight -= 1;
+      return page;
+    };
+    expect((await readHistory(read, 10)).map((entry) => entry.seq)).toEqual(range(35));
+    expect(server.calls).toEqual([-1, 9, 19, 29]);
+    expect(most).toBe(3);
+  });
+
+  it('drops the repeats where seqs skip and pages overlap', async () => {
+    const seqs = range(40).map((index) => index * 3);
+    const server = log(seqs);
+    expect((await readHistory(server.read, 10)).map((entry) => entry.seq)).toEqual(seqs);
+  });
+
+  it('reads on from the last event when pages do not meet (a server that answers fewer than asked)', async () => {
+    const server = log(range(30));
+    const short = (afterSeq: number, limit: number) => server.read(afterSeq, Math.min(limit, 4));
+    expect((await readHistory(short, 10)).map((entry) => entry.seq)).toEqual(range(30));
+  });
+
+  it('reads what was appended while the pages loaded', async () => {
+    const server = log(range(25));
+    const read = async (afterSeq: number, limit: number) => {
+      const page = await server.read(afterSeq, limit);
+      if (afterSeq === -1) server.seqs.push(...range(12, 25));
+      return page;
+    };
+    expect((await readHistory(read, 10)).map((entry) => entry.seq)).toEqual(range(37));
+  });
+
+  it('fails when a page fails', async () => {
+    const server = log(range(25));
+    const read = (afterSeq: number, limit: number) => (afterSeq === 19 ? Promise.reject(new Error('session is gone')) : server.read(afterSeq, limit));
+    await expect(readHistory(read, 10)).rejects.toThrow('session is gone');
+  });
+});
