@@ -110,6 +110,7 @@ describe('conversations between agents, end to end', () => {
     models.enqueue(
       callTool('say', () => ({ conversationId, message: 'Then what about idempotency keys?' })),
       { text: 'Dev: use idempotency keys per payment.' },
+      callTool('close_conversation', () => ({ conversationId })),
       { text: 'Analyst: retries with idempotency keys.' },
     );
     const acknowledged = [...seen];
@@ -123,8 +124,11 @@ describe('conversations between agents, end to end', () => {
     await status;
 
     const results = await toolResults(again, analystSession);
-    expect(results.at(-1)?.isError).toBe(false);
-    expect(JSON.parse(results.at(-1)!.content)).toMatchObject({ conversationId, reply: 'Dev: use idempotency keys per payment.', turn: 2, turnsLeft: 18 });
+    const [saidAgain, closed] = results.slice(-2);
+    expect([saidAgain?.isError, closed?.isError]).toEqual([false, false]);
+    expect(JSON.parse(saidAgain!.content)).toMatchObject({ conversationId, reply: 'Dev: use idempotency keys per payment.', turn: 2, turnsLeft: 18 });
+    // The message cut by the kill counts: the conversation closes with two.
+    expect(JSON.parse(closed!.content)).toMatchObject({ conversationId, role: 'dev', turns: 2, closedBecause: 'closed' });
     // The dev's request after the restart holds the message said before the kill (in its system prompt's history): nothing lost.
     const devRequest = JSON.stringify(models.completions()[4]!['messages']);
     expect(devRequest).toContain('Should retries be synchronous?');
