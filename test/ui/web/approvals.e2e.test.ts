@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { describe, expect, it, onTestFailed } from 'vitest';
 import { step } from '../../../src/backends/index.js';
 import type { ToolResultBlock } from '../../../src/conversation/index.js';
-import { SCREENSHOTS, useWebHarness } from './web-harness.js';
+import { SCREENSHOTS } from './web-harness.js';
+import { useWebHarness } from './web-test-hooks.js';
 
 const web = useWebHarness();
 

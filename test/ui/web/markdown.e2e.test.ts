@@ -5,7 +5,8 @@ import type { Page } from 'playwright-core';
 import { describe, expect, it, onTestFailed } from 'vitest';
 import type { StreamEventDraft } from '../../../src/conversation/index.js';
 import { importTranscripts } from '../../../src/sessions/index.js';
-import { SCREENSHOTS, useWebHarness } from './web-harness.js';
+import { SCREENSHOTS } from './web-harness.js';
+import { useWebHarness } from './web-test-hooks.js';
 
 const web = useWebHarness();
 

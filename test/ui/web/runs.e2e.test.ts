@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CODE_REVIEW, RELEASE_NOTES, StandInRunService } from '../../helpers/stand-in-run-service.js';
-import { openConnected, SCREENSHOTS, useWebHarness } from './web-harness.js';
+import { SCREENSHOTS } from './web-harness.js';
+import { openConnected, useWebHarness } from './web-test-hooks.js';
 
 /**
  * The web UI's Runs view (issue 14) in headless Chromium, against a server whose RunService is the

@@ -1,5 +1,4 @@
-import { afterAll, beforeAll, onTestFailed } from 'vitest';
-import { CHROMIUM as CHROMIUM_SYSTEM_PART, CHROMIUM_PATH, checkSystemPart, type SystemPartCheck } from '../../helpers/system-part.js';
+import { CHROMIUM_PATH } from '../../helpers/system-part.js';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -112,38 +111,3 @@ export async function startWebHarness(extra: Partial<ServerOptions> = {}): Promi
   };
 }
 
-/**
- * One web harness for a test file: started before its tests (unless Chromium is missing, where the
- * file's `describe.skipIf(part.skip)` skips them), its page logs printed and everything closed after.
- * `harness()` is the running harness inside a test.
- */
-export function useWebHarness(extra: Partial<ServerOptions> = {}): { part: SystemPartCheck; harness(): WebHarness } {
-  const part = checkSystemPart(CHROMIUM_SYSTEM_PART);
-  let running: WebHarness | undefined;
-  beforeAll(async () => {
-    if (!part.skip) running = await startWebHarness(extra);
-  }, 60_000);
-  afterAll(async () => {
-    if (running?.logs.length) console.log(running.logs.map((entry) => `${entry.level}: ${entry.message}`).join('\n'));
-    await running?.close();
-  });
-  return {
-    part,
-    harness() {
-      if (!running) throw new Error('The web harness is not running (Chromium is missing, or beforeAll failed).');
-      return running;
-    },
-  };
-}
-
-/** Opens the page with the server's token, as the URL `parley serve` prints, and waits until it is connected; a failing test leaves a screenshot named `failure`. */
-export async function openConnected(harness: WebHarness, failure = 'failure'): Promise<Page> {
-  const page = await harness.page();
-  await page.goto(harness.server.url);
-  await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
-  // What the user saw when a step failed.
-  onTestFailed(async () => {
-    await page.screenshot({ path: join(SCREENSHOTS, `${failure}.png`) }).catch(() => undefined);
-  });
-  return page;
-}

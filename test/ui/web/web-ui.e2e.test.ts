@@ -4,7 +4,8 @@ import { describe, expect, it, onTestFailed } from 'vitest';
 import { step } from '../../../src/backends/index.js';
 import type { NotificationParams, ProtocolClient } from '../../../src/protocol/index.js';
 import { importTranscripts } from '../../../src/sessions/index.js';
-import { openConnected, SCREENSHOTS, SUMMARY, useWebHarness } from './web-harness.js';
+import { SCREENSHOTS, SUMMARY } from './web-harness.js';
+import { openConnected, useWebHarness } from './web-test-hooks.js';
 
 const web = useWebHarness();
 
