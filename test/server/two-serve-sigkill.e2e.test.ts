@@ -5,7 +5,8 @@ import { setTimeout as pause } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { applyEvents, emptyConversation, type StreamEvent } from '../../src/conversation/index.js';
 import { RpcError, RpcErrorCode, type ProtocolClient, type ServerFile } from '../../src/protocol/index.js';
-import { postgresSkipReason, startTestPostgres, TEST_ROLE, type TestPostgres } from '../helpers/postgres.js';
+import { postgresSkipReason } from '../helpers/postgres.js';
+import { useTestDatabase } from '../helpers/postgres-database.js';
 import { runParley } from '../helpers/run-parley.js';
 import { connectToServer, startServeProcess, type ServeProcess } from './serve-process.js';
 
@@ -71,20 +72,7 @@ function expectConsecutive(seqs: readonly number[]): void {
 }
 
 describe.skipIf(skipReason !== undefined)('two parley serve processes on one PostgreSQL database', () => {
-  let postgres: TestPostgres;
-  let databaseUrl: string;
-  const database = `two_serve_${process.pid}`;
-
-  beforeAll(async () => {
-    postgres = await startTestPostgres();
-    // `parley serve` always uses the schema `parley`, so this file gets a database of its own.
-    await postgres.admin(`CREATE DATABASE ${database}${postgres.local ? ` OWNER ${TEST_ROLE}` : ''}`);
-    databaseUrl = postgres.url({ database });
-  }, 120_000);
-  afterAll(async () => {
-    if (postgres && !postgres.local) await postgres.admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => undefined);
-    await postgres?.destroy();
-  });
+  const database = useTestDatabase('two_serve');
 
   it('a draft run by server A is watched live from server B; after SIGKILL of A mid-turn, the next prompt on B takes it over and the turn goes on there', async () => {
     // The same folder name under two parents: both servers serve the home project "shop".
@@ -107,9 +95,9 @@ describe.skipIf(skipReason !== undefined)('two parley serve processes on one Pos
           ],
         ],
       },
-      databaseUrl,
+      database.url(),
     );
-    const serverB = await serve(rootB, { defaultTurn: [{ type: 'text', text: 'Answered on B.' }] }, databaseUrl);
+    const serverB = await serve(rootB, { defaultTurn: [{ type: 'text', text: 'Answered on B.' }] }, database.url());
     const clientA = await connect(serverA.info, CHANNEL);
     const clientB = await connect(serverB.info, CHANNEL);
 
@@ -185,7 +173,7 @@ describe.skipIf(skipReason !== undefined)('two parley serve processes on one Pos
     const folder = await mkdtemp(join(tmpdir(), 'parley-lease-env-'));
     cleanups.push(() => rm(folder, { recursive: true, force: true }));
     for (const value of ['soon', '500', '1.5e3']) {
-      const run = await runParley(['serve', '--port', '0'], { cwd: folder, env: { PARLEY_DATABASE_URL: databaseUrl, PARLEY_DRAFT_LEASE_MS: value } });
+      const run = await runParley(['serve', '--port', '0'], { cwd: folder, env: { PARLEY_DATABASE_URL: database.url(), PARLEY_DRAFT_LEASE_MS: value } });
       expect(run.stderr).toContain(`PARLEY_DRAFT_LEASE_MS must be a whole number of milliseconds from 1000 to 86400000, not "${value}"`);
       expect(run.code).toBe(2);
       expect(await readdir(folder)).toEqual([]);

@@ -7,7 +7,8 @@ import { encodeCwd, geminiProjectSlug } from '../../../src/backends/index.js';
 import type { StreamEvent } from '../../../src/conversation/index.js';
 import type { ProtocolClient } from '../../../src/protocol/index.js';
 import { createFileStore, type SessionStore } from '../../../src/store/index.js';
-import { postgresSkipReason, startTestPostgres, TEST_ROLE, type TestPostgres } from '../../helpers/postgres.js';
+import { postgresSkipReason } from '../../helpers/postgres.js';
+import { useTestDatabase } from '../../helpers/postgres-database.js';
 import { connectToServer, startServeProcess, type ServeProcess } from '../../server/serve-process.js';
 
 /**
@@ -213,27 +214,16 @@ describe('parley serve --watch-native', () => {
 const postgresSkip = postgresSkipReason();
 
 describe.skipIf(postgresSkip !== undefined)('parley import --watch beside parley serve on one PostgreSQL database', () => {
-  let postgres: TestPostgres;
-  let databaseUrl: string;
-  const database = `import_watch_${process.pid}`;
-  beforeAll(async () => {
-    postgres = await startTestPostgres();
-    await postgres.admin(`CREATE DATABASE ${database}${postgres.local ? ` OWNER ${TEST_ROLE}` : ''}`);
-    databaseUrl = postgres.url({ database });
-  }, 120_000);
-  afterAll(async () => {
-    if (postgres && !postgres.local) await postgres.admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => undefined);
-    await postgres?.destroy();
-  });
+  const database = useTestDatabase('import_watch');
 
   it("delivers what another process imports to the server's web client as it is written", async () => {
     const project = join(work, 'project');
     await fs.mkdir(project);
-    const serve = await startServeProcess(project, { PARLEY_DATABASE_URL: databaseUrl });
+    const serve = await startServeProcess(project, { PARLEY_DATABASE_URL: database.url() });
     const client = await connectToServer(serve.info, 'import-watch-postgres');
     const file = join(work, `${NATIVE_ID}.jsonl`);
     await fs.writeFile(file, jsonl(record('user', 'u1', null, 'Hello')));
-    const watching = importWatch(file, { databaseUrl });
+    const watching = importWatch(file, { databaseUrl: database.url() });
     try {
       await client.subscribe();
       const { untilBlock } = sessionEvents(client);
