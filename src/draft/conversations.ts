@@ -88,7 +88,7 @@ export async function say(state: DraftServiceState, rooms: ConversationsState, c
     throw new DraftError('CONVERSATION_BUSY', `Conversation ${input.conversationId} is still answering your last message; wait for its reply.`, { fault: 'model', data: { conversationId: input.conversationId } });
   }
   const maxTurns = context.role.maxConversationTurns ?? DEFAULT_MAX_CONVERSATION_TURNS;
-  const history = await exchanges(state, input.conversationId);
+  const history = exchangesOf((await state.manager.loadConversation(input.conversationId)).blocks);
   if (history.length >= maxTurns) {
     await close(state, rooms, context.owner.sessionId, session, 'turn_limit');
     throw new DraftError('CONVERSATION_TURN_LIMIT', `Conversation ${input.conversationId} reached its limit of ${maxTurns} messages and is now closed. Use what was said, or open a new conversation.`, {
@@ -183,7 +183,7 @@ export async function noteFromUser(state: DraftServiceState, rooms: Conversation
 async function close(state: DraftServiceState, rooms: ConversationsState, ownerSessionId: string, session: SessionRecord, because: ConversationSummary['closedBecause']): Promise<ConversationSummary> {
   const conversationId = session.sessionId;
   const conversation = await state.manager.loadConversation(conversationId);
-  const turns = (await exchanges(state, conversationId)).length;
+  const turns = exchangesOf(conversation.blocks).length;
   const costUsd = conversation.metrics.costUsd;
   const at = state.clock();
   const summary: ConversationSummary = { conversationId, role: session.agentType, turns, costUsd, durationMs: Math.max(0, at - session.createdAt), closedBecause: because };
@@ -236,12 +236,11 @@ interface Exchange {
   reply: string;
 }
 
-/** The conversation's messages and replies so far, from the other agent's own session. */
-async function exchanges(state: DraftServiceState, conversationId: string): Promise<Exchange[]> {
-  const { blocks } = await state.manager.loadConversation(conversationId);
+/** The conversation's messages and replies so far, from the other agent's own session's blocks. */
+function exchangesOf(blocks: readonly ConversationBlock[]): Exchange[] {
   const found: Exchange[] = [];
   let current: Exchange | undefined;
-  for (const block of blocks as ConversationBlock[]) {
+  for (const block of blocks) {
     if (block.type === 'user_message' && block.metadata?.conversationTopic !== true) {
       current = { said: block.content, reply: '' };
       found.push(current);
