@@ -352,7 +352,7 @@ export class AgentRuntime implements MessageRecipient {
         ...(failure !== undefined ? { error: snapshotError(failure) } : {}),
         ...(this.injectedLive.length > 0 ? { injected: [...this.injectedLive] } : {}),
       };
-      await (start ? journal.record(start, ended) : journal.record(ended));
+      await (start ? journal.recordTurnResult(start, ended) : journal.recordTurnResult(ended));
     }
     complete(output, verdict);
     if (failure !== undefined) throw failure;

@@ -220,10 +220,26 @@ export class RunJournal {
 
   /** Appends steps (one write); resolves once they are durable. Appends are numbered in call order. */
   record(...steps: JournalStep[]): Promise<void> {
+    return this.append(steps, 'now');
+  }
+
+  /**
+   * Appends an agent turn's steps (its start and result, one write) with deferred sync: resolves
+   * once they are written where a crash of the process cannot lose them, and they are made durable
+   * with the next durable step, at close, or within the store's deferred-sync delay. Only a crash
+   * of the machine inside that window can lose them, and then the turn runs again on resume, as a
+   * turn cut by a crash does: its session log (fdatasynced with the turn) keeps both attempts.
+   * It saves an agent turn a second flush of the disk's cache, after the session log's own.
+   */
+  recordTurnResult(...steps: JournalStep[]): Promise<void> {
+    return this.append(steps, 'deferred');
+  }
+
+  private append(steps: JournalStep[], sync: 'now' | 'deferred'): Promise<void> {
     if (this.stopped) return Promise.reject(new HarnessError('SESSION_ENDED', `Run ${this.runId} is stopping; nothing more is journaled.`, { fault: 'system' }));
     this.length += steps.length;
     const drafts = steps.map(({ kind, ...data }) => ({ kind, data }));
-    const written = this.store.appendJournal(this.runId, drafts).then(
+    const written = this.store.appendJournal(this.runId, drafts, { sync }).then(
       () => undefined,
       (error: unknown) => {
         this.failure ??= error;

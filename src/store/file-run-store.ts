@@ -1,5 +1,6 @@
-import { closeSync, fdatasyncSync, ftruncateSync, openSync, promises as fs, writeSync } from 'node:fs';
+import { closeSync, fdatasync, fdatasyncSync, ftruncateSync, openSync, promises as fs, writeSync } from 'node:fs';
 import { z } from 'zod';
+import { ValidationError } from '../conversation/index.js';
 import { join } from 'node:path';
 import { ensureDirectory, ioError, isErrno, replaceFile, syncDirectory } from './atomic-file.js';
 import { corruptFile, formatJson, parseJsonDocument } from './json-file.js';
@@ -8,7 +9,7 @@ import { KeyedQueue } from './keyed-queue.js';
 import { FORMAT_VERSION } from './records.js';
 import type { RunRecord } from './run-records.js';
 import { checkFromSeq, checkJournalDrafts, checkRun, runExists, runNotFound, StoredRunRecordSchema } from './run-store-rules.js';
-import { matchesRunFilter, newestFirst, RunJournalEntrySchema, type RunJournalEntry, type RunJournalEntryDraft, type RunStore } from './run-store.js';
+import { matchesRunFilter, newestFirst, RunJournalEntrySchema, type AppendJournalOptions, type RunJournalEntry, type RunJournalEntryDraft, type RunStore } from './run-store.js';
 import type { StoreWarning } from './session-store.js';
 import { checkId, storeClosed } from './validate.js';
 
@@ -22,17 +23,34 @@ import { checkId, storeClosed } from './validate.js';
  * ```
  *
  * The journal follows the session log's rules: an append resolves after its bytes are fdatasynced;
- * appends waiting while one is written go together into the next write (group commit); a torn last
+ * appends waiting while one is written go together into the next write (group commit); an append
+ * with `sync: 'deferred'` resolves once written (in the OS's cache, which a killed process cannot
+ * lose) and is fdatasynced on the thread pool within `deferredSyncMs`, or sooner by the next durable
+ * append, a record update of its run, or close; a torn last
  * line (a crash in the middle of a write, never acknowledged) is set aside to
  * `journal.jsonl.torn-<time>` with a warning when the journal is next opened. Like the draft store,
  * it relies on the file session store's `store.lock` for being the data folder's only writer.
  */
-export async function createFileRunStore(options: { dataDir: string; onWarning?: (warning: StoreWarning) => void }): Promise<RunStore> {
+export interface FileRunStoreOptions {
+  dataDir: string;
+  onWarning?: (warning: StoreWarning) => void;
+  /** The longest a deferred journal append waits for its fdatasync, in milliseconds (default 50). */
+  deferredSyncMs?: number;
+}
+
+/** Short enough that a machine crash loses little; long enough to sync many turns at once. */
+const DEFAULT_DEFERRED_SYNC_MS = 50;
+
+export async function createFileRunStore(options: FileRunStoreOptions): Promise<RunStore> {
   const runsDir = join(options.dataDir, 'runs');
   const tmpDir = join(runsDir, '.tmp');
   await ensureDirectory(tmpDir);
   for (const name of await fs.readdir(tmpDir)) await fs.rm(join(tmpDir, name), { force: true, recursive: true });
-  return new FileRunStore(runsDir, tmpDir, options.onWarning ?? ((warning) => process.emitWarning(warning.message)));
+  const deferredSyncMs = options.deferredSyncMs ?? DEFAULT_DEFERRED_SYNC_MS;
+  if (!Number.isFinite(deferredSyncMs) || deferredSyncMs < 0) {
+    throw new ValidationError(`createFileRunStore: deferredSyncMs must be a number of milliseconds of at least 0, not ${String(options.deferredSyncMs)}.`);
+  }
+  return new FileRunStore(runsDir, tmpDir, options.onWarning ?? ((warning) => process.emitWarning(warning.message)), deferredSyncMs);
 }
 
 const JOURNAL_KIND = 'parley-run-journal';
@@ -53,6 +71,7 @@ class FileRunStore implements RunStore {
     private readonly runsDir: string,
     private readonly tmpDir: string,
     private readonly warn: (warning: StoreWarning) => void,
+    private readonly deferredSyncMs: number,
   ) {}
 
   private guard<T>(task: () => Promise<T>): Promise<T> {
@@ -122,17 +141,19 @@ class FileRunStore implements RunStore {
       const record = checkRun(input);
       return this.records.run(record.id, async () => {
         if ((await this.read(record.id)) === undefined) throw runNotFound(record.id);
+        // The record never runs ahead of its journal: deferred entries are made durable first.
+        await (await this.journals.get(record.id))?.sync();
         await replaceFile(this.tmpDir, this.recordPath(record.id), formatJson({ formatVersion: FORMAT_VERSION, ...record }));
         return structuredClone(record);
       });
     });
   }
 
-  appendJournal(runId: string, entries: readonly RunJournalEntryDraft[]): Promise<RunJournalEntry[]> {
+  appendJournal(runId: string, entries: readonly RunJournalEntryDraft[], options?: AppendJournalOptions): Promise<RunJournalEntry[]> {
     return this.guard(async () => {
       const drafts = checkJournalDrafts(runId, entries);
       const journal = await this.journal(runId);
-      return journal.append(drafts);
+      return journal.append(drafts, options?.sync === 'deferred');
     });
   }
 
@@ -155,7 +176,7 @@ class FileRunStore implements RunStore {
   private journal(runId: string): Promise<JournalFile> {
     let opened = this.journals.get(runId);
     if (!opened) {
-      opened = JournalFile.open(join(this.runDir(runId), 'journal.jsonl'), runId, this.warn);
+      opened = JournalFile.open(join(this.runDir(runId), 'journal.jsonl'), runId, this.warn, this.deferredSyncMs);
       this.journals.set(runId, opened);
       opened.catch(() => this.journals.delete(runId));
     }
@@ -216,28 +237,40 @@ function scanJournal(content: Buffer, path: string, runId: string): Scan {
 
 interface PendingAppend {
   drafts: RunJournalEntryDraft[];
+  deferred: boolean;
   resolve: (entries: RunJournalEntry[]) => void;
   reject: (error: unknown) => void;
 }
 
 /**
  * One run's journal open for appending, with group commit: every append made in one turn of the
- * event loop goes into one write + fdatasync. Synchronous on purpose, as the session log's flush:
- * thread-pool round trips of `fs.promises` cost more than the flush itself.
+ * event loop goes into one write, fdatasynced at once unless every append in it is deferred.
+ * Synchronous on purpose, as the session log's flush: thread-pool round trips of `fs.promises`
+ * cost more than the flush itself. Deferred bytes are synced on the thread pool instead, so the
+ * event loop does not wait for the disk twice per agent turn (the session log's flush, then this).
  */
 class JournalFile {
   private pending: PendingAppend[] = [];
   private scheduled = false;
   private closed = false;
+  /** Bytes known to be on stable storage; `size` minus this is written but not yet synced. */
+  private synced: number;
+  private syncTimer: ReturnType<typeof setTimeout> | undefined;
+  private backgroundSync: Promise<void> | undefined;
 
   private constructor(
     private readonly path: string,
     private readonly fd: number,
     private nextSeq: number,
     private size: number,
-  ) {}
+    private readonly deferredSyncMs: number,
+    private readonly warn: (warning: StoreWarning) => void,
+    private readonly runId: string,
+  ) {
+    this.synced = size;
+  }
 
-  static async open(path: string, runId: string, warn: (warning: StoreWarning) => void): Promise<JournalFile> {
+  static async open(path: string, runId: string, warn: (warning: StoreWarning) => void, deferredSyncMs: number): Promise<JournalFile> {
     let content: Buffer;
     try {
       content = await fs.readFile(path);
@@ -257,16 +290,16 @@ class JournalFile {
         message: `The last line of ${path} was incomplete (left by a crash in the middle of a write); it was moved to ${tornPath}. It had never been acknowledged, so nothing saved was lost.`,
       });
     }
-    return new JournalFile(path, openSync(path, 'r+'), scan.entries.length, scan.complete);
+    return new JournalFile(path, openSync(path, 'r+'), scan.entries.length, scan.complete, deferredSyncMs, warn, runId);
   }
 
-  append(drafts: RunJournalEntryDraft[]): Promise<RunJournalEntry[]> {
+  append(drafts: RunJournalEntryDraft[], deferred: boolean): Promise<RunJournalEntry[]> {
     return new Promise((resolve, reject) => {
       if (this.closed) {
         reject(new StoreError('STORE_CLOSED', `The journal ${this.path} is closed; open the store again to append.`));
         return;
       }
-      this.pending.push({ drafts, resolve, reject });
+      this.pending.push({ drafts, deferred, resolve, reject });
       if (!this.scheduled) {
         this.scheduled = true;
         // setImmediate, not a microtask: the flush is synchronous, and a caller appending in a loop
@@ -274,6 +307,13 @@ class JournalFile {
         setImmediate(() => this.flush());
       }
     });
+  }
+
+  /** Makes every acknowledged byte durable now (a record update of the run, or close). */
+  async sync(): Promise<void> {
+    this.flush();
+    await this.backgroundSync;
+    if (this.synced < this.size) this.syncNow();
   }
 
   private flush(): void {
@@ -285,9 +325,11 @@ class JournalFile {
     let seq = this.nextSeq;
     const written = batch.map((append) => append.drafts.map((draft) => ({ seq: seq++, kind: draft.kind, at, data: draft.data ?? null })));
     const bytes = Buffer.from(written.flat().map((entry) => `${JSON.stringify(entry)}\n`).join(''), 'utf8');
+    const durableNow = batch.some((append) => !append.deferred);
     try {
       writeSync(this.fd, bytes, 0, bytes.length, this.size);
-      fdatasyncSync(this.fd);
+      // One fdatasync covers every earlier byte of the file too, deferred ones included.
+      if (durableNow) fdatasyncSync(this.fd);
     } catch (error) {
       // Nothing of this batch was acknowledged: cut whatever part reached the file.
       try {
@@ -301,13 +343,61 @@ class JournalFile {
     }
     this.size += bytes.length;
     this.nextSeq = seq;
+    if (durableNow) this.synced = this.size;
+    else this.scheduleSync();
     batch.forEach((append, index) => append.resolve(written[index]!));
   }
 
-  close(): void {
+  private syncNow(): void {
+    try {
+      fdatasyncSync(this.fd);
+      this.synced = this.size;
+    } catch (error) {
+      throw ioError('sync', this.path, error);
+    }
+  }
+
+  private scheduleSync(): void {
+    if (this.syncTimer || this.closed) return;
+    this.syncTimer = setTimeout(() => {
+      this.syncTimer = undefined;
+      this.syncInBackground();
+    }, this.deferredSyncMs);
+    // A process that exits normally closes its stores, which syncs; one that is killed loses nothing written.
+    this.syncTimer.unref();
+  }
+
+  private syncInBackground(): void {
+    if (this.backgroundSync || this.synced >= this.size) return;
+    const target = this.size;
+    this.backgroundSync = new Promise<void>((resolve) => {
+      fdatasync(this.fd, (error) => {
+        this.backgroundSync = undefined;
+        if (error) {
+          // The next durable append, record update or close syncs again, and fails loudly there.
+          this.warn({ code: 'JOURNAL_SYNC_FAILED', sessionId: this.runId, file: this.path, message: `Syncing ${this.path} failed (${error.message}); its newest entries are written but may not survive a crash of the machine. Parley retries at the run's next step.` });
+        } else {
+          this.synced = Math.max(this.synced, target);
+          // Appends written while this sync ran are synced by the next one.
+          if (this.synced < this.size) this.scheduleSync();
+        }
+        resolve();
+      });
+    });
+  }
+
+  async close(): Promise<void> {
     if (this.closed) return;
+    if (this.syncTimer) clearTimeout(this.syncTimer);
+    this.syncTimer = undefined;
     this.flush();
     this.closed = true;
-    closeSync(this.fd);
+    // The fd must outlive a sync still running on the thread pool.
+    await this.backgroundSync;
+    try {
+      if (this.synced < this.size) this.syncNow();
+    } finally {
+      closeSync(this.fd);
+    }
   }
 }

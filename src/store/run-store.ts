@@ -12,8 +12,10 @@ import type { RunRecord, RunStatus } from './run-records.js';
  * Every implementer must:
  * - validate run ids with `IdSchema` (INVALID_ID) and every record with RunRecordSchema
  *   (a ValidationError) before touching anything, and never keep or hand out a caller's objects;
- * - resolve `appendJournal` only once the entries are durable, number them in call order with no
- *   gap, and never change an entry once written;
+ * - resolve `appendJournal` only once the entries are durable (or, asked for `sync: 'deferred'`,
+ *   written where a crash of the process cannot lose them, and durable soon after: see
+ *   AppendJournalOptions), number them in call order with no gap, and never change an entry once
+ *   written;
  * - after `close()`, reject every call with `STORE_CLOSED`.
  */
 export interface RunStore {
@@ -30,11 +32,25 @@ export interface RunStore {
    * Appends entries to the run's journal, in order, durably; resolves with them numbered.
    * `RUN_NOT_FOUND` for an unknown run. Concurrent appends to one run are numbered in call order.
    */
-  appendJournal(runId: string, entries: readonly RunJournalEntryDraft[]): Promise<RunJournalEntry[]>;
+  appendJournal(runId: string, entries: readonly RunJournalEntryDraft[], options?: AppendJournalOptions): Promise<RunJournalEntry[]>;
   /** The run's journal from `fromSeq` (default 0) on; `RUN_NOT_FOUND` for an unknown run. */
   readJournal(runId: string, options?: { fromSeq?: number }): Promise<RunJournalEntry[]>;
   /** Waits for pending writes, then refuses every call with `STORE_CLOSED`. */
   close(): Promise<void>;
+}
+
+/**
+ * How soon an append must be durable. `'now'` (the default): the append resolves once its entries
+ * are on stable storage. `'deferred'`: it resolves once they are written where a crash of the
+ * process (SIGKILL included) cannot lose them, and they become durable with the run's next `'now'`
+ * append or record update, at `close()`, or within the store's deferred-sync delay, whichever
+ * comes first; only a crash of the machine inside that window can lose them, and then only as the
+ * journal's newest entries (a later durable append covers every earlier one). The harness asks it
+ * for agent turn results alone, whose loss makes the turn run again on resume, as a turn cut by a
+ * crash does. A store may always make an append durable at once.
+ */
+export interface AppendJournalOptions {
+  sync?: 'now' | 'deferred';
 }
 
 export interface RunStoreFilter {

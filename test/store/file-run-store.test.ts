@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createFileRunStore, type RunStore } from '../../src/store/index.js';
+import { ValidationError } from '../../src/conversation/index.js';
 import { storeErrorOf } from './builders.js';
+import { killAndWait, startFixture, waitForOutput } from './child-process.js';
 import { runRecord, runRunStoreConformance } from './run-store-conformance.js';
 
 const folders = new WeakMap<RunStore, string>();
@@ -65,6 +67,38 @@ describe('file run store: the journal on disk', () => {
     await fs.writeFile(journal, lines.join('\n'));
     expect((await storeErrorOf(() => store.readJournal('run-1'))).code).toBe('CORRUPT_FILE');
     await store.close();
+  });
+
+  it('a deferred append acknowledged before a SIGKILL survives it: written, though not yet synced', async () => {
+    const { root, store } = await fresh();
+    await store.createRun(runRecord('run-1'));
+    await store.close();
+    const child = startFixture('deferred-journal.ts', [root, 'run-1', '25']);
+    try {
+      await waitForOutput(child, (stdout) => stdout.includes('done'));
+    } finally {
+      await killAndWait(child);
+    }
+    const reopened = await openIn(root);
+    const journal = await reopened.readJournal('run-1');
+    expect(journal).toHaveLength(50);
+    expect(journal.at(-1)).toMatchObject({ seq: 49, kind: 'turn', data: { turn: 25, output: 'answer 25' } });
+    await reopened.close();
+  });
+
+  it('deferred entries become durable before a record update of their run and at close; a bad deferredSyncMs is refused', async () => {
+    const { root, store } = await fresh();
+    await store.createRun(runRecord('run-1'));
+    await store.appendJournal('run-1', [{ kind: 'turn', data: { output: 'one' } }], { sync: 'deferred' });
+    await store.updateRun({ ...runRecord('run-1'), status: 'waiting' });
+    await store.appendJournal('run-1', [{ kind: 'turn', data: { output: 'two' } }], { sync: 'deferred' });
+    await store.close();
+    const reopened = await openIn(root);
+    expect((await reopened.readJournal('run-1')).map((entry) => (entry.data as { output: string }).output)).toEqual(['one', 'two']);
+    expect((await reopened.getRun('run-1'))?.status).toBe('waiting');
+    await reopened.close();
+    await expect(createFileRunStore({ dataDir: root, deferredSyncMs: -1 })).rejects.toBeInstanceOf(ValidationError);
+    await expect(createFileRunStore({ dataDir: root, deferredSyncMs: Number.NaN })).rejects.toThrow(/deferredSyncMs must be a number of milliseconds/);
   });
 
   it('keeps each run in runs/<id>/ as readable JSON', async () => {

@@ -110,6 +110,22 @@ export function runRunStoreConformance(initializer: RunStoreInitializer): void {
         ]);
       });
 
+      it('deferred appends (agent turn results) are numbered in call order with durable ones, read back at once, and kept across a reopen', async () => {
+        await store.createRun(runRecord('run-1'));
+        const mixed = await Promise.all([
+          store.appendJournal('run-1', [{ kind: 'turn-start', data: { turn: 1 } }, { kind: 'turn', data: { turn: 1 } }], { sync: 'deferred' }),
+          store.appendJournal('run-1', [{ kind: 'prompt', data: { promptId: 'p1' } }]),
+          store.appendJournal('run-1', [{ kind: 'turn', data: { turn: 2 } }], { sync: 'deferred' }),
+        ]);
+        expect(mixed.map((entries) => entries.map((entry) => entry.seq))).toEqual([[0, 1], [2], [3]]);
+        expect((await store.readJournal('run-1')).map((entry) => entry.kind)).toEqual(['turn-start', 'turn', 'prompt', 'turn']);
+        if (initializer.reopen) {
+          store = await initializer.reopen(store);
+          expect((await store.readJournal('run-1')).map((entry) => entry.seq)).toEqual([0, 1, 2, 3]);
+          expect((await store.appendJournal('run-1', [{ kind: 'turn' }], { sync: 'deferred' }))[0]!.seq).toBe(4);
+        }
+      });
+
       it('an unknown run is RUN_NOT_FOUND; data that is not JSON and a bad fromSeq are refused', async () => {
         expect((await storeErrorOf(() => store.appendJournal('nope', [{ kind: 'x' }]))).code).toBe('RUN_NOT_FOUND');
         expect((await storeErrorOf(() => store.readJournal('nope'))).code).toBe('RUN_NOT_FOUND');

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { KeyedQueue } from '../keyed-queue.js';
 import type { RunRecord } from '../run-records.js';
 import { checkFromSeq, checkJournalDrafts, checkRun, runExists, runNotFound, StoredRunRecordSchema } from '../run-store-rules.js';
-import { newestFirst, type RunJournalEntry, type RunJournalEntryDraft, type RunStore, type RunStoreFilter } from '../run-store.js';
+import { newestFirst, type AppendJournalOptions, type RunJournalEntry, type RunJournalEntryDraft, type RunStore, type RunStoreFilter } from '../run-store.js';
 import { checkId, storeClosed } from '../validate.js';
 import { createPool, parseConnectionString, type ConnectionTarget } from './connection.js';
 import { toStoreFailure } from './errors.js';
@@ -46,13 +46,13 @@ function runQueriesFor(schema: string) {
      * Appends entries numbered after the journal's last, under its counter row's lock. No row back:
      * the run does not exist.
      */
-    append: `WITH bumped AS (
-        UPDATE ${journals} SET last_seq = last_seq + cardinality($2::text[]) WHERE run_id = $1
-        RETURNING last_seq - cardinality($2::text[]) AS before
-      )
-      INSERT INTO ${entries} (run_id, seq, kind, data, at, append_id)
-      SELECT $1, bumped.before + e.ord, e.kind, e.data, $4, $5 FROM bumped, unnest($2::text[], $3::text[]) WITH ORDINALITY AS e(kind, data, ord)
-      RETURNING seq, kind, data, at`,
+    append: appendQuery(journals, entries, false),
+    /**
+     * The same append committed asynchronously (`sync: 'deferred'`): `set_config(…, true)` is SET
+     * LOCAL for this statement's own transaction, so its commit does not wait for the WAL flush,
+     * which the WAL writer does within a few hundred ms, or the next synchronous commit sooner.
+     */
+    appendDeferred: appendQuery(journals, entries, true),
     /** An earlier attempt's commit of this append, if it reached the server. */
     appended: `SELECT seq, kind, data, at FROM ${entries} WHERE run_id = $1 AND append_id = $2 ORDER BY seq`,
     runExists: `SELECT 1 FROM ${runs} WHERE run_id = $1`,
@@ -60,6 +60,20 @@ function runQueriesFor(schema: string) {
   };
 }
 type RunQueries = ReturnType<typeof runQueriesFor>;
+
+function appendQuery(journals: string, entries: string, asynchronousCommit: boolean): string {
+  const settings = asynchronousCommit ? `settings AS (SELECT set_config('synchronous_commit', 'off', true) AS value),
+      ` : '';
+  // Referenced in the UPDATE, so PostgreSQL cannot skip the setting's CTE.
+  const applied = asynchronousCommit ? ' AND (SELECT value FROM settings) IS NOT NULL' : '';
+  return `WITH ${settings}bumped AS (
+        UPDATE ${journals} SET last_seq = last_seq + cardinality($2::text[]) WHERE run_id = $1${applied}
+        RETURNING last_seq - cardinality($2::text[]) AS before
+      )
+      INSERT INTO ${entries} (run_id, seq, kind, data, at, append_id)
+      SELECT $1, bumped.before + e.ord, e.kind, e.data, $4, $5 FROM bumped, unnest($2::text[], $3::text[]) WITH ORDINALITY AS e(kind, data, ord)
+      RETURNING seq, kind, data, at`;
+}
 
 interface EntryRow {
   seq: string;
@@ -150,9 +164,10 @@ class PostgresRunStore implements RunStore {
     });
   }
 
-  appendJournal(runId: string, drafts: readonly RunJournalEntryDraft[]): Promise<RunJournalEntry[]> {
+  appendJournal(runId: string, drafts: readonly RunJournalEntryDraft[], options?: AppendJournalOptions): Promise<RunJournalEntry[]> {
     return this.guard(async () => {
       const id = checkId(runId, 'run id');
+      const query = options?.sync === 'deferred' ? this.sql.appendDeferred : this.sql.append;
       const checked = checkJournalDrafts(id, drafts);
       if (checked.length === 0) {
         if ((await this.rows(this.sql.runExists, [id], 'read a run')).length === 0) throw runNotFound(id);
@@ -170,7 +185,7 @@ class PostgresRunStore implements RunStore {
               const earlier = (await this.pool.query<EntryRow>(this.sql.appended, [id, appendId])).rows;
               if (earlier.length > 0) return earlier;
             }
-            return (await this.pool.query<EntryRow>(this.sql.append, [id, kinds, data, at, appendId])).rows;
+            return (await this.pool.query<EntryRow>(query, [id, kinds, data, at, appendId])).rows;
           },
           (error) => toStoreFailure(error, this.target, 'append to a run journal'),
         ),
