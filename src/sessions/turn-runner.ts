@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Context } from '@opentelemetry/api';
 import {
   MAIN_CONVERSATION,
   type ConversationBlock,
@@ -39,6 +40,12 @@ export interface RunTurnOptions {
    * a new native session of its own with it (the last rung of the fallback ladder).
    */
   continuity?: 'managed';
+  /**
+   * The OpenTelemetry context the turn's `invoke_agent` span goes under: the `execute_tool` span of
+   * the call that asked for this turn, a workflow phase, a client's `traceparent`. Default: the
+   * active context.
+   */
+  traceParent?: Context;
 }
 
 export interface TurnHandle {
@@ -75,15 +82,17 @@ export async function runTurn(manager: SessionManager, sessionId: string, option
     ...(options.outputSchema ? { outputSchema: options.outputSchema } : {}),
     ...(options.maxTurns ? { maxTurns: options.maxTurns } : {}),
   };
-  // The turn's `invoke_agent` span (undefined with no tracing SDK): the request is built, and the
-  // back end runs, inside it, so a compaction and the back end's own spans nest under the turn.
+  // The turn's `invoke_agent` span (undefined with no tracing SDK): a compaction and the back end's
+  // own spans nest under it, their parents handed on explicitly (buildRequest, request.traceContext).
   const agentTrace = startAgentTrace({
     agentName: options.profile?.name ?? session.agentType,
     sessionId,
     backend: description.name,
     prompt: options.prompt,
     ...(options.model ? { requestModel: options.model } : {}),
+    ...(options.traceParent ? { parent: options.traceParent } : {}),
   });
+  if (agentTrace) request.traceContext = () => agentTrace.currentContext();
   let estimatedInputTokens: number | undefined;
   const linked = description.continuity === 'native' && session.native?.backend === description.name;
   // A native back end with no session of its own yet, on a session that already has a history (it
@@ -103,7 +112,7 @@ export async function runTurn(manager: SessionManager, sessionId: string, option
       request.isNewSession = true;
     }
     // Built before the message is stored, so the prompt is not also in "Recent Conversation".
-    const built = await inAgentTrace(agentTrace, () => manager.buildRequest(sessionId, options.prompt, options.signal ? { signal: options.signal } : {}));
+    const built = await manager.buildRequest(sessionId, options.prompt, { signal: options.signal, traceParent: agentTrace?.currentContext() });
     request.systemPrompt = built.systemPrompt;
     request.prompt = built.userPrompt;
     estimatedInputTokens = built.totalTokens;

@@ -13,7 +13,15 @@ import { closeAll, harness, writeRole } from '../draft/helpers.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js';
 
 // The real SDK and the real OTLP/HTTP exporters, sending to a receiver on 127.0.0.1: the spans
-// checked here are the ones a tracing tool would get.
+// checked here are the ones a tracing tool would get. Every test runs twice: with the provider
+// registered as `parley` registers it (no context manager: parents are passed explicitly), and as a
+// library user may register it (the SDK's default AsyncLocalStorage context manager).
+const registrations = [
+  { name: 'registered without a context manager (as the CLI does)', contextManager: null },
+  { name: "registered with the SDK's default AsyncLocalStorage context manager", contextManager: undefined },
+] as const;
+
+describe.each(registrations)('provider $name', ({ contextManager }) => {
 let receiver: OtlpReceiver;
 let tracerProvider: NodeTracerProvider;
 let meterProvider: MeterProvider;
@@ -21,7 +29,7 @@ let meterProvider: MeterProvider;
 beforeAll(async () => {
   receiver = await startOtlpReceiver();
   tracerProvider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(new OTLPTraceExporter({ url: `${receiver.endpoint}/v1/traces` }))] });
-  tracerProvider.register();
+  tracerProvider.register({ contextManager });
   meterProvider = new MeterProvider({ readers: [new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter({ url: `${receiver.endpoint}/v1/metrics` }), exportIntervalMillis: 60_000 })] });
   metrics.setGlobalMeterProvider(meterProvider);
 });
@@ -177,4 +185,5 @@ describe('traces of a managed back end', () => {
       await server.close();
     }
   });
+});
 });
