@@ -8,7 +8,7 @@ import {
   type StreamEventDraft,
 } from '../conversation/index.js';
 import type { AgentBackend, AgentProfile, ExecuteRequest, ToolDefinition } from '../backends/index.js';
-import { inAgentTrace, startAgentTrace, traceAgentEvents } from '../telemetry/index.js';
+import { inAgentTrace, startAgentTrace, type AgentTrace } from '../telemetry/index.js';
 import type { SessionManager } from './session-manager.js';
 import { TurnIdGuard } from './turn-ids.js';
 
@@ -123,8 +123,7 @@ export async function runTurn(manager: SessionManager, sessionId: string, option
 
   const turn = inAgentTrace(agentTrace, () => options.backend.execute(request));
   const guard = new TurnIdGuard(await manager.loadConversation(sessionId), randomUUID().slice(0, 8));
-  const source = agentTrace ? traceAgentEvents(agentTrace, turn.events) : turn.events;
-  const events = streamIntoLog(manager, sessionId, source, description.name, estimatedInputTokens, guard);
+  const events = streamIntoLog(manager, sessionId, turn.events, description.name, estimatedInputTokens, guard, agentTrace);
   return turn.inject ? { events, inject: (message) => turn.inject!(message) } : { events };
 }
 
@@ -135,6 +134,10 @@ const MAX_APPENDS_IN_FLIGHT = 256;
  * Appends each back-end event to the log and yields it once durable, in order. The next event is
  * taken from the back end while earlier ones are still being written, so events that arrive during
  * one flush share the next (a burst of deltas costs one fsync, not one each).
+ *
+ * The turn's trace observes each event here, before the back end is asked for the next one (so a
+ * tool call's span is open when the back end runs the tool), rather than through
+ * `traceAgentEvents`: a wrapping iterator would cost every event one more promise hop.
  */
 async function* streamIntoLog(
   manager: SessionManager,
@@ -143,10 +146,12 @@ async function* streamIntoLog(
   backendName: string,
   estimatedInputTokens: number | undefined,
   guard: TurnIdGuard,
+  agentTrace: AgentTrace | undefined,
 ): AsyncIterable<StreamEvent> {
   let nativeSessionId: string | undefined;
   const inFlight: Array<Promise<StreamEvent[]>> = [];
   const issue = (draft: StreamEventDraft): void => {
+    agentTrace?.observe(draft);
     let event = guard.apply(draft);
     if (event.type === 'metadata_update') {
       if (event.metadata.nativeSessionId) nativeSessionId = event.metadata.nativeSessionId;
@@ -168,8 +173,10 @@ async function* streamIntoLog(
         // Whichever comes first: the back end's next event, or the oldest append becoming durable.
         const step = inFlight.length === 0 ? await next : await Promise.race([next, inFlight[0]!.then(() => undefined)]);
         if (step !== undefined) {
-          if (step.done) next = undefined;
-          else {
+          if (step.done) {
+            next = undefined;
+            agentTrace?.end();
+          } else {
             issue(step.value);
             next = iterator.next();
           }
@@ -180,6 +187,7 @@ async function* streamIntoLog(
       yield stored!;
     }
   } catch (error) {
+    agentTrace?.end(error);
     // The back end threw (or a write failed): stop it, keep what was already written, then end the turn.
     if (next !== undefined) {
       next = undefined;
@@ -204,6 +212,7 @@ async function* streamIntoLog(
   } finally {
     // The consumer stopped early: the back end stops too (what `for await` would do).
     if (next !== undefined) stopSource(iterator);
+    agentTrace?.end();
   }
   if (nativeSessionId) {
     const session = await manager.getSession(sessionId);

@@ -82,16 +82,18 @@ export function traceAgentEvents<T extends StreamEventDraft>(agentTrace: AgentTr
     [Symbol.asyncIterator]() {
       const iterator = source[Symbol.asyncIterator]();
       return {
-        async next() {
-          try {
-            const result = await iterator.next();
-            if (result.done) agentTrace.end();
-            else agentTrace.observe(result.value);
-            return result;
-          } catch (error) {
-            agentTrace.end(error);
-            throw error;
-          }
+        next() {
+          return iterator.next().then(
+            (result) => {
+              if (result.done) agentTrace.end();
+              else agentTrace.observe(result.value);
+              return result;
+            },
+            (error: unknown) => {
+              agentTrace.end(error);
+              throw error;
+            },
+          );
         },
         async return(value?: unknown) {
           agentTrace.end();
@@ -191,16 +193,20 @@ class TurnTrace implements AgentTrace {
 
   private recordMetrics(): void {
     const { tokenUsage, operationDuration } = genAiInstruments();
-    const attributes: Attributes = {
-      [ATTR.operationName]: OPERATION.invokeAgent,
-      [ATTR.providerName]: providerNameOf(this.info.backend),
-    };
+    tokenUsage.record(this.usage.inputTokens, this.metricAttributes(ATTR.tokenType, 'input'));
+    tokenUsage.record(this.usage.outputTokens, this.metricAttributes(ATTR.tokenType, 'output'));
+    const duration = (performance.now() - this.started) / 1000;
+    operationDuration.record(duration, this.errorType ? this.metricAttributes(ATTR.errorType, this.errorType) : this.metricAttributes());
+  }
+
+  /** One measurement's attributes, built whole (no spread copies: three per turn, on the hot path). */
+  private metricAttributes(extraKey?: string, extraValue?: string): Attributes {
+    const attributes: Attributes = { [ATTR.operationName]: OPERATION.invokeAgent, [ATTR.providerName]: providerNameOf(this.info.backend) };
     const model = this.info.requestModel ?? this.responseModel;
     if (model) attributes[ATTR.requestModel] = model;
     if (this.responseModel) attributes[ATTR.responseModel] = this.responseModel;
-    tokenUsage.record(this.usage.inputTokens, { ...attributes, [ATTR.tokenType]: 'input' });
-    tokenUsage.record(this.usage.outputTokens, { ...attributes, [ATTR.tokenType]: 'output' });
-    operationDuration.record((performance.now() - this.started) / 1000, this.errorType ? { ...attributes, [ATTR.errorType]: this.errorType } : attributes);
+    if (extraKey !== undefined) attributes[extraKey] = extraValue;
+    return attributes;
   }
 
   private addMetadata(metadata: { usage?: Usage; costUsd?: number; model?: string; stopReason?: string }): void {
