@@ -44,9 +44,18 @@ afterAll(async () => {
   await receiver.close();
 });
 
+/** Registers the same tracer provider anew, as a process that starts again would. */
+function reregisterTracerProvider(): void {
+  trace.disable();
+  trace.setGlobalTracerProvider(tracerProvider);
+}
+
 afterEach(async () => {
   await closeAll();
-  delete process.env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT;
+  if (process.env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT !== undefined) {
+    delete process.env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT;
+    reregisterTracerProvider();
+  }
   receiver.spans.length = 0;
 });
 
@@ -119,6 +128,8 @@ describe('traces of a turn', () => {
 
     receiver.spans.length = 0;
     process.env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT = 'true';
+    // The variable is read when a tracer provider is registered, as the SDK reads its own.
+    reregisterTracerProvider();
     await turnWithWorker();
     const turn = byName('invoke_agent product-analyst');
     expect(JSON.parse(turn.attributes['gen_ai.input.messages'] as string)).toEqual([{ role: 'user', parts: [{ type: 'text', content: 'Build the login page.' }] }]);
