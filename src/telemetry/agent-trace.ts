@@ -83,7 +83,14 @@ export function traceAgentEvents<T extends StreamEventDraft>(agentTrace: AgentTr
       const iterator = source[Symbol.asyncIterator]();
       return {
         next() {
-          return iterator.next().then(
+          let pending: Promise<IteratorResult<T>>;
+          try {
+            pending = iterator.next();
+          } catch (error) {
+            agentTrace.end(error);
+            return Promise.reject(error as Error);
+          }
+          return pending.then(
             (result) => {
               if (result.done) agentTrace.end();
               else agentTrace.observe(result.value);
