@@ -48,7 +48,7 @@ export function roleTools(context: RoleToolsContext, allowAgentTools = true): To
         ...(input.description !== undefined ? { description: input.description } : {}),
         ...(input.slug !== undefined ? { slug: input.slug } : {}),
       }),
-    draftAgent: async (input) => {
+    draftAgent: async (input, _signal, traceContext) => {
       const { roles } = await catalog.loadRoles(project);
       const workerRole = roles.find((role) => role.name === input.role);
       if (!workerRole) throw new DraftError('NOT_FOUND', `No role "${input.role}". Roles: ${roles.map((role) => role.name).join(', ')}.`, { fault: 'model', data: { role: input.role } });
@@ -65,6 +65,7 @@ export function roleTools(context: RoleToolsContext, allowAgentTools = true): To
         cwd: project.path,
         parentSessionId: sessionId,
         ...(validator ? { validator } : {}),
+        ...(traceContext ? { traceParent: traceContext } : {}),
       });
       return { agentId, status: workers.get(agentId)?.status ?? 'queued' };
     },

@@ -1,3 +1,4 @@
+import type { Context } from '@opentelemetry/api';
 import { z } from 'zod';
 import {
   ParleyError,
@@ -49,7 +50,17 @@ export interface ToolDefinition {
   description: string;
   /** JSON Schema of the input object. */
   inputSchema: Record<string, unknown>;
-  execute(input: unknown, options: { signal?: AbortSignal }): Promise<ToolOutput>;
+  execute(input: unknown, options: ToolExecuteOptions): Promise<ToolOutput>;
+}
+
+export interface ToolExecuteOptions {
+  signal?: AbortSignal;
+  /**
+   * The tool call's OpenTelemetry context (its `execute_tool` span), from the back end's
+   * `ExecuteRequest.traceContext()`: the parent of any span the tool starts (a worker it
+   * dispatches, another agent's turn). Undefined when the turn is not traced.
+   */
+  traceContext?: Context;
 }
 
 export interface ToolOutput {
@@ -97,6 +108,14 @@ export interface ExecuteRequest {
   maxTurns?: number;
   /** Aborting ends the turn gracefully: a `system` block says so, usage so far is reported. */
   signal?: AbortSignal;
+  /**
+   * Where the back end's own spans go, asked at the moment it starts one: the open tool call's
+   * OpenTelemetry context, else the turn's. A managed back end passes it to `startChatSpan` for each
+   * model call, and every back end passes it to a tool's `execute` (`ToolExecuteOptions`). Parents
+   * are passed, not read from a context manager, so none is needed (see src/telemetry/agent-trace.ts).
+   * Undefined when the turn is not traced.
+   */
+  traceContext?: () => Context;
 }
 
 /**

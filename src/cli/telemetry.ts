@@ -46,8 +46,10 @@ export async function startTelemetry(env: NodeJS.ProcessEnv = process.env, versi
     const { BatchSpanProcessor, ConsoleSpanExporter, NodeTracerProvider } = await import('@opentelemetry/sdk-trace-node');
     const exporter = traces === 'otlp' ? new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter() : new ConsoleSpanExporter();
     const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(exporter)] });
-    // Also installs the AsyncLocalStorage context manager and the W3C trace-context propagator.
-    provider.register();
+    // The W3C trace-context propagator, and no context manager: Parley passes every span's parent
+    // explicitly, and Node 20's AsyncLocalStorage (the SDK's default) would make every promise in
+    // the process pay async hooks, about a third of a scripted turn (bench/telemetry.bench.ts).
+    provider.register({ contextManager: null });
     stops.push(() => provider.shutdown());
   }
   if (metricExporter) {

@@ -1,3 +1,4 @@
+import type { Context } from '@opentelemetry/api';
 import type { StreamEvent } from '../conversation/index.js';
 import type { AgentBackend } from '../backends/index.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -100,6 +101,10 @@ export interface DraftServiceEvents {
   permission_resolved: { channelId: string } & ApprovalResolution;
 }
 
+export interface SubmitOptions {
+  traceParent?: Context;
+}
+
 export interface DraftService {
   // projects, tasks, roles
   listProjects(): Promise<ProjectInfo[]>;
@@ -118,8 +123,10 @@ export interface DraftService {
    * Without one: the autonomous dispatch path (needs `role`), resolving with the DispatchResult.
    * `backend` (with an active draft): the draft's session continues on that back end from this
    * turn on (sessions/backend-move.ts); NO_ACTIVE_DRAFT without one.
+   * `options.traceParent`: the OpenTelemetry context the turn's (or the dispatch's) spans go under,
+   * such as the trace a client passed as `traceparent`.
    */
-  submitPrompt(params: { channelId: string; content: string; role?: string; taskSlug?: string; backend?: string }): Promise<SubmitResult>;
+  submitPrompt(params: { channelId: string; content: string; role?: string; taskSlug?: string; backend?: string }, options?: SubmitOptions): Promise<SubmitResult>;
   /** Aborts the running turn of the channel's draft; `cancelled: false` when none runs. */
   cancel(params: { channelId: string }): Promise<{ cancelled: boolean }>;
   listAgents(params: { channelId?: string }): Promise<AgentInfo[]>;

@@ -1,3 +1,4 @@
+import type { Context } from '@opentelemetry/api';
 import { randomUUID } from 'node:crypto';
 import { MAIN_CONVERSATION, type ConversationBlock, type StreamEventDraft } from '../conversation/index.js';
 import type { AgentBackend, AgentProfile } from '../backends/index.js';
@@ -81,7 +82,7 @@ export async function openConversation(state: DraftServiceState, rooms: Conversa
   return { conversationId, role: other.name, maxTurns: context.role.maxConversationTurns ?? DEFAULT_MAX_CONVERSATION_TURNS };
 }
 
-export async function say(state: DraftServiceState, rooms: ConversationsState, context: ConversationContext, input: { conversationId: string; message: string }, signal?: AbortSignal): Promise<ConversationReply> {
+export async function say(state: DraftServiceState, rooms: ConversationsState, context: ConversationContext, input: { conversationId: string; message: string }, signal?: AbortSignal, traceContext?: Context): Promise<ConversationReply> {
   assertOpen(state);
   const session = await ownConversation(state, context.owner.sessionId, input.conversationId);
   if (rooms.busy.has(input.conversationId)) {
@@ -120,6 +121,7 @@ export async function say(state: DraftServiceState, rooms: ConversationsState, c
       ...(signal ? { signal } : {}),
       ...(other.model ? { model: other.model } : {}),
       ...(other.maxTurns ? { maxTurns: other.maxTurns } : {}),
+      ...(traceContext ? { traceParent: traceContext } : {}),
     });
     for await (const event of turn.events) {
       if (event.conversationId === MAIN_CONVERSATION && event.type === 'block_complete' && event.block.type === 'assistant_text') reply = event.block.content;

@@ -1,3 +1,4 @@
+import type { Context } from '@opentelemetry/api';
 import { randomUUID } from 'node:crypto';
 import { MAIN_CONVERSATION } from '../conversation/index.js';
 import { resolveBackend } from './draft-backends.js';
@@ -19,7 +20,14 @@ export const DEFAULT_DISPATCH_OUTPUT_SCHEMA: Record<string, unknown> = {
 };
 
 /** Seed 000's task dispatch: a fresh session, structured output, the parsed result as the answer. */
-export async function dispatchAutonomous(state: DraftServiceState, channelId: string, content: string, roleName: string, taskSlug: string | undefined): Promise<SubmitResult> {
+export async function dispatchAutonomous(
+  state: DraftServiceState,
+  channelId: string,
+  content: string,
+  roleName: string,
+  taskSlug: string | undefined,
+  traceParent?: Context,
+): Promise<SubmitResult> {
   const project = await state.catalog.current();
   if (taskSlug !== undefined) await state.catalog.getTask(project, taskSlug);
   const role = await resolveRole(state, project, roleName);
@@ -48,6 +56,7 @@ export async function dispatchAutonomous(state: DraftServiceState, channelId: st
       cwd: project.path,
       channelId,
       ...(taskSlug ? { taskSlug } : {}),
+      ...(traceParent ? { traceParent } : {}),
     });
     const result: DispatchResult = await state.workers.wait(sessionId);
     // Workers the dispatched agent started end with it.

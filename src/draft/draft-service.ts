@@ -5,7 +5,7 @@ import type { StreamEvent } from '../conversation/index.js';
 import type { AgentBackend } from '../backends/index.js';
 import { TypedEmitter } from '../sessions/index.js';
 import { MAX_LEASE_TTL_MS } from '../store/index.js';
-import type { DraftService, DraftServiceEvents, DraftServiceOptions, PermissionsView } from './contract.js';
+import type { DraftService, DraftServiceEvents, DraftServiceOptions, PermissionsView, SubmitOptions } from './contract.js';
 import { registryBackends } from './draft-backends.js';
 import * as catalog from './draft-catalog.js';
 import * as lifecycle from './draft-lifecycle.js';
@@ -157,8 +157,8 @@ class DraftServiceImpl implements DraftService {
 
   // ---- turns (draft-turns.ts) -------------------------------------------------------------------
 
-  submitPrompt(params: { channelId: string; content: string; role?: string; taskSlug?: string; backend?: string }): Promise<SubmitResult> {
-    return turns.submitPrompt(this.state, params);
+  submitPrompt(params: { channelId: string; content: string; role?: string; taskSlug?: string; backend?: string }, options: SubmitOptions = {}): Promise<SubmitResult> {
+    return turns.submitPrompt(this.state, params, options);
   }
 
   cancel(params: { channelId: string }): Promise<{ cancelled: boolean }> {

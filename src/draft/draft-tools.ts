@@ -43,7 +43,7 @@ export async function toolsFor(
         ...(input.description !== undefined ? { description: input.description } : {}),
         ...(input.slug !== undefined ? { slug: input.slug } : {}),
       }),
-    draftAgent: async (input) => {
+    draftAgent: async (input, _signal, traceContext) => {
       assertOpen(state);
       const workerRole = await resolveRole(state, project, input.role);
       const validator = input.outputSchema ? compileOutputSchema(input.outputSchema) : undefined;
@@ -62,6 +62,7 @@ export async function toolsFor(
         parentSessionId: owner.sessionId,
         ...(validator ? { validator } : {}),
         ...(owner.taskSlug ? { taskSlug: owner.taskSlug } : {}),
+        ...(traceContext ? { traceParent: traceContext } : {}),
       });
       return { agentId, status: state.workers.get(agentId)?.status ?? 'queued' };
     },
@@ -81,7 +82,7 @@ export async function toolsFor(
     },
     listAgents: () => Promise.resolve(state.workers.list((agent) => agent.parentSessionId === owner.sessionId)),
     openConversation: (input) => openConversation(state, state.conversations, conversationContext(), input),
-    say: (input, signal) => say(state, state.conversations, conversationContext(), input, signal),
+    say: (input, signal, traceContext) => say(state, state.conversations, conversationContext(), input, signal, traceContext),
     closeConversation: (conversationId) => closeConversation(state, state.conversations, owner.sessionId, conversationId),
   };
   // The agent on the other side gets a worker's tools: no agents of its own, no conversations.

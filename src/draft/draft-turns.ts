@@ -1,3 +1,4 @@
+import type { Context } from '@opentelemetry/api';
 import { randomUUID } from 'node:crypto';
 import { isParleyError, MAIN_CONVERSATION, type StreamEvent } from '../conversation/index.js';
 import { isResumeFailureCode, type AgentProfile } from '../backends/index.js';
@@ -14,13 +15,18 @@ import { emitStatus } from './draft-status.js';
 import { toolsFor } from './draft-tools.js';
 import { draftMode } from './draft-permissions.js';
 import { DraftError, invalidInput } from './errors.js';
+import type { SubmitOptions } from './contract.js';
 import type { SubmitResult } from './types.js';
 
 // The turn path: a prompt on a channel becomes a turn of its draft (or an autonomous dispatch), the
 // turn streams to its end, and its metrics are saved and pushed; cancel and settled watch it.
 
 
-export async function submitPrompt(state: DraftServiceState, params: { channelId: string; content: string; role?: string; taskSlug?: string; backend?: string }): Promise<SubmitResult> {
+export async function submitPrompt(
+  state: DraftServiceState,
+  params: { channelId: string; content: string; role?: string; taskSlug?: string; backend?: string },
+  options: SubmitOptions = {},
+): Promise<SubmitResult> {
   assertOpen(state);
   const parsed = SubmitParamsSchema.safeParse(params);
   if (!parsed.success) throw invalidInput('submit_prompt', parsed.error.issues);
@@ -28,7 +34,7 @@ export async function submitPrompt(state: DraftServiceState, params: { channelId
   // (it died) is taken over here; one another live server runs is refused, naming that server.
   const draft = state.drafts.get(parsed.data.channelId) ?? (await takeOver(state, parsed.data.channelId));
   // Seed 000: an active draft owns routing; role and taskSlug are then ignored.
-  if (draft) return resumeDraft(state, draft, parsed.data.content, parsed.data.backend);
+  if (draft) return resumeDraft(state, draft, parsed.data.content, parsed.data.backend, options.traceParent);
   if (parsed.data.backend !== undefined) {
     throw new DraftError('NO_ACTIVE_DRAFT', `Channel "${parsed.data.channelId}" has no active draft to move to back end "${parsed.data.backend}". Draft an agent first (/draft <role>).`, {
       fault: 'user',
@@ -42,7 +48,7 @@ export async function submitPrompt(state: DraftServiceState, params: { channelId
       { fault: 'user', data: { channelId: parsed.data.channelId } },
     );
   }
-  return dispatchAutonomous(state, parsed.data.channelId, parsed.data.content, parsed.data.role, parsed.data.taskSlug);
+  return dispatchAutonomous(state, parsed.data.channelId, parsed.data.content, parsed.data.role, parsed.data.taskSlug, options.traceParent);
 }
 
 /**
@@ -52,7 +58,7 @@ export async function submitPrompt(state: DraftServiceState, params: { channelId
  * user sees the turn is busy and may cancel it, instead of a queued message landing later in a
  * conversation that has moved on.
  */
-async function resumeDraft(state: DraftServiceState, draft: ActiveDraft, content: string, backendName?: string): Promise<SubmitResult> {
+async function resumeDraft(state: DraftServiceState, draft: ActiveDraft, content: string, backendName: string | undefined, traceParent: Context | undefined): Promise<SubmitResult> {
   if (draft.turn) {
     throw new DraftError('TURN_IN_PROGRESS', `A turn is still running on channel "${draft.session.channelId}"; wait for it or cancel it.`, {
       fault: 'user',
@@ -90,6 +96,7 @@ async function resumeDraft(state: DraftServiceState, draft: ActiveDraft, content
       repairInterrupted: !liveWorkers,
       ...(model ? { model } : {}),
       ...(role.maxTurns ? { maxTurns: role.maxTurns } : {}),
+      ...(traceParent ? { traceParent } : {}),
     });
   } catch (error) {
     draft.turn = undefined;

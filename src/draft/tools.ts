@@ -1,3 +1,4 @@
+import type { Context } from '@opentelemetry/api';
 import { z } from 'zod';
 import { describeIssues, isParleyError } from '../conversation/index.js';
 import type { ToolDefinition, ToolOutput } from '../backends/index.js';
@@ -58,13 +59,14 @@ export interface ToolHandlers {
   listProjects(): Promise<ProjectInfo[]>;
   createProject(input: CreateProjectInput): Promise<ProjectInfo>;
   createTask(input: CreateTaskInput): Promise<TaskInfo>;
-  draftAgent(input: DraftAgentInput, signal: AbortSignal | undefined): Promise<{ agentId: string; status: string }>;
+  /** `traceContext`: the `draft_agent` call's span, the parent of the worker's `invoke_agent` span. */
+  draftAgent(input: DraftAgentInput, signal: AbortSignal | undefined, traceContext?: Context): Promise<{ agentId: string; status: string }>;
   awaitAgent(input: AwaitAgentInput, signal: AbortSignal | undefined): Promise<DispatchResult>;
   killAgent(agentId: string): Promise<{ killed: boolean }>;
   listAgents(): Promise<AgentInfo[]>;
   /** Conversations between agents: where a caller has none (the ACP agent), the tools are left out. */
   openConversation?(input: OpenConversationInput): Promise<{ conversationId: string; role: string; maxTurns: number }>;
-  say?(input: SayInput, signal: AbortSignal | undefined): Promise<ConversationReply>;
+  say?(input: SayInput, signal: AbortSignal | undefined, traceContext?: Context): Promise<ConversationReply>;
   closeConversation?(conversationId: string): Promise<ConversationSummary>;
 }
 
@@ -95,7 +97,7 @@ export function createParleyTools(options: {
       'Starts a worker agent of the given role on a task prompt and returns its agent id at once. The worker runs on its own; get its result with await_agent.',
       DraftAgentInputSchema,
       'agent-draft',
-      (input, signal) => handlers.draftAgent(input, signal),
+      (input, signal, traceContext) => handlers.draftAgent(input, signal, traceContext),
     ),
     tool(
       'await_agent',
@@ -113,8 +115,8 @@ export function createParleyTools(options: {
       'agent-converse',
       (input) => handlers.openConversation!(input),
     ),
-    tool('say', 'Says something in an open conversation and returns the other agent’s reply (and any note the user sent into the conversation).', SayInputSchema, 'agent-converse', (input, signal) =>
-      handlers.say!(input, signal),
+    tool('say', 'Says something in an open conversation and returns the other agent’s reply (and any note the user sent into the conversation).', SayInputSchema, 'agent-converse', (input, signal, traceContext) =>
+      handlers.say!(input, signal, traceContext),
     ),
     tool('close_conversation', 'Closes a conversation and returns its summary: messages, cost, duration.', ConversationIdInputSchema, 'agent-converse', (input) =>
       handlers.closeConversation!(input.conversationId),
@@ -145,7 +147,7 @@ function tool<S extends z.ZodObject>(
   description: string,
   schema: S,
   permission: Permission | undefined,
-  run: (input: z.infer<S>, signal: AbortSignal | undefined) => Promise<unknown>,
+  run: (input: z.infer<S>, signal: AbortSignal | undefined, traceContext: Context | undefined) => Promise<unknown>,
 ): ParleyTool {
   return {
     name,
@@ -159,7 +161,7 @@ function tool<S extends z.ZodObject>(
         return { content: `Invalid input for ${name}: ${describeIssues(parsed.error.issues)}.`, isError: true };
       }
       try {
-        const result = await run(parsed.data, options.signal);
+        const result = await run(parsed.data, options.signal, options.traceContext);
         return { content: JSON.stringify(result, null, 2), data: result };
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error);

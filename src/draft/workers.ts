@@ -1,3 +1,4 @@
+import type { Context } from '@opentelemetry/api';
 import { randomUUID } from 'node:crypto';
 import {
   MAIN_CONVERSATION,
@@ -43,6 +44,8 @@ export interface DispatchRequest {
   taskSlug?: string;
   channelId?: string;
   parentSessionId?: string;
+  /** The OpenTelemetry context of the `draft_agent` call: the worker's `invoke_agent` span goes under it. */
+  traceParent?: Context;
 }
 
 interface WorkerRecord {
@@ -305,7 +308,16 @@ export class Workers {
     let error: { code: string; message: string } | undefined;
     try {
       // The worker's `invoke_agent` span: a child of the `execute_tool` span of the call that dispatched it.
-      const agentTrace = startAgentTrace({ agentName: role.name, sessionId: target.sessionId, backend: description.name, agentId: record.info.agentId, prompt, ...(role.model ? { requestModel: role.model } : {}) });
+      const agentTrace = startAgentTrace({
+        agentName: role.name,
+        sessionId: target.sessionId,
+        backend: description.name,
+        agentId: record.info.agentId,
+        prompt,
+        ...(role.model ? { requestModel: role.model } : {}),
+        ...(request.traceParent ? { parent: request.traceParent } : {}),
+      });
+      if (agentTrace) executeRequest.traceContext = () => agentTrace.currentContext();
       const turn = inAgentTrace(agentTrace, () => backend.execute(executeRequest));
       for await (const draft of agentTrace ? traceAgentEvents(agentTrace, turn.events) : turn.events) {
         const event = readdress(draft, target.conversationId);

@@ -1,3 +1,4 @@
+import type { Context } from '@opentelemetry/api';
 import type { StreamEventDraft } from '../conversation/index.js';
 import type { AgentBackend, AgentProfile, ToolDefinition } from '../backends/index.js';
 import { ApprovalBroker, ProjectWorkspace, WORKSPACE_PERMISSIONS } from '../workspace/index.js';
@@ -36,6 +37,8 @@ export interface AgentHost {
   /** True when some observer keeps turns' raw output (a recording). */
   recordsTurns(): boolean;
   recordTurn(turn: Omit<RecordedTurn, 'kind'>): void;
+  /** The OpenTelemetry context an agent turn starting now goes under (the open phase, else the run). */
+  traceParent(): Context | undefined;
 }
 
 interface CurrentTurn {
@@ -295,6 +298,7 @@ export class AgentRuntime implements MessageRecipient {
         ...(definition.cwd !== undefined ? { cwd: definition.cwd } : definition.workspace ? { cwd: definition.workspace.root } : {}),
         ...(definition.maxTurns !== undefined ? { maxTurns: definition.maxTurns } : {}),
         ...(this.jsonSchema ? { outputSchema: this.jsonSchema } : {}),
+        traceParent: runtime.traceParent(),
       });
     } catch (error) {
       this.starting = false;

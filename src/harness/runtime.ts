@@ -1,4 +1,5 @@
-import { ATTR, inSpan, OPERATION, PARLEY_ATTR } from '../telemetry/index.js';
+import type { Context } from '@opentelemetry/api';
+import { ATTR, OPERATION, PARLEY_ATTR } from '../telemetry/index.js';
 import { performance } from 'node:perf_hooks';
 import { createSessionManager, type SessionManager } from '../sessions/index.js';
 import { createMemoryStore } from '../store/index.js';
@@ -22,6 +23,7 @@ import type {
   ReplyOutcome,
   SessionContext,
 } from './types.js';
+import { RunTrace } from './run-trace.js';
 import { UserPrompts } from './user-prompts.js';
 import { runParallel, runRetry, runStep } from './workflow-steps.js';
 
@@ -65,6 +67,8 @@ export class HarnessRuntime {
   outcome: Promise<Outcome> | undefined;
   private paused = false;
   private readonly pauseWaiters = new Set<() => void>();
+  /** The run's spans, handed on as parents (run-trace.ts). */
+  private readonly trace = new RunTrace();
   private readonly prompts = new UserPrompts(this);
   private readonly inbox = new MessageInbox(this);
   private managerPromise: Promise<SessionManager> | undefined;
@@ -191,7 +195,7 @@ export class HarnessRuntime {
       const manager = await this.sessionManager();
       this.throwIfStopped();
       // The run's `invoke_workflow` span: its phases, waits and agent turns nest under it.
-      const result = await inSpan(`${OPERATION.invokeWorkflow} ${this.name}`, { [ATTR.operationName]: OPERATION.invokeWorkflow, [ATTR.workflowName]: this.name }, () => this.definition.run(this.context(manager)));
+      const result = await this.trace.span(`${OPERATION.invokeWorkflow} ${this.name}`, { [ATTR.operationName]: OPERATION.invokeWorkflow, [ATTR.workflowName]: this.name }, () => this.definition.run(this.context(manager)));
       this.checkJournalUsed();
       outcome = this.aborted ? { kind: 'aborted', result } : { kind: 'complete', result };
     } catch (error) {
@@ -299,6 +303,10 @@ export class HarnessRuntime {
     return this.observers.some((observer) => observer.turn !== undefined);
   }
 
+  traceParent(): Context | undefined {
+    return this.trace.parent();
+  }
+
   recordTurn(turn: Omit<RecordedTurn, 'kind'>): void {
     for (const observer of this.observers) observer.turn?.(turn);
   }
@@ -314,7 +322,7 @@ export class HarnessRuntime {
       input: this.input,
       signal: this.controller.signal,
       sessionManager: manager,
-      phase: (name, fn) => inSpan(`phase ${name}`, { [PARLEY_ATTR.phaseName]: name }, () => runStep(this, 'phase', name, fn)),
+      phase: (name, fn) => this.trace.span(`phase ${name}`, { [PARLEY_ATTR.phaseName]: name }, () => runStep(this, 'phase', name, fn)),
       task: (id, fn) => runStep(this, 'task', id, fn),
       emit: (name, data = {}) => {
         if (typeof name !== 'string' || name === '') throw new HarnessError('INVALID_INPUT', 'emit(name, data) needs a non-empty event name.', { fault: 'user' });
@@ -331,7 +339,7 @@ export class HarnessRuntime {
   private sessionContext(): SessionContext {
     return {
       waitForUser: (prompt, options) => {
-        const waiting = inSpan('wait_for_user', {}, () => this.prompts.waitForUser(prompt, options));
+        const waiting = this.trace.span('wait_for_user', {}, () => this.prompts.waitForUser(prompt, options));
         // As the prompt's own promise: a workflow that does not await a prompt must not crash the process when it is cancelled.
         waiting.catch(() => undefined);
         return waiting;

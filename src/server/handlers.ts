@@ -1,4 +1,4 @@
-import { withTraceParent } from '../telemetry/index.js';
+import { traceParentContext } from '../telemetry/index.js';
 import type { ConversationBlock } from '../conversation/index.js';
 import type { DraftService } from '../draft/index.js';
 import type { RunService } from '../harness/index.js';
@@ -43,14 +43,18 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
     undraft: (_params, context) => drafts.undraft({ channelId: context.channelId }),
     get_draft_status: (_params, context) => drafts.getDraftStatus({ channelId: context.channelId }),
     submit_prompt: async (params, context) => {
-      // The turn's spans join the client's trace when it sent one.
-      const result = await withTraceParent(params, () => drafts.submitPrompt({
-        channelId: context.channelId,
-        content: params.content,
-        ...(params.role !== undefined ? { role: params.role } : {}),
-        ...(params.taskSlug !== undefined ? { taskSlug: params.taskSlug } : {}),
-        ...(params.backend !== undefined ? { backend: params.backend } : {}),
-      }));
+      // The turn's spans join the client's trace when it sent one (extracted once, passed as the turn's parent).
+      const traceParent = traceParentContext(params);
+      const result = await drafts.submitPrompt(
+        {
+          channelId: context.channelId,
+          content: params.content,
+          ...(params.role !== undefined ? { role: params.role } : {}),
+          ...(params.taskSlug !== undefined ? { taskSlug: params.taskSlug } : {}),
+          ...(params.backend !== undefined ? { backend: params.backend } : {}),
+        },
+        traceParent ? { traceParent } : {},
+      );
       return result.mode === 'draft' ? { mode: 'draft', accepted: true, sessionId: result.sessionId, seq: result.seq } : { mode: 'dispatch', sessionId: result.sessionId, result: result.result };
     },
     cancel: (_params, context) => drafts.cancel({ channelId: context.channelId }),

@@ -1,3 +1,4 @@
+import type { Context } from '@opentelemetry/api';
 import { ATTR, inSpan, markSpanFailed, PARLEY_ATTR } from '../telemetry/index.js';
 import { ParleyError, type ConversationBlock, type TokenCounter } from '../conversation/index.js';
 import type { Checkpoint, CheckpointInput, CheckpointSummarizer, CheckpointSummary } from '../store/index.js';
@@ -77,6 +78,8 @@ export interface CompactOptions {
   /** The message about to be sent, when compaction runs for a request (it counts toward the request). */
   userMessage?: string;
   signal?: AbortSignal;
+  /** The OpenTelemetry context the `compaction` span goes under (the turn it runs for). */
+  traceParent?: Context;
 }
 
 export type CompactionResult =
@@ -183,7 +186,7 @@ export class CompactionController {
         markSpanFailed(span, result.error.code, result.error.message);
       }
       return result;
-    }).finally(() => {
+    }, options.traceParent).finally(() => {
       this.running.delete(sessionId);
       this.progress.delete(sessionId);
     });

@@ -1,3 +1,4 @@
+import type { Context } from '@opentelemetry/api';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import {
@@ -60,6 +61,8 @@ export interface RequestOptions {
   signal?: AbortSignal;
   /** The project folder for this request's context, instead of the manager's `projectRoot`. */
   projectRoot?: string;
+  /** The OpenTelemetry context of the turn the request is for: a compaction's span goes under it. */
+  traceParent?: Context;
 }
 
 export interface PreviewedRequest extends BuiltRequest {
@@ -178,7 +181,7 @@ export class RequestLayer {
     if (this.autoArmed(sessionId)) {
       const measured = measureRequest(gathered.sources, this.options.counter, budget);
       if (compactionHelps(measured, gathered.settings)) {
-        const result = await this.compaction.compact(sessionId, { trigger: 'auto', userMessage, ...(options.signal ? { signal: options.signal } : {}) });
+        const result = await this.compaction.compact(sessionId, { trigger: 'auto', userMessage, signal: options.signal, traceParent: options.traceParent });
         if (result.ok) {
           compacted = true;
           gathered = await this.gather(sessionId, userMessage, options, gathered.sources.context);

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Context } from '@opentelemetry/api';
 import {
   MAIN_CONVERSATION,
   type ConversationBlock,
@@ -7,7 +8,7 @@ import {
   type StreamEventDraft,
 } from '../conversation/index.js';
 import type { AgentBackend, AgentProfile, ExecuteRequest, ToolDefinition } from '../backends/index.js';
-import { inAgentTrace, startAgentTrace, traceAgentEvents } from '../telemetry/index.js';
+import { inAgentTrace, startAgentTrace, type AgentTrace } from '../telemetry/index.js';
 import type { SessionManager } from './session-manager.js';
 import { TurnIdGuard } from './turn-ids.js';
 
@@ -39,6 +40,12 @@ export interface RunTurnOptions {
    * a new native session of its own with it (the last rung of the fallback ladder).
    */
   continuity?: 'managed';
+  /**
+   * The OpenTelemetry context the turn's `invoke_agent` span goes under: the `execute_tool` span of
+   * the call that asked for this turn, a workflow phase, a client's `traceparent`. Default: the
+   * active context.
+   */
+  traceParent?: Context;
 }
 
 export interface TurnHandle {
@@ -75,15 +82,17 @@ export async function runTurn(manager: SessionManager, sessionId: string, option
     ...(options.outputSchema ? { outputSchema: options.outputSchema } : {}),
     ...(options.maxTurns ? { maxTurns: options.maxTurns } : {}),
   };
-  // The turn's `invoke_agent` span (undefined with no tracing SDK): the request is built, and the
-  // back end runs, inside it, so a compaction and the back end's own spans nest under the turn.
+  // The turn's `invoke_agent` span (undefined with no tracing SDK): a compaction and the back end's
+  // own spans nest under it, their parents handed on explicitly (buildRequest, request.traceContext).
   const agentTrace = startAgentTrace({
     agentName: options.profile?.name ?? session.agentType,
     sessionId,
     backend: description.name,
     prompt: options.prompt,
     ...(options.model ? { requestModel: options.model } : {}),
+    ...(options.traceParent ? { parent: options.traceParent } : {}),
   });
+  if (agentTrace) request.traceContext = () => agentTrace.currentContext();
   let estimatedInputTokens: number | undefined;
   const linked = description.continuity === 'native' && session.native?.backend === description.name;
   // A native back end with no session of its own yet, on a session that already has a history (it
@@ -103,7 +112,7 @@ export async function runTurn(manager: SessionManager, sessionId: string, option
       request.isNewSession = true;
     }
     // Built before the message is stored, so the prompt is not also in "Recent Conversation".
-    const built = await inAgentTrace(agentTrace, () => manager.buildRequest(sessionId, options.prompt, options.signal ? { signal: options.signal } : {}));
+    const built = await manager.buildRequest(sessionId, options.prompt, { signal: options.signal, traceParent: agentTrace?.currentContext() });
     request.systemPrompt = built.systemPrompt;
     request.prompt = built.userPrompt;
     estimatedInputTokens = built.totalTokens;
@@ -114,8 +123,7 @@ export async function runTurn(manager: SessionManager, sessionId: string, option
 
   const turn = inAgentTrace(agentTrace, () => options.backend.execute(request));
   const guard = new TurnIdGuard(await manager.loadConversation(sessionId), randomUUID().slice(0, 8));
-  const source = agentTrace ? traceAgentEvents(agentTrace, turn.events) : turn.events;
-  const events = streamIntoLog(manager, sessionId, source, description.name, estimatedInputTokens, guard);
+  const events = streamIntoLog(manager, sessionId, turn.events, description.name, estimatedInputTokens, guard, agentTrace);
   return turn.inject ? { events, inject: (message) => turn.inject!(message) } : { events };
 }
 
@@ -126,6 +134,10 @@ const MAX_APPENDS_IN_FLIGHT = 256;
  * Appends each back-end event to the log and yields it once durable, in order. The next event is
  * taken from the back end while earlier ones are still being written, so events that arrive during
  * one flush share the next (a burst of deltas costs one fsync, not one each).
+ *
+ * The turn's trace observes each event here, before the back end is asked for the next one (so a
+ * tool call's span is open when the back end runs the tool), rather than through
+ * `traceAgentEvents`: a wrapping iterator would cost every event one more promise hop.
  */
 async function* streamIntoLog(
   manager: SessionManager,
@@ -134,10 +146,12 @@ async function* streamIntoLog(
   backendName: string,
   estimatedInputTokens: number | undefined,
   guard: TurnIdGuard,
+  agentTrace: AgentTrace | undefined,
 ): AsyncIterable<StreamEvent> {
   let nativeSessionId: string | undefined;
   const inFlight: Array<Promise<StreamEvent[]>> = [];
   const issue = (draft: StreamEventDraft): void => {
+    agentTrace?.observe(draft);
     let event = guard.apply(draft);
     if (event.type === 'metadata_update') {
       if (event.metadata.nativeSessionId) nativeSessionId = event.metadata.nativeSessionId;
@@ -159,8 +173,10 @@ async function* streamIntoLog(
         // Whichever comes first: the back end's next event, or the oldest append becoming durable.
         const step = inFlight.length === 0 ? await next : await Promise.race([next, inFlight[0]!.then(() => undefined)]);
         if (step !== undefined) {
-          if (step.done) next = undefined;
-          else {
+          if (step.done) {
+            next = undefined;
+            agentTrace?.end();
+          } else {
             issue(step.value);
             next = iterator.next();
           }
@@ -171,6 +187,7 @@ async function* streamIntoLog(
       yield stored!;
     }
   } catch (error) {
+    agentTrace?.end(error);
     // The back end threw (or a write failed): stop it, keep what was already written, then end the turn.
     if (next !== undefined) {
       next = undefined;
@@ -195,6 +212,7 @@ async function* streamIntoLog(
   } finally {
     // The consumer stopped early: the back end stops too (what `for await` would do).
     if (next !== undefined) stopSource(iterator);
+    agentTrace?.end();
   }
   if (nativeSessionId) {
     const session = await manager.getSession(sessionId);

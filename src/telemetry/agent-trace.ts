@@ -9,9 +9,11 @@ import { captureMessageContent, genAiInstruments, parleyTracer } from './instrum
  * stream events. Reading the events (rather than hooking every back end) gives every back end the
  * same spans, native ones included, whose tools run inside their CLI.
  *
- * The back end's code runs inside the span it belongs to: `traceAgentEvents` pulls each event in
- * the context of the tool call that is open (else the turn), so a tool that dispatches a worker, or
- * a back end that starts a `chat` span per model call, nests under the right parent.
+ * Parents are passed explicitly, never read from a context manager: the turn's parent is
+ * `AgentTraceInfo.parent`, and the back end asks `currentContext()` (handed to it as
+ * `ExecuteRequest.traceContext`) for the parent of a `chat` span or of a tool call's own work (a
+ * worker it dispatches). So the tree is right with or without AsyncLocalStorage, and a process that
+ * registers none pays no async hooks on every promise.
  */
 export interface AgentTraceInfo {
   /** The role or agent name: `invoke_agent {agentName}`. */
@@ -25,6 +27,12 @@ export interface AgentTraceInfo {
   prompt?: string;
   /** A worker's agent id. */
   agentId?: string;
+  /**
+   * The span this turn belongs under: the `execute_tool` span that dispatched a worker, a workflow
+   * phase, a client's `traceparent`. Default: the active context (a root span when no context
+   * manager is registered).
+   */
+  parent?: Context;
 }
 
 export interface AgentTrace {
@@ -35,7 +43,11 @@ export interface AgentTrace {
   end(error?: unknown): void;
 }
 
-/** Runs `fn` in the trace's current context (or as is, with no trace). */
+/**
+ * Runs `fn` in the trace's current context (or as is, with no trace), for code that reads the
+ * active context under a context manager a library user registered. Parley's own spans take their
+ * parent explicitly.
+ */
 export function inAgentTrace<T>(agentTrace: AgentTrace | undefined, fn: () => T): T {
   return agentTrace ? otelContext.with(agentTrace.currentContext(), fn) : fn();
 }
@@ -51,32 +63,44 @@ export function startAgentTrace(info: AgentTraceInfo): AgentTrace | undefined {
   };
   if (info.requestModel) attributes[ATTR.requestModel] = info.requestModel;
   if (info.agentId) attributes[ATTR.agentId] = info.agentId;
-  const span = parleyTracer().startSpan(`${OPERATION.invokeAgent} ${info.agentName}`, { kind: SpanKind.INTERNAL, attributes });
+  const parent = info.parent ?? otelContext.active();
+  const span = parleyTracer().startSpan(`${OPERATION.invokeAgent} ${info.agentName}`, { kind: SpanKind.INTERNAL, attributes }, parent);
   if (!span.isRecording()) return undefined;
   const capture = captureMessageContent();
   if (capture && info.prompt !== undefined) span.setAttribute(ATTR.inputMessages, JSON.stringify([{ role: 'user', parts: [{ type: 'text', content: info.prompt }] }]));
-  return new TurnTrace(span, info, capture);
+  return new TurnTrace(span, trace.setSpan(parent, span), info, capture);
 }
 
 /**
- * Wraps a back end's event stream: each event is pulled in the trace's current context and
- * observed as it arrives; the trace ends with the stream (or its error).
+ * Wraps a back end's event stream: each event is observed as it arrives; the trace ends with the
+ * stream (or its error). Events are pulled without switching the active context: the back end gets
+ * its parents from `ExecuteRequest.traceContext`, and a switch per event would cost every delta a
+ * context-manager round trip.
  */
 export function traceAgentEvents<T extends StreamEventDraft>(agentTrace: AgentTrace, source: AsyncIterable<T>): AsyncIterable<T> {
   return {
     [Symbol.asyncIterator]() {
       const iterator = source[Symbol.asyncIterator]();
       return {
-        async next() {
+        next() {
+          let pending: Promise<IteratorResult<T>>;
           try {
-            const result = await otelContext.with(agentTrace.currentContext(), () => iterator.next());
-            if (result.done) agentTrace.end();
-            else agentTrace.observe(result.value);
-            return result;
+            pending = iterator.next();
           } catch (error) {
             agentTrace.end(error);
-            throw error;
+            return Promise.reject(error as Error);
           }
+          return pending.then(
+            (result) => {
+              if (result.done) agentTrace.end();
+              else agentTrace.observe(result.value);
+              return result;
+            },
+            (error: unknown) => {
+              agentTrace.end(error);
+              throw error;
+            },
+          );
         },
         async return(value?: unknown) {
           agentTrace.end();
@@ -94,7 +118,6 @@ interface OpenTool {
 }
 
 class TurnTrace implements AgentTrace {
-  private readonly context: Context;
   private readonly tools = new Map<string, OpenTool>();
   private readonly subagents = new Map<string, { span: Span; context: Context }>();
   /** Open tool calls of the main thread, newest last: the newest is where the back end is now. */
@@ -110,11 +133,11 @@ class TurnTrace implements AgentTrace {
 
   constructor(
     private readonly span: Span,
+    /** The turn's span in its parent's context: the parent of its tool calls and model calls. */
+    private readonly context: Context,
     private readonly info: AgentTraceInfo,
     private readonly capture: boolean,
-  ) {
-    this.context = trace.setSpan(otelContext.active(), span);
-  }
+  ) {}
 
   currentContext(): Context {
     const newest = this.openMainTools.at(-1);
@@ -177,16 +200,20 @@ class TurnTrace implements AgentTrace {
 
   private recordMetrics(): void {
     const { tokenUsage, operationDuration } = genAiInstruments();
-    const attributes: Attributes = {
-      [ATTR.operationName]: OPERATION.invokeAgent,
-      [ATTR.providerName]: providerNameOf(this.info.backend),
-    };
+    tokenUsage.record(this.usage.inputTokens, this.metricAttributes(ATTR.tokenType, 'input'));
+    tokenUsage.record(this.usage.outputTokens, this.metricAttributes(ATTR.tokenType, 'output'));
+    const duration = (performance.now() - this.started) / 1000;
+    operationDuration.record(duration, this.errorType ? this.metricAttributes(ATTR.errorType, this.errorType) : this.metricAttributes());
+  }
+
+  /** One measurement's attributes, built whole (no spread copies: three per turn, on the hot path). */
+  private metricAttributes(extraKey?: string, extraValue?: string): Attributes {
+    const attributes: Attributes = { [ATTR.operationName]: OPERATION.invokeAgent, [ATTR.providerName]: providerNameOf(this.info.backend) };
     const model = this.info.requestModel ?? this.responseModel;
     if (model) attributes[ATTR.requestModel] = model;
     if (this.responseModel) attributes[ATTR.responseModel] = this.responseModel;
-    tokenUsage.record(this.usage.inputTokens, { ...attributes, [ATTR.tokenType]: 'input' });
-    tokenUsage.record(this.usage.outputTokens, { ...attributes, [ATTR.tokenType]: 'output' });
-    operationDuration.record((performance.now() - this.started) / 1000, this.errorType ? { ...attributes, [ATTR.errorType]: this.errorType } : attributes);
+    if (extraKey !== undefined) attributes[extraKey] = extraValue;
+    return attributes;
   }
 
   private addMetadata(metadata: { usage?: Usage; costUsd?: number; model?: string; stopReason?: string }): void {

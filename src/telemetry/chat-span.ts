@@ -1,25 +1,26 @@
-import { SpanKind, SpanStatusCode, type Attributes, type Span } from '@opentelemetry/api';
+import { context as otelContext, SpanKind, SpanStatusCode, type Attributes, type Context, type Span } from '@opentelemetry/api';
 import type { Usage } from '../conversation/index.js';
 import { ATTR, OPERATION, PARLEY_ATTR, providerNameOf } from './conventions.js';
 import { genAiInstruments, parleyTracer } from './instruments.js';
 
 /**
  * A `chat {model}` span for one model call of a managed back end (one HTTP request; a turn with
- * tool calls makes several). It is a child of whatever span is active, which for a turn is the
- * turn's `invoke_agent` span. Undefined when no tracing SDK records it.
+ * tool calls makes several). Its parent is `parent`, the back end's `ExecuteRequest.traceContext()`
+ * (the turn's `invoke_agent` span, or the tool call a worker runs for); without one, the active
+ * context. Undefined when no tracing SDK records it.
  */
 export interface ChatSpan {
   end(outcome: { responseModel?: string | undefined; usage?: Usage | undefined; finishReason?: string | null | undefined; error?: unknown }): void;
 }
 
-export function startChatSpan(backend: string, requestModel: string): ChatSpan | undefined {
+export function startChatSpan(backend: string, requestModel: string, parent?: Context): ChatSpan | undefined {
   const attributes: Attributes = {
     [ATTR.operationName]: OPERATION.chat,
     [ATTR.providerName]: providerNameOf(backend),
     [ATTR.requestModel]: requestModel,
     [PARLEY_ATTR.backend]: backend,
   };
-  const span = parleyTracer().startSpan(`${OPERATION.chat} ${requestModel}`, { kind: SpanKind.CLIENT, attributes });
+  const span = parleyTracer().startSpan(`${OPERATION.chat} ${requestModel}`, { kind: SpanKind.CLIENT, attributes }, parent ?? otelContext.active());
   if (!span.isRecording()) return undefined;
   return new RecordingChatSpan(span, attributes, performance.now());
 }

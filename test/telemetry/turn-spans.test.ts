@@ -11,9 +11,18 @@ import { startFakeOpenAiServer } from '../fixtures/fake-openai-server.js';
 import { defineAgent, defineHarness } from '../../src/harness/index.js';
 import { closeAll, harness, writeRole } from '../draft/helpers.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js';
+import { foldingSummarizer, prose } from '../sessions/compaction-helpers.js';
 
 // The real SDK and the real OTLP/HTTP exporters, sending to a receiver on 127.0.0.1: the spans
-// checked here are the ones a tracing tool would get.
+// checked here are the ones a tracing tool would get. Every test runs twice: with the provider
+// registered as `parley` registers it (no context manager: parents are passed explicitly), and as a
+// library user may register it (the SDK's default AsyncLocalStorage context manager).
+const registrations = [
+  { name: 'registered without a context manager (as the CLI does)', contextManager: null },
+  { name: "registered with the SDK's default AsyncLocalStorage context manager", contextManager: undefined },
+] as const;
+
+describe.each(registrations)('provider $name', ({ contextManager }) => {
 let receiver: OtlpReceiver;
 let tracerProvider: NodeTracerProvider;
 let meterProvider: MeterProvider;
@@ -21,7 +30,7 @@ let meterProvider: MeterProvider;
 beforeAll(async () => {
   receiver = await startOtlpReceiver();
   tracerProvider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(new OTLPTraceExporter({ url: `${receiver.endpoint}/v1/traces` }))] });
-  tracerProvider.register();
+  tracerProvider.register({ contextManager });
   meterProvider = new MeterProvider({ readers: [new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter({ url: `${receiver.endpoint}/v1/metrics` }), exportIntervalMillis: 60_000 })] });
   metrics.setGlobalMeterProvider(meterProvider);
 });
@@ -36,9 +45,18 @@ afterAll(async () => {
   await receiver.close();
 });
 
+/** Registers the same tracer provider anew, as a process that starts again would. */
+function reregisterTracerProvider(): void {
+  trace.disable();
+  trace.setGlobalTracerProvider(tracerProvider);
+}
+
 afterEach(async () => {
   await closeAll();
-  delete process.env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT;
+  if (process.env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT !== undefined) {
+    delete process.env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT;
+    reregisterTracerProvider();
+  }
   receiver.spans.length = 0;
 });
 
@@ -104,6 +122,31 @@ describe('traces of a turn', () => {
     expect(byName('execute_tool await_agent').parentSpanId).toBe(turn.spanId);
   });
 
+  it("the other agent's turn in a conversation is a child of the execute_tool say span that asked for it", async () => {
+    const analyst = createScriptedBackend({ idPrefix: 'analyst' });
+    const dev = createScriptedBackend({ idPrefix: 'dev', defaultTurn: () => [step.text('Use a queue.')] });
+    const h = await harness({ backends: { default: analyst, 'dev-backend': dev } });
+    await writeRole(h.dataDir, 'dev.md', '---\ndescription: Developer\nbackend: dev-backend\n---\nYou implement tasks.\n');
+    const ref = { conversationId: '' };
+    h.manager.on('session:event', ({ event }) => {
+      if (event.type === 'block_start' && event.block.type === 'subagent' && event.block.name === 'conversation with dev') ref.conversationId = event.block.subagentId;
+    });
+    analyst.enqueue([
+      step.tool('open_conversation', { role: 'dev', topic: 'Payment retries' }),
+      step.tool('say', { get conversationId() { return ref.conversationId; }, message: 'Should retries be synchronous?' }),
+      step.text('A queue, then.'),
+    ]);
+    const [project] = await h.service.listProjects();
+    const task = await h.service.createTask({ project: project!.name, title: 'Checkout' });
+    await h.service.draft({ channelId: 'c', role: 'product-analyst', project: project!.name, task: task.slug });
+    await h.service.submitPrompt({ channelId: 'c', content: 'Plan retries with a developer.' });
+    await h.service.settled({ channelId: 'c' });
+    await tracerProvider.forceFlush();
+    const say = byName('execute_tool say');
+    expect(say.parentSpanId).toBe(byName('invoke_agent product-analyst').spanId);
+    expect(byName('invoke_agent dev').parentSpanId).toBe(say.spanId);
+  });
+
   it('records message content only when OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true', async () => {
     await turnWithWorker();
     const contentKeys = ['gen_ai.input.messages', 'gen_ai.output.messages', 'gen_ai.tool.call.arguments', 'gen_ai.tool.call.result'];
@@ -111,6 +154,8 @@ describe('traces of a turn', () => {
 
     receiver.spans.length = 0;
     process.env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT = 'true';
+    // The variable is read when a tracer provider is registered, as the SDK reads its own.
+    reregisterTracerProvider();
     await turnWithWorker();
     const turn = byName('invoke_agent product-analyst');
     expect(JSON.parse(turn.attributes['gen_ai.input.messages'] as string)).toEqual([{ role: 'user', parts: [{ type: 'text', content: 'Build the login page.' }] }]);
@@ -150,6 +195,27 @@ describe('traces of a harness run', () => {
   });
 });
 
+describe('traces of a compaction', () => {
+  it('a compaction that a turn starts is a span under the turn, with the tokens before and after and the checkpoint version', async () => {
+    const manager = await createSessionManager({ store: createMemoryStore(), tokenBudget: 3_000, summarize: foldingSummarizer().summarize, compactInBackground: false });
+    try {
+      const { sessionId } = await manager.createSession({ scope: { kind: 'draft', role: 'dev' }, agentType: 'dev' });
+      for (let index = 0; index < 40; index++) {
+        await manager.addMessage(sessionId, { role: index % 2 ? 'assistant' : 'user', content: `Message ${index}: ${prose(60, index + 1)}` });
+      }
+      const turn = await runTurn(manager, sessionId, { backend: createScriptedBackend({ turns: [[step.text('Noted.')]] }), prompt: 'Go on.' });
+      for await (const _event of turn.events);
+      await tracerProvider.forceFlush();
+      const compaction = byName('compaction');
+      expect(compaction.parentSpanId).toBe(byName('invoke_agent dev').spanId);
+      expect(compaction.attributes).toMatchObject({ 'gen_ai.conversation.id': sessionId, 'parley.compaction.trigger': 'auto', 'parley.compaction.checkpoint_version': 1 });
+      expect(compaction.attributes['parley.compaction.tokens_after']).toBeLessThan(compaction.attributes['parley.compaction.tokens_before'] as number);
+    } finally {
+      await manager.close();
+    }
+  });
+});
+
 describe('traces of a managed back end', () => {
   it('each model call is a chat span under the turn, and the tool call between them an execute_tool span', async () => {
     const server = await startFakeOpenAiServer();
@@ -177,4 +243,5 @@ describe('traces of a managed back end', () => {
       await server.close();
     }
   });
+});
 });

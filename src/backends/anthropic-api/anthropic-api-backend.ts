@@ -225,7 +225,7 @@ class ApiTurn {
       this.pendingUsage = undefined;
       this.requests += 1;
       const state: RequestState = { usage: zeroUsage(), model: this.context.modelId, stopReason: undefined, content: [], open: new Map() };
-      const chatSpan = startChatSpan(ANTHROPIC_API_BACKEND_NAME, this.context.modelId);
+      const chatSpan = startChatSpan(ANTHROPIC_API_BACKEND_NAME, this.context.modelId, this.context.request.traceContext?.());
       outcome = yield* this.stream(await getClient(), state);
       chatSpan?.end({ responseModel: state.model, usage: state.usage, finishReason: state.stopReason, ...(outcome.kind === 'failed' ? { error: outcome.failure } : {}) });
       this.pendingUsage = state.usage;
@@ -440,7 +440,7 @@ class ApiTurn {
       return { type: 'tool_result', tool_use_id: toolUseId, content, is_error: true };
     }
     try {
-      const result = await abortable(definition.execute(input, this.signal ? { signal: this.signal } : {}), this.signal);
+      const result = await abortable(definition.execute(input, { signal: this.signal, traceContext: this.context.request.traceContext?.() }), this.signal);
       if (result.aborted) {
         yield* finish('The tool call was aborted.', true);
         return 'aborted';

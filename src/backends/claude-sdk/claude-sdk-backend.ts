@@ -192,7 +192,7 @@ export function createClaudeSdkBackend(options: ClaudeSdkBackendOptions = {}): A
       model,
       resume,
       nativeSessionId,
-      mcpServer: request.tools && request.tools.length > 0 ? parleyMcpServer(sdk, request.tools, signal) : undefined,
+      mcpServer: request.tools && request.tools.length > 0 ? parleyMcpServer(sdk, request.tools, signal, request.traceContext) : undefined,
       stderr: (data) => {
         stderr = tail(stderr + data, 8_000);
       },

@@ -1,6 +1,6 @@
 import type { McpSdkServerConfigWithInstance, SdkMcpToolDefinition } from '@anthropic-ai/claude-agent-sdk';
 import { z } from 'zod';
-import type { ToolDefinition } from '../agent-backend.js';
+import type { ExecuteRequest, ToolDefinition } from '../agent-backend.js';
 import type { ClaudeAgentSdk } from './sdk-loader.js';
 
 /** The in-process MCP server that carries Parley's tools; the model sees them as `mcp__parley__<name>`. */
@@ -14,18 +14,24 @@ export function mcpToolName(name: string): string {
  * Parley's tools as an in-process MCP server (`createSdkMcpServer`): the CLI calls back into this
  * process, so a tool such as the draft layer's `draft_agent` runs with Parley's state. Tools are
  * always loaded (full schemas in the request) rather than deferred behind ToolSearch, so the model
- * can call them at once.
+ * can call them at once. `traceContext` is the turn's (asked when a call arrives, so a worker that
+ * `draft_agent` dispatches nests under the call's `execute_tool` span).
  */
-export function parleyMcpServer(sdk: ClaudeAgentSdk, tools: readonly ToolDefinition[], signal: AbortSignal | undefined): McpSdkServerConfigWithInstance {
+export function parleyMcpServer(
+  sdk: ClaudeAgentSdk,
+  tools: readonly ToolDefinition[],
+  signal: AbortSignal | undefined,
+  traceContext?: ExecuteRequest['traceContext'],
+): McpSdkServerConfigWithInstance {
   return sdk.createSdkMcpServer({
     name: PARLEY_MCP_SERVER,
     version: '1.0.0',
     alwaysLoad: true,
-    tools: tools.map((definition) => toSdkTool(definition, signal)),
+    tools: tools.map((definition) => toSdkTool(definition, signal, traceContext)),
   });
 }
 
-function toSdkTool(definition: ToolDefinition, turnSignal: AbortSignal | undefined): SdkMcpToolDefinition {
+function toSdkTool(definition: ToolDefinition, turnSignal: AbortSignal | undefined, traceContext: ExecuteRequest['traceContext']): SdkMcpToolDefinition {
   return {
     name: definition.name,
     description: definition.description,
@@ -35,7 +41,7 @@ function toSdkTool(definition: ToolDefinition, turnSignal: AbortSignal | undefin
       const signals = [turnSignal, requestSignal].filter((signal): signal is AbortSignal => signal !== undefined);
       const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
       try {
-        const output = await definition.execute(args, signal ? { signal } : {});
+        const output = await definition.execute(args, { signal, traceContext: traceContext?.() });
         return {
           content: [{ type: 'text' as const, text: output.content }],
           ...(output.isError ? { isError: true } : {}),

@@ -239,7 +239,7 @@ class OpenAiTurn {
 
         const step = new StepRequest(this.context, this.events);
         const requestStarted = this.context.clock();
-        const chatSpan = startChatSpan(this.context.name, this.context.model);
+        const chatSpan = startChatSpan(this.context.name, this.context.model, request.traceContext?.());
         try {
           const stream = await client.chat.completions.create(step.body(messages, toolParams), { signal: step.signal });
           for await (const chunk of stream) for (const event of step.handle(chunk)) yield event;
@@ -334,7 +334,8 @@ class OpenAiTurn {
       isError = true;
     } else {
       try {
-        const result = await tool.execute(input, this.context.request.signal ? { signal: this.context.request.signal } : {});
+        const { signal, traceContext } = this.context.request;
+        const result = await tool.execute(input, { signal, traceContext: traceContext?.() });
         content = result.content;
         isError = result.isError ?? false;
         output = result.data;

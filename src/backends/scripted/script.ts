@@ -24,8 +24,8 @@ export type ScriptStep =
   | { type: 'wait'; until: PromiseLike<unknown> | AbortSignal }
   | { type: 'await_injection'; reply?: (message: string) => string };
 
-/** A recorded call: the request without its signal, plus every message injected while it ran. */
-export type ScriptedCall = Omit<ExecuteRequest, 'signal'> & { injected: string[] };
+/** A recorded call: the request without its signal and trace context, plus every message injected while it ran. */
+export type ScriptedCall = Omit<ExecuteRequest, 'signal' | 'traceContext'> & { injected: string[] };
 
 export type ScriptedTurn = ScriptStep[] | ((call: ScriptedCall) => ScriptStep[] | Promise<ScriptStep[]>);
 

@@ -7,6 +7,7 @@ import type {
   ExecuteRequest,
   ModelInfo,
   ToolDefinition,
+  ToolExecuteOptions,
 } from '../agent-backend.js';
 import { describeFailure, TurnNotRunningError, type BackendFailure } from '../failures.js';
 import { chunkText, counterIds, TurnEvents } from '../turn-events.js';
@@ -76,13 +77,13 @@ export function createScriptedBackend(options: ScriptedBackendOptions = {}): Scr
     describe: () => ({ ...description, models: description.models.map((entry) => ({ ...entry })) }),
     checkAvailability: () => Promise.resolve({ available: true, detail: 'always available (offline)' }),
     execute(request) {
-      const { signal, ...rest } = request;
+      const { signal, traceContext, ...rest } = request;
       const call: ScriptedCall = { ...rest, injected: [] };
       calls.push(call);
       const turn = script.shift() ?? defaultTurn;
       const inbox = new Inbox();
       let ended = false;
-      const player = new TurnPlayer({ name, model, clock, newId, call, inbox, signal });
+      const player = new TurnPlayer({ name, model, clock, newId, call, inbox, signal, traceContext });
       async function* events(): AsyncGenerator<StreamEventDraft> {
         try {
           yield* player.play(turn);
@@ -190,6 +191,7 @@ interface PlayerContext {
   call: ScriptedCall;
   inbox: Inbox;
   signal: AbortSignal | undefined;
+  traceContext: ExecuteRequest['traceContext'];
 }
 
 /** Plays one turn's steps as stream events. */
@@ -334,7 +336,7 @@ class TurnPlayer {
       return 'continue';
     }
     try {
-      const options = this.context.signal ? { signal: this.context.signal } : {};
+      const options: ToolExecuteOptions = { signal: this.context.signal, traceContext: this.context.traceContext?.() };
       const result = await abortable(definition.execute(item.input, options), this.context.signal);
       if (result.aborted) {
         yield* this.events.finishToolUse(block, { content: 'The tool call was aborted.', isError: true }, conversationId);
