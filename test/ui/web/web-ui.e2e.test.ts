@@ -180,7 +180,15 @@ describe.skipIf(web.part.skip)('the web UI served by parley serve', () => {
     await page.locator(`[data-session-id="${session.sessionId}"]`).click();
     const blocks = page.locator('[data-testid="blocks"]');
     await blocks.locator('[data-block-id="a399"]').waitFor();
+    // The first frame holds the newest blocks that fill the panel; the rest of the window fills in above them.
+    await blocks.locator('[data-block-id="q250"]').waitFor({ state: 'attached' });
     expect(await blocks.locator('[data-block-type]').count()).toBe(300);
+    // Filling in above did not move the reader off the newest block.
+    expect(await blocks.evaluate((element) => element.scrollHeight - element.scrollTop - element.clientHeight)).toBeLessThan(2);
+    const panel = (await blocks.boundingBox())!;
+    const newest = (await blocks.locator('[data-block-id="a399"]').boundingBox())!;
+    expect(newest.y + newest.height).toBeLessThanOrEqual(panel.y + panel.height + 1);
+    expect(newest.y).toBeGreaterThanOrEqual(panel.y);
     expect(await blocks.locator('[data-block-id="q0"]').count()).toBe(0);
     const earlier = page.locator('[data-testid="show-earlier"]');
     expect(await earlier.innerText()).toBe('Show 300 earlier blocks (500 not shown)');
