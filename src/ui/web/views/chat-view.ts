@@ -2,7 +2,7 @@ import { commandOf, fileEditOf, type AssistantTextBlock, type BlockStatus, type 
 import type { SessionInfo } from '../../../protocol/index.js';
 import type { Actions } from '../controller.js';
 import { h, replaceChildren } from '../dom.js';
-import { describeInput, formatCost, formatDuration, oneLine, plural, prettyJson, wordCount } from '../format.js';
+import { describeInput, formatCost, formatCount, formatDuration, oneLine, plural, prettyJson, wordCount } from '../format.js';
 import { canPrompt, firstMessageTarget, selectedSession, type AppState, type FirstMessageTarget, type SessionView } from '../state.js';
 import { chatItems, sessionLabel, type ChatItem } from '../view-model.js';
 import { MarkdownView } from '../markdown/markdown-view.js';
@@ -354,7 +354,7 @@ export class ChatView {
     if (start > 0) {
       const filling = start > (this.windowStart ?? 0);
       const more = filling ? start - (this.windowStart ?? 0) : Math.min(WINDOW, start);
-      this.earlier.textContent = `Show ${more.toLocaleString('en-US')} earlier blocks (${start.toLocaleString('en-US')} not shown)`;
+      this.earlier.textContent = `Show ${formatCount(more)} earlier blocks (${formatCount(start)} not shown)`;
       elements.unshift(this.earlierRow);
     }
     for (const key of [...this.cache.keys()]) if (!keep.has(key)) this.cache.delete(key);
@@ -553,10 +553,10 @@ function clampedText(content: HTMLElement, length: number): HTMLElement {
   const text = h('div', { class: 'text' }, content);
   if (length <= CLAMP_CHARS) return text;
   text.classList.add('clamped');
-  const toggle = h('button', { type: 'button', class: 'link' }, `Show all (${length.toLocaleString('en-US')} characters)`);
+  const toggle = h('button', { type: 'button', class: 'link' }, `Show all (${formatCount(length)} characters)`);
   toggle.addEventListener('click', () => {
     const clamped = text.classList.toggle('clamped');
-    toggle.textContent = clamped ? `Show all (${length.toLocaleString('en-US')} characters)` : 'Show less';
+    toggle.textContent = clamped ? `Show all (${formatCount(length)} characters)` : 'Show less';
   });
   return h('div', {}, text, toggle);
 }
