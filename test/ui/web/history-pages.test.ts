@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { StreamEvent } from '../../../src/conversation/index.js';
 import { readHistory, type EventPage } from '../../../src/ui/web/history-pages.js';
 
@@ -69,9 +69,43 @@ describe('readHistory', () => {
     expect((await readHistory(read, 10)).map((entry) => entry.seq)).toEqual(range(37));
   });
 
-  it('fails when a page fails', async () => {
+  it("hands each page's new events on in order as soon as the pages before it are in, even when a later page answers first", async () => {
+    const server = log(range(35));
+    const gates = new Map<number, () => void>();
+    const read = async (afterSeq: number, limit: number) => {
+      if (afterSeq !== -1) await new Promise<void>((resolve) => gates.set(afterSeq, resolve));
+      return server.read(afterSeq, limit);
+    };
+    const delivered: number[][] = [];
+    const done = readHistory(read, 10, (events) => delivered.push(events.map((entry) => entry.seq)));
+    await vi.waitFor(() => expect(gates.size).toBe(3));
+    // The first page is out before any other answers; the last answers first and waits its turn.
+    expect(delivered).toEqual([range(10)]);
+    gates.get(29)!();
+    gates.get(19)!();
+    await Promise.resolve();
+    expect(delivered).toEqual([range(10)]);
+    gates.get(9)!();
+    expect((await done).map((entry) => entry.seq)).toEqual(range(35));
+    expect(delivered).toEqual([range(10), range(10, 10), range(10, 20), range(5, 30)]);
+  });
+
+  it("hands on overlapping pages' events once", async () => {
+    const seqs = range(40).map((index) => index * 3);
+    const delivered: number[] = [];
+    await readHistory(log(seqs).read, 10, (events) => delivered.push(...events.map((entry) => entry.seq)));
+    expect(delivered).toEqual(seqs);
+  });
+
+  it('fails when a page fails, also when it fails before the pages ahead of it answer', async () => {
     const server = log(range(25));
     const read = (afterSeq: number, limit: number) => (afterSeq === 19 ? Promise.reject(new Error('session is gone')) : server.read(afterSeq, limit));
     await expect(readHistory(read, 10)).rejects.toThrow('session is gone');
+    const slow = async (afterSeq: number, limit: number) => {
+      if (afterSeq === 19) throw new Error('session is gone');
+      if (afterSeq === 9) await new Promise((resolve) => setImmediate(resolve));
+      return server.read(afterSeq, limit);
+    };
+    await expect(readHistory(slow, 10)).rejects.toThrow('session is gone');
   });
 });
