@@ -1,6 +1,7 @@
 import { PendingApprovals, ProtocolClient, webSocketTransport } from '../../protocol/index.js';
 import { AppView } from './app-view.js';
 import { Controller, type Actions } from './controller.js';
+import { prepareMarkdown } from './markdown/markdown-view.js';
 import { initialState } from './state.js';
 import { Store } from './store.js';
 import { ApprovalDialog } from './views/approval-dialog.js';
@@ -51,6 +52,8 @@ function boot(): void {
   approvals.subscribe(() => dialog.update(approvals.getState()));
   approvals.start();
   void controller.start();
+  // The first session opened should not pay for the Markdown renderer's start-up: do it while idle.
+  if (typeof requestIdleCallback === 'function') requestIdleCallback(() => prepareMarkdown(), { timeout: 2_000 });
 }
 
 /** Without a token only the connect help shows, and it asks nothing of the server. */
