@@ -14,15 +14,15 @@ export type EventPageReader = (afterSeq: number, limit: number) => Promise<Event
 export type HistoryListener = (events: StreamEvent[]) => void;
 
 /**
- * Reads a session's whole log in pages of `pageSize`. The first page tells the newest `seq`; the
- * rest are asked for at once, each starting `pageSize` seqs after the one before, so the server
- * prepares the next page while the page parses this one (one after another, the page waited for
- * the server about half of the time it took to open 12,000 blocks). Pages are taken in order as
- * they arrive, and each one's new events go to `onEvents` then, so a caller can fold them while
- * later pages are still on their way. Seqs count up one by one in every store today; should they
- * ever skip, a page covers more than `pageSize` seqs and overlaps the next (its repeats are
- * dropped), and where two pages do not meet, or the log grew meanwhile, the rest is read one page
- * after another from the last event held.
+ * Reads a session's whole log in pages of `pageSize`. Beside the first page it asks for one event
+ * only: that answer comes back at once with the newest `seq`, and the other pages are asked for
+ * then, each starting `pageSize` seqs after the one before, while the server still prepares the
+ * first (waiting for the first page before asking for the rest left the server idle while the
+ * page took that page in). Pages are taken in order as they arrive, and each one's new events go
+ * to `onEvents` then, so a caller can fold them while later pages are still on their way. Seqs
+ * count up one by one in every store today; should they ever skip, a page covers more than
+ * `pageSize` seqs and overlaps the next (its repeats are dropped), and where two pages do not
+ * meet, or the log grew meanwhile, the rest is read one page after another from the last event held.
  */
 export async function readHistory(read: EventPageReader, pageSize: number, onEvents?: HistoryListener): Promise<StreamEvent[]> {
   const events: StreamEvent[] = [];
@@ -34,21 +34,24 @@ export async function readHistory(read: EventPageReader, pageSize: number, onEve
     cursor = fresh.at(-1)!.seq;
     onEvents?.(fresh);
   };
-  const first = await read(-1, pageSize);
-  take(first);
-  if (!first.hasMore || first.events.length === 0) return events;
+  const firstPage = read(-1, pageSize);
+  const probe = read(-1, 1);
+  // Awaited in order below; one that fails while another is awaited must not go unhandled meanwhile.
+  firstPage.catch(() => undefined);
+  const newest = await probe;
+  const oldest = newest.events[0]?.seq;
   const starts: number[] = [];
-  for (let afterSeq = cursor; afterSeq < first.lastSeq; afterSeq += pageSize) starts.push(afterSeq);
+  if (oldest !== undefined && newest.hasMore) for (let afterSeq = oldest + pageSize - 1; afterSeq < newest.lastSeq; afterSeq += pageSize) starts.push(afterSeq);
   const pages = starts.map((afterSeq) => read(afterSeq, pageSize));
-  // Awaited in order below; a later page that fails first must not go unhandled meanwhile.
   for (const page of pages) page.catch(() => undefined);
-  let hasMore: boolean = true;
+  const first = await firstPage;
+  take(first);
+  let hasMore = first.hasMore && first.events.length > 0;
   for (const [index, pending] of pages.entries()) {
-    if (starts[index]! > cursor) break;
+    if (!hasMore || starts[index]! > cursor) break;
     const page = await pending;
     take(page);
     hasMore = page.hasMore && page.events.length > 0;
-    if (!hasMore) break;
   }
   while (hasMore) {
     const page = await read(cursor, pageSize);

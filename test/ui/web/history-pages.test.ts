@@ -20,31 +20,41 @@ function log(seqs: number[]) {
 const range = (count: number, from = 0) => Array.from({ length: count }, (_, index) => from + index);
 
 describe('readHistory', () => {
-  it('reads a log of one page with one request', async () => {
+  it('reads a log of one page with that page and a one-event probe, asked at once', async () => {
     const server = log(range(7));
-    expect((await readHistory(server.read, 10)).map((entry) => entry.seq)).toEqual(range(7));
-    expect(server.calls).toEqual([-1]);
+    const limits: number[] = [];
+    const read = (afterSeq: number, limit: number) => {
+      limits.push(limit);
+      return server.read(afterSeq, limit);
+    };
+    expect((await readHistory(read, 10)).map((entry) => entry.seq)).toEqual(range(7));
+    expect(server.calls).toEqual([-1, -1]);
+    expect(limits).toEqual([10, 1]);
   });
 
   it('reads an empty log', async () => {
     expect(await readHistory(log([]).read, 10)).toEqual([]);
   });
 
-  it('asks for the pages after the first at once and returns every event once, in order', async () => {
+  it('asks for the other pages at once, as soon as the probe tells the newest seq, while the first page is still on its way; every event once, in order', async () => {
     const server = log(range(35));
-    let inFlight = 0;
-    let most = 0;
+    let releaseFirst!: () => void;
+    const firstHeld = new Promise<void>((resolve) => (releaseFirst = resolve));
     const read = async (afterSeq: number, limit: number) => {
-      inFlight += 1;
-      most = Math.max(most, inFlight);
-      await Promise.resolve();
-      const page = await server.read(afterSeq, limit);
-      inFlight -= 1;
-      return page;
+      if (afterSeq === -1 && limit > 1) await firstHeld;
+      return server.read(afterSeq, limit);
     };
-    expect((await readHistory(read, 10)).map((entry) => entry.seq)).toEqual(range(35));
-    expect(server.calls).toEqual([-1, 9, 19, 29]);
-    expect(most).toBe(3);
+    const done = readHistory(read, 10);
+    await vi.waitFor(() => expect(server.calls).toEqual([-1, 9, 19, 29]));
+    releaseFirst();
+    expect((await done).map((entry) => entry.seq)).toEqual(range(35));
+    expect(server.calls).toEqual([-1, 9, 19, 29, -1]);
+  });
+
+  it('starts the other pages from the oldest seq the probe saw (a log that does not start at 0)', async () => {
+    const server = log(range(35, 100));
+    expect((await readHistory(server.read, 10)).map((entry) => entry.seq)).toEqual(range(35, 100));
+    expect(server.calls).toEqual([-1, -1, 109, 119, 129]);
   });
 
   it('drops the repeats where seqs skip and pages overlap', async () => {
@@ -63,7 +73,7 @@ describe('readHistory', () => {
     const server = log(range(25));
     const read = async (afterSeq: number, limit: number) => {
       const page = await server.read(afterSeq, limit);
-      if (afterSeq === -1) server.seqs.push(...range(12, 25));
+      if (afterSeq === -1 && limit > 1) server.seqs.push(...range(12, 25));
       return page;
     };
     expect((await readHistory(read, 10)).map((entry) => entry.seq)).toEqual(range(37));
