@@ -34,8 +34,9 @@ export async function readHistory(read: EventPageReader, pageSize: number, onEve
     cursor = fresh.at(-1)!.seq;
     onEvents?.(fresh);
   };
-  const firstPage = read(-1, pageSize);
+  // The probe goes first: the server answers in order, and it is quick to answer.
   const probe = read(-1, 1);
+  const firstPage = read(-1, pageSize);
   // Awaited in order below; one that fails while another is awaited must not go unhandled meanwhile.
   firstPage.catch(() => undefined);
   const newest = await probe;

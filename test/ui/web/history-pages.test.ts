@@ -20,7 +20,7 @@ function log(seqs: number[]) {
 const range = (count: number, from = 0) => Array.from({ length: count }, (_, index) => from + index);
 
 describe('readHistory', () => {
-  it('reads a log of one page with that page and a one-event probe, asked at once', async () => {
+  it('reads a log of one page with a one-event probe and that page, asked at once, the probe first', async () => {
     const server = log(range(7));
     const limits: number[] = [];
     const read = (afterSeq: number, limit: number) => {
@@ -29,7 +29,7 @@ describe('readHistory', () => {
     };
     expect((await readHistory(read, 10)).map((entry) => entry.seq)).toEqual(range(7));
     expect(server.calls).toEqual([-1, -1]);
-    expect(limits).toEqual([10, 1]);
+    expect(limits).toEqual([1, 10]);
   });
 
   it('reads an empty log', async () => {
