@@ -256,7 +256,9 @@ export interface ChartGeometry {
  */
 export function chartGeometry(points: readonly UsagePoint[], size: { width: number; height: number; padding?: number }): ChartGeometry | undefined {
   if (points.length === 0) return undefined;
-  const ordered = points.map((point, index) => ({ point, index })).sort((a, b) => a.point.at - b.point.at || a.index - b.index).map((entry) => entry.point);
+  // Usually in order already (one thread's log): sorted only when not, keeping equal times in order.
+  const inOrder = points.every((point, index) => index === 0 || points[index - 1]!.at <= point.at);
+  const ordered = inOrder ? points : points.map((point, index) => ({ point, index })).sort((a, b) => a.point.at - b.point.at || a.index - b.index).map((entry) => entry.point);
   const padding = size.padding ?? 4;
   const startAt = ordered[0]!.at;
   const endAt = ordered.at(-1)!.at;

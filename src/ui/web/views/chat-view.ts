@@ -16,10 +16,12 @@ const WINDOW = 300;
 
 /**
  * Blocks rendered per step while a session opens: the newest ones go in a step at a time until
- * they fill the panel twice over, and that frame is painted; the rest of the window fills in above
- * them in idle time, `FILL_STEP` blocks at a time, as long as the browser has time to spare.
+ * they fill the panel and a quarter more (`FIRST_FILL`), and that frame is painted; the rest of the
+ * window fills in above them in idle time, `FILL_STEP` blocks at a time, as long as the browser has
+ * time to spare (the first slice runs right after that frame, before a reader can scroll far).
  */
 const FIRST_STEP = 12;
+const FIRST_FILL = 1.25;
 const FILL_STEP = 12;
 
 /** Milliseconds an idle slice leaves for the layout of what it added; and how long a fill may wait for idle time. */
@@ -297,8 +299,8 @@ export class ChatView {
 
   /**
    * The first render of a session: the newest blocks, a step at a time, until they fill the panel
-   * twice over (each check lays out only what is in so far), so the first frame shows the end of
-   * the conversation without waiting for the whole window; the rest fills in when the page is idle.
+   * (each check lays out only what is in so far), so the first frame shows the end of the
+   * conversation without waiting for the whole window; the rest fills in when the page is idle.
    */
   private openNewest(): void {
     const start = this.windowStart ?? 0;
@@ -306,7 +308,7 @@ export class ChatView {
     while (this.renderedFrom > start) {
       this.renderedFrom = Math.max(start, this.renderedFrom - FIRST_STEP);
       this.placeBlocks();
-      if (this.scroller.scrollHeight > this.scroller.clientHeight * 2) break;
+      if (this.scroller.scrollHeight > this.scroller.clientHeight * FIRST_FILL) break;
     }
     this.scheduleFill();
   }
