@@ -37,6 +37,13 @@ export interface ControllerOptions {
   onChannel?: (channelId: string) => void;
   /** Delay before a typed search runs (default 250 ms). */
   searchDelayMs?: number;
+  /**
+   * Resolves once the page has painted what it has (the browser entry: after the next frame; by
+   * default at once). An opened session's checkpoints and request breakdown are asked for then:
+   * the server's work on them (the breakdown counts tokens) no longer competes for the machine
+   * with the frame that shows the conversation.
+   */
+  afterPaint?: () => Promise<void>;
 }
 
 /** How long a success or info notice stays. */
@@ -218,6 +225,8 @@ export class Controller implements Actions {
     const view = this.store.state.view;
     // From here a reconnect replays this session from what the page has, even if no live event came yet.
     if (view?.sessionId === sessionId) this.client.resumeFrom('session_event', sessionId, view.conversation.lastSeq);
+    await (this.options.afterPaint?.() ?? Promise.resolve());
+    if (run !== this.selection) return;
     await Promise.all([this.loadCheckpoints(sessionId), this.loadPreview(sessionId)]);
   }
 

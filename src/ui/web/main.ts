@@ -39,7 +39,7 @@ function boot(): void {
     transport: webSocketTransport({ url: rpcUrlFor(location), token, ...(channel ? { channel } : {}) }),
   });
   // The same channel after a reload: a draft made in this tab comes back with it.
-  const controller = new Controller({ client, store, onChannel: (id) => sessionStorage.setItem(CHANNEL_KEY, id) });
+  const controller = new Controller({ client, store, onChannel: (id) => sessionStorage.setItem(CHANNEL_KEY, id), afterPaint });
   const runs = new RunsView(client, (sessionId) => controller.select(sessionId));
   const view = new AppView(root, { actions: controller, origin: location.origin, onToken, runs });
   store.subscribe((state) => view.render(state));
@@ -54,6 +54,22 @@ function boot(): void {
   void controller.start();
   // The first session opened should not pay for the Markdown renderer's start-up: do it while idle.
   if (typeof requestIdleCallback === 'function') requestIdleCallback(() => prepareMarkdown(), { timeout: 2_000 });
+}
+
+/**
+ * Resolves after the next frame has been produced (a frame callback, then a task after it), or
+ * after 250 ms in a hidden tab, which gets no frames.
+ */
+function afterPaint(): Promise<void> {
+  return new Promise((resolve) => {
+    const fallback = setTimeout(resolve, 250);
+    requestAnimationFrame(() =>
+      setTimeout(() => {
+        clearTimeout(fallback);
+        resolve();
+      }, 0),
+    );
+  });
 }
 
 /** Without a token only the connect help shows, and it asks nothing of the server. */
