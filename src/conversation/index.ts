@@ -1,5 +1,6 @@
 export * from './blocks.js';
 export * from './events.js';
+export * from './event-shape.js';
 export * from './session-data.js';
 export * from './reducer.js';
 export * from './messages.js';

@@ -1,4 +1,5 @@
 import type { StreamEvent } from '../conversation/index.js';
+import { canonicalResultChecks } from './canonical-results.js';
 import { ProtocolClientError, RpcError } from './errors.js';
 import { classifyInbound, JSONRPC_VERSION, type NotificationEnvelope, type ResponseEnvelope } from './json-rpc.js';
 import { methods, type MethodName, type MethodParams, type MethodResult } from './methods.js';
@@ -474,6 +475,12 @@ export class ProtocolClient {
     }
     const spec = (methods as Record<string, { result: { safeParse(value: unknown): { success: boolean; data?: unknown; error?: { message: string } } } }>)[entry.method];
     if (!this.options.validate || !spec) {
+      this.learn(entry.method, response.result);
+      this.settle(response.id, undefined, response.result);
+      return;
+    }
+    // A page of history the schema would return unchanged is taken as it is (canonical-results.ts).
+    if (canonicalResultChecks[entry.method as MethodName]?.(response.result)) {
       this.learn(entry.method, response.result);
       this.settle(response.id, undefined, response.result);
       return;

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { firstDraftNotice, oneLine, TASK_TITLE_MAX, taskTitleFromMessage } from '../../src/conversation/index.js';
+import { firstDraftNotice, formatCount, oneLine, TASK_TITLE_MAX, taskTitleFromMessage } from '../../src/conversation/index.js';
 
 describe('taskTitleFromMessage: a task title from a first message', () => {
   it('is the first line, white space collapsed, trailing punctuation dropped', () => {
@@ -59,5 +59,25 @@ describe('oneLine', () => {
       }),
     );
     expect(oneLine(`${' '.repeat(10_000)}start ${'x'.repeat(1_000_000)}`, 10)).toBe('start xxx…');
+  });
+});
+
+describe('formatCount', () => {
+  it('groups digits by three with commas, rounding first, as en-US does', () => {
+    expect(formatCount(0)).toBe('0');
+    expect(formatCount(999)).toBe('999');
+    expect(formatCount(1_000)).toBe('1,000');
+    expect(formatCount(11_700.4)).toBe('11,700');
+    expect(formatCount(-1_234_567)).toBe('-1,234,567');
+  });
+
+  it('reads the same as toLocaleString for every integer (property)', () => {
+    fc.assert(
+      fc.property(fc.double({ min: -1e15, max: 1e15, noNaN: true }), (value) => {
+        // Intl writes -0 as "-0"; a count of nothing is "0" here.
+        expect(formatCount(value)).toBe((Math.round(value) + 0).toLocaleString('en-US'));
+      }),
+      { numRuns: 2_000, seed: 7 },
+    );
   });
 });

@@ -64,6 +64,26 @@ describe('ProtocolClient', () => {
     client.close();
   });
 
+  it('takes a get_events page the schema would return unchanged as it is; the schema completes one with a default missing and refuses one with a malformed event', async () => {
+    const event = { sessionId: 's', conversationId: 'main', seq: 0, at: 1, type: 'block_complete', block: { type: 'tool_result', id: 'r', toolUseId: 'c', content: 'ok', isError: true, createdAt: 1 } };
+    const pages: Record<number, unknown> = {
+      0: { events: [event], lastSeq: 0, hasMore: false },
+      1: { events: [{ ...event, block: { ...event.block, isError: undefined } }], lastSeq: 0, hasMore: false },
+      2: { events: [event, { ...event, seq: -1 }], lastSeq: 1, hasMore: false },
+    };
+    const peer = new FakePeer();
+    peer.handler = (method, params) => (method === 'get_events' ? pages[(params as { afterSeq: number }).afterSeq] : undefined);
+    const client = makeClient(peer);
+    await client.connect();
+    await expect(client.request('get_events', { sessionId: 's', afterSeq: 0 })).resolves.toStrictEqual(pages[0]);
+    const completed = await client.request('get_events', { sessionId: 's', afterSeq: 1 });
+    expect(completed.events[0]).toMatchObject({ block: { isError: false } });
+    const error = await client.request('get_events', { sessionId: 's', afterSeq: 2 }).catch((caught: unknown) => caught);
+    expect((error as ProtocolClientError).code).toBe('INVALID_RESPONSE');
+    expect((error as ProtocolClientError).message).toMatch(/get_events does not match its schema.*seq/s);
+    client.close();
+  });
+
   it('times a request out with a local TIMEOUT error and forgets it', async () => {
     const peer = new FakePeer();
     peer.silent.add('list_projects');

@@ -1,7 +1,7 @@
 import { firstDraftNotice, MAIN_CONVERSATION, taskTitleFromMessage, type StreamEvent } from '../../conversation/index.js';
 import { ProtocolClientError, RpcError, type ProtocolClient } from '../../protocol/index.js';
 import type { SessionFilters } from './view-model.js';
-import { firstMessageTarget, type BusyKey, type Tone } from './state.js';
+import { emptyView, firstMessageTarget, foldHistory, type BusyKey, type FoldedHistory, type Tone } from './state.js';
 import { readHistory } from './history-pages.js';
 import type { Store } from './store.js';
 
@@ -37,6 +37,13 @@ export interface ControllerOptions {
   onChannel?: (channelId: string) => void;
   /** Delay before a typed search runs (default 250 ms). */
   searchDelayMs?: number;
+  /**
+   * Resolves once the page has painted what it has (the browser entry: after the next frame; by
+   * default at once). An opened session's checkpoints and request breakdown are asked for then:
+   * the server's work on them (the breakdown counts tokens) no longer competes for the machine
+   * with the frame that shows the conversation.
+   */
+  afterPaint?: () => Promise<void>;
 }
 
 /** How long a success or info notice stays. */
@@ -198,17 +205,28 @@ export class Controller implements Actions {
     // A compaction that started before the page was listening is known only from get_session.
     void this.loadCompaction(sessionId);
     let events: StreamEvent[];
+    // Each page is folded as it comes in, while the server still prepares the next ones.
+    const empty = emptyView(sessionId);
+    let folded: FoldedHistory = { conversation: empty.conversation, series: empty.series };
     try {
-      events = await readHistory((afterSeq, limit) => this.client.request('get_events', { sessionId, afterSeq, limit }), HISTORY_PAGE);
+      events = await readHistory(
+        (afterSeq, limit) => this.client.request('get_events', { sessionId, afterSeq, limit }),
+        HISTORY_PAGE,
+        (page) => {
+          if (run === this.selection) folded = foldHistory(folded, page);
+        },
+      );
       if (run !== this.selection) return;
     } catch (error) {
       if (run === this.selection) this.store.dispatch({ type: 'history_failed', sessionId, error: messageOf(error) });
       return;
     }
-    this.store.dispatch({ type: 'history_loaded', sessionId, events });
+    this.store.dispatch({ type: 'history_loaded', sessionId, events, folded });
     const view = this.store.state.view;
     // From here a reconnect replays this session from what the page has, even if no live event came yet.
     if (view?.sessionId === sessionId) this.client.resumeFrom('session_event', sessionId, view.conversation.lastSeq);
+    await (this.options.afterPaint?.() ?? Promise.resolve());
+    if (run !== this.selection) return;
     await Promise.all([this.loadCheckpoints(sessionId), this.loadPreview(sessionId)]);
   }
 

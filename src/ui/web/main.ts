@@ -1,6 +1,7 @@
 import { PendingApprovals, ProtocolClient, webSocketTransport } from '../../protocol/index.js';
 import { AppView } from './app-view.js';
 import { Controller, type Actions } from './controller.js';
+import { prepareMarkdown } from './markdown/markdown-view.js';
 import { initialState } from './state.js';
 import { Store } from './store.js';
 import { ApprovalDialog } from './views/approval-dialog.js';
@@ -38,7 +39,7 @@ function boot(): void {
     transport: webSocketTransport({ url: rpcUrlFor(location), token, ...(channel ? { channel } : {}) }),
   });
   // The same channel after a reload: a draft made in this tab comes back with it.
-  const controller = new Controller({ client, store, onChannel: (id) => sessionStorage.setItem(CHANNEL_KEY, id) });
+  const controller = new Controller({ client, store, onChannel: (id) => sessionStorage.setItem(CHANNEL_KEY, id), afterPaint });
   const runs = new RunsView(client, (sessionId) => controller.select(sessionId));
   const view = new AppView(root, { actions: controller, origin: location.origin, onToken, runs });
   store.subscribe((state) => view.render(state));
@@ -51,6 +52,24 @@ function boot(): void {
   approvals.subscribe(() => dialog.update(approvals.getState()));
   approvals.start();
   void controller.start();
+  // The first session opened should not pay for the Markdown renderer's start-up: do it while idle.
+  if (typeof requestIdleCallback === 'function') requestIdleCallback(() => prepareMarkdown(), { timeout: 2_000 });
+}
+
+/**
+ * Resolves after the next frame has been produced (a frame callback, then a task after it), or
+ * after 250 ms in a hidden tab, which gets no frames.
+ */
+function afterPaint(): Promise<void> {
+  return new Promise((resolve) => {
+    const fallback = setTimeout(resolve, 250);
+    requestAnimationFrame(() =>
+      setTimeout(() => {
+        clearTimeout(fallback);
+        resolve();
+      }, 0),
+    );
+  });
 }
 
 /** Without a token only the connect help shows, and it asks nothing of the server. */

@@ -104,7 +104,8 @@ export type AppAction =
   | { type: 'search_failed'; query: string; error: string }
   | { type: 'search_cleared' }
   | { type: 'select'; sessionId: string | undefined }
-  | { type: 'history_loaded'; sessionId: string; events: StreamEvent[] }
+  /** The session's log; `folded`, when given, is those events already folded from an empty view (see `foldHistory`). */
+  | { type: 'history_loaded'; sessionId: string; events: StreamEvent[]; folded?: FoldedHistory }
   | { type: 'history_failed'; sessionId: string; error: string }
   | { type: 'events'; sessionId: string; events: StreamEvent[] }
   | { type: 'checkpoints'; sessionId: string; data: CheckpointData }
@@ -144,6 +145,21 @@ export function initialState(auth: AppState['auth'] = 'present'): AppState {
     nextNoticeId: 1,
     busy: {},
   };
+}
+
+/** A session's history folded so far: its conversation and its usage series. */
+export interface FoldedHistory {
+  conversation: ConversationState;
+  series: UsageSeries;
+}
+
+/**
+ * Folds more of a session's history, oldest first, into what is folded so far (start from
+ * `emptyView`'s). The controller folds each page of the log as it arrives, while later pages are
+ * still on their way, instead of all 12,000 events of a long session once the last page is in.
+ */
+export function foldHistory(history: FoldedHistory, events: StreamEvent[]): FoldedHistory {
+  return { conversation: applyEvents(history.conversation, events), series: foldSeries(history.series, events) };
 }
 
 export function emptyView(sessionId: string): SessionView {
@@ -202,14 +218,9 @@ export function reduce(state: AppState, action: AppAction): AppState {
     case 'history_loaded':
       return updateView(state, action.sessionId, (view) => {
         // History first, then what arrived live meanwhile: applyEvents skips what is already in.
-        const all = [...action.events, ...view.pending];
-        const next: SessionView = {
-          ...view,
-          loading: false,
-          pending: [],
-          conversation: applyEvents(view.conversation, all),
-          series: foldSeries(view.series, all),
-        };
+        const history = action.folded ?? foldHistory(view, action.events);
+        const { conversation, series } = foldHistory(history, view.pending);
+        const next: SessionView = { ...view, loading: false, pending: [], conversation, series };
         delete next.loadError;
         return next;
       });

@@ -231,13 +231,16 @@ export function foldSeries(series: UsageSeries, events: Iterable<StreamEvent>): 
   return next ?? series;
 }
 
+/** The least distance between two turn ticks, in the chart's units (pixels). */
+const TICK_SPACING = 1;
+
 export interface ChartGeometry {
   width: number;
   height: number;
   /** SVG path data: cumulative cost as a step line, and the same closed to the axis (its fill). */
   costPath: string;
   costArea: string;
-  /** x of each completed turn: a tick on the time axis per turn. */
+  /** x of each completed turn: a tick on the time axis per turn (one per pixel where turns crowd). */
   turnTicks: number[];
   maxCost: number;
   /** The axis' y (the ticks stand on it). */
@@ -253,7 +256,9 @@ export interface ChartGeometry {
  */
 export function chartGeometry(points: readonly UsagePoint[], size: { width: number; height: number; padding?: number }): ChartGeometry | undefined {
   if (points.length === 0) return undefined;
-  const ordered = points.map((point, index) => ({ point, index })).sort((a, b) => a.point.at - b.point.at || a.index - b.index).map((entry) => entry.point);
+  // Usually in order already (one thread's log): sorted only when not, keeping equal times in order.
+  const inOrder = points.every((point, index) => index === 0 || points[index - 1]!.at <= point.at);
+  const ordered = inOrder ? points : points.map((point, index) => ({ point, index })).sort((a, b) => a.point.at - b.point.at || a.index - b.index).map((entry) => entry.point);
   const padding = size.padding ?? 4;
   const startAt = ordered[0]!.at;
   const endAt = ordered.at(-1)!.at;
@@ -280,7 +285,9 @@ export function chartGeometry(points: readonly UsagePoint[], size: { width: numb
     if (y !== previousY) costPath += ` V${round(y)}`;
     previousY = y;
     lastX = x;
-    if (point.turn) turnTicks.push(round(x));
+    // Turns closer than a pixel share a tick: the axis looks the same, and a session of thousands
+    // of turns draws hundreds of lines instead of thousands (they were most of a long session's first frame).
+    if (point.turn && !(turnTicks.length > 0 && x - turnTicks.at(-1)! < TICK_SPACING)) turnTicks.push(round(x));
   });
   const costArea = `${costPath} H${round(Math.max(lastX, padding + innerWidth))} V${round(baseline)} Z`;
   return { width: size.width, height: size.height, costPath, costArea, turnTicks, maxCost, baseline, startAt, endAt };

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { StreamEvent } from '../../../src/conversation/index.js';
 import { readHistory, type EventPage } from '../../../src/ui/web/history-pages.js';
 
@@ -20,31 +20,41 @@ function log(seqs: number[]) {
 const range = (count: number, from = 0) => Array.from({ length: count }, (_, index) => from + index);
 
 describe('readHistory', () => {
-  it('reads a log of one page with one request', async () => {
+  it('reads a log of one page with a one-event probe and that page, asked at once, the probe first', async () => {
     const server = log(range(7));
-    expect((await readHistory(server.read, 10)).map((entry) => entry.seq)).toEqual(range(7));
-    expect(server.calls).toEqual([-1]);
+    const limits: number[] = [];
+    const read = (afterSeq: number, limit: number) => {
+      limits.push(limit);
+      return server.read(afterSeq, limit);
+    };
+    expect((await readHistory(read, 10)).map((entry) => entry.seq)).toEqual(range(7));
+    expect(server.calls).toEqual([-1, -1]);
+    expect(limits).toEqual([1, 10]);
   });
 
   it('reads an empty log', async () => {
     expect(await readHistory(log([]).read, 10)).toEqual([]);
   });
 
-  it('asks for the pages after the first at once and returns every event once, in order', async () => {
+  it('asks for the other pages at once, as soon as the probe tells the newest seq, while the first page is still on its way; every event once, in order', async () => {
     const server = log(range(35));
-    let inFlight = 0;
-    let most = 0;
+    let releaseFirst!: () => void;
+    const firstHeld = new Promise<void>((resolve) => (releaseFirst = resolve));
     const read = async (afterSeq: number, limit: number) => {
-      inFlight += 1;
-      most = Math.max(most, inFlight);
-      await Promise.resolve();
-      const page = await server.read(afterSeq, limit);
-      inFlight -= 1;
-      return page;
+      if (afterSeq === -1 && limit > 1) await firstHeld;
+      return server.read(afterSeq, limit);
     };
-    expect((await readHistory(read, 10)).map((entry) => entry.seq)).toEqual(range(35));
-    expect(server.calls).toEqual([-1, 9, 19, 29]);
-    expect(most).toBe(3);
+    const done = readHistory(read, 10);
+    await vi.waitFor(() => expect(server.calls).toEqual([-1, 9, 19, 29]));
+    releaseFirst();
+    expect((await done).map((entry) => entry.seq)).toEqual(range(35));
+    expect(server.calls).toEqual([-1, 9, 19, 29, -1]);
+  });
+
+  it('starts the other pages from the oldest seq the probe saw (a log that does not start at 0)', async () => {
+    const server = log(range(35, 100));
+    expect((await readHistory(server.read, 10)).map((entry) => entry.seq)).toEqual(range(35, 100));
+    expect(server.calls).toEqual([-1, -1, 109, 119, 129]);
   });
 
   it('drops the repeats where seqs skip and pages overlap', async () => {
@@ -63,15 +73,49 @@ describe('readHistory', () => {
     const server = log(range(25));
     const read = async (afterSeq: number, limit: number) => {
       const page = await server.read(afterSeq, limit);
-      if (afterSeq === -1) server.seqs.push(...range(12, 25));
+      if (afterSeq === -1 && limit > 1) server.seqs.push(...range(12, 25));
       return page;
     };
     expect((await readHistory(read, 10)).map((entry) => entry.seq)).toEqual(range(37));
   });
 
-  it('fails when a page fails', async () => {
+  it("hands each page's new events on in order as soon as the pages before it are in, even when a later page answers first", async () => {
+    const server = log(range(35));
+    const gates = new Map<number, () => void>();
+    const read = async (afterSeq: number, limit: number) => {
+      if (afterSeq !== -1) await new Promise<void>((resolve) => gates.set(afterSeq, resolve));
+      return server.read(afterSeq, limit);
+    };
+    const delivered: number[][] = [];
+    const done = readHistory(read, 10, (events) => delivered.push(events.map((entry) => entry.seq)));
+    await vi.waitFor(() => expect(gates.size).toBe(3));
+    // The first page is out before any other answers; the last answers first and waits its turn.
+    expect(delivered).toEqual([range(10)]);
+    gates.get(29)!();
+    gates.get(19)!();
+    await Promise.resolve();
+    expect(delivered).toEqual([range(10)]);
+    gates.get(9)!();
+    expect((await done).map((entry) => entry.seq)).toEqual(range(35));
+    expect(delivered).toEqual([range(10), range(10, 10), range(10, 20), range(5, 30)]);
+  });
+
+  it("hands on overlapping pages' events once", async () => {
+    const seqs = range(40).map((index) => index * 3);
+    const delivered: number[] = [];
+    await readHistory(log(seqs).read, 10, (events) => delivered.push(...events.map((entry) => entry.seq)));
+    expect(delivered).toEqual(seqs);
+  });
+
+  it('fails when a page fails, also when it fails before the pages ahead of it answer', async () => {
     const server = log(range(25));
     const read = (afterSeq: number, limit: number) => (afterSeq === 19 ? Promise.reject(new Error('session is gone')) : server.read(afterSeq, limit));
     await expect(readHistory(read, 10)).rejects.toThrow('session is gone');
+    const slow = async (afterSeq: number, limit: number) => {
+      if (afterSeq === 19) throw new Error('session is gone');
+      if (afterSeq === 9) await new Promise((resolve) => setImmediate(resolve));
+      return server.read(afterSeq, limit);
+    };
+    await expect(readHistory(slow, 10)).rejects.toThrow('session is gone');
   });
 });

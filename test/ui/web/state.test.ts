@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { applyEvents, emptyConversation, type StreamEvent } from '../../../src/conversation/index.js';
 import type { DraftStatus } from '../../../src/protocol/index.js';
-import { canPrompt, firstMessageTarget, initialState, reduce, type AppAction, type AppState } from '../../../src/ui/web/index.js';
+import { canPrompt, emptySeries, firstMessageTarget, foldHistory, initialState, reduce, type AppAction, type AppState, type FoldedHistory } from '../../../src/ui/web/index.js';
 import { LogBuilder, sessionInfo } from './events.js';
 
 function run(state: AppState, ...actions: AppAction[]): AppState {
@@ -41,6 +41,27 @@ describe('the selected session\'s conversation', () => {
         state = reduce(state, { type: 'history_loaded', sessionId: 'session-1', events: events.slice(0, historyEnd) });
         for (const part of chunks.slice(before)) state = reduce(state, { type: 'events', sessionId: 'session-1', events: part });
         expect(state.view?.conversation).toEqual(applyEvents(emptyConversation('session-1'), events));
+        expect(state.view?.series.turns).toBe(2);
+      }),
+    );
+  });
+
+  it('takes a history folded page by page as it arrived (foldHistory), then what came live meanwhile: the same as folding it all at once (property)', () => {
+    const events = log.events;
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: events.length }), { maxLength: 4 }), fc.integer({ min: 0, max: events.length }), (cuts, liveStart) => {
+        const bounds = [0, ...[...cuts].sort((a, b) => a - b), events.length];
+        let folded: FoldedHistory = { conversation: emptyConversation('session-1'), series: emptySeries() };
+        for (let index = 1; index < bounds.length; index += 1) folded = foldHistory(folded, events.slice(bounds[index - 1], bounds[index]));
+        const state = run(
+          initialState(),
+          { type: 'select', sessionId: 'session-1' },
+          { type: 'events', sessionId: 'session-1', events: events.slice(liveStart) },
+          { type: 'history_loaded', sessionId: 'session-1', events, folded },
+        );
+        const whole = run(initialState(), { type: 'select', sessionId: 'session-1' }, { type: 'history_loaded', sessionId: 'session-1', events });
+        expect(state.view?.conversation).toEqual(whole.view?.conversation);
+        expect(state.view?.series).toEqual(whole.view?.series);
         expect(state.view?.series.turns).toBe(2);
       }),
     );

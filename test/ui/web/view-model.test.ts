@@ -161,6 +161,16 @@ describe('cost and turns over time', () => {
     const single = chartGeometry([{ at: 5, costUsd: 0, turn: true }], { width: 104, height: 54, padding: 2 })!;
     expect(single.costPath).toBe('M2,52 H102');
   });
+
+  it('draws turns closer than a pixel as one tick: 5,000 turns on a 100-pixel axis make at most 101 ticks across the whole axis', () => {
+    const points = Array.from({ length: 5_000 }, (_, index) => ({ at: 1_000 + index * 10, costUsd: 0.001, turn: true }));
+    const geometry = chartGeometry(points, { width: 104, height: 54, padding: 2 })!;
+    expect(geometry.turnTicks.length).toBeGreaterThan(90);
+    expect(geometry.turnTicks.length).toBeLessThanOrEqual(101);
+    expect(geometry.turnTicks[0]).toBe(2);
+    expect(geometry.turnTicks.every((x, index) => index === 0 || x - geometry.turnTicks[index - 1]! >= 0.95)).toBe(true);
+    expect(geometry.turnTicks.at(-1)).toBeGreaterThan(100);
+  });
 });
 
 describe('context and the request', () => {

@@ -180,7 +180,15 @@ describe.skipIf(web.part.skip)('the web UI served by parley serve', () => {
     await page.locator(`[data-session-id="${session.sessionId}"]`).click();
     const blocks = page.locator('[data-testid="blocks"]');
     await blocks.locator('[data-block-id="a399"]').waitFor();
+    // The first frame holds the newest blocks that fill the panel; the rest of the window fills in above them.
+    await blocks.locator('[data-block-id="q250"]').waitFor({ state: 'attached' });
     expect(await blocks.locator('[data-block-type]').count()).toBe(300);
+    // Filling in above did not move the reader off the newest block.
+    expect(await blocks.evaluate((element) => element.scrollHeight - element.scrollTop - element.clientHeight)).toBeLessThan(2);
+    const panel = (await blocks.boundingBox())!;
+    const newest = (await blocks.locator('[data-block-id="a399"]').boundingBox())!;
+    expect(newest.y + newest.height).toBeLessThanOrEqual(panel.y + panel.height + 1);
+    expect(newest.y).toBeGreaterThanOrEqual(panel.y);
     expect(await blocks.locator('[data-block-id="q0"]').count()).toBe(0);
     const earlier = page.locator('[data-testid="show-earlier"]');
     expect(await earlier.innerText()).toBe('Show 300 earlier blocks (500 not shown)');
@@ -196,6 +204,59 @@ describe.skipIf(web.part.skip)('the web UI served by parley serve', () => {
     await blocks.locator('[data-block-id="q0"]').waitFor({ state: 'attached' });
     expect(await earlier.count()).toBe(0);
     expect(await blocks.locator('[data-block-type]').count()).toBe(800);
+    await page.context().close();
+  });
+
+  it('a long session paints its newest blocks first and fills the window in when idle; "show earlier" before that shows the rest of the window at once', async () => {
+    const manager = web.harness().server.manager;
+    const session = await manager.createSession({ scope: { kind: 'workflow', harness: 'release', agent: 'filling' }, agentType: 'writer', backend: 'scripted' });
+    const at = Date.now();
+    await manager.appendEvents(
+      session.sessionId,
+      Array.from({ length: 200 }, (_, index) => [
+        { type: 'block_complete' as const, conversationId: 'main', block: { type: 'user_message' as const, id: `q${index}`, content: `Question ${index}`, createdAt: at } },
+        { type: 'block_complete' as const, conversationId: 'main', block: { type: 'assistant_text' as const, id: `a${index}`, content: `Answer ${index}`, createdAt: at } },
+      ]).flat(),
+    );
+    const page = await web.harness().page();
+    // Idle callbacks wait until the test lets them run: the page stays on its first frame.
+    await page.addInitScript(() => {
+      const held: Array<() => void> = [];
+      (window as unknown as { releaseIdle: () => void }).releaseIdle = () => held.splice(0).forEach((run) => run());
+      window.requestIdleCallback = (callback) => held.push(() => callback({ didTimeout: false, timeRemaining: () => 0 })) as unknown as number;
+      window.cancelIdleCallback = () => undefined;
+    });
+    await page.goto(web.harness().server.url);
+    await page.locator(`[data-session-id="${session.sessionId}"]`).click();
+    const blocks = page.locator('[data-testid="blocks"]');
+    await blocks.locator('[data-block-id="a199"]').waitFor();
+    const first = await blocks.locator('[data-block-type]').count();
+    expect(first).toBeGreaterThanOrEqual(12);
+    expect(first).toBeLessThan(300);
+    expect(await blocks.evaluate((element) => element.scrollHeight > element.clientHeight)).toBe(true);
+    expect(await blocks.evaluate((element) => element.scrollHeight - element.scrollTop - element.clientHeight)).toBeLessThan(2);
+    const earlier = page.locator('[data-testid="show-earlier"]');
+    expect(await earlier.innerText()).toBe(`Show ${300 - first} earlier blocks (${400 - first} not shown)`);
+    // One idle slice adds the next 12 above, the newest block still in view.
+    await page.evaluate(() => (window as unknown as { releaseIdle: () => void }).releaseIdle());
+    await expect.poll(() => blocks.locator('[data-block-type]').count()).toBe(first + 12);
+    expect(await blocks.evaluate((element) => element.scrollHeight - element.scrollTop - element.clientHeight)).toBeLessThan(2);
+    // The reader scrolls to the top before the fill is done: the button shows the rest of the window at once, in place.
+    await blocks.evaluate((element) => element.scrollTo({ top: 0 }));
+    const oldestShown = blocks.locator('[data-block-type]').first();
+    const oldestId = await oldestShown.getAttribute('data-block-id');
+    const before = (await blocks.locator(`[data-block-id="${oldestId}"]`).boundingBox())!.y;
+    await earlier.click();
+    await blocks.locator('[data-block-id="q50"]').waitFor({ state: 'attached' });
+    expect(await blocks.locator('[data-block-type]').count()).toBe(300);
+    expect(Math.abs((await blocks.locator(`[data-block-id="${oldestId}"]`).boundingBox())!.y - before)).toBeLessThan(2);
+    expect(await earlier.innerText()).toBe('Show 100 earlier blocks (100 not shown)');
+    // A fill still queued finds the window whole and changes nothing.
+    await page.evaluate(() => (window as unknown as { releaseIdle: () => void }).releaseIdle());
+    expect(await blocks.locator('[data-block-type]').count()).toBe(300);
+    await earlier.click();
+    await blocks.locator('[data-block-id="q0"]').waitFor({ state: 'attached' });
+    expect(await blocks.locator('[data-block-type]').count()).toBe(400);
     await page.context().close();
   });
 

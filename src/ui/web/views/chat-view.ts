@@ -2,7 +2,7 @@ import { commandOf, fileEditOf, type AssistantTextBlock, type BlockStatus, type 
 import type { SessionInfo } from '../../../protocol/index.js';
 import type { Actions } from '../controller.js';
 import { h, replaceChildren } from '../dom.js';
-import { describeInput, formatCost, formatDuration, oneLine, plural, prettyJson, wordCount } from '../format.js';
+import { describeInput, formatCost, formatCount, formatDuration, oneLine, plural, prettyJson, wordCount } from '../format.js';
 import { canPrompt, firstMessageTarget, selectedSession, type AppState, type FirstMessageTarget, type SessionView } from '../state.js';
 import { chatItems, sessionLabel, type ChatItem } from '../view-model.js';
 import { MarkdownView } from '../markdown/markdown-view.js';
@@ -13,6 +13,20 @@ const STATUS_GLYPH: Record<BlockStatus, string> = { pending: '○', running: '�
 
 /** Blocks a session opens with, and how many more each "show earlier" adds. */
 const WINDOW = 300;
+
+/**
+ * Blocks rendered per step while a session opens: the newest ones go in a step at a time until
+ * they fill the panel and a quarter more (`FIRST_FILL`), and that frame is painted; the rest of the
+ * window fills in above them in idle time, `FILL_STEP` blocks at a time, as long as the browser has
+ * time to spare (the first slice runs right after that frame, before a reader can scroll far).
+ */
+const FIRST_STEP = 12;
+const FIRST_FILL = 1.25;
+const FILL_STEP = 12;
+
+/** Milliseconds an idle slice leaves for the layout of what it added; and how long a fill may wait for idle time. */
+const FILL_RESERVE_MS = 4;
+const FILL_TIMEOUT_MS = 200;
 
 /** Pixels from the bottom within which the panel keeps following new blocks. */
 const FOLLOW_SLACK = 48;
@@ -56,8 +70,12 @@ export class ChatView {
   /** The prompt box is showing as the first message's (no draft yet): sending drafts first. */
   private firstMessage = false;
   private items: ChatItem[] = [];
-  /** Index of the first item shown; undefined until the session's first render. */
+  /** Index of the first item the window covers; undefined until the session's first render. */
   private windowStart: number | undefined;
+  /** Index of the first item rendered: above `windowStart` while the window fills in after the first frame. */
+  private renderedFrom = 0;
+  /** The idle callback filling the window in, if one is waiting. */
+  private fill: { cancel(): void } | undefined;
   private readonly earlier: HTMLButtonElement;
   private readonly earlierRow: HTMLElement;
   /** The compaction the pill shows, and the timer that keeps its elapsed time current. */
@@ -106,7 +124,9 @@ export class ChatView {
       onclick: () => {
         // Keep the blocks the user is reading where they are while older ones go in above.
         const fromBottom = this.scroller.scrollHeight - this.scroller.scrollTop;
-        this.windowStart = Math.max(0, (this.windowStart ?? 0) - WINDOW);
+        // While the window is still filling in, the button shows the rest of it at once.
+        if (this.renderedFrom <= (this.windowStart ?? 0)) this.windowStart = Math.max(0, (this.windowStart ?? 0) - WINDOW);
+        this.renderedFrom = this.windowStart ?? 0;
         this.renderBlocks();
         this.scroller.scrollTop = this.scroller.scrollHeight - fromBottom;
       },
@@ -158,7 +178,7 @@ export class ChatView {
       this.closed.clear();
       this.live.clear();
       this.noteForms.clear();
-      this.windowStart = undefined;
+      this.resetWindow();
     }
     if (session !== this.last.session || this.last.view === undefined || (this.last.view as { sessionId: string }).sessionId !== view.sessionId) this.renderHeader(session, view.sessionId);
     this.renderFooter(state, session);
@@ -169,7 +189,7 @@ export class ChatView {
     if (view.loading) {
       replaceChildren(this.scroller, h('div', { class: 'empty-state muted' }, 'Loading the conversation…'));
       this.cache.clear();
-      this.windowStart = undefined;
+      this.resetWindow();
       this.last.conversation = undefined;
       return;
     }
@@ -251,6 +271,14 @@ export class ChatView {
     if (this.footer.firstChild !== this.promptForm) replaceChildren(this.footer, this.promptForm);
   }
 
+  /** Forgets the window (a session closed or loading again) and any fill still waiting. */
+  private resetWindow(): void {
+    this.windowStart = undefined;
+    this.renderedFrom = 0;
+    this.fill?.cancel();
+    this.fill = undefined;
+  }
+
   private renderBlocks(): void {
     const follow = this.scroller.scrollHeight - this.scroller.scrollTop - this.scroller.clientHeight < FOLLOW_SLACK;
     if (this.items.length === 0) {
@@ -259,26 +287,85 @@ export class ChatView {
       return;
     }
     if (this.scroller.querySelector(':scope > .empty-state')) this.scroller.replaceChildren();
-    // A long session opens on its newest blocks; older ones come a page at a time, on request.
-    this.windowStart ??= Math.max(0, this.items.length - WINDOW);
-    const start = Math.min(this.windowStart, this.items.length);
+    if (this.windowStart === undefined) {
+      // A long session opens on its newest blocks; older ones come a page at a time, on request.
+      this.windowStart = Math.max(0, this.items.length - WINDOW);
+      this.openNewest();
+    } else {
+      this.placeBlocks();
+    }
+    if (follow) this.scroller.scrollTop = this.scroller.scrollHeight;
+  }
+
+  /**
+   * The first render of a session: the newest blocks, a step at a time, until they fill the panel
+   * (each check lays out only what is in so far), so the first frame shows the end of the
+   * conversation without waiting for the whole window; the rest fills in when the page is idle.
+   */
+  private openNewest(): void {
+    const start = this.windowStart ?? 0;
+    this.renderedFrom = this.items.length;
+    while (this.renderedFrom > start) {
+      this.renderedFrom = Math.max(start, this.renderedFrom - FIRST_STEP);
+      this.placeBlocks();
+      if (this.scroller.scrollHeight > this.scroller.clientHeight * FIRST_FILL) break;
+    }
+    this.scheduleFill();
+  }
+
+  private scheduleFill(): void {
+    if (this.fill || this.renderedFrom <= (this.windowStart ?? 0)) return;
+    const run = (deadline?: IdleDeadline) => {
+      this.fill = undefined;
+      this.fillWindow(deadline);
+    };
+    if (typeof requestIdleCallback === 'function') {
+      const handle = requestIdleCallback(run, { timeout: FILL_TIMEOUT_MS });
+      this.fill = { cancel: () => cancelIdleCallback(handle) };
+    } else {
+      const handle = setTimeout(run, 0);
+      this.fill = { cancel: () => clearTimeout(handle) };
+    }
+  }
+
+  /** One idle slice: older blocks of the window go in above, the reader's place kept, until the window is whole. */
+  private fillWindow(deadline?: IdleDeadline): void {
+    const start = Math.min(this.windowStart ?? 0, this.items.length);
+    if (this.renderedFrom <= start) return;
+    const follow = this.scroller.scrollHeight - this.scroller.scrollTop - this.scroller.clientHeight < FOLLOW_SLACK;
+    const fromBottom = this.scroller.scrollHeight - this.scroller.scrollTop;
+    do {
+      const from = Math.max(start, this.renderedFrom - FILL_STEP);
+      for (let index = from; index < this.renderedFrom; index += 1) this.elementFor(this.items[index]!, this.cache, false);
+      this.renderedFrom = from;
+    } while (this.renderedFrom > start && (deadline?.timeRemaining() ?? 0) > FILL_RESERVE_MS);
+    this.placeBlocks();
+    this.scroller.scrollTop = follow ? this.scroller.scrollHeight : this.scroller.scrollHeight - fromBottom;
+    this.scheduleFill();
+  }
+
+  /** Puts the rendered items (from `renderedFrom`) in the panel, moving or inserting only what changed. */
+  private placeBlocks(): void {
+    const start = Math.min(Math.max(this.renderedFrom, this.windowStart ?? 0), this.items.length);
+    this.renderedFrom = start;
     const keep = new Set<string>();
     const elements = this.items.slice(start).map((item) => {
       keep.add(item.key);
       return this.elementFor(item, this.cache, false);
     });
     if (start > 0) {
-      this.earlier.textContent = `Show ${Math.min(WINDOW, start).toLocaleString('en-US')} earlier blocks (${start.toLocaleString('en-US')} not shown)`;
+      const filling = start > (this.windowStart ?? 0);
+      const more = filling ? start - (this.windowStart ?? 0) : Math.min(WINDOW, start);
+      this.earlier.textContent = `Show ${formatCount(more)} earlier blocks (${formatCount(start)} not shown)`;
       elements.unshift(this.earlierRow);
     }
     for (const key of [...this.cache.keys()]) if (!keep.has(key)) this.cache.delete(key);
-    // Move or insert only what changed; unchanged elements (and their open <details>) stay put.
+    // Unchanged elements (and their open <details>) stay put.
     elements.forEach((element, index) => {
       const current = this.scroller.children[index];
       if (current !== element) this.scroller.insertBefore(element, current ?? null);
     });
     while (this.scroller.children.length > elements.length) this.scroller.lastElementChild!.remove();
-    if (follow) this.scroller.scrollTop = this.scroller.scrollHeight;
   }
 
   private elementFor(item: ChatItem, cache: Map<string, { signature: unknown[]; element: HTMLElement }>, inThread: boolean): HTMLElement {
@@ -468,10 +555,10 @@ function clampedText(content: HTMLElement, length: number): HTMLElement {
   const text = h('div', { class: 'text' }, content);
   if (length <= CLAMP_CHARS) return text;
   text.classList.add('clamped');
-  const toggle = h('button', { type: 'button', class: 'link' }, `Show all (${length.toLocaleString('en-US')} characters)`);
+  const toggle = h('button', { type: 'button', class: 'link' }, `Show all (${formatCount(length)} characters)`);
   toggle.addEventListener('click', () => {
     const clamped = text.classList.toggle('clamped');
-    toggle.textContent = clamped ? `Show all (${length.toLocaleString('en-US')} characters)` : 'Show less';
+    toggle.textContent = clamped ? `Show all (${formatCount(length)} characters)` : 'Show less';
   });
   return h('div', {}, text, toggle);
 }
