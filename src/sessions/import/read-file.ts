@@ -20,7 +20,7 @@ export interface StreamFileOptions {
  * the unfinished last line of a chunk. Returns the text only when asked to keep it.
  */
 export async function streamFile(path: string, parser: TranscriptParser, options: StreamFileOptions = {}): Promise<{ bytes: number; text?: string }> {
-  const splitter = new LineSplitter((line, lineNumber, terminated) => parser.line(line, lineNumber, terminated));
+  const splitter = splitterFor(parser);
   const kept: Buffer[] | undefined = options.keepText ? [] : undefined;
   const stream = createReadStream(path, { highWaterMark: CHUNK_BYTES });
   try {
@@ -50,7 +50,7 @@ export async function streamChunks(
   label: string,
   options: Omit<StreamFileOptions, 'keepText'> = {},
 ): Promise<{ bytes: number }> {
-  const splitter = new LineSplitter((line, lineNumber, terminated) => parser.line(line, lineNumber, terminated));
+  const splitter = splitterFor(parser);
   try {
     for await (const chunk of chunks) {
       if (options.signal?.aborted) throw importAborted(label);
@@ -63,6 +63,14 @@ export async function streamChunks(
   }
   splitter.end();
   return { bytes: splitter.bytesRead };
+}
+
+/** Lines go to the parser as bytes when it reads bytes (no decoding of what it skips), else as text. */
+function splitterFor(parser: TranscriptParser): LineSplitter {
+  const onLine = (line: string, lineNumber: number, terminated: boolean): void => parser.line(line, lineNumber, terminated);
+  if (parser.lineBytes === undefined) return new LineSplitter(onLine);
+  const lineBytes = parser.lineBytes.bind(parser);
+  return new LineSplitter(onLine, lineBytes);
 }
 
 /** What tells a re-import whether a native file changed: size, modification time and hashes of its first and last 64 KiB. */

@@ -2,6 +2,7 @@ import { MAIN_CONVERSATION, type StreamEventDraft, type TurnMetadata } from '../
 import { isBlank, isObject, numberOf, objectOf, parseJson, stringOf, timeOf, type JsonObject } from '../json.js';
 import { emptyInfo, type TranscriptInfo, type TranscriptParser, type TranscriptWarning } from '../types.js';
 import { SUBAGENT_TOOLS, classifyWrapped, describeStart, isTitleRecord, maxUsage, textOf, usageOf } from './records.js';
+import { skimRecord } from './record-skim.js';
 import { noteCompactionSummary, noteEnvelope, noteTitle } from './session-info.js';
 import type { MessageGroup, RecordNode } from './thread.js';
 import { UsageLedger } from './usage-ledger.js';
@@ -42,6 +43,9 @@ interface ScanThread {
   turnOpen: boolean;
 }
 
+/** Lines at least this long are skimmed rather than parsed (measured on generated transcripts: see bench/import.bench.ts). */
+const SKIM_FROM_BYTES = 4096;
+
 /** The ledger's groups point at the record that holds their events; the scan holds none. */
 const NO_NODE: RecordNode = { position: 0, uuid: undefined, events: [], bytes: 0, emitted: true };
 
@@ -72,6 +76,20 @@ export class ClaudeCodeSummaryScan implements TranscriptParser {
     this.limits = { records: options.windowRecords ?? 256, bytes: options.windowBytes ?? 4 * 1024 * 1024 };
   }
 
+  /**
+   * A line as bytes: a long one is skimmed for the fields the summary reads (`record-skim.ts`);
+   * a short one, or one the skim gives up on, is decoded and parsed whole (V8's JSON.parse beats a
+   * skim in JavaScript until there is much to skip).
+   */
+  lineBytes(buffer: Buffer, start: number, end: number, lineNumber: number, terminated: boolean): void {
+    const record = terminated && end - start >= SKIM_FROM_BYTES ? skimRecord(buffer, start, end) : undefined;
+    if (record === undefined) {
+      this.line(buffer.toString('utf8', start, end), lineNumber, terminated);
+      return;
+    }
+    this.fold(record, lineNumber, end - start);
+  }
+
   line(text: string, lineNumber: number, terminated = true): void {
     if (text.length === 0 || isBlank(text)) return;
     const parsed = parseJson(text);
@@ -89,15 +107,18 @@ export class ClaudeCodeSummaryScan implements TranscriptParser {
       this.warn('NOT_A_RECORD', `line ${lineNumber} is JSON but not a record object; skipped`, lineNumber);
       return;
     }
+    this.fold(parsed.value, lineNumber, Buffer.byteLength(text));
+  }
+
+  private fold(record: JsonObject, lineNumber: number, bytes: number): void {
     const before = { messages: this.info.messageCount, blocks: this.info.blockCount };
-    const record = parsed.value;
     this.rewound = { messages: 0, blocks: 0 };
-    const node = this.record(record, lineNumber, text.length);
+    const node = this.record(record, lineNumber, bytes);
     if (node === 'main') {
       // What a rewind took back (and its marker) belongs to other nodes, not to this record's.
       const messages = this.info.messageCount - before.messages - this.rewound.messages;
       const blocks = this.info.blockCount - before.blocks - this.rewound.blocks;
-      this.addNode(stringOf(record['uuid']), text.length, messages, blocks);
+      this.addNode(stringOf(record['uuid']), bytes, messages, blocks);
     }
   }
 
