@@ -35,10 +35,13 @@ export async function materializeImportedSession(store: SessionStore, sessionId:
       { fault: 'system', data: { sessionId, transcript: pending.transcript } },
     );
   }
-  // What an interrupted earlier run wrote is a prefix of the events: the writer skips it.
+  // What an interrupted earlier run wrote is a prefix of the events: the writer skips it. With an
+  // empty log (the usual case) there is nothing to skip, and hashing every block would cost a
+  // seventh of the build.
   const index = await indexLog(store, sessionId);
   const watch = (block: ConversationBlock): boolean => block.type === 'system' && block.subtype === 'compaction';
-  const writer = new LogWriter(store, sessionId, { known: index.known, metrics: index.metrics, watch });
+  const resumed = index.known.size > 0;
+  const writer = new LogWriter(store, sessionId, resumed ? { known: index.known, metrics: index.metrics, watch } : { watch });
   const parser = new ClaudeCodeParser({ emit: writer.add, file: pending.file });
   await streamChunks(chunks, parser, `${pending.transcript} of session ${sessionId}`, { afterChunk: (bytesRead) => writer.maybeFlush(bytesRead) });
   const info = parser.end();
