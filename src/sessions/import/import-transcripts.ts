@@ -52,7 +52,9 @@ export interface ImportOptions {
   /**
    * Native transcripts up to this size are copied into the store (`writeTranscript`); larger ones
    * are referenced by path (`native.transcriptPath`) — a copy would hold the whole file in memory
-   * and double its disk use. Default 8 MiB.
+   * and double its disk use. Default 8 MiB. A deferred import (`deferred-import.ts`) copies every
+   * size, in the kernel; this limit then only decides whether the copy is the raw transcript `main`
+   * (read whole with the session) or `native-main.jsonl` beside it.
    */
   copyTranscriptMaxBytes?: number;
   /** Milliseconds since the epoch; injectable for tests. */
