@@ -1,3 +1,4 @@
+import type { StreamEvent } from '../../conversation/index.js';
 import type { ReadLogOptions, SessionStore } from '../../store/index.js';
 import { materializeImportedSession } from './materialize.js';
 
@@ -25,7 +26,24 @@ const LOG_METHODS = new Set(['lastSeq', 'append', 'readCheckpoint', 'listCheckpo
 const BUILDS = Symbol.for('parley.importedSessionBuilds');
 const WRAPPED = Symbol.for('parley.importedSessionsView');
 
-type Builds = Map<string, true | Promise<boolean>>;
+type Builds = Map<string, true | Gate>;
+
+/** A check's answer: whether it holds from now on, and the built events when the build kept them. */
+interface Check {
+  settled: boolean;
+  events?: StreamEvent[];
+}
+
+/**
+ * Calls waiting for a session's check or build. `waiting` counts the calls queued on `done` that
+ * have not gone on yet: until it is back to 0, a new call queues too (on the settled promise, so
+ * behind them), and only then may calls take the direct path — call order holds throughout.
+ */
+interface Gate {
+  done: Promise<Check>;
+  settled: boolean;
+  waiting: number;
+}
 
 export function withImportedSessions(store: SessionStore): SessionStore {
   const holder = store as unknown as Record<symbol, unknown>;
@@ -37,20 +55,45 @@ export function withImportedSessions(store: SessionStore): SessionStore {
   }
   const known = builds;
 
-  /** Undefined when the session is ready; else the promise to wait for. */
-  const ready = (sessionId: string): Promise<boolean> | undefined => {
-    const state = known.get(sessionId);
-    if (state === true) return undefined;
-    if (state !== undefined) return state;
-    const building = check(store, sessionId);
-    known.set(sessionId, building);
-    // Registered first, so it runs before the calls that wait on `building`: a call made after
-    // them takes the direct path only once every earlier one has gone on, in order.
-    building.then(
-      (settled) => (settled ? known.set(sessionId, true) : known.delete(sessionId)),
-      () => known.delete(sessionId),
+  /**
+   * Runs `call` once the session is ready: at once when it is known to be, else after its check
+   * (and build) and after every call queued before it. `call` gets the built events when this call
+   * started a build that kept them (`reading`: it reads the whole log next).
+   */
+  const whenReady = <T>(sessionId: string, reading: boolean, call: (events?: StreamEvent[]) => T): T | Promise<T> => {
+    let gate = known.get(sessionId);
+    if (gate === true) return call();
+    if (gate !== undefined && gate.settled && gate.waiting === 0) {
+      known.set(sessionId, true);
+      return call();
+    }
+    const starts = gate === undefined;
+    if (gate === undefined) {
+      const created: Gate = { done: check(store, sessionId, reading), settled: false, waiting: 0 };
+      gate = created;
+      known.set(sessionId, created);
+      created.done.then(
+        ({ settled }) => {
+          if (settled) created.settled = true;
+          else if (known.get(sessionId) === created) known.delete(sessionId);
+        },
+        () => {
+          if (known.get(sessionId) === created) known.delete(sessionId);
+        },
+      );
+    }
+    const current = gate;
+    current.waiting++;
+    return current.done.then(
+      (answer) => {
+        current.waiting--;
+        return call(starts ? answer.events : undefined);
+      },
+      (error: unknown) => {
+        current.waiting--;
+        throw error;
+      },
     );
-    return building;
   };
 
   return new Proxy(store, {
@@ -60,46 +103,51 @@ export function withImportedSessions(store: SessionStore): SessionStore {
       if (typeof value !== 'function') return value;
       const method = value as (...args: unknown[]) => unknown;
       if (key === 'readLog') {
-        return (sessionId: string, options?: ReadLogOptions): AsyncIterable<unknown> => {
-          const waiting = ready(sessionId);
-          if (waiting === undefined) return method.call(target, sessionId, options) as AsyncIterable<unknown>;
+        return (sessionId: string, options: ReadLogOptions = {}): AsyncIterable<StreamEvent> => {
+          const read = (events?: StreamEvent[]): AsyncIterable<StreamEvent> =>
+            // This call started the build: the events just made durable are what the log holds.
+            events !== undefined ? fromMemory(events, options) : (method.call(target, sessionId, options) as AsyncIterable<StreamEvent>);
+          const started = whenReady(sessionId, true, read);
+          if (!(started instanceof Promise)) return started;
           return (async function* () {
-            await waiting;
-            yield* method.call(target, sessionId, options) as AsyncIterable<unknown>;
+            yield* await started;
           })();
         };
       }
       if (typeof key === 'string' && LOG_METHODS.has(key)) {
-        return (sessionId: string, ...rest: unknown[]): unknown => {
-          const waiting = ready(sessionId);
-          if (waiting === undefined) return method.call(target, sessionId, ...rest);
-          return waiting.then(() => method.call(target, sessionId, ...rest));
-        };
+        return (sessionId: string, ...rest: unknown[]): unknown => whenReady(sessionId, false, () => method.call(target, sessionId, ...rest));
       }
       return method.bind(target);
     },
   });
 }
 
+async function* fromMemory(events: readonly StreamEvent[], options: ReadLogOptions): AsyncGenerator<StreamEvent> {
+  const after = options.afterSeq ?? -1;
+  const through = options.throughSeq ?? Number.POSITIVE_INFINITY;
+  for (const event of events) if (event.seq > after && event.seq <= through) yield event;
+}
+
 /**
- * Builds the session's deferred events if it has any. Resolves with whether the answer holds from
- * now on: a session that does not exist (yet) is checked again at its next call.
+ * Builds the session's deferred events if it has any. `settled`: the answer holds from now on (a
+ * session that does not exist yet is checked again at its next call).
  */
-async function check(store: SessionStore, sessionId: string): Promise<boolean> {
+async function check(store: SessionStore, sessionId: string, keepEvents: boolean): Promise<Check> {
   let record;
   try {
     record = await store.getSession(sessionId);
   } catch {
     // An invalid id: the call itself reports it.
-    return false;
+    return { settled: false };
   }
-  if (record === undefined) return false;
-  if (record.scope.kind !== 'imported') return true;
-  await materializeImportedSession(store, sessionId);
-  return true;
+  if (record === undefined) return { settled: false };
+  if (record.scope.kind !== 'imported') return { settled: true };
+  const { events } = await materializeImportedSession(store, sessionId, { keepEvents });
+  return events !== undefined ? { settled: true, events } : { settled: true };
 }
 
 /** A deferred import just wrote this session: its state is checked again at its next read. */
 export function forgetImportedSession(store: SessionStore, sessionId: string): void {
-  (((store as unknown as Record<symbol, unknown>)[BUILDS] as Builds | undefined) ?? new Map()).delete(sessionId);
+  const builds = (store as unknown as Record<symbol, unknown>)[BUILDS] as Builds | undefined;
+  if (builds?.get(sessionId) === true) builds.delete(sessionId);
 }

@@ -1,5 +1,5 @@
 import { ClaudeCodeParser } from '../../backends/index.js';
-import { createTokenizer, type ConversationBlock } from '../../conversation/index.js';
+import { createTokenizer, type ConversationBlock, type StreamEvent } from '../../conversation/index.js';
 import { StoreError, type SessionStore } from '../../store/index.js';
 import { checkpointFromCompaction } from './import-checkpoint.js';
 import { statsOf } from './import-summary.js';
@@ -21,12 +21,18 @@ import { streamChunks } from './read-file.js';
  * written twice. Callers must not append to the session before this has run (`withImportedSessions`
  * makes every read and write of the log wait for it).
  *
- * Returns whether anything was built.
+ * Returns what was built: nothing (`built: false`) when the session had nothing pending; with
+ * `keepEvents`, the whole log as built (so the caller that asked to read it need not read it back),
+ * unless the build resumed a crashed one.
  */
-export async function materializeImportedSession(store: SessionStore, sessionId: string): Promise<boolean> {
+export async function materializeImportedSession(
+  store: SessionStore,
+  sessionId: string,
+  options: MaterializeOptions = {},
+): Promise<{ built: boolean; events?: StreamEvent[] }> {
   const manifest = await readManifest(store, sessionId);
   const pending = manifest?.pendingEvents;
-  if (manifest === undefined || pending === undefined) return false;
+  if (manifest === undefined || pending === undefined) return { built: false };
   const chunks = store.streamTranscript !== undefined ? await store.streamTranscript(sessionId, pending.transcript) : await wholeTranscript(store, sessionId, pending.transcript);
   if (chunks === undefined) {
     throw new StoreError(
@@ -41,7 +47,13 @@ export async function materializeImportedSession(store: SessionStore, sessionId:
   const index = await indexLog(store, sessionId);
   const watch = (block: ConversationBlock): boolean => block.type === 'system' && block.subtype === 'compaction';
   const resumed = index.known.size > 0;
-  const writer = new LogWriter(store, sessionId, resumed ? { known: index.known, metrics: index.metrics, watch } : { watch });
+  const kept: StreamEvent[] | undefined = options.keepEvents === true && !resumed ? [] : undefined;
+  const writer = new LogWriter(store, sessionId, {
+    ...(resumed ? { known: index.known, metrics: index.metrics } : {}),
+    watch,
+    batch: options.batch ?? BUILD_BATCH,
+    ...(kept !== undefined ? { onWritten: (events: readonly StreamEvent[]) => events.forEach((event) => kept.push(event)) } : {}),
+  });
   const parser = new ClaudeCodeParser({ emit: writer.add, file: pending.file });
   await streamChunks(chunks, parser, `${pending.transcript} of session ${sessionId}`, { afterChunk: (bytesRead) => writer.maybeFlush(bytesRead) });
   const info = parser.end();
@@ -62,8 +74,21 @@ export async function materializeImportedSession(store: SessionStore, sessionId:
   await store.updateSession(sessionId, (current) => ({ ...current, stats: statsOf(info, metrics), metrics }));
   const { pendingEvents: _built, ...rest } = manifest;
   await writeManifest(store, sessionId, { ...rest, blocks: info.blockCount, ...(checkpointBlockId !== undefined ? { checkpointBlockId } : {}) });
-  return true;
+  return kept !== undefined ? { built: true, events: kept } : { built: true };
 }
+
+export interface MaterializeOptions {
+  /** Return the built events (the caller is about to read the whole log). */
+  keepEvents?: boolean;
+  /** Events and input bytes per durable append; default `BUILD_BATCH`. */
+  batch?: { events: number; inputBytes: number };
+}
+
+/**
+ * A build's batches: larger than an import's (1 MiB), so a 100 MB transcript takes a dozen
+ * fdatasyncs rather than a hundred; its first reader holds the whole session anyway.
+ */
+const BUILD_BATCH = { events: 16_384, inputBytes: 8 * 1024 * 1024 };
 
 async function wholeTranscript(store: SessionStore, sessionId: string, name: string): Promise<AsyncIterable<string> | undefined> {
   const text = await store.readTranscript(sessionId, name);

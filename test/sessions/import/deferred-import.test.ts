@@ -136,6 +136,30 @@ describe('parley import into the file store: the transcript is copied and scanne
     await store.close();
   });
 
+  it('calls made while the session is being built wait for it, and keep their order', async () => {
+    const dataDir = join(work, 'data');
+    const store = await createFileStore({ dataDir, onWarning: () => {} });
+    const { sessions } = await importTranscripts(transcript, { store, now: NOW });
+    const sessionId = sessions[0]!.sessionId;
+    const expected = await log((await eagerImport(transcript)).store, `cc-${NATIVE_ID}`);
+    const draft = (id: string) => ({ type: 'block_complete' as const, conversationId: 'main', at: NOW(), block: { type: 'user_message' as const, id, createdAt: NOW(), content: id } });
+
+    const view = withImportedSessions(store);
+    const reading = log(view, sessionId);
+    const first = view.append(sessionId, [draft('first')]);
+    const second = view.append(sessionId, [draft('second')]);
+    const last = view.lastSeq(sessionId);
+    const [read, appendedFirst, appendedSecond, lastSeq] = await Promise.all([reading, first, second, last]);
+    // The reader that started the build got the built log; the appends landed after it, in call order.
+    expect(read).toEqual(expected);
+    expect(appendedFirst[0]!.seq).toBe(expected.length);
+    expect(appendedSecond[0]!.seq).toBe(expected.length + 1);
+    // lastSeq waited for the build too (appends not yet flushed are not counted, as without the view).
+    expect(lastSeq).toBeGreaterThanOrEqual(expected.length - 1);
+    expect((await log(view, sessionId)).slice(-2).map((event) => event.seq)).toEqual([expected.length, expected.length + 1]);
+    await store.close();
+  });
+
   it('a crash (SIGKILL) while the blocks are built leaves a session that reads correctly afterwards', async () => {
     const dataDir = join(work, 'data');
     const store = await createFileStore({ dataDir, onWarning: () => {} });
