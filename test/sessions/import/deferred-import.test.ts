@@ -160,6 +160,20 @@ describe('parley import into the file store: the transcript is copied and scanne
     await store.close();
   });
 
+  it('a session whose copy is gone fails its first read with an error that says to import the file again, and changes nothing', async () => {
+    const dataDir = join(work, 'data');
+    const store = await createFileStore({ dataDir, onWarning: () => {} });
+    const { sessions } = await importTranscripts(transcript, { store, now: NOW, copyTranscriptMaxBytes: 1_000_000 });
+    const sessionId = sessions[0]!.sessionId;
+    await fs.rm(join(dataDir, 'sessions', sessionId, 'transcripts', 'native-main.jsonl'));
+    const error = await log(withImportedSessions(store), sessionId).catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ code: 'CORRUPT_FILE' });
+    expect((error as Error).message).toContain(`Import ${NATIVE_ID}.jsonl again`);
+    expect(await store.lastSeq(sessionId)).toBe(-1);
+    expect(await store.readTranscript(sessionId, 'import-manifest.json')).toContain('pendingEvents');
+    await store.close();
+  });
+
   it('a crash (SIGKILL) while the blocks are built leaves a session that reads correctly afterwards', async () => {
     const dataDir = join(work, 'data');
     const store = await createFileStore({ dataDir, onWarning: () => {} });
