@@ -1,11 +1,18 @@
 /**
- * Importing a ~100 MB Claude Code JSONL transcript (issue 5): MB/s and peak memory of the import
- * (stream, parse into blocks, write into a file store) beside the floor (a bare streaming line
- * split + `JSON.parse` of the same file), plus the parser alone (events discarded) so the
- * parser's own cost and the store's are told apart, and the same import with the store's append
- * replaced by numbering the events and dropping them; then the first `parley show` of the imported
- * session in a fresh process. Targets: ≥ 0.8× the floor's MB/s, peak memory ≤ 2× the floor's, the
- * first show in ≤ 1.5× the floor's time.
+ * Importing a ~100 MB Claude Code JSONL transcript (issues 5 and 16): MB/s and peak memory of
+ * `parley import` into a file store beside the floor (a bare streaming line split + `JSON.parse` of
+ * the same file); then the first `parley show` of the imported session in a fresh process, and a
+ * second one. Targets: ≥ 0.8× the floor's MB/s, peak memory ≤ 2× the floor's, the first show in
+ * ≤ 1.5× the floor's time.
+ *
+ * What the import row measures changed with issue 16, because the product path did: into the file
+ * store, `parley import` now copies the transcript verbatim (kernel-side) and scans it for the
+ * listing (`src/sessions/import/deferred-import.ts`); the blocks are built from the copy on the
+ * session's first read, which the first-show row therefore includes (parse, write the log, read it,
+ * render). The session is listed with its title, turns and tokens when the import row ends. The
+ * parser row and the "appends numbered and dropped" row (an eager import into a memory store,
+ * which cannot copy files) show what building the blocks costs, with and without the store; the
+ * breakdown times the build's stages (the eager pipeline), which the first show pays.
  *
  * Each variant runs in a fresh child process (plain `node` on an esbuild bundle, so neither tsx
  * nor the other variants' garbage count), several rounds interleaved; the table shows medians.
@@ -232,6 +239,7 @@ export async function run(): Promise<string> {
     const samples = new Map<string, Sample[]>(variants.map((variant) => [variant, []]));
     const breakdowns: Breakdown[] = [];
     const shows: Sample[] = [];
+    const secondShows: Sample[] = [];
     const runChild = (variant: string, dataDir: string): Sample => {
       const script = variant === 'floor' ? children.floor : variant === 'breakdown' ? children.breakdown : variant === 'show' ? children.show : children.parley;
       const extra = variant === 'show' ? [`cc-${generated.sessionId}`] : [];
@@ -245,7 +253,11 @@ export async function run(): Promise<string> {
         const dataDir = join(work, `data-${round}`);
         samples.get(variant)!.push(runChild(variant, dataDir));
         // The first `parley show` of what the import wrote, in a fresh process.
-        if (variant === 'import') shows.push(runChild('show', dataDir));
+        if (variant === 'import') {
+          shows.push(runChild('show', dataDir));
+          // And the next one: the built log, read as any session's.
+          secondShows.push(runChild('show', dataDir));
+        }
         rmSync(dataDir, { recursive: true, force: true });
       }
       const dataDir = join(work, `data-${round}`);
@@ -261,8 +273,8 @@ export async function run(): Promise<string> {
     const label: Record<(typeof variants)[number], string> = {
       floor: 'floor: line split + JSON.parse',
       parse: 'Parley parser (blocks built, then dropped)',
-      'import-discard': 'Parley import, appends numbered and dropped',
-      import: 'Parley import into the file store',
+      'import-discard': 'eager import (blocks built), appends numbered and dropped',
+      import: '`parley import` into the file store (copy + scan)',
     };
     const rows = variants.map((variant) => [
       label[variant],
@@ -278,11 +290,13 @@ export async function run(): Promise<string> {
     const showMs = percentile(shows.map((sample) => sample.ms), 50);
     const showCpuMs = percentile(shows.map((sample) => sample.cpuMs), 50);
     const showRss = percentile(shows.map((sample) => sample.maxRssKb / 1024), 50);
+    const secondMs = percentile(secondShows.map((sample) => sample.ms), 50);
+    const secondCpuMs = percentile(secondShows.map((sample) => sample.cpuMs), 50);
+    const secondRss = percentile(secondShows.map((sample) => sample.maxRssKb / 1024), 50);
     const importMs = median('import', (sample) => sample.ms);
     const discardMs = median('import-discard', (sample) => sample.ms);
     const floorMs = median('floor', (sample) => sample.ms);
     const parseMs = median('parse', (sample) => sample.ms);
-    const storeShare = Math.max(0, 1 - discardMs / importMs);
     const stage = (key: keyof Breakdown): number => percentile(breakdowns.map((breakdown) => breakdown[key]), 50);
     const stageRows: Array<[string, keyof Breakdown, string]> = [
       ['line split + UTF-8 decode alone (part of the next row)', 'decode', 'the floor pays it too'],
@@ -317,7 +331,7 @@ export async function run(): Promise<string> {
         ['first `parley show` of the import', 'ms (wall)', 'vs floor\'s time', 'ms (CPU time)', 'vs floor', 'peak RSS (MB)', 'vs floor', 'target'],
         [
           [
-            'open the store, read the log, rebuild and render the blocks',
+            'first: open the store, build the blocks from the copy (parse, write the log), read the log, render',
             showMs.toFixed(0),
             `${(showMs / floorMs).toFixed(2)}×`,
             showCpuMs.toFixed(0),
@@ -326,20 +340,28 @@ export async function run(): Promise<string> {
             ratio(showRss, rss('floor')),
             '≤ 1.50× time, ≤ 2.00× memory',
           ],
+          [
+            'second: open the store, read the built log, rebuild and render the blocks',
+            secondMs.toFixed(0),
+            `${(secondMs / floorMs).toFixed(2)}×`,
+            secondCpuMs.toFixed(0),
+            `${(secondCpuMs / median('floor', (sample) => sample.cpuMs)).toFixed(2)}×`,
+            secondRss.toFixed(0),
+            ratio(secondRss, rss('floor')),
+            '',
+          ],
         ],
       ),
       '',
-      `The file store accounts for about ${(storeShare * 100).toFixed(0)} % of the import's ${(importMs / 1000).toFixed(2)} s (the two import rows differ only in it). ${median('import', (sample) => sample.detail)} blocks written. CPU time includes the garbage collector's helper threads (so wall time can be below it); wall time is what a user waits for, and suffers most from other load on the machine. "RSS before reading" is the process with its code loaded (the floor loads only the line splitter; Parley loads every back end through the layer's index).`,
+      `The import took ${(importMs / 1000).toFixed(2)} s and wrote no events (they are built at the first show); the eager pipeline without its store took ${(discardMs / 1000).toFixed(2)} s. CPU time includes the garbage collector's helper threads (so wall time can be below it); wall time is what a user waits for, and suffers most from other load on the machine. "RSS before reading" is the process with its code loaded (the floor loads only the line splitter; Parley loads every back end through the layer's index).`,
       '',
-      '### Where the import\'s time goes',
+      '### Where building the blocks goes (the first show\'s build, the eager import)',
       '',
-      `Each stage timed on its own, in the import's order and batch sizes (the breakdown child; median of ${rounds} runs; ms, garbage collection counted in the stage that allocates):`,
+      `Each stage timed on its own, in the eager pipeline's order and batch sizes (the breakdown child; median of ${rounds} runs; ms, garbage collection counted in the stage that allocates):`,
       '',
       table(['stage', 'ms', 'share', ''], breakdownRows),
       '',
-      `The real import takes ${importMs.toFixed(0)} ms against these stages' ${breakdownTotal.toFixed(0)}: the rest is the import's own bookkeeping (the log writer's batches, folding metadata into the session's metrics, the session record; the "numbered and dropped" row is ${(discardMs - parseMs).toFixed(0)} ms slower than the parser alone) and the extra garbage collection of holding a batch.`,
-      '',
-      `The target (0.8× the floor's ${floorMs.toFixed(0)} ms) allows ${target.toFixed(0)} ms. The floor is one pass of UTF-8 decode + \`JSON.parse\` on one core. The parser alone already takes ${parseMs.toFixed(0)} ms (${ratio(floorMs, parseMs)} the floor's speed): the same decode and parse plus building blocks and the garbage they leave. An import must further serialize, encode, write and fsync its output (${storeStages.toFixed(0)} ms here). Even with the store's whole share moved to the second core at no cost, the import could go no faster than the parser, ${ratio(floorMs, parseMs)} the floor; and it is not free: giving the events to a worker thread costs about as much as stringifying them. 0.8× needs the parser itself within 25 % of a bare \`JSON.parse\`.`,
+      `The import target (0.8× the floor's ${floorMs.toFixed(0)} ms) allows ${target.toFixed(0)} ms; the import took ${importMs.toFixed(0)}. The first-show target (1.5× the floor) allows ${(floorMs * 1.5).toFixed(0)} ms; the first show took ${showMs.toFixed(0)}: it builds the blocks, which costs at least the parser alone (${parseMs.toFixed(0)} ms, ${ratio(floorMs, parseMs)} the floor's speed) plus serializing, writing and fsyncing the log (${storeStages.toFixed(0)} ms in the stages above), then reads the log back. Meeting it needs a parser within about 25 % of a bare \`JSON.parse\` and the log's write taken off the show's path.`,
     ].join('\n');
   } finally {
     rmSync(work, { recursive: true, force: true });

@@ -1,6 +1,7 @@
 import { loadTokenizer } from '../conversation/index.js';
 import { createFileStore, type StoreWarning } from '../store/index.js';
 import { SessionError } from './errors.js';
+import { withImportedSessions } from './import/imported-store.js';
 import { DEFAULT_COMPACTION_THRESHOLD, DEFAULT_TOKEN_BUDGET, type SessionManagerOptions } from './session-manager-types.js';
 import { SessionManager } from './session-manager.js';
 import { checkBudget } from './session-requests.js';
@@ -28,7 +29,8 @@ export async function createSessionManager(options: SessionManagerOptions): Prom
   }
   // The tokenizer loads in the background (a listing never waits for it); the first count awaits it.
   if (!options.countTokens && options.preloadTokenizer !== false) void loadTokenizer();
-  manager = new SessionManager(store, ownsStore, options);
+  // An imported session whose blocks were deferred is built on its first read, whoever reads it.
+  manager = new SessionManager(withImportedSessions(store), ownsStore, options);
   for (const warning of warnings) manager.reportWarning(warning);
   return manager;
 }

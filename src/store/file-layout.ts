@@ -13,7 +13,7 @@ import { join } from 'node:path';
  * <dataDir>/sessions/<id>/checkpoints/v000001.json
  * <dataDir>/sessions/<id>/context.json
  * <dataDir>/sessions/<id>/agent-description.json
- * <dataDir>/sessions/<id>/transcripts/<name>
+ * <dataDir>/sessions/<id>/transcripts/<name>     raw native transcripts (an import: its copy, `main` or `native-main.jsonl`, and `import-manifest.json`)
  * <dataDir>/features/<featureId>/feature.json
  * <dataDir>/features/<featureId>/tasks/<taskId>/task.json
  * ```

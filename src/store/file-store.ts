@@ -1,4 +1,4 @@
-import { promises as fs } from 'node:fs';
+import { constants as fsConstants, promises as fs } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ValidationError, type StreamEvent, type StreamEventDraft } from '../conversation/index.js';
 import {
@@ -47,6 +47,9 @@ export interface FileStoreOptions {
   /** Recovered problems (torn log tail, stray temp file, unreadable session, stale lock); default: printed to stderr. */
   onWarning?: (warning: StoreWarning) => void;
 }
+
+/** Bytes per chunk when a transcript is streamed. */
+const TRANSCRIPT_CHUNK_BYTES = 1024 * 1024;
 
 /** Log file handles kept open at once; the least recently appended are closed beyond this. */
 const MAX_OPEN_LOGS = 128;
@@ -460,6 +463,54 @@ class FileStore implements SessionStore {
         if (isErrno(error, 'ENOENT')) return undefined;
         throw ioError('read', path, error);
       }
+    });
+  }
+
+  copyTranscriptFile(sessionId: string, name: string, sourcePath: string): Promise<{ bytes: number }> {
+    return this.guard(async () => {
+      const id = await this.requireSession(sessionId);
+      const target = this.layout.transcriptFile(id, checkId(name, 'transcript name'));
+      return this.queue.run(id, async () => {
+        await ensureDirectory(this.layout.transcriptsDir(id));
+        const temp = tempPath(this.layout.tmpDir, target);
+        let bytes: number;
+        try {
+          // A reflink where the file system has them, else a copy in the kernel (copy_file_range):
+          // the bytes never pass through this process.
+          await fs.copyFile(sourcePath, temp, fsConstants.COPYFILE_FICLONE);
+          const handle = await fs.open(temp, 'r');
+          try {
+            bytes = (await handle.stat()).size;
+            await handle.sync();
+          } finally {
+            await handle.close();
+          }
+          await fs.rename(temp, target);
+        } catch (error) {
+          await fs.rm(temp, { force: true });
+          throw ioError('copy a transcript into', target, error, id);
+        }
+        await syncDirectory(this.layout.transcriptsDir(id)).catch((error: unknown) => {
+          throw ioError('sync the folder of', target, error, id);
+        });
+        return { bytes };
+      });
+    });
+  }
+
+  streamTranscript(sessionId: string, name: string): Promise<AsyncIterable<Uint8Array> | undefined> {
+    return this.guard(async () => {
+      const id = await this.requireSession(sessionId);
+      const path = this.layout.transcriptFile(id, checkId(name, 'transcript name'));
+      let handle: fs.FileHandle;
+      try {
+        handle = await fs.open(path, 'r');
+      } catch (error) {
+        if (isErrno(error, 'ENOENT')) return undefined;
+        throw ioError('read', path, error);
+      }
+      // The open handle keeps the file readable even if it is replaced meanwhile.
+      return handle.createReadStream({ highWaterMark: TRANSCRIPT_CHUNK_BYTES });
     });
   }
 

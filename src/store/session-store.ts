@@ -91,6 +91,15 @@ export interface SessionStore {
   writeTranscript(sessionId: string, name: string, content: string): Promise<void>;
   readTranscript(sessionId: string, name: string): Promise<string | undefined>;
   listTranscripts(sessionId: string): Promise<string[]>;
+  /**
+   * Optional: copies a file into the session's transcripts verbatim, without reading it into memory
+   * (a store on a file system lets the kernel copy it), and resolves once the copy is durable, with
+   * its size. An existing transcript of that name is replaced atomically. A store without it is
+   * given transcripts as text (`writeTranscript`).
+   */
+  copyTranscriptFile?(sessionId: string, name: string, sourcePath: string): Promise<{ bytes: number }>;
+  /** Optional: a transcript read in chunks, so a large one is never held whole; undefined when there is none. */
+  streamTranscript?(sessionId: string, name: string): Promise<AsyncIterable<Uint8Array> | undefined>;
 
   putFeature(feature: Feature): Promise<void>;
   getFeature(featureId: string): Promise<Feature | undefined>;

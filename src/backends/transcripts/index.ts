@@ -6,3 +6,4 @@ export { ClaudeCodeParser, parseClaudeCodeTranscript, type ClaudeCodeParserOptio
 export { GeminiTranscriptParser, parseGeminiTranscript, type GeminiParserOptions } from './gemini-cli.js';
 export * from './seed-layout.js';
 export * from './writers/index.js';
+export { ClaudeCodeSummaryScan, type ClaudeCodeSummary } from './claude-code/summary-scan.js';

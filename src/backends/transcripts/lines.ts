@@ -7,6 +7,12 @@
 /** Called once per line, without its line break. `terminated` is false only for a last line with no newline. */
 export type LineHandler = (line: string, lineNumber: number, terminated: boolean) => void;
 
+/**
+ * The same, for a reader of raw bytes: the line is `buffer[start, end)`, undecoded (a leading BOM
+ * and a trailing carriage return already cut). The buffer is valid only during the call.
+ */
+export type LineBytesHandler = (buffer: Buffer, start: number, end: number, lineNumber: number, terminated: boolean) => void;
+
 const NEWLINE = 10;
 const CARRIAGE_RETURN = 13;
 
@@ -17,7 +23,11 @@ export class LineSplitter {
   private carryBytes = 0;
   private bytes = 0;
 
-  constructor(private readonly onLine: LineHandler) {}
+  /** `onBytes`, when given, takes every line instead of `onLine`, undecoded. */
+  constructor(
+    private readonly onLine: LineHandler,
+    private readonly onBytes?: LineBytesHandler,
+  ) {}
 
   /** Bytes pushed so far. */
   get bytesRead(): number {
@@ -69,6 +79,12 @@ export class LineSplitter {
     let stop = end;
     if (stop > start && buffer[stop - 1] === CARRIAGE_RETURN) stop--;
     this.lineNumber++;
+    if (this.onBytes !== undefined) {
+      let from = start;
+      if (this.lineNumber === 1 && buffer[from] === 0xef && buffer[from + 1] === 0xbb && buffer[from + 2] === 0xbf) from += 3;
+      this.onBytes(buffer, from, stop, this.lineNumber, terminated);
+      return;
+    }
     let line = buffer.toString('utf8', start, stop);
     if (this.lineNumber === 1 && line.charCodeAt(0) === 0xfeff) line = line.slice(1);
     this.onLine(line, this.lineNumber, terminated);

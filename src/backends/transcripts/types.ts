@@ -93,6 +93,8 @@ export interface ParsedNativeTranscript extends ParsedTranscripts {
 /** A streaming parser: feed lines, then `end()`. Events reach the sink as soon as their order is settled. */
 export interface TranscriptParser {
   line(text: string, lineNumber: number, terminated: boolean): void;
+  /** Optional: takes a line as undecoded bytes instead (see `LineBytesHandler`); a streaming reader then calls only this. */
+  lineBytes?(buffer: Buffer, start: number, end: number, lineNumber: number, terminated: boolean): void;
   end(): TranscriptInfo;
   readonly warnings: readonly TranscriptWarning[];
 }

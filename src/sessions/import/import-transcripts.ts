@@ -4,9 +4,6 @@ import {
   ClaudeCodeParser,
   GeminiTranscriptParser,
   parseSeedLayout,
-  sectionsFromStateSnapshot,
-  sectionsFromSummaryText,
-  type NativeCompaction,
   type SeedLayoutFiles,
   type TranscriptInfo,
   type TranscriptWarning,
@@ -29,9 +26,13 @@ import {
 import { discoverImportSources, type ClaudeCodeSource, type GeminiSource, type SeedLayoutSource } from './discover.js';
 import { ImportError, importAborted } from './errors.js';
 import { readJsonObject, statsOf, titleOf } from './import-summary.js';
+import { checkpointFromCompaction } from './import-checkpoint.js';
 import { LogWriter, indexLog } from './log-writer.js';
 import { fingerprintFile, sameFingerprints, streamFile, type FileFingerprint } from './read-file.js';
 import { importedSessionId, transcriptName, type ImportSource } from './session-ids.js';
+import { IMPORT_FORMAT, readManifest, writeManifest, type ImportManifest } from './manifest.js';
+import { importDeferred, type DeferredImportInput } from './deferred-import.js';
+import { withImportedSessions } from './imported-store.js';
 
 /**
  * `parley import <path>`: Claude Code and Gemini CLI transcripts and seed-layout sessions become
@@ -48,7 +49,9 @@ export interface ImportOptions {
   /**
    * Native transcripts up to this size are copied into the store (`writeTranscript`); larger ones
    * are referenced by path (`native.transcriptPath`) — a copy would hold the whole file in memory
-   * and double its disk use. Default 8 MiB.
+   * and double its disk use. Default 8 MiB. A deferred import (`deferred-import.ts`) copies every
+   * size, in the kernel; this limit then only decides whether the copy is the raw transcript `main`
+   * (read whole with the session) or `native-main.jsonl` beside it.
    */
   copyTranscriptMaxBytes?: number;
   /** Milliseconds since the epoch; injectable for tests. */
@@ -101,6 +104,11 @@ export interface ImportedSession {
   transcript: 'copied' | 'referenced';
   /** A checkpoint was written from the source's compaction summary or checkpoint file. */
   checkpoint: boolean;
+  /**
+   * The transcript was copied verbatim and only scanned: its blocks (and a checkpoint from its
+   * compaction) are built on the session's first read (`deferred-import.ts`). `appendedBlocks` is 0.
+   */
+  deferred?: boolean;
 }
 
 export interface ImportResult {
@@ -110,23 +118,6 @@ export interface ImportResult {
   skipped: Array<{ path: string; reason: string }>;
 }
 
-/** Kept with each imported session (as a transcript named `import-manifest.json`): what was read, for re-imports. */
-interface ImportManifest {
-  importFormat: number;
-  source: ImportSource;
-  importedAt: string;
-  files: FileFingerprint[];
-  copied: string[];
-  blocks: number;
-  subagents: number;
-  checkpointBlockId?: string;
-  /** Written by a live import (see `ImportOptions.live`): not final even if the files are unchanged. */
-  live?: boolean;
-}
-
-const MANIFEST = 'import-manifest.json';
-/** Bump when the parsers change what they produce: every session then re-imports as an update. */
-const IMPORT_FORMAT = 1;
 const DEFAULT_COPY_MAX = 8 * 1024 * 1024;
 
 const RECORD_TYPE: Record<ImportSource, string> = {
@@ -159,7 +150,8 @@ export async function importTranscripts(path: string, options: ImportOptions): P
   const result: ImportResult = { path: root, sessions: [], warnings: [], skipped: discovery.skipped };
   const total = discovery.sources.length;
   const context: Context = {
-    store: options.store,
+    // A session imported with its events deferred is built before its log is read or appended to.
+    store: withImportedSessions(options.store),
     options,
     now: options.now ?? Date.now,
     warnings: result.warnings,
@@ -199,6 +191,8 @@ function mainPathOf(source: ClaudeCodeSource | GeminiSource | SeedLayoutSource):
 
 async function importClaudeCode(source: ClaudeCodeSource, context: Context): Promise<ImportedSession> {
   const sessionId = importedSessionId('claude-code', source.nativeSessionId);
+  const deferred = await importClaudeCodeDeferred(source, sessionId, context);
+  if (deferred !== undefined) return deferred;
   const files = [source.main, ...source.subagents.flatMap((agent) => (agent.metaPath !== undefined ? [agent.path, agent.metaPath] : [agent.path]))];
   const start = await beginImport(context, sessionId, 'claude-code', source.main, source.nativeSessionId, files);
   if (start.unchanged !== undefined) return start.unchanged;
@@ -262,6 +256,40 @@ async function importClaudeCode(source: ClaudeCodeSource, context: Context): Pro
     summaryKind: 'claude-code',
     subagentCount: new Set(info.subagents.map((link) => link.subagentId)).size,
   });
+}
+
+/** The fast path (`deferred-import.ts`) where it applies: a new session, no subagent files, not live, a store that copies files. */
+async function importClaudeCodeDeferred(source: ClaudeCodeSource, sessionId: string, context: Context): Promise<ImportedSession | undefined> {
+  const store = context.store;
+  if (store.copyTranscriptFile === undefined || source.subagents.length > 0 || context.options.live === true) return undefined;
+  if ((await store.getSession(sessionId)) !== undefined) return undefined;
+  const imported = await importDeferred({
+    store: store as DeferredImportInput['store'],
+    sessionId,
+    path: source.main,
+    nativeSessionId: source.nativeSessionId,
+    recordType: RECORD_TYPE['claude-code'],
+    rawTranscriptMaxBytes: context.options.copyTranscriptMaxBytes ?? DEFAULT_COPY_MAX,
+    now: context.now,
+    ...(context.options.signal !== undefined ? { signal: context.options.signal } : {}),
+    onBytes: (bytesRead, totalBytes) => context.progress({ phase: 'reading', sessionId, file: source.main, bytesRead, totalBytes }),
+  });
+  context.warnings.push(...imported.warnings);
+  return {
+    sessionId,
+    source: 'claude-code',
+    path: source.main,
+    nativeSessionId: source.nativeSessionId,
+    title: imported.title,
+    status: 'imported',
+    blocks: imported.info.blockCount,
+    appendedBlocks: 0,
+    subagents: 0,
+    warnings: imported.warnings.length,
+    transcript: 'copied',
+    checkpoint: false,
+    deferred: true,
+  };
 }
 
 function subagentStart(agentId: string, name: string, model: string | undefined, meta: Record<string, unknown> | undefined, at: number): StreamEventDraft {
@@ -564,7 +592,7 @@ async function finishImport(
   if (compaction !== undefined && input.summaryKind !== undefined && start.manifest?.checkpointBlockId !== compaction.blockId) {
     const seq = writer.watchedSeqs.get(compaction.blockId!) ?? start.compactionSeqs.get(compaction.blockId!);
     if (seq !== undefined) {
-      await store.writeCheckpoint(sessionId, await checkpointFromCompaction(context, compaction, seq, info, input.summaryKind));
+      await store.writeCheckpoint(sessionId, await checkpointFromCompaction(context.tokenizer, context.now, compaction, seq, info, input.summaryKind));
       checkpoint = true;
     }
   }
@@ -601,7 +629,7 @@ async function finishImport(
     ...(context.options.live === true ? { live: true } : {}),
   };
   // Written last: a session without its manifest is an import that did not finish, and is completed by the next one.
-  await store.writeTranscript(sessionId, MANIFEST, JSON.stringify(manifest, null, 2));
+  await writeManifest(store, sessionId, manifest);
   context.warnings.push(...input.warnings);
   return {
     sessionId,
@@ -624,49 +652,3 @@ function expectedCopies(input: { start: Started }): number {
   return input.start.fingerprints.filter((print) => !print.path.endsWith('.meta.json')).length;
 }
 
-async function checkpointFromCompaction(
-  context: Context,
-  compaction: NativeCompaction,
-  seq: number,
-  info: TranscriptInfo,
-  kind: 'claude-code' | 'gemini-cli',
-): Promise<CheckpointInput> {
-  const text = compaction.summary ?? '';
-  const sections = kind === 'gemini-cli' ? sectionsFromStateSnapshot(text).sections : sectionsFromSummaryText(text);
-  let checkpointTokens = compaction.postTokens;
-  if (checkpointTokens === undefined) {
-    await context.tokenizer.load();
-    checkpointTokens = context.tokenizer.count(text);
-  }
-  const pre = compaction.preTokens ?? 0;
-  return {
-    createdAt: new Date(compaction.at ?? context.now()).toISOString(),
-    trigger: 'import',
-    ...(compaction.trigger !== undefined ? { instructions: `native ${compaction.trigger} compaction` } : {}),
-    summary: sections,
-    pinned: info.firstUserMessage !== undefined ? [info.firstUserMessage] : [],
-    liveHandles: [],
-    covers: {
-      throughSeq: seq,
-      messageCount: compaction.messagesBefore ?? 0,
-      ...(info.startedAt !== undefined ? { oldestMessageTimestamp: new Date(info.startedAt).toISOString() } : {}),
-      ...(compaction.at !== undefined ? { newestMessageTimestamp: new Date(compaction.at).toISOString() } : {}),
-    },
-    tokens: {
-      checkpoint: Math.max(0, Math.round(checkpointTokens)),
-      lastCompactionInput: Math.max(0, Math.round(pre)),
-      totalSaved: Math.max(0, Math.round(pre - (compaction.postTokens ?? checkpointTokens))),
-    },
-  };
-}
-
-async function readManifest(store: SessionStore, sessionId: string): Promise<ImportManifest | undefined> {
-  const text = await store.readTranscript(sessionId, MANIFEST);
-  if (text === undefined) return undefined;
-  try {
-    const value = JSON.parse(text) as ImportManifest;
-    return typeof value === 'object' && value !== null && Array.isArray(value.files) ? value : undefined;
-  } catch {
-    return undefined;
-  }
-}

@@ -48,6 +48,10 @@ export class LogWriter {
       metrics?: SessionMetrics;
       /** Block ids whose `seq` the caller needs. */
       watch?: (block: ConversationBlock) => boolean;
+      /** Larger batches than the import's (fewer fsyncs, more memory): a build that holds the whole session anyway. */
+      batch?: { events: number; inputBytes: number };
+      /** Receives each batch once it is durable. */
+      onWritten?: (events: readonly StreamEvent[]) => void;
     } = {},
   ) {
     const state = emptyConversation(sessionId);
@@ -84,7 +88,8 @@ export class LogWriter {
 
   /** Writes the batch when it is large enough. `inputBytes`: bytes of native transcript read so far. */
   async maybeFlush(inputBytes: number): Promise<void> {
-    if (this.batch.length >= BATCH_EVENTS || (this.batch.length > 0 && inputBytes - this.inputBytesAtLastFlush >= BATCH_INPUT_BYTES)) {
+    const limits = this.options.batch ?? { events: BATCH_EVENTS, inputBytes: BATCH_INPUT_BYTES };
+    if (this.batch.length >= limits.events || (this.batch.length > 0 && inputBytes - this.inputBytesAtLastFlush >= limits.inputBytes)) {
       this.inputBytesAtLastFlush = inputBytes;
       await this.flush();
     }
@@ -115,6 +120,7 @@ export class LogWriter {
 
   private written(events: StreamEvent[]): void {
     this.appendedEvents += events.length;
+    this.options.onWritten?.(events);
     const metadata: StreamEvent[] = [];
     for (const event of events) {
       if (event.type === 'metadata_update') metadata.push(event);

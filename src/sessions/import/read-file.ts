@@ -1,6 +1,7 @@
 import { createReadStream, promises as fs } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { LineSplitter, type TranscriptParser } from '../../backends/index.js';
+import { isParleyError } from '../../conversation/index.js';
 import { ImportError, importAborted } from './errors.js';
 
 /** Bytes read per chunk: large enough that per-chunk overhead vanishes, small enough to stay far below the memory target. */
@@ -19,7 +20,7 @@ export interface StreamFileOptions {
  * the unfinished last line of a chunk. Returns the text only when asked to keep it.
  */
 export async function streamFile(path: string, parser: TranscriptParser, options: StreamFileOptions = {}): Promise<{ bytes: number; text?: string }> {
-  const splitter = new LineSplitter((line, lineNumber, terminated) => parser.line(line, lineNumber, terminated));
+  const splitter = splitterFor(parser);
   const kept: Buffer[] | undefined = options.keepText ? [] : undefined;
   const stream = createReadStream(path, { highWaterMark: CHUNK_BYTES });
   try {
@@ -37,6 +38,39 @@ export async function streamFile(path: string, parser: TranscriptParser, options
   }
   splitter.end();
   return kept === undefined ? { bytes: splitter.bytesRead } : { bytes: splitter.bytesRead, text: Buffer.concat(kept).toString('utf8') };
+}
+
+/**
+ * Streams chunks from anywhere (a stored transcript) through a line parser, as `streamFile` does
+ * a file. `label` names the source in errors.
+ */
+export async function streamChunks(
+  chunks: AsyncIterable<Uint8Array | string>,
+  parser: TranscriptParser,
+  label: string,
+  options: Omit<StreamFileOptions, 'keepText'> = {},
+): Promise<{ bytes: number }> {
+  const splitter = splitterFor(parser);
+  try {
+    for await (const chunk of chunks) {
+      if (options.signal?.aborted) throw importAborted(label);
+      splitter.push(chunk);
+      if (options.afterChunk) await options.afterChunk(splitter.bytesRead);
+    }
+  } catch (error) {
+    if (error instanceof ImportError || isParleyError(error)) throw error;
+    throw new ImportError('IMPORT_READ_FAILED', `Cannot read ${label}: ${(error as Error).message}.`, { fault: 'system', cause: error, data: { path: label } });
+  }
+  splitter.end();
+  return { bytes: splitter.bytesRead };
+}
+
+/** Lines go to the parser as bytes when it reads bytes (no decoding of what it skips), else as text. */
+function splitterFor(parser: TranscriptParser): LineSplitter {
+  const onLine = (line: string, lineNumber: number, terminated: boolean): void => parser.line(line, lineNumber, terminated);
+  if (parser.lineBytes === undefined) return new LineSplitter(onLine);
+  const lineBytes = parser.lineBytes.bind(parser);
+  return new LineSplitter(onLine, lineBytes);
 }
 
 /** What tells a re-import whether a native file changed: size, modification time and hashes of its first and last 64 KiB. */

@@ -13,6 +13,7 @@ import {
   type SubagentBlock,
 } from '../../../src/conversation/index.js';
 import { importTranscripts, type ImportProgress } from '../../../src/sessions/import/index.js';
+import { withImportedSessions } from '../../../src/sessions/import/imported-store.js';
 import { createFileStore, createMemoryStore, type SessionStore } from '../../../src/store/index.js';
 import { generateClaudeCodeTranscript } from '../../fixtures/transcripts/generate.js';
 
@@ -379,7 +380,7 @@ describe('importTranscripts: single files and failures', () => {
 });
 
 describe('importTranscripts into the file store', () => {
-  it('streams a large transcript into the log, and the sessions are there after the store is reopened', async () => {
+  it('copies a large transcript beside the session and builds its log on first read; the session is there after the store is reopened', async () => {
     const project = join(work, 'project');
     await fs.mkdir(project);
     const generated = await generateClaudeCodeTranscript(join(project, '0f1e2d3c-4b5a-4978-8a6b-5c4d3e2f1a0b.jsonl'), { targetBytes: 12_000_000, seed: 7 });
@@ -388,13 +389,14 @@ describe('importTranscripts into the file store', () => {
     const result = await importTranscripts(project, { store, copyTranscriptMaxBytes: 1_000_000 });
     await store.close();
     const session = result.sessions[0]!;
-    expect(session).toMatchObject({ status: 'imported', transcript: 'referenced' });
+    // The file store copies the file (in the kernel) and defers the blocks: see deferred-import.test.ts.
+    expect(session).toMatchObject({ status: 'imported', transcript: 'copied', deferred: true });
 
     const reopened = await createFileStore({ dataDir, onWarning: () => {} });
     try {
       const record = (await reopened.getSession(session.sessionId))!;
       expect(record.readOnly).toBe(true);
-      const state = await rebuild(reopened, session.sessionId);
+      const state = await rebuild(withImportedSessions(reopened), session.sessionId);
       expect(state.blocks.length).toBe(session.blocks);
       const prompts = state.blocks.filter((block) => block.type === 'user_message').length;
       expect(prompts).toBe(generated.prompts);

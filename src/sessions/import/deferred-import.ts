@@ -1,0 +1,115 @@
+import { basename } from 'node:path';
+import { ClaudeCodeSummaryScan, type TranscriptInfo, type TranscriptWarning } from '../../backends/index.js';
+import { applyEvents, emptyConversation, type StreamEvent } from '../../conversation/index.js';
+import { FORMAT_VERSION, type SessionRecord, type SessionStore } from '../../store/index.js';
+import { forgetImportedSession } from './imported-store.js';
+import { statsOf, titleOf } from './import-summary.js';
+import { IMPORT_FORMAT, writeManifest, type ImportManifest } from './manifest.js';
+import { fingerprintFile, streamChunks, streamFile } from './read-file.js';
+
+/**
+ * The fast import of a Claude Code transcript (issue 16): the native file is copied verbatim into
+ * the session (by the kernel, while this process reads it once) and scanned for what the listing
+ * shows — title, message and turn counts, usage, cost — without building a block. The session's
+ * events are built from the copy on its first read (`materialize.ts`), so the import neither
+ * re-serializes the transcript's content nor fsyncs a log of it.
+ *
+ * The copy is the imported session's source of truth until then; the manifest names it
+ * (`pendingEvents`). Taken only for a new session, on a store that copies files
+ * (`SessionStore.copyTranscriptFile`: the file store), for a transcript without subagent files, and
+ * not by a live import (`--watch` appends as the file grows, so it needs the events in the log).
+ */
+
+/** The copy's name when the file is small enough to be the session's raw transcript (`main`, read whole with the session). */
+const RAW_TRANSCRIPT = 'main';
+/** The copy's name otherwise: kept beside the session's files, streamed, never read whole. */
+const NATIVE_COPY = 'native-main.jsonl';
+
+export interface DeferredImportInput {
+  store: SessionStore & Required<Pick<SessionStore, 'copyTranscriptFile'>>;
+  sessionId: string;
+  path: string;
+  nativeSessionId: string;
+  recordType: string;
+  /** Copies up to this size are named `main` (the session's raw transcript). */
+  rawTranscriptMaxBytes: number;
+  now: () => number;
+  signal?: AbortSignal;
+  onBytes?: (bytesRead: number, totalBytes: number) => void;
+}
+
+export interface DeferredImport {
+  title: string;
+  info: TranscriptInfo;
+  warnings: TranscriptWarning[];
+  /** The copy was named `main`. */
+  raw: boolean;
+}
+
+export async function importDeferred(input: DeferredImportInput): Promise<DeferredImport> {
+  const { store, sessionId, path } = input;
+  const fingerprint = await fingerprintFile(path);
+  const now = input.now();
+  const record: SessionRecord = {
+    formatVersion: FORMAT_VERSION,
+    sessionId,
+    type: input.recordType,
+    agentProfileReference: 'imported',
+    status: 'active',
+    agentType: 'imported',
+    scope: { kind: 'imported', source: 'claude-code', path, nativeSessionId: input.nativeSessionId },
+    title: `Importing ${basename(path)}`,
+    readOnly: true,
+    createdAt: Math.floor(Math.min(fingerprint.mtimeMs, now)),
+    updatedAt: now,
+    settings: {},
+    stats: { totalMessages: 0, totalTokens: 0, totalCompactions: 0 },
+    native: { backend: 'claude-code', nativeSessionId: input.nativeSessionId, transcriptPath: path },
+  };
+  await store.createSession(record);
+
+  const name = fingerprint.size <= input.rawTranscriptMaxBytes ? RAW_TRANSCRIPT : NATIVE_COPY;
+  // The copy (and its fsync) runs on the thread pool while this thread scans the same file.
+  const copying = store.copyTranscriptFile(sessionId, name, path);
+  copying.catch(() => undefined);
+  let scan = new ClaudeCodeSummaryScan({ file: basename(path) });
+  const read = await streamFile(path, scan, {
+    ...(input.signal !== undefined ? { signal: input.signal } : {}),
+    afterChunk: (bytesRead) => input.onBytes?.(bytesRead, fingerprint.size),
+  });
+  const copied = await copying;
+  if (copied.bytes !== read.bytes) {
+    // The file changed between the copy and the scan (Claude Code still writing): the copy is the truth, scan it.
+    scan = new ClaudeCodeSummaryScan({ file: basename(path) });
+    const chunks = await store.streamTranscript?.(sessionId, name);
+    if (chunks !== undefined) await streamChunks(chunks, scan, `${name} of session ${sessionId}`);
+  }
+  const info = scan.end();
+  // Folded as the log's metadata events would be (the reducer's rules, in the same order).
+  const events = scan.metadata.map((draft, seq) => Object.assign({}, draft, { sessionId, seq, at: draft.at ?? now }) as StreamEvent);
+  const metrics = applyEvents(emptyConversation(sessionId), events).metrics;
+  const title = titleOf(info, 'claude-code', input.nativeSessionId);
+  await store.updateSession(sessionId, (current) => ({
+    ...current,
+    title,
+    updatedAt: now,
+    ...(info.endedAt !== undefined ? { lastActivity: info.endedAt } : {}),
+    ...(info.startedAt !== undefined ? { createdAt: info.startedAt } : {}),
+    stats: statsOf(info, metrics),
+    metrics,
+  }));
+  const manifest: ImportManifest = {
+    importFormat: IMPORT_FORMAT,
+    source: 'claude-code',
+    importedAt: new Date(now).toISOString(),
+    files: [fingerprint],
+    copied: name === RAW_TRANSCRIPT ? [RAW_TRANSCRIPT] : [],
+    blocks: info.blockCount,
+    subagents: 0,
+    pendingEvents: { transcript: name, file: basename(path) },
+  };
+  // Written last, as by every import: a session without its manifest is an import that did not finish.
+  await writeManifest(store, sessionId, manifest);
+  forgetImportedSession(store, sessionId);
+  return { title, info, warnings: [...scan.warnings], raw: name === RAW_TRANSCRIPT };
+}
