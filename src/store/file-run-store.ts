@@ -300,6 +300,12 @@ class JournalFile {
         return;
       }
       this.pending.push({ drafts, deferred, resolve, reject });
+      // A deferred append with nothing queued before it has no flush to share: written at once,
+      // it saves the turn a trip round the event loop.
+      if (deferred && this.pending.length === 1) {
+        this.flush();
+        return;
+      }
       if (!this.scheduled) {
         this.scheduled = true;
         // setImmediate, not a microtask: the flush is synchronous, and a caller appending in a loop

@@ -105,7 +105,10 @@ export function createMemoryStore(): SessionStore {
 
     async *readLog(sessionId: string, options: ReadLogOptions = {}) {
       const entry = entryOf(sessionId);
-      const events = entry.log.filter((event) => inWindow(event.seq, options.afterSeq, options.throughSeq));
+      // Event `seq` is its index in the log, so a window is a slice: reading the events after the
+      // last user message each turn must not cost the whole history.
+      const from = Math.max(0, options.afterSeq === undefined ? 0 : Math.floor(options.afterSeq) + 1);
+      const events = entry.log.slice(from).filter((event) => inWindow(event.seq, options.afterSeq, options.throughSeq));
       for (const event of events) yield structuredClone(event);
     },
 
