@@ -12,7 +12,7 @@ import {
 } from './types.js';
 import { ChainOrder, type HeldRecord } from './claude-code/chain-order.js';
 import { assignIds, blockEvent, blockId, mapAssistantContent, mapAttachment, mapSystemRecord, unknownRecord } from './claude-code/blocks.js';
-import { describeStart, isTitleRecord, textOf, usageOf } from './claude-code/records.js';
+import { isTitleRecord, recordOfLine, textOf, usageOf } from './claude-code/records.js';
 import { rewindBlock } from './claude-code/rewind.js';
 import { noteCompactionSummary, noteEnvelope, noteTitle } from './claude-code/session-info.js';
 import { Thread, type RecordNode } from './claude-code/thread.js';
@@ -92,23 +92,9 @@ export class ClaudeCodeParser implements TranscriptParser {
   }
 
   line(text: string, lineNumber: number, terminated = true): void {
-    if (text.length === 0 || isBlank(text)) return;
-    const parsed = parseJson(text);
-    if (parsed === undefined) {
-      this.warn(
-        terminated ? 'MALFORMED_LINE' : 'TRUNCATED_LINE',
-        terminated
-          ? `line ${lineNumber} is not valid JSON (${describeStart(text)}); skipped`
-          : `line ${lineNumber} is cut off (the file ends mid-record, e.g. while Claude Code was writing it); skipped`,
-        lineNumber,
-      );
-      return;
-    }
-    if (!isObject(parsed.value)) {
-      this.warn('NOT_A_RECORD', `line ${lineNumber} is JSON but not a record object; skipped`, lineNumber);
-      return;
-    }
-    this.place({ record: parsed.value, lineNumber, bytes: text.length });
+    const record = recordOfLine(text, lineNumber, terminated, (code, message, line) => this.warn(code, message, line));
+    if (record === undefined) return;
+    this.place({ record, lineNumber, bytes: text.length });
   }
 
   end(): TranscriptInfo {

@@ -1,5 +1,5 @@
 import type { BlockStatus, SystemBlockSubtype, Usage } from '../../../conversation/index.js';
-import { isObject, numberOf, objectOf, stringOf, type JsonObject } from '../json.js';
+import { isBlank, isObject, numberOf, objectOf, parseJson, stringOf, type JsonObject } from '../json.js';
 
 /**
  * The vocabulary of Claude Code's session records (reference/anchors-clis.md §3.1): which record
@@ -164,4 +164,29 @@ export function subagentStatus(status: string | undefined): BlockStatus {
 export function describeStart(text: string): string {
   const start = text.slice(0, 40);
   return `starts with ${JSON.stringify(start)}${text.length > 40 ? '…' : ''}`;
+}
+
+/**
+ * One transcript line as a record object, or undefined (blank, not JSON, cut off at the end of the
+ * file, or JSON that is not an object), with the warning that says which. The parser and the
+ * import's summary scan read lines the same way.
+ */
+export function recordOfLine(text: string, lineNumber: number, terminated: boolean, warn: (code: string, message: string, line: number) => void): JsonObject | undefined {
+  if (text.length === 0 || isBlank(text)) return undefined;
+  const parsed = parseJson(text);
+  if (parsed === undefined) {
+    warn(
+      terminated ? 'MALFORMED_LINE' : 'TRUNCATED_LINE',
+      terminated
+        ? `line ${lineNumber} is not valid JSON (${describeStart(text)}); skipped`
+        : `line ${lineNumber} is cut off (the file ends mid-record, e.g. while Claude Code was writing it); skipped`,
+      lineNumber,
+    );
+    return undefined;
+  }
+  if (!isObject(parsed.value)) {
+    warn('NOT_A_RECORD', `line ${lineNumber} is JSON but not a record object; skipped`, lineNumber);
+    return undefined;
+  }
+  return parsed.value;
 }

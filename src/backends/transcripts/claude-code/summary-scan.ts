@@ -1,7 +1,7 @@
 import { MAIN_CONVERSATION, type StreamEventDraft, type TurnMetadata } from '../../../conversation/index.js';
 import { isBlank, isObject, numberOf, objectOf, parseJson, stringOf, timeOf, type JsonObject } from '../json.js';
 import { emptyInfo, type TranscriptInfo, type TranscriptParser, type TranscriptWarning } from '../types.js';
-import { SUBAGENT_TOOLS, classifyWrapped, describeStart, isTitleRecord, maxUsage, textOf, usageOf } from './records.js';
+import { SUBAGENT_TOOLS, classifyWrapped, isTitleRecord, maxUsage, recordOfLine, textOf, usageOf } from './records.js';
 import { skimRecord } from './record-skim.js';
 import { noteCompactionSummary, noteEnvelope, noteTitle } from './session-info.js';
 import type { MessageGroup, RecordNode } from './thread.js';
@@ -91,23 +91,9 @@ export class ClaudeCodeSummaryScan implements TranscriptParser {
   }
 
   line(text: string, lineNumber: number, terminated = true): void {
-    if (text.length === 0 || isBlank(text)) return;
-    const parsed = parseJson(text);
-    if (parsed === undefined) {
-      this.warn(
-        terminated ? 'MALFORMED_LINE' : 'TRUNCATED_LINE',
-        terminated
-          ? `line ${lineNumber} is not valid JSON (${describeStart(text)}); skipped`
-          : `line ${lineNumber} is cut off (the file ends mid-record, e.g. while Claude Code was writing it); skipped`,
-        lineNumber,
-      );
-      return;
-    }
-    if (!isObject(parsed.value)) {
-      this.warn('NOT_A_RECORD', `line ${lineNumber} is JSON but not a record object; skipped`, lineNumber);
-      return;
-    }
-    this.fold(parsed.value, lineNumber, Buffer.byteLength(text));
+    const record = recordOfLine(text, lineNumber, terminated, (code, message, line) => this.warn(code, message, line));
+    if (record === undefined) return;
+    this.fold(record, lineNumber, Buffer.byteLength(text));
   }
 
   private fold(record: JsonObject, lineNumber: number, bytes: number): void {
