@@ -20,4 +20,5 @@ export * from './run-records.js';
 export * from './run-store.js';
 export { createMemoryRunStore } from './memory-run-store.js';
 export { createFileRunStore } from './file-run-store.js';
+export { migrateRuns, type RunMigration, type RunMigrationReport, type RunMigrationStatus } from './run-migrate.js';
 export { shareStore, type SharedStore } from './shared-store.js';

@@ -2,13 +2,14 @@ import { existsSync, promises as fs } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFileDraftStore, createFileStore, createPostgresDraftStore, createPostgresStore, type DraftStoreSide } from '../../src/store/index.js';
+import { createFileDraftStore, createFileRunStore, createFileStore, createPostgresDraftStore, createPostgresRunStore, createPostgresStore, type DraftStoreSide } from '../../src/store/index.js';
 import { postgresSkipReason, startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { runParley } from '../helpers/run-parley.js';
 import { sessionRecord } from '../store/builders.js';
 import { draftRecord, taskFile } from '../store/draft-store-conformance.js';
 import { expectSameContents, fillDataFolder } from '../store/migrate-data.js';
 import { expectSameDraftLayer, fillDraftLayer } from '../store/migrate-draft-data.js';
+import { runRecord } from '../store/run-store-conformance.js';
 
 const quiet = () => undefined;
 
@@ -77,6 +78,14 @@ describe.skipIf(skipReason !== undefined)('parley migrate as a process', () => {
     await fillDraftLayer(originalDrafts, 'shop');
     await originalDrafts.close();
     await original.close();
+    // A durable run waiting for an answer: after the move it must still wait, with its journal.
+    const originalRuns = await createFileRunStore({ dataDir: folder });
+    await originalRuns.createRun(runRecord('run-waiting', { status: 'waiting', journalLength: 2 }));
+    await originalRuns.appendJournal('run-waiting', [
+      { kind: 'turn', data: { agent: 'writer', turn: 1, output: 'draft' } },
+      { kind: 'prompt', data: { promptId: 'p1', prompt: 'Ship it?', askedAt: 1 } },
+    ]);
+    await originalRuns.close();
     const schema = server.freshSchema('cli');
     const url = server.url();
 
@@ -93,11 +102,13 @@ describe.skipIf(skipReason !== undefined)('parley migrate as a process', () => {
     expect(there.stdout).toContain('3 project tasks: 3 copied, 0 unchanged, 0 conflicts');
     expect(there.stdout).toContain('4 drafts: 4 copied, 0 unchanged, 0 conflicts');
     expect(there.stdout).toContain('2 role files: 2 copied, 0 unchanged, 0 conflicts');
+    expect(there.stdout).toContain('1 durable run: 1 copied, 0 continued, 0 unchanged, 0 conflicts (2 journal entries written)');
     expect(there.stdout).not.toContain('test password');
 
     const again = await runParley(['migrate', '--from', folder, '--to', url, '--to-schema', schema], { cwd: work });
     expect(again.code).toBe(0);
     expect(again.stdout).toContain('4 drafts: 0 copied, 4 unchanged, 0 conflicts');
+    expect(again.stdout).toContain('1 durable run: 0 copied, 0 continued, 1 unchanged, 0 conflicts (0 journal entries written)');
     expect(again.stdout).toContain(`Nothing new to copy: the target already holds all of it. ${ids.length} of ${ids.length} sessions verified.`);
 
     // Back into another project folder named shop, so its home is shop too.
@@ -106,10 +117,12 @@ describe.skipIf(skipReason !== undefined)('parley migrate as a process', () => {
     expect(json.code).toBe(0);
     const report = JSON.parse(json.stdout) as {
       ok: boolean;
+      runs: unknown;
       sessions: Array<{ status: string }>;
       draftLayer: { home: string; report: { ok: boolean; records: Array<{ status: string }>; projects: Array<{ project: string; source: { sha256: string }; differences: string[] }> } };
     };
     expect(report.ok).toBe(true);
+    expect(report.runs).toMatchObject({ ok: true, runs: [{ runId: 'run-waiting', status: 'copied', written: 2, verified: true }] });
     expect(report.sessions.every((session) => session.status === 'copied')).toBe(true);
     expect(report.draftLayer.home).toBe('shop');
     expect(report.draftLayer.report.ok).toBe(true);
@@ -134,6 +147,13 @@ describe.skipIf(skipReason !== undefined)('parley migrate as a process', () => {
       await expectSameContents(source, restored);
       await expectSameDraftLayer(sides[0]!, sides[2]!);
       await expectSameDraftLayer(sides[0]!, sides[1]!);
+      const runSides = [await createFileRunStore({ dataDir: folder }), await createPostgresRunStore({ connectionString: url, schema, existingOnly: true }), await createFileRunStore({ dataDir: back })];
+      try {
+        const [first, ...copies] = await Promise.all(runSides.map(async (side) => ({ record: await side.getRun('run-waiting'), kinds: (await side.readJournal('run-waiting')).map((entry) => [entry.seq, entry.kind, entry.data]) })));
+        for (const copy of copies) expect(copy).toEqual(first);
+      } finally {
+        await Promise.all(runSides.map((side) => side.close()));
+      }
     } finally {
       await Promise.all([source.close(), restored.close(), database.close(), ...sides.map((side) => side.store.close())]);
     }

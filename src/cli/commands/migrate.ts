@@ -1,8 +1,21 @@
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Command } from 'commander';
 import { ValidationError } from '../../conversation/index.js';
-import { DEFAULT_POSTGRES_SCHEMA, migrateStore, type MigrationReport, type SessionMigration, type SessionStore } from '../../store/index.js';
+import {
+  createFileRunStore,
+  createPostgresRunStore,
+  DEFAULT_POSTGRES_SCHEMA,
+  migrateRuns,
+  migrateStore,
+  type MigrationReport,
+  type RunMigrationReport,
+  type RunStore,
+  type SessionMigration,
+  type SessionStore,
+} from '../../store/index.js';
 import { migrateDraftLayer, type DraftLayerMigration } from '../draft-layer-migration.js';
-import { describeLocation, openSourceStore, openTargetStore, parseStoreLocation, sameLocation } from '../store-location.js';
+import { describeLocation, openSourceStore, openTargetStore, parseStoreLocation, sameLocation, type StoreLocation } from '../store-location.js';
 
 interface MigrateFlags {
   from?: string;
@@ -17,7 +30,7 @@ interface MigrateFlags {
 export function register(program: Command): void {
   program
     .command('migrate')
-    .description('Copy sessions (logs, checkpoints, transcripts), features, tasks and the draft layer (projects, tasks, drafts, role files) from one store to another, and verify the copy')
+    .description('Copy sessions (logs, checkpoints, transcripts), features, tasks, the draft layer (projects, tasks, drafts, role files) and durable runs (records and journals) from one store to another, and verify the copy')
     .option('--from <store>', 'the store to copy from: a Parley data folder or a postgres:// URL')
     .option('--to <store>', 'the store to copy into: a data folder (made when missing) or a postgres:// URL')
     .option('--from-schema <name>', 'PostgreSQL schema of --from', DEFAULT_POSTGRES_SCHEMA)
@@ -46,6 +59,7 @@ export function register(program: Command): void {
       const progress = process.stderr.isTTY && !flags.json;
       let report: MigrationReport;
       let draftLayer: DraftLayerMigration;
+      let runs: RunMigrationReport;
       try {
         report = await migrateStore(source, target, {
           batchSize,
@@ -54,24 +68,54 @@ export function register(program: Command): void {
         if (progress) process.stderr.write('\r\x1b[K');
         // While both session stores are open: a data folder's store.lock keeps this process its only writer.
         draftLayer = await migrateDraftLayer(from, to);
+        runs = await copyRuns(from, to);
       } finally {
         await Promise.allSettled([source.close(), target.close()]);
       }
       if (flags.json) {
-        process.stdout.write(`${JSON.stringify({ from: describeLocation(from), to: describeLocation(to), ...report, draftLayer }, null, 2)}\n`);
+        process.stdout.write(`${JSON.stringify({ from: describeLocation(from), to: describeLocation(to), ...report, draftLayer, runs }, null, 2)}\n`);
       } else {
-        process.stdout.write(describe(describeLocation(from), describeLocation(to), report, draftLayer));
+        process.stdout.write(describe(describeLocation(from), describeLocation(to), report, draftLayer, runs));
       }
-      if (!report.ok || !draftLayer.report.ok) {
+      if (!report.ok || !draftLayer.report.ok || !runs.ok) {
         process.stderr.write('parley migrate: the copy is incomplete or does not match the source (see the table above); nothing in the target was overwritten.\n');
         process.exitCode = 1;
       }
     });
 }
 
+/**
+ * Durable runs, copied while the session stores are open (a data folder's store.lock keeps this
+ * process its only writer). A source folder with no runs/ has none to copy and is not written to.
+ */
+async function copyRuns(from: StoreLocation, to: StoreLocation): Promise<RunMigrationReport> {
+  if (from.kind === 'folder' && !(await isDirectory(join(from.dataDir, 'runs')))) return { runs: [], ok: true };
+  const source = await openRunStore(from, true);
+  try {
+    const target = await openRunStore(to, false);
+    try {
+      return await migrateRuns(source, target);
+    } finally {
+      await target.close();
+    }
+  } finally {
+    await source.close();
+  }
+}
+
+function openRunStore(location: StoreLocation, existingOnly: boolean): Promise<RunStore> {
+  return location.kind === 'postgres'
+    ? createPostgresRunStore({ connectionString: location.connectionString, schema: location.schema, existingOnly })
+    : createFileRunStore({ dataDir: location.dataDir, onWarning: (warning) => process.stderr.write(`parley store: ${warning.message}\n`) });
+}
+
+async function isDirectory(path: string): Promise<boolean> {
+  return (await stat(path).catch(() => undefined))?.isDirectory() ?? false;
+}
+
 const SHORT_HASH = 12;
 
-function describe(from: string, to: string, report: MigrationReport, draftLayer: DraftLayerMigration): string {
+function describe(from: string, to: string, report: MigrationReport, draftLayer: DraftLayerMigration, runs: RunMigrationReport): string {
   const lines = [`From ${from}`, `to   ${to}`, ''];
   const header = ['session', 'status', 'events', 'copied', 'checkpoints', 'transcripts', 'events sha-256', 'verified'];
   const rows = report.sessions.map((session) => {
@@ -109,13 +153,30 @@ function describe(from: string, to: string, report: MigrationReport, draftLayer:
     lines.push(`The target also holds ${report.targetOnlySessions.length} session(s) the source does not; they were left alone.`);
   }
   if (problems.length > 0) lines.push('', 'Not copied or not matching:', ...problems);
-  lines.push('', ...describeDraftLayer(draftLayer), '');
+  lines.push('', ...describeDraftLayer(draftLayer), '', ...describeRuns(runs), '');
 
   const events = report.sessions.reduce((sum, session) => sum + session.written.events, 0);
   const verified = report.sessions.filter((session) => session.verification?.differences.length === 0).length;
-  if (report.nothingCopied && draftLayer.report.nothingCopied) lines.push(`Nothing new to copy: the target already holds all of it. ${verified} of ${report.sessions.length} sessions verified.`);
+  const runsCopied = runs.runs.some((run) => run.written > 0 || run.status === 'copied');
+  if (report.nothingCopied && draftLayer.report.nothingCopied && !runsCopied) lines.push(`Nothing new to copy: the target already holds all of it. ${verified} of ${report.sessions.length} sessions verified.`);
   else lines.push(`Copied ${events} events of ${report.sessions.filter((session) => session.status === 'copied' || session.status === 'continued').length} sessions; ${verified} of ${report.sessions.length} sessions verified.`);
   return `${lines.join('\n')}\n`;
+}
+
+/** The durable runs' part of the summary: counts per outcome, and each run not copied or not matching. */
+function describeRuns({ runs }: RunMigrationReport): string[] {
+  const count = (status: string) => runs.filter((run) => run.status === status).length;
+  const entries = runs.reduce((sum, run) => sum + run.written, 0);
+  const lines = [
+    `${runs.length} durable run${runs.length === 1 ? '' : 's'}: ${count('copied')} copied, ${count('continued')} continued, ${count('unchanged')} unchanged, ${count('conflict')} conflicts` +
+      (count('failed') > 0 ? `, ${count('failed')} failed` : '') +
+      ` (${entries} journal entries written)`,
+  ];
+  const problems = runs
+    .filter((run) => run.reason !== undefined || !run.verified)
+    .map((run) => `  run ${run.runId}: ${run.status}: ${run.reason ?? "the target's copy does not match the source's"}`);
+  if (problems.length > 0) lines.push('', 'Runs not copied or not matching:', ...problems);
+  return lines;
 }
 
 /** The draft layer's part of the summary: one line per project, counts per kind, and what was not copied or does not match. */
