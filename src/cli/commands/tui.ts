@@ -6,7 +6,7 @@ import { ValidationError } from '../../conversation/index.js';
 import type { ServerFile, TransportFactory, WebSocketLike } from '../../protocol/index.js';
 import type { RunningServer } from '../../server/index.js';
 import type { NoteLine } from '../../ui/tui/index.js';
-import { draftLeaseFromEnvironment, openChosenDraftStore, openChosenStore, resolveDataDir } from '../options.js';
+import { draftLeaseFromEnvironment, openChosenDraftStore, openChosenStore, resolveDataDir, resolveStoreUrl } from '../options.js';
 import { answers, processAlive, readServerFile } from '../project-server.js';
 import { coreRunServiceFactory, serveRuns } from '../run-service-wiring.js';
 import { resolveServerBackends } from '../server-backends.js';
@@ -57,7 +57,7 @@ export async function openTui(command: Command, options: TuiOptions = {}): Promi
   const hint = "Type a message to start: with no draft, Parley drafts the project's default role for it. /help lists the commands. Tab completes, Esc interrupts a turn, Ctrl+C quits.";
   const eraseSplash = paintSplash();
   const [{ runTui }, protocol] = await Promise.all([import('../../ui/tui/index.js'), import('../../protocol/index.js')]);
-  const host = new ServerHost(projectRoot, dataDir, () => openChosenStore(command), () => openChosenDraftStore(command, projectRoot, dataDir));
+  const host = new ServerHost(projectRoot, dataDir, () => openChosenStore(command), () => openChosenDraftStore(command, projectRoot, dataDir), resolveStoreUrl(command));
   const factory: TransportFactory = async (context) => {
     const target = attach ?? (await host.locate());
     const { WebSocket } = await import('ws');
@@ -115,9 +115,9 @@ interface Target {
 /**
  * Finds this project's server: the one `server.json` names when its process is alive, or else one
  * started in this process (which stops when the TUI quits). Asked again on every reconnect, so a
- * TUI attached to a server that restarts (on whatever port) finds it again.
+ * TUI attached to a server that restarts (on whatever port) finds it again. Exported for its tests.
  */
-class ServerHost {
+export class ServerHost {
   private owned: RunningServer | undefined;
   private attached = false;
   private starting: Promise<RunningServer> | undefined;
@@ -129,6 +129,8 @@ class ServerHost {
     /** The PostgreSQL store `--store` names, or undefined: the file store in the data folder. */
     private readonly openStore: () => Promise<SessionStore | undefined>,
     private readonly openDraftStore: () => Promise<DraftStore | undefined> = () => Promise.resolve(undefined),
+    /** The PostgreSQL URL of that store: the server's durable runs go into the same database. */
+    private readonly storeUrl: string | undefined = undefined,
   ) {}
   private store: SessionStore | undefined;
   private draftStore: DraftStore | undefined;
@@ -175,7 +177,7 @@ class ServerHost {
       server = await startServer({
         projectRoot: this.projectRoot,
         dataDir: this.dataDir,
-        ...(store ? { store } : {}),
+        ...(store ? { store, ...(this.storeUrl !== undefined ? { storeUrl: this.storeUrl } : {}) } : {}),
         ...(draftStore ? { draftStore } : {}),
         ...(leaseTtlMs !== undefined ? { leaseTtlMs } : {}),
         port: 0,
