@@ -1,7 +1,7 @@
 import { noteFromUser } from './conversations.js';
 import path from 'node:path';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { StreamEvent } from '../conversation/index.js';
+import { MAIN_CONVERSATION, type StreamEvent } from '../conversation/index.js';
 import type { AgentBackend } from '../backends/index.js';
 import { TypedEmitter } from '../sessions/index.js';
 import { MAX_LEASE_TTL_MS } from '../store/index.js';
@@ -115,7 +115,12 @@ class DraftServiceImpl implements DraftService {
 
   /** Every event stored in a draft's (or a dispatch's) session goes to its channel, in `seq` order. */
   private forward(sessionId: string, event: StreamEvent): void {
-    const channelId = this.state.bySession.get(sessionId)?.session.channelId ?? this.state.dispatches.get(sessionId);
+    const draft = this.state.bySession.get(sessionId);
+    // Clients show the turn as over from this event on: a prompt sent now waits for the turn to save its state.
+    if (draft?.turn && event.type === 'metadata_update' && event.conversationId === MAIN_CONVERSATION && event.metadata.turnComplete && event.metadata.stopReason !== 'error') {
+      draft.turn.settling = true;
+    }
+    const channelId = draft?.session.channelId ?? this.state.dispatches.get(sessionId);
     if (channelId !== undefined) this.state.emitter.emit('channel_message', { channelId, sessionId, event });
   }
 

@@ -12,6 +12,12 @@ import type { Workers } from './workers.js';
 export interface RunningTurn {
   controller: AbortController;
   done: Promise<void>;
+  /**
+   * Set once the turn's end (its completing metadata) has streamed: clients show the turn as over,
+   * while the draft still saves its state. A prompt sent in that moment waits for it instead of
+   * being refused with TURN_IN_PROGRESS.
+   */
+  settling?: boolean;
 }
 
 /** A draft in memory: its persisted DraftSession plus what a turn needs. */

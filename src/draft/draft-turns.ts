@@ -59,6 +59,14 @@ export async function submitPrompt(
  * conversation that has moved on.
  */
 async function resumeDraft(state: DraftServiceState, draft: ActiveDraft, content: string, backendName: string | undefined, traceParent: Context | undefined): Promise<SubmitResult> {
+  // The user saw the last turn end and typed at once: that turn is only saving its state.
+  if (draft.turn?.settling) await draft.turn.done;
+  if (state.drafts.get(draft.session.channelId) !== draft) {
+    throw new DraftError('NO_ACTIVE_DRAFT', `The draft on channel "${draft.session.channelId}" closed as its last turn ended; draft the role again to go on.`, {
+      fault: 'user',
+      data: { channelId: draft.session.channelId, sessionId: draft.session.sessionId },
+    });
+  }
   if (draft.turn) {
     throw new DraftError('TURN_IN_PROGRESS', `A turn is still running on channel "${draft.session.channelId}"; wait for it or cancel it.`, {
       fault: 'user',

@@ -218,6 +218,30 @@ describe('drafts: turns', () => {
     await service.settled({ channelId: 'c' });
   });
 
+  it("a prompt sent the moment the turn's end streams is taken after the turn saves its state, not refused", async () => {
+    const backend = createScriptedBackend({ turns: [[step.text('first answer')], [step.text('second answer')]] });
+    const { service, manager } = await harness({ backends: { default: backend } });
+    const { drafted } = await draftOnNewTask(service, 'c');
+    const second = new Promise<unknown>((resolve) => {
+      const off = service.on('channel_message', ({ event }) => {
+        if (event.type !== 'metadata_update' || event.metadata.turnComplete !== true) return;
+        off();
+        // As a client would, on seeing the end: the draft is still saving its state.
+        resolve(service.submitPrompt({ channelId: 'c', content: 'and then?' }).catch((error: unknown) => error));
+      });
+    });
+    await service.submitPrompt({ channelId: 'c', content: 'hello' });
+    expect(await second).toMatchObject({ mode: 'draft', accepted: true });
+    await service.settled({ channelId: 'c' });
+    const conversation = await manager.loadConversation(drafted.sessionId);
+    expect(conversation.blocks.filter((block) => block.type === 'user_message' || block.type === 'assistant_text').map((block) => (block as { content: string }).content)).toEqual([
+      'hello',
+      'first answer',
+      'and then?',
+      'second answer',
+    ]);
+  });
+
   it('undraft during a running turn ends it cleanly before closing', async () => {
     const hold = gate();
     const backend = createScriptedBackend({ turns: [[step.text('working'), step.wait(hold.promise)]] });
