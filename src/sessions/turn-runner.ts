@@ -93,38 +93,44 @@ export async function runTurn(manager: SessionManager, sessionId: string, option
     ...(options.traceParent ? { parent: options.traceParent } : {}),
   });
   if (agentTrace) request.traceContext = () => agentTrace.currentContext();
-  let estimatedInputTokens: number | undefined;
-  const linked = description.continuity === 'native' && session.native?.backend === description.name;
-  // A native back end with no session of its own yet, on a session that already has a history (it
-  // came from another back end and this one takes no written transcript): the history goes in as
-  // a built request, as on a managed back end, and the back end's new session starts from it.
-  const managed =
-    description.continuity === 'managed' || options.continuity === 'managed' || (!linked && hasHistory((await manager.loadConversation(sessionId)).blocks));
-  if (!managed && linked) {
-    request.nativeSessionId = session.native!.nativeSessionId;
-    request.isNewSession = false;
-  } else if (!managed) {
-    request.isNewSession = true;
-  } else {
-    if (description.continuity === 'native') {
-      // A fresh native session, so nothing the back end kept under an old id is mixed in.
-      request.nativeSessionId = randomUUID();
+  // A turn that fails before it streams (building the request, storing the prompt) still ends its span, as failed.
+  try {
+    let estimatedInputTokens: number | undefined;
+    const linked = description.continuity === 'native' && session.native?.backend === description.name;
+    // A native back end with no session of its own yet, on a session that already has a history (it
+    // came from another back end and this one takes no written transcript): the history goes in as
+    // a built request, as on a managed back end, and the back end's new session starts from it.
+    const managed =
+      description.continuity === 'managed' || options.continuity === 'managed' || (!linked && hasHistory((await manager.loadConversation(sessionId)).blocks));
+    if (!managed && linked) {
+      request.nativeSessionId = session.native!.nativeSessionId;
+      request.isNewSession = false;
+    } else if (!managed) {
       request.isNewSession = true;
+    } else {
+      if (description.continuity === 'native') {
+        // A fresh native session, so nothing the back end kept under an old id is mixed in.
+        request.nativeSessionId = randomUUID();
+        request.isNewSession = true;
+      }
+      // Built before the message is stored, so the prompt is not also in "Recent Conversation".
+      const built = await manager.buildRequest(sessionId, options.prompt, { signal: options.signal, traceParent: agentTrace?.currentContext() });
+      request.systemPrompt = built.systemPrompt;
+      request.prompt = built.userPrompt;
+      estimatedInputTokens = built.totalTokens;
     }
-    // Built before the message is stored, so the prompt is not also in "Recent Conversation".
-    const built = await manager.buildRequest(sessionId, options.prompt, { signal: options.signal, traceParent: agentTrace?.currentContext() });
-    request.systemPrompt = built.systemPrompt;
-    request.prompt = built.userPrompt;
-    estimatedInputTokens = built.totalTokens;
-  }
-  if (!options.userMessageStored) {
-    await manager.addMessage(sessionId, { role: 'user', content: options.prompt, metadata: { [TURN_MARKER]: true }, ...(options.pinned ? { pinned: true } : {}) });
-  }
+    if (!options.userMessageStored) {
+      await manager.addMessage(sessionId, { role: 'user', content: options.prompt, metadata: { [TURN_MARKER]: true }, ...(options.pinned ? { pinned: true } : {}) });
+    }
 
-  const turn = inAgentTrace(agentTrace, () => options.backend.execute(request));
-  const guard = new TurnIdGuard(await manager.loadConversation(sessionId), randomUUID().slice(0, 8));
-  const events = streamIntoLog(manager, sessionId, turn.events, description.name, estimatedInputTokens, guard, agentTrace);
-  return turn.inject ? { events, inject: (message) => turn.inject!(message) } : { events };
+    const turn = inAgentTrace(agentTrace, () => options.backend.execute(request));
+    const guard = new TurnIdGuard(await manager.loadConversation(sessionId), randomUUID().slice(0, 8));
+    const events = streamIntoLog(manager, sessionId, turn.events, description.name, estimatedInputTokens, guard, agentTrace);
+    return turn.inject ? { events, inject: (message) => turn.inject!(message) } : { events };
+  } catch (error) {
+    agentTrace?.end(error);
+    throw error;
+  }
 }
 
 /** Appends issued but not yet durable, at most: beyond it the back end waits for the disk. */

@@ -216,6 +216,26 @@ describe('traces of a compaction', () => {
   });
 });
 
+describe('traces of a turn that fails before it streams', () => {
+  it('still ends its invoke_agent span, marked as an error', async () => {
+    const manager = await createSessionManager({ store: createMemoryStore() });
+    try {
+      const backend = createScriptedBackend({ turns: [[step.text('never')]] });
+      backend.execute = () => {
+        throw new Error('the back end refused the request');
+      };
+      const { sessionId } = await manager.createSession({ scope: { kind: 'draft', role: 'dev' }, agentType: 'dev' });
+      await expect(runTurn(manager, sessionId, { backend, prompt: 'Hello.' })).rejects.toThrow('the back end refused the request');
+      await tracerProvider.forceFlush();
+      const agent = byName('invoke_agent dev');
+      expect(agent.status).toBe(2);
+      expect(agent.attributes['error.type']).toBe('Error');
+    } finally {
+      await manager.close();
+    }
+  });
+});
+
 describe('traces of a managed back end', () => {
   it('each model call is a chat span under the turn, and the tool call between them an execute_tool span', async () => {
     const server = await startFakeOpenAiServer();
