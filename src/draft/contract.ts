@@ -3,6 +3,7 @@ import type { StreamEvent } from '../conversation/index.js';
 import type { AgentBackend } from '../backends/index.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { SessionManager } from '../sessions/index.js';
+import type { BackendInfo } from '../protocol/index.js';
 import type { DraftStore } from '../store/index.js';
 import type { ApprovalDecision, ApprovalRequest, ApprovalResolution, Approver, PermissionMode, SandboxInfo } from '../workspace/index.js';
 import type {
@@ -33,6 +34,8 @@ export interface DraftServiceOptions {
    * resolved default, the scripted back end offline. May throw for an unknown name.
    */
   backendFor?: (name?: string, model?: string) => AgentBackend;
+  /** The back ends `listBackends` offers; default: every registered back end's name. */
+  backendNames?: string[];
   /**
    * This server's name in draft leases (default: host name, pid and a random suffix). Servers that
    * share a DraftStore must use different names; the name is shown to a client on the wrong server.
@@ -117,6 +120,8 @@ export interface DraftService {
   draft(params: { channelId: string; role: string; project: string; task: string }): Promise<{ sessionId: string; taskSlug: string; project: string }>;
   undraft(params: { channelId: string }): Promise<DraftSummary>;
   getDraftStatus(params: { channelId: string }): Promise<{ active: boolean; session?: DraftStatus }>;
+  /** The back ends a draft may run on or move to (`submit_prompt { backend }`), the default marked. */
+  listBackends(): BackendInfo[];
   /**
    * With an active draft: stores the user message, starts the turn and resolves once the message
    * is durable (the turn streams as `channel_message`); TURN_IN_PROGRESS while a turn runs.

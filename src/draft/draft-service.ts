@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { MAIN_CONVERSATION, type StreamEvent } from '../conversation/index.js';
 import type { AgentBackend } from '../backends/index.js';
+import type { BackendInfo } from '../protocol/index.js';
 import { TypedEmitter } from '../sessions/index.js';
 import { MAX_LEASE_TTL_MS } from '../store/index.js';
 import type { DraftService, DraftServiceEvents, DraftServiceOptions, PermissionsView, SubmitOptions } from './contract.js';
@@ -13,6 +14,7 @@ import { DEFAULT_LEASE_TTL_MS, defaultLeaseOwner, releaseLease } from './draft-l
 import { workerEnded } from './draft-records.js';
 import { recover } from './draft-recovery.js';
 import { createConversationsState, type DraftServiceState } from './draft-state.js';
+import { listBackends } from './backend-list.js';
 import { getDraftStatus } from './draft-status.js';
 import { DraftError } from './errors.js';
 import * as tools from './draft-tools.js';
@@ -54,7 +56,10 @@ class DraftServiceImpl implements DraftService {
   /** The default file DraftStore is the service's to close; one passed in is the caller's. */
   private readonly ownsStore: boolean;
 
+  private readonly backendNames: string[] | undefined;
+
   constructor(options: DraftServiceOptions & { backendFor: (name?: string, model?: string) => AgentBackend }) {
+    this.backendNames = options.backendNames;
     const clock = options.clock ?? Date.now;
     this.ownsStore = options.draftStore === undefined;
     const emitter = new TypedEmitter<DraftServiceEvents>((error) => {
@@ -158,6 +163,10 @@ class DraftServiceImpl implements DraftService {
 
   getDraftStatus(params: { channelId: string }): Promise<{ active: boolean; session?: DraftStatus }> {
     return getDraftStatus(this.state, params);
+  }
+
+  listBackends(): BackendInfo[] {
+    return listBackends(this.state.backendFor, this.backendNames);
   }
 
   // ---- turns (draft-turns.ts) -------------------------------------------------------------------

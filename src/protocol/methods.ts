@@ -286,6 +286,20 @@ export const GetPermissionsResultSchema = z.object({
 export const SetPermissionModeParamsSchema = z.strictObject({ mode: PermissionModeWireSchema });
 export const SetPermissionModeResultSchema = z.object({ sessionId: z.string(), mode: PermissionModeWireSchema, previous: PermissionModeWireSchema });
 
+export const ListBackendsParamsSchema = NoParams;
+export const BackendInfoSchema = z.object({
+  name: z.string(),
+  /** `native`: the back end keeps its own session (a CLI's transcript); `managed`: Parley sends the history. */
+  continuity: z.enum(['managed', 'native']).optional(),
+  /** The back end new drafts run on. */
+  default: z.boolean(),
+  /** False when this server cannot make it (not configured here); `reason` says why. */
+  available: z.boolean(),
+  reason: z.string().optional(),
+});
+export type BackendInfo = z.infer<typeof BackendInfoSchema>;
+export const ListBackendsResultSchema = z.object({ backends: z.array(BackendInfoSchema) });
+
 export const ServerInfoParamsSchema = NoParams;
 export const ServerInfoResultSchema = z.object({
   name: z.literal('parley'),
@@ -413,6 +427,7 @@ export const methods = {
     SayInConversationResultSchema,
     'A note from the user into a conversation between agents: shown in its thread at once, and read by both agents with the next message.',
   ),
+  list_backends: method(ListBackendsParamsSchema, ListBackendsResultSchema, 'The back ends this server can run a draft on, the default first-class: what a client offers for `submit_prompt { backend }`. One this server cannot make (not configured) is listed with `available: false` and the reason.'),
   server_info: method(ServerInfoParamsSchema, ServerInfoResultSchema, 'The server, its protocol version and this connection\'s channel.'),
 } as const;
 

@@ -42,6 +42,7 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
     draft: (params, context) => drafts.draft({ channelId: context.channelId, role: params.role, project: params.project, task: params.task }),
     undraft: (_params, context) => drafts.undraft({ channelId: context.channelId }),
     get_draft_status: (_params, context) => drafts.getDraftStatus({ channelId: context.channelId }),
+    list_backends: async () => ({ backends: drafts.listBackends() }),
     submit_prompt: async (params, context) => {
       // The turn's spans join the client's trace when it sent one (extracted once, passed as the turn's parent).
       const traceParent = traceParentContext(params);

@@ -60,6 +60,8 @@ export interface ServerOptions {
   maxBufferedBytes?: number;
   /** The back end for a role's `backend`/`model`; passed to the DraftService. */
   backendFor?: DraftServiceOptions['backendFor'];
+  /** The back ends `list_backends` offers; default: every registered back end. */
+  backendNames?: string[];
   maxConcurrentWorkers?: number;
   /** What compaction asks for summaries; default: one turn on `backendFor()` when given; `false`: none (force_compact is UNSUPPORTED). */
   summarize?: Summarizer | false;
@@ -153,6 +155,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       ...(options.leaseOwner ? { leaseOwner: options.leaseOwner } : {}),
       ...(options.leaseTtlMs !== undefined ? { leaseTtlMs: options.leaseTtlMs } : {}),
       ...(options.backendFor ? { backendFor: options.backendFor } : {}),
+      ...(options.backendNames ? { backendNames: options.backendNames } : {}),
       ...(options.maxConcurrentWorkers !== undefined ? { maxConcurrentWorkers: options.maxConcurrentWorkers } : {}),
     });
   } catch (error) {

@@ -17,6 +17,8 @@ describe('the method table', () => {
       'list_roles', 'list_sessions', 'get_session', 'get_messages', 'get_checkpoint', 'clear_messages', 'get_events', 'subscribe',
       'unsubscribe', 'cancel', 'force_compact', 'get_compaction_status', 'preview_request', 'archive_session', 'list_agents', 'kill_agent', 'say_in_conversation', 'server_info',
       'answer_permission', 'get_permissions', 'set_permission_mode',
+      // issue 16: moving a draft to another back end from any client
+      'list_backends',
       // issue 14: durable runs
       'list_runs', 'get_run', 'start_run', 'answer_prompt', 'send_to_run', 'pause_run', 'resume_run', 'abort_run', 'subscribe_runs', 'unsubscribe_runs',
     ];

@@ -10,7 +10,8 @@ export interface Actions {
   select(sessionId: string): void;
   setFilter(key: keyof SessionFilters, value: string | undefined): void;
   search(query: string): void;
-  submitPrompt(content: string): Promise<boolean>;
+  /** `backend`: move the draft's session to this back end with this message. */
+  submitPrompt(content: string, backend?: string): Promise<boolean>;
   /** A message typed with no draft: drafts the project's default role (into a new task named after the message unless one is chosen), then sends it. */
   submitFirstMessage(content: string): Promise<boolean>;
   cancel(): void;
@@ -169,7 +170,7 @@ export class Controller implements Actions {
         if (!first) await Promise.all([this.loadCheckpoints(selected), this.loadCompaction(selected)]);
         this.schedulePreview(0);
       }
-      if (first) await this.loadCatalog();
+      if (first) await Promise.all([this.loadCatalog(), this.loadBackends()]);
     } catch (error) {
       this.notify(error);
     }
@@ -180,6 +181,12 @@ export class Controller implements Actions {
     const project = this.store.state.draft?.project ?? projects.projects.find((entry) => entry.current)?.name ?? projects.projects[0]?.name;
     this.store.dispatch({ type: 'catalog', projects: projects.projects, roles: roles.roles, ...(project !== undefined ? { project } : {}) });
     if (project !== undefined) await this.loadTasks(project);
+  }
+
+  /** The back ends for the picker; a server without `list_backends` (older) leaves it hidden. */
+  private async loadBackends(): Promise<void> {
+    const result = await this.client.request('list_backends').catch(() => undefined);
+    if (result) this.store.dispatch({ type: 'backends', backends: result.backends });
   }
 
   /** Bumped by every task-list request: an answer to an older one (overtaken by a newer list) is dropped. */
@@ -294,10 +301,10 @@ export class Controller implements Actions {
     }, this.options.searchDelayMs ?? 250);
   }
 
-  async submitPrompt(content: string): Promise<boolean> {
+  async submitPrompt(content: string, backend?: string): Promise<boolean> {
     if (content.trim() === '') return false;
     this.store.dispatch({ type: 'turn_started' });
-    const ok = await this.busy('submit', () => this.client.request('submit_prompt', { content }, { timeoutMs: 0 }));
+    const ok = await this.busy('submit', () => this.client.request('submit_prompt', { content, ...(backend !== undefined ? { backend } : {}) }, { timeoutMs: 0 }));
     if (!ok) this.store.dispatch({ type: 'turn_ended' });
     return ok;
   }

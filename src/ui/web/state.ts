@@ -1,5 +1,6 @@
 import { applyEvents, emptyConversation, type ConversationState, type StreamEvent } from '../../conversation/index.js';
 import type {
+  BackendInfo,
   CheckpointWire,
   ConnectionState,
   DraftStatus,
@@ -87,6 +88,8 @@ export interface AppState {
   turnRunning: boolean;
   /** What the draft form offers; `task` is the one to preselect (a task just created). */
   catalog: { projects: ProjectInfo[]; tasks: TaskInfo[]; roles: RoleInfo[]; project?: string; task?: string };
+  /** The back ends the server offers for the draft's next message (`list_backends`); empty until known. */
+  backends: BackendInfo[];
   notices: Notice[];
   nextNoticeId: number;
   busy: Partial<Record<BusyKey, boolean>>;
@@ -123,6 +126,7 @@ export type AppAction =
   | { type: 'turn_started' }
   | { type: 'turn_ended' }
   | { type: 'catalog'; projects?: ProjectInfo[]; tasks?: TaskInfo[]; roles?: RoleInfo[]; project?: string; task?: string }
+  | { type: 'backends'; backends: BackendInfo[] }
   | { type: 'notice'; tone: Tone; text: string }
   | { type: 'dismiss'; id: number }
   | { type: 'busy'; key: BusyKey; value: boolean };
@@ -141,6 +145,7 @@ export function initialState(auth: AppState['auth'] = 'present'): AppState {
     search: { query: '', running: false },
     turnRunning: false,
     catalog: { projects: [], tasks: [], roles: [] },
+    backends: [],
     notices: [],
     nextNoticeId: 1,
     busy: {},
@@ -289,6 +294,8 @@ export function reduce(state: AppState, action: AppAction): AppState {
         delete next.compaction;
         return next;
       });
+    case 'backends':
+      return { ...state, backends: action.backends };
     case 'draft': {
       const next: AppState = { ...state, turnRunning: action.status?.turnRunning ?? false };
       if (action.status && action.status.status === 'active') next.draft = action.status;

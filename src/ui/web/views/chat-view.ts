@@ -7,6 +7,7 @@ import { canPrompt, firstMessageTarget, selectedSession, type AppState, type Fir
 import { chatItems, sessionLabel, type ChatItem } from '../view-model.js';
 import { MarkdownView } from '../markdown/markdown-view.js';
 import type { MarkdownOptions } from '../markdown/render.js';
+import { BackendPicker } from './backend-picker.js';
 import { commandElement, fileEditElement } from './tool-views.js';
 
 const STATUS_GLYPH: Record<BlockStatus, string> = { pending: '○', running: '●', success: '✓', error: '✗' };
@@ -58,6 +59,9 @@ export class ChatView {
   private readonly sendButton: HTMLButtonElement;
   private readonly cancelButton: HTMLButtonElement;
   private readonly promptForm: HTMLFormElement;
+  private readonly backendPicker = new BackendPicker();
+  /** The state last rendered: what the prompt form reads when it sends. */
+  private state: AppState | undefined;
   private readonly footerNote = h('p', { class: 'muted footer-note', 'data-testid': 'prompt-note' });
   private readonly cache = new Map<string, { signature: unknown[]; element: HTMLElement }>();
   /** `<details>` the user opened (thinking, tool details, worker threads), by key. */
@@ -108,14 +112,15 @@ export class ChatView {
           event.preventDefault();
           const content = this.textarea.value;
           if (content.trim() === '') return;
-          const send = this.firstMessage ? actions.submitFirstMessage(content) : actions.submitPrompt(content);
+          const backend = this.state ? this.backendPicker.choice(this.state) : undefined;
+          const send = this.firstMessage ? actions.submitFirstMessage(content) : actions.submitPrompt(content, backend);
           void send.then((accepted) => {
             if (accepted && this.textarea.value === content) this.textarea.value = '';
           });
         },
       },
       this.textarea,
-      h('div', { class: 'prompt-buttons' }, this.cancelButton, this.sendButton),
+      h('div', { class: 'prompt-buttons' }, this.backendPicker.element, this.cancelButton, this.sendButton),
     );
     this.earlier = h('button', {
       type: 'button',
@@ -217,6 +222,8 @@ export class ChatView {
   }
 
   private renderFooter(state: AppState, session: SessionInfo | undefined): void {
+    this.state = state;
+    this.backendPicker.update(state);
     const prompting = canPrompt(state);
     let mode: string;
     if (prompting) mode = 'prompt';
@@ -252,6 +259,8 @@ export class ChatView {
 
   /** With no session selected and no draft: the prompt box for a first message, saying what sending it does. */
   private renderFirstMessageFooter(state: AppState, first: FirstMessageTarget | undefined): void {
+    this.state = state;
+    this.backendPicker.update(state);
     const mode = first ? `first:${firstMessagePlaceholder(first)}` : 'none';
     if (this.last.mode === mode && this.last.busy === state.busy && this.last.turn === state.turnRunning) return;
     this.last.mode = mode;
