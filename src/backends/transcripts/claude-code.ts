@@ -4,6 +4,7 @@ import type { TranscriptInput } from './lines.js';
 import {
   emptyInfo,
   parseCollected,
+  transcriptWarning,
   type EventSink,
   type ParsedNativeTranscript,
   type TranscriptInfo,
@@ -377,12 +378,7 @@ export class ClaudeCodeParser implements TranscriptParser {
   }
 
   private warn(code: string, message: string, line?: number): void {
-    this.warnings.push({
-      code,
-      message: this.options.file !== undefined ? `${this.options.file}: ${message}` : message,
-      ...(line !== undefined ? { line } : {}),
-      ...(this.options.file !== undefined ? { file: this.options.file } : {}),
-    });
+    this.warnings.push(transcriptWarning(code, message, this.options.file, line));
   }
 }
 

@@ -16,6 +16,7 @@ import { hasStateSnapshot } from './summary-sections.js';
 import {
   emptyInfo,
   parseCollected,
+  transcriptWarning,
   type EventSink,
   type ParsedNativeTranscript,
   type TranscriptInfo,
@@ -379,12 +380,7 @@ export class GeminiTranscriptParser implements TranscriptParser {
   }
 
   private warn(code: string, message: string, line?: number): void {
-    this.warnings.push({
-      code,
-      message: this.options.file !== undefined ? `${this.options.file}: ${message}` : message,
-      ...(line !== undefined ? { line } : {}),
-      ...(this.options.file !== undefined ? { file: this.options.file } : {}),
-    });
+    this.warnings.push(transcriptWarning(code, message, this.options.file, line));
   }
 }
 

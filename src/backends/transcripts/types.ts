@@ -17,6 +17,16 @@ export interface TranscriptWarning extends ParseWarning {
   file?: string;
 }
 
+/** A warning about a line of `file` (when the caller named the file, the message starts with it). */
+export function transcriptWarning(code: string, message: string, file: string | undefined, line?: number): TranscriptWarning {
+  return {
+    code,
+    message: file !== undefined ? `${file}: ${message}` : message,
+    ...(line !== undefined ? { line } : {}),
+    ...(file !== undefined ? { file } : {}),
+  };
+}
+
 /** Receives the parser's events in log order: `block_complete` for each block, `metadata_update` for usage. */
 export type EventSink = (event: StreamEventDraft) => void;
 

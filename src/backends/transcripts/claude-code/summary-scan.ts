@@ -1,6 +1,6 @@
 import { MAIN_CONVERSATION, type StreamEventDraft, type TurnMetadata } from '../../../conversation/index.js';
 import { isBlank, isObject, numberOf, objectOf, parseJson, stringOf, timeOf, type JsonObject } from '../json.js';
-import { emptyInfo, type TranscriptInfo, type TranscriptParser, type TranscriptWarning } from '../types.js';
+import { emptyInfo, transcriptWarning, type TranscriptInfo, type TranscriptParser, type TranscriptWarning } from '../types.js';
 import { SUBAGENT_TOOLS, classifyWrapped, isTitleRecord, maxUsage, recordOfLine, textOf, usageOf } from './records.js';
 import { skimRecord } from './record-skim.js';
 import { noteCompactionSummary, noteEnvelope, noteTitle } from './session-info.js';
@@ -375,12 +375,7 @@ export class ClaudeCodeSummaryScan implements TranscriptParser {
   }
 
   private warn(code: string, message: string, line?: number): void {
-    this.warnings.push({
-      code,
-      message: this.options.file !== undefined ? `${this.options.file}: ${message}` : message,
-      ...(line !== undefined ? { line } : {}),
-      ...(this.options.file !== undefined ? { file: this.options.file } : {}),
-    });
+    this.warnings.push(transcriptWarning(code, message, this.options.file, line));
   }
 }
 
