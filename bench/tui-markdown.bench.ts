@@ -10,8 +10,8 @@
  * 3. The same stream through Ink: a live block re-rendered per delta in a real (non-debug) Ink
  *    render on a fake 120×40 TTY, from `rerender` to the frame written, Markdown vs plain.
  */
-import { EventEmitter } from 'node:events';
 import { percentile, ratio, table, formatMs } from './stats.js';
+import { InkTerminal } from './ink-terminal.js';
 
 const WIDTH = 120;
 const ROWS = 30;
@@ -65,37 +65,6 @@ function time(run: () => void, repeat: number): number[] {
   return samples;
 }
 
-class Terminal extends EventEmitter {
-  readonly columns = WIDTH;
-  readonly rows = 40;
-  readonly isTTY = true;
-  text = '';
-  waiting: { marker: string; resolve: () => void } | undefined;
-  write(chunk: string | Uint8Array): boolean {
-    this.text = (this.text + (typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'))).slice(-8_192);
-    if (this.waiting && this.text.includes(this.waiting.marker)) {
-      const { resolve } = this.waiting;
-      this.waiting = undefined;
-      resolve();
-    }
-    return true;
-  }
-  /** Resolves once a frame shows `marker`; fails with the last output after 10 s (a frame that never came). */
-  until(marker: string): Promise<void> {
-    if (this.text.includes(marker)) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`No frame showed ${marker}; last output:\n${this.text.slice(-1_000)}`)), 10_000);
-      this.waiting = {
-        marker,
-        resolve: () => {
-          clearTimeout(timer);
-          resolve();
-        },
-      };
-    });
-  }
-}
-
 export async function run(): Promise<string> {
   // Ink writes no live frames when it thinks it runs in CI; it reads that when it loads.
   delete process.env['CI'];
@@ -142,7 +111,7 @@ export async function run(): Promise<string> {
     ['Markdown', Markdown],
     ['plain text', Plain],
   ] as const) {
-    const terminal = new Terminal();
+    const terminal = new InkTerminal(WIDTH);
     // A frame number above the block: every frame differs (a held-back table row can leave the block as it was).
     const frame = (index: number, text: string) => h(ink.Box, { flexDirection: 'column' }, h(ink.Text, null, `frame <${index}>`), h(component, { text }));
     const instance = ink.render(frame(-1, ''), { stdout: terminal as unknown as NodeJS.WriteStream, debug: false, exitOnCtrlC: false, patchConsole: false, maxFps: 1_000 });
