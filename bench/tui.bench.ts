@@ -25,6 +25,7 @@ import { promisify } from 'node:util';
 import type { StreamEvent } from '../src/conversation/index.js';
 import type { Transport, TransportFactory } from '../src/protocol/index.js';
 import { formatMs, percentile, ratio, table } from './stats.js';
+import { InkTerminal } from './ink-terminal.js';
 
 const exec = promisify(execFile);
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -153,29 +154,6 @@ async function measureRender(): Promise<RenderResult[]> {
   const at = 1_795_000_000_000;
   const sessionId = 'bench-session';
 
-  class Terminal extends EventEmitter {
-    readonly columns = 120;
-    readonly rows = 40;
-    readonly isTTY = true;
-    bytes = 0;
-    text = '';
-    waiting: { marker: string; resolve: () => void } | undefined;
-    write(chunk: string | Uint8Array): boolean {
-      const value = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
-      this.bytes += Buffer.byteLength(value);
-      this.text = (this.text + value).slice(-4_096);
-      if (this.waiting && this.text.includes(this.waiting.marker)) {
-        const { resolve } = this.waiting;
-        this.waiting = undefined;
-        resolve();
-      }
-      return true;
-    }
-    until(marker: string): Promise<void> {
-      if (this.text.includes(marker)) return Promise.resolve();
-      return new Promise((resolve) => (this.waiting = { marker, resolve }));
-    }
-  }
   class Keyboard extends EventEmitter {
     readonly isTTY = true;
     setRawMode() {
@@ -215,10 +193,10 @@ async function measureRender(): Promise<RenderResult[]> {
 
   /** A minimal server over the in-memory transport: a draft whose log holds `events`. */
   const serve = (events: StreamEvent[]) => {
-    const status = { sessionId, role: 'dev', project: 'bench', taskSlug: 'bench', channelId: 'bench', backend: 'scripted', status: 'active', turnCount: 0, costUsd: 0, costUnknown: false, lastInputTokens: 0, lastOutputTokens: 0, contextWindow: 200_000, maxOutputTokens: 8_192, contextPct: 0, startedAt: new Date(at).toISOString(), lastActivity: new Date(at).toISOString(), turnRunning: false, activeAgents: 0 };
+    const status = { sessionId, role: 'dev', project: 'bench', taskSlug: 'bench', taskDir: '/bench/.parley/tasks/bench', channelId: 'bench', backend: 'scripted', status: 'active', turnCount: 0, cumulativeCostUsd: 0, costUnknown: false, lastInputTokens: 0, lastOutputTokens: 0, contextWindow: 200_000, maxOutputTokens: 8_192, contextPct: 0, startedAt: new Date(at).toISOString(), lastActivityAt: new Date(at).toISOString(), turnRunning: false, activeAgents: 0 };
     const answers: Record<string, (params: Record<string, unknown>) => unknown> = {
       server_info: () => ({ name: 'parley', version: '0.1.0', protocolVersion: 1, channelId: 'bench', connectionId: '1', projectRoot: '/bench', methods: [] }),
-      list_projects: () => ({ projects: [{ name: 'bench', path: '/bench', dataDir: '/bench/.parley', current: true }] }),
+      list_projects: () => ({ projects: [{ name: 'bench', path: '/bench', dataDir: '/bench/.parley', current: true, defaultRole: 'product-analyst' }] }),
       get_draft_status: () => ({ active: true, session: status }),
       list_agents: () => ({ agents: [] }),
       list_roles: () => ({ roles: [], errors: [] }),
@@ -260,7 +238,7 @@ async function measureRender(): Promise<RenderResult[]> {
     {
       const events = history(blocks);
       const server = serve(events);
-      const terminal = new Terminal();
+      const terminal = new InkTerminal(120, 40, 4_096);
       const client = new protocol.ProtocolClient({ transport: server.factory, onError: () => {} });
       const started = performance.now();
       const instance = render(h(tui.App, { client, onExit: () => {}, clock: () => at, historyLimit: 10_000, tickMs: 60_000 }), {
@@ -294,7 +272,7 @@ async function measureRender(): Promise<RenderResult[]> {
     // The same stream without <Static>.
     {
       const events = history(blocks);
-      const terminal = new Terminal();
+      const terminal = new InkTerminal(120, 40, 4_096);
       const started = performance.now();
       const instance = render(h(Naive, { blocks: events, live: '' }), { stdout: terminal as unknown as NodeJS.WriteStream, stdin: new Keyboard() as unknown as NodeJS.ReadStream, debug: false, exitOnCtrlC: false, patchConsole: false, maxFps: 1_000 });
       await terminal.until('▍');
