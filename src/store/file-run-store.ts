@@ -161,14 +161,7 @@ class FileRunStore implements RunStore {
     return this.guard(async () => {
       const from = checkFromSeq(options?.fromSeq);
       const path = join(this.runDir(runId), 'journal.jsonl');
-      let content: Buffer;
-      try {
-        content = await fs.readFile(path);
-      } catch (error) {
-        if (isErrno(error, 'ENOENT')) throw runNotFound(runId);
-        throw ioError('read', path, error);
-      }
-      return scanJournal(content, path, runId).entries.slice(from);
+      return scanJournal(await readJournalFile(path, runId), path, runId).entries.slice(from);
     });
   }
 
@@ -188,6 +181,16 @@ class FileRunStore implements RunStore {
     await Promise.allSettled([...this.inFlight]);
     for (const opened of this.journals.values()) await opened.then((journal) => journal.close()).catch(() => undefined);
     this.journals.clear();
+  }
+}
+
+/** A run's journal file as bytes; RUN_NOT_FOUND when the run has none. */
+async function readJournalFile(path: string, runId: string): Promise<Buffer> {
+  try {
+    return await fs.readFile(path);
+  } catch (error) {
+    if (isErrno(error, 'ENOENT')) throw runNotFound(runId);
+    throw ioError('read', path, error);
   }
 }
 
@@ -271,13 +274,7 @@ class JournalFile {
   }
 
   static async open(path: string, runId: string, warn: (warning: StoreWarning) => void, deferredSyncMs: number): Promise<JournalFile> {
-    let content: Buffer;
-    try {
-      content = await fs.readFile(path);
-    } catch (error) {
-      if (isErrno(error, 'ENOENT')) throw runNotFound(runId);
-      throw ioError('read', path, error);
-    }
+    const content = await readJournalFile(path, runId);
     const scan = scanJournal(content, path, runId);
     if (scan.complete < content.length) {
       const tornPath = `${path}.torn-${new Date().toISOString().replace(/[:.]/g, '-')}`;
