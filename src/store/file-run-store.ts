@@ -142,7 +142,9 @@ class FileRunStore implements RunStore {
       return this.records.run(record.id, async () => {
         if ((await this.read(record.id)) === undefined) throw runNotFound(record.id);
         // The record never runs ahead of its journal: deferred entries are made durable first.
-        await (await this.journals.get(record.id))?.sync();
+        // A journal that failed to open has nothing acknowledged to sync.
+        const journal = await this.journals.get(record.id)?.catch(() => undefined);
+        await journal?.sync();
         await replaceFile(this.tmpDir, this.recordPath(record.id), formatJson({ formatVersion: FORMAT_VERSION, ...record }));
         return structuredClone(record);
       });
