@@ -56,3 +56,8 @@ export function replaceChildren(parent: Element, ...children: Child[]): void {
   append(fragment, children);
   parent.replaceChildren(fragment);
 }
+
+/** Sets an element's text only when it differs: the element (and what the pointer is on) stays. */
+export function setText(element: HTMLElement, text: string): void {
+  if (element.textContent !== text) element.textContent = text;
+}

@@ -1,6 +1,6 @@
 import type { CheckpointWire, SessionInfo } from '../../../protocol/index.js';
 import type { Actions } from '../controller.js';
-import { h, replaceChildren, svg } from '../dom.js';
+import { h, replaceChildren, setText, svg } from '../dom.js';
 import { formatCompact, formatCost, formatCount, formatPercent, formatTime, plural } from '../format.js';
 import { selectedSession, type AppState, type CheckpointData, type PreviewResult, type SessionView } from '../state.js';
 import {
@@ -28,14 +28,33 @@ export class InspectorView {
   private readonly overlay = h('div', { class: 'overlay', hidden: true, 'data-testid': 'request-pane' });
   private readonly instructions: HTMLTextAreaElement;
   private confirming: 'clear' | 'archive' | undefined;
+  /** Which confirmation the card shows now (rebuilt only when `confirming` changes). */
+  private confirmShown: 'clear' | 'archive' | undefined;
+  private readonly confirmSlot = h('div', {});
+  private readonly actionButtons: Record<'compact' | 'preview' | 'clear' | 'archive', HTMLButtonElement>;
   private last: Record<string, unknown> = {};
+  private lastState: AppState | undefined;
 
   constructor(private readonly actions: Actions) {
     this.instructions = h('textarea', { rows: 2, placeholder: 'Instructions for the summary (optional)', 'aria-label': 'Compaction instructions', 'data-testid': 'compact-instructions' });
+    this.actionButtons = {
+      compact: h('button', { type: 'button', 'data-testid': 'force-compact', onclick: () => this.actions.forceCompact(this.instructions.value) }, 'Force compact'),
+      preview: h('button', { type: 'button', 'data-testid': 'preview-request', onclick: () => this.actions.previewRequest('') }, 'Preview request'),
+      clear: h('button', { type: 'button', 'data-testid': 'clear-messages', onclick: () => this.setConfirming('clear') }, 'Clear messages'),
+      archive: h('button', { type: 'button', 'data-testid': 'archive', onclick: () => this.setConfirming('archive') }, 'Archive'),
+    };
+    const buttons = this.actionButtons;
+    this.actionsCard.append(
+      h('h3', {}, 'Actions'),
+      h('div', { class: 'compact-box' }, this.instructions, buttons.compact),
+      h('div', { class: 'button-row' }, buttons.preview, buttons.clear, buttons.archive),
+      this.confirmSlot,
+    );
     this.element = h('aside', { class: 'inspector', 'aria-label': 'Session details' }, this.status, this.checkpoints, this.actionsCard, this.overlay);
   }
 
   update(state: AppState): void {
+    this.lastState = state;
     const view = state.view;
     const session = selectedSession(state);
     this.element.hidden = view === undefined;
@@ -144,40 +163,38 @@ export class InspectorView {
 
   // ---- actions ----
 
+  /**
+   * Updates the action buttons in place. They are built once: a card rebuilt under the pointer (a
+   * `session_updated` lands between mousedown and mouseup) would swallow the user's click.
+   */
   private renderActions(view: SessionView, session: SessionInfo | undefined, state: AppState): void {
     const busy = state.busy;
     const archived = session?.status === 'archived';
-    const compactButton = h(
-      'button',
-      { type: 'button', 'data-testid': 'force-compact', disabled: busy.compact === true || view.compaction !== undefined || archived, onclick: () => this.actions.forceCompact(this.instructions.value) },
-      busy.compact || view.compaction ? 'Compacting…' : 'Force compact',
-    );
+    const buttons = this.actionButtons;
+    buttons.compact.disabled = busy.compact === true || view.compaction !== undefined || archived;
+    setText(buttons.compact, busy.compact || view.compaction ? 'Compacting…' : 'Force compact');
+    buttons.clear.disabled = busy.clear === true || archived;
+    buttons.archive.disabled = busy.archive === true || archived;
+    setText(buttons.archive, archived ? 'Archived' : 'Archive');
+    if (this.confirmShown === this.confirming) return;
+    this.confirmShown = this.confirming;
     const confirm = (what: 'clear' | 'archive', question: string, run: () => void) =>
       h(
         'div',
         { class: 'confirm', role: 'alertdialog' },
         h('p', {}, question),
-        h('div', { class: 'button-row' }, h('button', { type: 'button', class: 'danger', 'data-testid': `confirm-${what}`, onclick: () => ((this.confirming = undefined), run()) }, what === 'clear' ? 'Clear' : 'Archive'), h('button', { type: 'button', onclick: () => this.setConfirming(undefined, state) }, 'Keep')),
+        h('div', { class: 'button-row' }, h('button', { type: 'button', class: 'danger', 'data-testid': `confirm-${what}`, onclick: () => ((this.confirming = undefined), run()) }, what === 'clear' ? 'Clear' : 'Archive'), h('button', { type: 'button', onclick: () => this.setConfirming(undefined) }, 'Keep')),
       );
     replaceChildren(
-      this.actionsCard,
-      h('h3', {}, 'Actions'),
-      h('div', { class: 'compact-box' }, this.instructions, compactButton),
-      h(
-        'div',
-        { class: 'button-row' },
-        h('button', { type: 'button', 'data-testid': 'preview-request', onclick: () => this.actions.previewRequest('') }, 'Preview request'),
-        h('button', { type: 'button', 'data-testid': 'clear-messages', disabled: busy.clear === true || archived, onclick: () => this.setConfirming('clear', state) }, 'Clear messages'),
-        h('button', { type: 'button', 'data-testid': 'archive', disabled: busy.archive === true || archived, onclick: () => this.setConfirming('archive', state) }, archived ? 'Archived' : 'Archive'),
-      ),
+      this.confirmSlot,
       this.confirming === 'clear' ? confirm('clear', 'Start the next request from the checkpoint? The messages stay in the history.', () => this.actions.clearMessages()) : null,
       this.confirming === 'archive' ? confirm('archive', 'Archive this session? It stays readable and takes no new messages.', () => this.actions.archive()) : null,
     );
   }
 
-  private setConfirming(what: 'clear' | 'archive' | undefined, state: AppState): void {
+  private setConfirming(what: 'clear' | 'archive' | undefined): void {
     this.confirming = what;
-    this.update(state);
+    if (this.lastState) this.update(this.lastState);
   }
 
   // ---- the request preview pane ----
@@ -216,6 +233,7 @@ export class InspectorView {
     replaceChildren(this.overlay, h('div', { class: 'pane', role: 'dialog', 'aria-modal': 'true', 'aria-label': 'Request preview' }, parts));
   }
 }
+
 
 function changed(last: Record<string, unknown>, key: string, inputs: unknown[]): boolean {
   const previous = last[key] as unknown[] | undefined;

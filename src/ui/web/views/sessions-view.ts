@@ -1,6 +1,6 @@
 import type { SessionInfo } from '../../../protocol/index.js';
 import type { Actions } from '../controller.js';
-import { h, replaceChildren } from '../dom.js';
+import { h, replaceChildren, setText } from '../dom.js';
 import { formatAgo, formatCompact, formatCost, formatTime, plural } from '../format.js';
 import type { AppState } from '../state.js';
 import { withCode } from './connect-view.js';
@@ -85,7 +85,13 @@ export class SessionsView {
     const elements = shown.map((session) => {
       const selected = session.sessionId === selectedId;
       const cached = this.rows.get(session.sessionId);
-      const element = cached && cached.session === session && cached.selected === selected && cached.minute === minute ? cached.element : this.row(session, selected, now);
+      let element: HTMLElement;
+      if (!cached) element = this.row(session, selected, now);
+      else {
+        element = cached.element;
+        // In place: a row rebuilt between the user's mousedown and mouseup would swallow the click.
+        if (cached.session !== session || cached.selected !== selected || cached.minute !== minute) fillRow(element.firstElementChild as HTMLButtonElement, session, selected, now);
+      }
       rows.set(session.sessionId, { session, selected, minute, element });
       return element;
     });
@@ -99,31 +105,9 @@ export class SessionsView {
   }
 
   private row(session: SessionInfo, selected: boolean, now: number): HTMLElement {
-    const label = sessionLabel(session);
-    const stats = sessionStats(session);
-    return h(
-      'li',
-      {},
-      h(
-        'button',
-        {
-          class: `session-row${selected ? ' selected' : ''}${session.status === 'archived' ? ' archived' : ''}`,
-          'data-session-id': session.sessionId,
-          'aria-current': selected ? 'true' : undefined,
-          onclick: () => this.actions.select(session.sessionId),
-        },
-        h('span', { class: 'row-top' }, h('span', { class: `kind kind-${label.kind}` }, label.kind), h('span', { class: 'row-title' }, label.title)),
-        h('span', { class: 'row-detail muted' }, label.detail),
-        h(
-          'span',
-          { class: 'row-stats' },
-          h('span', { title: formatTime(stats.lastActivity) }, formatAgo(stats.lastActivity, now)),
-          h('span', { title: 'tokens' }, `${formatCompact(stats.tokens)} tok`),
-          h('span', { title: 'cost' }, formatCost(stats.costUsd, stats.costUnknown)),
-          h('span', { title: 'compactions', class: stats.compactions > 0 ? 'compactions' : 'muted' }, `⟳ ${stats.compactions}`),
-        ),
-      ),
-    );
+    const button = h('button', { type: 'button', 'data-session-id': session.sessionId, onclick: () => this.actions.select(session.sessionId) });
+    fillRow(button, session, selected, now);
+    return h('li', {}, button);
   }
 
   private updateDraftBox(state: AppState): void {
@@ -215,3 +199,34 @@ export class SessionsView {
     if (typing) title.focus();
   }
 }
+
+/**
+ * A session row's look and text, written into the row's existing elements: nothing under the
+ * pointer is replaced, so a click is never lost to a live update (mousedown and mouseup must land on
+ * the same element).
+ */
+function fillRow(button: HTMLButtonElement, session: SessionInfo, selected: boolean, now: number): void {
+  const label = sessionLabel(session);
+  const stats = sessionStats(session);
+  button.className = `session-row${selected ? ' selected' : ''}${session.status === 'archived' ? ' archived' : ''}`;
+  if (selected) button.setAttribute('aria-current', 'true');
+  else button.removeAttribute('aria-current');
+  if (!button.firstElementChild) {
+    const span = () => h('span', {});
+    button.append(h('span', { class: 'row-top' }, span(), h('span', { class: 'row-title' })), h('span', { class: 'row-detail muted' }), h('span', { class: 'row-stats' }, span(), h('span', { title: 'tokens' }), h('span', { title: 'cost' }), h('span', { title: 'compactions' })));
+  }
+  const [top, detail, statsRow] = Array.from(button.children) as HTMLElement[];
+  const [kind, title] = Array.from(top!.children) as HTMLElement[];
+  const [ago, tokens, cost, compactions] = Array.from(statsRow!.children) as HTMLElement[];
+  kind!.className = `kind kind-${label.kind}`;
+  setText(kind!, label.kind);
+  setText(title!, label.title);
+  setText(detail!, label.detail);
+  ago!.title = formatTime(stats.lastActivity);
+  setText(ago!, formatAgo(stats.lastActivity, now));
+  setText(tokens!, `${formatCompact(stats.tokens)} tok`);
+  setText(cost!, formatCost(stats.costUsd, stats.costUnknown));
+  compactions!.className = stats.compactions > 0 ? 'compactions' : 'muted';
+  setText(compactions!, `⟳ ${stats.compactions}`);
+}
+
