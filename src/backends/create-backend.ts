@@ -1,6 +1,7 @@
 import type { AgentBackend } from './agent-backend.js';
 import type { ResolvedBackendConfig } from './config.js';
 import { getBackendRegistration, UnknownBackendError } from './registry.js';
+import { ParleyError } from '../conversation/index.js';
 
 /**
  * Creates the named back end with its resolved settings. `config` comes from `resolveBackendConfig`;
@@ -17,4 +18,44 @@ export function createBackend(name: string, config: ResolvedBackendConfig, overr
 /** The back end the configuration chose, with its model. */
 export function createConfiguredBackend(config: ResolvedBackendConfig): AgentBackend {
   return createBackend(config.backend, config, { model: config.model });
+}
+
+/** A back end named explicitly that has no key (or login, or base URL) here. */
+export class BackendNotConfiguredError extends ParleyError {
+  constructor(name: string, variable: string | undefined) {
+    super('BACKEND_NOT_CONFIGURED', `The ${name} back end is not configured here: ${variable ? `set ${variable}` : 'give it its settings in parley.config.json'}, or choose another back end (\`parley backends\` lists them).`, {
+      fault: 'user',
+      data: { backend: name, ...(variable ? { variable } : {}) },
+    });
+  }
+}
+
+/** What to set for a back end that is not configured (its key variable), or undefined when it is. */
+export function missingSetting(config: ResolvedBackendConfig, name: string): { variable: string | undefined } | undefined {
+  const settings = config.settings[name];
+  if (!settings || settings.configured) return undefined;
+  return { variable: settings.apiKeyVariable ?? getBackendRegistration(name)?.apiKeyVariables[0] };
+}
+
+/**
+ * `backendFor` over a resolved configuration: a name (or the configured default) and a model (or the
+ * back end's configured one), one instance per pair. A back end other than the default that is not
+ * configured is refused with BACKEND_NOT_CONFIGURED, so a role, a move or a picker finds out now, not
+ * at its first turn. The default is always made: the configuration already warned about it.
+ */
+export function configuredBackends(config: ResolvedBackendConfig): (name?: string, model?: string) => AgentBackend {
+  const made = new Map<string, AgentBackend>();
+  return (name, model) => {
+    const backend = name ?? config.backend;
+    const missing = backend === config.backend ? undefined : missingSetting(config, backend);
+    if (missing) throw new BackendNotConfiguredError(backend, missing.variable);
+    const chosen = model ?? (backend === config.backend ? config.model : undefined);
+    const key = `${backend}\u0000${chosen ?? ''}`;
+    let found = made.get(key);
+    if (!found) {
+      found = createBackend(backend, config, chosen ? { model: chosen } : {});
+      made.set(key, found);
+    }
+    return found;
+  };
 }

@@ -37,18 +37,7 @@ export async function resolveServerBackends(options: { projectRoot: string; data
       warnings: config.warnings,
     };
   }
-  const made = new Map<string, AgentBackend>();
-  const backendFor = (name?: string, model?: string): AgentBackend => {
-    const backend = name ?? config.backend;
-    const chosen = model ?? (backend === config.backend ? config.model : undefined);
-    const key = `${backend}\u0000${chosen ?? ''}`;
-    let found = made.get(key);
-    if (!found) {
-      found = backends.createBackend(backend, config, chosen ? { model: chosen } : {});
-      made.set(key, found);
-    }
-    return found;
-  };
+  const backendFor = backends.configuredBackends(config);
   return {
     backendFor,
     summarize: config.backend === 'scripted' ? false : createBackendSummarizer(backends.createConfiguredBackend(config)),

@@ -1,4 +1,4 @@
-import { createBackend, resolveBackendConfig, type AgentBackend, type ResolvedBackendConfig } from '../backends/index.js';
+import { configuredBackends, resolveBackendConfig, type AgentBackend, type ResolvedBackendConfig } from '../backends/index.js';
 import type { DraftServiceState } from './draft-state.js';
 import { DraftError } from './errors.js';
 
@@ -16,18 +16,10 @@ export async function registryBackends(projectRoot: string, dataDir: string): Pr
   } catch (error) {
     problem = error;
   }
-  const instances = new Map<string, AgentBackend>();
+  const made = config ? configuredBackends(config) : undefined;
   return (name, model) => {
-    if (!config) throw problem instanceof Error ? problem : new Error(String(problem));
-    const backend = name ?? config.backend;
-    const chosenModel = model ?? (name === undefined ? config.model : undefined);
-    const key = `${backend}\u0000${chosenModel ?? ''}`;
-    let instance = instances.get(key);
-    if (!instance) {
-      instance = createBackend(backend, config, chosenModel ? { model: chosenModel } : {});
-      instances.set(key, instance);
-    }
-    return instance;
+    if (!made) throw problem instanceof Error ? problem : new Error(String(problem));
+    return made(name, model);
   };
 }
 

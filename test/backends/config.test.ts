@@ -3,12 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
+  configuredBackends,
   createBackend,
   createConfiguredBackend,
   listBackendRegistrations,
   resolveBackendConfig,
   SCRIPTED_FALLBACK_NOTICE,
 } from '../../src/backends/index.js';
+import { listBackends } from '../../src/draft/backend-list.js';
 
 let projectDir: string;
 beforeEach(async () => {
@@ -138,5 +140,35 @@ describe('resolveBackendConfig', () => {
     await backend.setupSessionTranscripts!(sessionId, { main: `${header}\n` }, workspace);
     const registry = JSON.parse(await readFile(join(dataDir, 'gemini-cli', '.gemini', 'projects.json'), 'utf8')) as { projects: Record<string, string> };
     expect(registry.projects[join(projectDir, 'work')]).toBe('work');
+  });
+});
+
+describe('configuredBackends (the backendFor of `parley serve`, the TUI and the draft layer)', () => {
+  it('refuses a named back end that is not configured here, naming the variable to set; the default is always made', async () => {
+    const config = await resolveBackendConfig({ env: { OPENAI_API_KEY: 'sk-test' }, projectDir });
+    const backendFor = configuredBackends(config);
+    expect(backendFor().describe().name).toBe('openai-compatible');
+    expect(backendFor('openai-compatible')).toBe(backendFor());
+    expect(backendFor('scripted').describe().name).toBe('scripted');
+    expect(() => backendFor('anthropic-api')).toThrow(expect.objectContaining({ code: 'BACKEND_NOT_CONFIGURED', message: expect.stringContaining('set ANTHROPIC_API_KEY') }));
+    expect(() => backendFor('gemini-cli')).toThrow(/gemini-cli back end is not configured here: set GEMINI_API_KEY/);
+    expect(() => backendFor('no-such-backend')).toThrow(/no-such-backend/);
+  });
+
+  it('gives one instance per back end and model, the configured model when none is named', async () => {
+    const config = await resolveBackendConfig({ env: {}, projectDir });
+    const backendFor = configuredBackends(config);
+    expect(backendFor('scripted', 'scripted-2')).toBe(backendFor('scripted', 'scripted-2'));
+    expect(backendFor('scripted', 'scripted-2')).not.toBe(backendFor());
+    expect(backendFor('scripted')).toBe(backendFor());
+  });
+
+  it('lists a back end that is not configured as unavailable, with what to set (list_backends)', async () => {
+    const config = await resolveBackendConfig({ env: {}, projectDir });
+    const backends = listBackends(configuredBackends(config), ['scripted', 'anthropic-api']);
+    expect(backends).toEqual([
+      { name: 'scripted', continuity: 'managed', default: true, available: true },
+      { name: 'anthropic-api', default: false, available: false, reason: expect.stringContaining('not configured here: set ANTHROPIC_API_KEY') },
+    ]);
   });
 });

@@ -3,6 +3,7 @@ import {
   createBackend,
   getBackendRegistration,
   listBackendRegistrations,
+  missingSetting,
   resolveBackendConfig,
   type ResolvedBackendConfig,
 } from '../../backends/index.js';
@@ -31,7 +32,8 @@ export async function listBackendStatus(config: ResolvedBackendConfig, options: 
       const settings = config.settings[registration.name]!;
       const reads = [...registration.apiKeyVariables, ...registration.baseUrlVariables, ...(registration.modelVariables ?? [])];
       let reachable: boolean | null = null;
-      let detail = settings.configured ? '' : `not configured: set ${settings.apiKeyVariable ?? registration.apiKeyVariables[0] ?? 'its settings'}`;
+      const missing = missingSetting(config, registration.name);
+      let detail = missing ? `not configured: set ${missing.variable ?? 'its settings'}` : '';
       if (settings.configured) {
         try {
           const backend = createBackend(registration.name, config);
