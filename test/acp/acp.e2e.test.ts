@@ -255,6 +255,15 @@ describe('parley acp', () => {
     expect((await second.agent.request('initialize', { protocolVersion: 1 })).protocolVersion).toBe(1);
   });
 
+  it('refuses --store (PostgreSQL) with a message saying what to do, rather than keeping the sessions in a folder unseen', async () => {
+    const refused = await runParley(['--store', 'postgres://127.0.0.1:9/parley', 'acp'], { cwd: project });
+    expect(refused.code).toBe(2);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr).toContain('cannot use --store');
+    expect(refused.stderr).toContain('parley serve --store');
+    await expect(readdir(join(project, '.parley'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
   it("gives the agent the editor's MCP servers as tools", async () => {
     const editor = await startEditor({ turns: [[{ type: 'tool', name: 'echo__shout', input: { text: 'hello from the editor' } }]] });
     const { sessionId } = await editor.agent.request('session/new', {

@@ -1,6 +1,8 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { AcpBackends } from '../../acp/index.js';
+import { ParleyError } from '../../conversation/index.js';
+import { DATABASE_URL_VARIABLE, resolveStoreUrl } from '../options.js';
 import { resolveServerBackends } from '../server-backends.js';
 
 /**
@@ -17,9 +19,19 @@ export function register(program: Command): void {
       console.log = console.error;
       console.info = console.error;
       console.debug = console.error;
-      const given = command.optsWithGlobals<{ dataDir?: string }>().dataDir ?? process.env['PARLEY_DATA_DIR'];
+      const globals = command.optsWithGlobals<{ dataDir?: string; store?: string }>();
+      // Refused, not ignored: sessions the user asked to keep in PostgreSQL must not land in a folder unseen.
+      if (globals.store !== undefined) {
+        throw new ParleyError(
+          'INVALID_INPUT',
+          '`parley acp` keeps each project\'s sessions in its data folder and cannot use --store (PostgreSQL) yet. Leave out --store, or use `parley serve --store …` with the web UI or the TUI for a shared database.',
+          { fault: 'user' },
+        );
+      }
+      const given = globals.dataDir ?? process.env['PARLEY_DATA_DIR'];
       const [{ serveAcpOnStdio }, { listBackendRegistrations }] = await Promise.all([import('../../acp/index.js'), import('../../backends/index.js')]);
       const log = (message: string): void => void process.stderr.write(`parley acp: ${message}\n`);
+      if (resolveStoreUrl(command) !== undefined) log(`${DATABASE_URL_VARIABLE} is set, but ACP sessions are kept in each project's data folder (ACP does not use PostgreSQL yet).`);
       const agent = serveAcpOnStdio({
         ...(given ? { dataDir: resolve(given) } : {}),
         version: program.version() ?? '0.0.0',
