@@ -23,7 +23,7 @@ import {
 import type { AgentDescriptionOverride, AgentDescriptionText } from './agent-descriptions.js';
 import type { CompactionStatus } from './compaction-controller.js';
 import { SessionError } from './errors.js';
-import { unbuiltEvents } from './import/imported-store.js';
+import { readUnbuiltEvents } from './import/imported-store.js';
 import { LiveSessionCache, liveSessionOf, loadLiveSession, type LiveSession } from './live-sessions.js';
 import type { BuiltRequest } from './request-builder.js';
 import { createRequestLayer } from './request-layer-setup.js';
@@ -290,6 +290,20 @@ export class SessionManager {
     return live.conversation;
   }
 
+  /**
+   * For `parley show` of an imported session whose blocks are not built yet: its events parsed from
+   * its copy, handed to `onEvents` in order, a batch at a time, and kept nowhere (nothing is
+   * written: the first reader of its stored events builds its log). Resolves false, having read
+   * nothing, for any other session, a session being built in this process, or one cached here:
+   * read those with `getRuntimeSession`.
+   */
+  async parseUnbuiltSession(sessionId: string, onEvents: (events: readonly StreamEvent[]) => void): Promise<boolean> {
+    this.assertOpen();
+    const id = checkSessionId(sessionId);
+    if (this.cache.peek(id) !== undefined) return false;
+    return readUnbuiltEvents(this.store, id, onEvents);
+  }
+
   /** Seed 004's RuntimeSessionData: the saved data plus the parsed blocks. */
   async getRuntimeSession(sessionId: string): Promise<RuntimeSessionData> {
     const id = checkSessionId(sessionId);
@@ -416,8 +430,9 @@ export class SessionManager {
     this.assertOpen();
     const cached = this.cache.peek(sessionId);
     if (cached !== undefined) return cached;
-    const events = await unbuiltEvents(this.store, sessionId);
-    if (events === undefined) return this.liveSession(sessionId);
+    const events: StreamEvent[] = [];
+    const parsed = await readUnbuiltEvents(this.store, sessionId, (batch) => batch.forEach((event) => events.push(event)));
+    if (!parsed) return this.liveSession(sessionId);
     return liveSessionOf(sessionId, await this.requireSession(sessionId), events);
   }
 

@@ -128,17 +128,18 @@ export function withImportedSessions(store: SessionStore): SessionStore {
 
 /**
  * For a reader that only shows a session (`parley show`): the events of an imported session whose
- * blocks are not built yet, parsed from its copy without writing them (`unbuilt-session.ts`), when
- * no build of it has run or started in this process. Undefined otherwise: read the log through the
- * view, which builds it. A build started meanwhile writes the same events, so either answer holds.
+ * blocks are not built yet, parsed from its copy without writing them (`unbuilt-session.ts`) and
+ * handed to `onEvents` in batches, when no build of it has run or started in this process. False,
+ * having read nothing, otherwise: read the log through the view, which builds it. A build started
+ * meanwhile writes the same events, so either answer holds.
  */
-export async function unbuiltEvents(store: SessionStore, sessionId: string): Promise<StreamEvent[] | undefined> {
+export async function readUnbuiltEvents(store: SessionStore, sessionId: string, onEvents: (events: StreamEvent[]) => void): Promise<boolean> {
   const raw = ((store as unknown as Record<symbol, unknown>)[RAW] as SessionStore | undefined) ?? store;
   const builds = (raw as unknown as Record<symbol, unknown>)[BUILDS] as Builds | undefined;
-  if (builds?.has(sessionId) === true) return undefined;
+  if (builds?.has(sessionId) === true) return false;
   const record = await raw.getSession(sessionId);
-  if (record?.scope.kind !== 'imported') return undefined;
-  return parseUnbuiltEvents(raw, sessionId);
+  if (record?.scope.kind !== 'imported') return false;
+  return parseUnbuiltEvents(raw, sessionId, onEvents);
 }
 
 async function* fromMemory(events: readonly StreamEvent[], options: ReadLogOptions): AsyncGenerator<StreamEvent> {

@@ -14,22 +14,31 @@ import { streamChunks } from './read-file.js';
  * the log. The log is built by the first reader that needs the session's stored events
  * (`withImportedSessions`).
  *
- * `raw` is the store under the building view (a view's `lastSeq` would build). Returns undefined
- * when there is nothing to parse here: no manifest, nothing pending, or a log that already holds a
- * prefix of the events (a crashed build, which the next build resumes).
+ * The events go to `onEvents` in order, a batch per chunk of the copy read, and are not kept here.
+ * `raw` is the store under the building view (a view's `lastSeq` would build). Returns false,
+ * having parsed nothing, when there is nothing to parse here: no manifest, nothing pending, or a
+ * log that already holds a prefix of the events (a crashed build, which the next build resumes).
  */
-export async function parseUnbuiltEvents(raw: SessionStore, sessionId: string): Promise<StreamEvent[] | undefined> {
+export async function parseUnbuiltEvents(raw: SessionStore, sessionId: string, onEvents: (events: StreamEvent[]) => void): Promise<boolean> {
   const pending = (await readManifest(raw, sessionId))?.pendingEvents;
-  if (pending === undefined) return undefined;
-  if ((await raw.lastSeq(sessionId)) !== -1) return undefined;
+  if (pending === undefined) return false;
+  if ((await raw.lastSeq(sessionId)) !== -1) return false;
   const chunks = await copyChunks(raw, sessionId, pending);
-  const events: StreamEvent[] = [];
+  let seq = 0;
+  let batch: StreamEvent[] = [];
+  const handOver = (): void => {
+    if (batch.length === 0) return;
+    const events = batch;
+    batch = [];
+    onEvents(events);
+  };
   // Object.assign, as the log's append numbers a draft: the same keys in the same order.
   const number = (draft: StreamEventDraft): void => {
-    events.push(Object.assign({}, draft, { sessionId, seq: events.length, at: draft.at ?? Date.now() }) as StreamEvent);
+    batch.push(Object.assign({}, draft, { sessionId, seq: seq++, at: draft.at ?? Date.now() }) as StreamEvent);
   };
   const parser = new ClaudeCodeParser({ emit: number, file: pending.file });
-  await streamChunks(chunks, parser, `${pending.transcript} of session ${sessionId}`);
+  await streamChunks(chunks, parser, `${pending.transcript} of session ${sessionId}`, { afterChunk: handOver });
   parser.end();
-  return events;
+  handOver();
+  return true;
 }
