@@ -32,9 +32,14 @@ export async function parseUnbuiltEvents(raw: SessionStore, sessionId: string, o
     batch = [];
     onEvents(events);
   };
-  // Object.assign, as the log's append numbers a draft: the same keys in the same order.
+  // Numbered in place, with the keys the log's append adds: the drafts are this parser's own, and a
+  // copy of each (as the append makes) was a seventh of a show's CPU time (92 of 676 ms, 50 MB).
   const number = (draft: StreamEventDraft): void => {
-    batch.push(Object.assign({}, draft, { sessionId, seq: seq++, at: draft.at ?? Date.now() }) as StreamEvent);
+    const event = draft as StreamEvent;
+    event.sessionId = sessionId;
+    event.seq = seq++;
+    event.at ??= Date.now();
+    batch.push(event);
   };
   const parser = new ClaudeCodeParser({ emit: number, file: pending.file });
   await streamChunks(chunks, parser, `${pending.transcript} of session ${sessionId}`, { afterChunk: handOver });
