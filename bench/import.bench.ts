@@ -378,7 +378,7 @@ export async function run(): Promise<string> {
       '',
       `The import took ${(importMs / 1000).toFixed(2)} s and wrote no events (they are built by the first reader of the stored events; a show parses the copy until then); the eager pipeline without its store took ${(discardMs / 1000).toFixed(2)} s. CPU time includes the garbage collector's helper threads (so wall time can be below it); wall time is what a user waits for, and suffers most from other load on the machine. "RSS before reading" is the process with its code loaded (the floor loads only the line splitter; Parley loads every back end through the layer's index).`,
       '',
-      '### Where building the blocks goes (the first show\'s build, the eager import)',
+      '### Where building the blocks goes (the first `get_events`\' build, the eager import)',
       '',
       `Each stage timed on its own, in the eager pipeline's order and batch sizes (the breakdown child; median of ${rounds} runs; ms, garbage collection counted in the stage that allocates):`,
       '',
