@@ -15,13 +15,6 @@ const PROJECT = join(ROOT, 'test', 'fixtures', 'transcripts', 'claude-code', '-h
 const FIXTURE_IDS = ['9a7d4c21-0b6e-4f3a-8d52-7c1e0f9b3a64', '5f2b1c9e-3d4a-4e8b-9f10-2a6c7d8e9f01'];
 const GENERATED_ID = '0f1e2d3c-4b5a-4978-8a6b-5c4d3e2f1a0b';
 
-/** `parley show` and `parley show --json` of each session, one process at a time (a data folder takes one Parley process). */
-async function showAll(dataDir: string, ids: readonly string[]): Promise<string[]> {
-  const outputs: string[] = [];
-  for (const id of ids) outputs.push(await parley(dataDir, 'show', id), await parley(dataDir, 'show', id, '--json'));
-  return outputs;
-}
-
 async function parley(dataDir: string, ...args: string[]): Promise<string> {
   const { stdout } = await run(process.execPath, ['--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts'), '--data-dir', dataDir, ...args], {
     cwd: ROOT,
@@ -34,7 +27,6 @@ async function parley(dataDir: string, ...args: string[]): Promise<string> {
 describe('parley show of an imported session whose blocks are not built yet', () => {
   let work: string;
   let dataDir: string;
-  const ids = [...FIXTURE_IDS, GENERATED_ID].map((id) => `cc-${id}`);
   beforeAll(async () => {
     work = await fs.mkdtemp(join(tmpdir(), 'parley-show-unbuilt-'));
     dataDir = join(work, 'data');
@@ -48,21 +40,23 @@ describe('parley show of an imported session whose blocks are not built yet', ()
     await fs.rm(work, { recursive: true, force: true });
   });
 
-  it('prints exactly what it prints once the log is built, and builds nothing itself', async () => {
-    const before = await showAll(dataDir, ids);
+  it.each([
+    ['a rewind with an inline sidechain', `cc-${FIXTURE_IDS[0]}`],
+    ['a compaction', `cc-${FIXTURE_IDS[1]}`],
+    ['a generated 1 MB transcript', `cc-${GENERATED_ID}`],
+  ])('prints exactly what it prints once the log is built, and builds nothing itself: %s', async (_name, id) => {
+    const before = [await parley(dataDir, 'show', id), await parley(dataDir, 'show', id, '--json')];
     const store = await createFileStore({ dataDir, onWarning: () => {} });
-    for (const id of ids) {
-      expect(await store.lastSeq(id)).toBe(-1);
-      expect(await store.readTranscript(id, 'import-manifest.json')).toContain('pendingEvents');
-    }
+    expect(await store.lastSeq(id)).toBe(-1);
+    expect(await store.readTranscript(id, 'import-manifest.json')).toContain('pendingEvents');
     await store.close();
 
-    // The first reader of the stored events (here `get_events`'s path) builds each log.
+    // The first reader of the stored events (here `get_events`'s path) builds the log.
     const manager = await createSessionManager({ dataDir, preloadTokenizer: false });
-    for (const id of ids) expect((await manager.getEvents(id)).length).toBeGreaterThan(0);
+    expect((await manager.getEvents(id)).length).toBeGreaterThan(0);
     await manager.close();
 
-    const after = await showAll(dataDir, ids);
+    const after = [await parley(dataDir, 'show', id), await parley(dataDir, 'show', id, '--json')];
     expect(before.every((output) => output.length > 200)).toBe(true);
     expect(after).toEqual(before);
   });
