@@ -103,9 +103,10 @@ export class ConversationText {
       list.lines.push(line);
     } else {
       list.lines[place] = line;
+      // The block that was here may have named a thread; this one names its own, or none.
+      list.subagentAt.delete(place);
     }
     if (block.type === 'subagent') list.subagentAt.set(place, block.subagentId);
-    else list.subagentAt.delete(place);
   }
 
   private thread(id: string): RenderedList {
