@@ -77,6 +77,11 @@ export class LiveSessionCache {
 export async function loadLiveSession(store: SessionStore, sessionId: string, record: SessionRecord): Promise<LiveSession> {
   const events: StreamEvent[] = [];
   for await (const event of store.readLog(sessionId)) events.push(event);
+  return liveSessionOf(sessionId, record, events);
+}
+
+/** A session as these events (its whole log, in order) say. */
+export function liveSessionOf(sessionId: string, record: SessionRecord, events: readonly StreamEvent[]): LiveSession {
   const conversation = applyEvents(emptyConversation(sessionId), events);
   // The log is the truth: stats in session.json are a cache and may lag after a crash.
   const counted = countMessages(events);

@@ -23,7 +23,8 @@ import {
 import type { AgentDescriptionOverride, AgentDescriptionText } from './agent-descriptions.js';
 import type { CompactionStatus } from './compaction-controller.js';
 import { SessionError } from './errors.js';
-import { LiveSessionCache, loadLiveSession, type LiveSession } from './live-sessions.js';
+import { readUnbuiltEvents } from './import/imported-store.js';
+import { LiveSessionCache, liveSessionOf, loadLiveSession, type LiveSession } from './live-sessions.js';
 import type { BuiltRequest } from './request-builder.js';
 import { createRequestLayer } from './request-layer-setup.js';
 import type { PreviewedRequest, RalphLoopPatch, RequestLayer, RequestOptions } from './session-requests.js';
@@ -289,10 +290,24 @@ export class SessionManager {
     return live.conversation;
   }
 
+  /**
+   * For `parley show` of an imported session whose blocks are not built yet: its events parsed from
+   * its copy, handed to `onEvents` in order, a batch at a time, and kept nowhere (nothing is
+   * written: the first reader of its stored events builds its log). Resolves false, having read
+   * nothing, for any other session, a session being built in this process, or one cached here:
+   * read those with `getRuntimeSession`.
+   */
+  async parseUnbuiltSession(sessionId: string, onEvents: (events: readonly StreamEvent[]) => void): Promise<boolean> {
+    this.assertOpen();
+    const id = checkSessionId(sessionId);
+    if (this.cache.peek(id) !== undefined) return false;
+    return readUnbuiltEvents(this.store, id, onEvents);
+  }
+
   /** Seed 004's RuntimeSessionData: the saved data plus the parsed blocks. */
   async getRuntimeSession(sessionId: string): Promise<RuntimeSessionData> {
     const id = checkSessionId(sessionId);
-    return runtimeSession(this.store, id, await this.liveSession(id));
+    return runtimeSession(this.store, id, await this.sessionToShow(id));
   }
 
   async getCheckpoint(sessionId: string): Promise<Checkpoint | undefined> {
@@ -404,6 +419,21 @@ export class SessionManager {
   protected async updateRecord(sessionId: string, update: (current: SessionRecord) => SessionRecord): Promise<SessionRecord> {
     this.assertOpen();
     return this.writer.updateRecord(checkSessionId(sessionId), update);
+  }
+
+  /**
+   * A session for a reader that only shows it: the cached one; else an imported session whose
+   * blocks are not built yet, parsed from its copy and not cached (nothing is written: the first
+   * reader that needs its stored events builds its log); else the cached one, loaded.
+   */
+  private async sessionToShow(sessionId: string): Promise<LiveSession> {
+    this.assertOpen();
+    const cached = this.cache.peek(sessionId);
+    if (cached !== undefined) return cached;
+    const events: StreamEvent[] = [];
+    const parsed = await readUnbuiltEvents(this.store, sessionId, (batch) => batch.forEach((event) => events.push(event)));
+    if (!parsed) return this.liveSession(sessionId);
+    return liveSessionOf(sessionId, await this.requireSession(sessionId), events);
   }
 
   /** The cached session: its record and conversation, loaded from the log once. */

@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { createSessionManager } from '../../sessions/index.js';
 import { openChosenStore, storeOption } from '../options.js';
-import { describeScope, formatCost, renderConversation } from '../render.js';
+import { describeScope, formatCost } from '../render.js';
+import { sessionText } from '../show-text.js';
 
 /** `parley sessions` and `parley show`: every session in the data folder, and one session's blocks. */
 export function register(program: Command): void {
@@ -51,19 +52,13 @@ export function register(program: Command): void {
       const store = await openChosenStore(command);
       const manager = await createSessionManager(storeOption(command, store));
       try {
-        const record = await manager.getSession(sessionId);
-        const runtime = await manager.getRuntimeSession(sessionId);
         if (options.json) {
-          const { rawTranscript: _raw, ...rest } = runtime;
+          const record = await manager.getSession(sessionId);
+          const { rawTranscript: _raw, ...rest } = await manager.getRuntimeSession(sessionId);
           process.stdout.write(`${JSON.stringify({ session: record, ...rest, subagents: rest.subagents.map(({ rawTranscript: _thread, ...thread }) => thread) }, null, 2)}\n`);
           return;
         }
-        const metrics = runtime.metrics;
-        process.stdout.write(
-          `${record.sessionId} — ${describeScope(record)} — ${record.type}${record.readOnly ? ' (read only)' : ''}\n` +
-            `turns ${metrics.turns} · tokens in ${metrics.inputTokens} out ${metrics.outputTokens} · cost ${formatCost(metrics)} · compactions ${record.stats.totalCompactions}\n\n`,
-        );
-        process.stdout.write(`${renderConversation(runtime.blocks, runtime.subagents)}\n`);
+        process.stdout.write(`${await sessionText(manager, sessionId)}\n`);
       } finally {
         await manager.close();
         await store?.close();

@@ -1,6 +1,7 @@
 import type { StreamEvent } from '../../conversation/index.js';
 import type { ReadLogOptions, SessionStore } from '../../store/index.js';
 import { materializeImportedSession } from './materialize.js';
+import { parseUnbuiltEvents } from './unbuilt-session.js';
 
 /**
  * A view of a store in which an imported session whose events were deferred
@@ -25,6 +26,8 @@ const LOG_METHODS = new Set(['lastSeq', 'append', 'readCheckpoint', 'listCheckpo
  */
 const BUILDS = Symbol.for('parley.importedSessionBuilds');
 const WRAPPED = Symbol.for('parley.importedSessionsView');
+/** A view's store underneath, for reads that must not build (`unbuiltEvents`). */
+const RAW = Symbol('parley.importedSessionsRawStore');
 
 type Builds = Map<string, true | Gate>;
 
@@ -99,6 +102,7 @@ export function withImportedSessions(store: SessionStore): SessionStore {
   return new Proxy(store, {
     get(target, key, receiver) {
       if (key === WRAPPED) return true;
+      if (key === RAW) return target;
       const value: unknown = Reflect.get(target, key, receiver);
       if (typeof value !== 'function') return value;
       const method = value as (...args: unknown[]) => unknown;
@@ -120,6 +124,22 @@ export function withImportedSessions(store: SessionStore): SessionStore {
       return method.bind(target);
     },
   });
+}
+
+/**
+ * For a reader that only shows a session (`parley show`): the events of an imported session whose
+ * blocks are not built yet, parsed from its copy without writing them (`unbuilt-session.ts`) and
+ * handed to `onEvents` in batches, when no build of it has run or started in this process. False,
+ * having read nothing, otherwise: read the log through the view, which builds it. A build started
+ * meanwhile writes the same events, so either answer holds.
+ */
+export async function readUnbuiltEvents(store: SessionStore, sessionId: string, onEvents: (events: StreamEvent[]) => void): Promise<boolean> {
+  const raw = ((store as unknown as Record<symbol, unknown>)[RAW] as SessionStore | undefined) ?? store;
+  const builds = (raw as unknown as Record<symbol, unknown>)[BUILDS] as Builds | undefined;
+  if (builds?.has(sessionId) === true) return false;
+  const record = await raw.getSession(sessionId);
+  if (record?.scope.kind !== 'imported') return false;
+  return parseUnbuiltEvents(raw, sessionId, onEvents);
 }
 
 async function* fromMemory(events: readonly StreamEvent[], options: ReadLogOptions): AsyncGenerator<StreamEvent> {

@@ -33,14 +33,7 @@ export async function materializeImportedSession(
   const manifest = await readManifest(store, sessionId);
   const pending = manifest?.pendingEvents;
   if (manifest === undefined || pending === undefined) return { built: false };
-  const chunks = store.streamTranscript !== undefined ? await store.streamTranscript(sessionId, pending.transcript) : await wholeTranscript(store, sessionId, pending.transcript);
-  if (chunks === undefined) {
-    throw new StoreError(
-      'CORRUPT_FILE',
-      `Session "${sessionId}" was imported with its blocks to be built from its copy of ${pending.file}, but that copy (transcript "${pending.transcript}") is missing. Import ${pending.file} again with \`parley import\`.`,
-      { fault: 'system', data: { sessionId, transcript: pending.transcript } },
-    );
-  }
+  const chunks = await copyChunks(store, sessionId, pending);
   // What an interrupted earlier run wrote is a prefix of the events: the writer skips it. With an
   // empty log (the usual case) there is nothing to skip, and hashing every block would cost a
   // seventh of the build.
@@ -90,6 +83,22 @@ export interface MaterializeOptions {
  * larger batch saves fdatasyncs but holds more objects, and the garbage collector gives it back).
  */
 const BUILD_BATCH = { events: 8192, inputBytes: 2 * 1024 * 1024 };
+
+/**
+ * The native copy a deferred session is built from, as chunks (streamed where the store can). A
+ * missing copy fails with `CORRUPT_FILE`, saying to import the native file again.
+ */
+export async function copyChunks(store: SessionStore, sessionId: string, pending: { transcript: string; file: string }): Promise<AsyncIterable<Uint8Array | string>> {
+  const chunks = store.streamTranscript !== undefined ? await store.streamTranscript(sessionId, pending.transcript) : await wholeTranscript(store, sessionId, pending.transcript);
+  if (chunks === undefined) {
+    throw new StoreError(
+      'CORRUPT_FILE',
+      `Session "${sessionId}" was imported with its blocks to be built from its copy of ${pending.file}, but that copy (transcript "${pending.transcript}") is missing. Import ${pending.file} again with \`parley import\`.`,
+      { fault: 'system', data: { sessionId, transcript: pending.transcript } },
+    );
+  }
+  return chunks;
+}
 
 async function wholeTranscript(store: SessionStore, sessionId: string, name: string): Promise<AsyncIterable<string> | undefined> {
   const text = await store.readTranscript(sessionId, name);

@@ -116,6 +116,45 @@ describe('parley import into the file store: the transcript is copied and scanne
     await eagerManager.close();
   });
 
+  it.each([
+    ['a generated 3 MB transcript', 'generated'],
+    ['a transcript with a compaction', 'compacted'],
+    ['a transcript with a rewind and an inline sidechain', 'rewound'],
+  ])("`parley show`'s read parses the copy and writes nothing; it reads as the built log does: %s", async (_name, which) => {
+    const path = which === 'generated' ? transcript : await fixtureAlone(which === 'compacted' ? COMPACTED_ID : REWOUND_ID);
+    const dataDir = join(work, 'data');
+    const store = await createFileStore({ dataDir, onWarning: () => {} });
+    const { sessions } = await importTranscripts(path, { store, now: NOW });
+    const sessionId = sessions[0]!.sessionId;
+    await store.close();
+
+    const before = await createSessionManager({ dataDir, preloadTokenizer: false });
+    const shown = await before.getRuntimeSession(sessionId);
+    await before.close();
+    const raw = await createFileStore({ dataDir, onWarning: () => {} });
+    expect(await raw.lastSeq(sessionId)).toBe(-1);
+    expect(await raw.readTranscript(sessionId, 'import-manifest.json')).toContain('pendingEvents');
+    await raw.close();
+
+    // A reader of the stored events builds the log; a show after it reads the log.
+    const builder = await createSessionManager({ dataDir, preloadTokenizer: false });
+    const events = await builder.getEvents(sessionId);
+    await builder.close();
+    const after = await createSessionManager({ dataDir, preloadTokenizer: false });
+    const built = await after.getRuntimeSession(sessionId);
+    await after.close();
+
+    const eager = await eagerImport(path);
+    expect(events).toEqual(await log(eager.store, eager.sessionId));
+    expect(shown.blocks.length).toBeGreaterThan(0);
+    expect(shown.blocks).toEqual(built.blocks);
+    expect(shown.subagents).toEqual(built.subagents);
+    expect(shown.metrics).toEqual(built.metrics);
+    expect(shown.lastSeq).toBe(built.lastSeq);
+    expect(shown.lastSeq).toBe(events.length - 1);
+    if (which === 'rewound') expect(shown.subagents.length).toBeGreaterThan(0);
+  });
+
   it('continuing the session appends after its built history', async () => {
     const dataDir = join(work, 'data');
     const store = await createFileStore({ dataDir, onWarning: () => {} });
@@ -172,6 +211,12 @@ describe('parley import into the file store: the transcript is copied and scanne
     expect(await store.lastSeq(sessionId)).toBe(-1);
     expect(await store.readTranscript(sessionId, 'import-manifest.json')).toContain('pendingEvents');
     await store.close();
+
+    const manager = await createSessionManager({ dataDir, preloadTokenizer: false });
+    const shown = await manager.getRuntimeSession(sessionId).catch((caught: unknown) => caught);
+    await manager.close();
+    expect(shown).toMatchObject({ code: 'CORRUPT_FILE' });
+    expect((shown as Error).message).toContain(`Import ${NATIVE_ID}.jsonl again`);
   });
 
   it('a crash (SIGKILL) while the blocks are built leaves a session that reads correctly afterwards', async () => {
@@ -208,9 +253,19 @@ describe('parley import into the file store: the transcript is copied and scanne
     expect(partial).toEqual(expected.slice(0, partial.length));
     expect(await reopened.readTranscript(sessionId, 'import-manifest.json')).toContain('pendingEvents');
 
-    expect(await log(withImportedSessions(reopened), sessionId)).toEqual(expected);
-    expect(await reopened.readTranscript(sessionId, 'import-manifest.json')).not.toContain('pendingEvents');
     await reopened.close();
+    // `parley show` does not parse a copy whose build was cut: it resumes the build, and shows the whole session.
+    const manager = await createSessionManager({ dataDir, preloadTokenizer: false });
+    const shown = await manager.getRuntimeSession(sessionId);
+    await manager.close();
+    const eagerManager = await createSessionManager({ store: eager.store, preloadTokenizer: false });
+    expect(shown.blocks).toEqual((await eagerManager.getRuntimeSession(eager.sessionId)).blocks);
+    await eagerManager.close();
+
+    const resumed = await createFileStore({ dataDir, onWarning: () => {} });
+    expect(await resumed.readTranscript(sessionId, 'import-manifest.json')).not.toContain('pendingEvents');
+    expect(await log(withImportedSessions(resumed), sessionId)).toEqual(expected);
+    await resumed.close();
   });
 
   it('a re-import of a changed transcript builds the session first, then appends only what is new', async () => {
