@@ -2,7 +2,7 @@ import type { StreamEvent } from '../../conversation/index.js';
 import type { SessionInfo } from '../../protocol/index.js';
 import type { Actions } from './controller.js';
 import { h } from './dom.js';
-import { emptyView, foldHistory, initialState, reduce, type AppState } from './state.js';
+import { emptyView, HistoryFold, initialState, reduce, type AppState } from './state.js';
 import { ChatView } from './views/chat-view.js';
 import { InspectorView } from './views/inspector-view.js';
 
@@ -33,11 +33,15 @@ export function rehearseOpening(): void {
 
 let rehearsed: AppState | undefined;
 
-/** Folds the sample log the way the controller folds a page, and reduces it into a state as `history_loaded` does. */
+/** Folds the sample log the way the controller folds its pages, and reduces it into a state as `history_loaded` does. */
 function foldAndReduce(): void {
   const events = sampleEvents();
   const empty = emptyView(SESSION_ID);
-  const folded = foldHistory({ conversation: empty.conversation, series: empty.series }, events);
+  const history = new HistoryFold({ conversation: empty.conversation, series: empty.series });
+  // In two pages, as the controller folds a history.
+  history.add(events.slice(0, events.length >> 1));
+  history.add(events.slice(events.length >> 1));
+  const folded = history.finish();
   let state = reduce(initialState('present'), { type: 'sessions_loaded', sessions: [sampleSession()] });
   state = reduce(state, { type: 'select', sessionId: SESSION_ID });
   rehearsed = reduce(state, { type: 'history_loaded', sessionId: SESSION_ID, events, folded });
