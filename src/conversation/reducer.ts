@@ -15,14 +15,50 @@ export function applyEvent(state: ConversationState, event: StreamEvent): Conver
 
 /** Applies events in order, copying the state's arrays once for the whole batch (load and replay are O(n)). */
 export function applyEvents(state: ConversationState, events: Iterable<StreamEvent>): ConversationState {
-  let draft: Draft | undefined;
+  const draft = applyToDraft(state, undefined, events);
+  return draft ? draft.finish() : state;
+}
+
+/** Applies events to `draft` (made from `state` when the first event is new), and returns it. */
+function applyToDraft(state: ConversationState, draft: Draft | undefined, events: Iterable<StreamEvent>): Draft | undefined {
   for (const event of events) {
     if (event.seq <= (draft?.lastSeq ?? state.lastSeq)) continue;
     if (event.sessionId !== state.sessionId) continue;
     draft ??= new Draft(state);
     draft.apply(event);
   }
-  return draft ? draft.finish() : state;
+  return draft;
+}
+
+/** One `applyEvents` over a log that arrives in parts: see `foldInParts`. */
+export interface ConversationFold {
+  /** Applies the next part of the log (at or below the last `seq` applied is skipped, as in `applyEvents`). */
+  add(events: Iterable<StreamEvent>): void;
+  /** The state after every part added so far; the fold takes no more parts after it. */
+  finish(): ConversationState;
+}
+
+/**
+ * Folds a log that arrives in parts (a client reading a long history page by page) with one
+ * working copy for all of them: the result is `applyEvents(state, all the parts)`, and so is the
+ * cost. Folding each part with its own `applyEvents` copied the block list and rebuilt its id index
+ * once per part (a 12,000-block history read in four pages indexed 24,000 blocks, where one fold indexes each block once).
+ * `finish` hands out the working copy itself, so adding after it throws instead of changing a state
+ * someone holds.
+ */
+export function foldInParts(state: ConversationState): ConversationFold {
+  let draft: Draft | undefined;
+  let finished = false;
+  return {
+    add(events) {
+      if (finished) throw new Error('This fold is finished: its state has been handed out. Start a new fold from that state (foldInParts) to apply more events.');
+      draft = applyToDraft(state, draft, events);
+    },
+    finish() {
+      finished = true;
+      return draft ? draft.finish() : state;
+    },
+  };
 }
 
 /** A copy-on-first-write working copy of one state, private to a single `applyEvents` call. */
@@ -47,8 +83,8 @@ class Draft {
         if (event.block.type === 'subagent') this.thread(event.block.subagentId);
         return;
       case 'block_complete': {
-        const block = event.block.completedAt === undefined ? { ...event.block, completedAt: event.at } : event.block;
-        this.upsert(event.conversationId, block, true);
+        const block = event.block;
+        this.upsert(event.conversationId, block, true, block.completedAt === undefined ? event.at : undefined);
         if (block.type === 'subagent') this.thread(block.subagentId);
         return;
       }
@@ -102,18 +138,24 @@ class Draft {
     return thread;
   }
 
-  private upsert(conversationId: string, block: ConversationBlock, complete: boolean): void {
+  /**
+   * Puts `block` in its list (new) or in place of the one with its id. `completedAt`, when given,
+   * is stamped on it. The block stored is the event's own when it needs no stamp, else one copy:
+   * a block's fields differ by kind, so a copy is a slow, shape-generic clone, and a history of
+   * 12,000 blocks paid two of them per block when the stamps were made one after the other.
+   */
+  private upsert(conversationId: string, block: ConversationBlock, complete: boolean, completedAt?: number): void {
     const blocks = this.list(conversationId);
     const index = this.indexOf(blocks, block.id);
     if (index === -1) {
-      blocks.push(block.seq === undefined ? { ...block, seq: this.lastSeq } : block);
+      blocks.push(stamped(block, completedAt, block.seq ?? this.lastSeq));
       this.indexes.get(blocks)?.set(block.id, blocks.length - 1);
       return;
     }
     const existing = blocks[index]!;
     // A completed block is final: a late block_start for it must not roll it back.
     if (!complete && existing.completedAt !== undefined) return;
-    blocks[index] = { ...block, seq: existing.seq ?? block.seq ?? this.lastSeq };
+    blocks[index] = stamped(block, completedAt, existing.seq ?? block.seq ?? this.lastSeq, true);
   }
 
   /** Position of a block in a working list, -1 when absent. O(1) amortized over a batch (a load of n events is O(n)). */
@@ -136,6 +178,18 @@ class Draft {
     if (index === -1) return;
     blocks[index] = change(blocks[index]!);
   }
+}
+
+/**
+ * `block` with `completedAt` (when given) and `seq` set, in that order: the block itself when both
+ * are already so and `copy` is not asked for, else one copy.
+ */
+function stamped(block: ConversationBlock, completedAt: number | undefined, seq: number, copy = false): ConversationBlock {
+  if (!copy && completedAt === undefined && block.seq === seq) return block;
+  const next = { ...block };
+  if (completedAt !== undefined) next.completedAt = completedAt;
+  next.seq = seq;
+  return next;
 }
 
 /** Blocks in flight are at the end: look there first, before paying for an index. */

@@ -4,6 +4,7 @@ import {
   applyEvent,
   applyEvents,
   emptyConversation,
+  foldInParts,
   StreamEventSchema,
   type ConversationBlock,
   type StreamEvent,
@@ -112,5 +113,63 @@ describe('applyEvent', () => {
         expect(stepwise.blocks.map((block: ConversationBlock) => (block as { content: string }).content)).toEqual(turns.map((turn) => turn.join('')));
       }),
     );
+  });
+});
+
+describe('foldInParts', () => {
+  /** Enough blocks that lookups go past the recent window to the id index, a worker thread among them, and metadata. */
+  function longLog(turns: number): StreamEvent[] {
+    const drafts: StreamEventDraft[] = [];
+    for (let turn = 0; turn < turns; turn += 1) {
+      drafts.push({ type: 'block_complete', conversationId: 'main', block: { id: `u${turn}`, type: 'user_message', content: `question ${turn}`, createdAt: 1 } });
+      drafts.push(...textTurn(`a${turn}`, ['an', 'swer']));
+      if (turn === 3) {
+        drafts.push({ type: 'block_start', conversationId: 'main', block: { id: 'w', type: 'subagent', subagentId: 'worker', name: 'worker', input: 'go', status: 'running', createdAt: 1 } });
+        drafts.push(...textTurn('wt', ['in ', 'thread'], 'worker'));
+      }
+      drafts.push({ type: 'metadata_update', conversationId: 'main', metadata: { costUsd: 0.5, turnComplete: true } });
+    }
+    // Late updates to early blocks: found through the index, not the recent window.
+    drafts.push({ type: 'block_update', conversationId: 'main', blockId: 'w', updates: { status: 'success', output: 'done' } });
+    drafts.push({ type: 'text_delta', conversationId: 'worker', blockId: 'wt', delta: ' (late)' });
+    return numbered(drafts);
+  }
+
+  it('folds a log added in parts (any cuts, parts that overlap) into what one applyEvents over all of it makes', () => {
+    const events = longLog(30);
+    const whole = applyEvents(emptyConversation(SESSION), events);
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: events.length }), { maxLength: 6 }), fc.integer({ min: 0, max: 5 }), (cuts, overlap) => {
+        const bounds = [0, ...[...cuts].sort((a, b) => a - b), events.length];
+        const fold = foldInParts(emptyConversation(SESSION));
+        // Each part may repeat the end of the one before (a page read again): repeats change nothing.
+        for (let index = 1; index < bounds.length; index += 1) fold.add(events.slice(Math.max(0, bounds[index - 1]! - overlap), bounds[index]));
+        expect(fold.finish()).toEqual(whole);
+      }),
+    );
+  });
+
+  it('starts from the state given and never changes it; with nothing new added it hands that state back', () => {
+    const events = longLog(20);
+    const start = applyEvents(emptyConversation(SESSION), events.slice(0, 40));
+    const snapshot = structuredClone(start);
+    const fold = foldInParts(start);
+    fold.add(events.slice(40, 70));
+    fold.add(events.slice(70));
+    expect(fold.finish()).toEqual(applyEvents(emptyConversation(SESSION), events));
+    expect(start).toEqual(snapshot);
+    const idle = foldInParts(start);
+    idle.add(events.slice(0, 40));
+    expect(idle.finish()).toBe(start);
+  });
+
+  it('takes no part after finish: the state it handed out stays as it was', () => {
+    const events = longLog(5);
+    const fold = foldInParts(emptyConversation(SESSION));
+    fold.add(events.slice(0, 10));
+    const handed = fold.finish();
+    const snapshot = structuredClone(handed);
+    expect(() => fold.add(events.slice(10))).toThrow(/finished.*foldInParts/);
+    expect(handed).toEqual(snapshot);
   });
 });

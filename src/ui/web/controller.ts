@@ -1,7 +1,7 @@
 import { firstDraftNotice, MAIN_CONVERSATION, taskTitleFromMessage, type StreamEvent } from '../../conversation/index.js';
 import { ProtocolClientError, RpcError, type ProtocolClient } from '../../protocol/index.js';
 import type { SessionFilters } from './view-model.js';
-import { emptyView, firstMessageTarget, foldHistory, type BusyKey, type FoldedHistory, type Tone } from './state.js';
+import { emptyView, firstMessageTarget, HistoryFold, type BusyKey, type Tone } from './state.js';
 import { readHistory } from './history-pages.js';
 import type { Store } from './store.js';
 
@@ -214,13 +214,13 @@ export class Controller implements Actions {
     let events: StreamEvent[];
     // Each page is folded as it comes in, while the server still prepares the next ones.
     const empty = emptyView(sessionId);
-    let folded: FoldedHistory = { conversation: empty.conversation, series: empty.series };
+    const history = new HistoryFold({ conversation: empty.conversation, series: empty.series });
     try {
       events = await readHistory(
         (afterSeq, limit) => this.client.request('get_events', { sessionId, afterSeq, limit }),
         HISTORY_PAGE,
         (page) => {
-          if (run === this.selection) folded = foldHistory(folded, page);
+          if (run === this.selection) history.add(page);
         },
       );
       if (run !== this.selection) return;
@@ -228,7 +228,7 @@ export class Controller implements Actions {
       if (run === this.selection) this.store.dispatch({ type: 'history_failed', sessionId, error: messageOf(error) });
       return;
     }
-    this.store.dispatch({ type: 'history_loaded', sessionId, events, folded });
+    this.store.dispatch({ type: 'history_loaded', sessionId, events, folded: history.finish() });
     const view = this.store.state.view;
     // From here a reconnect replays this session from what the page has, even if no live event came yet.
     if (view?.sessionId === sessionId) this.client.resumeFrom('session_event', sessionId, view.conversation.lastSeq);

@@ -1,4 +1,4 @@
-import { applyEvents, emptyConversation, type ConversationState, type StreamEvent } from '../../conversation/index.js';
+import { applyEvents, emptyConversation, foldInParts, type ConversationFold, type ConversationState, type StreamEvent } from '../../conversation/index.js';
 import type {
   BackendInfo,
   CheckpointWire,
@@ -165,6 +165,31 @@ export interface FoldedHistory {
  */
 export function foldHistory(history: FoldedHistory, events: StreamEvent[]): FoldedHistory {
   return { conversation: applyEvents(history.conversation, events), series: foldSeries(history.series, events) };
+}
+
+/**
+ * A history folded page by page as its pages arrive: `add` each page, oldest first, then `finish`
+ * once. The same as `foldHistory` of each page in turn, at the cost of one fold of the whole log
+ * (`foldInParts`: the conversation's working copy and id index are kept from page to page).
+ */
+export class HistoryFold {
+  private readonly conversation: ConversationFold;
+  private series: UsageSeries;
+
+  constructor(from: FoldedHistory) {
+    this.conversation = foldInParts(from.conversation);
+    this.series = from.series;
+  }
+
+  add(events: StreamEvent[]): void {
+    this.conversation.add(events);
+    this.series = foldSeries(this.series, events);
+  }
+
+  /** What was added, folded; the fold takes no more pages after it. */
+  finish(): FoldedHistory {
+    return { conversation: this.conversation.finish(), series: this.series };
+  }
 }
 
 export function emptyView(sessionId: string): SessionView {

@@ -270,25 +270,39 @@ export function chartGeometry(points: readonly UsagePoint[], size: { width: numb
     padding + (span > 0 ? ((point.at - startAt) / span) * innerWidth : ordered.length === 1 ? innerWidth : (index / (ordered.length - 1)) * innerWidth);
   const cumulative: number[] = [];
   let total = 0;
-  for (const point of ordered) cumulative.push((total += point.costUsd));
-  const maxCost = Math.max(0, ...cumulative);
+  let maxCost = 0;
+  for (const point of ordered) {
+    cumulative.push((total += point.costUsd));
+    if (total > maxCost) maxCost = total;
+  }
   const baseline = padding + innerHeight;
   const yOf = (value: number) => baseline - (maxCost > 0 ? (value / maxCost) * innerHeight : 0);
-  let costPath = `M${round(padding)},${round(baseline)}`;
-  let previousY = baseline;
+  // The step line's corners, one per drawn x: points that land on the same x (a tenth of a pixel)
+  // end in one step to the last one's height. Cost only grows, so the vertical line to that height
+  // covers the ones in between: the line looks the same, and a session of thousands of turns has
+  // hundreds of corners instead of thousands (their path was most of the chart's share of a long
+  // session's first frame).
+  const corners: Array<{ x: number; y: number }> = [];
   let lastX = padding;
   const turnTicks: number[] = [];
   ordered.forEach((point, index) => {
     const x = xOf(point, index);
     const y = yOf(cumulative[index]!);
-    costPath += ` H${round(x)}`;
-    if (y !== previousY) costPath += ` V${round(y)}`;
-    previousY = y;
+    const corner = round(x);
+    if (corners.length > 0 && corners.at(-1)!.x === corner) corners.at(-1)!.y = y;
+    else corners.push({ x: corner, y });
     lastX = x;
     // Turns closer than a pixel share a tick: the axis looks the same, and a session of thousands
     // of turns draws hundreds of lines instead of thousands (they were most of a long session's first frame).
     if (point.turn && !(turnTicks.length > 0 && x - turnTicks.at(-1)! < TICK_SPACING)) turnTicks.push(round(x));
   });
+  let costPath = `M${round(padding)},${round(baseline)}`;
+  let previousY = baseline;
+  for (const { x, y } of corners) {
+    costPath += ` H${x}`;
+    if (y !== previousY) costPath += ` V${round(y)}`;
+    previousY = y;
+  }
   const costArea = `${costPath} H${round(Math.max(lastX, padding + innerWidth))} V${round(baseline)} Z`;
   return { width: size.width, height: size.height, costPath, costArea, turnTicks, maxCost, baseline, startAt, endAt };
 }

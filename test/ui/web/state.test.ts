@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { applyEvents, emptyConversation, type StreamEvent } from '../../../src/conversation/index.js';
 import type { DraftStatus } from '../../../src/protocol/index.js';
-import { canPrompt, emptySeries, firstMessageTarget, foldHistory, initialState, reduce, type AppAction, type AppState, type FoldedHistory } from '../../../src/ui/web/index.js';
+import { canPrompt, emptySeries, firstMessageTarget, foldHistory, HistoryFold, initialState, reduce, type AppAction, type AppState, type FoldedHistory } from '../../../src/ui/web/index.js';
 import { LogBuilder, sessionInfo } from './events.js';
 
 function run(state: AppState, ...actions: AppAction[]): AppState {
@@ -46,13 +46,17 @@ describe('the selected session\'s conversation', () => {
     );
   });
 
-  it('takes a history folded page by page as it arrived (foldHistory), then what came live meanwhile: the same as folding it all at once (property)', () => {
+  it('takes a history folded page by page as it arrived (foldHistory, HistoryFold), then what came live meanwhile: the same as folding it all at once (property)', () => {
     const events = log.events;
     fc.assert(
       fc.property(fc.array(fc.integer({ min: 0, max: events.length }), { maxLength: 4 }), fc.integer({ min: 0, max: events.length }), (cuts, liveStart) => {
         const bounds = [0, ...[...cuts].sort((a, b) => a - b), events.length];
         let folded: FoldedHistory = { conversation: emptyConversation('session-1'), series: emptySeries() };
         for (let index = 1; index < bounds.length; index += 1) folded = foldHistory(folded, events.slice(bounds[index - 1], bounds[index]));
+        // The controller's fold of the pages as they arrive makes the same.
+        const pages = new HistoryFold({ conversation: emptyConversation('session-1'), series: emptySeries() });
+        for (let index = 1; index < bounds.length; index += 1) pages.add(events.slice(bounds[index - 1], bounds[index]));
+        expect(pages.finish()).toEqual(folded);
         const state = run(
           initialState(),
           { type: 'select', sessionId: 'session-1' },

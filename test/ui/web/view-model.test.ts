@@ -171,6 +171,20 @@ describe('cost and turns over time', () => {
     expect(geometry.turnTicks.every((x, index) => index === 0 || x - geometry.turnTicks[index - 1]! >= 0.95)).toBe(true);
     expect(geometry.turnTicks.at(-1)).toBeGreaterThan(100);
   });
+
+  it('draws points that land on one x as one step to the last one\'s cost: 5,000 turns on a 100-pixel axis make a path of at most 1,001 corners that still ends at the top', () => {
+    const points = Array.from({ length: 5_000 }, (_, index) => ({ at: 1_000 + index * 10, costUsd: 0.001, turn: true }));
+    const geometry = chartGeometry(points, { width: 104, height: 54, padding: 2 })!;
+    const corners = geometry.costPath.match(/ H/g)!.length;
+    expect(corners).toBeGreaterThan(900);
+    expect(corners).toBeLessThanOrEqual(1_001);
+    expect(geometry.costPath.startsWith('M2,52 H2')).toBe(true);
+    // The whole cost is reached at the right edge: the last step goes up to the top of the box.
+    expect(geometry.costPath.endsWith(' H102 V2')).toBe(true);
+    // Each x appears once, left to right.
+    const xs = [...geometry.costPath.matchAll(/ H([\d.]+)/g)].map((match) => Number(match[1]));
+    expect(xs.every((x, index) => index === 0 || x > xs[index - 1]!)).toBe(true);
+  });
 });
 
 describe('context and the request', () => {

@@ -260,6 +260,40 @@ describe.skipIf(web.part.skip)('the web UI served by parley serve', () => {
     await page.context().close();
   });
 
+  it('rehearses opening a session while idle, before any is opened: every kind of block is drawn once off-screen and removed in the same task, nothing is asked of the server, and the page is as before', async () => {
+    const logsBefore = web.harness().logs.length;
+    const page = await web.harness().page();
+    // What the rehearsal adds to the page, seen as it happens (a MutationObserver from before the page's script runs).
+    await page.addInitScript(() => {
+      const seen: Array<{ id: string; hidden: boolean; element: Element }> = [];
+      (window as unknown as { rehearsed: typeof seen }).rehearsed = seen;
+      new MutationObserver((records) => {
+        for (const record of records)
+          for (const node of Array.from(record.addedNodes))
+            if (node instanceof Element)
+              for (const element of [node, ...Array.from(node.querySelectorAll('[data-block-id]'))])
+                if (element.hasAttribute('data-block-id')) seen.push({ id: element.getAttribute('data-block-id')!, hidden: element.closest('[aria-hidden="true"][inert]') !== null, element });
+      }).observe(document, { childList: true, subtree: true });
+    });
+    const sent: string[] = [];
+    page.on('websocket', (socket) => socket.on('framesent', (frame) => sent.push(String(frame.payload))));
+    await page.goto(web.harness().server.url);
+    await page.waitForFunction(() => performance.getEntriesByName('parley:warm').length > 0);
+    const rehearsed = await page.evaluate(() => {
+      const seen = (window as unknown as { rehearsed: Array<{ id: string; hidden: boolean; element: Element }> }).rehearsed;
+      return { ids: seen.map((entry) => entry.id), allHidden: seen.every((entry) => entry.hidden), stillThere: seen.filter((entry) => entry.element.isConnected).length };
+    });
+    // Each kind the chat draws differently went through the draw code: text, thinking, tool calls (read, edit, command, other), system lines.
+    expect(rehearsed.ids).toEqual(expect.arrayContaining(['u2', 'k2', 'a2', 't2', 'e2', 'b2', 'x2', 's0']));
+    expect(rehearsed.allHidden).toBe(true);
+    expect(rehearsed.stillThere).toBe(0);
+    expect(await page.locator('[data-block-id]').count()).toBe(0);
+    expect(await page.locator('[data-testid="empty-chat"]').isVisible()).toBe(true);
+    expect(sent.filter((payload) => payload.includes('parley-rehearsal'))).toEqual([]);
+    expect(web.harness().logs.slice(logsBefore)).toEqual([]);
+    await page.context().close();
+  });
+
   it('follows a session driven from another window; force compact shows the compaction running, then the new checkpoint version and what it folded in; preview shows the exact request', async () => {
     await web.harness().server.drafts.createTask({ project: web.harness().project, title: 'Compaction task', slug: 'compaction-task' });
     const driver = await web.harness().client();
