@@ -4,7 +4,7 @@
  * exports `register(program)`; this file only lists them.
  */
 import { Command, CommanderError } from 'commander';
-import { isParleyError } from '../conversation/index.js';
+import { paintSplash } from './splash.js';
 import { startTelemetry } from './telemetry.js';
 
 function baseProgram(): Command {
@@ -48,7 +48,16 @@ function commandName(args: readonly string[]): string | undefined {
  * not every other one, so the first frame is painted sooner.
  */
 function tuiProgram(): Command {
-  return baseProgram().action(async (_options: unknown, command: Command) => (await import('./commands/tui.js')).openTui(command));
+  return baseProgram().action(async (_options: unknown, command: Command) => {
+    // The first frame comes before the TUI's modules load; a terminal that is not a TTY gets the TUI's error instead.
+    const erase = process.stdin.isTTY && process.stdout.isTTY ? paintSplash() : undefined;
+    try {
+      await (await import('./commands/tui.js')).openTui(command, {}, erase);
+    } catch (error) {
+      erase?.();
+      throw error;
+    }
+  });
 }
 
 function namesNoCommand(args: readonly string[]): boolean {
@@ -72,6 +81,8 @@ export async function main(argv: readonly string[] = process.argv): Promise<void
       process.exitCode = error.exitCode;
       return;
     }
+    // Loaded on this path only: the conversation layer is a tenth of a second of start-up.
+    const { isParleyError } = await import('../conversation/index.js');
     if (isParleyError(error)) {
       process.stderr.write(`parley: ${error.message}\n`);
       process.exitCode = error.fault === 'user' ? 2 : 1;

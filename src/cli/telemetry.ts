@@ -1,5 +1,3 @@
-import { metrics } from '@opentelemetry/api';
-
 /**
  * Registers OpenTelemetry's Node SDK for the `parley` process when the standard variables ask for
  * it, so a user sets one variable (`OTEL_EXPORTER_OTLP_ENDPOINT`) and sees Parley's turns in their
@@ -56,7 +54,7 @@ export async function startTelemetry(env: NodeJS.ProcessEnv = process.env, versi
     const { ConsoleMetricExporter, MeterProvider, PeriodicExportingMetricReader } = await import('@opentelemetry/sdk-metrics');
     const exporter = metricExporter === 'otlp' ? new (await import('@opentelemetry/exporter-metrics-otlp-http')).OTLPMetricExporter() : new ConsoleMetricExporter();
     const provider = new MeterProvider({ resource, readers: [new PeriodicExportingMetricReader({ exporter, ...exportInterval(env) })] });
-    metrics.setGlobalMeterProvider(provider);
+    (await import('@opentelemetry/api')).metrics.setGlobalMeterProvider(provider);
     stops.push(() => provider.shutdown());
   }
   let stopped: Promise<void> | undefined;

@@ -8,8 +8,8 @@ import type { RunningServer } from '../../server/index.js';
 import type { NoteLine } from '../../ui/tui/index.js';
 import { draftLeaseFromEnvironment, openChosenDraftStore, openChosenStore, resolveDataDir, resolveStoreUrl } from '../options.js';
 import { answers, processAlive, readServerFile } from '../project-server.js';
-import { coreRunServiceFactory, serveRuns } from '../run-service-wiring.js';
 import { resolveServerBackends } from '../server-backends.js';
+import { paintSplash } from '../splash.js';
 import { MAX_LEASE_TTL_MS, prepareDataFolder, type DraftStore, type SessionStore } from '../../store/index.js';
 
 /** The file in the data folder holding this project's TUI channel: the draft belongs to it, so a restarted TUI finds its draft again. */
@@ -39,8 +39,12 @@ export function register(program: Command): void {
   program.addHelpText('after', '\n`parley` with no command opens the terminal UI on the project in this folder (same as `parley tui`).');
 }
 
-/** Opens the TUI until the user quits. The default action of `parley` with no arguments. */
-export async function openTui(command: Command, options: TuiOptions = {}): Promise<void> {
+/**
+ * Opens the TUI until the user quits. The default action of `parley` with no arguments, which passes
+ * the eraser of the splash it painted before loading this module (`splash.ts`); without one, the
+ * splash is painted here.
+ */
+export async function openTui(command: Command, options: TuiOptions = {}, splash?: () => void): Promise<void> {
   if (!process.stdin.isTTY || !process.stdout.isTTY) {
     throw new ValidationError(
       'The Parley TUI needs an interactive terminal (standard input and output are not a TTY here). Use `parley serve` to serve a project, or `parley chat "…"` for one turn from a script.',
@@ -55,7 +59,7 @@ export async function openTui(command: Command, options: TuiOptions = {}): Promi
 
   const headline = `Parley ${version} · ${attach ? `attached to ${attach.wsUrl}` : `project ${basename(projectRoot)} (${projectRoot})`}`;
   const hint = "Type a message to start: with no draft, Parley drafts the project's default role for it. /help lists the commands. Tab completes, Esc interrupts a turn, Ctrl+C quits.";
-  const eraseSplash = paintSplash();
+  const eraseSplash = splash ?? paintSplash();
   const [{ runTui }, protocol] = await Promise.all([import('../../ui/tui/index.js'), import('../../protocol/index.js')]);
   const host = new ServerHost(projectRoot, dataDir, () => openChosenStore(command), () => openChosenDraftStore(command, projectRoot, dataDir), resolveStoreUrl(command));
   const factory: TransportFactory = async (context) => {
@@ -101,12 +105,6 @@ export async function openTui(command: Command, options: TuiOptions = {}): Promi
  * loading on a busy machine): the title bar as it stands before connecting. One short line, so its
  * height is known whatever the terminal's width; Ink's first frame replaces it.
  */
-function paintSplash(): () => void {
-  // Kept in step with TitleBar's text before the first connection.
-  process.stdout.write('\u001b[1mParley\u001b[22m \u001b[33m●\u001b[39m Connecting | No draft | Agents: 0\n');
-  return () => process.stdout.write('\u001b[1A\r\u001b[2K');
-}
-
 interface Target {
   wsUrl: string;
   token: string;
@@ -163,7 +161,9 @@ export class ServerHost {
   }
 
   private async startServer(): Promise<RunningServer> {
-    const { startServer } = await import('../../server/index.js');
+    // Loaded when a server is started here, not with the TUI: the harness layers behind the run
+    // service are a quarter of a second of start-up that Ink's first frame need not wait for.
+    const [{ startServer }, { coreRunServiceFactory, serveRuns }] = await Promise.all([import('../../server/index.js'), import('../run-service-wiring.js')]);
     const { backendFor, summarize, notice, warnings } = await resolveServerBackends({ projectRoot: this.projectRoot, dataDir: this.dataDir });
     for (const warning of warnings) void this.log('warn', warning);
     const leaseTtlMs = draftLeaseFromEnvironment(MAX_LEASE_TTL_MS);
