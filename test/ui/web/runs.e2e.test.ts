@@ -74,5 +74,36 @@ describe.skipIf(web.part.skip)('the Runs view of the web UI', () => {
     expect((await runs.getRun(run.id)).result).toEqual({ version: '2.4.0' });
     await page.context().close();
   });
-});
 
+  it('another run updating does not take the focus from an answer being typed, nor swallow a click on a choice', async () => {
+    const page = await openConnected(web.harness(), 'runs-failure');
+    await page.locator('[data-testid="runs-button"]').click();
+    const notes = await runs.startRun({ workflow: 'notes' });
+    const review = await runs.startRun({ workflow: 'review' });
+    const notesCard = page.locator(`[data-testid="run"][data-run-id="${notes.id}"]`);
+    const reviewCard = page.locator(`[data-testid="run"][data-run-id="${review.id}"]`);
+    await reviewCard.locator('[data-testid="run-choice"]').first().waitFor();
+    const field = notesCard.locator('[data-testid="run-answer-text"]');
+    await field.click();
+    await page.keyboard.type('2.4');
+
+    // A third run starts: every card is drawn again, and the one being typed in must not notice.
+    const other = await runs.startRun({ workflow: 'notes' });
+    await page.locator(`[data-testid="run"][data-run-id="${other.id}"]`).waitFor();
+    await page.keyboard.type('.1');
+    expect(await field.inputValue()).toBe('2.4.1');
+    expect(await field.evaluate((element) => element === document.activeElement)).toBe(true);
+
+    // A choice pressed while another run updates still answers.
+    const approve = reviewCard.locator('[data-testid="run-choice"]', { hasText: 'approve' });
+    const box = (await approve.boundingBox())!;
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    await page.mouse.down();
+    await runs.answerPrompt(other.id, (await runs.getRun(other.id)).pendingPrompts[0]!.promptId, '3.0.0');
+    await page.locator(`[data-testid="run"][data-run-id="${other.id}"] [data-testid="run-status"]`, { hasText: 'complete' }).waitFor();
+    await page.mouse.up();
+    await reviewCard.locator('[data-testid="run-status"]', { hasText: 'complete' }).waitFor();
+    expect((await runs.getRun(review.id)).result).toMatchObject({ approved: true });
+    await page.context().close();
+  });
+});

@@ -1,5 +1,17 @@
 import { RpcError, type ProtocolClient, type RunPromptWire, type RunWire } from '../../../protocol/index.js';
-import { h, replaceChildren } from '../dom.js';
+import { h, replaceChildren, setText } from '../dom.js';
+
+interface RunCard {
+  /** The run drawn, or undefined before the first draw. */
+  run: RunWire | undefined;
+  element: HTMLElement;
+  head: HTMLElement;
+  questions: HTMLElement;
+  tail: HTMLElement;
+  /** What the questions were drawn from (the prompts and their refusals). */
+  questionsKey: string | undefined;
+  countdowns: Array<{ element: HTMLElement; deadline: string }>;
+}
 
 /**
  * The Runs view (issue 14): every durable workflow run of the server, with its status, phases and
@@ -22,6 +34,15 @@ export class RunsView {
   /** What is typed in each text field, by prompt id, so a re-render keeps it. */
   private readonly drafts = new Map<string, string>();
   private readonly countdowns: Array<{ element: HTMLElement; deadline: string }> = [];
+  /**
+   * Each run's card, kept across draws and patched: a question (its buttons, the field being typed
+   * in) is rebuilt only when its run's questions change, so another run's update never takes the
+   * user's focus or swallows a click.
+   */
+  private readonly cards = new Map<string, RunCard>();
+  private readonly badge = h('span', { class: 'badge', 'data-testid': 'runs-waiting' });
+  private readonly header = h('div', { class: 'runs-header' }, h('h2', {}, 'Runs'), h('button', { type: 'button', class: 'close', 'aria-label': 'Close the runs', onclick: () => this.toggle(false) }, '×'));
+  private readonly empty = h('p', { class: 'muted' }, 'No runs yet. Start one with `parley run <workflow> --detach`.');
   private timer: ReturnType<typeof setInterval> | undefined;
   private reading: Promise<void> | undefined;
 
@@ -104,22 +125,61 @@ export class RunsView {
     this.button.hidden = !this.enabled;
     this.button.classList.toggle('attention', waiting > 0);
     this.button.classList.toggle('open', this.open);
-    replaceChildren(this.button, 'Runs', waiting > 0 ? h('span', { class: 'badge', 'data-testid': 'runs-waiting' }, `${waiting} waiting`) : null);
+    // Patched, not rebuilt: the user's click on the button must not land on a replaced badge.
+    if (this.button.firstChild === null) this.button.append('Runs');
+    setText(this.badge, `${waiting} waiting`);
+    if (waiting === 0) this.badge.remove();
+    else if (this.badge.parentNode !== this.button) this.button.append(this.badge);
     this.element.hidden = !(this.enabled && this.open);
+    const shown: HTMLElement[] = [this.header];
+    if (this.runs.length === 0) shown.push(this.empty);
+    for (const run of this.runs) shown.push(this.cardOf(run).element);
+    const ids = new Set(this.runs.map((run) => run.id));
+    for (const id of [...this.cards.keys()]) if (!ids.has(id)) this.cards.delete(id);
+    shown.forEach((element, index) => {
+      const current = this.element.children[index];
+      if (current !== element) this.element.insertBefore(element, current ?? null);
+    });
+    while (this.element.children.length > shown.length) this.element.lastElementChild!.remove();
     this.countdowns.length = 0;
-    replaceChildren(
-      this.element,
-      h('div', { class: 'runs-header' }, h('h2', {}, 'Runs'), h('button', { type: 'button', class: 'close', 'aria-label': 'Close the runs', onclick: () => this.toggle(false) }, '×')),
-      this.runs.length === 0 ? h('p', { class: 'muted' }, 'No runs yet. Start one with `parley run <workflow> --detach`.') : this.runs.map((run) => this.runElement(run)),
-    );
+    for (const run of this.runs) this.countdowns.push(...this.cards.get(run.id)!.countdowns);
     this.tick();
     this.keepTicking(this.countdowns.length > 0);
   }
 
-  private runElement(run: RunWire): HTMLElement {
-    return h(
-      'section',
-      { class: `run status-${run.status}`, 'data-testid': 'run', 'data-run-id': run.id },
+  /** The run's card, made or patched to show this run. */
+  private cardOf(run: RunWire): RunCard {
+    let card = this.cards.get(run.id);
+    if (!card) {
+      const part = () => h('div', { class: 'run-part' });
+      const head = part();
+      const questions = part();
+      const tail = part();
+      card = { run: undefined, element: h('section', { 'data-testid': 'run', 'data-run-id': run.id }, head, questions, tail), head, questions, tail, questionsKey: undefined, countdowns: [] };
+      this.cards.set(run.id, card);
+    }
+    const questionsKey = run.pendingPrompts.map((prompt) => JSON.stringify([prompt, this.refusals.get(prompt.promptId) ?? null])).join('\n');
+    if (card.run === run && card.questionsKey === questionsKey) return card;
+    card.run = run;
+    card.element.className = `run status-${run.status}`;
+    replaceChildren(card.head, ...this.runHead(run));
+    if (card.questionsKey !== questionsKey) {
+      card.questionsKey = questionsKey;
+      const countdowns: RunCard['countdowns'] = [];
+      replaceChildren(card.questions, run.pendingPrompts.map((prompt) => this.questionElement(run, prompt, countdowns)));
+      card.countdowns = countdowns;
+    }
+    replaceChildren(
+      card.tail,
+      run.status === 'complete' && run.result !== undefined ? h('pre', { class: 'run-result small' }, JSON.stringify(run.result, null, 2)) : null,
+      run.error ? h('p', { class: 'error-text small' }, `${run.error.code}: ${run.error.message}${run.error.step ? ` (at ${run.error.step})` : ''}`) : null,
+    );
+    return card;
+  }
+
+  /** A run's title, phases and agents (each linked to its session). */
+  private runHead(run: RunWire): Array<HTMLElement | null> {
+    return [
       h('div', { class: 'run-title' }, h('strong', {}, run.harness), h('span', { class: 'muted small' }, ` ${run.id}`), h('span', { class: `run-status status-${run.status}`, 'data-testid': 'run-status' }, run.status)),
       run.phases.length > 0
         ? h('ol', { class: 'run-phases', 'aria-label': 'Phases' }, run.phases.map((phase) => h('li', { class: phase === run.phase ? 'current' : '' }, phase)))
@@ -136,15 +196,12 @@ export class RunsView {
             ),
           )
         : null,
-      run.pendingPrompts.map((prompt) => this.questionElement(run, prompt)),
-      run.status === 'complete' && run.result !== undefined ? h('pre', { class: 'run-result small' }, JSON.stringify(run.result, null, 2)) : null,
-      run.error ? h('p', { class: 'error-text small' }, `${run.error.code}: ${run.error.message}${run.error.step ? ` (at ${run.error.step})` : ''}`) : null,
-    );
+    ];
   }
 
-  private questionElement(run: RunWire, prompt: RunPromptWire): HTMLElement {
+  private questionElement(run: RunWire, prompt: RunPromptWire, countdowns: RunCard['countdowns']): HTMLElement {
     const countdown = prompt.deadline !== undefined ? h('span', { class: 'countdown', 'data-testid': 'run-countdown' }) : null;
-    if (countdown && prompt.deadline !== undefined) this.countdowns.push({ element: countdown, deadline: prompt.deadline });
+    if (countdown && prompt.deadline !== undefined) countdowns.push({ element: countdown, deadline: prompt.deadline });
     const refusal = this.refusals.get(prompt.promptId);
     let answerPart: HTMLElement;
     if (prompt.choices) {
