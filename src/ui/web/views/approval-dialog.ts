@@ -1,6 +1,6 @@
 import { fileEditOf } from '../../../conversation/index.js';
 import type { PendingApprovalsState, PermissionDecision, PermissionRequest } from '../../../protocol/index.js';
-import { h, replaceChildren } from '../dom.js';
+import { h, replaceChildren, setText } from '../dom.js';
 import { fileEditElement } from './tool-views.js';
 
 /**
@@ -13,6 +13,9 @@ export class ApprovalDialog {
   readonly element: HTMLDialogElement;
   private shown: PermissionRequest | undefined;
   private shownFor: PendingApprovalsState | undefined;
+  /** What the dialog's body and buttons were drawn from: redrawn only when it changes, so another request arriving never swallows a click on them. */
+  private drawnKey: string | undefined;
+  private readonly waitingLine = h('div', { class: 'muted small' });
 
   constructor(private readonly onAnswer: (requestId: string, decision: PermissionDecision) => void) {
     this.element = h('dialog', { class: 'approval', 'data-testid': 'approval', 'aria-labelledby': 'approval-title', oncancel: (event: Event) => event.preventDefault() });
@@ -24,18 +27,30 @@ export class ApprovalDialog {
     const request = state.requests[0];
     if (!request) {
       this.shown = undefined;
+      this.drawnKey = undefined;
       if (this.element.open) this.element.close();
       return;
     }
     this.shown = request;
     const answering = state.answering === request.requestId;
+    setText(this.waitingLine, `1 of ${state.requests.length} waiting`);
+    this.waitingLine.hidden = state.requests.length < 2;
+    const key = JSON.stringify([request.requestId, answering, state.error ?? null]);
+    if (key !== this.drawnKey) {
+      this.drawnKey = key;
+      this.draw(request, answering, state.error);
+    }
+    if (!this.element.open) this.element.showModal();
+  }
+
+  private draw(request: PermissionRequest, answering: boolean, error: string | undefined): void {
     const answer = (decision: PermissionDecision) => () => this.onAnswer(request.requestId, decision);
     replaceChildren(
       this.element,
       h('h2', { id: 'approval-title' }, 'Approve? ', h('span', { class: 'approval-title' }, request.title)),
-      state.requests.length > 1 ? h('div', { class: 'muted small' }, `1 of ${state.requests.length} waiting`) : null,
+      this.waitingLine,
       h('div', { class: 'approval-body' }, bodyOf(request)),
-      state.error !== undefined ? h('div', { class: 'notice tone-error', role: 'alert' }, state.error) : null,
+      error !== undefined ? h('div', { class: 'notice tone-error', role: 'alert' }, error) : null,
       h(
         'div',
         { class: 'button-row' },
@@ -46,7 +61,6 @@ export class ApprovalDialog {
         h('button', { type: 'button', class: 'danger', 'data-decision': 'deny', disabled: answering, onclick: answer('deny') }, 'Deny'),
       ),
     );
-    if (!this.element.open) this.element.showModal();
   }
 
   /** The request on screen (for tests and focus). */
