@@ -137,6 +137,14 @@ describe('skimRecord', () => {
       expect(skim(text), text).toBeUndefined();
     }
     expect(skim('{"type":"us\\u0065r"}')).toEqual({ type: 'user' });
+    // Literals are checked byte by byte, kept or skipped, as JSON.parse would read them.
+    for (const literal of ['0', '-0', '12', '-1.5', '2.5e-3', '1E+9', '-0.0e0', 'true', 'false', 'null']) {
+      expect(skim(`{"costUSD":${literal},"other":${literal}}`), literal).toEqual({ costUSD: JSON.parse(literal) as unknown });
+    }
+    for (const literal of ['01', '1.', '.5', '-', '1e', '1e+', '+1', '0x1', 'True', 'nul', 'nulll', 'NaN']) {
+      expect(skim(`{"costUSD":${literal}}`), `kept ${literal}`).toBeUndefined();
+      expect(skim(`{"other":${literal}}`), `skipped ${literal}`).toBeUndefined();
+    }
     // A key written with escapes could spell a field the scan reads: the line is parsed instead.
     expect(skim('{"typ\\u0065":"user"}')).toBeUndefined();
   });

@@ -7,7 +7,7 @@ import type { StreamEvent } from '../../../src/conversation/index.js';
 import { createSessionManager } from '../../../src/sessions/index.js';
 import { importTranscripts } from '../../../src/sessions/import/index.js';
 import { withImportedSessions } from '../../../src/sessions/import/imported-store.js';
-import { createFileStore, createMemoryStore, type SessionStore } from '../../../src/store/index.js';
+import { StoreError, createFileStore, createMemoryStore, type SessionStore } from '../../../src/store/index.js';
 import { generateClaudeCodeTranscript } from '../../fixtures/transcripts/generate.js';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
@@ -217,6 +217,46 @@ describe('parley import into the file store: the transcript is copied and scanne
     await manager.close();
     expect(shown).toMatchObject({ code: 'CORRUPT_FILE' });
     expect((shown as Error).message).toContain(`Import ${NATIVE_ID}.jsonl again`);
+  });
+
+  it('a session that cannot be created, or a copy that fails, fails the import with the store’s own error, and no session is left listed as imported', async () => {
+    // The session's folder and the copy are made while the file is scanned: their failure is still the import's.
+    for (const failing of ['createSession', 'copyTranscriptFile'] as const) {
+      const dataDir = join(work, `data-${failing}`);
+      const store = await createFileStore({ dataDir, onWarning: () => {} });
+      const refused = new StoreError('STORE_IO', `Cannot write (${failing} refused by the test).`);
+      const calls: string[] = [];
+      const broken = new Proxy(store, {
+        get(target, key) {
+          const value = Reflect.get(target, key) as unknown;
+          if (typeof value !== 'function') return value;
+          if (key === failing) {
+            return () => {
+              calls.push(key);
+              return Promise.reject(refused);
+            };
+          }
+          const method = (value as (...args: unknown[]) => unknown).bind(target);
+          if (key !== 'copyTranscriptFile') return method;
+          return (...args: unknown[]) => {
+            calls.push(key);
+            return method(...args);
+          };
+        },
+      });
+      const error = await importTranscripts(transcript, { store: broken, now: NOW }).catch((caught: unknown) => caught);
+      expect(error, failing).toBe(refused);
+      // A session that was not created is never copied into.
+      expect(calls, failing).toEqual(failing === 'createSession' ? ['createSession'] : ['copyTranscriptFile']);
+      const listed: string[] = [];
+      for await (const record of store.listSessions()) listed.push(record.sessionId);
+      for (const sessionId of listed) {
+        // Created but not finished: no manifest, so the next import starts it again.
+        expect(await store.readTranscript(sessionId, 'import-manifest.json').catch(() => undefined), failing).toBeUndefined();
+      }
+      expect(listed.length, failing).toBe(failing === 'createSession' ? 0 : 1);
+      await store.close();
+    }
   });
 
   it('a crash (SIGKILL) while the blocks are built leaves a session that reads correctly afterwards', async () => {

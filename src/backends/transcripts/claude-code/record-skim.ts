@@ -54,26 +54,43 @@ const MESSAGE_FIELDS = new Set(['id', 'model', 'stop_reason', 'usage']);
 /** Fields of a content item kept: what it is, a text's words, a tool's name. */
 const ITEM_FIELDS = new Set(['type', 'text', 'name']);
 
-/** Wanted field names as bytes, by length: a key is matched without decoding it. */
+/**
+ * Wanted field names as bytes, by a hash of their bytes: a key is matched without decoding it, and
+ * most keys (the ones the scan skips) miss on the hash alone, with no byte comparison.
+ */
 class KeySet {
-  private readonly byLength = new Map<number, Array<{ name: string; bytes: Buffer }>>();
+  private readonly byHash = new Map<number, Array<{ name: string; bytes: Uint8Array }>>();
 
   constructor(names: Iterable<string>) {
     for (const name of names) {
       const bytes = Buffer.from(name, 'latin1');
-      const list = this.byLength.get(bytes.length);
-      if (list === undefined) this.byLength.set(bytes.length, [{ name, bytes }]);
+      const hash = hashOf(bytes, 0, bytes.length);
+      const list = this.byHash.get(hash);
+      if (list === undefined) this.byHash.set(hash, [{ name, bytes }]);
       else list.push({ name, bytes });
     }
   }
 
-  /** The wanted name written at `buffer[start, end)`, or undefined. */
-  find(buffer: Buffer, start: number, end: number): string | undefined {
-    const candidates = this.byLength.get(end - start);
+  /** The wanted name written at `buffer[start, end)`, whose `hashOf` is `hash`, or undefined. */
+  find(buffer: Uint8Array, start: number, end: number, hash: number): string | undefined {
+    const candidates = this.byHash.get(hash);
     if (candidates === undefined) return undefined;
-    for (const candidate of candidates) if (buffer.compare(candidate.bytes, 0, candidate.bytes.length, start, end) === 0) return candidate.name;
+    for (const candidate of candidates) if (sameBytes(candidate.bytes, buffer, start, end)) return candidate.name;
     return undefined;
   }
+}
+
+/** The hash `Cursor.key` computes as it steps over a key's bytes (it must stay the same function). */
+function hashOf(bytes: Uint8Array, start: number, end: number): number {
+  let hash = end - start;
+  for (let index = start; index < end; index++) hash = (Math.imul(hash, 31) + bytes[index]!) | 0;
+  return hash;
+}
+
+function sameBytes(wanted: Uint8Array, buffer: Uint8Array, start: number, end: number): boolean {
+  if (wanted.length !== end - start) return false;
+  for (let index = 0; index < wanted.length; index++) if (wanted[index] !== buffer[start + index]) return false;
+  return true;
 }
 
 const RECORD_KEYS = new KeySet([...RECORD_FIELDS, 'message']);
@@ -83,12 +100,23 @@ const ITEM_KEYS = new KeySet(ITEM_FIELDS);
 class NotSkimmable extends Error {}
 const NOT_SKIMMABLE = new NotSkimmable();
 
+/** Which object a `Cursor.object` reads: what its fields are, and which one has a reader of its own. */
+const RECORD = 0;
+const MESSAGE = 1;
+const ITEM = 2;
+type ObjectKind = typeof RECORD | typeof MESSAGE | typeof ITEM;
+const KEYS_OF: Record<ObjectKind, KeySet> = { [RECORD]: RECORD_KEYS, [MESSAGE]: MESSAGE_KEYS, [ITEM]: ITEM_KEYS };
+
+const TRUE = Buffer.from('true', 'latin1');
+const FALSE = Buffer.from('false', 'latin1');
+const NULL = Buffer.from('null', 'latin1');
+
 export function skimRecord(bytes: Buffer, start: number, end: number): JsonObject | undefined {
   const cursor = new Cursor(bytes, end);
   try {
     cursor.position = start;
     cursor.skipSpace();
-    const record = cursor.object(RECORD_KEYS, (key) => (key === 'message' ? () => cursor.message() : undefined));
+    const record = cursor.object(RECORD);
     cursor.skipSpace();
     return cursor.position === end ? record : undefined;
   } catch (error) {
@@ -108,11 +136,12 @@ class Cursor {
   ) {}
 
   /**
-   * An object: `keep` fields parsed whole, fields `descend` names read by their own reader, the
-   * rest skipped.
+   * An object of the given kind: its wanted fields parsed whole, `message` and `content` read by
+   * their own readers, the rest skipped.
    */
-  object(keys: KeySet, descend: (key: string) => (() => unknown) | undefined = () => undefined): JsonObject {
+  object(kind: ObjectKind): JsonObject {
     this.expect(OPEN_OBJECT);
+    const keys = KEYS_OF[kind];
     const result: JsonObject = {};
     this.skipSpace();
     if (this.peek() === CLOSE_OBJECT) {
@@ -125,9 +154,9 @@ class Cursor {
       this.skipSpace();
       this.expect(COLON);
       this.skipSpace();
-      const reader = key === undefined ? undefined : descend(key);
       if (key === undefined) this.skipValue();
-      else if (reader !== undefined) result[key] = reader();
+      else if (kind === RECORD && key === 'message') result[key] = this.message();
+      else if (kind === MESSAGE && key === 'content') result[key] = this.content();
       else result[key] = this.value();
       this.skipSpace();
       const next = this.next();
@@ -137,9 +166,9 @@ class Cursor {
   }
 
   /** `message`: its small fields, and `content` as a string or as items pruned to type, text and name. */
-  message(): unknown {
+  private message(): unknown {
     if (this.peek() !== OPEN_OBJECT) return this.parsedValue();
-    return this.object(MESSAGE_KEYS, (key) => (key === 'content' ? () => this.content() : undefined));
+    return this.object(MESSAGE);
   }
 
   private content(): unknown {
@@ -153,7 +182,7 @@ class Cursor {
     }
     for (;;) {
       this.skipSpace();
-      items.push(this.peek() === OPEN_OBJECT ? this.object(ITEM_KEYS) : this.parsedValue());
+      items.push(this.peek() === OPEN_OBJECT ? this.object(ITEM) : this.parsedValue());
       this.skipSpace();
       const next = this.next();
       if (next === CLOSE_ARRAY) return items;
@@ -174,11 +203,16 @@ class Cursor {
     const from = this.position;
     const close = this.closingQuote(from);
     this.position = close + 1;
+    const bytes = this.bytes;
+    // The same hash as `hashOf`, taken while looking for escapes.
+    let hash = close - from;
     for (let index = from; index < close; index++) {
+      const byte = bytes[index]!;
       // A key written with escapes could spell a wanted name: let JSON.parse read the line.
-      if (this.bytes[index] === BACKSLASH) throw NOT_SKIMMABLE;
+      if (byte === BACKSLASH) throw NOT_SKIMMABLE;
+      hash = (Math.imul(hash, 31) + byte) | 0;
     }
-    return keys.find(this.bytes, from, close);
+    return keys.find(bytes, from, close, hash);
   }
 
   /** A kept value: strings and literals read directly, objects and arrays by JSON.parse. */
@@ -188,8 +222,10 @@ class Cursor {
     if (first === OPEN_OBJECT || first === OPEN_ARRAY) return this.parsedValue();
     const from = this.position;
     this.skipLiteral();
-    const text = this.bytes.toString('latin1', from, this.position);
-    return text === 'true' ? true : text === 'false' ? false : text === 'null' ? null : Number(text);
+    if (first === 0x74) return true;
+    if (first === 0x66) return false;
+    if (first === 0x6e) return null;
+    return Number(this.bytes.toString('latin1', from, this.position));
   }
 
   private string(): string {
@@ -197,11 +233,12 @@ class Cursor {
     this.expect(QUOTE);
     const close = this.closingQuote(this.position);
     this.position = close + 1;
-    // A string with escapes is rare: JSON.parse unescapes it.
-    if (this.bytes.subarray(from, close).indexOf(BACKSLASH) !== -1) {
-      return JSON.parse(this.bytes.toString('utf8', from, close + 1)) as string;
+    const bytes = this.bytes;
+    for (let index = from + 1; index < close; index++) {
+      // A string with escapes is rare: JSON.parse unescapes it.
+      if (bytes[index] === BACKSLASH) return JSON.parse(bytes.toString('utf8', from, close + 1)) as string;
     }
-    return this.bytes.toString('utf8', from + 1, close);
+    return bytes.toString('utf8', from + 1, close);
   }
 
   /** The index of the quote that closes a string whose contents start at `from`. */
@@ -227,9 +264,10 @@ class Cursor {
       return;
     }
     // Nested objects and arrays: count brackets, stepping over strings.
+    const bytes = this.bytes;
     let depth = 0;
     while (this.position < this.end) {
-      const byte = this.bytes[this.position]!;
+      const byte = bytes[this.position]!;
       if (byte === QUOTE) {
         this.position = this.closingQuote(this.position + 1) + 1;
         continue;
@@ -244,16 +282,19 @@ class Cursor {
     throw NOT_SKIMMABLE;
   }
 
-  /** A number, `true`, `false` or `null`: up to the next delimiter, checked to be one of them. */
+  /** A number, `true`, `false` or `null`: up to the next delimiter, checked to be one of them (without decoding it). */
   private skipLiteral(): void {
+    const bytes = this.bytes;
     const from = this.position;
     while (this.position < this.end) {
-      const byte = this.bytes[this.position]!;
+      const byte = bytes[this.position]!;
       if (byte === COMMA || byte === CLOSE_OBJECT || byte === CLOSE_ARRAY || byte <= 0x20) break;
       this.position++;
     }
-    const text = this.bytes.toString('latin1', from, this.position);
-    if (text !== 'true' && text !== 'false' && text !== 'null' && !/^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/.test(text)) throw NOT_SKIMMABLE;
+    const to = this.position;
+    const first = bytes[from];
+    if (first === 0x74 ? sameBytes(TRUE, bytes, from, to) : first === 0x66 ? sameBytes(FALSE, bytes, from, to) : first === 0x6e ? sameBytes(NULL, bytes, from, to) : isNumber(bytes, from, to)) return;
+    throw NOT_SKIMMABLE;
   }
 
   skipSpace(): void {
@@ -275,4 +316,35 @@ class Cursor {
   private expect(byte: number): void {
     if (this.next() !== byte) throw NOT_SKIMMABLE;
   }
+}
+
+const MINUS = 0x2d;
+const PLUS = 0x2b;
+const DOT = 0x2e;
+const ZERO = 0x30;
+const NINE = 0x39;
+
+function isDigit(byte: number | undefined): boolean {
+  return byte !== undefined && byte >= ZERO && byte <= NINE;
+}
+
+/** `bytes[from, to)` is a JSON number: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`. */
+function isNumber(bytes: Uint8Array, from: number, to: number): boolean {
+  let index = from;
+  if (bytes[index] === MINUS) index++;
+  if (index >= to || !isDigit(bytes[index])) return false;
+  if (bytes[index] === ZERO) index++;
+  else while (index < to && isDigit(bytes[index])) index++;
+  if (index < to && bytes[index] === DOT) {
+    index++;
+    if (index >= to || !isDigit(bytes[index])) return false;
+    while (index < to && isDigit(bytes[index])) index++;
+  }
+  if (index < to && (bytes[index] === 0x65 || bytes[index] === 0x45)) {
+    index++;
+    if (index < to && (bytes[index] === PLUS || bytes[index] === MINUS)) index++;
+    if (index >= to || !isDigit(bytes[index])) return false;
+    while (index < to && isDigit(bytes[index])) index++;
+  }
+  return index === to;
 }

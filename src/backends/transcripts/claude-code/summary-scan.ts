@@ -1,5 +1,6 @@
 import { MAIN_CONVERSATION, type StreamEventDraft, type TurnMetadata } from '../../../conversation/index.js';
-import { isBlank, isObject, numberOf, objectOf, parseJson, stringOf, timeOf, type JsonObject } from '../json.js';
+import { isObject, numberOf, objectOf, stringOf, type JsonObject } from '../json.js';
+import { parseTimestamp } from '../iso-time.js';
 import { emptyInfo, transcriptWarning, type TranscriptInfo, type TranscriptParser, type TranscriptWarning } from '../types.js';
 import { SUBAGENT_TOOLS, classifyWrapped, isTitleRecord, maxUsage, recordOfLine, textOf, usageOf } from './records.js';
 import { skimRecord } from './record-skim.js';
@@ -68,8 +69,11 @@ export class ClaudeCodeSummaryScan implements TranscriptParser {
   private windowBytes = 0;
   private nextPosition = 0;
   private lastHumanPosition = -1;
+  /** Window nodes that left the window, reused by `addNode` (one per record otherwise, each living long enough to be promoted). */
+  private readonly spareNodes: WindowNode[] = [];
   /** The change in counts a rewind made while the current record was read. */
-  private rewound = { messages: 0, blocks: 0 };
+  private rewoundMessages = 0;
+  private rewoundBlocks = 0;
   private readonly limits: { records: number; bytes: number };
 
   constructor(private readonly options: { file?: string; windowRecords?: number; windowBytes?: number } = {}) {
@@ -84,26 +88,35 @@ export class ClaudeCodeSummaryScan implements TranscriptParser {
   lineBytes(buffer: Buffer, start: number, end: number, lineNumber: number, terminated: boolean): void {
     const record = terminated && end - start >= SKIM_FROM_BYTES ? skimRecord(buffer, start, end) : undefined;
     if (record === undefined) {
-      this.line(buffer.toString('utf8', start, end), lineNumber, terminated);
+      this.parsedLine(buffer.toString('utf8', start, end), lineNumber, terminated, end - start);
       return;
     }
     this.fold(record, lineNumber, end - start);
   }
 
   line(text: string, lineNumber: number, terminated = true): void {
-    const record = recordOfLine(text, lineNumber, terminated, (code, message, line) => this.warn(code, message, line));
-    if (record === undefined) return;
-    this.fold(record, lineNumber, Buffer.byteLength(text));
+    this.parsedLine(text, lineNumber, terminated, undefined);
   }
 
+  /** A line parsed whole; `bytes` is its length in UTF-8 when the caller knows it. */
+  private parsedLine(text: string, lineNumber: number, terminated: boolean, bytes: number | undefined): void {
+    const record = recordOfLine(text, lineNumber, terminated, this.warnLine);
+    if (record === undefined) return;
+    this.fold(record, lineNumber, bytes ?? Buffer.byteLength(text));
+  }
+
+  private readonly warnLine = (code: string, message: string, line: number): void => this.warn(code, message, line);
+
   private fold(record: JsonObject, lineNumber: number, bytes: number): void {
-    const before = { messages: this.info.messageCount, blocks: this.info.blockCount };
-    this.rewound = { messages: 0, blocks: 0 };
+    const messagesBefore = this.info.messageCount;
+    const blocksBefore = this.info.blockCount;
+    this.rewoundMessages = 0;
+    this.rewoundBlocks = 0;
     const node = this.record(record, lineNumber, bytes);
     if (node === 'main') {
       // What a rewind took back (and its marker) belongs to other nodes, not to this record's.
-      const messages = this.info.messageCount - before.messages - this.rewound.messages;
-      const blocks = this.info.blockCount - before.blocks - this.rewound.blocks;
+      const messages = this.info.messageCount - messagesBefore - this.rewoundMessages;
+      const blocks = this.info.blockCount - blocksBefore - this.rewoundBlocks;
       this.addNode(stringOf(record['uuid']), bytes, messages, blocks);
     }
   }
@@ -188,10 +201,22 @@ export class ClaudeCodeSummaryScan implements TranscriptParser {
   private addNode(uuid: string | undefined, bytes: number, messages: number, blocks: number): void {
     const position = this.nextPosition++;
     if (uuid !== undefined) this.positions.set(uuid, position);
-    this.window.push({ position, uuid, bytes, messages, blocks });
+    const spare = this.spareNodes.pop();
+    if (spare === undefined) this.window.push({ position, uuid, bytes, messages, blocks });
+    else {
+      spare.position = position;
+      spare.uuid = uuid;
+      spare.bytes = bytes;
+      spare.messages = messages;
+      spare.blocks = blocks;
+      this.window.push(spare);
+    }
     this.windowBytes += bytes;
     while (this.window.length - this.windowHead > 0 && (this.window.length - this.windowHead > this.limits.records || this.windowBytes > this.limits.bytes)) {
-      this.windowBytes -= this.window[this.windowHead]!.bytes;
+      // Nothing reads the window before its head again: the node can be reused.
+      const leaving = this.window[this.windowHead]!;
+      this.windowBytes -= leaving.bytes;
+      this.spareNodes.push(leaving);
       this.windowHead++;
     }
     if (this.windowHead > 1024 && this.windowHead * 2 > this.window.length) {
@@ -223,8 +248,8 @@ export class ClaudeCodeSummaryScan implements TranscriptParser {
       this.positions.delete(node.uuid);
       this.info.messageCount -= node.messages;
       this.info.blockCount -= node.blocks;
-      this.rewound.messages -= node.messages;
-      this.rewound.blocks -= node.blocks;
+      this.rewoundMessages -= node.messages;
+      this.rewoundBlocks -= node.blocks;
     }
     const firstInWindow = this.window[this.windowHead]?.position ?? this.nextPosition;
     this.window.length = 0;
@@ -233,7 +258,7 @@ export class ClaudeCodeSummaryScan implements TranscriptParser {
     // Records of the branch that already left the window stay, and are named by the marker.
     if (cut === 0 && fork + 1 >= firstInWindow) return;
     this.info.blockCount++;
-    this.rewound.blocks++;
+    this.rewoundBlocks++;
     this.addNode(undefined, 0, 0, 1);
   }
 
@@ -366,8 +391,10 @@ export class ClaudeCodeSummaryScan implements TranscriptParser {
   }
 
   private timeOf(value: unknown): number {
-    const at = timeOf(value);
-    if (at === undefined) return this.lastAt;
+    // As `timeOf` in json.ts, with the hand-written parser for the usual shape.
+    const parsed = typeof value === 'string' ? parseTimestamp(value) : Number.NaN;
+    if (!Number.isFinite(parsed) || parsed < 0) return this.lastAt;
+    const at = Math.floor(parsed);
     this.lastAt = at;
     this.info.startedAt ??= at;
     this.info.endedAt = at;
