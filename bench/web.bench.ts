@@ -11,7 +11,9 @@
  * after the list shows; the warm-ups take tens). The frame timed is the first that shows the newest block, and
  * the rest of the 300-block window fills in above it after that frame (chat-view.ts). A second
  * table times the page's reads alone from a bare WebSocket in a fresh page (JSON.parse only): how
- * much of the ratio is the browser's side of the wire, before any of the page's own work.
+ * much of the ratio is the browser's side of the wire, before any of the page's own work. The floor
+ * reads pages of the size the page reads (HISTORY_READING.pageSize, 2,500 events; the server's
+ * default is 5,000), one after another: the same reads, so the two fold the same pages.
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -158,7 +160,8 @@ export async function run(): Promise<string> {
 }
 
 /**
- * The reads the page makes to open a session (a one-event probe, then every page at once), from a
+ * The reads the page makes to open a session (a one-event probe, then the pages in order, as many at
+ * a time as the page keeps in flight, HISTORY_READING in src/ui/web/history-pages.ts), from a
  * bare WebSocket in a fresh page that only JSON.parses the answers: what the browser's side of the
  * wire costs before any of the page's own work, timed in the page. Given as a string: the page's CSP
  * forbids eval, and Playwright's evaluate of a string does not need it.
