@@ -2,7 +2,7 @@ import { firstDraftNotice, MAIN_CONVERSATION, taskTitleFromMessage, type StreamE
 import { ProtocolClientError, RpcError, type ProtocolClient } from '../../protocol/index.js';
 import type { SessionFilters } from './view-model.js';
 import { emptyView, firstMessageTarget, HistoryFold, type BusyKey, type Tone } from './state.js';
-import { readHistory } from './history-pages.js';
+import { HISTORY_READING, readHistory } from './history-pages.js';
 import type { Store } from './store.js';
 
 /** What the views may ask for. Every method reports its own failures as notices; none throws. */
@@ -49,9 +49,6 @@ export interface ControllerOptions {
 
 /** How long a success or info notice stays. */
 const NOTICE_MS = 6_000;
-
-/** Events per `get_events` page while a session's history loads. */
-const HISTORY_PAGE = 5_000;
 
 /**
  * Wires the protocol client to the store: connects, follows every session (`subscribe`), loads
@@ -218,7 +215,7 @@ export class Controller implements Actions {
     try {
       events = await readHistory(
         (afterSeq, limit) => this.client.request('get_events', { sessionId, afterSeq, limit }),
-        HISTORY_PAGE,
+        HISTORY_READING,
         (page) => {
           if (run === this.selection) history.add(page);
         },
