@@ -74,7 +74,7 @@ export class ProtocolClient {
   private readonly stateHandlers = new Set<(state: ConnectionState) => void>();
   /** Last delivered `seq` per kind and session. */
   private readonly lastSeqs = new Map<string, { kind: EventKind; sessionId: string; channelId?: string; seq: number }>();
-  private subscriptions: { all: boolean; sessionIds: Set<string> } = { all: false, sessionIds: new Set() };
+  private subscriptions: Subscriptions = { all: false, sessionIds: new Set(), notices: { all: false, sessionIds: new Set() } };
   private runSubscriptions: { all: boolean; runIds: Set<string>; events: boolean } = { all: false, runIds: new Set(), events: false };
   /** Notifications held while a reconnect replays what was missed. */
   private held: NotificationEnvelope[] | undefined;
@@ -132,16 +132,20 @@ export class ProtocolClient {
     return () => this.stateHandlers.delete(handler);
   }
 
-  /** Follows sessions (or all); remembered and renewed after every reconnect. */
-  async subscribe(sessionIds?: string[], options: RequestOptions = {}): Promise<MethodResult<'subscribe'>> {
-    const result = await this.request('subscribe', sessionIds ? { sessionIds } : {}, options);
-    this.subscriptions = { all: result.all, sessionIds: new Set(result.sessionIds) };
+  /**
+   * Follows sessions (or all); with `events: false`, their notices only, not every `session_event`.
+   * Remembered and renewed after every reconnect.
+   */
+  async subscribe(sessionIds?: string[], options: RequestOptions & { events?: boolean } = {}): Promise<MethodResult<'subscribe'>> {
+    const { events, ...requestOptions } = options;
+    const result = await this.request('subscribe', { ...(sessionIds ? { sessionIds } : {}), ...(events === false ? { events } : {}) }, requestOptions);
+    this.subscriptions = subscriptionsOf(result);
     return result;
   }
 
   async unsubscribe(sessionIds?: string[], options: RequestOptions = {}): Promise<MethodResult<'unsubscribe'>> {
     const result = await this.request('unsubscribe', sessionIds ? { sessionIds } : {}, options);
-    this.subscriptions = { all: result.all, sessionIds: new Set(result.sessionIds) };
+    this.subscriptions = subscriptionsOf(result);
     return result;
   }
 
@@ -356,8 +360,11 @@ export class ProtocolClient {
   private async resync(call: (method: MethodName, params: unknown) => Promise<unknown>): Promise<void> {
     this.held ??= [];
     try {
+      const { notices } = this.subscriptions;
       if (this.subscriptions.all) await call('subscribe', {});
       else if (this.subscriptions.sessionIds.size > 0) await call('subscribe', { sessionIds: [...this.subscriptions.sessionIds] });
+      if (notices.all) await call('subscribe', { events: false });
+      else if (notices.sessionIds.size > 0) await call('subscribe', { sessionIds: [...notices.sessionIds], events: false });
       const events = this.runSubscriptions.events ? { events: true } : {};
       if (this.runSubscriptions.all) await call('subscribe_runs', events);
       if (this.runSubscriptions.runIds.size > 0) await call('subscribe_runs', { runIds: [...this.runSubscriptions.runIds], ...events });
@@ -572,4 +579,19 @@ export class ProtocolClient {
     if (this.options.onError) this.options.onError(error);
     else console.warn('parley protocol client:', error);
   }
+}
+
+/** What this client follows, as the server last said: sessions with their events, and notices only. */
+interface Subscriptions {
+  all: boolean;
+  sessionIds: Set<string>;
+  notices: { all: boolean; sessionIds: Set<string> };
+}
+
+function subscriptionsOf(result: MethodResult<'subscribe'>): Subscriptions {
+  return {
+    all: result.all,
+    sessionIds: new Set(result.sessionIds),
+    notices: { all: result.notices?.all ?? false, sessionIds: new Set(result.notices?.sessionIds ?? []) },
+  };
 }

@@ -203,11 +203,20 @@ export const GetEventsResultSchema = z.object({
 export const SubscribeParamsSchema = z.strictObject({
   /** Sessions to follow; omitted: every session. */
   sessionIds: z.array(SessionIdParamSchema).max(1_000).optional(),
+  /**
+   * False: follow their notices only (`session_updated`, `compaction_*`), not every `session_event`
+   * (a session list, or a client that gets its draft's events as `channel_message`). A session
+   * already followed with its events stays so. Omitted: true (notices and events).
+   */
+  events: z.boolean().optional(),
 });
 export const SubscriptionResultSchema = z.object({
-  /** True while this connection follows every session. */
+  /** True while this connection follows every session with its events. */
   all: z.boolean(),
+  /** The sessions it follows with their events. */
   sessionIds: z.array(z.string()),
+  /** What it follows for notices only (`events: false`); absent from servers before it. */
+  notices: z.object({ all: z.boolean(), sessionIds: z.array(z.string()) }).optional(),
 });
 export const UnsubscribeParamsSchema = z.strictObject({
   /** Sessions to stop following; omitted: all of them (and `all`). */
@@ -402,7 +411,7 @@ export const methods = {
   get_checkpoint: method(GetCheckpointParamsSchema, GetCheckpointResultSchema, 'The current checkpoint and every version.'),
   clear_messages: method(ClearMessagesParamsSchema, ClearMessagesResultSchema, 'Seed 003: the next request starts from the checkpoint; history stays readable.'),
   get_events: method(GetEventsParamsSchema, GetEventsResultSchema, 'The log after a `seq`: a client that reconnects asks for what it missed.'),
-  subscribe: method(SubscribeParamsSchema, SubscriptionResultSchema, 'Follows sessions (or all): `session_updated`, `session_event` and `compaction_*` notifications.'),
+  subscribe: method(SubscribeParamsSchema, SubscriptionResultSchema, 'Follows sessions (or all): `session_updated`, `session_event` and `compaction_*` notifications; with `events: false`, all but `session_event`.'),
   unsubscribe: method(UnsubscribeParamsSchema, SubscriptionResultSchema, 'Stops following sessions (or all).'),
   force_compact: method(ForceCompactParamsSchema, ForceCompactResultSchema, 'Compacts a managed session now. -32007 on a native back end; -32009 while a compaction runs.'),
   preview_request: method(PreviewRequestParamsSchema, PreviewRequestResultSchema, 'The request the next turn would send (managed sessions): system prompt, user prompt, tokens.'),

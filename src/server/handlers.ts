@@ -118,7 +118,7 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
       // Loaded, not only checked: a session held in memory is what a shared store's follower brings up
       // to date (and polls), so an event another server appends after this subscription always arrives.
       if (params.sessionIds) for (const sessionId of params.sessionIds) await manager.loadConversation(sessionId);
-      hub.subscribe(target, params.sessionIds);
+      hub.subscribe(target, params.sessionIds, params.events ?? true);
       return subscriptionOf(target);
     },
     unsubscribe: (params, context) => {
@@ -170,7 +170,8 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
 }
 
 function subscriptionOf(connection: Connection): MethodResultInput<'subscribe'> {
-  return { all: connection.subscriptions.all, sessionIds: [...connection.subscriptions.sessionIds].sort() };
+  const own = connection.subscriptions;
+  return { all: own.all, sessionIds: [...own.sessionIds].sort(), notices: { all: own.notices.all, sessionIds: [...own.notices.sessionIds].sort() } };
 }
 
 function matchesTask(record: SessionRecord, taskId: string | undefined, taskState: string | undefined): boolean {

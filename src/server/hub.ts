@@ -8,7 +8,12 @@ const TEXT_FRAME = { binary: false } as const;
 
 /** One WebSocket connection: its channel, its subscriptions and its rate. */
 export class Connection {
-  readonly subscriptions = { all: false, sessionIds: new Set<string>() };
+  /**
+   * The sessions it follows with their events (`session_event`) and notices (`session_updated`,
+   * `compaction_*`), and those it follows for their notices only (`subscribe { events: false }`).
+   * A session is in one of the two at most.
+   */
+  readonly subscriptions = { all: false, sessionIds: new Set<string>(), notices: { all: false, sessionIds: new Set<string>() } };
   closed = false;
 
   constructor(
@@ -36,6 +41,9 @@ export class Hub {
   private readonly channels = new Map<string, Set<Connection>>();
   private readonly followersOfAll = new Set<Connection>();
   private readonly followers = new Map<string, Set<Connection>>();
+  /** Those following notices only (`subscribe { events: false }`). */
+  private readonly noticeFollowersOfAll = new Set<Connection>();
+  private readonly noticeFollowers = new Map<string, Set<Connection>>();
   private readonly connections = new Set<Connection>();
   private readonly batch = new WriteBatch();
 
@@ -73,35 +81,40 @@ export class Hub {
     this.unsubscribe(connection);
   }
 
-  subscribe(connection: Connection, sessionIds?: readonly string[]): void {
+  /** Follows sessions (or all); with `events` false, their notices only (a session already followed with events stays so). */
+  subscribe(connection: Connection, sessionIds?: readonly string[], events = true): void {
+    const own = connection.subscriptions;
+    if (!events) {
+      if (sessionIds === undefined) {
+        own.notices.all = true;
+        this.noticeFollowersOfAll.add(connection);
+        return;
+      }
+      for (const sessionId of sessionIds) if (!own.sessionIds.has(sessionId)) follow(this.noticeFollowers, own.notices.sessionIds, sessionId, connection);
+      return;
+    }
     if (sessionIds === undefined) {
-      connection.subscriptions.all = true;
+      own.all = true;
       this.followersOfAll.add(connection);
       return;
     }
     for (const sessionId of sessionIds) {
-      connection.subscriptions.sessionIds.add(sessionId);
-      let set = this.followers.get(sessionId);
-      if (!set) {
-        set = new Set();
-        this.followers.set(sessionId, set);
-      }
-      set.add(connection);
+      unfollow(this.noticeFollowers, own.notices.sessionIds, sessionId, connection);
+      follow(this.followers, own.sessionIds, sessionId, connection);
     }
   }
 
+  /** Stops following sessions, at either level; no ids: every session, and `all`. */
   unsubscribe(connection: Connection, sessionIds?: readonly string[]): void {
-    const ids = sessionIds ?? [...connection.subscriptions.sessionIds];
+    const own = connection.subscriptions;
     if (sessionIds === undefined) {
-      connection.subscriptions.all = false;
+      own.all = false;
+      own.notices.all = false;
       this.followersOfAll.delete(connection);
+      this.noticeFollowersOfAll.delete(connection);
     }
-    for (const sessionId of ids) {
-      connection.subscriptions.sessionIds.delete(sessionId);
-      const set = this.followers.get(sessionId);
-      set?.delete(connection);
-      if (set?.size === 0) this.followers.delete(sessionId);
-    }
+    for (const sessionId of sessionIds ?? [...own.sessionIds]) unfollow(this.followers, own.sessionIds, sessionId, connection);
+    for (const sessionId of sessionIds ?? [...own.notices.sessionIds]) unfollow(this.noticeFollowers, own.notices.sessionIds, sessionId, connection);
   }
 
   hasChannel(channelId: string): boolean {
@@ -109,7 +122,7 @@ export class Hub {
   }
 
   hasFollowers(sessionId: string): boolean {
-    return this.followersOfAll.size > 0 || this.followers.has(sessionId);
+    return this.followersOfAll.size > 0 || this.followers.has(sessionId) || this.noticeFollowersOfAll.size > 0 || this.noticeFollowers.has(sessionId);
   }
 
   /** To every connection of the channel. */
@@ -119,19 +132,21 @@ export class Hub {
     this.broadcast(members, method, params);
   }
 
-  /** To every connection following the session (or all sessions). */
+  /**
+   * To every connection following the session (or all sessions): a `session_event` only to those
+   * following its events, a notice also to those following notices only.
+   */
   toFollowers<N extends NotificationName>(sessionId: string, method: N, params: NotificationParams<N>): void {
-    const some = this.followers.get(sessionId);
-    if (this.followersOfAll.size === 0) {
-      if (some) this.broadcast(some, method, params);
+    const groups = [this.followersOfAll, this.followers.get(sessionId)];
+    if (method !== 'session_event') groups.push(this.noticeFollowersOfAll, this.noticeFollowers.get(sessionId));
+    const present = groups.filter((group): group is Set<Connection> => group !== undefined && group.size > 0);
+    if (present.length === 0) return;
+    if (present.length === 1) {
+      this.broadcast(present[0]!, method, params);
       return;
     }
-    if (!some) {
-      this.broadcast(this.followersOfAll, method, params);
-      return;
-    }
-    const union = new Set(this.followersOfAll);
-    for (const connection of some) union.add(connection);
+    const union = new Set<Connection>();
+    for (const group of present) for (const connection of group) union.add(connection);
     this.broadcast(union, method, params);
   }
 
@@ -159,4 +174,21 @@ export class Hub {
     if (connection.stream) this.batch.hold(connection.stream);
     socket.send(frame, TEXT_FRAME);
   }
+}
+
+function follow(index: Map<string, Set<Connection>>, own: Set<string>, sessionId: string, connection: Connection): void {
+  own.add(sessionId);
+  let set = index.get(sessionId);
+  if (!set) {
+    set = new Set();
+    index.set(sessionId, set);
+  }
+  set.add(connection);
+}
+
+function unfollow(index: Map<string, Set<Connection>>, own: Set<string>, sessionId: string, connection: Connection): void {
+  own.delete(sessionId);
+  const set = index.get(sessionId);
+  set?.delete(connection);
+  if (set?.size === 0) index.delete(sessionId);
 }

@@ -246,6 +246,20 @@ describe('ProtocolClient', () => {
     client.close();
   });
 
+  it('renews a notices-only subscription as one after a reconnect', async () => {
+    const peer = new FakePeer();
+    const client = makeClient(peer);
+    await client.connect();
+    const result = await client.subscribe(['s3'], { events: false });
+    expect(result.notices).toEqual({ all: false, sessionIds: ['s3'] });
+    expect(peer.requests.find((request) => request.method === 'subscribe')!.params).toEqual({ sessionIds: ['s3'], events: false });
+    peer.drop();
+    await waitForState(client, 'connected');
+    await vi.waitFor(() => expect(peer.requests.filter((request) => request.connection === 1 && request.method === 'subscribe')).toHaveLength(1));
+    expect(peer.requests.find((request) => request.connection === 1 && request.method === 'subscribe')!.params).toEqual({ sessionIds: ['s3'], events: false });
+    client.close();
+  });
+
   it('resumeFrom skips history the caller already loaded', async () => {
     const peer = new FakePeer();
     const client = makeClient(peer);

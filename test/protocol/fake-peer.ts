@@ -69,6 +69,7 @@ export class FakePeer {
         });
       case 'subscribe': {
         const ids = request.params['sessionIds'] as string[] | undefined;
+        if (request.params['events'] === false) return reply({ result: { all: false, sessionIds: [], notices: { all: ids === undefined, sessionIds: ids ?? [] } } });
         return reply({ result: { all: ids === undefined, sessionIds: ids ?? [] } });
       }
       case 'get_events': {

@@ -80,3 +80,45 @@ describe('Hub writes', () => {
     expect(writes).toEqual([['last words']]);
   });
 });
+
+describe('Hub followers', () => {
+  const delivered = (writes: string[][]) => writes.flat().map((frame) => (JSON.parse(frame) as { method: string }).method);
+  const event = { sessionId: 's1', event: { type: 'text_delta', sessionId: 's1', conversationId: 'main', seq: 0, at: 0, blockId: 'b', delta: 'x' } } as never;
+  const updated = { sessionId: 's1' } as never;
+
+  it('a notices-only follower gets notices but no session_event; one with events gets both, once', async () => {
+    const hub = new Hub({ maxBufferedBytes: 1 << 20 });
+    const quiet = connectionOver(true);
+    const full = connectionOver(true);
+    const both = connectionOver(true);
+    for (const { connection } of [quiet, full, both]) hub.add(connection);
+    hub.subscribe(quiet.connection, ['s1'], false);
+    hub.subscribe(full.connection, ['s1']);
+    hub.subscribe(both.connection, undefined, false);
+    hub.subscribe(both.connection, ['s1']);
+    expect(hub.hasFollowers('s1')).toBe(true);
+    hub.toFollowers('s1', 'session_event', event);
+    hub.toFollowers('s1', 'session_updated', updated);
+    await nextTurn();
+    expect(delivered(quiet.writes)).toEqual(['session_updated']);
+    expect(delivered(full.writes)).toEqual(['session_event', 'session_updated']);
+    expect(delivered(both.writes)).toEqual(['session_event', 'session_updated']);
+  });
+
+  it('asking for notices only does not take a session\'s events away; asking for events moves it up; unsubscribe ends both', () => {
+    const hub = new Hub({ maxBufferedBytes: 1 << 20 });
+    const { connection } = connectionOver(true);
+    hub.add(connection);
+    hub.subscribe(connection, ['s1']);
+    hub.subscribe(connection, ['s1', 's2'], false);
+    expect([...connection.subscriptions.sessionIds]).toEqual(['s1']);
+    expect([...connection.subscriptions.notices.sessionIds]).toEqual(['s2']);
+    hub.subscribe(connection, ['s2']);
+    expect([...connection.subscriptions.sessionIds]).toEqual(['s1', 's2']);
+    expect([...connection.subscriptions.notices.sessionIds]).toEqual([]);
+    hub.subscribe(connection, undefined, false);
+    hub.unsubscribe(connection);
+    expect(connection.subscriptions).toEqual({ all: false, sessionIds: new Set(), notices: { all: false, sessionIds: new Set() } });
+    expect(hub.hasFollowers('s1')).toBe(false);
+  });
+});

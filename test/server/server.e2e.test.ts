@@ -404,7 +404,14 @@ describe('sessions over the wire', () => {
     watcher.on('session_event', (message) => events.push(message.event));
     let bystanderSaw = 0;
     bystander.on('session_event', () => (bystanderSaw += 1));
-    expect(await watcher.subscribe([sessionId])).toEqual({ all: false, sessionIds: [sessionId] });
+    expect(await watcher.subscribe([sessionId])).toEqual({ all: false, sessionIds: [sessionId], notices: { all: false, sessionIds: [] } });
+    // A session list (or the TUI, which has its draft's events as channel_message) asks for notices only.
+    const quiet = await test.client();
+    const quietUpdates: string[] = [];
+    let quietEvents = 0;
+    quiet.on('session_updated', (update) => quietUpdates.push(update.action));
+    quiet.on('session_event', () => (quietEvents += 1));
+    expect(await quiet.subscribe([sessionId], { events: false })).toEqual({ all: false, sessionIds: [], notices: { all: false, sessionIds: [sessionId] } });
     const turn = turnEvents(drafter);
     await drafter.request('submit_prompt', { content: 'watch me' });
     await turn.done;
@@ -412,10 +419,12 @@ describe('sessions over the wire', () => {
     expect(events.map((event) => event.seq)).toEqual(turn.events.map((event) => event.seq));
     expect(updates.some((update) => update.action === 'message_added' && update.session.sessionId === sessionId)).toBe(true);
     expect(bystanderSaw).toBe(0);
-    expect(await watcher.unsubscribe()).toEqual({ all: false, sessionIds: [] });
+    await vi.waitFor(() => expect(quietUpdates).toContain('message_added'));
+    expect(quietEvents).toBe(0);
+    expect(await watcher.unsubscribe()).toEqual({ all: false, sessionIds: [], notices: { all: false, sessionIds: [] } });
     expect((await errorOf(watcher.request('subscribe', { sessionIds: ['missing-session'] }))).code).toBe(RpcErrorCode.NOT_FOUND);
     const everything = await test.client();
-    expect(await everything.subscribe()).toEqual({ all: true, sessionIds: [] });
+    expect(await everything.subscribe()).toEqual({ all: true, sessionIds: [], notices: { all: false, sessionIds: [] } });
     const created: string[] = [];
     everything.on('session_updated', (update) => update.action === 'created' && created.push(update.sessionId));
     await drafter.request('undraft');

@@ -232,7 +232,8 @@ export class TuiController {
     const notices = this.compactionNotices;
     try {
       if (this.followed !== sessionId) {
-        await this.client.subscribe([sessionId]);
+        // Notices only: the draft's events already come as `channel_message`.
+        await this.client.subscribe([sessionId], { events: false });
         this.followed = sessionId;
       }
       const status = await this.client.request('get_compaction_status', { sessionId });

@@ -551,7 +551,7 @@ describe('a compaction of the draft that this terminal did not start', () => {
     for (const event of events) if (event.seq <= 20) peer.append(event);
     const active = draftStatus();
     peer.handlers.set('get_draft_status', () => active);
-    peer.handlers.set('subscribe', (params) => ({ all: false, sessionIds: params['sessionIds'] }));
+    peer.handlers.set('subscribe', (params) => ({ all: false, sessionIds: [], notices: { all: false, sessionIds: params['sessionIds'] } }));
     peer.handlers.set('unsubscribe', () => ({ all: false, sessionIds: [] }));
     peer.handlers.set('get_compaction_status', (params) => {
       expect(params).toEqual({ sessionId });
@@ -564,7 +564,8 @@ describe('a compaction of the draft that this terminal did not start', () => {
   it('one already running when the terminal connects shows the /compact spinner, timed from its start, until compaction_completed', async () => {
     const { rig, peer } = connectToDraft(() => running);
     await rig.waitFor(/[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] Compacting the context… 12s/);
-    expect(peer.requests.filter((request) => request.method === 'subscribe').map((request) => request.params)).toEqual([{ sessionIds: [sessionId] }]);
+    // Notices only: the draft's events come as channel_message, not a second time as session_event.
+    expect(peer.requests.filter((request) => request.method === 'subscribe').map((request) => request.params)).toEqual([{ sessionIds: [sessionId], events: false }]);
     rig.advance(3_000);
     await rig.waitFor('Compacting the context… 15s');
     peer.notify('compaction_completed', { sessionId, trigger: 'auto', version: 2, tokensBefore: 91_000, tokensAfter: 4_000 });
