@@ -1,3 +1,5 @@
+import { parseTimestamp } from './iso-time.js';
+
 /** Small readers for untrusted JSON: every field of a native record is optional and may have any type. */
 
 export type JsonObject = Record<string, unknown>;
@@ -18,10 +20,10 @@ export function objectOf(value: unknown): JsonObject | undefined {
   return isObject(value) ? value : undefined;
 }
 
-/** Milliseconds since the epoch from an ISO string, or undefined when absent or unreadable. */
+/** Milliseconds since the epoch from an ISO string, or undefined when absent or unreadable (`Date.parse`'s answer, read fast for the usual shape). */
 export function timeOf(value: unknown): number | undefined {
   if (typeof value !== 'string') return undefined;
-  const ms = Date.parse(value);
+  const ms = parseTimestamp(value);
   return Number.isFinite(ms) && ms >= 0 ? Math.floor(ms) : undefined;
 }
 

@@ -1,6 +1,5 @@
 import { MAIN_CONVERSATION, type StreamEventDraft, type TurnMetadata } from '../../../conversation/index.js';
-import { isObject, numberOf, objectOf, stringOf, type JsonObject } from '../json.js';
-import { parseTimestamp } from '../iso-time.js';
+import { isObject, numberOf, objectOf, stringOf, timeOf, type JsonObject } from '../json.js';
 import { emptyInfo, transcriptWarning, type TranscriptInfo, type TranscriptParser, type TranscriptWarning } from '../types.js';
 import { SUBAGENT_TOOLS, classifyWrapped, isTitleRecord, maxUsage, recordOfLine, textOf, usageOf } from './records.js';
 import { skimRecord } from './record-skim.js';
@@ -391,10 +390,8 @@ export class ClaudeCodeSummaryScan implements TranscriptParser {
   }
 
   private timeOf(value: unknown): number {
-    // As `timeOf` in json.ts, with the hand-written parser for the usual shape.
-    const parsed = typeof value === 'string' ? parseTimestamp(value) : Number.NaN;
-    if (!Number.isFinite(parsed) || parsed < 0) return this.lastAt;
-    const at = Math.floor(parsed);
+    const at = timeOf(value);
+    if (at === undefined) return this.lastAt;
     this.lastAt = at;
     this.info.startedAt ??= at;
     this.info.endedAt = at;
