@@ -3,7 +3,7 @@ import { createScriptedBackend, step, type ScriptedBackend } from '../../src/bac
 import type { SubagentBlock, ToolResultBlock, UserMessageBlock } from '../../src/conversation/index.js';
 import { isLoop, similarity } from '../../src/draft/conversations.js';
 import type { DraftService } from '../../src/draft/index.js';
-import { closeAll, harness, tempProject, writeRole } from './helpers.js';
+import { closeAll, followConversation, harness, tempProject, writeRole } from './helpers.js';
 
 afterEach(closeAll);
 
@@ -35,10 +35,7 @@ describe('conversations between agents', () => {
     const dev = devBackend();
     const h = await harness({ backends: { default: analyst, 'dev-backend': dev } });
     await writeRole(h.dataDir, 'dev.md', '---\ndescription: Developer\nbackend: dev-backend\n---\nYou implement tasks.\n');
-    const ref = { conversationId: '' };
-    h.manager.on('session:event', ({ event }) => {
-      if (event.type === 'block_start' && event.block.type === 'subagent' && event.block.name === 'conversation with dev') ref.conversationId = event.block.subagentId;
-    });
+    const ref = followConversation(h.manager, 'dev');
     analyst.enqueue([
       step.tool('open_conversation', { role: 'dev', topic: 'How should checkout handle payment retries?' }),
       step.tool('say', { get conversationId() { return ref.conversationId; }, message: 'Should retries be synchronous?' }),

@@ -139,3 +139,15 @@ export async function until(condition: () => boolean, what = 'condition'): Promi
     await new Promise((resolve) => setImmediate(resolve));
   }
 }
+
+/**
+ * The id of the conversation an agent opens with `role` (its `subagent` block's id), filled in when
+ * that block starts: a scripted `say` reads it through a getter once the conversation exists.
+ */
+export function followConversation(manager: SessionManager, role: string): { conversationId: string } {
+  const ref = { conversationId: '' };
+  manager.on('session:event', ({ event }) => {
+    if (event.type === 'block_start' && event.block.type === 'subagent' && event.block.name === `conversation with ${role}`) ref.conversationId = event.block.subagentId;
+  });
+  return ref;
+}

@@ -9,7 +9,7 @@ import { createSessionManager, runTurn } from '../../src/sessions/index.js';
 import { createMemoryStore } from '../../src/store/index.js';
 import { startFakeOpenAiServer } from '../fixtures/fake-openai-server.js';
 import { defineAgent, defineHarness } from '../../src/harness/index.js';
-import { closeAll, harness, writeRole } from '../draft/helpers.js';
+import { closeAll, followConversation, harness, writeRole } from '../draft/helpers.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js';
 import { foldingSummarizer, prose } from '../sessions/compaction-helpers.js';
 
@@ -127,10 +127,7 @@ describe('traces of a turn', () => {
     const dev = createScriptedBackend({ idPrefix: 'dev', defaultTurn: () => [step.text('Use a queue.')] });
     const h = await harness({ backends: { default: analyst, 'dev-backend': dev } });
     await writeRole(h.dataDir, 'dev.md', '---\ndescription: Developer\nbackend: dev-backend\n---\nYou implement tasks.\n');
-    const ref = { conversationId: '' };
-    h.manager.on('session:event', ({ event }) => {
-      if (event.type === 'block_start' && event.block.type === 'subagent' && event.block.name === 'conversation with dev') ref.conversationId = event.block.subagentId;
-    });
+    const ref = followConversation(h.manager, 'dev');
     analyst.enqueue([
       step.tool('open_conversation', { role: 'dev', topic: 'Payment retries' }),
       step.tool('say', { get conversationId() { return ref.conversationId; }, message: 'Should retries be synchronous?' }),
