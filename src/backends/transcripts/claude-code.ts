@@ -3,6 +3,7 @@ import { isBlank, isObject, numberOf, objectOf, parseJson, stringOf, timeOf, typ
 import type { TranscriptInput } from './lines.js';
 import {
   emptyInfo,
+  noteTime,
   parseCollected,
   transcriptWarning,
   type EventSink,
@@ -369,12 +370,8 @@ export class ClaudeCodeParser implements TranscriptParser {
   // Helpers
 
   private timeOf(value: unknown): number {
-    const at = timeOf(value);
-    if (at === undefined) return this.lastAt;
-    this.lastAt = at;
-    this.info.startedAt ??= at;
-    this.info.endedAt = at;
-    return at;
+    this.lastAt = noteTime(this.info, value, this.lastAt);
+    return this.lastAt;
   }
 
   private warn(code: string, message: string, line?: number): void {

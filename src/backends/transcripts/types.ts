@@ -1,6 +1,7 @@
 import type { ConversationBlock, StreamEventDraft, TurnMetadata } from '../../conversation/index.js';
 import { MAIN_CONVERSATION } from '../../conversation/index.js';
 import type { ParsedTranscripts, ParseWarning } from '../agent-backend.js';
+import { timeOf } from './json.js';
 import { forEachLine, type TranscriptInput } from './lines.js';
 
 /**
@@ -78,6 +79,18 @@ export interface TranscriptInfo {
   subagents: SubagentLink[];
   /** Some usage was reported but no cost: cost is unknown, not zero. */
   costUnknown: boolean;
+}
+
+/**
+ * A record's time as the transcript's clock: noted as its start (the first) and its end (the
+ * latest); `lastAt` (the time of the last record that had one) when it has none.
+ */
+export function noteTime(info: TranscriptInfo, value: unknown, lastAt: number): number {
+  const at = timeOf(value);
+  if (at === undefined) return lastAt;
+  info.startedAt ??= at;
+  info.endedAt = at;
+  return at;
 }
 
 export function emptyInfo(): TranscriptInfo {

@@ -1,6 +1,6 @@
 import { MAIN_CONVERSATION, type StreamEventDraft, type TurnMetadata } from '../../../conversation/index.js';
 import { isObject, numberOf, objectOf, stringOf, timeOf, type JsonObject } from '../json.js';
-import { emptyInfo, transcriptWarning, type TranscriptInfo, type TranscriptParser, type TranscriptWarning } from '../types.js';
+import { emptyInfo, noteTime, transcriptWarning, type TranscriptInfo, type TranscriptParser, type TranscriptWarning } from '../types.js';
 import { SUBAGENT_TOOLS, classifyWrapped, isTitleRecord, maxUsage, recordOfLine, textOf, usageOf } from './records.js';
 import { skimRecord } from './record-skim.js';
 import { noteCompactionSummary, noteEnvelope, noteTitle } from './session-info.js';
@@ -390,12 +390,8 @@ export class ClaudeCodeSummaryScan implements TranscriptParser {
   }
 
   private timeOf(value: unknown): number {
-    const at = timeOf(value);
-    if (at === undefined) return this.lastAt;
-    this.lastAt = at;
-    this.info.startedAt ??= at;
-    this.info.endedAt = at;
-    return at;
+    this.lastAt = noteTime(this.info, value, this.lastAt);
+    return this.lastAt;
   }
 
   private warn(code: string, message: string, line?: number): void {
