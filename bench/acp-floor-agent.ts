@@ -9,11 +9,18 @@ import { agent, methods, ndJsonStream, PROTOCOL_VERSION } from '@agentclientprot
 
 const updates = Number(process.env['PARLEY_BENCH_UPDATES'] ?? 10);
 const connection = agent({ name: 'floor' })
-  .onRequest(methods.agent.initialize, () => ({ protocolVersion: PROTOCOL_VERSION, agentCapabilities: {}, authMethods: [] }))
+  .onRequest(methods.agent.initialize, () => ({
+    protocolVersion: PROTOCOL_VERSION,
+    agentCapabilities: {},
+    authMethods: [],
+  }))
   .onRequest(methods.agent.session.new, () => ({ sessionId: randomUUID() }))
   .onRequest(methods.agent.session.prompt, async ({ params, client }) => {
     for (let index = 0; index < updates; index++) {
-      await client.notify('session/update', { sessionId: params.sessionId, update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: `chunk ${index} ` } } });
+      await client.notify('session/update', {
+        sessionId: params.sessionId,
+        update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: `chunk ${index} ` } },
+      });
     }
     return { stopReason: 'end_turn' };
   })

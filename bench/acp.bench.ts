@@ -45,7 +45,11 @@ export async function run(): Promise<string> {
   await writeFile(scriptPath, JSON.stringify(SCRIPT));
   const manager = await createSessionManager({ dataDir: join(folder, 'in-process', '.parley'), projectRoot: folder });
   const backend = createScriptedBackend(scriptedOptionsFromJson(SCRIPT));
-  const { sessionId: localSession } = await manager.createSession({ scope: { kind: 'draft', role: 'dev' }, agentType: 'dev', backend: 'scripted' });
+  const { sessionId: localSession } = await manager.createSession({
+    scope: { kind: 'draft', role: 'dev' },
+    agentType: 'dev',
+    backend: 'scripted',
+  });
   const editor = new Editor(spawnParleyAcp({ cwd: folder, env: { PARLEY_SCRIPTED_SCRIPT: scriptPath } }));
   let floorEditor: Editor | undefined;
   try {
@@ -75,14 +79,17 @@ export async function run(): Promise<string> {
       const cpuBefore = ownCpuMs();
       let first: number | undefined;
       const handle = await runTurn(manager, localSession, { backend, prompt: `Question ${turn}` });
-      for await (const event of handle.events) if (first === undefined && event.type === 'text_delta') first = performance.now() - started;
+      for await (const event of handle.events)
+        if (first === undefined && event.type === 'text_delta') first = performance.now() - started;
       const localTotal = performance.now() - started;
       if (!warm) localCpu += ownCpuMs() - cpuBefore;
       const childBefore = childCpuMs(editor.child.pid!);
 
       const before = editor.updates.length;
       started = performance.now();
-      const firstChunk = editor.waitFor((notification) => notification.update.sessionUpdate === 'agent_message_chunk', before).then(() => performance.now() - started);
+      const firstChunk = editor
+        .waitFor((notification) => notification.update.sessionUpdate === 'agent_message_chunk', before)
+        .then(() => performance.now() - started);
       await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: `Question ${turn}` }] });
       const acpTotal = performance.now() - started;
       const acpFirst = await firstChunk;
@@ -90,8 +97,13 @@ export async function run(): Promise<string> {
 
       const floorBefore = floorEditor.updates.length;
       started = performance.now();
-      const floorChunk = floorEditor.waitFor((notification) => notification.update.sessionUpdate === 'agent_message_chunk', floorBefore).then(() => performance.now() - started);
-      await floorEditor.agent.request('session/prompt', { sessionId: floorSession, prompt: [{ type: 'text', text: `Question ${turn}` }] });
+      const floorChunk = floorEditor
+        .waitFor((notification) => notification.update.sessionUpdate === 'agent_message_chunk', floorBefore)
+        .then(() => performance.now() - started);
+      await floorEditor.agent.request('session/prompt', {
+        sessionId: floorSession,
+        prompt: [{ type: 'text', text: `Question ${turn}` }],
+      });
       const floorTotal = performance.now() - started;
       const floorFirst = await floorChunk;
       if (warm) continue;

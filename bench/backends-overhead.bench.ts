@@ -29,14 +29,24 @@ async function time(action: () => Promise<unknown>): Promise<number> {
 
 function row(name: string, samples: number[], baseline?: number[]): string[] {
   const median = percentile(samples, 50);
-  return [name, formatMs(median), formatMs(percentile(samples, 95)), baseline ? ratio(median, percentile(baseline, 50)) : '1.00×'];
+  return [
+    name,
+    formatMs(median),
+    formatMs(percentile(samples, 95)),
+    baseline ? ratio(median, percentile(baseline, 50)) : '1.00×',
+  ];
 }
 
 async function openAiSection(): Promise<string> {
   const turns = Number(process.env['PARLEY_BENCH_TURNS'] ?? 200);
   const server = await startFakeOpenAiServer();
   try {
-    const backend = createOpenAiCompatibleBackend({ baseURL: server.url, apiKey: 'bench', model: 'fake-model', maxRetries: 0 });
+    const backend = createOpenAiCompatibleBackend({
+      baseURL: server.url,
+      apiKey: 'bench',
+      model: 'fake-model',
+      maxRetries: 0,
+    });
     const client = new OpenAI({ baseURL: server.url, apiKey: 'bench', maxRetries: 0 });
     const parley: number[] = [];
     const direct: number[] = [];
@@ -45,12 +55,19 @@ async function openAiSection(): Promise<string> {
       const warm = turn < 10;
       server.enqueue({ text: ANSWER }, { text: ANSWER }, { text: ANSWER });
       const a = await time(async () => {
-        for await (const _event of backend.execute({ sessionId: 'bench', prompt: 'Summarise the plan.', systemPrompt: 'Be brief.' }).events);
+        for await (const _event of backend.execute({
+          sessionId: 'bench',
+          prompt: 'Summarise the plan.',
+          systemPrompt: 'Be brief.',
+        }).events);
       });
       const b = await time(async () => {
         const stream = await client.chat.completions.create({
           model: 'fake-model',
-          messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Summarise the plan.' }],
+          messages: [
+            { role: 'system', content: 'Be brief.' },
+            { role: 'user', content: 'Summarise the plan.' },
+          ],
           stream: true,
           stream_options: { include_usage: true },
         });
@@ -60,7 +77,11 @@ async function openAiSection(): Promise<string> {
         const response = await fetch(`${server.url}/chat/completions`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ model: 'fake-model', messages: [{ role: 'user', content: 'Summarise the plan.' }], stream: true }),
+          body: JSON.stringify({
+            model: 'fake-model',
+            messages: [{ role: 'user', content: 'Summarise the plan.' }],
+            stream: true,
+          }),
         });
         await response.text();
       });
@@ -72,7 +93,14 @@ async function openAiSection(): Promise<string> {
     return [
       `### openai-compatible: one streamed turn (${turns} turns per side, ${ANSWER.split(' ').length} text chunks)`,
       '',
-      table(['', 'median', 'p95', 'vs direct client'], [row('Parley `execute`', parley, direct), row('`openai` client directly (baseline)', direct), row('fetch + read body (floor)', floor, direct)]),
+      table(
+        ['', 'median', 'p95', 'vs direct client'],
+        [
+          row('Parley `execute`', parley, direct),
+          row('`openai` client directly (baseline)', direct),
+          row('fetch + read body (floor)', floor, direct),
+        ],
+      ),
     ].join('\n');
   } finally {
     await server.close();
@@ -98,26 +126,31 @@ async function geminiSection(): Promise<string> {
       server.enqueue({ text: ANSWER }, { text: ANSWER });
       parley.push(
         await time(async () => {
-          for await (const _event of backend.execute({ sessionId: 'bench', prompt: 'Summarise the plan.', cwd }).events);
+          for await (const _event of backend.execute({ sessionId: 'bench', prompt: 'Summarise the plan.', cwd })
+            .events);
         }),
       );
       direct.push(
         await time(
           () =>
             new Promise<void>((done, fail) => {
-              const child = spawn(process.execPath, [cli, '--model', 'gemini-2.5-flash', '--output-format', 'stream-json', '--prompt=Summarise the plan.'], {
-                cwd,
-                stdio: ['ignore', 'pipe', 'ignore'],
-                env: {
-                  PATH: process.env['PATH'],
-                  HOME: process.env['HOME'],
-                  GEMINI_API_KEY: 'bench',
-                  GOOGLE_GEMINI_BASE_URL: server.url,
-                  GEMINI_CLI_HOME: home,
-                  GEMINI_CLI_TRUST_WORKSPACE: 'true',
-                  GEMINI_CLI_NO_RELAUNCH: 'true',
+              const child = spawn(
+                process.execPath,
+                [cli, '--model', 'gemini-2.5-flash', '--output-format', 'stream-json', '--prompt=Summarise the plan.'],
+                {
+                  cwd,
+                  stdio: ['ignore', 'pipe', 'ignore'],
+                  env: {
+                    PATH: process.env['PATH'],
+                    HOME: process.env['HOME'],
+                    GEMINI_API_KEY: 'bench',
+                    GOOGLE_GEMINI_BASE_URL: server.url,
+                    GEMINI_CLI_HOME: home,
+                    GEMINI_CLI_TRUST_WORKSPACE: 'true',
+                    GEMINI_CLI_NO_RELAUNCH: 'true',
+                  },
                 },
-              });
+              );
               child.stdout.resume();
               child.once('error', fail);
               child.once('close', () => done());
@@ -128,7 +161,10 @@ async function geminiSection(): Promise<string> {
     return [
       `### gemini-cli: one headless CLI run per turn (${turns} runs per side)`,
       '',
-      table(['', 'median', 'p95', 'vs direct CLI'], [row('Parley `execute`', parley, direct), row('CLI spawned directly (baseline)', direct)]),
+      table(
+        ['', 'median', 'p95', 'vs direct CLI'],
+        [row('Parley `execute`', parley, direct), row('CLI spawned directly (baseline)', direct)],
+      ),
     ].join('\n');
   } finally {
     await server.close();
@@ -137,7 +173,12 @@ async function geminiSection(): Promise<string> {
 }
 
 export async function run(): Promise<string> {
-  const sections = ['## Back ends: openai-compatible and gemini-cli per-turn overhead (target ≤ 5%)', '', await openAiSection(), ''];
+  const sections = [
+    '## Back ends: openai-compatible and gemini-cli per-turn overhead (target ≤ 5%)',
+    '',
+    await openAiSection(),
+    '',
+  ];
   try {
     if (Number(process.env['PARLEY_BENCH_CLI_TURNS'] ?? 4) > 0) sections.push(await geminiSection());
   } catch (error) {

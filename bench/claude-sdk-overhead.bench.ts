@@ -31,7 +31,9 @@ const ANSWER =
 
 export async function run(): Promise<string> {
   const turns = Number(process.env['PARLEY_BENCH_TURNS'] ?? 12);
-  const server = await startFakeAnthropicServer({ script: () => reply(ANSWER, { chunkSize: 12, usage: { input_tokens: 1_200, output_tokens: 60 } }) });
+  const server = await startFakeAnthropicServer({
+    script: () => reply(ANSWER, { chunkSize: 12, usage: { input_tokens: 1_200, output_tokens: 60 } }),
+  });
   const root = await mkdtemp(join(tmpdir(), 'parley-bench-claude-'));
   const cwd = join(root, 'workspace');
   const configDir = join(root, 'config');
@@ -100,7 +102,11 @@ export async function run(): Promise<string> {
       let text = '';
       const input = new DirectInput(PROMPT);
       for await (const message of query({ prompt: input, options: directOptions(randomUUID()) })) {
-        if (message.type === 'stream_event' && message.event.type === 'content_block_delta' && message.event.delta.type === 'text_delta') {
+        if (
+          message.type === 'stream_event' &&
+          message.event.type === 'content_block_delta' &&
+          message.event.delta.type === 'text_delta'
+        ) {
           text += message.event.delta.text;
         }
         if (message.type === 'result') input.close();
@@ -117,14 +123,16 @@ export async function run(): Promise<string> {
       queryCalledAt = 0;
       let text = '';
       let complete = false;
-      for await (const event of backend.execute({ sessionId: randomUUID(), prompt: PROMPT, model: MODEL, cwd }).events) {
+      for await (const event of backend.execute({ sessionId: randomUUID(), prompt: PROMPT, model: MODEL, cwd })
+        .events) {
         if (event.type === 'text_delta') text += event.delta;
         if (event.type === 'metadata_update' && event.metadata.turnComplete) complete = true;
       }
       const elapsed = performance.now() - started;
       parleyCpu.push(cpuMs(cpu));
       setupTimes.push(queryCalledAt - started);
-      if (text !== ANSWER || !complete) throw new Error(`Parley's turn answered ${JSON.stringify(text)} (complete: ${complete})`);
+      if (text !== ANSWER || !complete)
+        throw new Error(`Parley's turn answered ${JSON.stringify(text)} (complete: ${complete})`);
       return elapsed;
     };
 
@@ -162,7 +170,13 @@ export async function run(): Promise<string> {
     const parleyCpuMedian = percentile(parleyCpu.slice(1), 50);
     const stringMedian = percentile(stringTimes, 50);
     const rows = [
-      ['SDK `query()` directly, streaming input closed at the result (baseline)', formatMs(directMedian), formatMs(percentile(directTimes, 90)), '1.00×', '—'],
+      [
+        'SDK `query()` directly, streaming input closed at the result (baseline)',
+        formatMs(directMedian),
+        formatMs(percentile(directTimes, 90)),
+        '1.00×',
+        '—',
+      ],
       [
         'Parley claude-sdk `execute` (consumed fully)',
         formatMs(parleyMedian),
@@ -249,7 +263,9 @@ class DirectInput implements AsyncIterable<SDKUserMessage> {
 /** Median time to map the recorded tool-loop turn (39 SDK messages) to Parley events, over many runs. */
 async function mapperCost(): Promise<number> {
   const lines = (await readFile(join(here, '../test/fixtures/claude-sdk/tool-loop.jsonl'), 'utf8')).trim().split('\n');
-  const messages = lines.map((line) => JSON.parse(line) as SDKMessage | { thrown: string }).filter((entry): entry is SDKMessage => !('thrown' in entry));
+  const messages = lines
+    .map((line) => JSON.parse(line) as SDKMessage | { thrown: string })
+    .filter((entry): entry is SDKMessage => !('thrown' in entry));
   const samples: number[] = [];
   for (let round = 0; round < 2_000; round++) {
     const started = performance.now();

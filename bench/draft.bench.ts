@@ -18,7 +18,8 @@ import { createSessionManager, runTurn, type SessionManager } from '../src/sessi
 import { createFileStore, type SessionStore } from '../src/store/index.js';
 import { formatMs, percentile, ratio, table } from './stats.js';
 
-const ANSWER = 'The plan has three steps: read the failing test, fix the parser, and add a fixture from a real session.';
+const ANSWER =
+  'The plan has three steps: read the failing test, fix the parser, and add a fixture from a real session.';
 
 async function time(action: () => Promise<unknown>): Promise<number> {
   const started = performance.now();
@@ -44,7 +45,13 @@ async function world(backendFor: () => ReturnType<typeof createScriptedBackend>)
   const dataDir = join(root, '.parley');
   const store = await createFileStore({ dataDir, onWarning: () => undefined });
   const manager = await createSessionManager({ store });
-  const service = await createDraftService({ manager, projectRoot: root, dataDir, backendFor, maxConcurrentWorkers: 4 });
+  const service = await createDraftService({
+    manager,
+    projectRoot: root,
+    dataDir,
+    backendFor,
+    maxConcurrentWorkers: 4,
+  });
   return {
     root,
     store,
@@ -60,7 +67,10 @@ async function world(backendFor: () => ReturnType<typeof createScriptedBackend>)
 }
 
 async function turnSection(turns: number): Promise<string> {
-  const backend = createScriptedBackend({ idPrefix: 'bench', defaultTurn: () => [step.text(ANSWER), step.usage({ inputTokens: 1200, outputTokens: 30 }), step.cost(0.001)] });
+  const backend = createScriptedBackend({
+    idPrefix: 'bench',
+    defaultTurn: () => [step.text(ANSWER), step.usage({ inputTokens: 1200, outputTokens: 30 }), step.cost(0.001)],
+  });
   const w = await world(() => backend);
   try {
     const [project] = await w.service.listProjects();
@@ -91,7 +101,14 @@ async function turnSection(turns: number): Promise<string> {
     return [
       `### A draft turn (scripted back end, file store, ${turns} turns per side)`,
       '',
-      table(['path', 'median', 'p95', 'vs runTurn'], [row('draft: submit_prompt → settled', draft, session), row('baseline: runTurn on the same manager', session, session), row('floor: back-end events, no storage', floor, session)]),
+      table(
+        ['path', 'median', 'p95', 'vs runTurn'],
+        [
+          row('draft: submit_prompt → settled', draft, session),
+          row('baseline: runTurn on the same manager', session, session),
+          row('floor: back-end events, no storage', floor, session),
+        ],
+      ),
       '',
       'The draft turn adds draft.json (write-temp, fsync, rename, fsync of the folder), the metrics read back from the log and the `draft_status` push to what the session layer does.',
     ].join('\n');
@@ -101,7 +118,10 @@ async function turnSection(turns: number): Promise<string> {
 }
 
 async function workerSection(rounds: number): Promise<string> {
-  const worker = createScriptedBackend({ idPrefix: 'worker', defaultTurn: () => [step.text('{"summary":"done"}'), step.cost(0.0005)] });
+  const worker = createScriptedBackend({
+    idPrefix: 'worker',
+    defaultTurn: () => [step.text('{"summary":"done"}'), step.cost(0.0005)],
+  });
   const analyst = createScriptedBackend({ idPrefix: 'analyst' });
   const w = await world(() => worker);
   try {
@@ -109,7 +129,12 @@ async function workerSection(rounds: number): Promise<string> {
     analyst.enqueue([step.text('ready')]);
     const roleless = await w.service.listProjects();
     const task = await w.service.createTask({ project: roleless[0]!.name, title: 'Workers' });
-    const service = await createDraftService({ manager: w.manager, projectRoot: w.root, dataDir: join(w.root, '.parley'), backendFor: (name) => (name === 'analyst' ? analyst : worker) });
+    const service = await createDraftService({
+      manager: w.manager,
+      projectRoot: w.root,
+      dataDir: join(w.root, '.parley'),
+      backendFor: (name) => (name === 'analyst' ? analyst : worker),
+    });
     await service.draft({ channelId: 'a', role: 'product-analyst', project: roleless[0]!.name, task: task.slug });
     // The analyst role has no back end of its own, so the worker back end answers its turn; only its tools matter here.
     worker.enqueue([step.text('ready')]);
@@ -129,7 +154,10 @@ async function workerSection(rounds: number): Promise<string> {
         if ((result.data as { status: string }).status !== 'completed') throw new Error(result.content);
       });
       const b = await time(async () => {
-        const fresh = await w.manager.createSession({ scope: { kind: 'workflow', harness: 'bench', agent: 'dev' }, agentType: 'dev' });
+        const fresh = await w.manager.createSession({
+          scope: { kind: 'workflow', harness: 'bench', agent: 'dev' },
+          agentType: 'dev',
+        });
         const handle = await runTurn(w.manager, fresh.sessionId, { backend: worker, prompt: 'Do the thing.' });
         for await (const _event of handle.events);
       });
@@ -141,7 +169,13 @@ async function workerSection(rounds: number): Promise<string> {
     return [
       `### A worker round trip (${rounds} per side)`,
       '',
-      table(['path', 'median', 'p95', 'vs runTurn'], [row('draft_agent + await_agent (thread in the draft session, schema checked)', dispatch, baseline), row('baseline: runTurn in a fresh session', baseline, baseline)]),
+      table(
+        ['path', 'median', 'p95', 'vs runTurn'],
+        [
+          row('draft_agent + await_agent (thread in the draft session, schema checked)', dispatch, baseline),
+          row('baseline: runTurn in a fresh session', baseline, baseline),
+        ],
+      ),
     ].join('\n');
   } finally {
     await w.close();
@@ -159,7 +193,12 @@ async function recoverSection(drafts: number): Promise<string> {
       await w.service.draft({ channelId: `channel-${index}`, role: 'dev', project: project!.name, task: task.slug });
       files.push(join(task.taskDir, 'draft.json'));
     }
-    const fresh = await createDraftService({ manager: w.manager, projectRoot: w.root, dataDir: join(w.root, '.parley'), backendFor: () => backend });
+    const fresh = await createDraftService({
+      manager: w.manager,
+      projectRoot: w.root,
+      dataDir: join(w.root, '.parley'),
+      backendFor: () => backend,
+    });
     let recovered = 0;
     const parley = await time(async () => {
       recovered = (await fresh.recover()).recovered;
@@ -175,7 +214,12 @@ async function recoverSection(drafts: number): Promise<string> {
       table(
         ['path', 'total', 'per draft', 'vs floor'],
         [
-          ['recover(): scan, validate, repair check, metrics from the log (draft.json saved when they differ)', formatMs(parley), formatMs(parley / drafts), ratio(parley, floor)],
+          [
+            'recover(): scan, validate, repair check, metrics from the log (draft.json saved when they differ)',
+            formatMs(parley),
+            formatMs(parley / drafts),
+            ratio(parley, floor),
+          ],
           ['floor: read and validate every draft.json', formatMs(floor), formatMs(floor / drafts), '1.00×'],
         ],
       ),
@@ -188,7 +232,15 @@ async function recoverSection(drafts: number): Promise<string> {
 export async function run(): Promise<string> {
   const turns = Number(process.env['PARLEY_BENCH_TURNS'] ?? 100);
   const drafts = Number(process.env['PARLEY_BENCH_DRAFTS'] ?? 100);
-  return ['## Draft layer', '', await turnSection(turns), '', await workerSection(Math.max(10, Math.floor(turns / 2))), '', await recoverSection(drafts)].join('\n');
+  return [
+    '## Draft layer',
+    '',
+    await turnSection(turns),
+    '',
+    await workerSection(Math.max(10, Math.floor(turns / 2))),
+    '',
+    await recoverSection(drafts),
+  ].join('\n');
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) console.log(await run());

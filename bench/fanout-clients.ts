@@ -27,23 +27,27 @@ function onFrame(index: number, data: WebSocket.RawData): void {
 }
 
 const sockets = await Promise.all(
-  Array.from({ length: config.connections }, (_, index) =>
-    new Promise<WebSocket>((resolve, reject) => {
-      const socket = new WebSocket(config.url, { perMessageDeflate: false });
-      socket.once('error', reject);
-      socket.once('open', () => {
-        if (!config.subscribe) {
-          socket.on('message', (data) => onFrame(index, data));
-          resolve(socket);
-          return;
-        }
-        socket.once('message', () => {
-          socket.on('message', (data) => onFrame(index, data));
-          resolve(socket);
+  Array.from(
+    { length: config.connections },
+    (_, index) =>
+      new Promise<WebSocket>((resolve, reject) => {
+        const socket = new WebSocket(config.url, { perMessageDeflate: false });
+        socket.once('error', reject);
+        socket.once('open', () => {
+          if (!config.subscribe) {
+            socket.on('message', (data) => onFrame(index, data));
+            resolve(socket);
+            return;
+          }
+          socket.once('message', () => {
+            socket.on('message', (data) => onFrame(index, data));
+            resolve(socket);
+          });
+          socket.send(
+            JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'subscribe', params: { sessionIds: [config.subscribe] } }),
+          );
         });
-        socket.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'subscribe', params: { sessionIds: [config.subscribe] } }));
-      });
-    }),
+      }),
   ),
 );
 
@@ -61,11 +65,15 @@ process.on('message', (message: { type: string }) => {
   clearInterval(progress);
   const total = counts.reduce((sum, count) => sum + count, 0);
   latencies.sort((a, b) => a - b);
-  const at = (p: number) => latencies[Math.min(latencies.length - 1, Math.max(0, Math.ceil((p / 100) * latencies.length) - 1))] ?? Number.NaN;
-  process.send!({ type: 'result', total, slowest: Math.min(...counts), p50: at(50), p99: at(99), p999: at(99.9) }, () => {
-    for (const socket of sockets) socket.terminate();
-    process.exit(0);
-  });
+  const at = (p: number) =>
+    latencies[Math.min(latencies.length - 1, Math.max(0, Math.ceil((p / 100) * latencies.length) - 1))] ?? Number.NaN;
+  process.send!(
+    { type: 'result', total, slowest: Math.min(...counts), p50: at(50), p99: at(99), p999: at(99.9) },
+    () => {
+      for (const socket of sockets) socket.terminate();
+      process.exit(0);
+    },
+  );
 });
 
 process.send!({ type: 'ready' });

@@ -43,7 +43,10 @@ function timedHarness(turns: number, samples: Samples) {
     name: 'bench',
     agents: { worker },
     run: async ({ agents, sessionManager, signal }) => {
-      const baseline = await sessionManager.createSession({ scope: { kind: 'workflow', harness: 'bench', agent: 'baseline' }, agentType: 'harness' });
+      const baseline = await sessionManager.createSession({
+        scope: { kind: 'workflow', harness: 'bench', agent: 'baseline' },
+        agentType: 'harness',
+      });
       for (let turn = 0; turn < turns + WARM; turn++) {
         const prompt = `Step ${turn}: plan it.`;
         const floor = await time(async () => {
@@ -51,7 +54,12 @@ function timedHarness(turns: number, samples: Samples) {
         });
         const viaRunTurn = () =>
           time(async () => {
-            const handle = await runTurn(sessionManager, baseline.sessionId, { backend, prompt, signal, profile: { name: 'Worker', instructions: 'You plan.' } });
+            const handle = await runTurn(sessionManager, baseline.sessionId, {
+              backend,
+              prompt,
+              signal,
+              profile: { name: 'Worker', instructions: 'You plan.' },
+            });
             for await (const _event of handle.events);
           });
         const viaHarness = () => time(() => agents.worker.run(prompt));
@@ -76,7 +84,12 @@ function timedHarness(turns: number, samples: Samples) {
 }
 
 function rows(label: string, samples: Samples): string[][] {
-  const row = (name: string, values: number[]) => [name, formatMs(percentile(values, 50)), formatMs(percentile(values, 95)), ratio(percentile(values, 50), percentile(samples.baseline, 50))];
+  const row = (name: string, values: number[]) => [
+    name,
+    formatMs(percentile(values, 50)),
+    formatMs(percentile(values, 95)),
+    ratio(percentile(values, 50), percentile(samples.baseline, 50)),
+  ];
   return [
     row(`${label}: scripted \`execute\` alone (floor)`, samples.floor),
     row(`${label}: \`runTurn\` on a session (baseline)`, samples.baseline),
@@ -101,7 +114,14 @@ export async function run(): Promise<string> {
     return [
       `### Harness: one agent turn (${turns} turns per side, ${REPLY.split(' ').length} text chunks per turn, memory store)`,
       '',
-      table(['', 'median', 'p95', 'vs runTurn'], [...rows('`run()`', plain), ...rows('`startSession({ record })`', recorded), ...rows('`replay()`', replayedSamples).slice(2)]),
+      table(
+        ['', 'median', 'p95', 'vs runTurn'],
+        [
+          ...rows('`run()`', plain),
+          ...rows('`startSession({ record })`', recorded),
+          ...rows('`replay()`', replayedSamples).slice(2),
+        ],
+      ),
       '',
       `Whole replay of the ${turns + WARM}-iteration recording (${3 * (turns + WARM)} turns, two of three live): ${formatMs(replayTotal)}. Target: \`agent.run\` ≤ 1.10× runTurn, recording included.`,
     ].join('\n');

@@ -250,9 +250,19 @@ export async function run(): Promise<string> {
     const builds: Sample[] = [];
     const secondShows: Sample[] = [];
     const runChild = (variant: string, dataDir: string): Sample => {
-      const script = variant === 'floor' ? children.floor : variant === 'breakdown' ? children.breakdown : variant === 'show' || variant === 'build' ? children.show : children.parley;
+      const script =
+        variant === 'floor'
+          ? children.floor
+          : variant === 'breakdown'
+            ? children.breakdown
+            : variant === 'show' || variant === 'build'
+              ? children.show
+              : children.parley;
       const extra = variant === 'show' || variant === 'build' ? [`cc-${generated.sessionId}`] : [];
-      const output = execFileSync(process.execPath, [script, variant, transcript, dataDir, ...extra], { encoding: 'utf8', maxBuffer: 1 << 20 });
+      const output = execFileSync(process.execPath, [script, variant, transcript, dataDir, ...extra], {
+        encoding: 'utf8',
+        maxBuffer: 1 << 20,
+      });
       return JSON.parse(output.trim().split('\n').at(-1) ?? '{}') as Sample;
     };
     // One untimed pass puts the file in the page cache for every variant alike.
@@ -275,9 +285,11 @@ export async function run(): Promise<string> {
       rmSync(dataDir, { recursive: true, force: true });
     }
 
-    const median = (variant: string, pick: (sample: Sample) => number): number => percentile(samples.get(variant)!.map(pick), 50);
+    const median = (variant: string, pick: (sample: Sample) => number): number =>
+      percentile(samples.get(variant)!.map(pick), 50);
     const mbps = (variant: string): number => median(variant, (sample) => sample.bytes / 1e6 / (sample.ms / 1000));
-    const cpuMbps = (variant: string): number => median(variant, (sample) => sample.bytes / 1e6 / (sample.cpuMs / 1000));
+    const cpuMbps = (variant: string): number =>
+      median(variant, (sample) => sample.bytes / 1e6 / (sample.cpuMs / 1000));
     const rss = (variant: string): number => median(variant, (sample) => sample.maxRssKb / 1024);
     const baseline = (variant: string): number => median(variant, (sample) => sample.baselineRssKb / 1024);
     const label: Record<(typeof variants)[number], string> = {
@@ -297,25 +309,60 @@ export async function run(): Promise<string> {
       baseline(variant).toFixed(0),
       variant === 'import' ? '≥ 0.80× MB/s, ≤ 2.00× memory' : '',
     ]);
-    const showMs = percentile(shows.map((sample) => sample.ms), 50);
-    const showCpuMs = percentile(shows.map((sample) => sample.cpuMs), 50);
-    const showRss = percentile(shows.map((sample) => sample.maxRssKb / 1024), 50);
-    const buildMs = percentile(builds.map((sample) => sample.ms), 50);
-    const buildCpuMs = percentile(builds.map((sample) => sample.cpuMs), 50);
-    const buildRss = percentile(builds.map((sample) => sample.maxRssKb / 1024), 50);
-    const secondMs = percentile(secondShows.map((sample) => sample.ms), 50);
-    const secondCpuMs = percentile(secondShows.map((sample) => sample.cpuMs), 50);
-    const secondRss = percentile(secondShows.map((sample) => sample.maxRssKb / 1024), 50);
+    const showMs = percentile(
+      shows.map((sample) => sample.ms),
+      50,
+    );
+    const showCpuMs = percentile(
+      shows.map((sample) => sample.cpuMs),
+      50,
+    );
+    const showRss = percentile(
+      shows.map((sample) => sample.maxRssKb / 1024),
+      50,
+    );
+    const buildMs = percentile(
+      builds.map((sample) => sample.ms),
+      50,
+    );
+    const buildCpuMs = percentile(
+      builds.map((sample) => sample.cpuMs),
+      50,
+    );
+    const buildRss = percentile(
+      builds.map((sample) => sample.maxRssKb / 1024),
+      50,
+    );
+    const secondMs = percentile(
+      secondShows.map((sample) => sample.ms),
+      50,
+    );
+    const secondCpuMs = percentile(
+      secondShows.map((sample) => sample.cpuMs),
+      50,
+    );
+    const secondRss = percentile(
+      secondShows.map((sample) => sample.maxRssKb / 1024),
+      50,
+    );
     const importMs = median('import', (sample) => sample.ms);
     const discardMs = median('import-discard', (sample) => sample.ms);
     const floorMs = median('floor', (sample) => sample.ms);
     const parseMs = median('parse', (sample) => sample.ms);
-    const stage = (key: keyof Breakdown): number => percentile(breakdowns.map((breakdown) => breakdown[key]), 50);
+    const stage = (key: keyof Breakdown): number =>
+      percentile(
+        breakdowns.map((breakdown) => breakdown[key]),
+        50,
+      );
     const stageRows: Array<[string, keyof Breakdown, string]> = [
       ['line split + UTF-8 decode alone (part of the next row)', 'decode', 'the floor pays it too'],
       ['split, decode, JSON.parse, blocks (the parser)', 'parse', 'one core; JSON.parse needs the decoded string'],
       ['number the events (`Object.assign`)', 'number', 'store'],
-      ['`JSON.stringify` of every event', 'stringify', 'store; handing the objects to a worker costs as much (structured clone ≈ stringify)'],
+      [
+        '`JSON.stringify` of every event',
+        'stringify',
+        'store; handing the objects to a worker costs as much (structured clone ≈ stringify)',
+      ],
       ['UTF-8 encode into one buffer', 'encode', 'store'],
       ['one `write` per batch', 'write', 'store'],
       ['one `fdatasync` per batch', 'fsync', 'store; waiting on the disk, not CPU'],
@@ -329,7 +376,12 @@ export async function run(): Promise<string> {
         key === 'decode' ? '' : `${((stage(key) / breakdownTotal) * 100).toFixed(0)} %`,
         note,
       ]),
-      ['everything else (reading the file, the loop)', Math.max(0, breakdownTotal - stage('parse') - storeStages).toFixed(0), '', ''],
+      [
+        'everything else (reading the file, the loop)',
+        Math.max(0, breakdownTotal - stage('parse') - storeStages).toFixed(0),
+        '',
+        '',
+      ],
       ['total, stages in sequence as the import runs them', breakdownTotal.toFixed(0), '100 %', ''],
     ];
     const target = floorMs / 0.8;
@@ -338,10 +390,32 @@ export async function run(): Promise<string> {
       '',
       `${(generated.bytes / 1e6).toFixed(1)} MB, ${generated.lines} lines, ${generated.prompts} prompts (generated, Claude Code 2.1.22x record shapes); median of ${rounds} runs per variant, each in a fresh process; load average ${loadavg()[0]!.toFixed(1)} on ${availableParallelism()} cores at the end.`,
       '',
-      table(['variant', 'MB/s (wall)', 'vs floor', 'MB/s (CPU time)', 'vs floor', 'peak RSS (MB)', 'vs floor', 'RSS before reading (MB)', 'target'], rows),
+      table(
+        [
+          'variant',
+          'MB/s (wall)',
+          'vs floor',
+          'MB/s (CPU time)',
+          'vs floor',
+          'peak RSS (MB)',
+          'vs floor',
+          'RSS before reading (MB)',
+          'target',
+        ],
+        rows,
+      ),
       '',
       table(
-        ['first `parley show` of the import', 'ms (wall)', 'vs floor\'s time', 'ms (CPU time)', 'vs floor', 'peak RSS (MB)', 'vs floor', 'target'],
+        [
+          'first `parley show` of the import',
+          'ms (wall)',
+          "vs floor's time",
+          'ms (CPU time)',
+          'vs floor',
+          'peak RSS (MB)',
+          'vs floor',
+          'target',
+        ],
         [
           [
             'first: open the store, parse the copy, render each block as it comes (nothing written, blocks not kept)',
@@ -378,7 +452,7 @@ export async function run(): Promise<string> {
       '',
       `The import took ${(importMs / 1000).toFixed(2)} s and wrote no events (they are built by the first reader of the stored events; a show parses the copy until then); the eager pipeline without its store took ${(discardMs / 1000).toFixed(2)} s. CPU time includes the garbage collector's helper threads (so wall time can be below it); wall time is what a user waits for, and suffers most from other load on the machine. "RSS before reading" is the process with its code loaded (the floor loads only the line splitter; Parley loads every back end through the layer's index).`,
       '',
-      '### Where building the blocks goes (the first `get_events`\' build, the eager import)',
+      "### Where building the blocks goes (the first `get_events`' build, the eager import)",
       '',
       `Each stage timed on its own, in the eager pipeline's order and batch sizes (the breakdown child; median of ${rounds} runs; ms, garbage collection counted in the stage that allocates):`,
       '',

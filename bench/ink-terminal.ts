@@ -34,7 +34,10 @@ export class InkTerminal extends EventEmitter {
   until(marker: string): Promise<void> {
     if (this.text.includes(marker)) return Promise.resolve();
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`No frame showed ${marker}; last output:\n${this.text.slice(-1_000)}`)), 10_000);
+      const timer = setTimeout(
+        () => reject(new Error(`No frame showed ${marker}; last output:\n${this.text.slice(-1_000)}`)),
+        10_000,
+      );
       this.waiting = {
         marker,
         resolve: () => {

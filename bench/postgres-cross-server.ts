@@ -19,7 +19,11 @@ export interface DeliveryResult {
 
 const RATE_PER_MS = 1;
 
-export async function measureCrossServerDelivery(connectionString: string, schema: string, events = 3_000): Promise<DeliveryResult> {
+export async function measureCrossServerDelivery(
+  connectionString: string,
+  schema: string,
+  events = 3_000,
+): Promise<DeliveryResult> {
   const storeA = await createPostgresStore({ connectionString, schema });
   const storeB = await createPostgresStore({ connectionString, schema });
   const managers: SessionManager[] = [];
@@ -53,7 +57,9 @@ export async function measureCrossServerDelivery(connectionString: string, schem
       for (; issued < due; issued += 1) {
         const delta = `event ${issued} `;
         sentAt.set(delta, performance.now());
-        appends.push(managerA.appendEvents(sessionId, [{ type: 'text_delta', conversationId: 'main', blockId: 'paced', delta }]));
+        appends.push(
+          managerA.appendEvents(sessionId, [{ type: 'text_delta', conversationId: 'main', blockId: 'paced', delta }]),
+        );
       }
       await new Promise((resolve) => setImmediate(resolve));
     }

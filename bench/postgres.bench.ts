@@ -29,7 +29,11 @@ const text1k = (index: number) => {
 };
 
 function draft(index: number): StreamEventDraft {
-  return { type: 'block_complete', conversationId: 'main', block: { type: 'user_message', id: `m${index}`, createdAt: 1_700_000_000_000, content: text1k(index) } };
+  return {
+    type: 'block_complete',
+    conversationId: 'main',
+    block: { type: 'user_message', id: `m${index}`, createdAt: 1_700_000_000_000, content: text1k(index) },
+  };
 }
 
 async function timed(count: number, op: (index: number) => Promise<unknown>): Promise<number[]> {
@@ -70,12 +74,18 @@ async function measure(server: TestPostgres): Promise<string> {
   const quoted = pg.escapeIdentifier(schema);
   const store = await createPostgresStore({ connectionString: server.url(), schema });
   const pool = new pg.Pool({ connectionString: server.url(), max: 10 });
-  await pool.query(`CREATE TABLE ${quoted}.bare (session_id text NOT NULL, seq bigint NOT NULL, body text NOT NULL, PRIMARY KEY (session_id, seq))`);
-  await pool.query(`CREATE TABLE ${quoted}.bare_jsonb (session_id text NOT NULL, seq bigint NOT NULL, body jsonb NOT NULL, PRIMARY KEY (session_id, seq))`);
+  await pool.query(
+    `CREATE TABLE ${quoted}.bare (session_id text NOT NULL, seq bigint NOT NULL, body text NOT NULL, PRIMARY KEY (session_id, seq))`,
+  );
+  await pool.query(
+    `CREATE TABLE ${quoted}.bare_jsonb (session_id text NOT NULL, seq bigint NOT NULL, body jsonb NOT NULL, PRIMARY KEY (session_id, seq))`,
+  );
   const settings = await pool.query<{ name: string; setting: string }>(
     "SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'server_version')",
   );
-  const bodies = Array.from({ length: Math.max(MESSAGES, APPEND_SAMPLES) }, (_, index) => JSON.stringify({ ...draft(index), at: Date.now() }));
+  const bodies = Array.from({ length: Math.max(MESSAGES, APPEND_SAMPLES) }, (_, index) =>
+    JSON.stringify({ ...draft(index), at: Date.now() }),
+  );
   try {
     // 1. One durable append at a time, rounds interleaved so both sides see the same machine.
     await store.createSession(benchRecord('single'));
@@ -85,10 +95,16 @@ async function measure(server: TestPostgres): Promise<string> {
     for (let round = 0; round < ROUNDS; round += 1) {
       bareSingle.push(
         ...(await timed(perRound, (index) =>
-          pool.query(`INSERT INTO ${quoted}.bare (session_id, seq, body) VALUES ($1, $2, $3)`, ['single', round * perRound + index, bodies[index]!]),
+          pool.query(`INSERT INTO ${quoted}.bare (session_id, seq, body) VALUES ($1, $2, $3)`, [
+            'single',
+            round * perRound + index,
+            bodies[index]!,
+          ]),
         )),
       );
-      parleySingle.push(...(await timed(perRound, (index) => store.append('single', [draft(round * perRound + index)]))));
+      parleySingle.push(
+        ...(await timed(perRound, (index) => store.append('single', [draft(round * perRound + index)]))),
+      );
     }
 
     // 2. Fifty sessions appending at once, each awaiting its own appends.
@@ -108,7 +124,8 @@ async function measure(server: TestPostgres): Promise<string> {
       const started = performance.now();
       await Promise.all(
         Array.from({ length: WRITERS }, async (_, writer) => {
-          for (let index = 0; index < EVENTS_PER_WRITER; index += 1) await store.append(`writer-${writer}`, [draft(index)]);
+          for (let index = 0; index < EVENTS_PER_WRITER; index += 1)
+            await store.append(`writer-${writer}`, [draft(index)]);
         }),
       );
       return performance.now() - started;
@@ -121,7 +138,9 @@ async function measure(server: TestPostgres): Promise<string> {
     // 3. Listing 10,000 sessions, from a freshly opened store.
     const ids = Array.from({ length: SESSIONS }, (_, index) => `listed-${index}`);
     for (let start = 0; start < SESSIONS; start += 500) {
-      await Promise.all(ids.slice(start, start + 500).map((id, offset) => store.createSession(benchRecord(id, start + offset))));
+      await Promise.all(
+        ids.slice(start, start + 500).map((id, offset) => store.createSession(benchRecord(id, start + offset))),
+      );
     }
     const lister = await createPostgresStore({ connectionString: server.url(), schema });
     const listMs: number[] = [];
@@ -139,12 +158,22 @@ async function measure(server: TestPostgres): Promise<string> {
 
     // 4. Loading a 10,000-message session: the store, and bare reads of the same bodies as text and as jsonb.
     await store.createSession(benchRecord('big'));
-    for (let start = 0; start < MESSAGES; start += 100) await store.append('big', Array.from({ length: 100 }, (_, offset) => draft(start + offset)));
+    for (let start = 0; start < MESSAGES; start += 100)
+      await store.append(
+        'big',
+        Array.from({ length: 100 }, (_, offset) => draft(start + offset)),
+      );
     for (let start = 0; start < MESSAGES; start += 1_000) {
       const seqs = Array.from({ length: 1_000 }, (_, offset) => start + offset);
       const batch = seqs.map((seq) => bodies[seq]!);
-      await pool.query(`INSERT INTO ${quoted}.bare (session_id, seq, body) SELECT 'big', * FROM unnest($1::bigint[], $2::text[])`, [seqs, batch]);
-      await pool.query(`INSERT INTO ${quoted}.bare_jsonb (session_id, seq, body) SELECT 'big', * FROM unnest($1::bigint[], $2::jsonb[])`, [seqs, batch]);
+      await pool.query(
+        `INSERT INTO ${quoted}.bare (session_id, seq, body) SELECT 'big', * FROM unnest($1::bigint[], $2::text[])`,
+        [seqs, batch],
+      );
+      await pool.query(
+        `INSERT INTO ${quoted}.bare_jsonb (session_id, seq, body) SELECT 'big', * FROM unnest($1::bigint[], $2::jsonb[])`,
+        [seqs, batch],
+      );
     }
     let loaded = 0;
     const loadMs = await timed(LOADS, async () => {
@@ -152,7 +181,9 @@ async function measure(server: TestPostgres): Promise<string> {
       for await (const _ of lister.readLog('big')) loaded += 1;
     });
     const bareTextMs = await timed(LOADS, async () => {
-      const { rows } = await pool.query<{ body: string }>(`SELECT seq, body FROM ${quoted}.bare WHERE session_id = 'big' ORDER BY seq`);
+      const { rows } = await pool.query<{ body: string }>(
+        `SELECT seq, body FROM ${quoted}.bare WHERE session_id = 'big' ORDER BY seq`,
+      );
       for (const row of rows) JSON.parse(row.body);
     });
     // node-postgres parses jsonb with JSON.parse after the server renders it as text.
@@ -208,7 +239,13 @@ async function measure(server: TestPostgres): Promise<string> {
             ratio(median(loadMs), median(bareTextMs)),
             `< 100 ms: ${met(median(loadMs) < 100)}`,
           ],
-          ['    the same events as jsonb (pg parses them)', '', formatMs(median(bareJsonbMs)), `text is ${ratio(median(bareJsonbMs), median(bareTextMs))} faster`, ''],
+          [
+            '    the same events as jsonb (pg parses them)',
+            '',
+            formatMs(median(bareJsonbMs)),
+            `text is ${ratio(median(bareJsonbMs), median(bareTextMs))} faster`,
+            '',
+          ],
           [
             `cross-server delivery at 1,000 events/s, p99 (${delivery.events.toLocaleString('en-US')} events, append call to session:event)`,
             `${formatMs(delivery.crossServerP99)} on server B (p50 ${formatMs(delivery.crossServerP50)})`,

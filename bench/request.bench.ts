@@ -16,7 +16,13 @@ import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MAIN_CONVERSATION, TokenCounter, estimateTokens, loadTokenizer, type StreamEventDraft } from '../src/conversation/index.js';
+import {
+  MAIN_CONVERSATION,
+  TokenCounter,
+  estimateTokens,
+  loadTokenizer,
+  type StreamEventDraft,
+} from '../src/conversation/index.js';
 import { createSessionManager, projectConversation, type SessionManager } from '../src/sessions/index.js';
 import { formatMs, percentile, ratio, table } from './stats.js';
 import { codeSample, proseSample, seededRandom } from './tokens.bench.js';
@@ -57,10 +63,41 @@ async function fillSession(manager: SessionManager, sessionId: string, target: n
     const answer = slice(prose, 400 + Math.floor(random() * 1600));
     const output = slice(code, 800 + Math.floor(random() * 3200));
     const drafts: StreamEventDraft[] = [
-      { type: 'block_complete', conversationId: MAIN_CONVERSATION, block: { id: `u${turn}`, type: 'user_message', content: userText, createdAt: now } },
-      { type: 'block_complete', conversationId: MAIN_CONVERSATION, block: { id: `c${turn}`, type: 'tool_use', toolUseId: `toolu_${turn}`, name: 'Read', input: { file_path: `src/module-${turn}.ts` }, status: 'success', createdAt: now } },
-      { type: 'block_complete', conversationId: MAIN_CONVERSATION, block: { id: `r${turn}`, type: 'tool_result', toolUseId: `toolu_${turn}`, content: output, isError: false, createdAt: now } },
-      { type: 'block_complete', conversationId: MAIN_CONVERSATION, block: { id: `a${turn}`, type: 'assistant_text', content: answer, createdAt: now } },
+      {
+        type: 'block_complete',
+        conversationId: MAIN_CONVERSATION,
+        block: { id: `u${turn}`, type: 'user_message', content: userText, createdAt: now },
+      },
+      {
+        type: 'block_complete',
+        conversationId: MAIN_CONVERSATION,
+        block: {
+          id: `c${turn}`,
+          type: 'tool_use',
+          toolUseId: `toolu_${turn}`,
+          name: 'Read',
+          input: { file_path: `src/module-${turn}.ts` },
+          status: 'success',
+          createdAt: now,
+        },
+      },
+      {
+        type: 'block_complete',
+        conversationId: MAIN_CONVERSATION,
+        block: {
+          id: `r${turn}`,
+          type: 'tool_result',
+          toolUseId: `toolu_${turn}`,
+          content: output,
+          isError: false,
+          createdAt: now,
+        },
+      },
+      {
+        type: 'block_complete',
+        conversationId: MAIN_CONVERSATION,
+        block: { id: `a${turn}`, type: 'assistant_text', content: answer, createdAt: now },
+      },
     ];
     await manager.appendEvents(sessionId, drafts);
     tokens += estimateTokens(userText) + estimateTokens(answer) + estimateTokens(output) + 40;
@@ -73,8 +110,16 @@ async function fillSession(manager: SessionManager, sessionId: string, target: n
 async function makeProject(folder: string): Promise<void> {
   await cp(join(root, 'src'), join(folder, 'src'), { recursive: true });
   await cp(join(root, 'package.json'), join(folder, 'package.json'));
-  await writeFile(join(folder, 'CLAUDE.md'), '# Parley\n\nTypeScript strict, ESM, relative imports end in .js. Run `npm test` before committing.\n');
-  const git = (...args: string[]) => execFileSync('git', ['-c', 'user.name=Bench', '-c', 'user.email=bench@example.com', '-c', 'commit.gpgsign=false', ...args], { cwd: folder, stdio: 'pipe' });
+  await writeFile(
+    join(folder, 'CLAUDE.md'),
+    '# Parley\n\nTypeScript strict, ESM, relative imports end in .js. Run `npm test` before committing.\n',
+  );
+  const git = (...args: string[]) =>
+    execFileSync(
+      'git',
+      ['-c', 'user.name=Bench', '-c', 'user.email=bench@example.com', '-c', 'commit.gpgsign=false', ...args],
+      { cwd: folder, stdio: 'pipe' },
+    );
   git('init', '-q', '-b', 'main');
   git('add', '.');
   git('commit', '-q', '-m', 'Import the source tree');
@@ -87,7 +132,13 @@ async function makeProject(folder: string): Promise<void> {
 
 async function buildSection(dataDir: string, projectRoot: string): Promise<string> {
   let manager = await createSessionManager({ dataDir, projectRoot });
-  const { sessionId } = await manager.getOrCreateSession({ type: 'task', agentType: 'dev', featureId: 'bench', taskId: 'build', taskState: 'in_dev' });
+  const { sessionId } = await manager.getOrCreateSession({
+    type: 'task',
+    agentType: 'dev',
+    featureId: 'bench',
+    taskId: 'build',
+    taskState: 'in_dev',
+  });
   const turns = await fillSession(manager, sessionId, TARGET_TOKENS - 3_000);
   await manager.close();
 
@@ -106,7 +157,10 @@ async function buildSection(dataDir: string, projectRoot: string): Promise<strin
   const units = projectConversation({ blocks: conversation.blocks }).messages;
   const head = built.systemPrompt.slice(0, built.systemPrompt.indexOf('# Recent Conversation'));
   // Seed 002: render the whole request, then estimate the whole text again.
-  const seedWay = () => estimateTokens([head, '# Recent Conversation', ...units.map((unit) => unit.content)].join('\n\n') + built.userPrompt);
+  const seedWay = () =>
+    estimateTokens(
+      [head, '# Recent Conversation', ...units.map((unit) => unit.content)].join('\n\n') + built.userPrompt,
+    );
   const floor = () => ['# Recent Conversation', ...units.map((unit) => unit.content)].join('\n\n').length;
   // Counts not cached (a new counter), everything else the same: the cost of counting 90k tokens.
   const freshCounter = () => {
@@ -138,7 +192,11 @@ async function buildSection(dataDir: string, projectRoot: string): Promise<strin
     ratio(median(values.cpu), median(seed.cpu)),
   ];
   const rows = [
-    row('**Parley `buildRequest`, counts cached** (context rebuilt: file tree, notes, `git log` checked, store)', cached, '< 20 ms'),
+    row(
+      '**Parley `buildRequest`, counts cached** (context rebuilt: file tree, notes, `git log` checked, store)',
+      cached,
+      '< 20 ms',
+    ),
     row('Parley `previewRequest` (same, no writes)', preview),
     row('**Parley `buildRequest`, cold** (fresh manager: log read, every message counted)', cold),
     row('counting the history once, no cache (part of cold)', counting),
@@ -193,17 +251,28 @@ async function appendSection(dataDir: string): Promise<string> {
     during.push(performance.now() - started);
   }
   const stillRunning = manager.getCompactionStatus(busy).running;
-  releaseSummary(JSON.stringify({ completed: ['benchmark'], inProgress: [], pending: ['more'], decisions: [], blockers: [] }));
+  releaseSummary(
+    JSON.stringify({ completed: ['benchmark'], inProgress: [], pending: ['more'], decisions: [], blockers: [] }),
+  );
   await compaction;
   await manager.close();
 
-  const row = (name: string, samples: number[]) => [name, formatMs(percentile(samples, 50)), formatMs(percentile(samples, 99)), formatMs(Math.max(...samples)), ratio(percentile(samples, 50), percentile(without, 50))];
+  const row = (name: string, samples: number[]) => [
+    name,
+    formatMs(percentile(samples, 50)),
+    formatMs(percentile(samples, 99)),
+    formatMs(Math.max(...samples)),
+    ratio(percentile(samples, 50), percentile(without, 50)),
+  ];
   return [
     '### Appends while a compaction runs',
     '',
     `\`addMessage\` of ~1 KB (durable: file store, fsync), ${rounds} per session, interleaved between a session with no compaction and one whose compaction is waiting on a slow summarizer (still running at the end: ${stillRunning}). Target: as fast as without one.`,
     '',
-    table(['addMessage', 'p50', 'p99', 'max', 'vs without'], [row('without a compaction', without), row('**while a compaction runs**', during)]),
+    table(
+      ['addMessage', 'p50', 'p99', 'max', 'vs without'],
+      [row('without a compaction', without), row('**while a compaction runs**', during)],
+    ),
   ].join('\n');
 }
 

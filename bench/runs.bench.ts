@@ -15,9 +15,22 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createScriptedBackend, step, type ScriptStep } from '../src/backends/index.js';
-import { createRunService, defineAgent, defineHarness, type AnyHarness, type RunService } from '../src/harness/index.js';
+import {
+  createRunService,
+  defineAgent,
+  defineHarness,
+  type AnyHarness,
+  type RunService,
+} from '../src/harness/index.js';
 import { createSessionManager, type SessionManager } from '../src/sessions/index.js';
-import { createFileRunStore, createFileStore, createMemoryRunStore, createMemoryStore, type RunRecord, type RunStore } from '../src/store/index.js';
+import {
+  createFileRunStore,
+  createFileStore,
+  createMemoryRunStore,
+  createMemoryStore,
+  type RunRecord,
+  type RunStore,
+} from '../src/store/index.js';
 import { formatMs, percentile, ratio, table } from './stats.js';
 
 const REPLY =
@@ -67,11 +80,19 @@ function steppedHarness(): { harness: AnyHarness; turn: () => Promise<number>; f
   };
 }
 
-async function overhead(turns: number, stores: { manager: SessionManager; runStore: RunStore; root: string }): Promise<{ plain: number[]; journaled: number[] }> {
+async function overhead(
+  turns: number,
+  stores: { manager: SessionManager; runStore: RunStore; root: string },
+): Promise<{ plain: number[]; journaled: number[] }> {
   const plain = steppedHarness();
   const journaled = steppedHarness();
   const session = plain.harness.create(undefined, { sessionManager: stores.manager }).startSession();
-  const service = createRunService({ runStore: stores.runStore, sessionManager: stores.manager, projectRoot: stores.root, loadWorkflow: async () => journaled.harness });
+  const service = createRunService({
+    runStore: stores.runStore,
+    sessionManager: stores.manager,
+    projectRoot: stores.root,
+    loadWorkflow: async () => journaled.harness,
+  });
   const { writeFile } = await import('node:fs/promises');
   await writeFile(join(stores.root, 'bench.ts'), '// loaded by the bench loader\n');
   await service.startRun({ workflow: 'bench.ts' });
@@ -112,7 +133,12 @@ async function resume(steps: number, dataDir: string, root: string): Promise<{ r
     const store = await createFileStore({ dataDir, onWarning: () => undefined });
     const manager = await createSessionManager({ store });
     const runStore = await createFileRunStore({ dataDir });
-    const service = createRunService({ runStore, sessionManager: manager, projectRoot: root, loadWorkflow: async () => harness });
+    const service = createRunService({
+      runStore,
+      sessionManager: manager,
+      projectRoot: root,
+      loadWorkflow: async () => harness,
+    });
     return {
       service,
       close: async () => {
@@ -130,9 +156,14 @@ async function resume(steps: number, dataDir: string, root: string): Promise<{ r
   const second = await open();
   const started = performance.now();
   await second.service.recoverRuns();
-  const waiting = await waitFor(second.service, run.id, (record) => record.status === 'waiting' && record.pendingPrompts.length > 0);
+  const waiting = await waitFor(
+    second.service,
+    run.id,
+    (record) => record.status === 'waiting' && record.pendingPrompts.length > 0,
+  );
   const resumeMs = performance.now() - started;
-  if (backend.calls.length !== turns) throw new Error(`resume called the agent again (${backend.calls.length} calls for ${turns} turns)`);
+  if (backend.calls.length !== turns)
+    throw new Error(`resume called the agent again (${backend.calls.length} calls for ${turns} turns)`);
   await second.close();
   return { resumeMs, entries: waiting.journalLength };
 }
@@ -157,7 +188,9 @@ export async function run(): Promise<string> {
     await memoryManager.close();
 
     const dataDir = join(dir, 'data');
-    const fileManager = await createSessionManager({ store: await createFileStore({ dataDir, onWarning: () => undefined }) });
+    const fileManager = await createSessionManager({
+      store: await createFileStore({ dataDir, onWarning: () => undefined }),
+    });
     const fileRunStore = await createFileRunStore({ dataDir });
     const onDisk = await overhead(turns, { manager: fileManager, runStore: fileRunStore, root: dir });
     await fileRunStore.close();
@@ -165,7 +198,12 @@ export async function run(): Promise<string> {
 
     const resumed = await resume(1000, join(dir, 'resume-data'), dir);
 
-    const row = (name: string, values: number[], base: number[]) => [name, formatMs(percentile(values, 50)), formatMs(percentile(values, 95)), ratio(percentile(values, 50), percentile(base, 50))];
+    const row = (name: string, values: number[], base: number[]) => [
+      name,
+      formatMs(percentile(values, 50)),
+      formatMs(percentile(values, 95)),
+      ratio(percentile(values, 50), percentile(base, 50)),
+    ];
     return [
       `### Durable runs: journaling overhead per agent turn (${turns} turns per side, scripted back end)`,
       '',
@@ -175,7 +213,11 @@ export async function run(): Promise<string> {
           row('memory sessions: `agent.run` in `startSession()` (plain)', inMemory.plain, inMemory.plain),
           row('memory sessions + memory journal: `agent.run` in a durable run', inMemory.journaled, inMemory.plain),
           row('file sessions: `agent.run` in `startSession()` (plain)', onDisk.plain, onDisk.plain),
-          row('file sessions + file journal (turn results synced within 50 ms): `agent.run` in a durable run', onDisk.journaled, onDisk.plain),
+          row(
+            'file sessions + file journal (turn results synced within 50 ms): `agent.run` in a durable run',
+            onDisk.journaled,
+            onDisk.plain,
+          ),
         ],
       ),
       '',

@@ -28,7 +28,13 @@ export function emptyChat(sessionId: string): ChatSession {
 }
 
 export function chatMessage(role: ChatMessage['role'], content: string): ChatMessage {
-  return { id: randomUUID(), timestamp: new Date().toISOString(), role, content, tokens: Math.ceil(content.length / 4) };
+  return {
+    id: randomUUID(),
+    timestamp: new Date().toISOString(),
+    role,
+    content,
+    tokens: Math.ceil(content.length / 4),
+  };
 }
 
 export async function saveChatSession(path: string, chat: ChatSession): Promise<void> {

@@ -39,7 +39,8 @@ const WINDOW = 2_048;
 /** Tail latency is noisy on a shared machine: `PARLEY_BENCH_REPEATS=5` measures each row 5 times, the variants interleaved in rotating order. */
 const REPEATS = Math.max(1, Number(process.env['PARLEY_BENCH_REPEATS'] ?? 1));
 
-type Variant = 'bare ws broadcast' | 'bare ws, one write per socket per turn' | 'Parley fan-out' | 'Parley end to end (durable log)';
+type Variant =
+  'bare ws broadcast' | 'bare ws, one write per socket per turn' | 'Parley fan-out' | 'Parley end to end (durable log)';
 type Mode = 'saturated' | 'paced 1,000/s';
 
 interface Outcome {
@@ -97,16 +98,28 @@ function signedMs(ms: number): string {
 }
 
 function frameFor(sessionId: string, seq: number, stamp: bigint): string {
-  const event: StreamEvent = { type: 'text_delta', sessionId, conversationId: 'main', seq, at: Date.now(), blockId: 'bench-block', delta: String(stamp) };
+  const event: StreamEvent = {
+    type: 'text_delta',
+    sessionId,
+    conversationId: 'main',
+    seq,
+    at: Date.now(),
+    blockId: 'bench-block',
+    delta: String(stamp),
+  };
   return JSON.stringify({ jsonrpc: '2.0', method: 'session_event', params: { sessionId, event } });
 }
 
 async function measure(target: Target, connections: number, mode: Mode, fsyncs: number[] = []): Promise<Outcome> {
-  const child = fork(join(here, 'fanout-clients.ts'), [JSON.stringify({ url: target.url, connections, ...(target.subscribe ? { subscribe: target.subscribe } : {}) })], {
-    execArgv: ['--import', 'tsx'],
-    cwd: repo,
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
+  const child = fork(
+    join(here, 'fanout-clients.ts'),
+    [JSON.stringify({ url: target.url, connections, ...(target.subscribe ? { subscribe: target.subscribe } : {}) })],
+    {
+      execArgv: ['--import', 'tsx'],
+      cwd: repo,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    },
+  );
   let slowest = 0;
   let onProgress: (() => void) | undefined;
   const result = new Promise<{ total: number; p50: number; p99: number }>((resolve) => {
@@ -117,7 +130,9 @@ async function measure(target: Target, connections: number, mode: Mode, fsyncs: 
       } else if (message.type === 'result') resolve({ total: message.total!, p50: message.p50!, p99: message.p99! });
     });
   });
-  await new Promise<void>((resolve) => child.on('message', (message: { type: string }) => message.type === 'ready' && resolve()));
+  await new Promise<void>((resolve) =>
+    child.on('message', (message: { type: string }) => message.type === 'ready' && resolve()),
+  );
   let sent = 0;
   const cpuBefore = process.cpuUsage();
   const started = performance.now();
@@ -140,7 +155,10 @@ async function measure(target: Target, connections: number, mode: Mode, fsyncs: 
       if (due > sent) {
         // Stamped with when each event was due, not when the loop got to it: a sender that falls
         // behind is charged for the wait (no coordinated omission), so every variant is measured at 1,000/s.
-        const stamps = Array.from({ length: due - sent }, (_, index) => startedNs + BigInt(sent + index + 1) * 1_000_000n);
+        const stamps = Array.from(
+          { length: due - sent },
+          (_, index) => startedNs + BigInt(sent + index + 1) * 1_000_000n,
+        );
         sent = due;
         void target.send(stamps);
       }
@@ -153,17 +171,38 @@ async function measure(target: Target, connections: number, mode: Mode, fsyncs: 
   const cpu = process.cpuUsage(cpuBefore);
   child.send({ type: 'stop' });
   const { total, p50, p99 } = await result;
-  return { sent, delivered: total, elapsedS, p50, p99, fsyncs, cpuPerMessageUs: (cpu.user + cpu.system) / Math.max(1, total) };
+  return {
+    sent,
+    delivered: total,
+    elapsedS,
+    p50,
+    p99,
+    fsyncs,
+    cpuPerMessageUs: (cpu.user + cpu.system) / Math.max(1, total),
+  };
 }
 
 async function fanOut(): Promise<string> {
   const root = await mkdtemp(join(tmpdir(), 'parley-bench-server-'));
   const fsyncTimer = timeFsyncs();
-  const server: RunningServer = await startServer({ projectRoot: root, dataDir: join(root, '.parley'), rateLimit: false, summarize: false, log: () => {} });
-  const session = await server.manager.createSession({ scope: { kind: 'workflow', harness: 'bench', agent: 'fanout' }, agentType: 'dev' });
+  const server: RunningServer = await startServer({
+    projectRoot: root,
+    dataDir: join(root, '.parley'),
+    rateLimit: false,
+    summarize: false,
+    log: () => {},
+  });
+  const session = await server.manager.createSession({
+    scope: { kind: 'workflow', harness: 'bench', agent: 'fanout' },
+    agentType: 'dev',
+  });
   const sessionId = session.sessionId;
   // The fan-out stage alone: a session event enters the server's notification path as the log would emit it.
-  const emit = (server.manager as unknown as { emit(name: 'session:event', payload: { sessionId: string; event: StreamEvent }): void }).emit.bind(server.manager);
+  const emit = (
+    server.manager as unknown as {
+      emit(name: 'session:event', payload: { sessionId: string; event: StreamEvent }): void;
+    }
+  ).emit.bind(server.manager);
   let fanSeq = 0;
   const bare = new WebSocketServer({ port: 0, host: '127.0.0.1', perMessageDeflate: false });
   await new Promise<void>((resolve) => bare.once('listening', () => resolve()));
@@ -204,7 +243,15 @@ async function fanOut(): Promise<string> {
       subscribe: sessionId,
       send(stamps) {
         for (const stamp of stamps) {
-          const event: StreamEvent = { type: 'text_delta', sessionId, conversationId: 'main', seq: fanSeq++, at: Date.now(), blockId: 'bench-block', delta: String(stamp) };
+          const event: StreamEvent = {
+            type: 'text_delta',
+            sessionId,
+            conversationId: 'main',
+            seq: fanSeq++,
+            at: Date.now(),
+            blockId: 'bench-block',
+            delta: String(stamp),
+          };
           emit('session:event', { sessionId, event });
         }
       },
@@ -213,7 +260,12 @@ async function fanOut(): Promise<string> {
       url: parleyUrl,
       subscribe: sessionId,
       async send(stamps) {
-        const drafts: StreamEventDraft[] = stamps.map((stamp) => ({ type: 'text_delta', conversationId: 'main', blockId: 'bench-block', delta: String(stamp) }));
+        const drafts: StreamEventDraft[] = stamps.map((stamp) => ({
+          type: 'text_delta',
+          conversationId: 'main',
+          blockId: 'bench-block',
+          delta: String(stamp),
+        }));
         await server.manager.appendEvents(sessionId, drafts);
       },
     },
@@ -227,7 +279,10 @@ async function fanOut(): Promise<string> {
         const runs = new Map<Variant, Outcome[]>(variants.map((variant) => [variant, []]));
         for (let repeat = 0; repeat < REPEATS; repeat += 1) {
           // Each repeat starts with the next variant, so none always runs first (or right after the heaviest).
-          for (const variant of [...variants.slice(repeat % variants.length), ...variants.slice(0, repeat % variants.length)]) {
+          for (const variant of [
+            ...variants.slice(repeat % variants.length),
+            ...variants.slice(0, repeat % variants.length),
+          ]) {
             const fsyncs: number[] = [];
             fsyncTimer.recording = variant === 'Parley end to end (durable log)' ? fsyncs : undefined;
             runs.get(variant)!.push(await measure(targets[variant], connections, mode, fsyncs));
@@ -245,20 +300,26 @@ async function fanOut(): Promise<string> {
               REPEATS > 1 ? `${variant} (run ${repeat + 1})` : variant,
               eventsPerSecond.toFixed(0),
               (outcome.delivered / outcome.elapsedS).toFixed(0),
-              outcome.delivered === outcome.sent * connections ? 'yes' : `no (${outcome.delivered}/${outcome.sent * connections})`,
+              outcome.delivered === outcome.sent * connections
+                ? 'yes'
+                : `no (${outcome.delivered}/${outcome.sent * connections})`,
               formatMs(outcome.p50),
               formatMs(outcome.p99),
               outcome.cpuPerMessageUs.toFixed(1),
               variant === 'bare ws broadcast' ? '1.00×' : ratio(eventsPerSecond, baseline.sent / baseline.elapsedS),
               variant === 'bare ws broadcast' ? '1.00×' : ratio(outcome.p99, baseline.p99),
-              outcome.fsyncs.length > 0 ? `${formatMs(percentile(outcome.fsyncs, 99))} (${outcome.fsyncs.length}; ${blockedPercent(outcome)} of the row)` : '',
+              outcome.fsyncs.length > 0
+                ? `${formatMs(percentile(outcome.fsyncs, 99))} (${outcome.fsyncs.length}; ${blockedPercent(outcome)} of the row)`
+                : '',
             ]);
           });
         }
         if (mode === 'saturated') {
           for (const [repeat, fan] of runs.get('Parley fan-out')!.entries()) {
             const baseline = bareRuns[repeat]!;
-            summary.push(`- ${connections} client(s): Parley fan-out throughput ${ratio(fan.sent / fan.elapsedS, baseline.sent / baseline.elapsedS)} of the bare broadcast (target ≥ 0.80×)`);
+            summary.push(
+              `- ${connections} client(s): Parley fan-out throughput ${ratio(fan.sent / fan.elapsedS, baseline.sent / baseline.elapsedS)} of the bare broadcast (target ≥ 0.80×)`,
+            );
           }
         } else if (connections === 100) {
           runs.get('Parley fan-out')!.forEach((fan, repeat) => {
@@ -273,9 +334,12 @@ async function fanOut(): Promise<string> {
             );
           });
           if (REPEATS > 1) {
-            const spread = (values: number[]) => `median ${formatMs(percentile(values, 50))} (${formatMs(Math.min(...values))}–${formatMs(Math.max(...values))})`;
+            const spread = (values: number[]) =>
+              `median ${formatMs(percentile(values, 50))} (${formatMs(Math.min(...values))}–${formatMs(Math.max(...values))})`;
             const fanRatios = runs.get('Parley fan-out')!.map((fan, repeat) => fan.p99 / bareRuns[repeat]!.p99);
-            const endToEndMargins = runs.get('Parley end to end (durable log)')!.map((outcome, repeat) => outcome.p99 - bareRuns[repeat]!.p99 - percentile(outcome.fsyncs, 99));
+            const endToEndMargins = runs
+              .get('Parley end to end (durable log)')!
+              .map((outcome, repeat) => outcome.p99 - bareRuns[repeat]!.p99 - percentile(outcome.fsyncs, 99));
             summary.push(
               `- over ${REPEATS} runs: p99 bare ${spread(bareRuns.map((outcome) => outcome.p99))}, fan-out ${spread(runs.get('Parley fan-out')!.map((outcome) => outcome.p99))}, end to end ${spread(runs.get('Parley end to end (durable log)')!.map((outcome) => outcome.p99))}; ` +
                 `fan-out/bare ratio median ${percentile(fanRatios, 50).toFixed(2)}× (${Math.min(...fanRatios).toFixed(2)}–${Math.max(...fanRatios).toFixed(2)}), met in ${fanRatios.filter((value) => value <= 1.2).length}/${REPEATS}; ` +
@@ -294,7 +358,23 @@ async function fanOut(): Promise<string> {
   return [
     `### text_delta fan-out (${seconds} s per row; clients in a second process, each parses every message; ${BATCH} events per tick when saturated, at most ${WINDOW} in flight)`,
     '',
-    table(['clients', 'mode', 'sender', 'events/s', 'delivered msgs/s', 'all delivered', 'latency p50', 'latency p99', 'sender CPU µs/msg', 'events/s vs bare', 'p99 vs bare', 'log fsync p99 (calls; event loop blocked in it)'], rows),
+    table(
+      [
+        'clients',
+        'mode',
+        'sender',
+        'events/s',
+        'delivered msgs/s',
+        'all delivered',
+        'latency p50',
+        'latency p99',
+        'sender CPU µs/msg',
+        'events/s vs bare',
+        'p99 vs bare',
+        'log fsync p99 (calls; event loop blocked in it)',
+      ],
+      rows,
+    ),
     '',
     ...summary,
     '',
@@ -306,16 +386,34 @@ async function builtCli(): Promise<string> {
   const outdir = join(repo, 'node_modules', '.cache', 'parley-bench-dist');
   const walk = (folder: string): string[] =>
     readdirSync(folder, { withFileTypes: true }).flatMap((entry) =>
-      entry.isDirectory() ? walk(join(folder, entry.name)) : /\.tsx?$/.test(entry.name) && !entry.name.endsWith('.d.ts') ? [join(folder, entry.name)] : [],
+      entry.isDirectory()
+        ? walk(join(folder, entry.name))
+        : /\.tsx?$/.test(entry.name) && !entry.name.endsWith('.d.ts')
+          ? [join(folder, entry.name)]
+          : [],
     );
   const entryPoints = walk(join(repo, 'src'));
-  await build({ entryPoints, outdir, outbase: join(repo, 'src'), format: 'esm', platform: 'node', target: 'node20', bundle: false, logLevel: 'error', jsx: 'automatic' });
+  await build({
+    entryPoints,
+    outdir,
+    outbase: join(repo, 'src'),
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    bundle: false,
+    logLevel: 'error',
+    jsx: 'automatic',
+  });
   return join(outdir, 'cli', 'main.js');
 }
 
 async function timeToReady(command: string[], cwd: string, readyText: string): Promise<number> {
   const started = performance.now();
-  const child = spawn(process.execPath, command, { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PARLEY_DATA_DIR: join(cwd, '.parley') } });
+  const child = spawn(process.execPath, command, {
+    cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, PARLEY_DATA_DIR: join(cwd, '.parley') },
+  });
   let output = '';
   const ready = await new Promise<number>((resolve, reject) => {
     child.stdout.on('data', (chunk: Buffer) => {
@@ -345,7 +443,12 @@ async function readiness(): Promise<string> {
       rows['server']!.push(await timeToReady(['--input-type=module', '-e', serverOnly], cwd, 'ready'));
       rows['serve']!.push(await timeToReady([main, 'serve', '--port', '0'], cwd, 'Parley server ready:'));
       const started = performance.now();
-      const server = await startServer({ projectRoot: cwd, dataDir: join(cwd, '.parley-in-process'), port: 0, log: () => {} });
+      const server = await startServer({
+        projectRoot: cwd,
+        dataDir: join(cwd, '.parley-in-process'),
+        port: 0,
+        log: () => {},
+      });
       rows['inProcess']!.push(performance.now() - started);
       await server.close();
     }
@@ -353,7 +456,13 @@ async function readiness(): Promise<string> {
     await rm(cwd, { recursive: true, force: true });
   }
   const median = (values: number[]) => percentile(values, 50);
-  const line = (label: string, values: number[]) => [label, formatMs(median(values)), formatMs(Math.min(...values)), formatMs(Math.max(...values)), ratio(median(values), median(rows['bare']!))];
+  const line = (label: string, values: number[]) => [
+    label,
+    formatMs(median(values)),
+    formatMs(Math.min(...values)),
+    formatMs(Math.max(...values)),
+    ratio(median(values), median(rows['bare']!)),
+  ];
   return [
     '### Start to ready (spawned process to its ready line; 7 runs each, interleaved; the first on an empty data folder)',
     '',

@@ -45,12 +45,23 @@ export interface SoakReport {
   elapsedMs: number;
 }
 
-const defaults: SoakOptions = { durationMs: 60_000, drafts: 50, dropEveryMs: 2_000, sampleEveryMs: 5_000, stepsPerTurn: 8, pauseMs: 25 };
+const defaults: SoakOptions = {
+  durationMs: 60_000,
+  drafts: 50,
+  dropEveryMs: 2_000,
+  sampleEveryMs: 5_000,
+  stepsPerTurn: 8,
+  pauseMs: 25,
+};
 
 function turnSteps(options: SoakOptions): ScriptStep[] {
   const steps: ScriptStep[] = [];
   for (let index = 0; index < options.stepsPerTurn; index += 1) {
-    steps.push({ type: 'text', text: `Chunk ${index} of a streamed answer, word by word.`, chunks: ['Chunk ', `${index} `, 'of a ', 'streamed ', 'answer, ', 'word by word.'] });
+    steps.push({
+      type: 'text',
+      text: `Chunk ${index} of a streamed answer, word by word.`,
+      chunks: ['Chunk ', `${index} `, 'of a ', 'streamed ', 'answer, ', 'word by word.'],
+    });
     steps.push({ type: 'wait', until: new Promise((resolve) => setTimeout(resolve, options.pauseMs)) });
   }
   return steps;
@@ -67,10 +78,18 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
   const log = options.log ?? (() => {});
   const root = await mkdtemp(join(tmpdir(), 'parley-soak-'));
   const backend = createScriptedBackend({ defaultTurn: () => turnSteps(options) });
-  const server = await startServer({ projectRoot: root, dataDir: join(root, '.parley'), backendFor: () => backend, rateLimit: false, summarize: false, log: () => {} });
+  const server = await startServer({
+    projectRoot: root,
+    dataDir: join(root, '.parley'),
+    backendFor: () => backend,
+    rateLimit: false,
+    summarize: false,
+    log: () => {},
+  });
   const project = (await server.drafts.listProjects()).find((entry) => entry.current)!.name;
   const sockets = new Map<number, WebSocket>();
-  const clients: Array<{ client: ProtocolClient; sessionId: string; seqs: number[]; doubled: number; turns: number }> = [];
+  const clients: Array<{ client: ProtocolClient; sessionId: string; seqs: number[]; doubled: number; turns: number }> =
+    [];
   let stopping = false;
   const started = performance.now();
   const samples: SoakReport['samples'] = [];
@@ -143,7 +162,8 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
     // memory); their size is reported beside the heap so growth can be told apart from a leak.
     const historyMb = async () => {
       let bytes = 0;
-      for (const entry of clients) bytes += JSON.stringify(await server.manager.loadConversation(entry.sessionId)).length;
+      for (const entry of clients)
+        bytes += JSON.stringify(await server.manager.loadConversation(entry.sessionId)).length;
       return bytes / 1048576;
     };
     const sample = async () => {
@@ -153,7 +173,9 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
       const atMs = performance.now() - started;
       samples.push({ atMs, ...memory(), turns: turnCount(), events: eventCount(), historyMb: history });
       const last = samples.at(-1)!;
-      log(`${(atMs / 1000).toFixed(1)} s: rss ${last.rssMb.toFixed(0)} MB, heap ${last.heapMb.toFixed(1)} MB, history ${history.toFixed(1)} MB, ${last.turns} turns, ${last.events} events`);
+      log(
+        `${(atMs / 1000).toFixed(1)} s: rss ${last.rssMb.toFixed(0)} MB, heap ${last.heapMb.toFixed(1)} MB, history ${history.toFixed(1)} MB, ${last.turns} turns, ${last.events} events`,
+      );
     };
     await sample();
     const sampler = setInterval(() => void sample(), options.sampleEveryMs);
@@ -172,7 +194,9 @@ export async function runSoak(partial: Partial<SoakOptions> = {}): Promise<SoakR
       for (const event of logEvents) {
         if (seen.has(event.seq)) continue;
         lost += 1;
-        log(`lost: session ${entry.sessionId} seq ${event.seq} ${event.type}; client saw up to ${entry.seqs.at(-1) ?? -1}, lastSeq ${entry.client.lastSeq(entry.sessionId)}`);
+        log(
+          `lost: session ${entry.sessionId} seq ${event.seq} ${event.type}; client saw up to ${entry.seqs.at(-1) ?? -1}, lastSeq ${entry.client.lastSeq(entry.sessionId)}`,
+        );
       }
       if (entry.seqs.length > logEvents.length) entry.doubled += entry.seqs.length - logEvents.length;
     }
@@ -266,7 +290,18 @@ export function formatSoak(report: SoakReport): string {
     '',
     `**lost events: ${report.lost}** · **doubled events: ${report.doubled}** (both must be 0) · heap end / after warm-up: ${report.heapGrowth.toFixed(2)}× · heap without the live conversations, end / after warm-up: ${report.baseGrowth.toFixed(2)}×`,
     '',
-    table(['time', 'RSS MB', 'heap MB (after gc)', 'live conversations MB (JSON)', 'heap − conversations', 'turns', 'events'], rows),
+    table(
+      [
+        'time',
+        'RSS MB',
+        'heap MB (after gc)',
+        'live conversations MB (JSON)',
+        'heap − conversations',
+        'turns',
+        'events',
+      ],
+      rows,
+    ),
     '',
   ].join('\n');
 }
@@ -275,7 +310,8 @@ function argument(name: string): number | undefined {
   const index = process.argv.indexOf(`--${name}`);
   if (index === -1) return undefined;
   const value = Number(process.argv[index + 1]);
-  if (!Number.isFinite(value) || value < 0) throw new Error(`--${name} needs a number, not "${process.argv[index + 1]}".`);
+  if (!Number.isFinite(value) || value < 0)
+    throw new Error(`--${name} needs a number, not "${process.argv[index + 1]}".`);
   return value;
 }
 

@@ -145,7 +145,14 @@ async function appendSection(root: string): Promise<{ text: string; parleyDir: s
 
   const rate = (ms: number, count: number) => `${Math.round((count / ms) * 1000).toLocaleString('en-US')}/s`;
   const rows: string[][] = [
-    ['(c) floor: held fd, `writeSync` + `fdatasyncSync`', formatMs(floorP50), formatMs(p(floor, 99)), rate(total(floor), MESSAGES), '1.00×', ''],
+    [
+      '(c) floor: held fd, `writeSync` + `fdatasyncSync`',
+      formatMs(floorP50),
+      formatMs(p(floor, 99)),
+      rate(total(floor), MESSAGES),
+      '1.00×',
+      '',
+    ],
     [
       '(a) **Parley file store** `append` (awaited one by one)',
       formatMs(parleyP50),
@@ -154,8 +161,22 @@ async function appendSection(root: string): Promise<{ text: string; parleyDir: s
       ratio(parleyP50, floorP50),
       `≤ 1.5× floor: ${parleyP50 <= 1.5 * floorP50 ? 'met' : 'NOT met'}`,
     ],
-    ['    Parley, appends 9,901–10,000 only', formatMs(parleyTailP50), formatMs(p(parley, 99, MESSAGES - SEEDS_WINDOW)), '', ratio(parleyTailP50, floorP50), ''],
-    ['(ref) bare `fs.promises` write + datasync', formatMs(p(floorAsync, 50)), formatMs(p(floorAsync, 99)), rate(total(floorAsync), MESSAGES), ratio(p(floorAsync, 50), floorP50), ''],
+    [
+      '    Parley, appends 9,901–10,000 only',
+      formatMs(parleyTailP50),
+      formatMs(p(parley, 99, MESSAGES - SEEDS_WINDOW)),
+      '',
+      ratio(parleyTailP50, floorP50),
+      '',
+    ],
+    [
+      '(ref) bare `fs.promises` write + datasync',
+      formatMs(p(floorAsync, 50)),
+      formatMs(p(floorAsync, 99)),
+      rate(total(floorAsync), MESSAGES),
+      ratio(p(floorAsync, 50), floorP50),
+      '',
+    ],
     ...SEEDS_SIZES.map((size) => {
       const run = seeds.get(size)!;
       const row = [
@@ -211,7 +232,9 @@ async function listSection(root: string): Promise<string> {
   const ids = Array.from({ length: SESSIONS }, (_, index) => `session-${String(index).padStart(5, '0')}`);
   // 16 creations in flight: each waits on its own fsyncs.
   for (let start = 0; start < ids.length; start += 16) {
-    await Promise.all(ids.slice(start, start + 16).map((id, offset) => creating.createSession(benchRecord(id, start + offset))));
+    await Promise.all(
+      ids.slice(start, start + 16).map((id, offset) => creating.createSession(benchRecord(id, start + offset))),
+    );
   }
   const createMs = performance.now() - createStarted;
   await creating.close();
@@ -244,7 +267,11 @@ async function listSection(root: string): Promise<string> {
     table(
       ['operation', 'wall time (CPU), median of 5', 'target'],
       [
-        ['cold: first `listSessions()` of a freshly opened store (reads and validates every session.json)', cell(cold), check(cold)],
+        [
+          'cold: first `listSessions()` of a freshly opened store (reads and validates every session.json)',
+          cell(cold),
+          check(cold),
+        ],
         ['warm: `listSessions()` again (in-memory index, records copied)', cell(warm), check(warm)],
         ['warm, filtered (`status: active, agentType: dev`)', cell(filtered), ''],
       ],
@@ -282,7 +309,11 @@ async function loadSection(parleyDir: string): Promise<string> {
     table(
       ['operation', 'wall time (CPU), median of 5', 'target'],
       [
-        ['first `readLog()` after opening the store (header check, line index, torn-tail check, parse)', cell(cold), check(cold)],
+        [
+          'first `readLog()` after opening the store (header check, line index, torn-tail check, parse)',
+          cell(cold),
+          check(cold),
+        ],
         ['`readLog()` again (line index known)', cell(warm), check(warm)],
       ],
     ),

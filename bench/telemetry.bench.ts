@@ -24,7 +24,12 @@ import { startAgentTrace } from '../src/telemetry/index.js';
 import { startFakeOpenAiServer } from '../test/fixtures/fake-openai-server.js';
 import { formatMs, percentile, ratio, table } from './stats.js';
 
-const TOOL = { name: 'lookup', description: 'Looks a key up.', inputSchema: { type: 'object' }, execute: () => Promise.resolve({ content: 'value' }) };
+const TOOL = {
+  name: 'lookup',
+  description: 'Looks a key up.',
+  inputSchema: { type: 'object' },
+  execute: () => Promise.resolve({ content: 'value' }),
+};
 
 type Backend = ReturnType<typeof createScriptedBackend> | ReturnType<typeof createOpenAiCompatibleBackend>;
 
@@ -37,7 +42,16 @@ async function oneTurn(manager: SessionManager, sessionId: string, backendFor: (
 }
 
 function scripted(): Backend {
-  return createScriptedBackend({ turns: [[step.text('Looking it up now, then answering.'), step.tool('lookup', { key: 'a' }), step.text('The value is "value". '.repeat(8)), step.usage({ inputTokens: 50, outputTokens: 20 })]] });
+  return createScriptedBackend({
+    turns: [
+      [
+        step.text('Looking it up now, then answering.'),
+        step.tool('lookup', { key: 'a' }),
+        step.text('The value is "value". '.repeat(8)),
+        step.usage({ inputTokens: 50, outputTokens: 20 }),
+      ],
+    ],
+  });
 }
 
 /**
@@ -94,7 +108,14 @@ async function tracingOff(telemetry: Telemetry): Promise<void> {
 }
 
 /** Alternating blocks of turns with tracing off (no SDK) and on (the SDK registered, exporting). */
-async function measure(turns: number, block: number, endpoint: string, manager: SessionManager, backendFor: () => Backend, beforeTurn: () => void = () => {}): Promise<Sides> {
+async function measure(
+  turns: number,
+  block: number,
+  endpoint: string,
+  manager: SessionManager,
+  backendFor: () => Backend,
+  beforeTurn: () => void = () => {},
+): Promise<Sides> {
   const sides: Sides = { on: [], off: [] };
   for (let round = 0; round < Math.ceil(turns / block) + 1; round++) {
     const warm = round === 0;
@@ -117,7 +138,12 @@ function rows(label: string, sides: Sides): string[][] {
   const off = percentile(sides.off, 50);
   const on = percentile(sides.on, 50);
   return [
-    [`${label}: tracing on (parley's startTelemetry: SDK, batch processor, OTLP/HTTP to a collector process, metrics)`, formatMs(on), formatMs(percentile(sides.on, 95)), `${ratio(on, off)} vs off (target ≤ 1.03×)`],
+    [
+      `${label}: tracing on (parley's startTelemetry: SDK, batch processor, OTLP/HTTP to a collector process, metrics)`,
+      formatMs(on),
+      formatMs(percentile(sides.on, 95)),
+      `${ratio(on, off)} vs off (target ≤ 1.03×)`,
+    ],
     [`${label}: tracing off (no SDK registered)`, formatMs(off), formatMs(percentile(sides.off, 95)), '1.00×'],
   ];
 }
@@ -132,9 +158,26 @@ export async function run(): Promise<string> {
   let httpSides: Sides;
   try {
     scriptedSides = await measure(turns, block, receiver.endpoint, manager, scripted);
-    const openAiBackend = createOpenAiCompatibleBackend({ baseURL: openAi.url, apiKey: 'bench', model: 'fake-model', maxRetries: 0 });
-    httpSides = await measure(Math.min(turns, 200), block, receiver.endpoint, manager, () => openAiBackend, () =>
-      openAi.enqueue({ toolCalls: [{ name: 'lookup', arguments: { key: 'a' } }], usage: { prompt_tokens: 50, completion_tokens: 5 } }, { text: 'The value is "value". '.repeat(8), usage: { prompt_tokens: 60, completion_tokens: 20 } }),
+    const openAiBackend = createOpenAiCompatibleBackend({
+      baseURL: openAi.url,
+      apiKey: 'bench',
+      model: 'fake-model',
+      maxRetries: 0,
+    });
+    httpSides = await measure(
+      Math.min(turns, 200),
+      block,
+      receiver.endpoint,
+      manager,
+      () => openAiBackend,
+      () =>
+        openAi.enqueue(
+          {
+            toolCalls: [{ name: 'lookup', arguments: { key: 'a' } }],
+            usage: { prompt_tokens: 50, completion_tokens: 5 },
+          },
+          { text: 'The value is "value". '.repeat(8), usage: { prompt_tokens: 60, completion_tokens: 20 } },
+        ),
     );
   } finally {
     delete process.env['OTEL_EXPORTER_OTLP_ENDPOINT'];
@@ -145,7 +188,8 @@ export async function run(): Promise<string> {
   // The instrumentation's whole cost with no SDK: one request for a span that comes back undefined.
   const calls = 200_000;
   const started = performance.now();
-  for (let index = 0; index < calls; index++) startAgentTrace({ agentName: 'dev', sessionId: 's', backend: 'scripted' });
+  for (let index = 0; index < calls; index++)
+    startAgentTrace({ agentName: 'dev', sessionId: 's', backend: 'scripted' });
   const hookMs = (performance.now() - started) / calls;
   const offMedian = percentile(scriptedSides.off, 50);
   return [
@@ -156,7 +200,12 @@ export async function run(): Promise<string> {
       [
         ...rows('scripted', scriptedSides),
         ...rows('openai-compatible on the fake server (two model calls)', httpSides),
-        ['the instrumentation with no SDK, per turn', formatMs(hookMs), '', `${ratio(offMedian, offMedian - hookMs)} of a scripted turn vs uninstrumented (target ≤ 1.01×)`],
+        [
+          'the instrumentation with no SDK, per turn',
+          formatMs(hookMs),
+          '',
+          `${ratio(offMedian, offMedian - hookMs)} of a scripted turn vs uninstrumented (target ≤ 1.01×)`,
+        ],
       ],
     ),
     '',

@@ -52,7 +52,11 @@ export function proseSample(limit = SAMPLE_CHARS): string {
   for (const name of readdirSync(modules).sort()) {
     if (name.startsWith('.')) continue;
     const dir = join(modules, name);
-    const names = name.startsWith('@') ? readdirSync(dir).sort().map((inner) => join(dir, inner)) : [dir];
+    const names = name.startsWith('@')
+      ? readdirSync(dir)
+          .sort()
+          .map((inner) => join(dir, inner))
+      : [dir];
     for (const packageDir of names) files.push(join(packageDir, 'README.md'));
   }
   return readAll(files, limit);
@@ -80,17 +84,55 @@ export function transcriptSample(limit = SAMPLE_CHARS, prose = proseSample(), co
   let size = 0;
   let seq = 0;
   const push = (event: Record<string, unknown>) => {
-    const line = JSON.stringify({ sessionId: 'dev-task-f1-t1-in_dev', conversationId: 'main', seq: seq++, at: 1_700_000_000_000 + seq, ...event });
+    const line = JSON.stringify({
+      sessionId: 'dev-task-f1-t1-in_dev',
+      conversationId: 'main',
+      seq: seq++,
+      at: 1_700_000_000_000 + seq,
+      ...event,
+    });
     lines.push(line);
     size += line.length + 1;
   };
   while (size < limit) {
     const id = `block-${seq}`;
-    push({ type: 'block_complete', block: { id, type: 'user_message', content: slice(prose, 200 + Math.floor(random() * 600)), createdAt: 1 } });
-    push({ type: 'block_complete', block: { id: `${id}-a`, type: 'assistant_text', content: slice(prose, 400 + Math.floor(random() * 1200)), createdAt: 1 } });
+    push({
+      type: 'block_complete',
+      block: { id, type: 'user_message', content: slice(prose, 200 + Math.floor(random() * 600)), createdAt: 1 },
+    });
+    push({
+      type: 'block_complete',
+      block: {
+        id: `${id}-a`,
+        type: 'assistant_text',
+        content: slice(prose, 400 + Math.floor(random() * 1200)),
+        createdAt: 1,
+      },
+    });
     const file = `src/${slice('abcdefghijklmnopqrstuvwxyz', 6)}.ts`;
-    push({ type: 'block_complete', block: { id: `${id}-u`, type: 'tool_use', toolUseId: `toolu_${seq}`, name: 'Read', input: { file_path: file, limit: 200 }, status: 'success', createdAt: 1 } });
-    push({ type: 'block_complete', block: { id: `${id}-r`, type: 'tool_result', toolUseId: `toolu_${seq}`, content: slice(code, 1000 + Math.floor(random() * 3000)), isError: false, createdAt: 1 } });
+    push({
+      type: 'block_complete',
+      block: {
+        id: `${id}-u`,
+        type: 'tool_use',
+        toolUseId: `toolu_${seq}`,
+        name: 'Read',
+        input: { file_path: file, limit: 200 },
+        status: 'success',
+        createdAt: 1,
+      },
+    });
+    push({
+      type: 'block_complete',
+      block: {
+        id: `${id}-r`,
+        type: 'tool_result',
+        toolUseId: `toolu_${seq}`,
+        content: slice(code, 1000 + Math.floor(random() * 3000)),
+        isError: false,
+        createdAt: 1,
+      },
+    });
   }
   return lines.join('\n').slice(0, limit);
 }
@@ -203,7 +245,9 @@ function coldStart(source: string, runs: number): { wall: number; cpu: number } 
   const wall: number[] = [];
   const cpu: number[] = [];
   for (let run = 0; run < runs; run++) {
-    const [w, c] = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: root, encoding: 'utf8' })) as [number, number];
+    const [w, c] = JSON.parse(
+      execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: root, encoding: 'utf8' }),
+    ) as [number, number];
     wall.push(w);
     cpu.push(c);
   }
@@ -224,7 +268,10 @@ function parleyColdStart(runs: number): { importMs: number; firstCount: { wall: 
   const walls: number[] = [];
   const cpus: number[] = [];
   for (let run = 0; run < runs; run++) {
-    const output = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: root, encoding: 'utf8' });
+    const output = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: root,
+      encoding: 'utf8',
+    });
     const [importMs, countMs, cpuMs] = JSON.parse(output) as [number, number, number];
     imports.push(importMs);
     walls.push(countMs);
@@ -242,7 +289,9 @@ export async function run(): Promise<string> {
     { name: 'transcript', chunks: chunk(transcriptSample(SAMPLE_CHARS, prose, code)) },
   ];
   const bytes = samples.map((sample) => Buffer.byteLength(sample.chunks.join(''), 'utf8'));
-  const counters = await Promise.all(candidates.map(async (candidate) => ({ candidate, count: await candidate.create() })));
+  const counters = await Promise.all(
+    candidates.map(async (candidate) => ({ candidate, count: await candidate.create() })),
+  );
 
   const passes = 4;
   // results[candidate][sample] = ms per pass
@@ -261,7 +310,9 @@ export async function run(): Promise<string> {
   // Parley's cached path: the same messages counted again, as every request build does.
   const cachedCounter = new TokenCounter({ tokenizer: createTokenizer() });
   await cachedCounter.tokenizer.load();
-  const keyed = samples.map((sample) => sample.chunks.map((text, index) => ({ key: `${sample.name}-${index}#${text.length}`, text })));
+  const keyed = samples.map((sample) =>
+    sample.chunks.map((text, index) => ({ key: `${sample.name}-${index}#${text.length}`, text })),
+  );
   for (const list of keyed) for (const { key, text } of list) cachedCounter.countKeyed(key, text);
   const cachedTimes = samples.map((_, sampleIndex) => {
     const runs: number[] = [];
@@ -281,7 +332,10 @@ export async function run(): Promise<string> {
     const first = samples.map((_, sampleIndex) => times[candidateIndex]![sampleIndex]![0]!);
     const all = warm.reduce((sum, ms) => sum + ms, 0);
     const mixMbps = bytes.reduce((sum, value) => sum + value, 0) / 1e6 / (Math.max(all, 0.001) / 1000);
-    const referenceAll = samples.reduce((sum, _, sampleIndex) => sum + median(times[reference]![sampleIndex]!.slice(1)), 0);
+    const referenceAll = samples.reduce(
+      (sum, _, sampleIndex) => sum + median(times[reference]![sampleIndex]!.slice(1)),
+      0,
+    );
     const tokensVsReference = samples
       .map((_, sampleIndex) => {
         const delta = totals[candidateIndex]![sampleIndex]! / totals[tokenReference]![sampleIndex]! - 1;
@@ -321,14 +375,23 @@ export async function run(): Promise<string> {
     `${parley.firstCount.wall.toFixed(0)} ms (the import itself: ${parley.importMs.toFixed(0)} ms under tsx)`,
   ]);
 
-  const sizes = samples.map((sample, index) => `${sample.name} ${(bytes[index]! / 1e6).toFixed(2)} MB (${sample.chunks.length} messages)`).join(', ');
+  const sizes = samples
+    .map((sample, index) => `${sample.name} ${(bytes[index]! / 1e6).toFixed(2)} MB (${sample.chunks.length} messages)`)
+    .join(', ');
   return [
     '## Token counting',
     '',
     `Each message (~4 KiB) counted separately, as the session layer does. Corpus: ${sizes}. ${passes} passes, all tokenizers interleaved; warm = median of passes 2–${passes}. Throughput is MB per second of CPU time (this process's user + system), so other work on the machine (load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores during this run) does not skew it. Target: Parley counts at least as fast as the fastest tokenizer measured (≈ 12 MB/s here), loaded lazily.`,
     '',
     table(
-      ['tokenizer', 'MB/s all, warm', 'MB/s prose / code / transcript, warm', 'first pass', 'speed vs gpt-tokenizer cl100k', 'tokens vs o200k (prose / code / transcript)'],
+      [
+        'tokenizer',
+        'MB/s all, warm',
+        'MB/s prose / code / transcript, warm',
+        'first pass',
+        'speed vs gpt-tokenizer cl100k',
+        'tokens vs o200k (prose / code / transcript)',
+      ],
       rows,
     ),
     '',

@@ -105,7 +105,8 @@ export async function run(): Promise<string> {
     const rows = renderStreamingMarkdown(text, WIDTH - 1);
     return h(ink.Text, null, rows.slice(Math.max(0, rows.length - ROWS)).join('\n') + '▍');
   };
-  const Plain = ({ text }: { text: string }) => h(ink.Text, null, tailRows(`${text}▍`, WIDTH - 1, ROWS).rows.join('\n'));
+  const Plain = ({ text }: { text: string }) =>
+    h(ink.Text, null, tailRows(`${text}▍`, WIDTH - 1, ROWS).rows.join('\n'));
   const inkRows: Array<{ label: string; perDelta: number[] }> = [];
   for (const [label, component] of [
     ['Markdown', Markdown],
@@ -113,8 +114,15 @@ export async function run(): Promise<string> {
   ] as const) {
     const terminal = new InkTerminal(WIDTH);
     // A frame number above the block: every frame differs (a held-back table row can leave the block as it was).
-    const frame = (index: number, text: string) => h(ink.Box, { flexDirection: 'column' }, h(ink.Text, null, `frame <${index}>`), h(component, { text }));
-    const instance = ink.render(frame(-1, ''), { stdout: terminal as unknown as NodeJS.WriteStream, debug: false, exitOnCtrlC: false, patchConsole: false, maxFps: 1_000 });
+    const frame = (index: number, text: string) =>
+      h(ink.Box, { flexDirection: 'column' }, h(ink.Text, null, `frame <${index}>`), h(component, { text }));
+    const instance = ink.render(frame(-1, ''), {
+      stdout: terminal as unknown as NodeJS.WriteStream,
+      debug: false,
+      exitOnCtrlC: false,
+      patchConsole: false,
+      maxFps: 1_000,
+    });
     const perDelta: number[] = [];
     for (let index = 0; index < prefixes.length; index++) {
       const started = performance.now();
@@ -128,19 +136,45 @@ export async function run(): Promise<string> {
   }
 
   const out: string[] = ['## TUI: Markdown vs plain text', ''];
-  out.push(`One answer of ${answer.length.toLocaleString('en-US')} characters (${answer.split('\n').length} source lines: headings, lists, tables, fenced TypeScript), ${WIDTH} columns; streamed in ${deltas.length} deltas of 40 characters.`, '');
+  out.push(
+    `One answer of ${answer.length.toLocaleString('en-US')} characters (${answer.split('\n').length} source lines: headings, lists, tables, fenced TypeScript), ${WIDTH} columns; streamed in ${deltas.length} deltas of 40 characters.`,
+    '',
+  );
   out.push(
     table(
       ['what', 'Markdown: median / p90', 'plain text: median / p90', 'Markdown ÷ plain'],
       [
-        ['finished answer printed once (`<Static>`): render to rows', `${formatMs(median(finishedMarkdown))} / ${formatMs(percentile(finishedMarkdown, 90))}`, `${formatMs(median(finishedPlain))} / ${formatMs(percentile(finishedPlain, 90))}`, ratio(median(finishedMarkdown), median(finishedPlain))],
-        ['streaming, per delta: render the live block (whole answer)', `${formatMs(median(streamMarkdown))} / ${formatMs(percentile(streamMarkdown, 90))}`, `${formatMs(median(streamPlain))} / ${formatMs(percentile(streamPlain, 90))}`, ratio(median(streamMarkdown), median(streamPlain))],
-        ['streaming, per delta: last tenth of the answer (longest text)', `${formatMs(median(streamMarkdown.slice(lastTenth)))} / ${formatMs(percentile(streamMarkdown.slice(lastTenth), 90))}`, `${formatMs(median(streamPlain.slice(lastTenth)))} / ${formatMs(percentile(streamPlain.slice(lastTenth), 90))}`, ratio(median(streamMarkdown.slice(lastTenth)), median(streamPlain.slice(lastTenth)))],
-        ['streaming through Ink, per delta: rerender → frame written', `${formatMs(median(inkRows[0]!.perDelta))} / ${formatMs(percentile(inkRows[0]!.perDelta, 90))}`, `${formatMs(median(inkRows[1]!.perDelta))} / ${formatMs(percentile(inkRows[1]!.perDelta, 90))}`, ratio(median(inkRows[0]!.perDelta), median(inkRows[1]!.perDelta))],
+        [
+          'finished answer printed once (`<Static>`): render to rows',
+          `${formatMs(median(finishedMarkdown))} / ${formatMs(percentile(finishedMarkdown, 90))}`,
+          `${formatMs(median(finishedPlain))} / ${formatMs(percentile(finishedPlain, 90))}`,
+          ratio(median(finishedMarkdown), median(finishedPlain)),
+        ],
+        [
+          'streaming, per delta: render the live block (whole answer)',
+          `${formatMs(median(streamMarkdown))} / ${formatMs(percentile(streamMarkdown, 90))}`,
+          `${formatMs(median(streamPlain))} / ${formatMs(percentile(streamPlain, 90))}`,
+          ratio(median(streamMarkdown), median(streamPlain)),
+        ],
+        [
+          'streaming, per delta: last tenth of the answer (longest text)',
+          `${formatMs(median(streamMarkdown.slice(lastTenth)))} / ${formatMs(percentile(streamMarkdown.slice(lastTenth), 90))}`,
+          `${formatMs(median(streamPlain.slice(lastTenth)))} / ${formatMs(percentile(streamPlain.slice(lastTenth), 90))}`,
+          ratio(median(streamMarkdown.slice(lastTenth)), median(streamPlain.slice(lastTenth))),
+        ],
+        [
+          'streaming through Ink, per delta: rerender → frame written',
+          `${formatMs(median(inkRows[0]!.perDelta))} / ${formatMs(percentile(inkRows[0]!.perDelta, 90))}`,
+          `${formatMs(median(inkRows[1]!.perDelta))} / ${formatMs(percentile(inkRows[1]!.perDelta, 90))}`,
+          ratio(median(inkRows[0]!.perDelta), median(inkRows[1]!.perDelta)),
+        ],
       ],
     ),
     '',
   );
-  out.push('A finished answer is rendered once, when it is printed into the scrollback. While it streams, finished blocks are rendered once and reused; the open tail and the lexing of the text so far are the per-delta cost.', '');
+  out.push(
+    'A finished answer is rendered once, when it is printed into the scrollback. While it streams, finished blocks are rendered once and reused; the open tail and the lexing of the text so far are the per-delta cost.',
+    '',
+  );
   return out.join('\n');
 }

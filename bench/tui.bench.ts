@@ -53,13 +53,44 @@ class Tmux {
   /** Runs `argv` in a new 120×40 pane in `cwd`; resolves with ms from spawn until `done(screen, dead)` holds. */
   async time(cwd: string, argv: string[], done: (screen: string, dead: boolean) => boolean): Promise<number> {
     const name = `run${this.counter++}`;
-    const env = ['env', '-u', 'CI', '-u', 'CONTINUOUS_INTEGRATION', 'LANG=C.UTF-8', 'TERM=xterm-256color', `HOME=${cwd}`, `TSX_TSCONFIG_PATH=${join(root, 'tsconfig.json')}`];
+    const env = [
+      'env',
+      '-u',
+      'CI',
+      '-u',
+      'CONTINUOUS_INTEGRATION',
+      'LANG=C.UTF-8',
+      'TERM=xterm-256color',
+      `HOME=${cwd}`,
+      `TSX_TSCONFIG_PATH=${join(root, 'tsconfig.json')}`,
+    ];
     const command = [...env, ...argv].map((part) => `'${part.replace(/'/g, `'\\''`)}'`).join(' ');
     const started = performance.now();
-    await this.tmux('new-session', '-d', '-s', name, '-x', '120', '-y', '40', '-c', cwd, command, ';', 'set-option', '-t', name, 'remain-on-exit', 'on');
+    await this.tmux(
+      'new-session',
+      '-d',
+      '-s',
+      name,
+      '-x',
+      '120',
+      '-y',
+      '40',
+      '-c',
+      cwd,
+      command,
+      ';',
+      'set-option',
+      '-t',
+      name,
+      'remain-on-exit',
+      'on',
+    );
     const deadline = started + 60_000;
     for (;;) {
-      const [{ stdout: screen }, { stdout: dead }] = await Promise.all([this.tmux('capture-pane', '-p', '-t', name), this.tmux('display-message', '-p', '-t', name, '#{pane_dead}')]);
+      const [{ stdout: screen }, { stdout: dead }] = await Promise.all([
+        this.tmux('capture-pane', '-p', '-t', name),
+        this.tmux('display-message', '-p', '-t', name, '#{pane_dead}'),
+      ]);
       if (done(screen, dead.trim() === '1')) {
         const elapsed = performance.now() - started;
         await this.tmux('kill-session', '-t', name).catch(() => undefined);
@@ -91,7 +122,16 @@ async function buildDist(): Promise<string> {
     }
   };
   await walk(join(root, 'src'));
-  await build({ entryPoints: entries, outdir: out, outbase: join(root, 'src'), format: 'esm', platform: 'node', target: 'node20', jsx: 'automatic', logLevel: 'silent' });
+  await build({
+    entryPoints: entries,
+    outdir: out,
+    outbase: join(root, 'src'),
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    jsx: 'automatic',
+    logLevel: 'silent',
+  });
   return out;
 }
 
@@ -108,12 +148,39 @@ async function firstPaint(runs: number): Promise<PaintRow[]> {
   const titleShown = (screen: string) => /Parley [●○] \w+ \| No draft \| Agents: \d/.test(screen);
   const exited = (_screen: string, dead: boolean) => dead;
   const promptShown = (screen: string) => screen.includes('Type a message, or /help for commands');
-  const kinds: Array<{ label: string; argv: string[]; done: (screen: string, dead: boolean) => boolean; target?: boolean }> = [
+  const kinds: Array<{
+    label: string;
+    argv: string[];
+    done: (screen: string, dead: boolean) => boolean;
+    target?: boolean;
+  }> = [
     { label: 'floor: node runs an empty script, exits', argv: [process.execPath, '-e', ''], done: exited },
-    { label: '`parley --version` (built; loads every command), exits', argv: [process.execPath, join(dist, 'cli', 'main.js'), '--version'], done: exited },
-    { label: '`parley` → first frame with the title bar (built)', argv: [process.execPath, join(dist, 'cli', 'main.js')], done: titleShown, target: true },
-    { label: '`parley` → Ink\'s first frame: prompt ready for keys (built)', argv: [process.execPath, join(dist, 'cli', 'main.js')], done: promptShown },
-    { label: '`parley` → first frame with the title bar (from source, tsx)', argv: [process.execPath, '--import', join(root, 'node_modules', 'tsx', 'dist', 'loader.mjs'), join(root, 'src', 'cli', 'main.ts')], done: titleShown },
+    {
+      label: '`parley --version` (built; loads every command), exits',
+      argv: [process.execPath, join(dist, 'cli', 'main.js'), '--version'],
+      done: exited,
+    },
+    {
+      label: '`parley` → first frame with the title bar (built)',
+      argv: [process.execPath, join(dist, 'cli', 'main.js')],
+      done: titleShown,
+      target: true,
+    },
+    {
+      label: "`parley` → Ink's first frame: prompt ready for keys (built)",
+      argv: [process.execPath, join(dist, 'cli', 'main.js')],
+      done: promptShown,
+    },
+    {
+      label: '`parley` → first frame with the title bar (from source, tsx)',
+      argv: [
+        process.execPath,
+        '--import',
+        join(root, 'node_modules', 'tsx', 'dist', 'loader.mjs'),
+        join(root, 'src', 'cli', 'main.ts'),
+      ],
+      done: titleShown,
+    },
   ];
   const rows: PaintRow[] = [];
   try {
@@ -149,7 +216,12 @@ interface RenderResult {
 }
 
 async function measureRender(): Promise<RenderResult[]> {
-  const [{ render, Box, Text }, React, protocol, tui] = await Promise.all([import('ink'), import('react'), import('../src/protocol/index.js'), import('../src/ui/tui/index.js')]);
+  const [{ render, Box, Text }, React, protocol, tui] = await Promise.all([
+    import('ink'),
+    import('react'),
+    import('../src/protocol/index.js'),
+    import('../src/ui/tui/index.js'),
+  ]);
   const h = React.createElement;
   const at = 1_795_000_000_000;
   const sessionId = 'bench-session';
@@ -186,22 +258,70 @@ async function measureRender(): Promise<RenderResult[]> {
       seq,
       at,
       type: 'block_complete',
-      block: seq % 2 === 0
-        ? { id: `b${seq}`, type: 'user_message', content: `Question ${seq}: what does the module at src/part-${seq}.ts do, and is it tested?`, createdAt: at }
-        : { id: `b${seq}`, type: 'assistant_text', content: `Answer ${seq}: it parses the input, validates it against its schema and hands it on.\nIt has three tests; one covers the error path.`, createdAt: at },
+      block:
+        seq % 2 === 0
+          ? {
+              id: `b${seq}`,
+              type: 'user_message',
+              content: `Question ${seq}: what does the module at src/part-${seq}.ts do, and is it tested?`,
+              createdAt: at,
+            }
+          : {
+              id: `b${seq}`,
+              type: 'assistant_text',
+              content: `Answer ${seq}: it parses the input, validates it against its schema and hands it on.\nIt has three tests; one covers the error path.`,
+              createdAt: at,
+            },
     }));
 
   /** A minimal server over the in-memory transport: a draft whose log holds `events`. */
   const serve = (events: StreamEvent[]) => {
-    const status = { sessionId, role: 'dev', project: 'bench', taskSlug: 'bench', taskDir: '/bench/.parley/tasks/bench', channelId: 'bench', backend: 'scripted', status: 'active', turnCount: 0, cumulativeCostUsd: 0, costUnknown: false, lastInputTokens: 0, lastOutputTokens: 0, contextWindow: 200_000, maxOutputTokens: 8_192, contextPct: 0, startedAt: new Date(at).toISOString(), lastActivityAt: new Date(at).toISOString(), turnRunning: false, activeAgents: 0 };
+    const status = {
+      sessionId,
+      role: 'dev',
+      project: 'bench',
+      taskSlug: 'bench',
+      taskDir: '/bench/.parley/tasks/bench',
+      channelId: 'bench',
+      backend: 'scripted',
+      status: 'active',
+      turnCount: 0,
+      cumulativeCostUsd: 0,
+      costUnknown: false,
+      lastInputTokens: 0,
+      lastOutputTokens: 0,
+      contextWindow: 200_000,
+      maxOutputTokens: 8_192,
+      contextPct: 0,
+      startedAt: new Date(at).toISOString(),
+      lastActivityAt: new Date(at).toISOString(),
+      turnRunning: false,
+      activeAgents: 0,
+    };
     const answers: Record<string, (params: Record<string, unknown>) => unknown> = {
-      server_info: () => ({ name: 'parley', version: '0.1.0', protocolVersion: 1, channelId: 'bench', connectionId: '1', projectRoot: '/bench', methods: [] }),
-      list_projects: () => ({ projects: [{ name: 'bench', path: '/bench', dataDir: '/bench/.parley', current: true, defaultRole: 'product-analyst' }] }),
+      server_info: () => ({
+        name: 'parley',
+        version: '0.1.0',
+        protocolVersion: 1,
+        channelId: 'bench',
+        connectionId: '1',
+        projectRoot: '/bench',
+        methods: [],
+      }),
+      list_projects: () => ({
+        projects: [
+          { name: 'bench', path: '/bench', dataDir: '/bench/.parley', current: true, defaultRole: 'product-analyst' },
+        ],
+      }),
       get_draft_status: () => ({ active: true, session: status }),
       list_agents: () => ({ agents: [] }),
       list_roles: () => ({ roles: [], errors: [] }),
       list_tasks: () => ({ tasks: [] }),
-      get_events: (params) => ({ events: events.filter((event) => event.seq > (params['afterSeq'] as number)), lastSeq: events.length - 1, hasMore: false }),
+      get_events: (params) => ({
+        events: events.filter((event) => event.seq > (params['afterSeq'] as number)),
+        lastSeq: events.length - 1,
+        hasMore: false,
+      }),
       preview_request: () => ({ systemPrompt: '', userPrompt: '', totalTokens: 0, threshold: 90_000, budget: 100_000 }),
     };
     let server: Transport | undefined;
@@ -212,13 +332,22 @@ async function measureRender(): Promise<RenderResult[]> {
         onMessage: (frame) => {
           const request = JSON.parse(frame) as { id: number; method: string; params: Record<string, unknown> };
           const answer = answers[request.method];
-          side.send(JSON.stringify(answer ? { jsonrpc: '2.0', id: request.id, result: answer(request.params ?? {}) } : { jsonrpc: '2.0', id: request.id, error: { code: -32601, message: request.method } }));
+          side.send(
+            JSON.stringify(
+              answer
+                ? { jsonrpc: '2.0', id: request.id, result: answer(request.params ?? {}) }
+                : { jsonrpc: '2.0', id: request.id, error: { code: -32601, message: request.method } },
+            ),
+          );
         },
         onClose: () => {},
       });
       return Promise.resolve(client);
     };
-    const notify = (event: StreamEvent) => server!.send(JSON.stringify({ jsonrpc: '2.0', method: 'channel_message', params: { channelId: 'bench', sessionId, event } }));
+    const notify = (event: StreamEvent) =>
+      server!.send(
+        JSON.stringify({ jsonrpc: '2.0', method: 'channel_message', params: { channelId: 'bench', sessionId, event } }),
+      );
     return { factory, notify };
   };
 
@@ -227,7 +356,13 @@ async function measureRender(): Promise<RenderResult[]> {
     return h(
       Box,
       { flexDirection: 'column' },
-      ...blocks.map((event) => h(Text, { key: event.seq }, event.type === 'block_complete' && 'content' in event.block ? event.block.content : '')),
+      ...blocks.map((event) =>
+        h(
+          Text,
+          { key: event.seq },
+          event.type === 'block_complete' && 'content' in event.block ? event.block.content : '',
+        ),
+      ),
       h(Text, { key: 'live' }, `${live}▍`),
     );
   }
@@ -241,24 +376,42 @@ async function measureRender(): Promise<RenderResult[]> {
       const terminal = new InkTerminal(120, 40, 4_096);
       const client = new protocol.ProtocolClient({ transport: server.factory, onError: () => {} });
       const started = performance.now();
-      const instance = render(h(tui.App, { client, onExit: () => {}, clock: () => at, historyLimit: 10_000, tickMs: 60_000 }), {
-        stdout: terminal as unknown as NodeJS.WriteStream,
-        stdin: new Keyboard() as unknown as NodeJS.ReadStream,
-        debug: false,
-        exitOnCtrlC: false,
-        patchConsole: false,
-        maxFps: 1_000,
-      });
+      const instance = render(
+        h(tui.App, { client, onExit: () => {}, clock: () => at, historyLimit: 10_000, tickMs: 60_000 }),
+        {
+          stdout: terminal as unknown as NodeJS.WriteStream,
+          stdin: new Keyboard() as unknown as NodeJS.ReadStream,
+          debug: false,
+          exitOnCtrlC: false,
+          patchConsole: false,
+          maxFps: 1_000,
+        },
+      );
       await terminal.until(`Answer ${blocks - 1}:`);
       await terminal.until('Draft: dev');
       const historyMs = performance.now() - started;
-      server.notify({ sessionId, conversationId: 'main', seq: blocks, at, type: 'block_start', block: { id: 'live', type: 'assistant_text', content: '', createdAt: at } });
+      server.notify({
+        sessionId,
+        conversationId: 'main',
+        seq: blocks,
+        at,
+        type: 'block_start',
+        block: { id: 'live', type: 'assistant_text', content: '', createdAt: at },
+      });
       const perDelta: number[] = [];
       const bytesPerDelta: number[] = [];
       for (let index = 0; index < DELTAS; index++) {
         const bytes = terminal.bytes;
         const begin = performance.now();
-        server.notify({ sessionId, conversationId: 'main', seq: blocks + 1 + index, at, type: 'text_delta', blockId: 'live', delta: ` d${index}` });
+        server.notify({
+          sessionId,
+          conversationId: 'main',
+          seq: blocks + 1 + index,
+          at,
+          type: 'text_delta',
+          blockId: 'live',
+          delta: ` d${index}`,
+        });
         await terminal.until(`d${index}`);
         perDelta.push(performance.now() - begin);
         bytesPerDelta.push(terminal.bytes - bytes);
@@ -267,14 +420,27 @@ async function measureRender(): Promise<RenderResult[]> {
       }
       instance.unmount();
       client.close();
-      results.push({ label: 'Parley App (<Static> history)', blocks, perDelta: perDelta.slice(10), bytesPerDelta: bytesPerDelta.slice(10), historyMs });
+      results.push({
+        label: 'Parley App (<Static> history)',
+        blocks,
+        perDelta: perDelta.slice(10),
+        bytesPerDelta: bytesPerDelta.slice(10),
+        historyMs,
+      });
     }
     // The same stream without <Static>.
     {
       const events = history(blocks);
       const terminal = new InkTerminal(120, 40, 4_096);
       const started = performance.now();
-      const instance = render(h(Naive, { blocks: events, live: '' }), { stdout: terminal as unknown as NodeJS.WriteStream, stdin: new Keyboard() as unknown as NodeJS.ReadStream, debug: false, exitOnCtrlC: false, patchConsole: false, maxFps: 1_000 });
+      const instance = render(h(Naive, { blocks: events, live: '' }), {
+        stdout: terminal as unknown as NodeJS.WriteStream,
+        stdin: new Keyboard() as unknown as NodeJS.ReadStream,
+        debug: false,
+        exitOnCtrlC: false,
+        patchConsole: false,
+        maxFps: 1_000,
+      });
       await terminal.until('▍');
       const historyMs = performance.now() - started;
       const perDelta: number[] = [];
@@ -291,7 +457,13 @@ async function measureRender(): Promise<RenderResult[]> {
         await new Promise((resolve) => setTimeout(resolve, 2));
       }
       instance.unmount();
-      results.push({ label: 'baseline: history as plain children (no <Static>)', blocks, perDelta: perDelta.slice(10), bytesPerDelta: bytesPerDelta.slice(10), historyMs });
+      results.push({
+        label: 'baseline: history as plain children (no <Static>)',
+        blocks,
+        perDelta: perDelta.slice(10),
+        bytesPerDelta: bytesPerDelta.slice(10),
+        historyMs,
+      });
     }
   }
   return results;
@@ -302,7 +474,11 @@ function renderInChild(): Promise<RenderResult[]> {
   delete env['CI'];
   delete env['CONTINUOUS_INTEGRATION'];
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', join(root, 'node_modules', 'tsx', 'dist', 'loader.mjs'), fileURLToPath(import.meta.url), CHILD_FLAG], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      ['--import', join(root, 'node_modules', 'tsx', 'dist', 'loader.mjs'), fileURLToPath(import.meta.url), CHILD_FLAG],
+      { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     // Ink restores the cursor on stderr when it exits: kept out of the report, shown on failure.
@@ -327,7 +503,12 @@ if (process.argv.includes(CHILD_FLAG)) {
 export async function run(): Promise<string> {
   const median = (values: readonly number[]) => percentile(values, 50);
   const out: string[] = ['## TUI: first paint and render cost per streamed delta', ''];
-  out.push(`${cpus().length} cores, load average ${loadavg().map((value) => value.toFixed(1)).join(' / ')} at the start (other work on the machine slows process start-up).`, '');
+  out.push(
+    `${cpus().length} cores, load average ${loadavg()
+      .map((value) => value.toFixed(1))
+      .join(' / ')} at the start (other work on the machine slows process start-up).`,
+    '',
+  );
 
   const paint = await firstPaint(5);
   const floor = median(paint[0]!.samples);
@@ -335,13 +516,22 @@ export async function run(): Promise<string> {
   out.push(
     table(
       ['what', 'median', 'p90', 'vs floor', 'target'],
-      paint.map((row) => [row.label, formatMs(median(row.samples)), formatMs(percentile(row.samples, 90)), ratio(median(row.samples), floor), row.target ? (median(row.samples) < 500 ? '< 500 ms: met' : '< 500 ms: **missed**') : '']),
+      paint.map((row) => [
+        row.label,
+        formatMs(median(row.samples)),
+        formatMs(percentile(row.samples, 90)),
+        ratio(median(row.samples), floor),
+        row.target ? (median(row.samples) < 500 ? '< 500 ms: met' : '< 500 ms: **missed**') : '',
+      ]),
     ),
     '',
   );
 
   const render = await renderInChild();
-  out.push(`### Render cost per streamed delta (${DELTAS - 10} deltas for Parley, ${BASELINE_DELTAS - 10} for the baseline, after 10 warm-up ones; notification → frame written)`, '');
+  out.push(
+    `### Render cost per streamed delta (${DELTAS - 10} deltas for Parley, ${BASELINE_DELTAS - 10} for the baseline, after 10 warm-up ones; notification → frame written)`,
+    '',
+  );
   const rows: string[][] = [];
   const labels = [...new Set(render.map((row) => row.label))];
   for (const label of labels) {
@@ -356,7 +546,23 @@ export async function run(): Promise<string> {
       `${formatMs(small.historyMs)} / ${formatMs(large.historyMs)}`,
     ]);
   }
-  out.push(table(['renderer', '20 blocks: median / p90', '2,000 blocks: median / p90', '2,000 ÷ 20', 'bytes per frame (20 / 2,000)', 'first full screen (20 / 2,000)'], rows), '');
-  out.push('Flat (≈1×) means finished history is not re-rendered while a block streams; the baseline grows with the history because every frame lays out and writes every block again.', '');
+  out.push(
+    table(
+      [
+        'renderer',
+        '20 blocks: median / p90',
+        '2,000 blocks: median / p90',
+        '2,000 ÷ 20',
+        'bytes per frame (20 / 2,000)',
+        'first full screen (20 / 2,000)',
+      ],
+      rows,
+    ),
+    '',
+  );
+  out.push(
+    'Flat (≈1×) means finished history is not re-rendered while a block streams; the baseline grows with the history because every frame lays out and writes every block again.',
+    '',
+  );
   return out.join('\n');
 }

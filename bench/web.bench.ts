@@ -34,18 +34,64 @@ function turnEvents(index: number): StreamEventDraft[] {
   const at = 1_700_000_000_000 + index * 1_000;
   // Answers as models write them: inline Markdown in each, a fence and a table in every tenth.
   let text = `Answer ${index}: the parser now **rejects** empty input and names the \`value\` it refused. `.repeat(3);
-  if (index % 10 === 0) text += `\n\n\`\`\`ts\nexport function parse${index}(text: string): Date {\n  return new Date(text);\n}\n\`\`\`\n\n| case | result |\n|---|---|\n| empty | rejected |\n| 2026-01-17 | parsed |`;
+  if (index % 10 === 0)
+    text += `\n\n\`\`\`ts\nexport function parse${index}(text: string): Date {\n  return new Date(text);\n}\n\`\`\`\n\n| case | result |\n|---|---|\n| empty | rejected |\n| 2026-01-17 | parsed |`;
   const events: StreamEventDraft[] = [
-    { type: 'block_complete', conversationId: 'main', block: { type: 'user_message', id: `u${index}`, content: `Question ${index}: what changed in the parser?`, createdAt: at } },
-    { type: 'block_complete', conversationId: 'main', block: { type: 'assistant_text', id: `a${index}`, content: text, createdAt: at } },
+    {
+      type: 'block_complete',
+      conversationId: 'main',
+      block: {
+        type: 'user_message',
+        id: `u${index}`,
+        content: `Question ${index}: what changed in the parser?`,
+        createdAt: at,
+      },
+    },
+    {
+      type: 'block_complete',
+      conversationId: 'main',
+      block: { type: 'assistant_text', id: `a${index}`, content: text, createdAt: at },
+    },
   ];
   if (index % 5 === 0) {
     events.push(
-      { type: 'block_complete', conversationId: 'main', block: { type: 'tool_use', id: `t${index}`, toolUseId: `call-${index}`, name: 'read_file', input: { path: `src/file-${index}.ts` }, status: 'success', createdAt: at } },
-      { type: 'block_complete', conversationId: 'main', block: { type: 'tool_result', id: `r${index}`, toolUseId: `call-${index}`, content: 'export const value = 1;\n'.repeat(5), isError: false, createdAt: at } },
+      {
+        type: 'block_complete',
+        conversationId: 'main',
+        block: {
+          type: 'tool_use',
+          id: `t${index}`,
+          toolUseId: `call-${index}`,
+          name: 'read_file',
+          input: { path: `src/file-${index}.ts` },
+          status: 'success',
+          createdAt: at,
+        },
+      },
+      {
+        type: 'block_complete',
+        conversationId: 'main',
+        block: {
+          type: 'tool_result',
+          id: `r${index}`,
+          toolUseId: `call-${index}`,
+          content: 'export const value = 1;\n'.repeat(5),
+          isError: false,
+          createdAt: at,
+        },
+      },
     );
   }
-  events.push({ type: 'metadata_update', conversationId: 'main', metadata: { costUsd: 0.001, turnComplete: true, usage: { inputTokens: 1_000, outputTokens: 80, cacheReadTokens: 0, cacheWriteTokens: 0 }, contextWindow: 200_000 } });
+  events.push({
+    type: 'metadata_update',
+    conversationId: 'main',
+    metadata: {
+      costUsd: 0.001,
+      turnComplete: true,
+      usage: { inputTokens: 1_000, outputTokens: 80, cacheReadTokens: 0, cacheWriteTokens: 0 },
+      contextWindow: 200_000,
+    },
+  });
   return events;
 }
 
@@ -57,19 +103,31 @@ export async function run(): Promise<string> {
   const built = await buildWeb({ outDir: join(process.cwd(), 'bench', '.data', 'web'), sourcemap: false });
   const buildMs = performance.now() - buildStarted;
   const gzip = gzipSync(await readFile(join(built.outDir, 'app.js'))).length;
-  lines.push(`Bundle: app.js ${(built.bundleBytes / 1024).toFixed(1)} KiB minified, ${(gzip / 1024).toFixed(1)} KiB gzip (first paint); loaded on first need ${((built.lazyBytes ?? 0) / 1024).toFixed(1)} KiB (highlight.js); built in ${buildMs.toFixed(0)} ms.`, '');
+  lines.push(
+    `Bundle: app.js ${(built.bundleBytes / 1024).toFixed(1)} KiB minified, ${(gzip / 1024).toFixed(1)} KiB gzip (first paint); loaded on first need ${((built.lazyBytes ?? 0) / 1024).toFixed(1)} KiB (highlight.js); built in ${buildMs.toFixed(0)} ms.`,
+    '',
+  );
 
   const harness = await startWebHarness();
   try {
     const manager = harness.server.manager;
     const floorClient = await harness.client();
-    lines.push(`| what | web UI, in the page (median of ${RUNS}) | floor: Node client, wire + applyEvents | ratio |`, '|---|---:|---:|---:|');
+    lines.push(
+      `| what | web UI, in the page (median of ${RUNS}) | floor: Node client, wire + applyEvents | ratio |`,
+      '|---|---:|---:|---:|',
+    );
     const wireRows: string[] = [];
     for (const turns of SIZES) {
-      const session = await manager.createSession({ scope: { kind: 'workflow', harness: 'bench', agent: `long-${turns}` }, agentType: 'bench', backend: 'scripted' });
+      const session = await manager.createSession({
+        scope: { kind: 'workflow', harness: 'bench', agent: `long-${turns}` },
+        agentType: 'bench',
+        backend: 'scripted',
+      });
       const drafts = Array.from({ length: turns }, (_, index) => turnEvents(index)).flat();
-      for (let start = 0; start < drafts.length; start += 2_000) await manager.appendEvents(session.sessionId, drafts.slice(start, start + 2_000));
-      const blocks = applyEvents(emptyConversation(session.sessionId), await manager.getEvents(session.sessionId)).blocks.length;
+      for (let start = 0; start < drafts.length; start += 2_000)
+        await manager.appendEvents(session.sessionId, drafts.slice(start, start + 2_000));
+      const blocks = applyEvents(emptyConversation(session.sessionId), await manager.getEvents(session.sessionId))
+        .blocks.length;
 
       const pageTimes: number[] = [];
       const floorTimes: number[] = [];
@@ -78,46 +136,65 @@ export async function run(): Promise<string> {
         const page = await harness.page();
         await page.goto(harness.server.url);
         await page.locator(`[data-session-id="${session.sessionId}"]`).waitFor();
-        await page.waitForFunction(() => performance.getEntriesByName('parley:warm').length > 0, undefined, { timeout: 10_000 });
+        await page.waitForFunction(() => performance.getEntriesByName('parley:warm').length > 0, undefined, {
+          timeout: 10_000,
+        });
         // Timed in the page, from the click to the frame that shows the newest block. Nothing polls
         // meanwhile: Playwright's waitForFunction polls on every frame, and each poll is a round trip
         // to this process, which is also the server the page is reading from.
-        await page.evaluate((id) => {
-          const marks: { clicked?: number; shown?: number } = {};
-          const bench = window as unknown as { benchMarks: typeof marks; benchShown: Promise<void> };
-          bench.benchMarks = marks;
-          document.addEventListener('click', () => (marks.clicked = performance.now()), { capture: true, once: true });
-          bench.benchShown = new Promise((resolve) => {
-            const observer = new MutationObserver(() => {
-              if (!document.querySelector(`[data-block-id="${id}"]`)) return;
-              observer.disconnect();
-              requestAnimationFrame(() => {
-                marks.shown = performance.now();
-                resolve();
-              });
+        await page.evaluate(
+          (id) => {
+            const marks: { clicked?: number; shown?: number } = {};
+            const bench = window as unknown as { benchMarks: typeof marks; benchShown: Promise<void> };
+            bench.benchMarks = marks;
+            document.addEventListener('click', () => (marks.clicked = performance.now()), {
+              capture: true,
+              once: true,
             });
-            observer.observe(document.body, { childList: true, subtree: true });
-          });
-        }, `a${turns - 1}`);
+            bench.benchShown = new Promise((resolve) => {
+              const observer = new MutationObserver(() => {
+                if (!document.querySelector(`[data-block-id="${id}"]`)) return;
+                observer.disconnect();
+                requestAnimationFrame(() => {
+                  marks.shown = performance.now();
+                  resolve();
+                });
+              });
+              observer.observe(document.body, { childList: true, subtree: true });
+            });
+          },
+          `a${turns - 1}`,
+        );
         await page.locator(`[data-session-id="${session.sessionId}"]`).click();
         await page.evaluate(() =>
           Promise.race([
             (window as unknown as { benchShown: Promise<void> }).benchShown,
-            new Promise((_, reject) => setTimeout(() => reject(new Error('The newest block was not shown within 120 s of the click.')), 120_000)),
+            new Promise((_, reject) =>
+              setTimeout(() => reject(new Error('The newest block was not shown within 120 s of the click.')), 120_000),
+            ),
           ]),
         );
-        const marks = await page.evaluate(() => (window as unknown as { benchMarks: { clicked: number; shown: number } }).benchMarks);
+        const marks = await page.evaluate(
+          () => (window as unknown as { benchMarks: { clicked: number; shown: number } }).benchMarks,
+        );
         pageTimes.push(marks.shown - marks.clicked);
         // The page goes on to ask for the request breakdown (the server counts its tokens): let that
         // end before the floor runs, so the floor does not share the machine with it.
-        await page.locator('[data-testid="request-total"], [data-testid="breakdown-unavailable"]').first().waitFor({ timeout: 120_000 });
+        await page
+          .locator('[data-testid="request-total"], [data-testid="breakdown-unavailable"]')
+          .first()
+          .waitFor({ timeout: 120_000 });
         await page.context().close();
 
         const floorStarted = performance.now();
         const events: StreamEvent[] = [];
-        for (let afterSeq = -1; ; ) {
+        for (let afterSeq = -1; ;) {
           // Pages of the size the page reads (the server's default is larger), one after another.
-          const result = await floorClient.request('get_events', { sessionId: session.sessionId, afterSeq, limit: HISTORY_READING.pageSize });
+          const result = await floorClient.request('get_events', {
+            sessionId: session.sessionId,
+            afterSeq,
+            limit: HISTORY_READING.pageSize,
+          });
           events.push(...result.events);
           if (!result.hasMore || result.events.length === 0) break;
           afterSeq = result.events.at(-1)!.seq;
@@ -129,8 +206,12 @@ export async function run(): Promise<string> {
       }
       const pageMs = percentile(pageTimes, 50);
       const floorMs = percentile(floorTimes, 50);
-      lines.push(`| open a session of ${turns.toLocaleString('en-US')} turns (${blocks.toLocaleString('en-US')} blocks) | ${pageMs.toFixed(0)} ms | ${floorMs.toFixed(0)} ms | ${(pageMs / floorMs).toFixed(1)}× |`);
-      wireRows.push(`| ${turns.toLocaleString('en-US')} turns | ${percentile(wireTimes, 50).toFixed(0)} ms | ${(percentile(wireTimes, 50) / floorMs).toFixed(1)}× |`);
+      lines.push(
+        `| open a session of ${turns.toLocaleString('en-US')} turns (${blocks.toLocaleString('en-US')} blocks) | ${pageMs.toFixed(0)} ms | ${floorMs.toFixed(0)} ms | ${(pageMs / floorMs).toFixed(1)}× |`,
+      );
+      wireRows.push(
+        `| ${turns.toLocaleString('en-US')} turns | ${percentile(wireTimes, 50).toFixed(0)} ms | ${(percentile(wireTimes, 50) / floorMs).toFixed(1)}× |`,
+      );
     }
     lines.push(
       '',
@@ -155,7 +236,10 @@ export async function run(): Promise<string> {
   } finally {
     await harness.close();
   }
-  lines.push('', `Answers carry inline Markdown, and every tenth a fence and a table. Opening is timed in the page from the click to the first frame with the newest block; the floor reads the same log over the same WebSocket and folds it with the same reducer. The page reads pages of ${HISTORY_READING.pageSize.toLocaleString('en-US')} events, ${HISTORY_READING.pagesInFlight} asked for at a time (after a one-event probe for the newest seq), and the floor reads pages of the same size, takes pages the schema would return unchanged without zod (its CSP forbids eval, so zod has no JIT there; anything else goes through the schema), folds each page as it arrives into one working copy of the conversation (foldInParts), and paints the newest blocks that fill the panel before it fills in the rest of the 300-block window in idle time; what it adds to the floor is the browser side of the wire, the DOM (about 12 blocks at 1440×900) and layout. Before the click it has rehearsed an open on a made-up session while idle (src/ui/web/rehearsal.ts), so its draw code is compiled, as on a page a user has had open for a moment. Streaming is timed from Node, from the first append to the last delta on screen. It is bounded by the appends (each is durable before it is sent), so a page that keeps up shows a ratio near 1; what the page itself spends is its main-thread busy time (the TaskDuration metric of Chrome over the stream) per delta.`);
+  lines.push(
+    '',
+    `Answers carry inline Markdown, and every tenth a fence and a table. Opening is timed in the page from the click to the first frame with the newest block; the floor reads the same log over the same WebSocket and folds it with the same reducer. The page reads pages of ${HISTORY_READING.pageSize.toLocaleString('en-US')} events, ${HISTORY_READING.pagesInFlight} asked for at a time (after a one-event probe for the newest seq), and the floor reads pages of the same size, takes pages the schema would return unchanged without zod (its CSP forbids eval, so zod has no JIT there; anything else goes through the schema), folds each page as it arrives into one working copy of the conversation (foldInParts), and paints the newest blocks that fill the panel before it fills in the rest of the 300-block window in idle time; what it adds to the floor is the browser side of the wire, the DOM (about 12 blocks at 1440×900) and layout. Before the click it has rehearsed an open on a made-up session while idle (src/ui/web/rehearsal.ts), so its draw code is compiled, as on a page a user has had open for a moment. Streaming is timed from Node, from the first append to the last delta on screen. It is bounded by the appends (each is durable before it is sent), so a page that keeps up shows a ratio near 1; what the page itself spends is its main-thread busy time (the TaskDuration metric of Chrome over the stream) per delta.`,
+  );
   return lines.join('\n');
 }
 
@@ -214,7 +298,10 @@ function markdownAnswerDeltas(count: number): string[] {
       ...Array.from({ length: 5 }, (_, row) => `| ${row} | \`2026-01-${10 + row}\` | parsed |`),
       '',
       '```ts',
-      ...Array.from({ length: 8 }, (_, line) => `export const check${index}_${line} = (text: string) => text.length > ${line};`),
+      ...Array.from(
+        { length: 8 },
+        (_, line) => `export const check${index}_${line} = (text: string) => text.length > ${line};`,
+      ),
       '```',
       '',
       '- [x] reject empty input',
@@ -234,9 +321,18 @@ interface StreamResult {
   busyPerDeltaMs: number;
 }
 
-async function streamRow(harness: WebHarness, floorClient: Awaited<ReturnType<WebHarness['client']>>, name: string, deltas: string[]): Promise<StreamResult> {
+async function streamRow(
+  harness: WebHarness,
+  floorClient: Awaited<ReturnType<WebHarness['client']>>,
+  name: string,
+  deltas: string[],
+): Promise<StreamResult> {
   const manager = harness.server.manager;
-  const session = await manager.createSession({ scope: { kind: 'workflow', harness: 'bench', agent: `stream-${name}` }, agentType: 'bench', backend: 'scripted' });
+  const session = await manager.createSession({
+    scope: { kind: 'workflow', harness: 'bench', agent: `stream-${name}` },
+    agentType: 'bench',
+    backend: 'scripted',
+  });
   await manager.appendEvents(session.sessionId, turnEvents(1));
   const page = await harness.page();
   await page.goto(harness.server.url);
@@ -258,8 +354,17 @@ async function streamRow(harness: WebHarness, floorClient: Awaited<ReturnType<We
       floorDone();
     }
   });
-  await manager.appendEvents(session.sessionId, [{ type: 'block_start', conversationId: 'main', block: { type: 'assistant_text', id: 'stream', content: '', createdAt: Date.now() } }]);
-  for (const delta of deltas) await manager.appendEvents(session.sessionId, [{ type: 'text_delta', conversationId: 'main', blockId: 'stream', delta }]);
+  await manager.appendEvents(session.sessionId, [
+    {
+      type: 'block_start',
+      conversationId: 'main',
+      block: { type: 'assistant_text', id: 'stream', content: '', createdAt: Date.now() },
+    },
+  ]);
+  for (const delta of deltas)
+    await manager.appendEvents(session.sessionId, [
+      { type: 'text_delta', conversationId: 'main', blockId: 'stream', delta },
+    ]);
   await page.locator('[data-block-id="stream"]', { hasText: 'END' }).waitFor({ timeout: 120_000 });
   const pageMs = performance.now() - streamStarted;
   const busyMs = (await busy()) - busyBefore;

@@ -22,17 +22,30 @@ async function time(action: () => Promise<unknown>): Promise<number> {
   return performance.now() - started;
 }
 
-const SOURCE = Array.from({ length: 200 }, (_, index) => `export const value${index} = ${index}; // line ${index + 1} of a typical module`).join('\n') + '\n';
+const SOURCE =
+  Array.from(
+    { length: 200 },
+    (_, index) => `export const value${index} = ${index}; // line ${index + 1} of a typical module`,
+  ).join('\n') + '\n';
 
 async function overheadSection(root: string): Promise<string> {
   const calls = Number(process.env['PARLEY_BENCH_CALLS'] ?? 2_000);
   await fs.writeFile(path.join(root, 'module.ts'), SOURCE);
   await fs.writeFile(path.join(root, 'direct.ts'), SOURCE);
   const workspace = await ProjectWorkspace.open({ root, sandbox: 'none' });
-  const tools = new Map<string, WorkspaceTool>(workspace.tools({ sessionId: 'bench', permissions: ['files-read', 'files-write'], mode: 'bypassPermissions' }).map((tool) => [tool.name, tool]));
+  const tools = new Map<string, WorkspaceTool>(
+    workspace
+      .tools({ sessionId: 'bench', permissions: ['files-read', 'files-write'], mode: 'bypassPermissions' })
+      .map((tool) => [tool.name, tool]),
+  );
   const readTool = tools.get('read_file')!;
   const editTool = tools.get('edit_file')!;
-  const samples = { read: [] as number[], readDirect: [] as number[], edit: [] as number[], editDirect: [] as number[] };
+  const samples = {
+    read: [] as number[],
+    readDirect: [] as number[],
+    edit: [] as number[],
+    editDirect: [] as number[],
+  };
   const direct = path.join(root, 'direct.ts');
   for (let call = 0; call < calls + 100; call++) {
     const warm = call < 100;
@@ -56,10 +69,34 @@ async function overheadSection(root: string): Promise<string> {
   }
   const median = (values: number[]) => percentile(values, 50);
   const rows = [
-    ['read_file (tool)', formatMs(median(samples.read)), formatMs(percentile(samples.read, 95)), formatMs(median(samples.read) - median(samples.readDirect)), ratio(median(samples.read), median(samples.readDirect))],
-    ['fs.readFile (direct)', formatMs(median(samples.readDirect)), formatMs(percentile(samples.readDirect, 95)), '—', '1.00×'],
-    ['edit_file (tool, with fsync + diff)', formatMs(median(samples.edit)), formatMs(percentile(samples.edit, 95)), formatMs(median(samples.edit) - median(samples.editDirect)), ratio(median(samples.edit), median(samples.editDirect))],
-    ['readFile + replace + writeFile (direct)', formatMs(median(samples.editDirect)), formatMs(percentile(samples.editDirect, 95)), '—', '1.00×'],
+    [
+      'read_file (tool)',
+      formatMs(median(samples.read)),
+      formatMs(percentile(samples.read, 95)),
+      formatMs(median(samples.read) - median(samples.readDirect)),
+      ratio(median(samples.read), median(samples.readDirect)),
+    ],
+    [
+      'fs.readFile (direct)',
+      formatMs(median(samples.readDirect)),
+      formatMs(percentile(samples.readDirect, 95)),
+      '—',
+      '1.00×',
+    ],
+    [
+      'edit_file (tool, with fsync + diff)',
+      formatMs(median(samples.edit)),
+      formatMs(percentile(samples.edit, 95)),
+      formatMs(median(samples.edit) - median(samples.editDirect)),
+      ratio(median(samples.edit), median(samples.editDirect)),
+    ],
+    [
+      'readFile + replace + writeFile (direct)',
+      formatMs(median(samples.editDirect)),
+      formatMs(percentile(samples.editDirect, 95)),
+      '—',
+      '1.00×',
+    ],
   ];
   return [
     `### Tool-call overhead (${calls} calls each, a 200-line file)`,
@@ -78,7 +115,10 @@ async function generateTree(root: string, files: number): Promise<void> {
     await Promise.all(
       Array.from({ length: perFolder }, (_, index) => {
         const number = folder * perFolder + index;
-        const lines = Array.from({ length: 40 }, (_, line) => `const item${line} = compute(${number}, ${line}); // ordinary code line`);
+        const lines = Array.from(
+          { length: 40 },
+          (_, line) => `const item${line} = compute(${number}, ${line}); // ordinary code line`,
+        );
         if (number % 97 === 0) lines.push(`// NEEDLE marker in file ${number}`);
         return fs.writeFile(path.join(dir, `file${index}.ts`), lines.join('\n') + '\n');
       }),
@@ -88,7 +128,10 @@ async function generateTree(root: string, files: number): Promise<void> {
 
 function rgDirect(root: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const child = spawn('rg', ['--line-number', '--no-heading', '--color', 'never', 'NEEDLE', '.'], { cwd: root, stdio: ['ignore', 'pipe', 'ignore'] });
+    const child = spawn('rg', ['--line-number', '--no-heading', '--color', 'never', 'NEEDLE', '.'], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
     let lines = 0;
     child.stdout.on('data', (chunk: Buffer) => (lines += chunk.toString().split('\n').length - 1));
     child.on('error', reject);
@@ -102,10 +145,20 @@ async function grepSection(root: string): Promise<string> {
   const workspace = await ProjectWorkspace.open({ root, sandbox: 'none' });
   const hasRg = findOnPath('rg') !== undefined;
   const sides: Array<{ name: string; run: () => Promise<number> }> = [
-    { name: 'grep tool, built-in Node search', run: async () => (await grepProject(workspace.paths, { pattern: 'NEEDLE' }, { maxResults: 10_000, engine: 'node' })).lines.length },
+    {
+      name: 'grep tool, built-in Node search',
+      run: async () =>
+        (await grepProject(workspace.paths, { pattern: 'NEEDLE' }, { maxResults: 10_000, engine: 'node' })).lines
+          .length,
+    },
     ...(hasRg
       ? [
-          { name: 'grep tool, through rg', run: async () => (await grepProject(workspace.paths, { pattern: 'NEEDLE' }, { maxResults: 10_000, engine: 'rg' })).lines.length },
+          {
+            name: 'grep tool, through rg',
+            run: async () =>
+              (await grepProject(workspace.paths, { pattern: 'NEEDLE' }, { maxResults: 10_000, engine: 'rg' })).lines
+                .length,
+          },
           { name: 'rg spawned directly', run: () => rgDirect(root) },
         ]
       : []),
@@ -123,7 +176,13 @@ async function grepSection(root: string): Promise<string> {
   const baseline = hasRg ? percentile(samples.get('rg spawned directly')!, 50) : undefined;
   const rows = sides.map((side) => {
     const values = samples.get(side.name)!;
-    return [side.name, formatMs(percentile(values, 50)), formatMs(percentile(values, 95)), String(found.get(side.name)), baseline ? ratio(percentile(values, 50), baseline) : '—'];
+    return [
+      side.name,
+      formatMs(percentile(values, 50)),
+      formatMs(percentile(values, 95)),
+      String(found.get(side.name)),
+      baseline ? ratio(percentile(values, 50), baseline) : '—',
+    ];
   });
   return [
     `### grep over 10,000 files (${runs} runs each, ${found.get(sides[0]!.name)} matching lines)`,

@@ -35,11 +35,19 @@ const FixSchema = z.object({ code: z.string(), summary: z.string() });
 function scriptedReview(call: ScriptedCall): ScriptStep[] {
   const code = call.prompt;
   const issues: Issue[] = [];
-  if (code.includes('<= items.length')) issues.push({ line: 3, severity: 'high', message: 'Off-by-one: `i <= items.length` reads past the end of the array; use `<`.' });
+  if (code.includes('<= items.length'))
+    issues.push({
+      line: 3,
+      severity: 'high',
+      message: 'Off-by-one: `i <= items.length` reads past the end of the array; use `<`.',
+    });
   if (/\bvar\b/.test(code)) issues.push({ line: 2, severity: 'low', message: 'Uses `var`; prefer `let` or `const`.' });
   return [
     { type: 'thinking', text: 'Reading the loop bounds and the declarations.' },
-    { type: 'text', text: `I found ${issues.length} issue(s).\n\n\`\`\`json\n${JSON.stringify({ issues }, null, 2)}\n\`\`\`` },
+    {
+      type: 'text',
+      text: `I found ${issues.length} issue(s).\n\n\`\`\`json\n${JSON.stringify({ issues }, null, 2)}\n\`\`\``,
+    },
   ];
 }
 
@@ -56,7 +64,9 @@ function scriptedFix(call: ScriptedCall): ScriptStep[] {
     fixed = fixed.replace(/\bvar sum\b/, 'let sum').replace(/\bvar i\b/, 'let i');
     done.push('replaced var with let');
   }
-  return [{ type: 'text', text: JSON.stringify({ code: fixed.trimEnd(), summary: done.join('; ') || 'nothing to change' }) }];
+  return [
+    { type: 'text', text: JSON.stringify({ code: fixed.trimEnd(), summary: done.join('; ') || 'nothing to change' }) },
+  ];
 }
 
 export const reviewer = defineAgent({
@@ -84,7 +94,11 @@ export interface CodeReviewState {
 const codeReview = defineHarness({
   name: 'code-review',
   agents: { reviewer, fixer },
-  state: (input: { code?: string } | undefined): CodeReviewState => ({ code: input?.code ?? SAMPLE_CODE, issues: [], fixed: [] }),
+  state: (input: { code?: string } | undefined): CodeReviewState => ({
+    code: input?.code ?? SAMPLE_CODE,
+    issues: [],
+    fixed: [],
+  }),
   run: async ({ agents, state, session, phase, emit }) => {
     const review = await phase('review', () => agents.reviewer.run(`Review this code:\n\n${state.code}`));
     state.issues = review.issues;
@@ -102,7 +116,9 @@ const codeReview = defineHarness({
       if (answer.choice === 'Review each') {
         chosen = [];
         for (const issue of state.issues) {
-          const each = await session.waitForUser(`Fix line ${issue.line}: ${issue.message}`, { choices: ['Fix', 'Skip'] });
+          const each = await session.waitForUser(`Fix line ${issue.line}: ${issue.message}`, {
+            choices: ['Fix', 'Skip'],
+          });
           if (each.choice === 'Fix') chosen.push(issue);
         }
       }
@@ -110,7 +126,9 @@ const codeReview = defineHarness({
     if (chosen.length === 0) return { ...state };
 
     const fix = await phase('fix', () =>
-      agents.fixer.run(`Fix these issues:\n${chosen.map((issue) => `- line ${issue.line}: ${issue.message}`).join('\n')}\n\nin this code:\n\`\`\`js\n${state.code}\n\`\`\``),
+      agents.fixer.run(
+        `Fix these issues:\n${chosen.map((issue) => `- line ${issue.line}: ${issue.message}`).join('\n')}\n\nin this code:\n\`\`\`js\n${state.code}\n\`\`\``,
+      ),
     );
     state.code = fix.code;
     state.fixed = chosen.map((issue) => issue.message);

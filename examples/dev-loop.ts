@@ -40,7 +40,8 @@ export interface DevLoopInput {
   taskId?: string;
 }
 
-const SAMPLE_TASK = 'Make `sum(numbers)` in src/sum.mjs return the sum of the numbers, following the lint rules (no `var`).';
+const SAMPLE_TASK =
+  'Make `sum(numbers)` in src/sum.mjs return the sum of the numbers, following the lint rules (no `var`).';
 const SAMPLE_SOURCE = 'export function sum(numbers) {\n  return 0;\n}\n';
 
 /** The sample project's checks: `node --check`, a small lint rule and a test, each a `node -e` script. */
@@ -59,16 +60,40 @@ export function sampleChecks(): Check[] {
   return [
     { name: 'build', command: node, args: ['--check', 'src/sum.mjs'] },
     { name: 'lint', command: node, args: ['-e', lint] },
-    { name: 'test', command: node, args: ['--input-type=module', '-e', `import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);\n${test}`] },
+    {
+      name: 'test',
+      command: node,
+      args: [
+        '--input-type=module',
+        '-e',
+        `import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);\n${test}`,
+      ],
+    },
   ];
 }
 
 /** The scripted dev agent's attempts, by iteration: a syntax error, a lint error, a wrong result, then right. */
 const ATTEMPTS = [
-  { summary: 'Loop over the numbers.', source: 'export function sum(numbers) {\n  let total = 0\n  for (const n of numbers) {\n    total += n;\n  return total;\n}\n' },
-  { summary: 'Fixed the missing brace.', source: 'export function sum(numbers) {\n  var total = 0;\n  for (const n of numbers) total += n;\n  return total;\n}\n' },
-  { summary: 'Use let instead of var.', source: 'export function sum(numbers) {\n  let total = 0;\n  for (let i = 1; i < numbers.length; i++) total += numbers[i];\n  return total;\n}\n' },
-  { summary: 'Start the loop at the first number.', source: 'export function sum(numbers) {\n  let total = 0;\n  for (const n of numbers) total += n;\n  return total;\n}\n' },
+  {
+    summary: 'Loop over the numbers.',
+    source:
+      'export function sum(numbers) {\n  let total = 0\n  for (const n of numbers) {\n    total += n;\n  return total;\n}\n',
+  },
+  {
+    summary: 'Fixed the missing brace.',
+    source:
+      'export function sum(numbers) {\n  var total = 0;\n  for (const n of numbers) total += n;\n  return total;\n}\n',
+  },
+  {
+    summary: 'Use let instead of var.',
+    source:
+      'export function sum(numbers) {\n  let total = 0;\n  for (let i = 1; i < numbers.length; i++) total += numbers[i];\n  return total;\n}\n',
+  },
+  {
+    summary: 'Start the loop at the first number.',
+    source:
+      'export function sum(numbers) {\n  let total = 0;\n  for (const n of numbers) total += n;\n  return total;\n}\n',
+  },
 ];
 
 function scriptedDev(call: ScriptedCall): ScriptStep[] {
@@ -76,7 +101,10 @@ function scriptedDev(call: ScriptedCall): ScriptStep[] {
   const attempt = ATTEMPTS[Math.min(iteration, ATTEMPTS.length) - 1]!;
   return [
     { type: 'thinking', text: `Iteration ${iteration}: reading the failing checks.` },
-    { type: 'text', text: JSON.stringify({ files: [{ path: 'src/sum.mjs', content: attempt.source }], summary: attempt.summary }) },
+    {
+      type: 'text',
+      text: JSON.stringify({ files: [{ path: 'src/sum.mjs', content: attempt.source }], summary: attempt.summary }),
+    },
   ];
 }
 
@@ -88,7 +116,8 @@ const ChangeSchema = z.object({
 export const dev = defineAgent({
   name: 'Dev',
   role: 'You implement one task in the project and iterate until the build, the lint and the tests pass.',
-  instructions: 'Answer with JSON: {"files":[{"path": relative path, "content": the whole new file}], "summary": what you changed}.',
+  instructions:
+    'Answer with JSON: {"files":[{"path": relative path, "content": the whole new file}], "summary": what you changed}.',
   agentType: 'dev',
   backend: createScriptedBackend({ name: 'scripted-dev', defaultTurn: scriptedDev }),
   outputSchema: ChangeSchema,
@@ -103,16 +132,29 @@ export interface CheckResult {
 /** Runs a check; its output has the project path replaced by `.`, so results read the same in any folder. */
 export function runCheck(check: Check, projectDir: string, signal: AbortSignal): Promise<CheckResult> {
   return new Promise((done) => {
-    execFile(check.command, check.args, { cwd: projectDir, signal, timeout: 60_000, maxBuffer: 1 << 20 }, (error, stdout, stderr) => {
-      const output = `${stderr}${stdout}`.split(projectDir + sep).join('').split(projectDir).join('.').trim();
-      done({ name: check.name, passed: error === null, output });
-    });
+    execFile(
+      check.command,
+      check.args,
+      { cwd: projectDir, signal, timeout: 60_000, maxBuffer: 1 << 20 },
+      (error, stdout, stderr) => {
+        const output = `${stderr}${stdout}`
+          .split(projectDir + sep)
+          .join('')
+          .split(projectDir)
+          .join('.')
+          .trim();
+        done({ name: check.name, passed: error === null, output });
+      },
+    );
   });
 }
 
 /** The line of a check's output that says what went wrong. */
 function firstError(result: CheckResult): string {
-  const lines = result.output.split('\n').map((line) => line.trim()).filter(Boolean);
+  const lines = result.output
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean);
   const pick = lines.find((line) => /Error|error|expected|no-var/.test(line)) ?? lines[0] ?? 'failed with no output';
   return `${result.name}: ${pick}`;
 }
@@ -168,7 +210,10 @@ const devLoop = defineHarness({
       let failuresInARow = 0;
       for (let iteration = 1; iteration <= maxIterations; iteration++) {
         state.iteration = iteration;
-        const failing = state.failedChecks.length > 0 ? `\nFailing checks: ${state.failedChecks.join(', ')}.\nLast error: ${state.lastError}` : '';
+        const failing =
+          state.failedChecks.length > 0
+            ? `\nFailing checks: ${state.failedChecks.join(', ')}.\nLast error: ${state.lastError}`
+            : '';
         const change = await phase(`iteration ${iteration}`, async () => {
           const proposed = await agents.dev.run(`Iteration ${iteration}: ${taskText}${failing}`);
           await writeFiles(projectDir, proposed.files);
@@ -187,11 +232,21 @@ const devLoop = defineHarness({
           failedChecks: state.failedChecks,
           lastError: state.lastError ?? null,
         });
-        emit('checks', { iteration, passed: state.passedChecks, failed: state.failedChecks, ...(state.lastError ? { lastError: state.lastError } : {}) });
+        emit('checks', {
+          iteration,
+          passed: state.passedChecks,
+          failed: state.failedChecks,
+          ...(state.lastError ? { lastError: state.lastError } : {}),
+        });
 
         if (!failed) {
           const source = sample ? await readFile(join(projectDir, 'src', 'sum.mjs'), 'utf8') : undefined;
-          return { status: 'passed', iterations: iteration, summary: change.summary, ...(source !== undefined ? { source } : {}) };
+          return {
+            status: 'passed',
+            iterations: iteration,
+            summary: change.summary,
+            ...(source !== undefined ? { source } : {}),
+          };
         }
         failuresInARow += 1;
         if (failuresInARow >= askAfter && iteration < maxIterations) {
@@ -199,9 +254,13 @@ const devLoop = defineHarness({
           if (!session) return { status: 'stopped', iterations: iteration, lastError: state.lastError! };
           const answer = await session.waitForUser(
             `The dev agent has failed ${failuresInARow} iterations in a row (last error: ${state.lastError}). Keep going?`,
-            { choices: ['Continue', 'Stop'], ...(input.askTimeoutMs !== undefined ? { timeout: input.askTimeoutMs, defaultChoice: 'Stop' } : {}) },
+            {
+              choices: ['Continue', 'Stop'],
+              ...(input.askTimeoutMs !== undefined ? { timeout: input.askTimeoutMs, defaultChoice: 'Stop' } : {}),
+            },
           );
-          if (answer.choice === 'Stop') return { status: 'stopped', iterations: iteration, lastError: state.lastError! };
+          if (answer.choice === 'Stop')
+            return { status: 'stopped', iterations: iteration, lastError: state.lastError! };
           failuresInARow = 0;
         }
       }

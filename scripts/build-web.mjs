@@ -24,14 +24,25 @@ const source = join(root, 'src', 'ui', 'web');
 const lean = {
   name: 'parley-lean',
   setup(build) {
-    const stubs = { '../locales/index.js': 'export {};', './from-json-schema.js': 'export function fromJSONSchema() { throw new Error("fromJSONSchema is not in the web bundle"); }' };
+    const stubs = {
+      '../locales/index.js': 'export {};',
+      './from-json-schema.js':
+        'export function fromJSONSchema() { throw new Error("fromJSONSchema is not in the web bundle"); }',
+    };
     build.onResolve({ filter: /^\.\.?\/(locales\/index|from-json-schema)\.js$/ }, (args) =>
-      args.importer.includes(`${join('node_modules', 'zod')}`) && args.path in stubs ? { path: args.path, namespace: 'parley-stub' } : undefined,
+      args.importer.includes(`${join('node_modules', 'zod')}`) && args.path in stubs
+        ? { path: args.path, namespace: 'parley-stub' }
+        : undefined,
     );
     build.onLoad({ filter: /.*/, namespace: 'parley-stub' }, (args) => ({ contents: stubs[args.path], loader: 'js' }));
     build.onResolve({ filter: /^\./ }, async (args) => {
       if (args.pluginData?.lean || !args.importer.startsWith(join(root, 'src'))) return undefined;
-      const result = await build.resolve(args.path, { kind: args.kind, importer: args.importer, resolveDir: args.resolveDir, pluginData: { lean: true } });
+      const result = await build.resolve(args.path, {
+        kind: args.kind,
+        importer: args.importer,
+        resolveDir: args.resolveDir,
+        pluginData: { lean: true },
+      });
       if (result.errors.length > 0) return { errors: result.errors };
       return { ...result, sideEffects: false };
     });
@@ -68,14 +79,17 @@ export async function buildWeb(options = {}) {
     logLevel: 'warning',
     plugins: [lean],
   });
-  const files = Object.keys(result.metafile.outputs).map((path) => relative(outDir, resolve(root, path)).split(sep).join('/'));
+  const files = Object.keys(result.metafile.outputs).map((path) =>
+    relative(outDir, resolve(root, path)).split(sep).join('/'),
+  );
   for (const name of await readdir(join(source, 'static'))) {
     await copyFile(join(source, 'static', name), join(outDir, name));
     files.push(name);
   }
   const bundleBytes = (await stat(join(outDir, 'app.js'))).size;
   let lazyBytes = 0;
-  for (const [path, output] of Object.entries(result.metafile.outputs)) if (path.endsWith('.js') && !path.endsWith('app.js')) lazyBytes += output.bytes;
+  for (const [path, output] of Object.entries(result.metafile.outputs))
+    if (path.endsWith('.js') && !path.endsWith('app.js')) lazyBytes += output.bytes;
   return { outDir, files, bundleBytes, lazyBytes };
 }
 
@@ -83,5 +97,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1]
   const index = process.argv.indexOf('--out-dir');
   const outDir = index > 0 ? process.argv[index + 1] : undefined;
   const result = await buildWeb(outDir ? { outDir } : {});
-  console.log(`web UI: ${result.files.join(', ')} in ${result.outDir} (app.js ${(result.bundleBytes / 1024).toFixed(1)} KiB, loaded later ${(result.lazyBytes / 1024).toFixed(1)} KiB)`);
+  console.log(
+    `web UI: ${result.files.join(', ')} in ${result.outDir} (app.js ${(result.bundleBytes / 1024).toFixed(1)} KiB, loaded later ${(result.lazyBytes / 1024).toFixed(1)} KiB)`,
+  );
 }

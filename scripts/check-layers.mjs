@@ -30,8 +30,33 @@ const allowed = {
   acp: ['conversation', 'store', 'backends', 'sessions', 'draft', 'workspace', 'telemetry'],
   'ui/tui': ['conversation', 'protocol'],
   'ui/web': ['conversation', 'protocol'],
-  cli: ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol', 'server', 'acp', 'workspace', 'ui/tui', 'ui/web', 'telemetry'],
-  '.': ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol', 'server', 'workspace', 'telemetry'],
+  cli: [
+    'conversation',
+    'store',
+    'backends',
+    'sessions',
+    'harness',
+    'draft',
+    'protocol',
+    'server',
+    'acp',
+    'workspace',
+    'ui/tui',
+    'ui/web',
+    'telemetry',
+  ],
+  '.': [
+    'conversation',
+    'store',
+    'backends',
+    'sessions',
+    'harness',
+    'draft',
+    'protocol',
+    'server',
+    'workspace',
+    'telemetry',
+  ],
 };
 
 function layerOf(file) {
@@ -52,7 +77,9 @@ function walk(dir) {
 function resolveImport(from, specifier) {
   const base = resolve(dirname(from), specifier).replace(/\.js$/, '');
   for (const candidate of [`${base}.ts`, `${base}.tsx`, join(base, 'index.ts')]) {
-    try { if (statSync(candidate).isFile()) return candidate; } catch {}
+    try {
+      if (statSync(candidate).isFile()) return candidate;
+    } catch {}
   }
   return undefined;
 }
@@ -62,9 +89,18 @@ function importsOf(file) {
   const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
   const found = [];
   const visit = (node) => {
-    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+    if (
+      (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) &&
+      node.moduleSpecifier &&
+      ts.isStringLiteral(node.moduleSpecifier)
+    ) {
       found.push({ specifier: node.moduleSpecifier.text, dynamic: false });
-    } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] && ts.isStringLiteral(node.arguments[0])) {
+    } else if (
+      ts.isCallExpression(node) &&
+      node.expression.kind === ts.SyntaxKind.ImportKeyword &&
+      node.arguments[0] &&
+      ts.isStringLiteral(node.arguments[0])
+    ) {
       found.push({ specifier: node.arguments[0].text, dynamic: true });
     }
     ts.forEachChild(node, visit);
@@ -89,18 +125,29 @@ for (const file of files) {
   for (const { specifier, dynamic } of importsOf(file)) {
     if (!specifier.startsWith('.')) continue;
     const target = resolveImport(file, specifier);
-    if (!target) { problems.push(`${relative(root, file)}: cannot resolve import '${specifier}'`); continue; }
-    if (!target.startsWith(root + sep)) { problems.push(`${relative(root, file)}: imports '${specifier}' outside src/`); continue; }
+    if (!target) {
+      problems.push(`${relative(root, file)}: cannot resolve import '${specifier}'`);
+      continue;
+    }
+    if (!target.startsWith(root + sep)) {
+      problems.push(`${relative(root, file)}: imports '${specifier}' outside src/`);
+      continue;
+    }
     const targetLayer = layerOf(target);
     if (targetLayer !== layer) {
       const permitted = allowed[layer];
       if (!permitted) problems.push(`${relative(root, file)}: file is in no known layer ('${layer}')`);
-      else if (!permitted.includes(targetLayer)) problems.push(`${relative(root, file)}: layer '${layer}' may not import layer '${targetLayer}' ('${specifier}')`);
+      else if (!permitted.includes(targetLayer))
+        problems.push(
+          `${relative(root, file)}: layer '${layer}' may not import layer '${targetLayer}' ('${specifier}')`,
+        );
       const targetRel = relative(root, target);
       const indexOfLayer = targetLayer === '.' ? 'index.ts' : join(targetLayer, 'index.ts');
       const extraPublicFaces = ['backends/testing.ts'];
       if (targetRel !== indexOfLayer && !extraPublicFaces.includes(targetRel)) {
-        problems.push(`${relative(root, file)}: imports '${specifier}' past the public face of layer '${targetLayer}' (import its index.ts)`);
+        problems.push(
+          `${relative(root, file)}: imports '${specifier}' past the public face of layer '${targetLayer}' (import its index.ts)`,
+        );
       }
     }
     if (!dynamic) edges.push(target);
@@ -117,9 +164,15 @@ function dfs(node) {
   stack.push(node);
   for (const next of graph.get(node) ?? []) {
     if (colour.get(next) === 'grey') {
-      const cycle = stack.slice(stack.indexOf(next)).concat(next).map((file) => relative(root, file));
+      const cycle = stack
+        .slice(stack.indexOf(next))
+        .concat(next)
+        .map((file) => relative(root, file));
       const key = [...new Set(cycle)].sort().join('|');
-      if (!reported.has(key) && !allowedCycles.has(key)) { reported.add(key); problems.push(`import cycle: ${cycle.join(' -> ')}`); }
+      if (!reported.has(key) && !allowedCycles.has(key)) {
+        reported.add(key);
+        problems.push(`import cycle: ${cycle.join(' -> ')}`);
+      }
     } else if (!colour.has(next)) dfs(next);
   }
   stack.pop();

@@ -1,5 +1,14 @@
 import { Readable, Writable } from 'node:stream';
-import { agent, methods, ndJsonStream, PROTOCOL_VERSION, RequestError, type AgentConnection, type InitializeResponse, type Stream } from '@agentclientprotocol/sdk';
+import {
+  agent,
+  methods,
+  ndJsonStream,
+  PROTOCOL_VERSION,
+  RequestError,
+  type AgentConnection,
+  type InitializeResponse,
+  type Stream,
+} from '@agentclientprotocol/sdk';
 import { isParleyError } from '../conversation/index.js';
 import { AcpSessions } from './acp-sessions.js';
 import { Workspaces, type AcpBackends } from './workspaces.js';
@@ -29,7 +38,11 @@ export interface RunningAcpAgent {
 
 /** Serves ACP on a stream (stdio for editors; tests and benches may pass their own). */
 export function serveAcp(stream: Stream, options: AcpAgentOptions): RunningAcpAgent {
-  const workspaces = new Workspaces({ ...(options.dataDir ? { dataDir: options.dataDir } : {}), openBackends: options.openBackends, log: options.log });
+  const workspaces = new Workspaces({
+    ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+    openBackends: options.openBackends,
+    log: options.log,
+  });
   let connection: AgentConnection | undefined;
   const sessions = new AcpSessions({
     workspaces,
@@ -63,7 +76,11 @@ export function serveAcp(stream: Stream, options: AcpAgentOptions): RunningAcpAg
       await guard(() => sessions.setMode(params));
       return {};
     })
-    .onRequest(methods.agent.session.setConfigOption, ({ params }) => guard(() => sessions.setConfigOption({ sessionId: params.sessionId, configId: params.configId, value: params.value })))
+    .onRequest(methods.agent.session.setConfigOption, ({ params }) =>
+      guard(() =>
+        sessions.setConfigOption({ sessionId: params.sessionId, configId: params.configId, value: params.value }),
+      ),
+    )
     .onRequest(methods.agent.session.prompt, ({ params, signal }) => guard(() => sessions.prompt(params, signal)))
     .onNotification(methods.agent.session.cancel, ({ params }) => sessions.cancel(params.sessionId));
 
@@ -83,18 +100,31 @@ export function serveAcp(stream: Stream, options: AcpAgentOptions): RunningAcpAg
     } catch (error) {
       if (error instanceof RequestError) throw error;
       if (isParleyError(error)) {
-        if (error.code === 'SESSION_NOT_FOUND') throw RequestError.resourceNotFound(String((error.data as { sessionId?: unknown } | undefined)?.sessionId ?? ''));
-        if (error.fault === 'user') throw RequestError.invalidParams({ code: error.code, ...(isRecord(error.data) ? error.data : {}) }, error.message);
+        if (error.code === 'SESSION_NOT_FOUND')
+          throw RequestError.resourceNotFound(
+            String((error.data as { sessionId?: unknown } | undefined)?.sessionId ?? ''),
+          );
+        if (error.fault === 'user')
+          throw RequestError.invalidParams(
+            { code: error.code, ...(isRecord(error.data) ? error.data : {}) },
+            error.message,
+          );
       }
       options.log(`internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-      throw RequestError.internalError(isParleyError(error) ? { code: error.code } : undefined, error instanceof Error ? error.message : String(error));
+      throw RequestError.internalError(
+        isParleyError(error) ? { code: error.code } : undefined,
+        error instanceof Error ? error.message : String(error),
+      );
     }
   }
 }
 
 /** Serves ACP on this process's stdin and stdout. */
 export function serveAcpOnStdio(options: AcpAgentOptions): RunningAcpAgent {
-  const stream = ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>);
+  const stream = ndJsonStream(
+    Writable.toWeb(process.stdout),
+    Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>,
+  );
   return serveAcp(stream, options);
 }
 

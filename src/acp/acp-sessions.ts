@@ -18,7 +18,13 @@ import type { ParleyTool, RoleInfo } from '../draft/index.js';
 import { continueOnBackend, runTurnWithFallback } from '../sessions/index.js';
 import type { SessionRecord } from '../store/index.js';
 import { ApprovalBroker, ProjectWorkspace, WORKSPACE_PERMISSIONS } from '../workspace/index.js';
-import { askingFirst, clientFilesOf, createPermissionBridge, type AcpPermissionBridge, type ClientFiles } from './client-bridge.js';
+import {
+  askingFirst,
+  clientFilesOf,
+  createPermissionBridge,
+  type AcpPermissionBridge,
+  type ClientFiles,
+} from './client-bridge.js';
 import { editorFilesOf } from './editor-files.js';
 import { connectEditorTools, type EditorTools } from './editor-mcp.js';
 import { promptText, PromptContentError } from './prompt-content.js';
@@ -93,8 +99,14 @@ export class AcpSessions {
     const workspace = await this.workspaceOf(params.cwd);
     const sessionId = randomUUID();
     const { roles } = await workspace.catalog.loadRoles(workspace.project);
-    const role = roles.some((entry) => entry.name === workspace.project.defaultRole) ? workspace.project.defaultRole : (roles[0]?.name ?? 'dev');
-    const session = await this.open(sessionId, params.cwd, workspace, params.mcpServers, { role, backend: workspace.backends.defaultBackend, stored: false });
+    const role = roles.some((entry) => entry.name === workspace.project.defaultRole)
+      ? workspace.project.defaultRole
+      : (roles[0]?.name ?? 'dev');
+    const session = await this.open(sessionId, params.cwd, workspace, params.mcpServers, {
+      role,
+      backend: workspace.backends.defaultBackend,
+      stored: false,
+    });
     return { sessionId, modes: modesOf(roles, session.role), configOptions: this.configOptions(session) };
   }
 
@@ -104,24 +116,49 @@ export class AcpSessions {
     const { roles } = await workspace.catalog.loadRoles(workspace.project);
     const named = record.scope.kind === 'draft' ? record.scope.role : record.agentType;
     const role = roles.some((entry) => entry.name === named) ? named : workspace.project.defaultRole;
-    const backend = workspace.backends.backendNames.includes(record.type) ? record.type : workspace.backends.defaultBackend;
+    const backend = workspace.backends.backendNames.includes(record.type)
+      ? record.type
+      : workspace.backends.defaultBackend;
     const earlier = this.sessions.get(params.sessionId);
-    if (earlier?.turn) throw RequestError.invalidRequest({ sessionId: params.sessionId }, `Session ${params.sessionId} is running a turn here; cancel it before loading it again.`);
+    if (earlier?.turn)
+      throw RequestError.invalidRequest(
+        { sessionId: params.sessionId },
+        `Session ${params.sessionId} is running a turn here; cancel it before loading it again.`,
+      );
     if (earlier) await this.forget(earlier);
-    const session = await this.open(params.sessionId, params.cwd, workspace, params.mcpServers, { role, backend, stored: true });
+    const session = await this.open(params.sessionId, params.cwd, workspace, params.mcpServers, {
+      role,
+      backend,
+      stored: true,
+    });
     const conversation = await workspace.manager.loadConversation(params.sessionId);
     session.sentSeq = conversation.lastSeq;
     for (const update of replayUpdates(conversation, params.cwd)) this.send(session, update);
-    this.send(session, sessionInfoUpdateOf({ ...(record.title ? { title: record.title } : {}), updatedAt: record.updatedAt, metrics: conversation.metrics }));
+    this.send(
+      session,
+      sessionInfoUpdateOf({
+        ...(record.title ? { title: record.title } : {}),
+        updatedAt: record.updatedAt,
+        metrics: conversation.metrics,
+      }),
+    );
     // The replay reaches the editor before the answer to session/load.
     await this.outbox;
     return { modes: modesOf(roles, session.role), configOptions: this.configOptions(session) };
   }
 
-  async listSessions(params: { cwd?: string | null | undefined; cursor?: string | null | undefined }): Promise<ListSessionsResponse> {
+  async listSessions(params: {
+    cwd?: string | null | undefined;
+    cursor?: string | null | undefined;
+  }): Promise<ListSessionsResponse> {
     // Listing never creates a data folder: a folder without one has no sessions.
     const cwd = params.cwd ?? ((await this.options.workspaces.opened()).length === 0 ? process.cwd() : undefined);
-    const workspaces = cwd === undefined ? await this.options.workspaces.opened() : (await this.options.workspaces.holdsSessions(cwd)) ? [await this.workspaceOf(cwd)] : [];
+    const workspaces =
+      cwd === undefined
+        ? await this.options.workspaces.opened()
+        : (await this.options.workspaces.holdsSessions(cwd))
+          ? [await this.workspaceOf(cwd)]
+          : [];
     const records: Array<{ record: SessionRecord; cwd: string }> = [];
     for (const workspace of workspaces) {
       for (const record of await workspace.manager.listSessions()) {
@@ -130,7 +167,11 @@ export class AcpSessions {
     }
     records.sort((left, right) => right.record.updatedAt - left.record.updatedAt);
     const offset = params.cursor ? Number.parseInt(params.cursor, 10) : 0;
-    if (!Number.isInteger(offset) || offset < 0) throw RequestError.invalidParams({ cursor: params.cursor }, 'The cursor is not one this agent gave; list again without it.');
+    if (!Number.isInteger(offset) || offset < 0)
+      throw RequestError.invalidParams(
+        { cursor: params.cursor },
+        'The cursor is not one this agent gave; list again without it.',
+      );
     const page = records.slice(offset, offset + PAGE_SIZE);
     return {
       sessions: page.map(({ record, cwd }) => ({
@@ -138,7 +179,14 @@ export class AcpSessions {
         cwd,
         ...(record.title ? { title: record.title } : {}),
         updatedAt: new Date(record.updatedAt).toISOString(),
-        _meta: { parley: { kind: record.scope.kind, backend: record.type, agentType: record.agentType, ...(record.readOnly ? { readOnly: true } : {}) } },
+        _meta: {
+          parley: {
+            kind: record.scope.kind,
+            backend: record.type,
+            agentType: record.agentType,
+            ...(record.readOnly ? { readOnly: true } : {}),
+          },
+        },
       })),
       ...(offset + PAGE_SIZE < records.length ? { nextCursor: String(offset + PAGE_SIZE) } : {}),
     };
@@ -148,17 +196,27 @@ export class AcpSessions {
     const session = this.require(params.sessionId);
     const { roles } = await session.workspace.catalog.loadRoles(session.workspace.project);
     if (!roles.some((role) => role.name === params.modeId)) {
-      throw RequestError.invalidParams({ modeId: params.modeId }, `No mode "${params.modeId}". Modes (roles): ${roles.map((role) => role.name).join(', ')}.`);
+      throw RequestError.invalidParams(
+        { modeId: params.modeId },
+        `No mode "${params.modeId}". Modes (roles): ${roles.map((role) => role.name).join(', ')}.`,
+      );
     }
     session.role = params.modeId;
   }
 
-  async setConfigOption(params: { sessionId: string; configId: string; value: string | boolean }): Promise<{ configOptions: SessionConfigOption[] }> {
+  async setConfigOption(params: {
+    sessionId: string;
+    configId: string;
+    value: string | boolean;
+  }): Promise<{ configOptions: SessionConfigOption[] }> {
     const session = this.require(params.sessionId);
     const value = String(params.value);
     if (params.configId === BACKEND_OPTION) {
       if (!session.workspace.backends.backendNames.includes(value)) {
-        throw RequestError.invalidParams({ value }, `No back end "${value}". Back ends: ${session.workspace.backends.backendNames.join(', ')}.`);
+        throw RequestError.invalidParams(
+          { value },
+          `No back end "${value}". Back ends: ${session.workspace.backends.backendNames.join(', ')}.`,
+        );
       }
       session.backend = value;
       delete session.model;
@@ -166,16 +224,25 @@ export class AcpSessions {
       if (value === DEFAULT_MODEL_VALUE) delete session.model;
       else session.model = value;
     } else {
-      throw RequestError.invalidParams({ configId: params.configId }, `No config option "${params.configId}"; the options are ${BACKEND_OPTION} and ${MODEL_OPTION}.`);
+      throw RequestError.invalidParams(
+        { configId: params.configId },
+        `No config option "${params.configId}"; the options are ${BACKEND_OPTION} and ${MODEL_OPTION}.`,
+      );
     }
     return { configOptions: this.configOptions(session) };
   }
 
   /** One turn, streamed as session updates; resolves with the stop reason once every update is out. */
-  async prompt(params: { sessionId: string; prompt: Parameters<typeof promptText>[0] }, requestSignal: AbortSignal): Promise<PromptResponse> {
+  async prompt(
+    params: { sessionId: string; prompt: Parameters<typeof promptText>[0] },
+    requestSignal: AbortSignal,
+  ): Promise<PromptResponse> {
     const session = this.require(params.sessionId);
     if (session.turn) {
-      throw RequestError.invalidRequest({ sessionId: session.sessionId, code: 'TURN_IN_PROGRESS' }, `A turn is already running on session ${session.sessionId}; wait for it or send session/cancel.`);
+      throw RequestError.invalidRequest(
+        { sessionId: session.sessionId, code: 'TURN_IN_PROGRESS' },
+        `A turn is already running on session ${session.sessionId}; wait for it or send session/cancel.`,
+      );
     }
     let text: string;
     try {
@@ -232,7 +299,10 @@ export class AcpSessions {
       tools: await this.toolsOf(session, role, backend),
       profile,
       cwd: session.cwd,
-      repairInterrupted: !workspace.workers.list((agent) => agent.parentSessionId === session.sessionId && (agent.status === 'queued' || agent.status === 'running')).length,
+      repairInterrupted: !workspace.workers.list(
+        (agent) =>
+          agent.parentSessionId === session.sessionId && (agent.status === 'queued' || agent.status === 'running'),
+      ).length,
       ...(model ? { model } : {}),
       ...(role.maxTurns ? { maxTurns: role.maxTurns } : {}),
     });
@@ -240,13 +310,24 @@ export class AcpSessions {
     let parleyStopReason: string | undefined;
     for await (const event of handle.events) {
       lastSeq = Math.max(lastSeq, event.seq);
-      if (event.type === 'metadata_update' && event.conversationId === MAIN_CONVERSATION && event.metadata.turnComplete) parleyStopReason = event.metadata.stopReason;
+      if (event.type === 'metadata_update' && event.conversationId === MAIN_CONVERSATION && event.metadata.turnComplete)
+        parleyStopReason = event.metadata.stopReason;
     }
     await this.sentThrough(session, lastSeq);
-    const [record, conversation] = await Promise.all([workspace.manager.getSession(session.sessionId), workspace.manager.loadConversation(session.sessionId)]);
+    const [record, conversation] = await Promise.all([
+      workspace.manager.getSession(session.sessionId),
+      workspace.manager.loadConversation(session.sessionId),
+    ]);
     const usage = usageUpdateOf(conversation.metrics);
     if (usage) this.send(session, usage);
-    this.send(session, sessionInfoUpdateOf({ ...(record.title ? { title: record.title } : {}), updatedAt: record.updatedAt, metrics: conversation.metrics }));
+    this.send(
+      session,
+      sessionInfoUpdateOf({
+        ...(record.title ? { title: record.title } : {}),
+        updatedAt: record.updatedAt,
+        metrics: conversation.metrics,
+      }),
+    );
     await this.outbox;
     const stopReason: StopReason = stopReasonOf(parleyStopReason, controller.signal.aborted);
     return { stopReason };
@@ -276,7 +357,10 @@ export class AcpSessions {
     try {
       return session.workspace.backends.backendFor(session.backend, session.model);
     } catch (error) {
-      throw RequestError.invalidParams({ backend: session.backend }, `The back end "${session.backend}" cannot be used: ${error instanceof Error ? error.message : String(error)}`);
+      throw RequestError.invalidParams(
+        { backend: session.backend },
+        `The back end "${session.backend}" cannot be used: ${error instanceof Error ? error.message : String(error)}`,
+      );
     }
   }
 
@@ -285,7 +369,12 @@ export class AcpSessions {
     const role = roles.find((entry) => entry.name === session.role);
     if (role) return role;
     const broken = errors.find((error) => error.file.endsWith(`/${session.role}.md`));
-    throw RequestError.invalidParams({ role: session.role }, broken ? `The role file ${broken.file} cannot be read: ${broken.message}` : `The role "${session.role}" is gone; choose another mode.`);
+    throw RequestError.invalidParams(
+      { role: session.role },
+      broken
+        ? `The role file ${broken.file} cannot be read: ${broken.message}`
+        : `The role "${session.role}" is gone; choose another mode.`,
+    );
   }
 
   /**
@@ -302,13 +391,19 @@ export class AcpSessions {
       project: workspace.project,
       catalog: workspace.catalog,
       workers: workspace.workers,
-      backendFor: (name, model) => workspace.backends.backendFor(name ?? session.backend, name === undefined ? (model ?? session.model) : model),
+      backendFor: (name, model) =>
+        workspace.backends.backendFor(name ?? session.backend, name === undefined ? (model ?? session.model) : model),
       defaultAwaitTimeoutMs: this.options.defaultAwaitTimeoutMs ?? 300_000,
     }) as ParleyTool[];
     const gated = parleyTools.map((tool) =>
       tool.permission === undefined
         ? tool
-        : askingFirst(tool, session.permissions, (input) => ({ toolCallId: `permission-${randomUUID()}`, title: `${tool.name} (needs ${tool.permission})`, kind: toolKindOf(tool.name), rawInput: input })),
+        : askingFirst(tool, session.permissions, (input) => ({
+            toolCallId: `permission-${randomUUID()}`,
+            title: `${tool.name} (needs ${tool.permission})`,
+            kind: toolKindOf(tool.name),
+            rawInput: input,
+          })),
     );
     return [...gated, ...(await this.workspaceToolsOf(session, role, backend)), ...session.editorTools.tools];
   }
@@ -318,11 +413,18 @@ export class AcpSessions {
    * role's files-read, files-write and shell, under its permission mode, confined to the session's
    * `cwd`. A native back end (Claude Code, the Gemini CLI) brings its own tools and prompts instead.
    */
-  private async workspaceToolsOf(session: AcpSession, role: RoleInfo, backend: AgentBackend): Promise<ToolDefinition[]> {
+  private async workspaceToolsOf(
+    session: AcpSession,
+    role: RoleInfo,
+    backend: AgentBackend,
+  ): Promise<ToolDefinition[]> {
     if (backend.describe().continuity !== 'managed') return [];
-    if (!role.permissions.some((permission) => (WORKSPACE_PERMISSIONS as readonly string[]).includes(permission))) return [];
+    if (!role.permissions.some((permission) => (WORKSPACE_PERMISSIONS as readonly string[]).includes(permission)))
+      return [];
     const folder = await this.projectFolderOf(session);
-    session.approvals ??= new ApprovalBroker({ approver: (request, { signal }) => session.permissions.approve(request, folder.paths.root, signal) });
+    session.approvals ??= new ApprovalBroker({
+      approver: (request, { signal }) => session.permissions.approve(request, folder.paths.root, signal),
+    });
     return folder.tools({
       sessionId: session.sessionId,
       permissions: role.permissions,
@@ -344,7 +446,10 @@ export class AcpSessions {
     try {
       return await folder;
     } catch (error) {
-      throw RequestError.internalError({ cwd: session.cwd }, `Parley could not open ${session.cwd} for its file tools: ${error instanceof Error ? error.message : String(error)}`);
+      throw RequestError.internalError(
+        { cwd: session.cwd },
+        `Parley could not open ${session.cwd} for its file tools: ${error instanceof Error ? error.message : String(error)}`,
+      );
     }
   }
 
@@ -354,7 +459,9 @@ export class AcpSessions {
     const client = this.options.client();
     this.outbox = this.outbox
       .then(() => client.notify('session/update', { sessionId: session.sessionId, update }))
-      .catch((error: unknown) => this.options.log(`session/update for ${session.sessionId} not sent: ${String(error)}`));
+      .catch((error: unknown) =>
+        this.options.log(`session/update for ${session.sessionId} not sent: ${String(error)}`),
+      );
   }
 
   /** Every stored event of an open session becomes its updates, in `seq` order. */
@@ -381,7 +488,10 @@ export class AcpSessions {
     try {
       workspace = await this.options.workspaces.forCwd(cwd);
     } catch (error) {
-      throw RequestError.internalError({ cwd, ...(isParleyError(error) ? { code: error.code } : {}) }, `Parley could not open the data folder for ${cwd}: ${error instanceof Error ? error.message : String(error)}`);
+      throw RequestError.internalError(
+        { cwd, ...(isParleyError(error) ? { code: error.code } : {}) },
+        `Parley could not open the data folder for ${cwd}: ${error instanceof Error ? error.message : String(error)}`,
+      );
     }
     if (!this.subscribed.has(workspace)) {
       this.subscribed.add(workspace);
@@ -394,7 +504,8 @@ export class AcpSessions {
     try {
       return await workspace.manager.getSession(sessionId);
     } catch (error) {
-      if (isParleyError(error, 'SESSION_NOT_FOUND') || isParleyError(error, 'INVALID_ID')) throw RequestError.resourceNotFound(sessionId);
+      if (isParleyError(error, 'SESSION_NOT_FOUND') || isParleyError(error, 'INVALID_ID'))
+        throw RequestError.resourceNotFound(sessionId);
       throw error;
     }
   }
@@ -405,8 +516,18 @@ export class AcpSessions {
     return session;
   }
 
-  private async open(sessionId: string, cwd: string, workspace: Workspace, mcpServers: McpServer[], choices: { role: string; backend: string; stored: boolean }): Promise<AcpSession> {
-    const editorTools = await connectEditorTools(mcpServers, { cwd, clientName: 'parley', clientVersion: this.options.version });
+  private async open(
+    sessionId: string,
+    cwd: string,
+    workspace: Workspace,
+    mcpServers: McpServer[],
+    choices: { role: string; backend: string; stored: boolean },
+  ): Promise<AcpSession> {
+    const editorTools = await connectEditorTools(mcpServers, {
+      cwd,
+      clientName: 'parley',
+      clientVersion: this.options.version,
+    });
     for (const problem of editorTools.problems) this.options.log(problem);
     const files = clientFilesOf(this.options.client(), sessionId, this.clientCapabilities);
     const session: AcpSession = {
@@ -439,6 +560,9 @@ export class AcpSessions {
     } catch {
       description = { name: session.backend, continuity: 'managed' as const, models: [] };
     }
-    return configOptionsOf(session.workspace.backends.backendNames, description, { backend: session.backend, ...(session.model ? { model: session.model } : {}) });
+    return configOptionsOf(session.workspace.backends.backendNames, description, {
+      backend: session.backend,
+      ...(session.model ? { model: session.model } : {}),
+    });
   }
 }

@@ -58,7 +58,11 @@ export function createPermissionBridge(client: AgentContext, sessionId: string):
   return {
     async ask(request, signal) {
       if (alwaysAllowed.has(request.toolName)) return 'allow';
-      const response = await client.request('session/request_permission', { sessionId, toolCall: request.toolCall, options: OPTIONS }, signal ? { cancellationSignal: signal } : undefined);
+      const response = await client.request(
+        'session/request_permission',
+        { sessionId, toolCall: request.toolCall, options: OPTIONS },
+        signal ? { cancellationSignal: signal } : undefined,
+      );
       if (response.outcome.outcome !== 'selected') return 'reject';
       if (response.outcome.optionId === 'allow_always') {
         alwaysAllowed.add(request.toolName);
@@ -67,8 +71,13 @@ export function createPermissionBridge(client: AgentContext, sessionId: string):
       return response.outcome.optionId === 'allow_once' ? 'allow' : 'reject';
     },
     async approve(request, root, signal) {
-      const options: PermissionOption[] = request.allowAlwaysScope === undefined ? OPTIONS.filter((option) => option.kind !== 'allow_always') : OPTIONS;
-      const response = await client.request('session/request_permission', { sessionId, toolCall: approvalToolCallOf(request, root), options }, signal ? { cancellationSignal: signal } : undefined);
+      const options: PermissionOption[] =
+        request.allowAlwaysScope === undefined ? OPTIONS.filter((option) => option.kind !== 'allow_always') : OPTIONS;
+      const response = await client.request(
+        'session/request_permission',
+        { sessionId, toolCall: approvalToolCallOf(request, root), options },
+        signal ? { cancellationSignal: signal } : undefined,
+      );
       if (response.outcome.outcome !== 'selected') return 'deny';
       const chosen = response.outcome.optionId;
       if (chosen === 'allow_always' && request.allowAlwaysScope !== undefined) return 'allow_always';
@@ -78,14 +87,23 @@ export function createPermissionBridge(client: AgentContext, sessionId: string):
 }
 
 /** The editor's file access, or undefined when it offers neither read nor write (the tools then use the disk). */
-export function clientFilesOf(client: AgentContext, sessionId: string, capabilities: ClientCapabilities | undefined): ClientFiles | undefined {
+export function clientFilesOf(
+  client: AgentContext,
+  sessionId: string,
+  capabilities: ClientCapabilities | undefined,
+): ClientFiles | undefined {
   const fs = capabilities?.fs;
   if (!fs?.readTextFile && !fs?.writeTextFile) return undefined;
   return {
     offers: { read: fs.readTextFile === true, write: fs.writeTextFile === true },
     async readTextFile(path, options = {}) {
       if (!fs.readTextFile) throw new Error('The editor does not offer fs/read_text_file.');
-      const response = await client.request('fs/read_text_file', { sessionId, path, ...(options.line !== undefined ? { line: options.line } : {}), ...(options.limit !== undefined ? { limit: options.limit } : {}) });
+      const response = await client.request('fs/read_text_file', {
+        sessionId,
+        path,
+        ...(options.line !== undefined ? { line: options.line } : {}),
+        ...(options.limit !== undefined ? { limit: options.limit } : {}),
+      });
       return response.content;
     },
     async writeTextFile(path, content) {
@@ -99,7 +117,11 @@ export function clientFilesOf(client: AgentContext, sessionId: string, capabilit
  * A tool that asks before it runs. A rejection is the tool's result (an error the model reads and
  * can act on), not a failed turn.
  */
-export function askingFirst(tool: ToolDefinition, bridge: AcpPermissionBridge, describe: (input: unknown) => ToolCallUpdate): ToolDefinition {
+export function askingFirst(
+  tool: ToolDefinition,
+  bridge: AcpPermissionBridge,
+  describe: (input: unknown) => ToolCallUpdate,
+): ToolDefinition {
   return {
     ...tool,
     async execute(input, options): Promise<ToolOutput> {
@@ -107,9 +129,16 @@ export function askingFirst(tool: ToolDefinition, bridge: AcpPermissionBridge, d
       try {
         decision = await bridge.ask({ toolName: tool.name, toolCall: describe(input) }, options.signal);
       } catch (error) {
-        return { content: `${tool.name} did not run: the editor could not be asked for permission (${error instanceof Error ? error.message : String(error)}).`, isError: true };
+        return {
+          content: `${tool.name} did not run: the editor could not be asked for permission (${error instanceof Error ? error.message : String(error)}).`,
+          isError: true,
+        };
       }
-      if (decision === 'reject') return { content: `The user declined ${tool.name}; it did not run. Ask them, or go on without it.`, isError: true };
+      if (decision === 'reject')
+        return {
+          content: `The user declined ${tool.name}; it did not run. Ask them, or go on without it.`,
+          isError: true,
+        };
       return tool.execute(input, options);
     },
   };

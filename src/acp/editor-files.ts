@@ -18,7 +18,9 @@ export function editorFilesOf(files: ClientFiles): WorkspaceFiles {
       } catch (error) {
         // Editors answer a file that does not exist with an error (or empty text): the disk says which it is.
         if (!(await existsOnDisk(target.absolute))) return undefined;
-        throw new Error(`the editor could not read ${target.relative}: ${error instanceof Error ? error.message : String(error)}`);
+        throw new Error(
+          `the editor could not read ${target.relative}: ${error instanceof Error ? error.message : String(error)}`,
+        );
       }
       return text === '' && !(await existsOnDisk(target.absolute)) ? undefined : text;
     },

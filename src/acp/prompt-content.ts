@@ -21,12 +21,17 @@ export function promptText(blocks: readonly ContentBlock[]): string {
       case 'resource': {
         const resource = block.resource;
         if ('text' in resource) parts.push(`\n<resource uri="${resource.uri}">\n${resource.text}\n</resource>\n`);
-        else throw new PromptContentError(`The resource ${resource.uri} is binary; Parley takes text resources only. Attach it as text or as a link.`);
+        else
+          throw new PromptContentError(
+            `The resource ${resource.uri} is binary; Parley takes text resources only. Attach it as text or as a link.`,
+          );
         break;
       }
       case 'image':
       case 'audio':
-        throw new PromptContentError(`Parley's agents take text only; this prompt holds ${block.type === 'image' ? 'an image' : 'audio'}. Remove it and try again.`);
+        throw new PromptContentError(
+          `Parley's agents take text only; this prompt holds ${block.type === 'image' ? 'an image' : 'audio'}. Remove it and try again.`,
+        );
     }
   }
   const text = parts.join('');

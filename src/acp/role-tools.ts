@@ -34,7 +34,10 @@ export function roleTools(context: RoleToolsContext, allowAgentTools = true): To
   const ownWorker = (agentId: string): void => {
     const agent = workers.get(agentId);
     if (!agent || agent.parentSessionId !== sessionId) {
-      throw new DraftError('NOT_FOUND', `No worker "${agentId}" of yours. list_agents shows the workers you started.`, { fault: 'model', data: { agentId } });
+      throw new DraftError('NOT_FOUND', `No worker "${agentId}" of yours. list_agents shows the workers you started.`, {
+        fault: 'model',
+        data: { agentId },
+      });
     }
   };
   const handlers: ToolHandlers = {
@@ -51,7 +54,12 @@ export function roleTools(context: RoleToolsContext, allowAgentTools = true): To
     draftAgent: async (input, _signal, traceContext) => {
       const { roles } = await catalog.loadRoles(project);
       const workerRole = roles.find((role) => role.name === input.role);
-      if (!workerRole) throw new DraftError('NOT_FOUND', `No role "${input.role}". Roles: ${roles.map((role) => role.name).join(', ')}.`, { fault: 'model', data: { role: input.role } });
+      if (!workerRole)
+        throw new DraftError(
+          'NOT_FOUND',
+          `No role "${input.role}". Roles: ${roles.map((role) => role.name).join(', ')}.`,
+          { fault: 'model', data: { role: input.role } },
+        );
       const agentId = `${workerRole.name.slice(0, 40)}-${randomUUID().slice(0, 8)}`;
       const validator = input.outputSchema ? compileOutputSchema(input.outputSchema) : undefined;
       await workers.dispatch({
@@ -71,7 +79,8 @@ export function roleTools(context: RoleToolsContext, allowAgentTools = true): To
     },
     awaitAgent: (input, signal) => {
       ownWorker(input.agentId);
-      const timeoutMs = input.timeoutSeconds === undefined ? context.defaultAwaitTimeoutMs : input.timeoutSeconds * 1000;
+      const timeoutMs =
+        input.timeoutSeconds === undefined ? context.defaultAwaitTimeoutMs : input.timeoutSeconds * 1000;
       return workers.wait(input.agentId, { timeoutMs, ...(signal ? { signal } : {}) });
     },
     killAgent: async (agentId) => {
@@ -82,4 +91,3 @@ export function roleTools(context: RoleToolsContext, allowAgentTools = true): To
   };
   return createParleyTools({ permissions: context.role.permissions, handlers, allowAgentTools });
 }
-

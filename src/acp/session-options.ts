@@ -25,7 +25,11 @@ export interface ConfigChoices {
   model?: string;
 }
 
-export function configOptionsOf(backendNames: readonly string[], description: BackendDescription, choices: ConfigChoices): SessionConfigOption[] {
+export function configOptionsOf(
+  backendNames: readonly string[],
+  description: BackendDescription,
+  choices: ConfigChoices,
+): SessionConfigOption[] {
   const models = description.models.map((model) => model.id);
   const defaultLabel = description.defaultModel ? `default (${description.defaultModel})` : 'default';
   const modelValues = [DEFAULT_MODEL_VALUE, ...models.filter((model) => model !== DEFAULT_MODEL_VALUE)];

@@ -53,21 +53,28 @@ export class LiveUpdates {
     if (!inMain) return this.mapWorkerEvent(event);
     switch (event.type) {
       case 'block_start':
-        this.blocks.set(event.block.id, { type: event.block.type, conversationId: event.conversationId, streamed: false });
+        this.blocks.set(event.block.id, {
+          type: event.block.type,
+          conversationId: event.conversationId,
+          streamed: false,
+        });
         return this.started(event.block);
       case 'text_delta': {
         const open = this.blocks.get(event.blockId);
         if (!open || event.delta === '') return [];
         open.streamed = true;
-        if (open.type === 'assistant_text') return [{ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: event.delta } }];
-        if (open.type === 'thinking') return [{ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: event.delta } }];
+        if (open.type === 'assistant_text')
+          return [{ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: event.delta } }];
+        if (open.type === 'thinking')
+          return [{ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: event.delta } }];
         return [];
       }
       case 'block_update': {
         const open = this.blocks.get(event.blockId);
         if (event.updates['status'] === 'running' && (open?.type === 'tool_use' || open?.type === 'subagent')) {
           const toolCallId = open.type === 'tool_use' ? this.toolUseIdOfBlock(event.blockId) : event.blockId;
-          if (toolCallId !== undefined) return [{ sessionUpdate: 'tool_call_update', toolCallId, status: 'in_progress' }];
+          if (toolCallId !== undefined)
+            return [{ sessionUpdate: 'tool_call_update', toolCallId, status: 'in_progress' }];
         }
         return [];
       }
@@ -78,7 +85,10 @@ export class LiveUpdates {
       }
       case 'metadata_update': {
         if (!event.metadata.turnComplete) return [];
-        const failures = [...this.failedWithoutResult.values()].map((toolUse): SessionUpdate => ({ sessionUpdate: 'tool_call_update', ...toolFailureUpdateOf(toolUse) }));
+        const failures = [...this.failedWithoutResult.values()].map((toolUse): SessionUpdate => ({
+          sessionUpdate: 'tool_call_update',
+          ...toolFailureUpdateOf(toolUse),
+        }));
         this.failedWithoutResult.clear();
         return failures;
       }
@@ -103,9 +113,13 @@ export class LiveUpdates {
       case 'user_message':
         return [];
       case 'assistant_text':
-        return streamed || block.content === '' ? [] : [{ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: block.content } }];
+        return streamed || block.content === ''
+          ? []
+          : [{ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: block.content } }];
       case 'thinking':
-        return streamed || block.content === '' || block.redacted ? [] : [{ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: block.content } }];
+        return streamed || block.content === '' || block.redacted
+          ? []
+          : [{ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: block.content } }];
       case 'tool_use': {
         const updates: SessionUpdate[] = [];
         if (!this.announced.has(block.toolUseId)) {
@@ -118,7 +132,12 @@ export class LiveUpdates {
       }
       case 'tool_result':
         this.failedWithoutResult.delete(block.toolUseId);
-        return [{ sessionUpdate: 'tool_call_update', ...toolResultUpdateOf(this.toolUses.get(block.toolUseId), block, this.root) }];
+        return [
+          {
+            sessionUpdate: 'tool_call_update',
+            ...toolResultUpdateOf(this.toolUses.get(block.toolUseId), block, this.root),
+          },
+        ];
       case 'subagent': {
         const worker = this.workers.get(block.subagentId);
         const updates: SessionUpdate[] = worker ? [] : [{ sessionUpdate: 'tool_call', ...subagentCallOf(block) }];
@@ -142,7 +161,11 @@ export class LiveUpdates {
     const worker = this.workers.get(event.conversationId);
     if (!worker) return [];
     if (event.type === 'block_start') {
-      this.blocks.set(event.block.id, { type: event.block.type, conversationId: event.conversationId, streamed: false });
+      this.blocks.set(event.block.id, {
+        type: event.block.type,
+        conversationId: event.conversationId,
+        streamed: false,
+      });
       return [];
     }
     let added = '';
@@ -159,8 +182,16 @@ export class LiveUpdates {
     }
     if (added === '') return [];
     // A new answer block after earlier ones starts on its own paragraph.
-    worker.answer = worker.answer === '' || event.type === 'text_delta' ? worker.answer + added : `${worker.answer}\n\n${added}`;
-    return [{ sessionUpdate: 'tool_call_update', toolCallId: worker.block.id, status: 'in_progress', content: [{ type: 'content', content: { type: 'text', text: worker.answer } }] }];
+    worker.answer =
+      worker.answer === '' || event.type === 'text_delta' ? worker.answer + added : `${worker.answer}\n\n${added}`;
+    return [
+      {
+        sessionUpdate: 'tool_call_update',
+        toolCallId: worker.block.id,
+        status: 'in_progress',
+        content: [{ type: 'content', content: { type: 'text', text: worker.answer } }],
+      },
+    ];
   }
 
   private toolUseIdOfBlock(blockId: string): string | undefined {
@@ -176,32 +207,41 @@ export class LiveUpdates {
  */
 export function replayUpdates(conversation: ConversationState, root?: string): SessionUpdate[] {
   const updates: SessionUpdate[] = [];
-  const results = new Map(conversation.blocks.flatMap((block) => (block.type === 'tool_result' ? [[block.toolUseId, block] as const] : [])));
+  const results = new Map(
+    conversation.blocks.flatMap((block) => (block.type === 'tool_result' ? [[block.toolUseId, block] as const] : [])),
+  );
   const threads = new Map(conversation.subagents.map((thread) => [thread.id, thread]));
   for (const block of conversation.blocks) {
     switch (block.type) {
       case 'user_message':
-        if (block.content !== '') updates.push({ sessionUpdate: 'user_message_chunk', content: { type: 'text', text: block.content } });
+        if (block.content !== '')
+          updates.push({ sessionUpdate: 'user_message_chunk', content: { type: 'text', text: block.content } });
         break;
       case 'assistant_text':
-        if (block.content !== '') updates.push({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: block.content } });
+        if (block.content !== '')
+          updates.push({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: block.content } });
         break;
       case 'thinking':
-        if (block.content !== '' && !block.redacted) updates.push({ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: block.content } });
+        if (block.content !== '' && !block.redacted)
+          updates.push({ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: block.content } });
         break;
       case 'tool_use': {
         updates.push({ sessionUpdate: 'tool_call', ...toolCallOf(block, root) });
         const result = results.get(block.toolUseId);
         if (result) updates.push({ sessionUpdate: 'tool_call_update', ...toolResultUpdateOf(block, result, root) });
-        else if (block.status === 'error') updates.push({ sessionUpdate: 'tool_call_update', ...toolFailureUpdateOf(block) });
+        else if (block.status === 'error')
+          updates.push({ sessionUpdate: 'tool_call_update', ...toolFailureUpdateOf(block) });
         break;
       }
       case 'tool_result':
         break;
       case 'subagent': {
         updates.push({ sessionUpdate: 'tool_call', ...subagentCallOf(block) });
-        const answer = (threads.get(block.subagentId)?.blocks ?? []).flatMap((entry) => (entry.type === 'assistant_text' && entry.content !== '' ? [entry.content] : [])).join('\n\n');
-        if (block.status === 'success' || block.status === 'error') updates.push({ sessionUpdate: 'tool_call_update', ...subagentEndOf(block, answer) });
+        const answer = (threads.get(block.subagentId)?.blocks ?? [])
+          .flatMap((entry) => (entry.type === 'assistant_text' && entry.content !== '' ? [entry.content] : []))
+          .join('\n\n');
+        if (block.status === 'success' || block.status === 'error')
+          updates.push({ sessionUpdate: 'tool_call_update', ...subagentEndOf(block, answer) });
         break;
       }
       case 'system': {
@@ -251,7 +291,11 @@ export function usageUpdateOf(metrics: SessionMetrics): SessionUpdate | undefine
  * Session information for clients that show it: the title and last activity, and Parley's context
  * % and cost under `_meta.parley` (ACP has no standard field for them beside the usage update).
  */
-export function sessionInfoUpdateOf(options: { title?: string; updatedAt: number; metrics: SessionMetrics }): SessionUpdate {
+export function sessionInfoUpdateOf(options: {
+  title?: string;
+  updatedAt: number;
+  metrics: SessionMetrics;
+}): SessionUpdate {
   const percent = contextPercent(options.metrics);
   return {
     sessionUpdate: 'session_info_update',

@@ -1,6 +1,13 @@
 import path from 'node:path';
 import type { ToolCall, ToolCallContent, ToolCallLocation, ToolCallUpdate, ToolKind } from '@agentclientprotocol/sdk';
-import { commandOf, fileEditOf, type FileEditView, type SubagentBlock, type ToolResultBlock, type ToolUseBlock } from '../conversation/index.js';
+import {
+  commandOf,
+  fileEditOf,
+  type FileEditView,
+  type SubagentBlock,
+  type ToolResultBlock,
+  type ToolUseBlock,
+} from '../conversation/index.js';
 import type { ApprovalRequest } from '../workspace/index.js';
 
 /**
@@ -66,7 +73,11 @@ export function toolCallOf(toolUse: ToolUseBlock, root?: string): ToolCall {
 }
 
 /** The `tool_call_update` that closes a tool use: completed or failed, with its result as content. */
-export function toolResultUpdateOf(toolUse: ToolUseBlock | undefined, result: ToolResultBlock, root?: string): ToolCallUpdate {
+export function toolResultUpdateOf(
+  toolUse: ToolUseBlock | undefined,
+  result: ToolResultBlock,
+  root?: string,
+): ToolCallUpdate {
   const content: ToolCallContent[] = [];
   const edit = toolUse ? fileEditOf(toolUse, result) : undefined;
   if (edit && !result.isError) content.push(...diffContentOf(edit, root));
@@ -89,8 +100,18 @@ export function toolResultUpdateOf(toolUse: ToolUseBlock | undefined, result: To
  */
 export function approvalToolCallOf(request: ApprovalRequest, root: string): ToolCallUpdate {
   const absolute = request.path !== undefined ? path.join(root, request.path) : undefined;
-  const edit = absolute !== undefined && request.diff !== undefined ? fileEditOf({ name: request.tool, input: { path: absolute } }, { output: { path: absolute, diff: request.diff }, isError: false }) : undefined;
-  const content: ToolCallContent[] = edit ? diffContentOf(edit) : request.command !== undefined ? [textContent(fenced(request.command))] : [];
+  const edit =
+    absolute !== undefined && request.diff !== undefined
+      ? fileEditOf(
+          { name: request.tool, input: { path: absolute } },
+          { output: { path: absolute, diff: request.diff }, isError: false },
+        )
+      : undefined;
+  const content: ToolCallContent[] = edit
+    ? diffContentOf(edit)
+    : request.command !== undefined
+      ? [textContent(fenced(request.command))]
+      : [];
   return {
     toolCallId: `permission-${request.requestId}`,
     title: request.title,
@@ -109,15 +130,30 @@ export function approvalToolCallOf(request: ApprovalRequest, root: string): Tool
 function diffContentOf(edit: FileEditView, root?: string): ToolCallContent[] {
   const shown = absoluteIn(root, edit.path);
   return edit.hunks.map((hunk) => {
-    const oldText = hunk.lines.filter((line) => line.kind !== '+').map((line) => line.text).join('\n');
-    const newText = hunk.lines.filter((line) => line.kind !== '-').map((line) => line.text).join('\n');
-    return { type: 'diff', path: shown, oldText: edit.kind === 'write' && hunk.oldLines === 0 ? null : oldText, newText };
+    const oldText = hunk.lines
+      .filter((line) => line.kind !== '+')
+      .map((line) => line.text)
+      .join('\n');
+    const newText = hunk.lines
+      .filter((line) => line.kind !== '-')
+      .map((line) => line.text)
+      .join('\n');
+    return {
+      type: 'diff',
+      path: shown,
+      oldText: edit.kind === 'write' && hunk.oldLines === 0 ? null : oldText,
+      newText,
+    };
   });
 }
 
 /** A tool use that ended without a result (cut short, refused by the back end). */
 export function toolFailureUpdateOf(toolUse: ToolUseBlock): ToolCallUpdate {
-  return { toolCallId: toolUse.toolUseId, status: 'failed', content: toolUse.error ? [textContent(toolUse.error)] : [] };
+  return {
+    toolCallId: toolUse.toolUseId,
+    status: 'failed',
+    content: toolUse.error ? [textContent(toolUse.error)] : [],
+  };
 }
 
 /** A worker agent (or a back end's subagent) as a tool call: its prompt is the input, its answer the content. */
@@ -137,7 +173,14 @@ export function subagentEndOf(block: SubagentBlock, answer: string): ToolCallUpd
     toolCallId: block.id,
     status: block.status === 'error' ? 'failed' : 'completed',
     content: text === '' ? [] : [textContent(text)],
-    ...(block.costUsd !== undefined || block.usage !== undefined ? { rawOutput: { ...(block.usage ? { usage: block.usage } : {}), ...(block.costUsd !== undefined ? { costUsd: block.costUsd } : {}) } } : {}),
+    ...(block.costUsd !== undefined || block.usage !== undefined
+      ? {
+          rawOutput: {
+            ...(block.usage ? { usage: block.usage } : {}),
+            ...(block.costUsd !== undefined ? { costUsd: block.costUsd } : {}),
+          },
+        }
+      : {}),
   };
 }
 
@@ -153,7 +196,12 @@ function titleOf(toolUse: ToolUseBlock): string {
   const input = asRecord(toolUse.input);
   const path = pathOf(input);
   if (path !== undefined && toolKindOf(toolUse.name) === 'read') return `Read ${path}`;
-  const pattern = typeof input['pattern'] === 'string' ? input['pattern'] : typeof input['query'] === 'string' ? input['query'] : undefined;
+  const pattern =
+    typeof input['pattern'] === 'string'
+      ? input['pattern']
+      : typeof input['query'] === 'string'
+        ? input['query']
+        : undefined;
   if (pattern !== undefined && toolKindOf(toolUse.name) === 'search') return `${toolUse.name} ${oneLine(pattern)}`;
   return toolUse.name;
 }

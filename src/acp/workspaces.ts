@@ -82,11 +82,21 @@ export class Workspaces {
   private async openWorkspace(projectRoot: string, dataDir: string): Promise<Workspace> {
     const backends = await this.options.openBackends(projectRoot, dataDir);
     for (const notice of backends.notices) this.options.log(notice);
-    const manager = await createSessionManager({ dataDir, projectRoot, ...(backends.summarize ? { summarize: backends.summarize } : {}) });
+    const manager = await createSessionManager({
+      dataDir,
+      projectRoot,
+      ...(backends.summarize ? { summarize: backends.summarize } : {}),
+    });
     manager.on('store:warning', (warning) => this.options.log(`store: ${warning.message}`));
     const catalog = new ProjectCatalog({ projectRoot, dataDir, clock: Date.now });
     const pool = new AgentPool();
-    const workers = new Workers({ manager, pool, slots: new WorkerSlots(this.options.maxConcurrentWorkers ?? 2), clock: Date.now, onStatus: () => undefined });
+    const workers = new Workers({
+      manager,
+      pool,
+      slots: new WorkerSlots(this.options.maxConcurrentWorkers ?? 2),
+      clock: Date.now,
+      onStatus: () => undefined,
+    });
     try {
       return { dataDir, projectRoot, manager, catalog, project: await catalog.current(), backends, workers };
     } catch (error) {
@@ -100,7 +110,9 @@ export class Workspaces {
     for (const workspace of await this.opened()) {
       await workspace.workers.killAll(() => true).catch(() => undefined);
       await workspace.catalog.store.close().catch(() => undefined);
-      await workspace.manager.close().catch((error: unknown) => this.options.log(`closing ${workspace.dataDir}: ${String(error)}`));
+      await workspace.manager
+        .close()
+        .catch((error: unknown) => this.options.log(`closing ${workspace.dataDir}: ${String(error)}`));
     }
     this.open.clear();
   }

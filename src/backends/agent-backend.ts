@@ -178,7 +178,11 @@ export interface AgentBackend {
 /** Thrown by a caller-facing helper when a back end lacks an optional ability. */
 export class UnsupportedError extends ParleyError {
   constructor(backend: string, ability: string, options: ParleyErrorOptions = {}) {
-    super('UNSUPPORTED', `The ${backend} back end cannot ${ability}.`, { fault: 'user', ...options, data: { backend, ability } });
+    super('UNSUPPORTED', `The ${backend} back end cannot ${ability}.`, {
+      fault: 'user',
+      ...options,
+      data: { backend, ability },
+    });
   }
 }
 

@@ -9,6 +9,12 @@ import { scriptedRegistration } from './scripted/registration.js';
  * Registers Parley's own back ends. The layer's index imports this module, so they are known
  * before anything above the layer asks; the registry itself imports no back end.
  */
-for (const registration of [scriptedRegistration, openAiCompatibleRegistration, geminiCliRegistration, anthropicApiRegistration, claudeSdkRegistration]) {
+for (const registration of [
+  scriptedRegistration,
+  openAiCompatibleRegistration,
+  geminiCliRegistration,
+  anthropicApiRegistration,
+  claudeSdkRegistration,
+]) {
   registerBackend(registration);
 }

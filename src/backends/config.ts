@@ -123,7 +123,8 @@ export async function readParleyConfig(path: string): Promise<ParleyConfig | und
     throw new ConfigError(path, `is not valid JSON (${(error as Error).message}). Fix the file or remove it.`);
   }
   const parsed = ParleyConfigSchema.safeParse(data);
-  if (!parsed.success) throw new ConfigError(path, `${describeIssues(parsed.error.issues)}.`, { issues: parsed.error.issues });
+  if (!parsed.success)
+    throw new ConfigError(path, `${describeIssues(parsed.error.issues)}.`, { issues: parsed.error.issues });
   return parsed.data;
 }
 
@@ -131,11 +132,15 @@ export async function readParleyConfig(path: string): Promise<ParleyConfig | und
 function parseEntry(file: string, name: string, entry: unknown): BackendEntry {
   const registration = getBackendRegistration(name);
   if (!registration) throw new UnknownBackendError(name, `${file} (backends)`);
-  const schema = registration.optionsSchema ? BackendEntrySchema.extend(registration.optionsSchema.shape).strict() : BackendEntrySchema;
+  const schema = registration.optionsSchema
+    ? BackendEntrySchema.extend(registration.optionsSchema.shape).strict()
+    : BackendEntrySchema;
   const parsed = schema.safeParse(entry);
   if (!parsed.success) {
     const issues = parsed.error.issues.map((issue) => ({ ...issue, path: ['backends', name, ...issue.path] }));
-    const hint = parsed.error.issues.some((issue) => issue.code === 'unrecognized_keys' && issue.keys.includes('apiKey'))
+    const hint = parsed.error.issues.some(
+      (issue) => issue.code === 'unrecognized_keys' && issue.keys.includes('apiKey'),
+    )
       ? ' Keys never go in the config file: put the key in an environment variable and name it with apiKeyEnv.'
       : '';
     throw new ConfigError(file, `${describeIssues(issues)}.${hint}`, { issues });
@@ -150,12 +155,15 @@ function parseEntry(file: string, name: string, entry: unknown): BackendEntry {
  */
 export async function resolveBackendConfig(options: ResolveBackendConfigOptions = {}): Promise<ResolvedBackendConfig> {
   const env = options.env ?? process.env;
-  const configPath = options.configFile ? resolve(options.configFile) : join(resolve(options.projectDir ?? '.'), CONFIG_FILE_NAME);
+  const configPath = options.configFile
+    ? resolve(options.configFile)
+    : join(resolve(options.projectDir ?? '.'), CONFIG_FILE_NAME);
   const fromFile = await readParleyConfig(configPath);
   const config = fromFile ?? {};
   const fileLabel = options.configFile ?? CONFIG_FILE_NAME;
   const entries = new Map<string, BackendEntry>();
-  for (const [name, entry] of Object.entries(config.backends ?? {})) entries.set(name, parseEntry(configPath, name, entry));
+  for (const [name, entry] of Object.entries(config.backends ?? {}))
+    entries.set(name, parseEntry(configPath, name, entry));
 
   const settings: Record<string, BackendSettings> = {};
   for (const registration of listBackendRegistrations()) {
@@ -209,7 +217,9 @@ export async function resolveBackendConfig(options: ResolveBackendConfigOptions 
     backend = config.backend;
     reason = 'config';
   } else {
-    const detected = listBackendRegistrations().find((registration) => registration.name !== 'scripted' && settings[registration.name]?.configured);
+    const detected = listBackendRegistrations().find(
+      (registration) => registration.name !== 'scripted' && settings[registration.name]?.configured,
+    );
     backend = detected?.name ?? 'scripted';
     reason = detected ? 'detected' : 'fallback';
   }

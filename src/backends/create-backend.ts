@@ -7,7 +7,11 @@ import { ParleyError } from '../conversation/index.js';
  * Creates the named back end with its resolved settings. `config` comes from `resolveBackendConfig`;
  * `model` overrides the configured default model (a role's front matter).
  */
-export function createBackend(name: string, config: ResolvedBackendConfig, overrides: { model?: string } = {}): AgentBackend {
+export function createBackend(
+  name: string,
+  config: ResolvedBackendConfig,
+  overrides: { model?: string } = {},
+): AgentBackend {
   const registration = getBackendRegistration(name);
   if (!registration) throw new UnknownBackendError(name);
   const settings = config.settings[name];
@@ -23,15 +27,22 @@ export function createConfiguredBackend(config: ResolvedBackendConfig): AgentBac
 /** A back end named explicitly that has no key (or login, or base URL) here. */
 export class BackendNotConfiguredError extends ParleyError {
   constructor(name: string, variable: string | undefined) {
-    super('BACKEND_NOT_CONFIGURED', `The ${name} back end is not configured here: ${variable ? `set ${variable}` : 'give it its settings in parley.config.json'}, or choose another back end (\`parley backends\` lists them).`, {
-      fault: 'user',
-      data: { backend: name, ...(variable ? { variable } : {}) },
-    });
+    super(
+      'BACKEND_NOT_CONFIGURED',
+      `The ${name} back end is not configured here: ${variable ? `set ${variable}` : 'give it its settings in parley.config.json'}, or choose another back end (\`parley backends\` lists them).`,
+      {
+        fault: 'user',
+        data: { backend: name, ...(variable ? { variable } : {}) },
+      },
+    );
   }
 }
 
 /** What to set for a back end that is not configured (its key variable), or undefined when it is. */
-export function missingSetting(config: ResolvedBackendConfig, name: string): { variable: string | undefined } | undefined {
+export function missingSetting(
+  config: ResolvedBackendConfig,
+  name: string,
+): { variable: string | undefined } | undefined {
   const settings = config.settings[name];
   if (!settings || settings.configured) return undefined;
   return { variable: settings.apiKeyVariable ?? getBackendRegistration(name)?.apiKeyVariables[0] };

@@ -89,7 +89,10 @@ function isVersionOf(candidate: string, base: string): boolean {
 }
 
 /** Cost of one request's usage. Unknown pricing gives `costUnknown`, never a silent zero. */
-export function computeCost(pricing: ModelPricing | undefined, usage: Usage): { costUsd: number } | { costUnknown: true } {
+export function computeCost(
+  pricing: ModelPricing | undefined,
+  usage: Usage,
+): { costUsd: number } | { costUnknown: true } {
   if (!pricing) return { costUnknown: true };
   const cacheRead = pricing.cacheReadPerMillion ?? pricing.inputPerMillion;
   const cacheWrite = pricing.cacheWritePerMillion ?? pricing.inputPerMillion;

@@ -82,9 +82,10 @@ export class TurnEvents {
   }
 
   /** A tool call as the model made it: `pending`, then `running` while it executes. */
-  startToolUse(
-    fields: { toolUseId?: string; name: string; input: unknown; conversationId?: string },
-  ): { block: ToolUseBlock; events: StreamEventDraft[] } {
+  startToolUse(fields: { toolUseId?: string; name: string; input: unknown; conversationId?: string }): {
+    block: ToolUseBlock;
+    events: StreamEventDraft[];
+  } {
     const conversationId = fields.conversationId ?? MAIN_CONVERSATION;
     const at = this.now();
     const block: ToolUseBlock = {
@@ -189,6 +190,7 @@ export function chunkText(text: string, maxChunks = 8): string[] {
   if (words.length <= 1) return text === '' ? [] : [text];
   const perChunk = Math.max(1, Math.ceil(words.length / maxChunks));
   const chunks: string[] = [];
-  for (let index = 0; index < words.length; index += perChunk) chunks.push(words.slice(index, index + perChunk).join(''));
+  for (let index = 0; index < words.length; index += perChunk)
+    chunks.push(words.slice(index, index + perChunk).join(''));
   return chunks;
 }

@@ -60,7 +60,11 @@ export async function migrateDraftLayer(from: StoreLocation, to: StoreLocation):
     if (from.kind === 'folder') {
       source = await open(from, folderHome(from.dataDir), true);
       name = (await source.store.listProjects())[0]!.name;
-      target = await open(to, to.kind === 'folder' ? { ...folderHome(to.dataDir), name } : { ...source.home, name }, false);
+      target = await open(
+        to,
+        to.kind === 'folder' ? { ...folderHome(to.dataDir), name } : { ...source.home, name },
+        false,
+      );
     } else if (to.kind === 'folder') {
       target = await open(to, folderHome(to.dataDir), false);
       name = (await target.store.listProjects())[0]!.name;

@@ -12,7 +12,10 @@ function baseProgram(): Command {
     .description('An open harness for conversational AI-agent sessions.')
     .version('0.1.0')
     .option('--data-dir <dir>', 'Parley data folder (default: .parley in the project folder)')
-    .option('--store <url>', 'keep sessions in PostgreSQL: postgres://user:password@host:5432/database (default: $PARLEY_DATABASE_URL, else the data folder)')
+    .option(
+      '--store <url>',
+      'keep sessions in PostgreSQL: postgres://user:password@host:5432/database (default: $PARLEY_DATABASE_URL, else the data folder)',
+    )
     .showHelpAfterError('(run parley --help for usage)');
 }
 

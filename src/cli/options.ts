@@ -39,16 +39,29 @@ export async function openChosenStore(command: Command): Promise<SessionStore | 
  * `--store` names, or returns undefined for the file DraftStore in the data folder. A server on
  * PostgreSQL keeps no state on its own disk: its drafts live beside its sessions. The caller closes it.
  */
-export async function openChosenDraftStore(command: Command, projectRoot: string, dataDir: string): Promise<DraftStore | undefined> {
+export async function openChosenDraftStore(
+  command: Command,
+  projectRoot: string,
+  dataDir: string,
+): Promise<DraftStore | undefined> {
   const url = resolveStoreUrl(command);
   if (url === undefined) return undefined;
-  const [{ createPostgresDraftStore }, { slugify }] = await Promise.all([import('../store/index.js'), import('../draft/index.js')]);
+  const [{ createPostgresDraftStore }, { slugify }] = await Promise.all([
+    import('../store/index.js'),
+    import('../draft/index.js'),
+  ]);
   const path = resolve(projectRoot);
-  return createPostgresDraftStore({ connectionString: url, home: { name: slugify(basename(path)) ?? 'project', path, dataDir } });
+  return createPostgresDraftStore({
+    connectionString: url,
+    home: { name: slugify(basename(path)) ?? 'project', path, dataDir },
+  });
 }
 
 /** The session manager's store option: the opened store, or the file store in the data folder. */
-export function storeOption(command: Command, store: SessionStore | undefined): { store: SessionStore } | { dataDir: string } {
+export function storeOption(
+  command: Command,
+  store: SessionStore | undefined,
+): { store: SessionStore } | { dataDir: string } {
   return store ? { store } : { dataDir: resolveDataDir(command) };
 }
 

@@ -4,7 +4,13 @@ import type { SessionRecord } from '../store/index.js';
 /** Plain-text rendering of blocks for `parley show` and `parley chat` (the TUI has its own). */
 export function renderBlock(block: ConversationBlock, indent = ''): string {
   // Unindented text is itself: splitting and joining a long message cost a tenth of rendering it.
-  const lines = (text: string) => (indent === '' ? text : text.split('\n').map((line) => `${indent}${line}`).join('\n'));
+  const lines = (text: string) =>
+    indent === ''
+      ? text
+      : text
+          .split('\n')
+          .map((line) => `${indent}${line}`)
+          .join('\n');
   switch (block.type) {
     case 'user_message':
       return lines(`> ${block.content}${block.pinned ? '  [pinned]' : ''}`);
@@ -13,7 +19,9 @@ export function renderBlock(block: ConversationBlock, indent = ''): string {
     case 'thinking':
       return lines(`(thinking${block.redacted ? ', redacted' : ''}: ${oneLine(block.content, 100)})`);
     case 'tool_use':
-      return lines(`[tool ${block.name} ${block.status}] ${oneLine(JSON.stringify(block.input ?? null), 120)}${block.error ? ` — ${block.error}` : ''}`);
+      return lines(
+        `[tool ${block.name} ${block.status}] ${oneLine(JSON.stringify(block.input ?? null), 120)}${block.error ? ` — ${block.error}` : ''}`,
+      );
     case 'tool_result':
       return lines(`[result${block.isError ? ' error' : ''}] ${oneLine(block.content, 160)}`);
     case 'system':
@@ -34,7 +42,9 @@ export function renderConversation(blocks: readonly ConversationBlock[], subagen
       for (const inner of thread?.blocks ?? []) out.push(renderBlock(inner, '    │ '));
     }
   }
-  const shown = new Set(blocks.filter((block) => block.type === 'subagent').map((block) => (block as { subagentId: string }).subagentId));
+  const shown = new Set(
+    blocks.filter((block) => block.type === 'subagent').map((block) => (block as { subagentId: string }).subagentId),
+  );
   for (const thread of subagents) {
     if (shown.has(thread.id)) continue;
     out.push(`[thread ${thread.id}]`);

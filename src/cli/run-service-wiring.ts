@@ -15,7 +15,10 @@ export type CoreRunServiceFactory = (context: RunServiceContext) => Promise<RunS
  * Closing the service also closes the RunStore it opened.
  */
 export const coreRunServiceFactory: CoreRunServiceFactory = async (context) => {
-  const runStore = context.storeUrl !== undefined ? await createPostgresRunStore({ connectionString: context.storeUrl }) : await createFileRunStore({ dataDir: context.dataDir });
+  const runStore =
+    context.storeUrl !== undefined
+      ? await createPostgresRunStore({ connectionString: context.storeUrl })
+      : await createFileRunStore({ dataDir: context.dataDir });
   const service = createRunService({ runStore, sessionManager: context.manager, projectRoot: context.projectRoot });
   const closeService = service.close.bind(service);
   service.close = async () => {
@@ -30,7 +33,10 @@ export const coreRunServiceFactory: CoreRunServiceFactory = async (context) => {
  * the project resumed from its journal before the server accepts connections (`recoverRuns`).
  * `report` hears how many were resumed. Undefined without a factory: runs stay off.
  */
-export function serveRuns(factory: CoreRunServiceFactory | undefined, report: (line: string) => void): ServerOptions['createRunService'] {
+export function serveRuns(
+  factory: CoreRunServiceFactory | undefined,
+  report: (line: string) => void,
+): ServerOptions['createRunService'] {
   if (!factory) return undefined;
   return async (context) => {
     const service = await factory(context);
@@ -38,7 +44,9 @@ export function serveRuns(factory: CoreRunServiceFactory | undefined, report: (l
       const resumed = await service.recoverRuns();
       if (resumed.length > 0) {
         const waiting = resumed.filter((run) => run.pendingPrompts.length > 0).length;
-        report(`Resumed ${resumed.length} unfinished run(s)${waiting > 0 ? `, ${waiting} waiting for an answer (\`parley runs\`)` : ''}.`);
+        report(
+          `Resumed ${resumed.length} unfinished run(s)${waiting > 0 ? `, ${waiting} waiting for an answer (\`parley runs\`)` : ''}.`,
+        );
       }
     } catch (error) {
       await service.close().catch(() => undefined);

@@ -24,8 +24,14 @@ export interface ServerBackends {
  * PARLEY_SCRIPTED_SCRIPT (one shared instance, so its turns play in order across every agent).
  * Modules are loaded here, not at start-up of every command.
  */
-export async function resolveServerBackends(options: { projectRoot: string; dataDir: string }): Promise<ServerBackends> {
-  const [backends, { createBackendSummarizer }] = await Promise.all([import('../backends/index.js'), import('../sessions/index.js')]);
+export async function resolveServerBackends(options: {
+  projectRoot: string;
+  dataDir: string;
+}): Promise<ServerBackends> {
+  const [backends, { createBackendSummarizer }] = await Promise.all([
+    import('../backends/index.js'),
+    import('../sessions/index.js'),
+  ]);
   const config = await backends.resolveBackendConfig({ projectDir: options.projectRoot, dataDir: options.dataDir });
   const scriptPath = process.env[SCRIPTED_SCRIPT_VARIABLE];
   if (scriptPath) {
@@ -40,7 +46,8 @@ export async function resolveServerBackends(options: { projectRoot: string; data
   const backendFor = backends.configuredBackends(config);
   return {
     backendFor,
-    summarize: config.backend === 'scripted' ? false : createBackendSummarizer(backends.createConfiguredBackend(config)),
+    summarize:
+      config.backend === 'scripted' ? false : createBackendSummarizer(backends.createConfiguredBackend(config)),
     ...(config.notice ? { notice: config.notice } : {}),
     warnings: config.warnings,
   };

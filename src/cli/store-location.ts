@@ -4,14 +4,20 @@ import { ValidationError } from '../conversation/index.js';
 import { createFileStore, createPostgresStore, DEFAULT_POSTGRES_SCHEMA, type SessionStore } from '../store/index.js';
 
 /** Where a SessionStore lives, as a command-line argument gives it: a data folder or a PostgreSQL URL. */
-export type StoreLocation = { kind: 'folder'; dataDir: string } | { kind: 'postgres'; connectionString: string; schema: string };
+export type StoreLocation =
+  { kind: 'folder'; dataDir: string } | { kind: 'postgres'; connectionString: string; schema: string };
 
 const POSTGRES_URL = /^postgres(?:ql)?:\/\//i;
 const ANY_URL = /^[a-z][a-z0-9+.-]*:\/\//i;
 
 /** `value` as a store location; `flag` names the option in errors. A URL other than postgres:// is refused, not taken as a folder. */
-export function parseStoreLocation(value: string, flag: string, schema: string = DEFAULT_POSTGRES_SCHEMA): StoreLocation {
-  if (value.trim() === '') throw new ValidationError(`${flag} is empty: give a data folder or a postgres:// URL.`, { data: { field: flag } });
+export function parseStoreLocation(
+  value: string,
+  flag: string,
+  schema: string = DEFAULT_POSTGRES_SCHEMA,
+): StoreLocation {
+  if (value.trim() === '')
+    throw new ValidationError(`${flag} is empty: give a data folder or a postgres:// URL.`, { data: { field: flag } });
   if (POSTGRES_URL.test(value)) return { kind: 'postgres', connectionString: value, schema };
   if (ANY_URL.test(value)) {
     throw new ValidationError(
@@ -41,7 +47,8 @@ function describeUrl(value: string): string {
 
 export function sameLocation(left: StoreLocation, right: StoreLocation): boolean {
   if (left.kind === 'folder' && right.kind === 'folder') return left.dataDir === right.dataDir;
-  if (left.kind === 'postgres' && right.kind === 'postgres') return left.connectionString === right.connectionString && left.schema === right.schema;
+  if (left.kind === 'postgres' && right.kind === 'postgres')
+    return left.connectionString === right.connectionString && left.schema === right.schema;
   return false;
 }
 
@@ -49,9 +56,16 @@ export function sameLocation(left: StoreLocation, right: StoreLocation): boolean
  * Opens the store to read from. A folder must already be a Parley data folder (it holds `sessions/`)
  * and a database must already hold Parley's tables: reading a mistyped location must not create one.
  */
-export async function openSourceStore(location: StoreLocation, onWarning: (message: string) => void): Promise<SessionStore> {
+export async function openSourceStore(
+  location: StoreLocation,
+  onWarning: (message: string) => void,
+): Promise<SessionStore> {
   if (location.kind === 'postgres') {
-    return createPostgresStore({ connectionString: location.connectionString, schema: location.schema, existingOnly: true });
+    return createPostgresStore({
+      connectionString: location.connectionString,
+      schema: location.schema,
+      existingOnly: true,
+    });
   }
   if (!(await isDirectory(join(location.dataDir, 'sessions')))) {
     const exists = await isDirectory(location.dataDir);
@@ -65,17 +79,24 @@ export async function openSourceStore(location: StoreLocation, onWarning: (messa
 }
 
 /** Opens the store to write to: a missing or empty folder becomes a data folder; a folder holding other things is refused. */
-export async function openTargetStore(location: StoreLocation, onWarning: (message: string) => void): Promise<SessionStore> {
-  if (location.kind === 'postgres') return createPostgresStore({ connectionString: location.connectionString, schema: location.schema });
+export async function openTargetStore(
+  location: StoreLocation,
+  onWarning: (message: string) => void,
+): Promise<SessionStore> {
+  if (location.kind === 'postgres')
+    return createPostgresStore({ connectionString: location.connectionString, schema: location.schema });
   let entries: string[] | undefined;
   try {
     entries = await fs.readdir(location.dataDir);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOTDIR') {
-      throw new ValidationError(`${location.dataDir} is a file, not a folder: point --to at a data folder or a postgres:// URL.`, {
-        data: { field: '--to', path: location.dataDir },
-      });
+      throw new ValidationError(
+        `${location.dataDir} is a file, not a folder: point --to at a data folder or a postgres:// URL.`,
+        {
+          data: { field: '--to', path: location.dataDir },
+        },
+      );
     }
     if (code !== 'ENOENT') throw error;
   }

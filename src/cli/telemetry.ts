@@ -18,22 +18,32 @@ export interface Telemetry {
 type Exporter = 'otlp' | 'console';
 
 function exporterFor(signal: 'TRACES' | 'METRICS', env: NodeJS.ProcessEnv): Exporter | undefined {
-  const named = env[`OTEL_${signal}_EXPORTER`]?.split(',').map((entry) => entry.trim().toLowerCase()).filter(Boolean);
-  if (named && named.length > 0) return named.includes('otlp') ? 'otlp' : named.includes('console') ? 'console' : undefined;
+  const named = env[`OTEL_${signal}_EXPORTER`]
+    ?.split(',')
+    .map((entry) => entry.trim().toLowerCase())
+    .filter(Boolean);
+  if (named && named.length > 0)
+    return named.includes('otlp') ? 'otlp' : named.includes('console') ? 'console' : undefined;
   return env.OTEL_EXPORTER_OTLP_ENDPOINT || env[`OTEL_EXPORTER_OTLP_${signal}_ENDPOINT`] ? 'otlp' : undefined;
 }
 
 /** Starts the SDK when asked to (see above); undefined when tracing and metrics are both off. */
-export async function startTelemetry(env: NodeJS.ProcessEnv = process.env, version = '0.1.0'): Promise<Telemetry | undefined> {
+export async function startTelemetry(
+  env: NodeJS.ProcessEnv = process.env,
+  version = '0.1.0',
+): Promise<Telemetry | undefined> {
   if (env.OTEL_SDK_DISABLED?.toLowerCase() === 'true') return undefined;
   const traces = exporterFor('TRACES', env);
   const metricExporter = exporterFor('METRICS', env);
   if (!traces && !metricExporter) return undefined;
   const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL;
   if (protocol && protocol !== 'http/json') {
-    process.stderr.write(`parley: OTEL_EXPORTER_OTLP_PROTOCOL is "${protocol}", but Parley exports OTLP over HTTP with JSON bodies (http/json); point it at the collector's HTTP port (4318).\n`);
+    process.stderr.write(
+      `parley: OTEL_EXPORTER_OTLP_PROTOCOL is "${protocol}", but Parley exports OTLP over HTTP with JSON bodies (http/json); point it at the collector's HTTP port (4318).\n`,
+    );
   }
-  const { defaultResource, detectResources, envDetector, resourceFromAttributes } = await import('@opentelemetry/resources');
+  const { defaultResource, detectResources, envDetector, resourceFromAttributes } =
+    await import('@opentelemetry/resources');
   // The environment (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES) wins over Parley's defaults.
   const resource = defaultResource()
     .merge(resourceFromAttributes({ 'service.name': 'parley', 'service.version': version }))
@@ -41,8 +51,12 @@ export async function startTelemetry(env: NodeJS.ProcessEnv = process.env, versi
   const stops: Array<() => Promise<void>> = [];
 
   if (traces) {
-    const { BatchSpanProcessor, ConsoleSpanExporter, NodeTracerProvider } = await import('@opentelemetry/sdk-trace-node');
-    const exporter = traces === 'otlp' ? new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter() : new ConsoleSpanExporter();
+    const { BatchSpanProcessor, ConsoleSpanExporter, NodeTracerProvider } =
+      await import('@opentelemetry/sdk-trace-node');
+    const exporter =
+      traces === 'otlp'
+        ? new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter()
+        : new ConsoleSpanExporter();
     const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(exporter)] });
     // The W3C trace-context propagator, and no context manager: Parley passes every span's parent
     // explicitly, and Node 20's AsyncLocalStorage (the SDK's default) would make every promise in
@@ -51,9 +65,16 @@ export async function startTelemetry(env: NodeJS.ProcessEnv = process.env, versi
     stops.push(() => provider.shutdown());
   }
   if (metricExporter) {
-    const { ConsoleMetricExporter, MeterProvider, PeriodicExportingMetricReader } = await import('@opentelemetry/sdk-metrics');
-    const exporter = metricExporter === 'otlp' ? new (await import('@opentelemetry/exporter-metrics-otlp-http')).OTLPMetricExporter() : new ConsoleMetricExporter();
-    const provider = new MeterProvider({ resource, readers: [new PeriodicExportingMetricReader({ exporter, ...exportInterval(env) })] });
+    const { ConsoleMetricExporter, MeterProvider, PeriodicExportingMetricReader } =
+      await import('@opentelemetry/sdk-metrics');
+    const exporter =
+      metricExporter === 'otlp'
+        ? new (await import('@opentelemetry/exporter-metrics-otlp-http')).OTLPMetricExporter()
+        : new ConsoleMetricExporter();
+    const provider = new MeterProvider({
+      resource,
+      readers: [new PeriodicExportingMetricReader({ exporter, ...exportInterval(env) })],
+    });
     (await import('@opentelemetry/api')).metrics.setGlobalMeterProvider(provider);
     stops.push(() => provider.shutdown());
   }

@@ -91,7 +91,8 @@ export function describeInput(input: unknown, max: number): string {
   if (input === undefined || input === null) return '';
   if (typeof input !== 'object') return oneLine(String(input), max);
   const entries = Object.entries(input as Record<string, unknown>).map(
-    ([key, value]) => `${key}: ${typeof value === 'string' ? JSON.stringify(oneLine(value, 60)) : oneLine(JSON.stringify(value) ?? 'null', 60)}`,
+    ([key, value]) =>
+      `${key}: ${typeof value === 'string' ? JSON.stringify(oneLine(value, 60)) : oneLine(JSON.stringify(value) ?? 'null', 60)}`,
   );
   return oneLine(entries.join(', '), max);
 }
@@ -121,7 +122,14 @@ export function taskTitleFromMessage(message: string, max = TASK_TITLE_MAX): str
  * The one line a UI shows when a first message drafted the project's default role, so the terminal
  * and the browser say the same; `undraft` is how that UI undrafts (`/undraft`, `Undraft`).
  */
-export function firstDraftNotice(options: { role: string; taskSlug: string; createdTask: boolean; undraft: string }): string {
-  const what = options.createdTask ? `Created task ${options.taskSlug} and drafted ${options.role} on it` : `Drafted ${options.role} on task ${options.taskSlug}`;
+export function firstDraftNotice(options: {
+  role: string;
+  taskSlug: string;
+  createdTask: boolean;
+  undraft: string;
+}): string {
+  const what = options.createdTask
+    ? `Created task ${options.taskSlug} and drafted ${options.role} on it`
+    : `Drafted ${options.role} on task ${options.taskSlug}`;
   return `${what} (the project's default role; ${options.undraft} to change).`;
 }

@@ -13,7 +13,8 @@ import type { StreamEvent } from './events.js';
 export function isCanonicalStreamEvent(value: unknown): value is StreamEvent {
   if (!isRecord(value)) return false;
   const event = value as Record<string, unknown>;
-  if (!isId(event['sessionId']) || !isId(event['conversationId']) || !isCount(event['seq']) || !isCount(event['at'])) return false;
+  if (!isId(event['sessionId']) || !isId(event['conversationId']) || !isCount(event['seq']) || !isCount(event['at']))
+    return false;
   switch (event['type']) {
     case 'block_start':
     case 'block_complete':
@@ -47,7 +48,18 @@ const BLOCK_KEYS: Record<string, ReadonlySet<string>> = {
 };
 
 const STATUSES = new Set(['pending', 'running', 'success', 'error']);
-const SYSTEM_SUBTYPES = new Set(['info', 'error', 'session_start', 'compaction', 'cleared', 'interrupted', 'aborted', 'subagent_start', 'subagent_end', 'unknown_record']);
+const SYSTEM_SUBTYPES = new Set([
+  'info',
+  'error',
+  'session_start',
+  'compaction',
+  'cleared',
+  'interrupted',
+  'aborted',
+  'subagent_start',
+  'subagent_end',
+  'unknown_record',
+]);
 const USAGE_KEYS = new Set(['inputTokens', 'outputTokens', 'cacheReadTokens', 'cacheWriteTokens']);
 const METADATA_KEYS = new Set([
   'usage',
@@ -72,22 +84,45 @@ function isCanonicalBlock(value: unknown): boolean {
   const keys = typeof type === 'string' ? BLOCK_KEYS[type] : undefined;
   if (keys === undefined || !onlyKeys(block, keys)) return false;
   if (!isId(block['id']) || !isCount(block['createdAt'])) return false;
-  if (!optional(block['seq'], isCount) || !optional(block['updatedAt'], isCount) || !optional(block['completedAt'], isCount)) return false;
+  if (
+    !optional(block['seq'], isCount) ||
+    !optional(block['updatedAt'], isCount) ||
+    !optional(block['completedAt'], isCount)
+  )
+    return false;
   switch (type) {
     case 'user_message':
-      return typeof block['content'] === 'string' && optional(block['pinned'], isBoolean) && optional(block['metadata'], isPlainRecord);
+      return (
+        typeof block['content'] === 'string' &&
+        optional(block['pinned'], isBoolean) &&
+        optional(block['metadata'], isPlainRecord)
+      );
     case 'assistant_text':
-      return typeof block['content'] === 'string' && optional(block['model'], isString) && optional(block['metadata'], isPlainRecord);
+      return (
+        typeof block['content'] === 'string' &&
+        optional(block['model'], isString) &&
+        optional(block['metadata'], isPlainRecord)
+      );
     case 'thinking':
       return typeof block['content'] === 'string' && optional(block['redacted'], isBoolean);
     case 'tool_use':
       // `input` may hold anything, but the key is there (the store always writes it).
-      return isId(block['toolUseId']) && typeof block['name'] === 'string' && 'input' in block && isStatus(block['status']) && optional(block['error'], isString);
+      return (
+        isId(block['toolUseId']) &&
+        typeof block['name'] === 'string' &&
+        'input' in block &&
+        isStatus(block['status']) &&
+        optional(block['error'], isString)
+      );
     case 'tool_result':
       // Without `isError` the schema fills in its default: not returned unchanged, so not ours to pass.
       return isId(block['toolUseId']) && typeof block['content'] === 'string' && typeof block['isError'] === 'boolean';
     case 'system':
-      return typeof block['subtype'] === 'string' && SYSTEM_SUBTYPES.has(block['subtype']) && typeof block['content'] === 'string';
+      return (
+        typeof block['subtype'] === 'string' &&
+        SYSTEM_SUBTYPES.has(block['subtype']) &&
+        typeof block['content'] === 'string'
+      );
     case 'subagent':
       return (
         isId(block['subagentId']) &&
@@ -128,7 +163,13 @@ function isCanonicalMetadata(value: unknown): boolean {
 function isCanonicalUsage(value: unknown): boolean {
   if (!isRecord(value)) return false;
   const usage = value as Record<string, unknown>;
-  return onlyKeys(usage, USAGE_KEYS) && isNonNegative(usage['inputTokens']) && isNonNegative(usage['outputTokens']) && isNonNegative(usage['cacheReadTokens']) && isNonNegative(usage['cacheWriteTokens']);
+  return (
+    onlyKeys(usage, USAGE_KEYS) &&
+    isNonNegative(usage['inputTokens']) &&
+    isNonNegative(usage['outputTokens']) &&
+    isNonNegative(usage['cacheReadTokens']) &&
+    isNonNegative(usage['cacheWriteTokens'])
+  );
 }
 
 /** A plain object, as JSON.parse makes them (the schema would copy anything else into one). */

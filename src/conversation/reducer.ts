@@ -20,7 +20,11 @@ export function applyEvents(state: ConversationState, events: Iterable<StreamEve
 }
 
 /** Applies events to `draft` (made from `state` when the first event is new), and returns it. */
-function applyToDraft(state: ConversationState, draft: Draft | undefined, events: Iterable<StreamEvent>): Draft | undefined {
+function applyToDraft(
+  state: ConversationState,
+  draft: Draft | undefined,
+  events: Iterable<StreamEvent>,
+): Draft | undefined {
   for (const event of events) {
     if (event.seq <= (draft?.lastSeq ?? state.lastSeq)) continue;
     if (event.sessionId !== state.sessionId) continue;
@@ -51,7 +55,10 @@ export function foldInParts(state: ConversationState): ConversationFold {
   let finished = false;
   return {
     add(events) {
-      if (finished) throw new Error('This fold is finished: its state has been handed out. Start a new fold from that state (foldInParts) to apply more events.');
+      if (finished)
+        throw new Error(
+          'This fold is finished: its state has been handed out. Start a new fold from that state (foldInParts) to apply more events.',
+        );
       draft = applyToDraft(state, draft, events);
     },
     finish() {
@@ -172,7 +179,11 @@ class Draft {
     return index.get(id) ?? -1;
   }
 
-  private modify(conversationId: string, blockId: string, change: (block: ConversationBlock) => ConversationBlock): void {
+  private modify(
+    conversationId: string,
+    blockId: string,
+    change: (block: ConversationBlock) => ConversationBlock,
+  ): void {
     const blocks = this.list(conversationId);
     const index = this.indexOf(blocks, blockId);
     if (index === -1) return;
@@ -184,7 +195,12 @@ class Draft {
  * `block` with `completedAt` (when given) and `seq` set, in that order: the block itself when both
  * are already so and `copy` is not asked for, else one copy.
  */
-function stamped(block: ConversationBlock, completedAt: number | undefined, seq: number, copy = false): ConversationBlock {
+function stamped(
+  block: ConversationBlock,
+  completedAt: number | undefined,
+  seq: number,
+  copy = false,
+): ConversationBlock {
   if (!copy && completedAt === undefined && block.seq === seq) return block;
   const next = { ...block };
   if (completedAt !== undefined) next.completedAt = completedAt;

@@ -75,12 +75,17 @@ export function createTokenizer(options: TokenizerOptions = {}): Tokenizer {
       try {
         const counter = await loader();
         // A loader that returns something unusable is a failed load, not a crash on first count.
-        if (typeof counter !== 'function' || typeof counter('probe') !== 'number') throw new Error('the loaded tokenizer does not count');
+        if (typeof counter !== 'function' || typeof counter('probe') !== 'number')
+          throw new Error('the loaded tokenizer does not count');
         exact = counter;
         current = { status: 'ready', encoding, loadMs: performance.now() - started };
         return true;
       } catch (error) {
-        current = { status: 'failed', encoding: FALLBACK_ENCODING, error: error instanceof Error ? error.message : String(error) };
+        current = {
+          status: 'failed',
+          encoding: FALLBACK_ENCODING,
+          error: error instanceof Error ? error.message : String(error),
+        };
         return false;
       }
     })();
@@ -242,7 +247,8 @@ export class TokenCalibration {
 
   /** Records one request: Parley's raw estimate and the input tokens the back end reported. Returns whether it was used. */
   record(estimated: number, real: number): boolean {
-    if (!Number.isFinite(estimated) || !Number.isFinite(real) || estimated < this.minSampleTokens || real <= 0) return false;
+    if (!Number.isFinite(estimated) || !Number.isFinite(real) || estimated < this.minSampleTokens || real <= 0)
+      return false;
     this.last = { estimated, real };
     this.samples.push({ estimated, real });
     if (this.samples.length > this.window) this.samples.shift();

@@ -54,7 +54,10 @@ const WRITE_TOOLS = new Set(['Write', 'write_file']);
 const COMMAND_TOOLS = new Set(['Bash', 'run_shell_command', 'run_command', 'shell']);
 
 /** The edit a tool call makes, or undefined when the tool does not edit files. */
-export function fileEditOf(toolUse: Pick<ToolUseBlock, 'name' | 'input'>, result?: Pick<ToolResultBlock, 'output' | 'isError'>): FileEditView | undefined {
+export function fileEditOf(
+  toolUse: Pick<ToolUseBlock, 'name' | 'input'>,
+  result?: Pick<ToolResultBlock, 'output' | 'isError'>,
+): FileEditView | undefined {
   const isEdit = EDIT_TOOLS.has(toolUse.name);
   if (!isEdit && !WRITE_TOOLS.has(toolUse.name)) return undefined;
   const input = asRecord(toolUse.input);
@@ -62,11 +65,14 @@ export function fileEditOf(toolUse: Pick<ToolUseBlock, 'name' | 'input'>, result
   const kind = isEdit ? 'edit' : 'write';
   const made = result && !result.isError ? asRecord(result.output) : {};
   const madeDiff = stringField(made, 'diff');
-  if (madeDiff !== undefined) return viewOfPatch(stringField(made, 'path') ?? path ?? '', kind, parseUnifiedDiff(madeDiff));
+  if (madeDiff !== undefined)
+    return viewOfPatch(stringField(made, 'path') ?? path ?? '', kind, parseUnifiedDiff(madeDiff));
   if (path === undefined) return undefined;
   if (toolUse.name === 'MultiEdit') {
     const edits = Array.isArray(input.edits) ? input.edits.map(asRecord) : [];
-    const hunks = edits.flatMap((edit) => hunksBetween(stringField(edit, 'old_string') ?? '', stringField(edit, 'new_string') ?? ''));
+    const hunks = edits.flatMap((edit) =>
+      hunksBetween(stringField(edit, 'old_string') ?? '', stringField(edit, 'new_string') ?? ''),
+    );
     return viewOfPatch(path, kind, hunks);
   }
   if (isEdit) {
@@ -81,7 +87,10 @@ export function fileEditOf(toolUse: Pick<ToolUseBlock, 'name' | 'input'>, result
 }
 
 /** The command a shell tool runs (with its output once the result is in), or undefined. */
-export function commandOf(toolUse: Pick<ToolUseBlock, 'name' | 'input'>, result?: Pick<ToolResultBlock, 'content' | 'output' | 'isError'>): CommandView | undefined {
+export function commandOf(
+  toolUse: Pick<ToolUseBlock, 'name' | 'input'>,
+  result?: Pick<ToolResultBlock, 'content' | 'output' | 'isError'>,
+): CommandView | undefined {
   if (!COMMAND_TOOLS.has(toolUse.name)) return undefined;
   const input = asRecord(toolUse.input);
   const command = stringField(input, 'command') ?? stringField(input, 'cmd');
@@ -105,7 +114,13 @@ export function parseUnifiedDiff(diff: string): DiffHunk[] {
   for (const line of diff.split('\n')) {
     const header = /^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/.exec(line);
     if (header) {
-      current = { oldStart: Number(header[1]), oldLines: Number(header[2] ?? 1), newStart: Number(header[3]), newLines: Number(header[4] ?? 1), lines: [] };
+      current = {
+        oldStart: Number(header[1]),
+        oldLines: Number(header[2] ?? 1),
+        newStart: Number(header[3]),
+        newLines: Number(header[4] ?? 1),
+        lines: [],
+      };
       hunks.push(current);
       continue;
     }
@@ -117,13 +132,17 @@ export function parseUnifiedDiff(diff: string): DiffHunk[] {
 }
 
 function hunksBetween(before: string, after: string): DiffHunk[] {
-  const patch = structuredPatch('a', 'b', withNewline(before), withNewline(after), undefined, undefined, { context: 3 });
+  const patch = structuredPatch('a', 'b', withNewline(before), withNewline(after), undefined, undefined, {
+    context: 3,
+  });
   return patch.hunks.map((hunk) => ({
     oldStart: hunk.oldStart,
     oldLines: hunk.oldLines,
     newStart: hunk.newStart,
     newLines: hunk.newLines,
-    lines: hunk.lines.filter((line) => line[0] === '+' || line[0] === '-' || line[0] === ' ').map((line) => ({ kind: line[0] as DiffLine['kind'], text: line.slice(1) })),
+    lines: hunk.lines
+      .filter((line) => line[0] === '+' || line[0] === '-' || line[0] === ' ')
+      .map((line) => ({ kind: line[0] as DiffLine['kind'], text: line.slice(1) })),
   }));
 }
 

@@ -7,7 +7,10 @@ import type { BackendInfo } from '../protocol/index.js';
  * `submit_prompt { backend }` would get; one that cannot be made here is listed as unavailable,
  * with the reason, rather than left out.
  */
-export function listBackends(backendFor: (name?: string) => AgentBackend, names: readonly string[] = listBackendRegistrations().map((registration) => registration.name)): BackendInfo[] {
+export function listBackends(
+  backendFor: (name?: string) => AgentBackend,
+  names: readonly string[] = listBackendRegistrations().map((registration) => registration.name),
+): BackendInfo[] {
   const defaultName = backendFor().describe().name;
   const ordered = [defaultName, ...names.filter((name) => name !== defaultName)];
   return ordered.map((name): BackendInfo => {

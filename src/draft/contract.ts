@@ -5,7 +5,14 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { SessionManager } from '../sessions/index.js';
 import type { BackendInfo } from '../protocol/index.js';
 import type { DraftStore } from '../store/index.js';
-import type { ApprovalDecision, ApprovalRequest, ApprovalResolution, Approver, PermissionMode, SandboxInfo } from '../workspace/index.js';
+import type {
+  ApprovalDecision,
+  ApprovalRequest,
+  ApprovalResolution,
+  Approver,
+  PermissionMode,
+  SandboxInfo,
+} from '../workspace/index.js';
 import type {
   AgentInfo,
   DraftStatus,
@@ -117,7 +124,12 @@ export interface DraftService {
   listRoles(params: { project?: string }): Promise<{ roles: RoleInfo[]; errors: RoleFileError[] }>;
 
   // drafts (seed 000), one per channel
-  draft(params: { channelId: string; role: string; project: string; task: string }): Promise<{ sessionId: string; taskSlug: string; project: string }>;
+  draft(params: {
+    channelId: string;
+    role: string;
+    project: string;
+    task: string;
+  }): Promise<{ sessionId: string; taskSlug: string; project: string }>;
   undraft(params: { channelId: string }): Promise<DraftSummary>;
   getDraftStatus(params: { channelId: string }): Promise<{ active: boolean; session?: DraftStatus }>;
   /** The back ends a draft may run on or move to (`submit_prompt { backend }`), the default marked. */
@@ -131,13 +143,19 @@ export interface DraftService {
    * `options.traceParent`: the OpenTelemetry context the turn's (or the dispatch's) spans go under,
    * such as the trace a client passed as `traceparent`.
    */
-  submitPrompt(params: { channelId: string; content: string; role?: string; taskSlug?: string; backend?: string }, options?: SubmitOptions): Promise<SubmitResult>;
+  submitPrompt(
+    params: { channelId: string; content: string; role?: string; taskSlug?: string; backend?: string },
+    options?: SubmitOptions,
+  ): Promise<SubmitResult>;
   /** Aborts the running turn of the channel's draft; `cancelled: false` when none runs. */
   cancel(params: { channelId: string }): Promise<{ cancelled: boolean }>;
   listAgents(params: { channelId?: string }): Promise<AgentInfo[]>;
   killAgent(params: { agentId: string }): Promise<{ killed: boolean }>;
   /** The user's note into a conversation between agents (conversations.ts). */
-  sayInConversation(params: { conversationId: string; message: string }): Promise<{ conversationId: string; delivered: 'next_message' }>;
+  sayInConversation(params: {
+    conversationId: string;
+    message: string;
+  }): Promise<{ conversationId: string; delivered: 'next_message' }>;
 
   /** Live notifications, in order. Returns the unsubscribe function. */
   on<K extends keyof DraftServiceEvents>(name: K, handler: (payload: DraftServiceEvents[K]) => void): () => void;
@@ -153,11 +171,18 @@ export interface DraftService {
 
   // approvals of the workspace tools (draft-permissions.ts)
   /** Answers a waiting request; NOT_FOUND for an unknown or already answered one. Additive beyond the contract. */
-  answerPermission(params: { sessionId: string; requestId: string; decision: ApprovalDecision }): Promise<ApprovalResolution>;
+  answerPermission(params: {
+    sessionId: string;
+    requestId: string;
+    decision: ApprovalDecision;
+  }): Promise<ApprovalResolution>;
   /** The channel's draft's permission mode, its sandbox, and the requests waiting in its sessions. Additive beyond the contract. */
   getPermissions(params: { channelId: string }): Promise<PermissionsView>;
   /** Sets the channel's draft's permission mode (kept in draft.json); NO_ACTIVE_DRAFT without a draft. Additive beyond the contract. */
-  setPermissionMode(params: { channelId: string; mode: PermissionMode }): Promise<{ sessionId: string; mode: PermissionMode; previous: PermissionMode }>;
+  setPermissionMode(params: {
+    channelId: string;
+    mode: PermissionMode;
+  }): Promise<{ sessionId: string; mode: PermissionMode; previous: PermissionMode }>;
 
   /** Startup: finds active drafts (draft.json status active) so the next submit_prompt resumes them. */
   recover(): Promise<{ recovered: number; failed: Array<{ sessionId: string; reason: string }> }>;

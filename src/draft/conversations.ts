@@ -48,7 +48,12 @@ export interface ConversationContext {
   toolsFor(role: RoleInfo, backend: AgentBackend): Promise<ParleyTool[]>;
 }
 
-export async function openConversation(state: DraftServiceState, rooms: ConversationsState, context: ConversationContext, input: { role: string; topic: string }): Promise<{ conversationId: string; role: string; maxTurns: number }> {
+export async function openConversation(
+  state: DraftServiceState,
+  rooms: ConversationsState,
+  context: ConversationContext,
+  input: { role: string; topic: string },
+): Promise<{ conversationId: string; role: string; maxTurns: number }> {
   assertOpen(state);
   const limit = context.role.maxOpenConversations ?? DEFAULT_MAX_OPEN_CONVERSATIONS;
   const open = await openConversationsOf(state, context.owner.sessionId);
@@ -63,7 +68,13 @@ export async function openConversation(state: DraftServiceState, rooms: Conversa
   // Fails early, with the usual message, when the role's back end is not configured.
   resolveBackend(state, other.backend, other.model, other.name);
   const session = await state.manager.createSession({
-    scope: { kind: 'draft', role: other.name, project: context.project.name, parentSessionId: context.owner.sessionId, ...(context.owner.taskSlug ? { taskSlug: context.owner.taskSlug } : {}) },
+    scope: {
+      kind: 'draft',
+      role: other.name,
+      project: context.project.name,
+      parentSessionId: context.owner.sessionId,
+      ...(context.owner.taskSlug ? { taskSlug: context.owner.taskSlug } : {}),
+    },
     agentType: other.name,
     title: `Conversation with ${context.role.name}: ${input.topic.slice(0, 80)}`,
   });
@@ -74,43 +85,93 @@ export async function openConversation(state: DraftServiceState, rooms: Conversa
       type: 'block_start',
       conversationId: MAIN_CONVERSATION,
       at,
-      block: { id: threadBlockId(conversationId), type: 'subagent', subagentId: conversationId, name: `conversation with ${other.name}`, input: input.topic, status: 'running', createdAt: at },
+      block: {
+        id: threadBlockId(conversationId),
+        type: 'subagent',
+        subagentId: conversationId,
+        name: `conversation with ${other.name}`,
+        input: input.topic,
+        status: 'running',
+        createdAt: at,
+      },
     },
   ]);
   // The topic opens the other agent's session, so its first reply knows what the talk is about.
-  await state.manager.addMessage(conversationId, { role: 'user', content: `${context.role.name} opened a conversation with you about: ${input.topic}`, metadata: { conversationTopic: true } });
-  return { conversationId, role: other.name, maxTurns: context.role.maxConversationTurns ?? DEFAULT_MAX_CONVERSATION_TURNS };
+  await state.manager.addMessage(conversationId, {
+    role: 'user',
+    content: `${context.role.name} opened a conversation with you about: ${input.topic}`,
+    metadata: { conversationTopic: true },
+  });
+  return {
+    conversationId,
+    role: other.name,
+    maxTurns: context.role.maxConversationTurns ?? DEFAULT_MAX_CONVERSATION_TURNS,
+  };
 }
 
-export async function say(state: DraftServiceState, rooms: ConversationsState, context: ConversationContext, input: { conversationId: string; message: string }, signal?: AbortSignal, traceContext?: Context): Promise<ConversationReply> {
+export async function say(
+  state: DraftServiceState,
+  rooms: ConversationsState,
+  context: ConversationContext,
+  input: { conversationId: string; message: string },
+  signal?: AbortSignal,
+  traceContext?: Context,
+): Promise<ConversationReply> {
   assertOpen(state);
   const session = await ownConversation(state, context.owner.sessionId, input.conversationId);
   if (rooms.busy.has(input.conversationId)) {
-    throw new DraftError('CONVERSATION_BUSY', `Conversation ${input.conversationId} is still answering your last message; wait for its reply.`, { fault: 'model', data: { conversationId: input.conversationId } });
+    throw new DraftError(
+      'CONVERSATION_BUSY',
+      `Conversation ${input.conversationId} is still answering your last message; wait for its reply.`,
+      { fault: 'model', data: { conversationId: input.conversationId } },
+    );
   }
   const maxTurns = context.role.maxConversationTurns ?? DEFAULT_MAX_CONVERSATION_TURNS;
   const history = exchangesOf((await state.manager.loadConversation(input.conversationId)).blocks);
   if (history.length >= maxTurns) {
     await close(state, rooms, context.owner.sessionId, session, 'turn_limit');
-    throw new DraftError('CONVERSATION_TURN_LIMIT', `Conversation ${input.conversationId} reached its limit of ${maxTurns} messages and is now closed. Use what was said, or open a new conversation.`, {
-      fault: 'model',
-      data: { conversationId: input.conversationId, maxTurns },
-    });
+    throw new DraftError(
+      'CONVERSATION_TURN_LIMIT',
+      `Conversation ${input.conversationId} reached its limit of ${maxTurns} messages and is now closed. Use what was said, or open a new conversation.`,
+      {
+        fault: 'model',
+        data: { conversationId: input.conversationId, maxTurns },
+      },
+    );
   }
   const notes = rooms.notes.get(input.conversationId);
   const forOther = notes?.forOther.splice(0) ?? [];
   const forOpener = notes?.forOpener.splice(0) ?? [];
-  const prompt = [...forOther.map((note) => `[A note from the user to both of you: ${note}]`), input.message].join('\n\n');
+  const prompt = [...forOther.map((note) => `[A note from the user to both of you: ${note}]`), input.message].join(
+    '\n\n',
+  );
   const other = await resolveRole(state, context.project, session.agentType);
   const backend = resolveBackend(state, other.backend, other.model, other.name);
-  const profile: AgentProfile = { name: other.name, description: other.description, instructions: other.instructions, ...(other.model ? { model: other.model } : {}) };
+  const profile: AgentProfile = {
+    name: other.name,
+    description: other.description,
+    instructions: other.instructions,
+    ...(other.model ? { model: other.model } : {}),
+  };
 
   rooms.busy.add(input.conversationId);
   let reply = '';
   try {
     const at = state.clock();
     await state.manager.appendEvents(context.owner.sessionId, [
-      { type: 'block_complete', conversationId: input.conversationId, at, block: { id: randomUUID(), type: 'user_message', content: input.message, createdAt: at, completedAt: at, metadata: { from: context.role.name } } },
+      {
+        type: 'block_complete',
+        conversationId: input.conversationId,
+        at,
+        block: {
+          id: randomUUID(),
+          type: 'user_message',
+          content: input.message,
+          createdAt: at,
+          completedAt: at,
+          metadata: { from: context.role.name },
+        },
+      },
     ]);
     const turn = await runTurn(state.manager, input.conversationId, {
       backend,
@@ -124,11 +185,19 @@ export async function say(state: DraftServiceState, rooms: ConversationsState, c
       ...(traceContext ? { traceParent: traceContext } : {}),
     });
     for await (const event of turn.events) {
-      if (event.conversationId === MAIN_CONVERSATION && event.type === 'block_complete' && event.block.type === 'assistant_text') reply = event.block.content;
+      if (
+        event.conversationId === MAIN_CONVERSATION &&
+        event.type === 'block_complete' &&
+        event.block.type === 'assistant_text'
+      )
+        reply = event.block.content;
       // The user message is in the thread already (as the opener said it, without the notes).
-      if ((event.type === 'block_start' || event.type === 'block_complete') && event.block.type === 'user_message') continue;
+      if ((event.type === 'block_start' || event.type === 'block_complete') && event.block.type === 'user_message')
+        continue;
       const { seq: _seq, sessionId: _sessionId, ...draft } = event;
-      await state.manager.appendEvents(context.owner.sessionId, [readdress(draft as StreamEventDraft, input.conversationId)]);
+      await state.manager.appendEvents(context.owner.sessionId, [
+        readdress(draft as StreamEventDraft, input.conversationId),
+      ]);
     }
   } finally {
     rooms.busy.delete(input.conversationId);
@@ -152,43 +221,92 @@ export async function say(state: DraftServiceState, rooms: ConversationsState, c
   };
 }
 
-export async function closeConversation(state: DraftServiceState, rooms: ConversationsState, ownerSessionId: string, conversationId: string, because: ConversationSummary['closedBecause'] = 'closed'): Promise<ConversationSummary> {
+export async function closeConversation(
+  state: DraftServiceState,
+  rooms: ConversationsState,
+  ownerSessionId: string,
+  conversationId: string,
+  because: ConversationSummary['closedBecause'] = 'closed',
+): Promise<ConversationSummary> {
   const session = await ownConversation(state, ownerSessionId, conversationId);
   return close(state, rooms, ownerSessionId, session, because);
 }
 
 /** Closes every open conversation of a draft (kill, undraft). */
-export async function closeConversationsOf(state: DraftServiceState, rooms: ConversationsState, ownerSessionId: string, because: ConversationSummary['closedBecause']): Promise<ConversationSummary[]> {
+export async function closeConversationsOf(
+  state: DraftServiceState,
+  rooms: ConversationsState,
+  ownerSessionId: string,
+  because: ConversationSummary['closedBecause'],
+): Promise<ConversationSummary[]> {
   const open = await openConversationsOf(state, ownerSessionId);
   return Promise.all(open.map((session) => close(state, rooms, ownerSessionId, session, because)));
 }
 
 /** A note from the user into a conversation: shown in its thread, and read by both agents at the next `say`. */
-export async function noteFromUser(state: DraftServiceState, rooms: ConversationsState, conversationId: string, message: string): Promise<{ conversationId: string; delivered: 'next_message' }> {
+export async function noteFromUser(
+  state: DraftServiceState,
+  rooms: ConversationsState,
+  conversationId: string,
+  message: string,
+): Promise<{ conversationId: string; delivered: 'next_message' }> {
   const session = await state.manager.getSession(conversationId).catch(() => undefined);
   const parent = session?.scope.kind === 'draft' ? session.scope.parentSessionId : undefined;
   if (!session || parent === undefined) {
-    throw new DraftError('NOT_FOUND', `No conversation "${conversationId}". Conversations show as threads named "conversation with <role>"; their id is the thread's.`, { fault: 'user', data: { conversationId } });
+    throw new DraftError(
+      'NOT_FOUND',
+      `No conversation "${conversationId}". Conversations show as threads named "conversation with <role>"; their id is the thread's.`,
+      { fault: 'user', data: { conversationId } },
+    );
   }
-  if (session.status !== 'active') throw new DraftError('CONVERSATION_CLOSED', `Conversation ${conversationId} is closed.`, { fault: 'user', data: { conversationId } });
+  if (session.status !== 'active')
+    throw new DraftError('CONVERSATION_CLOSED', `Conversation ${conversationId} is closed.`, {
+      fault: 'user',
+      data: { conversationId },
+    });
   const notes = rooms.notes.get(conversationId) ?? { forOther: [], forOpener: [] };
   notes.forOther.push(message);
   notes.forOpener.push(message);
   rooms.notes.set(conversationId, notes);
   const at = state.clock();
   await state.manager.appendEvents(parent, [
-    { type: 'block_complete', conversationId, at, block: { id: randomUUID(), type: 'user_message', content: message, createdAt: at, completedAt: at, metadata: { from: 'user', note: true } } },
+    {
+      type: 'block_complete',
+      conversationId,
+      at,
+      block: {
+        id: randomUUID(),
+        type: 'user_message',
+        content: message,
+        createdAt: at,
+        completedAt: at,
+        metadata: { from: 'user', note: true },
+      },
+    },
   ]);
   return { conversationId, delivered: 'next_message' };
 }
 
-async function close(state: DraftServiceState, rooms: ConversationsState, ownerSessionId: string, session: SessionRecord, because: ConversationSummary['closedBecause']): Promise<ConversationSummary> {
+async function close(
+  state: DraftServiceState,
+  rooms: ConversationsState,
+  ownerSessionId: string,
+  session: SessionRecord,
+  because: ConversationSummary['closedBecause'],
+): Promise<ConversationSummary> {
   const conversationId = session.sessionId;
   const conversation = await state.manager.loadConversation(conversationId);
   const turns = exchangesOf(conversation.blocks).length;
   const costUsd = conversation.metrics.costUsd;
   const at = state.clock();
-  const summary: ConversationSummary = { conversationId, role: session.agentType, turns, costUsd, durationMs: Math.max(0, at - session.createdAt), closedBecause: because };
+  const summary: ConversationSummary = {
+    conversationId,
+    role: session.agentType,
+    turns,
+    costUsd,
+    durationMs: Math.max(0, at - session.createdAt),
+    closedBecause: because,
+  };
   if (session.status === 'active') {
     await state.manager.archiveSession(conversationId);
     // The thread's block in the opener's session closes with the conversation's totals: its cost rolls up there.
@@ -205,7 +323,12 @@ async function close(state: DraftServiceState, rooms: ConversationsState, ownerS
           input: session.title ?? '',
           status: because === 'closed' ? 'success' : 'error',
           output: `${turns} message(s); closed: ${because}`,
-          usage: { inputTokens: conversation.metrics.inputTokens, outputTokens: conversation.metrics.outputTokens, cacheReadTokens: conversation.metrics.cacheReadTokens, cacheWriteTokens: conversation.metrics.cacheWriteTokens },
+          usage: {
+            inputTokens: conversation.metrics.inputTokens,
+            outputTokens: conversation.metrics.outputTokens,
+            cacheReadTokens: conversation.metrics.cacheReadTokens,
+            cacheWriteTokens: conversation.metrics.cacheWriteTokens,
+          },
           costUsd,
           createdAt: session.createdAt,
           completedAt: at,
@@ -219,16 +342,30 @@ async function close(state: DraftServiceState, rooms: ConversationsState, ownerS
 
 async function openConversationsOf(state: DraftServiceState, ownerSessionId: string): Promise<SessionRecord[]> {
   const sessions = await state.manager.listSessions({ scopeKind: 'draft', status: 'active' });
-  return sessions.filter((session) => session.scope.kind === 'draft' && session.scope.parentSessionId === ownerSessionId);
+  return sessions.filter(
+    (session) => session.scope.kind === 'draft' && session.scope.parentSessionId === ownerSessionId,
+  );
 }
 
-async function ownConversation(state: DraftServiceState, ownerSessionId: string, conversationId: string): Promise<SessionRecord> {
+async function ownConversation(
+  state: DraftServiceState,
+  ownerSessionId: string,
+  conversationId: string,
+): Promise<SessionRecord> {
   const session = await state.manager.getSession(conversationId).catch(() => undefined);
   if (!session || session.scope.kind !== 'draft' || session.scope.parentSessionId !== ownerSessionId) {
-    throw new DraftError('NOT_FOUND', `No conversation "${conversationId}" of yours. open_conversation returns the id to use.`, { fault: 'model', data: { conversationId } });
+    throw new DraftError(
+      'NOT_FOUND',
+      `No conversation "${conversationId}" of yours. open_conversation returns the id to use.`,
+      { fault: 'model', data: { conversationId } },
+    );
   }
   if (session.status !== 'active') {
-    throw new DraftError('CONVERSATION_CLOSED', `Conversation ${conversationId} is closed. Open a new one to talk again.`, { fault: 'model', data: { conversationId } });
+    throw new DraftError(
+      'CONVERSATION_CLOSED',
+      `Conversation ${conversationId} is closed. Open a new one to talk again.`,
+      { fault: 'model', data: { conversationId } },
+    );
   }
   return session;
 }
@@ -266,7 +403,13 @@ export function isLoop(history: readonly Exchange[]): boolean {
 
 /** Word-set overlap (Jaccard), case and punctuation aside: 1 for the same words. */
 export function similarity(a: string, b: string): number {
-  const words = (text: string) => new Set(text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean));
+  const words = (text: string) =>
+    new Set(
+      text
+        .toLowerCase()
+        .split(/[^\p{L}\p{N}]+/u)
+        .filter(Boolean),
+    );
   const left = words(a);
   const right = words(b);
   if (left.size === 0 && right.size === 0) return 1;

@@ -1,4 +1,9 @@
-import { configuredBackends, resolveBackendConfig, type AgentBackend, type ResolvedBackendConfig } from '../backends/index.js';
+import {
+  configuredBackends,
+  resolveBackendConfig,
+  type AgentBackend,
+  type ResolvedBackendConfig,
+} from '../backends/index.js';
 import type { DraftServiceState } from './draft-state.js';
 import { DraftError } from './errors.js';
 
@@ -8,7 +13,10 @@ import { DraftError } from './errors.js';
  * gets the configured default; one instance per back end and model. A configuration that cannot be
  * read does not stop the service: drafting then fails with the configuration's own error.
  */
-export async function registryBackends(projectRoot: string, dataDir: string): Promise<(name?: string, model?: string) => AgentBackend> {
+export async function registryBackends(
+  projectRoot: string,
+  dataDir: string,
+): Promise<(name?: string, model?: string) => AgentBackend> {
   let config: ResolvedBackendConfig | undefined;
   let problem: unknown;
   try {
@@ -24,7 +32,12 @@ export async function registryBackends(projectRoot: string, dataDir: string): Pr
 }
 
 /** The back end a role asks for, or INVALID_INPUT naming the role, the back end and why it is not available. */
-export function resolveBackend(state: DraftServiceState, backendName: string | undefined, model: string | undefined, role: string): AgentBackend {
+export function resolveBackend(
+  state: DraftServiceState,
+  backendName: string | undefined,
+  model: string | undefined,
+  role: string,
+): AgentBackend {
   try {
     return state.backendFor(backendName, model);
   } catch (error) {

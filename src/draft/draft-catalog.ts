@@ -11,7 +11,10 @@ export async function listProjects(state: DraftServiceState): Promise<ProjectInf
   return (await state.catalog.list()).map(projectInfo);
 }
 
-export async function createProject(state: DraftServiceState, params: { name: string; path?: string; description?: string }): Promise<ProjectInfo> {
+export async function createProject(
+  state: DraftServiceState,
+  params: { name: string; path?: string; description?: string },
+): Promise<ProjectInfo> {
   assertOpen(state);
   return projectInfo(await state.catalog.create(params));
 }
@@ -20,7 +23,10 @@ export async function listTasks(state: DraftServiceState, params: { project: str
   return state.catalog.listTasks(await state.catalog.resolve(params.project));
 }
 
-export async function createTask(state: DraftServiceState, params: { project: string; title: string; description?: string; slug?: string }): Promise<TaskInfo> {
+export async function createTask(
+  state: DraftServiceState,
+  params: { project: string; title: string; description?: string; slug?: string },
+): Promise<TaskInfo> {
   assertOpen(state);
   if (typeof params.title !== 'string' || params.title.trim() === '') {
     throw new DraftError('INVALID_INPUT', 'A task needs a title.', { fault: 'user' });
@@ -33,13 +39,22 @@ export async function createTask(state: DraftServiceState, params: { project: st
   });
 }
 
-export async function listRoles(state: DraftServiceState, params: { project?: string }): Promise<{ roles: RoleInfo[]; errors: Array<{ file: string; field?: string; message: string }> }> {
-  const project = params.project === undefined ? await state.catalog.current() : await state.catalog.resolve(params.project);
+export async function listRoles(
+  state: DraftServiceState,
+  params: { project?: string },
+): Promise<{ roles: RoleInfo[]; errors: Array<{ file: string; field?: string; message: string }> }> {
+  const project =
+    params.project === undefined ? await state.catalog.current() : await state.catalog.resolve(params.project);
   return state.catalog.loadRoles(project);
 }
 
 /** The role, or NOT_FOUND listing the roles, or INVALID_INPUT naming the malformed file and field. */
-export async function resolveRole(state: DraftServiceState, project: ProjectLocation, name: string, loaded?: LoadedRoles): Promise<RoleInfo> {
+export async function resolveRole(
+  state: DraftServiceState,
+  project: ProjectLocation,
+  name: string,
+  loaded?: LoadedRoles,
+): Promise<RoleInfo> {
   const { roles, errors } = loaded ?? (await state.catalog.loadRoles(project));
   const broken = errors.find((error) => path.basename(error.file, '.md') === name);
   if (broken) {
@@ -51,8 +66,10 @@ export async function resolveRole(state: DraftServiceState, project: ProjectLoca
   }
   const role = roles.find((entry) => entry.name === name);
   if (!role) {
-    throw new DraftError('NOT_FOUND', `No role "${name}". Roles: ${roles.map((entry) => entry.name).join(', ')}.`, { fault: 'user', data: { role: name } });
+    throw new DraftError('NOT_FOUND', `No role "${name}". Roles: ${roles.map((entry) => entry.name).join(', ')}.`, {
+      fault: 'user',
+      data: { role: name },
+    });
   }
   return role;
 }
-

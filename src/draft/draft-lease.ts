@@ -22,7 +22,10 @@ export function defaultLeaseOwner(): string {
  * DRAFT_RUN_ELSEWHERE, naming the server that holds it, while another live server does. Says whom
  * the lease was taken from when another server held it before (the draft may have run there since).
  */
-export async function takeLease(state: DraftServiceState, session: { sessionId: string; channelId: string }): Promise<{ takenFrom?: string }> {
+export async function takeLease(
+  state: DraftServiceState,
+  session: { sessionId: string; channelId: string },
+): Promise<{ takenFrom?: string }> {
   const result = await state.catalog.store.acquireDraftLease(session.sessionId, state.leaseOwner, state.leaseTtlMs);
   if (!result.granted) throw runElsewhere(session, result);
   return result.takenFrom === undefined ? {} : { takenFrom: result.takenFrom };
@@ -34,7 +37,15 @@ function runElsewhere(session: { sessionId: string; channelId: string }, result:
     'DRAFT_RUN_ELSEWHERE',
     `The draft on channel "${session.channelId}" is run by another Parley server ("${result.holder ?? 'unknown'}", its lease runs${until}). ` +
       "Connect this channel's client to that server. If that server has stopped, its lease expires and the next prompt here takes the draft over.",
-    { fault: 'user', data: { channelId: session.channelId, sessionId: session.sessionId, holder: result.holder, expiresAt: result.expiresAt } },
+    {
+      fault: 'user',
+      data: {
+        channelId: session.channelId,
+        sessionId: session.sessionId,
+        holder: result.holder,
+        expiresAt: result.expiresAt,
+      },
+    },
   );
 }
 
@@ -91,7 +102,9 @@ export function letGo(state: DraftServiceState, draft: ActiveDraft, result: Draf
   draft.closing = true;
   stopLease(draft);
   const { sessionId, channelId } = draft.session;
-  process.emitWarning(`Parley: the draft on channel "${channelId}" (session ${sessionId}) is now run by another server ("${result.holder ?? 'unknown'}"); this server let it go.`);
+  process.emitWarning(
+    `Parley: the draft on channel "${channelId}" (session ${sessionId}) is now run by another server ("${result.holder ?? 'unknown'}"); this server let it go.`,
+  );
   if (state.drafts.get(channelId) === draft) state.drafts.delete(channelId);
   if (state.bySession.get(sessionId) === draft) state.bySession.delete(sessionId);
   draft.turn?.controller.abort();

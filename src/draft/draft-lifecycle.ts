@@ -15,7 +15,10 @@ import type { DraftSession, DraftSummary, RoleInfo } from './types.js';
 // A draft's life: claimed in the DraftStore on a channel (one per channel, one per task),
 // registered in the pool, closed by undraft or by Parley, its record saved at each step.
 
-export async function openDraft(state: DraftServiceState, params: { channelId: string; role: string; project: string; task: string }): Promise<{ sessionId: string; taskSlug: string; project: string }> {
+export async function openDraft(
+  state: DraftServiceState,
+  params: { channelId: string; role: string; project: string; task: string },
+): Promise<{ sessionId: string; taskSlug: string; project: string }> {
   assertOpen(state);
   const parsed = DraftParamsSchema.safeParse(params);
   if (!parsed.success) throw invalidInput('draft', parsed.error.issues);
@@ -42,10 +45,14 @@ export async function openDraft(state: DraftServiceState, params: { channelId: s
     // One draft per task: a concurrent draft of the same task from another channel waits for nothing, it is refused.
     const claim = `${project.name}\u0000${task.slug}`;
     if (state.taskClaims.has(claim)) {
-      throw new DraftError('DRAFT_ALREADY_ACTIVE', `Task "${task.slug}" is being drafted on another channel right now.`, {
-        fault: 'user',
-        data: { task: task.slug },
-      });
+      throw new DraftError(
+        'DRAFT_ALREADY_ACTIVE',
+        `Task "${task.slug}" is being drafted on another channel right now.`,
+        {
+          fault: 'user',
+          data: { task: task.slug },
+        },
+      );
     }
     state.taskClaims.add(claim);
     taskClaim = claim;
@@ -115,11 +122,16 @@ export async function openDraft(state: DraftServiceState, params: { channelId: s
     }
     const draft: ActiveDraft = { session, project, role, backend, writes: Promise.resolve() };
     activate(state, draft);
-    await noteMissingSandbox(state, draft).catch((error: unknown) => process.emitWarning(`Parley: could not check the command sandbox: ${String(error)}`));
+    await noteMissingSandbox(state, draft).catch((error: unknown) =>
+      process.emitWarning(`Parley: could not check the command sandbox: ${String(error)}`),
+    );
     // This server runs the draft from now on; should the lease not be taken now, the first prompt takes it.
     await takeLease(state, session).then(
       () => keepLease(state, draft),
-      (error: unknown) => process.emitWarning(`Parley: could not take the lease of the draft on channel "${channelId}" yet: ${String(error)}`),
+      (error: unknown) =>
+        process.emitWarning(
+          `Parley: could not take the lease of the draft on channel "${channelId}" yet: ${String(error)}`,
+        ),
     );
     return { sessionId, taskSlug: task.slug, project: project.name };
   } finally {
@@ -166,7 +178,11 @@ export async function undraft(state: DraftServiceState, params: { channelId: str
  * Seed 000's closeDraft: ends the running turn and the draft's workers, saves draft.json as
  * closed, releases the pool entry. The session stays on disk, readable.
  */
-export async function closeDraft(state: DraftServiceState, draft: ActiveDraft, reason: 'undraft' | 'native_resume_failed'): Promise<DraftSummary> {
+export async function closeDraft(
+  state: DraftServiceState,
+  draft: ActiveDraft,
+  reason: 'undraft' | 'native_resume_failed',
+): Promise<DraftSummary> {
   const { session } = draft;
   // Leave the channel first so no new turn starts while this one winds down.
   draft.closing = true;
@@ -181,7 +197,13 @@ export async function closeDraft(state: DraftServiceState, draft: ActiveDraft, r
   // Releasing the draft in the store drops its lease with it.
   stopLease(draft);
   const closedAt = state.clock();
-  draft.session = { ...session, ...draft.session, status: 'closed', closedAt: iso(state, closedAt), closeReason: reason };
+  draft.session = {
+    ...session,
+    ...draft.session,
+    status: 'closed',
+    closedAt: iso(state, closedAt),
+    closeReason: reason,
+  };
   await persist(state, draft);
   state.bySession.delete(session.sessionId);
   state.pool.release(session.sessionId);
@@ -199,10 +221,14 @@ export async function closeDraft(state: DraftServiceState, draft: ActiveDraft, r
 export function requireDraft(state: DraftServiceState, channelId: string): ActiveDraft {
   const draft = state.drafts.get(channelId);
   if (!draft) {
-    throw new DraftError('NO_ACTIVE_DRAFT', `Channel "${channelId}" has no active draft. Draft an agent first (/draft <role>).`, {
-      fault: 'user',
-      data: { channelId },
-    });
+    throw new DraftError(
+      'NO_ACTIVE_DRAFT',
+      `Channel "${channelId}" has no active draft. Draft an agent first (/draft <role>).`,
+      {
+        fault: 'user',
+        data: { channelId },
+      },
+    );
   }
   return draft;
 }

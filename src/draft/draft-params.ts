@@ -3,7 +3,12 @@ import { IdSchema } from '../store/index.js';
 
 // The params of the draft methods, checked before anything is touched.
 const ChannelSchema = z.string().min(1).max(200);
-export const DraftParamsSchema = z.object({ channelId: ChannelSchema, role: IdSchema, project: IdSchema, task: IdSchema });
+export const DraftParamsSchema = z.object({
+  channelId: ChannelSchema,
+  role: IdSchema,
+  project: IdSchema,
+  task: IdSchema,
+});
 export const ChannelParamsSchema = z.object({ channelId: ChannelSchema });
 export const SubmitParamsSchema = z.object({
   channelId: ChannelSchema,

@@ -52,10 +52,21 @@ export function draftMode(draft: Pick<ActiveDraft, 'session' | 'role'>): Permiss
  */
 export async function workspaceToolsFor(
   state: DraftServiceState,
-  options: { sessionId: string; conversationId?: string; role: RoleInfo; project: ProjectLocation; backend: AgentBackend },
+  options: {
+    sessionId: string;
+    conversationId?: string;
+    role: RoleInfo;
+    project: ProjectLocation;
+    backend: AgentBackend;
+  },
 ): Promise<WorkspaceTool[]> {
   if (options.backend.describe().continuity !== 'managed') return [];
-  if (!options.role.permissions.some((permission) => permission === 'files-read' || permission === 'files-write' || permission === 'shell')) return [];
+  if (
+    !options.role.permissions.some(
+      (permission) => permission === 'files-read' || permission === 'files-write' || permission === 'shell',
+    )
+  )
+    return [];
   const workspace = await workspaceFor(state, options.project);
   const { sessionId, role } = options;
   const isDraft = options.conversationId === undefined || options.conversationId === MAIN_CONVERSATION;
@@ -78,10 +89,16 @@ export async function noteMissingSandbox(state: DraftServiceState, draft: Active
   if (!draft.role.permissions.includes('shell') || draft.backend.describe().continuity !== 'managed') return;
   const workspace = await workspaceFor(state, draft.project);
   if (workspace.sandbox.kind !== 'none') return;
-  await appendInfo(state, draft.session.sessionId, MAIN_CONVERSATION, `No sandbox: ${workspace.sandbox.detail} Each command is still asked about unless the permission mode says otherwise.`, {
-    code: 'NO_SANDBOX',
-    sandbox: workspace.sandbox,
-  });
+  await appendInfo(
+    state,
+    draft.session.sessionId,
+    MAIN_CONVERSATION,
+    `No sandbox: ${workspace.sandbox.detail} Each command is still asked about unless the permission mode says otherwise.`,
+    {
+      code: 'NO_SANDBOX',
+      sandbox: workspace.sandbox,
+    },
+  );
 }
 
 /** Announces requests and answers to the channel that owns the session, and records them in its log. */
@@ -89,23 +106,39 @@ export function wireApprovals(state: DraftServiceState): () => void {
   const stopRequested = state.broker.onRequested((request) => {
     const channelId = channelOf(state, request.sessionId);
     if (channelId !== undefined) state.emitter.emit('permission_requested', { channelId, request });
-    void appendInfo(state, request.sessionId, request.conversationId ?? MAIN_CONVERSATION, `Waiting for your approval: ${request.title}`, {
-      code: 'PERMISSION_REQUESTED',
-      requestId: request.requestId,
-      tool: request.tool,
-      kind: request.kind,
-    });
+    void appendInfo(
+      state,
+      request.sessionId,
+      request.conversationId ?? MAIN_CONVERSATION,
+      `Waiting for your approval: ${request.title}`,
+      {
+        code: 'PERMISSION_REQUESTED',
+        requestId: request.requestId,
+        tool: request.tool,
+        kind: request.kind,
+      },
+    );
   });
   const stopResolved = state.broker.onResolved((resolution: ApprovalResolution) => {
     const channelId = channelOf(state, resolution.sessionId);
     if (channelId !== undefined) state.emitter.emit('permission_resolved', { channelId, ...resolution });
-    const words: Record<ApprovalDecision, string> = { allow_once: 'Allowed once', allow_always: 'Allowed always (for this session)', deny: 'Denied' };
-    void appendInfo(state, resolution.sessionId, resolution.conversationId ?? MAIN_CONVERSATION, `${words[resolution.decision]}${resolution.source === 'cancelled' ? ' (the turn was cancelled)' : ''}.`, {
-      code: 'PERMISSION_RESOLVED',
-      requestId: resolution.requestId,
-      decision: resolution.decision,
-      source: resolution.source,
-    });
+    const words: Record<ApprovalDecision, string> = {
+      allow_once: 'Allowed once',
+      allow_always: 'Allowed always (for this session)',
+      deny: 'Denied',
+    };
+    void appendInfo(
+      state,
+      resolution.sessionId,
+      resolution.conversationId ?? MAIN_CONVERSATION,
+      `${words[resolution.decision]}${resolution.source === 'cancelled' ? ' (the turn was cancelled)' : ''}.`,
+      {
+        code: 'PERMISSION_RESOLVED',
+        requestId: resolution.requestId,
+        decision: resolution.decision,
+        source: resolution.source,
+      },
+    );
   });
   return () => {
     stopRequested();
@@ -113,40 +146,68 @@ export function wireApprovals(state: DraftServiceState): () => void {
   };
 }
 
-const AnswerParamsSchema = z.object({ sessionId: z.string().min(1), requestId: z.string().min(1), decision: ApprovalDecisionSchema });
+const AnswerParamsSchema = z.object({
+  sessionId: z.string().min(1),
+  requestId: z.string().min(1),
+  decision: ApprovalDecisionSchema,
+});
 const ModeParamsSchema = z.object({ channelId: z.string().min(1), mode: PermissionModeSchema });
 
 /** A client's answer to a waiting request (any client of the server may answer; the first answer wins). */
-export function answerPermission(state: DraftServiceState, params: { sessionId: string; requestId: string; decision: ApprovalDecision }): ApprovalResolution {
+export function answerPermission(
+  state: DraftServiceState,
+  params: { sessionId: string; requestId: string; decision: ApprovalDecision },
+): ApprovalResolution {
   const parsed = AnswerParamsSchema.safeParse(params);
   if (!parsed.success) throw invalidInput('answer_permission', parsed.error.issues);
   return state.broker.answer(parsed.data.requestId, parsed.data.decision, { sessionId: parsed.data.sessionId });
 }
 
 /** What a client that attaches to a channel needs to show approvals: the mode and what waits. */
-export async function getPermissions(state: DraftServiceState, params: { channelId: string }): Promise<PermissionsView> {
+export async function getPermissions(
+  state: DraftServiceState,
+  params: { channelId: string },
+): Promise<PermissionsView> {
   const draft = state.drafts.get(params.channelId);
   const requests = state.broker.pending().filter((request) => channelOf(state, request.sessionId) === params.channelId);
   if (!draft) return { requests };
   const workspace = await workspaceFor(state, draft.project).catch(() => undefined);
-  return { sessionId: draft.session.sessionId, mode: draftMode(draft), ...(workspace ? { sandbox: workspace.sandbox } : {}), requests };
+  return {
+    sessionId: draft.session.sessionId,
+    mode: draftMode(draft),
+    ...(workspace ? { sandbox: workspace.sandbox } : {}),
+    requests,
+  };
 }
 
 /** Changes the channel's draft's permission mode; kept in draft.json, applied from the next tool call. */
-export async function setPermissionMode(state: DraftServiceState, params: { channelId: string; mode: PermissionMode }): Promise<{ sessionId: string; mode: PermissionMode; previous: PermissionMode }> {
+export async function setPermissionMode(
+  state: DraftServiceState,
+  params: { channelId: string; mode: PermissionMode },
+): Promise<{ sessionId: string; mode: PermissionMode; previous: PermissionMode }> {
   const parsed = ModeParamsSchema.safeParse(params);
   if (!parsed.success) throw invalidInput('set_permission_mode', parsed.error.issues);
   const draft = state.drafts.get(parsed.data.channelId);
   if (!draft) {
-    throw new DraftError('NO_ACTIVE_DRAFT', `Channel "${parsed.data.channelId}" has no active draft, so there is no permission mode to set. Draft an agent first (/draft <role>).`, {
-      fault: 'user',
-      data: { channelId: parsed.data.channelId },
-    });
+    throw new DraftError(
+      'NO_ACTIVE_DRAFT',
+      `Channel "${parsed.data.channelId}" has no active draft, so there is no permission mode to set. Draft an agent first (/draft <role>).`,
+      {
+        fault: 'user',
+        data: { channelId: parsed.data.channelId },
+      },
+    );
   }
   const previous = draftMode(draft);
   draft.session = { ...draft.session, permissionMode: parsed.data.mode };
   await persist(state, draft);
-  await appendInfo(state, draft.session.sessionId, MAIN_CONVERSATION, `Permission mode: ${parsed.data.mode} (was ${previous}).`, { code: 'PERMISSION_MODE', mode: parsed.data.mode, previous });
+  await appendInfo(
+    state,
+    draft.session.sessionId,
+    MAIN_CONVERSATION,
+    `Permission mode: ${parsed.data.mode} (was ${previous}).`,
+    { code: 'PERMISSION_MODE', mode: parsed.data.mode, previous },
+  );
   return { sessionId: draft.session.sessionId, mode: parsed.data.mode, previous };
 }
 
@@ -154,11 +215,24 @@ function channelOf(state: DraftServiceState, sessionId: string): string | undefi
   return state.bySession.get(sessionId)?.session.channelId ?? state.dispatches.get(sessionId);
 }
 
-async function appendInfo(state: DraftServiceState, sessionId: string, conversationId: string, content: string, data: Record<string, unknown>): Promise<void> {
+async function appendInfo(
+  state: DraftServiceState,
+  sessionId: string,
+  conversationId: string,
+  content: string,
+  data: Record<string, unknown>,
+): Promise<void> {
   const now = state.clock();
   await state.manager
     .appendEvents(sessionId, [
-      { type: 'block_complete', conversationId, at: now, block: { id: randomUUID(), type: 'system', subtype: 'info', content, createdAt: now, completedAt: now, data } },
+      {
+        type: 'block_complete',
+        conversationId,
+        at: now,
+        block: { id: randomUUID(), type: 'system', subtype: 'info', content, createdAt: now, completedAt: now, data },
+      },
     ])
-    .catch((error: unknown) => process.emitWarning(`Parley: could not record a permission notice in session ${sessionId}: ${String(error)}`));
+    .catch((error: unknown) =>
+      process.emitWarning(`Parley: could not record a permission notice in session ${sessionId}: ${String(error)}`),
+    );
 }

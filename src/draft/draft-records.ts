@@ -21,7 +21,9 @@ export async function refreshFromLog(state: DraftServiceState, draft: ActiveDraf
     maxOutputTokens: metrics.maxOutputTokens ?? draft.session.maxOutputTokens,
     lastActivityAt: iso(state, Math.max(lastActivity, Date.parse(draft.session.lastActivityAt))),
     ...(metrics.model ? { model: metrics.model } : {}),
-    ...(record.native && record.native.backend === draft.session.backend ? { nativeSessionId: record.native.nativeSessionId } : {}),
+    ...(record.native && record.native.backend === draft.session.backend
+      ? { nativeSessionId: record.native.nativeSessionId }
+      : {}),
   };
 }
 

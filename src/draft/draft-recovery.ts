@@ -18,7 +18,9 @@ import type { DraftSession } from './types.js';
  * draft again, its cut turn (if any) closed as interrupted, its metrics recomputed from the log.
  * The next submit_prompt resumes the conversation (native back ends by their session id).
  */
-export async function recover(state: DraftServiceState): Promise<{ recovered: number; failed: Array<{ sessionId: string; reason: string }> }> {
+export async function recover(
+  state: DraftServiceState,
+): Promise<{ recovered: number; failed: Array<{ sessionId: string; reason: string }> }> {
   assertOpen(state);
   const failed: Array<{ sessionId: string; reason: string }> = [];
   let recovered = 0;
@@ -71,7 +73,12 @@ export async function recover(state: DraftServiceState): Promise<{ recovered: nu
  * runner was cut in (a crash, or a server that died) closed as interrupted, its metrics recomputed
  * from the log and saved when they differ.
  */
-async function loadDraft(state: DraftServiceState, project: ProjectLocation, session: DraftSession, roles?: LoadedRoles): Promise<ActiveDraft> {
+async function loadDraft(
+  state: DraftServiceState,
+  project: ProjectLocation,
+  session: DraftSession,
+  roles?: LoadedRoles,
+): Promise<ActiveDraft> {
   const role = await resolveRole(state, project, session.role, roles);
   const backend = resolveBackend(state, session.backend, session.model ?? role.model, role.name);
   await closeCutTurn(state, session.sessionId);
@@ -126,7 +133,12 @@ export async function closeCutTurn(state: DraftServiceState, sessionId: string):
   const lastUser = findLast(conversation.blocks, (block) => block.type === 'user_message');
   if (lastUser?.seq === undefined) return;
   const after = await state.manager.getEvents(sessionId, { afterSeq: lastUser.seq });
-  const closed = after.some((event) => event.type === 'metadata_update' && event.conversationId === MAIN_CONVERSATION && event.metadata.turnComplete === true);
+  const closed = after.some(
+    (event) =>
+      event.type === 'metadata_update' &&
+      event.conversationId === MAIN_CONVERSATION &&
+      event.metadata.turnComplete === true,
+  );
   if (closed) return;
   const now = state.clock();
   await state.manager.appendEvents(sessionId, [
@@ -138,11 +150,17 @@ export async function closeCutTurn(state: DraftServiceState, sessionId: string):
         id: randomUUID(),
         type: 'system',
         subtype: 'interrupted',
-        content: 'The previous turn was interrupted (Parley stopped before it finished). Its partial output is kept above.',
+        content:
+          'The previous turn was interrupted (Parley stopped before it finished). Its partial output is kept above.',
         createdAt: now,
         completedAt: now,
       },
     },
-    { type: 'metadata_update', conversationId: MAIN_CONVERSATION, at: now, metadata: { turnComplete: true, stopReason: 'interrupted' } },
+    {
+      type: 'metadata_update',
+      conversationId: MAIN_CONVERSATION,
+      at: now,
+      metadata: { turnComplete: true, stopReason: 'interrupted' },
+    },
   ]);
 }

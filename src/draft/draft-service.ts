@@ -6,7 +6,13 @@ import type { AgentBackend } from '../backends/index.js';
 import type { BackendInfo } from '../protocol/index.js';
 import { TypedEmitter } from '../sessions/index.js';
 import { MAX_LEASE_TTL_MS } from '../store/index.js';
-import type { DraftService, DraftServiceEvents, DraftServiceOptions, PermissionsView, SubmitOptions } from './contract.js';
+import type {
+  DraftService,
+  DraftServiceEvents,
+  DraftServiceOptions,
+  PermissionsView,
+  SubmitOptions,
+} from './contract.js';
 import { registryBackends } from './draft-backends.js';
 import * as catalog from './draft-catalog.js';
 import * as lifecycle from './draft-lifecycle.js';
@@ -21,7 +27,12 @@ import * as tools from './draft-tools.js';
 import * as turns from './draft-turns.js';
 import * as permissions from './draft-permissions.js';
 import { AgentPool, WorkerSlots } from './pool.js';
-import { ApprovalBroker, type ApprovalDecision, type ApprovalResolution, type PermissionMode } from '../workspace/index.js';
+import {
+  ApprovalBroker,
+  type ApprovalDecision,
+  type ApprovalResolution,
+  type PermissionMode,
+} from '../workspace/index.js';
 import { ProjectCatalog } from './projects.js';
 import type { AgentInfo, DraftStatus, DraftSummary, ProjectInfo, RoleInfo, SubmitResult, TaskInfo } from './types.js';
 import { Workers } from './workers.js';
@@ -30,18 +41,28 @@ const DEFAULT_MAX_WORKERS = 2;
 
 function checkLeaseOwner(owner: unknown): string {
   if (typeof owner === 'string' && owner.trim() !== '' && owner.length <= 200) return owner;
-  throw new DraftError('INVALID_INPUT', `leaseOwner must be a non-empty name of at most 200 characters; got ${JSON.stringify(owner)}.`, { fault: 'user' });
+  throw new DraftError(
+    'INVALID_INPUT',
+    `leaseOwner must be a non-empty name of at most 200 characters; got ${JSON.stringify(owner)}.`,
+    { fault: 'user' },
+  );
 }
 
 function checkLeaseTtl(ttlMs: unknown): number {
   if (typeof ttlMs === 'number' && Number.isInteger(ttlMs) && ttlMs >= 0 && ttlMs <= MAX_LEASE_TTL_MS) return ttlMs;
-  throw new DraftError('INVALID_INPUT', `leaseTtlMs must be a whole number of milliseconds from 0 to ${MAX_LEASE_TTL_MS}; got ${JSON.stringify(ttlMs)}.`, { fault: 'user' });
+  throw new DraftError(
+    'INVALID_INPUT',
+    `leaseTtlMs must be a whole number of milliseconds from 0 to ${MAX_LEASE_TTL_MS}; got ${JSON.stringify(ttlMs)}.`,
+    { fault: 'user' },
+  );
 }
 const DEFAULT_AWAIT_TIMEOUT_MS = 300_000;
 
 /** Opens the draft layer over a SessionManager and a project folder. */
 export async function createDraftService(options: DraftServiceOptions): Promise<DraftService> {
-  const backendFor = options.backendFor ?? (await registryBackends(options.projectRoot, options.dataDir ?? path.join(options.projectRoot, '.parley')));
+  const backendFor =
+    options.backendFor ??
+    (await registryBackends(options.projectRoot, options.dataDir ?? path.join(options.projectRoot, '.parley')));
   return new DraftServiceImpl({ ...options, backendFor });
 }
 
@@ -73,7 +94,8 @@ class DraftServiceImpl implements DraftService {
       clock,
       onStatus: (agent) => {
         if (agent.channelId) emitter.emit('agent_status', { channelId: agent.channelId, agent });
-        if (agent.endedAt !== undefined && agent.parentSessionId !== undefined) workerEnded(this.state, agent.parentSessionId);
+        if (agent.endedAt !== undefined && agent.parentSessionId !== undefined)
+          workerEnded(this.state, agent.parentSessionId);
       },
     });
     this.state = {
@@ -109,7 +131,13 @@ class DraftServiceImpl implements DraftService {
       options.manager.on('session:event', ({ sessionId, event }) => this.forward(sessionId, event)),
       options.manager.on('session:compaction-complete', ({ sessionId, trigger, tokensBefore }) => {
         const draft = this.state.bySession.get(sessionId);
-        if (draft) emitter.emit('context_compacted', { channelId: draft.session.channelId, sessionId, preTokens: tokensBefore, trigger });
+        if (draft)
+          emitter.emit('context_compacted', {
+            channelId: draft.session.channelId,
+            sessionId,
+            preTokens: tokensBefore,
+            trigger,
+          });
       }),
     );
   }
@@ -122,7 +150,13 @@ class DraftServiceImpl implements DraftService {
   private forward(sessionId: string, event: StreamEvent): void {
     const draft = this.state.bySession.get(sessionId);
     // Clients show the turn as over from this event on: a prompt sent now waits for the turn to save its state.
-    if (draft?.turn && event.type === 'metadata_update' && event.conversationId === MAIN_CONVERSATION && event.metadata.turnComplete && event.metadata.stopReason !== 'error') {
+    if (
+      draft?.turn &&
+      event.type === 'metadata_update' &&
+      event.conversationId === MAIN_CONVERSATION &&
+      event.metadata.turnComplete &&
+      event.metadata.stopReason !== 'error'
+    ) {
       draft.turn.settling = true;
     }
     const channelId = draft?.session.channelId ?? this.state.dispatches.get(sessionId);
@@ -147,13 +181,20 @@ class DraftServiceImpl implements DraftService {
     return catalog.createTask(this.state, params);
   }
 
-  listRoles(params: { project?: string }): Promise<{ roles: RoleInfo[]; errors: Array<{ file: string; field?: string; message: string }> }> {
+  listRoles(params: {
+    project?: string;
+  }): Promise<{ roles: RoleInfo[]; errors: Array<{ file: string; field?: string; message: string }> }> {
     return catalog.listRoles(this.state, params);
   }
 
   // ---- drafts (draft-lifecycle.ts, draft-status.ts) ---------------------------------------------
 
-  draft(params: { channelId: string; role: string; project: string; task: string }): Promise<{ sessionId: string; taskSlug: string; project: string }> {
+  draft(params: {
+    channelId: string;
+    role: string;
+    project: string;
+    task: string;
+  }): Promise<{ sessionId: string; taskSlug: string; project: string }> {
     return lifecycle.openDraft(this.state, params);
   }
 
@@ -171,7 +212,10 @@ class DraftServiceImpl implements DraftService {
 
   // ---- turns (draft-turns.ts) -------------------------------------------------------------------
 
-  submitPrompt(params: { channelId: string; content: string; role?: string; taskSlug?: string; backend?: string }, options: SubmitOptions = {}): Promise<SubmitResult> {
+  submitPrompt(
+    params: { channelId: string; content: string; role?: string; taskSlug?: string; backend?: string },
+    options: SubmitOptions = {},
+  ): Promise<SubmitResult> {
     return turns.submitPrompt(this.state, params, options);
   }
 
@@ -193,7 +237,10 @@ class DraftServiceImpl implements DraftService {
     return tools.killAgent(this.state, params);
   }
 
-  sayInConversation(params: { conversationId: string; message: string }): Promise<{ conversationId: string; delivered: 'next_message' }> {
+  sayInConversation(params: {
+    conversationId: string;
+    message: string;
+  }): Promise<{ conversationId: string; delivered: 'next_message' }> {
     return noteFromUser(this.state, this.state.conversations, params.conversationId, params.message);
   }
 
@@ -203,7 +250,11 @@ class DraftServiceImpl implements DraftService {
 
   // ---- approvals (draft-permissions.ts) ----------------------------------------------------------
 
-  answerPermission(params: { sessionId: string; requestId: string; decision: ApprovalDecision }): Promise<ApprovalResolution> {
+  answerPermission(params: {
+    sessionId: string;
+    requestId: string;
+    decision: ApprovalDecision;
+  }): Promise<ApprovalResolution> {
     return Promise.resolve().then(() => permissions.answerPermission(this.state, params));
   }
 
@@ -211,7 +262,10 @@ class DraftServiceImpl implements DraftService {
     return permissions.getPermissions(this.state, params);
   }
 
-  setPermissionMode(params: { channelId: string; mode: PermissionMode }): Promise<{ sessionId: string; mode: PermissionMode; previous: PermissionMode }> {
+  setPermissionMode(params: {
+    channelId: string;
+    mode: PermissionMode;
+  }): Promise<{ sessionId: string; mode: PermissionMode; previous: PermissionMode }> {
     return permissions.setPermissionMode(this.state, params);
   }
 

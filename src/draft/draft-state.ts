@@ -91,10 +91,14 @@ export function iso(state: DraftServiceState, at = state.clock()): string {
 }
 
 export function assertOpen(state: DraftServiceState): void {
-  if (state.closed) throw new DraftError('SERVICE_CLOSED', 'The draft service is closed; start the server again.', { fault: 'user' });
+  if (state.closed)
+    throw new DraftError('SERVICE_CLOSED', 'The draft service is closed; start the server again.', { fault: 'user' });
 }
 
-export function findLast(blocks: readonly ConversationBlock[], predicate: (block: ConversationBlock) => boolean): ConversationBlock | undefined {
+export function findLast(
+  blocks: readonly ConversationBlock[],
+  predicate: (block: ConversationBlock) => boolean,
+): ConversationBlock | undefined {
   for (let index = blocks.length - 1; index >= 0; index--) if (predicate(blocks[index]!)) return blocks[index];
   return undefined;
 }

@@ -5,7 +5,10 @@ import type { AgentInfo, DraftSession, DraftStatus } from './types.js';
 
 // What a draft looks like from outside: its status, its pool entry, its `draft_status` notice.
 
-export async function getDraftStatus(state: DraftServiceState, params: { channelId: string }): Promise<{ active: boolean; session?: DraftStatus }> {
+export async function getDraftStatus(
+  state: DraftServiceState,
+  params: { channelId: string },
+): Promise<{ active: boolean; session?: DraftStatus }> {
   const parsed = ChannelParamsSchema.safeParse(params);
   if (!parsed.success) throw invalidInput('get_draft_status', parsed.error.issues);
   const draft = state.drafts.get(parsed.data.channelId);
@@ -37,7 +40,10 @@ export function draftStatus(state: DraftServiceState, draft: ActiveDraft): Draft
     costUnknown: session.costUnknown,
     contextPct: contextPct(session),
     turnRunning: draft.turn !== undefined,
-    activeAgents: state.workers.list((agent) => agent.parentSessionId === session.sessionId && (agent.status === 'queued' || agent.status === 'running')).length,
+    activeAgents: state.workers.list(
+      (agent) =>
+        agent.parentSessionId === session.sessionId && (agent.status === 'queued' || agent.status === 'running'),
+    ).length,
     ...(session.model ? { model: session.model } : {}),
   };
 }

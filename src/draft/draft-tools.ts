@@ -32,7 +32,8 @@ export async function toolsFor(
   conversationId?: string,
 ): Promise<ParleyTool[]> {
   const handlers: ToolHandlers = {
-    listTasks: async (name) => state.catalog.listTasks(name === undefined ? project : await state.catalog.resolve(name)),
+    listTasks: async (name) =>
+      state.catalog.listTasks(name === undefined ? project : await state.catalog.resolve(name)),
     listRoles: () => state.catalog.loadRoles(project),
     listProjects: () => listProjects(state),
     createProject: (input) => createProject(state, input),
@@ -74,7 +75,9 @@ export async function toolsFor(
     killAgent: async (agentId) => {
       // A conversation is an agent too: killing it closes it.
       if (!state.workers.get(agentId)) {
-        const closed = await closeConversation(state, state.conversations, owner.sessionId, agentId, 'killed').catch(() => undefined);
+        const closed = await closeConversation(state, state.conversations, owner.sessionId, agentId, 'killed').catch(
+          () => undefined,
+        );
         if (closed) return { killed: true };
       }
       ownWorker(state, owner.sessionId, agentId);
@@ -82,12 +85,26 @@ export async function toolsFor(
     },
     listAgents: () => Promise.resolve(state.workers.list((agent) => agent.parentSessionId === owner.sessionId)),
     openConversation: (input) => openConversation(state, state.conversations, conversationContext(), input),
-    say: (input, signal, traceContext) => say(state, state.conversations, conversationContext(), input, signal, traceContext),
-    closeConversation: (conversationId) => closeConversation(state, state.conversations, owner.sessionId, conversationId),
+    say: (input, signal, traceContext) =>
+      say(state, state.conversations, conversationContext(), input, signal, traceContext),
+    closeConversation: (conversationId) =>
+      closeConversation(state, state.conversations, owner.sessionId, conversationId),
   };
   // The agent on the other side gets a worker's tools: no agents of its own, no conversations.
-  const conversationContext = () => ({ owner, role, project, toolsFor: (other: RoleInfo, otherBackend: AgentBackend) => toolsFor(state, { ...owner }, other, project, false, otherBackend) });
-  const workspaceTools = await workspaceToolsFor(state, { sessionId: owner.sessionId, ...(conversationId ? { conversationId } : {}), role, project, backend });
+  const conversationContext = () => ({
+    owner,
+    role,
+    project,
+    toolsFor: (other: RoleInfo, otherBackend: AgentBackend) =>
+      toolsFor(state, { ...owner }, other, project, false, otherBackend),
+  });
+  const workspaceTools = await workspaceToolsFor(state, {
+    sessionId: owner.sessionId,
+    ...(conversationId ? { conversationId } : {}),
+    role,
+    project,
+    backend,
+  });
   return [...createParleyTools({ permissions: role.permissions, handlers, allowAgentTools }), ...workspaceTools];
 }
 
@@ -95,7 +112,10 @@ export async function toolsFor(
 function ownWorker(state: DraftServiceState, sessionId: string, agentId: string): void {
   const agent = state.workers.get(agentId);
   if (!agent || agent.parentSessionId !== sessionId) {
-    throw new DraftError('NOT_FOUND', `No worker "${agentId}" of yours. list_agents shows the workers you started.`, { fault: 'model', data: { agentId } });
+    throw new DraftError('NOT_FOUND', `No worker "${agentId}" of yours. list_agents shows the workers you started.`, {
+      fault: 'model',
+      data: { agentId },
+    });
   }
 }
 
@@ -107,9 +127,14 @@ export async function listAgents(state: DraftServiceState, params: { channelId?:
 }
 
 export async function killAgent(state: DraftServiceState, params: { agentId: string }): Promise<{ killed: boolean }> {
-  if (typeof params.agentId !== 'string' || params.agentId === '') throw new DraftError('INVALID_INPUT', 'kill_agent needs an agentId.', { fault: 'user' });
+  if (typeof params.agentId !== 'string' || params.agentId === '')
+    throw new DraftError('INVALID_INPUT', 'kill_agent needs an agentId.', { fault: 'user' });
   if (state.bySession.has(params.agentId)) {
-    throw new DraftError('INVALID_INPUT', `"${params.agentId}" is a drafted agent, not a worker; end it with undraft.`, { fault: 'user', data: { agentId: params.agentId } });
+    throw new DraftError(
+      'INVALID_INPUT',
+      `"${params.agentId}" is a drafted agent, not a worker; end it with undraft.`,
+      { fault: 'user', data: { agentId: params.agentId } },
+    );
   }
   return { killed: state.workers.kill(params.agentId) };
 }

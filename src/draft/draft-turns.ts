@@ -21,7 +21,6 @@ import type { SubmitResult } from './types.js';
 // The turn path: a prompt on a channel becomes a turn of its draft (or an autonomous dispatch), the
 // turn streams to its end, and its metrics are saved and pushed; cancel and settled watch it.
 
-
 export async function submitPrompt(
   state: DraftServiceState,
   params: { channelId: string; content: string; role?: string; taskSlug?: string; backend?: string },
@@ -36,10 +35,14 @@ export async function submitPrompt(
   // Seed 000: an active draft owns routing; role and taskSlug are then ignored.
   if (draft) return resumeDraft(state, draft, parsed.data.content, parsed.data.backend, options.traceParent);
   if (parsed.data.backend !== undefined) {
-    throw new DraftError('NO_ACTIVE_DRAFT', `Channel "${parsed.data.channelId}" has no active draft to move to back end "${parsed.data.backend}". Draft an agent first (/draft <role>).`, {
-      fault: 'user',
-      data: { channelId: parsed.data.channelId, backend: parsed.data.backend },
-    });
+    throw new DraftError(
+      'NO_ACTIVE_DRAFT',
+      `Channel "${parsed.data.channelId}" has no active draft to move to back end "${parsed.data.backend}". Draft an agent first (/draft <role>).`,
+      {
+        fault: 'user',
+        data: { channelId: parsed.data.channelId, backend: parsed.data.backend },
+      },
+    );
   }
   if (parsed.data.role === undefined) {
     throw new DraftError(
@@ -48,7 +51,14 @@ export async function submitPrompt(
       { fault: 'user', data: { channelId: parsed.data.channelId } },
     );
   }
-  return dispatchAutonomous(state, parsed.data.channelId, parsed.data.content, parsed.data.role, parsed.data.taskSlug, options.traceParent);
+  return dispatchAutonomous(
+    state,
+    parsed.data.channelId,
+    parsed.data.content,
+    parsed.data.role,
+    parsed.data.taskSlug,
+    options.traceParent,
+  );
 }
 
 /**
@@ -58,20 +68,34 @@ export async function submitPrompt(
  * user sees the turn is busy and may cancel it, instead of a queued message landing later in a
  * conversation that has moved on.
  */
-async function resumeDraft(state: DraftServiceState, draft: ActiveDraft, content: string, backendName: string | undefined, traceParent: Context | undefined): Promise<SubmitResult> {
+async function resumeDraft(
+  state: DraftServiceState,
+  draft: ActiveDraft,
+  content: string,
+  backendName: string | undefined,
+  traceParent: Context | undefined,
+): Promise<SubmitResult> {
   // The user saw the last turn end and typed at once: that turn is only saving its state.
   if (draft.turn?.settling) await draft.turn.done;
   if (state.drafts.get(draft.session.channelId) !== draft) {
-    throw new DraftError('NO_ACTIVE_DRAFT', `The draft on channel "${draft.session.channelId}" closed as its last turn ended; draft the role again to go on.`, {
-      fault: 'user',
-      data: { channelId: draft.session.channelId, sessionId: draft.session.sessionId },
-    });
+    throw new DraftError(
+      'NO_ACTIVE_DRAFT',
+      `The draft on channel "${draft.session.channelId}" closed as its last turn ended; draft the role again to go on.`,
+      {
+        fault: 'user',
+        data: { channelId: draft.session.channelId, sessionId: draft.session.sessionId },
+      },
+    );
   }
   if (draft.turn) {
-    throw new DraftError('TURN_IN_PROGRESS', `A turn is still running on channel "${draft.session.channelId}"; wait for it or cancel it.`, {
-      fault: 'user',
-      data: { channelId: draft.session.channelId, sessionId: draft.session.sessionId },
-    });
+    throw new DraftError(
+      'TURN_IN_PROGRESS',
+      `A turn is still running on channel "${draft.session.channelId}"; wait for it or cancel it.`,
+      {
+        fault: 'user',
+        data: { channelId: draft.session.channelId, sessionId: draft.session.sessionId },
+      },
+    );
   }
   const { session, project } = draft;
   const controller = new AbortController();
@@ -166,11 +190,15 @@ async function holdLease(state: DraftServiceState, draft: ActiveDraft): Promise<
       letGo(state, draft, { granted: false, holder: (error.data as { holder?: string } | undefined)?.holder });
     } else if (isParleyError(error, 'DRAFT_NOT_FOUND')) {
       letGo(state, draft, { granted: false });
-      throw new DraftError('NO_ACTIVE_DRAFT', `The draft on channel "${draft.session.channelId}" was closed on another server. Draft an agent again (/draft <role>).`, {
-        fault: 'user',
-        data: { channelId: draft.session.channelId, sessionId: draft.session.sessionId },
-        cause: error,
-      });
+      throw new DraftError(
+        'NO_ACTIVE_DRAFT',
+        `The draft on channel "${draft.session.channelId}" was closed on another server. Draft an agent again (/draft <role>).`,
+        {
+          fault: 'user',
+          data: { channelId: draft.session.channelId, sessionId: draft.session.sessionId },
+          cause: error,
+        },
+      );
     }
     throw error;
   }
@@ -183,16 +211,30 @@ async function holdLease(state: DraftServiceState, draft: ActiveDraft): Promise<
 }
 
 /** Drives the turn to its end, then saves the metrics and pushes `draft_status`. */
-async function consume(state: DraftServiceState, draft: ActiveDraft, events: AsyncIterable<StreamEvent>): Promise<void> {
+async function consume(
+  state: DraftServiceState,
+  draft: ActiveDraft,
+  events: AsyncIterable<StreamEvent>,
+): Promise<void> {
   const { sessionId, channelId } = draft.session;
   let resumeFailure: string | undefined;
   try {
     for await (const event of events) {
       // The fallback ladder ran the turn again and it ended well: the resume failure was recovered from.
-      if (event.type === 'metadata_update' && event.conversationId === MAIN_CONVERSATION && event.metadata.turnComplete && event.metadata.stopReason !== 'error') {
+      if (
+        event.type === 'metadata_update' &&
+        event.conversationId === MAIN_CONVERSATION &&
+        event.metadata.turnComplete &&
+        event.metadata.stopReason !== 'error'
+      ) {
         resumeFailure = undefined;
       }
-      if (event.type !== 'block_complete' || event.conversationId !== MAIN_CONVERSATION || event.block.type !== 'system') continue;
+      if (
+        event.type !== 'block_complete' ||
+        event.conversationId !== MAIN_CONVERSATION ||
+        event.block.type !== 'system'
+      )
+        continue;
       const block = event.block;
       if (block.subtype === 'compaction') {
         // The back end compacted its own context (Claude's compact_boundary).
@@ -206,7 +248,9 @@ async function consume(state: DraftServiceState, draft: ActiveDraft, events: Asy
     process.emitWarning(`Draft turn on channel "${channelId}" ended with an error: ${String(error)}`);
   }
   await refreshFromLog(state, draft).catch(() => undefined);
-  await persist(state, draft).catch((error: unknown) => process.emitWarning(`Could not save draft.json for ${sessionId}: ${String(error)}`));
+  await persist(state, draft).catch((error: unknown) =>
+    process.emitWarning(`Could not save draft.json for ${sessionId}: ${String(error)}`),
+  );
   emitStatus(state, draft);
   if (resumeFailure !== undefined && state.drafts.get(channelId) === draft) {
     await autoUndraft(state, draft, resumeFailure);
@@ -228,7 +272,15 @@ async function autoUndraft(state: DraftServiceState, draft: ActiveDraft, reason:
         type: 'block_complete',
         conversationId: MAIN_CONVERSATION,
         at: now,
-        block: { id: randomUUID(), type: 'system', subtype: 'error', content: message, createdAt: now, completedAt: now, data: { code: 'NATIVE_RESUME_FAILED' } },
+        block: {
+          id: randomUUID(),
+          type: 'system',
+          subtype: 'error',
+          content: message,
+          createdAt: now,
+          completedAt: now,
+          data: { code: 'NATIVE_RESUME_FAILED' },
+        },
       },
     ])
     .catch(() => undefined);
@@ -251,7 +303,8 @@ export async function cancel(state: DraftServiceState, params: { channelId: stri
   for (const [sessionId, channel] of state.dispatches) {
     if (channel !== channelId) continue;
     const agent = state.workers.get(sessionId);
-    if (agent && (agent.status === 'queued' || agent.status === 'running') && state.workers.kill(sessionId)) cancelled = true;
+    if (agent && (agent.status === 'queued' || agent.status === 'running') && state.workers.kill(sessionId))
+      cancelled = true;
   }
   return { cancelled };
 }
@@ -262,10 +315,17 @@ export async function settled(state: DraftServiceState, params: { channelId: str
 
 function compactionFacts(data: unknown): { preTokens: number; trigger: 'auto' | 'manual' } {
   const record = (typeof data === 'object' && data !== null ? data : {}) as Record<string, unknown>;
-  const nested = (typeof record['compact_metadata'] === 'object' && record['compact_metadata'] !== null ? record['compact_metadata'] : {}) as Record<string, unknown>;
+  const nested = (
+    typeof record['compact_metadata'] === 'object' && record['compact_metadata'] !== null
+      ? record['compact_metadata']
+      : {}
+  ) as Record<string, unknown>;
   const pre = record['preTokens'] ?? record['pre_tokens'] ?? record['tokensBefore'] ?? nested['pre_tokens'];
   const trigger = record['trigger'] ?? nested['trigger'];
-  return { preTokens: typeof pre === 'number' && pre >= 0 ? pre : 0, trigger: trigger === 'manual' ? 'manual' : 'auto' };
+  return {
+    preTokens: typeof pre === 'number' && pre >= 0 ? pre : 0,
+    trigger: trigger === 'manual' ? 'manual' : 'auto',
+  };
 }
 
 function dataCode(data: unknown): string | undefined {

@@ -34,6 +34,9 @@ export class DraftError extends ParleyError {
 }
 
 /** A zod failure at a trust boundary as INVALID_INPUT naming every field. */
-export function invalidInput(what: string, issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }>): DraftError {
+export function invalidInput(
+  what: string,
+  issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }>,
+): DraftError {
   return new DraftError('INVALID_INPUT', `${what}: ${describeIssues(issues)}.`, { fault: 'user' });
 }

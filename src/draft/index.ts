@@ -8,6 +8,12 @@ export { BUILTIN_ROLES, loadRoles, parseRoleFile, type LoadedRoles } from './rol
 export { ProjectCatalog, projectInfo, slugify, DEFAULT_ROLE, type ProjectLocation } from './projects.js';
 export { AgentPool, WorkerSlots } from './pool.js';
 export { Workers, type WorkersOptions } from './workers.js';
-export { compileOutputSchema, jsonCandidates, outputInstructions, repairPrompt, type OutputValidator } from './structured-output.js';
+export {
+  compileOutputSchema,
+  jsonCandidates,
+  outputInstructions,
+  repairPrompt,
+  type OutputValidator,
+} from './structured-output.js';
 export { createParleyTools, AGENT_TOOL_NAMES, type ParleyTool, type ToolHandlers } from './tools.js';
 export { createDraftMcpServer } from './mcp-server.js';

@@ -43,7 +43,8 @@ export class WorkerSlots {
   private readonly waiting: Array<{ grant: () => void; signal?: AbortSignal; onAbort?: () => void }> = [];
 
   constructor(readonly capacity: number) {
-    if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError(`maxConcurrentWorkers must be a positive integer, got ${capacity}.`);
+    if (!Number.isInteger(capacity) || capacity < 1)
+      throw new RangeError(`maxConcurrentWorkers must be a positive integer, got ${capacity}.`);
   }
 
   get active(): number {

@@ -110,10 +110,14 @@ export class ProjectCatalog {
     const found = await this.store.getProject(name);
     if (!found) {
       const projects = await this.store.listProjects();
-      throw new DraftError('NOT_FOUND', `No project "${name}". Known projects: ${projects.map((project) => project.name).join(', ')}. Create it with create_project.`, {
-        fault: 'user',
-        data: { project: name },
-      });
+      throw new DraftError(
+        'NOT_FOUND',
+        `No project "${name}". Known projects: ${projects.map((project) => project.name).join(', ')}. Create it with create_project.`,
+        {
+          fault: 'user',
+          data: { project: name },
+        },
+      );
     }
     return locate(found, found.home);
   }
@@ -123,7 +127,8 @@ export class ProjectCatalog {
     checkId(params.name, 'project');
     try {
       // The store would write down a home project that has no project.json yet; here its name is simply taken.
-      if ((await this.store.getProject(params.name))?.home) throw new StoreError('PROJECT_EXISTS', `Project "${params.name}" is the home project.`, { fault: 'user' });
+      if ((await this.store.getProject(params.name))?.home)
+        throw new StoreError('PROJECT_EXISTS', `Project "${params.name}" is the home project.`, { fault: 'user' });
       const created = await this.store.createProject({
         name: params.name,
         ...(params.path ? { path: path.resolve(this.options.projectRoot, params.path) } : {}),
@@ -152,7 +157,10 @@ export class ProjectCatalog {
   }
 
   async listTasks(project: ProjectLocation): Promise<TaskInfo[]> {
-    const [tasks, active] = await Promise.all([this.store.listTasks(project.name), this.store.listActiveDrafts({ project: project.name })]);
+    const [tasks, active] = await Promise.all([
+      this.store.listTasks(project.name),
+      this.store.listActiveDrafts({ project: project.name }),
+    ]);
     const bySlug = new Map(active.drafts.map((draft) => [draft.taskSlug, draft]));
     return tasks.map((task) => this.toInfo(project, task, bySlug.get(task.slug)));
   }
@@ -162,16 +170,23 @@ export class ProjectCatalog {
     checkId(slug, 'task');
     const task = await this.store.getTask(project.name, slug);
     if (!task) {
-      throw new DraftError('NOT_FOUND', `No task "${slug}" in project "${project.name}". List tasks with list_tasks or create one with create_task.`, {
-        fault: 'user',
-        data: { project: project.name, task: slug },
-      });
+      throw new DraftError(
+        'NOT_FOUND',
+        `No task "${slug}" in project "${project.name}". List tasks with list_tasks or create one with create_task.`,
+        {
+          fault: 'user',
+          data: { project: project.name, task: slug },
+        },
+      );
     }
     const draft = await this.store.getDraft(project.name, slug).catch(() => undefined);
     return this.toInfo(project, task, draft);
   }
 
-  async createTask(project: ProjectLocation, params: { title: string; description?: string; slug?: string }): Promise<TaskInfo> {
+  async createTask(
+    project: ProjectLocation,
+    params: { title: string; description?: string; slug?: string },
+  ): Promise<TaskInfo> {
     if (params.slug !== undefined) checkId(params.slug, 'task');
     const base = params.slug ?? slugify(params.title) ?? 'task';
     // The store refuses a taken slug (TASK_EXISTS); a slug made from the title takes the next free one.
@@ -192,11 +207,15 @@ export class ProjectCatalog {
       } catch (error) {
         if (!isStoreError(error, 'TASK_EXISTS')) throw error;
         if (params.slug !== undefined) {
-          throw new DraftError('INVALID_INPUT', `Project "${project.name}" already has a task "${slug}"; choose another slug.`, {
-            fault: 'user',
-            data: { project: project.name, task: slug },
-            cause: error,
-          });
+          throw new DraftError(
+            'INVALID_INPUT',
+            `Project "${project.name}" already has a task "${slug}"; choose another slug.`,
+            {
+              fault: 'user',
+              data: { project: project.name, task: slug },
+              cause: error,
+            },
+          );
         }
       }
     }
@@ -212,7 +231,9 @@ export class ProjectCatalog {
       taskDir: this.taskDir(project, file.slug),
       createdAt: file.createdAt,
       updatedAt: file.updatedAt,
-      ...(draft?.status === 'active' ? { activeDraft: { sessionId: draft.sessionId, role: draft.role, channelId: draft.channelId } } : {}),
+      ...(draft?.status === 'active'
+        ? { activeDraft: { sessionId: draft.sessionId, role: draft.role, channelId: draft.channelId } }
+        : {}),
     };
   }
 
@@ -234,7 +255,11 @@ export class ProjectCatalog {
       await this.store.claimDraft(draft);
     } catch (error) {
       if (isStoreError(error, 'DRAFT_ALREADY_ACTIVE')) {
-        throw new DraftError('DRAFT_ALREADY_ACTIVE', error.message, { fault: 'user', ...(error.data ? { data: error.data } : {}), cause: error });
+        throw new DraftError('DRAFT_ALREADY_ACTIVE', error.message, {
+          fault: 'user',
+          ...(error.data ? { data: error.data } : {}),
+          cause: error,
+        });
       }
       throw error;
     }
@@ -246,7 +271,10 @@ export class ProjectCatalog {
   }
 
   /** Every active draft of every known project, with its project. Unreadable records are reported, not thrown. */
-  async scanDrafts(): Promise<{ found: Array<{ project: ProjectLocation; draft: DraftSession }>; failed: Array<{ file: string; reason: string }> }> {
+  async scanDrafts(): Promise<{
+    found: Array<{ project: ProjectLocation; draft: DraftSession }>;
+    failed: Array<{ file: string; reason: string }>;
+  }> {
     const [projects, active] = await Promise.all([this.list(), this.store.listActiveDrafts()]);
     const byName = new Map(projects.map((project) => [project.name, project]));
     const found: Array<{ project: ProjectLocation; draft: DraftSession }> = [];
@@ -297,10 +325,14 @@ export function slugify(text: string): string | undefined {
 function checkId(value: string, what: 'project' | 'task' | 'role'): void {
   const parsed = IdSchema.safeParse(value);
   if (!parsed.success) {
-    throw new DraftError('INVALID_INPUT', `"${value}" is not a valid ${what} name: ${parsed.error.issues[0]?.message ?? 'invalid'}.`, {
-      fault: 'user',
-      data: { [what]: value },
-    });
+    throw new DraftError(
+      'INVALID_INPUT',
+      `"${value}" is not a valid ${what} name: ${parsed.error.issues[0]?.message ?? 'invalid'}.`,
+      {
+        fault: 'user',
+        data: { [what]: value },
+      },
+    );
   }
 }
 

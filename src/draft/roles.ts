@@ -16,7 +16,8 @@ import { RoleFrontMatterSchema, type RoleFileError, type RoleInfo } from './type
 export const BUILTIN_ROLES: readonly RoleInfo[] = [
   {
     name: 'product-analyst',
-    description: 'Talks the product through with you, writes specs and tasks, and delegates work to developer and QA workers.',
+    description:
+      'Talks the product through with you, writes specs and tasks, and delegates work to developer and QA workers.',
     permissions: ['agent-draft', 'agent-converse', 'projects-list', 'projects-create', 'files-read'],
     source: 'builtin',
     instructions: [
@@ -74,7 +75,11 @@ export async function parseRoles(listing: { files: RoleText[]; errors: RoleTextE
     }
     const earlier = fromFiles.get(parsed.name);
     if (earlier) {
-      errors.push({ file, field: 'name', message: `Role "${parsed.name}" is already defined in ${earlier}; give one of them another name.` });
+      errors.push({
+        file,
+        field: 'name',
+        message: `Role "${parsed.name}" is already defined in ${earlier}; give one of them another name.`,
+      });
       continue;
     }
     fromFiles.set(parsed.name, file);
@@ -117,7 +122,11 @@ export async function parseRoleFile(text: string, file: string): Promise<RoleInf
   const front = parsed.data;
   const name = front.name ?? fallbackName;
   if (!IdSchema.safeParse(name).success) {
-    return { file, field: 'name', message: `The role name "${name}" (from the file name) must be letters, digits, ".", "_" or "-"; set \`name:\` in the front matter.` };
+    return {
+      file,
+      field: 'name',
+      message: `The role name "${name}" (from the file name) must be letters, digits, ".", "_" or "-"; set \`name:\` in the front matter.`,
+    };
   }
   const instructions = body.trim();
   return {
@@ -141,7 +150,11 @@ function splitFrontMatter(text: string): { frontMatter?: string; body: string; e
   const normalized = text.replace(/^\uFEFF/, '').replace(/\r\n/g, '\n');
   if (!normalized.startsWith('---\n') && normalized.trim() !== '---') return { body: normalized };
   const end = normalized.indexOf('\n---', 3);
-  if (end === -1) return { body: '', error: 'The front matter starting with "---" on line 1 is never closed; end it with a line "---".' };
+  if (end === -1)
+    return {
+      body: '',
+      error: 'The front matter starting with "---" on line 1 is never closed; end it with a line "---".',
+    };
   const afterFence = normalized.indexOf('\n', end + 4);
   return { frontMatter: normalized.slice(4, end + 1), body: afterFence === -1 ? '' : normalized.slice(afterFence + 1) };
 }

@@ -19,10 +19,14 @@ export function compileOutputSchema(schema: Record<string, unknown>): OutputVali
   try {
     validator = z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]);
   } catch (error) {
-    throw new DraftError('INVALID_INPUT', `The output schema cannot be used: ${error instanceof Error ? error.message : String(error)}. Give a self-contained JSON Schema (no external $ref).`, {
-      fault: 'model',
-      data: { schema },
-    });
+    throw new DraftError(
+      'INVALID_INPUT',
+      `The output schema cannot be used: ${error instanceof Error ? error.message : String(error)}. Give a self-contained JSON Schema (no external $ref).`,
+      {
+        fault: 'model',
+        data: { schema },
+      },
+    );
   }
   return {
     schema,
@@ -55,7 +59,10 @@ export function jsonCandidates(text: string): unknown[] {
   };
   tryParse(text.trim());
   for (const match of text.matchAll(/```(?:json|JSON)?\s*\n([\s\S]*?)```/g)) tryParse(match[1]!.trim());
-  for (const [open, close] of [['{', '}'], ['[', ']']] as const) {
+  for (const [open, close] of [
+    ['{', '}'],
+    ['[', ']'],
+  ] as const) {
     const start = text.indexOf(open);
     const end = text.lastIndexOf(close);
     if (start !== -1 && end > start) tryParse(text.slice(start, end + 1));
@@ -74,7 +81,12 @@ export function outputInstructions(schema: Record<string, unknown>): string {
 }
 
 /** The one repair attempt: self-contained, so it works on a fresh session of any back end. */
-export function repairPrompt(options: { task: string; answer: string; problem: string; schema: Record<string, unknown> }): string {
+export function repairPrompt(options: {
+  task: string;
+  answer: string;
+  problem: string;
+  schema: Record<string, unknown>;
+}): string {
   return [
     'Your previous answer to the task below did not match the required output format.',
     `Problem: ${options.problem}.`,

@@ -60,7 +60,11 @@ export interface ToolHandlers {
   createProject(input: CreateProjectInput): Promise<ProjectInfo>;
   createTask(input: CreateTaskInput): Promise<TaskInfo>;
   /** `traceContext`: the `draft_agent` call's span, the parent of the worker's `invoke_agent` span. */
-  draftAgent(input: DraftAgentInput, signal: AbortSignal | undefined, traceContext?: Context): Promise<{ agentId: string; status: string }>;
+  draftAgent(
+    input: DraftAgentInput,
+    signal: AbortSignal | undefined,
+    traceContext?: Context,
+  ): Promise<{ agentId: string; status: string }>;
   awaitAgent(input: AwaitAgentInput, signal: AbortSignal | undefined): Promise<DispatchResult>;
   killAgent(agentId: string): Promise<{ killed: boolean }>;
   listAgents(): Promise<AgentInfo[]>;
@@ -81,16 +85,36 @@ export function createParleyTools(options: {
   const { handlers } = options;
   const granted = new Set(options.permissions);
   const all: ParleyTool[] = [
-    tool('list_tasks', 'Lists the tasks of a project (default: the current one): slug, title, state and any active draft.', ListTasksInputSchema, undefined, (input) =>
-      handlers.listTasks(input.project),
+    tool(
+      'list_tasks',
+      'Lists the tasks of a project (default: the current one): slug, title, state and any active draft.',
+      ListTasksInputSchema,
+      undefined,
+      (input) => handlers.listTasks(input.project),
     ),
-    tool('list_roles', 'Lists the roles an agent can be drafted as, with their permissions; role files that failed to parse are listed under `errors`.', EmptyInputSchema, undefined, () =>
-      handlers.listRoles(),
+    tool(
+      'list_roles',
+      'Lists the roles an agent can be drafted as, with their permissions; role files that failed to parse are listed under `errors`.',
+      EmptyInputSchema,
+      undefined,
+      () => handlers.listRoles(),
     ),
-    tool('list_projects', 'Lists the projects this server knows.', EmptyInputSchema, 'projects-list', () => handlers.listProjects()),
-    tool('create_project', 'Registers a project (a folder; created when missing).', CreateProjectInputSchema, 'projects-create', (input) => handlers.createProject(input)),
-    tool('create_task', 'Creates a task in a project (default: the current one) and returns it with its slug.', CreateTaskInputSchema, 'projects-create', (input) =>
-      handlers.createTask(input),
+    tool('list_projects', 'Lists the projects this server knows.', EmptyInputSchema, 'projects-list', () =>
+      handlers.listProjects(),
+    ),
+    tool(
+      'create_project',
+      'Registers a project (a folder; created when missing).',
+      CreateProjectInputSchema,
+      'projects-create',
+      (input) => handlers.createProject(input),
+    ),
+    tool(
+      'create_task',
+      'Creates a task in a project (default: the current one) and returns it with its slug.',
+      CreateTaskInputSchema,
+      'projects-create',
+      (input) => handlers.createTask(input),
     ),
     tool(
       'draft_agent',
@@ -106,8 +130,16 @@ export function createParleyTools(options: {
       'agent-draft',
       (input, signal) => handlers.awaitAgent(input, signal),
     ),
-    tool('kill_agent', 'Stops a worker; its partial output is kept.', AgentIdInputSchema, 'agent-draft', (input) => handlers.killAgent(input.agentId)),
-    tool('list_agents', 'Lists the workers you started, with their status and cost.', EmptyInputSchema, 'agent-draft', () => handlers.listAgents()),
+    tool('kill_agent', 'Stops a worker; its partial output is kept.', AgentIdInputSchema, 'agent-draft', (input) =>
+      handlers.killAgent(input.agentId),
+    ),
+    tool(
+      'list_agents',
+      'Lists the workers you started, with their status and cost.',
+      EmptyInputSchema,
+      'agent-draft',
+      () => handlers.listAgents(),
+    ),
     tool(
       'open_conversation',
       'Opens a conversation with an agent of another role (say, a dev to discuss an architecture before you commit to a plan) and returns its id. Talk with `say`; end it with `close_conversation`.',
@@ -115,11 +147,19 @@ export function createParleyTools(options: {
       'agent-converse',
       (input) => handlers.openConversation!(input),
     ),
-    tool('say', 'Says something in an open conversation and returns the other agent’s reply (and any note the user sent into the conversation).', SayInputSchema, 'agent-converse', (input, signal, traceContext) =>
-      handlers.say!(input, signal, traceContext),
+    tool(
+      'say',
+      'Says something in an open conversation and returns the other agent’s reply (and any note the user sent into the conversation).',
+      SayInputSchema,
+      'agent-converse',
+      (input, signal, traceContext) => handlers.say!(input, signal, traceContext),
     ),
-    tool('close_conversation', 'Closes a conversation and returns its summary: messages, cost, duration.', ConversationIdInputSchema, 'agent-converse', (input) =>
-      handlers.closeConversation!(input.conversationId),
+    tool(
+      'close_conversation',
+      'Closes a conversation and returns its summary: messages, cost, duration.',
+      ConversationIdInputSchema,
+      'agent-converse',
+      (input) => handlers.closeConversation!(input.conversationId),
     ),
   ];
   return all.filter((entry) => {

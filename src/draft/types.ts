@@ -38,7 +38,15 @@ const IsoDate = z.iso.datetime({ offset: true });
  * on managed back ends, the workspace tools (src/workspace/): `files-read` → read_file,
  * list_files, glob, grep; `files-write` → edit_file, write_file; `shell` → run_command.
  */
-export const PermissionSchema = z.enum(['agent-draft', 'agent-converse', 'projects-list', 'projects-create', 'files-read', 'files-write', 'shell']);
+export const PermissionSchema = z.enum([
+  'agent-draft',
+  'agent-converse',
+  'projects-list',
+  'projects-create',
+  'files-read',
+  'files-write',
+  'shell',
+]);
 export type Permission = z.infer<typeof PermissionSchema>;
 
 // The workspace layer's modes: one definition, so `parley`'s public surface exports one schema.
@@ -162,7 +170,12 @@ export type DraftAgentInput = z.infer<typeof DraftAgentInputSchema>;
 
 export const AwaitAgentInputSchema = z.strictObject({
   agentId: z.string().min(1).describe('The id draft_agent returned.'),
-  timeoutSeconds: z.number().positive().max(3600).optional().describe('How long to wait (default 300). On timeout the result says `timedOut`; call again.'),
+  timeoutSeconds: z
+    .number()
+    .positive()
+    .max(3600)
+    .optional()
+    .describe('How long to wait (default 300). On timeout the result says `timedOut`; call again.'),
 });
 export type AwaitAgentInput = z.infer<typeof AwaitAgentInputSchema>;
 
@@ -178,7 +191,9 @@ export const SayInputSchema = z.strictObject({
   message: z.string().min(1).max(100_000).describe('What you say; the other agent’s reply is returned.'),
 });
 export type SayInput = z.infer<typeof SayInputSchema>;
-export const ConversationIdInputSchema = z.strictObject({ conversationId: z.string().min(1).describe('The id open_conversation returned.') });
+export const ConversationIdInputSchema = z.strictObject({
+  conversationId: z.string().min(1).describe('The id open_conversation returned.'),
+});
 
 /** What `say` returns: the other agent's reply, and any notes the user sent into the conversation. */
 export interface ConversationReply {

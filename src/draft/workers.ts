@@ -128,7 +128,9 @@ export class Workers {
       };
       record.subagentBlock = block;
       try {
-        await this.append(request.target.sessionId, [{ type: 'block_start', conversationId: MAIN_CONVERSATION, at: now, block }]);
+        await this.append(request.target.sessionId, [
+          { type: 'block_start', conversationId: MAIN_CONVERSATION, at: now, block },
+        ]);
       } catch (error) {
         this.records.delete(request.agentId);
         this.options.pool.release(request.agentId);
@@ -136,7 +138,9 @@ export class Workers {
       }
     }
     this.options.onStatus({ ...info });
-    void this.run(record).then(settle, (error: unknown) => settle(this.failure(record, 'WORKER_FAILED', describeError(error))));
+    void this.run(record).then(settle, (error: unknown) =>
+      settle(this.failure(record, 'WORKER_FAILED', describeError(error))),
+    );
     return request.agentId;
   }
 
@@ -161,7 +165,8 @@ export class Workers {
     const waiters: Array<Promise<undefined>> = [];
     let timer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
-    if (options.timeoutMs !== undefined) waiters.push(new Promise((resolve) => (timer = setTimeout(() => resolve(undefined), options.timeoutMs))));
+    if (options.timeoutMs !== undefined)
+      waiters.push(new Promise((resolve) => (timer = setTimeout(() => resolve(undefined), options.timeoutMs))));
     if (options.signal) {
       const signal = options.signal;
       waiters.push(
@@ -199,7 +204,8 @@ export class Workers {
 
   /** Drops finished workers from memory (after their draft closed). */
   forget(filter: (agent: AgentInfo) => boolean): void {
-    for (const [agentId, record] of this.records) if (record.result && filter(record.info)) this.records.delete(agentId);
+    for (const [agentId, record] of this.records)
+      if (record.result && filter(record.info)) this.records.delete(agentId);
   }
 
   hasLive(filter: (agent: AgentInfo) => boolean): boolean {
@@ -209,7 +215,10 @@ export class Workers {
   private require(agentId: string): WorkerRecord {
     const record = this.records.get(agentId);
     if (!record) {
-      throw new DraftError('NOT_FOUND', `No worker agent "${agentId}". List the workers with list_agents.`, { fault: 'user', data: { agentId } });
+      throw new DraftError('NOT_FOUND', `No worker agent "${agentId}". List the workers with list_agents.`, {
+        fault: 'user',
+        data: { agentId },
+      });
     }
     return record;
   }
@@ -219,13 +228,20 @@ export class Workers {
   private async run(record: WorkerRecord): Promise<DispatchResult> {
     const signal = record.controller.signal;
     const release = await this.options.slots.acquire(signal);
-    if (!release) return this.finish(record, { status: 'killed', summary: 'Killed while queued; it never ran.', attempts: 0 });
+    if (!release)
+      return this.finish(record, { status: 'killed', summary: 'Killed while queued; it never ran.', attempts: 0 });
     try {
       record.runningSince = this.options.clock();
       this.setStatus(record, 'running');
       if (record.subagentBlock) {
         await this.append(record.request.target.sessionId, [
-          { type: 'block_update', conversationId: MAIN_CONVERSATION, at: record.runningSince, blockId: record.subagentBlock.id, updates: { status: 'running' } },
+          {
+            type: 'block_update',
+            conversationId: MAIN_CONVERSATION,
+            at: record.runningSince,
+            blockId: record.subagentBlock.id,
+            updates: { status: 'running' },
+          },
         ]);
       }
       const { request } = record;
@@ -240,7 +256,15 @@ export class Workers {
         else {
           // One repair attempt, self-contained so it works on a fresh session of any back end.
           attempts = 2;
-          outcome = await this.attempt(record, repairPrompt({ task: request.prompt, answer: first.text, problem: checked.problem, schema: request.validator.schema }));
+          outcome = await this.attempt(
+            record,
+            repairPrompt({
+              task: request.prompt,
+              answer: first.text,
+              problem: checked.problem,
+              schema: request.validator.schema,
+            }),
+          );
           if (!record.killed && !outcome.error) {
             const again = request.validator.validate(outcome.text);
             if (again.ok) output = again.value;
@@ -248,30 +272,53 @@ export class Workers {
           }
         }
       }
-      if (record.killed) return await this.finish(record, { status: 'killed', summary: summarize(outcome.text) || 'Killed before it answered.', attempts });
+      if (record.killed)
+        return await this.finish(record, {
+          status: 'killed',
+          summary: summarize(outcome.text) || 'Killed before it answered.',
+          attempts,
+        });
       if (outcome.error) {
-        return await this.finish(record, { status: 'failed', summary: summarize(outcome.text) || outcome.error.message, attempts, error: outcome.error });
+        return await this.finish(record, {
+          status: 'failed',
+          summary: summarize(outcome.text) || outcome.error.message,
+          attempts,
+          error: outcome.error,
+        });
       }
       if (problem !== undefined) {
         return await this.finish(record, {
           status: 'failed',
           summary: summarize(outcome.text),
           attempts,
-          error: { code: 'INVALID_OUTPUT', message: `The worker's answer did not match the output schema after one repair attempt: ${problem}.` },
+          error: {
+            code: 'INVALID_OUTPUT',
+            message: `The worker's answer did not match the output schema after one repair attempt: ${problem}.`,
+          },
         });
       }
-      return await this.finish(record, { status: 'completed', summary: summaryOf(output, outcome.text), attempts, ...(output !== undefined ? { output } : {}) });
+      return await this.finish(record, {
+        status: 'completed',
+        summary: summaryOf(output, outcome.text),
+        attempts,
+        ...(output !== undefined ? { output } : {}),
+      });
     } finally {
       release();
     }
   }
 
   /** One back-end turn of the worker, every event written to the dispatching session as it arrives. */
-  private async attempt(record: WorkerRecord, prompt: string): Promise<{ text: string; error?: { code: string; message: string } }> {
+  private async attempt(
+    record: WorkerRecord,
+    prompt: string,
+  ): Promise<{ text: string; error?: { code: string; message: string } }> {
     const { request } = record;
     const { target, role, backend } = request;
     const description = backend.describe();
-    const instructions = [role.instructions, request.validator ? outputInstructions(request.validator.schema) : ''].filter(Boolean).join('\n\n');
+    const instructions = [role.instructions, request.validator ? outputInstructions(request.validator.schema) : '']
+      .filter(Boolean)
+      .join('\n\n');
     const executeRequest: ExecuteRequest = {
       // A fresh session per dispatch: a UUID, so native back ends can use it as their own id.
       sessionId: randomUUID(),
@@ -300,7 +347,12 @@ export class Workers {
       await this.options.manager.addMessage(target.sessionId, { role: 'user', content: prompt });
     } else {
       await this.append(target.sessionId, [
-        { type: 'block_complete', conversationId: target.conversationId, at: now, block: { id: randomUUID(), type: 'user_message', content: prompt, createdAt: now, completedAt: now } },
+        {
+          type: 'block_complete',
+          conversationId: target.conversationId,
+          at: now,
+          block: { id: randomUUID(), type: 'user_message', content: prompt, createdAt: now, completedAt: now },
+        },
       ]);
     }
     let text = '';
@@ -324,7 +376,12 @@ export class Workers {
         if (draft.conversationId === MAIN_CONVERSATION) {
           if (draft.type === 'block_complete' && draft.block.type === 'assistant_text') text = draft.block.content;
           // Back ends that enforce an output schema through a tool (Claude Code's `StructuredOutput`) carry the answer in its input.
-          if (draft.type === 'block_complete' && draft.block.type === 'tool_use' && /(^|_)StructuredOutput$/.test(draft.block.name) && draft.block.status === 'success') {
+          if (
+            draft.type === 'block_complete' &&
+            draft.block.type === 'tool_use' &&
+            /(^|_)StructuredOutput$/.test(draft.block.name) &&
+            draft.block.status === 'success'
+          ) {
             structured = JSON.stringify(draft.block.input);
           }
           if (draft.type === 'block_complete' && draft.block.type === 'system' && draft.block.subtype === 'error') {
@@ -343,16 +400,31 @@ export class Workers {
           type: 'block_complete',
           conversationId: target.conversationId,
           at,
-          block: { id: randomUUID(), type: 'system', subtype: 'error', content: error.message, createdAt: at, completedAt: at },
+          block: {
+            id: randomUUID(),
+            type: 'system',
+            subtype: 'error',
+            content: error.message,
+            createdAt: at,
+            completedAt: at,
+          },
         },
-        { type: 'metadata_update', conversationId: target.conversationId, at, metadata: { turnComplete: true, stopReason: 'error' } },
+        {
+          type: 'metadata_update',
+          conversationId: target.conversationId,
+          at,
+          metadata: { turnComplete: true, stopReason: 'error' },
+        },
       ]);
     }
     const answer = structured ?? text;
     return error ? { text: answer, error } : { text: answer };
   }
 
-  private addMetadata(record: WorkerRecord, metadata: { usage?: Usage; costUsd?: number; costUnknown?: boolean }): void {
+  private addMetadata(
+    record: WorkerRecord,
+    metadata: { usage?: Usage; costUsd?: number; costUnknown?: boolean },
+  ): void {
     if (metadata.usage) {
       record.usage = {
         inputTokens: record.usage.inputTokens + metadata.usage.inputTokens,
@@ -369,7 +441,13 @@ export class Workers {
 
   private async finish(
     record: WorkerRecord,
-    outcome: { status: AgentStatus; summary: string; attempts: number; output?: unknown; error?: { code: string; message: string } },
+    outcome: {
+      status: AgentStatus;
+      summary: string;
+      attempts: number;
+      output?: unknown;
+      error?: { code: string; message: string };
+    },
   ): Promise<DispatchResult> {
     const endedAt = this.options.clock();
     const result: DispatchResult = {
@@ -398,7 +476,9 @@ export class Workers {
         completedAt: endedAt,
       };
       try {
-        await this.append(record.request.target.sessionId, [{ type: 'block_complete', conversationId: MAIN_CONVERSATION, at: endedAt, block }]);
+        await this.append(record.request.target.sessionId, [
+          { type: 'block_complete', conversationId: MAIN_CONVERSATION, at: endedAt, block },
+        ]);
       } catch {
         // The session may be closed (shutdown); the result still reaches the waiter, and recovery closes the block.
       }
@@ -440,7 +520,10 @@ export class Workers {
       role: record.info.role,
       status: record.info.status,
       timedOut: true,
-      summary: record.info.status === 'queued' ? 'Still queued: the worker cap is reached. Call await_agent again.' : 'Still running. Call await_agent again.',
+      summary:
+        record.info.status === 'queued'
+          ? 'Still queued: the worker cap is reached. Call await_agent again.'
+          : 'Still running. Call await_agent again.',
       usage: record.usage,
       costUsd: record.costUsd,
       costUnknown: record.costUnknown,
@@ -468,9 +551,14 @@ export class Workers {
  */
 export function readdress(draft: StreamEventDraft, conversationId: string): StreamEventDraft {
   if (conversationId === MAIN_CONVERSATION) return draft;
-  const mapped = draft.conversationId === MAIN_CONVERSATION ? conversationId : `${conversationId}/${draft.conversationId}`;
+  const mapped =
+    draft.conversationId === MAIN_CONVERSATION ? conversationId : `${conversationId}/${draft.conversationId}`;
   if ((draft.type === 'block_start' || draft.type === 'block_complete') && draft.block.type === 'subagent') {
-    return { ...draft, conversationId: mapped, block: { ...draft.block, subagentId: `${conversationId}/${draft.block.subagentId}` } };
+    return {
+      ...draft,
+      conversationId: mapped,
+      block: { ...draft.block, subagentId: `${conversationId}/${draft.block.subagentId}` },
+    };
   }
   return { ...draft, conversationId: mapped };
 }
@@ -492,7 +580,11 @@ function summarize(text: string): string {
 
 /** The output's own `summary` when it has one, else the final text. */
 function summaryOf(output: unknown, text: string): string {
-  if (typeof output === 'object' && output !== null && typeof (output as Record<string, unknown>)['summary'] === 'string') {
+  if (
+    typeof output === 'object' &&
+    output !== null &&
+    typeof (output as Record<string, unknown>)['summary'] === 'string'
+  ) {
     return summarize((output as Record<string, string>)['summary']!);
   }
   return summarize(text);

@@ -95,7 +95,11 @@ export class AgentRuntime implements MessageRecipient {
 
   run(prompt: string, options: AgentRunOptions = {}): Promise<unknown> {
     if (typeof prompt !== 'string') {
-      return Promise.reject(new HarnessError('INVALID_INPUT', `Agent "${this.key}": run(prompt) needs text, not ${typeof prompt}.`, { fault: 'user' }));
+      return Promise.reject(
+        new HarnessError('INVALID_INPUT', `Agent "${this.key}": run(prompt) needs text, not ${typeof prompt}.`, {
+          fault: 'user',
+        }),
+      );
     }
     const work = this.chain.then(() => this.runValidated(prompt, options));
     this.chain = work.then(noop, noop);
@@ -117,7 +121,11 @@ export class AgentRuntime implements MessageRecipient {
 
   async useSession(target: AgentSessionTarget): Promise<string> {
     if (this.running) {
-      throw new HarnessError('INVALID_INPUT', `Agent "${this.key}" is running a turn; switch its session between turns.`, { fault: 'user' });
+      throw new HarnessError(
+        'INVALID_INPUT',
+        `Agent "${this.key}" is running a turn; switch its session between turns.`,
+        { fault: 'user' },
+      );
     }
     const manager = await this.runtime.sessionManager();
     const chosen = (async () => {
@@ -149,16 +157,22 @@ export class AgentRuntime implements MessageRecipient {
     } catch (error) {
       delivered = Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }
-    delivered.then(
-      async () => {
-        if (this.current === current) this.injectedLive.push(message.content);
-        // The back end got it; the session shows it where the user said it.
-        const manager = await this.runtime.sessionManager();
-        await manager.addMessage(current.sessionId, { role: 'user', content: message.content, metadata: { injected: true } }).catch(noop);
-      },
-      // The turn ended first (or the back end refused): the message waits for the next turn.
-      () => this.runtime.requeue(this, message),
-    ).catch((error: unknown) => process.emitWarning(`Delivering a message to agent "${this.key}" failed: ${String(error)}`));
+    delivered
+      .then(
+        async () => {
+          if (this.current === current) this.injectedLive.push(message.content);
+          // The back end got it; the session shows it where the user said it.
+          const manager = await this.runtime.sessionManager();
+          await manager
+            .addMessage(current.sessionId, { role: 'user', content: message.content, metadata: { injected: true } })
+            .catch(noop);
+        },
+        // The turn ended first (or the back end refused): the message waits for the next turn.
+        () => this.runtime.requeue(this, message),
+      )
+      .catch((error: unknown) =>
+        process.emitWarning(`Delivering a message to agent "${this.key}" failed: ${String(error)}`),
+      );
   }
 
   private async createSession(): Promise<string> {
@@ -199,7 +213,11 @@ export class AgentRuntime implements MessageRecipient {
     const own = agentType === 'harness';
     await manager.setAgentDescription(sessionId, {
       role: role ?? `You are ${name}.`,
-      ...(own ? { instructions: instructions !== undefined ? [instructions] : [] } : instructions !== undefined ? { extraInstructions: [instructions] } : {}),
+      ...(own
+        ? { instructions: instructions !== undefined ? [instructions] : [] }
+        : instructions !== undefined
+          ? { extraInstructions: [instructions] }
+          : {}),
       ...(tools ? { allowedTools: tools.map((tool) => tool.name) } : own ? { allowedTools: [] } : {}),
     });
   }
@@ -221,7 +239,11 @@ export class AgentRuntime implements MessageRecipient {
     const own = this.definition.tools ?? [];
     const options = this.definition.workspace;
     if (!options) return [...own];
-    this.workspace ??= ProjectWorkspace.open({ root: options.root, ...(options.dataDir !== undefined ? { dataDir: options.dataDir } : {}), ...(options.sandbox ? { sandbox: options.sandbox } : {}) });
+    this.workspace ??= ProjectWorkspace.open({
+      root: options.root,
+      ...(options.dataDir !== undefined ? { dataDir: options.dataDir } : {}),
+      ...(options.sandbox ? { sandbox: options.sandbox } : {}),
+    });
     const workspace = await this.workspace;
     this.broker ??= new ApprovalBroker(options.onPermissionRequest ? { approver: options.onPermissionRequest } : {});
     return [
@@ -295,7 +317,11 @@ export class AgentRuntime implements MessageRecipient {
         profile: this.profile(),
         ...(definition.model !== undefined ? { model: definition.model } : {}),
         ...(definition.tools || definition.workspace ? { tools: await this.tools(sessionId) } : {}),
-        ...(definition.cwd !== undefined ? { cwd: definition.cwd } : definition.workspace ? { cwd: definition.workspace.root } : {}),
+        ...(definition.cwd !== undefined
+          ? { cwd: definition.cwd }
+          : definition.workspace
+            ? { cwd: definition.workspace.root }
+            : {}),
         ...(definition.maxTurns !== undefined ? { maxTurns: definition.maxTurns } : {}),
         ...(this.jsonSchema ? { outputSchema: this.jsonSchema } : {}),
         traceParent: runtime.traceParent(),
@@ -372,7 +398,11 @@ export class AgentRuntime implements MessageRecipient {
     turn: number,
     prompt: string,
     repair: boolean,
-  ): Promise<{ messages: InjectedMessage[]; replayed?: Extract<JournalStep, { kind: 'turn' }>; start?: Extract<JournalStep, { kind: 'turn-start' }> }> {
+  ): Promise<{
+    messages: InjectedMessage[];
+    replayed?: Extract<JournalStep, { kind: 'turn' }>;
+    start?: Extract<JournalStep, { kind: 'turn-start' }>;
+  }> {
     const runtime = this.runtime;
     const journal = runtime.journal;
     if (!journal) return { messages: repair ? [] : runtime.takeMessagesFor(this.key) };
@@ -399,7 +429,16 @@ export class AgentRuntime implements MessageRecipient {
     const messages = repair ? [] : runtime.takeMessagesFor(this.key);
     // Journaled with the turn's result, in one write: a turn cut by a crash has no entry, and on
     // resume it runs again, taking the same messages (their sends are journaled).
-    return { messages, start: { kind: 'turn-start', agent: this.key, turn, prompt, messages: messages.map((message) => message.content) } };
+    return {
+      messages,
+      start: {
+        kind: 'turn-start',
+        agent: this.key,
+        turn,
+        prompt,
+        messages: messages.map((message) => message.content),
+      },
+    };
   }
 
   private releaseStartBuffer(current: CurrentTurn | undefined): void {
@@ -420,7 +459,9 @@ function snapshotError(error: unknown): ErrorSnapshot {
       name: error.name,
       message: error.message,
       ...(typeof code === 'string' ? { code } : {}),
-      ...(typeof data === 'object' && data !== null ? { data: JSON.parse(JSON.stringify(data)) as Record<string, unknown> } : {}),
+      ...(typeof data === 'object' && data !== null
+        ? { data: JSON.parse(JSON.stringify(data)) as Record<string, unknown> }
+        : {}),
     };
   }
   return { name: 'Error', message: String(error) };
@@ -428,7 +469,8 @@ function snapshotError(error: unknown): ErrorSnapshot {
 
 /** A journaled turn failure, thrown again on resume as the workflow saw it the first time. */
 function rebuildError(agent: string, snapshot: ErrorSnapshot | undefined): Error {
-  const error = snapshot?.code === 'AGENT_TURN_FAILED' ? new AgentTurnError(agent, '', snapshot.data ?? {}) : new Error();
+  const error =
+    snapshot?.code === 'AGENT_TURN_FAILED' ? new AgentTurnError(agent, '', snapshot.data ?? {}) : new Error();
   error.message = snapshot?.message ?? `Agent "${agent}" failed.`;
   if (snapshot?.code !== 'AGENT_TURN_FAILED') error.name = snapshot?.name ?? 'Error';
   return error;

@@ -47,7 +47,8 @@ export class TurnOutput {
   error(agent: string): unknown {
     if (this.streamError) return this.streamError.error;
     const failure = this.failure;
-    const data = typeof failure?.data === 'object' && failure.data !== null ? (failure.data as Record<string, unknown>) : {};
+    const data =
+      typeof failure?.data === 'object' && failure.data !== null ? (failure.data as Record<string, unknown>) : {};
     return new AgentTurnError(agent, failure?.content ?? 'The turn failed.', data);
   }
 }
@@ -56,7 +57,13 @@ export class TurnOutput {
  * A back end that stopped without saying so still gets its `system` block: the session shows the
  * turn was aborted. Returns the stored events (none when the manager is already closed).
  */
-export async function noteAbortedTurn(manager: SessionManager, sessionId: string, agent: string, turn: number, reason: string | undefined): Promise<StreamEvent[]> {
+export async function noteAbortedTurn(
+  manager: SessionManager,
+  sessionId: string,
+  agent: string,
+  turn: number,
+  reason: string | undefined,
+): Promise<StreamEvent[]> {
   const now = Date.now();
   try {
     return await manager.appendEvents(sessionId, [

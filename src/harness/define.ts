@@ -23,15 +23,21 @@ import type {
 } from './types.js';
 
 /** An agent: a role or instructions, a back end, and optionally a zod schema its answers must match. */
-export function defineAgent<TSchema extends z.ZodType>(options: AgentOptions & { outputSchema: TSchema }): AgentDefinition<z.output<TSchema>>;
+export function defineAgent<TSchema extends z.ZodType>(
+  options: AgentOptions & { outputSchema: TSchema },
+): AgentDefinition<z.output<TSchema>>;
 export function defineAgent(options: AgentOptions & { outputSchema?: undefined }): AgentDefinition<string>;
 export function defineAgent(options: AgentOptions & { outputSchema?: z.ZodType }): AgentDefinition<unknown> {
   const where = `defineAgent(${typeof options?.name === 'string' ? `"${options.name}"` : '…'})`;
   if (typeof options !== 'object' || options === null) throw invalidDefinition('defineAgent needs an options object.');
-  if (typeof options.name !== 'string' || options.name.trim() === '') throw invalidDefinition('defineAgent: `name` must be non-empty text.');
+  if (typeof options.name !== 'string' || options.name.trim() === '')
+    throw invalidDefinition('defineAgent: `name` must be non-empty text.');
   const role = (options as { role?: unknown }).role;
   const instructions = (options as { instructions?: unknown }).instructions;
-  if ((typeof role !== 'string' || role.trim() === '') && (typeof instructions !== 'string' || instructions.trim() === '')) {
+  if (
+    (typeof role !== 'string' || role.trim() === '') &&
+    (typeof instructions !== 'string' || instructions.trim() === '')
+  ) {
     throw invalidDefinition(`${where}: give the agent a \`role\` or \`instructions\`.`);
   }
   const backend = options.backend as { execute?: unknown; describe?: unknown } | undefined;
@@ -40,15 +46,25 @@ export function defineAgent(options: AgentOptions & { outputSchema?: z.ZodType }
   }
   const workspace = options.workspace;
   if (workspace !== undefined) {
-    if (typeof workspace !== 'object' || workspace === null || typeof workspace.root !== 'string' || workspace.root === '') {
+    if (
+      typeof workspace !== 'object' ||
+      workspace === null ||
+      typeof workspace.root !== 'string' ||
+      workspace.root === ''
+    ) {
       throw invalidDefinition(`${where}: \`workspace.root\` must be the project folder the agent works in.`);
     }
     const mode = workspace.mode ?? 'default';
     if (mode !== 'bypassPermissions' && mode !== 'plan' && typeof workspace.onPermissionRequest !== 'function') {
-      throw invalidDefinition(`${where}: in permission mode "${mode}" the workspace tools ask before changing files or running commands; give \`workspace.onPermissionRequest\` to answer, or set \`mode: 'bypassPermissions'\` (nothing asked) or \`'plan'\` (reads only).`);
+      throw invalidDefinition(
+        `${where}: in permission mode "${mode}" the workspace tools ask before changing files or running commands; give \`workspace.onPermissionRequest\` to answer, or set \`mode: 'bypassPermissions'\` (nothing asked) or \`'plan'\` (reads only).`,
+      );
     }
   }
-  if (options.outputSchema !== undefined && typeof (options.outputSchema as { safeParse?: unknown }).safeParse !== 'function') {
+  if (
+    options.outputSchema !== undefined &&
+    typeof (options.outputSchema as { safeParse?: unknown }).safeParse !== 'function'
+  ) {
     throw invalidDefinition(`${where}: \`outputSchema\` must be a zod schema.`);
   }
   return Object.freeze({ ...options, kind: 'parley:agent' as const });
@@ -58,19 +74,27 @@ export function defineAgent(options: AgentOptions & { outputSchema?: z.ZodType }
  * A workflow of agents. `create(input)` makes an instance that runs once, fire-and-forget with
  * `run()` or interactively with `startSession()`.
  */
-export function defineHarness<TAgents extends AgentMap, TInput = undefined, TState = Record<string, unknown>, TResult = unknown>(
-  definition: HarnessDefinition<TAgents, TInput, TState, TResult>,
-): Harness<TAgents, TInput, TState, TResult> {
-  if (typeof definition !== 'object' || definition === null) throw invalidDefinition('defineHarness needs a definition object.');
-  if (typeof definition.name !== 'string' || definition.name.trim() === '') throw invalidDefinition('defineHarness: `name` must be non-empty text.');
-  if (typeof definition.run !== 'function') throw invalidDefinition(`defineHarness("${definition.name}"): \`run\` must be a function.`);
+export function defineHarness<
+  TAgents extends AgentMap,
+  TInput = undefined,
+  TState = Record<string, unknown>,
+  TResult = unknown,
+>(definition: HarnessDefinition<TAgents, TInput, TState, TResult>): Harness<TAgents, TInput, TState, TResult> {
+  if (typeof definition !== 'object' || definition === null)
+    throw invalidDefinition('defineHarness needs a definition object.');
+  if (typeof definition.name !== 'string' || definition.name.trim() === '')
+    throw invalidDefinition('defineHarness: `name` must be non-empty text.');
+  if (typeof definition.run !== 'function')
+    throw invalidDefinition(`defineHarness("${definition.name}"): \`run\` must be a function.`);
   if (definition.state !== undefined && typeof definition.state !== 'function') {
     throw invalidDefinition(`defineHarness("${definition.name}"): \`state\` must be a function of the input.`);
   }
   const agents = definition.agents ?? ({} as TAgents);
   for (const [key, agent] of Object.entries(agents)) {
     if ((agent as { kind?: unknown } | undefined)?.kind !== 'parley:agent') {
-      throw invalidDefinition(`defineHarness("${definition.name}"): agents.${key} is not an agent; make it with defineAgent().`);
+      throw invalidDefinition(
+        `defineHarness("${definition.name}"): agents.${key} is not an agent; make it with defineAgent().`,
+      );
     }
   }
   const harness: Harness<TAgents, TInput, TState, TResult> = {
@@ -81,7 +105,12 @@ export function defineHarness<TAgents extends AgentMap, TInput = undefined, TSta
     create(...args: CreateArguments<TInput>) {
       const [input, options] = args as [TInput, HarnessCreateOptions | undefined];
       const state = definition.state ? definition.state(input) : ({} as TState);
-      const runtime = new HarnessRuntime(harness.definition as unknown as AnyHarnessDefinition, input, state, options ?? {});
+      const runtime = new HarnessRuntime(
+        harness.definition as unknown as AnyHarnessDefinition,
+        input,
+        state,
+        options ?? {},
+      );
       return new Instance<TState, TResult>(runtime);
     },
   };
@@ -90,7 +119,12 @@ export function defineHarness<TAgents extends AgentMap, TInput = undefined, TSta
 
 /** True for a value made by `defineHarness` (also from another copy of Parley). */
 export function isHarness(value: unknown): value is AnyHarness {
-  return typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'parley:harness' && typeof (value as { create?: unknown }).create === 'function';
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as { kind?: unknown }).kind === 'parley:harness' &&
+    typeof (value as { create?: unknown }).create === 'function'
+  );
 }
 
 function invalidDefinition(message: string): HarnessError {
@@ -133,7 +167,11 @@ export function startInteractive<TState, TResult>(
   prepare?: (runtime: HarnessRuntime) => void,
 ): InteractiveSession<TState, TResult> {
   if (runtime.started) {
-    throw new HarnessError('ALREADY_STARTED', `This "${runtime.name}" instance has already run; call create() again for another session.`, { fault: 'user' });
+    throw new HarnessError(
+      'ALREADY_STARTED',
+      `This "${runtime.name}" instance has already run; call create() again for another session.`,
+      { fault: 'user' },
+    );
   }
   runtime.interactive = true;
   let recorder: RecordingWriter | undefined;
@@ -141,7 +179,12 @@ export function startInteractive<TState, TResult>(
     recorder = new RecordingWriter(options.record, {
       harness: runtime.name,
       input: runtime.input,
-      agents: Object.fromEntries([...runtime.agents].map(([key, agent]) => [key, { name: agent.definition.name, backend: agent.backend.describe().name }])),
+      agents: Object.fromEntries(
+        [...runtime.agents].map(([key, agent]) => [
+          key,
+          { name: agent.definition.name, backend: agent.backend.describe().name },
+        ]),
+      ),
     });
     const writer = recorder;
     runtime.log.hook('before', (event, index) => writer.event(index, event));
@@ -213,7 +256,12 @@ class Session<TState, TResult> implements InteractiveSession<TState, TResult> {
     if (outcome.kind === 'failed') throw outcome.error;
     const base = { state: this.state, events: [...this.runtime.log.events], duration: this.runtime.duration };
     if (outcome.kind === 'aborted') {
-      return { ...base, aborted: true, result: outcome.result as TResult | undefined, ...(this.runtime.abortReason !== undefined ? { abortReason: this.runtime.abortReason } : {}) };
+      return {
+        ...base,
+        aborted: true,
+        result: outcome.result as TResult | undefined,
+        ...(this.runtime.abortReason !== undefined ? { abortReason: this.runtime.abortReason } : {}),
+      };
     }
     return { ...base, aborted: false, result: outcome.result as TResult };
   }

@@ -103,7 +103,13 @@ export class ReplayDivergenceError extends HarnessError {
   readonly actual: unknown;
   /** The step in words (`agent "writer" turn 2`), when a durable run's journal is what diverged. */
   readonly stepName: string | undefined;
-  constructor(step: number, detail: string, expected: unknown, actual: unknown, options: { source?: 'recording' | 'journal'; stepName?: string } = {}) {
+  constructor(
+    step: number,
+    detail: string,
+    expected: unknown,
+    actual: unknown,
+    options: { source?: 'recording' | 'journal'; stepName?: string } = {},
+  ) {
     const source = options.source ?? 'recording';
     const where = options.stepName !== undefined ? `${options.stepName} (${source} entry ${step})` : `step ${step}`;
     super('REPLAY_DIVERGED', `Replay diverged from the ${source} at ${where}: ${detail}`, {

@@ -235,7 +235,13 @@ export type HarnessEventType = HarnessEvent['type'];
 export type SessionEventType = SessionEvent['type'];
 export type SessionEventOf<T extends SessionEventType> = Extract<SessionEvent, { type: T }>;
 /** `'*'` receives every event. */
-export type SessionEventHandler<T extends SessionEventType | '*'> = (event: T extends SessionEventType ? SessionEventOf<T> : SessionEvent) => void;
+export type SessionEventHandler<T extends SessionEventType | '*'> = (
+  event: T extends SessionEventType ? SessionEventOf<T> : SessionEvent,
+) => void;
 
 /** An event before the harness stamps it. */
-export type SessionEventDraft = SessionEvent extends infer E ? (E extends SessionEvent ? Omit<E, 'timestamp'> & { timestamp?: Date } : never) : never;
+export type SessionEventDraft = SessionEvent extends infer E
+  ? E extends SessionEvent
+    ? Omit<E, 'timestamp'> & { timestamp?: Date }
+    : never
+  : never;

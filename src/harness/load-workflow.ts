@@ -14,7 +14,10 @@ import type { AnyHarness } from './types.js';
 export async function loadWorkflow(path: string): Promise<AnyHarness> {
   const absolute = resolve(path);
   if (!existsSync(absolute)) {
-    throw new HarnessError('WORKFLOW_LOAD_FAILED', `No workflow file at ${absolute}.`, { fault: 'user', data: { path: absolute } });
+    throw new HarnessError('WORKFLOW_LOAD_FAILED', `No workflow file at ${absolute}.`, {
+      fault: 'user',
+      data: { path: absolute },
+    });
   }
   const url = pathToFileURL(absolute).href;
   let module: { default?: unknown };
@@ -36,13 +39,19 @@ export async function loadWorkflow(path: string): Promise<AnyHarness> {
     }
   } catch (error) {
     if (error instanceof HarnessError) throw error;
-    throw new HarnessError('WORKFLOW_LOAD_FAILED', `Could not load the workflow ${path}: ${error instanceof Error ? error.message : String(error)}`, {
-      fault: 'user',
-      cause: error,
-    });
+    throw new HarnessError(
+      'WORKFLOW_LOAD_FAILED',
+      `Could not load the workflow ${path}: ${error instanceof Error ? error.message : String(error)}`,
+      {
+        fault: 'user',
+        cause: error,
+      },
+    );
   }
   // A module outside an ESM package loads as CommonJS: its default export sits one level down.
-  const exported = isHarness(module.default) ? module.default : (module.default as { default?: unknown } | undefined)?.default;
+  const exported = isHarness(module.default)
+    ? module.default
+    : (module.default as { default?: unknown } | undefined)?.default;
   if (!isHarness(exported)) {
     throw new HarnessError(
       'WORKFLOW_LOAD_FAILED',
@@ -52,4 +61,3 @@ export async function loadWorkflow(path: string): Promise<AnyHarness> {
   }
   return exported;
 }
-

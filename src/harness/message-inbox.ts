@@ -45,7 +45,12 @@ export class MessageInbox {
     if (typeof content !== 'string' || content.trim() === '') {
       throw new HarnessError('INVALID_INPUT', 'A message must be non-empty text.', { fault: 'user' });
     }
-    if (this.host.finished) throw new HarnessError('SESSION_ENDED', `The "${this.host.name}" session has ended; messages can no longer reach it.`, { fault: 'user' });
+    if (this.host.finished)
+      throw new HarnessError(
+        'SESSION_ENDED',
+        `The "${this.host.name}" session has ended; messages can no longer reach it.`,
+        { fault: 'user' },
+      );
     return agentName === undefined ? undefined : this.host.findAgent(agentName).key;
   }
 
@@ -63,7 +68,16 @@ export class MessageInbox {
     }
     const live = agent.deliverLive(message);
     if (!live) this.waiting.push({ message, agent: agent.key });
-    this.host.emit({ type: 'message:injected', content, ...(target ? { targetAgent: target.key } : {}), agent: agent.key, delivery: live ? 'live' : 'inbox' }, undefined);
+    this.host.emit(
+      {
+        type: 'message:injected',
+        content,
+        ...(target ? { targetAgent: target.key } : {}),
+        agent: agent.key,
+        delivery: live ? 'live' : 'inbox',
+      },
+      undefined,
+    );
   }
 
   /** A live delivery that failed (the turn ended first): the message waits for the agent's next turn. */
@@ -71,7 +85,13 @@ export class MessageInbox {
     if (this.host.finished) return;
     this.waiting.push({ message, agent: agent.key });
     this.host.emit(
-      { type: 'message:injected', content: message.content, ...(message.targetAgent ? { targetAgent: message.targetAgent } : {}), agent: agent.key, delivery: 'inbox' },
+      {
+        type: 'message:injected',
+        content: message.content,
+        ...(message.targetAgent ? { targetAgent: message.targetAgent } : {}),
+        agent: agent.key,
+        delivery: 'inbox',
+      },
       undefined,
     );
   }

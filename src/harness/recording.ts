@@ -42,7 +42,14 @@ export type RecordedEvent = z.infer<typeof RecordedEventSchema>;
 /** Where an outside action happened: the number of events dispatched before it. */
 const At = z.number().int().nonnegative();
 export const RecordedInputSchema = z.discriminatedUnion('action', [
-  z.object({ kind: z.literal('input'), at: At, action: z.literal('reply'), promptId: z.string(), content: z.string().optional(), choice: z.string().optional() }),
+  z.object({
+    kind: z.literal('input'),
+    at: At,
+    action: z.literal('reply'),
+    promptId: z.string(),
+    content: z.string().optional(),
+    choice: z.string().optional(),
+  }),
   z.object({ kind: z.literal('input'), at: At, action: z.literal('timeout'), promptId: z.string() }),
   z.object({ kind: z.literal('input'), at: At, action: z.literal('send'), content: z.string() }),
   z.object({ kind: z.literal('input'), at: At, action: z.literal('send_to'), agent: z.string(), content: z.string() }),
@@ -87,11 +94,13 @@ export interface Recording {
 /** Parses a recording's text; INVALID_RECORDING names the line, UNSUPPORTED_RECORDING_VERSION the version. */
 export function parseRecording(text: string, source = 'recording'): Recording {
   const lines = text.split('\n');
-  const recording: Recording | { header?: RecordingHeader; events: RecordedEvent[]; inputs: RecordedInput[]; turns: RecordedTurn[] } = {
-    events: [],
-    inputs: [],
-    turns: [],
-  };
+  const recording:
+    Recording | { header?: RecordingHeader; events: RecordedEvent[]; inputs: RecordedInput[]; turns: RecordedTurn[] } =
+    {
+      events: [],
+      inputs: [],
+      turns: [],
+    };
   for (let index = 0; index < lines.length; index++) {
     const line = lines[index]!.trim();
     if (line === '') continue;
@@ -104,7 +113,8 @@ export function parseRecording(text: string, source = 'recording'): Recording {
     }
     const kind = (value as { kind?: unknown } | null)?.kind;
     if (recording.header === undefined) {
-      if (kind !== 'header') throw invalid(source, lineNumber, 'the first line must be the header ({"kind":"header",…})');
+      if (kind !== 'header')
+        throw invalid(source, lineNumber, 'the first line must be the header ({"kind":"header",…})');
       const version = (value as { formatVersion?: unknown }).formatVersion;
       if (version !== RECORDING_FORMAT_VERSION) {
         throw new HarnessError(
@@ -132,7 +142,12 @@ export function parseRecording(text: string, source = 'recording'): Recording {
   }
   if (recording.header === undefined) throw invalid(source, 1, 'the file is empty');
   recording.events.forEach((entry, position) => {
-    if (entry.index !== position) throw invalid(source, undefined, `event ${position} is numbered ${entry.index}: events are missing or out of order`);
+    if (entry.index !== position)
+      throw invalid(
+        source,
+        undefined,
+        `event ${position} is numbered ${entry.index}: events are missing or out of order`,
+      );
   });
   return recording as Recording;
 }
@@ -142,7 +157,10 @@ export function loadRecording(path: string): Recording {
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    throw new HarnessError('INVALID_RECORDING', `Cannot read the recording ${path}: ${(error as Error).message}.`, { fault: 'user', cause: error });
+    throw new HarnessError('INVALID_RECORDING', `Cannot read the recording ${path}: ${(error as Error).message}.`, {
+      fault: 'user',
+      cause: error,
+    });
   }
   return parseRecording(text, path);
 }
@@ -154,10 +172,14 @@ function check<T>(schema: z.ZodType<T>, value: unknown, source: string, line: nu
 }
 
 function invalid(source: string, line: number | undefined, detail: string): HarnessError {
-  return new HarnessError('INVALID_RECORDING', `${source}${line !== undefined ? `, line ${line}` : ''} is not a valid Parley recording: ${detail}.`, {
-    fault: 'user',
-    data: { source, ...(line !== undefined ? { line } : {}) },
-  });
+  return new HarnessError(
+    'INVALID_RECORDING',
+    `${source}${line !== undefined ? `, line ${line}` : ''} is not a valid Parley recording: ${detail}.`,
+    {
+      fault: 'user',
+      data: { source, ...(line !== undefined ? { line } : {}) },
+    },
+  );
 }
 
 /**
@@ -176,10 +198,14 @@ export class RecordingWriter {
     try {
       this.fd = openSync(path, 'w');
     } catch (error) {
-      throw new HarnessError('RECORDING_FAILED', `Cannot write the recording ${path}: ${(error as Error).message}. Choose a path in a folder that exists and is writable.`, {
-        fault: 'user',
-        cause: error,
-      });
+      throw new HarnessError(
+        'RECORDING_FAILED',
+        `Cannot write the recording ${path}: ${(error as Error).message}. Choose a path in a folder that exists and is writable.`,
+        {
+          fault: 'user',
+          cause: error,
+        },
+      );
     }
     const input = jsonSafe(header.input);
     this.write({
@@ -230,10 +256,14 @@ export class RecordingWriter {
   }
 
   private fail(error: unknown): void {
-    this.failure ??= new HarnessError('RECORDING_FAILED', `Writing the recording ${this.path} failed: ${(error as Error).message}. The recording is incomplete.`, {
-      fault: 'system',
-      cause: error,
-    });
+    this.failure ??= new HarnessError(
+      'RECORDING_FAILED',
+      `Writing the recording ${this.path} failed: ${(error as Error).message}. The recording is incomplete.`,
+      {
+        fault: 'system',
+        cause: error,
+      },
+    );
   }
 }
 
@@ -246,4 +276,3 @@ function jsonSafe(value: unknown): unknown {
     return undefined;
   }
 }
-

@@ -4,7 +4,13 @@ import type { SessionManager } from '../sessions/index.js';
 import { startInteractive } from './define.js';
 import { HarnessError, ReplayDivergenceError, truncate } from './errors.js';
 import type { SessionEvent } from './events.js';
-import { loadRecording, type RecordedEvent, type RecordedInput, type RecordedTurn, type Recording } from './recording.js';
+import {
+  loadRecording,
+  type RecordedEvent,
+  type RecordedInput,
+  type RecordedTurn,
+  type Recording,
+} from './recording.js';
 import { HarnessRuntime, type AnyHarnessDefinition } from './runtime.js';
 import type { AgentMap, Harness, SessionResult } from './types.js';
 
@@ -40,10 +46,14 @@ export async function replay<TAgents extends AgentMap, TInput, TState, TResult>(
 ): Promise<SessionResult<TState, TResult>> {
   const loaded = typeof recording === 'string' ? loadRecording(recording) : recording;
   if (loaded.header.harness !== harness.name) {
-    throw new HarnessError('INVALID_RECORDING', `The recording is of the "${loaded.header.harness}" workflow, not "${harness.name}". Replay it with the harness that made it.`, {
-      fault: 'user',
-      data: { recorded: loaded.header.harness, harness: harness.name },
-    });
+    throw new HarnessError(
+      'INVALID_RECORDING',
+      `The recording is of the "${loaded.header.harness}" workflow, not "${harness.name}". Replay it with the harness that made it.`,
+      {
+        fault: 'user',
+        data: { recorded: loaded.header.harness, harness: harness.name },
+      },
+    );
   }
   const driver = new ReplayDriver(loaded, options.stallTimeoutMs ?? 5000);
   const backends: Record<string, AgentBackend> = {};
@@ -72,7 +82,18 @@ export async function replay<TAgents extends AgentMap, TInput, TState, TResult>(
   return result;
 }
 
-const VOLATILE_KEYS = new Set(['timestamp', 'duration', 'durationMs', 'durationApiMs', 'sessionId', 'seq', 'at', 'createdAt', 'updatedAt', 'completedAt']);
+const VOLATILE_KEYS = new Set([
+  'timestamp',
+  'duration',
+  'durationMs',
+  'durationApiMs',
+  'sessionId',
+  'seq',
+  'at',
+  'createdAt',
+  'updatedAt',
+  'completedAt',
+]);
 
 interface Gate {
   position: number;
@@ -101,7 +122,10 @@ class ReplayDriver {
       list.push(entry);
       this.lanes.set(lane, list);
     }
-    this.inputs = recording.inputs.map((input, order) => ({ input, order })).sort((a, b) => a.input.at - b.input.at || a.order - b.order).map(({ input }) => input);
+    this.inputs = recording.inputs
+      .map((input, order) => ({ input, order }))
+      .sort((a, b) => a.input.at - b.input.at || a.order - b.order)
+      .map(({ input }) => input);
     for (const turn of [...recording.turns].sort((a, b) => a.turn - b.turn)) {
       const list = this.turns.get(turn.agent) ?? [];
       list.push(turn);
@@ -140,7 +164,10 @@ class ReplayDriver {
               { agent, turn: started },
             ),
           );
-          return { events: (async function* (): AsyncGenerator<StreamEventDraft> {})(), inject: () => Promise.resolve() };
+          return {
+            events: (async function* (): AsyncGenerator<StreamEventDraft> {})(),
+            inject: () => Promise.resolve(),
+          };
         }
         const driver = this;
         async function* events(): AsyncGenerator<StreamEventDraft> {
@@ -202,11 +229,15 @@ class ReplayDriver {
 
   /** The recorded events not matched yet, oldest first (each lane's next one). */
   private oldestExpected(): RecordedEvent | undefined {
-    return [...this.lanes.values()].flatMap((queue) => (queue[0] ? [queue[0]] : [])).sort((a, b) => a.index - b.index)[0];
+    return [...this.lanes.values()]
+      .flatMap((queue) => (queue[0] ? [queue[0]] : []))
+      .sort((a, b) => a.index - b.index)[0];
   }
 
   private stillExpected(): string {
-    const heads = [...this.lanes.values()].flatMap((queue) => (queue[0] ? [queue[0]] : [])).sort((a, b) => a.index - b.index);
+    const heads = [...this.lanes.values()]
+      .flatMap((queue) => (queue[0] ? [queue[0]] : []))
+      .sort((a, b) => a.index - b.index);
     if (heads.length === 0) return 'nothing more';
     return heads
       .slice(0, 3)
@@ -233,7 +264,10 @@ class ReplayDriver {
     try {
       switch (input.action) {
         case 'reply':
-          runtime.reply(input.promptId, { ...(input.content !== undefined ? { content: input.content } : {}), ...(input.choice !== undefined ? { choice: input.choice } : {}) });
+          runtime.reply(input.promptId, {
+            ...(input.content !== undefined ? { content: input.content } : {}),
+            ...(input.choice !== undefined ? { choice: input.choice } : {}),
+          });
           break;
         case 'timeout':
           if (!runtime.timeoutPrompt(input.promptId)) throw new Error(`prompt ${input.promptId} is not waiting`);
@@ -256,7 +290,12 @@ class ReplayDriver {
       }
     } catch (error) {
       this.fail(
-        new ReplayDivergenceError(input.at, `the recorded ${input.action} could not be replayed: ${error instanceof Error ? error.message : String(error)}`, input, undefined),
+        new ReplayDivergenceError(
+          input.at,
+          `the recorded ${input.action} could not be replayed: ${error instanceof Error ? error.message : String(error)}`,
+          input,
+          undefined,
+        ),
       );
     }
   }
@@ -321,7 +360,14 @@ class ReplayDriver {
       );
     } else if (this.nextInput < this.inputs.length) {
       const input = this.inputs[this.nextInput]!;
-      this.fail(new ReplayDivergenceError(input.at, `the run ended before the recorded ${input.action} at this step could be replayed.`, input, undefined));
+      this.fail(
+        new ReplayDivergenceError(
+          input.at,
+          `the run ended before the recorded ${input.action} at this step could be replayed.`,
+          input,
+          undefined,
+        ),
+      );
     }
     this.finished = true;
   }
@@ -375,7 +421,8 @@ function firstDifference(expected: unknown, actual: unknown, path: string): stri
   if (typeof expected !== typeof actual || expected === null || actual === null || typeof expected !== 'object') {
     return `at ${where}: expected ${show(expected)}, got ${show(actual)}`;
   }
-  if (Array.isArray(expected) !== Array.isArray(actual)) return `at ${where}: expected ${show(expected)}, got ${show(actual)}`;
+  if (Array.isArray(expected) !== Array.isArray(actual))
+    return `at ${where}: expected ${show(expected)}, got ${show(actual)}`;
   const a = expected as Record<string, unknown>;
   const b = actual as Record<string, unknown>;
   const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])];

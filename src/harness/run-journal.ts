@@ -22,12 +22,28 @@ import { HarnessError, ReplayDivergenceError, truncate } from './errors.js';
  * and a workflow that ends before its journal does, stop the run with ReplayDivergenceError.
  */
 
-const ErrorSnapshotSchema = z.object({ name: z.string(), message: z.string(), code: z.string().optional(), data: z.record(z.string(), z.unknown()).optional() });
+const ErrorSnapshotSchema = z.object({
+  name: z.string(),
+  message: z.string(),
+  code: z.string().optional(),
+  data: z.record(z.string(), z.unknown()).optional(),
+});
 export type ErrorSnapshot = z.infer<typeof ErrorSnapshotSchema>;
 
 export const JournalStepSchema = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('session'), agent: z.string(), index: z.number().int().positive(), sessionId: z.string() }),
-  z.object({ kind: z.literal('turn-start'), agent: z.string(), turn: z.number().int().positive(), prompt: z.string(), messages: z.array(z.string()) }),
+  z.object({
+    kind: z.literal('session'),
+    agent: z.string(),
+    index: z.number().int().positive(),
+    sessionId: z.string(),
+  }),
+  z.object({
+    kind: z.literal('turn-start'),
+    agent: z.string(),
+    turn: z.number().int().positive(),
+    prompt: z.string(),
+    messages: z.array(z.string()),
+  }),
   z.object({
     kind: z.literal('turn'),
     agent: z.string(),
@@ -45,10 +61,20 @@ export const JournalStepSchema = z.discriminatedUnion('kind', [
     askedAt: z.number(),
     deadline: z.number().optional(),
   }),
-  z.object({ kind: z.literal('reply'), promptId: z.string(), content: z.string(), choice: z.string().optional(), timestamp: z.number() }),
+  z.object({
+    kind: z.literal('reply'),
+    promptId: z.string(),
+    content: z.string(),
+    choice: z.string().optional(),
+    timestamp: z.number(),
+  }),
   z.object({ kind: z.literal('timeout'), promptId: z.string(), timestamp: z.number() }),
   z.object({ kind: z.literal('send'), content: z.string(), agent: z.string().optional(), timestamp: z.number() }),
-  z.object({ kind: z.literal('read-messages'), index: z.number().int().positive(), messages: z.array(z.object({ content: z.string(), targetAgent: z.string().optional(), timestamp: z.number() })) }),
+  z.object({
+    kind: z.literal('read-messages'),
+    index: z.number().int().positive(),
+    messages: z.array(z.object({ content: z.string(), targetAgent: z.string().optional(), timestamp: z.number() })),
+  }),
   z.object({ kind: z.literal('has-messages'), index: z.number().int().positive(), value: z.boolean() }),
   z.object({ kind: z.literal('now'), index: z.number().int().positive(), value: z.number() }),
   z.object({ kind: z.literal('random'), index: z.number().int().positive(), value: z.number() }),
@@ -150,10 +176,14 @@ export class RunJournal {
     for (const entry of entries) {
       const parsed = JournalStepSchema.safeParse({ ...(entry.data as object), kind: entry.kind });
       if (!parsed.success) {
-        throw new HarnessError('INVALID_JOURNAL', `Entry ${entry.seq} of run ${runId}'s journal is not a step this Parley knows: ${describeIssues(parsed.error.issues)}.`, {
-          fault: 'system',
-          data: { runId, seq: entry.seq },
-        });
+        throw new HarnessError(
+          'INVALID_JOURNAL',
+          `Entry ${entry.seq} of run ${runId}'s journal is not a step this Parley knows: ${describeIssues(parsed.error.issues)}.`,
+          {
+            fault: 'system',
+            data: { runId, seq: entry.seq },
+          },
+        );
       }
       const step = parsed.data;
       if (step.kind === 'send') {
@@ -236,7 +266,12 @@ export class RunJournal {
   }
 
   private append(steps: JournalStep[], sync: 'now' | 'deferred'): Promise<void> {
-    if (this.stopped) return Promise.reject(new HarnessError('SESSION_ENDED', `Run ${this.runId} is stopping; nothing more is journaled.`, { fault: 'system' }));
+    if (this.stopped)
+      return Promise.reject(
+        new HarnessError('SESSION_ENDED', `Run ${this.runId} is stopping; nothing more is journaled.`, {
+          fault: 'system',
+        }),
+      );
     this.length += steps.length;
     const drafts = steps.map(({ kind, ...data }) => ({ kind, data }));
     const written = this.store.appendJournal(this.runId, drafts, { sync }).then(

@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { AgentBackend } from '../backends/index.js';
 import type { SessionManager } from '../sessions/index.js';
-import { UNFINISHED_RUN_STATUSES, type RunError, type RunJournalEntry, type RunPendingPrompt, type RunRecord, type RunStatus, type RunStore } from '../store/index.js';
+import {
+  UNFINISHED_RUN_STATUSES,
+  type RunError,
+  type RunJournalEntry,
+  type RunPendingPrompt,
+  type RunRecord,
+  type RunStatus,
+  type RunStore,
+} from '../store/index.js';
 import { systemClock, type HarnessClock } from './clock.js';
 import { HarnessError, ReplayDivergenceError } from './errors.js';
 import type { SessionEvent, UserReply } from './events.js';
@@ -124,7 +132,12 @@ class DurableRunService implements RunService {
     const live = await this.liveRun(runId, 'send it messages');
     const agent = live.runtime.checkSend(message, options.agent);
     // Journaled before it is delivered: a message taken in is never lost to a crash.
-    await live.journal.record({ kind: 'send', content: message, ...(agent !== undefined ? { agent } : {}), timestamp: this.clock.now() });
+    await live.journal.record({
+      kind: 'send',
+      content: message,
+      ...(agent !== undefined ? { agent } : {}),
+      timestamp: this.clock.now(),
+    });
     live.runtime.send(message, agent);
   }
 
@@ -149,7 +162,10 @@ class DurableRunService implements RunService {
     const record = await this.stored(runId);
     if (record.status === 'complete' || record.status === 'aborted') throw runEnded(record, 'resumed');
     const { error: _error, endedAt: _endedAt, ...rest } = record;
-    return this.relaunch({ ...rest, status: record.status === 'paused' ? 'running' : record.status === 'failed' ? 'running' : record.status });
+    return this.relaunch({
+      ...rest,
+      status: record.status === 'paused' ? 'running' : record.status === 'failed' ? 'running' : record.status,
+    });
   }
 
   async abortRun(runId: string, reason?: string): Promise<RunRecord> {
@@ -162,7 +178,13 @@ class DurableRunService implements RunService {
     if (record.status === 'aborted') return record;
     if (record.status === 'complete') throw runEnded(record, 'aborted');
     const now = this.isoNow();
-    return this.save({ ...record, status: 'aborted', pendingPrompts: [], endedAt: now, ...(reason !== undefined ? { error: { code: 'ABORTED', message: reason } } : {}) });
+    return this.save({
+      ...record,
+      status: 'aborted',
+      pendingPrompts: [],
+      endedAt: now,
+      ...(reason !== undefined ? { error: { code: 'ABORTED', message: reason } } : {}),
+    });
   }
 
   async recoverRuns(): Promise<RunRecord[]> {
@@ -205,10 +227,14 @@ class DurableRunService implements RunService {
   private async relaunch(record: RunRecord): Promise<RunRecord> {
     const harness = await this.load(record.workflow.path);
     if (harness.name !== record.harness) {
-      throw new HarnessError('REPLAY_DIVERGED', `Run ${record.id} is of the "${record.harness}" workflow, but ${record.workflow.path} now defines "${harness.name}".`, {
-        fault: 'user',
-        data: { runId: record.id },
-      });
+      throw new HarnessError(
+        'REPLAY_DIVERGED',
+        `Run ${record.id} is of the "${record.harness}" workflow, but ${record.workflow.path} now defines "${harness.name}".`,
+        {
+          fault: 'user',
+          data: { runId: record.id },
+        },
+      );
     }
     const entries = await this.options.runStore.readJournal(record.id);
     const live = this.launch({ ...record, phases: [] }, harness, entries);
@@ -224,7 +250,12 @@ class DurableRunService implements RunService {
     });
     runtime.interactive = true;
     runtime.clock = this.clock;
-    const journal = new RunJournal(this.options.runStore, record.id, entries, this.options.stallTimeoutMs !== undefined ? { stallTimeoutMs: this.options.stallTimeoutMs } : {});
+    const journal = new RunJournal(
+      this.options.runStore,
+      record.id,
+      entries,
+      this.options.stallTimeoutMs !== undefined ? { stallTimeoutMs: this.options.stallTimeoutMs } : {},
+    );
     let settle!: (record: RunRecord) => void;
     let becomeReady!: () => void;
     const live: LiveRun = {
@@ -287,7 +318,8 @@ class DurableRunService implements RunService {
         this.scheduleWrite(live);
         const prompt = this.pendingPrompts(live).find((candidate) => candidate.promptId === event.promptId);
         // A question asked before a restart is the same question, not a new one.
-        if (prompt && !live.journal.has(`prompt:${event.promptId}`)) this.emit('run_prompt', { runId: record.id, prompt });
+        if (prompt && !live.journal.has(`prompt:${event.promptId}`))
+          this.emit('run_prompt', { runId: record.id, prompt });
         break;
       }
       case 'phase:start':
@@ -317,7 +349,11 @@ class DurableRunService implements RunService {
       record = { ...base, status: 'complete', result: jsonCopyOrUndefined(outcome.result) };
     } else if (outcome.kind === 'aborted') {
       const reason = live.runtime.abortReason;
-      record = { ...base, status: 'aborted', ...(reason !== undefined ? { error: { code: 'ABORTED', message: reason } } : {}) };
+      record = {
+        ...base,
+        status: 'aborted',
+        ...(reason !== undefined ? { error: { code: 'ABORTED', message: reason } } : {}),
+      };
     } else {
       const { endedAt: _endedAt, ...open } = base;
       record = { ...open, status: 'failed', error: runErrorOf(outcome.error) };
@@ -327,7 +363,13 @@ class DurableRunService implements RunService {
   }
 
   private async fail(record: RunRecord, error: unknown): Promise<RunRecord> {
-    return this.save({ ...record, status: 'failed', pendingPrompts: [], error: runErrorOf(error), updatedAt: this.isoNow() });
+    return this.save({
+      ...record,
+      status: 'failed',
+      pendingPrompts: [],
+      error: runErrorOf(error),
+      updatedAt: this.isoNow(),
+    });
   }
 
   // ---- the record -----------------------------------------------------------------------------------
@@ -335,7 +377,8 @@ class DurableRunService implements RunService {
   /** The live run's record as of now. */
   private snapshot(live: LiveRun): RunRecord {
     const runtime = live.runtime;
-    const status: RunStatus = runtime.status === 'complete' || runtime.status === 'aborted' ? live.record.status : runtime.status;
+    const status: RunStatus =
+      runtime.status === 'complete' || runtime.status === 'aborted' ? live.record.status : runtime.status;
     return {
       ...live.record,
       status,
@@ -366,7 +409,9 @@ class DurableRunService implements RunService {
       live.dirty = false;
       if (!this.live.has(live.record.id) || live.closing) return;
       live.record = this.snapshot(live);
-      await this.save(live.record).catch((error: unknown) => process.emitWarning(`Saving run ${live.record.id} failed: ${String(error)}`));
+      await this.save(live.record).catch((error: unknown) =>
+        process.emitWarning(`Saving run ${live.record.id} failed: ${String(error)}`),
+      );
     });
   }
 
@@ -400,15 +445,23 @@ class DurableRunService implements RunService {
     }
     const record = await this.stored(runId);
     if (!isUnfinished(record.status)) throw runEnded(record, `asked to ${what}`);
-    throw new HarnessError('RUN_NOT_FOUND', `Run ${runId} is ${record.status} but not running in this process; resume it first (resumeRun) to ${what}.`, {
-      fault: 'user',
-      data: { runId, status: record.status },
-    });
+    throw new HarnessError(
+      'RUN_NOT_FOUND',
+      `Run ${runId} is ${record.status} but not running in this process; resume it first (resumeRun) to ${what}.`,
+      {
+        fault: 'user',
+        data: { runId, status: record.status },
+      },
+    );
   }
 
   private async stored(runId: string): Promise<RunRecord> {
     const record = await this.options.runStore.getRun(runId);
-    if (!record) throw new HarnessError('RUN_NOT_FOUND', `No run "${runId}". List runs to see the ids that exist.`, { fault: 'user', data: { runId } });
+    if (!record)
+      throw new HarnessError('RUN_NOT_FOUND', `No run "${runId}". List runs to see the ids that exist.`, {
+        fault: 'user',
+        data: { runId },
+      });
     return record;
   }
 
@@ -436,7 +489,10 @@ class DurableRunService implements RunService {
   }
 
   private throwIfClosed(): void {
-    if (this.closed) throw new HarnessError('SESSION_ENDED', 'The run service is closed; create a new one to run workflows.', { fault: 'system' });
+    if (this.closed)
+      throw new HarnessError('SESSION_ENDED', 'The run service is closed; create a new one to run workflows.', {
+        fault: 'system',
+      });
   }
 }
 
@@ -445,12 +501,19 @@ function isUnfinished(status: RunStatus): boolean {
 }
 
 function runEnded(record: RunRecord, what: string): HarnessError {
-  return new HarnessError('RUN_ENDED', `Run ${record.id} is ${record.status}; it cannot be ${what}.`, { fault: 'user', data: { runId: record.id, status: record.status } });
+  return new HarnessError('RUN_ENDED', `Run ${record.id} is ${record.status}; it cannot be ${what}.`, {
+    fault: 'user',
+    data: { runId: record.id, status: record.status },
+  });
 }
 
 function runErrorOf(error: unknown): RunError {
-  if (error instanceof ReplayDivergenceError) return { code: error.code, message: error.message, step: error.stepName ?? `step ${error.step}` };
-  const code = typeof (error as { code?: unknown } | null)?.code === 'string' ? (error as { code: string }).code : 'WORKFLOW_FAILED';
+  if (error instanceof ReplayDivergenceError)
+    return { code: error.code, message: error.message, step: error.stepName ?? `step ${error.step}` };
+  const code =
+    typeof (error as { code?: unknown } | null)?.code === 'string'
+      ? (error as { code: string }).code
+      : 'WORKFLOW_FAILED';
   return { code, message: error instanceof Error ? error.message : String(error) };
 }
 
@@ -459,7 +522,11 @@ function jsonCopy(value: unknown, what: string): unknown {
   try {
     return JSON.parse(JSON.stringify(value)) as unknown;
   } catch (error) {
-    throw new HarnessError('INVALID_INPUT', `A durable run keeps ${what} as JSON, and this value is not JSON: ${(error as Error).message}.`, { fault: 'user' });
+    throw new HarnessError(
+      'INVALID_INPUT',
+      `A durable run keeps ${what} as JSON, and this value is not JSON: ${(error as Error).message}.`,
+      { fault: 'user' },
+    );
   }
 }
 

@@ -37,7 +37,8 @@ export interface RuntimeObserver {
   turn?(turn: Omit<RecordedTurn, 'kind'>): void;
 }
 
-export type Outcome = { kind: 'complete'; result: unknown } | { kind: 'aborted'; result: unknown } | { kind: 'failed'; error: unknown };
+export type Outcome =
+  { kind: 'complete'; result: unknown } | { kind: 'aborted'; result: unknown } | { kind: 'failed'; error: unknown };
 
 export type AnyHarnessDefinition = HarnessDefinition<AgentMap, unknown, unknown, unknown>;
 
@@ -125,7 +126,8 @@ export class HarnessRuntime {
     journal.attach({
       deliverSend: (step) => this.inbox.send(step.content, step.agent, new Date(step.timestamp)),
       diverged: (error) => this.abort(`its journal no longer matches the workflow: ${error.message}`),
-      failed: (error) => this.abort(`its journal could not be written: ${error instanceof Error ? error.message : String(error)}`),
+      failed: (error) =>
+        this.abort(`its journal could not be written: ${error instanceof Error ? error.message : String(error)}`),
       replayEnded,
     });
   }
@@ -150,7 +152,11 @@ export class HarnessRuntime {
    */
   emit(draft: SessionEventDraft, ...given: [branch: string | undefined] | []): number {
     const branch = given.length > 0 ? given[0] : currentBranch();
-    const event = { ...draft, timestamp: draft.timestamp ?? new Date(), ...(branch !== undefined ? { branch } : {}) } as SessionEvent;
+    const event = {
+      ...draft,
+      timestamp: draft.timestamp ?? new Date(),
+      ...(branch !== undefined ? { branch } : {}),
+    } as SessionEvent;
     const index = this.log.events.length;
     this.log.emit(event);
     return index;
@@ -164,7 +170,11 @@ export class HarnessRuntime {
    */
   start(signal?: AbortSignal): Promise<Outcome> {
     if (this.started) {
-      throw new HarnessError('ALREADY_STARTED', `This "${this.name}" instance has already run; call create() again for another run.`, { fault: 'user' });
+      throw new HarnessError(
+        'ALREADY_STARTED',
+        `This "${this.name}" instance has already run; call create() again for another run.`,
+        { fault: 'user' },
+      );
     }
     this.started = true;
     this.outcome = Promise.resolve().then(() => this.begin(signal));
@@ -195,7 +205,11 @@ export class HarnessRuntime {
       const manager = await this.sessionManager();
       this.throwIfStopped();
       // The run's `invoke_workflow` span: its phases, waits and agent turns nest under it.
-      const result = await this.trace.span(`${OPERATION.invokeWorkflow} ${this.name}`, { [ATTR.operationName]: OPERATION.invokeWorkflow, [ATTR.workflowName]: this.name }, () => this.definition.run(this.context(manager)));
+      const result = await this.trace.span(
+        `${OPERATION.invokeWorkflow} ${this.name}`,
+        { [ATTR.operationName]: OPERATION.invokeWorkflow, [ATTR.workflowName]: this.name },
+        () => this.definition.run(this.context(manager)),
+      );
       this.checkJournalUsed();
       outcome = this.aborted ? { kind: 'aborted', result } : { kind: 'complete', result };
     } catch (error) {
@@ -213,14 +227,22 @@ export class HarnessRuntime {
     const journal = this.journal;
     if (!journal?.replaying) return;
     const next = journal.firstUnused()!;
-    journal.diverge(next.seq, describeStep(next.step), `the workflow ended, but its journal goes on with ${describeStep(next.step)}. The workflow's code has changed since this run started.`, next.step, undefined);
+    journal.diverge(
+      next.seq,
+      describeStep(next.step),
+      `the workflow ended, but its journal goes on with ${describeStep(next.step)}. The workflow's code has changed since this run started.`,
+      next.step,
+      undefined,
+    );
   }
 
   private finish(outcome: Outcome): void {
     this.duration = performance.now() - this.startedAt;
     this.finished = true;
     this.removeExternalListener();
-    this.prompts.cancelAll(new HarnessError('SESSION_ENDED', 'The workflow ended before this prompt was answered.', { fault: 'user' }));
+    this.prompts.cancelAll(
+      new HarnessError('SESSION_ENDED', 'The workflow ended before this prompt was answered.', { fault: 'user' }),
+    );
     this.wakePaused();
     if (this.interactive) {
       if (outcome.kind === 'failed') {
@@ -240,7 +262,8 @@ export class HarnessRuntime {
     }
     this.log.close();
     // Turns the workflow started and did not wait for would outlive it: stop them.
-    if (!this.controller.signal.aborted) this.controller.abort(new HarnessError('SESSION_ENDED', 'The workflow ended.', { fault: 'user' }));
+    if (!this.controller.signal.aborted)
+      this.controller.abort(new HarnessError('SESSION_ENDED', 'The workflow ended.', { fault: 'user' }));
   }
 
   abort(reason?: string): void {
@@ -282,7 +305,10 @@ export class HarnessRuntime {
 
   throwIfStopped(): void {
     if (this.aborted) throw new AbortedError(this.abortReason);
-    if (this.finished) throw new HarnessError('SESSION_ENDED', `The "${this.name}" workflow has ended; nothing more can run in it.`, { fault: 'user' });
+    if (this.finished)
+      throw new HarnessError('SESSION_ENDED', `The "${this.name}" workflow has ended; nothing more can run in it.`, {
+        fault: 'user',
+      });
   }
 
   abortError(signal: AbortSignal): AbortedError {
@@ -322,10 +348,12 @@ export class HarnessRuntime {
       input: this.input,
       signal: this.controller.signal,
       sessionManager: manager,
-      phase: (name, fn) => this.trace.span(`phase ${name}`, { [PARLEY_ATTR.phaseName]: name }, () => runStep(this, 'phase', name, fn)),
+      phase: (name, fn) =>
+        this.trace.span(`phase ${name}`, { [PARLEY_ATTR.phaseName]: name }, () => runStep(this, 'phase', name, fn)),
       task: (id, fn) => runStep(this, 'task', id, fn),
       emit: (name, data = {}) => {
-        if (typeof name !== 'string' || name === '') throw new HarnessError('INVALID_INPUT', 'emit(name, data) needs a non-empty event name.', { fault: 'user' });
+        if (typeof name !== 'string' || name === '')
+          throw new HarnessError('INVALID_INPUT', 'emit(name, data) needs a non-empty event name.', { fault: 'user' });
         this.emit({ type: 'custom', name, data });
       },
       retry: (name, fn, options) => runRetry(this, name, fn, options),
@@ -388,7 +416,11 @@ export class HarnessRuntime {
     }
     const messages = this.inbox.takeAll();
     journal
-      .record({ kind: 'read-messages', index, messages: messages.map((message) => ({ ...message, timestamp: message.timestamp.getTime() })) })
+      .record({
+        kind: 'read-messages',
+        index,
+        messages: messages.map((message) => ({ ...message, timestamp: message.timestamp.getTime() })),
+      })
       .catch(noop);
     return messages;
   }
@@ -444,10 +476,14 @@ export class HarnessRuntime {
     if (byKey) return byKey;
     const byName = [...this.agents.values()].filter((agent) => agent.definition.name === name);
     if (byName.length === 1) return byName[0]!;
-    throw new HarnessError('UNKNOWN_AGENT', `The "${this.name}" workflow has no agent "${name}". Its agents: ${[...this.agents.keys()].join(', ') || 'none'}.`, {
-      fault: 'user',
-      data: { agent: name },
-    });
+    throw new HarnessError(
+      'UNKNOWN_AGENT',
+      `The "${this.name}" workflow has no agent "${name}". Its agents: ${[...this.agents.keys()].join(', ') || 'none'}.`,
+      {
+        fault: 'user',
+        data: { agent: name },
+      },
+    );
   }
 }
 

@@ -2,7 +2,15 @@ import type { z } from 'zod';
 import type { AgentBackend, ToolDefinition } from '../backends/index.js';
 import type { Approver, PermissionMode, WorkspacePermission } from '../workspace/index.js';
 import type { GetOrCreateSessionOptions, SessionManager } from '../sessions/index.js';
-import type { HarnessEvent, InjectedMessage, SessionEvent, SessionEventHandler, SessionEventType, UserReply, UserResponse } from './events.js';
+import type {
+  HarnessEvent,
+  InjectedMessage,
+  SessionEvent,
+  SessionEventHandler,
+  SessionEventType,
+  UserReply,
+  UserResponse,
+} from './events.js';
 
 // ---- agents ------------------------------------------------------------------------------------
 

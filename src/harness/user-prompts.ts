@@ -116,7 +116,13 @@ export class UserPrompts {
       this.host.throwIfStopped();
       askedAt = this.host.clock.now();
       deadline = entry.options.timeout !== undefined ? askedAt + entry.options.timeout : undefined;
-      await journal.record({ kind: 'prompt', promptId, prompt, askedAt, ...(deadline !== undefined ? { deadline } : {}) });
+      await journal.record({
+        kind: 'prompt',
+        promptId,
+        prompt,
+        askedAt,
+        ...(deadline !== undefined ? { deadline } : {}),
+      });
       this.host.throwIfStopped();
     }
     entry.info.askedAt = askedAt;
@@ -128,7 +134,11 @@ export class UserPrompts {
     const reply = journal.take('reply', `reply:${promptId}`);
     if (reply) {
       entry.state = 'answered';
-      const response = { content: reply.content, ...(reply.choice !== undefined ? { choice: reply.choice } : {}), timestamp: new Date(reply.timestamp) };
+      const response = {
+        content: reply.content,
+        ...(reply.choice !== undefined ? { choice: reply.choice } : {}),
+        timestamp: new Date(reply.timestamp),
+      };
       this.host.replayedEmit(() => this.answered(entry, response));
       return;
     }
@@ -156,20 +166,37 @@ export class UserPrompts {
       );
     }
     if (entry.state !== 'pending') {
-      const what = entry.state === 'answered' ? 'has already been answered' : entry.state === 'timed_out' ? 'timed out' : 'was cancelled (the session ended or was aborted)';
-      throw new HarnessError('PROMPT_ALREADY_ANSWERED', `Prompt ${promptId} ${what}; a prompt takes one reply.`, { fault: 'user', data: { promptId, state: entry.state } });
+      const what =
+        entry.state === 'answered'
+          ? 'has already been answered'
+          : entry.state === 'timed_out'
+            ? 'timed out'
+            : 'was cancelled (the session ended or was aborted)';
+      throw new HarnessError('PROMPT_ALREADY_ANSWERED', `Prompt ${promptId} ${what}; a prompt takes one reply.`, {
+        fault: 'user',
+        data: { promptId, state: entry.state },
+      });
     }
     const given = typeof reply === 'string' ? { content: reply } : (reply ?? {});
     const content = typeof given.content === 'string' ? given.content : '';
     const explicitChoice = typeof given.choice === 'string' ? given.choice : undefined;
-    this.host.notify({ action: 'reply', promptId, ...(content !== '' ? { content } : {}), ...(explicitChoice !== undefined ? { choice: explicitChoice } : {}) });
+    this.host.notify({
+      action: 'reply',
+      promptId,
+      ...(content !== '' ? { content } : {}),
+      ...(explicitChoice !== undefined ? { choice: explicitChoice } : {}),
+    });
 
     let choice: string | undefined;
     const choices = entry.options.choices;
     if (choices) {
       choice = pickChoice(choices, explicitChoice ?? content);
       if (choice === undefined) {
-        return this.rejectReply(entry, content, `"${explicitChoice ?? content}" is not one of the choices (${choices.join(', ')}). Reply with one of them or its number.`);
+        return this.rejectReply(
+          entry,
+          content,
+          `"${explicitChoice ?? content}" is not one of the choices (${choices.join(', ')}). Reply with one of them or its number.`,
+        );
       }
     }
     const text = content !== '' && explicitChoice !== undefined ? content : (choice ?? content);
@@ -180,16 +207,33 @@ export class UserPrompts {
       } catch (error) {
         verdict = error instanceof Error ? error.message : String(error);
       }
-      if (verdict !== true) return this.rejectReply(entry, text, typeof verdict === 'string' && verdict !== '' ? verdict : `The reply "${truncate(text, 60)}" was not accepted.`);
+      if (verdict !== true)
+        return this.rejectReply(
+          entry,
+          text,
+          typeof verdict === 'string' && verdict !== ''
+            ? verdict
+            : `The reply "${truncate(text, 60)}" was not accepted.`,
+        );
     }
     entry.state = 'answered';
     this.clearTimer(entry);
-    const response: UserResponse = { content: text, ...(choice !== undefined ? { choice } : {}), timestamp: given.timestamp ?? new Date() };
+    const response: UserResponse = {
+      content: text,
+      ...(choice !== undefined ? { choice } : {}),
+      timestamp: given.timestamp ?? new Date(),
+    };
     const journal = this.host.journal;
     if (journal) {
       // Durable before the workflow (or anyone watching its events) sees it.
       journal
-        .record({ kind: 'reply', promptId, content: response.content, ...(choice !== undefined ? { choice } : {}), timestamp: response.timestamp.getTime() })
+        .record({
+          kind: 'reply',
+          promptId,
+          content: response.content,
+          ...(choice !== undefined ? { choice } : {}),
+          timestamp: response.timestamp.getTime(),
+        })
         .then(() => this.answered(entry, response), entry.reject);
     } else {
       this.answered(entry, response);
@@ -217,7 +261,9 @@ export class UserPrompts {
     const journal = this.host.journal;
     const at = new Date(this.host.clock.now());
     if (journal) {
-      journal.record({ kind: 'timeout', promptId, timestamp: at.getTime() }).then(() => this.timedOut(entry, at), entry.reject);
+      journal
+        .record({ kind: 'timeout', promptId, timestamp: at.getTime() })
+        .then(() => this.timedOut(entry, at), entry.reject);
     } else {
       this.timedOut(entry, at);
     }
@@ -227,9 +273,17 @@ export class UserPrompts {
   private timedOut(entry: PromptEntry, at: Date): void {
     const { promptId } = entry.info;
     const fallback = entry.options.defaultChoice;
-    this.host.emit({ type: 'user:timeout', promptId, ...(fallback !== undefined ? { defaultChoice: fallback } : {}) }, entry.branch);
+    this.host.emit(
+      { type: 'user:timeout', promptId, ...(fallback !== undefined ? { defaultChoice: fallback } : {}) },
+      entry.branch,
+    );
     if (fallback !== undefined) {
-      entry.resolve({ content: fallback, ...(entry.options.choices ? { choice: fallback } : {}), timestamp: at, timedOut: true });
+      entry.resolve({
+        content: fallback,
+        ...(entry.options.choices ? { choice: fallback } : {}),
+        timestamp: at,
+        timedOut: true,
+      });
     } else {
       entry.reject(new TimeoutError(promptId, entry.info.prompt, entry.options.timeout ?? 0));
     }
@@ -271,12 +325,21 @@ function checkWaitOptions(prompt: string, options: WaitOptions): void {
     fail(`timeout must be a positive number of milliseconds, not ${String(options.timeout)}.`);
   }
   if (options.choices !== undefined) {
-    if (!Array.isArray(options.choices) || options.choices.length === 0 || options.choices.some((choice) => typeof choice !== 'string' || choice.trim() === '')) {
+    if (
+      !Array.isArray(options.choices) ||
+      options.choices.length === 0 ||
+      options.choices.some((choice) => typeof choice !== 'string' || choice.trim() === '')
+    ) {
       fail('choices must be a non-empty list of non-empty strings.');
     }
-    if (new Set(options.choices).size !== options.choices.length) fail(`choices must be distinct (${options.choices.join(', ')}).`);
+    if (new Set(options.choices).size !== options.choices.length)
+      fail(`choices must be distinct (${options.choices.join(', ')}).`);
   }
-  if (options.defaultChoice !== undefined && options.choices !== undefined && !options.choices.includes(options.defaultChoice)) {
+  if (
+    options.defaultChoice !== undefined &&
+    options.choices !== undefined &&
+    !options.choices.includes(options.defaultChoice)
+  ) {
     fail(`defaultChoice "${options.defaultChoice}" is not one of the choices (${options.choices.join(', ')}).`);
   }
 }

@@ -10,7 +10,11 @@ import { HarnessError } from './errors.js';
  */
 export async function resolveWorkflowRef(projectRoot: string, ref: string): Promise<{ ref: string; path: string }> {
   if (typeof ref !== 'string' || ref.trim() === '') {
-    throw new HarnessError('INVALID_INPUT', 'A run needs a workflow: a module path under the project, or a name from the `workflows` of parley.config.json.', { fault: 'user' });
+    throw new HarnessError(
+      'INVALID_INPUT',
+      'A run needs a workflow: a module path under the project, or a name from the `workflows` of parley.config.json.',
+      { fault: 'user' },
+    );
   }
   const root = resolve(projectRoot);
   const config = await readParleyConfig(join(root, CONFIG_FILE_NAME));
@@ -18,10 +22,14 @@ export async function resolveWorkflowRef(projectRoot: string, ref: string): Prom
   const path = resolve(root, named ?? ref);
   const inside = relative(root, path);
   if (inside === '' || inside.startsWith('..') || isAbsolute(inside)) {
-    throw new HarnessError('INVALID_INPUT', `The workflow "${ref}" resolves to ${path}, which is outside the project folder ${root}. Put the workflow module inside the project.`, {
-      fault: 'user',
-      data: { workflow: ref, path },
-    });
+    throw new HarnessError(
+      'INVALID_INPUT',
+      `The workflow "${ref}" resolves to ${path}, which is outside the project folder ${root}. Put the workflow module inside the project.`,
+      {
+        fault: 'user',
+        data: { workflow: ref, path },
+      },
+    );
   }
   if (!existsSync(path)) {
     const names = Object.keys(config?.workflows ?? {});

@@ -20,27 +20,47 @@ export interface StepHost {
   abortError(signal: AbortSignal): AbortedError;
 }
 
-export async function runStep<T>(host: StepHost, kind: 'phase' | 'task', name: string, fn: () => Promise<T>): Promise<T> {
+export async function runStep<T>(
+  host: StepHost,
+  kind: 'phase' | 'task',
+  name: string,
+  fn: () => Promise<T>,
+): Promise<T> {
   await host.checkpoint();
   const started = performance.now();
   host.emit(kind === 'phase' ? { type: 'phase:start', name } : { type: 'task:start', id: name });
   try {
     const result = await fn();
     const duration = performance.now() - started;
-    host.emit(kind === 'phase' ? { type: 'phase:complete', name, duration } : { type: 'task:complete', id: name, duration });
+    host.emit(
+      kind === 'phase' ? { type: 'phase:complete', name, duration } : { type: 'task:complete', id: name, duration },
+    );
     return result;
   } catch (error) {
     const duration = performance.now() - started;
     const info = describeError(error);
-    host.emit(kind === 'phase' ? { type: 'phase:failed', name, duration, error: info } : { type: 'task:failed', id: name, duration, error: info });
+    host.emit(
+      kind === 'phase'
+        ? { type: 'phase:failed', name, duration, error: info }
+        : { type: 'task:failed', id: name, duration, error: info },
+    );
     throw error;
   }
 }
 
-export async function runRetry<T>(host: StepHost, name: string, fn: (attempt: number) => Promise<T>, options: RetryOptions = {}): Promise<T> {
+export async function runRetry<T>(
+  host: StepHost,
+  name: string,
+  fn: (attempt: number) => Promise<T>,
+  options: RetryOptions = {},
+): Promise<T> {
   const attempts = options.attempts ?? 3;
   if (!Number.isInteger(attempts) || attempts < 1) {
-    throw new HarnessError('INVALID_INPUT', `retry("${name}"): attempts must be a whole number of at least 1, not ${String(attempts)}.`, { fault: 'user' });
+    throw new HarnessError(
+      'INVALID_INPUT',
+      `retry("${name}"): attempts must be a whole number of at least 1, not ${String(attempts)}.`,
+      { fault: 'user' },
+    );
   }
   for (let attempt = 1; ; attempt++) {
     await host.checkpoint();
@@ -48,7 +68,8 @@ export async function runRetry<T>(host: StepHost, name: string, fn: (attempt: nu
     try {
       return await fn(attempt);
     } catch (error) {
-      const retryable = !(error instanceof AbortedError) && !host.aborted && (options.retryOn ? options.retryOn(error, attempt) : true);
+      const retryable =
+        !(error instanceof AbortedError) && !host.aborted && (options.retryOn ? options.retryOn(error, attempt) : true);
       const willRetry = retryable && attempt < attempts;
       const delayMs = willRetry ? backoffDelay(options.backoff, attempt) : 0;
       host.emit({ type: 'retry:failure', name, attempt, attempts, error: describeError(error), willRetry, delayMs });
@@ -64,10 +85,19 @@ export async function runRetry<T>(host: StepHost, name: string, fn: (attempt: nu
   }
 }
 
-export async function runParallel<T>(host: StepHost, name: string, fns: Array<() => Promise<T>>, options: ParallelOptions = {}): Promise<T[]> {
+export async function runParallel<T>(
+  host: StepHost,
+  name: string,
+  fns: Array<() => Promise<T>>,
+  options: ParallelOptions = {},
+): Promise<T[]> {
   const limit = options.concurrency ?? fns.length;
   if (!(limit >= 1) || (Number.isFinite(limit) && !Number.isInteger(limit))) {
-    throw new HarnessError('INVALID_INPUT', `parallel("${name}"): concurrency must be a whole number of at least 1, not ${String(options.concurrency)}.`, { fault: 'user' });
+    throw new HarnessError(
+      'INVALID_INPUT',
+      `parallel("${name}"): concurrency must be a whole number of at least 1, not ${String(options.concurrency)}.`,
+      { fault: 'user' },
+    );
   }
   await host.checkpoint();
   const started = performance.now();
@@ -102,6 +132,11 @@ export async function runParallel<T>(host: StepHost, name: string, fns: Array<()
 }
 
 function backoffDelay(backoff: RetryOptions['backoff'], attempt: number): number {
-  const value = typeof backoff === 'function' ? backoff(attempt) : typeof backoff === 'number' ? backoff : Math.min(500 * 2 ** (attempt - 1), 30_000);
+  const value =
+    typeof backoff === 'function'
+      ? backoff(attempt)
+      : typeof backoff === 'number'
+        ? backoff
+        : Math.min(500 * 2 ** (attempt - 1), 30_000);
   return Number.isFinite(value) && value > 0 ? value : 0;
 }

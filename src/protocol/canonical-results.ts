@@ -20,7 +20,14 @@ export function isCanonicalEventPage(value: unknown): value is MethodResult<'get
   const page = value as Record<string, unknown>;
   for (const key in page) if (!EVENT_PAGE_KEYS.has(key) || page[key] === undefined) return false;
   const { events, lastSeq, hasMore } = page;
-  if (typeof lastSeq !== 'number' || !Number.isSafeInteger(lastSeq) || lastSeq < -1 || typeof hasMore !== 'boolean' || !Array.isArray(events)) return false;
+  if (
+    typeof lastSeq !== 'number' ||
+    !Number.isSafeInteger(lastSeq) ||
+    lastSeq < -1 ||
+    typeof hasMore !== 'boolean' ||
+    !Array.isArray(events)
+  )
+    return false;
   for (const event of events) if (!isCanonicalStreamEvent(event)) return false;
   return true;
 }

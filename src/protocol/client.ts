@@ -73,9 +73,20 @@ export class ProtocolClient {
   private readonly handlers = new Map<string, Set<(params: never) => void>>();
   private readonly stateHandlers = new Set<(state: ConnectionState) => void>();
   /** Last delivered `seq` per kind and session. */
-  private readonly lastSeqs = new Map<string, { kind: EventKind; sessionId: string; channelId?: string; seq: number }>();
-  private subscriptions: Subscriptions = { all: false, sessionIds: new Set(), notices: { all: false, sessionIds: new Set() } };
-  private runSubscriptions: { all: boolean; runIds: Set<string>; events: boolean } = { all: false, runIds: new Set(), events: false };
+  private readonly lastSeqs = new Map<
+    string,
+    { kind: EventKind; sessionId: string; channelId?: string; seq: number }
+  >();
+  private subscriptions: Subscriptions = {
+    all: false,
+    sessionIds: new Set(),
+    notices: { all: false, sessionIds: new Set() },
+  };
+  private runSubscriptions: { all: boolean; runIds: Set<string>; events: boolean } = {
+    all: false,
+    runIds: new Set(),
+    events: false,
+  };
   /** Notifications held while a reconnect replays what was missed. */
   private held: NotificationEnvelope[] | undefined;
   private closedByUser = false;
@@ -85,7 +96,8 @@ export class ProtocolClient {
   private reconnectTimer: ReturnType<typeof setTimeout> | undefined;
   private connecting: Promise<void> | undefined;
   private channel: string | undefined;
-  private readonly options: Required<Pick<ProtocolClientOptions, 'requestTimeoutMs' | 'validate'>> & ProtocolClientOptions;
+  private readonly options: Required<Pick<ProtocolClientOptions, 'requestTimeoutMs' | 'validate'>> &
+    ProtocolClientOptions;
 
   constructor(options: ProtocolClientOptions) {
     this.options = { requestTimeoutMs: 30_000, validate: true, ...options };
@@ -111,7 +123,12 @@ export class ProtocolClient {
   }
 
   /** Calls a method. Resolves with its (validated) result; rejects with `RpcError` or `ProtocolClientError`. */
-  request<M extends MethodName>(method: M, ...args: {} extends MethodParams<M> ? [params?: MethodParams<M>, options?: RequestOptions] : [params: MethodParams<M>, options?: RequestOptions]): Promise<MethodResult<M>> {
+  request<M extends MethodName>(
+    method: M,
+    ...args: {} extends MethodParams<M>
+      ? [params?: MethodParams<M>, options?: RequestOptions]
+      : [params: MethodParams<M>, options?: RequestOptions]
+  ): Promise<MethodResult<M>> {
     const [params, options = {}] = args as [MethodParams<M> | undefined, RequestOptions | undefined];
     return this.call(method, params ?? {}, options) as Promise<MethodResult<M>>;
   }
@@ -136,9 +153,16 @@ export class ProtocolClient {
    * Follows sessions (or all); with `events: false`, their notices only, not every `session_event`.
    * Remembered and renewed after every reconnect.
    */
-  async subscribe(sessionIds?: string[], options: RequestOptions & { events?: boolean } = {}): Promise<MethodResult<'subscribe'>> {
+  async subscribe(
+    sessionIds?: string[],
+    options: RequestOptions & { events?: boolean } = {},
+  ): Promise<MethodResult<'subscribe'>> {
     const { events, ...requestOptions } = options;
-    const result = await this.request('subscribe', { ...(sessionIds ? { sessionIds } : {}), ...(events === false ? { events } : {}) }, requestOptions);
+    const result = await this.request(
+      'subscribe',
+      { ...(sessionIds ? { sessionIds } : {}), ...(events === false ? { events } : {}) },
+      requestOptions,
+    );
     this.subscriptions = subscriptionsOf(result);
     return result;
   }
@@ -156,8 +180,16 @@ export class ProtocolClient {
    * Follows runs (or all): `run_updated` and `run_prompt`, and `run_event` with `events: true`;
    * remembered and renewed after every reconnect.
    */
-  async subscribeRuns(runIds?: string[], subscription: { events?: boolean } = {}, options: RequestOptions = {}): Promise<MethodResult<'subscribe_runs'>> {
-    const result = await this.request('subscribe_runs', { ...(runIds ? { runIds } : {}), ...(subscription.events !== undefined ? { events: subscription.events } : {}) }, options);
+  async subscribeRuns(
+    runIds?: string[],
+    subscription: { events?: boolean } = {},
+    options: RequestOptions = {},
+  ): Promise<MethodResult<'subscribe_runs'>> {
+    const result = await this.request(
+      'subscribe_runs',
+      { ...(runIds ? { runIds } : {}), ...(subscription.events !== undefined ? { events: subscription.events } : {}) },
+      options,
+    );
     this.runSubscriptions = { all: result.all, runIds: new Set(result.runIds), events: result.events };
     return result;
   }
@@ -169,7 +201,10 @@ export class ProtocolClient {
   }
 
   /** Runs, newest first. */
-  async listRuns(filter: MethodParams<'list_runs'> = {}, options: RequestOptions = {}): Promise<MethodResult<'list_runs'>['runs']> {
+  async listRuns(
+    filter: MethodParams<'list_runs'> = {},
+    options: RequestOptions = {},
+  ): Promise<MethodResult<'list_runs'>['runs']> {
     return (await this.request('list_runs', filter, options)).runs;
   }
 
@@ -178,12 +213,20 @@ export class ProtocolClient {
   }
 
   /** Starts a workflow as a durable run; resolves with its stored record. */
-  async startRun(params: MethodParams<'start_run'>, options: RequestOptions = {}): Promise<MethodResult<'start_run'>['run']> {
+  async startRun(
+    params: MethodParams<'start_run'>,
+    options: RequestOptions = {},
+  ): Promise<MethodResult<'start_run'>['run']> {
     return (await this.request('start_run', params, options)).run;
   }
 
   /** `{ accepted: false, message }` when the prompt's choices or validator refuse the answer (it keeps waiting). */
-  answerPrompt(runId: string, promptId: string, response: string, options: RequestOptions = {}): Promise<MethodResult<'answer_prompt'>> {
+  answerPrompt(
+    runId: string,
+    promptId: string,
+    response: string,
+    options: RequestOptions = {},
+  ): Promise<MethodResult<'answer_prompt'>> {
     return this.request('answer_prompt', { runId, promptId, response }, options);
   }
 
@@ -199,7 +242,11 @@ export class ProtocolClient {
     return (await this.request('resume_run', { runId }, options)).run;
   }
 
-  async abortRun(runId: string, reason?: string, options: RequestOptions = {}): Promise<MethodResult<'abort_run'>['run']> {
+  async abortRun(
+    runId: string,
+    reason?: string,
+    options: RequestOptions = {},
+  ): Promise<MethodResult<'abort_run'>['run']> {
     return (await this.request('abort_run', { runId, ...(reason !== undefined ? { reason } : {}) }, options)).run;
   }
 
@@ -211,7 +258,16 @@ export class ProtocolClient {
     const key = `${kind}\u0000${sessionId}`;
     const known = this.lastSeqs.get(key);
     if (known && known.seq >= seq) return;
-    this.lastSeqs.set(key, { kind, sessionId, seq, ...(channelId !== undefined ? { channelId } : known?.channelId !== undefined ? { channelId: known.channelId } : {}) });
+    this.lastSeqs.set(key, {
+      kind,
+      sessionId,
+      seq,
+      ...(channelId !== undefined
+        ? { channelId }
+        : known?.channelId !== undefined
+          ? { channelId: known.channelId }
+          : {}),
+    });
   }
 
   /** The last `seq` delivered for the session through `kind`, or -1. */
@@ -234,16 +290,36 @@ export class ProtocolClient {
   // ---- internals ---------------------------------------------------------------------------------
 
   private call(method: string, params: unknown, options: RequestOptions): Promise<unknown> {
-    if (this.closedByUser) return Promise.reject(new ProtocolClientError('CONNECTION_CLOSED', `Cannot call ${method}: the client is closed.`));
-    if (options.signal?.aborted) return Promise.reject(new ProtocolClientError('ABORTED', `${method} was aborted before it was sent.`));
+    if (this.closedByUser)
+      return Promise.reject(
+        new ProtocolClientError('CONNECTION_CLOSED', `Cannot call ${method}: the client is closed.`),
+      );
+    if (options.signal?.aborted)
+      return Promise.reject(new ProtocolClientError('ABORTED', `${method} was aborted before it was sent.`));
     // Queued while (re)connecting; refused when no connection is coming.
-    if (this.stateValue === 'disconnected') return Promise.reject(new ProtocolClientError('CONNECTION_CLOSED', `Cannot call ${method}: not connected (call connect()).`));
+    if (this.stateValue === 'disconnected')
+      return Promise.reject(
+        new ProtocolClientError('CONNECTION_CLOSED', `Cannot call ${method}: not connected (call connect()).`),
+      );
     const id = this.nextId++;
     const frame = JSON.stringify({ jsonrpc: JSONRPC_VERSION, id, method, params });
     return new Promise<unknown>((resolve, reject) => {
       const timeoutMs = options.timeoutMs ?? this.options.requestTimeoutMs;
-      const timer = timeoutMs > 0 ? setTimeout(() => this.settle(id, new ProtocolClientError('TIMEOUT', `${method} got no answer within ${timeoutMs} ms.`, { data: { method, timeoutMs } })), timeoutMs) : undefined;
-      const onAbort = () => this.settle(id, new ProtocolClientError('ABORTED', `${method} was aborted.`, { data: { method } }));
+      const timer =
+        timeoutMs > 0
+          ? setTimeout(
+              () =>
+                this.settle(
+                  id,
+                  new ProtocolClientError('TIMEOUT', `${method} got no answer within ${timeoutMs} ms.`, {
+                    data: { method, timeoutMs },
+                  }),
+                ),
+              timeoutMs,
+            )
+          : undefined;
+      const onAbort = () =>
+        this.settle(id, new ProtocolClientError('ABORTED', `${method} was aborted.`, { data: { method } }));
       options.signal?.addEventListener('abort', onAbort, { once: true });
       this.pending.set(id, {
         method,
@@ -298,7 +374,9 @@ export class ProtocolClient {
       await this.handshake(state, signal);
     } catch (error) {
       if (state === 'connecting' && !this.closedByUser) this.setState('disconnected');
-      throw error instanceof ProtocolClientError || error instanceof RpcError ? error : new ProtocolClientError('CONNECT_FAILED', `Could not connect: ${String(error)}`, { cause: error });
+      throw error instanceof ProtocolClientError || error instanceof RpcError
+        ? error
+        : new ProtocolClientError('CONNECT_FAILED', `Could not connect: ${String(error)}`, { cause: error });
     }
     this.attempts = 0;
     this.setState('connected');
@@ -306,7 +384,10 @@ export class ProtocolClient {
   }
 
   private async handshake(state: 'connecting' | 'reconnecting', signal?: AbortSignal): Promise<void> {
-    const transport = await this.options.transport({ ...(this.channel !== undefined ? { channel: this.channel } : {}), ...(signal ? { signal } : {}) });
+    const transport = await this.options.transport({
+      ...(this.channel !== undefined ? { channel: this.channel } : {}),
+      ...(signal ? { signal } : {}),
+    });
     if (this.closedByUser) {
       transport.close(1000, 'client closed');
       throw new ProtocolClientError('CONNECTION_CLOSED', 'The client was closed while connecting.');
@@ -341,7 +422,8 @@ export class ProtocolClient {
     } finally {
       this.handshaking = false;
     }
-    if (this.transport !== transport) throw new ProtocolClientError('CONNECTION_CLOSED', 'The connection closed while it was being set up.');
+    if (this.transport !== transport)
+      throw new ProtocolClientError('CONNECTION_CLOSED', 'The connection closed while it was being set up.');
   }
 
   /** A request that bypasses the user queue (handshake and replay). */
@@ -350,7 +432,14 @@ export class ProtocolClient {
     const frame = JSON.stringify({ jsonrpc: JSONRPC_VERSION, id, method, params });
     return new Promise((resolve, reject) => {
       const timeoutMs = this.options.requestTimeoutMs;
-      const timer = timeoutMs > 0 ? setTimeout(() => this.settle(id, new ProtocolClientError('TIMEOUT', `${method} got no answer within ${timeoutMs} ms.`)), timeoutMs) : undefined;
+      const timer =
+        timeoutMs > 0
+          ? setTimeout(
+              () =>
+                this.settle(id, new ProtocolClientError('TIMEOUT', `${method} got no answer within ${timeoutMs} ms.`)),
+              timeoutMs,
+            )
+          : undefined;
       this.pending.set(id, { method, resolve, reject, cleanup: () => clearTimeout(timer) });
       queue.push({ id, frame });
     });
@@ -362,12 +451,15 @@ export class ProtocolClient {
     try {
       const { notices } = this.subscriptions;
       if (this.subscriptions.all) await call('subscribe', {});
-      else if (this.subscriptions.sessionIds.size > 0) await call('subscribe', { sessionIds: [...this.subscriptions.sessionIds] });
+      else if (this.subscriptions.sessionIds.size > 0)
+        await call('subscribe', { sessionIds: [...this.subscriptions.sessionIds] });
       if (notices.all) await call('subscribe', { events: false });
-      else if (notices.sessionIds.size > 0) await call('subscribe', { sessionIds: [...notices.sessionIds], events: false });
+      else if (notices.sessionIds.size > 0)
+        await call('subscribe', { sessionIds: [...notices.sessionIds], events: false });
       const events = this.runSubscriptions.events ? { events: true } : {};
       if (this.runSubscriptions.all) await call('subscribe_runs', events);
-      if (this.runSubscriptions.runIds.size > 0) await call('subscribe_runs', { runIds: [...this.runSubscriptions.runIds], ...events });
+      if (this.runSubscriptions.runIds.size > 0)
+        await call('subscribe_runs', { runIds: [...this.runSubscriptions.runIds], ...events });
       for (const [key, entry] of [...this.lastSeqs.entries()]) {
         let afterSeq = entry.seq;
         for (;;) {
@@ -403,7 +495,9 @@ export class ProtocolClient {
     this.transport = undefined;
     this.held = undefined;
     // Sent requests may or may not have run: they fail rather than being sent twice.
-    this.failPending(`The connection closed (code ${event.code}${event.reason ? `: ${event.reason}` : ''}) before the answer came.`);
+    this.failPending(
+      `The connection closed (code ${event.code}${event.reason ? `: ${event.reason}` : ''}) before the answer came.`,
+    );
     if (this.closedByUser || this.handshaking) return;
     if (this.options.reconnect === false) {
       this.failOutbox('The connection closed and reconnecting is off.');
@@ -440,7 +534,10 @@ export class ProtocolClient {
       const method = this.pending.get(id)?.method;
       const queued = this.outbox.some((entry) => entry.id === id);
       if (queued && !this.closedByUser) continue;
-      this.settle(id, new ProtocolClientError('CONNECTION_CLOSED', `${method ?? 'request'}: ${message}`, { data: { method } }));
+      this.settle(
+        id,
+        new ProtocolClientError('CONNECTION_CLOSED', `${method ?? 'request'}: ${message}`, { data: { method } }),
+      );
     }
   }
 
@@ -455,12 +552,18 @@ export class ProtocolClient {
     try {
       value = JSON.parse(frame);
     } catch (error) {
-      this.report(new ProtocolClientError('INVALID_RESPONSE', `The server sent a frame that is not JSON: ${frame.slice(0, 80)}`, { cause: error }));
+      this.report(
+        new ProtocolClientError('INVALID_RESPONSE', `The server sent a frame that is not JSON: ${frame.slice(0, 80)}`, {
+          cause: error,
+        }),
+      );
       return;
     }
     const inbound = classifyInbound(value);
     if (inbound.kind === 'invalid') {
-      this.report(new ProtocolClientError('INVALID_RESPONSE', `The server sent ${inbound.reason}: ${frame.slice(0, 80)}`));
+      this.report(
+        new ProtocolClientError('INVALID_RESPONSE', `The server sent ${inbound.reason}: ${frame.slice(0, 80)}`),
+      );
       return;
     }
     if (inbound.kind === 'response') this.answer(inbound.response);
@@ -480,7 +583,12 @@ export class ProtocolClient {
       this.settle(response.id, RpcError.fromWire(response.error, entry.method));
       return;
     }
-    const spec = (methods as Record<string, { result: { safeParse(value: unknown): { success: boolean; data?: unknown; error?: { message: string } } } }>)[entry.method];
+    const spec = (
+      methods as Record<
+        string,
+        { result: { safeParse(value: unknown): { success: boolean; data?: unknown; error?: { message: string } } } }
+      >
+    )[entry.method];
     if (!this.options.validate || !spec) {
       this.learn(entry.method, response.result);
       this.settle(response.id, undefined, response.result);
@@ -496,8 +604,15 @@ export class ProtocolClient {
     if (parsed.success) {
       this.learn(entry.method, parsed.data);
       this.settle(response.id, undefined, parsed.data);
-    }
-    else this.settle(response.id, new ProtocolClientError('INVALID_RESPONSE', `The result of ${entry.method} does not match its schema: ${parsed.error?.message ?? ''}`, { data: { method: entry.method } }));
+    } else
+      this.settle(
+        response.id,
+        new ProtocolClientError(
+          'INVALID_RESPONSE',
+          `The result of ${entry.method} does not match its schema: ${parsed.error?.message ?? ''}`,
+          { data: { method: entry.method } },
+        ),
+      );
   }
 
   /**
@@ -523,7 +638,12 @@ export class ProtocolClient {
     if (this.options.validate) {
       const parsed = notifications[name].params.safeParse(params);
       if (!parsed.success) {
-        this.report(new ProtocolClientError('INVALID_RESPONSE', `The server sent a ${name} notification that does not match its schema: ${parsed.error.message}`));
+        this.report(
+          new ProtocolClientError(
+            'INVALID_RESPONSE',
+            `The server sent a ${name} notification that does not match its schema: ${parsed.error.message}`,
+          ),
+        );
         return;
       }
       params = parsed.data;
@@ -546,8 +666,18 @@ export class ProtocolClient {
     const key = `${kind}\u0000${sessionId}`;
     const known = this.lastSeqs.get(key);
     if (known && event.seq <= known.seq) return;
-    this.lastSeqs.set(key, { kind, sessionId, seq: event.seq, ...(channelId !== undefined ? { channelId } : known?.channelId !== undefined ? { channelId: known.channelId } : {}) });
-    if (kind === 'channel_message') this.emit(kind, { channelId: channelId ?? known?.channelId ?? this.channel ?? '', sessionId, event });
+    this.lastSeqs.set(key, {
+      kind,
+      sessionId,
+      seq: event.seq,
+      ...(channelId !== undefined
+        ? { channelId }
+        : known?.channelId !== undefined
+          ? { channelId: known.channelId }
+          : {}),
+    });
+    if (kind === 'channel_message')
+      this.emit(kind, { channelId: channelId ?? known?.channelId ?? this.channel ?? '', sessionId, event });
     else this.emit(kind, { sessionId, event });
   }
 

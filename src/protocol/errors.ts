@@ -45,18 +45,22 @@ export function rpcErrorName(code: number): RpcErrorName | undefined {
 /** What the meaning of each code is, for the generated reference. */
 export const RPC_ERROR_DESCRIPTIONS: Record<RpcErrorName, string> = {
   PARSE_ERROR: 'The frame is not valid JSON.',
-  INVALID_REQUEST: 'The JSON is not a JSON-RPC 2.0 request (missing `jsonrpc: "2.0"`, a bad `id`, no `method`, an empty batch).',
+  INVALID_REQUEST:
+    'The JSON is not a JSON-RPC 2.0 request (missing `jsonrpc: "2.0"`, a bad `id`, no `method`, an empty batch).',
   METHOD_NOT_FOUND: 'No method of that name; `data.method` names it.',
-  INVALID_PARAMS: 'The params do not match the method\'s schema, or an id/slug is not valid; `data.issues` lists each problem as `path: message`.',
+  INVALID_PARAMS:
+    "The params do not match the method's schema, or an id/slug is not valid; `data.issues` lists each problem as `path: message`.",
   INTERNAL_ERROR: 'An unexpected server fault; it is logged on the server. The request may be retried.',
   SERVER_ERROR: 'A typed Parley error without a numeric code of its own; `data.code` is its stable string code.',
-  NOT_FOUND: 'A project, task, role, agent, session, run (RUN_NOT_FOUND) or a run\'s prompt (UNKNOWN_PROMPT) does not exist; the message names it.',
+  NOT_FOUND:
+    "A project, task, role, agent, session, run (RUN_NOT_FOUND) or a run's prompt (UNKNOWN_PROMPT) does not exist; the message names it.",
   DRAFT_ALREADY_ACTIVE: 'Seed 000: this channel already has an active draft; `undraft` first.',
   NO_ACTIVE_DRAFT: 'Seed 000: this channel has no active draft; `draft` first.',
   TURN_IN_PROGRESS: 'The draft is running a turn; wait for it to end or `cancel` it.',
-  UNSUPPORTED: 'The session\'s back end cannot do this, or this server runs no workflows (RUNS_NOT_ENABLED).',
+  UNSUPPORTED: "The session's back end cannot do this, or this server runs no workflows (RUNS_NOT_ENABLED).",
   RATE_LIMITED: 'Too many requests on this connection; `data.retryAfterMs` says when to retry.',
-  INVALID_STATE: 'The session refuses this in its current state (archived, read only, compaction running), another server runs the draft (DRAFT_RUN_ELSEWHERE), or a run\'s prompt was already answered (PROMPT_ALREADY_ANSWERED).',
+  INVALID_STATE:
+    "The session refuses this in its current state (archived, read only, compaction running), another server runs the draft (DRAFT_RUN_ELSEWHERE), or a run's prompt was already answered (PROMPT_ALREADY_ANSWERED).",
   SHUTTING_DOWN: 'The server is shutting down; reconnect.',
 };
 
@@ -150,12 +154,21 @@ export class RpcError extends Error {
   }
 
   toWire(): WireError {
-    return { code: this.code, message: this.message, ...(Object.keys(this.data).length > 0 ? { data: this.data } : {}) };
+    return {
+      code: this.code,
+      message: this.message,
+      ...(Object.keys(this.data).length > 0 ? { data: this.data } : {}),
+    };
   }
 
   /** The factory: rebuilds the typed error from a response's `error` member. */
   static fromWire(error: WireError, method?: string): RpcError {
-    const data = typeof error.data === 'object' && error.data !== null && !Array.isArray(error.data) ? (error.data as RpcErrorData) : error.data === undefined ? {} : { value: error.data };
+    const data =
+      typeof error.data === 'object' && error.data !== null && !Array.isArray(error.data)
+        ? (error.data as RpcErrorData)
+        : error.data === undefined
+          ? {}
+          : { value: error.data };
     return new RpcError(error.code, error.message, data, method);
   }
 }

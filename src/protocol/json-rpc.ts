@@ -54,19 +54,26 @@ export type InboundMessage =
   | { kind: 'invalid'; reason: string };
 
 export function classifyInbound(value: unknown): InboundMessage {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { kind: 'invalid', reason: 'not a JSON object' };
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return { kind: 'invalid', reason: 'not a JSON object' };
   const record = value as Record<string, unknown>;
   if ('method' in record) {
     const parsed = NotificationEnvelopeSchema.safeParse(value);
-    return parsed.success ? { kind: 'notification', notification: parsed.data } : { kind: 'invalid', reason: 'malformed notification' };
+    return parsed.success
+      ? { kind: 'notification', notification: parsed.data }
+      : { kind: 'invalid', reason: 'malformed notification' };
   }
   if ('error' in record) {
     const parsed = ErrorResponseSchema.safeParse(value);
-    return parsed.success ? { kind: 'response', response: parsed.data } : { kind: 'invalid', reason: 'malformed error response' };
+    return parsed.success
+      ? { kind: 'response', response: parsed.data }
+      : { kind: 'invalid', reason: 'malformed error response' };
   }
   if ('result' in record) {
     const parsed = SuccessResponseSchema.safeParse(value);
-    return parsed.success ? { kind: 'response', response: parsed.data } : { kind: 'invalid', reason: 'malformed response' };
+    return parsed.success
+      ? { kind: 'response', response: parsed.data }
+      : { kind: 'invalid', reason: 'malformed response' };
   }
   return { kind: 'invalid', reason: 'neither a response nor a notification' };
 }

@@ -56,7 +56,13 @@ export const SubmitPromptParamsSchema = z.strictObject({
   role: WireIdSchema.optional(),
   taskSlug: WireIdSchema.optional(),
   /** W3C trace context: the turn's spans join this trace (`00-<trace id>-<span id>-<flags>`). */
-  traceparent: z.string().regex(/^[\da-f]{2}-[\da-f]{32}-[\da-f]{16}-[\da-f]{2}$/, 'a W3C traceparent: 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>').optional(),
+  traceparent: z
+    .string()
+    .regex(
+      /^[\da-f]{2}-[\da-f]{32}-[\da-f]{16}-[\da-f]{2}$/,
+      'a W3C traceparent: 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>',
+    )
+    .optional(),
   tracestate: z.string().max(512).optional(),
   backend: z
     .string()
@@ -138,8 +144,14 @@ const CompactionTriggerSchema = z.enum(['auto', 'manual']);
 export const RunningCompactionSchema = z.object({
   startedAt: z.string().describe('ISO 8601: when the compaction was asked for'),
   trigger: CompactionTriggerSchema,
-  tokensBefore: z.number().nonnegative().optional().describe('tokens of the request being compacted; absent until the history is read'),
-  summarizer: CheckpointSummarizerWireSchema.optional().describe('who is writing the checkpoint: the model, or the structural builder'),
+  tokensBefore: z
+    .number()
+    .nonnegative()
+    .optional()
+    .describe('tokens of the request being compacted; absent until the history is read'),
+  summarizer: CheckpointSummarizerWireSchema.optional().describe(
+    'who is writing the checkpoint: the model, or the structural builder',
+  ),
 });
 export type RunningCompaction = z.infer<typeof RunningCompactionSchema>;
 
@@ -147,7 +159,9 @@ export const GetSessionParamsSchema = SessionParamsSchema;
 export const GetSessionResultSchema = z.object({
   session: SessionInfoSchema,
   lastSeq: z.number().int().min(-1),
-  compaction: RunningCompactionSchema.optional().describe('the compaction running for the session; absent when none runs'),
+  compaction: RunningCompactionSchema.optional().describe(
+    'the compaction running for the session; absent when none runs',
+  ),
 });
 
 export const GetCompactionStatusParamsSchema = SessionParamsSchema;
@@ -156,7 +170,9 @@ export const GetCompactionStatusResultSchema = z.object({
   startedAt: z.string().optional().describe('ISO 8601; present while running'),
   trigger: CompactionTriggerSchema.optional().describe('present while running'),
   tokensBefore: z.number().nonnegative().optional().describe('present while running, once the history is read'),
-  summarizer: CheckpointSummarizerWireSchema.optional().describe('present while running: who is writing the checkpoint'),
+  summarizer: CheckpointSummarizerWireSchema.optional().describe(
+    'present while running: who is writing the checkpoint',
+  ),
   /** Failed compactions in a row, reset by a success of the configured summarizer. */
   consecutiveFailures: z.number().int().nonnegative(),
   /** Automatic compaction stopped after repeated failures (force_compact still works). */
@@ -266,8 +282,14 @@ export const ListAgentsResultSchema = z.object({ agents: z.array(AgentInfoSchema
 export const KillAgentParamsSchema = z.strictObject({ agentId: WireIdSchema });
 export const KillAgentResultSchema = z.object({ killed: z.boolean() });
 /** The user steps into a conversation between agents (its id is its thread's `conversationId`). */
-export const SayInConversationParamsSchema = z.strictObject({ conversationId: WireIdSchema, message: z.string().min(1).max(100_000) });
-export const SayInConversationResultSchema = z.object({ conversationId: z.string(), delivered: z.literal('next_message') });
+export const SayInConversationParamsSchema = z.strictObject({
+  conversationId: WireIdSchema,
+  message: z.string().min(1).max(100_000),
+});
+export const SayInConversationResultSchema = z.object({
+  conversationId: z.string(),
+  delivered: z.literal('next_message'),
+});
 
 // ---- server --------------------------------------------------------------------------------
 
@@ -286,14 +308,18 @@ export const AnswerPermissionResultSchema = z.object({
 
 export const GetPermissionsParamsSchema = NoParams;
 export const GetPermissionsResultSchema = z.object({
-  sessionId: z.string().optional().describe('The channel\'s draft session; absent without a draft.'),
-  mode: PermissionModeWireSchema.optional().describe('The draft\'s permission mode.'),
+  sessionId: z.string().optional().describe("The channel's draft session; absent without a draft."),
+  mode: PermissionModeWireSchema.optional().describe("The draft's permission mode."),
   sandbox: SandboxWireSchema.optional(),
-  requests: z.array(PermissionRequestSchema).describe('Requests waiting in the channel\'s sessions, oldest first.'),
+  requests: z.array(PermissionRequestSchema).describe("Requests waiting in the channel's sessions, oldest first."),
 });
 
 export const SetPermissionModeParamsSchema = z.strictObject({ mode: PermissionModeWireSchema });
-export const SetPermissionModeResultSchema = z.object({ sessionId: z.string(), mode: PermissionModeWireSchema, previous: PermissionModeWireSchema });
+export const SetPermissionModeResultSchema = z.object({
+  sessionId: z.string(),
+  mode: PermissionModeWireSchema,
+  previous: PermissionModeWireSchema,
+});
 
 export const ListBackendsParamsSchema = NoParams;
 export const BackendInfoSchema = z.object({
@@ -337,9 +363,15 @@ export const RunParamsSchema = z.strictObject({ runId: RunIdSchema });
 export const RunResultSchema = z.object({ run: RunWireSchema });
 
 export const StartRunParamsSchema = z.strictObject({
-  workflow: z.string().min(1).max(4096).describe('A workflow module under the project (relative to its root), or a workflow named in `parley.config.json`.'),
+  workflow: z
+    .string()
+    .min(1)
+    .max(4096)
+    .describe(
+      'A workflow module under the project (relative to its root), or a workflow named in `parley.config.json`.',
+    ),
   input: z.unknown().optional().describe('The harness input, any JSON.'),
-  project: WireIdSchema.optional().describe('The project the run belongs to (default: the server\'s).'),
+  project: WireIdSchema.optional().describe("The project the run belongs to (default: the server's)."),
 });
 
 export const AnswerPromptParamsSchema = z.strictObject({
@@ -351,7 +383,10 @@ export const AnswerPromptParamsSchema = z.strictObject({
 /** Accepted, or refused by the prompt's choices or validator (with its message); a refused prompt keeps waiting. */
 export const AnswerPromptResultSchema = z.discriminatedUnion('accepted', [
   z.object({ accepted: z.literal(true) }),
-  z.object({ accepted: z.literal(false), message: z.string().describe("the validator's message: why the answer was refused") }),
+  z.object({
+    accepted: z.literal(false),
+    message: z.string().describe("the validator's message: why the answer was refused"),
+  }),
 ]);
 
 export const SendToRunParamsSchema = z.strictObject({
@@ -394,50 +429,166 @@ function method<P extends z.ZodType, R extends z.ZodType>(params: P, result: R, 
 
 /** The method table: name → params and result schemas. The server's dispatcher and the client both read it. */
 export const methods = {
-  draft: method(DraftParamsSchema, DraftResultSchema, 'Seed 000: drafts an agent by role into an existing task, on this connection\'s channel. -32004 if the channel already has a draft; -32001 if the project, task or role is not found.'),
-  undraft: method(UndraftParamsSchema, UndraftResultSchema, 'Seed 000: closes the channel\'s draft and returns its summary. -32005 if there is none.'),
-  get_draft_status: method(GetDraftStatusParamsSchema, GetDraftStatusResultSchema, 'Seed 000: the channel\'s draft and its metrics; `active: false` without one.'),
-  submit_prompt: method(SubmitPromptParamsSchema, SubmitPromptResultSchema, 'Seed 000: with an active draft, starts a turn (it streams as `channel_message`, then `draft_status`); without one, runs the autonomous dispatch path and answers with its structured result. -32006 while a turn runs.'),
-  cancel: method(CancelParamsSchema, CancelResultSchema, 'Interrupts the channel\'s running turn: it ends cleanly with a system block, state is saved.'),
+  draft: method(
+    DraftParamsSchema,
+    DraftResultSchema,
+    "Seed 000: drafts an agent by role into an existing task, on this connection's channel. -32004 if the channel already has a draft; -32001 if the project, task or role is not found.",
+  ),
+  undraft: method(
+    UndraftParamsSchema,
+    UndraftResultSchema,
+    "Seed 000: closes the channel's draft and returns its summary. -32005 if there is none.",
+  ),
+  get_draft_status: method(
+    GetDraftStatusParamsSchema,
+    GetDraftStatusResultSchema,
+    "Seed 000: the channel's draft and its metrics; `active: false` without one.",
+  ),
+  submit_prompt: method(
+    SubmitPromptParamsSchema,
+    SubmitPromptResultSchema,
+    'Seed 000: with an active draft, starts a turn (it streams as `channel_message`, then `draft_status`); without one, runs the autonomous dispatch path and answers with its structured result. -32006 while a turn runs.',
+  ),
+  cancel: method(
+    CancelParamsSchema,
+    CancelResultSchema,
+    "Interrupts the channel's running turn: it ends cleanly with a system block, state is saved.",
+  ),
   list_projects: method(ListProjectsParamsSchema, ListProjectsResultSchema, 'Projects this server knows.'),
   create_project: method(CreateProjectParamsSchema, CreateProjectResultSchema, 'Registers a project (a folder).'),
-  list_tasks: method(ListTasksParamsSchema, ListTasksResultSchema, 'A project\'s tasks.'),
-  create_task: method(CreateTaskParamsSchema, CreateTaskResultSchema, 'Creates a task in a project; the slug is derived from the title unless given.'),
-  list_roles: method(ListRolesParamsSchema, ListRolesResultSchema, 'Built-in roles and the project\'s role files; a malformed file is listed in `errors` with the file and field.'),
-  list_sessions: method(ListSessionsParamsSchema, ListSessionsResultSchema, 'Sessions matching every given filter, most recently active first.'),
-  get_session: method(GetSessionParamsSchema, GetSessionResultSchema, 'A session\'s metadata, metrics, newest `seq`, and the compaction running for it (if any).'),
-  get_compaction_status: method(GetCompactionStatusParamsSchema, GetCompactionStatusResultSchema, 'Whether a compaction of the session runs (since when, why, who writes it), its failures in a row, and whether automatic compaction is stopped or falls back to the structural builder.'),
-  get_messages: method(GetMessagesParamsSchema, GetMessagesResultSchema, 'The newest messages of a session (user and assistant text), oldest first.'),
-  get_checkpoint: method(GetCheckpointParamsSchema, GetCheckpointResultSchema, 'The current checkpoint and every version.'),
-  clear_messages: method(ClearMessagesParamsSchema, ClearMessagesResultSchema, 'Seed 003: the next request starts from the checkpoint; history stays readable.'),
-  get_events: method(GetEventsParamsSchema, GetEventsResultSchema, 'The log after a `seq`: a client that reconnects asks for what it missed.'),
-  subscribe: method(SubscribeParamsSchema, SubscriptionResultSchema, 'Follows sessions (or all): `session_updated`, `session_event` and `compaction_*` notifications; with `events: false`, all but `session_event`.'),
+  list_tasks: method(ListTasksParamsSchema, ListTasksResultSchema, "A project's tasks."),
+  create_task: method(
+    CreateTaskParamsSchema,
+    CreateTaskResultSchema,
+    'Creates a task in a project; the slug is derived from the title unless given.',
+  ),
+  list_roles: method(
+    ListRolesParamsSchema,
+    ListRolesResultSchema,
+    "Built-in roles and the project's role files; a malformed file is listed in `errors` with the file and field.",
+  ),
+  list_sessions: method(
+    ListSessionsParamsSchema,
+    ListSessionsResultSchema,
+    'Sessions matching every given filter, most recently active first.',
+  ),
+  get_session: method(
+    GetSessionParamsSchema,
+    GetSessionResultSchema,
+    "A session's metadata, metrics, newest `seq`, and the compaction running for it (if any).",
+  ),
+  get_compaction_status: method(
+    GetCompactionStatusParamsSchema,
+    GetCompactionStatusResultSchema,
+    'Whether a compaction of the session runs (since when, why, who writes it), its failures in a row, and whether automatic compaction is stopped or falls back to the structural builder.',
+  ),
+  get_messages: method(
+    GetMessagesParamsSchema,
+    GetMessagesResultSchema,
+    'The newest messages of a session (user and assistant text), oldest first.',
+  ),
+  get_checkpoint: method(
+    GetCheckpointParamsSchema,
+    GetCheckpointResultSchema,
+    'The current checkpoint and every version.',
+  ),
+  clear_messages: method(
+    ClearMessagesParamsSchema,
+    ClearMessagesResultSchema,
+    'Seed 003: the next request starts from the checkpoint; history stays readable.',
+  ),
+  get_events: method(
+    GetEventsParamsSchema,
+    GetEventsResultSchema,
+    'The log after a `seq`: a client that reconnects asks for what it missed.',
+  ),
+  subscribe: method(
+    SubscribeParamsSchema,
+    SubscriptionResultSchema,
+    'Follows sessions (or all): `session_updated`, `session_event` and `compaction_*` notifications; with `events: false`, all but `session_event`.',
+  ),
   unsubscribe: method(UnsubscribeParamsSchema, SubscriptionResultSchema, 'Stops following sessions (or all).'),
-  force_compact: method(ForceCompactParamsSchema, ForceCompactResultSchema, 'Compacts a managed session now. -32007 on a native back end; -32009 while a compaction runs.'),
-  preview_request: method(PreviewRequestParamsSchema, PreviewRequestResultSchema, 'The request the next turn would send (managed sessions): system prompt, user prompt, tokens.'),
-  archive_session: method(ArchiveSessionParamsSchema, ArchiveSessionResultSchema, 'Seed 003: archives a session; it stays readable and takes no new messages.'),
+  force_compact: method(
+    ForceCompactParamsSchema,
+    ForceCompactResultSchema,
+    'Compacts a managed session now. -32007 on a native back end; -32009 while a compaction runs.',
+  ),
+  preview_request: method(
+    PreviewRequestParamsSchema,
+    PreviewRequestResultSchema,
+    'The request the next turn would send (managed sessions): system prompt, user prompt, tokens.',
+  ),
+  archive_session: method(
+    ArchiveSessionParamsSchema,
+    ArchiveSessionResultSchema,
+    'Seed 003: archives a session; it stays readable and takes no new messages.',
+  ),
   list_agents: method(ListAgentsParamsSchema, ListAgentsResultSchema, 'Worker agents of this channel (or all).'),
   kill_agent: method(KillAgentParamsSchema, KillAgentResultSchema, 'Stops a worker agent.'),
-  answer_permission: method(AnswerPermissionParamsSchema, AnswerPermissionResultSchema, 'Answers a workspace tool\'s approval request (`permission_requested`): `allow_once`, `allow_always` (remembered for the session under the request\'s `allowAlwaysScope`) or `deny` (nothing changes; the model is told the user denied it). The first answer wins; -32001 for an unknown, cancelled or already answered request. Any client of the server may answer.'),
-  get_permissions: method(GetPermissionsParamsSchema, GetPermissionsResultSchema, 'The channel\'s draft\'s permission mode, the command sandbox, and the approval requests waiting in the channel\'s sessions: what a client shows when it attaches.'),
-  set_permission_mode: method(SetPermissionModeParamsSchema, SetPermissionModeResultSchema, 'Sets the channel\'s draft\'s permission mode (kept with the draft; applies from the next tool call). -32005 without a draft.'),
-  list_runs: method(ListRunsParamsSchema, ListRunsResultSchema, 'Durable workflow runs, newest first: status, phases, pending prompts, agents. -32007 (RUNS_NOT_ENABLED) on a server that runs no workflows.'),
+  answer_permission: method(
+    AnswerPermissionParamsSchema,
+    AnswerPermissionResultSchema,
+    "Answers a workspace tool's approval request (`permission_requested`): `allow_once`, `allow_always` (remembered for the session under the request's `allowAlwaysScope`) or `deny` (nothing changes; the model is told the user denied it). The first answer wins; -32001 for an unknown, cancelled or already answered request. Any client of the server may answer.",
+  ),
+  get_permissions: method(
+    GetPermissionsParamsSchema,
+    GetPermissionsResultSchema,
+    "The channel's draft's permission mode, the command sandbox, and the approval requests waiting in the channel's sessions: what a client shows when it attaches.",
+  ),
+  set_permission_mode: method(
+    SetPermissionModeParamsSchema,
+    SetPermissionModeResultSchema,
+    "Sets the channel's draft's permission mode (kept with the draft; applies from the next tool call). -32005 without a draft.",
+  ),
+  list_runs: method(
+    ListRunsParamsSchema,
+    ListRunsResultSchema,
+    'Durable workflow runs, newest first: status, phases, pending prompts, agents. -32007 (RUNS_NOT_ENABLED) on a server that runs no workflows.',
+  ),
   get_run: method(RunParamsSchema, RunResultSchema, 'One run. -32001 (RUN_NOT_FOUND) for an unknown id.'),
-  start_run: method(StartRunParamsSchema, RunResultSchema, 'Starts a workflow (a module under the project, or a name in `parley.config.json`) as a durable run; answers once the run is stored.'),
-  answer_prompt: method(AnswerPromptParamsSchema, AnswerPromptResultSchema, 'Answers a run\'s pending prompt. An answer the choices or validator refuse is `accepted: false` with the validator\'s message, and the prompt keeps waiting. -32001 (RUN_NOT_FOUND, UNKNOWN_PROMPT); -32009 (PROMPT_ALREADY_ANSWERED) for a second answer.'),
-  send_to_run: method(SendToRunParamsSchema, SendToRunResultSchema, 'Sends a message to a run: to the agent named, or the one running now (`send`/`sendTo`); it waits in the agent\'s inbox when no turn runs.'),
+  start_run: method(
+    StartRunParamsSchema,
+    RunResultSchema,
+    'Starts a workflow (a module under the project, or a name in `parley.config.json`) as a durable run; answers once the run is stored.',
+  ),
+  answer_prompt: method(
+    AnswerPromptParamsSchema,
+    AnswerPromptResultSchema,
+    "Answers a run's pending prompt. An answer the choices or validator refuse is `accepted: false` with the validator's message, and the prompt keeps waiting. -32001 (RUN_NOT_FOUND, UNKNOWN_PROMPT); -32009 (PROMPT_ALREADY_ANSWERED) for a second answer.",
+  ),
+  send_to_run: method(
+    SendToRunParamsSchema,
+    SendToRunResultSchema,
+    "Sends a message to a run: to the agent named, or the one running now (`send`/`sendTo`); it waits in the agent's inbox when no turn runs.",
+  ),
   pause_run: method(RunParamsSchema, RunResultSchema, 'Pauses a run after its current step.'),
-  resume_run: method(RunParamsSchema, RunResultSchema, 'Resumes a paused run; an unfinished run not live on this server is re-executed from its journal, a failed one started again from it.'),
+  resume_run: method(
+    RunParamsSchema,
+    RunResultSchema,
+    'Resumes a paused run; an unfinished run not live on this server is re-executed from its journal, a failed one started again from it.',
+  ),
   abort_run: method(AbortRunParamsSchema, RunResultSchema, 'Aborts a run gracefully; its journal is kept.'),
-  subscribe_runs: method(SubscribeRunsParamsSchema, RunSubscriptionResultSchema, 'Follows runs (or all): `run_updated` and `run_prompt` notifications, and `run_event` with `events: true`.'),
+  subscribe_runs: method(
+    SubscribeRunsParamsSchema,
+    RunSubscriptionResultSchema,
+    'Follows runs (or all): `run_updated` and `run_prompt` notifications, and `run_event` with `events: true`.',
+  ),
   unsubscribe_runs: method(UnsubscribeRunsParamsSchema, RunSubscriptionResultSchema, 'Stops following runs (or all).'),
   say_in_conversation: method(
     SayInConversationParamsSchema,
     SayInConversationResultSchema,
     'A note from the user into a conversation between agents: shown in its thread at once, and read by both agents with the next message.',
   ),
-  list_backends: method(ListBackendsParamsSchema, ListBackendsResultSchema, 'The back ends this server can run a draft on, the default first-class: what a client offers for `submit_prompt { backend }`. One this server cannot make (not configured) is listed with `available: false` and the reason.'),
-  server_info: method(ServerInfoParamsSchema, ServerInfoResultSchema, 'The server, its protocol version and this connection\'s channel.'),
+  list_backends: method(
+    ListBackendsParamsSchema,
+    ListBackendsResultSchema,
+    'The back ends this server can run a draft on, the default first-class: what a client offers for `submit_prompt { backend }`. One this server cannot make (not configured) is listed with `available: false` and the reason.',
+  ),
+  server_info: method(
+    ServerInfoParamsSchema,
+    ServerInfoResultSchema,
+    "The server, its protocol version and this connection's channel.",
+  ),
 } as const;
 
 export type MethodTable = typeof methods;

@@ -1,6 +1,12 @@
 import { z } from 'zod';
 import { StreamEventSchema } from '../conversation/index.js';
-import { AgentInfoSchema, CheckpointSummarizerWireSchema, PermissionDecisionSchema, PermissionRequestSchema, SessionInfoSchema } from './schemas.js';
+import {
+  AgentInfoSchema,
+  CheckpointSummarizerWireSchema,
+  PermissionDecisionSchema,
+  PermissionRequestSchema,
+  SessionInfoSchema,
+} from './schemas.js';
 import { RunEventWireSchema, RunPromptWireSchema, RunWireSchema } from './run-schemas.js';
 
 /**
@@ -59,17 +65,32 @@ export const PermissionResolvedSchema = z.object({
 
 export const AgentStatusNotificationSchema = z.object({ channelId: z.string(), agent: AgentInfoSchema });
 
-export const SessionUpdateActionSchema = z.enum(['created', 'message_added', 'events_appended', 'cleared', 'archived', 'settings_changed']);
+export const SessionUpdateActionSchema = z.enum([
+  'created',
+  'message_added',
+  'events_appended',
+  'cleared',
+  'archived',
+  'settings_changed',
+]);
 
 /** Seed 003's `session:updated`. */
-export const SessionUpdatedSchema = z.object({ sessionId: z.string(), action: SessionUpdateActionSchema, session: SessionInfoSchema });
+export const SessionUpdatedSchema = z.object({
+  sessionId: z.string(),
+  action: SessionUpdateActionSchema,
+  session: SessionInfoSchema,
+});
 
 /** Every event appended to a followed session's log, in `seq` order. */
 export const SessionEventNotificationSchema = z.object({ sessionId: z.string(), event: StreamEventSchema });
 
 const Trigger = z.enum(['auto', 'manual']);
 /** Seed 003's `session:compaction-start`. */
-export const CompactionStartedSchema = z.object({ sessionId: z.string(), trigger: Trigger, tokensBefore: z.number().nonnegative() });
+export const CompactionStartedSchema = z.object({
+  sessionId: z.string(),
+  trigger: Trigger,
+  tokensBefore: z.number().nonnegative(),
+});
 /** Seed 003's `session:compaction-complete`. */
 export const CompactionCompletedSchema = z.object({
   sessionId: z.string(),
@@ -80,7 +101,12 @@ export const CompactionCompletedSchema = z.object({
   summarizer: CheckpointSummarizerWireSchema.optional(),
 });
 /** Seed 003's `session:compaction-error`. */
-export const CompactionFailedSchema = z.object({ sessionId: z.string(), trigger: Trigger, message: z.string(), code: z.string() });
+export const CompactionFailedSchema = z.object({
+  sessionId: z.string(),
+  trigger: Trigger,
+  message: z.string(),
+  code: z.string(),
+});
 
 /** A followed run's record changed (status, phase, prompts, agents, result). */
 export const RunUpdatedSchema = z.object({ run: RunWireSchema });
@@ -96,26 +122,86 @@ export interface NotificationSpec<P extends z.ZodType = z.ZodType> {
   audience: 'channel' | 'subscribers';
 }
 
-function notification<P extends z.ZodType>(params: P, audience: NotificationSpec['audience'], description: string): NotificationSpec<P> {
+function notification<P extends z.ZodType>(
+  params: P,
+  audience: NotificationSpec['audience'],
+  description: string,
+): NotificationSpec<P> {
   return { params, audience, description };
 }
 
 export const notifications = {
-  channel_message: notification(ChannelMessageSchema, 'channel', 'Seed 000: one stream event of the channel\'s draft (or dispatch) session.'),
-  draft_status: notification(DraftStatusNotificationSchema, 'channel', 'Seed 000: the draft\'s metrics, after each turn.'),
-  context_compacted: notification(ContextCompactedSchema, 'channel', 'Seed 000: a compaction of the draft\'s context (the back end\'s or Parley\'s).'),
-  draft_closed: notification(DraftClosedSchema, 'channel', 'The channel\'s draft was closed by Parley (auto-undraft: its native session could not be resumed). The channel is no longer in draft mode.'),
+  channel_message: notification(
+    ChannelMessageSchema,
+    'channel',
+    "Seed 000: one stream event of the channel's draft (or dispatch) session.",
+  ),
+  draft_status: notification(
+    DraftStatusNotificationSchema,
+    'channel',
+    "Seed 000: the draft's metrics, after each turn.",
+  ),
+  context_compacted: notification(
+    ContextCompactedSchema,
+    'channel',
+    "Seed 000: a compaction of the draft's context (the back end's or Parley's).",
+  ),
+  draft_closed: notification(
+    DraftClosedSchema,
+    'channel',
+    "The channel's draft was closed by Parley (auto-undraft: its native session could not be resumed). The channel is no longer in draft mode.",
+  ),
   agent_status: notification(AgentStatusNotificationSchema, 'channel', 'A worker agent of the channel changed status.'),
-  permission_requested: notification(PermissionRequestedSchema, 'channel', 'A workspace tool of the channel\'s draft (or of its worker or dispatch) waits for approval: show `request.diff` or `request.command` and answer with `answer_permission`. Until answered the tool waits; the session shows a "Waiting for your approval" system block. A client that attaches later finds waiting requests with `get_permissions`.'),
-  permission_resolved: notification(PermissionResolvedSchema, 'channel', 'An approval request was answered (by any client, the approver, or a cancel): close its prompt.'),
-  session_updated: notification(SessionUpdatedSchema, 'subscribers', 'Seed 003: a followed session was created, got messages, was cleared, archived or reconfigured. While a turn streams, updates caused by its events (`events_appended`) come at most every 250 ms per session, the newest; `session_event` carries every event.'),
-  session_event: notification(SessionEventNotificationSchema, 'subscribers', 'An event appended to a followed session\'s log.'),
-  compaction_started: notification(CompactionStartedSchema, 'subscribers', 'Seed 003: a compaction of a followed session began.'),
-  compaction_completed: notification(CompactionCompletedSchema, 'subscribers', 'Seed 003: the compaction finished; a new checkpoint version exists.'),
-  compaction_failed: notification(CompactionFailedSchema, 'subscribers', 'Seed 003: the compaction failed; nothing was changed.'),
-  run_updated: notification(RunUpdatedSchema, 'subscribers', 'A run followed with `subscribe_runs` changed: status, phase, pending prompts, agents, result.'),
-  run_event: notification(RunEventNotificationSchema, 'subscribers', 'An event of a run followed with `subscribe_runs` and `events: true` (seed 001\'s SessionEvent, timestamps as ISO 8601).'),
-  run_prompt: notification(RunPromptNotificationSchema, 'subscribers', 'A run followed with `subscribe_runs` waits for an answer (`answer_prompt`).'),
+  permission_requested: notification(
+    PermissionRequestedSchema,
+    'channel',
+    'A workspace tool of the channel\'s draft (or of its worker or dispatch) waits for approval: show `request.diff` or `request.command` and answer with `answer_permission`. Until answered the tool waits; the session shows a "Waiting for your approval" system block. A client that attaches later finds waiting requests with `get_permissions`.',
+  ),
+  permission_resolved: notification(
+    PermissionResolvedSchema,
+    'channel',
+    'An approval request was answered (by any client, the approver, or a cancel): close its prompt.',
+  ),
+  session_updated: notification(
+    SessionUpdatedSchema,
+    'subscribers',
+    'Seed 003: a followed session was created, got messages, was cleared, archived or reconfigured. While a turn streams, updates caused by its events (`events_appended`) come at most every 250 ms per session, the newest; `session_event` carries every event.',
+  ),
+  session_event: notification(
+    SessionEventNotificationSchema,
+    'subscribers',
+    "An event appended to a followed session's log.",
+  ),
+  compaction_started: notification(
+    CompactionStartedSchema,
+    'subscribers',
+    'Seed 003: a compaction of a followed session began.',
+  ),
+  compaction_completed: notification(
+    CompactionCompletedSchema,
+    'subscribers',
+    'Seed 003: the compaction finished; a new checkpoint version exists.',
+  ),
+  compaction_failed: notification(
+    CompactionFailedSchema,
+    'subscribers',
+    'Seed 003: the compaction failed; nothing was changed.',
+  ),
+  run_updated: notification(
+    RunUpdatedSchema,
+    'subscribers',
+    'A run followed with `subscribe_runs` changed: status, phase, pending prompts, agents, result.',
+  ),
+  run_event: notification(
+    RunEventNotificationSchema,
+    'subscribers',
+    "An event of a run followed with `subscribe_runs` and `events: true` (seed 001's SessionEvent, timestamps as ISO 8601).",
+  ),
+  run_prompt: notification(
+    RunPromptNotificationSchema,
+    'subscribers',
+    'A run followed with `subscribe_runs` waits for an answer (`answer_prompt`).',
+  ),
 } as const;
 
 export type NotificationTable = typeof notifications;

@@ -89,7 +89,11 @@ export class PendingApprovals {
   private remove(requestId: string): void {
     if (!this.current.requests.some((entry) => entry.requestId === requestId)) return;
     const { answering, error: _error, ...rest } = this.current;
-    this.set({ ...rest, requests: rest.requests.filter((entry) => entry.requestId !== requestId), ...(answering !== undefined && answering !== requestId ? { answering } : {}) });
+    this.set({
+      ...rest,
+      requests: rest.requests.filter((entry) => entry.requestId !== requestId),
+      ...(answering !== undefined && answering !== requestId ? { answering } : {}),
+    });
   }
 
   private set(next: PendingApprovalsState): void {

@@ -1,5 +1,10 @@
 import { z } from 'zod';
-import { ChatMessageSchema, ConversationBlockSchema, SessionMetricsSchema, StreamEventSchema } from '../conversation/index.js';
+import {
+  ChatMessageSchema,
+  ConversationBlockSchema,
+  SessionMetricsSchema,
+  StreamEventSchema,
+} from '../conversation/index.js';
 import { RPC_ERROR_DESCRIPTIONS, RpcErrorCode, type RpcErrorName } from './errors.js';
 import { methods } from './methods.js';
 import { notifications } from './notifications.js';
@@ -71,11 +76,21 @@ function render(converted: Record<string, unknown>, id: string, schema: z.ZodTyp
  * `npx tsx scripts/generate-protocol-docs.ts` writes it, and a test fails when the file is stale.
  */
 export function renderProtocolReference(): string {
-  const methodEntries = Object.entries(methods) as Array<[string, { params: z.ZodType; result: z.ZodType; description: string }]>;
-  const notificationEntries = Object.entries(notifications) as Array<[string, { params: z.ZodType; description: string; audience: string }]>;
-  const inputs = convert(methodEntries.map(([name, spec]) => [`${name}.params`, spec.params]), 'input');
+  const methodEntries = Object.entries(methods) as Array<
+    [string, { params: z.ZodType; result: z.ZodType; description: string }]
+  >;
+  const notificationEntries = Object.entries(notifications) as Array<
+    [string, { params: z.ZodType; description: string; audience: string }]
+  >;
+  const inputs = convert(
+    methodEntries.map(([name, spec]) => [`${name}.params`, spec.params]),
+    'input',
+  );
   const outputs = convert(
-    [...methodEntries.map(([name, spec]): [string, z.ZodType] => [`${name}.result`, spec.result]), ...notificationEntries.map(([name, spec]): [string, z.ZodType] => [`${name}.notification`, spec.params])],
+    [
+      ...methodEntries.map(([name, spec]): [string, z.ZodType] => [`${name}.result`, spec.result]),
+      ...notificationEntries.map(([name, spec]): [string, z.ZodType] => [`${name}.notification`, spec.params]),
+    ],
     'output',
   );
   const lines: string[] = [];
@@ -83,19 +98,33 @@ export function renderProtocolReference(): string {
   lines.push('');
   lines.push('<!-- Generated from src/protocol by scripts/generate-protocol-docs.ts. Do not edit by hand. -->');
   lines.push('');
-  lines.push(`Protocol version ${PROTOCOL_VERSION}. JSON-RPC 2.0 over WebSocket, one JSON text frame per message (batches allowed).`);
+  lines.push(
+    `Protocol version ${PROTOCOL_VERSION}. JSON-RPC 2.0 over WebSocket, one JSON text frame per message (batches allowed).`,
+  );
   lines.push('');
   lines.push('## Connecting');
   lines.push('');
-  lines.push(`- \`parley serve\` listens on 127.0.0.1 (\`--host\` to change) and writes \`server.json\` (mode 0600) in its data folder: see [ServerFile](#serverfile).`);
-  lines.push(`- The WebSocket endpoint is \`ws://HOST:PORT${RPC_PATH}\`. The upgrade must carry the token, as \`Authorization: Bearer <token>\` or the \`token\` query parameter; without it the server answers HTTP 401. A browser \`Origin\` other than the server's own is refused with HTTP 403.`);
-  lines.push('- `channel` query parameter: the channel the connection joins. A draft belongs to a channel, so a client that reconnects (or connects after a server restart) on the same channel gets its draft back. Without one, the connection gets a new channel of its own (`server_info` says which).');
-  lines.push('- Limits: a frame larger than 1 MiB closes the connection with code 1009; requests beyond the per-connection rate get `RATE_LIMITED` errors; a client that cannot keep up with notifications is disconnected with code 1013 and should reconnect and resume.');
-  lines.push('- Resuming: every stream event carries `sessionId` and `seq`. After a reconnect, call `get_events` with the last `seq` seen; `ProtocolClient` does this for you.');
+  lines.push(
+    `- \`parley serve\` listens on 127.0.0.1 (\`--host\` to change) and writes \`server.json\` (mode 0600) in its data folder: see [ServerFile](#serverfile).`,
+  );
+  lines.push(
+    `- The WebSocket endpoint is \`ws://HOST:PORT${RPC_PATH}\`. The upgrade must carry the token, as \`Authorization: Bearer <token>\` or the \`token\` query parameter; without it the server answers HTTP 401. A browser \`Origin\` other than the server's own is refused with HTTP 403.`,
+  );
+  lines.push(
+    '- `channel` query parameter: the channel the connection joins. A draft belongs to a channel, so a client that reconnects (or connects after a server restart) on the same channel gets its draft back. Without one, the connection gets a new channel of its own (`server_info` says which).',
+  );
+  lines.push(
+    '- Limits: a frame larger than 1 MiB closes the connection with code 1009; requests beyond the per-connection rate get `RATE_LIMITED` errors; a client that cannot keep up with notifications is disconnected with code 1013 and should reconnect and resume.',
+  );
+  lines.push(
+    '- Resuming: every stream event carries `sessionId` and `seq`. After a reconnect, call `get_events` with the last `seq` seen; `ProtocolClient` does this for you.',
+  );
   lines.push('');
   lines.push('## Errors');
   lines.push('');
-  lines.push('Every error response carries `data.code` (a stable string code) and, where it applies, `data.issues` (param problems as `path: message`) and `data.fault` (`user`, `model` or `system`).');
+  lines.push(
+    'Every error response carries `data.code` (a stable string code) and, where it applies, `data.issues` (param problems as `path: message`) and `data.fault` (`user`, `model` or `system`).',
+  );
   lines.push('');
   lines.push('| code | name | meaning |');
   lines.push('|---|---|---|');
@@ -107,7 +136,8 @@ export function renderProtocolReference(): string {
   lines.push('');
   lines.push('| method | description |');
   lines.push('|---|---|');
-  for (const [name, spec] of methodEntries) lines.push(`| [\`${name}\`](#${anchor(name)}) | ${spec.description.split('. ')[0]!.replace(/\.$/, '')}. |`);
+  for (const [name, spec] of methodEntries)
+    lines.push(`| [\`${name}\`](#${anchor(name)}) | ${spec.description.split('. ')[0]!.replace(/\.$/, '')}. |`);
   for (const [name, spec] of methodEntries) {
     lines.push('');
     lines.push(`### ${name}`);
@@ -127,7 +157,10 @@ export function renderProtocolReference(): string {
   lines.push('');
   lines.push('| notification | sent to | description |');
   lines.push('|---|---|---|');
-  for (const [name, spec] of notificationEntries) lines.push(`| [\`${name}\`](#${anchor(name)}) | ${spec.audience === 'channel' ? "the channel's connections" : 'subscribed connections'} | ${spec.description} |`);
+  for (const [name, spec] of notificationEntries)
+    lines.push(
+      `| [\`${name}\`](#${anchor(name)}) | ${spec.audience === 'channel' ? "the channel's connections" : 'subscribed connections'} | ${spec.description} |`,
+    );
   for (const [name, spec] of notificationEntries) {
     lines.push('');
     lines.push(`### ${name}`);

@@ -16,7 +16,11 @@ export type RunStatusWire = z.infer<typeof RunStatusWireSchema>;
 
 export const RunIdSchema = WireIdSchema.describe('A run id (see `list_runs`).');
 /** A prompt id as the run names it (`pendingPrompts[].promptId`). */
-export const PromptIdSchema = z.string().min(1).max(200).describe('A pending prompt of the run (`pendingPrompts[].promptId`).');
+export const PromptIdSchema = z
+  .string()
+  .min(1)
+  .max(200)
+  .describe('A pending prompt of the run (`pendingPrompts[].promptId`).');
 
 /** A `waitForUser` waiting for its answer. `deadline` (when it has a timeout) is kept across restarts. */
 export const RunPromptWireSchema = z.object({

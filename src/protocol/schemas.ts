@@ -30,7 +30,12 @@ export const SessionScopeWireSchema = z.discriminatedUnion('kind', [
     channelId: z.string().optional(),
   }),
   z.object({ kind: z.literal('workflow'), harness: z.string(), agent: z.string() }),
-  z.object({ kind: z.literal('imported'), source: z.string(), path: z.string(), nativeSessionId: z.string().optional() }),
+  z.object({
+    kind: z.literal('imported'),
+    source: z.string(),
+    path: z.string(),
+    nativeSessionId: z.string().optional(),
+  }),
 ]);
 
 /** A session's metadata (the store's `session.json`). */
@@ -47,7 +52,9 @@ export const SessionInfoSchema = z.object({
   createdAt: Millis,
   updatedAt: Millis,
   lastActivity: Millis.optional(),
-  native: z.object({ backend: z.string(), nativeSessionId: z.string(), transcriptPath: z.string().optional() }).optional(),
+  native: z
+    .object({ backend: z.string(), nativeSessionId: z.string(), transcriptPath: z.string().optional() })
+    .optional(),
   settings: z.object({
     tokenBudget: z.number().optional(),
     compactionThreshold: z.number().optional(),
@@ -80,7 +87,9 @@ export const CheckpointWireSchema = z.object({
   createdAt: z.string(),
   trigger: z.enum(['auto', 'manual', 'native', 'import', 'update']),
   instructions: z.string().optional(),
-  summarizer: CheckpointSummarizerWireSchema.optional().describe('who wrote the summary; absent in checkpoints written before it was recorded'),
+  summarizer: CheckpointSummarizerWireSchema.optional().describe(
+    'who wrote the summary; absent in checkpoints written before it was recorded',
+  ),
   summary: z.object({
     completed: z.array(z.string()),
     inProgress: z.array(z.string()),
@@ -89,7 +98,9 @@ export const CheckpointWireSchema = z.object({
     blockers: z.array(z.string()),
   }),
   pinned: z.array(z.string()),
-  liveHandles: z.array(z.object({ id: z.string(), kind: z.string(), label: z.string().optional(), status: z.string() })),
+  liveHandles: z.array(
+    z.object({ id: z.string(), kind: z.string(), label: z.string().optional(), status: z.string() }),
+  ),
   ralphLoop: z
     .object({
       currentIteration: z.number().int().nonnegative(),
@@ -120,7 +131,11 @@ export const ProjectInfoSchema = z.object({
   description: z.string().optional(),
   /** True for the project the server runs in. */
   current: z.boolean(),
-  defaultRole: z.string().describe("The role a client drafts for a first message typed before any draft: `defaultRole` in the project's `parley.config.json`, else `product-analyst`."),
+  defaultRole: z
+    .string()
+    .describe(
+      "The role a client drafts for a first message typed before any draft: `defaultRole` in the project's `parley.config.json`, else `product-analyst`.",
+    ),
 });
 export type ProjectInfo = z.infer<typeof ProjectInfoSchema>;
 
@@ -172,21 +187,36 @@ export const PermissionDecisionSchema = z.enum(['allow_once', 'allow_always', 'd
 export const PermissionRequestSchema = z.object({
   requestId: z.string().describe('Unique; `answer_permission` names it.'),
   sessionId: z.string(),
-  conversationId: z.string().optional().describe('A worker\'s thread in the session; absent for the drafted agent itself (`main`).'),
+  conversationId: z
+    .string()
+    .optional()
+    .describe("A worker's thread in the session; absent for the drafted agent itself (`main`)."),
   tool: z.string().describe('`edit_file`, `write_file` or `run_command`.'),
   kind: z.enum(['edit', 'write', 'command']),
   title: z.string().describe('One line to show: "Edit src/app.ts", "Run `npm test`".'),
   path: z.string().optional().describe('edit/write: the file, relative to the project folder.'),
   diff: z.string().optional().describe('edit/write: the change as a unified diff (`--- a/…`, `+++ b/…`, hunks).'),
   command: z.string().optional().describe('command: the shell command.'),
-  cwd: z.string().optional().describe('command: its working folder, relative to the project folder (`.`: the folder itself).'),
-  allowAlwaysScope: z.string().optional().describe('What `allow_always` remembers, worded for a person; absent when only a one-time answer is possible (a chained or redirected command): `allow_always` then counts as `allow_once`.'),
+  cwd: z
+    .string()
+    .optional()
+    .describe('command: its working folder, relative to the project folder (`.`: the folder itself).'),
+  allowAlwaysScope: z
+    .string()
+    .optional()
+    .describe(
+      'What `allow_always` remembers, worded for a person; absent when only a one-time answer is possible (a chained or redirected command): `allow_always` then counts as `allow_once`.',
+    ),
   requestedAt: z.string().describe('ISO 8601.'),
 });
 export type PermissionRequest = z.infer<typeof PermissionRequestSchema>;
 
 /** What confines `run_command` in the project. */
-export const SandboxWireSchema = z.object({ kind: z.enum(['bwrap', 'none']), detail: z.string(), binary: z.string().optional() });
+export const SandboxWireSchema = z.object({
+  kind: z.enum(['bwrap', 'none']),
+  detail: z.string(),
+  binary: z.string().optional(),
+});
 
 /** A role file that could not be read: names the file and the field. */
 export const RoleFileErrorSchema = z.object({
@@ -266,7 +296,12 @@ export const DispatchResultSchema = z.object({
   /** The final answer parsed against the output schema, when there was one. */
   output: z.unknown().optional(),
   summary: z.string(),
-  usage: z.object({ inputTokens: z.number(), outputTokens: z.number(), cacheReadTokens: z.number(), cacheWriteTokens: z.number() }),
+  usage: z.object({
+    inputTokens: z.number(),
+    outputTokens: z.number(),
+    cacheReadTokens: z.number(),
+    cacheWriteTokens: z.number(),
+  }),
   costUsd: z.number().nonnegative(),
   costUnknown: z.boolean(),
   durationMs: z.number().nonnegative(),
@@ -276,4 +311,3 @@ export const DispatchResultSchema = z.object({
   error: z.object({ code: z.string(), message: z.string() }).optional(),
 });
 export type DispatchResult = z.infer<typeof DispatchResultSchema>;
-

@@ -134,17 +134,26 @@ export function webSocketTransport(options: WebSocketTransportOptions): Transpor
   return (context) =>
     new Promise<Transport>((resolve, reject) => {
       const channel = context.channel ?? options.channel;
-      const url = connectionUrl(options.url, { ...(options.token !== undefined ? { token: options.token } : {}), ...(channel !== undefined ? { channel } : {}) });
+      const url = connectionUrl(options.url, {
+        ...(options.token !== undefined ? { token: options.token } : {}),
+        ...(channel !== undefined ? { channel } : {}),
+      });
       let socket: WebSocketLike;
       try {
         if (options.createSocket) socket = options.createSocket(url);
         else {
-          const Constructor = options.WebSocket ?? (globalThis as { WebSocket?: new (url: string) => WebSocketLike }).WebSocket;
-          if (!Constructor) throw new Error('No WebSocket implementation: pass `WebSocket` (e.g. from the `ws` package in Node).');
+          const Constructor =
+            options.WebSocket ?? (globalThis as { WebSocket?: new (url: string) => WebSocketLike }).WebSocket;
+          if (!Constructor)
+            throw new Error('No WebSocket implementation: pass `WebSocket` (e.g. from the `ws` package in Node).');
           socket = new Constructor(url);
         }
       } catch (error) {
-        reject(new ProtocolClientError('CONNECT_FAILED', `Could not open ${options.url}: ${String(error)}`, { cause: error }));
+        reject(
+          new ProtocolClientError('CONNECT_FAILED', `Could not open ${options.url}: ${String(error)}`, {
+            cause: error,
+          }),
+        );
         return;
       }
       const inbox = new Inbox();
@@ -179,7 +188,8 @@ export function webSocketTransport(options: WebSocketTransportOptions): Transpor
         resolve({
           start: (handlers) => inbox.start(handlers),
           send(frame) {
-            if (inbox.isClosed || socket.readyState !== OPEN) throw new ProtocolClientError('CONNECTION_CLOSED', `The connection to ${options.url} is closed.`);
+            if (inbox.isClosed || socket.readyState !== OPEN)
+              throw new ProtocolClientError('CONNECTION_CLOSED', `The connection to ${options.url} is closed.`);
             socket.send(frame);
           },
           close(code = 1000, reason = '') {

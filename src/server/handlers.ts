@@ -39,7 +39,8 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
   };
   return {
     // ---- seed 000 ----
-    draft: (params, context) => drafts.draft({ channelId: context.channelId, role: params.role, project: params.project, task: params.task }),
+    draft: (params, context) =>
+      drafts.draft({ channelId: context.channelId, role: params.role, project: params.project, task: params.task }),
     undraft: (_params, context) => drafts.undraft({ channelId: context.channelId }),
     get_draft_status: (_params, context) => drafts.getDraftStatus({ channelId: context.channelId }),
     list_backends: async () => ({ backends: drafts.listBackends() }),
@@ -56,7 +57,9 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
         },
         traceParent ? { traceParent } : {},
       );
-      return result.mode === 'draft' ? { mode: 'draft', accepted: true, sessionId: result.sessionId, seq: result.seq } : { mode: 'dispatch', sessionId: result.sessionId, result: result.result };
+      return result.mode === 'draft'
+        ? { mode: 'draft', accepted: true, sessionId: result.sessionId, seq: result.seq }
+        : { mode: 'dispatch', sessionId: result.sessionId, result: result.result };
     },
     cancel: (_params, context) => drafts.cancel({ channelId: context.channelId }),
 
@@ -77,11 +80,17 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
         ...(params.featureId !== undefined ? { featureId: params.featureId } : {}),
       };
       const search = params.search?.toLowerCase();
-      const candidates = (await manager.listSessions(filter)).filter((record) => matchesTask(record, params.taskId, params.taskState));
+      const candidates = (await manager.listSessions(filter)).filter((record) =>
+        matchesTask(record, params.taskId, params.taskState),
+      );
       const sessions: SessionRecord[] = [];
       for (const record of candidates) {
         if (params.limit !== undefined && sessions.length >= params.limit) break;
-        if (search === undefined || searchText(record).includes(search) || (params.searchContent === true && (await contentMatches(manager, record.sessionId, search)))) {
+        if (
+          search === undefined ||
+          searchText(record).includes(search) ||
+          (params.searchContent === true && (await contentMatches(manager, record.sessionId, search)))
+        ) {
           sessions.push(record);
         }
       }
@@ -99,7 +108,11 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
       return manager.getCompactionStatus(session.sessionId);
     },
     get_messages: async (params) => ({
-      messages: await manager.getRecentMessages(params.sessionId, params.limit ?? 50, params.includeCleared ? { includeCleared: true } : {}),
+      messages: await manager.getRecentMessages(
+        params.sessionId,
+        params.limit ?? 50,
+        params.includeCleared ? { includeCleared: true } : {},
+      ),
     }),
     get_checkpoint: async (params) => {
       const versions = await manager.listCheckpoints(params.sessionId);
@@ -111,7 +124,11 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
       const lastSeq = await manager.store.lastSeq((await manager.getSession(params.sessionId)).sessionId);
       const events = await manager.getEvents(params.sessionId, { afterSeq: params.afterSeq ?? -1, limit: limit + 1 });
       const hasMore = events.length > limit;
-      return { events: hasMore ? events.slice(0, limit) : events, lastSeq: Math.max(lastSeq, events.at(-1)?.seq ?? -1), hasMore };
+      return {
+        events: hasMore ? events.slice(0, limit) : events,
+        lastSeq: Math.max(lastSeq, events.at(-1)?.seq ?? -1),
+        hasMore,
+      };
     },
     subscribe: async (params, context) => {
       const target = connection(context.connectionId);
@@ -127,7 +144,10 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
       return Promise.resolve(subscriptionOf(target));
     },
     force_compact: async (params) => {
-      const checkpoint = await manager.forceCompact(params.sessionId, params.instructions !== undefined ? { instructions: params.instructions } : {});
+      const checkpoint = await manager.forceCompact(
+        params.sessionId,
+        params.instructions !== undefined ? { instructions: params.instructions } : {},
+      );
       return { compacted: true, checkpoint };
     },
     preview_request: async (params) => {
@@ -137,17 +157,24 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
     archive_session: async (params) => ({ session: await manager.archiveSession(params.sessionId) }),
 
     // ---- agents ----
-    list_agents: async (params, context) => ({ agents: await drafts.listAgents(params.all ? {} : { channelId: context.channelId }) }),
+    list_agents: async (params, context) => ({
+      agents: await drafts.listAgents(params.all ? {} : { channelId: context.channelId }),
+    }),
     kill_agent: (params) => drafts.killAgent(params),
     say_in_conversation: (params) => drafts.sayInConversation(params),
 
     // ---- approvals of the workspace tools ----
     answer_permission: async (params) => {
-      const resolution = await drafts.answerPermission({ sessionId: params.sessionId, requestId: params.requestId, decision: params.decision });
+      const resolution = await drafts.answerPermission({
+        sessionId: params.sessionId,
+        requestId: params.requestId,
+        decision: params.decision,
+      });
       return { requestId: resolution.requestId, sessionId: resolution.sessionId, decision: resolution.decision };
     },
     get_permissions: (_params, context) => drafts.getPermissions({ channelId: context.channelId }),
-    set_permission_mode: (params, context) => drafts.setPermissionMode({ channelId: context.channelId, mode: params.mode }),
+    set_permission_mode: (params, context) =>
+      drafts.setPermissionMode({ channelId: context.channelId, mode: params.mode }),
     // ---- durable runs ----
     ...createRunHandlers({
       runService: dependencies.runService,
@@ -171,7 +198,11 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
 
 function subscriptionOf(connection: Connection): MethodResultInput<'subscribe'> {
   const own = connection.subscriptions;
-  return { all: own.all, sessionIds: [...own.sessionIds].sort(), notices: { all: own.notices.all, sessionIds: [...own.notices.sessionIds].sort() } };
+  return {
+    all: own.all,
+    sessionIds: [...own.sessionIds].sort(),
+    notices: { all: own.notices.all, sessionIds: [...own.notices.sessionIds].sort() },
+  };
 }
 
 function matchesTask(record: SessionRecord, taskId: string | undefined, taskState: string | undefined): boolean {

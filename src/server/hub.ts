@@ -13,7 +13,11 @@ export class Connection {
    * `compaction_*`), and those it follows for their notices only (`subscribe { events: false }`).
    * A session is in one of the two at most.
    */
-  readonly subscriptions = { all: false, sessionIds: new Set<string>(), notices: { all: false, sessionIds: new Set<string>() } };
+  readonly subscriptions = {
+    all: false,
+    sessionIds: new Set<string>(),
+    notices: { all: false, sessionIds: new Set<string>() },
+  };
   closed = false;
 
   constructor(
@@ -90,7 +94,8 @@ export class Hub {
         this.noticeFollowersOfAll.add(connection);
         return;
       }
-      for (const sessionId of sessionIds) if (!own.sessionIds.has(sessionId)) follow(this.noticeFollowers, own.notices.sessionIds, sessionId, connection);
+      for (const sessionId of sessionIds)
+        if (!own.sessionIds.has(sessionId)) follow(this.noticeFollowers, own.notices.sessionIds, sessionId, connection);
       return;
     }
     if (sessionIds === undefined) {
@@ -113,8 +118,10 @@ export class Hub {
       this.followersOfAll.delete(connection);
       this.noticeFollowersOfAll.delete(connection);
     }
-    for (const sessionId of sessionIds ?? [...own.sessionIds]) unfollow(this.followers, own.sessionIds, sessionId, connection);
-    for (const sessionId of sessionIds ?? [...own.notices.sessionIds]) unfollow(this.noticeFollowers, own.notices.sessionIds, sessionId, connection);
+    for (const sessionId of sessionIds ?? [...own.sessionIds])
+      unfollow(this.followers, own.sessionIds, sessionId, connection);
+    for (const sessionId of sessionIds ?? [...own.notices.sessionIds])
+      unfollow(this.noticeFollowers, own.notices.sessionIds, sessionId, connection);
   }
 
   hasChannel(channelId: string): boolean {
@@ -122,7 +129,12 @@ export class Hub {
   }
 
   hasFollowers(sessionId: string): boolean {
-    return this.followersOfAll.size > 0 || this.followers.has(sessionId) || this.noticeFollowersOfAll.size > 0 || this.noticeFollowers.has(sessionId);
+    return (
+      this.followersOfAll.size > 0 ||
+      this.followers.has(sessionId) ||
+      this.noticeFollowersOfAll.size > 0 ||
+      this.noticeFollowers.has(sessionId)
+    );
   }
 
   /** To every connection of the channel. */
@@ -165,7 +177,8 @@ export class Hub {
     if (connection.closed || socket.readyState !== socket.OPEN) return;
     // Held bytes count in `bufferedAmount`: a burst in one turn is first offered to the socket, so
     // only data the client has not taken is judged (as before writes were batched).
-    if (socket.bufferedAmount > this.options.maxBufferedBytes && connection.stream) this.batch.release(connection.stream);
+    if (socket.bufferedAmount > this.options.maxBufferedBytes && connection.stream)
+      this.batch.release(connection.stream);
     if (socket.bufferedAmount > this.options.maxBufferedBytes) {
       connection.closed = true;
       this.options.onSlowConnection?.(connection);
@@ -176,7 +189,12 @@ export class Hub {
   }
 }
 
-function follow(index: Map<string, Set<Connection>>, own: Set<string>, sessionId: string, connection: Connection): void {
+function follow(
+  index: Map<string, Set<Connection>>,
+  own: Set<string>,
+  sessionId: string,
+  connection: Connection,
+): void {
   own.add(sessionId);
   let set = index.get(sessionId);
   if (!set) {
@@ -186,7 +204,12 @@ function follow(index: Map<string, Set<Connection>>, own: Set<string>, sessionId
   set.add(connection);
 }
 
-function unfollow(index: Map<string, Set<Connection>>, own: Set<string>, sessionId: string, connection: Connection): void {
+function unfollow(
+  index: Map<string, Set<Connection>>,
+  own: Set<string>,
+  sessionId: string,
+  connection: Connection,
+): void {
   own.delete(sessionId);
   const set = index.get(sessionId);
   set?.delete(connection);

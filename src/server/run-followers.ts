@@ -53,7 +53,11 @@ export class RunFollowers {
   }
 
   subscriptionOf(connection: Connection): { all: boolean; runIds: string[]; events: boolean } {
-    return { all: this.followersOfAll.has(connection), runIds: [...this.followedBy(connection)].sort(), events: this.wantEvents.has(connection) };
+    return {
+      all: this.followersOfAll.has(connection),
+      runIds: [...this.followedBy(connection)].sort(),
+      events: this.wantEvents.has(connection),
+    };
   }
 
   hasFollowers(runId: string): boolean {

@@ -79,7 +79,11 @@ export function createRunHandlers(dependencies: RunHandlerDependencies): Pick<Ha
       return outcome.accepted ? { accepted: true as const } : { accepted: false as const, message: outcome.message };
     },
     send_to_run: async (params) => {
-      await service('send_to_run').sendToRun(params.runId, params.message, params.agent !== undefined ? { agent: params.agent } : {});
+      await service('send_to_run').sendToRun(
+        params.runId,
+        params.message,
+        params.agent !== undefined ? { agent: params.agent } : {},
+      );
       return { sent: true as const };
     },
     pause_run: async (params) => ({ run: await service('pause_run').pauseRun(params.runId) }),
@@ -110,7 +114,8 @@ export function forwardRunEvents(runService: RunService, followers: RunFollowers
       if (followers.hasFollowers(payload.runId)) followers.notify(payload.runId, 'run_prompt', payload);
     }),
     runService.on('run_event', (payload) => {
-      if (followers.hasFollowers(payload.runId)) followers.notify(payload.runId, 'run_event', runEventOnTheWire(payload));
+      if (followers.hasFollowers(payload.runId))
+        followers.notify(payload.runId, 'run_event', runEventOnTheWire(payload));
     }),
   ];
 }

@@ -9,8 +9,21 @@ import { loadTokenizer } from '../conversation/index.js';
 import { createDraftService, type DraftService, type DraftServiceOptions } from '../draft/index.js';
 import type { RunService } from '../harness/index.js';
 import { ChannelIdSchema, PROTOCOL_VERSION, RPC_PATH, type ServerFile } from '../protocol/index.js';
-import { createBackendSummarizer, createSessionManager, type SessionManager, type Summarizer } from '../sessions/index.js';
-import { loadOrCreateToken, isLoopback, originAllowed, ownOrigins, presentedToken, tokenMatches, writePrivateFile } from './auth.js';
+import {
+  createBackendSummarizer,
+  createSessionManager,
+  type SessionManager,
+  type Summarizer,
+} from '../sessions/index.js';
+import {
+  loadOrCreateToken,
+  isLoopback,
+  originAllowed,
+  ownOrigins,
+  presentedToken,
+  tokenMatches,
+  writePrivateFile,
+} from './auth.js';
 import { Dispatcher, type Logger } from './dispatcher.js';
 import { createHandlers } from './handlers.js';
 import { Connection, Hub } from './hub.js';
@@ -133,11 +146,18 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const dataDir = resolve(options.dataDir);
   const maxMessageBytes = options.maxMessageBytes ?? 1024 * 1024;
   const rateLimit = options.rateLimit === undefined ? { capacity: 200, perSecond: 100 } : options.rateLimit;
-  if (!isLoopback(host)) log('warn', `Listening on ${host}: anyone who can reach this address and has the token can drive your agents. Keep the token secret.`);
+  if (!isLoopback(host))
+    log(
+      'warn',
+      `Listening on ${host}: anyone who can reach this address and has the token can drive your agents. Keep the token secret.`,
+    );
 
   await prepareDataFolder(dataDir);
   const token = await loadOrCreateToken(dataDir);
-  const summarize = options.summarize === false ? undefined : (options.summarize ?? (options.backendFor ? createBackendSummarizer(options.backendFor()) : undefined));
+  const summarize =
+    options.summarize === false
+      ? undefined
+      : (options.summarize ?? (options.backendFor ? createBackendSummarizer(options.backendFor()) : undefined));
   // The tokenizer (≈25 ms of CPU) loads once the server listens, not on the way to ready.
   const manager = await createSessionManager({
     ...(options.store ? { store: options.store } : { dataDir }),
@@ -187,7 +207,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const hub = new Hub({
     maxBufferedBytes: options.maxBufferedBytes ?? 16 * 1024 * 1024,
     onSlowConnection: (connection) => {
-      log('warn', 'A client fell too far behind; disconnecting it so it reconnects and resumes.', { connectionId: connection.id, channelId: connection.channelId });
+      log('warn', 'A client fell too far behind; disconnecting it so it reconnects and resumes.', {
+        connectionId: connection.id,
+        channelId: connection.channelId,
+      });
       connection.socket.close(1013, 'too slow: reconnect and resume with get_events');
       setTimeout(() => connection.socket.terminate(), 5_000).unref();
     },
@@ -195,7 +218,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const byId = new Map<string, Connection>();
   const runFollowers = new RunFollowers(hub);
   const dispatcher = new Dispatcher(
-    createHandlers({ manager, drafts, hub, projectRoot, version: SERVER_VERSION, connectionOf: (id) => byId.get(id), runFollowers, ...(runService ? { runService } : {}) }),
+    createHandlers({
+      manager,
+      drafts,
+      hub,
+      projectRoot,
+      version: SERVER_VERSION,
+      connectionOf: (id) => byId.get(id),
+      runFollowers,
+      ...(runService ? { runService } : {}),
+    }),
     log,
   );
 
@@ -204,14 +236,19 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // Other servers on the same store: their appends reach this server's followers as its own do.
   const stopFollowing = manager.followStoreChanges({
     followed: (sessionId) => hub.hasFollowers(sessionId),
-    onError: (error, sessionId) => log('warn', 'Could not bring a session up to date with changes from other servers', { sessionId, error: String(error) }),
+    onError: (error, sessionId) =>
+      log('warn', 'Could not bring a session up to date with changes from other servers', {
+        sessionId,
+        error: String(error),
+      }),
   });
   unsubscribers.push(() => void stopFollowing());
 
   let recovered: RunningServer['recovered'];
   try {
     recovered = await drafts.recover();
-    for (const failure of recovered.failed) log('warn', `Could not recover draft ${failure.sessionId}: ${failure.reason}`);
+    for (const failure of recovered.failed)
+      log('warn', `Could not recover draft ${failure.sessionId}: ${failure.reason}`);
   } catch (error) {
     for (const off of unsubscribers) off();
     if (ownsRunService) await runService?.close().catch(() => undefined);
@@ -220,7 +257,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     throw error;
   }
 
-  const sockets = new WebSocketServer({ noServer: true, maxPayload: maxMessageBytes, perMessageDeflate: false, clientTracking: false });
+  const sockets = new WebSocketServer({
+    noServer: true,
+    maxPayload: maxMessageBytes,
+    perMessageDeflate: false,
+    clientTracking: false,
+  });
   let allowedOrigins = new Set<string>();
   const http: Server = createServer((request, response) => {
     const url = new URL(request.url ?? '/', 'http://localhost');
@@ -234,7 +276,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   http.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     const refuse = (status: number, text: string, message: string) => {
-      socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(message)}\r\n\r\n${message}`);
+      socket.end(
+        `HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(message)}\r\n\r\n${message}`,
+      );
       socket.destroy();
     };
     socket.on('error', () => socket.destroy());
@@ -242,33 +286,58 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     if (closing) return refuse(503, 'Service Unavailable', 'The server is shutting down.\n');
     if (url.pathname !== RPC_PATH) return refuse(404, 'Not Found', `The JSON-RPC endpoint is ${RPC_PATH}.\n`);
     if (!tokenMatches(presentedToken(request, url), token)) {
-      return refuse(401, 'Unauthorized', 'A valid token is required: `Authorization: Bearer <token>` or `?token=<token>` (see server.json in the data folder).\n');
+      return refuse(
+        401,
+        'Unauthorized',
+        'A valid token is required: `Authorization: Bearer <token>` or `?token=<token>` (see server.json in the data folder).\n',
+      );
     }
-    if (!originAllowed(request.headers.origin, allowedOrigins)) return refuse(403, 'Forbidden', 'This origin may not connect to Parley.\n');
+    if (!originAllowed(request.headers.origin, allowedOrigins))
+      return refuse(403, 'Forbidden', 'This origin may not connect to Parley.\n');
     const requested = url.searchParams.get('channel');
     let channelId: string;
     if (requested === null) channelId = randomUUID();
     else {
       const checked = ChannelIdSchema.safeParse(requested);
-      if (!checked.success) return refuse(400, 'Bad Request', 'The `channel` parameter must be 1-200 letters, digits, ".", "_" or "-".\n');
+      if (!checked.success)
+        return refuse(400, 'Bad Request', 'The `channel` parameter must be 1-200 letters, digits, ".", "_" or "-".\n');
       channelId = checked.data;
     }
     sockets.handleUpgrade(request, socket, head, (ws) => accept(ws, channelId, socket));
   });
 
   const accept = (ws: WebSocket, channelId: string, stream: Duplex) => {
-    const connection = new Connection(randomUUID(), channelId, ws, rateLimit === false ? undefined : new TokenBucket(rateLimit.capacity, rateLimit.perSecond), stream);
+    const connection = new Connection(
+      randomUUID(),
+      channelId,
+      ws,
+      rateLimit === false ? undefined : new TokenBucket(rateLimit.capacity, rateLimit.perSecond),
+      stream,
+    );
     hub.add(connection);
     byId.set(connection.id, connection);
     const context = { connectionId: connection.id, channelId };
     const dispatchOptions = {
-      ...(connection.bucket ? { admit: () => connection.bucket!.take(), retryAfterMs: () => connection.bucket!.retryAfterMs() } : {}),
+      ...(connection.bucket
+        ? { admit: () => connection.bucket!.take(), retryAfterMs: () => connection.bucket!.retryAfterMs() }
+        : {}),
       closing: () => closing,
     };
     ws.on('message', (data: RawData, isBinary: boolean) => {
       const frame = isBinary ? null : rawToString(data);
       if (frame === null) {
-        hub.write(connection, JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid request: binary frames are not accepted; send JSON text.', data: { code: 'INVALID_REQUEST' } } }));
+        hub.write(
+          connection,
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: null,
+            error: {
+              code: -32600,
+              message: 'Invalid request: binary frames are not accepted; send JSON text.',
+              data: { code: 'INVALID_REQUEST' },
+            },
+          }),
+        );
         return;
       }
       dispatcher.handleFrame(frame, context, dispatchOptions).then(
@@ -299,7 +368,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const url = `http://${displayHost}:${port}/?token=${token}`;
   const serverFile = resolve(dataDir, 'server.json');
   if (options.writeServerFile !== false) {
-    const content: ServerFile = { url, wsUrl, host, port, token, pid: process.pid, protocolVersion: PROTOCOL_VERSION, projectRoot, startedAt: new Date().toISOString() };
+    const content: ServerFile = {
+      url,
+      wsUrl,
+      host,
+      port,
+      token,
+      pid: process.pid,
+      protocolVersion: PROTOCOL_VERSION,
+      projectRoot,
+      startedAt: new Date().toISOString(),
+    };
     await writePrivateFile(serverFile, `${JSON.stringify(content, null, 2)}\n`);
   }
   setImmediate(() => void loadTokenizer());
@@ -309,9 +388,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     (closed ??= (async () => {
       closing = true;
       // Running turns end first (aborted, a system block, state saved), so their last events still reach clients.
-      await drafts.close().catch((error: unknown) => log('error', 'Closing the draft layer failed', { error: String(error) }));
+      await drafts
+        .close()
+        .catch((error: unknown) => log('error', 'Closing the draft layer failed', { error: String(error) }));
       // Live runs stop with their stored status unchanged: the next server resumes them from their journals.
-      if (ownsRunService) await runService?.close().catch((error: unknown) => log('error', 'Closing the run service failed', { error: String(error) }));
+      if (ownsRunService)
+        await runService
+          ?.close()
+          .catch((error: unknown) => log('error', 'Closing the run service failed', { error: String(error) }));
       for (const off of unsubscribers) off();
       // The last notifications may still be held for this turn: they go out before the sockets close.
       hub.flush();

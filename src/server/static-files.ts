@@ -28,9 +28,16 @@ const securityHeaders = {
  * Serves the web UI's files from `root` (GET and HEAD only). Paths are resolved inside the root:
  * `..`, encoded separators and absolute paths cannot reach a file outside it.
  */
-export async function serveStatic(root: string | undefined, request: IncomingMessage, response: ServerResponse, pathname: string): Promise<void> {
-  if (request.method !== 'GET' && request.method !== 'HEAD') return send(response, 405, 'Method not allowed.\n', { Allow: 'GET, HEAD' });
-  if (!root) return send(response, 404, 'This Parley server has no web UI folder (start it with a web root, e.g. dist/web).\n');
+export async function serveStatic(
+  root: string | undefined,
+  request: IncomingMessage,
+  response: ServerResponse,
+  pathname: string,
+): Promise<void> {
+  if (request.method !== 'GET' && request.method !== 'HEAD')
+    return send(response, 405, 'Method not allowed.\n', { Allow: 'GET, HEAD' });
+  if (!root)
+    return send(response, 404, 'This Parley server has no web UI folder (start it with a web root, e.g. dist/web).\n');
   let decoded: string;
   try {
     decoded = decodeURIComponent(pathname);
@@ -50,7 +57,11 @@ export async function serveStatic(root: string | undefined, request: IncomingMes
       info = await stat(file);
     }
     if (!info.isFile()) return send(response, 404, 'Not found.\n');
-    response.writeHead(200, { ...securityHeaders, 'Content-Type': contentTypes[extname(file).toLowerCase()] ?? 'application/octet-stream', 'Content-Length': info.size });
+    response.writeHead(200, {
+      ...securityHeaders,
+      'Content-Type': contentTypes[extname(file).toLowerCase()] ?? 'application/octet-stream',
+      'Content-Length': info.size,
+    });
     if (request.method === 'HEAD') {
       response.end();
       return;

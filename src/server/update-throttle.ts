@@ -24,14 +24,21 @@ export class SessionUpdateThrottle {
   offer(update: SessionUpdate): void {
     const now = this.now();
     const entry = this.sessions.get(update.sessionId);
-    if (update.action !== 'events_appended' || entry === undefined || (entry.timer === undefined && now - entry.sentAt >= this.intervalMs)) {
+    if (
+      update.action !== 'events_appended' ||
+      entry === undefined ||
+      (entry.timer === undefined && now - entry.sentAt >= this.intervalMs)
+    ) {
       if (entry?.timer !== undefined) clearTimeout(entry.timer);
       this.sessions.set(update.sessionId, { sentAt: now });
       this.send(update);
       return;
     }
     entry.waiting = update;
-    entry.timer ??= setTimeout(() => this.sendWaiting(update.sessionId), Math.max(0, entry.sentAt + this.intervalMs - now)).unref();
+    entry.timer ??= setTimeout(
+      () => this.sendWaiting(update.sessionId),
+      Math.max(0, entry.sentAt + this.intervalMs - now),
+    ).unref();
   }
 
   close(): void {

@@ -21,8 +21,7 @@ const WRITE_TOOLS = ['Edit', 'Write'];
 
 const BUILT_IN: Record<string, Omit<AgentDescriptionText, 'agentType'>> = {
   pm: {
-    role:
-      'You are the Project Manager agent for this feature. You turn what the user wants into a clear specification and a set of small, well-ordered tasks with explicit dependencies, and you keep that plan current as work proceeds.',
+    role: 'You are the Project Manager agent for this feature. You turn what the user wants into a clear specification and a set of small, well-ordered tasks with explicit dependencies, and you keep that plan current as work proceeds.',
     instructions: [
       "Clarify the user's goal and constraints before planning; ask when something essential is ambiguous.",
       'Break the feature into tasks that can each be implemented and verified on their own; state each dependency.',
@@ -35,8 +34,7 @@ const BUILT_IN: Record<string, Omit<AgentDescriptionText, 'agentType'>> = {
       'Read the code to ground the plan. CreateTask takes a title, a description and the ids of the tasks it depends on; UpdateTask changes them; ListTasks shows the current plan.',
   },
   dev: {
-    role:
-      'You are the Developer agent for one task. You implement the task in the repository, following the project conventions, and you iterate until the build, the linter and the tests pass.',
+    role: 'You are the Developer agent for one task. You implement the task in the repository, following the project conventions, and you iterate until the build, the linter and the tests pass.',
     instructions: [
       'Read the task, its dependencies and the relevant code before changing anything.',
       'Make the smallest change that fully does the task; follow the conventions in CLAUDE.md / AGENTS.md.',
@@ -49,8 +47,7 @@ const BUILT_IN: Record<string, Omit<AgentDescriptionText, 'agentType'>> = {
       'Use Read, Glob and Grep to explore; Edit for targeted changes and Write for new files; Bash to run the build, the linter and the tests.',
   },
   qa: {
-    role:
-      "You are the QA agent for one task. You verify the Developer's work against the task: you review the change, run the checks, and report precisely what passes and what does not.",
+    role: "You are the QA agent for one task. You verify the Developer's work against the task: you review the change, run the checks, and report precisely what passes and what does not.",
     instructions: [
       'Compare the change with the task description and the acceptance criteria, point by point.',
       'Run the build, the linter and the tests; report each result.',
@@ -62,8 +59,7 @@ const BUILT_IN: Record<string, Omit<AgentDescriptionText, 'agentType'>> = {
     toolInstructions: 'Use Read, Glob and Grep to review the change and Bash to run the checks; you do not edit files.',
   },
   harness: {
-    role:
-      'You are the Harness agent: you orchestrate the workflow of this feature, decide which agent works next, and ask the user for approval at the points that need a human.',
+    role: 'You are the Harness agent: you orchestrate the workflow of this feature, decide which agent works next, and ask the user for approval at the points that need a human.',
     instructions: [
       'Keep track of every task and its state; move a task forward only when its checks passed.',
       'Ask the user before anything irreversible (merging, deleting, publishing) and wait for the answer.',
@@ -75,8 +71,7 @@ const BUILT_IN: Record<string, Omit<AgentDescriptionText, 'agentType'>> = {
       'DraftAgent starts a worker agent for a task and returns its id at once; AwaitAgent waits for its result; KillAgent stops it. Keep the ids of the workers you started.',
   },
   merge: {
-    role:
-      "You are the Merge agent: you bring a finished task's branch into the feature branch cleanly, resolving conflicts without losing anyone's work.",
+    role: "You are the Merge agent: you bring a finished task's branch into the feature branch cleanly, resolving conflicts without losing anyone's work.",
     instructions: [
       'Check that the task passed QA before merging.',
       'Resolve conflicts by understanding both sides; never discard a change you do not understand.',
@@ -113,16 +108,23 @@ export function describeAgent(agentType: string, override?: AgentDescriptionOver
   if (override !== undefined) {
     const parsed = AgentDescriptionOverrideSchema.safeParse(override);
     if (!parsed.success) {
-      throw new SessionError('INVALID_INPUT', `Agent description override for "${agentType}": ${describeIssues(parsed.error.issues)}.`, {
-        fault: 'user',
-        data: { agentType },
-      });
+      throw new SessionError(
+        'INVALID_INPUT',
+        `Agent description override for "${agentType}": ${describeIssues(parsed.error.issues)}.`,
+        {
+          fault: 'user',
+          data: { agentType },
+        },
+      );
     }
     checked = parsed.data;
   }
   const base = BUILT_IN[agentType] ?? {
     role: `You are the ${agentType} agent.`,
-    instructions: ['Work on the task you are given; ask when something essential is unclear.', 'Report what you did and what remains.'],
+    instructions: [
+      'Work on the task you are given; ask when something essential is unclear.',
+      'Report what you did and what remains.',
+    ],
     allowedTools: [...READ_TOOLS],
   };
   const instructions = [...(checked.instructions ?? base.instructions), ...(checked.extraInstructions ?? [])];
@@ -137,7 +139,9 @@ export function describeAgent(agentType: string, override?: AgentDescriptionOver
 }
 
 /** Seed 002's "# Your Role" and "## Instructions" (and the tools) as the request shows them. */
-export function renderAgentDescription(description: Pick<AgentDescriptionText, 'role' | 'instructions' | 'allowedTools' | 'toolInstructions'>): string {
+export function renderAgentDescription(
+  description: Pick<AgentDescriptionText, 'role' | 'instructions' | 'allowedTools' | 'toolInstructions'>,
+): string {
   const parts = ['# Your Role', '', description.role.trim()];
   if (description.instructions.length > 0) {
     parts.push('', '## Instructions', '', ...description.instructions.map((line) => `- ${line}`));

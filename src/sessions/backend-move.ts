@@ -53,7 +53,12 @@ export interface MoveOptions {
  * `runTurnWithFallback`) whenever the caller may pick another back end than the session's own;
  * a session already on `backend` is left as it is.
  */
-export async function continueOnBackend(manager: SessionManager, sessionId: string, backend: AgentBackend, options: MoveOptions): Promise<BackendMove> {
+export async function continueOnBackend(
+  manager: SessionManager,
+  sessionId: string,
+  backend: AgentBackend,
+  options: MoveOptions,
+): Promise<BackendMove> {
   const session = await manager.getSession(sessionId);
   const description = backend.describe();
   const to = description.name;
@@ -68,7 +73,13 @@ export async function continueOnBackend(manager: SessionManager, sessionId: stri
       description.continuity === 'managed'
         ? `${to} keeps no sessions of its own: Parley builds each request from its log (the checkpoint and the recent messages).`
         : `${to} cannot take a transcript written by Parley, so Parley builds the request from its log and ${to} starts a new session with it.`;
-    if (from !== to || imported) await notify(manager, sessionId, `This session now continues on ${to} (it was on ${from}). ${reason}`, { code: BACKEND_MOVED, from, to, mode: 'managed' });
+    if (from !== to || imported)
+      await notify(manager, sessionId, `This session now continues on ${to} (it was on ${from}). ${reason}`, {
+        code: BACKEND_MOVED,
+        from,
+        to,
+        mode: 'managed',
+      });
     return { from, to, mode: 'managed', conversions: [] };
   }
   const conversation = await manager.loadConversation(sessionId);
@@ -78,15 +89,38 @@ export async function continueOnBackend(manager: SessionManager, sessionId: stri
     return { from, to, mode: 'unchanged', conversions: [] };
   }
   const nativeSessionId = randomUUID();
-  const written = await writeNativeTranscript(manager, sessionId, backend, { cwd: options.cwd, nativeSessionId, source: from });
-  await manager.moveToBackend(sessionId, to, { backend: to, nativeSessionId, transcriptPath: `transcripts/${written.transcript}` });
+  const written = await writeNativeTranscript(manager, sessionId, backend, {
+    cwd: options.cwd,
+    nativeSessionId,
+    source: from,
+  });
+  await manager.moveToBackend(sessionId, to, {
+    backend: to,
+    nativeSessionId,
+    transcriptPath: `transcripts/${written.transcript}`,
+  });
   await notify(
     manager,
     sessionId,
     `This session now continues on ${to} (it was on ${from}). Parley wrote its history (${written.messages} messages${written.checkpointVersion !== undefined ? `, checkpoint v${written.checkpointVersion} for what was compacted` : ''}) as a native ${to} session, ${nativeSessionId}, and resumes it there. Converted: ${describeConversions(written.conversions)}.`,
-    { code: BACKEND_MOVED, from, to, mode: 'native', nativeSessionId, transcript: written.transcript, conversions: written.conversions },
+    {
+      code: BACKEND_MOVED,
+      from,
+      to,
+      mode: 'native',
+      nativeSessionId,
+      transcript: written.transcript,
+      conversions: written.conversions,
+    },
   );
-  return { from, to, mode: 'native', nativeSessionId, transcript: written.transcript, conversions: written.conversions };
+  return {
+    from,
+    to,
+    mode: 'native',
+    nativeSessionId,
+    transcript: written.transcript,
+    conversions: written.conversions,
+  };
 }
 
 interface WrittenNative {
@@ -106,18 +140,30 @@ export async function writeNativeTranscript(
   backend: AgentBackend,
   options: MoveOptions & { nativeSessionId: string; beforeSeq?: number; source?: string },
 ): Promise<WrittenNative> {
-  if (!canWrite(backend)) throw new Error(`The ${backend.describe().name} back end cannot take a transcript written by Parley.`);
+  if (!canWrite(backend))
+    throw new Error(`The ${backend.describe().name} back end cannot take a transcript written by Parley.`);
   const session = await manager.getSession(sessionId);
   const conversation = await manager.loadConversation(sessionId);
   const checkpoint = await manager.getCheckpoint(sessionId);
   const cleared = session.clearedThroughSeq ?? -1;
-  const blocks = conversation.blocks.filter((block) => isHistory(block) && (block.seq ?? 0) > cleared && (options.beforeSeq === undefined || (block.seq ?? 0) < options.beforeSeq));
+  const blocks = conversation.blocks.filter(
+    (block) =>
+      isHistory(block) &&
+      (block.seq ?? 0) > cleared &&
+      (options.beforeSeq === undefined || (block.seq ?? 0) < options.beforeSeq),
+  );
   const history: PortableHistory = {
     blocks,
     source: options.source ?? sourceOf(session),
-    ...(checkpoint && checkpoint.covers.throughSeq >= 0 ? { compacted: { summary: renderCheckpoint(checkpoint), coversSeq: checkpoint.covers.throughSeq } } : {}),
+    ...(checkpoint && checkpoint.covers.throughSeq >= 0
+      ? { compacted: { summary: renderCheckpoint(checkpoint), coversSeq: checkpoint.covers.throughSeq } }
+      : {}),
   };
-  const written = backend.writeSessionTranscripts(history, { nativeSessionId: options.nativeSessionId, cwd: options.cwd, now: Date.now() });
+  const written = backend.writeSessionTranscripts(history, {
+    nativeSessionId: options.nativeSessionId,
+    cwd: options.cwd,
+    now: Date.now(),
+  });
   const name = `native-${backend.describe().name}-${options.nativeSessionId}`;
   await manager.saveTranscript(sessionId, name, written.main);
   await backend.setupSessionTranscripts(options.nativeSessionId, { main: written.main }, folderWorkspace(options.cwd));
@@ -135,10 +181,15 @@ export async function writeNativeTranscript(
  * log and the turn retried once; when that fails too, the turn runs managed. The user message is
  * stored once; each step is a system block in the turn's events.
  */
-export async function runTurnWithFallback(manager: SessionManager, sessionId: string, options: RunTurnOptions): Promise<TurnHandle> {
+export async function runTurnWithFallback(
+  manager: SessionManager,
+  sessionId: string,
+  options: RunTurnOptions,
+): Promise<TurnHandle> {
   const session = await manager.getSession(sessionId);
   const description = options.backend.describe();
-  const native = description.continuity === 'native' && session.native?.backend === description.name ? session.native : undefined;
+  const native =
+    description.continuity === 'native' && session.native?.backend === description.name ? session.native : undefined;
   const first = await runTurn(manager, sessionId, options);
   if (!native) return first;
   const conversation = await manager.loadConversation(sessionId);
@@ -160,11 +211,16 @@ async function* climb(
   if (!(yield* watchForResumeFailure(firstEvents))) return;
   const retry = { ...options, userMessageStored: true, repairInterrupted: false };
   if (canWrite(backend)) {
-    yield* await notify(manager, sessionId, `${name} could not resume its session ${nativeSessionId}. Parley writes the session's native transcript again from its own log and tries once more.`, {
-      code: NATIVE_RESUME_RETRY,
-      backend: name,
-      nativeSessionId,
-    });
+    yield* await notify(
+      manager,
+      sessionId,
+      `${name} could not resume its session ${nativeSessionId}. Parley writes the session's native transcript again from its own log and tries once more.`,
+      {
+        code: NATIVE_RESUME_RETRY,
+        backend: name,
+        nativeSessionId,
+      },
+    );
     let rewritten = true;
     try {
       await writeNativeTranscript(manager, sessionId, backend, {
@@ -174,7 +230,12 @@ async function* climb(
       });
     } catch (error) {
       rewritten = false;
-      yield* await notify(manager, sessionId, `Parley could not write the native transcript again: ${error instanceof Error ? error.message : String(error)}`, { code: NATIVE_RESUME_RETRY, backend: name, failed: true });
+      yield* await notify(
+        manager,
+        sessionId,
+        `Parley could not write the native transcript again: ${error instanceof Error ? error.message : String(error)}`,
+        { code: NATIVE_RESUME_RETRY, backend: name, failed: true },
+      );
     }
     if (rewritten) {
       const second = await runTurn(manager, sessionId, retry);
@@ -195,9 +256,15 @@ async function* climb(
 async function* watchForResumeFailure(events: AsyncIterable<StreamEvent>): AsyncGenerator<StreamEvent, boolean> {
   let failed = false;
   for await (const event of events) {
-    if (event.type === 'block_complete' && event.conversationId === MAIN_CONVERSATION && event.block.type === 'system' && event.block.subtype === 'error') {
+    if (
+      event.type === 'block_complete' &&
+      event.conversationId === MAIN_CONVERSATION &&
+      event.block.type === 'system' &&
+      event.block.subtype === 'error'
+    ) {
       const data = event.block.data;
-      if (typeof data === 'object' && data !== null && isResumeFailureCode((data as Record<string, unknown>)['code'])) failed = true;
+      if (typeof data === 'object' && data !== null && isResumeFailureCode((data as Record<string, unknown>)['code']))
+        failed = true;
     }
     yield event;
   }
@@ -205,14 +272,25 @@ async function* watchForResumeFailure(events: AsyncIterable<StreamEvent>): Async
 }
 
 /** Appends an `info` system block; resolves with the stored event (for a turn's stream) once durable. */
-function notify(manager: SessionManager, sessionId: string, content: string, data: Record<string, unknown>): Promise<StreamEvent[]> {
+function notify(
+  manager: SessionManager,
+  sessionId: string,
+  content: string,
+  data: Record<string, unknown>,
+): Promise<StreamEvent[]> {
   const now = Date.now();
   return manager.appendEvents(sessionId, [
-    { type: 'block_complete', conversationId: MAIN_CONVERSATION, at: now, block: { id: randomUUID(), type: 'system', subtype: 'info', content, createdAt: now, completedAt: now, data } },
+    {
+      type: 'block_complete',
+      conversationId: MAIN_CONVERSATION,
+      at: now,
+      block: { id: randomUUID(), type: 'system', subtype: 'info', content, createdAt: now, completedAt: now, data },
+    },
   ]);
 }
 
-type WritingBackend = AgentBackend & Required<Pick<AgentBackend, 'writeSessionTranscripts' | 'setupSessionTranscripts'>>;
+type WritingBackend = AgentBackend &
+  Required<Pick<AgentBackend, 'writeSessionTranscripts' | 'setupSessionTranscripts'>>;
 
 function canWrite(backend: AgentBackend): backend is WritingBackend {
   return typeof backend.writeSessionTranscripts === 'function' && typeof backend.setupSessionTranscripts === 'function';

@@ -27,7 +27,10 @@ export function emptySummary(): CheckpointSummary {
 }
 
 /** The whole "# Checkpoint" section; `heading` false gives the body alone (for related sessions' checkpoints). */
-export function renderCheckpoint(checkpoint: CheckpointView | undefined, options: { heading?: boolean; level?: number } = {}): string {
+export function renderCheckpoint(
+  checkpoint: CheckpointView | undefined,
+  options: { heading?: boolean; level?: number } = {},
+): string {
   const level = options.level ?? 2;
   const hashes = '#'.repeat(level);
   const parts: string[] = [];
@@ -44,16 +47,28 @@ export function renderCheckpoint(checkpoint: CheckpointView | undefined, options
     parts.push(`${hashes} ${title}`, '', ...(items.length > 0 ? items.map((item) => `- ${item}`) : ['- (none)']), '');
   }
   if (checkpoint.pinned.length > 0) {
-    parts.push(`${hashes} User Intent (verbatim)`, '', ...checkpoint.pinned.map((text, index) => `${index + 1}. ${text}`), '');
+    parts.push(
+      `${hashes} User Intent (verbatim)`,
+      '',
+      ...checkpoint.pinned.map((text, index) => `${index + 1}. ${text}`),
+      '',
+    );
   }
   if (checkpoint.userRequests && checkpoint.userRequests.length > 0) {
-    parts.push(`${hashes} Recent User Requests (verbatim)`, '', ...checkpoint.userRequests.map((text) => `- ${text}`), '');
+    parts.push(
+      `${hashes} Recent User Requests (verbatim)`,
+      '',
+      ...checkpoint.userRequests.map((text) => `- ${text}`),
+      '',
+    );
   }
   if (checkpoint.liveHandles.length > 0) {
     parts.push(
       `${hashes} Live Workers`,
       '',
-      ...checkpoint.liveHandles.map((handle) => `- ${handle.id} (${handle.kind}${handle.label ? `: ${handle.label}` : ''}): ${handle.status}`),
+      ...checkpoint.liveHandles.map(
+        (handle) => `- ${handle.id} (${handle.kind}${handle.label ? `: ${handle.label}` : ''}): ${handle.status}`,
+      ),
       '',
     );
   }

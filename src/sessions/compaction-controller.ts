@@ -3,7 +3,20 @@ import { ATTR, inSpan, markSpanFailed, PARLEY_ATTR } from '../telemetry/index.js
 import { ParleyError, type ConversationBlock, type TokenCounter } from '../conversation/index.js';
 import type { Checkpoint, CheckpointInput, CheckpointSummarizer, CheckpointSummary } from '../store/index.js';
 import { renderCheckpoint, type CheckpointView } from './checkpoint-format.js';
-import { cancelledCompaction, chunkForSummary, collectIntents, collectLiveHandles, COMPACTION_SYSTEM_PROMPT, CompactionError, type CompactionPlan, type CompactionTrigger, planCompaction, prunedForSummary, renderForSummary, summarizeChunks } from './compaction.js';
+import {
+  cancelledCompaction,
+  chunkForSummary,
+  collectIntents,
+  collectLiveHandles,
+  COMPACTION_SYSTEM_PROMPT,
+  CompactionError,
+  type CompactionPlan,
+  type CompactionTrigger,
+  planCompaction,
+  prunedForSummary,
+  renderForSummary,
+  summarizeChunks,
+} from './compaction.js';
 import type { ProjectedMessage } from './projection.js';
 import { buildStructuralSummary } from './structural-summarizer.js';
 import type { Summarizer } from './summarizer.js';
@@ -42,7 +55,11 @@ export interface CompactionHost {
    */
   writeCheckpoint(sessionId: string, build: (latest: Checkpoint | undefined) => CheckpointInput): Promise<Checkpoint>;
   /** After the checkpoint is written: log a `system` compaction block, update stats, drop caches. */
-  committed(sessionId: string, checkpoint: Checkpoint, info: { trigger: CompactionTrigger; tokensBefore: number; tokensAfter: number }): Promise<void>;
+  committed(
+    sessionId: string,
+    checkpoint: Checkpoint,
+    info: { trigger: CompactionTrigger; tokensBefore: number; tokensAfter: number },
+  ): Promise<void>;
   started(event: { sessionId: string; trigger: CompactionTrigger; tokensBefore: number }): void;
   completed(event: {
     sessionId: string;
@@ -53,7 +70,14 @@ export interface CompactionHost {
     checkpoint: Checkpoint;
     summarizer: CheckpointSummarizer;
   }): void;
-  failed(event: { sessionId: string; trigger: CompactionTrigger; message: string; code: string; consecutiveFailures: number; autoCompactionStopped: boolean }): void;
+  failed(event: {
+    sessionId: string;
+    trigger: CompactionTrigger;
+    message: string;
+    code: string;
+    consecutiveFailures: number;
+    autoCompactionStopped: boolean;
+  }): void;
 }
 
 export interface CompactionSettings {
@@ -120,7 +144,8 @@ export class CompactionController {
   private readonly structuralFailures = new Map<string, number>();
   private readonly stopped = new Set<string>();
   private readonly shutdown = new AbortController();
-  private readonly settings: Required<Omit<CompactionSettings, 'protectToolChars'>> & Pick<CompactionSettings, 'protectToolChars'>;
+  private readonly settings: Required<Omit<CompactionSettings, 'protectToolChars'>> &
+    Pick<CompactionSettings, 'protectToolChars'>;
 
   constructor(
     private readonly host: CompactionHost,
@@ -172,21 +197,34 @@ export class CompactionController {
     if (options.trigger === 'auto' && this.stopped.has(sessionId)) {
       return Promise.resolve({
         ok: false,
-        error: new CompactionError('COMPACTION_STOPPED', `Automatic compaction is stopped for session "${sessionId}" after repeated failures; use forceCompact.`, {
-          fault: 'system',
-          data: { sessionId },
-        }),
+        error: new CompactionError(
+          'COMPACTION_STOPPED',
+          `Automatic compaction is stopped for session "${sessionId}" after repeated failures; use forceCompact.`,
+          {
+            fault: 'system',
+            data: { sessionId },
+          },
+        ),
       });
     }
-    const run = inSpan('compaction', { [ATTR.conversationId]: sessionId, 'parley.compaction.trigger': options.trigger }, async (span) => {
-      const result = await this.run(sessionId, options);
-      if (result.ok) {
-        span.setAttributes({ [PARLEY_ATTR.tokensBefore]: result.tokensBefore, [PARLEY_ATTR.tokensAfter]: result.tokensAfter, [PARLEY_ATTR.checkpointVersion]: result.checkpoint.version });
-      } else {
-        markSpanFailed(span, result.error.code, result.error.message);
-      }
-      return result;
-    }, options.traceParent).finally(() => {
+    const run = inSpan(
+      'compaction',
+      { [ATTR.conversationId]: sessionId, 'parley.compaction.trigger': options.trigger },
+      async (span) => {
+        const result = await this.run(sessionId, options);
+        if (result.ok) {
+          span.setAttributes({
+            [PARLEY_ATTR.tokensBefore]: result.tokensBefore,
+            [PARLEY_ATTR.tokensAfter]: result.tokensAfter,
+            [PARLEY_ATTR.checkpointVersion]: result.checkpoint.version,
+          });
+        } else {
+          markSpanFailed(span, result.error.code, result.error.message);
+        }
+        return result;
+      },
+      options.traceParent,
+    ).finally(() => {
       this.running.delete(sessionId);
       this.progress.delete(sessionId);
     });
@@ -202,14 +240,17 @@ export class CompactionController {
 
   /** A model is configured but has failed too often in a row: automatic compaction builds structurally. */
   private inFallback(sessionId: string): boolean {
-    return this.host.summarize !== undefined && (this.failures.get(sessionId) ?? 0) >= this.settings.maxConsecutiveFailures;
+    return (
+      this.host.summarize !== undefined && (this.failures.get(sessionId) ?? 0) >= this.settings.maxConsecutiveFailures
+    );
   }
 
   private async run(sessionId: string, options: CompactOptions): Promise<CompactionResult> {
     const { trigger } = options;
     const model = this.host.summarize;
     const fallback = trigger === 'auto' && this.inFallback(sessionId);
-    let summarizer: CheckpointSummarizer = !model || fallback ? { kind: 'structural', ...(fallback ? { fallback: true } : {}) } : modelSummarizer(model);
+    let summarizer: CheckpointSummarizer =
+      !model || fallback ? { kind: 'structural', ...(fallback ? { fallback: true } : {}) } : modelSummarizer(model);
     const progress: RunningCompaction = { startedAt: new Date(this.host.clock()).toISOString(), trigger, summarizer };
     this.progress.set(sessionId, progress);
     let started = false;
@@ -224,7 +265,11 @@ export class CompactionController {
         } catch (error) {
           const failure = asCompactionFailure(error);
           const count = this.countFailure(sessionId, 'model');
-          const fallBack = trigger === 'auto' && count >= this.settings.maxConsecutiveFailures && failure.code !== 'COMPACTION_CANCELLED' && failure.code !== 'COMPACTION_NOTHING_TO_COMPACT';
+          const fallBack =
+            trigger === 'auto' &&
+            count >= this.settings.maxConsecutiveFailures &&
+            failure.code !== 'COMPACTION_CANCELLED' &&
+            failure.code !== 'COMPACTION_NOTHING_TO_COMPACT';
           if (!fallBack) this.progress.delete(sessionId);
           this.report(sessionId, trigger, failure, {
             message: fallBack
@@ -242,7 +287,8 @@ export class CompactionController {
       if (!started) this.host.started({ sessionId, trigger, tokensBefore: 0 });
       const kind = summarizer.kind;
       const count = this.countFailure(sessionId, kind);
-      const stop = kind === 'structural' && (this.structuralFailures.get(sessionId) ?? 0) >= this.settings.maxConsecutiveFailures;
+      const stop =
+        kind === 'structural' && (this.structuralFailures.get(sessionId) ?? 0) >= this.settings.maxConsecutiveFailures;
       if (stop) this.stopped.add(sessionId);
       this.progress.delete(sessionId);
       this.report(sessionId, trigger, failure, {
@@ -257,7 +303,11 @@ export class CompactionController {
   }
 
   /** One compaction with one summarizer: fold, progress check, write. Throws when it fails; nothing is written then. */
-  private async attempt(snapshot: CompactionSnapshot, options: CompactOptions, summarizer: CheckpointSummarizer): Promise<CompactionResult> {
+  private async attempt(
+    snapshot: CompactionSnapshot,
+    options: CompactOptions,
+    summarizer: CheckpointSummarizer,
+  ): Promise<CompactionResult> {
     const { sessionId } = snapshot;
     const { trigger } = options;
     const tokensBefore = snapshot.tokensBefore;
@@ -286,18 +336,32 @@ export class CompactionController {
     await this.host.committed(sessionId, written, { trigger, tokensBefore, tokensAfter });
     // Not running any more by the time clients hear it ended, so a status read after the notice agrees with it.
     this.progress.delete(sessionId);
-    this.host.completed({ sessionId, trigger, version: written.version, tokensBefore, tokensAfter, checkpoint: written, summarizer });
+    this.host.completed({
+      sessionId,
+      trigger,
+      version: written.version,
+      tokensBefore,
+      tokensAfter,
+      checkpoint: written,
+      summarizer,
+    });
     return { ok: true, checkpoint: written, tokensBefore, tokensAfter };
   }
 
   private countFailure(sessionId: string, kind: CheckpointSummarizer['kind']): number {
     const count = (this.failures.get(sessionId) ?? 0) + 1;
     this.failures.set(sessionId, count);
-    if (kind === 'structural') this.structuralFailures.set(sessionId, (this.structuralFailures.get(sessionId) ?? 0) + 1);
+    if (kind === 'structural')
+      this.structuralFailures.set(sessionId, (this.structuralFailures.get(sessionId) ?? 0) + 1);
     return count;
   }
 
-  private report(sessionId: string, trigger: CompactionTrigger, failure: CompactionError | ParleyError, options: { message: string }): void {
+  private report(
+    sessionId: string,
+    trigger: CompactionTrigger,
+    failure: CompactionError | ParleyError,
+    options: { message: string },
+  ): void {
     this.host.failed({
       sessionId,
       trigger,
@@ -309,16 +373,24 @@ export class CompactionController {
   }
 
   /** Plans, builds the summary (the model's, pruned and chunked, or the structural one), and assembles the new checkpoint (not yet written). */
-  private async fold(snapshot: CompactionSnapshot, summarizer: CheckpointSummarizer, options: CompactOptions): Promise<CheckpointInput> {
+  private async fold(
+    snapshot: CompactionSnapshot,
+    summarizer: CheckpointSummarizer,
+    options: CompactOptions,
+  ): Promise<CheckpointInput> {
     const counter = this.host.counter;
     const tokensOf = (unit: ProjectedMessage) => counter.countKeyed(unit.key, unit.content);
     let plan = planCompaction(snapshot.messages, { tailTokens: snapshot.tailTokens, tokensOf });
     // Asked for explicitly, a compaction folds the tail too rather than doing nothing.
     if (!plan && options.trigger === 'manual') plan = planCompaction(snapshot.messages, { tailTokens: 0, tokensOf });
     if (!plan) {
-      throw new CompactionError('COMPACTION_NOTHING_TO_COMPACT', 'There is nothing to compact: every message after the checkpoint is in the verbatim tail or still in flight.', {
-        fault: 'user',
-      });
+      throw new CompactionError(
+        'COMPACTION_NOTHING_TO_COMPACT',
+        'There is nothing to compact: every message after the checkpoint is in the verbatim tail or still in flight.',
+        {
+          fault: 'user',
+        },
+      );
     }
     const previous = snapshot.checkpoint;
     const budget = snapshot.tokenBudget;
@@ -337,7 +409,8 @@ export class CompactionController {
     let summary: CheckpointSummary;
     const model = this.host.summarize;
     if (summarizer.kind === 'structural' || !model) {
-      if (this.shutdown.signal.aborted || options.signal?.aborted) throw cancelledCompaction(options.signal?.aborted ? options.signal : this.shutdown.signal);
+      if (this.shutdown.signal.aborted || options.signal?.aborted)
+        throw cancelledCompaction(options.signal?.aborted ? options.signal : this.shutdown.signal);
       const folded = new Set(plan.fold.flatMap((unit) => unit.blockIds));
       summary = buildStructuralSummary({
         blocks: snapshot.blocks.filter((block) => folded.has(block.id)),
@@ -365,7 +438,8 @@ export class CompactionController {
     };
     const previousOldest = previous?.covers.oldestMessageTimestamp;
     const oldestTimestamp = previousOldest ?? (oldest !== undefined ? new Date(oldest).toISOString() : undefined);
-    const newestTimestamp = newest !== undefined ? new Date(newest).toISOString() : previous?.covers.newestMessageTimestamp;
+    const newestTimestamp =
+      newest !== undefined ? new Date(newest).toISOString() : previous?.covers.newestMessageTimestamp;
     return {
       createdAt: new Date(this.host.clock()).toISOString(),
       trigger: options.trigger,
@@ -387,7 +461,12 @@ export class CompactionController {
   }
 
   /** The model's summary: old tool output pruned, the fold cut into calls that fit, each answer checked. */
-  private async summarizeWithModel(summarize: Summarizer, snapshot: CompactionSnapshot, plan: CompactionPlan, options: CompactOptions): Promise<CheckpointSummary> {
+  private async summarizeWithModel(
+    summarize: Summarizer,
+    snapshot: CompactionSnapshot,
+    plan: CompactionPlan,
+    options: CompactOptions,
+  ): Promise<CheckpointSummary> {
     const counter = this.host.counter;
     const previous = snapshot.checkpoint;
     const budget = snapshot.tokenBudget;
@@ -396,7 +475,10 @@ export class CompactionController {
     const rendered = plan.fold.map((unit, index) => renderForSummary(unit, pruned.has(index)));
     const previousTokens = previous ? counter.countText(JSON.stringify(previous.summary)) : 0;
     const overhead = counter.countText(COMPACTION_SYSTEM_PROMPT) + 200 + counter.countText(options.instructions ?? '');
-    const chunkTokens = Math.max(500, Math.floor(budget * (1 - this.settings.outputReserve)) - overhead - previousTokens * 2);
+    const chunkTokens = Math.max(
+      500,
+      Math.floor(budget * (1 - this.settings.outputReserve)) - overhead - previousTokens * 2,
+    );
     const chunks = chunkForSummary(rendered, chunkTokens, counter);
     const fromSeq = Math.min(...plan.fold.map((unit) => unit.firstSeq));
     const timeout = AbortSignal.timeout(this.settings.timeoutMs);
@@ -418,11 +500,19 @@ const STRUCTURAL_SHARE = 0.08;
 const STRUCTURAL_MIN_TOKENS = 150;
 
 function modelSummarizer(summarize: Summarizer): CheckpointSummarizer {
-  return { kind: 'model', ...(summarize.backend ? { backend: summarize.backend } : {}), ...(summarize.model ? { model: summarize.model } : {}) };
+  return {
+    kind: 'model',
+    ...(summarize.backend ? { backend: summarize.backend } : {}),
+    ...(summarize.model ? { model: summarize.model } : {}),
+  };
 }
 
 function asCompactionFailure(error: unknown): CompactionError | ParleyError {
   return error instanceof ParleyError
     ? error
-    : new CompactionError('COMPACTION_SUMMARIZER_FAILED', `The compaction failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    : new CompactionError(
+        'COMPACTION_SUMMARIZER_FAILED',
+        `The compaction failed: ${error instanceof Error ? error.message : String(error)}`,
+        { cause: error },
+      );
 }

@@ -37,7 +37,11 @@ export type CompactionErrorCode =
 
 export class CompactionError extends ParleyError {
   declare readonly code: CompactionErrorCode;
-  constructor(code: CompactionErrorCode, message: string, options: { fault?: 'user' | 'model' | 'system'; cause?: unknown; data?: Record<string, unknown> } = {}) {
+  constructor(
+    code: CompactionErrorCode,
+    message: string,
+    options: { fault?: 'user' | 'model' | 'system'; cause?: unknown; data?: Record<string, unknown> } = {},
+  ) {
     super(code, message, { fault: options.fault ?? 'system', ...options });
   }
 }
@@ -75,19 +79,23 @@ export type ParsedOutput = { ok: true; summary: CheckpointSummary } | { ok: fals
 /** Reads the checkpoint out of the model's raw text: JSON (fenced or surrounded by prose is accepted), then the schema. */
 export function parseCheckpointOutput(text: string): ParsedOutput {
   const json = extractJson(text);
-  if (json === undefined) return { ok: false, errors: 'The answer contains no JSON object. Answer with exactly one JSON object.' };
+  if (json === undefined)
+    return { ok: false, errors: 'The answer contains no JSON object. Answer with exactly one JSON object.' };
   let value: unknown;
   try {
     value = JSON.parse(json);
   } catch (error) {
     return { ok: false, errors: `The JSON does not parse: ${error instanceof Error ? error.message : String(error)}.` };
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { ok: false, errors: 'The answer must be a JSON object, not an array or a value.' };
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return { ok: false, errors: 'The answer must be a JSON object, not an array or a value.' };
   const renamed: Record<string, unknown> = {};
   for (const [key, item] of Object.entries(value)) renamed[ALIASES[key] ?? key] = item;
   const result = CompactionOutputSchema.safeParse(renamed);
   if (!result.success) {
-    const issues = result.error.issues.map((issue) => `- ${issue.path.length > 0 ? issue.path.join('.') : '(root)'}: ${issue.message}`);
+    const issues = result.error.issues.map(
+      (issue) => `- ${issue.path.length > 0 ? issue.path.join('.') : '(root)'}: ${issue.message}`,
+    );
     return { ok: false, errors: `The JSON does not match the checkpoint format:\n${issues.join('\n')}` };
   }
   return { ok: true, summary: result.data };
@@ -120,7 +128,7 @@ export const COMPACTION_SYSTEM_PROMPT = [
   '- completed: work that is done, with its concrete result (files, names, numbers, commands).',
   '- inProgress: work started and not finished, and where it stands.',
   "- pending: every request of the user that is not done yet, in the user's own words where possible. Never drop one.",
-  '- decisions: decisions and corrections made or agreed (especially the user\'s), each with its reason.',
+  "- decisions: decisions and corrections made or agreed (especially the user's), each with its reason.",
   '- blockers: open problems, errors and questions waiting for an answer.',
   '- Keep file paths, identifiers, commands, numbers and error messages exact.',
   '- Each item is one short, self-contained sentence; never refer to "above" or "the conversation".',
@@ -142,13 +150,16 @@ export function buildCompactionPrompt(input: CompactionPromptInput): string {
   const sections = [
     '# Previous Checkpoint',
     '',
-    input.previous && !isEmpty(input.previous) ? JSON.stringify(input.previous, null, 1) : '(none: this is the first checkpoint)',
+    input.previous && !isEmpty(input.previous)
+      ? JSON.stringify(input.previous, null, 1)
+      : '(none: this is the first checkpoint)',
     '',
     `# Conversation To Fold In (seq ${input.fromSeq}–${input.throughSeq}${input.parts && input.parts > 1 ? `, part ${input.part} of ${input.parts}` : ''})`,
     '',
     input.units.join('\n\n'),
   ];
-  if (input.instructions?.trim()) sections.push('', '# Instructions From The User For This Compaction', '', input.instructions.trim());
+  if (input.instructions?.trim())
+    sections.push('', '# Instructions From The User For This Compaction', '', input.instructions.trim());
   sections.push('', 'Reply with the updated checkpoint as one JSON object.');
   return sections.join('\n');
 }
@@ -244,7 +255,12 @@ export function chunkForSummary(rendered: readonly string[], maxTokens: number, 
     let piece = text;
     let tokens = counter.countText(piece);
     if (tokens > maxTokens) {
-      const cut = truncateText(piece, maxTokens, (value) => counter.countText(value), 'this message (the full text is kept in the session log)');
+      const cut = truncateText(
+        piece,
+        maxTokens,
+        (value) => counter.countText(value),
+        'this message (the full text is kept in the session log)',
+      );
       piece = cut.text;
       tokens = cut.tokens;
     }
@@ -278,14 +294,22 @@ export interface IntentOptions {
  * good, carried from checkpoint to checkpoint), and the most recent user messages folded in (refreshed
  * by each compaction). Recomputed from the log, which holds every message.
  */
-export function collectIntents(blocks: readonly ConversationBlock[], options: IntentOptions): { pinned: string[]; userRequests: string[] } {
+export function collectIntents(
+  blocks: readonly ConversationBlock[],
+  options: IntentOptions,
+): { pinned: string[]; userRequests: string[] } {
   const cleared = options.clearedThroughSeq ?? -1;
   const users = blocks.filter(
     (block): block is Extract<ConversationBlock, { type: 'user_message' }> =>
       block.type === 'user_message' && (block.seq ?? -1) > cleared && (block.seq ?? -1) <= options.throughSeq,
   );
   const clip = (text: string, maxTokens: number) =>
-    truncateText(text.trim(), maxTokens, (value) => options.counter.countText(value), 'this message (the full text is kept in the session log)').text;
+    truncateText(
+      text.trim(),
+      maxTokens,
+      (value) => options.counter.countText(value),
+      'this message (the full text is kept in the session log)',
+    ).text;
   const pinned = [...(options.previous?.pinned ?? [])];
   const pinnedIds = new Set<string>();
   const first = users[0];
@@ -311,12 +335,16 @@ export function collectIntents(blocks: readonly ConversationBlock[], options: In
 }
 
 /** Workers still pending or running (from subagent blocks), plus handles the previous checkpoint had that the log does not mention. */
-export function collectLiveHandles(blocks: readonly ConversationBlock[], previous: readonly LiveHandle[] = []): LiveHandle[] {
+export function collectLiveHandles(
+  blocks: readonly ConversationBlock[],
+  previous: readonly LiveHandle[] = [],
+): LiveHandle[] {
   const latest = new Map<string, Extract<ConversationBlock, { type: 'subagent' }>>();
   for (const block of blocks) if (block.type === 'subagent') latest.set(block.subagentId, block);
   const handles: LiveHandle[] = [];
   for (const block of latest.values()) {
-    if (block.status === 'pending' || block.status === 'running') handles.push({ id: block.subagentId, kind: 'worker', label: block.name, status: block.status });
+    if (block.status === 'pending' || block.status === 'running')
+      handles.push({ id: block.subagentId, kind: 'worker', label: block.name, status: block.status });
   }
   for (const handle of previous) if (!latest.has(handle.id)) handles.push({ ...handle });
   return handles;
@@ -356,10 +384,14 @@ export async function summarizeChunks(options: SummarizeOptions): Promise<Checkp
       const second = await ask(options, buildRepairPrompt(prompt, first, parsed.errors));
       parsed = check(parseCheckpointOutput(second));
       if (!parsed.ok) {
-        throw new CompactionError('COMPACTION_INVALID_OUTPUT', `The summarizer's answer was not a valid checkpoint, even after one repair attempt. ${parsed.errors}`, {
-          fault: 'model',
-          data: { errors: parsed.errors },
-        });
+        throw new CompactionError(
+          'COMPACTION_INVALID_OUTPUT',
+          `The summarizer's answer was not a valid checkpoint, even after one repair attempt. ${parsed.errors}`,
+          {
+            fault: 'model',
+            data: { errors: parsed.errors },
+          },
+        );
       }
     }
     summary = parsed.summary;
@@ -368,7 +400,12 @@ export async function summarizeChunks(options: SummarizeOptions): Promise<Checkp
 }
 
 function check(parsed: ParsedOutput): ParsedOutput {
-  if (parsed.ok && isEmpty(parsed.summary)) return { ok: false, errors: 'Every list is empty, so the summary would lose the whole conversation. Fill in what was done, what is in progress and what is left.' };
+  if (parsed.ok && isEmpty(parsed.summary))
+    return {
+      ok: false,
+      errors:
+        'Every list is empty, so the summary would lose the whole conversation. Fill in what was done, what is in progress and what is left.',
+    };
   return parsed;
 }
 
@@ -379,15 +416,24 @@ async function ask(options: SummarizeOptions, prompt: string): Promise<string> {
     text = await options.summarize({ systemPrompt: COMPACTION_SYSTEM_PROMPT, prompt, signal: options.signal });
   } catch (error) {
     if (options.signal.aborted) throw cancelledCompaction(options.signal);
-    throw new CompactionError('COMPACTION_SUMMARIZER_FAILED', `The summarizer failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw new CompactionError(
+      'COMPACTION_SUMMARIZER_FAILED',
+      `The summarizer failed: ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    );
   }
   if (options.signal.aborted) throw cancelledCompaction(options.signal);
-  if (typeof text !== 'string') throw new CompactionError('COMPACTION_INVALID_OUTPUT', `The summarizer returned ${typeof text}, not text.`, { fault: 'model' });
+  if (typeof text !== 'string')
+    throw new CompactionError('COMPACTION_INVALID_OUTPUT', `The summarizer returned ${typeof text}, not text.`, {
+      fault: 'model',
+    });
   return text;
 }
 
 /** The error of a compaction cancelled by its signal; nothing changed. */
 export function cancelledCompaction(signal: AbortSignal): CompactionError {
   const reason = signal.reason instanceof Error ? signal.reason.message : 'cancelled';
-  return new CompactionError('COMPACTION_CANCELLED', `The compaction was cancelled (${reason}); nothing changed.`, { cause: signal.reason });
+  return new CompactionError('COMPACTION_CANCELLED', `The compaction was cancelled (${reason}); nothing changed.`, {
+    cause: signal.reason,
+  });
 }

@@ -121,7 +121,11 @@ async function projectNotes(root: string, options: ContextOptions): Promise<Cont
     NOTE_FILES.map(async (name) => {
       try {
         const text = await readFile(join(root, name), 'utf8');
-        return { key: name.toLowerCase().replace('.md', '-md'), title: `Project Instructions (${name})`, text: clipText(text.trim(), limit, name) };
+        return {
+          key: name.toLowerCase().replace('.md', '-md'),
+          title: `Project Instructions (${name})`,
+          text: clipText(text.trim(), limit, name),
+        };
       } catch {
         return undefined;
       }
@@ -184,17 +188,29 @@ export async function recentCommits(root: string, options: ContextOptions = {}, 
   return text;
 }
 
-function runGitLog(root: string, maxCommits: number, options: ContextOptions, signal: AbortSignal | undefined): Promise<string> {
+function runGitLog(
+  root: string,
+  maxCommits: number,
+  options: ContextOptions,
+  signal: AbortSignal | undefined,
+): Promise<string> {
   const args = ['log', `-n${maxCommits}`, '--no-color', '--date=short', '--format=%h%x09%ad%x09%an%x09%s%x09%D'];
   return new Promise((resolve) => {
     execFile(
       'git',
       args,
-      { cwd: root, timeout: options.gitTimeoutMs ?? 5_000, maxBuffer: 1024 * 1024, windowsHide: true, ...(signal ? { signal } : {}) },
+      {
+        cwd: root,
+        timeout: options.gitTimeoutMs ?? 5_000,
+        maxBuffer: 1024 * 1024,
+        windowsHide: true,
+        ...(signal ? { signal } : {}),
+      },
       (error, stdout, stderr) => {
         if (error) {
           const detail = `${String(stderr)} ${error.message}`;
-          if ((error as NodeJS.ErrnoException).code === 'ENOENT') resolve('(git is not installed, so the history is not shown)');
+          if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+            resolve('(git is not installed, so the history is not shown)');
           else if (/not a git repository/i.test(detail)) resolve('(not a git repository)');
           else if (/does not have any commits|bad default revision/i.test(detail)) resolve('(no commits yet)');
           else resolve(`(git log failed: ${firstLine(String(stderr)) || error.message})`);
@@ -216,14 +232,19 @@ function runGitLog(root: string, maxCommits: number, options: ContextOptions, si
 async function workSections(input: ContextInput, options: ContextOptions): Promise<ContextSection[]> {
   const scope = input.session.scope;
   if (scope.kind !== 'feature' && scope.kind !== 'task') return [];
-  const [feature, tasks] = await Promise.all([input.store.getFeature(scope.featureId), input.store.listTasks(scope.featureId)]);
+  const [feature, tasks] = await Promise.all([
+    input.store.getFeature(scope.featureId),
+    input.store.listTasks(scope.featureId),
+  ]);
   const sections: ContextSection[] = [];
   const limit = options.maxNoteChars ?? 24_000;
   const maxTasks = options.maxTasks ?? 50;
   const byId = new Map(tasks.map((task) => [task.taskId, task]));
   const describeTask = (id: string) => {
     const task = byId.get(id);
-    return task ? `- ${id}: ${task.title}${task.currentState ? ` [${task.currentState}]` : ''}` : `- ${id} (not found in this feature)`;
+    return task
+      ? `- ${id}: ${task.title}${task.currentState ? ` [${task.currentState}]` : ''}`
+      : `- ${id} (not found in this feature)`;
   };
 
   const featureLines = [`Id: ${scope.featureId}`];
@@ -238,7 +259,9 @@ async function workSections(input: ContextInput, options: ContextOptions): Promi
     const sorted = [...tasks].sort((a, b) => a.taskId.localeCompare(b.taskId));
     featureLines.push('', `Tasks (${tasks.length}):`);
     for (const task of sorted.slice(0, maxTasks)) {
-      featureLines.push(`${describeTask(task.taskId)}${task.dependencies.length > 0 ? ` (depends on ${task.dependencies.join(', ')})` : ''}`);
+      featureLines.push(
+        `${describeTask(task.taskId)}${task.dependencies.length > 0 ? ` (depends on ${task.dependencies.join(', ')})` : ''}`,
+      );
     }
     if (tasks.length > maxTasks) featureLines.push(`… ${tasks.length - maxTasks} more tasks not shown`);
   }
@@ -246,14 +269,27 @@ async function workSections(input: ContextInput, options: ContextOptions): Promi
 
   if (scope.kind === 'task') {
     const task = byId.get(scope.taskId) ?? (await input.store.getTask(scope.featureId, scope.taskId));
-    sections.push({ key: 'task', title: 'Task', text: renderTask(scope.taskId, scope.taskState, task, tasks, describeTask, limit) });
+    sections.push({
+      key: 'task',
+      title: 'Task',
+      text: renderTask(scope.taskId, scope.taskState, task, tasks, describeTask, limit),
+    });
   }
   return sections;
 }
 
-function renderTask(taskId: string, state: string, task: Task | undefined, tasks: readonly Task[], describeTask: (id: string) => string, limit: number): string {
+function renderTask(
+  taskId: string,
+  state: string,
+  task: Task | undefined,
+  tasks: readonly Task[],
+  describeTask: (id: string) => string,
+  limit: number,
+): string {
   if (!task) return `Id: ${taskId}\nState: ${state}\n(no task record yet)`;
-  const dependents = tasks.filter((other) => other.taskId !== task.taskId && other.dependencies.includes(task.taskId)).map((other) => other.taskId);
+  const dependents = tasks
+    .filter((other) => other.taskId !== task.taskId && other.dependencies.includes(task.taskId))
+    .map((other) => other.taskId);
   return [
     `Id: ${task.taskId}`,
     `Title: ${task.title}`,
@@ -275,7 +311,10 @@ async function relatedCheckpoints(input: ContextInput): Promise<ContextSection |
   if (ids.length === 0) return undefined;
   const parts = await Promise.all(
     ids.map(async (id) => {
-      const [record, checkpoint] = await Promise.all([input.store.getSession(id).catch(() => undefined), input.store.readCheckpoint(id).catch(() => undefined)]);
+      const [record, checkpoint] = await Promise.all([
+        input.store.getSession(id).catch(() => undefined),
+        input.store.readCheckpoint(id).catch(() => undefined),
+      ]);
       if (!record) return `### ${id}\n\n(no such session)`;
       const heading = `### ${id} (${record.agentType}${checkpoint ? `, checkpoint v${checkpoint.version}` : ''})`;
       if (!checkpoint) return `${heading}\n\n(no checkpoint yet)`;

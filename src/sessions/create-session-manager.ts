@@ -2,7 +2,11 @@ import { loadTokenizer } from '../conversation/index.js';
 import { createFileStore, type StoreWarning } from '../store/index.js';
 import { SessionError } from './errors.js';
 import { withImportedSessions } from './import/imported-store.js';
-import { DEFAULT_COMPACTION_THRESHOLD, DEFAULT_TOKEN_BUDGET, type SessionManagerOptions } from './session-manager-types.js';
+import {
+  DEFAULT_COMPACTION_THRESHOLD,
+  DEFAULT_TOKEN_BUDGET,
+  type SessionManagerOptions,
+} from './session-manager-types.js';
 import { SessionManager } from './session-manager.js';
 import { checkBudget } from './session-requests.js';
 
@@ -12,14 +16,22 @@ import { checkBudget } from './session-requests.js';
  */
 export async function createSessionManager(options: SessionManagerOptions): Promise<SessionManager> {
   // Checked before a store is opened, so a bad option never leaves a data folder locked.
-  checkBudget(options.tokenBudget ?? DEFAULT_TOKEN_BUDGET, options.compactionThreshold ?? DEFAULT_COMPACTION_THRESHOLD, 'createSessionManager');
+  checkBudget(
+    options.tokenBudget ?? DEFAULT_TOKEN_BUDGET,
+    options.compactionThreshold ?? DEFAULT_COMPACTION_THRESHOLD,
+    'createSessionManager',
+  );
   let store = options.store;
   let ownsStore = false;
   const warnings: StoreWarning[] = [];
   let manager: SessionManager | undefined;
   if (!store) {
     if (!options.dataDir) {
-      throw new SessionError('INVALID_INPUT', 'createSessionManager needs `dataDir` (a folder for the file store) or `store`.', { fault: 'user' });
+      throw new SessionError(
+        'INVALID_INPUT',
+        'createSessionManager needs `dataDir` (a folder for the file store) or `store`.',
+        { fault: 'user' },
+      );
     }
     store = await createFileStore({
       dataDir: options.dataDir,

@@ -12,7 +12,14 @@ export * from './compaction-controller.js';
 export * from './context-builder.js';
 export * from './projection.js';
 export * from './request-builder.js';
-export { RalphLoopPatchSchema, type AgentTypeSettings, type PreviewedRequest, type RalphLoopPatch, type RequestOptions, type ResolvedSettings } from './session-requests.js';
+export {
+  RalphLoopPatchSchema,
+  type AgentTypeSettings,
+  type PreviewedRequest,
+  type RalphLoopPatch,
+  type RequestOptions,
+  type ResolvedSettings,
+} from './session-requests.js';
 export * from './summarizer.js';
 export * from './import/index.js';
 export { DEFAULT_CHANGE_POLL_MS, type FollowStoreChangesOptions } from './store-changes.js';

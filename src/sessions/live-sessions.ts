@@ -1,4 +1,10 @@
-import { applyEvents, emptyConversation, MAIN_CONVERSATION, type ConversationState, type StreamEvent } from '../conversation/index.js';
+import {
+  applyEvents,
+  emptyConversation,
+  MAIN_CONVERSATION,
+  type ConversationState,
+  type StreamEvent,
+} from '../conversation/index.js';
 import type { SessionRecord, SessionStore } from '../store/index.js';
 
 /**
@@ -74,7 +80,11 @@ export class LiveSessionCache {
 }
 
 /** A session as its log says: the conversation rebuilt, the record's metrics and counts taken from it. */
-export async function loadLiveSession(store: SessionStore, sessionId: string, record: SessionRecord): Promise<LiveSession> {
+export async function loadLiveSession(
+  store: SessionStore,
+  sessionId: string,
+  record: SessionRecord,
+): Promise<LiveSession> {
   const events: StreamEvent[] = [];
   for await (const event of store.readLog(sessionId)) events.push(event);
   return liveSessionOf(sessionId, record, events);

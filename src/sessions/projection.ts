@@ -1,4 +1,10 @@
-import type { ConversationBlock, SubagentBlock, SystemBlock, ToolResultBlock, ToolUseBlock } from '../conversation/index.js';
+import type {
+  ConversationBlock,
+  SubagentBlock,
+  SystemBlock,
+  ToolResultBlock,
+  ToolUseBlock,
+} from '../conversation/index.js';
 import type { Checkpoint } from '../store/index.js';
 
 /**
@@ -115,7 +121,10 @@ function isFinal(status: string): boolean {
 }
 
 function placeholder(messages: number, units: number, throughSeq: number): ProjectedMessage {
-  const what = messages === units ? `${messages} message${messages === 1 ? '' : 's'}` : `${messages} message${messages === 1 ? '' : 's'} and ${units - messages} tool call${units - messages === 1 ? '' : 's'} or notices`;
+  const what =
+    messages === units
+      ? `${messages} message${messages === 1 ? '' : 's'}`
+      : `${messages} message${messages === 1 ? '' : 's'} and ${units - messages} tool call${units - messages === 1 ? '' : 's'} or notices`;
   return {
     key: `placeholder#${messages}#${units}#${throughSeq}`,
     kind: 'placeholder',
@@ -194,7 +203,12 @@ function buildUnits(blocks: readonly ConversationBlock[], pruned: ReadonlySet<st
   return units;
 }
 
-function toolUnit(call: ToolUseBlock, result: ToolResultBlock | undefined, pruned: boolean, settled: boolean): ProjectedMessage {
+function toolUnit(
+  call: ToolUseBlock,
+  result: ToolResultBlock | undefined,
+  pruned: boolean,
+  settled: boolean,
+): ProjectedMessage {
   const input = stringifyInput(call.input);
   let state: ToolState;
   let output: string;
@@ -215,7 +229,15 @@ function toolUnit(call: ToolUseBlock, result: ToolResultBlock | undefined, prune
   const seq = result?.seq ?? call.seq ?? -1;
   const prunedNow = pruned && result !== undefined && outputChars > prunedMarker(outputChars, seq).length;
   if (prunedNow) output = prunedMarker(outputChars, seq);
-  const tool: ProjectedTool = { toolUseId: call.toolUseId, name: call.name, input, output, state, pruned: prunedNow, outputChars };
+  const tool: ProjectedTool = {
+    toolUseId: call.toolUseId,
+    name: call.name,
+    input,
+    output,
+    state,
+    pruned: prunedNow,
+    outputChars,
+  };
   return {
     key: `${call.id}#${input.length}|${result ? `${result.id}#${result.content.length}` : call.status}|${prunedNow ? 'p' : ''}`,
     kind: 'tool',
@@ -226,7 +248,10 @@ function toolUnit(call: ToolUseBlock, result: ToolResultBlock | undefined, prune
     lastSeq: result?.seq ?? call.seq ?? -1,
     createdAt: call.createdAt,
     // A call with no result is closed as interrupted once the turn is over; before that it is in flight.
-    complete: result !== undefined ? result.completedAt !== undefined || settled : call.status === 'success' || call.status === 'error' || settled,
+    complete:
+      result !== undefined
+        ? result.completedAt !== undefined || settled
+        : call.status === 'success' || call.status === 'error' || settled,
     tool,
   };
 }
@@ -279,7 +304,8 @@ function workerUnit(block: SubagentBlock): ProjectedMessage {
 
 /** The text of a tool unit: the call, then its result, always together. */
 export function renderTool(tool: Pick<ProjectedTool, 'toolUseId' | 'name' | 'input' | 'output' | 'state'>): string {
-  if (tool.state === 'orphan') return `**Tool result** (call ${tool.toolUseId}; its call is not in the history): ${tool.output}`;
+  if (tool.state === 'orphan')
+    return `**Tool result** (call ${tool.toolUseId}; its call is not in the history): ${tool.output}`;
   const label = tool.state === 'error' ? `call ${tool.toolUseId}, error` : `call ${tool.toolUseId}`;
   return `**Assistant** called tool \`${tool.name}\` (call ${tool.toolUseId}) with input: ${tool.input}\n**Tool result** (${label}): ${tool.output}`;
 }

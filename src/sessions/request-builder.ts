@@ -141,7 +141,11 @@ class Draft {
       titleTokens: counter.countText(`## ${section.title}`),
     }));
     this.checkpoint = { text: sources.checkpoint, tokens: counter.countText(sources.checkpoint) };
-    this.units = sources.conversation.map((unit) => ({ unit, text: unit.content, tokens: counter.countKeyed(unit.key, unit.content) }));
+    this.units = sources.conversation.map((unit) => ({
+      unit,
+      text: unit.content,
+      tokens: counter.countKeyed(unit.key, unit.content),
+    }));
     this.user = { text: sources.userMessage, tokens: counter.countText(sources.userMessage) };
   }
 
@@ -158,7 +162,9 @@ class Draft {
     const conversation =
       this.separator +
       this.conversationHeading +
-      (this.units.length === 0 && !this.omittedNotice ? this.separator + this.counter.countText(NO_MESSAGES) : conversationUnits + notice);
+      (this.units.length === 0 && !this.omittedNotice
+        ? this.separator + this.counter.countText(NO_MESSAGES)
+        : conversationUnits + notice);
     return {
       role: this.role.tokens,
       context,
@@ -185,14 +191,18 @@ class Draft {
     const context =
       this.context.length === 0
         ? `${CONTEXT_HEADING}${SEPARATOR}${NO_CONTEXT}`
-        : CONTEXT_HEADING + this.context.map((section) => `${SEPARATOR}## ${section.title}${SEPARATOR}${section.text}`).join('');
+        : CONTEXT_HEADING +
+          this.context.map((section) => `${SEPARATOR}## ${section.title}${SEPARATOR}${section.text}`).join('');
     const units = this.units.map((unit) => unit.text);
     if (this.omittedNotice) {
       // After the compaction placeholder (when there is one), where the left-out messages were.
       const at = this.units[0]?.unit.kind === 'placeholder' ? 1 : 0;
       units.splice(at, 0, this.omittedNotice.text);
     }
-    const conversation = units.length === 0 ? `${CONVERSATION_HEADING}${SEPARATOR}${NO_MESSAGES}` : CONVERSATION_HEADING + units.map((text) => SEPARATOR + text).join('');
+    const conversation =
+      units.length === 0
+        ? `${CONVERSATION_HEADING}${SEPARATOR}${NO_MESSAGES}`
+        : CONVERSATION_HEADING + units.map((text) => SEPARATOR + text).join('');
     return {
       systemPrompt: [this.role.text, context, this.checkpoint.text, conversation].join(SEPARATOR),
       userPrompt: this.user.text,
@@ -201,7 +211,11 @@ class Draft {
 }
 
 /** Measures a request without changing it: what compaction decisions are based on. */
-export function measureRequest(sources: RequestSources, counter: TokenCounter, budget: RequestBudget): { totalTokens: number; estimatedTokens: number; sections: RequestSections } {
+export function measureRequest(
+  sources: RequestSources,
+  counter: TokenCounter,
+  budget: RequestBudget,
+): { totalTokens: number; estimatedTokens: number; sections: RequestSections } {
   const draft = new Draft(sources, counter);
   const measured = draft.calibrated(budget.calibrationRatio ?? 1);
   return { totalTokens: measured.total, estimatedTokens: measured.raw, sections: measured.sections };
@@ -216,7 +230,8 @@ export function assembleRequest(sources: RequestSources, counter: TokenCounter, 
   const measured = draft.calibrated(ratio);
   const { systemPrompt, userPrompt } = draft.render();
   const contextSections: Record<string, number> = {};
-  for (const section of draft.context) contextSections[section.key] = Math.ceil((section.tokens + section.titleTokens) * ratio);
+  for (const section of draft.context)
+    contextSections[section.key] = Math.ceil((section.tokens + section.titleTokens) * ratio);
   return {
     systemPrompt,
     userPrompt,
@@ -260,10 +275,17 @@ function fit(draft: Draft, tokenBudget: number, ratio: number, fits: () => boole
     }
     for (const section of draft.context) {
       if (section.tokens <= MIN_KEEP_TOKENS) continue;
-      candidates.push({ tokens: section.tokens, cut: (cap) => truncateSection(draft, section, `the "${section.title}" context section`, cap) });
+      candidates.push({
+        tokens: section.tokens,
+        cut: (cap) => truncateSection(draft, section, `the "${section.title}" context section`, cap),
+      });
     }
     if (draft.user.tokens > MIN_KEEP_TOKENS) {
-      candidates.push({ tokens: draft.user.tokens, cut: (cap) => truncateSection(draft, draft.user, 'your message (the full text is kept in the session log)', cap) });
+      candidates.push({
+        tokens: draft.user.tokens,
+        cut: (cap) =>
+          truncateSection(draft, draft.user, 'your message (the full text is kept in the session log)', cap),
+      });
     }
     if (candidates.length === 0) break;
     const rawExcess = Math.ceil(excess() / ratio) + 1;
@@ -344,10 +366,20 @@ function truncateUnit(draft: Draft, piece: UnitPiece, cap: number): void {
     const outputTokens = count(current.output);
     const rest = Math.max(0, before - inputTokens - outputTokens);
     if (outputTokens >= inputTokens) {
-      const output = truncateText(current.output, Math.max(0, cap - rest - inputTokens), count, `this tool output (call ${tool.toolUseId}, ${where})`);
+      const output = truncateText(
+        current.output,
+        Math.max(0, cap - rest - inputTokens),
+        count,
+        `this tool output (call ${tool.toolUseId}, ${where})`,
+      );
       text = renderTool({ ...current, output: output.text });
     } else {
-      const input = truncateText(current.input, Math.max(0, cap - rest - outputTokens), count, `this tool input (call ${tool.toolUseId}, ${where})`);
+      const input = truncateText(
+        current.input,
+        Math.max(0, cap - rest - outputTokens),
+        count,
+        `this tool input (call ${tool.toolUseId}, ${where})`,
+      );
       text = renderTool({ ...current, input: input.text });
     }
   } else if (unit.kind === 'message') {
@@ -362,7 +394,11 @@ function truncateUnit(draft: Draft, piece: UnitPiece, cap: number): void {
   if (tokens >= before) return;
   piece.text = text;
   piece.tokens = tokens;
-  draft.adjustments.truncated.push({ what: `${unit.kind} at seq ${unit.firstSeq}`, fromTokens: before, toTokens: tokens });
+  draft.adjustments.truncated.push({
+    what: `${unit.kind} at seq ${unit.firstSeq}`,
+    fromTokens: before,
+    toTokens: tokens,
+  });
 }
 
 /** The output part of an already re-rendered tool unit (after pruning). */
@@ -392,7 +428,8 @@ export function truncateText(text: string, maxTokens: number, count: CountTokens
   for (let attempt = 0; attempt < 8; attempt++) {
     const keepChars = Math.max(0, Math.floor(keepTokens * charsPerToken));
     const head = safeSlice(text, 0, Math.floor(keepChars * 0.7));
-    const tail = keepChars - head.length > 0 ? safeSlice(text, text.length - (keepChars - head.length), text.length) : '';
+    const tail =
+      keepChars - head.length > 0 ? safeSlice(text, text.length - (keepChars - head.length), text.length) : '';
     const cutChars = text.length - head.length - tail.length;
     const cutTokens = Math.max(1, total - keepTokens);
     const marker = `[… truncated to fit the token budget: cut about ${cutTokens.toLocaleString('en-US')} of ${total.toLocaleString('en-US')} tokens (${cutChars.toLocaleString('en-US')} characters) from the middle of ${what} …]`;
@@ -431,8 +468,12 @@ function findLastIndex<T>(items: readonly T[], predicate: (item: T) => boolean):
  * The conversation without the new user message when the caller already added it to the log
  * (seed 003's flow: addMessage, then buildRequest with the same text): it is the user prompt, not history.
  */
-export function withoutPendingUserMessage(messages: readonly ProjectedMessage[], userMessage: string): ProjectedMessage[] {
+export function withoutPendingUserMessage(
+  messages: readonly ProjectedMessage[],
+  userMessage: string,
+): ProjectedMessage[] {
   const last = messages[messages.length - 1];
-  if (last && last.kind === 'message' && last.role === 'user' && last.content === `**User**: ${userMessage}`) return messages.slice(0, -1);
+  if (last && last.kind === 'message' && last.role === 'user' && last.content === `**User**: ${userMessage}`)
+    return messages.slice(0, -1);
   return [...messages];
 }

@@ -14,7 +14,9 @@ export function createRequestLayer(options: SessionManagerOptions, wiring: Reque
   return new RequestLayer({
     ...wiring,
     // A caller's own counter (their model's tokenizer) is used for requests too; the BPE one otherwise.
-    counter: new TokenCounter(countTokens ? { tokenizer: createTokenizer({ load: async () => countTokens, encoding: 'custom' }) } : {}),
+    counter: new TokenCounter(
+      countTokens ? { tokenizer: createTokenizer({ load: async () => countTokens, encoding: 'custom' }) } : {},
+    ),
     ...(options.tailTokens !== undefined ? { tailTokens: options.tailTokens } : {}),
     ...(options.projectRoot !== undefined ? { projectRoot: options.projectRoot } : {}),
     ...(options.summarize ? { summarize: options.summarize } : {}),

@@ -1,6 +1,20 @@
 import { randomUUID } from 'node:crypto';
-import { describeIssues, estimateTokens, loadTokenizer, MAIN_CONVERSATION, NewMessageSchema, type ConversationBlock, type NewMessage, type StreamEventDraft } from '../conversation/index.js';
-import { SessionSettingsSchema, type NativeSessionRef, type SessionRecord, type SessionSettings } from '../store/index.js';
+import {
+  describeIssues,
+  estimateTokens,
+  loadTokenizer,
+  MAIN_CONVERSATION,
+  NewMessageSchema,
+  type ConversationBlock,
+  type NewMessage,
+  type StreamEventDraft,
+} from '../conversation/index.js';
+import {
+  SessionSettingsSchema,
+  type NativeSessionRef,
+  type SessionRecord,
+  type SessionSettings,
+} from '../store/index.js';
 import { SessionError } from './errors.js';
 
 /**
@@ -15,7 +29,9 @@ export type RecordChange = (current: SessionRecord) => SessionRecord;
 export function settingsChange(settings: SessionSettings): RecordChange {
   const parsed = SessionSettingsSchema.safeParse(settings);
   if (!parsed.success) {
-    throw new SessionError('INVALID_INPUT', `updateSettings: ${describeIssues(parsed.error.issues)}.`, { fault: 'user' });
+    throw new SessionError('INVALID_INPUT', `updateSettings: ${describeIssues(parsed.error.issues)}.`, {
+      fault: 'user',
+    });
   }
   return (current) => ({ ...current, settings: { ...current.settings, ...parsed.data } });
 }
@@ -24,7 +40,11 @@ export function settingsChange(settings: SessionSettings): RecordChange {
 export function continuationChange(backend: string, clock: () => number): RecordChange {
   return (current) => {
     if (current.scope.kind !== 'imported') {
-      throw new SessionError('INVALID_INPUT', `Session "${current.sessionId}" was not imported; continue it as it is.`, { fault: 'user' });
+      throw new SessionError(
+        'INVALID_INPUT',
+        `Session "${current.sessionId}" was not imported; continue it as it is.`,
+        { fault: 'user' },
+      );
     }
     const { readOnly: _readOnly, native: _native, ...rest } = current;
     return { ...rest, type: backend, updatedAt: clock() };
@@ -32,7 +52,11 @@ export function continuationChange(backend: string, clock: () => number): Record
 }
 
 /** The session runs on `backend` from now on, natively linked to `native` or managed; an imported session becomes writable. */
-export function backendChange(backend: string, native: NativeSessionRef | undefined, clock: () => number): RecordChange {
+export function backendChange(
+  backend: string,
+  native: NativeSessionRef | undefined,
+  clock: () => number,
+): RecordChange {
   return (current) => {
     const { readOnly: _readOnly, native: _native, ...rest } = current;
     return { ...rest, type: backend, ...(native ? { native } : {}), updatedAt: clock() };
@@ -40,7 +64,11 @@ export function backendChange(backend: string, native: NativeSessionRef | undefi
 }
 
 /** A caller's message as a block, stamped now; `countTokens` gives the count stored with it. */
-export async function messageBlock(message: NewMessage, countTokens: (text: string) => number, clock: () => number): Promise<ConversationBlock> {
+export async function messageBlock(
+  message: NewMessage,
+  countTokens: (text: string) => number,
+  clock: () => number,
+): Promise<ConversationBlock> {
   const parsed = NewMessageSchema.safeParse(message);
   if (!parsed.success) {
     throw new SessionError('INVALID_INPUT', `addMessage: ${describeIssues(parsed.error.issues)}.`, { fault: 'user' });
@@ -51,7 +79,15 @@ export async function messageBlock(message: NewMessage, countTokens: (text: stri
   if (countTokens === estimateTokens) await loadTokenizer();
   const metadata = { ...input.metadata, tokens: countTokens(input.content) };
   return input.role === 'user'
-    ? { id: randomUUID(), type: 'user_message', content: input.content, createdAt: now, completedAt: now, metadata, ...(input.pinned ? { pinned: true } : {}) }
+    ? {
+        id: randomUUID(),
+        type: 'user_message',
+        content: input.content,
+        createdAt: now,
+        completedAt: now,
+        metadata,
+        ...(input.pinned ? { pinned: true } : {}),
+      }
     : { id: randomUUID(), type: 'assistant_text', content: input.content, createdAt: now, completedAt: now, metadata };
 }
 
@@ -60,7 +96,13 @@ export function clearedMarker(now: number): StreamEventDraft {
   return {
     type: 'block_complete',
     conversationId: MAIN_CONVERSATION,
-    block: { id: randomUUID(), type: 'system', subtype: 'cleared', content: 'Messages cleared: the next request starts from the checkpoint.', createdAt: now },
+    block: {
+      id: randomUUID(),
+      type: 'system',
+      subtype: 'cleared',
+      content: 'Messages cleared: the next request starts from the checkpoint.',
+      createdAt: now,
+    },
     at: now,
   };
 }

@@ -3,7 +3,12 @@ import type { z } from 'zod';
 import { describeIssues } from '../conversation/index.js';
 import { FORMAT_VERSION, type SessionRecord, type SessionScope, type SessionStore } from '../store/index.js';
 import { SessionError } from './errors.js';
-import { checkSessionId, GetOrCreateSessionOptionsSchema, scopedSessionId, type GetOrCreateSessionOptions } from './session-ids.js';
+import {
+  checkSessionId,
+  GetOrCreateSessionOptionsSchema,
+  scopedSessionId,
+  type GetOrCreateSessionOptions,
+} from './session-ids.js';
 import { CreateSessionOptionsSchema, type CreateSessionOptions } from './session-manager-types.js';
 
 export interface SessionCreatorOptions {
@@ -26,7 +31,9 @@ export class SessionCreator {
   async create(options: CreateSessionOptions): Promise<SessionRecord> {
     const parsed = CreateSessionOptionsSchema.safeParse(options);
     if (!parsed.success) {
-      throw new SessionError('INVALID_INPUT', `createSession: ${describeIssues(parsed.error.issues)}.`, { fault: 'user' });
+      throw new SessionError('INVALID_INPUT', `createSession: ${describeIssues(parsed.error.issues)}.`, {
+        fault: 'user',
+      });
     }
     const input = parsed.data;
     const sessionId = input.sessionId === undefined ? randomUUID() : checkSessionId(input.sessionId);
@@ -52,7 +59,9 @@ export class SessionCreator {
 export function scopedSessionOptions(options: GetOrCreateSessionOptions): CreateSessionOptions & { sessionId: string } {
   const parsed = GetOrCreateSessionOptionsSchema.safeParse(options);
   if (!parsed.success) {
-    throw new SessionError('INVALID_INPUT', `getOrCreateSession: ${describeIssues(parsed.error.issues)}.`, { fault: 'user' });
+    throw new SessionError('INVALID_INPUT', `getOrCreateSession: ${describeIssues(parsed.error.issues)}.`, {
+      fault: 'user',
+    });
   }
   const scope = parsed.data;
   return {
@@ -67,7 +76,11 @@ export function scopedSessionOptions(options: GetOrCreateSessionOptions): Create
 }
 
 /** The record of a new session, active, with no messages yet. */
-function newSessionRecord(input: z.output<typeof CreateSessionOptionsSchema>, sessionId: string, now: number): SessionRecord {
+function newSessionRecord(
+  input: z.output<typeof CreateSessionOptionsSchema>,
+  sessionId: string,
+  now: number,
+): SessionRecord {
   return {
     formatVersion: FORMAT_VERSION,
     sessionId,
@@ -105,7 +118,12 @@ export async function linkScope(store: SessionStore, session: SessionRecord, at:
     };
     const ids = task.states[scope.taskState]?.sessionIds ?? [];
     if (!ids.includes(session.sessionId)) ids.push(session.sessionId);
-    await store.putTask({ ...task, states: { ...task.states, [scope.taskState]: { sessionIds: ids } }, currentState: scope.taskState, updatedAt: now });
+    await store.putTask({
+      ...task,
+      states: { ...task.states, [scope.taskState]: { sessionIds: ids } },
+      currentState: scope.taskState,
+      updatedAt: now,
+    });
   } else if (scope.kind === 'feature') {
     const feature = (await store.getFeature(scope.featureId)) ?? {
       formatVersion: FORMAT_VERSION,
@@ -114,6 +132,7 @@ export async function linkScope(store: SessionStore, session: SessionRecord, at:
       createdAt: now,
       updatedAt: now,
     };
-    if (feature.sessionId === undefined) await store.putFeature({ ...feature, sessionId: session.sessionId, updatedAt: now });
+    if (feature.sessionId === undefined)
+      await store.putFeature({ ...feature, sessionId: session.sessionId, updatedAt: now });
   }
 }

@@ -33,7 +33,11 @@ export function scopedSessionId(options: z.infer<typeof GetOrCreateSessionOption
       : `${options.agentType}-task-${options.featureId}-${options.taskId}-${options.taskState}`;
   const checked = IdSchema.safeParse(id);
   if (!checked.success) {
-    throw new SessionError('INVALID_ID', `The session id "${id}" built from this scope is not valid: ${describeIssues(checked.error.issues)}. Use shorter feature and task ids.`, { fault: 'user' });
+    throw new SessionError(
+      'INVALID_ID',
+      `The session id "${id}" built from this scope is not valid: ${describeIssues(checked.error.issues)}. Use shorter feature and task ids.`,
+      { fault: 'user' },
+    );
   }
   return id;
 }

@@ -1,13 +1,21 @@
 import { z } from 'zod';
 import type { StreamEvent } from '../conversation/index.js';
-import { SessionScopeSchema, SessionSettingsSchema, type CheckpointSummarizer, type SessionRecord, type SessionStore, type StoreWarning } from '../store/index.js';
+import {
+  SessionScopeSchema,
+  SessionSettingsSchema,
+  type CheckpointSummarizer,
+  type SessionRecord,
+  type SessionStore,
+  type StoreWarning,
+} from '../store/index.js';
 import type { AgentDescriptionOverride } from './agent-descriptions.js';
 import type { CompactionSettings } from './compaction-controller.js';
 import type { ContextOptions } from './context-builder.js';
 import type { AgentTypeSettings } from './session-requests.js';
 import type { Summarizer } from './summarizer.js';
 
-export type SessionUpdateAction = 'created' | 'message_added' | 'events_appended' | 'cleared' | 'archived' | 'settings_changed';
+export type SessionUpdateAction =
+  'created' | 'message_added' | 'events_appended' | 'cleared' | 'archived' | 'settings_changed';
 
 /** The events a SessionManager emits (seed 003's broadcast events, plus the live stream). */
 export interface SessionManagerEvents {
@@ -87,7 +95,9 @@ export const CreateSessionOptionsSchema = z.object({
   agentProfileReference: z.string().optional(),
   settings: SessionSettingsSchema.optional(),
   readOnly: z.boolean().optional(),
-  native: z.object({ backend: z.string(), nativeSessionId: z.string(), transcriptPath: z.string().optional() }).optional(),
+  native: z
+    .object({ backend: z.string(), nativeSessionId: z.string(), transcriptPath: z.string().optional() })
+    .optional(),
 });
 export type CreateSessionOptions = z.input<typeof CreateSessionOptionsSchema>;
 

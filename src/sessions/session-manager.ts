@@ -104,7 +104,9 @@ export class SessionManager {
       },
       // Only a manager that follows other writers looks for their events: one that writes alone has none.
       catchUp: (sessionId, live, throughSeq) =>
-        this.follower ? catchUp(this.store, (name, payload) => this.emit(name, payload), sessionId, live, throughSeq) : undefined,
+        this.follower
+          ? catchUp(this.store, (name, payload) => this.emit(name, payload), sessionId, live, throughSeq)
+          : undefined,
     });
     this.requests = createRequestLayer(options, {
       store,
@@ -211,7 +213,11 @@ export class SessionManager {
 
   /** Seed 003: sets status `archived`; the session stays on disk, readable, and no longer takes messages. */
   async archiveSession(sessionId: string): Promise<SessionRecord> {
-    const record = await this.updateRecord(sessionId, (current) => ({ ...current, status: 'archived', updatedAt: this.clock() }));
+    const record = await this.updateRecord(sessionId, (current) => ({
+      ...current,
+      status: 'archived',
+      updatedAt: this.clock(),
+    }));
     this.cache.forget(record.sessionId);
     this.emit('session:updated', { sessionId: record.sessionId, action: 'archived', session: record });
     return record;
@@ -222,7 +228,11 @@ export class SessionManager {
   /** Appends a user or assistant message (as a block); resolves once it is durable. */
   async addMessage(sessionId: string, message: NewMessage): Promise<ChatMessage> {
     const block = await messageBlock(message, this.countTokens, this.clock);
-    const [event] = await this.appendEvents(sessionId, [{ type: 'block_complete', conversationId: MAIN_CONVERSATION, block, at: block.createdAt }], 'message_added');
+    const [event] = await this.appendEvents(
+      sessionId,
+      [{ type: 'block_complete', conversationId: MAIN_CONVERSATION, block, at: block.createdAt }],
+      'message_added',
+    );
     return blockToMessage(block, event!.seq)!;
   }
 
@@ -272,7 +282,11 @@ export class SessionManager {
    * The messages the next request sees (after the last `clearMessages`), newest last, at most
    * `limit`. `includeCleared` returns the whole history.
    */
-  async getRecentMessages(sessionId: string, limit = 50, options: { includeCleared?: boolean } = {}): Promise<ChatMessage[]> {
+  async getRecentMessages(
+    sessionId: string,
+    limit = 50,
+    options: { includeCleared?: boolean } = {},
+  ): Promise<ChatMessage[]> {
     return recentMessages(await this.liveSession(checkSessionId(sessionId)), limit, options);
   }
 
@@ -354,7 +368,11 @@ export class SessionManager {
   }
 
   /** What `buildRequest` would return now, with no side effects: no compaction, no writes. */
-  async previewRequest(sessionId: string, userMessage: string, options: RequestOptions = {}): Promise<PreviewedRequest> {
+  async previewRequest(
+    sessionId: string,
+    userMessage: string,
+    options: RequestOptions = {},
+  ): Promise<PreviewedRequest> {
     this.assertOpen();
     return this.requests.previewRequest(checkSessionId(sessionId), userMessage, options);
   }
@@ -364,7 +382,10 @@ export class SessionManager {
    * running. Resolves with the new checkpoint; rejects with the reason (and emits
    * `session:compaction-error`) when nothing changed.
    */
-  async forceCompact(sessionId: string, options: { instructions?: string; signal?: AbortSignal } = {}): Promise<Checkpoint> {
+  async forceCompact(
+    sessionId: string,
+    options: { instructions?: string; signal?: AbortSignal } = {},
+  ): Promise<Checkpoint> {
     this.assertOpen();
     return this.requests.forceCompact(checkSessionId(sessionId), options);
   }
@@ -416,7 +437,10 @@ export class SessionManager {
     return this.writer.serialize(sessionId, work);
   }
 
-  protected async updateRecord(sessionId: string, update: (current: SessionRecord) => SessionRecord): Promise<SessionRecord> {
+  protected async updateRecord(
+    sessionId: string,
+    update: (current: SessionRecord) => SessionRecord,
+  ): Promise<SessionRecord> {
     this.assertOpen();
     return this.writer.updateRecord(checkSessionId(sessionId), update);
   }
@@ -431,7 +455,9 @@ export class SessionManager {
     const cached = this.cache.peek(sessionId);
     if (cached !== undefined) return cached;
     const events: StreamEvent[] = [];
-    const parsed = await readUnbuiltEvents(this.store, sessionId, (batch) => batch.forEach((event) => events.push(event)));
+    const parsed = await readUnbuiltEvents(this.store, sessionId, (batch) =>
+      batch.forEach((event) => events.push(event)),
+    );
     if (!parsed) return this.liveSession(sessionId);
     return liveSessionOf(sessionId, await this.requireSession(sessionId), events);
   }
@@ -449,6 +475,11 @@ export class SessionManager {
   }
 
   protected assertOpen(): void {
-    if (this.closed) throw new SessionError('MANAGER_CLOSED', 'This SessionManager is closed; create a new one with createSessionManager().', { fault: 'user' });
+    if (this.closed)
+      throw new SessionError(
+        'MANAGER_CLOSED',
+        'This SessionManager is closed; create a new one with createSessionManager().',
+        { fault: 'user' },
+      );
   }
 }

@@ -1,4 +1,10 @@
-import { blockToMessage, describeIssues, type ChatMessage, type RuntimeSessionData, type StreamEvent } from '../conversation/index.js';
+import {
+  blockToMessage,
+  describeIssues,
+  type ChatMessage,
+  type RuntimeSessionData,
+  type StreamEvent,
+} from '../conversation/index.js';
 import { SessionFilterSchema, type SessionFilter, type SessionRecord, type SessionStore } from '../store/index.js';
 import { SessionError } from './errors.js';
 import type { LiveSession } from './live-sessions.js';
@@ -44,10 +50,17 @@ export function recentMessages(live: LiveSession, limit: number, options: { incl
 }
 
 /** The log after `afterSeq` (all of it by default), at most `limit` events. */
-export async function readEvents(store: SessionStore, sessionId: string, options: { afterSeq?: number; limit?: number }): Promise<StreamEvent[]> {
+export async function readEvents(
+  store: SessionStore,
+  sessionId: string,
+  options: { afterSeq?: number; limit?: number },
+): Promise<StreamEvent[]> {
   const events: StreamEvent[] = [];
   const limit = options.limit ?? Number.POSITIVE_INFINITY;
-  for await (const event of store.readLog(sessionId, options.afterSeq === undefined ? {} : { afterSeq: options.afterSeq })) {
+  for await (const event of store.readLog(
+    sessionId,
+    options.afterSeq === undefined ? {} : { afterSeq: options.afterSeq },
+  )) {
     events.push(event);
     if (events.length >= limit) break;
   }
@@ -55,7 +68,11 @@ export async function readEvents(store: SessionStore, sessionId: string, options
 }
 
 /** Seed 004's RuntimeSessionData: the saved data plus the parsed blocks. */
-export async function runtimeSession(store: SessionStore, sessionId: string, live: LiveSession): Promise<RuntimeSessionData> {
+export async function runtimeSession(
+  store: SessionStore,
+  sessionId: string,
+  live: LiveSession,
+): Promise<RuntimeSessionData> {
   const names = await store.listTranscripts(sessionId);
   const main = names.includes('main') ? await store.readTranscript(sessionId, 'main') : undefined;
   const threads = await Promise.all(

@@ -22,7 +22,12 @@ import {
   type SessionRecord,
   type SessionStore,
 } from '../store/index.js';
-import { describeAgent, renderAgentDescription, type AgentDescriptionOverride, type AgentDescriptionText } from './agent-descriptions.js';
+import {
+  describeAgent,
+  renderAgentDescription,
+  type AgentDescriptionOverride,
+  type AgentDescriptionText,
+} from './agent-descriptions.js';
 import { emptySummary, renderCheckpoint, type CheckpointView } from './checkpoint-format.js';
 import {
   CompactionController,
@@ -34,7 +39,14 @@ import type { CompactionTrigger } from './compaction.js';
 import { buildContext, type ContextOptions } from './context-builder.js';
 import { SessionError } from './errors.js';
 import { projectConversation, type Projection } from './projection.js';
-import { assembleRequest, measureRequest, withoutPendingUserMessage, type BuiltRequest, type ContextSection, type RequestSources } from './request-builder.js';
+import {
+  assembleRequest,
+  measureRequest,
+  withoutPendingUserMessage,
+  type BuiltRequest,
+  type ContextSection,
+  type RequestSources,
+} from './request-builder.js';
 import type { Summarizer } from './summarizer.js';
 
 /**
@@ -83,7 +95,14 @@ export type RalphLoopPatch = z.infer<typeof RalphLoopPatchSchema>;
 
 type CompactionEvents = {
   'session:compaction-start': { sessionId: string; trigger: CompactionTrigger; tokensBefore: number };
-  'session:compaction-complete': { sessionId: string; trigger: CompactionTrigger; version: number; tokensBefore: number; tokensAfter: number; summarizer: CheckpointSummarizer };
+  'session:compaction-complete': {
+    sessionId: string;
+    trigger: CompactionTrigger;
+    version: number;
+    tokensBefore: number;
+    tokensAfter: number;
+    summarizer: CheckpointSummarizer;
+  };
   'session:compaction-error': {
     sessionId: string;
     trigger: CompactionTrigger;
@@ -131,7 +150,10 @@ export class RequestLayer {
   readonly compaction: CompactionController;
   private readonly checkpoints = new Map<string, Promise<Checkpoint | undefined>>();
   private readonly descriptions = new Map<string, Promise<{ description: AgentDescriptionText; text: string }>>();
-  private readonly projections = new Map<string, { blocks: readonly ConversationBlock[]; version: number; cleared: number; projection: Projection }>();
+  private readonly projections = new Map<
+    string,
+    { blocks: readonly ConversationBlock[]; version: number; cleared: number; projection: Projection }
+  >();
   private readonly calibrations = new Map<string, TokenCalibration>();
   /** The raw estimate of the last built request per session, paired with the first usage the back end reports after it. */
   private readonly pendingEstimates = new Map<string, number>();
@@ -165,8 +187,10 @@ export class RequestLayer {
   settingsFor(record: SessionRecord): ResolvedSettings {
     const agent = this.options.agentTypes?.[record.agentType] ?? {};
     const tokenBudget = record.settings.tokenBudget ?? agent.tokenBudget ?? this.options.tokenBudget;
-    const compactionThreshold = record.settings.compactionThreshold ?? agent.compactionThreshold ?? this.options.compactionThreshold;
-    const tail = record.settings.tailTokens ?? agent.tailTokens ?? this.options.tailTokens ?? Math.floor(tokenBudget * 0.2);
+    const compactionThreshold =
+      record.settings.compactionThreshold ?? agent.compactionThreshold ?? this.options.compactionThreshold;
+    const tail =
+      record.settings.tailTokens ?? agent.tailTokens ?? this.options.tailTokens ?? Math.floor(tokenBudget * 0.2);
     // A tail as big as the budget would leave compaction nothing to fold.
     return { tokenBudget, compactionThreshold, tailTokens: Math.min(tail, Math.floor(tokenBudget * 0.5)) };
   }
@@ -181,7 +205,12 @@ export class RequestLayer {
     if (this.autoArmed(sessionId)) {
       const measured = measureRequest(gathered.sources, this.options.counter, budget);
       if (compactionHelps(measured, gathered.settings)) {
-        const result = await this.compaction.compact(sessionId, { trigger: 'auto', userMessage, signal: options.signal, traceParent: options.traceParent });
+        const result = await this.compaction.compact(sessionId, {
+          trigger: 'auto',
+          userMessage,
+          signal: options.signal,
+          traceParent: options.traceParent,
+        });
         if (result.ok) {
           compacted = true;
           gathered = await this.gather(sessionId, userMessage, options, gathered.sources.context);
@@ -197,7 +226,11 @@ export class RequestLayer {
   }
 
   /** What buildRequest would send now, with no side effects: no compaction, no writes, no calibration pairing. */
-  async previewRequest(sessionId: string, userMessage: string, options: RequestOptions = {}): Promise<PreviewedRequest> {
+  async previewRequest(
+    sessionId: string,
+    userMessage: string,
+    options: RequestOptions = {},
+  ): Promise<PreviewedRequest> {
     await this.options.counter.tokenizer.load();
     const gathered = await this.gather(sessionId, userMessage, options);
     const budget = this.budget(sessionId, gathered.settings);
@@ -207,7 +240,10 @@ export class RequestLayer {
   }
 
   /** Compacts now (or joins the compaction running); rejects with the reason when it fails, after the error event. */
-  async forceCompact(sessionId: string, options: { instructions?: string; signal?: AbortSignal } = {}): Promise<Checkpoint> {
+  async forceCompact(
+    sessionId: string,
+    options: { instructions?: string; signal?: AbortSignal } = {},
+  ): Promise<Checkpoint> {
     const { record } = await this.options.live(sessionId);
     assertCompactable(record);
     const result = await this.compaction.compact(sessionId, {
@@ -230,10 +266,17 @@ export class RequestLayer {
   /** Seed 002's Ralph Loop of a dev-task session: a new checkpoint version (trigger `update`) with the summary kept. */
   async updateRalphLoop(sessionId: string, patch: RalphLoopPatch): Promise<Checkpoint> {
     const parsed = RalphLoopPatchSchema.safeParse(patch);
-    if (!parsed.success) throw new SessionError('INVALID_INPUT', `updateRalphLoop: ${describeIssues(parsed.error.issues)}.`, { fault: 'user' });
+    if (!parsed.success)
+      throw new SessionError('INVALID_INPUT', `updateRalphLoop: ${describeIssues(parsed.error.issues)}.`, {
+        fault: 'user',
+      });
     const { record } = await this.options.live(sessionId);
     if (record.scope.kind !== 'task' || record.agentType !== 'dev') {
-      throw new SessionError('INVALID_INPUT', `Session "${sessionId}" is not a dev task session; only those carry a Ralph Loop.`, { fault: 'user', data: { sessionId } });
+      throw new SessionError(
+        'INVALID_INPUT',
+        `Session "${sessionId}" is not a dev task session; only those carry a Ralph Loop.`,
+        { fault: 'user', data: { sessionId } },
+      );
     }
     assertCompactable(record);
     return this.writeCheckpoint(sessionId, (previous) => this.ralphCheckpoint(previous, parsed.data));
@@ -246,7 +289,13 @@ export class RequestLayer {
       currentIteration: change.currentIteration ?? current.currentIteration,
       passedChecks: change.passedChecks ?? current.passedChecks,
       failedChecks: change.failedChecks ?? current.failedChecks,
-      ...(change.lastError === null ? {} : change.lastError !== undefined ? { lastError: change.lastError } : current.lastError !== undefined ? { lastError: current.lastError } : {}),
+      ...(change.lastError === null
+        ? {}
+        : change.lastError !== undefined
+          ? { lastError: change.lastError }
+          : current.lastError !== undefined
+            ? { lastError: current.lastError }
+            : {}),
     });
     const base: Omit<CheckpointInput, 'createdAt' | 'trigger' | 'tokens'> = previous
       ? {
@@ -276,7 +325,10 @@ export class RequestLayer {
    * Checkpoint writes of one session, one at a time, each built from the newest version at that
    * moment: a Ralph Loop update and a compaction finishing together never lose each other's change.
    */
-  private writeCheckpoint(sessionId: string, build: (latest: Checkpoint | undefined) => CheckpointInput): Promise<Checkpoint> {
+  private writeCheckpoint(
+    sessionId: string,
+    build: (latest: Checkpoint | undefined) => CheckpointInput,
+  ): Promise<Checkpoint> {
     return this.checkpointWrites.run(sessionId, async () => {
       const input = build(await this.checkpointOf(sessionId));
       const written = await this.options.store.writeCheckpoint(sessionId, input);
@@ -290,7 +342,10 @@ export class RequestLayer {
   /** Replaces the session's agent description (a role file read by the server layer). */
   async setAgentDescription(sessionId: string, override: AgentDescriptionOverride): Promise<AgentDescriptionText> {
     const { record } = await this.options.live(sessionId);
-    const description = describeAgent(record.agentType, { ...this.options.agentDescriptions?.[record.agentType], ...override });
+    const description = describeAgent(record.agentType, {
+      ...this.options.agentDescriptions?.[record.agentType],
+      ...override,
+    });
     const text = renderAgentDescription(description);
     await this.options.store.writeAgentDescription({
       formatVersion: FORMAT_VERSION,
@@ -310,7 +365,12 @@ export class RequestLayer {
   }
 
   /** Called by the manager after events are durable: pairs reported usage with the last estimate, and compacts in the background when a turn ends past the threshold. */
-  onAppended(sessionId: string, record: SessionRecord, conversation: ConversationState, events: readonly StreamEvent[]): void {
+  onAppended(
+    sessionId: string,
+    record: SessionRecord,
+    conversation: ConversationState,
+    events: readonly StreamEvent[],
+  ): void {
     let turnEnded = false;
     for (const event of events) {
       if (event.conversationId !== MAIN_CONVERSATION) continue;
@@ -326,11 +386,15 @@ export class RequestLayer {
           }
         }
         if (event.metadata.turnComplete) turnEnded = true;
-      } else if (event.type === 'block_complete' && (event.block.type === 'assistant_text' || event.block.type === 'user_message')) {
+      } else if (
+        event.type === 'block_complete' &&
+        (event.block.type === 'assistant_text' || event.block.type === 'user_message')
+      ) {
         turnEnded ||= event.block.type === 'assistant_text';
       }
     }
-    if (turnEnded && this.options.compactInBackground !== false) this.maybeCompactInBackground(sessionId, record, conversation);
+    if (turnEnded && this.options.compactInBackground !== false)
+      this.maybeCompactInBackground(sessionId, record, conversation);
   }
 
   async close(): Promise<void> {
@@ -345,7 +409,11 @@ export class RequestLayer {
   }
 
   private budget(sessionId: string, settings: ResolvedSettings) {
-    return { tokenBudget: settings.tokenBudget, compactionThreshold: settings.compactionThreshold, calibrationRatio: this.calibrationOf(sessionId).ratio };
+    return {
+      tokenBudget: settings.tokenBudget,
+      compactionThreshold: settings.compactionThreshold,
+      calibrationRatio: this.calibrationOf(sessionId).ratio,
+    };
   }
 
   private calibrationOf(sessionId: string): TokenCalibration {
@@ -362,10 +430,16 @@ export class RequestLayer {
     if (fixed === undefined || !this.autoArmed(sessionId) || this.compaction.current(sessionId)) return;
     if (record.readOnly || record.status !== 'active') return;
     const settings = this.settingsFor(record);
-    const projection = this.project(sessionId, conversation.blocks, this.loadedCheckpoints.get(sessionId), record.clearedThroughSeq ?? -1);
+    const projection = this.project(
+      sessionId,
+      conversation.blocks,
+      this.loadedCheckpoints.get(sessionId),
+      record.clearedThroughSeq ?? -1,
+    );
     const ratio = this.calibrationOf(sessionId).ratio;
     let history = 0;
-    for (const unit of projection.messages) history += Math.ceil(this.options.counter.countKeyed(unit.key, unit.content) * ratio) + 1;
+    for (const unit of projection.messages)
+      history += Math.ceil(this.options.counter.countKeyed(unit.key, unit.content) * ratio) + 1;
     if (!compactionHelps({ totalTokens: fixed + history, sections: { conversation: history } }, settings)) return;
     const run = this.compaction.compact(sessionId, { trigger: 'auto' });
     this.background.add(run);
@@ -449,16 +523,32 @@ export class RequestLayer {
     this.storedDescriptions.add(record.sessionId);
   }
 
-  private project(sessionId: string, blocks: readonly ConversationBlock[], checkpoint: Checkpoint | undefined, cleared: number): Projection {
+  private project(
+    sessionId: string,
+    blocks: readonly ConversationBlock[],
+    checkpoint: Checkpoint | undefined,
+    cleared: number,
+  ): Projection {
     const cached = this.projections.get(sessionId);
     const version = checkpoint?.version ?? 0;
-    if (cached && cached.blocks === blocks && cached.version === version && cached.cleared === cleared) return cached.projection;
-    const projection = projectConversation({ blocks, clearedThroughSeq: cleared, keyPrefix: `${sessionId}:`, ...(checkpoint ? { checkpoint } : {}) });
+    if (cached && cached.blocks === blocks && cached.version === version && cached.cleared === cleared)
+      return cached.projection;
+    const projection = projectConversation({
+      blocks,
+      clearedThroughSeq: cleared,
+      keyPrefix: `${sessionId}:`,
+      ...(checkpoint ? { checkpoint } : {}),
+    });
     this.projections.set(sessionId, { blocks, version, cleared, projection });
     return projection;
   }
 
-  private async gather(sessionId: string, userMessage: string, options: RequestOptions, context?: readonly ContextSection[]): Promise<Gathered> {
+  private async gather(
+    sessionId: string,
+    userMessage: string,
+    options: RequestOptions,
+    context?: readonly ContextSection[],
+  ): Promise<Gathered> {
     const { record, conversation } = await this.options.live(sessionId);
     const projectRoot = options.projectRoot ?? this.options.projectRoot;
     const [checkpoint, description, sections] = await Promise.all([
@@ -466,7 +556,12 @@ export class RequestLayer {
       this.descriptionOf(record),
       context ??
         buildContext(
-          { session: record, store: this.options.store, ...(projectRoot ? { projectRoot } : {}), ...(options.signal ? { signal: options.signal } : {}) },
+          {
+            session: record,
+            store: this.options.store,
+            ...(projectRoot ? { projectRoot } : {}),
+            ...(options.signal ? { signal: options.signal } : {}),
+          },
           this.options.context,
         ),
     ]);
@@ -503,7 +598,12 @@ export class RequestLayer {
       tailTokens: gathered.settings.tailTokens,
       tokensBefore: measureRequest(gathered.sources, counter, budget).totalTokens,
       measureWith: (candidate: CheckpointView & Pick<Checkpoint, 'covers'>) => {
-        const projection = projectConversation({ blocks: gathered.blocks, checkpoint: candidate, clearedThroughSeq: cleared, keyPrefix: `${sessionId}:` });
+        const projection = projectConversation({
+          blocks: gathered.blocks,
+          checkpoint: candidate,
+          clearedThroughSeq: cleared,
+          keyPrefix: `${sessionId}:`,
+        });
         const sources: RequestSources = {
           ...gathered.sources,
           checkpoint: renderCheckpoint(candidate),
@@ -514,7 +614,11 @@ export class RequestLayer {
     };
   }
 
-  private async committed(sessionId: string, checkpoint: Checkpoint, info: { trigger: CompactionTrigger; tokensBefore: number; tokensAfter: number }): Promise<void> {
+  private async committed(
+    sessionId: string,
+    checkpoint: Checkpoint,
+    info: { trigger: CompactionTrigger; tokensBefore: number; tokensAfter: number },
+  ): Promise<void> {
     this.rememberCheckpoint(sessionId, checkpoint);
     const now = this.options.clock();
     const nowIso = new Date(now).toISOString();
@@ -553,7 +657,10 @@ export class RequestLayer {
 /** ", structural, no model" and the like, for the compaction notice. */
 function describeSummarizer(summarizer: CheckpointSummarizer | undefined): string {
   if (!summarizer) return '';
-  if (summarizer.kind === 'structural') return summarizer.fallback ? ', built structurally because the model summarizer failed repeatedly' : ', built structurally without a model';
+  if (summarizer.kind === 'structural')
+    return summarizer.fallback
+      ? ', built structurally because the model summarizer failed repeatedly'
+      : ', built structurally without a model';
   const name = [summarizer.backend, summarizer.model].filter(Boolean).join(' ');
   return name ? `, summarized by ${name}` : '';
 }
@@ -567,25 +674,44 @@ function thresholdTokens(settings: ResolvedSettings): number {
  * fits in the verbatim tail (a huge new message, a huge context), compacting could not cut it and
  * would only count as a failure; fitting the request handles it instead.
  */
-function compactionHelps(measured: { totalTokens: number; sections: { conversation: number } }, settings: ResolvedSettings): boolean {
+function compactionHelps(
+  measured: { totalTokens: number; sections: { conversation: number } },
+  settings: ResolvedSettings,
+): boolean {
   return measured.totalTokens >= thresholdTokens(settings) && measured.sections.conversation > settings.tailTokens;
 }
 
 /** Validates manager-level budget options (session settings are validated by their schema). */
 export function checkBudget(tokenBudget: number, compactionThreshold: number, where: string): void {
   if (!Number.isInteger(tokenBudget) || tokenBudget <= 0) {
-    throw new SessionError('INVALID_INPUT', `${where}: tokenBudget must be a positive whole number of tokens, got ${String(tokenBudget)}.`, { fault: 'user' });
+    throw new SessionError(
+      'INVALID_INPUT',
+      `${where}: tokenBudget must be a positive whole number of tokens, got ${String(tokenBudget)}.`,
+      { fault: 'user' },
+    );
   }
   if (!(compactionThreshold > 0 && compactionThreshold <= 1)) {
-    throw new SessionError('INVALID_INPUT', `${where}: compactionThreshold must be a fraction above 0 and at most 1 (0.9 = 90 % of the budget), got ${String(compactionThreshold)}.`, { fault: 'user' });
+    throw new SessionError(
+      'INVALID_INPUT',
+      `${where}: compactionThreshold must be a fraction above 0 and at most 1 (0.9 = 90 % of the budget), got ${String(compactionThreshold)}.`,
+      { fault: 'user' },
+    );
   }
 }
 
 function assertCompactable(record: SessionRecord): void {
   if (record.readOnly) {
-    throw new SessionError('READ_ONLY_SESSION', `Session "${record.sessionId}" is read only (imported); its checkpoints cannot change.`, { fault: 'user', data: { sessionId: record.sessionId } });
+    throw new SessionError(
+      'READ_ONLY_SESSION',
+      `Session "${record.sessionId}" is read only (imported); its checkpoints cannot change.`,
+      { fault: 'user', data: { sessionId: record.sessionId } },
+    );
   }
   if (record.status === 'archived') {
-    throw new SessionError('SESSION_ARCHIVED', `Session "${record.sessionId}" is archived; its checkpoints cannot change.`, { fault: 'user', data: { sessionId: record.sessionId } });
+    throw new SessionError(
+      'SESSION_ARCHIVED',
+      `Session "${record.sessionId}" is archived; its checkpoints cannot change.`,
+      { fault: 'user', data: { sessionId: record.sessionId } },
+    );
   }
 }

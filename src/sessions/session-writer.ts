@@ -19,7 +19,13 @@ export interface SessionWriterOptions {
    * made): `fresh` are the events the cache did not hold yet (all of them, unless another process's
    * catch-up applied some first), `events` the whole append.
    */
-  onApplied: (sessionId: string, live: LiveSession, fresh: StreamEvent[], events: StreamEvent[], action: SessionUpdateAction) => void;
+  onApplied: (
+    sessionId: string,
+    live: LiveSession,
+    fresh: StreamEvent[],
+    events: StreamEvent[],
+    action: SessionUpdateAction,
+  ) => void;
   /**
    * When the manager follows other writers of its store (store-changes.ts): brings the cached
    * session up to `throughSeq` from the log, announcing those events, before an own append that
@@ -64,14 +70,20 @@ export class SessionWriter {
    * waiting one fsync each. Then, strictly in the same order, each append is applied to the cached
    * conversation and announced (`onApplied`) once it is durable.
    */
-  async append(sessionId: string, drafts: readonly StreamEventDraft[], action: SessionUpdateAction): Promise<StreamEvent[]> {
+  async append(
+    sessionId: string,
+    drafts: readonly StreamEventDraft[],
+    action: SessionUpdateAction,
+  ): Promise<StreamEvent[]> {
     const issued = await this.serialize(sessionId, async () => {
       const live = await this.options.live(sessionId);
       assertWritable(live.record);
       const now = this.options.clock();
       const stamped = drafts.map((draft) => ({ ...draft, at: draft.at ?? now }));
       // Wrapped so `serialize` does not wait for it: the queue moves on while this write is flushed.
-      return { applied: this.applyInOrder(sessionId, live, this.options.store.append(sessionId, stamped), now, action) };
+      return {
+        applied: this.applyInOrder(sessionId, live, this.options.store.append(sessionId, stamped), now, action),
+      };
     });
     return issued.applied;
   }
@@ -111,7 +123,13 @@ export class SessionWriter {
    * applied and announced first, so the cache and the announcements stay in `seq` order without
    * gaps; an event a catch-up already applied is not applied or announced again.
    */
-  private applyInOrder(sessionId: string, live: LiveSession, durable: Promise<StreamEvent[]>, now: number, action: SessionUpdateAction): Promise<StreamEvent[]> {
+  private applyInOrder(
+    sessionId: string,
+    live: LiveSession,
+    durable: Promise<StreamEvent[]>,
+    now: number,
+    action: SessionUpdateAction,
+  ): Promise<StreamEvent[]> {
     return this.queues.applyInOrder(sessionId, durable, (events) => {
       const apply = (): StreamEvent[] => {
         const known = live.conversation.lastSeq;

@@ -1,6 +1,12 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { StreamEvent } from '../conversation/index.js';
-import { KeyedQueue, type ReadLogOptions, type SessionRecord, type SessionStore, type StoreChange } from '../store/index.js';
+import {
+  KeyedQueue,
+  type ReadLogOptions,
+  type SessionRecord,
+  type SessionStore,
+  type StoreChange,
+} from '../store/index.js';
 import { applyAppended, type LiveSession, type LiveSessionCache } from './live-sessions.js';
 import type { SessionManagerEvents } from './session-manager-types.js';
 import type { SessionWriteQueues } from './session-writes.js';
@@ -80,7 +86,8 @@ export class StoreChangeFollower {
     const waiting = this.pending.get(sessionId);
     if (waiting) {
       waiting.record ||= wanted.record;
-      if (wanted.firstSeq !== undefined) waiting.firstSeq = Math.min(waiting.firstSeq ?? wanted.firstSeq, wanted.firstSeq);
+      if (wanted.firstSeq !== undefined)
+        waiting.firstSeq = Math.min(waiting.firstSeq ?? wanted.firstSeq, wanted.firstSeq);
       return;
     }
     this.pending.set(sessionId, { ...wanted });
@@ -110,7 +117,10 @@ export class StoreChangeFollower {
     await writes.applyInOrder(sessionId, Promise.resolve(), async () => {
       if (announceFrom !== undefined && announceFrom <= session.conversation.lastSeq) {
         // Already in the log the load read: announced, not applied again.
-        const loaded = await readLog(this.options.store, sessionId, { afterSeq: announceFrom - 1, throughSeq: session.conversation.lastSeq });
+        const loaded = await readLog(this.options.store, sessionId, {
+          afterSeq: announceFrom - 1,
+          throughSeq: session.conversation.lastSeq,
+        });
         announce(this.options.emit, sessionId, session, loaded);
       }
       await catchUp(this.options.store, this.options.emit, sessionId, session);
@@ -130,7 +140,10 @@ export class StoreChangeFollower {
       stats: { ...stored.stats, totalMessages: previous.stats.totalMessages, totalTokens: previous.stats.totalTokens },
       updatedAt: Math.max(stored.updatedAt, previous.updatedAt),
     };
-    const lastActivity = Math.max(stored.lastActivity ?? Number.NEGATIVE_INFINITY, previous.lastActivity ?? Number.NEGATIVE_INFINITY);
+    const lastActivity = Math.max(
+      stored.lastActivity ?? Number.NEGATIVE_INFINITY,
+      previous.lastActivity ?? Number.NEGATIVE_INFINITY,
+    );
     if (Number.isFinite(lastActivity)) merged.lastActivity = lastActivity;
     if (isDeepStrictEqual(merged, previous)) return;
     live.record = merged;
@@ -166,8 +179,17 @@ export class StoreChangeFollower {
  * `throughSeq` when given) are applied and announced. Runs in the session's apply queue, so it is
  * ordered with the manager's own appends; an event is applied once, whichever comes first.
  */
-export async function catchUp(store: SessionStore, emit: Emit, sessionId: string, live: LiveSession, throughSeq?: number): Promise<void> {
-  const events = await readLog(store, sessionId, { afterSeq: live.conversation.lastSeq, ...(throughSeq !== undefined ? { throughSeq } : {}) });
+export async function catchUp(
+  store: SessionStore,
+  emit: Emit,
+  sessionId: string,
+  live: LiveSession,
+  throughSeq?: number,
+): Promise<void> {
+  const events = await readLog(store, sessionId, {
+    afterSeq: live.conversation.lastSeq,
+    ...(throughSeq !== undefined ? { throughSeq } : {}),
+  });
   if (events.length === 0) return;
   applyAppended(live, events, events.at(-1)!.at);
   announce(emit, sessionId, live, events);
@@ -186,5 +208,7 @@ async function readLog(store: SessionStore, sessionId: string, options: ReadLogO
 }
 
 function warn(error: unknown, sessionId: string): void {
-  process.emitWarning(`Could not bring session "${sessionId}" up to date with changes from other servers: ${error instanceof Error ? error.message : String(error)}`);
+  process.emitWarning(
+    `Could not bring session "${sessionId}" up to date with changes from other servers: ${error instanceof Error ? error.message : String(error)}`,
+  );
 }

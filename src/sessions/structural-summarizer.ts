@@ -46,7 +46,19 @@ const MIN_CLIPPED_TOKENS = 16;
 const ITEM_OVERHEAD_TOKENS = 2;
 
 /** Keys of tool inputs that name a file or folder (Claude Code, Gemini CLI, common MCP tools). */
-const PATH_KEYS = ['file_path', 'filePath', 'path', 'paths', 'notebook_path', 'absolute_path', 'target_file', 'file', 'files', 'filename', 'dir_path'];
+const PATH_KEYS = [
+  'file_path',
+  'filePath',
+  'path',
+  'paths',
+  'notebook_path',
+  'absolute_path',
+  'target_file',
+  'file',
+  'files',
+  'filename',
+  'dir_path',
+];
 /** Keys whose value says what a tool call did when it names no file. */
 const HINT_KEYS = ['command', 'pattern', 'query', 'url', 'description', 'prompt'];
 
@@ -59,7 +71,13 @@ type Lists = { [K in keyof CheckpointSummary]: string[] };
 export function buildStructuralSummary(input: StructuralSummaryInput): CheckpointSummary {
   const clip = (text: string, maxTokens: number) => clipText(text, maxTokens, input.countText);
   const previous = input.previous ?? { completed: [], inProgress: [], pending: [], decisions: [], blockers: [] };
-  const omitted: Record<keyof CheckpointSummary, number> = { completed: 0, inProgress: 0, pending: 0, decisions: 0, blockers: 0 };
+  const omitted: Record<keyof CheckpointSummary, number> = {
+    completed: 0,
+    inProgress: 0,
+    pending: 0,
+    decisions: 0,
+    blockers: 0,
+  };
   const lists = {} as Lists;
   for (const key of Object.keys(omitted) as Array<keyof CheckpointSummary>) {
     lists[key] = [];
@@ -72,7 +90,10 @@ export function buildStructuralSummary(input: StructuralSummaryInput): Checkpoin
 
   // Requests: those the previous checkpoint kept verbatim and no longer are, then the fold's own.
   const verbatim = new Set((input.verbatim ?? []).map(normalize));
-  const requests = [...(input.previousRequests ?? []), ...input.blocks.flatMap((block) => (block.type === 'user_message' ? [block.content] : []))];
+  const requests = [
+    ...(input.previousRequests ?? []),
+    ...input.blocks.flatMap((block) => (block.type === 'user_message' ? [block.content] : [])),
+  ];
   for (const request of requests) {
     const text = normalize(request);
     if (!text || verbatim.has(text)) continue;
@@ -84,8 +105,11 @@ export function buildStructuralSummary(input: StructuralSummaryInput): Checkpoin
   mergeFiles(lists.completed, tools.files);
   mergeTools(lists.completed, tools.others);
   for (const worker of tools.workers) lists.completed.push(clip(worker, ANSWER_MAX_TOKENS));
-  const answers = input.blocks.flatMap((block) => (block.type === 'assistant_text' && block.content.trim() !== '' ? [block.content] : []));
-  for (const answer of answers.slice(-ANSWERS_KEPT)) lists.completed.push(`Assistant answered: ${clip(normalize(answer), ANSWER_MAX_TOKENS)}`);
+  const answers = input.blocks.flatMap((block) =>
+    block.type === 'assistant_text' && block.content.trim() !== '' ? [block.content] : [],
+  );
+  for (const answer of answers.slice(-ANSWERS_KEPT))
+    lists.completed.push(`Assistant answered: ${clip(normalize(answer), ANSWER_MAX_TOKENS)}`);
   for (const call of tools.interrupted) lists.inProgress.push(call);
   for (const error of tools.errors) lists.blockers.push(clip(error, ERROR_MAX_TOKENS));
 
@@ -126,7 +150,8 @@ function collectToolWork(blocks: readonly ConversationBlock[]): ToolWork {
           work.others.set(block.name, other);
         }
         if (!answered.has(block.toolUseId)) {
-          if (block.status === 'error') work.errors.push(`${describeCall(block)} failed: ${normalize(block.error ?? 'no result')}`);
+          if (block.status === 'error')
+            work.errors.push(`${describeCall(block)} failed: ${normalize(block.error ?? 'no result')}`);
           else work.interrupted.push(`${describeCall(block)} did not return before its turn ended`);
         }
         break;
@@ -134,15 +159,23 @@ function collectToolWork(blocks: readonly ConversationBlock[]): ToolWork {
       case 'tool_result': {
         if (!block.isError) break;
         const call = calls.get(block.toolUseId);
-        work.errors.push(`${call ? describeCall(call) : 'A tool call'} failed: ${normalize(block.content) || '(no message)'}`);
+        work.errors.push(
+          `${call ? describeCall(call) : 'A tool call'} failed: ${normalize(block.content) || '(no message)'}`,
+        );
         break;
       }
       case 'system':
         if (block.subtype === 'error') work.errors.push(`Error: ${normalize(block.content)}`);
         break;
       case 'subagent':
-        if (block.status === 'success') work.workers.push(`Worker \`${block.name}\` (${block.subagentId}) finished: ${normalize(block.output ?? '') || '(no output)'}`);
-        else if (block.status === 'error') work.errors.push(`Worker \`${block.name}\` (${block.subagentId}) failed: ${normalize(block.output ?? '') || '(no output)'}`);
+        if (block.status === 'success')
+          work.workers.push(
+            `Worker \`${block.name}\` (${block.subagentId}) finished: ${normalize(block.output ?? '') || '(no output)'}`,
+          );
+        else if (block.status === 'error')
+          work.errors.push(
+            `Worker \`${block.name}\` (${block.subagentId}) failed: ${normalize(block.output ?? '') || '(no output)'}`,
+          );
         break;
       default:
         break;
@@ -191,7 +224,8 @@ function mergeFiles(completed: string[], files: ToolWork['files']): void {
     const counts = new Map<string, number>();
     const at = completed.findIndex((item) => FILE_ITEM.exec(item)?.[1] === path);
     if (at !== -1) {
-      for (const match of FILE_ITEM.exec(completed[at]!)![2]!.matchAll(/([^\s,]+) ×(\d+)/g)) counts.set(match[1]!, Number(match[2]));
+      for (const match of FILE_ITEM.exec(completed[at]!)![2]!.matchAll(/([^\s,]+) ×(\d+)/g))
+        counts.set(match[1]!, Number(match[2]));
       completed.splice(at, 1);
     }
     for (const [tool, count] of byTool) counts.set(tool, (counts.get(tool) ?? 0) + count);
@@ -226,7 +260,12 @@ const SHARES: ReadonlyArray<[keyof CheckpointSummary, number]> = [
  * Keeps the newest items of each list within its share, then gives what is left to the items dropped,
  * newest first. A list that lost items starts with one line saying how many (counted in the allowance).
  */
-function fitAllowance(lists: Lists, omittedBefore: Record<keyof CheckpointSummary, number>, maxTokens: number, countText: (text: string) => number): CheckpointSummary {
+function fitAllowance(
+  lists: Lists,
+  omittedBefore: Record<keyof CheckpointSummary, number>,
+  maxTokens: number,
+  countText: (text: string) => number,
+): CheckpointSummary {
   const cost = (item: string) => countText(item) + ITEM_OVERHEAD_TOKENS;
   const markerCost = cost(omittedMarker(99_999, 'pending'));
   const costs = {} as Record<keyof CheckpointSummary, number[]>;

@@ -17,7 +17,10 @@ export interface SummarizeRequest {
  * `backend` and `model`, when set, name what answers; each checkpoint the summarizer writes records
  * them (`checkpoint.summarizer`). A plain function is a summarizer too.
  */
-export type Summarizer = ((request: SummarizeRequest) => Promise<string>) & { readonly backend?: string; readonly model?: string };
+export type Summarizer = ((request: SummarizeRequest) => Promise<string>) & {
+  readonly backend?: string;
+  readonly model?: string;
+};
 
 export interface BackendSummarizerOptions {
   /** Model to ask; the back end's default otherwise. */
@@ -74,10 +77,15 @@ export function createBackendSummarizer(backend: AgentBackend, options: BackendS
         texts.set(event.blockId, texts.get(event.blockId)! + event.delta);
       }
     }
-    if (timeout.aborted && !signal?.aborted) throw new SummarizerError(`The ${name} back end did not answer the compaction request within ${timeoutMs} ms.`);
+    if (timeout.aborted && !signal?.aborted)
+      throw new SummarizerError(`The ${name} back end did not answer the compaction request within ${timeoutMs} ms.`);
     if (signal?.aborted) throw new SummarizerError('The compaction request was cancelled.', { cause: signal.reason });
-    const text = order.map((id) => texts.get(id) ?? '').join('\n').trim();
-    if (errors.length > 0 && text === '') throw new SummarizerError(`The ${name} back end failed the compaction request: ${errors.join(' ')}`);
+    const text = order
+      .map((id) => texts.get(id) ?? '')
+      .join('\n')
+      .trim();
+    if (errors.length > 0 && text === '')
+      throw new SummarizerError(`The ${name} back end failed the compaction request: ${errors.join(' ')}`);
     if (text === '') throw new SummarizerError(`The ${name} back end answered the compaction request with no text.`);
     return text;
   };

@@ -11,7 +11,10 @@ export class TurnIdGuard {
   private readonly renamed = new Map<string, string>();
   private readonly ownedThisTurn = new Set<string>();
 
-  constructor(conversation: ConversationState, private readonly suffix: string) {
+  constructor(
+    conversation: ConversationState,
+    private readonly suffix: string,
+  ) {
     for (const block of conversation.blocks) this.taken.add(block.id);
     for (const thread of conversation.subagents) {
       this.taken.add(thread.id);
@@ -20,7 +23,10 @@ export class TurnIdGuard {
   }
 
   apply(event: StreamEventDraft): StreamEventDraft {
-    const conversationId = this.name(event.conversationId, event.conversationId !== 'main' && !this.ownedThisTurn.has(event.conversationId));
+    const conversationId = this.name(
+      event.conversationId,
+      event.conversationId !== 'main' && !this.ownedThisTurn.has(event.conversationId),
+    );
     switch (event.type) {
       case 'block_start':
       case 'block_complete':

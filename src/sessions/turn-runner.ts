@@ -67,7 +67,11 @@ export const TURN_MARKER = 'opensTurn';
  * store the user message, run the back end and append every event it produces to the log before
  * handing it on. Nothing above the back-end layer branches on which back end it is.
  */
-export async function runTurn(manager: SessionManager, sessionId: string, options: RunTurnOptions): Promise<TurnHandle> {
+export async function runTurn(
+  manager: SessionManager,
+  sessionId: string,
+  options: RunTurnOptions,
+): Promise<TurnHandle> {
   if (options.repairInterrupted !== false) await closeInterruptedTurn(manager, sessionId);
   const session = await manager.getSession(sessionId);
   const description = options.backend.describe();
@@ -101,7 +105,9 @@ export async function runTurn(manager: SessionManager, sessionId: string, option
     // came from another back end and this one takes no written transcript): the history goes in as
     // a built request, as on a managed back end, and the back end's new session starts from it.
     const managed =
-      description.continuity === 'managed' || options.continuity === 'managed' || (!linked && hasHistory((await manager.loadConversation(sessionId)).blocks));
+      description.continuity === 'managed' ||
+      options.continuity === 'managed' ||
+      (!linked && hasHistory((await manager.loadConversation(sessionId)).blocks));
     if (!managed && linked) {
       request.nativeSessionId = session.native!.nativeSessionId;
       request.isNewSession = false;
@@ -114,18 +120,34 @@ export async function runTurn(manager: SessionManager, sessionId: string, option
         request.isNewSession = true;
       }
       // Built before the message is stored, so the prompt is not also in "Recent Conversation".
-      const built = await manager.buildRequest(sessionId, options.prompt, { signal: options.signal, traceParent: agentTrace?.currentContext() });
+      const built = await manager.buildRequest(sessionId, options.prompt, {
+        signal: options.signal,
+        traceParent: agentTrace?.currentContext(),
+      });
       request.systemPrompt = built.systemPrompt;
       request.prompt = built.userPrompt;
       estimatedInputTokens = built.totalTokens;
     }
     if (!options.userMessageStored) {
-      await manager.addMessage(sessionId, { role: 'user', content: options.prompt, metadata: { [TURN_MARKER]: true }, ...(options.pinned ? { pinned: true } : {}) });
+      await manager.addMessage(sessionId, {
+        role: 'user',
+        content: options.prompt,
+        metadata: { [TURN_MARKER]: true },
+        ...(options.pinned ? { pinned: true } : {}),
+      });
     }
 
     const turn = inAgentTrace(agentTrace, () => options.backend.execute(request));
     const guard = new TurnIdGuard(await manager.loadConversation(sessionId), randomUUID().slice(0, 8));
-    const events = streamIntoLog(manager, sessionId, turn.events, description.name, estimatedInputTokens, guard, agentTrace);
+    const events = streamIntoLog(
+      manager,
+      sessionId,
+      turn.events,
+      description.name,
+      estimatedInputTokens,
+      guard,
+      agentTrace,
+    );
     return turn.inject ? { events, inject: (message) => turn.inject!(message) } : { events };
   } catch (error) {
     agentTrace?.end(error);
@@ -161,7 +183,11 @@ async function* streamIntoLog(
     let event = guard.apply(draft);
     if (event.type === 'metadata_update') {
       if (event.metadata.nativeSessionId) nativeSessionId = event.metadata.nativeSessionId;
-      if (event.metadata.turnComplete && estimatedInputTokens !== undefined && event.metadata.estimatedInputTokens === undefined) {
+      if (
+        event.metadata.turnComplete &&
+        estimatedInputTokens !== undefined &&
+        event.metadata.estimatedInputTokens === undefined
+      ) {
         event = { ...event, metadata: { ...event.metadata, estimatedInputTokens } };
       }
     }
@@ -177,7 +203,8 @@ async function* streamIntoLog(
     while (next !== undefined || inFlight.length > 0) {
       if (next !== undefined && inFlight.length < MAX_APPENDS_IN_FLIGHT) {
         // Whichever comes first: the back end's next event, or the oldest append becoming durable.
-        const step = inFlight.length === 0 ? await next : await Promise.race([next, inFlight[0]!.then(() => undefined)]);
+        const step =
+          inFlight.length === 0 ? await next : await Promise.race([next, inFlight[0]!.then(() => undefined)]);
         if (step !== undefined) {
           if (step.done) {
             next = undefined;
@@ -209,10 +236,21 @@ async function* streamIntoLog(
       {
         type: 'block_complete',
         conversationId: MAIN_CONVERSATION,
-        block: { id: randomUUID(), type: 'system', subtype: 'error', content: `The ${backendName} back end failed: ${error instanceof Error ? error.message : String(error)}`, createdAt: now },
+        block: {
+          id: randomUUID(),
+          type: 'system',
+          subtype: 'error',
+          content: `The ${backendName} back end failed: ${error instanceof Error ? error.message : String(error)}`,
+          createdAt: now,
+        },
         at: now,
       },
-      { type: 'metadata_update', conversationId: MAIN_CONVERSATION, metadata: { turnComplete: true, stopReason: 'error' }, at: now },
+      {
+        type: 'metadata_update',
+        conversationId: MAIN_CONVERSATION,
+        metadata: { turnComplete: true, stopReason: 'error' },
+        at: now,
+      },
     ]);
     yield* stored;
   } finally {
@@ -249,7 +287,12 @@ export async function closeInterruptedTurn(manager: SessionManager, sessionId: s
   if (userBlock?.type === 'user_message' && userBlock.metadata?.[TURN_MARKER] === true) {
     // Only the events after that message are read: cheap even for a long history.
     const after = await manager.getEvents(sessionId, { afterSeq: userBlock.seq ?? -1 });
-    turnOpen = !after.some((event) => event.type === 'metadata_update' && event.conversationId === MAIN_CONVERSATION && event.metadata.turnComplete === true);
+    turnOpen = !after.some(
+      (event) =>
+        event.type === 'metadata_update' &&
+        event.conversationId === MAIN_CONVERSATION &&
+        event.metadata.turnComplete === true,
+    );
   }
   const drafts = interruptedTurnRepairs(conversation, Date.now(), { turnOpen });
   if (drafts.length === 0) return false;
@@ -262,7 +305,11 @@ export async function closeInterruptedTurn(manager: SessionManager, sessionId: s
  * result as an error), and when a block was open or `turnOpen` says the last turn never completed,
  * an `interrupted` system block and the turn's closing metadata follow. None when the last turn ended. Pure.
  */
-export function interruptedTurnRepairs(conversation: ConversationState, now: number, options: { turnOpen?: boolean } = {}): StreamEventDraft[] {
+export function interruptedTurnRepairs(
+  conversation: ConversationState,
+  now: number,
+  options: { turnOpen?: boolean } = {},
+): StreamEventDraft[] {
   const drafts: StreamEventDraft[] = [];
   const threads: Array<[string, readonly ConversationBlock[]]> = [
     [MAIN_CONVERSATION, conversation.blocks],
@@ -272,11 +319,17 @@ export function interruptedTurnRepairs(conversation: ConversationState, now: num
     for (const block of blocks) {
       const open =
         block.completedAt === undefined ||
-        ((block.type === 'tool_use' || block.type === 'subagent') && (block.status === 'pending' || block.status === 'running'));
+        ((block.type === 'tool_use' || block.type === 'subagent') &&
+          (block.status === 'pending' || block.status === 'running'));
       if (!open) continue;
       const closed: ConversationBlock =
         block.type === 'tool_use' || block.type === 'subagent'
-          ? { ...block, status: 'error', completedAt: now, ...(block.type === 'tool_use' ? { error: 'interrupted: the turn was cut short' } : {}) }
+          ? {
+              ...block,
+              status: 'error',
+              completedAt: now,
+              ...(block.type === 'tool_use' ? { error: 'interrupted: the turn was cut short' } : {}),
+            }
           : { ...block, completedAt: now };
       drafts.push({ type: 'block_complete', conversationId, block: closed, at: now });
     }
@@ -285,10 +338,22 @@ export function interruptedTurnRepairs(conversation: ConversationState, now: num
     drafts.push({
       type: 'block_complete',
       conversationId: MAIN_CONVERSATION,
-      block: { id: randomUUID(), type: 'system', subtype: 'interrupted', content: 'The previous turn was interrupted (Parley stopped before it finished). Its partial output is kept above.', createdAt: now },
+      block: {
+        id: randomUUID(),
+        type: 'system',
+        subtype: 'interrupted',
+        content:
+          'The previous turn was interrupted (Parley stopped before it finished). Its partial output is kept above.',
+        createdAt: now,
+      },
       at: now,
     });
-    drafts.push({ type: 'metadata_update', conversationId: MAIN_CONVERSATION, metadata: { turnComplete: true, stopReason: 'interrupted' }, at: now });
+    drafts.push({
+      type: 'metadata_update',
+      conversationId: MAIN_CONVERSATION,
+      metadata: { turnComplete: true, stopReason: 'interrupted' },
+      at: now,
+    });
   }
   return drafts;
 }

@@ -62,7 +62,12 @@ export async function replaceFile(tmpDir: string, target: string, content: strin
  * no `target` either when the folder could not be synced after the link (a rejected write must not
  * leave a file that may or may not survive a crash).
  */
-export async function createFileOnce(tmpDir: string, target: string, content: string, sessionId?: string): Promise<boolean> {
+export async function createFileOnce(
+  tmpDir: string,
+  target: string,
+  content: string,
+  sessionId?: string,
+): Promise<boolean> {
   const temp = tempPath(tmpDir, target);
   try {
     await writeDurably(temp, content);
@@ -114,7 +119,11 @@ const DISK_FULL_ERRNOS = new Set(['ENOSPC', 'EDQUOT']);
 export function ioError(action: string, path: string, cause: unknown, sessionId?: string): StoreError {
   if (cause instanceof StoreError) return cause;
   const errno = typeof cause === 'object' && cause !== null ? (cause as { code?: unknown }).code : undefined;
-  const data = { file: path, ...(sessionId === undefined ? {} : { sessionId }), ...(typeof errno === 'string' ? { errno } : {}) };
+  const data = {
+    file: path,
+    ...(sessionId === undefined ? {} : { sessionId }),
+    ...(typeof errno === 'string' ? { errno } : {}),
+  };
   const subject = sessionId === undefined ? path : `${path} (session "${sessionId}")`;
   if (typeof errno === 'string' && DISK_FULL_ERRNOS.has(errno)) {
     return new StoreError(
@@ -125,9 +134,13 @@ export function ioError(action: string, path: string, cause: unknown, sessionId?
     );
   }
   const reason = cause instanceof Error ? cause.message : String(cause);
-  return new StoreError('STORE_IO', `Could not ${action} ${subject}: ${reason}. Check that the disk has space and the folder is writable.`, {
-    fault: 'system',
-    data,
-    cause,
-  });
+  return new StoreError(
+    'STORE_IO',
+    `Could not ${action} ${subject}: ${reason}. Check that the disk has space and the folder is writable.`,
+    {
+      fault: 'system',
+      data,
+      cause,
+    },
+  );
 }

@@ -33,7 +33,9 @@ export interface ProjectDigest {
  */
 export function placementOf(project: ProjectRecord, side: DraftStoreSide): string | undefined {
   if (project.home) return undefined;
-  return path.resolve(project.path) === path.join(side.home.dataDir, 'projects', project.name) ? 'default' : path.resolve(project.path);
+  return path.resolve(project.path) === path.join(side.home.dataDir, 'projects', project.name)
+    ? 'default'
+    : path.resolve(project.path);
 }
 
 /** A task's drafts in the order they were claimed: the closed ones oldest first, then the active one. */
@@ -46,7 +48,11 @@ export async function draftsOfTask(store: DraftStore, project: string, slug: str
  * The project's digest in `side`, or undefined when it has no such project. `withCreatedAt: false`
  * leaves the creation time out: a home project the source never wrote down has none to compare.
  */
-export async function digestProject(side: DraftStoreSide, name: string, options: { withCreatedAt: boolean }): Promise<ProjectDigest | undefined> {
+export async function digestProject(
+  side: DraftStoreSide,
+  name: string,
+  options: { withCreatedAt: boolean },
+): Promise<ProjectDigest | undefined> {
   const project = await side.store.getProject(name);
   if (project === undefined) return undefined;
   const hash = createHash('sha256');
@@ -81,8 +87,12 @@ export function projectDigestDifferences(source: ProjectDigest, target: ProjectD
   if (target === undefined) return ['the target has no such project'];
   const differences: string[] = [];
   for (const kind of ['tasks', 'drafts', 'activeDrafts', 'roles'] as const) {
-    if (source[kind] !== target[kind]) differences.push(`${kind === 'activeDrafts' ? 'active drafts' : kind}: ${source[kind]} in the source, ${target[kind]} in the target`);
+    if (source[kind] !== target[kind])
+      differences.push(
+        `${kind === 'activeDrafts' ? 'active drafts' : kind}: ${source[kind]} in the source, ${target[kind]} in the target`,
+      );
   }
-  if (differences.length === 0 && source.sha256 !== target.sha256) differences.push('same counts, different content (SHA-256 differs)');
+  if (differences.length === 0 && source.sha256 !== target.sha256)
+    differences.push('same counts, different content (SHA-256 differs)');
   return differences;
 }

@@ -56,13 +56,21 @@ async function syncFolder(folder: string): Promise<void> {
 }
 
 /** Reads and validates a draft-layer JSON file; undefined when it does not exist, CORRUPT_FILE naming the file otherwise. */
-export async function readJson<Schema extends z.ZodType>(file: string, schema: Schema): Promise<z.infer<Schema> | undefined> {
+export async function readJson<Schema extends z.ZodType>(
+  file: string,
+  schema: Schema,
+): Promise<z.infer<Schema> | undefined> {
   let text: string;
   try {
     text = await fs.readFile(file, 'utf8');
   } catch (error) {
     if (isErrno(error, 'ENOENT')) return undefined;
-    throw corruptFile(file, `it cannot be read (${error instanceof Error ? error.message : String(error)})`, ADVICE, error);
+    throw corruptFile(
+      file,
+      `it cannot be read (${error instanceof Error ? error.message : String(error)})`,
+      ADVICE,
+      error,
+    );
   }
   let raw: unknown;
   try {
@@ -70,7 +78,8 @@ export async function readJson<Schema extends z.ZodType>(file: string, schema: S
   } catch (error) {
     throw corruptFile(file, `it is not valid JSON (${(error as Error).message})`, ADVICE, error);
   }
-  const version = typeof raw === 'object' && raw !== null ? (raw as { formatVersion?: unknown }).formatVersion : undefined;
+  const version =
+    typeof raw === 'object' && raw !== null ? (raw as { formatVersion?: unknown }).formatVersion : undefined;
   if (typeof version === 'number' && version > DRAFT_FORMAT_VERSION) {
     throw new StoreError(
       'UNSUPPORTED_FORMAT_VERSION',
@@ -86,10 +95,16 @@ export async function readJson<Schema extends z.ZodType>(file: string, schema: S
 }
 
 /** Names of the entries directly inside `folder` that satisfy `keep` (none when it does not exist), sorted. */
-export async function listEntries(folder: string, keep: (entry: { name: string; isDirectory(): boolean; isFile(): boolean }) => boolean): Promise<string[]> {
+export async function listEntries(
+  folder: string,
+  keep: (entry: { name: string; isDirectory(): boolean; isFile(): boolean }) => boolean,
+): Promise<string[]> {
   try {
     const entries = await fs.readdir(folder, { withFileTypes: true });
-    return entries.filter(keep).map((entry) => entry.name).sort();
+    return entries
+      .filter(keep)
+      .map((entry) => entry.name)
+      .sort();
   } catch (error) {
     if (isErrno(error, 'ENOENT')) return [];
     throw ioError('list', folder, error);
@@ -107,7 +122,8 @@ export async function readRoleFolder(rolesDir: string): Promise<{ files: RoleTex
   try {
     names = (await fs.readdir(rolesDir)).filter((name) => name.endsWith('.md')).sort();
   } catch (error) {
-    if (!isErrno(error, 'ENOENT')) errors.push({ location: rolesDir, message: `The roles folder cannot be read: ${(error as Error).message}.` });
+    if (!isErrno(error, 'ENOENT'))
+      errors.push({ location: rolesDir, message: `The roles folder cannot be read: ${(error as Error).message}.` });
   }
   for (const name of names) {
     const location = path.join(rolesDir, name);

@@ -30,26 +30,43 @@ export interface DraftLeaseResult {
 /** The TTL of a lease: a whole number of milliseconds, at most a day (a lease that long is a lock nobody can break). */
 export const MAX_LEASE_TTL_MS = 86_400_000;
 
-export function checkLeaseInput(sessionId: unknown, owner: unknown, ttlMs?: unknown): { sessionId: string; owner: string; ttlMs: number } {
+export function checkLeaseInput(
+  sessionId: unknown,
+  owner: unknown,
+  ttlMs?: unknown,
+): { sessionId: string; owner: string; ttlMs: number } {
   const id = checkId(sessionId, 'session id');
   if (typeof owner !== 'string' || owner.trim() === '' || owner.length > 200) {
-    throw new ValidationError(`A draft lease owner must be a non-empty string of at most 200 characters; got ${JSON.stringify(owner)}.`, {
-      data: { field: 'owner', value: owner },
-    });
+    throw new ValidationError(
+      `A draft lease owner must be a non-empty string of at most 200 characters; got ${JSON.stringify(owner)}.`,
+      {
+        data: { field: 'owner', value: owner },
+      },
+    );
   }
-  if (ttlMs !== undefined && !(typeof ttlMs === 'number' && Number.isInteger(ttlMs) && ttlMs >= 0 && ttlMs <= MAX_LEASE_TTL_MS)) {
-    throw new ValidationError(`A draft lease TTL must be a whole number of milliseconds from 0 to ${MAX_LEASE_TTL_MS}; got ${JSON.stringify(ttlMs)}.`, {
-      data: { field: 'ttlMs', value: ttlMs },
-    });
+  if (
+    ttlMs !== undefined &&
+    !(typeof ttlMs === 'number' && Number.isInteger(ttlMs) && ttlMs >= 0 && ttlMs <= MAX_LEASE_TTL_MS)
+  ) {
+    throw new ValidationError(
+      `A draft lease TTL must be a whole number of milliseconds from 0 to ${MAX_LEASE_TTL_MS}; got ${JSON.stringify(ttlMs)}.`,
+      {
+        data: { field: 'ttlMs', value: ttlMs },
+      },
+    );
   }
   return { sessionId: id, owner, ttlMs: (ttlMs as number | undefined) ?? 0 };
 }
 
 export function noActiveDraft(sessionId: string): StoreError {
-  return new StoreError('DRAFT_NOT_FOUND', `No active draft has session "${sessionId}": only an active draft has a lease. Draft the task again.`, {
-    fault: 'user',
-    data: { sessionId },
-  });
+  return new StoreError(
+    'DRAFT_NOT_FOUND',
+    `No active draft has session "${sessionId}": only an active draft has a lease. Draft the task again.`,
+    {
+      fault: 'user',
+      data: { sessionId },
+    },
+  );
 }
 
 interface HeldLease {
@@ -71,9 +88,15 @@ export class LeaseTable {
   acquire(sessionId: string, owner: string, ttlMs: number): DraftLeaseResult {
     const now = this.clock();
     const held = this.leases.get(sessionId);
-    if (held && held.owner !== owner && held.expiresAt > now) return { granted: false, holder: held.owner, expiresAt: iso(held.expiresAt) };
+    if (held && held.owner !== owner && held.expiresAt > now)
+      return { granted: false, holder: held.owner, expiresAt: iso(held.expiresAt) };
     this.leases.set(sessionId, { owner, expiresAt: now + ttlMs });
-    return { granted: true, holder: owner, expiresAt: iso(now + ttlMs), ...(held && held.owner !== owner ? { takenFrom: held.owner } : {}) };
+    return {
+      granted: true,
+      holder: owner,
+      expiresAt: iso(now + ttlMs),
+      ...(held && held.owner !== owner ? { takenFrom: held.owner } : {}),
+    };
   }
 
   /** Extends the lease of its owner (even past its expiry, as long as nobody took it over). */

@@ -1,5 +1,12 @@
 import { sameJson } from './canonical-json.js';
-import { digestProject, draftsOfTask, placementOf, projectDigestDifferences, type DraftStoreSide, type ProjectDigest } from './draft-digest.js';
+import {
+  digestProject,
+  draftsOfTask,
+  placementOf,
+  projectDigestDifferences,
+  type DraftStoreSide,
+  type ProjectDigest,
+} from './draft-digest.js';
 import type { DraftSession, ProjectRecord } from './draft-records.js';
 import { StoreError, type StoreErrorCode } from './errors.js';
 
@@ -75,7 +82,12 @@ export async function migrateDraftStore(from: DraftStoreSide, to: DraftStoreSide
       } else if (sameJson(existing, task)) {
         records.push({ kind: 'task', id, status: 'unchanged' });
       } else {
-        records.push({ kind: 'task', id, status: 'conflict', reason: `the target's task differs from the source's (updatedAt ${existing.updatedAt} in the target, ${task.updatedAt} in the source)` });
+        records.push({
+          kind: 'task',
+          id,
+          status: 'conflict',
+          reason: `the target's task differs from the source's (updatedAt ${existing.updatedAt} in the target, ${task.updatedAt} in the source)`,
+        });
       }
       records.push(...(await copyClosedDrafts(from, to, project.name, task.slug, activeClaims)));
     }
@@ -89,7 +101,12 @@ export async function migrateDraftStore(from: DraftStoreSide, to: DraftStoreSide
       records.push({ kind: 'draft', id, status: 'copied' });
     } catch (error) {
       if (!isStoreError(error, 'DRAFT_ALREADY_ACTIVE')) throw error;
-      records.push({ kind: 'draft', id, status: 'conflict', reason: `the target refuses the active draft: ${error.message}` });
+      records.push({
+        kind: 'draft',
+        id,
+        status: 'conflict',
+        reason: `the target refuses the active draft: ${error.message}`,
+      });
     }
   }
 
@@ -99,21 +116,38 @@ export async function migrateDraftStore(from: DraftStoreSide, to: DraftStoreSide
     const options = { withCreatedAt: !(project.home && project.createdAt === undefined) };
     const source = (await digestProject(from, project.name, options))!;
     const target = await digestProject(to, project.name, options);
-    projects.push({ project: project.name, home: project.home, source, ...(target ? { target } : {}), differences: projectDigestDifferences(source, target) });
+    projects.push({
+      project: project.name,
+      home: project.home,
+      source,
+      ...(target ? { target } : {}),
+      differences: projectDigestDifferences(source, target),
+    });
   }
 
   const nothingCopied = records.every((record) => record.status !== 'copied');
-  const ok = records.every((record) => record.status === 'copied' || record.status === 'unchanged') && projects.every((project) => project.differences.length === 0);
+  const ok =
+    records.every((record) => record.status === 'copied' || record.status === 'unchanged') &&
+    projects.every((project) => project.differences.length === 0);
   return { records, projects, nothingCopied, ok };
 }
 
-async function copyProject(project: ProjectRecord, from: DraftStoreSide, to: DraftStoreSide): Promise<DraftRecordMigration> {
+async function copyProject(
+  project: ProjectRecord,
+  from: DraftStoreSide,
+  to: DraftStoreSide,
+): Promise<DraftRecordMigration> {
   const id = project.name;
   const existing = await to.store.getProject(project.name);
   if (project.home && existing?.home !== true) {
     const targetHome = (await to.store.listProjects()).find((known) => known.home);
     if (targetHome !== undefined) {
-      return { kind: 'project', id, status: 'conflict', reason: `it is the source's home project, but the target's home project is "${targetHome.name}"; its tasks, drafts and roles were not copied` };
+      return {
+        kind: 'project',
+        id,
+        status: 'conflict',
+        reason: `it is the source's home project, but the target's home project is "${targetHome.name}"; its tasks, drafts and roles were not copied`,
+      };
     }
   }
   if (existing === undefined || (existing.home && existing.createdAt === undefined)) {
@@ -130,11 +164,21 @@ async function copyProject(project: ProjectRecord, from: DraftStoreSide, to: Dra
     return { kind: 'project', id, status: 'copied' };
   }
   const differences: string[] = [];
-  if (existing.description !== project.description) differences.push(`description ${JSON.stringify(existing.description ?? null)} in the target, ${JSON.stringify(project.description ?? null)} in the source`);
-  if (project.createdAt !== undefined && existing.createdAt !== project.createdAt) differences.push(`createdAt ${existing.createdAt ?? 'none'} in the target, ${project.createdAt} in the source`);
-  if (placementOf(existing, to) !== placementOf(project, from)) differences.push(`folder ${existing.path} in the target, ${project.path} in the source`);
+  if (existing.description !== project.description)
+    differences.push(
+      `description ${JSON.stringify(existing.description ?? null)} in the target, ${JSON.stringify(project.description ?? null)} in the source`,
+    );
+  if (project.createdAt !== undefined && existing.createdAt !== project.createdAt)
+    differences.push(`createdAt ${existing.createdAt ?? 'none'} in the target, ${project.createdAt} in the source`);
+  if (placementOf(existing, to) !== placementOf(project, from))
+    differences.push(`folder ${existing.path} in the target, ${project.path} in the source`);
   if (differences.length === 0) return { kind: 'project', id, status: 'unchanged' };
-  return { kind: 'project', id, status: 'conflict', reason: `the target's project differs from the source's (${differences.join('; ')}); it was left as it is` };
+  return {
+    kind: 'project',
+    id,
+    status: 'conflict',
+    reason: `the target's project differs from the source's (${differences.join('; ')}); it was left as it is`,
+  };
 }
 
 /**
@@ -170,8 +214,10 @@ async function copyClosedDrafts(
       matched < source.length
         ? `the target's draft ${held.sessionId} (${held.status}) differs from the source's ${source[matched]!.sessionId} (${source[matched]!.status}) at position ${matched + 1} of the task's drafts`
         : `the target holds ${target.length - matched} more draft(s) of this task than the source`;
-    for (const draft of source.slice(matched)) results.push({ kind: 'draft', id: idOf(draft), status: 'conflict', reason });
-    if (matched === source.length) results.push({ kind: 'draft', id: `${project}/${slug}`, status: 'conflict', reason });
+    for (const draft of source.slice(matched))
+      results.push({ kind: 'draft', id: idOf(draft), status: 'conflict', reason });
+    if (matched === source.length)
+      results.push({ kind: 'draft', id: `${project}/${slug}`, status: 'conflict', reason });
     return results;
   }
   for (const [index, draft] of source.slice(matched).entries()) {
@@ -184,7 +230,8 @@ async function copyClosedDrafts(
     } catch (error) {
       if (!isStoreError(error, 'DRAFT_ALREADY_ACTIVE')) throw error;
       const reason = `the target refuses to take it in: ${error.message}`;
-      for (const rest of source.slice(matched + index)) results.push({ kind: 'draft', id: idOf(rest), status: 'conflict', reason });
+      for (const rest of source.slice(matched + index))
+        results.push({ kind: 'draft', id: idOf(rest), status: 'conflict', reason });
       return results;
     }
     await to.store.releaseDraft(draft);
@@ -219,10 +266,16 @@ async function copyRoles(from: DraftStoreSide, to: DraftStoreSide, project: stri
     } else if (existing.text === role.text) {
       results.push({ kind: 'role', id, status: 'unchanged' });
     } else {
-      results.push({ kind: 'role', id, status: 'conflict', reason: `the target's role file (${existing.location}) has other text than the source's` });
+      results.push({
+        kind: 'role',
+        id,
+        status: 'conflict',
+        reason: `the target's role file (${existing.location}) has other text than the source's`,
+      });
     }
   }
-  for (const error of errors) results.push({ kind: 'role', id: `${project}/${error.location}`, status: 'failed', reason: error.message });
+  for (const error of errors)
+    results.push({ kind: 'role', id: `${project}/${error.location}`, status: 'failed', reason: error.message });
   return results;
 }
 

@@ -14,9 +14,12 @@ export function checkDraft(draft: unknown, status: DraftSession['status'], call:
   }
   const record = checkRecord(DraftSessionSchema, draft, 'draft');
   if (record.status !== status) {
-    throw new ValidationError(`${call} takes a draft with status "${status}"; draft "${record.sessionId}" has status "${record.status}".`, {
-      data: { sessionId: record.sessionId, status: record.status },
-    });
+    throw new ValidationError(
+      `${call} takes a draft with status "${status}"; draft "${record.sessionId}" has status "${record.status}".`,
+      {
+        data: { sessionId: record.sessionId, status: record.status },
+      },
+    );
   }
   return record;
 }
@@ -61,28 +64,42 @@ export function checkSameDraft(next: DraftSession, current: DraftSession | undef
     );
   }
   if (current.channelId !== next.channelId) {
-    throw new ValidationError(`Draft "${next.sessionId}" is on channel "${current.channelId}"; a draft cannot move to channel "${next.channelId}".`, {
-      data: { sessionId: next.sessionId },
-    });
+    throw new ValidationError(
+      `Draft "${next.sessionId}" is on channel "${current.channelId}"; a draft cannot move to channel "${next.channelId}".`,
+      {
+        data: { sessionId: next.sessionId },
+      },
+    );
   }
 }
 
 export function projectNotFound(name: string): StoreError {
-  return new StoreError('PROJECT_NOT_FOUND', `No project "${name}" in this store. List projects to see the names that exist, or create it.`, {
+  return new StoreError(
+    'PROJECT_NOT_FOUND',
+    `No project "${name}" in this store. List projects to see the names that exist, or create it.`,
+    {
+      fault: 'user',
+      data: { project: name },
+    },
+  );
+}
+
+export function projectExists(name: string): StoreError {
+  return new StoreError('PROJECT_EXISTS', `A project named "${name}" already exists; choose another name.`, {
     fault: 'user',
     data: { project: name },
   });
 }
 
-export function projectExists(name: string): StoreError {
-  return new StoreError('PROJECT_EXISTS', `A project named "${name}" already exists; choose another name.`, { fault: 'user', data: { project: name } });
-}
-
 export function taskNotFound(project: string, slug: string): StoreError {
-  return new StoreError('TASK_NOT_FOUND', `No task "${slug}" in project "${project}". List its tasks, or create this one first.`, {
-    fault: 'user',
-    data: { project, task: slug },
-  });
+  return new StoreError(
+    'TASK_NOT_FOUND',
+    `No task "${slug}" in project "${project}". List its tasks, or create this one first.`,
+    {
+      fault: 'user',
+      data: { project, task: slug },
+    },
+  );
 }
 
 export function taskExists(project: string, slug: string): StoreError {

@@ -1,5 +1,13 @@
 import type { DraftLeaseResult } from './draft-lease.js';
-import type { DraftSession, NewProject, ProjectRecord, RoleText, RoleTextError, TaskFile, UnreadableDraft } from './draft-records.js';
+import type {
+  DraftSession,
+  NewProject,
+  ProjectRecord,
+  RoleText,
+  RoleTextError,
+  TaskFile,
+  UnreadableDraft,
+} from './draft-records.js';
 
 /**
  * Where the draft layer keeps its state: projects, their tasks, each task's drafts and role files.

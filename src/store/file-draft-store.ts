@@ -19,7 +19,16 @@ import {
 } from './draft-records.js';
 import { checkLeaseInput, LeaseTable, noActiveDraft, type DraftLeaseResult } from './draft-lease.js';
 import { checkProjectInput, type DraftStoreHome } from './draft-store-home.js';
-import { byStart, checkDraft, checkSameDraft, claimConflict, projectExists, projectNotFound, taskExists, taskNotFound } from './draft-store-rules.js';
+import {
+  byStart,
+  checkDraft,
+  checkSameDraft,
+  claimConflict,
+  projectExists,
+  projectNotFound,
+  taskExists,
+  taskNotFound,
+} from './draft-store-rules.js';
 import type { DraftStore } from './draft-store.js';
 import { KeyedQueue } from './keyed-queue.js';
 import { IdSchema } from './records.js';
@@ -32,7 +41,6 @@ import { checkId, checkRecord, storeClosed } from './validate.js';
  * a claim atomic: no other writer can slip between its check and its write.
  */
 const writers = new KeyedQueue();
-
 
 /**
  * The file DraftStore: today's layout, exactly (src/draft/README.md):
@@ -91,7 +99,12 @@ class FileDraftStore implements DraftStore {
   }
 
   private async readRegistry(): Promise<ProjectRegistry> {
-    return (await readJson(this.registryFile(), ProjectRegistrySchema)) ?? { formatVersion: DRAFT_FORMAT_VERSION, projects: [] };
+    return (
+      (await readJson(this.registryFile(), ProjectRegistrySchema)) ?? {
+        formatVersion: DRAFT_FORMAT_VERSION,
+        projects: [],
+      }
+    );
   }
 
   private async projects(): Promise<ProjectRecord[]> {
@@ -149,10 +162,17 @@ class FileDraftStore implements DraftStore {
           ...(project.description ? { description: project.description } : {}),
           createdAt: project.createdAt,
         });
-        return { ...home, ...(project.description ? { description: project.description } : {}), createdAt: project.createdAt };
+        return {
+          ...home,
+          ...(project.description ? { description: project.description } : {}),
+          createdAt: project.createdAt,
+        };
       }
       if (known.some((other) => other.name === project.name)) throw projectExists(project.name);
-      const folder = project.path === undefined ? path.join(this.homeInput.dataDir, 'projects', project.name) : path.resolve(this.homeInput.path, project.path);
+      const folder =
+        project.path === undefined
+          ? path.join(this.homeInput.dataDir, 'projects', project.name)
+          : path.resolve(this.homeInput.path, project.path);
       const dataDir = path.join(folder, '.parley');
       try {
         await fs.mkdir(dataDir, { recursive: true });
@@ -169,7 +189,13 @@ class FileDraftStore implements DraftStore {
         });
       }
       const registry = await this.readRegistry();
-      const entry = { name: project.name, path: folder, dataDir, ...(project.description ? { description: project.description } : {}), createdAt: project.createdAt };
+      const entry = {
+        name: project.name,
+        path: folder,
+        dataDir,
+        ...(project.description ? { description: project.description } : {}),
+        createdAt: project.createdAt,
+      };
       registry.projects.push(entry);
       await writeJsonAtomic(this.registryFile(), registry);
       return { ...entry, home: false };
@@ -187,7 +213,9 @@ class FileDraftStore implements DraftStore {
   }
 
   private async slugs(project: ProjectRecord): Promise<string[]> {
-    return (await listEntries(this.tasksDir(project), (entry) => entry.isDirectory())).filter((slug) => IdSchema.safeParse(slug).success);
+    return (await listEntries(this.tasksDir(project), (entry) => entry.isDirectory())).filter(
+      (slug) => IdSchema.safeParse(slug).success,
+    );
   }
 
   private readTask(project: ProjectRecord, slug: string): Promise<TaskFile | undefined> {
@@ -252,7 +280,10 @@ class FileDraftStore implements DraftStore {
           const draft = await this.readDraft(project, slug);
           if (draft?.status === 'active') drafts.push(draft);
         } catch (error) {
-          unreadable.push({ location: this.draftFile(project, slug), reason: error instanceof Error ? error.message : String(error) });
+          unreadable.push({
+            location: this.draftFile(project, slug),
+            reason: error instanceof Error ? error.message : String(error),
+          });
         }
       }
     }
@@ -274,7 +305,9 @@ class FileDraftStore implements DraftStore {
     });
   }
 
-  listActiveDrafts(filter: { project?: string } = {}): Promise<{ drafts: DraftSession[]; unreadable: UnreadableDraft[] }> {
+  listActiveDrafts(
+    filter: { project?: string } = {},
+  ): Promise<{ drafts: DraftSession[]; unreadable: UnreadableDraft[] }> {
     return this.guard(() => this.scanActive(filter.project));
   }
 
@@ -289,7 +322,8 @@ class FileDraftStore implements DraftStore {
         if (draft) closed.push(draft);
       }
       const current = await this.readDraft(project, slug);
-      if (current?.status === 'closed' && !closed.some((draft) => draft.sessionId === current.sessionId)) closed.push(current);
+      if (current?.status === 'closed' && !closed.some((draft) => draft.sessionId === current.sessionId))
+        closed.push(current);
       return closed.sort(byStart);
     });
   }
@@ -301,10 +335,19 @@ class FileDraftStore implements DraftStore {
       if (!(await this.readTask(project, draft.taskSlug))) throw taskNotFound(project.name, draft.taskSlug);
       // The task's own draft.json first: a damaged one is an error here, never overwritten.
       const previous = await this.readDraft(project, draft.taskSlug);
-      const conflict = claimConflict(draft, [...(previous ? [previous] : []), ...(await this.scanActive()).drafts].filter((held) => held.status === 'active'));
+      const conflict = claimConflict(
+        draft,
+        [...(previous ? [previous] : []), ...(await this.scanActive()).drafts].filter(
+          (held) => held.status === 'active',
+        ),
+      );
       if (conflict) throw conflict;
       // The previous draft's record is kept beside the task before draft.json is replaced.
-      if (previous) await writeJsonAtomic(path.join(this.taskDir(project, draft.taskSlug), 'drafts', `${previous.sessionId}.json`), previous);
+      if (previous)
+        await writeJsonAtomic(
+          path.join(this.taskDir(project, draft.taskSlug), 'drafts', `${previous.sessionId}.json`),
+          previous,
+        );
       await writeJsonAtomic(this.draftFile(project, draft.taskSlug), draft);
       return structuredClone(draft);
     });
@@ -337,7 +380,8 @@ class FileDraftStore implements DraftStore {
     // With the writers, so a draft released meanwhile is not granted a lease.
     return this.exclusive(async () => {
       const lease = checkLeaseInput(sessionId, owner, ttlMs);
-      if (!(await this.scanActive()).drafts.some((draft) => draft.sessionId === lease.sessionId)) throw noActiveDraft(lease.sessionId);
+      if (!(await this.scanActive()).drafts.some((draft) => draft.sessionId === lease.sessionId))
+        throw noActiveDraft(lease.sessionId);
       return this.leases.acquire(lease.sessionId, lease.owner, lease.ttlMs);
     });
   }
@@ -362,7 +406,9 @@ class FileDraftStore implements DraftStore {
     return path.join(project.dataDir, 'roles');
   }
 
-  listRoleFiles(projectName: string): Promise<{ files: RoleText[]; errors: Array<{ location: string; message: string }> }> {
+  listRoleFiles(
+    projectName: string,
+  ): Promise<{ files: RoleText[]; errors: Array<{ location: string; message: string }> }> {
     return this.guard(async () => readRoleFolder(this.rolesDir(await this.project(projectName))));
   }
 

@@ -8,8 +8,23 @@ import { StoreError } from './errors.js';
 import { KeyedQueue } from './keyed-queue.js';
 import { FORMAT_VERSION } from './records.js';
 import type { RunRecord } from './run-records.js';
-import { checkFromSeq, checkJournalDrafts, checkRun, runExists, runNotFound, StoredRunRecordSchema } from './run-store-rules.js';
-import { matchesRunFilter, newestFirst, RunJournalEntrySchema, type AppendJournalOptions, type RunJournalEntry, type RunJournalEntryDraft, type RunStore } from './run-store.js';
+import {
+  checkFromSeq,
+  checkJournalDrafts,
+  checkRun,
+  runExists,
+  runNotFound,
+  StoredRunRecordSchema,
+} from './run-store-rules.js';
+import {
+  matchesRunFilter,
+  newestFirst,
+  RunJournalEntrySchema,
+  type AppendJournalOptions,
+  type RunJournalEntry,
+  type RunJournalEntryDraft,
+  type RunStore,
+} from './run-store.js';
 import type { StoreWarning } from './session-store.js';
 import { checkId, storeClosed } from './validate.js';
 
@@ -48,9 +63,16 @@ export async function createFileRunStore(options: FileRunStoreOptions): Promise<
   for (const name of await fs.readdir(tmpDir)) await fs.rm(join(tmpDir, name), { force: true, recursive: true });
   const deferredSyncMs = options.deferredSyncMs ?? DEFAULT_DEFERRED_SYNC_MS;
   if (!Number.isFinite(deferredSyncMs) || deferredSyncMs < 0) {
-    throw new ValidationError(`createFileRunStore: deferredSyncMs must be a number of milliseconds of at least 0, not ${String(options.deferredSyncMs)}.`);
+    throw new ValidationError(
+      `createFileRunStore: deferredSyncMs must be a number of milliseconds of at least 0, not ${String(options.deferredSyncMs)}.`,
+    );
   }
-  return new FileRunStore(runsDir, tmpDir, options.onWarning ?? ((warning) => process.emitWarning(warning.message)), deferredSyncMs);
+  return new FileRunStore(
+    runsDir,
+    tmpDir,
+    options.onWarning ?? ((warning) => process.emitWarning(warning.message)),
+    deferredSyncMs,
+  );
 }
 
 const JOURNAL_KIND = 'parley-run-journal';
@@ -117,8 +139,16 @@ class FileRunStore implements RunStore {
         await syncDirectory(this.runsDir).catch((error: unknown) => {
           throw ioError('sync the folder', this.runsDir, error);
         });
-        await fs.writeFile(join(dir, 'journal.jsonl'), `${JSON.stringify({ formatVersion: FORMAT_VERSION, kind: JOURNAL_KIND, runId: record.id })}\n`, { flag: 'wx' });
-        await replaceFile(this.tmpDir, this.recordPath(record.id), formatJson({ formatVersion: FORMAT_VERSION, ...record }));
+        await fs.writeFile(
+          join(dir, 'journal.jsonl'),
+          `${JSON.stringify({ formatVersion: FORMAT_VERSION, kind: JOURNAL_KIND, runId: record.id })}\n`,
+          { flag: 'wx' },
+        );
+        await replaceFile(
+          this.tmpDir,
+          this.recordPath(record.id),
+          formatJson({ formatVersion: FORMAT_VERSION, ...record }),
+        );
         return structuredClone(record);
       });
     });
@@ -130,9 +160,13 @@ class FileRunStore implements RunStore {
 
   listRuns(filter?: Parameters<RunStore['listRuns']>[0]): Promise<RunRecord[]> {
     return this.guard(async () => {
-      const names = (await fs.readdir(this.runsDir, { withFileTypes: true })).filter((entry) => entry.isDirectory() && !entry.name.startsWith('.'));
+      const names = (await fs.readdir(this.runsDir, { withFileTypes: true })).filter(
+        (entry) => entry.isDirectory() && !entry.name.startsWith('.'),
+      );
       const records = await Promise.all(names.map((entry) => this.read(entry.name)));
-      return records.filter((record): record is RunRecord => record !== undefined && matchesRunFilter(record, filter)).sort(newestFirst);
+      return records
+        .filter((record): record is RunRecord => record !== undefined && matchesRunFilter(record, filter))
+        .sort(newestFirst);
     });
   }
 
@@ -145,13 +179,21 @@ class FileRunStore implements RunStore {
         // A journal that failed to open has nothing acknowledged to sync.
         const journal = await this.journals.get(record.id)?.catch(() => undefined);
         await journal?.sync();
-        await replaceFile(this.tmpDir, this.recordPath(record.id), formatJson({ formatVersion: FORMAT_VERSION, ...record }));
+        await replaceFile(
+          this.tmpDir,
+          this.recordPath(record.id),
+          formatJson({ formatVersion: FORMAT_VERSION, ...record }),
+        );
         return structuredClone(record);
       });
     });
   }
 
-  appendJournal(runId: string, entries: readonly RunJournalEntryDraft[], options?: AppendJournalOptions): Promise<RunJournalEntry[]> {
+  appendJournal(
+    runId: string,
+    entries: readonly RunJournalEntryDraft[],
+    options?: AppendJournalOptions,
+  ): Promise<RunJournalEntry[]> {
     return this.guard(async () => {
       const drafts = checkJournalDrafts(runId, entries);
       const journal = await this.journal(runId);
@@ -219,17 +261,30 @@ function scanJournal(content: Buffer, path: string, runId: string): Scan {
     } catch (error) {
       // Only the last line can be torn by a crash; a bad line before it is damage.
       if (end === content.length - 1) break;
-      throw corruptFile(path, `line ${lineNumber} is not JSON`, 'Restore journal.jsonl from a backup; the run cannot resume without it.', error);
+      throw corruptFile(
+        path,
+        `line ${lineNumber} is not JSON`,
+        'Restore journal.jsonl from a backup; the run cannot resume without it.',
+        error,
+      );
     }
     if (lineNumber === 1) {
       const header = value as { kind?: unknown; runId?: unknown; formatVersion?: unknown };
       if (header.kind !== JOURNAL_KIND || header.runId !== runId) {
-        throw corruptFile(path, 'its first line is not the journal header of this run', 'Restore journal.jsonl from a backup.');
+        throw corruptFile(
+          path,
+          'its first line is not the journal header of this run',
+          'Restore journal.jsonl from a backup.',
+        );
       }
     } else {
       const parsed = RunJournalEntrySchema.safeParse(value);
       if (!parsed.success || parsed.data.seq !== entries.length) {
-        throw corruptFile(path, `line ${lineNumber} is not entry ${entries.length} of the journal`, 'Restore journal.jsonl from a backup.');
+        throw corruptFile(
+          path,
+          `line ${lineNumber} is not entry ${entries.length} of the journal`,
+          'Restore journal.jsonl from a backup.',
+        );
       }
       entries.push(parsed.data);
     }
@@ -275,7 +330,12 @@ class JournalFile {
     this.synced = size;
   }
 
-  static async open(path: string, runId: string, warn: (warning: StoreWarning) => void, deferredSyncMs: number): Promise<JournalFile> {
+  static async open(
+    path: string,
+    runId: string,
+    warn: (warning: StoreWarning) => void,
+    deferredSyncMs: number,
+  ): Promise<JournalFile> {
     const content = await readJournalFile(path, runId);
     const scan = scanJournal(content, path, runId);
     if (scan.complete < content.length) {
@@ -328,8 +388,16 @@ class JournalFile {
     if (batch.length === 0) return;
     const at = new Date().toISOString();
     let seq = this.nextSeq;
-    const written = batch.map((append) => append.drafts.map((draft) => ({ seq: seq++, kind: draft.kind, at, data: draft.data ?? null })));
-    const bytes = Buffer.from(written.flat().map((entry) => `${JSON.stringify(entry)}\n`).join(''), 'utf8');
+    const written = batch.map((append) =>
+      append.drafts.map((draft) => ({ seq: seq++, kind: draft.kind, at, data: draft.data ?? null })),
+    );
+    const bytes = Buffer.from(
+      written
+        .flat()
+        .map((entry) => `${JSON.stringify(entry)}\n`)
+        .join(''),
+      'utf8',
+    );
     const durableNow = batch.some((append) => !append.deferred);
     try {
       writeSync(this.fd, bytes, 0, bytes.length, this.size);
@@ -380,7 +448,12 @@ class JournalFile {
         this.backgroundSync = undefined;
         if (error) {
           // The next durable append, record update or close syncs again, and fails loudly there.
-          this.warn({ code: 'JOURNAL_SYNC_FAILED', sessionId: this.runId, file: this.path, message: `Syncing ${this.path} failed (${error.message}); its newest entries are written but may not survive a crash of the machine. Parley retries at the run's next step.` });
+          this.warn({
+            code: 'JOURNAL_SYNC_FAILED',
+            sessionId: this.runId,
+            file: this.path,
+            message: `Syncing ${this.path} failed (${error.message}); its newest entries are written but may not survive a crash of the machine. Parley retries at the run's next step.`,
+          });
         } else {
           this.synced = Math.max(this.synced, target);
           // Appends written while this sync ran are synced by the next one.

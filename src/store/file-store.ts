@@ -55,7 +55,8 @@ const TRANSCRIPT_CHUNK_BYTES = 1024 * 1024;
 const MAX_OPEN_LOGS = 128;
 
 const ADVICE = {
-  checkpoint: 'Every earlier checkpoint version is kept beside it: restore this file from a backup, or remove it to fall back to the version before.',
+  checkpoint:
+    'Every earlier checkpoint version is kept beside it: restore this file from a backup, or remove it to fall back to the version before.',
   context: 'It is rebuilt from its sources on the next request: remove the file, or restore it from a backup.',
   agentDescription: "Restore it from a backup, or remove it and set the session's agent up again.",
   feature: 'Restore feature.json from a backup, or remove the file.',
@@ -73,7 +74,11 @@ export async function createFileStore(options: FileStoreOptions): Promise<Sessio
   await prepareDataFolder(layout.dataDir);
   const lock = await acquireLock(layout.lockFile, warn);
   try {
-    await Promise.all([ensureDirectory(layout.sessionsDir), ensureDirectory(layout.featuresDir), ensureDirectory(layout.tmpDir)]);
+    await Promise.all([
+      ensureDirectory(layout.sessionsDir),
+      ensureDirectory(layout.featuresDir),
+      ensureDirectory(layout.tmpDir),
+    ]);
     await removeStrayTemps(layout.tmpDir, warn);
   } catch (error) {
     await lock.release();
@@ -185,7 +190,8 @@ class FileStore implements SessionStore {
   getSession(sessionId: string): Promise<SessionRecord | undefined> {
     return this.guard(async () => {
       const id = checkId(sessionId, 'session id');
-      if (!this.records.has(id) && !this.known.has(id) && !(await pathExists(this.layout.sessionDir(id)))) return undefined;
+      if (!this.records.has(id) && !this.known.has(id) && !(await pathExists(this.layout.sessionDir(id))))
+        return undefined;
       await this.loadRecord(id);
       return this.records.copy(id);
     });
@@ -198,7 +204,11 @@ class FileStore implements SessionStore {
     const record = await readJsonFile(path, SessionRecordSchema, sessionAdvice(this.layout, id));
     if (record === undefined) throw corruptFile(path, 'the file is missing', sessionAdvice(this.layout, id));
     if (record.sessionId !== id) {
-      throw corruptFile(path, `it names session "${record.sessionId}" but lives in the folder of "${id}"`, sessionAdvice(this.layout, id));
+      throw corruptFile(
+        path,
+        `it names session "${record.sessionId}" but lives in the folder of "${id}"`,
+        sessionAdvice(this.layout, id),
+      );
     }
     this.known.add(id);
     this.records.set(record);
@@ -336,12 +346,21 @@ class FileStore implements SessionStore {
       const id = await this.requireSession(sessionId);
       return this.queue.run(id, async () => {
         const version = (await this.newestCheckpointVersion(id)) + 1;
-        const checkpoint = checkRecord(CheckpointSchema, { ...input, formatVersion: FORMAT_VERSION, sessionId: id, version }, 'checkpoint');
+        const checkpoint = checkRecord(
+          CheckpointSchema,
+          { ...input, formatVersion: FORMAT_VERSION, sessionId: id, version },
+          'checkpoint',
+        );
         const path = this.layout.checkpointFile(id, version);
         try {
           await ensureDirectory(this.layout.checkpointsDir(id));
           if (!(await createFileOnce(this.layout.tmpDir, path, formatJson(checkpoint), id))) {
-            throw ioError('write', path, new Error('a checkpoint with this version already exists and is never overwritten'), id);
+            throw ioError(
+              'write',
+              path,
+              new Error('a checkpoint with this version already exists and is never overwritten'),
+              id,
+            );
           }
         } catch (error) {
           // The folder is read again next time rather than trusting a count a failed write may have left behind.
@@ -379,7 +398,11 @@ class FileStore implements SessionStore {
     const path = this.layout.checkpointFile(id, version);
     const checkpoint = await readJsonFile(path, CheckpointSchema, ADVICE.checkpoint);
     if (checkpoint !== undefined && (checkpoint.sessionId !== id || checkpoint.version !== version)) {
-      throw corruptFile(path, `it holds version ${checkpoint.version} of session "${checkpoint.sessionId}"`, ADVICE.checkpoint);
+      throw corruptFile(
+        path,
+        `it holds version ${checkpoint.version} of session "${checkpoint.sessionId}"`,
+        ADVICE.checkpoint,
+      );
     }
     return checkpoint;
   }
@@ -394,7 +417,10 @@ class FileStore implements SessionStore {
 
   private async checkpointVersions(id: string): Promise<number[]> {
     const names = await readDirectory(this.layout.checkpointsDir(id));
-    return names.map(checkpointVersionOf).filter((version): version is number => version !== undefined).sort((a, b) => a - b);
+    return names
+      .map(checkpointVersionOf)
+      .filter((version): version is number => version !== undefined)
+      .sort((a, b) => a - b);
   }
 
   // Context, agent description, transcripts
@@ -418,14 +444,21 @@ class FileStore implements SessionStore {
     return this.guard(async () => {
       const id = await this.requireSession(description?.sessionId);
       const checked = checkRecord(AgentDescriptionSchema, description, 'agent description');
-      await this.queue.run(id, () => replaceFile(this.layout.tmpDir, this.layout.agentDescriptionFile(id), formatJson(checked)));
+      await this.queue.run(id, () =>
+        replaceFile(this.layout.tmpDir, this.layout.agentDescriptionFile(id), formatJson(checked)),
+      );
     });
   }
 
   readAgentDescription(sessionId: string): Promise<AgentDescription | undefined> {
     return this.guard(async () => {
       const id = await this.requireSession(sessionId);
-      return this.readOwnedDocument(id, this.layout.agentDescriptionFile(id), AgentDescriptionSchema, ADVICE.agentDescription);
+      return this.readOwnedDocument(
+        id,
+        this.layout.agentDescriptionFile(id),
+        AgentDescriptionSchema,
+        ADVICE.agentDescription,
+      );
     });
   }
 
@@ -541,7 +574,11 @@ class FileStore implements SessionStore {
     const path = this.layout.featureFile(featureId);
     const feature = await readJsonFile(path, FeatureSchema, ADVICE.feature);
     if (feature !== undefined && feature.featureId !== featureId) {
-      throw corruptFile(path, `it names feature "${feature.featureId}" but lives in the folder of "${featureId}"`, ADVICE.feature);
+      throw corruptFile(
+        path,
+        `it names feature "${feature.featureId}" but lives in the folder of "${featureId}"`,
+        ADVICE.feature,
+      );
     }
     return feature;
   }
@@ -562,7 +599,11 @@ class FileStore implements SessionStore {
       const checked = checkRecord(TaskSchema, task, 'task');
       await this.queue.run(`feature:${checked.featureId}`, async () => {
         await ensureDirectory(this.layout.taskDir(checked.featureId, checked.taskId));
-        await replaceFile(this.layout.tmpDir, this.layout.taskFile(checked.featureId, checked.taskId), formatJson(checked));
+        await replaceFile(
+          this.layout.tmpDir,
+          this.layout.taskFile(checked.featureId, checked.taskId),
+          formatJson(checked),
+        );
       });
     });
   }
@@ -575,7 +616,11 @@ class FileStore implements SessionStore {
     const path = this.layout.taskFile(featureId, taskId);
     const task = await readJsonFile(path, TaskSchema, ADVICE.task);
     if (task !== undefined && (task.featureId !== featureId || task.taskId !== taskId)) {
-      throw corruptFile(path, `it names task "${task.featureId}/${task.taskId}" but lives in the folder of "${featureId}/${taskId}"`, ADVICE.task);
+      throw corruptFile(
+        path,
+        `it names task "${task.featureId}/${task.taskId}" but lives in the folder of "${featureId}/${taskId}"`,
+        ADVICE.task,
+      );
     }
     return task;
   }
@@ -602,7 +647,11 @@ class FileStore implements SessionStore {
     try {
       return await read();
     } catch (error) {
-      if (!(error instanceof StoreError) || (error.code !== 'CORRUPT_FILE' && error.code !== 'UNSUPPORTED_FORMAT_VERSION')) throw error;
+      if (
+        !(error instanceof StoreError) ||
+        (error.code !== 'CORRUPT_FILE' && error.code !== 'UNSUPPORTED_FORMAT_VERSION')
+      )
+        throw error;
       this.warn({
         code: 'UNREADABLE_FILE',
         file: typeof error.data.file === 'string' ? error.data.file : undefined,

@@ -14,7 +14,14 @@ export { createMemoryDraftStore } from './memory-draft-store.js';
 export { createFileDraftStore } from './file-draft-store.js';
 export { readRoleFolder } from './draft-files.js';
 export * from './migrate.js';
-export { migrateDraftStore, type DraftLayerReport, type DraftRecordMigration, type DraftStoreSide, type ProjectDigest, type ProjectVerification } from './draft-migrate.js';
+export {
+  migrateDraftStore,
+  type DraftLayerReport,
+  type DraftRecordMigration,
+  type DraftStoreSide,
+  type ProjectDigest,
+  type ProjectVerification,
+} from './draft-migrate.js';
 export { digestProject } from './draft-digest.js';
 export * from './run-records.js';
 export * from './run-store.js';

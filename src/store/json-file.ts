@@ -24,27 +24,44 @@ export async function readJsonFile<Schema extends z.ZodType>(
     text = await fs.readFile(path, 'utf8');
   } catch (error) {
     if (isErrno(error, 'ENOENT')) return undefined;
-    throw corruptFile(path, `it cannot be read (${error instanceof Error ? error.message : String(error)})`, advice, error);
+    throw corruptFile(
+      path,
+      `it cannot be read (${error instanceof Error ? error.message : String(error)})`,
+      advice,
+      error,
+    );
   }
   return parseJsonDocument(text, path, schema, advice);
 }
 
-export function parseJsonDocument<Schema extends z.ZodType>(text: string, path: string, schema: Schema, advice: string): z.infer<Schema> {
+export function parseJsonDocument<Schema extends z.ZodType>(
+  text: string,
+  path: string,
+  schema: Schema,
+  advice: string,
+): z.infer<Schema> {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (error) {
-    throw corruptFile(path, `it is not valid JSON (${error instanceof Error ? error.message : String(error)})`, advice, error);
+    throw corruptFile(
+      path,
+      `it is not valid JSON (${error instanceof Error ? error.message : String(error)})`,
+      advice,
+      error,
+    );
   }
   checkFormatVersion(value, path);
   const result = schema.safeParse(value);
-  if (!result.success) throw corruptFile(path, `it does not have the expected shape (${describeIssues(result.error.issues)})`, advice);
+  if (!result.success)
+    throw corruptFile(path, `it does not have the expected shape (${describeIssues(result.error.issues)})`, advice);
   return result.data;
 }
 
 /** A file written by a newer Parley is refused, never guessed at. */
 export function checkFormatVersion(value: unknown, path: string): void {
-  const version = typeof value === 'object' && value !== null ? (value as { formatVersion?: unknown }).formatVersion : undefined;
+  const version =
+    typeof value === 'object' && value !== null ? (value as { formatVersion?: unknown }).formatVersion : undefined;
   if (typeof version === 'number' && version > FORMAT_VERSION) {
     throw new StoreError(
       'UNSUPPORTED_FORMAT_VERSION',

@@ -30,7 +30,12 @@ export interface StoreLock {
  * host is stale and taken over with a warning; a live one is STORE_LOCKED, naming its holder.
  */
 export async function acquireLock(path: string, warn: (warning: StoreWarning) => void): Promise<StoreLock> {
-  const owner: LockOwner = { formatVersion: FORMAT_VERSION, pid: process.pid, hostname: hostname(), startedAt: new Date().toISOString() };
+  const owner: LockOwner = {
+    formatVersion: FORMAT_VERSION,
+    pid: process.pid,
+    hostname: hostname(),
+    startedAt: new Date().toISOString(),
+  };
   for (let attempt = 0; attempt < 3; attempt += 1) {
     if (await tryCreate(path, owner)) {
       await removeLeftovers(path);

@@ -1,9 +1,25 @@
 import { ValidationError } from '../conversation/index.js';
 import { checkLeaseInput, LeaseTable, noActiveDraft } from './draft-lease.js';
 import { checkProjectInput, type DraftStoreHome } from './draft-store-home.js';
-import { NewProjectSchema, TaskFileSchema, type DraftSession, type ProjectRecord, type RoleText, type TaskFile } from './draft-records.js';
+import {
+  NewProjectSchema,
+  TaskFileSchema,
+  type DraftSession,
+  type ProjectRecord,
+  type RoleText,
+  type TaskFile,
+} from './draft-records.js';
 import type { DraftStore } from './draft-store.js';
-import { byStart, checkDraft, checkSameDraft, claimConflict, projectExists, projectNotFound, taskExists, taskNotFound } from './draft-store-rules.js';
+import {
+  byStart,
+  checkDraft,
+  checkSameDraft,
+  claimConflict,
+  projectExists,
+  projectNotFound,
+  taskExists,
+  taskNotFound,
+} from './draft-store-rules.js';
 import { checkId, checkRecord, storeClosed } from './validate.js';
 
 interface TaskEntry {
@@ -25,7 +41,9 @@ interface ProjectEntry {
  */
 export function createMemoryDraftStore(options: { home: DraftStoreHome }): DraftStore {
   const home = checkProjectInput(options.home);
-  const projects = new Map<string, ProjectEntry>([[home.name, { record: { ...home, home: true }, tasks: new Map(), roles: new Map() }]]);
+  const projects = new Map<string, ProjectEntry>([
+    [home.name, { record: { ...home, home: true }, tasks: new Map(), roles: new Map() }],
+  ]);
   const leases = new LeaseTable();
   let closed = false;
 
@@ -50,7 +68,11 @@ export function createMemoryDraftStore(options: { home: DraftStoreHome }): Draft
     }
   }
   const copy = <T>(value: T): T => structuredClone(value);
-  const roleText = (project: string, name: string, text: string): RoleText => ({ name, location: `memory:${project}/roles/${name}.md`, text });
+  const roleText = (project: string, name: string, text: string): RoleText => ({
+    name,
+    location: `memory:${project}/roles/${name}.md`,
+    text,
+  });
 
   return {
     kind: 'memory',
@@ -83,7 +105,9 @@ export function createMemoryDraftStore(options: { home: DraftStoreHome }): Draft
     },
 
     async listTasks(project) {
-      return [...projectOf(project).tasks.values()].map((entry) => copy(entry.task)).sort((a, b) => (a.slug < b.slug ? -1 : 1));
+      return [...projectOf(project).tasks.values()]
+        .map((entry) => copy(entry.task))
+        .sort((a, b) => (a.slug < b.slug ? -1 : 1));
     },
     async getTask(project, slug) {
       const entry = projectOf(project).tasks.get(checkId(slug, 'task slug'));
@@ -110,7 +134,9 @@ export function createMemoryDraftStore(options: { home: DraftStoreHome }): Draft
     async listActiveDrafts(filter = {}) {
       open();
       if (filter.project !== undefined) projectOf(filter.project);
-      const drafts = [...activeDrafts()].filter((draft) => filter.project === undefined || draft.project === filter.project);
+      const drafts = [...activeDrafts()].filter(
+        (draft) => filter.project === undefined || draft.project === filter.project,
+      );
       return { drafts: copy(drafts), unreadable: [] };
     },
     async listClosedDrafts(project, slug) {
@@ -150,7 +176,8 @@ export function createMemoryDraftStore(options: { home: DraftStoreHome }): Draft
     async acquireDraftLease(sessionId, owner, ttlMs) {
       open();
       const lease = checkLeaseInput(sessionId, owner, ttlMs);
-      if (![...activeDrafts()].some((draft) => draft.sessionId === lease.sessionId)) throw noActiveDraft(lease.sessionId);
+      if (![...activeDrafts()].some((draft) => draft.sessionId === lease.sessionId))
+        throw noActiveDraft(lease.sessionId);
       return leases.acquire(lease.sessionId, lease.owner, lease.ttlMs);
     },
     async renewDraftLease(sessionId, owner, ttlMs) {

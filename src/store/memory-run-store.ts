@@ -47,7 +47,12 @@ export function createMemoryRunStore(): RunStore {
       const entry = entryOf(runId);
       const checked = checkJournalDrafts(runId, drafts);
       const at = new Date().toISOString();
-      const written = checked.map((draft, index) => ({ seq: entry.journal.length + index, kind: draft.kind, at, data: draft.data }));
+      const written = checked.map((draft, index) => ({
+        seq: entry.journal.length + index,
+        kind: draft.kind,
+        at,
+        data: draft.data,
+      }));
       entry.journal.push(...written);
       return copy(written);
     },

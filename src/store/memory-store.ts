@@ -62,10 +62,14 @@ export function createMemoryStore(): SessionStore {
       checkId(record?.sessionId, 'session id');
       const stored = checkRecord(SessionRecordSchema, record, 'session record');
       if (sessions.has(stored.sessionId)) {
-        throw new StoreError('SESSION_EXISTS', `A session "${stored.sessionId}" already exists; pick another id or load that one.`, {
-          fault: 'user',
-          data: { sessionId: stored.sessionId },
-        });
+        throw new StoreError(
+          'SESSION_EXISTS',
+          `A session "${stored.sessionId}" already exists; pick another id or load that one.`,
+          {
+            fault: 'user',
+            data: { sessionId: stored.sessionId },
+          },
+        );
       }
       sessions.set(stored.sessionId, { record: stored, log: [], checkpoints: [], transcripts: new Map() });
       return structuredClone(stored);
@@ -92,7 +96,9 @@ export function createMemoryStore(): SessionStore {
 
     async *listSessions(filter?: SessionFilter) {
       open();
-      const records = [...sessions.values()].map((entry) => entry.record).filter((record) => matchesFilter(record, filter));
+      const records = [...sessions.values()]
+        .map((entry) => entry.record)
+        .filter((record) => matchesFilter(record, filter));
       for (const record of records) yield structuredClone(record);
     },
 
@@ -120,7 +126,12 @@ export function createMemoryStore(): SessionStore {
       const entry = entryOf(sessionId);
       const checkpoint = checkRecord(
         CheckpointSchema,
-        { ...input, formatVersion: FORMAT_VERSION, sessionId: entry.record.sessionId, version: entry.checkpoints.length + 1 },
+        {
+          ...input,
+          formatVersion: FORMAT_VERSION,
+          sessionId: entry.record.sessionId,
+          version: entry.checkpoints.length + 1,
+        },
         'checkpoint',
       );
       entry.checkpoints.push(checkpoint);
@@ -129,7 +140,8 @@ export function createMemoryStore(): SessionStore {
 
     async readCheckpoint(sessionId, version) {
       const entry = entryOf(sessionId);
-      const checkpoint = version === undefined ? entry.checkpoints.at(-1) : entry.checkpoints.find((each) => each.version === version);
+      const checkpoint =
+        version === undefined ? entry.checkpoints.at(-1) : entry.checkpoints.find((each) => each.version === version);
       return checkpoint === undefined ? undefined : structuredClone(checkpoint);
     },
 
@@ -185,7 +197,9 @@ export function createMemoryStore(): SessionStore {
 
     async listFeatures() {
       open();
-      return [...features.values()].sort((a, b) => compare(a.featureId, b.featureId)).map((feature) => structuredClone(feature));
+      return [...features.values()]
+        .sort((a, b) => compare(a.featureId, b.featureId))
+        .map((feature) => structuredClone(feature));
     },
 
     async putTask(task) {

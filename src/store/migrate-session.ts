@@ -41,7 +41,14 @@ export interface SessionCopyOptions {
 }
 
 /** Store errors that concern one session's data; others (a lost connection, a full disk) stop the whole run. */
-const SESSION_ERROR_CODES = new Set(['CORRUPT_FILE', 'UNSUPPORTED_FORMAT_VERSION', 'INVALID_ID', 'INVALID_INPUT', 'SESSION_NOT_FOUND', 'SESSION_EXISTS']);
+const SESSION_ERROR_CODES = new Set([
+  'CORRUPT_FILE',
+  'UNSUPPORTED_FORMAT_VERSION',
+  'INVALID_ID',
+  'INVALID_INPUT',
+  'SESSION_NOT_FOUND',
+  'SESSION_EXISTS',
+]);
 
 /** The source's session cannot be copied as it is, or the target did not number a write as the source did. */
 class SessionNotCopied extends Error {}
@@ -51,9 +58,21 @@ class SessionNotCopied extends Error {}
  * written unless everything the target already holds is an earlier state of the source's (checked
  * first, before any write), so a conflict leaves the target as it was.
  */
-export async function copySession(from: SessionStore, to: SessionStore, record: SessionRecord, options: SessionCopyOptions): Promise<SessionCopy> {
+export async function copySession(
+  from: SessionStore,
+  to: SessionStore,
+  record: SessionRecord,
+  options: SessionCopyOptions,
+): Promise<SessionCopy> {
   const sessionId = record.sessionId;
-  const written: SessionWrites = { record: false, events: 0, checkpoints: 0, context: false, agentDescription: false, transcripts: 0 };
+  const written: SessionWrites = {
+    record: false,
+    events: 0,
+    checkpoints: 0,
+    context: false,
+    agentDescription: false,
+    transcripts: 0,
+  };
   let fresh = false;
   try {
     const plan = await planSession(from, to, record);
@@ -97,7 +116,13 @@ export async function copySession(from: SessionStore, to: SessionStore, record: 
     }
     throw error;
   }
-  const wroteSomething = written.record || written.events > 0 || written.checkpoints > 0 || written.context || written.agentDescription || written.transcripts > 0;
+  const wroteSomething =
+    written.record ||
+    written.events > 0 ||
+    written.checkpoints > 0 ||
+    written.context ||
+    written.agentDescription ||
+    written.transcripts > 0;
   const status = fresh ? 'copied' : wroteSomething ? 'continued' : 'unchanged';
   return { sessionId, status, written };
 }
@@ -117,7 +142,13 @@ interface SessionPlan {
 async function planSession(from: SessionStore, to: SessionStore, record: SessionRecord): Promise<SessionPlan> {
   const sessionId = record.sessionId;
   const target = await to.getSession(sessionId);
-  const conflict = (reason: string): SessionPlan => ({ target, conflict: reason, targetLastSeq: -1, checkpointsToWrite: [], transcriptsToWrite: [] });
+  const conflict = (reason: string): SessionPlan => ({
+    target,
+    conflict: reason,
+    targetLastSeq: -1,
+    checkpointsToWrite: [],
+    transcriptsToWrite: [],
+  });
 
   if (target !== undefined && !sameJson(target, record) && !(target.updatedAt < record.updatedAt)) {
     return conflict(
@@ -140,10 +171,15 @@ async function planSession(from: SessionStore, to: SessionStore, record: Session
   }
   const targetCheckpoints = target === undefined ? [] : await to.listCheckpoints(sessionId);
   if (targetCheckpoints.length > sourceCheckpoints.length) {
-    return conflict(`the target has ${targetCheckpoints.length} checkpoint versions, the source only ${sourceCheckpoints.length}`);
+    return conflict(
+      `the target has ${targetCheckpoints.length} checkpoint versions, the source only ${sourceCheckpoints.length}`,
+    );
   }
-  const differentCheckpoint = targetCheckpoints.find((checkpoint, index) => !sameJson(checkpoint, sourceCheckpoints[index]));
-  if (differentCheckpoint !== undefined) return conflict(`checkpoint version ${differentCheckpoint.version} differs between the source and the target`);
+  const differentCheckpoint = targetCheckpoints.find(
+    (checkpoint, index) => !sameJson(checkpoint, sourceCheckpoints[index]),
+  );
+  if (differentCheckpoint !== undefined)
+    return conflict(`checkpoint version ${differentCheckpoint.version} differs between the source and the target`);
 
   const context = await newerPart(
     'context document',
@@ -170,7 +206,8 @@ async function planSession(from: SessionStore, to: SessionStore, record: Session
     const existing = targetNames.has(name) ? await to.readTranscript(sessionId, name) : undefined;
     if (existing === content) continue;
     // Native transcripts grow at their end: a target copy that is a beginning of the source's is an earlier state.
-    if (existing !== undefined && !content.startsWith(existing)) return conflict(`transcript "${name}" differs between the source and the target`);
+    if (existing !== undefined && !content.startsWith(existing))
+      return conflict(`transcript "${name}" differs between the source and the target`);
     transcriptsToWrite.push([name, content]);
   }
 
@@ -202,7 +239,12 @@ async function newerPart<Part>(
 }
 
 /** Undefined when the target's log (through `targetLastSeq`) equals the beginning of the source's, event by event. */
-async function compareLogPrefix(from: SessionStore, to: SessionStore, sessionId: string, targetLastSeq: number): Promise<string | undefined> {
+async function compareLogPrefix(
+  from: SessionStore,
+  to: SessionStore,
+  sessionId: string,
+  targetLastSeq: number,
+): Promise<string | undefined> {
   const sourceLastSeq = await from.lastSeq(sessionId);
   if (targetLastSeq > sourceLastSeq) {
     return `the target's log has ${targetLastSeq + 1} events, more than the source's ${sourceLastSeq + 1}`;
@@ -221,7 +263,13 @@ async function compareLogPrefix(from: SessionStore, to: SessionStore, sessionId:
 }
 
 /** Appends the source's events after `targetLastSeq`, in batches, checking that the target numbers them as the source did. */
-async function copyLog(from: SessionStore, to: SessionStore, sessionId: string, targetLastSeq: number, batchSize: number): Promise<number> {
+async function copyLog(
+  from: SessionStore,
+  to: SessionStore,
+  sessionId: string,
+  targetLastSeq: number,
+  batchSize: number,
+): Promise<number> {
   let nextSeq = targetLastSeq + 1;
   let batch: StreamEventDraft[] = [];
   let copied = 0;
@@ -241,7 +289,9 @@ async function copyLog(from: SessionStore, to: SessionStore, sessionId: string, 
   };
   for await (const event of from.readLog(sessionId, { afterSeq: targetLastSeq })) {
     if (event.seq !== nextSeq + batch.length) {
-      throw new SessionNotCopied(`its log skips from seq ${nextSeq + batch.length - 1} to ${event.seq}, and a store numbers events itself`);
+      throw new SessionNotCopied(
+        `its log skips from seq ${nextSeq + batch.length - 1} to ${event.seq}, and a store numbers events itself`,
+      );
     }
     batch.push(draftOf(event));
     if (batch.length >= batchSize) await flush();

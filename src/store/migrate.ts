@@ -62,7 +62,11 @@ export interface MigrationReport {
  * The source should not be written to meanwhile (stop the servers using it): a session that grows
  * during the run fails its verification, and the next run copies the rest.
  */
-export async function migrateStore(from: SessionStore, to: SessionStore, options: MigrateStoreOptions = {}): Promise<MigrationReport> {
+export async function migrateStore(
+  from: SessionStore,
+  to: SessionStore,
+  options: MigrateStoreOptions = {},
+): Promise<MigrationReport> {
   const batchSize = options.batchSize ?? 500;
   const sourceRecords = await collect(from.listSessions());
   sourceRecords.sort((left, right) => compareText(left.sessionId, right.sessionId));
@@ -70,13 +74,20 @@ export async function migrateStore(from: SessionStore, to: SessionStore, options
   const sessions: SessionMigration[] = [];
   for (const [index, record] of sourceRecords.entries()) {
     const copy = await copySession(from, to, record, { batchSize });
-    const migration: SessionMigration = copy.status === 'conflict' ? copy : { ...copy, verification: await verifySession(from, to, record.sessionId) };
+    const migration: SessionMigration =
+      copy.status === 'conflict' ? copy : { ...copy, verification: await verifySession(from, to, record.sessionId) };
     sessions.push(migration);
     options.onSession?.(migration, index, sourceRecords.length);
   }
 
   const records = [
-    ...(await copyRecords<Feature>('feature', await from.listFeatures(), (feature) => feature.featureId, (feature) => to.getFeature(feature.featureId), (feature) => to.putFeature(feature))),
+    ...(await copyRecords<Feature>(
+      'feature',
+      await from.listFeatures(),
+      (feature) => feature.featureId,
+      (feature) => to.getFeature(feature.featureId),
+      (feature) => to.putFeature(feature),
+    )),
     ...(await copyRecords<Task>(
       'task',
       await from.listTasks(),
@@ -92,19 +103,37 @@ export async function migrateStore(from: SessionStore, to: SessionStore, options
     .filter((sessionId) => !sourceIds.has(sessionId))
     .sort(compareText);
 
-  const nothingCopied = sessions.every((session) => !wroteAnything(session)) && records.every((record) => record.status === 'unchanged' || record.status === 'conflict');
+  const nothingCopied =
+    sessions.every((session) => !wroteAnything(session)) &&
+    records.every((record) => record.status === 'unchanged' || record.status === 'conflict');
   const ok =
-    sessions.every((session) => session.status !== 'conflict' && session.status !== 'failed' && session.verification?.differences.length === 0) &&
-    records.every((record) => record.status !== 'conflict' && record.verified);
+    sessions.every(
+      (session) =>
+        session.status !== 'conflict' && session.status !== 'failed' && session.verification?.differences.length === 0,
+    ) && records.every((record) => record.status !== 'conflict' && record.verified);
   return { sessions, records, targetOnlySessions, nothingCopied, ok };
 }
 
-async function verifySession(from: SessionStore, to: SessionStore, sessionId: string): Promise<NonNullable<SessionMigration['verification']>> {
+async function verifySession(
+  from: SessionStore,
+  to: SessionStore,
+  sessionId: string,
+): Promise<NonNullable<SessionMigration['verification']>> {
   const target = await to.getSession(sessionId);
   const source = await digestSession(from, sessionId);
   if (target === undefined) {
     // A failed copy may have stopped before the session was created.
-    const empty = { ...source, events: 0, lastSeq: -1, eventsSha256: '', checkpoints: 0, checkpointsSha256: '', transcripts: 0, transcriptsSha256: '', recordSha256: '' };
+    const empty = {
+      ...source,
+      events: 0,
+      lastSeq: -1,
+      eventsSha256: '',
+      checkpoints: 0,
+      checkpointsSha256: '',
+      transcripts: 0,
+      transcriptsSha256: '',
+      recordSha256: '',
+    };
     return { source, target: empty, differences: ['the target has no such session'] };
   }
   const copy = await digestSession(to, sessionId);
@@ -141,7 +170,14 @@ async function copyRecords<Item extends { updatedAt: string }>(
 
 function wroteAnything(session: SessionMigration): boolean {
   const written = session.written;
-  return written.record || written.events > 0 || written.checkpoints > 0 || written.context || written.agentDescription || written.transcripts > 0;
+  return (
+    written.record ||
+    written.events > 0 ||
+    written.checkpoints > 0 ||
+    written.context ||
+    written.agentDescription ||
+    written.transcripts > 0
+  );
 }
 
 async function collect<Item>(items: AsyncIterable<Item>): Promise<Item[]> {

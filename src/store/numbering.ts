@@ -10,7 +10,10 @@ export function numberEvents(
   drafts: readonly StreamEventDraft[],
   now: number = Date.now(),
 ): StreamEvent[] {
-  return drafts.map((draft, index) => ({ ...structuredClone(draft), sessionId, seq: firstSeq + index, at: draft.at ?? now }) as StreamEvent);
+  return drafts.map(
+    (draft, index) =>
+      ({ ...structuredClone(draft), sessionId, seq: firstSeq + index, at: draft.at ?? now }) as StreamEvent,
+  );
 }
 
 /** True when `seq` is inside the window `afterSeq < seq <= throughSeq` (either bound optional). */

@@ -44,7 +44,8 @@ function copyJson<T>(value: T): T {
   for (const key of Object.keys(value)) {
     const item = copyJson((value as Record<string, unknown>)[key]);
     // A "__proto__" key from JSON is data; assigning it would set the copy's prototype instead.
-    if (key === '__proto__') Object.defineProperty(copy, key, { value: item, enumerable: true, writable: true, configurable: true });
+    if (key === '__proto__')
+      Object.defineProperty(copy, key, { value: item, enumerable: true, writable: true, configurable: true });
     else copy[key] = item;
   }
   return copy as T;

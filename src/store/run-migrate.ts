@@ -47,7 +47,15 @@ async function migrateRun(source: RunStore, target: RunStore, runId: string): Pr
   const written = 0;
   try {
     const record = await source.getRun(runId);
-    if (record === undefined) return { runId, status: 'failed', entries, written, verified: false, reason: 'the run disappeared from the source while it was being copied' };
+    if (record === undefined)
+      return {
+        runId,
+        status: 'failed',
+        entries,
+        written,
+        verified: false,
+        reason: 'the run disappeared from the source while it was being copied',
+      };
     const journal = await source.readJournal(runId);
     entries = journal.length;
     const existing = await target.getRun(runId);
@@ -81,7 +89,14 @@ async function migrateRun(source: RunStore, target: RunStore, runId: string): Pr
     }
     return { runId, status, entries, written: remaining, verified: await verify(source, target, runId) };
   } catch (error) {
-    return { runId, status: 'failed', entries, written, verified: false, reason: error instanceof Error ? error.message : String(error) };
+    return {
+      runId,
+      status: 'failed',
+      entries,
+      written,
+      verified: false,
+      reason: error instanceof Error ? error.message : String(error),
+    };
   }
 }
 
@@ -90,6 +105,15 @@ function sameEntry(left: RunJournalEntry, right: RunJournalEntry): boolean {
 }
 
 async function verify(source: RunStore, target: RunStore, runId: string): Promise<boolean> {
-  const [record, copy, journal, copied] = await Promise.all([source.getRun(runId), target.getRun(runId), source.readJournal(runId), target.readJournal(runId)]);
-  return sameJson(record, copy) && journal.length === copied.length && journal.every((entry, index) => sameEntry(entry, copied[index]!));
+  const [record, copy, journal, copied] = await Promise.all([
+    source.getRun(runId),
+    target.getRun(runId),
+    source.readJournal(runId),
+    target.readJournal(runId),
+  ]);
+  return (
+    sameJson(record, copy) &&
+    journal.length === copied.length &&
+    journal.every((entry, index) => sameEntry(entry, copied[index]!))
+  );
 }

@@ -17,12 +17,17 @@ export function checkJournalDrafts(runId: string, entries: readonly RunJournalEn
   if (!Array.isArray(entries)) throw new ValidationError(`appendJournal(${runId}): entries must be a list.`);
   return entries.map((entry, index) => {
     const parsed = RunJournalEntryDraftSchema.safeParse(entry);
-    if (!parsed.success) throw new ValidationError(`Refusing journal entry ${index} of run "${runId}": ${describeIssues(parsed.error.issues)}.`);
+    if (!parsed.success)
+      throw new ValidationError(
+        `Refusing journal entry ${index} of run "${runId}": ${describeIssues(parsed.error.issues)}.`,
+      );
     let data: unknown;
     try {
       data = entry.data === undefined ? null : (JSON.parse(JSON.stringify(entry.data)) as unknown);
     } catch (error) {
-      throw new ValidationError(`Refusing journal entry ${index} of run "${runId}": its data is not JSON (${(error as Error).message}).`);
+      throw new ValidationError(
+        `Refusing journal entry ${index} of run "${runId}": its data is not JSON (${(error as Error).message}).`,
+      );
     }
     return { kind: parsed.data.kind, data };
   });
@@ -30,16 +35,23 @@ export function checkJournalDrafts(runId: string, entries: readonly RunJournalEn
 
 export function checkFromSeq(fromSeq: number | undefined): number {
   const value = fromSeq ?? 0;
-  if (!Number.isInteger(value) || value < 0) throw new ValidationError(`readJournal: fromSeq must be a whole number of at least 0, not ${String(fromSeq)}.`);
+  if (!Number.isInteger(value) || value < 0)
+    throw new ValidationError(`readJournal: fromSeq must be a whole number of at least 0, not ${String(fromSeq)}.`);
   return value;
 }
 
 export function runNotFound(runId: string): StoreError {
-  return new StoreError('RUN_NOT_FOUND', `No run "${runId}" in this store. List runs to see the ids that exist.`, { fault: 'user', data: { runId } });
+  return new StoreError('RUN_NOT_FOUND', `No run "${runId}" in this store. List runs to see the ids that exist.`, {
+    fault: 'user',
+    data: { runId },
+  });
 }
 
 export function runExists(runId: string): StoreError {
-  return new StoreError('RUN_EXISTS', `A run "${runId}" is stored already; a new run needs a new id.`, { fault: 'user', data: { runId } });
+  return new StoreError('RUN_EXISTS', `A run "${runId}" is stored already; a new run needs a new id.`, {
+    fault: 'user',
+    data: { runId },
+  });
 }
 
 /**

@@ -32,7 +32,11 @@ export interface RunStore {
    * Appends entries to the run's journal, in order, durably; resolves with them numbered.
    * `RUN_NOT_FOUND` for an unknown run. Concurrent appends to one run are numbered in call order.
    */
-  appendJournal(runId: string, entries: readonly RunJournalEntryDraft[], options?: AppendJournalOptions): Promise<RunJournalEntry[]>;
+  appendJournal(
+    runId: string,
+    entries: readonly RunJournalEntryDraft[],
+    options?: AppendJournalOptions,
+  ): Promise<RunJournalEntry[]>;
   /** The run's journal from `fromSeq` (default 0) on; `RUN_NOT_FOUND` for an unknown run. */
   readJournal(runId: string, options?: { fromSeq?: number }): Promise<RunJournalEntry[]>;
   /** Waits for pending writes, then refuses every call with `STORE_CLOSED`. */

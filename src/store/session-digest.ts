@@ -71,14 +71,20 @@ export async function digestSession(store: SessionStore, sessionId: string): Pro
 export function digestDifferences(source: SessionDigest, target: SessionDigest): string[] {
   const differences: string[] = [];
   if (source.events !== target.events || source.lastSeq !== target.lastSeq) {
-    differences.push(`events: ${source.events} in the source (last seq ${source.lastSeq}), ${target.events} in the target (last seq ${target.lastSeq})`);
+    differences.push(
+      `events: ${source.events} in the source (last seq ${source.lastSeq}), ${target.events} in the target (last seq ${target.lastSeq})`,
+    );
   } else if (source.eventsSha256 !== target.eventsSha256) {
     differences.push('events: same count, different content (SHA-256 differs)');
   }
-  if (source.checkpoints !== target.checkpoints) differences.push(`checkpoints: ${source.checkpoints} in the source, ${target.checkpoints} in the target`);
-  else if (source.checkpointsSha256 !== target.checkpointsSha256) differences.push('checkpoints: same count, different content');
-  if (source.transcripts !== target.transcripts) differences.push(`transcripts: ${source.transcripts} in the source, ${target.transcripts} in the target`);
+  if (source.checkpoints !== target.checkpoints)
+    differences.push(`checkpoints: ${source.checkpoints} in the source, ${target.checkpoints} in the target`);
+  else if (source.checkpointsSha256 !== target.checkpointsSha256)
+    differences.push('checkpoints: same count, different content');
+  if (source.transcripts !== target.transcripts)
+    differences.push(`transcripts: ${source.transcripts} in the source, ${target.transcripts} in the target`);
   else if (source.transcriptsSha256 !== target.transcriptsSha256) differences.push('transcripts: different content');
-  if (source.recordSha256 !== target.recordSha256) differences.push('session record, context document or agent description differ');
+  if (source.recordSha256 !== target.recordSha256)
+    differences.push('session record, context document or agent description differ');
   return differences;
 }

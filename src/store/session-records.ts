@@ -17,7 +17,10 @@ export interface SessionRecordsRead {
  * chunks: a small file costs ~10 µs this way against several thread-pool round trips through
  * `fs.promises`, and yielding between chunks keeps the event loop responsive.
  */
-export async function readSessionRecords(layout: FileLayout, sessionIds: readonly string[]): Promise<SessionRecordsRead> {
+export async function readSessionRecords(
+  layout: FileLayout,
+  sessionIds: readonly string[],
+): Promise<SessionRecordsRead> {
   const result: SessionRecordsRead = { records: [], failures: [] };
   for (let start = 0; start < sessionIds.length; start += CHUNK) {
     if (start > 0) await new Promise((resolve) => setImmediate(resolve));
@@ -45,11 +48,17 @@ function readSessionRecord(layout: FileLayout, sessionId: string): SessionRecord
     text = readSmallFile(path);
   } catch (error) {
     const code = (error as { code?: unknown }).code;
-    const problem = code === 'ENOENT' ? 'the file is missing' : code === 'ENOTDIR' ? 'its session folder is not a folder' : `it cannot be read (${String(error)})`;
+    const problem =
+      code === 'ENOENT'
+        ? 'the file is missing'
+        : code === 'ENOTDIR'
+          ? 'its session folder is not a folder'
+          : `it cannot be read (${String(error)})`;
     throw corruptFile(path, problem, advice, error);
   }
   const record = parseJsonDocument(text, path, SessionRecordSchema, advice);
-  if (record.sessionId !== sessionId) throw corruptFile(path, `it names session "${record.sessionId}" but lives in the folder of "${sessionId}"`, advice);
+  if (record.sessionId !== sessionId)
+    throw corruptFile(path, `it names session "${record.sessionId}" but lives in the folder of "${sessionId}"`, advice);
   return record;
 }
 

@@ -54,8 +54,14 @@ function closeView(state: ViewState): void {
   state.unwatchInner = [];
 }
 
-function makeView(store: SessionStore, state: ViewState, report: (from: ViewState, change: StoreChange) => void, forget: () => void): SessionStore {
-  const closedError = (): StoreError => new StoreError('STORE_CLOSED', 'This view of the store is closed; open a new one to go on.', { fault: 'system' });
+function makeView(
+  store: SessionStore,
+  state: ViewState,
+  report: (from: ViewState, change: StoreChange) => void,
+  forget: () => void,
+): SessionStore {
+  const closedError = (): StoreError =>
+    new StoreError('STORE_CLOSED', 'This view of the store is closed; open a new one to go on.', { fault: 'system' });
   const watch = (onChange: (change: StoreChange) => void): (() => void) => {
     if (state.closed) throw closedError();
     state.listeners.add(onChange);
@@ -92,7 +98,8 @@ function makeView(store: SessionStore, state: ViewState, report: (from: ViewStat
           });
         }
         if (typeof key === 'string' && RECORD_WRITES.has(key) && result instanceof Promise) {
-          const sessionId = key === 'createSession' ? (args[0] as { sessionId: string }).sessionId : (args[0] as string);
+          const sessionId =
+            key === 'createSession' ? (args[0] as { sessionId: string }).sessionId : (args[0] as string);
           return result.then((value: unknown) => {
             report(state, { kind: 'updated', sessionId });
             return value;

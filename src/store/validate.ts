@@ -10,7 +10,8 @@ import { ID_PATTERN, IdSchema } from './records.js';
 export function checkId(value: unknown, what: string): string {
   const result = IdSchema.safeParse(value);
   if (result.success) return result.data;
-  const shown = typeof value === 'string' ? JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value) : String(value);
+  const shown =
+    typeof value === 'string' ? JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value) : String(value);
   throw new StoreError(
     'INVALID_ID',
     `Invalid ${what} ${shown}: it ${result.error.issues.map((issue) => issue.message).join(' and ')}.`,

@@ -1,4 +1,12 @@
-import { context as otelContext, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import {
+  context as otelContext,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+} from '@opentelemetry/api';
 import { MAIN_CONVERSATION, type ConversationBlock, type StreamEventDraft, type Usage } from '../conversation/index.js';
 import { ATTR, OPERATION, PARLEY_ATTR, providerNameOf } from './conventions.js';
 import { captureMessageContent, genAiInstruments, parleyTracer } from './instruments.js';
@@ -64,10 +72,18 @@ export function startAgentTrace(info: AgentTraceInfo): AgentTrace | undefined {
   if (info.requestModel) attributes[ATTR.requestModel] = info.requestModel;
   if (info.agentId) attributes[ATTR.agentId] = info.agentId;
   const parent = info.parent ?? otelContext.active();
-  const span = parleyTracer().startSpan(`${OPERATION.invokeAgent} ${info.agentName}`, { kind: SpanKind.INTERNAL, attributes }, parent);
+  const span = parleyTracer().startSpan(
+    `${OPERATION.invokeAgent} ${info.agentName}`,
+    { kind: SpanKind.INTERNAL, attributes },
+    parent,
+  );
   if (!span.isRecording()) return undefined;
   const capture = captureMessageContent();
-  if (capture && info.prompt !== undefined) span.setAttribute(ATTR.inputMessages, JSON.stringify([{ role: 'user', parts: [{ type: 'text', content: info.prompt }] }]));
+  if (capture && info.prompt !== undefined)
+    span.setAttribute(
+      ATTR.inputMessages,
+      JSON.stringify([{ role: 'user', parts: [{ type: 'text', content: info.prompt }] }]),
+    );
   return new TurnTrace(span, trace.setSpan(parent, span), info, capture);
 }
 
@@ -77,7 +93,10 @@ export function startAgentTrace(info: AgentTraceInfo): AgentTrace | undefined {
  * its parents from `ExecuteRequest.traceContext`, and a switch per event would cost every delta a
  * context-manager round trip.
  */
-export function traceAgentEvents<T extends StreamEventDraft>(agentTrace: AgentTrace, source: AsyncIterable<T>): AsyncIterable<T> {
+export function traceAgentEvents<T extends StreamEventDraft>(
+  agentTrace: AgentTrace,
+  source: AsyncIterable<T>,
+): AsyncIterable<T> {
   return {
     [Symbol.asyncIterator]() {
       const iterator = source[Symbol.asyncIterator]();
@@ -154,17 +173,29 @@ class TurnTrace implements AgentTrace {
     const block = event.block as ConversationBlock;
     const at = event.at;
     if (block.type === 'tool_use') {
-      if (!this.tools.has(block.toolUseId)) this.openTool(block.toolUseId, block.name, block.input, event.conversationId, at);
-      if (event.type === 'block_complete' && block.status === 'error') this.closeTool(block.toolUseId, true, block.error ?? 'tool_error', undefined, at);
+      if (!this.tools.has(block.toolUseId))
+        this.openTool(block.toolUseId, block.name, block.input, event.conversationId, at);
+      if (event.type === 'block_complete' && block.status === 'error')
+        this.closeTool(block.toolUseId, true, block.error ?? 'tool_error', undefined, at);
     } else if (block.type === 'tool_result' && event.type === 'block_complete') {
       this.closeTool(block.toolUseId, block.isError, block.isError ? 'tool_error' : undefined, block.content, at);
     } else if (block.type === 'subagent') {
-      if (event.type === 'block_start' && !this.subagents.has(block.subagentId)) this.openSubagent(block.subagentId, block.name, event.conversationId, at);
+      if (event.type === 'block_start' && !this.subagents.has(block.subagentId))
+        this.openSubagent(block.subagentId, block.name, event.conversationId, at);
       if (event.type === 'block_complete') this.closeSubagent(block, at);
-    } else if (block.type === 'system' && block.subtype === 'error' && event.type === 'block_complete' && event.conversationId === MAIN_CONVERSATION) {
+    } else if (
+      block.type === 'system' &&
+      block.subtype === 'error' &&
+      event.type === 'block_complete' &&
+      event.conversationId === MAIN_CONVERSATION
+    ) {
       this.errorType = codeOf(block.data) ?? 'backend_error';
       this.span.setStatus({ code: SpanStatusCode.ERROR, message: block.content });
-    } else if (block.type === 'assistant_text' && event.type === 'block_complete' && event.conversationId === MAIN_CONVERSATION) {
+    } else if (
+      block.type === 'assistant_text' &&
+      event.type === 'block_complete' &&
+      event.conversationId === MAIN_CONVERSATION
+    ) {
       this.lastText = block.content;
     }
   }
@@ -178,7 +209,10 @@ class TurnTrace implements AgentTrace {
     if (error !== undefined) {
       this.errorType = error instanceof Error ? error.name : 'error';
       this.span.recordException(error instanceof Error ? error : String(error));
-      this.span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+      this.span.setStatus({
+        code: SpanStatusCode.ERROR,
+        message: error instanceof Error ? error.message : String(error),
+      });
     }
     const attributes: Attributes = {
       [ATTR.inputTokens]: this.usage.inputTokens,
@@ -191,7 +225,13 @@ class TurnTrace implements AgentTrace {
     if (this.finishReasons.length > 0) attributes[ATTR.finishReasons] = this.finishReasons;
     if (this.errorType) attributes[ATTR.errorType] = this.errorType;
     if (this.capture && this.lastText) {
-      attributes[ATTR.outputMessages] = JSON.stringify([{ role: 'assistant', parts: [{ type: 'text', content: this.lastText }], finish_reason: this.finishReasons.at(-1) ?? 'stop' }]);
+      attributes[ATTR.outputMessages] = JSON.stringify([
+        {
+          role: 'assistant',
+          parts: [{ type: 'text', content: this.lastText }],
+          finish_reason: this.finishReasons.at(-1) ?? 'stop',
+        },
+      ]);
     }
     this.span.setAttributes(attributes);
     this.span.end();
@@ -203,12 +243,18 @@ class TurnTrace implements AgentTrace {
     tokenUsage.record(this.usage.inputTokens, this.metricAttributes(ATTR.tokenType, 'input'));
     tokenUsage.record(this.usage.outputTokens, this.metricAttributes(ATTR.tokenType, 'output'));
     const duration = (performance.now() - this.started) / 1000;
-    operationDuration.record(duration, this.errorType ? this.metricAttributes(ATTR.errorType, this.errorType) : this.metricAttributes());
+    operationDuration.record(
+      duration,
+      this.errorType ? this.metricAttributes(ATTR.errorType, this.errorType) : this.metricAttributes(),
+    );
   }
 
   /** One measurement's attributes, built whole (no spread copies: three per turn, on the hot path). */
   private metricAttributes(extraKey?: string, extraValue?: string): Attributes {
-    const attributes: Attributes = { [ATTR.operationName]: OPERATION.invokeAgent, [ATTR.providerName]: providerNameOf(this.info.backend) };
+    const attributes: Attributes = {
+      [ATTR.operationName]: OPERATION.invokeAgent,
+      [ATTR.providerName]: providerNameOf(this.info.backend),
+    };
     const model = this.info.requestModel ?? this.responseModel;
     if (model) attributes[ATTR.requestModel] = model;
     if (this.responseModel) attributes[ATTR.responseModel] = this.responseModel;
@@ -225,7 +271,8 @@ class TurnTrace implements AgentTrace {
     }
     if (metadata.costUsd !== undefined) this.costUsd += metadata.costUsd;
     if (metadata.model) this.responseModel = metadata.model;
-    if (metadata.stopReason && !this.finishReasons.includes(metadata.stopReason)) this.finishReasons.push(metadata.stopReason);
+    if (metadata.stopReason && !this.finishReasons.includes(metadata.stopReason))
+      this.finishReasons.push(metadata.stopReason);
   }
 
   private parentOf(conversationId: string): Context {
@@ -233,19 +280,35 @@ class TurnTrace implements AgentTrace {
     return this.subagents.get(conversationId)?.context ?? this.context;
   }
 
-  private openTool(toolUseId: string, name: string, input: unknown, conversationId: string, at: number | undefined): void {
+  private openTool(
+    toolUseId: string,
+    name: string,
+    input: unknown,
+    conversationId: string,
+    at: number | undefined,
+  ): void {
     const attributes: Attributes = {
       [ATTR.operationName]: OPERATION.executeTool,
       [ATTR.toolName]: name,
       [ATTR.toolCallId]: toolUseId,
     };
     if (this.capture) attributes[ATTR.toolCallArguments] = JSON.stringify(input ?? null);
-    const span = parleyTracer().startSpan(`${OPERATION.executeTool} ${name}`, { attributes, ...(at !== undefined ? { startTime: at } : {}) }, this.parentOf(conversationId));
+    const span = parleyTracer().startSpan(
+      `${OPERATION.executeTool} ${name}`,
+      { attributes, ...(at !== undefined ? { startTime: at } : {}) },
+      this.parentOf(conversationId),
+    );
     this.tools.set(toolUseId, { span, context: trace.setSpan(this.parentOf(conversationId), span), conversationId });
     if (conversationId === MAIN_CONVERSATION) this.openMainTools.push(toolUseId);
   }
 
-  private closeTool(toolUseId: string, failed: boolean, errorType: string | undefined, result: string | undefined, at: number | undefined): void {
+  private closeTool(
+    toolUseId: string,
+    failed: boolean,
+    errorType: string | undefined,
+    result: string | undefined,
+    at: number | undefined,
+  ): void {
     const open = this.tools.get(toolUseId);
     if (!open) return;
     this.tools.delete(toolUseId);
@@ -265,7 +328,12 @@ class TurnTrace implements AgentTrace {
     const span = parleyTracer().startSpan(
       `${OPERATION.invokeAgent} ${name}`,
       {
-        attributes: { [ATTR.operationName]: OPERATION.invokeAgent, [ATTR.agentName]: name, [ATTR.agentId]: subagentId, [ATTR.conversationId]: this.info.sessionId },
+        attributes: {
+          [ATTR.operationName]: OPERATION.invokeAgent,
+          [ATTR.agentName]: name,
+          [ATTR.agentId]: subagentId,
+          [ATTR.conversationId]: this.info.sessionId,
+        },
         ...(at !== undefined ? { startTime: at } : {}),
       },
       parent,
@@ -277,7 +345,11 @@ class TurnTrace implements AgentTrace {
     const open = this.subagents.get(block.subagentId);
     if (!open) return;
     this.subagents.delete(block.subagentId);
-    if (block.usage) open.span.setAttributes({ [ATTR.inputTokens]: block.usage.inputTokens, [ATTR.outputTokens]: block.usage.outputTokens });
+    if (block.usage)
+      open.span.setAttributes({
+        [ATTR.inputTokens]: block.usage.inputTokens,
+        [ATTR.outputTokens]: block.usage.outputTokens,
+      });
     if (block.costUsd !== undefined) open.span.setAttribute(PARLEY_ATTR.costUsd, block.costUsd);
     if (block.status === 'error') open.span.setStatus({ code: SpanStatusCode.ERROR });
     open.span.end(at);

@@ -1,4 +1,11 @@
-import { context as otelContext, SpanKind, SpanStatusCode, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import {
+  context as otelContext,
+  SpanKind,
+  SpanStatusCode,
+  type Attributes,
+  type Context,
+  type Span,
+} from '@opentelemetry/api';
 import type { Usage } from '../conversation/index.js';
 import { ATTR, OPERATION, PARLEY_ATTR, providerNameOf } from './conventions.js';
 import { genAiInstruments, parleyTracer } from './instruments.js';
@@ -10,7 +17,12 @@ import { genAiInstruments, parleyTracer } from './instruments.js';
  * context. Undefined when no tracing SDK records it.
  */
 export interface ChatSpan {
-  end(outcome: { responseModel?: string | undefined; usage?: Usage | undefined; finishReason?: string | null | undefined; error?: unknown }): void;
+  end(outcome: {
+    responseModel?: string | undefined;
+    usage?: Usage | undefined;
+    finishReason?: string | null | undefined;
+    error?: unknown;
+  }): void;
 }
 
 export function startChatSpan(backend: string, requestModel: string, parent?: Context): ChatSpan | undefined {
@@ -20,7 +32,11 @@ export function startChatSpan(backend: string, requestModel: string, parent?: Co
     [ATTR.requestModel]: requestModel,
     [PARLEY_ATTR.backend]: backend,
   };
-  const span = parleyTracer().startSpan(`${OPERATION.chat} ${requestModel}`, { kind: SpanKind.CLIENT, attributes }, parent ?? otelContext.active());
+  const span = parleyTracer().startSpan(
+    `${OPERATION.chat} ${requestModel}`,
+    { kind: SpanKind.CLIENT, attributes },
+    parent ?? otelContext.active(),
+  );
   if (!span.isRecording()) return undefined;
   return new RecordingChatSpan(span, attributes, performance.now());
 }
@@ -48,17 +64,26 @@ class RecordingChatSpan implements ChatSpan {
     if (outcome.error !== undefined) {
       errorType = errorTypeOf(outcome.error);
       attributes[ATTR.errorType] = errorType;
-      this.span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error instanceof Error ? outcome.error.message : String(outcome.error) });
+      this.span.setStatus({
+        code: SpanStatusCode.ERROR,
+        message: outcome.error instanceof Error ? outcome.error.message : String(outcome.error),
+      });
     }
     this.span.setAttributes(attributes);
     this.span.end();
     const { tokenUsage, operationDuration } = genAiInstruments();
-    const metric = { ...this.metricAttributes, ...(outcome.responseModel ? { [ATTR.responseModel]: outcome.responseModel } : {}) };
+    const metric = {
+      ...this.metricAttributes,
+      ...(outcome.responseModel ? { [ATTR.responseModel]: outcome.responseModel } : {}),
+    };
     if (outcome.usage) {
       tokenUsage.record(outcome.usage.inputTokens, { ...metric, [ATTR.tokenType]: 'input' });
       tokenUsage.record(outcome.usage.outputTokens, { ...metric, [ATTR.tokenType]: 'output' });
     }
-    operationDuration.record((performance.now() - this.started) / 1000, errorType ? { ...metric, [ATTR.errorType]: errorType } : metric);
+    operationDuration.record(
+      (performance.now() - this.started) / 1000,
+      errorType ? { ...metric, [ATTR.errorType]: errorType } : metric,
+    );
   }
 }
 

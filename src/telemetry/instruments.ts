@@ -1,4 +1,11 @@
-import { metrics, trace, type Histogram, type MeterProvider, type Tracer, type TracerProvider } from '@opentelemetry/api';
+import {
+  metrics,
+  trace,
+  type Histogram,
+  type MeterProvider,
+  type Tracer,
+  type TracerProvider,
+} from '@opentelemetry/api';
 import { METRIC } from './conventions.js';
 
 /**
@@ -48,8 +55,14 @@ export function genAiInstruments(): GenAiInstruments {
     instruments = {
       provider,
       value: {
-        tokenUsage: meter.createHistogram(METRIC.tokenUsage, { unit: '{token}', description: 'Measures number of input and output tokens used' }),
-        operationDuration: meter.createHistogram(METRIC.operationDuration, { unit: 's', description: 'GenAI operation duration' }),
+        tokenUsage: meter.createHistogram(METRIC.tokenUsage, {
+          unit: '{token}',
+          description: 'Measures number of input and output tokens used',
+        }),
+        operationDuration: meter.createHistogram(METRIC.operationDuration, {
+          unit: 's',
+          description: 'GenAI operation duration',
+        }),
       },
     };
   }

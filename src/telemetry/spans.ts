@@ -1,4 +1,12 @@
-import { context as otelContext, propagation, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import {
+  context as otelContext,
+  propagation,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+} from '@opentelemetry/api';
 import { parleyTracer } from './instruments.js';
 
 /**
@@ -10,7 +18,12 @@ import { parleyTracer } from './instruments.js';
  * right without a context manager); it also runs with that context active, for code that reads
  * the active context under a context manager a library user registered.
  */
-export async function inSpan<T>(name: string, attributes: Attributes, fn: (span: Span, context: Context) => Promise<T>, parent?: Context): Promise<T> {
+export async function inSpan<T>(
+  name: string,
+  attributes: Attributes,
+  fn: (span: Span, context: Context) => Promise<T>,
+  parent?: Context,
+): Promise<T> {
   const parentContext = parent ?? otelContext.active();
   const span = parleyTracer().startSpan(name, { attributes }, parentContext);
   const context = trace.setSpan(parentContext, span);
@@ -20,7 +33,8 @@ export async function inSpan<T>(name: string, attributes: Attributes, fn: (span:
     } catch (error) {
       span.recordException(error instanceof Error ? error : String(error));
       span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
-      if (error instanceof Error) span.setAttribute('error.type', (error as { code?: unknown }).code?.toString() ?? error.name);
+      if (error instanceof Error)
+        span.setAttribute('error.type', (error as { code?: unknown }).code?.toString() ?? error.name);
       throw error;
     } finally {
       span.end();

@@ -55,11 +55,18 @@ export class ApprovalBroker {
    * Asks for permission and resolves with the answer (`allow_always` already remembered). A scope
    * remembered earlier answers at once with source `remembered`, announcing nothing.
    */
-  async request(ask: ApprovalAsk, options: { signal?: AbortSignal } = {}): Promise<{ decision: ApprovalDecision; source: ApprovalSource; requestId?: string }> {
+  async request(
+    ask: ApprovalAsk,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<{ decision: ApprovalDecision; source: ApprovalSource; requestId?: string }> {
     const { scopeKey, ...fields } = ask;
     if (this.isRemembered(fields.sessionId, scopeKey)) return { decision: 'allow_once', source: 'remembered' };
     if (options.signal?.aborted) return { decision: 'deny', source: 'cancelled' };
-    const request: ApprovalRequest = { ...fields, requestId: this.newId(), requestedAt: new Date(this.clock()).toISOString() };
+    const request: ApprovalRequest = {
+      ...fields,
+      requestId: this.newId(),
+      requestedAt: new Date(this.clock()).toISOString(),
+    };
     return new Promise((resolve) => {
       const approverAbort = new AbortController();
       const onAbort = (): void => settle('deny', 'cancelled');
@@ -104,13 +111,21 @@ export class ApprovalBroker {
   answer(requestId: string, decision: ApprovalDecision, options: { sessionId?: string } = {}): ApprovalResolution {
     const pending = this.pendingById.get(requestId);
     if (!pending || (options.sessionId !== undefined && pending.request.sessionId !== options.sessionId)) {
-      throw new WorkspaceError('NOT_FOUND', `No pending permission request "${requestId}"${options.sessionId ? ` in session "${options.sessionId}"` : ''}: it was answered already, cancelled, or never asked.`, {
-        fault: 'user',
-        data: { requestId, ...(options.sessionId ? { sessionId: options.sessionId } : {}) },
-      });
+      throw new WorkspaceError(
+        'NOT_FOUND',
+        `No pending permission request "${requestId}"${options.sessionId ? ` in session "${options.sessionId}"` : ''}: it was answered already, cancelled, or never asked.`,
+        {
+          fault: 'user',
+          data: { requestId, ...(options.sessionId ? { sessionId: options.sessionId } : {}) },
+        },
+      );
     }
     if (!isDecision(decision)) {
-      throw new WorkspaceError('INVALID_INPUT', `"${String(decision)}" is not a decision; answer allow_once, allow_always or deny.`, { fault: 'user', data: { requestId } });
+      throw new WorkspaceError(
+        'INVALID_INPUT',
+        `"${String(decision)}" is not a decision; answer allow_once, allow_always or deny.`,
+        { fault: 'user', data: { requestId } },
+      );
     }
     pending.settle(decision, 'client');
     return {
@@ -132,7 +147,8 @@ export class ApprovalBroker {
   /** Forgets a session's `allow_always` answers and denies its waiting requests (its draft closed). */
   forgetSession(sessionId: string): void {
     this.remembered.delete(sessionId);
-    for (const entry of [...this.pendingById.values()]) if (entry.request.sessionId === sessionId) entry.settle('deny', 'cancelled');
+    for (const entry of [...this.pendingById.values()])
+      if (entry.request.sessionId === sessionId) entry.settle('deny', 'cancelled');
   }
 
   /** Called with each new request (after any remembered scope was checked). Returns the unsubscribe function. */

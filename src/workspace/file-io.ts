@@ -32,11 +32,20 @@ export async function readTextFile(absolute: string, shown: string): Promise<str
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return undefined;
-    if (code === 'EISDIR') throw new WorkspaceError('INVALID_INPUT', `"${shown}" is a folder, not a file; use list_files to see what it holds.`, { data: { path: shown } });
+    if (code === 'EISDIR')
+      throw new WorkspaceError(
+        'INVALID_INPUT',
+        `"${shown}" is a folder, not a file; use list_files to see what it holds.`,
+        { data: { path: shown } },
+      );
     throw error;
   }
   if (buffer.subarray(0, 8_192).includes(0)) {
-    throw new WorkspaceError('INVALID_INPUT', `"${shown}" is a binary file (${buffer.length} bytes); these tools read and edit text only.`, { data: { path: shown, bytes: buffer.length } });
+    throw new WorkspaceError(
+      'INVALID_INPUT',
+      `"${shown}" is a binary file (${buffer.length} bytes); these tools read and edit text only.`,
+      { data: { path: shown, bytes: buffer.length } },
+    );
   }
   return buffer.toString('utf8');
 }
@@ -48,7 +57,10 @@ export async function readTextFile(absolute: string, shown: string): Promise<str
 export async function writeFileAtomically(absolute: string, content: string): Promise<void> {
   const folder = path.dirname(absolute);
   await fs.mkdir(folder, { recursive: true });
-  const mode = await fs.stat(absolute).then((stats) => stats.mode & 0o7777, () => undefined);
+  const mode = await fs.stat(absolute).then(
+    (stats) => stats.mode & 0o7777,
+    () => undefined,
+  );
   const temporary = path.join(folder, `.${path.basename(absolute)}.parley-${randomUUID().slice(0, 8)}.tmp`);
   try {
     const handle = await fs.open(temporary, 'w', mode ?? 0o666);

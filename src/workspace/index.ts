@@ -6,10 +6,20 @@
 export * from './types.js';
 export { WorkspaceError } from './errors.js';
 export { ApprovalBroker, type ApprovalBrokerOptions, type ApprovalAsk } from './approvals.js';
-export { ProjectWorkspace, WORKSPACE_PERMISSIONS, type WorkspaceOptions, type WorkspaceToolsetOptions } from './workspace.js';
+export {
+  ProjectWorkspace,
+  WORKSPACE_PERMISSIONS,
+  type WorkspaceOptions,
+  type WorkspaceToolsetOptions,
+} from './workspace.js';
 export { diskFiles, type WorkspaceFiles } from './file-io.js';
 export { WorkspacePaths, type ResolvedPath } from './workspace-paths.js';
-export { DEFAULT_LIMITS, type WorkspaceLimits, type WorkspacePermission, type WorkspaceTool } from './workspace-tool.js';
+export {
+  DEFAULT_LIMITS,
+  type WorkspaceLimits,
+  type WorkspacePermission,
+  type WorkspaceTool,
+} from './workspace-tool.js';
 export { detectSandbox, type SandboxInfo } from './sandbox.js';
 export { commandPrefix, needsApproval } from './permission-gate.js';
 export { capMiddle } from './output-cap.js';

@@ -7,7 +7,10 @@ export function capMiddle(text: string, maxChars: number): { text: string; cut: 
   const head = Math.ceil(maxChars / 2);
   const tail = maxChars - head;
   const cut = text.length - head - tail;
-  return { text: `${text.slice(0, head)}\n[… ${cut} characters cut from the middle …]\n${text.slice(text.length - tail)}`, cut };
+  return {
+    text: `${text.slice(0, head)}\n[… ${cut} characters cut from the middle …]\n${text.slice(text.length - tail)}`,
+    cut,
+  };
 }
 
 /**
@@ -41,7 +44,10 @@ export class MiddleCutBuffer {
   text(): { text: string; cut: number } {
     this.trimTail();
     if (this.dropped === 0) return { text: this.head + this.tail, cut: 0 };
-    return { text: `${this.head}\n[… ${this.dropped} characters cut from the middle …]\n${this.tail}`, cut: this.dropped };
+    return {
+      text: `${this.head}\n[… ${this.dropped} characters cut from the middle …]\n${this.tail}`,
+      cut: this.dropped,
+    };
   }
 
   private trimTail(): void {

@@ -23,7 +23,11 @@ export async function gate(
   }
   if (!needsApproval(mode, ask.kind)) return undefined;
   const { decision } = await context.broker.request(
-    { ...ask, sessionId: context.sessionId, ...(context.conversationId ? { conversationId: context.conversationId } : {}) },
+    {
+      ...ask,
+      sessionId: context.sessionId,
+      ...(context.conversationId ? { conversationId: context.conversationId } : {}),
+    },
     signal ? { signal } : {},
   );
   if (decision !== 'deny') return undefined;

@@ -28,7 +28,15 @@ export async function projectFiles(
   const everything = options.patterns.length === 1 && options.patterns[0] === '**/*' && options.base === paths.root;
   const nested = everything
     ? relative
-    : (await glob(['**/.gitignore'], { cwd: paths.root, dot: true, onlyFiles: true, followSymbolicLinks: false, ignore: ['**/.git/**', ...prunePatterns(rootRules)] })).map((file) => file.split(path.sep).join('/'));
+    : (
+        await glob(['**/.gitignore'], {
+          cwd: paths.root,
+          dot: true,
+          onlyFiles: true,
+          followSymbolicLinks: false,
+          ignore: ['**/.git/**', ...prunePatterns(rootRules)],
+        })
+      ).map((file) => file.split(path.sep).join('/'));
   const filter = await GitignoreFilter.load(paths, rootRules, nested);
   return relative.filter((file) => !filter.ignores(file)).sort();
 }
@@ -37,7 +45,11 @@ export async function projectFiles(
 export class GitignoreFilter {
   private constructor(private readonly byFolder: ReadonlyMap<string, Ignore>) {}
 
-  static async load(paths: WorkspacePaths, rootRules: string | undefined, files: readonly string[]): Promise<GitignoreFilter> {
+  static async load(
+    paths: WorkspacePaths,
+    rootRules: string | undefined,
+    files: readonly string[],
+  ): Promise<GitignoreFilter> {
     const byFolder = new Map<string, Ignore>();
     if (rootRules !== undefined) byFolder.set('', ignore().add(rootRules));
     for (const file of files) {
@@ -74,7 +86,10 @@ export async function readRules(file: string): Promise<string | undefined> {
  */
 function prunePatterns(rules: string | undefined): string[] {
   if (rules === undefined) return [];
-  const lines = rules.split(/\r?\n/).map((line) => line.trim()).filter((line) => line !== '' && !line.startsWith('#'));
+  const lines = rules
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('#'));
   if (lines.some((line) => line.startsWith('!'))) return [];
   return lines
     .map((line) => line.replace(/\/+$/, ''))

@@ -44,7 +44,12 @@ export function runProcess(options: RunProcessOptions): Promise<RunProcessResult
     let timedOut = false;
     let cancelled = false;
     let killTimer: NodeJS.Timeout | undefined;
-    const child = spawn(file, args, { cwd: options.cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PARLEY_TOOL: 'run_command' } });
+    const child = spawn(file, args, {
+      cwd: options.cwd,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, PARLEY_TOOL: 'run_command' },
+    });
     const pid = child.pid;
     const killGroup = (signal: NodeJS.Signals): void => {
       if (pid === undefined) return;
@@ -80,7 +85,15 @@ export function runProcess(options: RunProcessOptions): Promise<RunProcessResult
       if (killTimer) clearTimeout(killTimer);
       options.signal?.removeEventListener('abort', onAbort);
       const { text, cut } = buffer.text();
-      resolve({ exitCode: code, signal, output: text, cutChars: cut, timedOut, cancelled, durationMs: Date.now() - started });
+      resolve({
+        exitCode: code,
+        signal,
+        output: text,
+        cutChars: cut,
+        timedOut,
+        cancelled,
+        durationMs: Date.now() - started,
+      });
     });
   });
 }

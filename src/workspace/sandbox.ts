@@ -43,22 +43,67 @@ export function detectSandbox(): Promise<SandboxInfo> {
 
 async function probe(): Promise<SandboxInfo> {
   const binary = findOnPath('bwrap');
-  if (!binary) return { kind: 'none', detail: 'bubblewrap (bwrap) is not installed, so commands run unconfined, as you, with your network.' };
+  if (!binary)
+    return {
+      kind: 'none',
+      detail: 'bubblewrap (bwrap) is not installed, so commands run unconfined, as you, with your network.',
+    };
   const works = await new Promise<boolean>((resolve) => {
-    const child = spawn(binary, ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-net', '--unshare-pid', '--die-with-parent', '--', 'true'], { stdio: 'ignore' });
+    const child = spawn(
+      binary,
+      [
+        '--ro-bind',
+        '/',
+        '/',
+        '--dev',
+        '/dev',
+        '--proc',
+        '/proc',
+        '--unshare-net',
+        '--unshare-pid',
+        '--die-with-parent',
+        '--',
+        'true',
+      ],
+      { stdio: 'ignore' },
+    );
     child.on('error', () => resolve(false));
     child.on('close', (code) => resolve(code === 0));
   });
   return works
-    ? { kind: 'bwrap', binary, detail: `commands run in bubblewrap (${binary}): the project is writable, the rest of the file system read-only, the network off unless the role allows it.` }
-    : { kind: 'none', detail: `bubblewrap (${binary}) is installed but cannot make a sandbox here (user namespaces refused?), so commands run unconfined.` };
+    ? {
+        kind: 'bwrap',
+        binary,
+        detail: `commands run in bubblewrap (${binary}): the project is writable, the rest of the file system read-only, the network off unless the role allows it.`,
+      }
+    : {
+        kind: 'none',
+        detail: `bubblewrap (${binary}) is installed but cannot make a sandbox here (user namespaces refused?), so commands run unconfined.`,
+      };
 }
 
 /** The program and arguments that run `command` through `/bin/sh` under the plan. */
-export function sandboxedSpawn(command: string, cwd: string, plan: SandboxPlan | undefined): { file: string; args: string[] } {
+export function sandboxedSpawn(
+  command: string,
+  cwd: string,
+  plan: SandboxPlan | undefined,
+): { file: string; args: string[] } {
   const shell = ['/bin/sh', '-c', command];
   if (!plan || plan.info.kind !== 'bwrap' || !plan.info.binary) return { file: '/bin/sh', args: ['-c', command] };
-  const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--bind', plan.root, plan.root];
+  const args = [
+    '--ro-bind',
+    '/',
+    '/',
+    '--dev',
+    '/dev',
+    '--proc',
+    '/proc',
+    '--tmpfs',
+    '/tmp',
+    '--bind',
+    plan.root,
+    plan.root,
+  ];
   for (const folder of plan.hidden) if (existsSync(folder)) args.push('--tmpfs', folder);
   if (!plan.network) args.push('--unshare-net');
   // A private PID namespace whose first process dies with bwrap: killing bwrap ends every process

@@ -71,4 +71,7 @@ export interface ApprovalResolution {
  * as it likes; `signal` aborts when the turn is cancelled (the request is then denied). A throw is
  * a deny.
  */
-export type Approver = (request: ApprovalRequest, options: { signal: AbortSignal }) => ApprovalDecision | Promise<ApprovalDecision>;
+export type Approver = (
+  request: ApprovalRequest,
+  options: { signal: AbortSignal },
+) => ApprovalDecision | Promise<ApprovalDecision>;

@@ -29,7 +29,11 @@ export class WorkspacePaths {
     try {
       real = await fs.realpath(root);
     } catch (cause) {
-      throw new WorkspaceError('NOT_FOUND', `The project folder ${root} does not exist.`, { fault: 'user', cause, data: { root } });
+      throw new WorkspaceError('NOT_FOUND', `The project folder ${root} does not exist.`, {
+        fault: 'user',
+        cause,
+        data: { root },
+      });
     }
     const dataDir = options.dataDir ?? path.join(root, '.parley');
     const protectedFolders = [path.join(real, '.git'), await realOrLexical(dataDir)];
@@ -54,23 +58,35 @@ export class WorkspacePaths {
 
   private async resolve(input: string, forWrite: boolean): Promise<ResolvedPath> {
     if (typeof input !== 'string' || input.trim() === '' || input.includes('\0')) {
-      throw new WorkspaceError('INVALID_INPUT', 'A path must be non-empty text without NUL characters, relative to the project folder.', { data: { path: String(input) } });
+      throw new WorkspaceError(
+        'INVALID_INPUT',
+        'A path must be non-empty text without NUL characters, relative to the project folder.',
+        { data: { path: String(input) } },
+      );
     }
     const lexical = path.resolve(this.root, input);
     if (!this.contains(lexical)) throw this.outside(input, lexical);
     const real = await realPathOfMaybeMissing(lexical);
     if (!this.contains(real)) {
-      throw new WorkspaceError('PATH_OUTSIDE_PROJECT', `"${input}" leads outside the project folder through a symbolic link (to ${real}); only files inside ${this.root} can be used.`, {
-        data: { path: input, resolved: real, root: this.root },
-      });
+      throw new WorkspaceError(
+        'PATH_OUTSIDE_PROJECT',
+        `"${input}" leads outside the project folder through a symbolic link (to ${real}); only files inside ${this.root} can be used.`,
+        {
+          data: { path: input, resolved: real, root: this.root },
+        },
+      );
     }
     if (forWrite) {
       const guarded = this.protectedFolders.find((folder) => real === folder || real.startsWith(folder + path.sep));
       if (guarded) {
         const name = this.contains(guarded) ? this.relativeOf(guarded) : guarded;
-        throw new WorkspaceError('PATH_PROTECTED', `"${input}" is inside ${name}/, which tools may not write (${name === '.git' ? 'git’s own data: use git commands' : 'Parley’s data folder'}).`, {
-          data: { path: input, protected: name },
-        });
+        throw new WorkspaceError(
+          'PATH_PROTECTED',
+          `"${input}" is inside ${name}/, which tools may not write (${name === '.git' ? 'git’s own data: use git commands' : 'Parley’s data folder'}).`,
+          {
+            data: { path: input, protected: name },
+          },
+        );
       }
     }
     return { absolute: real, relative: this.relativeOf(real) };
@@ -82,9 +98,13 @@ export class WorkspacePaths {
   }
 
   private outside(input: string, resolved: string): WorkspaceError {
-    return new WorkspaceError('PATH_OUTSIDE_PROJECT', `"${input}" is outside the project folder (${resolved}); use a path inside ${this.root}, relative to it.`, {
-      data: { path: input, resolved, root: this.root },
-    });
+    return new WorkspaceError(
+      'PATH_OUTSIDE_PROJECT',
+      `"${input}" is outside the project folder (${resolved}); use a path inside ${this.root}, relative to it.`,
+      {
+        data: { path: input, resolved, root: this.root },
+      },
+    );
   }
 }
 
@@ -97,10 +117,14 @@ async function realPathOfMaybeMissing(target: string): Promise<string> {
       const real = await fs.realpath(current);
       return missing.length === 0 ? real : path.join(real, ...[...missing].reverse());
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT' && (error as NodeJS.ErrnoException).code !== 'ENOTDIR') throw error;
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT' && (error as NodeJS.ErrnoException).code !== 'ENOTDIR')
+        throw error;
       // A dangling symlink: where it points decides, not that the target is missing.
       const link = await fs.readlink(current).catch(() => undefined);
-      if (link !== undefined) return realPathOfMaybeMissing(path.resolve(path.dirname(current), link)).then((real) => (missing.length === 0 ? real : path.join(real, ...[...missing].reverse())));
+      if (link !== undefined)
+        return realPathOfMaybeMissing(path.resolve(path.dirname(current), link)).then((real) =>
+          missing.length === 0 ? real : path.join(real, ...[...missing].reverse()),
+        );
       const parent = path.dirname(current);
       if (parent === current) return target;
       missing.push(path.basename(current));

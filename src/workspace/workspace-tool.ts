@@ -72,14 +72,28 @@ export function workspaceTool<S extends z.ZodObject>(
     inputSchema,
     async execute(input, options): Promise<ToolOutput> {
       const parsed = spec.schema.safeParse(input ?? {});
-      if (!parsed.success) return { content: `Invalid input for ${spec.name}: ${describeIssues(parsed.error.issues)}.`, isError: true };
+      if (!parsed.success)
+        return { content: `Invalid input for ${spec.name}: ${describeIssues(parsed.error.issues)}.`, isError: true };
       try {
         const result = await run(parsed.data, options.signal);
-        return { content: result.content, ...(result.isError ? { isError: true } : {}), ...(result.data !== undefined ? { data: result.data } : {}) };
+        return {
+          content: result.content,
+          ...(result.isError ? { isError: true } : {}),
+          ...(result.data !== undefined ? { data: result.data } : {}),
+        };
       } catch (error) {
-        if (isParleyError(error)) return { content: `${error.code}: ${error.message}`, isError: true, data: { code: error.code, ...error.data } };
+        if (isParleyError(error))
+          return {
+            content: `${error.code}: ${error.message}`,
+            isError: true,
+            data: { code: error.code, ...error.data },
+          };
         const code = (error as NodeJS.ErrnoException).code;
-        return { content: `${spec.name} failed: ${error instanceof Error ? error.message : String(error)}`, isError: true, ...(code ? { data: { code } } : {}) };
+        return {
+          content: `${spec.name} failed: ${error instanceof Error ? error.message : String(error)}`,
+          isError: true,
+          ...(code ? { data: { code } } : {}),
+        };
       }
     },
   };

@@ -9,7 +9,13 @@ import { readFileTool } from './tools/read-file.js';
 import { runCommandTool } from './tools/run-command.js';
 import { writeFileTool } from './tools/write-file.js';
 import type { Approver, PermissionMode } from './types.js';
-import { DEFAULT_LIMITS, type WorkspaceLimits, type WorkspacePermission, type WorkspaceTool, type WorkspaceToolContext } from './workspace-tool.js';
+import {
+  DEFAULT_LIMITS,
+  type WorkspaceLimits,
+  type WorkspacePermission,
+  type WorkspaceTool,
+  type WorkspaceToolContext,
+} from './workspace-tool.js';
 import { WorkspacePaths } from './workspace-paths.js';
 
 /**
@@ -62,8 +68,14 @@ export class ProjectWorkspace {
   ) {}
 
   static async open(options: WorkspaceOptions): Promise<ProjectWorkspace> {
-    const paths = await WorkspacePaths.open(options.root, options.dataDir !== undefined ? { dataDir: options.dataDir } : {});
-    const sandbox: SandboxInfo = options.sandbox === 'none' ? { kind: 'none', detail: 'the sandbox is turned off, so commands run unconfined.' } : await detectSandbox();
+    const paths = await WorkspacePaths.open(
+      options.root,
+      options.dataDir !== undefined ? { dataDir: options.dataDir } : {},
+    );
+    const sandbox: SandboxInfo =
+      options.sandbox === 'none'
+        ? { kind: 'none', detail: 'the sandbox is turned off, so commands run unconfined.' }
+        : await detectSandbox();
     const dataDir = options.dataDir ?? `${paths.root}/.parley`;
     return new ProjectWorkspace(paths, sandbox, [dataDir], { ...DEFAULT_LIMITS, ...options.limits });
   }
@@ -83,9 +95,11 @@ export class ProjectWorkspace {
       limits: this.limits,
     };
     const tools: WorkspaceTool[] = [];
-    if (granted.has('files-read')) tools.push(readFileTool(context), listFilesTool(context), globTool(context), grepTool(context));
+    if (granted.has('files-read'))
+      tools.push(readFileTool(context), listFilesTool(context), globTool(context), grepTool(context));
     if (granted.has('files-write')) tools.push(editFileTool(context), writeFileTool(context));
-    if (granted.has('shell')) tools.push(runCommandTool(context, options.onCommandSpawn ? { onSpawn: options.onCommandSpawn } : {}));
+    if (granted.has('shell'))
+      tools.push(runCommandTool(context, options.onCommandSpawn ? { onSpawn: options.onCommandSpawn } : {}));
     return tools;
   }
 }

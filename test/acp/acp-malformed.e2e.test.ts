@@ -36,11 +36,19 @@ function malformedLines(): Array<{ line: string; code: number; id: number | null
         lines.push({ line: String(index), code: -32600, id: null });
         break;
       case 4:
-        lines.push({ line: JSON.stringify({ jsonrpc: '2.0', id: index, method: 'no/such_method', params: {} }), code: -32601, id: index });
+        lines.push({
+          line: JSON.stringify({ jsonrpc: '2.0', id: index, method: 'no/such_method', params: {} }),
+          code: -32601,
+          id: index,
+        });
         break;
       default:
         // A real method with params its schema refuses.
-        lines.push({ line: JSON.stringify({ jsonrpc: '2.0', id: index, method: 'session/new', params: { cwd: index } }), code: -32602, id: index });
+        lines.push({
+          line: JSON.stringify({ jsonrpc: '2.0', id: index, method: 'session/new', params: { cwd: index } }),
+          code: -32602,
+          id: index,
+        });
     }
   }
   return lines;
@@ -64,9 +72,14 @@ it('answers each of 1,000 malformed lines with a JSON-RPC error, writes nothing 
     while (received.length < count) await new Promise<void>((resolve) => (wake = resolve));
   };
 
-  child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 'init', method: 'initialize', params: { protocolVersion: 1 } })}\n`);
+  child.stdin.write(
+    `${JSON.stringify({ jsonrpc: '2.0', id: 'init', method: 'initialize', params: { protocolVersion: 1 } })}\n`,
+  );
   await until(1);
-  expect(received.splice(0)[0]).toMatchObject({ id: 'init', result: { protocolVersion: 1, agentInfo: { name: 'parley' } } });
+  expect(received.splice(0)[0]).toMatchObject({
+    id: 'init',
+    result: { protocolVersion: 1, agentInfo: { name: 'parley' } },
+  });
 
   const lines = malformedLines();
   child.stdin.write(lines.map((entry) => entry.line).join('\n') + '\n');
@@ -78,7 +91,9 @@ it('answers each of 1,000 malformed lines with a JSON-RPC error, writes nothing 
   expect(answers.map((answer) => `${answer.id}:${answer.error!.code}`).sort()).toEqual(expectedCodes);
 
   // The agent is still there and speaks the protocol.
-  child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 'list', method: 'session/list', params: { cwd: project } })}\n`);
+  child.stdin.write(
+    `${JSON.stringify({ jsonrpc: '2.0', id: 'list', method: 'session/list', params: { cwd: project } })}\n`,
+  );
   await until(1);
   expect(received[0]).toMatchObject({ id: 'list', result: { sessions: [] } });
   // Listing a folder with no data folder creates none; none of the bad lines made one either.

@@ -19,7 +19,11 @@ export const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).
 const main = resolve('src/cli/main.ts');
 
 /** `parley acp` started the way an editor starts it: a child process speaking ACP on its stdio. */
-export function spawnParleyAcp(options: { cwd: string; env?: Record<string, string>; args?: string[] }): ChildProcessWithoutNullStreams {
+export function spawnParleyAcp(options: {
+  cwd: string;
+  env?: Record<string, string>;
+  args?: string[];
+}): ChildProcessWithoutNullStreams {
   return spawn(process.execPath, ['--import', tsx, main, ...(options.args ?? []), 'acp'], {
     cwd: options.cwd,
     env: { PATH: process.env['PATH'] ?? '', HOME: options.cwd, ...options.env },
@@ -60,7 +64,9 @@ export class Editor {
       })
       .onRequest('session/request_permission', ({ params }) => {
         this.permissionRequests.push(params);
-        return options.permission ? options.permission(params) : { outcome: { outcome: 'selected', optionId: params.options[0]!.optionId } };
+        return options.permission
+          ? options.permission(params)
+          : { outcome: { outcome: 'selected', optionId: params.options[0]!.optionId } };
       })
       .onRequest('fs/read_text_file', ({ params }) => {
         options.onFileRequest?.('fs/read_text_file', params.path);
@@ -71,7 +77,9 @@ export class Editor {
         options.files?.set(params.path, params.content);
         return {};
       });
-    this.connection = app.connect(ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>));
+    this.connection = app.connect(
+      ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>),
+    );
     this.capabilities = options.capabilities ?? {};
   }
 
@@ -82,12 +90,18 @@ export class Editor {
   }
 
   initialize() {
-    return this.agent.request('initialize', { protocolVersion: PROTOCOL_VERSION, clientCapabilities: this.capabilities, clientInfo: { name: 'test-editor', version: '1.0.0' } });
+    return this.agent.request('initialize', {
+      protocolVersion: PROTOCOL_VERSION,
+      clientCapabilities: this.capabilities,
+      clientInfo: { name: 'test-editor', version: '1.0.0' },
+    });
   }
 
   /** The updates of one session, in order. */
   updatesOf(sessionId: string): SessionUpdate[] {
-    return this.updates.filter((notification) => notification.sessionId === sessionId).map((notification) => notification.update);
+    return this.updates
+      .filter((notification) => notification.sessionId === sessionId)
+      .map((notification) => notification.update);
   }
 
   /** Resolves once an update matching `predicate` has arrived (at index `from` or later). */
@@ -113,5 +127,9 @@ export class Editor {
 
 /** The text of the agent's message chunks among `updates`. */
 export function agentText(updates: readonly SessionUpdate[]): string {
-  return updates.flatMap((update) => (update.sessionUpdate === 'agent_message_chunk' && update.content.type === 'text' ? [update.content.text] : [])).join('');
+  return updates
+    .flatMap((update) =>
+      update.sessionUpdate === 'agent_message_chunk' && update.content.type === 'text' ? [update.content.text] : [],
+    )
+    .join('');
 }

@@ -40,21 +40,38 @@ async function devSession(editor: Editor): Promise<string> {
 }
 
 /** The last word on each tool call of a session (its result), in order. */
-function results(updates: readonly SessionUpdate[]): Array<Extract<SessionUpdate, { sessionUpdate: 'tool_call_update' }>> {
+function results(
+  updates: readonly SessionUpdate[],
+): Array<Extract<SessionUpdate, { sessionUpdate: 'tool_call_update' }>> {
   const last = new Map<string, Extract<SessionUpdate, { sessionUpdate: 'tool_call_update' }>>();
-  for (const update of updates) if (update.sessionUpdate === 'tool_call_update' && update.status !== 'in_progress') last.set(update.toolCallId, update);
+  for (const update of updates)
+    if (update.sessionUpdate === 'tool_call_update' && update.status !== 'in_progress')
+      last.set(update.toolCallId, update);
   return [...last.values()];
 }
 
-const answering = (answers: string[]): EditorOptions['permission'] => () => ({ outcome: { outcome: 'selected', optionId: answers.shift()! } });
+const answering =
+  (answers: string[]): EditorOptions['permission'] =>
+  () => ({ outcome: { outcome: 'selected', optionId: answers.shift()! } });
 
 describe('parley acp: the workspace tools', () => {
   it('asks before an edit with the diff as content: reject leaves the file as it was, allow once edits it, allow always stops asking for the session', async () => {
     const file = join(project, 'app.ts');
     await writeFile(file, 'const a = 1;\nconst b = 2;\n');
-    const edit = (from: string, to: string) => ({ type: 'tool', name: 'edit_file', input: { path: 'app.ts', old_string: from, new_string: to } });
+    const edit = (from: string, to: string) => ({
+      type: 'tool',
+      name: 'edit_file',
+      input: { path: 'app.ts', old_string: from, new_string: to },
+    });
     const editor = await startEditor(
-      { turns: [[edit('const a = 1;', 'const a = 10;')], [edit('const a = 1;', 'const a = 11;')], [edit('const b = 2;', 'const b = 20;')], [edit('const a = 11;', 'const a = 12;')]] },
+      {
+        turns: [
+          [edit('const a = 1;', 'const a = 10;')],
+          [edit('const a = 1;', 'const a = 11;')],
+          [edit('const b = 2;', 'const b = 20;')],
+          [edit('const a = 11;', 'const a = 12;')],
+        ],
+      },
       { permission: answering(['reject_once', 'allow_once', 'allow_always']) },
     );
     const sessionId = await devSession(editor);
@@ -65,7 +82,9 @@ describe('parley acp: the workspace tools', () => {
     expect(asked.toolCall).toMatchObject({
       title: 'Edit app.ts',
       kind: 'edit',
-      content: [{ type: 'diff', path: file, oldText: 'const a = 1;\nconst b = 2;', newText: 'const a = 10;\nconst b = 2;' }],
+      content: [
+        { type: 'diff', path: file, oldText: 'const a = 1;\nconst b = 2;', newText: 'const a = 10;\nconst b = 2;' },
+      ],
       locations: [{ path: file }],
     });
     expect(asked.options.map((option) => option.kind)).toEqual(['allow_once', 'allow_always', 'reject_once']);
@@ -73,20 +92,39 @@ describe('parley acp: the workspace tools', () => {
     expect(results(editor.updatesOf(sessionId))[0]).toMatchObject({ status: 'failed' });
     expect(JSON.stringify(results(editor.updatesOf(sessionId))[0])).toContain('Denied by the user');
 
-    for (const text of ['two', 'three', 'four']) await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text }] });
+    for (const text of ['two', 'three', 'four'])
+      await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text }] });
     // allow once, then allow always; the fourth edit is not asked about.
     expect(editor.permissionRequests).toHaveLength(3);
     expect(await readFile(file, 'utf8')).toBe('const a = 12;\nconst b = 20;\n');
-    expect(results(editor.updatesOf(sessionId)).map((update) => update.status)).toEqual(['failed', 'completed', 'completed', 'completed']);
+    expect(results(editor.updatesOf(sessionId)).map((update) => update.status)).toEqual([
+      'failed',
+      'completed',
+      'completed',
+      'completed',
+    ]);
     // The edit as it was made: diff content with the file's absolute path, as ACP wants.
-    expect(results(editor.updatesOf(sessionId))[1]).toMatchObject({ content: [{ type: 'diff', path: file, oldText: 'const a = 1;\nconst b = 2;', newText: 'const a = 11;\nconst b = 2;' }] });
-    const call = editor.updatesOf(sessionId).find((update) => update.sessionUpdate === 'tool_call' && update.kind === 'edit');
+    expect(results(editor.updatesOf(sessionId))[1]).toMatchObject({
+      content: [
+        { type: 'diff', path: file, oldText: 'const a = 1;\nconst b = 2;', newText: 'const a = 11;\nconst b = 2;' },
+      ],
+    });
+    const call = editor
+      .updatesOf(sessionId)
+      .find((update) => update.sessionUpdate === 'tool_call' && update.kind === 'edit');
     expect(call).toMatchObject({ title: 'Edit app.ts', locations: [{ path: file }] });
   });
 
   it('asks before a command with the command as the title, and offers no "allow always" for a chained one', async () => {
     const editor = await startEditor(
-      { turns: [[{ type: 'tool', name: 'run_command', input: { command: 'echo hello' } }, { type: 'tool', name: 'run_command', input: { command: 'echo one && echo two' } }]] },
+      {
+        turns: [
+          [
+            { type: 'tool', name: 'run_command', input: { command: 'echo hello' } },
+            { type: 'tool', name: 'run_command', input: { command: 'echo one && echo two' } },
+          ],
+        ],
+      },
       { permission: answering(['allow_once', 'reject_once']) },
     );
     const sessionId = await devSession(editor);
@@ -112,13 +150,22 @@ describe('parley acp: the workspace tools', () => {
         turns: [
           [
             { type: 'tool', name: 'read_file', input: { path: 'notes.md' } },
-            { type: 'tool', name: 'edit_file', input: { path: 'notes.md', old_string: 'unsaved', new_string: 'edited' } },
+            {
+              type: 'tool',
+              name: 'edit_file',
+              input: { path: 'notes.md', old_string: 'unsaved', new_string: 'edited' },
+            },
             { type: 'tool', name: 'write_file', input: { path: 'new.md', content: 'fresh\n' } },
             { type: 'tool', name: 'edit_file', input: { path: '../outside.md', old_string: 'a', new_string: 'b' } },
           ],
         ],
       },
-      { files: buffers, capabilities: { fs: { readTextFile: true, writeTextFile: true } }, permission: answering(['allow_once', 'allow_once']), onFileRequest: (method, path) => fsCalls.push(`${method} ${path}`) },
+      {
+        files: buffers,
+        capabilities: { fs: { readTextFile: true, writeTextFile: true } },
+        permission: answering(['allow_once', 'allow_once']),
+        onFileRequest: (method, path) => fsCalls.push(`${method} ${path}`),
+      },
     );
     const sessionId = await devSession(editor);
     await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'edit the notes' }] });
@@ -129,10 +176,15 @@ describe('parley acp: the workspace tools', () => {
     expect(buffers.get(file)).toBe('edited in the editor\n');
     expect(await readFile(file, 'utf8')).toBe('saved on disk\n');
     // The edit was asked about against the buffer's text, not the disk's.
-    expect(editor.permissionRequests[0]!.toolCall.content).toEqual([{ type: 'diff', path: file, oldText: 'unsaved in the editor', newText: 'edited in the editor' }]);
+    expect(editor.permissionRequests[0]!.toolCall.content).toEqual([
+      { type: 'diff', path: file, oldText: 'unsaved in the editor', newText: 'edited in the editor' },
+    ]);
     // A new file: created through the editor, shown as a creation (no old text).
     expect(written).toMatchObject({ status: 'completed' });
-    expect(editor.permissionRequests[1]!.toolCall).toMatchObject({ title: 'Create new.md', content: [{ type: 'diff', path: join(project, 'new.md'), oldText: null, newText: 'fresh' }] });
+    expect(editor.permissionRequests[1]!.toolCall).toMatchObject({
+      title: 'Create new.md',
+      content: [{ type: 'diff', path: join(project, 'new.md'), oldText: null, newText: 'fresh' }],
+    });
     expect(buffers.get(join(project, 'new.md'))).toBe('fresh\n');
     await expect(readFile(join(project, 'new.md'), 'utf8')).rejects.toMatchObject({ code: 'ENOENT' });
     // Confinement still applies: the editor is never asked for a file outside the project.
@@ -149,7 +201,18 @@ describe('parley acp: the workspace tools', () => {
     let asked!: () => void;
     const questionArrived = new Promise<void>((resolve) => (asked = resolve));
     const editor = await startEditor(
-      { turns: [[{ type: 'tool', name: 'edit_file', input: { path: 'app.ts', old_string: 'const a = 1;', new_string: 'const a = 2;' } }, { type: 'text', text: 'never said' }]] },
+      {
+        turns: [
+          [
+            {
+              type: 'tool',
+              name: 'edit_file',
+              input: { path: 'app.ts', old_string: 'const a = 1;', new_string: 'const a = 2;' },
+            },
+            { type: 'text', text: 'never said' },
+          ],
+        ],
+      },
       // The person never answers.
       { permission: () => (asked(), new Promise(() => undefined)) },
     );
@@ -166,8 +229,22 @@ describe('parley acp: the workspace tools', () => {
     await writeFile(file, 'on disk\n');
     const fsCalls: string[] = [];
     const editor = await startEditor(
-      { turns: [[{ type: 'tool', name: 'edit_file', input: { path: 'notes.md', old_string: 'on disk', new_string: 'changed on disk' } }]] },
-      { files: new Map(), permission: answering(['allow_once']), onFileRequest: (method, path) => fsCalls.push(`${method} ${path}`) },
+      {
+        turns: [
+          [
+            {
+              type: 'tool',
+              name: 'edit_file',
+              input: { path: 'notes.md', old_string: 'on disk', new_string: 'changed on disk' },
+            },
+          ],
+        ],
+      },
+      {
+        files: new Map(),
+        permission: answering(['allow_once']),
+        onFileRequest: (method, path) => fsCalls.push(`${method} ${path}`),
+      },
     );
     const sessionId = await devSession(editor);
     await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'edit' }] });

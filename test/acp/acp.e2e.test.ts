@@ -27,7 +27,14 @@ afterEach(async () => {
 async function startEditor(script: unknown, options: EditorOptions & { args?: string[] } = {}): Promise<Editor> {
   const scriptPath = join(project, `script-${editors.length}.json`);
   await writeFile(scriptPath, JSON.stringify(script));
-  const editor = new Editor(spawnParleyAcp({ cwd: project, env: { PARLEY_SCRIPTED_SCRIPT: scriptPath }, ...(options.args ? { args: options.args } : {}) }), options);
+  const editor = new Editor(
+    spawnParleyAcp({
+      cwd: project,
+      env: { PARLEY_SCRIPTED_SCRIPT: scriptPath },
+      ...(options.args ? { args: options.args } : {}),
+    }),
+    options,
+  );
   editors.push(editor);
   await editor.initialize();
   return editor;
@@ -40,37 +47,61 @@ function kinds(updates: readonly SessionUpdate[]): string[] {
 describe('parley acp', () => {
   it('initializes, opens a session with roles as modes and back end and model as options, and streams a turn', async () => {
     await mkdir(join(project, '.parley', 'roles'), { recursive: true });
-    await writeFile(join(project, '.parley', 'roles', 'reviewer.md'), '---\ndescription: Reviews pull requests\n---\nYou review.\n');
+    await writeFile(
+      join(project, '.parley', 'roles', 'reviewer.md'),
+      '---\ndescription: Reviews pull requests\n---\nYou review.\n',
+    );
     const file = join(project, 'src.ts');
     const editor = await startEditor({
       turns: [
         [
           { type: 'thinking', text: 'Let me look.' },
           { type: 'tool', name: 'Read', input: { file_path: file }, output: 'const a = 1;\n' },
-          { type: 'tool', name: 'Edit', input: { file_path: file, old_string: 'const a = 1;', new_string: 'const a = 2;' }, output: 'edited' },
+          {
+            type: 'tool',
+            name: 'Edit',
+            input: { file_path: file, old_string: 'const a = 1;', new_string: 'const a = 2;' },
+            output: 'edited',
+          },
           { type: 'tool', name: 'Bash', input: { command: 'false' }, output: 'exit 1', isError: true },
-          { type: 'subagent', name: 'qa', input: 'Check the change', steps: [{ type: 'text', text: 'No defects found.' }] },
+          {
+            type: 'subagent',
+            name: 'qa',
+            input: 'Check the change',
+            steps: [{ type: 'text', text: 'No defects found.' }],
+          },
           { type: 'text', text: 'Changed a to 2.', chunks: ['Changed ', 'a to ', '2.'] },
         ],
       ],
     });
     const initialized = await editor.initialize();
-    expect(initialized.agentCapabilities).toMatchObject({ loadSession: true, sessionCapabilities: { list: {} }, promptCapabilities: { embeddedContext: true } });
+    expect(initialized.agentCapabilities).toMatchObject({
+      loadSession: true,
+      sessionCapabilities: { list: {} },
+      promptCapabilities: { embeddedContext: true },
+    });
     expect(initialized.authMethods).toEqual([]);
 
     const created = await editor.agent.request('session/new', { cwd: project, mcpServers: [] });
-    expect(created.modes?.availableModes.map((mode) => mode.id)).toEqual(expect.arrayContaining(['product-analyst', 'dev', 'qa', 'reviewer']));
+    expect(created.modes?.availableModes.map((mode) => mode.id)).toEqual(
+      expect.arrayContaining(['product-analyst', 'dev', 'qa', 'reviewer']),
+    );
     expect(created.modes?.currentModeId).toBe('product-analyst');
     expect(created.configOptions?.map((option) => option.id)).toEqual(['backend', 'model']);
     expect(created.configOptions?.[0]).toMatchObject({ currentValue: 'scripted' });
 
-    const { stopReason } = await editor.agent.request('session/prompt', { sessionId: created.sessionId, prompt: [{ type: 'text', text: 'Bump a' }] });
+    const { stopReason } = await editor.agent.request('session/prompt', {
+      sessionId: created.sessionId,
+      prompt: [{ type: 'text', text: 'Bump a' }],
+    });
     expect(stopReason).toBe('end_turn');
     const updates = editor.updatesOf(created.sessionId);
     const chunks = updates.filter((update) => update.sessionUpdate === 'agent_message_chunk');
     expect(chunks.length).toBeGreaterThanOrEqual(3);
     expect(agentText(updates)).toContain('Changed a to 2.');
-    const thoughts = updates.flatMap((update) => (update.sessionUpdate === 'agent_thought_chunk' && update.content.type === 'text' ? [update.content.text] : []));
+    const thoughts = updates.flatMap((update) =>
+      update.sessionUpdate === 'agent_thought_chunk' && update.content.type === 'text' ? [update.content.text] : [],
+    );
     expect(thoughts.join('')).toBe('Let me look.');
 
     const calls = updates.filter((update) => update.sessionUpdate === 'tool_call');
@@ -81,37 +112,95 @@ describe('parley acp', () => {
       ['Worker qa', 'think'],
     ]);
     expect(calls[0]).toMatchObject({ rawInput: { file_path: file }, locations: [{ path: file }] });
-    const ends = updates.filter((update) => update.sessionUpdate === 'tool_call_update' && (update.status === 'completed' || update.status === 'failed'));
-    expect(ends.map((update) => update.sessionUpdate === 'tool_call_update' && update.status)).toEqual(['completed', 'completed', 'failed', 'completed']);
-    expect(ends[1]).toMatchObject({ content: [{ type: 'diff', path: file, oldText: 'const a = 1;', newText: 'const a = 2;' }] });
-    expect(ends[3]).toMatchObject({ content: [{ type: 'content', content: { type: 'text', text: 'No defects found.' } }] });
+    const ends = updates.filter(
+      (update) =>
+        update.sessionUpdate === 'tool_call_update' && (update.status === 'completed' || update.status === 'failed'),
+    );
+    expect(ends.map((update) => update.sessionUpdate === 'tool_call_update' && update.status)).toEqual([
+      'completed',
+      'completed',
+      'failed',
+      'completed',
+    ]);
+    expect(ends[1]).toMatchObject({
+      content: [{ type: 'diff', path: file, oldText: 'const a = 1;', newText: 'const a = 2;' }],
+    });
+    expect(ends[3]).toMatchObject({
+      content: [{ type: 'content', content: { type: 'text', text: 'No defects found.' } }],
+    });
     // The worker's answer streamed into its tool call before it ended.
-    expect(updates.some((update) => update.sessionUpdate === 'tool_call_update' && update.status === 'in_progress' && JSON.stringify(update.content ?? []).includes('No defects found.'))).toBe(true);
+    expect(
+      updates.some(
+        (update) =>
+          update.sessionUpdate === 'tool_call_update' &&
+          update.status === 'in_progress' &&
+          JSON.stringify(update.content ?? []).includes('No defects found.'),
+      ),
+    ).toBe(true);
     expect(kinds(updates)).toContain('usage_update');
     expect(updates.find((update) => update.sessionUpdate === 'usage_update')).toMatchObject({ size: 200_000 });
-    expect(updates.at(-1)).toMatchObject({ sessionUpdate: 'session_info_update', title: 'Bump a', _meta: { parley: { turns: 1 } } });
+    expect(updates.at(-1)).toMatchObject({
+      sessionUpdate: 'session_info_update',
+      title: 'Bump a',
+      _meta: { parley: { turns: 1 } },
+    });
   });
 
   it('switches mode and back end, and refuses what it does not know with ACP errors', async () => {
     const editor = await startEditor({ turns: [] });
     const { sessionId } = await editor.agent.request('session/new', { cwd: project, mcpServers: [] });
     await editor.agent.request('session/set_mode', { sessionId, modeId: 'dev' });
-    await expect(editor.agent.request('session/set_mode', { sessionId, modeId: 'nobody' })).rejects.toMatchObject({ code: -32602 });
-    const changed = await editor.agent.request('session/set_config_option', { sessionId, configId: 'model', value: 'scripted-large' });
+    await expect(editor.agent.request('session/set_mode', { sessionId, modeId: 'nobody' })).rejects.toMatchObject({
+      code: -32602,
+    });
+    const changed = await editor.agent.request('session/set_config_option', {
+      sessionId,
+      configId: 'model',
+      value: 'scripted-large',
+    });
     expect(changed.configOptions[1]).toMatchObject({ currentValue: 'scripted-large' });
-    await expect(editor.agent.request('session/set_config_option', { sessionId, configId: 'backend', value: 'nope' })).rejects.toMatchObject({ code: -32602 });
-    await expect(editor.agent.request('session/prompt', { sessionId: 'no-such-session', prompt: [{ type: 'text', text: 'hi' }] })).rejects.toMatchObject({ code: -32002 });
-    await expect(editor.agent.request('session/load', { sessionId: 'no-such-session', cwd: project, mcpServers: [] })).rejects.toMatchObject({ code: -32002 });
-    await expect(editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'image', data: 'AAAA', mimeType: 'image/png' }] })).rejects.toMatchObject({ code: -32602 });
-    await expect(editor.agent.request('session/new', { cwd: 'relative/path', mcpServers: [] })).rejects.toMatchObject({ code: -32602 });
+    await expect(
+      editor.agent.request('session/set_config_option', { sessionId, configId: 'backend', value: 'nope' }),
+    ).rejects.toMatchObject({ code: -32602 });
+    await expect(
+      editor.agent.request('session/prompt', { sessionId: 'no-such-session', prompt: [{ type: 'text', text: 'hi' }] }),
+    ).rejects.toMatchObject({ code: -32002 });
+    await expect(
+      editor.agent.request('session/load', { sessionId: 'no-such-session', cwd: project, mcpServers: [] }),
+    ).rejects.toMatchObject({ code: -32002 });
+    await expect(
+      editor.agent.request('session/prompt', {
+        sessionId,
+        prompt: [{ type: 'image', data: 'AAAA', mimeType: 'image/png' }],
+      }),
+    ).rejects.toMatchObject({ code: -32602 });
+    await expect(editor.agent.request('session/new', { cwd: 'relative/path', mcpServers: [] })).rejects.toMatchObject({
+      code: -32602,
+    });
   });
 
   it('cancels a turn mid-stream: the prompt ends cancelled, a second prompt meanwhile is refused, and the partial answer is kept', async () => {
-    const editor = await startEditor({ turns: [[{ type: 'text', text: 'Half an answer' }, { type: 'delay', ms: 60_000 }, { type: 'text', text: 'never' }]] });
+    const editor = await startEditor({
+      turns: [
+        [
+          { type: 'text', text: 'Half an answer' },
+          { type: 'delay', ms: 60_000 },
+          { type: 'text', text: 'never' },
+        ],
+      ],
+    });
     const { sessionId } = await editor.agent.request('session/new', { cwd: project, mcpServers: [] });
-    const prompt = editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Take your time' }] });
-    await editor.waitFor((notification) => notification.sessionId === sessionId && notification.update.sessionUpdate === 'agent_message_chunk');
-    await expect(editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'again' }] })).rejects.toMatchObject({
+    const prompt = editor.agent.request('session/prompt', {
+      sessionId,
+      prompt: [{ type: 'text', text: 'Take your time' }],
+    });
+    await editor.waitFor(
+      (notification) =>
+        notification.sessionId === sessionId && notification.update.sessionUpdate === 'agent_message_chunk',
+    );
+    await expect(
+      editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'again' }] }),
+    ).rejects.toMatchObject({
       code: -32600,
       data: { code: 'TURN_IN_PROGRESS' },
     });
@@ -136,7 +225,9 @@ describe('parley acp', () => {
 
     const second = await startEditor({ turns: [[{ type: 'text', text: 'Second answer.' }]] });
     const listed = await second.agent.request('session/list', { cwd: project });
-    expect(listed.sessions).toEqual([expect.objectContaining({ sessionId, cwd: resolve(project), title: 'First question' })]);
+    expect(listed.sessions).toEqual([
+      expect.objectContaining({ sessionId, cwd: resolve(project), title: 'First question' }),
+    ]);
     const loaded = await second.agent.request('session/load', { sessionId, cwd: project, mcpServers: [] });
     expect(loaded.modes?.currentModeId).toBe('product-analyst');
     const replay = second.updatesOf(sessionId);
@@ -144,7 +235,10 @@ describe('parley acp', () => {
       { sessionUpdate: 'user_message_chunk', content: { type: 'text', text: 'First question' } },
       { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'First answer.' } },
     ]);
-    const { stopReason } = await second.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Second question' }] });
+    const { stopReason } = await second.agent.request('session/prompt', {
+      sessionId,
+      prompt: [{ type: 'text', text: 'Second question' }],
+    });
     expect(stopReason).toBe('end_turn');
     expect(agentText(second.updatesOf(sessionId).slice(replay.length))).toBe('Second answer.');
     await second.close();
@@ -152,44 +246,78 @@ describe('parley acp', () => {
     const third = await startEditor({ turns: [] });
     await third.agent.request('session/load', { sessionId, cwd: project, mcpServers: [] });
     const all = third.updatesOf(sessionId).filter((update) => update.sessionUpdate === 'user_message_chunk');
-    expect(all.map((update) => update.sessionUpdate === 'user_message_chunk' && update.content.type === 'text' && update.content.text)).toEqual(['First question', 'Second question']);
+    expect(
+      all.map(
+        (update) =>
+          update.sessionUpdate === 'user_message_chunk' && update.content.type === 'text' && update.content.text,
+      ),
+    ).toEqual(['First question', 'Second question']);
   });
 
   it('loads an imported Claude Code session, replays its messages and tools, and continues it on the scripted back end', async () => {
-    const fixture = resolve('test/fixtures/transcripts/claude-code/-home-dev-src-demo/5f2b1c9e-3d4a-4e8b-9f10-2a6c7d8e9f01.jsonl');
+    const fixture = resolve(
+      'test/fixtures/transcripts/claude-code/-home-dev-src-demo/5f2b1c9e-3d4a-4e8b-9f10-2a6c7d8e9f01.jsonl',
+    );
     const imported = await runParley(['import', fixture, '--json'], { cwd: project });
     expect(imported.code).toBe(0);
-    const importedId = (JSON.parse(imported.stdout) as { sessions: Array<{ sessionId: string }> }).sessions[0]!.sessionId;
+    const importedId = (JSON.parse(imported.stdout) as { sessions: Array<{ sessionId: string }> }).sessions[0]!
+      .sessionId;
 
     const editor = await startEditor({ turns: [[{ type: 'text', text: 'Continuing the imported work.' }]] });
     const listed = await editor.agent.request('session/list', { cwd: project });
     expect(listed.sessions.map((session) => session.sessionId)).toContain(importedId);
     await editor.agent.request('session/load', { sessionId: importedId, cwd: project, mcpServers: [] });
     const replay = editor.updatesOf(importedId);
-    expect(kinds(replay)).toEqual(expect.arrayContaining(['user_message_chunk', 'agent_message_chunk', 'tool_call', 'tool_call_update']));
-    expect(replay.filter((update) => update.sessionUpdate === 'tool_call').map((update) => update.sessionUpdate === 'tool_call' && update.kind)).toEqual(
-      expect.arrayContaining(['read', 'execute', 'edit']),
+    expect(kinds(replay)).toEqual(
+      expect.arrayContaining(['user_message_chunk', 'agent_message_chunk', 'tool_call', 'tool_call_update']),
     );
-    const { stopReason } = await editor.agent.request('session/prompt', { sessionId: importedId, prompt: [{ type: 'text', text: 'Go on' }] });
+    expect(
+      replay
+        .filter((update) => update.sessionUpdate === 'tool_call')
+        .map((update) => update.sessionUpdate === 'tool_call' && update.kind),
+    ).toEqual(expect.arrayContaining(['read', 'execute', 'edit']));
+    const { stopReason } = await editor.agent.request('session/prompt', {
+      sessionId: importedId,
+      prompt: [{ type: 'text', text: 'Go on' }],
+    });
     expect(stopReason).toBe('end_turn');
     expect(agentText(editor.updatesOf(importedId).slice(replay.length))).toContain('Continuing the imported work.');
   });
 
   it('continues an imported Claude Code session on the openai-compatible back end, against the fake OpenAI server, with its history in the request', async () => {
-    const fixture = resolve('test/fixtures/transcripts/claude-code/-home-dev-src-demo/5f2b1c9e-3d4a-4e8b-9f10-2a6c7d8e9f01.jsonl');
+    const fixture = resolve(
+      'test/fixtures/transcripts/claude-code/-home-dev-src-demo/5f2b1c9e-3d4a-4e8b-9f10-2a6c7d8e9f01.jsonl',
+    );
     const imported = await runParley(['import', fixture, '--json'], { cwd: project });
-    const importedId = (JSON.parse(imported.stdout) as { sessions: Array<{ sessionId: string }> }).sessions[0]!.sessionId;
+    const importedId = (JSON.parse(imported.stdout) as { sessions: Array<{ sessionId: string }> }).sessions[0]!
+      .sessionId;
     const openai = await startFakeOpenAiServer();
     try {
-      openai.enqueue({ text: 'The verbose flag is in; next I would add a test.', usage: { prompt_tokens: 900, completion_tokens: 12 } });
-      const editor = new Editor(spawnParleyAcp({ cwd: project, env: { OPENAI_API_KEY: 'dummy', OPENAI_BASE_URL: openai.url } }));
+      openai.enqueue({
+        text: 'The verbose flag is in; next I would add a test.',
+        usage: { prompt_tokens: 900, completion_tokens: 12 },
+      });
+      const editor = new Editor(
+        spawnParleyAcp({ cwd: project, env: { OPENAI_API_KEY: 'dummy', OPENAI_BASE_URL: openai.url } }),
+      );
       editors.push(editor);
       await editor.initialize();
-      const loaded = await editor.agent.request('session/load', { sessionId: importedId, cwd: project, mcpServers: [] });
+      const loaded = await editor.agent.request('session/load', {
+        sessionId: importedId,
+        cwd: project,
+        mcpServers: [],
+      });
       expect(loaded.configOptions?.[0]).toMatchObject({ id: 'backend', currentValue: 'openai-compatible' });
-      await editor.agent.request('session/set_config_option', { sessionId: importedId, configId: 'model', value: 'fake-model' });
+      await editor.agent.request('session/set_config_option', {
+        sessionId: importedId,
+        configId: 'model',
+        value: 'fake-model',
+      });
       const replayed = editor.updatesOf(importedId).length;
-      const { stopReason } = await editor.agent.request('session/prompt', { sessionId: importedId, prompt: [{ type: 'text', text: 'What is left?' }] });
+      const { stopReason } = await editor.agent.request('session/prompt', {
+        sessionId: importedId,
+        prompt: [{ type: 'text', text: 'What is left?' }],
+      });
       expect(stopReason).toBe('end_turn');
       // The move is said first (a system block), then the answer.
       const said = agentText(editor.updatesOf(importedId).slice(replayed));
@@ -207,50 +335,92 @@ describe('parley acp', () => {
     const createTask = (title: string) => ({ type: 'tool', name: 'create_task', input: { title } });
     const answers = ['reject_once', 'allow_always', 'allow_once'];
     const editor = await startEditor(
-      { turns: [[createTask('Rejected task')], [createTask('First allowed task')], [createTask('Second allowed task')]] },
+      {
+        turns: [[createTask('Rejected task')], [createTask('First allowed task')], [createTask('Second allowed task')]],
+      },
       { permission: () => ({ outcome: { outcome: 'selected', optionId: answers.shift()! } }) },
     );
     const { sessionId } = await editor.agent.request('session/new', { cwd: project, mcpServers: [] });
-    for (const text of ['one', 'two', 'three']) await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text }] });
-    expect(editor.permissionRequests.map((request) => request.toolCall.title)).toEqual(['create_task (needs projects-create)', 'create_task (needs projects-create)']);
-    expect(editor.permissionRequests[0]!.options.map((option) => option.kind)).toEqual(['allow_once', 'allow_always', 'reject_once']);
+    for (const text of ['one', 'two', 'three'])
+      await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text }] });
+    expect(editor.permissionRequests.map((request) => request.toolCall.title)).toEqual([
+      'create_task (needs projects-create)',
+      'create_task (needs projects-create)',
+    ]);
+    expect(editor.permissionRequests[0]!.options.map((option) => option.kind)).toEqual([
+      'allow_once',
+      'allow_always',
+      'reject_once',
+    ]);
     // The last word on each tool call.
     const last = new Map<string, SessionUpdate>();
-    for (const update of editor.updatesOf(sessionId)) if (update.sessionUpdate === 'tool_call_update' && update.status !== 'in_progress') last.set(update.toolCallId, update);
+    for (const update of editor.updatesOf(sessionId))
+      if (update.sessionUpdate === 'tool_call_update' && update.status !== 'in_progress')
+        last.set(update.toolCallId, update);
     const results = [...last.values()];
-    expect(results.map((update) => update.sessionUpdate === 'tool_call_update' && update.status)).toEqual(['failed', 'completed', 'completed']);
+    expect(results.map((update) => update.sessionUpdate === 'tool_call_update' && update.status)).toEqual([
+      'failed',
+      'completed',
+      'completed',
+    ]);
     expect(JSON.stringify(results[0])).toContain('declined');
-    expect((await readdir(join(project, '.parley', 'tasks'))).sort()).toEqual(['first-allowed-task', 'second-allowed-task']);
+    expect((await readdir(join(project, '.parley', 'tasks'))).sort()).toEqual([
+      'first-allowed-task',
+      'second-allowed-task',
+    ]);
   });
 
   it("shows a worker the product analyst drafts as a tool call that streams the worker's answer", async () => {
     const editor = await startEditor({
       turns: [
-        [{ type: 'tool', name: 'draft_agent', input: { role: 'dev', prompt: 'Fix the parser' } }, { type: 'text', text: 'A developer is on it.' }],
+        [
+          { type: 'tool', name: 'draft_agent', input: { role: 'dev', prompt: 'Fix the parser' } },
+          { type: 'text', text: 'A developer is on it.' },
+        ],
         [{ type: 'text', text: 'Parser fixed, tests pass.' }],
       ],
     });
     const { sessionId } = await editor.agent.request('session/new', { cwd: project, mcpServers: [] });
-    expect(await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Get the parser fixed' }] })).toEqual({ stopReason: 'end_turn' });
-    expect(editor.permissionRequests.map((request) => request.toolCall.title)).toEqual(['draft_agent (needs agent-draft)']);
+    expect(
+      await editor.agent.request('session/prompt', {
+        sessionId,
+        prompt: [{ type: 'text', text: 'Get the parser fixed' }],
+      }),
+    ).toEqual({ stopReason: 'end_turn' });
+    expect(editor.permissionRequests.map((request) => request.toolCall.title)).toEqual([
+      'draft_agent (needs agent-draft)',
+    ]);
     // The worker runs on after the turn; its updates arrive as they are stored.
     const ended = await editor.waitFor(
-      (notification) => notification.sessionId === sessionId && notification.update.sessionUpdate === 'tool_call_update' && notification.update.status === 'completed' && notification.update.toolCallId.startsWith('subagent-'),
+      (notification) =>
+        notification.sessionId === sessionId &&
+        notification.update.sessionUpdate === 'tool_call_update' &&
+        notification.update.status === 'completed' &&
+        notification.update.toolCallId.startsWith('subagent-'),
     );
-    expect(ended.update).toMatchObject({ content: [{ type: 'content', content: { type: 'text', text: 'Parser fixed, tests pass.' } }] });
-    const call = editor.updatesOf(sessionId).find((update) => update.sessionUpdate === 'tool_call' && update.title === 'Worker dev');
+    expect(ended.update).toMatchObject({
+      content: [{ type: 'content', content: { type: 'text', text: 'Parser fixed, tests pass.' } }],
+    });
+    const call = editor
+      .updatesOf(sessionId)
+      .find((update) => update.sessionUpdate === 'tool_call' && update.title === 'Worker dev');
     expect(call).toMatchObject({ kind: 'think', rawInput: { role: 'dev', prompt: 'Fix the parser' } });
   });
 
   it('keeps every session in --data-dir, and answers a data folder another Parley holds with an error, not a crash', async () => {
     const dataDir = join(project, 'shared-data');
-    const first = await startEditor({ turns: [[{ type: 'text', text: 'Stored.' }]] }, { args: ['--data-dir', dataDir] });
+    const first = await startEditor(
+      { turns: [[{ type: 'text', text: 'Stored.' }]] },
+      { args: ['--data-dir', dataDir] },
+    );
     const { sessionId } = await first.agent.request('session/new', { cwd: project, mcpServers: [] });
     await first.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'Keep this' }] });
     expect(await readdir(join(dataDir, 'sessions'))).toContain(sessionId);
 
     const second = await startEditor({ turns: [] }, { args: ['--data-dir', dataDir] });
-    const refused = await second.agent.request('session/new', { cwd: project, mcpServers: [] }).catch((error: unknown) => error);
+    const refused = await second.agent
+      .request('session/new', { cwd: project, mcpServers: [] })
+      .catch((error: unknown) => error);
     expect(refused).toMatchObject({ code: -32603, message: expect.stringContaining(dataDir) });
     expect((await second.agent.request('initialize', { protocolVersion: 1 })).protocolVersion).toBe(1);
   });
@@ -265,13 +435,26 @@ describe('parley acp', () => {
   });
 
   it("gives the agent the editor's MCP servers as tools", async () => {
-    const editor = await startEditor({ turns: [[{ type: 'tool', name: 'echo__shout', input: { text: 'hello from the editor' } }]] });
+    const editor = await startEditor({
+      turns: [[{ type: 'tool', name: 'echo__shout', input: { text: 'hello from the editor' } }]],
+    });
     const { sessionId } = await editor.agent.request('session/new', {
       cwd: project,
-      mcpServers: [{ name: 'echo', command: process.execPath, args: ['--import', tsx, resolve('test/fixtures/echo-mcp-server.ts')], env: [] }],
+      mcpServers: [
+        {
+          name: 'echo',
+          command: process.execPath,
+          args: ['--import', tsx, resolve('test/fixtures/echo-mcp-server.ts')],
+          env: [],
+        },
+      ],
     });
     await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'shout' }] });
-    const done = editor.updatesOf(sessionId).find((update) => update.sessionUpdate === 'tool_call_update' && update.status === 'completed');
-    expect(done).toMatchObject({ content: [{ type: 'content', content: { type: 'text', text: 'HELLO FROM THE EDITOR' } }] });
+    const done = editor
+      .updatesOf(sessionId)
+      .find((update) => update.sessionUpdate === 'tool_call_update' && update.status === 'completed');
+    expect(done).toMatchObject({
+      content: [{ type: 'content', content: { type: 'text', text: 'HELLO FROM THE EDITOR' } }],
+    });
   });
 });

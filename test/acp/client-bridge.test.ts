@@ -24,7 +24,9 @@ beforeEach(async () => {
     .onRequest('session/request_permission', ({ params }) => {
       asked.push(params);
       const optionId = answers.shift();
-      return optionId === undefined ? { outcome: { outcome: 'cancelled' } } : { outcome: { outcome: 'selected', optionId } };
+      return optionId === undefined
+        ? { outcome: { outcome: 'cancelled' } }
+        : { outcome: { outcome: 'selected', optionId } };
     })
     .onRequest('fs/read_text_file', async ({ params }) => {
       const lines = (await readFile(params.path, 'utf8')).split('\n');
@@ -73,12 +75,23 @@ describe('the ACP client bridge', () => {
   it('asks before a tool runs: reject keeps it from running, allow always stops asking for that tool, a cancelled question rejects', async () => {
     const bridge = createPermissionBridge(connection.client, 'session-1');
     const tool = countingTool();
-    const gated = askingFirst(tool, bridge, (input) => ({ toolCallId: 'call-1', title: 'Write notes.txt', kind: 'edit', rawInput: input }));
+    const gated = askingFirst(tool, bridge, (input) => ({
+      toolCallId: 'call-1',
+      title: 'Write notes.txt',
+      kind: 'edit',
+      rawInput: input,
+    }));
 
     answers = ['reject_once'];
-    expect(await gated.execute({ path: 'notes.txt' }, {})).toMatchObject({ isError: true, content: expect.stringContaining('declined') });
+    expect(await gated.execute({ path: 'notes.txt' }, {})).toMatchObject({
+      isError: true,
+      content: expect.stringContaining('declined'),
+    });
     expect(tool.runs).toBe(0);
-    expect(asked[0]).toMatchObject({ sessionId: 'session-1', toolCall: { toolCallId: 'call-1', title: 'Write notes.txt', rawInput: { path: 'notes.txt' } } });
+    expect(asked[0]).toMatchObject({
+      sessionId: 'session-1',
+      toolCall: { toolCallId: 'call-1', title: 'Write notes.txt', rawInput: { path: 'notes.txt' } },
+    });
 
     answers = ['allow_once'];
     expect(await gated.execute({}, {})).toEqual({ content: 'written' });
@@ -88,7 +101,9 @@ describe('the ACP client bridge', () => {
     expect(tool.runs).toBe(3);
     expect(asked).toHaveLength(3);
 
-    const other = askingFirst(countingTool(), createPermissionBridge(connection.client, 'session-2'), () => ({ toolCallId: 'call-2' }));
+    const other = askingFirst(countingTool(), createPermissionBridge(connection.client, 'session-2'), () => ({
+      toolCallId: 'call-2',
+    }));
     answers = [];
     expect(await other.execute({}, {})).toMatchObject({ isError: true });
   });
@@ -119,12 +134,25 @@ describe('the ACP client bridge', () => {
     answers = ['reject_once'];
     expect(await bridge.approve(edit, '/project')).toBe('deny');
 
-    const chained: ApprovalRequest = { requestId: 'request-2', sessionId: 'session-1', tool: 'run_command', kind: 'command', title: 'Run `a && b`', command: 'a && b', cwd: '.', requestedAt: new Date(0).toISOString() };
+    const chained: ApprovalRequest = {
+      requestId: 'request-2',
+      sessionId: 'session-1',
+      tool: 'run_command',
+      kind: 'command',
+      title: 'Run `a && b`',
+      command: 'a && b',
+      cwd: '.',
+      requestedAt: new Date(0).toISOString(),
+    };
     // allow always is not offered for a chained command; an answer naming an option not offered is a deny.
     answers = ['allow_always'];
     expect(await bridge.approve(chained, '/project')).toBe('deny');
     expect(asked[2]!.options.map((option) => option.optionId)).toEqual(['allow_once', 'reject_once']);
-    expect(asked[2]!.toolCall).toMatchObject({ title: 'Run `a && b`', kind: 'execute', rawInput: { command: 'a && b', cwd: '/project' } });
+    expect(asked[2]!.toolCall).toMatchObject({
+      title: 'Run `a && b`',
+      kind: 'execute',
+      rawInput: { command: 'a && b', cwd: '/project' },
+    });
     answers = ['allow_once'];
     expect(await bridge.approve(chained, '/project')).toBe('allow_once');
     answers = [];
@@ -136,7 +164,9 @@ describe('the ACP client bridge', () => {
     await writeFile(path, 'on disk\n');
     const target = { absolute: path, relative: 'notes.txt' };
     const missing = { absolute: join(folder, 'missing.txt'), relative: 'missing.txt' };
-    const both = editorFilesOf(clientFilesOf(connection.client, 'session-1', { fs: { readTextFile: true, writeTextFile: true } })!);
+    const both = editorFilesOf(
+      clientFilesOf(connection.client, 'session-1', { fs: { readTextFile: true, writeTextFile: true } })!,
+    );
     expect(await both.read(target)).toBe('on disk\n');
     expect(await both.read(missing)).toBeUndefined();
     await both.write(target, 'through the editor\n');

@@ -57,7 +57,10 @@ export interface ConformanceInitializer {
 }
 
 /** Runs a turn to its end; also returns what the iteration threw, which the contract forbids. */
-export async function collect(turn: AgentTurn, onEvent?: (event: StreamEventDraft) => void): Promise<StreamEventDraft[]> {
+export async function collect(
+  turn: AgentTurn,
+  onEvent?: (event: StreamEventDraft) => void,
+): Promise<StreamEventDraft[]> {
   const events: StreamEventDraft[] = [];
   for await (const event of turn.events) {
     events.push(event);
@@ -130,7 +133,9 @@ export function mainBlocks(events: StreamEventDraft[]): ConversationBlock[] {
 }
 
 export function systemBlocks(events: StreamEventDraft[], subtype: SystemBlock['subtype']): SystemBlock[] {
-  return mainBlocks(events).filter((block): block is SystemBlock => block.type === 'system' && block.subtype === subtype);
+  return mainBlocks(events).filter(
+    (block): block is SystemBlock => block.type === 'system' && block.subtype === subtype,
+  );
 }
 
 export function assistantText(events: StreamEventDraft[]): string {
@@ -161,7 +166,11 @@ export function describeBackendConformance(initializer: ConformanceInitializer):
     it('streams text as block_start, several text_deltas and block_complete with one block id', async () => {
       const text = 'The quick brown fox jumps over the lazy dog near the river bank.';
       context.script.text(text);
-      const events = await collect(context.backend.execute(context.request({ prompt: 'Say the sentence.', sessionId: sessionId(), isNewSession: true })));
+      const events = await collect(
+        context.backend.execute(
+          context.request({ prompt: 'Say the sentence.', sessionId: sessionId(), isNewSession: true }),
+        ),
+      );
       checkEventStream(events);
       const start = events.find((event) => event.type === 'block_start' && event.block.type === 'assistant_text');
       expect(start, 'an assistant_text block starts').toBeDefined();
@@ -169,21 +178,33 @@ export function describeBackendConformance(initializer: ConformanceInitializer):
       const deltas = events.filter((event) => event.type === 'text_delta' && event.blockId === blockId);
       expect(deltas.length).toBeGreaterThanOrEqual(2);
       const complete = events.find((event) => event.type === 'block_complete' && event.block.id === blockId);
-      expect(complete?.type === 'block_complete' && complete.block.type === 'assistant_text' ? complete.block.content : undefined).toBe(text);
+      expect(
+        complete?.type === 'block_complete' && complete.block.type === 'assistant_text'
+          ? complete.block.content
+          : undefined,
+      ).toBe(text);
       expect(deltas.map((event) => (event.type === 'text_delta' ? event.delta : '')).join('')).toBe(text);
-      expect(events.findIndex((event) => event === start)).toBeLessThan(events.findIndex((event) => event === complete));
+      expect(events.findIndex((event) => event === start)).toBeLessThan(
+        events.findIndex((event) => event === complete),
+      );
     });
 
     it('ends every turn with one metadata_update carrying turnComplete, usage, a model and a cost or costUnknown', async () => {
       context.script.text('Usage is reported at the end of the turn.');
-      const events = await collect(context.backend.execute(context.request({ prompt: 'Report usage.', sessionId: sessionId(), isNewSession: true })));
+      const events = await collect(
+        context.backend.execute(
+          context.request({ prompt: 'Report usage.', sessionId: sessionId(), isNewSession: true }),
+        ),
+      );
       checkEventStream(events);
       const metadata = finalMetadata(events);
       expect(metadata.turnComplete).toBe(true);
       expect(metadata.usage?.inputTokens).toBeGreaterThan(0);
       expect(metadata.usage?.outputTokens).toBeGreaterThan(0);
       expect(metadata.model).toBeTruthy();
-      expect(metadata.costUsd !== undefined || metadata.costUnknown === true, 'cost is known or marked unknown').toBe(true);
+      expect(metadata.costUsd !== undefined || metadata.costUnknown === true, 'cost is known or marked unknown').toBe(
+        true,
+      );
       expect(reduce(events).metrics.turns).toBe(1);
     });
 
@@ -191,7 +212,12 @@ export function describeBackendConformance(initializer: ConformanceInitializer):
       context.script.stall('Partial answer before the stall');
       const controller = new AbortController();
       const turn = context.backend.execute(
-        context.request({ prompt: 'Start and stall.', sessionId: sessionId(), isNewSession: true, signal: controller.signal }),
+        context.request({
+          prompt: 'Start and stall.',
+          sessionId: sessionId(),
+          isNewSession: true,
+          signal: controller.signal,
+        }),
       );
       const events = await collect(turn, (event) => {
         if (event.type === 'text_delta' && !controller.signal.aborted) controller.abort();
@@ -206,7 +232,11 @@ export function describeBackendConformance(initializer: ConformanceInitializer):
     for (const kind of initializer.failureKinds) {
       it(`a ${kind.replace('_', ' ')} ends the turn with an error block that says what happened and what to do, no throw`, async () => {
         const { code } = context.script.failure(kind);
-        const events = await collect(context.backend.execute(context.request({ prompt: 'This request fails.', sessionId: sessionId(), isNewSession: true })));
+        const events = await collect(
+          context.backend.execute(
+            context.request({ prompt: 'This request fails.', sessionId: sessionId(), isNewSession: true }),
+          ),
+        );
         checkEventStream(events);
         const errors = systemBlocks(events, 'error');
         expect(errors).toHaveLength(1);
@@ -221,9 +251,13 @@ export function describeBackendConformance(initializer: ConformanceInitializer):
 
     it('a turn after a failure works again', async () => {
       context.script.failure(initializer.failureKinds[0]!);
-      await collect(context.backend.execute(context.request({ prompt: 'fails', sessionId: sessionId(), isNewSession: true })));
+      await collect(
+        context.backend.execute(context.request({ prompt: 'fails', sessionId: sessionId(), isNewSession: true })),
+      );
       context.script.text('Back to normal after the failure.');
-      const events = await collect(context.backend.execute(context.request({ prompt: 'works', sessionId: sessionId(), isNewSession: true })));
+      const events = await collect(
+        context.backend.execute(context.request({ prompt: 'works', sessionId: sessionId(), isNewSession: true })),
+      );
       checkEventStream(events);
       expect(systemBlocks(events, 'error')).toHaveLength(0);
       expect(assistantText(events)).toBe('Back to normal after the failure.');
@@ -233,7 +267,9 @@ export function describeBackendConformance(initializer: ConformanceInitializer):
       const finalText = 'The tool answered and this is the final reply.';
       const { request, toolName } = context.script.toolCall(finalText);
       const events = await collect(
-        context.backend.execute(context.request({ prompt: 'Use the tool.', sessionId: sessionId(), isNewSession: true, ...request })),
+        context.backend.execute(
+          context.request({ prompt: 'Use the tool.', sessionId: sessionId(), isNewSession: true, ...request }),
+        ),
       );
       checkEventStream(events);
       const blocks = mainBlocks(events);
@@ -259,13 +295,22 @@ export function describeBackendConformance(initializer: ConformanceInitializer):
         const id = sessionId();
         context.script.text('I will remember the word.');
         const first = await collect(
-          context.backend.execute(context.request({ prompt: 'Remember the word PINEAPPLE.', sessionId: id, nativeSessionId, isNewSession: true })),
+          context.backend.execute(
+            context.request({
+              prompt: 'Remember the word PINEAPPLE.',
+              sessionId: id,
+              nativeSessionId,
+              isNewSession: true,
+            }),
+          ),
         );
         checkEventStream(first);
         expect(finalMetadata(first).nativeSessionId).toBe(nativeSessionId);
         context.script.text('The word was PINEAPPLE.');
         const second = await collect(
-          context.backend.execute(context.request({ prompt: 'Which word?', sessionId: id, nativeSessionId, isNewSession: false })),
+          context.backend.execute(
+            context.request({ prompt: 'Which word?', sessionId: id, nativeSessionId, isNewSession: false }),
+          ),
         );
         checkEventStream(second);
         expect(systemBlocks(second, 'error')).toHaveLength(0);

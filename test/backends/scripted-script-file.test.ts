@@ -10,21 +10,40 @@ afterEach(async () => {
   for (const folder of folders.splice(0)) await rm(folder, { recursive: true, force: true });
 });
 
-async function play(backend: ReturnType<typeof createScriptedBackend>, prompt: string, signal?: AbortSignal): Promise<StreamEventDraft[]> {
+async function play(
+  backend: ReturnType<typeof createScriptedBackend>,
+  prompt: string,
+  signal?: AbortSignal,
+): Promise<StreamEventDraft[]> {
   const events: StreamEventDraft[] = [];
-  for await (const event of backend.execute({ sessionId: 's', prompt, ...(signal ? { signal } : {}) }).events) events.push(event);
+  for await (const event of backend.execute({ sessionId: 's', prompt, ...(signal ? { signal } : {}) }).events)
+    events.push(event);
   return events;
 }
 
 const texts = (events: StreamEventDraft[]) =>
-  events.flatMap((event) => (event.type === 'block_complete' && event.block.type === 'assistant_text' ? [event.block.content] : []));
+  events.flatMap((event) =>
+    event.type === 'block_complete' && event.block.type === 'assistant_text' ? [event.block.content] : [],
+  );
 
 describe('scripted back-end script files', () => {
-  it('plays the file\'s turns in order, then its default turn', async () => {
+  it("plays the file's turns in order, then its default turn", async () => {
     const folder = await mkdtemp(join(tmpdir(), 'parley-script-'));
     folders.push(folder);
     const path = join(folder, 'script.json');
-    await writeFile(path, JSON.stringify({ turns: [[{ type: 'text', text: 'one' }, { type: 'delay', ms: 1 }, { type: 'text', text: 'two' }]], defaultTurn: [{ type: 'text', text: 'later' }] }));
+    await writeFile(
+      path,
+      JSON.stringify({
+        turns: [
+          [
+            { type: 'text', text: 'one' },
+            { type: 'delay', ms: 1 },
+            { type: 'text', text: 'two' },
+          ],
+        ],
+        defaultTurn: [{ type: 'text', text: 'later' }],
+      }),
+    );
     const backend = createScriptedBackend(await loadScriptFile(path));
     expect(texts(await play(backend, 'a'))).toEqual(['one', 'two']);
     expect(texts(await play(backend, 'b'))).toEqual(['later']);
@@ -32,7 +51,17 @@ describe('scripted back-end script files', () => {
   });
 
   it('a delay is cut short by an abort, and the turn ends as aborted', async () => {
-    const backend = createScriptedBackend(scriptedOptionsFromJson({ turns: [[{ type: 'text', text: 'before' }, { type: 'delay', ms: 3_600_000 }, { type: 'text', text: 'after' }]] }));
+    const backend = createScriptedBackend(
+      scriptedOptionsFromJson({
+        turns: [
+          [
+            { type: 'text', text: 'before' },
+            { type: 'delay', ms: 3_600_000 },
+            { type: 'text', text: 'after' },
+          ],
+        ],
+      }),
+    );
     const controller = new AbortController();
     const events: StreamEventDraft[] = [];
     for await (const event of backend.execute({ sessionId: 's', prompt: 'x', signal: controller.signal }).events) {
@@ -40,11 +69,18 @@ describe('scripted back-end script files', () => {
       if (event.type === 'block_complete' && event.block.type === 'assistant_text') controller.abort();
     }
     expect(texts(events)).toEqual(['before']);
-    expect(events.some((event) => event.type === 'block_complete' && event.block.type === 'system' && event.block.subtype === 'aborted')).toBe(true);
+    expect(
+      events.some(
+        (event) =>
+          event.type === 'block_complete' && event.block.type === 'system' && event.block.subtype === 'aborted',
+      ),
+    ).toBe(true);
   });
 
   it('a malformed script is refused with INVALID_SCRIPT naming the field', async () => {
-    expect(() => scriptedOptionsFromJson({ turns: [[{ type: 'delay', ms: -1 }]] }, 'turns.json')).toThrow(/turns\.json.*turns\.0\.0/);
+    expect(() => scriptedOptionsFromJson({ turns: [[{ type: 'delay', ms: -1 }]] }, 'turns.json')).toThrow(
+      /turns\.json.*turns\.0\.0/,
+    );
     const folder = await mkdtemp(join(tmpdir(), 'parley-script-'));
     folders.push(folder);
     await writeFile(join(folder, 'bad.json'), '{ not json');

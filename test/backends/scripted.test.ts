@@ -35,7 +35,13 @@ describeBackendConformance({
         stall: (text) => backend.enqueue([step.text(text), step.wait(never)]),
         failure: (kind) => {
           const code = kind === 'rate_limit' ? 'RATE_LIMITED' : 'SERVER_ERROR';
-          backend.enqueue([step.error(`Scripted ${kind}.`, { code, advice: 'Wait a moment and send the message again.', retryable: true })]);
+          backend.enqueue([
+            step.error(`Scripted ${kind}.`, {
+              code,
+              advice: 'Wait a moment and send the message again.',
+              retryable: true,
+            }),
+          ]);
           return { code };
         },
         toolCall: (finalText) => {
@@ -53,7 +59,11 @@ function fixedClock(start = 1_000): () => number {
   return () => now++;
 }
 
-async function run(backend: ScriptedBackend, prompt: string, extra: Partial<Parameters<ScriptedBackend['execute']>[0]> = {}) {
+async function run(
+  backend: ScriptedBackend,
+  prompt: string,
+  extra: Partial<Parameters<ScriptedBackend['execute']>[0]> = {},
+) {
   return collect(backend.execute({ sessionId: 's1', prompt, ...extra }));
 }
 
@@ -64,12 +74,18 @@ describe('scripted back end', () => {
   });
 
   it('plays the same script to the same events, ids and timestamps included', async () => {
-    const script = () => [[step.thinking('Let me think.'), step.text('Hello there, friend.'), step.tool('lookup', { key: 'a' }, 'A')]];
+    const script = () => [
+      [step.thinking('Let me think.'), step.text('Hello there, friend.'), step.tool('lookup', { key: 'a' }, 'A')],
+    ];
     const first = await run(createScriptedBackend({ turns: script(), clock: fixedClock() }), 'hi');
     const second = await run(createScriptedBackend({ turns: script(), clock: fixedClock() }), 'hi');
     expect(first).toEqual(second);
     checkEventStream(first);
-    expect(first[0]).toMatchObject({ type: 'block_start', at: 1_001, block: { type: 'thinking', id: 'scripted-thinking-1', createdAt: 1_001 } });
+    expect(first[0]).toMatchObject({
+      type: 'block_start',
+      at: 1_001,
+      block: { type: 'thinking', id: 'scripted-thinking-1', createdAt: 1_001 },
+    });
   });
 
   it('plays turns in order, then echoes the prompt once the script runs out', async () => {
@@ -85,7 +101,12 @@ describe('scripted back end', () => {
     const events = await run(backend, 'work', {
       outputSchema: {
         type: 'object',
-        properties: { done: { type: 'boolean' }, files: { type: 'array' }, state: { enum: ['ok', 'failed'] }, count: { type: 'integer' } },
+        properties: {
+          done: { type: 'boolean' },
+          files: { type: 'array' },
+          state: { enum: ['ok', 'failed'] },
+          count: { type: 'integer' },
+        },
         required: ['done', 'files', 'state', 'count'],
       },
     });
@@ -93,7 +114,9 @@ describe('scripted back end', () => {
   });
 
   it('a turn may be a function of the call, so a script can answer the prompt', async () => {
-    const backend = createScriptedBackend({ turns: [(call) => [step.text(`You asked: ${call.prompt.toUpperCase()}`)]] });
+    const backend = createScriptedBackend({
+      turns: [(call) => [step.text(`You asked: ${call.prompt.toUpperCase()}`)]],
+    });
     expect(assistantText(await run(backend, 'why'))).toBe('You asked: WHY');
   });
 
@@ -112,23 +135,43 @@ describe('scripted back end', () => {
 
   it('records every call without its signal, and the messages injected into it', async () => {
     let release!: () => void;
-    const backend = createScriptedBackend({ turns: [[step.wait(new Promise<void>((resolve) => (release = resolve))), step.text('done')]] });
+    const backend = createScriptedBackend({
+      turns: [[step.wait(new Promise<void>((resolve) => (release = resolve))), step.text('done')]],
+    });
     const controller = new AbortController();
-    const turn = backend.execute({ sessionId: 's1', prompt: 'p', systemPrompt: 'sys', model: 'scripted-1', signal: controller.signal });
+    const turn = backend.execute({
+      sessionId: 's1',
+      prompt: 'p',
+      systemPrompt: 'sys',
+      model: 'scripted-1',
+      signal: controller.signal,
+    });
     const events = collect(turn);
     await turn.inject('also this');
     release();
     await events;
     expect(backend.calls).toHaveLength(1);
-    expect(backend.calls[0]).toEqual({ sessionId: 's1', prompt: 'p', systemPrompt: 'sys', model: 'scripted-1', injected: ['also this'] });
+    expect(backend.calls[0]).toEqual({
+      sessionId: 's1',
+      prompt: 'p',
+      systemPrompt: 'sys',
+      model: 'scripted-1',
+      injected: ['also this'],
+    });
     expect('signal' in backend.calls[0]!).toBe(false);
   });
 
   it('an injected message reaches the running turn: awaitInjection waits for it and answers it', async () => {
-    const backend = createScriptedBackend({ turns: [[step.text('Waiting for you.'), step.awaitInjection(), step.text('Bye.')]] });
+    const backend = createScriptedBackend({
+      turns: [[step.text('Waiting for you.'), step.awaitInjection(), step.text('Bye.')]],
+    });
     const turn = backend.execute({ sessionId: 's1', prompt: 'start' });
     const events = await collect(turn, (event) => {
-      if (event.type === 'block_complete' && event.block.type === 'assistant_text' && event.block.content === 'Waiting for you.') {
+      if (
+        event.type === 'block_complete' &&
+        event.block.type === 'assistant_text' &&
+        event.block.content === 'Waiting for you.'
+      ) {
         void turn.inject('here I am');
       }
     });
@@ -153,7 +196,10 @@ describe('scripted back end', () => {
     checkEventStream(events);
     const results = reduce(events).blocks.filter((block) => block.type === 'tool_result');
     expect(results[0]).toMatchObject({ content: 'value of k', isError: false, output: { found: true } });
-    expect(results[1]).toMatchObject({ isError: true, content: 'Tool "missing" is not available (available: lookup).' });
+    expect(results[1]).toMatchObject({
+      isError: true,
+      content: 'Tool "missing" is not available (available: lookup).',
+    });
     const uses = reduce(events).blocks.filter((block) => block.type === 'tool_use');
     expect(uses.map((block) => (block.type === 'tool_use' ? block.status : ''))).toEqual(['success', 'error']);
   });
@@ -162,30 +208,57 @@ describe('scripted back end', () => {
     const failing: ToolDefinition = { ...lookupTool, execute: () => Promise.reject(new Error('disk full')) };
     const backend = createScriptedBackend({ turns: [[step.tool('lookup', {}), step.text('after')]] });
     const events = await run(backend, 'x', { tools: [failing] });
-    expect(reduce(events).blocks.find((block) => block.type === 'tool_result')).toMatchObject({ isError: true, content: 'Tool "lookup" failed: disk full' });
+    expect(reduce(events).blocks.find((block) => block.type === 'tool_result')).toMatchObject({
+      isError: true,
+      content: 'Tool "lookup" failed: disk full',
+    });
     expect(assistantText(events)).toBe('after');
   });
 
   it('a subagent streams into its own thread and a subagent block in main', async () => {
     const backend = createScriptedBackend({
-      turns: [[step.text('Delegating.'), step.subagent('reviewer', 'Review auth.', [step.text('Found 3 issues.')]), step.text('Done.')]],
+      turns: [
+        [
+          step.text('Delegating.'),
+          step.subagent('reviewer', 'Review auth.', [step.text('Found 3 issues.')]),
+          step.text('Done.'),
+        ],
+      ],
     });
     const events = await run(backend, 'review');
     checkEventStream(events);
     const state = reduce(events);
     const subagent = state.blocks.find((block) => block.type === 'subagent');
-    expect(subagent).toMatchObject({ name: 'reviewer', input: 'Review auth.', status: 'success', output: 'Found 3 issues.' });
+    expect(subagent).toMatchObject({
+      name: 'reviewer',
+      input: 'Review auth.',
+      status: 'success',
+      output: 'Found 3 issues.',
+    });
     const thread = state.subagents.find((entry) => subagent?.type === 'subagent' && entry.id === subagent.subagentId);
     expect(thread?.blocks.map((block) => block.type)).toEqual(['system', 'user_message', 'assistant_text', 'system']);
-    const subagentEvents = events.filter((event: StreamEventDraft) => subagent?.type === 'subagent' && event.conversationId === subagent.subagentId);
+    const subagentEvents = events.filter(
+      (event: StreamEventDraft) => subagent?.type === 'subagent' && event.conversationId === subagent.subagentId,
+    );
     expect(subagentEvents.some((event) => event.type === 'text_delta')).toBe(true);
     expect(state.metrics.turns).toBe(1);
   });
 
   it('reports a 200k-window model, estimated usage, zero known cost, or the scripted usage and cost', async () => {
-    const backend = createScriptedBackend({ turns: [[step.text('one two three')], [step.text('x'), step.usage({ inputTokens: 500, outputTokens: 7 }), step.cost(0.25)]] });
+    const backend = createScriptedBackend({
+      turns: [
+        [step.text('one two three')],
+        [step.text('x'), step.usage({ inputTokens: 500, outputTokens: 7 }), step.cost(0.25)],
+      ],
+    });
     const first = finalMetadata(await run(backend, 'count these words', { systemPrompt: 'be brief' }));
-    expect(first).toMatchObject({ model: 'scripted-1', contextWindow: 200_000, costUsd: 0, turnComplete: true, usage: { inputTokens: 5, outputTokens: 3 } });
+    expect(first).toMatchObject({
+      model: 'scripted-1',
+      contextWindow: 200_000,
+      costUsd: 0,
+      turnComplete: true,
+      usage: { inputTokens: 5, outputTokens: 3 },
+    });
     expect(first.costUnknown).toBeUndefined();
     expect(backend.describe().models[0]?.pricing).toMatchObject({ inputPerMillion: 0, outputPerMillion: 0 });
     const second = finalMetadata(await run(backend, 'y'));
@@ -194,7 +267,9 @@ describe('scripted back end', () => {
 
   it('abort while waiting ends with an aborted block and final metadata; the promise is not awaited', async () => {
     const controller = new AbortController();
-    const backend = createScriptedBackend({ turns: [[step.text('before'), step.wait(never), step.text('never shown')]] });
+    const backend = createScriptedBackend({
+      turns: [[step.text('before'), step.wait(never), step.text('never shown')]],
+    });
     const turn = backend.execute({ sessionId: 's1', prompt: 'x', signal: controller.signal });
     const events = await collect(turn, (event) => {
       if (event.type === 'block_complete') controller.abort();
@@ -225,7 +300,11 @@ describe('scripted back end', () => {
   });
 
   it('an error step closes an open thinking stream and ends the turn, skipping later steps', async () => {
-    const backend = createScriptedBackend({ turns: [[step.text('start'), step.error('The model is overloaded.', { code: 'SERVER_ERROR' }), step.text('not played')]] });
+    const backend = createScriptedBackend({
+      turns: [
+        [step.text('start'), step.error('The model is overloaded.', { code: 'SERVER_ERROR' }), step.text('not played')],
+      ],
+    });
     const events = await run(backend, 'x');
     checkEventStream(events);
     expect(assistantText(events)).toBe('start');

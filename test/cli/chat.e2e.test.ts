@@ -7,7 +7,12 @@ import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { allMessageText, reply, startFakeAnthropicServer, type FakeAnthropicServer } from '../fixtures/fake-anthropic-server.js';
+import {
+  allMessageText,
+  reply,
+  startFakeAnthropicServer,
+  type FakeAnthropicServer,
+} from '../fixtures/fake-anthropic-server.js';
 import { startFakeGeminiServer, type FakeGeminiServer } from '../fixtures/fake-gemini-server.js';
 import { startFakeOpenAiServer, type FakeOpenAiServer } from '../fixtures/fake-openai-server.js';
 import { runParley } from '../helpers/run-parley.js';
@@ -26,7 +31,11 @@ describe.sequential('parley chat', () => {
 
   beforeAll(async () => {
     project = await mkdtemp(join(tmpdir(), 'parley-chat-'));
-    [openai, anthropic, gemini] = await Promise.all([startFakeOpenAiServer({ models: ['fake-model'] }), startFakeAnthropicServer(), startFakeGeminiServer()]);
+    [openai, anthropic, gemini] = await Promise.all([
+      startFakeOpenAiServer({ models: ['fake-model'] }),
+      startFakeAnthropicServer(),
+      startFakeGeminiServer(),
+    ]);
   });
   afterAll(async () => {
     await Promise.all([openai.close(), anthropic.close(), gemini.close()]);
@@ -103,7 +112,11 @@ describe.sequential('parley chat', () => {
 
   it('a failing back end ends the turn with an error that says what to do, and exits non-zero', async () => {
     // 401 is not retried by the client (5xx would be, as a user would want).
-    openai.enqueue({ type: 'error', status: 401, body: { error: { message: 'Incorrect API key provided', type: 'invalid_request_error' } } });
+    openai.enqueue({
+      type: 'error',
+      status: 401,
+      body: { error: { message: 'Incorrect API key provided', type: 'invalid_request_error' } },
+    });
     const result = await runParley(['chat', '--backend', 'openai-compatible', '--model', 'fake-model', 'fail please'], {
       cwd: project,
       env: { OPENAI_API_KEY: 'dummy', OPENAI_BASE_URL: openai.url },
@@ -116,12 +129,18 @@ describe.sequential('parley chat', () => {
   it('runs on the claude-sdk back end (the real Agent SDK and its CLI) and resumes the native session with --session', async () => {
     const env = { ANTHROPIC_API_KEY: 'dummy', ANTHROPIC_BASE_URL: anthropic.url };
     anthropic.enqueue(reply('Noted: the word is PINEAPPLE.'));
-    const first = await runParley(['chat', '--backend', 'claude-sdk', 'Remember the word PINEAPPLE.'], { cwd: project, env });
+    const first = await runParley(['chat', '--backend', 'claude-sdk', 'Remember the word PINEAPPLE.'], {
+      cwd: project,
+      env,
+    });
     expect(first.stdout).toContain('Noted: the word is PINEAPPLE.');
     expect(first.code).toBe(0);
     const id = /session: (\S+)/.exec(first.stderr)?.[1];
     anthropic.enqueue(reply('The word was PINEAPPLE.'));
-    const second = await runParley(['chat', '--backend', 'claude-sdk', '--session', id!, 'Which word?'], { cwd: project, env });
+    const second = await runParley(['chat', '--backend', 'claude-sdk', '--session', id!, 'Which word?'], {
+      cwd: project,
+      env,
+    });
     expect(second.stdout).toContain('The word was PINEAPPLE.');
     // Native continuity: the CLI resumed its own transcript, so the earlier turn is in the request.
     expect(allMessageText(anthropic.messageRequests().at(-1)?.body)).toContain('Remember the word PINEAPPLE.');
@@ -141,19 +160,36 @@ describe.sequential('parley chat', () => {
     const transcripts = join(project, 'claude-projects');
     await cp('test/fixtures/transcripts/claude-code', transcripts, { recursive: true });
     const native = join(transcripts, '-home-dev-src-demo', '5f2b1c9e-3d4a-4e8b-9f10-2a6c7d8e9f01.jsonl');
-    const hash = async () => createHash('sha256').update(await readFile(native)).digest('hex');
+    const hash = async () =>
+      createHash('sha256')
+        .update(await readFile(native))
+        .digest('hex');
     const before = await hash();
     const imported = await runParley(['import', transcripts], { cwd: project });
     expect(imported.code).toBe(0);
-    const sessions = JSON.parse((await runParley(['sessions', '--json'], { cwd: project })).stdout) as Array<SessionJson & { readOnly?: boolean }>;
+    const sessions = JSON.parse((await runParley(['sessions', '--json'], { cwd: project })).stdout) as Array<
+      SessionJson & { readOnly?: boolean }
+    >;
     const session = sessions.find((candidate) => candidate.sessionId === 'cc-5f2b1c9e-3d4a-4e8b-9f10-2a6c7d8e9f01');
     expect(session?.readOnly).toBe(true);
 
     openai.enqueue({ text: 'Continuing where Claude Code left off.' });
-    const result = await runParley(['chat', '--backend', 'openai-compatible', '--model', 'fake-model', '--session', session!.sessionId, 'what next?'], {
-      cwd: project,
-      env: { OPENAI_API_KEY: 'dummy', OPENAI_BASE_URL: openai.url },
-    });
+    const result = await runParley(
+      [
+        'chat',
+        '--backend',
+        'openai-compatible',
+        '--model',
+        'fake-model',
+        '--session',
+        session!.sessionId,
+        'what next?',
+      ],
+      {
+        cwd: project,
+        env: { OPENAI_API_KEY: 'dummy', OPENAI_BASE_URL: openai.url },
+      },
+    );
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('Continuing where Claude Code left off.');
     const system = (openai.completions().at(-1)!['messages'] as Array<{ role: string; content: string }>)[0]!;

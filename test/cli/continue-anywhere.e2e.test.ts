@@ -10,7 +10,13 @@ import { cp, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { allMessageText, reply, startFakeAnthropicServer, type FakeAnthropicServer, type MessagesRequestBody } from '../fixtures/fake-anthropic-server.js';
+import {
+  allMessageText,
+  reply,
+  startFakeAnthropicServer,
+  type FakeAnthropicServer,
+  type MessagesRequestBody,
+} from '../fixtures/fake-anthropic-server.js';
 import { startFakeGeminiServer, type FakeGeminiServer } from '../fixtures/fake-gemini-server.js';
 import { startFakeOpenAiServer, type FakeOpenAiServer } from '../fixtures/fake-openai-server.js';
 import { runParley } from '../helpers/run-parley.js';
@@ -23,7 +29,11 @@ const GEMINI_SESSION = 'gem-598981be-4ecc-4614-b2ce-6a2348af4241';
 const GEMINI_FILE = join('gemini', 'tmp', 'demo', 'chats', 'session-2026-11-21T04-40-598981be.jsonl');
 
 /** Every user message of the Claude Code fixture, or (the first) the checkpoint that pinned it. */
-const IMPORTED_PROMPTS = ['Add a --verbose flag to the CLI', 'Now add tests for the verbose output', 'also update the README'];
+const IMPORTED_PROMPTS = [
+  'Add a --verbose flag to the CLI',
+  'Now add tests for the verbose output',
+  'also update the README',
+];
 
 interface SessionJson {
   sessionId: string;
@@ -39,14 +49,23 @@ describe.sequential('continue any session on any back end', { timeout: 120_000 }
   let gemini: FakeGeminiServer;
   let env: Record<string, string>;
   const hashes = new Map<string, string>();
-  const hash = async (path: string) => createHash('sha256').update(await readFile(path)).digest('hex');
+  const hash = async (path: string) =>
+    createHash('sha256')
+      .update(await readFile(path))
+      .digest('hex');
   const session = async (id: string): Promise<SessionJson> =>
-    (JSON.parse((await runParley(['sessions', '--json'], { cwd: project })).stdout) as SessionJson[]).find((candidate) => candidate.sessionId === id)!;
+    (JSON.parse((await runParley(['sessions', '--json'], { cwd: project })).stdout) as SessionJson[]).find(
+      (candidate) => candidate.sessionId === id,
+    )!;
   const chat = (args: string[]) => runParley(['chat', ...args], { cwd: project, env });
 
   beforeAll(async () => {
     project = await mkdtemp(join(tmpdir(), 'parley-continue-'));
-    [openai, anthropic, gemini] = await Promise.all([startFakeOpenAiServer({ models: ['fake-model'] }), startFakeAnthropicServer(), startFakeGeminiServer()]);
+    [openai, anthropic, gemini] = await Promise.all([
+      startFakeOpenAiServer({ models: ['fake-model'] }),
+      startFakeAnthropicServer(),
+      startFakeGeminiServer(),
+    ]);
     env = {
       ANTHROPIC_API_KEY: 'dummy',
       ANTHROPIC_BASE_URL: anthropic.url,
@@ -59,7 +78,8 @@ describe.sequential('continue any session on any back end', { timeout: 120_000 }
     await cp('test/fixtures/transcripts/claude-code', join(project, 'claude-code'), { recursive: true });
     await cp('test/fixtures/transcripts/gemini', join(project, 'gemini'), { recursive: true });
     for (const file of [CLAUDE_CODE_FILE, GEMINI_FILE]) hashes.set(file, await hash(join(project, file)));
-    for (const folder of ['claude-code', 'gemini']) expect((await runParley(['import', folder], { cwd: project })).code).toBe(0);
+    for (const folder of ['claude-code', 'gemini'])
+      expect((await runParley(['import', folder], { cwd: project })).code).toBe(0);
   });
   afterAll(async () => {
     await Promise.all([openai?.close(), anthropic?.close(), gemini?.close()]);
@@ -73,12 +93,21 @@ describe.sequential('continue any session on any back end', { timeout: 120_000 }
     expect(result.stdout).toContain('Gemini here: the tests and the README are left.');
     expect(result.code).toBe(0);
 
-    const contents = gemini.streamRequests().at(-1)!.body!['contents'] as Array<{ role: string; parts: Array<Record<string, unknown>> }>;
+    const contents = gemini.streamRequests().at(-1)!.body!['contents'] as Array<{
+      role: string;
+      parts: Array<Record<string, unknown>>;
+    }>;
     const text = JSON.stringify(contents);
     for (const prompt of IMPORTED_PROMPTS) expect(text).toContain(prompt);
     expect(text).toContain('<state_snapshot>'); // the checkpoint that replaced the compacted turn
     // Claude Code's answer after the compaction is a model turn; its Write call (a tool Gemini lacks) is marked text.
-    expect(contents.some((content) => content.role === 'model' && JSON.stringify(content.parts).includes('Writing the tests and the README section now.'))).toBe(true);
+    expect(
+      contents.some(
+        (content) =>
+          content.role === 'model' &&
+          JSON.stringify(content.parts).includes('Writing the tests and the README section now.'),
+      ),
+    ).toBe(true);
     expect(text).toContain('[tool call from claude-code, converted to text: Write');
     expect(JSON.stringify(contents.at(-1))).toContain('G1: what is left?');
 
@@ -88,7 +117,9 @@ describe.sequential('continue any session on any back end', { timeout: 120_000 }
     expect(shown).toContain('This session now continues on gemini-cli (it was on claude-code)');
     expect(shown).toContain('Converted:');
     // The native file Parley wrote is kept with the session; the imported one is untouched.
-    expect(await readdir(join(project, '.parley', 'sessions', CLAUDE_CODE_SESSION, 'transcripts'))).toContain(`native-gemini-cli-${record.native!.nativeSessionId}`);
+    expect(await readdir(join(project, '.parley', 'sessions', CLAUDE_CODE_SESSION, 'transcripts'))).toContain(
+      `native-gemini-cli-${record.native!.nativeSessionId}`,
+    );
     expect(await hash(join(project, CLAUDE_CODE_FILE))).toBe(hashes.get(CLAUDE_CODE_FILE));
   });
 
@@ -121,18 +152,34 @@ describe.sequential('continue any session on any back end', { timeout: 120_000 }
     expect(result.stdout).toContain('Claude again, after the rewrite.');
     expect(result.code).toBe(0);
     const text = allMessageText(anthropic.messageRequests().at(-1)!.body);
-    for (const prompt of [...IMPORTED_PROMPTS, 'G1: what is left?', 'C1: and now?', 'C2: still there?']) expect(text).toContain(prompt);
+    for (const prompt of [...IMPORTED_PROMPTS, 'G1: what is left?', 'C1: and now?', 'C2: still there?'])
+      expect(text).toContain(prompt);
     expect((await session(CLAUDE_CODE_SESSION)).native?.nativeSessionId).toBe(native!.nativeSessionId);
   });
 
   it('and ends on openai-compatible, managed: the request holds every earlier user message or the checkpoint that replaced it', async () => {
     openai.enqueue({ text: 'OpenAI here: done.' });
-    const result = await chat(['--backend', 'openai-compatible', '--model', 'fake-model', '--session', CLAUDE_CODE_SESSION, 'O1: last step']);
+    const result = await chat([
+      '--backend',
+      'openai-compatible',
+      '--model',
+      'fake-model',
+      '--session',
+      CLAUDE_CODE_SESSION,
+      'O1: last step',
+    ]);
     expect(result.stderr).toContain('moved from claude-sdk to openai-compatible (managed');
     expect(result.stdout).toContain('OpenAI here: done.');
     const messages = openai.completions().at(-1)!['messages'] as Array<{ role: string; content: string }>;
     const text = JSON.stringify(messages);
-    for (const prompt of [...IMPORTED_PROMPTS, 'G1: what is left?', 'C1: and now?', 'C2: still there?', 'O1: last step']) expect(text).toContain(prompt);
+    for (const prompt of [
+      ...IMPORTED_PROMPTS,
+      'G1: what is left?',
+      'C1: and now?',
+      'C2: still there?',
+      'O1: last step',
+    ])
+      expect(text).toContain(prompt);
     expect(messages[0]!.content).toContain('# Checkpoint');
     expect(await session(CLAUDE_CODE_SESSION)).toMatchObject({ type: 'openai-compatible' });
     expect((await session(CLAUDE_CODE_SESSION)).native).toBeUndefined();
@@ -152,10 +199,17 @@ describe.sequential('continue any session on any back end', { timeout: 120_000 }
     // run_shell_command is not a Claude Code tool: its call and output arrive as marked text.
     expect(text).toContain('[tool call from gemini-cli, converted to text: run_shell_command');
     expect(text).toContain('hi-from-shell');
-    expect((body.messages ?? []).some((message) => message.role === 'assistant' && JSON.stringify(message.content).includes('I listed the directory. Done.'))).toBe(true);
+    expect(
+      (body.messages ?? []).some(
+        (message) =>
+          message.role === 'assistant' && JSON.stringify(message.content).includes('I listed the directory. Done.'),
+      ),
+    ).toBe(true);
     const record = await session(GEMINI_SESSION);
     expect(record.native?.backend).toBe('claude-sdk');
-    expect(await readdir(join(project, '.parley', 'sessions', GEMINI_SESSION, 'transcripts'))).toContain(`native-claude-sdk-${record.native!.nativeSessionId}`);
+    expect(await readdir(join(project, '.parley', 'sessions', GEMINI_SESSION, 'transcripts'))).toContain(
+      `native-claude-sdk-${record.native!.nativeSessionId}`,
+    );
     expect(await hash(join(project, GEMINI_FILE))).toBe(hashes.get(GEMINI_FILE));
   });
 });

@@ -14,7 +14,10 @@ const SESSION = 'cc-test';
 /** A transcript's events, numbered as the log numbers them. */
 async function parsedEvents(path: string): Promise<StreamEvent[]> {
   const events: StreamEvent[] = [];
-  const parser = new ClaudeCodeParser({ emit: (draft) => events.push({ ...draft, sessionId: SESSION, seq: events.length, at: draft.at ?? 0 } as StreamEvent) });
+  const parser = new ClaudeCodeParser({
+    emit: (draft) =>
+      events.push({ ...draft, sessionId: SESSION, seq: events.length, at: draft.at ?? 0 } as StreamEvent),
+  });
   const splitter = new LineSplitter((line, number, terminated) => parser.line(line, number, terminated));
   for await (const chunk of createReadStream(path)) splitter.push(chunk as Buffer);
   splitter.end();
@@ -40,26 +43,96 @@ describe('ConversationText: the rendered conversation, built as events arrive', 
     await fs.rm(work, { recursive: true, force: true });
   });
 
-  it.each([1, 7, 1000])('prints what renderConversation prints for the folded conversation, and the same metrics (batches of %i events)', async (size) => {
-    for (const path of transcripts) {
-      const events = await parsedEvents(path);
-      const folded = applyEvents(emptyConversation(SESSION), events);
-      const text = new ConversationText(SESSION);
-      for (let start = 0; start < events.length; start += size) text.add(events.slice(start, start + size));
-      expect(text.text()).toBe(renderConversation(folded.blocks, folded.subagents));
-      expect(text.metrics).toEqual(folded.metrics);
-    }
-  });
+  it.each([1, 7, 1000])(
+    'prints what renderConversation prints for the folded conversation, and the same metrics (batches of %i events)',
+    async (size) => {
+      for (const path of transcripts) {
+        const events = await parsedEvents(path);
+        const folded = applyEvents(emptyConversation(SESSION), events);
+        const text = new ConversationText(SESSION);
+        for (let start = 0; start < events.length; start += size) text.add(events.slice(start, start + size));
+        expect(text.text()).toBe(renderConversation(folded.blocks, folded.subagents));
+        expect(text.metrics).toEqual(folded.metrics);
+      }
+    },
+  );
 
   it('replaces a block in place when it comes again, and lists threads no subagent block names at the end', () => {
     const at = 1_800_000_000_000;
     const events: StreamEvent[] = [
-      { type: 'block_complete', sessionId: SESSION, seq: 0, at, conversationId: 'main', block: { type: 'user_message', id: 'u', createdAt: at, content: 'go' } },
-      { type: 'block_complete', sessionId: SESSION, seq: 1, at, conversationId: 'main', block: { type: 'tool_use', id: 't', createdAt: at, toolUseId: 't', name: 'Task', input: { prompt: 'look' }, status: 'running' } },
-      { type: 'block_complete', sessionId: SESSION, seq: 2, at, conversationId: 'worker', block: { type: 'assistant_text', id: 'w', createdAt: at, content: 'working' } },
-      { type: 'block_complete', sessionId: SESSION, seq: 3, at, conversationId: 'main', block: { type: 'subagent', id: 's', createdAt: at, subagentId: 'helper', name: 'Task', input: 'look', status: 'success' } },
-      { type: 'block_complete', sessionId: SESSION, seq: 4, at, conversationId: 'helper', block: { type: 'assistant_text', id: 'h', createdAt: at, content: 'found it' } },
-      { type: 'block_complete', sessionId: SESSION, seq: 5, at, conversationId: 'main', block: { type: 'tool_use', id: 't', createdAt: at, toolUseId: 't', name: 'Task', input: { prompt: 'look' }, status: 'error', error: 'boom' } },
+      {
+        type: 'block_complete',
+        sessionId: SESSION,
+        seq: 0,
+        at,
+        conversationId: 'main',
+        block: { type: 'user_message', id: 'u', createdAt: at, content: 'go' },
+      },
+      {
+        type: 'block_complete',
+        sessionId: SESSION,
+        seq: 1,
+        at,
+        conversationId: 'main',
+        block: {
+          type: 'tool_use',
+          id: 't',
+          createdAt: at,
+          toolUseId: 't',
+          name: 'Task',
+          input: { prompt: 'look' },
+          status: 'running',
+        },
+      },
+      {
+        type: 'block_complete',
+        sessionId: SESSION,
+        seq: 2,
+        at,
+        conversationId: 'worker',
+        block: { type: 'assistant_text', id: 'w', createdAt: at, content: 'working' },
+      },
+      {
+        type: 'block_complete',
+        sessionId: SESSION,
+        seq: 3,
+        at,
+        conversationId: 'main',
+        block: {
+          type: 'subagent',
+          id: 's',
+          createdAt: at,
+          subagentId: 'helper',
+          name: 'Task',
+          input: 'look',
+          status: 'success',
+        },
+      },
+      {
+        type: 'block_complete',
+        sessionId: SESSION,
+        seq: 4,
+        at,
+        conversationId: 'helper',
+        block: { type: 'assistant_text', id: 'h', createdAt: at, content: 'found it' },
+      },
+      {
+        type: 'block_complete',
+        sessionId: SESSION,
+        seq: 5,
+        at,
+        conversationId: 'main',
+        block: {
+          type: 'tool_use',
+          id: 't',
+          createdAt: at,
+          toolUseId: 't',
+          name: 'Task',
+          input: { prompt: 'look' },
+          status: 'error',
+          error: 'boom',
+        },
+      },
     ];
     const text = new ConversationText(SESSION);
     text.add(events);
@@ -77,8 +150,18 @@ describe('ConversationText: the rendered conversation, built as events arrive', 
 
   it('refuses an event that changes part of a block it does not keep, saying what to do instead', () => {
     const text = new ConversationText(SESSION);
-    expect(() => text.add([{ type: 'text_delta', sessionId: SESSION, seq: 0, at: 1, conversationId: 'main', blockId: 'b', delta: 'x' } as StreamEvent])).toThrow(
-      /a text_delta event \(seq 0\).*renderConversation/,
-    );
+    expect(() =>
+      text.add([
+        {
+          type: 'text_delta',
+          sessionId: SESSION,
+          seq: 0,
+          at: 1,
+          conversationId: 'main',
+          blockId: 'b',
+          delta: 'x',
+        } as StreamEvent,
+      ]),
+    ).toThrow(/a text_delta event \(seq 0\).*renderConversation/);
   });
 });

@@ -2,7 +2,15 @@ import { existsSync, promises as fs } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFileDraftStore, createFileRunStore, createFileStore, createPostgresDraftStore, createPostgresRunStore, createPostgresStore, type DraftStoreSide } from '../../src/store/index.js';
+import {
+  createFileDraftStore,
+  createFileRunStore,
+  createFileStore,
+  createPostgresDraftStore,
+  createPostgresRunStore,
+  createPostgresStore,
+  type DraftStoreSide,
+} from '../../src/store/index.js';
 import { postgresSkipReason, startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { runParley } from '../helpers/run-parley.js';
 import { sessionRecord } from '../store/builders.js';
@@ -41,14 +49,18 @@ describe('parley migrate: bad arguments change nothing', () => {
   });
 
   it('refuses a URL that is not postgres://, and a postgres:// URL it cannot parse', async () => {
-    const other = await runParley(['migrate', '--from', 'mysql://user:secret@host/db', '--to', join(work, 'target')], { cwd: work });
+    const other = await runParley(['migrate', '--from', 'mysql://user:secret@host/db', '--to', join(work, 'target')], {
+      cwd: work,
+    });
     expect(other.code).toBe(2);
     expect(other.stderr).toContain('--from "mysql://user:***@host/db" is a URL Parley cannot store sessions at');
     expect(other.stderr).not.toContain('secret');
 
     const source = join(work, 'source');
     await (await createFileStore({ dataDir: source, onWarning: quiet })).close();
-    const broken = await runParley(['migrate', '--from', source, '--to', 'postgres://user@host:notaport/db'], { cwd: work });
+    const broken = await runParley(['migrate', '--from', source, '--to', 'postgres://user@host:notaport/db'], {
+      cwd: work,
+    });
     expect(broken.code).toBe(2);
     expect(broken.stderr).toMatch(/parley: .*postgres:\/\/user:password@host:5432\/database/);
   });
@@ -92,8 +104,11 @@ describe.skipIf(skipReason !== undefined)('parley migrate as a process', () => {
     const there = await runParley(['migrate', '--from', folder, '--to', url, '--to-schema', schema], { cwd: work });
     expect(there.stderr).toBe('');
     expect(there.code).toBe(0);
-    expect(there.stdout).toMatch(/^session +status +events +copied +checkpoints +transcripts +events sha-256 +verified$/m);
-    for (const id of ids) expect(there.stdout).toMatch(new RegExp(`^${id} +copied +\\d+ +\\d+ +\\d+ +\\d+ +[0-9a-f]{12} +ok$`, 'm'));
+    expect(there.stdout).toMatch(
+      /^session +status +events +copied +checkpoints +transcripts +events sha-256 +verified$/m,
+    );
+    for (const id of ids)
+      expect(there.stdout).toMatch(new RegExp(`^${id} +copied +\\d+ +\\d+ +\\d+ +\\d+ +[0-9a-f]{12} +ok$`, 'm'));
     expect(there.stdout).toContain('1 feature: 1 copied');
     expect(there.stdout).toMatch(/^project +home +tasks +drafts +active +roles +sha-256 +verified$/m);
     expect(there.stdout).toMatch(/^shop +yes +2 +3 +1 +1 +[0-9a-f]{12} +ok$/m);
@@ -102,27 +117,45 @@ describe.skipIf(skipReason !== undefined)('parley migrate as a process', () => {
     expect(there.stdout).toContain('3 project tasks: 3 copied, 0 unchanged, 0 conflicts');
     expect(there.stdout).toContain('4 drafts: 4 copied, 0 unchanged, 0 conflicts');
     expect(there.stdout).toContain('2 role files: 2 copied, 0 unchanged, 0 conflicts');
-    expect(there.stdout).toContain('1 durable run: 1 copied, 0 continued, 0 unchanged, 0 conflicts (2 journal entries written)');
+    expect(there.stdout).toContain(
+      '1 durable run: 1 copied, 0 continued, 0 unchanged, 0 conflicts (2 journal entries written)',
+    );
     expect(there.stdout).not.toContain('test password');
 
     const again = await runParley(['migrate', '--from', folder, '--to', url, '--to-schema', schema], { cwd: work });
     expect(again.code).toBe(0);
     expect(again.stdout).toContain('4 drafts: 0 copied, 4 unchanged, 0 conflicts');
-    expect(again.stdout).toContain('1 durable run: 0 copied, 0 continued, 1 unchanged, 0 conflicts (0 journal entries written)');
-    expect(again.stdout).toContain(`Nothing new to copy: the target already holds all of it. ${ids.length} of ${ids.length} sessions verified.`);
+    expect(again.stdout).toContain(
+      '1 durable run: 0 copied, 0 continued, 1 unchanged, 0 conflicts (0 journal entries written)',
+    );
+    expect(again.stdout).toContain(
+      `Nothing new to copy: the target already holds all of it. ${ids.length} of ${ids.length} sessions verified.`,
+    );
 
     // Back into another project folder named shop, so its home is shop too.
     const back = join(work, 'restored', 'shop', '.parley');
-    const json = await runParley(['migrate', '--from', url, '--from-schema', schema, '--to', back, '--json'], { cwd: work });
+    const json = await runParley(['migrate', '--from', url, '--from-schema', schema, '--to', back, '--json'], {
+      cwd: work,
+    });
     expect(json.code).toBe(0);
     const report = JSON.parse(json.stdout) as {
       ok: boolean;
       runs: unknown;
       sessions: Array<{ status: string }>;
-      draftLayer: { home: string; report: { ok: boolean; records: Array<{ status: string }>; projects: Array<{ project: string; source: { sha256: string }; differences: string[] }> } };
+      draftLayer: {
+        home: string;
+        report: {
+          ok: boolean;
+          records: Array<{ status: string }>;
+          projects: Array<{ project: string; source: { sha256: string }; differences: string[] }>;
+        };
+      };
     };
     expect(report.ok).toBe(true);
-    expect(report.runs).toMatchObject({ ok: true, runs: [{ runId: 'run-waiting', status: 'copied', written: 2, verified: true }] });
+    expect(report.runs).toMatchObject({
+      ok: true,
+      runs: [{ runId: 'run-waiting', status: 'copied', written: 2, verified: true }],
+    });
     expect(report.sessions.every((session) => session.status === 'copied')).toBe(true);
     expect(report.draftLayer.home).toBe('shop');
     expect(report.draftLayer.report.ok).toBe(true);
@@ -139,7 +172,10 @@ describe.skipIf(skipReason !== undefined)('parley migrate as a process', () => {
     ]);
     const sides: DraftStoreSide[] = [
       { store: createFileDraftStore({ home }), home },
-      { store: createFileDraftStore({ home: { name: 'shop', path: join(work, 'restored', 'shop'), dataDir: back } }), home },
+      {
+        store: createFileDraftStore({ home: { name: 'shop', path: join(work, 'restored', 'shop'), dataDir: back } }),
+        home,
+      },
       { store: await createPostgresDraftStore({ connectionString: url, schema, home, existingOnly: true }), home },
     ];
     try {
@@ -147,15 +183,29 @@ describe.skipIf(skipReason !== undefined)('parley migrate as a process', () => {
       await expectSameContents(source, restored);
       await expectSameDraftLayer(sides[0]!, sides[2]!);
       await expectSameDraftLayer(sides[0]!, sides[1]!);
-      const runSides = [await createFileRunStore({ dataDir: folder }), await createPostgresRunStore({ connectionString: url, schema, existingOnly: true }), await createFileRunStore({ dataDir: back })];
+      const runSides = [
+        await createFileRunStore({ dataDir: folder }),
+        await createPostgresRunStore({ connectionString: url, schema, existingOnly: true }),
+        await createFileRunStore({ dataDir: back }),
+      ];
       try {
-        const [first, ...copies] = await Promise.all(runSides.map(async (side) => ({ record: await side.getRun('run-waiting'), kinds: (await side.readJournal('run-waiting')).map((entry) => [entry.seq, entry.kind, entry.data]) })));
+        const [first, ...copies] = await Promise.all(
+          runSides.map(async (side) => ({
+            record: await side.getRun('run-waiting'),
+            kinds: (await side.readJournal('run-waiting')).map((entry) => [entry.seq, entry.kind, entry.data]),
+          })),
+        );
         for (const copy of copies) expect(copy).toEqual(first);
       } finally {
         await Promise.all(runSides.map((side) => side.close()));
       }
     } finally {
-      await Promise.all([source.close(), restored.close(), database.close(), ...sides.map((side) => side.store.close())]);
+      await Promise.all([
+        source.close(),
+        restored.close(),
+        database.close(),
+        ...sides.map((side) => side.store.close()),
+      ]);
     }
   });
 
@@ -168,17 +218,28 @@ describe.skipIf(skipReason !== undefined)('parley migrate as a process', () => {
     await drafts.close();
     await original.close();
     const schema = server.freshSchema('claims');
-    const database = await createPostgresDraftStore({ connectionString: server.url(), schema, home, registerHome: false });
+    const database = await createPostgresDraftStore({
+      connectionString: server.url(),
+      schema,
+      home,
+      registerHome: false,
+    });
     await database.createProject({ name: 'claims', description: 'The shop', createdAt: '2025-01-01T00:00:00.000Z' });
     await database.createTask('claims', taskFile('elsewhere'));
     await database.claimDraft(draftRecord('claims', 'elsewhere', 'tui-1', 's-elsewhere'));
     await database.close();
 
-    const result = await runParley(['migrate', '--from', folder, '--to', server.url(), '--to-schema', schema], { cwd: work });
+    const result = await runParley(['migrate', '--from', folder, '--to', server.url(), '--to-schema', schema], {
+      cwd: work,
+    });
     expect(result.code).toBe(1);
     // The closed draft of that channel too: a draft goes in only by a claim (then a release), and the channel is held.
-    expect(result.stdout).toContain('draft claims/checkout/s-checkout-1: conflict: the target refuses to take it in: Channel "tui-1" already has an active draft');
-    expect(result.stdout).toContain('draft claims/checkout/s-checkout-2: conflict: the target refuses to take it in: Channel "tui-1" already has an active draft');
+    expect(result.stdout).toContain(
+      'draft claims/checkout/s-checkout-1: conflict: the target refuses to take it in: Channel "tui-1" already has an active draft',
+    );
+    expect(result.stdout).toContain(
+      'draft claims/checkout/s-checkout-2: conflict: the target refuses to take it in: Channel "tui-1" already has an active draft',
+    );
     expect(result.stdout).toMatch(/^claims +yes +2 +3 +1 +1 +[0-9a-f]{12} +MISMATCH$/m);
     expect(result.stdout).toContain('4 drafts: 2 copied, 0 unchanged, 2 conflicts');
     expect(result.stderr).toContain('nothing in the target was overwritten');
@@ -194,11 +255,17 @@ describe.skipIf(skipReason !== undefined)('parley migrate as a process', () => {
 
   it('refuses a database schema without Parley tables as the source, and creates none', async () => {
     const schema = server.freshSchema('empty');
-    const result = await runParley(['migrate', '--from', server.url(), '--from-schema', schema, '--to', join(work, 'never')], { cwd: work });
+    const result = await runParley(
+      ['migrate', '--from', server.url(), '--from-schema', schema, '--to', join(work, 'never')],
+      { cwd: work },
+    );
     expect(result.code).toBe(2);
     expect(result.stderr).toContain(`holds no Parley tables in schema "${schema}"`);
     expect(existsSync(join(work, 'never'))).toBe(false);
-    const rows = await server.admin<{ count: string }>('SELECT count(*) AS count FROM pg_namespace WHERE nspname = $1', [schema]);
+    const rows = await server.admin<{ count: string }>(
+      'SELECT count(*) AS count FROM pg_namespace WHERE nspname = $1',
+      [schema],
+    );
     expect(rows[0]!.count).toBe('0');
   });
 
@@ -211,10 +278,14 @@ describe.skipIf(skipReason !== undefined)('parley migrate as a process', () => {
     const database = await createPostgresStore({ connectionString: server.url(), schema });
     await database.createSession(sessionRecord('dev-task-f1-t1-in_dev', { updatedAt: 1_900_000_000_000 }));
     await database.close();
-    const result = await runParley(['migrate', '--from', folder, '--to', server.url(), '--to-schema', schema], { cwd: work });
+    const result = await runParley(['migrate', '--from', folder, '--to', server.url(), '--to-schema', schema], {
+      cwd: work,
+    });
     expect(result.code).toBe(1);
     expect(result.stdout).toMatch(/^dev-task-f1-t1-in_dev +conflict /m);
-    expect(result.stdout).toContain("dev-task-f1-t1-in_dev: conflict: the target's session record differs from the source's and is not older");
+    expect(result.stdout).toContain(
+      "dev-task-f1-t1-in_dev: conflict: the target's session record differs from the source's and is not older",
+    );
     expect(result.stderr).toContain('nothing in the target was overwritten');
   });
 });

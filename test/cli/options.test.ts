@@ -23,6 +23,8 @@ describe('PARLEY_DRAFT_LEASE_MS, read by parley serve and the TUI’s own server
 
   it.each(['soon', '500', '1.5e3', '90000000'])('refuses %s, naming the variable and the bounds', (value) => {
     process.env[DRAFT_LEASE_VARIABLE] = value;
-    expect(() => draftLeaseFromEnvironment(86_400_000)).toThrow(/PARLEY_DRAFT_LEASE_MS must be a whole number of milliseconds from 1000 to 86400000/);
+    expect(() => draftLeaseFromEnvironment(86_400_000)).toThrow(
+      /PARLEY_DRAFT_LEASE_MS must be a whole number of milliseconds from 1000 to 86400000/,
+    );
   });
 });

@@ -15,7 +15,10 @@ describe("parley serve's run service wiring", () => {
     await service.startRun({ workflow: 'review' });
     await service.startRun({ workflow: 'review' });
     const reports: string[] = [];
-    const create = serveRuns(() => Promise.resolve(service), (line) => reports.push(line))!;
+    const create = serveRuns(
+      () => Promise.resolve(service),
+      (line) => reports.push(line),
+    )!;
     expect(await create(context)).toBe(service);
     expect(service.calls.map((call) => call.method)).toContain('recoverRuns');
     expect(reports).toEqual(['Resumed 2 unfinished run(s), 2 waiting for an answer (`parley runs`).']);
@@ -24,7 +27,10 @@ describe("parley serve's run service wiring", () => {
   it('a recovery that fails closes the service and fails the start', async () => {
     const service = new StandInRunService({});
     service.recoverRuns = () => Promise.reject(new Error('the run store is unreadable'));
-    const create = serveRuns(() => Promise.resolve(service), () => undefined)!;
+    const create = serveRuns(
+      () => Promise.resolve(service),
+      () => undefined,
+    )!;
     await expect(create(context)).rejects.toThrow('the run store is unreadable');
     expect(service.closed).toBe(true);
   });

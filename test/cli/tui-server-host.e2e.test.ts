@@ -32,11 +32,22 @@ describe("the TUI's own server on PostgreSQL", () => {
     );
     const dataDir = join(root, '.parley');
     const url = database.url();
-    const host = new ServerHost(root, dataDir, () => createPostgresStore({ connectionString: url }), () => Promise.resolve(undefined), url);
+    const host = new ServerHost(
+      root,
+      dataDir,
+      () => createPostgresStore({ connectionString: url }),
+      () => Promise.resolve(undefined),
+      url,
+    );
     cleanups.push(() => host.close());
     const target = await host.locate();
     const client = new ProtocolClient({
-      transport: webSocketTransport({ url: target.wsUrl, token: target.token, channel: 'tui-test', createSocket: (address) => new WebSocket(address) as unknown as WebSocketLike }),
+      transport: webSocketTransport({
+        url: target.wsUrl,
+        token: target.token,
+        channel: 'tui-test',
+        createSocket: (address) => new WebSocket(address) as unknown as WebSocketLike,
+      }),
       reconnect: false,
       onError: () => {},
     });

@@ -1,17 +1,26 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { firstDraftNotice, formatCount, oneLine, TASK_TITLE_MAX, taskTitleFromMessage } from '../../src/conversation/index.js';
+import {
+  firstDraftNotice,
+  formatCount,
+  oneLine,
+  TASK_TITLE_MAX,
+  taskTitleFromMessage,
+} from '../../src/conversation/index.js';
 
 describe('taskTitleFromMessage: a task title from a first message', () => {
   it('is the first line, white space collapsed, trailing punctuation dropped', () => {
     expect(taskTitleFromMessage('Fix the login bug.')).toBe('Fix the login bug');
-    expect(taskTitleFromMessage('\n\n  Fix   the\tlogin bug  \nIt fails after the redirect.')).toBe('Fix the login bug');
+    expect(taskTitleFromMessage('\n\n  Fix   the\tlogin bug  \nIt fails after the redirect.')).toBe(
+      'Fix the login bug',
+    );
     expect(taskTitleFromMessage('Why does the login fail?')).toBe('Why does the login fail');
     expect(taskTitleFromMessage('Add dark mode…')).toBe('Add dark mode');
   });
 
   it('cuts a long line at a word boundary, never past the limit', () => {
-    const message = 'Please look into why the nightly export job sometimes writes an empty CSV file to the shared drive';
+    const message =
+      'Please look into why the nightly export job sometimes writes an empty CSV file to the shared drive';
     const title = taskTitleFromMessage(message);
     expect(title).toBe('Please look into why the nightly export job sometimes writes');
     expect(title.length).toBeLessThanOrEqual(TASK_TITLE_MAX);
@@ -23,7 +32,9 @@ describe('taskTitleFromMessage: a task title from a first message', () => {
 
   it('cuts a single word longer than the limit', () => {
     expect(taskTitleFromMessage('x'.repeat(100))).toBe('x'.repeat(TASK_TITLE_MAX));
-    expect(taskTitleFromMessage('https://example.com/a/very/long/path/that/keeps/going/and/going/on', 20)).toBe('https://example.com/');
+    expect(taskTitleFromMessage('https://example.com/a/very/long/path/that/keeps/going/and/going/on', 20)).toBe(
+      'https://example.com/',
+    );
   });
 
   it('is "New task" when the message has no letters or digits', () => {
@@ -35,10 +46,19 @@ describe('taskTitleFromMessage: a task title from a first message', () => {
 
 describe('firstDraftNotice', () => {
   it('says what was created and drafted, and how to change it', () => {
-    expect(firstDraftNotice({ role: 'product-analyst', taskSlug: 'fix-the-login-bug', createdTask: true, undraft: '/undraft' })).toBe(
+    expect(
+      firstDraftNotice({
+        role: 'product-analyst',
+        taskSlug: 'fix-the-login-bug',
+        createdTask: true,
+        undraft: '/undraft',
+      }),
+    ).toBe(
       "Created task fix-the-login-bug and drafted product-analyst on it (the project's default role; /undraft to change).",
     );
-    expect(firstDraftNotice({ role: 'dev', taskSlug: 'demo', createdTask: false, undraft: 'Undraft' })).toBe("Drafted dev on task demo (the project's default role; Undraft to change).");
+    expect(firstDraftNotice({ role: 'dev', taskSlug: 'demo', createdTask: false, undraft: 'Undraft' })).toBe(
+      "Drafted dev on task demo (the project's default role; Undraft to change).",
+    );
   });
 });
 
@@ -52,10 +72,32 @@ describe('oneLine', () => {
 
   it('gives the whole text flattened and cut, though it reads only as much of it as it shows', () => {
     // Every code unit \s matches, and some it does not (a zero-width space, a lone surrogate).
-    const spaces = ['\t', '\n', '\v', '\f', '\r', ' ', '\u00a0', '\u1680', '\u2000', '\u2005', '\u200a', '\u2028', '\u2029', '\u202f', '\u205f', '\u3000', '\ufeff'];
+    const spaces = [
+      '\t',
+      '\n',
+      '\v',
+      '\f',
+      '\r',
+      ' ',
+      '\u00a0',
+      '\u1680',
+      '\u2000',
+      '\u2005',
+      '\u200a',
+      '\u2028',
+      '\u2029',
+      '\u202f',
+      '\u205f',
+      '\u3000',
+      '\ufeff',
+    ];
     const others = ['\u200b', '\u0085', '\u180e', '\ud83d', '😀', '…', 'x'];
     const pieces = fc.array(
-      fc.oneof(fc.string({ maxLength: 30 }), fc.constantFrom(' ', '\n', '\t\t', ' '.repeat(300), 'word', 'x'.repeat(300)), fc.constantFrom(...spaces, ...others)),
+      fc.oneof(
+        fc.string({ maxLength: 30 }),
+        fc.constantFrom(' ', '\n', '\t\t', ' '.repeat(300), 'word', 'x'.repeat(300)),
+        fc.constantFrom(...spaces, ...others),
+      ),
       { maxLength: 60 },
     );
     fc.assert(

@@ -14,14 +14,21 @@ import {
 const SESSION = 's1';
 
 function numbered(drafts: StreamEventDraft[], start = 0): StreamEvent[] {
-  return drafts.map((draft, index) => ({ ...draft, sessionId: SESSION, seq: start + index, at: draft.at ?? 1000 + index }) as StreamEvent);
+  return drafts.map(
+    (draft, index) =>
+      ({ ...draft, sessionId: SESSION, seq: start + index, at: draft.at ?? 1000 + index }) as StreamEvent,
+  );
 }
 
 function textTurn(id: string, chunks: string[], conversationId = 'main'): StreamEventDraft[] {
   return [
     { type: 'block_start', conversationId, block: { id, type: 'assistant_text', content: '', createdAt: 1 } },
     ...chunks.map((delta) => ({ type: 'text_delta' as const, conversationId, blockId: id, delta })),
-    { type: 'block_complete', conversationId, block: { id, type: 'assistant_text', content: chunks.join(''), createdAt: 1, completedAt: 9 } },
+    {
+      type: 'block_complete',
+      conversationId,
+      block: { id, type: 'assistant_text', content: chunks.join(''), createdAt: 1, completedAt: 9 },
+    },
   ];
 }
 
@@ -57,7 +64,19 @@ describe('applyEvent', () => {
 
   it('events for a subagent land in its thread, not in main', () => {
     const drafts: StreamEventDraft[] = [
-      { type: 'block_start', conversationId: 'main', block: { id: 'sub', type: 'subagent', subagentId: 'agent-7', name: 'reviewer', input: 'review', status: 'running', createdAt: 1 } },
+      {
+        type: 'block_start',
+        conversationId: 'main',
+        block: {
+          id: 'sub',
+          type: 'subagent',
+          subagentId: 'agent-7',
+          name: 'reviewer',
+          input: 'review',
+          status: 'running',
+          createdAt: 1,
+        },
+      },
       ...textTurn('x1', ['looking'], 'agent-7'),
       { type: 'block_update', conversationId: 'main', blockId: 'sub', updates: { status: 'success', output: 'done' } },
     ];
@@ -71,7 +90,19 @@ describe('applyEvent', () => {
 
   it('refuses illegal status transitions (success never goes back to running)', () => {
     const drafts: StreamEventDraft[] = [
-      { type: 'block_start', conversationId: 'main', block: { id: 'tool', type: 'tool_use', toolUseId: 'tu1', name: 'Read', input: {}, status: 'pending', createdAt: 1 } },
+      {
+        type: 'block_start',
+        conversationId: 'main',
+        block: {
+          id: 'tool',
+          type: 'tool_use',
+          toolUseId: 'tu1',
+          name: 'Read',
+          input: {},
+          status: 'pending',
+          createdAt: 1,
+        },
+      },
       { type: 'block_update', conversationId: 'main', blockId: 'tool', updates: { status: 'success' } },
       { type: 'block_update', conversationId: 'main', blockId: 'tool', updates: { status: 'running', id: 'hijack' } },
     ];
@@ -81,11 +112,34 @@ describe('applyEvent', () => {
 
   it('folds per-turn metadata into totals; occupancy and turns come from main only', () => {
     const drafts: StreamEventDraft[] = [
-      { type: 'metadata_update', conversationId: 'main', metadata: { usage: { inputTokens: 100, outputTokens: 10, cacheReadTokens: 50, cacheWriteTokens: 5 }, costUsd: 0.01, contextWindow: 200000, turnComplete: true } },
-      { type: 'metadata_update', conversationId: 'worker-1', metadata: { usage: { inputTokens: 900, outputTokens: 90, cacheReadTokens: 0, cacheWriteTokens: 0 }, costUsd: 0.02, turnComplete: true } },
+      {
+        type: 'metadata_update',
+        conversationId: 'main',
+        metadata: {
+          usage: { inputTokens: 100, outputTokens: 10, cacheReadTokens: 50, cacheWriteTokens: 5 },
+          costUsd: 0.01,
+          contextWindow: 200000,
+          turnComplete: true,
+        },
+      },
+      {
+        type: 'metadata_update',
+        conversationId: 'worker-1',
+        metadata: {
+          usage: { inputTokens: 900, outputTokens: 90, cacheReadTokens: 0, cacheWriteTokens: 0 },
+          costUsd: 0.02,
+          turnComplete: true,
+        },
+      },
     ];
     const state = applyEvents(emptyConversation(SESSION), numbered(drafts));
-    expect(state.metrics).toMatchObject({ turns: 1, inputTokens: 1000, outputTokens: 100, lastInputTokens: 155, contextWindow: 200000 });
+    expect(state.metrics).toMatchObject({
+      turns: 1,
+      inputTokens: 1000,
+      outputTokens: 100,
+      lastInputTokens: 155,
+      contextWindow: 200000,
+    });
     expect(state.metrics.costUsd).toBeCloseTo(0.03);
   });
 
@@ -98,20 +152,27 @@ describe('applyEvent', () => {
   it('a conversation rebuilt from its events equals the one built event by event (any chunking)', () => {
     const chunks = fc.array(fc.string({ maxLength: 8 }), { minLength: 1, maxLength: 12 });
     fc.assert(
-      fc.property(fc.array(chunks, { minLength: 1, maxLength: 6 }), fc.integer({ min: 1, max: 7 }), (turns, batchSize) => {
-        const drafts = turns.flatMap((turn, index) => textTurn(`b${index}`, turn));
-        const events = numbered(drafts);
-        for (const event of events) expect(StreamEventSchema.safeParse(event).success).toBe(true);
-        let stepwise = emptyConversation(SESSION);
-        for (const event of events) stepwise = applyEvent(stepwise, event);
-        let batched = emptyConversation(SESSION);
-        for (let index = 0; index < events.length; index += batchSize) batched = applyEvents(batched, events.slice(index, index + batchSize));
-        // Replaying everything again on top changes nothing (a reconnecting client re-applies a range).
-        const replayed = applyEvents(batched, events);
-        expect(batched).toEqual(stepwise);
-        expect(replayed).toBe(batched);
-        expect(stepwise.blocks.map((block: ConversationBlock) => (block as { content: string }).content)).toEqual(turns.map((turn) => turn.join('')));
-      }),
+      fc.property(
+        fc.array(chunks, { minLength: 1, maxLength: 6 }),
+        fc.integer({ min: 1, max: 7 }),
+        (turns, batchSize) => {
+          const drafts = turns.flatMap((turn, index) => textTurn(`b${index}`, turn));
+          const events = numbered(drafts);
+          for (const event of events) expect(StreamEventSchema.safeParse(event).success).toBe(true);
+          let stepwise = emptyConversation(SESSION);
+          for (const event of events) stepwise = applyEvent(stepwise, event);
+          let batched = emptyConversation(SESSION);
+          for (let index = 0; index < events.length; index += batchSize)
+            batched = applyEvents(batched, events.slice(index, index + batchSize));
+          // Replaying everything again on top changes nothing (a reconnecting client re-applies a range).
+          const replayed = applyEvents(batched, events);
+          expect(batched).toEqual(stepwise);
+          expect(replayed).toBe(batched);
+          expect(stepwise.blocks.map((block: ConversationBlock) => (block as { content: string }).content)).toEqual(
+            turns.map((turn) => turn.join('')),
+          );
+        },
+      ),
     );
   });
 });
@@ -121,16 +182,37 @@ describe('foldInParts', () => {
   function longLog(turns: number): StreamEvent[] {
     const drafts: StreamEventDraft[] = [];
     for (let turn = 0; turn < turns; turn += 1) {
-      drafts.push({ type: 'block_complete', conversationId: 'main', block: { id: `u${turn}`, type: 'user_message', content: `question ${turn}`, createdAt: 1 } });
+      drafts.push({
+        type: 'block_complete',
+        conversationId: 'main',
+        block: { id: `u${turn}`, type: 'user_message', content: `question ${turn}`, createdAt: 1 },
+      });
       drafts.push(...textTurn(`a${turn}`, ['an', 'swer']));
       if (turn === 3) {
-        drafts.push({ type: 'block_start', conversationId: 'main', block: { id: 'w', type: 'subagent', subagentId: 'worker', name: 'worker', input: 'go', status: 'running', createdAt: 1 } });
+        drafts.push({
+          type: 'block_start',
+          conversationId: 'main',
+          block: {
+            id: 'w',
+            type: 'subagent',
+            subagentId: 'worker',
+            name: 'worker',
+            input: 'go',
+            status: 'running',
+            createdAt: 1,
+          },
+        });
         drafts.push(...textTurn('wt', ['in ', 'thread'], 'worker'));
       }
       drafts.push({ type: 'metadata_update', conversationId: 'main', metadata: { costUsd: 0.5, turnComplete: true } });
     }
     // Late updates to early blocks: found through the index, not the recent window.
-    drafts.push({ type: 'block_update', conversationId: 'main', blockId: 'w', updates: { status: 'success', output: 'done' } });
+    drafts.push({
+      type: 'block_update',
+      conversationId: 'main',
+      blockId: 'w',
+      updates: { status: 'success', output: 'done' },
+    });
     drafts.push({ type: 'text_delta', conversationId: 'worker', blockId: 'wt', delta: ' (late)' });
     return numbered(drafts);
   }
@@ -139,13 +221,18 @@ describe('foldInParts', () => {
     const events = longLog(30);
     const whole = applyEvents(emptyConversation(SESSION), events);
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: 0, max: events.length }), { maxLength: 6 }), fc.integer({ min: 0, max: 5 }), (cuts, overlap) => {
-        const bounds = [0, ...[...cuts].sort((a, b) => a - b), events.length];
-        const fold = foldInParts(emptyConversation(SESSION));
-        // Each part may repeat the end of the one before (a page read again): repeats change nothing.
-        for (let index = 1; index < bounds.length; index += 1) fold.add(events.slice(Math.max(0, bounds[index - 1]! - overlap), bounds[index]));
-        expect(fold.finish()).toEqual(whole);
-      }),
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: events.length }), { maxLength: 6 }),
+        fc.integer({ min: 0, max: 5 }),
+        (cuts, overlap) => {
+          const bounds = [0, ...[...cuts].sort((a, b) => a - b), events.length];
+          const fold = foldInParts(emptyConversation(SESSION));
+          // Each part may repeat the end of the one before (a page read again): repeats change nothing.
+          for (let index = 1; index < bounds.length; index += 1)
+            fold.add(events.slice(Math.max(0, bounds[index - 1]! - overlap), bounds[index]));
+          expect(fold.finish()).toEqual(whole);
+        },
+      ),
     );
   });
 

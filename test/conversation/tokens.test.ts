@@ -65,7 +65,11 @@ describe('tokenizer', () => {
     expect(await tokenizer.load()).toBe(false);
     expect(tokenizer.ready).toBe(false);
     expect(tokenizer.count('x'.repeat(40))).toBe(10);
-    expect(tokenizer.state()).toEqual({ status: 'failed', encoding: 'chars/4', error: 'Cannot find package gpt-tokenizer' });
+    expect(tokenizer.state()).toEqual({
+      status: 'failed',
+      encoding: 'chars/4',
+      error: 'Cannot find package gpt-tokenizer',
+    });
   });
 
   it('a loader that returns something that does not count is a failed load', async () => {
@@ -145,7 +149,12 @@ describe('TokenCalibration', () => {
     expect(calibration.apply(20_000)).toBe(22_000);
     calibration.record(30_000, 33_000);
     expect(calibration.ratio).toBeCloseTo(1.1);
-    expect(calibration.snapshot()).toEqual({ ratio: calibration.ratio, samples: 2, lastEstimated: 30_000, lastReal: 33_000 });
+    expect(calibration.snapshot()).toEqual({
+      ratio: calibration.ratio,
+      samples: 2,
+      lastEstimated: 30_000,
+      lastReal: 33_000,
+    });
   });
 
   it('weighs samples by size, forgets old ones, ignores tiny or absurd reports and clamps the ratio', () => {
@@ -166,13 +175,18 @@ describe('TokenCalibration', () => {
 
   it('invert gives the largest raw estimate whose calibrated value fits', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 200, max: 1_000_000 }), fc.integer({ min: 1, max: 2_000_000 }), fc.integer({ min: 1, max: 500_000 }), (estimated, real, budget) => {
-        const calibration = new TokenCalibration();
-        calibration.record(estimated, real);
-        const raw = calibration.invert(budget);
-        expect(calibration.apply(raw)).toBeLessThanOrEqual(budget);
-        expect(calibration.apply(raw + 1)).toBeGreaterThan(budget);
-      }),
+      fc.property(
+        fc.integer({ min: 200, max: 1_000_000 }),
+        fc.integer({ min: 1, max: 2_000_000 }),
+        fc.integer({ min: 1, max: 500_000 }),
+        (estimated, real, budget) => {
+          const calibration = new TokenCalibration();
+          calibration.record(estimated, real);
+          const raw = calibration.invert(budget);
+          expect(calibration.apply(raw)).toBeLessThanOrEqual(budget);
+          expect(calibration.apply(raw + 1)).toBeGreaterThan(budget);
+        },
+      ),
     );
   });
 });

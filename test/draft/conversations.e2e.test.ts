@@ -2,7 +2,13 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { applyEvents, emptyConversation, MAIN_CONVERSATION, type StreamEvent, type ToolResultBlock } from '../../src/conversation/index.js';
+import {
+  applyEvents,
+  emptyConversation,
+  MAIN_CONVERSATION,
+  type StreamEvent,
+  type ToolResultBlock,
+} from '../../src/conversation/index.js';
 import type { ProtocolClient, ServerFile } from '../../src/protocol/index.js';
 import { allMessageText, reply, startFakeAnthropicServer } from '../fixtures/fake-anthropic-server.js';
 import { startFakeOpenAiServer, type FakeOpenAiServer, type FakeOpenAiTurn } from '../fixtures/fake-openai-server.js';
@@ -29,7 +35,12 @@ async function project(config: Record<string, unknown>, roles: Record<string, st
 }
 
 async function serve(root: string, env: Record<string, string> = {}): Promise<ServeProcess> {
-  const server = await startServeProcess(root, { OPENAI_API_KEY: '', ANTHROPIC_API_KEY: '', ANTHROPIC_BASE_URL: '', ...env });
+  const server = await startServeProcess(root, {
+    OPENAI_API_KEY: '',
+    ANTHROPIC_API_KEY: '',
+    ANTHROPIC_BASE_URL: '',
+    ...env,
+  });
   cleanups.push(async () => {
     if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
     await server.exited;
@@ -72,19 +83,34 @@ function lastToolResult(body: Record<string, unknown>): Record<string, unknown> 
   return JSON.parse(String(tool.content)) as Record<string, unknown>;
 }
 
-function callTool(name: string, args: (body: Record<string, unknown>) => unknown): (body: Record<string, unknown>) => FakeOpenAiTurn {
+function callTool(
+  name: string,
+  args: (body: Record<string, unknown>) => unknown,
+): (body: Record<string, unknown>) => FakeOpenAiTurn {
   return (body) => ({ toolCalls: [{ name, arguments: args(body) }] });
 }
 
-async function toolResults(client: ProtocolClient, sessionId: string): Promise<Array<{ isError: boolean; content: string }>> {
-  const { blocks } = applyEvents(emptyConversation(sessionId), (await client.request('get_events', { sessionId })).events);
-  return blocks.filter((block): block is ToolResultBlock => block.type === 'tool_result').map((block) => ({ isError: block.isError, content: block.content }));
+async function toolResults(
+  client: ProtocolClient,
+  sessionId: string,
+): Promise<Array<{ isError: boolean; content: string }>> {
+  const { blocks } = applyEvents(
+    emptyConversation(sessionId),
+    (await client.request('get_events', { sessionId })).events,
+  );
+  return blocks
+    .filter((block): block is ToolResultBlock => block.type === 'tool_result')
+    .map((block) => ({ isError: block.isError, content: block.content }));
 }
 
 describe('conversations between agents, end to end', () => {
   it('after a SIGKILL while the dev is answering and a restart, the analyst says again with the same conversation id and gets a reply; the turn count goes on', async () => {
     const models = await fakeOpenAi();
-    const root = await project({ backend: 'openai-compatible', model: 'fake-model', backends: { 'openai-compatible': { baseUrl: models.url } } });
+    const root = await project({
+      backend: 'openai-compatible',
+      model: 'fake-model',
+      backends: { 'openai-compatible': { baseUrl: models.url } },
+    });
     let conversationId = '';
     models.enqueue(
       { toolCalls: [{ name: 'open_conversation', arguments: { role: 'dev', topic: 'Payment retries' } }] },
@@ -101,7 +127,13 @@ describe('conversations between agents, end to end', () => {
     const seen: StreamEvent[] = [];
     client.on('channel_message', (message) => seen.push(message.event));
     await client.request('submit_prompt', { content: 'Plan checkout retries with a developer.' });
-    await vi.waitFor(() => expect(seen.some((event) => event.type === 'text_delta' && event.conversationId !== MAIN_CONVERSATION)).toBe(true), { timeout: 20_000 });
+    await vi.waitFor(
+      () =>
+        expect(seen.some((event) => event.type === 'text_delta' && event.conversationId !== MAIN_CONVERSATION)).toBe(
+          true,
+        ),
+      { timeout: 20_000 },
+    );
     expect(models.completions()).toHaveLength(3);
 
     first.child.kill('SIGKILL');
@@ -126,20 +158,45 @@ describe('conversations between agents, end to end', () => {
     const results = await toolResults(again, analystSession);
     const [saidAgain, closed] = results.slice(-2);
     expect([saidAgain?.isError, closed?.isError]).toEqual([false, false]);
-    expect(JSON.parse(saidAgain!.content)).toMatchObject({ conversationId, reply: 'Dev: use idempotency keys per payment.', turn: 2, turnsLeft: 18 });
+    expect(JSON.parse(saidAgain!.content)).toMatchObject({
+      conversationId,
+      reply: 'Dev: use idempotency keys per payment.',
+      turn: 2,
+      turnsLeft: 18,
+    });
     // The message cut by the kill counts: the conversation closes with two.
-    expect(JSON.parse(closed!.content)).toMatchObject({ conversationId, role: 'dev', turns: 2, closedBecause: 'closed' });
+    expect(JSON.parse(closed!.content)).toMatchObject({
+      conversationId,
+      role: 'dev',
+      turns: 2,
+      closedBecause: 'closed',
+    });
     // The dev's request after the restart holds the message said before the kill (in its system prompt's history): nothing lost.
     const devRequest = JSON.stringify(models.completions()[4]!['messages']);
     expect(devRequest).toContain('Should retries be synchronous?');
     expect(devRequest).toContain('Then what about idempotency keys?');
-    const devSession = applyEvents(emptyConversation(conversationId), (await again.request('get_events', { sessionId: conversationId })).events);
+    const devSession = applyEvents(
+      emptyConversation(conversationId),
+      (await again.request('get_events', { sessionId: conversationId })).events,
+    );
     const said = devSession.blocks.flatMap((block) => (block.type === 'user_message' ? [block.content] : []));
     expect(said.slice(1)).toEqual(['Should retries be synchronous?', 'Then what about idempotency keys?']);
     expect(devSession.blocks.some((block) => block.type === 'system' && block.subtype === 'interrupted')).toBe(true);
-    expect(devSession.blocks.filter((block) => block.type === 'assistant_text').map((block) => (block as { content: string }).content).at(-1)).toBe('Dev: use idempotency keys per payment.');
-    const analyst = applyEvents(emptyConversation(analystSession), (await again.request('get_events', { sessionId: analystSession })).events);
-    expect(analyst.blocks.filter((block) => block.type === 'assistant_text').map((block) => (block as { content: string }).content)).toContain('Analyst: retries with idempotency keys.');
+    expect(
+      devSession.blocks
+        .filter((block) => block.type === 'assistant_text')
+        .map((block) => (block as { content: string }).content)
+        .at(-1),
+    ).toBe('Dev: use idempotency keys per payment.');
+    const analyst = applyEvents(
+      emptyConversation(analystSession),
+      (await again.request('get_events', { sessionId: analystSession })).events,
+    );
+    expect(
+      analyst.blocks
+        .filter((block) => block.type === 'assistant_text')
+        .map((block) => (block as { content: string }).content),
+    ).toContain('Analyst: retries with idempotency keys.');
   });
 
   it('an analyst on openai-compatible talks with a dev on anthropic-api: three messages, a close with its summary, and an answer that uses the outcome', async () => {
@@ -195,12 +252,27 @@ describe('conversations between agents, end to end', () => {
     // Managed back ends show the history in the system prompt's "Recent Conversation" and the new message as the user turn.
     const third = `${String(devRequests[2]!.body?.system)}\n${allMessageText(devRequests[2]!.body)}`;
     expect(allMessageText(devRequests[2]!.body)).toBe('Message three: timeouts?');
-    for (const earlier of ['Payment retries', 'Message one: sync or async retries?', 'Dev answer 1: use a queue.', 'Message two: idempotency?', 'Dev answer 2: use a queue.', 'Message three: timeouts?']) expect(third).toContain(earlier);
+    for (const earlier of [
+      'Payment retries',
+      'Message one: sync or async retries?',
+      'Dev answer 1: use a queue.',
+      'Message two: idempotency?',
+      'Dev answer 2: use a queue.',
+      'Message three: timeouts?',
+    ])
+      expect(third).toContain(earlier);
     // The analyst ran on openai-compatible: six calls, the last one reading the dev's replies and the summary.
     expect(models.completions()).toHaveLength(6);
     const lastAnalystRequest = JSON.stringify(models.completions()[5]!['messages']);
     expect(lastAnalystRequest).toContain('Dev answer 3: use a queue.');
-    const analyst = applyEvents(emptyConversation(analystSession), (await client.request('get_events', { sessionId: analystSession })).events);
-    expect(analyst.blocks.filter((block) => block.type === 'assistant_text').map((block) => (block as { content: string }).content)).toEqual(['Plan: a queue, as the dev said over 3 messages.']);
+    const analyst = applyEvents(
+      emptyConversation(analystSession),
+      (await client.request('get_events', { sessionId: analystSession })).events,
+    );
+    expect(
+      analyst.blocks
+        .filter((block) => block.type === 'assistant_text')
+        .map((block) => (block as { content: string }).content),
+    ).toEqual(['Plan: a queue, as the dev said over 3 messages.']);
   });
 });

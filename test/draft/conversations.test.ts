@@ -14,18 +14,27 @@ async function draftAnalyst(service: DraftService) {
 }
 
 /** The tool results of the analyst's turn, parsed, in order. */
-async function results(h: Awaited<ReturnType<typeof harness>>, sessionId: string): Promise<Array<{ isError: boolean; data: Record<string, unknown> | string }>> {
+async function results(
+  h: Awaited<ReturnType<typeof harness>>,
+  sessionId: string,
+): Promise<Array<{ isError: boolean; data: Record<string, unknown> | string }>> {
   const { blocks } = await h.manager.loadConversation(sessionId);
   return blocks
     .filter((block): block is ToolResultBlock => block.type === 'tool_result')
-    .map((block) => ({ isError: block.isError, data: block.isError ? block.content : (JSON.parse(block.content) as Record<string, unknown>) }));
+    .map((block) => ({
+      isError: block.isError,
+      data: block.isError ? block.content : (JSON.parse(block.content) as Record<string, unknown>),
+    }));
 }
-
 
 function devBackend(): ScriptedBackend {
   return createScriptedBackend({
     idPrefix: 'dev',
-    defaultTurn: (call) => [step.text(`Dev: about "${call.prompt.split('\n').at(-1)}", use a queue.`), step.usage({ inputTokens: 10, outputTokens: 5 }), step.cost(0.25)],
+    defaultTurn: (call) => [
+      step.text(`Dev: about "${call.prompt.split('\n').at(-1)}", use a queue.`),
+      step.usage({ inputTokens: 10, outputTokens: 5 }),
+      step.cost(0.25),
+    ],
   });
 }
 
@@ -34,14 +43,37 @@ describe('conversations between agents', () => {
     const analyst = createScriptedBackend({ idPrefix: 'analyst' });
     const dev = devBackend();
     const h = await harness({ backends: { default: analyst, 'dev-backend': dev } });
-    await writeRole(h.dataDir, 'dev.md', '---\ndescription: Developer\nbackend: dev-backend\n---\nYou implement tasks.\n');
+    await writeRole(
+      h.dataDir,
+      'dev.md',
+      '---\ndescription: Developer\nbackend: dev-backend\n---\nYou implement tasks.\n',
+    );
     const ref = followConversation(h.manager, 'dev');
     analyst.enqueue([
       step.tool('open_conversation', { role: 'dev', topic: 'How should checkout handle payment retries?' }),
-      step.tool('say', { get conversationId() { return ref.conversationId; }, message: 'Should retries be synchronous?' }),
-      step.tool('say', { get conversationId() { return ref.conversationId; }, message: 'What about idempotency keys?' }),
-      step.tool('say', { get conversationId() { return ref.conversationId; }, message: 'And the timeout?' }),
-      step.tool('close_conversation', { get conversationId() { return ref.conversationId; } }),
+      step.tool('say', {
+        get conversationId() {
+          return ref.conversationId;
+        },
+        message: 'Should retries be synchronous?',
+      }),
+      step.tool('say', {
+        get conversationId() {
+          return ref.conversationId;
+        },
+        message: 'What about idempotency keys?',
+      }),
+      step.tool('say', {
+        get conversationId() {
+          return ref.conversationId;
+        },
+        message: 'And the timeout?',
+      }),
+      step.tool('close_conversation', {
+        get conversationId() {
+          return ref.conversationId;
+        },
+      }),
       step.text('Plan: retries go through a queue, as the dev advised.'),
     ]);
     const drafted = await draftAnalyst(h.service);
@@ -52,21 +84,43 @@ describe('conversations between agents', () => {
     expect(outcomes.map((outcome) => outcome.isError)).toEqual([false, false, false, false, false]);
     const [opened, first, , third, closed] = outcomes.map((outcome) => outcome.data as Record<string, unknown>);
     expect(opened).toMatchObject({ conversationId: ref.conversationId, role: 'dev', maxTurns: 20 });
-    expect(first).toMatchObject({ reply: 'Dev: about "Should retries be synchronous?", use a queue.', turn: 1, turnsLeft: 19 });
+    expect(first).toMatchObject({
+      reply: 'Dev: about "Should retries be synchronous?", use a queue.',
+      turn: 1,
+      turnsLeft: 19,
+    });
     expect(third).toMatchObject({ turn: 3 });
-    expect(closed).toMatchObject({ conversationId: ref.conversationId, role: 'dev', turns: 3, costUsd: 0.75, closedBecause: 'closed' });
+    expect(closed).toMatchObject({
+      conversationId: ref.conversationId,
+      role: 'dev',
+      turns: 3,
+      costUsd: 0.75,
+      closedBecause: 'closed',
+    });
 
     // The dev has a session of its own, with the topic first and the three messages; closed means archived.
     const devSession = await h.manager.getSession(ref.conversationId);
-    expect(devSession).toMatchObject({ agentType: 'dev', status: 'archived', scope: { kind: 'draft', parentSessionId: drafted.sessionId } });
+    expect(devSession).toMatchObject({
+      agentType: 'dev',
+      status: 'archived',
+      scope: { kind: 'draft', parentSessionId: drafted.sessionId },
+    });
     expect(dev.calls.map((call) => call.prompt)).toHaveLength(3);
     // The thread in the analyst's session shows both sides, and its block carries the cost up.
     const { blocks } = await h.manager.loadConversation(drafted.sessionId);
-    const thread = (await h.manager.getEvents(drafted.sessionId)).filter((event) => event.conversationId === ref.conversationId);
-    const said = thread.flatMap((event) => (event.type === 'block_complete' && event.block.type === 'user_message' ? [(event.block as UserMessageBlock).content] : []));
+    const thread = (await h.manager.getEvents(drafted.sessionId)).filter(
+      (event) => event.conversationId === ref.conversationId,
+    );
+    const said = thread.flatMap((event) =>
+      event.type === 'block_complete' && event.block.type === 'user_message'
+        ? [(event.block as UserMessageBlock).content]
+        : [],
+    );
     expect(said).toEqual(['Should retries be synchronous?', 'What about idempotency keys?', 'And the timeout?']);
     expect(thread.some((event) => event.type === 'block_complete' && event.block.type === 'assistant_text')).toBe(true);
-    const block = blocks.find((entry): entry is SubagentBlock => entry.type === 'subagent' && entry.subagentId === ref.conversationId);
+    const block = blocks.find(
+      (entry): entry is SubagentBlock => entry.type === 'subagent' && entry.subagentId === ref.conversationId,
+    );
     expect(block).toMatchObject({ status: 'success', costUsd: 0.75 });
   });
 
@@ -74,7 +128,11 @@ describe('conversations between agents', () => {
     const analyst = createScriptedBackend({ idPrefix: 'analyst' });
     const dev = devBackend();
     const h = await harness({ backends: { default: analyst, 'dev-backend': dev } });
-    await writeRole(h.dataDir, 'dev.md', '---\ndescription: Developer\nbackend: dev-backend\n---\nYou implement tasks.\n');
+    await writeRole(
+      h.dataDir,
+      'dev.md',
+      '---\ndescription: Developer\nbackend: dev-backend\n---\nYou implement tasks.\n',
+    );
     const ref = { conversationId: '' };
     let opened!: () => void;
     const openedOnce = new Promise<void>((resolve) => (opened = resolve));
@@ -89,7 +147,12 @@ describe('conversations between agents', () => {
     analyst.enqueue([
       step.tool('open_conversation', { role: 'dev', topic: 'Caching' }),
       { type: 'wait', until: gate },
-      step.tool('say', { get conversationId() { return ref.conversationId; }, message: 'Redis or memory?' }),
+      step.tool('say', {
+        get conversationId() {
+          return ref.conversationId;
+        },
+        message: 'Redis or memory?',
+      }),
       step.text('ok'),
     ]);
     const drafted = await draftAnalyst(h.service);
@@ -101,20 +164,39 @@ describe('conversations between agents', () => {
     expect(dev.calls[0]!.prompt).toContain('[A note from the user to both of you: Keep it in memory for now.]');
     const [, said] = await results(h, drafted.sessionId);
     expect(said!.data).toMatchObject({ userNotes: ['Keep it in memory for now.'] });
-    await expect(h.service.sayInConversation({ conversationId: 'nope', message: 'x' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(h.service.sayInConversation({ conversationId: 'nope', message: 'x' })).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+    });
   });
 
   it('the loop guard stops two agents trading the same messages, with a clear reason', async () => {
     const analyst = createScriptedBackend({ idPrefix: 'analyst' });
     const dev = createScriptedBackend({ idPrefix: 'dev', defaultTurn: () => [step.text('I agree, let us do that.')] });
     const h = await harness({ backends: { default: analyst, 'dev-backend': dev } });
-    await writeRole(h.dataDir, 'dev.md', '---\ndescription: Developer\nbackend: dev-backend\n---\nYou implement tasks.\n');
+    await writeRole(
+      h.dataDir,
+      'dev.md',
+      '---\ndescription: Developer\nbackend: dev-backend\n---\nYou implement tasks.\n',
+    );
     const ref = { conversationId: '' };
     h.manager.on('session:event', ({ event }) => {
       if (event.type === 'block_start' && event.block.type === 'subagent') ref.conversationId = event.block.subagentId;
     });
-    const again = () => step.tool('say', { get conversationId() { return ref.conversationId; }, message: 'Shall we do that?' });
-    analyst.enqueue([step.tool('open_conversation', { role: 'dev', topic: 'Loop' }), again(), again(), again(), again(), step.text('stopped')]);
+    const again = () =>
+      step.tool('say', {
+        get conversationId() {
+          return ref.conversationId;
+        },
+        message: 'Shall we do that?',
+      });
+    analyst.enqueue([
+      step.tool('open_conversation', { role: 'dev', topic: 'Loop' }),
+      again(),
+      again(),
+      again(),
+      again(),
+      step.text('stopped'),
+    ]);
     const drafted = await draftAnalyst(h.service);
     await h.service.submitPrompt({ channelId: 'c', content: 'Talk.' });
     await h.service.settled({ channelId: 'c' });
@@ -128,14 +210,35 @@ describe('conversations between agents', () => {
   it('limits: open conversations per draft and messages per conversation, from the role file', async () => {
     const analyst = createScriptedBackend({ idPrefix: 'analyst' });
     const h = await harness({ backends: { default: analyst, 'dev-backend': devBackend() } });
-    await writeRole(h.dataDir, 'dev.md', '---\ndescription: Developer\nbackend: dev-backend\n---\nYou implement tasks.\n');
-    await writeRole(h.dataDir, 'product-analyst.md', '---\ndescription: Analyst\npermissions: [agent-converse]\nmaxOpenConversations: 1\nmaxConversationTurns: 1\n---\nYou plan.\n');
+    await writeRole(
+      h.dataDir,
+      'dev.md',
+      '---\ndescription: Developer\nbackend: dev-backend\n---\nYou implement tasks.\n',
+    );
+    await writeRole(
+      h.dataDir,
+      'product-analyst.md',
+      '---\ndescription: Analyst\npermissions: [agent-converse]\nmaxOpenConversations: 1\nmaxConversationTurns: 1\n---\nYou plan.\n',
+    );
     const ref = { conversationId: '' };
     h.manager.on('session:event', ({ event }) => {
-      if (event.type === 'block_start' && event.block.type === 'subagent' && ref.conversationId === '') ref.conversationId = event.block.subagentId;
+      if (event.type === 'block_start' && event.block.type === 'subagent' && ref.conversationId === '')
+        ref.conversationId = event.block.subagentId;
     });
-    const sayIt = () => step.tool('say', { get conversationId() { return ref.conversationId; }, message: 'Hi' });
-    analyst.enqueue([step.tool('open_conversation', { role: 'dev', topic: 'A' }), step.tool('open_conversation', { role: 'dev', topic: 'B' }), sayIt(), sayIt(), step.text('done')]);
+    const sayIt = () =>
+      step.tool('say', {
+        get conversationId() {
+          return ref.conversationId;
+        },
+        message: 'Hi',
+      });
+    analyst.enqueue([
+      step.tool('open_conversation', { role: 'dev', topic: 'A' }),
+      step.tool('open_conversation', { role: 'dev', topic: 'B' }),
+      sayIt(),
+      sayIt(),
+      step.text('done'),
+    ]);
     const drafted = await draftAnalyst(h.service);
     await h.service.submitPrompt({ channelId: 'c', content: 'Go.' });
     await h.service.settled({ channelId: 'c' });
@@ -149,8 +252,16 @@ describe('conversations between agents', () => {
     const project = await tempProject();
     try {
       const analyst = createScriptedBackend({ idPrefix: 'analyst' });
-      const first = await harness({ store: 'file', project, backends: { default: analyst, 'dev-backend': devBackend() } });
-      await writeRole(first.dataDir, 'dev.md', '---\ndescription: Developer\nbackend: dev-backend\n---\nYou implement tasks.\n');
+      const first = await harness({
+        store: 'file',
+        project,
+        backends: { default: analyst, 'dev-backend': devBackend() },
+      });
+      await writeRole(
+        first.dataDir,
+        'dev.md',
+        '---\ndescription: Developer\nbackend: dev-backend\n---\nYou implement tasks.\n',
+      );
       analyst.enqueue([step.tool('open_conversation', { role: 'dev', topic: 'Restart' }), step.text('opened')]);
       const drafted = await draftAnalyst(first.service);
       await first.service.submitPrompt({ channelId: 'c', content: 'Open one.' });
@@ -161,7 +272,11 @@ describe('conversations between agents', () => {
 
       // A new server over the same data folder: the conversation is still open and takes the next message.
       const analystAgain = createScriptedBackend({ idPrefix: 'analyst2' });
-      const second = await harness({ store: 'file', project, backends: { default: analystAgain, scripted: analystAgain, 'dev-backend': devBackend() } });
+      const second = await harness({
+        store: 'file',
+        project,
+        backends: { default: analystAgain, scripted: analystAgain, 'dev-backend': devBackend() },
+      });
       analystAgain.enqueue([step.tool('say', { conversationId, message: 'Still there?' }), step.text('yes')]);
       await second.service.submitPrompt({ channelId: 'c', content: 'Continue.' });
       await second.service.settled({ channelId: 'c' });

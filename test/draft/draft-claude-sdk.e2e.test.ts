@@ -12,7 +12,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClaudeSdkBackend } from '../../src/backends/index.js';
 import type { SubagentBlock, ToolResultBlock, ToolUseBlock } from '../../src/conversation/index.js';
-import { createDraftService, DraftSessionSchema, type DispatchResult, type DraftService } from '../../src/draft/index.js';
+import {
+  createDraftService,
+  DraftSessionSchema,
+  type DispatchResult,
+  type DraftService,
+} from '../../src/draft/index.js';
 import { createSessionManager, type SessionManager } from '../../src/sessions/index.js';
 import { createFileStore, type SessionStore } from '../../src/store/index.js';
 import {
@@ -58,15 +63,20 @@ describe.sequential('draft flow on the claude-sdk back end (real SDK and CLI, fa
       if (all.includes(WORKER_MARK)) {
         roles.push('worker');
         if (tools.includes('StructuredOutput')) {
-          return reply([toolUse('StructuredOutput', { words: 42, summary: 'The README has 42 words.' })], { usage: { input_tokens: 500, output_tokens: 30 } });
+          return reply([toolUse('StructuredOutput', { words: 42, summary: 'The README has 42 words.' })], {
+            usage: { input_tokens: 500, output_tokens: 30 },
+          });
         }
-        return reply('{"words": 42, "summary": "The README has 42 words."}', { usage: { input_tokens: 500, output_tokens: 30 } });
+        return reply('{"words": 42, "summary": "The README has 42 words."}', {
+          usage: { input_tokens: 500, output_tokens: 30 },
+        });
       }
       roles.push('analyst');
       const usage = { usage: { input_tokens: 1000, output_tokens: 50 } };
       const results = lastToolResults(body);
       const last = results.at(-1);
-      if (last && last.content.includes('"conversationId"')) return reply([text('The developer counted 42 words.')], usage);
+      if (last && last.content.includes('"conversationId"'))
+        return reply([text('The developer counted 42 words.')], usage);
       if (last) {
         // The CLI passes the tool's text and its structured content; the id is in both.
         const agentId = /"agentId"\s*:\s*"([^"]+)"/.exec(last.content)?.[1] ?? 'missing';
@@ -76,7 +86,11 @@ describe.sequential('draft flow on the claude-sdk back end (real SDK and CLI, fa
       return reply(
         [
           text('I will ask a developer.'),
-          toolUse('mcp__parley__draft_agent', { role: 'dev', prompt: `${WORKER_MARK}: count the words in README.md`, outputSchema: COUNT_SCHEMA }),
+          toolUse('mcp__parley__draft_agent', {
+            role: 'dev',
+            prompt: `${WORKER_MARK}: count the words in README.md`,
+            outputSchema: COUNT_SCHEMA,
+          }),
         ],
         usage,
       );
@@ -107,7 +121,12 @@ describe.sequential('draft flow on the claude-sdk back end (real SDK and CLI, fa
   it('a drafted analyst dispatches a worker through the in-process MCP tools, awaits it, and resumes next turn', async () => {
     const [project] = await service.listProjects();
     const task = await service.createTask({ project: project!.name, title: 'Check the README' });
-    const { sessionId } = await service.draft({ channelId: 'tui', role: 'product-analyst', project: project!.name, task: task.slug });
+    const { sessionId } = await service.draft({
+      channelId: 'tui',
+      role: 'product-analyst',
+      project: project!.name,
+      task: task.slug,
+    });
 
     await service.submitPrompt({ channelId: 'tui', content: 'Please check the README.' });
     await service.settled({ channelId: 'tui' });
@@ -136,28 +155,46 @@ describe.sequential('draft flow on the claude-sdk back end (real SDK and CLI, fa
     expect(main.at(-1)).toMatchObject({ type: 'assistant_text', content: 'The developer counted 42 words.' });
 
     // The drafted analyst is told its role (the role file's body) on every turn of its native session.
-    const analystRequest = server.messageRequests().find((request) => !allMessageText(request.body).includes(WORKER_MARK))!;
+    const analystRequest = server
+      .messageRequests()
+      .find((request) => !allMessageText(request.body).includes(WORKER_MARK))!;
     expect(JSON.stringify(analystRequest.body?.system)).toContain('You are the product analyst on this project.');
 
     // The worker's request carries its role's instructions and the answer format (appended to Claude Code's prompt).
-    const workerRequest = server.messageRequests().find((request) => allMessageText(request.body).includes(WORKER_MARK))!;
+    const workerRequest = server
+      .messageRequests()
+      .find((request) => allMessageText(request.body).includes(WORKER_MARK))!;
     expect(JSON.stringify(workerRequest.body?.system)).toContain('You are a software developer on this project.');
     expect(JSON.stringify(workerRequest.body?.system)).toContain('matching this JSON Schema');
 
     // The worker's blocks are a subagent thread of the analyst's session, with its status and cost in main.
     const thread = conversation.subagents.find((entry) => entry.id === agentId)!;
-    expect(thread.blocks[0]).toMatchObject({ type: 'user_message', content: `${WORKER_MARK}: count the words in README.md` });
+    expect(thread.blocks[0]).toMatchObject({
+      type: 'user_message',
+      content: `${WORKER_MARK}: count the words in README.md`,
+    });
     expect(thread.blocks.some((block) => block.type === 'tool_use' && block.name === 'StructuredOutput')).toBe(true);
     const subagent = main.find((block): block is SubagentBlock => block.type === 'subagent')!;
     expect(subagent).toMatchObject({ subagentId: agentId, name: 'dev', status: 'success', costUsd: dispatch.costUsd });
 
     // Metrics from the back end's real numbers; the worker's cost rolled into the draft.
     const log = await manager.getEvents(sessionId);
-    const loggedCost = log.reduce((sum, event) => sum + (event.type === 'metadata_update' ? (event.metadata.costUsd ?? 0) : 0), 0);
+    const loggedCost = log.reduce(
+      (sum, event) => sum + (event.type === 'metadata_update' ? (event.metadata.costUsd ?? 0) : 0),
+      0,
+    );
     const status = (await service.getDraftStatus({ channelId: 'tui' })).session!;
     expect(status.cumulativeCostUsd).toBeCloseTo(loggedCost, 10);
     expect(status.cumulativeCostUsd).toBeGreaterThan(dispatch.costUsd);
-    expect(status).toMatchObject({ turnCount: 1, contextWindow: 200_000, maxOutputTokens: 32_000, lastInputTokens: 1000, lastOutputTokens: 50, contextPct: 0.5, backend: 'claude-sdk' });
+    expect(status).toMatchObject({
+      turnCount: 1,
+      contextWindow: 200_000,
+      maxOutputTokens: 32_000,
+      lastInputTokens: 1000,
+      lastOutputTokens: 50,
+      contextPct: 0.5,
+      backend: 'claude-sdk',
+    });
     expect(recorder.of('draft_status').at(-1)).toMatchObject({ turnCount: 1, contextPct: 0.5 });
     expect(recorder.of('channel_message').some((message) => message.event.conversationId === agentId)).toBe(true);
 
@@ -166,7 +203,10 @@ describe.sequential('draft flow on the claude-sdk back end (real SDK and CLI, fa
     await service.settled({ channelId: 'tui' });
     const lastRequest = server.messageRequests().at(-1)!;
     expect(allMessageText(lastRequest.body)).toContain('Please check the README.');
-    expect((await manager.loadConversation(sessionId)).blocks.at(-1)).toMatchObject({ type: 'assistant_text', content: 'You are welcome.' });
+    expect((await manager.loadConversation(sessionId)).blocks.at(-1)).toMatchObject({
+      type: 'assistant_text',
+      content: 'You are welcome.',
+    });
     const saved = DraftSessionSchema.parse(JSON.parse(await readFile(join(task.taskDir, 'draft.json'), 'utf8')));
     expect(saved).toMatchObject({ turnCount: 2, continuity: 'native', nativeStarted: true, backend: 'claude-sdk' });
     expect(saved.nativeSessionId).toMatch(/^[0-9a-f-]{36}$/);

@@ -37,36 +37,95 @@ describe('drafts: lifecycle', () => {
     expect(drafted).toEqual({ sessionId: expect.any(String), taskSlug: 'add-login', project: project.name });
 
     const onDisk = await readDraftJson(task.taskDir);
-    expect(onDisk).toMatchObject({ sessionId: drafted.sessionId, role: 'dev', taskSlug: 'add-login', channelId: 'tui-1', status: 'active', turnCount: 0, backend: 'scripted', continuity: 'managed' });
-    expect(await service.listAgents({ channelId: 'tui-1' })).toEqual([expect.objectContaining({ agentId: drafted.sessionId, kind: 'draft', status: 'running' })]);
-    expect((await service.listTasks({ project: project.name }))[0]!.activeDraft).toEqual({ sessionId: drafted.sessionId, role: 'dev', channelId: 'tui-1' });
+    expect(onDisk).toMatchObject({
+      sessionId: drafted.sessionId,
+      role: 'dev',
+      taskSlug: 'add-login',
+      channelId: 'tui-1',
+      status: 'active',
+      turnCount: 0,
+      backend: 'scripted',
+      continuity: 'managed',
+    });
+    expect(await service.listAgents({ channelId: 'tui-1' })).toEqual([
+      expect.objectContaining({ agentId: drafted.sessionId, kind: 'draft', status: 'running' }),
+    ]);
+    expect((await service.listTasks({ project: project.name }))[0]!.activeDraft).toEqual({
+      sessionId: drafted.sessionId,
+      role: 'dev',
+      channelId: 'tui-1',
+    });
 
     const status = await service.getDraftStatus({ channelId: 'tui-1' });
-    expect(status).toMatchObject({ active: true, session: { sessionId: drafted.sessionId, role: 'dev', turnCount: 0, contextWindow: 200_000, contextPct: 0, turnRunning: false } });
+    expect(status).toMatchObject({
+      active: true,
+      session: {
+        sessionId: drafted.sessionId,
+        role: 'dev',
+        turnCount: 0,
+        contextWindow: 200_000,
+        contextPct: 0,
+        turnRunning: false,
+      },
+    });
 
     const summary = await service.undraft({ channelId: 'tui-1' });
     expect(summary).toMatchObject({ sessionId: drafted.sessionId, taskSlug: 'add-login', turns: 0, cost: 0 });
     expect(summary.durationMs).toBeGreaterThanOrEqual(0);
-    expect((await readDraftJson(task.taskDir))).toMatchObject({ status: 'closed', closeReason: 'undraft' });
+    expect(await readDraftJson(task.taskDir)).toMatchObject({ status: 'closed', closeReason: 'undraft' });
     expect(await service.getDraftStatus({ channelId: 'tui-1' })).toEqual({ active: false });
     expect(await service.listAgents({ channelId: 'tui-1' })).toEqual([]);
     expect(recorder.of('agent_status').map((notice) => notice.agent.status)).toEqual(['running', 'completed']);
   });
 
   it('the data model round-trips through draft.json field for field', async () => {
-    const { service } = await harness({ backends: { default: createScriptedBackend({ turns: [[step.text('ok'), step.usage({ inputTokens: 1500, outputTokens: 20, cacheReadTokens: 500 }), step.cost(0.25)]] }) } });
+    const { service } = await harness({
+      backends: {
+        default: createScriptedBackend({
+          turns: [
+            [
+              step.text('ok'),
+              step.usage({ inputTokens: 1500, outputTokens: 20, cacheReadTokens: 500 }),
+              step.cost(0.25),
+            ],
+          ],
+        }),
+      },
+    });
     const { task } = await draftOnNewTask(service, 'c');
     await service.submitPrompt({ channelId: 'c', content: 'hello' });
     await service.settled({ channelId: 'c' });
     const raw = JSON.parse(await fs.readFile(path.join(task.taskDir, 'draft.json'), 'utf8')) as Record<string, unknown>;
     // Seed 000's fields, every one of them, with their types.
-    for (const field of ['sessionId', 'role', 'taskSlug', 'taskDir', 'channelId', 'startedAt', 'lastActivityAt', 'turnCount', 'status', 'cumulativeCostUsd', 'lastInputTokens', 'lastOutputTokens', 'contextWindow', 'maxOutputTokens']) {
+    for (const field of [
+      'sessionId',
+      'role',
+      'taskSlug',
+      'taskDir',
+      'channelId',
+      'startedAt',
+      'lastActivityAt',
+      'turnCount',
+      'status',
+      'cumulativeCostUsd',
+      'lastInputTokens',
+      'lastOutputTokens',
+      'contextWindow',
+      'maxOutputTokens',
+    ]) {
       expect(raw, field).toHaveProperty(field);
     }
     const parsed = DraftSessionSchema.parse(raw);
     expect(DraftSessionSchema.parse(JSON.parse(JSON.stringify(parsed)))).toEqual(parsed);
     expect(new Date(parsed.startedAt).toISOString()).toBe(parsed.startedAt);
-    expect(parsed).toMatchObject({ turnCount: 1, cumulativeCostUsd: 0.25, lastInputTokens: 2000, lastOutputTokens: 20, contextWindow: 200_000, maxOutputTokens: 8192 });
+    expect(parsed).toMatchObject({
+      turnCount: 1,
+      cumulativeCostUsd: 0.25,
+      lastInputTokens: 2000,
+      lastOutputTokens: 20,
+      contextWindow: 200_000,
+      maxOutputTokens: 8192,
+    });
   });
 
   it('one draft per channel: DRAFT_ALREADY_ACTIVE, and two channels hold two drafts', async () => {
@@ -78,7 +137,10 @@ describe('drafts: lifecycle', () => {
     expect(second.drafted.sessionId).not.toBe(first.drafted.sessionId);
 
     // The same task cannot be drafted twice either (it has one draft.json).
-    await expectCode(service.draft({ channelId: 'third', role: 'qa', project: first.project.name, task: first.task.slug }), 'DRAFT_ALREADY_ACTIVE');
+    await expectCode(
+      service.draft({ channelId: 'third', role: 'qa', project: first.project.name, task: first.task.slug }),
+      'DRAFT_ALREADY_ACTIVE',
+    );
     // Concurrent drafts race for nothing: one wins, the other is refused.
     const racing = await service.createTask({ project: first.project.name, title: 'Raced' });
     const outcomes = await Promise.allSettled([
@@ -113,11 +175,23 @@ describe('drafts: lifecycle', () => {
     const { service } = await harness();
     const [project] = await service.listProjects();
     const task = await service.createTask({ project: project!.name, title: 'Real task' });
-    await expectCode(service.draft({ channelId: 'c', role: 'dev', project: 'elsewhere', task: task.slug }), 'NOT_FOUND');
-    await expectCode(service.draft({ channelId: 'c', role: 'dev', project: project!.name, task: 'missing' }), 'NOT_FOUND');
-    const error = await expectCode(service.draft({ channelId: 'c', role: 'ghost', project: project!.name, task: task.slug }), 'NOT_FOUND');
+    await expectCode(
+      service.draft({ channelId: 'c', role: 'dev', project: 'elsewhere', task: task.slug }),
+      'NOT_FOUND',
+    );
+    await expectCode(
+      service.draft({ channelId: 'c', role: 'dev', project: project!.name, task: 'missing' }),
+      'NOT_FOUND',
+    );
+    const error = await expectCode(
+      service.draft({ channelId: 'c', role: 'ghost', project: project!.name, task: task.slug }),
+      'NOT_FOUND',
+    );
     expect(error.message).toContain('product-analyst');
-    await expectCode(service.draft({ channelId: 'c', role: 'dev', project: project!.name, task: '../../etc' }), 'INVALID_INPUT');
+    await expectCode(
+      service.draft({ channelId: 'c', role: 'dev', project: project!.name, task: '../../etc' }),
+      'INVALID_INPUT',
+    );
     expect(await service.getDraftStatus({ channelId: 'c' })).toEqual({ active: false });
     // A failed draft leaves the channel free.
     await service.draft({ channelId: 'c', role: 'dev', project: project!.name, task: task.slug });
@@ -125,10 +199,17 @@ describe('drafts: lifecycle', () => {
 
   it('drafting a role whose file is malformed fails naming the file and the field', async () => {
     const { service, dataDir } = await harness();
-    const file = await writeRole(dataDir, 'reviewer.md', '---\nname: reviewer\npermissions: [agent-draft, fly]\n---\nReview things.\n');
+    const file = await writeRole(
+      dataDir,
+      'reviewer.md',
+      '---\nname: reviewer\npermissions: [agent-draft, fly]\n---\nReview things.\n',
+    );
     const [project] = await service.listProjects();
     const task = await service.createTask({ project: project!.name, title: 'T' });
-    const error = await expectCode(service.draft({ channelId: 'c', role: 'reviewer', project: project!.name, task: task.slug }), 'INVALID_INPUT');
+    const error = await expectCode(
+      service.draft({ channelId: 'c', role: 'reviewer', project: project!.name, task: task.slug }),
+      'INVALID_INPUT',
+    );
     expect(error.message).toContain(file);
     expect(error.message).toContain('permissions.1');
     // The other roles still work.
@@ -138,25 +219,46 @@ describe('drafts: lifecycle', () => {
 
 describe('drafts: turns', () => {
   it('a turn stores the user message, streams every event as channel_message with its seq, then pushes draft_status', async () => {
-    const backend = createScriptedBackend({ turns: [[step.thinking('plan'), step.text('Here is the plan.'), step.usage({ inputTokens: 1000, outputTokens: 50 }), step.cost(0.1)]] });
+    const backend = createScriptedBackend({
+      turns: [
+        [
+          step.thinking('plan'),
+          step.text('Here is the plan.'),
+          step.usage({ inputTokens: 1000, outputTokens: 50 }),
+          step.cost(0.1),
+        ],
+      ],
+    });
     const { service, recorder, manager } = await harness({ backends: { default: backend } });
     const { drafted } = await draftOnNewTask(service, 'c');
     const submitted = await service.submitPrompt({ channelId: 'c', content: 'What next?' });
     expect(submitted).toMatchObject({ mode: 'draft', accepted: true, sessionId: drafted.sessionId });
     // Acknowledged: the message is durable in the log at the returned seq.
     const log = await manager.getEvents(drafted.sessionId);
-    expect(log.find((event) => event.seq === (submitted as { seq: number }).seq)).toMatchObject({ type: 'block_complete', block: { type: 'user_message', content: 'What next?' } });
+    expect(log.find((event) => event.seq === (submitted as { seq: number }).seq)).toMatchObject({
+      type: 'block_complete',
+      block: { type: 'user_message', content: 'What next?' },
+    });
     await service.settled({ channelId: 'c' });
 
     const messages = recorder.of('channel_message');
     const all = await manager.getEvents(drafted.sessionId);
     expect(messages.map((message) => message.event.seq)).toEqual(all.map((event) => event.seq));
-    expect(messages.every((message) => message.channelId === 'c' && message.sessionId === drafted.sessionId)).toBe(true);
+    expect(messages.every((message) => message.channelId === 'c' && message.sessionId === drafted.sessionId)).toBe(
+      true,
+    );
     expect(messages.some((message) => message.event.type === 'text_delta')).toBe(true);
 
     const statuses = recorder.of('draft_status');
     expect(statuses).toHaveLength(1);
-    expect(statuses[0]).toMatchObject({ channelId: 'c', sessionId: drafted.sessionId, role: 'dev', turnCount: 1, costUsd: 0.1, contextPct: 0.5 });
+    expect(statuses[0]).toMatchObject({
+      channelId: 'c',
+      sessionId: drafted.sessionId,
+      role: 'dev',
+      turnCount: 1,
+      costUsd: 0.1,
+      contextPct: 0.5,
+    });
     // The draft_status comes after the turn's last event.
     const order = recorder.all.map((entry) => entry.name);
     expect(order.lastIndexOf('channel_message')).toBeLessThan(order.indexOf('draft_status'));
@@ -165,7 +267,17 @@ describe('drafts: turns', () => {
     // A managed back end gets Parley's request building, opening with the role's instructions.
     expect(backend.calls[0]!.systemPrompt).toContain('# Your Role');
     expect(backend.calls[0]!.systemPrompt).toContain('You are a software developer on this project.');
-    expect(backend.calls[0]!.tools?.map((tool) => tool.name)).toEqual(['list_tasks', 'list_roles', 'read_file', 'list_files', 'glob', 'grep', 'edit_file', 'write_file', 'run_command']);
+    expect(backend.calls[0]!.tools?.map((tool) => tool.name)).toEqual([
+      'list_tasks',
+      'list_roles',
+      'read_file',
+      'list_files',
+      'glob',
+      'grep',
+      'edit_file',
+      'write_file',
+      'run_command',
+    ]);
   });
 
   it('cumulative cost is the sum of per-turn deltas and turn count grows per exchange', async () => {
@@ -193,7 +305,9 @@ describe('drafts: turns', () => {
 
   it('a second submit while a turn runs is TURN_IN_PROGRESS; cancel aborts it and keeps the partial output', async () => {
     const hold = gate();
-    const backend = createScriptedBackend({ turns: [[step.text('partial answer'), step.wait(hold.promise), step.text('never said')]] });
+    const backend = createScriptedBackend({
+      turns: [[step.text('partial answer'), step.wait(hold.promise), step.text('never said')]],
+    });
     const { service, manager } = await harness({ backends: { default: backend } });
     const { drafted } = await draftOnNewTask(service, 'c');
     const textShown = new Promise<void>((resolve) =>
@@ -209,11 +323,16 @@ describe('drafts: turns', () => {
     await service.settled({ channelId: 'c' });
     hold.open();
     const conversation = await manager.loadConversation(drafted.sessionId);
-    const types = conversation.blocks.map((block) => (block.type === 'system' ? `system:${block.subtype}` : block.type));
+    const types = conversation.blocks.map((block) =>
+      block.type === 'system' ? `system:${block.subtype}` : block.type,
+    );
     expect(types).toEqual(['user_message', 'assistant_text', 'system:aborted']);
     expect(conversation.blocks[1]).toMatchObject({ content: 'partial answer' });
     // The aborted turn counts and the channel takes the next prompt.
-    expect((await service.getDraftStatus({ channelId: 'c' })).session).toMatchObject({ turnCount: 1, turnRunning: false });
+    expect((await service.getDraftStatus({ channelId: 'c' })).session).toMatchObject({
+      turnCount: 1,
+      turnRunning: false,
+    });
     await service.submitPrompt({ channelId: 'c', content: 'again' });
     await service.settled({ channelId: 'c' });
   });
@@ -234,12 +353,11 @@ describe('drafts: turns', () => {
     expect(await second).toMatchObject({ mode: 'draft', accepted: true });
     await service.settled({ channelId: 'c' });
     const conversation = await manager.loadConversation(drafted.sessionId);
-    expect(conversation.blocks.filter((block) => block.type === 'user_message' || block.type === 'assistant_text').map((block) => (block as { content: string }).content)).toEqual([
-      'hello',
-      'first answer',
-      'and then?',
-      'second answer',
-    ]);
+    expect(
+      conversation.blocks
+        .filter((block) => block.type === 'user_message' || block.type === 'assistant_text')
+        .map((block) => (block as { content: string }).content),
+    ).toEqual(['hello', 'first answer', 'and then?', 'second answer']);
   });
 
   it('undraft during a running turn ends it cleanly before closing', async () => {
@@ -265,7 +383,9 @@ describe('drafts: turns', () => {
     await service.submitPrompt({ channelId: 'c', content: 'long conversation' });
     await service.settled({ channelId: 'c' });
     expect(native.played).toBe(true);
-    expect(recorder.of('context_compacted')).toEqual([{ channelId: 'c', sessionId: drafted.sessionId, preTokens: 990_013, trigger: 'auto' }]);
+    expect(recorder.of('context_compacted')).toEqual([
+      { channelId: 'c', sessionId: drafted.sessionId, preTokens: 990_013, trigger: 'auto' },
+    ]);
 
     // Parley's own compaction of a managed session is announced by the SessionManager.
     (manager as unknown as { emit: (name: string, payload: unknown) => void }).emit('session:compaction-complete', {
@@ -275,7 +395,12 @@ describe('drafts: turns', () => {
       tokensBefore: 5000,
       tokensAfter: 800,
     });
-    expect(recorder.of('context_compacted').at(-1)).toEqual({ channelId: 'c', sessionId: drafted.sessionId, preTokens: 5000, trigger: 'manual' });
+    expect(recorder.of('context_compacted').at(-1)).toEqual({
+      channelId: 'c',
+      sessionId: drafted.sessionId,
+      preTokens: 5000,
+      trigger: 'manual',
+    });
   });
 
   it('a native back end is resumed by its session id on later turns', async () => {
@@ -283,21 +408,41 @@ describe('drafts: turns', () => {
     const backend = nativeScripted(inner);
     const { service, manager } = await harness({ backends: { default: backend } });
     const { drafted, task } = await draftOnNewTask(service, 'c');
-    expect(await readDraftJson(task.taskDir)).toMatchObject({ continuity: 'native', backend: 'scripted-native', nativeStarted: false });
+    expect(await readDraftJson(task.taskDir)).toMatchObject({
+      continuity: 'native',
+      backend: 'scripted-native',
+      nativeStarted: false,
+    });
     for (const content of ['one', 'two']) {
       await service.submitPrompt({ channelId: 'c', content });
       await service.settled({ channelId: 'c' });
     }
     expect(inner.calls[0]).toMatchObject({ sessionId: drafted.sessionId, isNewSession: true, prompt: 'one' });
     expect(inner.calls[0]!.systemPrompt).toBeUndefined();
-    expect(inner.calls[1]).toMatchObject({ sessionId: drafted.sessionId, isNewSession: false, nativeSessionId: drafted.sessionId, prompt: 'two' });
-    expect(await readDraftJson(task.taskDir)).toMatchObject({ nativeSessionId: drafted.sessionId, nativeStarted: true, turnCount: 2 });
-    expect((await manager.getSession(drafted.sessionId)).native).toEqual({ backend: 'scripted-native', nativeSessionId: drafted.sessionId });
+    expect(inner.calls[1]).toMatchObject({
+      sessionId: drafted.sessionId,
+      isNewSession: false,
+      nativeSessionId: drafted.sessionId,
+      prompt: 'two',
+    });
+    expect(await readDraftJson(task.taskDir)).toMatchObject({
+      nativeSessionId: drafted.sessionId,
+      nativeStarted: true,
+      turnCount: 2,
+    });
+    expect((await manager.getSession(drafted.sessionId)).native).toEqual({
+      backend: 'scripted-native',
+      nativeSessionId: drafted.sessionId,
+    });
   });
 
   it('a native resume that fails is recovered by the ladder: the turn runs managed on a new native session, the user is told, the draft stays', async () => {
     const inner = createScriptedBackend({
-      turns: [[step.text('hello')], [step.error('No conversation found with session ID', { code: 'NATIVE_RESUME_FAILED' })], [step.text('Back again.')]],
+      turns: [
+        [step.text('hello')],
+        [step.error('No conversation found with session ID', { code: 'NATIVE_RESUME_FAILED' })],
+        [step.text('Back again.')],
+      ],
     });
     const { service, manager } = await harness({ backends: { default: nativeScripted(inner) } });
     const { drafted } = await draftOnNewTask(service, 'c');
@@ -307,7 +452,9 @@ describe('drafts: turns', () => {
     await service.settled({ channelId: 'c' });
     expect((await service.getDraftStatus({ channelId: 'c' })).active).toBe(true);
     const conversation = await manager.loadConversation(drafted.sessionId);
-    const codes = conversation.blocks.flatMap((block) => (block.type === 'system' ? [(block.data as { code?: string } | undefined)?.code] : []));
+    const codes = conversation.blocks.flatMap((block) =>
+      block.type === 'system' ? [(block.data as { code?: string } | undefined)?.code] : [],
+    );
     expect(codes).toEqual(['NATIVE_RESUME_FAILED', 'NATIVE_RESUME_MANAGED']);
     expect(conversation.blocks.at(-1)).toMatchObject({ type: 'assistant_text', content: 'Back again.' });
     // The last rung: a managed request built from the log, on a new native session.
@@ -318,25 +465,37 @@ describe('drafts: turns', () => {
 
   it('submit_prompt with a back end moves the draft there: its session continues on it from that turn on, and draft.json remembers it', async () => {
     const native = nativeScripted(createScriptedBackend({ turns: [[step.text('On the other back end.')]] }));
-    const { service, manager } = await harness({ backends: { default: createScriptedBackend({ turns: [[step.text('hello')]] }), 'scripted-native': native } });
+    const { service, manager } = await harness({
+      backends: { default: createScriptedBackend({ turns: [[step.text('hello')]] }), 'scripted-native': native },
+    });
     const { drafted, task } = await draftOnNewTask(service, 'c');
     await service.submitPrompt({ channelId: 'c', content: 'one' });
     await service.settled({ channelId: 'c' });
     await service.submitPrompt({ channelId: 'c', content: 'two', backend: 'scripted-native' });
     await service.settled({ channelId: 'c' });
     const conversation = await manager.loadConversation(drafted.sessionId);
-    expect(conversation.blocks.find((block) => block.type === 'system')).toMatchObject({ subtype: 'info', data: { code: 'BACKEND_MOVED', to: 'scripted-native' } });
+    expect(conversation.blocks.find((block) => block.type === 'system')).toMatchObject({
+      subtype: 'info',
+      data: { code: 'BACKEND_MOVED', to: 'scripted-native' },
+    });
     expect(conversation.blocks.at(-1)).toMatchObject({ type: 'assistant_text', content: 'On the other back end.' });
     // No transcript writer: the first turn there is built from the log.
     expect(native.inner.calls[0]!.systemPrompt).toContain('one');
     expect(await readDraftJson(task.taskDir)).toMatchObject({ backend: 'scripted-native', continuity: 'native' });
     expect((await service.getDraftStatus({ channelId: 'c' })).session).toMatchObject({ backend: 'scripted-native' });
-    await expect(service.submitPrompt({ channelId: 'c', content: 'three', backend: 'telepathy' })).rejects.toMatchObject({ code: 'INVALID_INPUT' });
-    await expect(service.submitPrompt({ channelId: 'nobody', content: 'hi', backend: 'scripted-native' })).rejects.toMatchObject({ code: 'NO_ACTIVE_DRAFT' });
+    await expect(
+      service.submitPrompt({ channelId: 'c', content: 'three', backend: 'telepathy' }),
+    ).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+    await expect(
+      service.submitPrompt({ channelId: 'nobody', content: 'hi', backend: 'scripted-native' }),
+    ).rejects.toMatchObject({ code: 'NO_ACTIVE_DRAFT' });
   });
 
   it('a native session that cannot be resumed even managed: notify, auto-undraft, history stays readable', async () => {
-    const resumeFailed = step.error('No conversation found with session ID', { code: 'RESUME_FAILED', advice: 'Draft again.' });
+    const resumeFailed = step.error('No conversation found with session ID', {
+      code: 'RESUME_FAILED',
+      advice: 'Draft again.',
+    });
     const inner = createScriptedBackend({
       turns: [[step.text('hello')], [resumeFailed], [resumeFailed]],
     });
@@ -346,14 +505,35 @@ describe('drafts: turns', () => {
     await service.settled({ channelId: 'c' });
     await service.submitPrompt({ channelId: 'c', content: 'two' });
     await service.settled({ channelId: 'c' });
-    expect(recorder.of('draft_closed')[0]).toMatchObject({ channelId: 'c', sessionId: drafted.sessionId, reason: 'native_resume_failed' });
+    expect(recorder.of('draft_closed')[0]).toMatchObject({
+      channelId: 'c',
+      sessionId: drafted.sessionId,
+      reason: 'native_resume_failed',
+    });
     expect(await service.getDraftStatus({ channelId: 'c' })).toEqual({ active: false });
     expect(await readDraftJson(task.taskDir)).toMatchObject({ status: 'closed', closeReason: 'native_resume_failed' });
     const conversation = await manager.loadConversation(drafted.sessionId);
-    expect(conversation.blocks.filter((block) => block.type === 'user_message').map((block) => (block as { content: string }).content)).toEqual(['one', 'two']);
-    expect(conversation.blocks.at(-1)).toMatchObject({ type: 'system', subtype: 'error', data: { code: 'NATIVE_RESUME_FAILED' } });
+    expect(
+      conversation.blocks
+        .filter((block) => block.type === 'user_message')
+        .map((block) => (block as { content: string }).content),
+    ).toEqual(['one', 'two']);
+    expect(conversation.blocks.at(-1)).toMatchObject({
+      type: 'system',
+      subtype: 'error',
+      data: { code: 'NATIVE_RESUME_FAILED' },
+    });
     // The notice reached the channel as a message too.
-    expect(recorder.of('channel_message').some((message) => message.event.type === 'block_complete' && message.event.block.type === 'system' && (message.event.block.data as { code?: string } | undefined)?.code === 'NATIVE_RESUME_FAILED')).toBe(true);
+    expect(
+      recorder
+        .of('channel_message')
+        .some(
+          (message) =>
+            message.event.type === 'block_complete' &&
+            message.event.block.type === 'system' &&
+            (message.event.block.data as { code?: string } | undefined)?.code === 'NATIVE_RESUME_FAILED',
+        ),
+    ).toBe(true);
     // A fresh draft of the same task works.
     await service.draft({ channelId: 'c', role: 'dev', project: drafted.project, task: task.slug });
   });
@@ -371,7 +551,14 @@ function nativeCompaction(backend: ReturnType<typeof createScriptedBackend>): { 
         type: 'block_complete',
         conversationId: 'main',
         at: 1,
-        block: { id: 'compaction-1', type: 'system', subtype: 'compaction', content: 'Conversation compacted', createdAt: 1, data: { trigger: 'auto', preTokens: 990_013 } },
+        block: {
+          id: 'compaction-1',
+          type: 'system',
+          subtype: 'compaction',
+          content: 'Conversation compacted',
+          createdAt: 1,
+          data: { trigger: 'auto', preTokens: 990_013 },
+        },
       };
       yield* turn.events;
     }
@@ -394,16 +581,25 @@ describe('drafts: default back ends', () => {
       const { sessionId } = await service.draft({ channelId: 'c', role: 'dev', project: info!.name, task: task.slug });
       await service.submitPrompt({ channelId: 'c', content: 'hello there' });
       await service.settled({ channelId: 'c' });
-      expect((await manager.loadConversation(sessionId)).blocks.at(-1)).toMatchObject({ type: 'assistant_text', content: 'Echo: hello there' });
+      expect((await manager.loadConversation(sessionId)).blocks.at(-1)).toMatchObject({
+        type: 'assistant_text',
+        content: 'Echo: hello there',
+      });
       await service.undraft({ channelId: 'c' });
-      const error = await expectCode(service.draft({ channelId: 'c', role: 'ghost', project: info!.name, task: task.slug }), 'INVALID_INPUT');
+      const error = await expectCode(
+        service.draft({ channelId: 'c', role: 'ghost', project: info!.name, task: task.slug }),
+        'INVALID_INPUT',
+      );
       expect(error.message).toContain('no-such-backend');
       await service.close();
 
       // A configuration that cannot be read does not stop the service; drafting names the file.
       await fs.writeFile(path.join(project.root, 'parley.config.json'), '{ "backend": 42 }');
       const broken = await createDraftService({ manager, projectRoot: project.root, dataDir: project.dataDir });
-      const configError = await expectCode(broken.draft({ channelId: 'd', role: 'dev', project: info!.name, task: task.slug }), 'INVALID_INPUT');
+      const configError = await expectCode(
+        broken.draft({ channelId: 'd', role: 'dev', project: info!.name, task: task.slug }),
+        'INVALID_INPUT',
+      );
       expect(configError.message).toContain('parley.config.json');
       await broken.close();
     } finally {

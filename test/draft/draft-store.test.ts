@@ -16,7 +16,10 @@ afterEach(async () => {
   await closeAll();
 });
 
-async function overStore(draftStore: DraftStore, manager?: SessionManager): Promise<{ service: DraftService; manager: SessionManager; root: string; dataDir: string }> {
+async function overStore(
+  draftStore: DraftStore,
+  manager?: SessionManager,
+): Promise<{ service: DraftService; manager: SessionManager; root: string; dataDir: string }> {
   const project = await tempProject();
   const sessions = manager ?? (await createSessionManager({ store: createMemoryStore() }));
   const service = await createDraftService({
@@ -36,7 +39,9 @@ async function overStore(draftStore: DraftStore, manager?: SessionManager): Prom
 
 describe('the draft service over a DraftStore passed in', () => {
   it('keeps projects, tasks, drafts and roles in that store, and nothing in the data folder', async () => {
-    const draftStore = createMemoryDraftStore({ home: { name: 'shop', path: '/srv/shop', dataDir: '/srv/shop/.parley' } });
+    const draftStore = createMemoryDraftStore({
+      home: { name: 'shop', path: '/srv/shop', dataDir: '/srv/shop/.parley' },
+    });
     await draftStore.writeRoleFile('shop', 'reviewer', '---\ndescription: Reviews\n---\nReview things.\n');
     const { service, dataDir } = await overStore(draftStore);
 
@@ -48,7 +53,11 @@ describe('the draft service over a DraftStore passed in', () => {
 
     const { sessionId } = await service.draft({ channelId: 'tui', role: 'reviewer', project: 'shop', task: task.slug });
     expect(await draftStore.findActiveDraft('tui')).toMatchObject({ sessionId, role: 'reviewer', status: 'active' });
-    expect((await service.listTasks({ project: 'shop' }))[0]!.activeDraft).toEqual({ sessionId, role: 'reviewer', channelId: 'tui' });
+    expect((await service.listTasks({ project: 'shop' }))[0]!.activeDraft).toEqual({
+      sessionId,
+      role: 'reviewer',
+      channelId: 'tui',
+    });
     await service.submitPrompt({ channelId: 'tui', content: 'go' });
     await service.settled({ channelId: 'tui' });
     expect(await draftStore.getDraft('shop', task.slug)).toMatchObject({ turnCount: 1 });
@@ -64,8 +73,10 @@ describe('the draft service over a DraftStore passed in', () => {
     expect(await draftStore.listProjects()).toHaveLength(1);
   });
 
-  it("a channel held in the store by a draft this service does not run is refused before anything is made", async () => {
-    const draftStore = createMemoryDraftStore({ home: { name: 'shop', path: '/srv/shop', dataDir: '/srv/shop/.parley' } });
+  it('a channel held in the store by a draft this service does not run is refused before anything is made', async () => {
+    const draftStore = createMemoryDraftStore({
+      home: { name: 'shop', path: '/srv/shop', dataDir: '/srv/shop/.parley' },
+    });
     const manager = await createSessionManager({ store: createMemoryStore() });
     cleanups.push(() => manager.close());
     const first = await overStore(draftStore, manager);
@@ -75,16 +86,22 @@ describe('the draft service over a DraftStore passed in', () => {
     await first.service.draft({ channelId: 'tui', role: 'dev', project: 'shop', task: one.slug });
     const sessionsBefore = (await manager.listSessions()).length;
 
-    await expect(second.service.draft({ channelId: 'tui', role: 'dev', project: 'shop', task: two.slug })).rejects.toMatchObject({
+    await expect(
+      second.service.draft({ channelId: 'tui', role: 'dev', project: 'shop', task: two.slug }),
+    ).rejects.toMatchObject({
       code: 'DRAFT_ALREADY_ACTIVE',
       message: expect.stringContaining('not running'),
     });
-    await expect(second.service.draft({ channelId: 'web', role: 'dev', project: 'shop', task: one.slug })).rejects.toMatchObject({ code: 'DRAFT_ALREADY_ACTIVE' });
+    await expect(
+      second.service.draft({ channelId: 'web', role: 'dev', project: 'shop', task: one.slug }),
+    ).rejects.toMatchObject({ code: 'DRAFT_ALREADY_ACTIVE' });
     expect(await manager.listSessions()).toHaveLength(sessionsBefore);
   });
 
   it('two services racing for one channel through one store: one wins, the loser keeps no draft and its session (if made) is archived', async () => {
-    const draftStore = createMemoryDraftStore({ home: { name: 'shop', path: '/srv/shop', dataDir: '/srv/shop/.parley' } });
+    const draftStore = createMemoryDraftStore({
+      home: { name: 'shop', path: '/srv/shop', dataDir: '/srv/shop/.parley' },
+    });
     const manager = await createSessionManager({ store: createMemoryStore() });
     cleanups.push(() => manager.close());
     const [a, b] = [await overStore(draftStore, manager), await overStore(draftStore, manager)];
@@ -105,20 +122,27 @@ describe('the draft service over a DraftStore passed in', () => {
     }
   });
   it('a claim the store refuses after the session was made (another process got there first) archives that session', async () => {
-    const draftStore = createMemoryDraftStore({ home: { name: 'shop', path: '/srv/shop', dataDir: '/srv/shop/.parley' } });
+    const draftStore = createMemoryDraftStore({
+      home: { name: 'shop', path: '/srv/shop', dataDir: '/srv/shop/.parley' },
+    });
     const manager = await createSessionManager({ store: createMemoryStore() });
     cleanups.push(() => manager.close());
     const a = await overStore(draftStore, manager);
     // B's look-ahead misses A's draft, as it would when A claims between B's check and B's claim.
-    const late: DraftStore = Object.assign(Object.create(draftStore) as DraftStore, { findActiveDraft: async () => undefined });
+    const late: DraftStore = Object.assign(Object.create(draftStore) as DraftStore, {
+      findActiveDraft: async () => undefined,
+    });
     const b = await overStore(late, manager);
     const one = await a.service.createTask({ project: 'shop', title: 'One' });
     const two = await a.service.createTask({ project: 'shop', title: 'Two' });
     const { sessionId } = await a.service.draft({ channelId: 'tui', role: 'dev', project: 'shop', task: one.slug });
-    await expect(b.service.draft({ channelId: 'tui', role: 'qa', project: 'shop', task: two.slug })).rejects.toMatchObject({ code: 'DRAFT_ALREADY_ACTIVE' });
+    await expect(
+      b.service.draft({ channelId: 'tui', role: 'qa', project: 'shop', task: two.slug }),
+    ).rejects.toMatchObject({ code: 'DRAFT_ALREADY_ACTIVE' });
     const sessions = await manager.listSessions();
     expect(sessions).toHaveLength(2);
-    for (const session of sessions) expect(session.status).toBe(session.sessionId === sessionId ? 'active' : 'archived');
+    for (const session of sessions)
+      expect(session.status).toBe(session.sessionId === sessionId ? 'active' : 'archived');
     expect(await draftStore.getDraft('shop', two.slug)).toBeUndefined();
     expect((await b.service.getDraftStatus({ channelId: 'tui' })).active).toBe(false);
   });
@@ -134,10 +158,22 @@ describe('recovery with store claims', () => {
     const onDisk = JSON.parse(await fs.readFile(file, 'utf8')) as Record<string, unknown>;
     await fs.writeFile(file, JSON.stringify({ ...onDisk, sessionId: 'no-such-session' }));
 
-    const fresh = await createDraftService({ manager: h.manager, projectRoot: h.root, dataDir: h.dataDir, backendFor: () => createScriptedBackend() });
+    const fresh = await createDraftService({
+      manager: h.manager,
+      projectRoot: h.root,
+      dataDir: h.dataDir,
+      backendFor: () => createScriptedBackend(),
+    });
     cleanups.push(() => fresh.close());
-    expect(await fresh.recover()).toEqual({ recovered: 0, failed: [{ sessionId: 'no-such-session', reason: expect.stringContaining('no-such-session') }] });
-    expect(JSON.parse(await fs.readFile(file, 'utf8'))).toMatchObject({ sessionId: 'no-such-session', status: 'closed', closeReason: 'recovery_failed' });
+    expect(await fresh.recover()).toEqual({
+      recovered: 0,
+      failed: [{ sessionId: 'no-such-session', reason: expect.stringContaining('no-such-session') }],
+    });
+    expect(JSON.parse(await fs.readFile(file, 'utf8'))).toMatchObject({
+      sessionId: 'no-such-session',
+      status: 'closed',
+      closeReason: 'recovery_failed',
+    });
     await fresh.draft({ channelId: 'a', role: 'dev', project: info!.name, task: task.slug });
     expect((await fresh.getDraftStatus({ channelId: 'a' })).active).toBe(true);
   });

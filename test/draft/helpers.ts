@@ -1,9 +1,20 @@
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createScriptedBackend, type AgentBackend, type AgentTurn, type ExecuteRequest, type ScriptedBackend } from '../../src/backends/index.js';
+import {
+  createScriptedBackend,
+  type AgentBackend,
+  type AgentTurn,
+  type ExecuteRequest,
+  type ScriptedBackend,
+} from '../../src/backends/index.js';
 import type { StreamEventDraft } from '../../src/conversation/index.js';
-import { createDraftService, type DraftService, type DraftServiceEvents, type DraftServiceOptions } from '../../src/draft/index.js';
+import {
+  createDraftService,
+  type DraftService,
+  type DraftServiceEvents,
+  type DraftServiceOptions,
+} from '../../src/draft/index.js';
 import { createSessionManager, type SessionManager } from '../../src/sessions/index.js';
 import { createFileStore, createMemoryStore, type SessionStore } from '../../src/store/index.js';
 
@@ -26,7 +37,15 @@ export async function writeRole(dataDir: string, file: string, text: string): Pr
 export class Recorder {
   readonly all: Array<{ name: keyof DraftServiceEvents; payload: unknown }> = [];
   constructor(service: DraftService) {
-    for (const name of ['channel_message', 'draft_status', 'context_compacted', 'agent_status', 'draft_closed', 'permission_requested', 'permission_resolved'] as const) {
+    for (const name of [
+      'channel_message',
+      'draft_status',
+      'context_compacted',
+      'agent_status',
+      'draft_closed',
+      'permission_requested',
+      'permission_resolved',
+    ] as const) {
       service.on(name, (payload) => this.all.push({ name, payload }));
     }
   }
@@ -102,7 +121,10 @@ export async function closeAll(): Promise<void> {
 }
 
 /** A scripted back end that reports native continuity and a native session id, like the Claude SDK. */
-export function nativeScripted(inner: ScriptedBackend, options: { nativeId?: (request: ExecuteRequest) => string } = {}): AgentBackend & { inner: ScriptedBackend } {
+export function nativeScripted(
+  inner: ScriptedBackend,
+  options: { nativeId?: (request: ExecuteRequest) => string } = {},
+): AgentBackend & { inner: ScriptedBackend } {
   return {
     inner,
     describe: () => ({ ...inner.describe(), name: 'scripted-native', continuity: 'native' }),
@@ -111,7 +133,8 @@ export function nativeScripted(inner: ScriptedBackend, options: { nativeId?: (re
       const nativeId = options.nativeId?.(request) ?? request.nativeSessionId ?? request.sessionId;
       async function* events(): AsyncGenerator<StreamEventDraft> {
         for await (const event of turn.events) {
-          if (event.type === 'metadata_update' && event.metadata.turnComplete) yield { ...event, metadata: { ...event.metadata, nativeSessionId: nativeId } };
+          if (event.type === 'metadata_update' && event.metadata.turnComplete)
+            yield { ...event, metadata: { ...event.metadata, nativeSessionId: nativeId } };
           else yield event;
         }
       }
@@ -147,7 +170,12 @@ export async function until(condition: () => boolean, what = 'condition'): Promi
 export function followConversation(manager: SessionManager, role: string): { conversationId: string } {
   const ref = { conversationId: '' };
   manager.on('session:event', ({ event }) => {
-    if (event.type === 'block_start' && event.block.type === 'subagent' && event.block.name === `conversation with ${role}`) ref.conversationId = event.block.subagentId;
+    if (
+      event.type === 'block_start' &&
+      event.block.type === 'subagent' &&
+      event.block.name === `conversation with ${role}`
+    )
+      ref.conversationId = event.block.subagentId;
   });
   return ref;
 }

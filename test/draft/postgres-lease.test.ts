@@ -3,7 +3,12 @@ import { createScriptedBackend, step, type AgentBackend } from '../../src/backen
 import { isParleyError, type ConversationBlock } from '../../src/conversation/index.js';
 import { createDraftService, type DraftService, type SubmitResult } from '../../src/draft/index.js';
 import { createSessionManager, type SessionManager } from '../../src/sessions/index.js';
-import { createPostgresDraftStore, createPostgresStore, type DraftStore, type SessionStore } from '../../src/store/index.js';
+import {
+  createPostgresDraftStore,
+  createPostgresStore,
+  type DraftStore,
+  type SessionStore,
+} from '../../src/store/index.js';
 import { postgresSkipReason, startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { gate, tempProject, until } from './helpers.js';
 
@@ -23,7 +28,13 @@ interface TestServer {
 }
 
 function shape(blocks: readonly ConversationBlock[]): string[] {
-  return blocks.map((block) => (block.type === 'system' ? `system:${block.subtype}` : block.type === 'user_message' || block.type === 'assistant_text' ? `${block.type}:${block.content}` : block.type));
+  return blocks.map((block) =>
+    block.type === 'system'
+      ? `system:${block.subtype}`
+      : block.type === 'user_message' || block.type === 'assistant_text'
+        ? `${block.type}:${block.content}`
+        : block.type,
+  );
 }
 
 describe.skipIf(skipReason !== undefined)('drafts on PostgreSQL: two servers, one database, the draft lease', () => {
@@ -50,12 +61,29 @@ describe.skipIf(skipReason !== undefined)('drafts on PostgreSQL: two servers, on
     return { schema, root: project.root, dataDir: project.dataDir };
   }
 
-  async function startServer(where: { schema: string; root: string; dataDir: string }, owner: string, backend: AgentBackend, leaseTtlMs: number): Promise<TestServer> {
+  async function startServer(
+    where: { schema: string; root: string; dataDir: string },
+    owner: string,
+    backend: AgentBackend,
+    leaseTtlMs: number,
+  ): Promise<TestServer> {
     const connectionString = database.url();
     const sessions = await createPostgresStore({ connectionString, schema: where.schema });
-    const drafts = await createPostgresDraftStore({ connectionString, schema: where.schema, home: { name: 'shop', path: where.root, dataDir: where.dataDir } });
+    const drafts = await createPostgresDraftStore({
+      connectionString,
+      schema: where.schema,
+      home: { name: 'shop', path: where.root, dataDir: where.dataDir },
+    });
     const manager = await createSessionManager({ store: sessions });
-    const service = await createDraftService({ manager, projectRoot: where.root, dataDir: where.dataDir, draftStore: drafts, backendFor: () => backend, leaseOwner: owner, leaseTtlMs });
+    const service = await createDraftService({
+      manager,
+      projectRoot: where.root,
+      dataDir: where.dataDir,
+      draftStore: drafts,
+      backendFor: () => backend,
+      leaseOwner: owner,
+      leaseTtlMs,
+    });
     let down = false;
     const server: TestServer = {
       sessions,
@@ -93,27 +121,53 @@ describe.skipIf(skipReason !== undefined)('drafts on PostgreSQL: two servers, on
     }
   }
 
-  it("a live server keeps its draft: a prompt on another server is refused naming it; after a graceful close it moves at once", async () => {
+  it('a live server keeps its draft: a prompt on another server is refused naming it; after a graceful close it moves at once', async () => {
     const where = await setting();
-    const a = await startServer(where, 'server-a', createScriptedBackend({ idPrefix: 'a', turns: [[step.text('From A.')]] }), 60_000);
-    const b = await startServer(where, 'server-b', createScriptedBackend({ idPrefix: 'b', turns: [[step.text('From B.')]] }), 60_000);
+    const a = await startServer(
+      where,
+      'server-a',
+      createScriptedBackend({ idPrefix: 'a', turns: [[step.text('From A.')]] }),
+      60_000,
+    );
+    const b = await startServer(
+      where,
+      'server-b',
+      createScriptedBackend({ idPrefix: 'b', turns: [[step.text('From B.')]] }),
+      60_000,
+    );
     const task = await a.service.createTask({ project: 'shop', title: 'Login' });
     const { sessionId } = await a.service.draft({ channelId: 'tui', role: 'dev', project: 'shop', task: task.slug });
     await a.service.submitPrompt({ channelId: 'tui', content: 'hello A' });
     await a.service.settled({ channelId: 'tui' });
 
-    const refused = await b.service.submitPrompt({ channelId: 'tui', content: 'hello B' }).catch((error: unknown) => error);
-    expect(refused).toMatchObject({ code: 'DRAFT_RUN_ELSEWHERE', data: { channelId: 'tui', sessionId, holder: 'server-a' } });
+    const refused = await b.service
+      .submitPrompt({ channelId: 'tui', content: 'hello B' })
+      .catch((error: unknown) => error);
+    expect(refused).toMatchObject({
+      code: 'DRAFT_RUN_ELSEWHERE',
+      data: { channelId: 'tui', sessionId, holder: 'server-a' },
+    });
     expect((refused as Error).message).toContain('server-a');
     // Nothing was stored by the refusal, and B's startup recovery leaves A's draft alone.
-    expect(shape((await b.manager.loadConversation(sessionId)).blocks)).toEqual(['user_message:hello A', 'assistant_text:From A.']);
+    expect(shape((await b.manager.loadConversation(sessionId)).blocks)).toEqual([
+      'user_message:hello A',
+      'assistant_text:From A.',
+    ]);
     expect(await b.service.recover()).toEqual({ recovered: 0, failed: [] });
 
     // A stops gracefully: its lease ends now, and B's next prompt runs there without waiting.
     await a.close();
-    expect(await b.service.submitPrompt({ channelId: 'tui', content: 'hello B' })).toMatchObject({ mode: 'draft', sessionId });
+    expect(await b.service.submitPrompt({ channelId: 'tui', content: 'hello B' })).toMatchObject({
+      mode: 'draft',
+      sessionId,
+    });
     await b.service.settled({ channelId: 'tui' });
-    expect(shape((await b.manager.loadConversation(sessionId)).blocks)).toEqual(['user_message:hello A', 'assistant_text:From A.', 'user_message:hello B', 'assistant_text:From B.']);
+    expect(shape((await b.manager.loadConversation(sessionId)).blocks)).toEqual([
+      'user_message:hello A',
+      'assistant_text:From A.',
+      'user_message:hello B',
+      'assistant_text:From B.',
+    ]);
     expect(await b.drafts.getDraft('shop', task.slug)).toMatchObject({ sessionId, status: 'active', turnCount: 2 });
   });
 
@@ -123,18 +177,34 @@ describe.skipIf(skipReason !== undefined)('drafts on PostgreSQL: two servers, on
     const a = await startServer(
       where,
       'server-a',
-      createScriptedBackend({ idPrefix: 'a', turns: [[step.text('First answer.'), step.cost(0.1)], [step.text('Working on it'), step.wait(never.promise), step.text('never')]] }),
+      createScriptedBackend({
+        idPrefix: 'a',
+        turns: [
+          [step.text('First answer.'), step.cost(0.1)],
+          [step.text('Working on it'), step.wait(never.promise), step.text('never')],
+        ],
+      }),
       // Short, so the test does not wait long for it to run out once A is dead.
       300,
     );
-    const b = await startServer(where, 'server-b', createScriptedBackend({ idPrefix: 'b', turns: [[step.text('Picking up.'), step.cost(0.05)]] }), 60_000);
+    const b = await startServer(
+      where,
+      'server-b',
+      createScriptedBackend({ idPrefix: 'b', turns: [[step.text('Picking up.'), step.cost(0.05)]] }),
+      60_000,
+    );
     const task = await a.service.createTask({ project: 'shop', title: 'Crashy' });
     const { sessionId } = await a.service.draft({ channelId: 'tui', role: 'dev', project: 'shop', task: task.slug });
     await a.service.submitPrompt({ channelId: 'tui', content: 'first question' });
     await a.service.settled({ channelId: 'tui' });
     let streamed = false;
     a.service.on('channel_message', ({ event }) => {
-      if (event.type === 'block_complete' && event.block.type === 'assistant_text' && event.block.content === 'Working on it') streamed = true;
+      if (
+        event.type === 'block_complete' &&
+        event.block.type === 'assistant_text' &&
+        event.block.content === 'Working on it'
+      )
+        streamed = true;
     });
     const acknowledged = await a.service.submitPrompt({ channelId: 'tui', content: 'second question' });
     await until(() => streamed, 'the partial answer to be stored');
@@ -157,16 +227,34 @@ describe.skipIf(skipReason !== undefined)('drafts on PostgreSQL: two servers, on
     const status = (await b.service.getDraftStatus({ channelId: 'tui' })).session!;
     expect(status).toMatchObject({ sessionId, turnCount: 3 });
     expect(status.cumulativeCostUsd).toBeCloseTo(0.15, 10);
-    expect(await b.drafts.getDraft('shop', task.slug)).toMatchObject({ sessionId, status: 'active', channelId: 'tui', turnCount: 3 });
+    expect(await b.drafts.getDraft('shop', task.slug)).toMatchObject({
+      sessionId,
+      status: 'active',
+      channelId: 'tui',
+      turnCount: 3,
+    });
     // B holds the lease now.
-    expect(await b.drafts.acquireDraftLease(sessionId, 'server-c', 60_000)).toMatchObject({ granted: false, holder: 'server-b' });
+    expect(await b.drafts.acquireDraftLease(sessionId, 'server-c', 60_000)).toMatchObject({
+      granted: false,
+      holder: 'server-b',
+    });
   });
 
-  it("a server whose lease ran out and was taken over lets the draft go: its next prompt is refused naming the new holder", async () => {
+  it('a server whose lease ran out and was taken over lets the draft go: its next prompt is refused naming the new holder', async () => {
     const where = await setting();
     // A TTL of 0: A's lease runs out at once, as a stalled server's would.
-    const a = await startServer(where, 'server-a', createScriptedBackend({ idPrefix: 'a', turns: [[step.text('From A.')]] }), 0);
-    const b = await startServer(where, 'server-b', createScriptedBackend({ idPrefix: 'b', turns: [[step.text('From B.')]] }), 60_000);
+    const a = await startServer(
+      where,
+      'server-a',
+      createScriptedBackend({ idPrefix: 'a', turns: [[step.text('From A.')]] }),
+      0,
+    );
+    const b = await startServer(
+      where,
+      'server-b',
+      createScriptedBackend({ idPrefix: 'b', turns: [[step.text('From B.')]] }),
+      60_000,
+    );
     const task = await a.service.createTask({ project: 'shop', title: 'Shared' });
     const { sessionId } = await a.service.draft({ channelId: 'tui', role: 'dev', project: 'shop', task: task.slug });
     await a.service.submitPrompt({ channelId: 'tui', content: 'hello A' });
@@ -174,8 +262,15 @@ describe.skipIf(skipReason !== undefined)('drafts on PostgreSQL: two servers, on
 
     expect(await b.service.submitPrompt({ channelId: 'tui', content: 'hello B' })).toMatchObject({ sessionId });
     await b.service.settled({ channelId: 'tui' });
-    const refused = await a.service.submitPrompt({ channelId: 'tui', content: 'hello again A' }).catch((error: unknown) => error);
+    const refused = await a.service
+      .submitPrompt({ channelId: 'tui', content: 'hello again A' })
+      .catch((error: unknown) => error);
     expect(refused).toMatchObject({ code: 'DRAFT_RUN_ELSEWHERE', data: { holder: 'server-b' } });
-    expect(shape((await b.manager.loadConversation(sessionId)).blocks)).toEqual(['user_message:hello A', 'assistant_text:From A.', 'user_message:hello B', 'assistant_text:From B.']);
+    expect(shape((await b.manager.loadConversation(sessionId)).blocks)).toEqual([
+      'user_message:hello A',
+      'assistant_text:From A.',
+      'user_message:hello B',
+      'assistant_text:From B.',
+    ]);
   });
 });

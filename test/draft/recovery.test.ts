@@ -23,12 +23,23 @@ afterEach(async () => {
 async function processOver(project: { root: string; dataDir: string }, backend: AgentBackend) {
   const store: SessionStore = await createFileStore({ dataDir: project.dataDir, onWarning: () => undefined });
   const manager: SessionManager = await createSessionManager({ store });
-  const service: DraftService = await createDraftService({ manager, projectRoot: project.root, dataDir: project.dataDir, backendFor: () => backend });
+  const service: DraftService = await createDraftService({
+    manager,
+    projectRoot: project.root,
+    dataDir: project.dataDir,
+    backendFor: () => backend,
+  });
   return { store, manager, service, crash: () => store.close() };
 }
 
 function shape(blocks: readonly ConversationBlock[]): string[] {
-  return blocks.map((block) => (block.type === 'system' ? `system:${block.subtype}` : block.type === 'user_message' || block.type === 'assistant_text' ? `${block.type}:${block.content}` : block.type));
+  return blocks.map((block) =>
+    block.type === 'system'
+      ? `system:${block.subtype}`
+      : block.type === 'user_message' || block.type === 'assistant_text'
+        ? `${block.type}:${block.content}`
+        : block.type,
+  );
 }
 
 async function draftJson(taskDir: string) {
@@ -44,13 +55,23 @@ describe('crash recovery', () => {
       idPrefix: 'first-process',
       turns: [
         [step.text('First answer.'), step.usage({ inputTokens: 100, outputTokens: 5 }), step.cost(0.1)],
-        [step.text('Working on it'), step.tool('Read', { path: 'a.ts' }, 'contents'), step.wait(never.promise), step.text('never')],
+        [
+          step.text('Working on it'),
+          step.tool('Read', { path: 'a.ts' }, 'contents'),
+          step.wait(never.promise),
+          step.text('never'),
+        ],
       ],
     });
     const first = await processOver(project, before);
     const [info] = await first.service.listProjects();
     const task = await first.service.createTask({ project: info!.name, title: 'Crashy task' });
-    const { sessionId } = await first.service.draft({ channelId: 'tui', role: 'dev', project: info!.name, task: task.slug });
+    const { sessionId } = await first.service.draft({
+      channelId: 'tui',
+      role: 'dev',
+      project: info!.name,
+      task: task.slug,
+    });
     await first.service.submitPrompt({ channelId: 'tui', content: 'first question' });
     await first.service.settled({ channelId: 'tui' });
     const shown: string[] = [];
@@ -61,7 +82,16 @@ describe('crash recovery', () => {
     await until(() => shown.length === 1, 'the tool result to be stored');
     await first.crash();
 
-    const after = createScriptedBackend({ idPrefix: 'second-process', turns: [[step.text('Picking up where we left off.'), step.usage({ inputTokens: 300, outputTokens: 9 }), step.cost(0.05)]] });
+    const after = createScriptedBackend({
+      idPrefix: 'second-process',
+      turns: [
+        [
+          step.text('Picking up where we left off.'),
+          step.usage({ inputTokens: 300, outputTokens: 9 }),
+          step.cost(0.05),
+        ],
+      ],
+    });
     const second = await processOver(project, after);
     cleanups.push(async () => {
       await second.service.close();
@@ -92,7 +122,10 @@ describe('crash recovery', () => {
     expect(next).toMatchObject({ mode: 'draft', sessionId });
     await second.service.settled({ channelId: 'tui' });
     const resumed = await second.manager.loadConversation(sessionId);
-    expect(shape(resumed.blocks).slice(-2)).toEqual(['user_message:are you still there?', 'assistant_text:Picking up where we left off.']);
+    expect(shape(resumed.blocks).slice(-2)).toEqual([
+      'user_message:are you still there?',
+      'assistant_text:Picking up where we left off.',
+    ]);
     expect(after.calls[0]!.prompt).toContain('are you still there?');
     const saved = await draftJson(task.taskDir);
     expect(saved).toMatchObject({ turnCount: 3, lastInputTokens: 300 });
@@ -109,7 +142,12 @@ describe('crash recovery', () => {
     const first = await processOver(project, nativeScripted(firstInner, { nativeId: () => 'native-abc' }));
     const [info] = await first.service.listProjects();
     const task = await first.service.createTask({ project: info!.name, title: 'Native' });
-    const { sessionId } = await first.service.draft({ channelId: 'tui', role: 'dev', project: info!.name, task: task.slug });
+    const { sessionId } = await first.service.draft({
+      channelId: 'tui',
+      role: 'dev',
+      project: info!.name,
+      task: task.slug,
+    });
     await first.service.submitPrompt({ channelId: 'tui', content: 'remember PINEAPPLE' });
     await first.service.settled({ channelId: 'tui' });
     expect(await draftJson(task.taskDir)).toMatchObject({ nativeSessionId: 'native-abc', nativeStarted: true });
@@ -125,16 +163,29 @@ describe('crash recovery', () => {
     expect((await second.service.recover()).recovered).toBe(1);
     await second.service.submitPrompt({ channelId: 'tui', content: 'what word?' });
     await second.service.settled({ channelId: 'tui' });
-    expect(secondInner.calls[0]).toMatchObject({ sessionId, nativeSessionId: 'native-abc', isNewSession: false, prompt: 'what word?' });
+    expect(secondInner.calls[0]).toMatchObject({
+      sessionId,
+      nativeSessionId: 'native-abc',
+      isNewSession: false,
+      prompt: 'what word?',
+    });
   });
 
   it('graceful close ends the running turn as aborted and leaves the draft for recover', async () => {
     const hold = gate();
-    const backend = createScriptedBackend({ idPrefix: 'g1', turns: [[step.text('thinking aloud'), step.wait(hold.promise)]] });
+    const backend = createScriptedBackend({
+      idPrefix: 'g1',
+      turns: [[step.text('thinking aloud'), step.wait(hold.promise)]],
+    });
     const h = await harness({ store: 'file', backends: { default: backend } });
     const [info] = await h.service.listProjects();
     const task = await h.service.createTask({ project: info!.name, title: 'Graceful' });
-    const { sessionId } = await h.service.draft({ channelId: 'tui', role: 'dev', project: info!.name, task: task.slug });
+    const { sessionId } = await h.service.draft({
+      channelId: 'tui',
+      role: 'dev',
+      project: info!.name,
+      task: task.slug,
+    });
     const streamed = new Promise<void>((resolve) =>
       h.service.on('channel_message', ({ event }) => {
         if (event.type === 'block_complete' && event.block.type === 'assistant_text') resolve();
@@ -144,11 +195,22 @@ describe('crash recovery', () => {
     await streamed;
     await h.service.close();
     hold.open();
-    expect(shape((await h.manager.loadConversation(sessionId)).blocks)).toEqual(['user_message:go', 'assistant_text:thinking aloud', 'system:aborted']);
+    expect(shape((await h.manager.loadConversation(sessionId)).blocks)).toEqual([
+      'user_message:go',
+      'assistant_text:thinking aloud',
+      'system:aborted',
+    ]);
     expect(await draftJson(task.taskDir)).toMatchObject({ status: 'active', turnCount: 1 });
-    await expect(h.service.submitPrompt({ channelId: 'tui', content: 'x' })).rejects.toMatchObject({ code: 'SERVICE_CLOSED' });
+    await expect(h.service.submitPrompt({ channelId: 'tui', content: 'x' })).rejects.toMatchObject({
+      code: 'SERVICE_CLOSED',
+    });
 
-    const again = await createDraftService({ manager: h.manager, projectRoot: h.root, dataDir: h.dataDir, backendFor: () => createScriptedBackend({ idPrefix: 'g2' }) });
+    const again = await createDraftService({
+      manager: h.manager,
+      projectRoot: h.root,
+      dataDir: h.dataDir,
+      backendFor: () => createScriptedBackend({ idPrefix: 'g2' }),
+    });
     expect(await again.recover()).toEqual({ recovered: 1, failed: [] });
     // An aborted turn was already closed: nothing to repair.
     expect(shape((await h.manager.loadConversation(sessionId)).blocks).at(-1)).toBe('system:aborted');
@@ -169,10 +231,18 @@ describe('crash recovery', () => {
 
     // The "restart": state dropped; meanwhile one session's data vanished, a role file broke, a draft.json was damaged.
     const goneDraft = await draftJson(gone.taskDir);
-    await fs.writeFile(path.join(gone.taskDir, 'draft.json'), JSON.stringify({ ...goneDraft, sessionId: 'no-such-session' }));
+    await fs.writeFile(
+      path.join(gone.taskDir, 'draft.json'),
+      JSON.stringify({ ...goneDraft, sessionId: 'no-such-session' }),
+    );
     await writeRole(h.dataDir, 'fragile.md', '---\npermissions: nope\n---\n');
     await fs.writeFile(path.join(corrupt.taskDir, 'draft.json'), '{"formatVersion": 1, "sessionId":');
-    const fresh = await createDraftService({ manager: h.manager, projectRoot: h.root, dataDir: h.dataDir, backendFor: () => createScriptedBackend({ idPrefix: 'r2' }) });
+    const fresh = await createDraftService({
+      manager: h.manager,
+      projectRoot: h.root,
+      dataDir: h.dataDir,
+      backendFor: () => createScriptedBackend({ idPrefix: 'r2' }),
+    });
     try {
       const result = await fresh.recover();
       expect(result.recovered).toBe(1);

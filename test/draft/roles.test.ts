@@ -55,9 +55,21 @@ describe('role files', () => {
   });
 
   it('the name defaults to the file name; a file without front matter is all instructions', async () => {
-    expect(await parseRoleFile('---\ndescription: d\n---\nBody\n', '/r/writer.md')).toMatchObject({ name: 'writer', description: 'd', permissions: [], instructions: 'Body' });
-    expect(await parseRoleFile('Just instructions.\nMore.', '/r/plain.md')).toMatchObject({ name: 'plain', description: 'Just instructions.', instructions: 'Just instructions.\nMore.' });
-    expect(await parseRoleFile('\uFEFF---\r\nname: crlf\r\n---\r\nWindows body\r\n', '/r/x.md')).toMatchObject({ name: 'crlf', instructions: 'Windows body' });
+    expect(await parseRoleFile('---\ndescription: d\n---\nBody\n', '/r/writer.md')).toMatchObject({
+      name: 'writer',
+      description: 'd',
+      permissions: [],
+      instructions: 'Body',
+    });
+    expect(await parseRoleFile('Just instructions.\nMore.', '/r/plain.md')).toMatchObject({
+      name: 'plain',
+      description: 'Just instructions.',
+      instructions: 'Just instructions.\nMore.',
+    });
+    expect(await parseRoleFile('\uFEFF---\r\nname: crlf\r\n---\r\nWindows body\r\n', '/r/x.md')).toMatchObject({
+      name: 'crlf',
+      instructions: 'Windows body',
+    });
   });
 
   it('a malformed file is an error naming the file and the field, never a crash', async () => {
@@ -66,8 +78,14 @@ describe('role files', () => {
     expect(badPermission).toMatchObject({ file, field: 'permissions.1' });
     expect(badPermission.message).toContain('"admin"');
 
-    expect(asError(await parseRoleFile('---\npermision: [agent-draft]\n---\nx', file))).toMatchObject({ file, field: 'permision' });
-    expect(asError(await parseRoleFile('---\npermissions: agent-draft\n---\nx', file))).toMatchObject({ file, field: 'permissions' });
+    expect(asError(await parseRoleFile('---\npermision: [agent-draft]\n---\nx', file))).toMatchObject({
+      file,
+      field: 'permision',
+    });
+    expect(asError(await parseRoleFile('---\npermissions: agent-draft\n---\nx', file))).toMatchObject({
+      file,
+      field: 'permissions',
+    });
     expect(asError(await parseRoleFile('---\nmaxTurns: -1\n---\nx', file))).toMatchObject({ field: 'maxTurns' });
     expect(asError(await parseRoleFile('---\nname: ../../etc\n---\nx', file))).toMatchObject({ field: 'name' });
     expect(asError(await parseRoleFile('---\nname: [unclosed\n---\nx', file)).message).toContain('not valid YAML');
@@ -80,19 +98,30 @@ describe('role files', () => {
     const project = await tempProject();
     try {
       const rolesDir = path.join(project.dataDir, 'roles');
-      await writeRole(project.dataDir, 'dev.md', '---\ndescription: Our dev\nbackend: scripted\n---\nProject dev rules.\n');
+      await writeRole(
+        project.dataDir,
+        'dev.md',
+        '---\ndescription: Our dev\nbackend: scripted\n---\nProject dev rules.\n',
+      );
       await writeRole(project.dataDir, 'designer.md', '---\ndescription: Designs screens\n---\nDesign.\n');
       const broken = await writeRole(project.dataDir, 'broken.md', '---\npermissions: [everything]\n---\n');
       await writeRole(project.dataDir, 'twin.md', '---\nname: designer\n---\nA second designer.\n');
       await writeRole(project.dataDir, 'notes.txt', 'not a role');
       const { roles, errors } = await loadRoles(rolesDir);
       expect(roles.map((role) => role.name)).toEqual(['designer', 'dev', 'product-analyst', 'qa']);
-      expect(roles.find((role) => role.name === 'dev')).toMatchObject({ description: 'Our dev', backend: 'scripted', source: path.join(rolesDir, 'dev.md') });
+      expect(roles.find((role) => role.name === 'dev')).toMatchObject({
+        description: 'Our dev',
+        backend: 'scripted',
+        source: path.join(rolesDir, 'dev.md'),
+      });
       expect(errors).toEqual([
         { file: broken, field: 'permissions.0', message: expect.stringContaining('everything') },
         { file: path.join(rolesDir, 'twin.md'), field: 'name', message: expect.stringContaining('already defined') },
       ]);
-      expect(await loadRoles(path.join(project.root, 'missing'))).toEqual({ roles: [...BUILTIN_ROLES].sort((a, b) => a.name.localeCompare(b.name)), errors: [] });
+      expect(await loadRoles(path.join(project.root, 'missing'))).toEqual({
+        roles: [...BUILTIN_ROLES].sort((a, b) => a.name.localeCompare(b.name)),
+        errors: [],
+      });
     } finally {
       await project.cleanup();
     }

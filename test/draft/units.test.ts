@@ -24,7 +24,9 @@ describe('structured output', () => {
   });
 
   it('a schema that cannot be used is INVALID_INPUT', () => {
-    expect(() => compileOutputSchema({ $ref: '#/definitions/missing' })).toThrow(expect.objectContaining({ code: 'INVALID_INPUT' }));
+    expect(() => compileOutputSchema({ $ref: '#/definitions/missing' })).toThrow(
+      expect.objectContaining({ code: 'INVALID_INPUT' }),
+    );
   });
 });
 
@@ -67,7 +69,16 @@ describe('worker slots', () => {
 describe('agent pool', () => {
   it('keeps copies, updates and releases entries', () => {
     const pool = new AgentPool();
-    const agent = { agentId: 'a', kind: 'worker' as const, role: 'dev', project: 'p', status: 'queued' as const, sessionId: 's', startedAt: new Date(0).toISOString(), costUsd: 0 };
+    const agent = {
+      agentId: 'a',
+      kind: 'worker' as const,
+      role: 'dev',
+      project: 'p',
+      status: 'queued' as const,
+      sessionId: 's',
+      startedAt: new Date(0).toISOString(),
+      costUsd: 0,
+    };
     pool.register(agent);
     agent.status = 'failed' as never;
     expect(pool.get('a')!.status).toBe('queued');

@@ -22,7 +22,10 @@ async function draftAnalyst(service: DraftService, channelId = 'c') {
 
 /** Tool inputs filled with the real agent ids as the workers are dispatched. */
 function agentIds(service: DraftService): Record<string, { agentId: string; timeoutSeconds?: number }> {
-  const ids: Record<string, { agentId: string; timeoutSeconds?: number }> = { dev: { agentId: '' }, qa: { agentId: '' } };
+  const ids: Record<string, { agentId: string; timeoutSeconds?: number }> = {
+    dev: { agentId: '' },
+    qa: { agentId: '' },
+  };
   service.on('agent_status', ({ agent }) => {
     if (agent.kind === 'worker' && ids[agent.role]) ids[agent.role]!.agentId = agent.agentId;
   });
@@ -63,8 +66,17 @@ describe('worker agents', () => {
       step.usage({ inputTokens: 1000, outputTokens: 40 }),
       step.cost(0.01),
     ]);
-    dev.enqueue([step.text('Done.\n```json\n{"filesChanged":["src/login.ts"],"summary":"Added the login page"}\n```'), step.usage({ inputTokens: 200, outputTokens: 30 }), step.cost(0.02)]);
-    qa.enqueue([step.thinking('Trying wrong passwords'), step.text('No defects found.'), step.usage({ inputTokens: 150, outputTokens: 10 }), step.cost(0.03)]);
+    dev.enqueue([
+      step.text('Done.\n```json\n{"filesChanged":["src/login.ts"],"summary":"Added the login page"}\n```'),
+      step.usage({ inputTokens: 200, outputTokens: 30 }),
+      step.cost(0.02),
+    ]);
+    qa.enqueue([
+      step.thinking('Trying wrong passwords'),
+      step.text('No defects found.'),
+      step.usage({ inputTokens: 150, outputTokens: 10 }),
+      step.cost(0.03),
+    ]);
 
     const drafted = await draftAnalyst(h.service);
     await h.service.submitPrompt({ channelId: 'c', content: 'Build a login page and have it tested.' });
@@ -72,12 +84,30 @@ describe('worker agents', () => {
 
     // The analyst got every tool its permissions grant; workers get no agent tools.
     expect(analyst.calls[0]!.tools!.map((tool) => tool.name)).toEqual([
-      'list_tasks', 'list_roles', 'list_projects', 'create_project', 'create_task', 'draft_agent', 'await_agent', 'kill_agent', 'list_agents', 'open_conversation', 'say', 'close_conversation',
-      'read_file', 'list_files', 'glob', 'grep',
+      'list_tasks',
+      'list_roles',
+      'list_projects',
+      'create_project',
+      'create_task',
+      'draft_agent',
+      'await_agent',
+      'kill_agent',
+      'list_agents',
+      'open_conversation',
+      'say',
+      'close_conversation',
+      'read_file',
+      'list_files',
+      'glob',
+      'grep',
     ]);
     expect(dev.calls[0]!.tools!.map((tool) => tool.name)).toEqual(['list_tasks', 'list_roles']);
     // Workers run on the autonomous path: fresh session, role instructions, the output schema.
-    expect(dev.calls[0]).toMatchObject({ prompt: 'Implement the login page.', isNewSession: true, outputSchema: FILES_SCHEMA });
+    expect(dev.calls[0]).toMatchObject({
+      prompt: 'Implement the login page.',
+      isNewSession: true,
+      outputSchema: FILES_SCHEMA,
+    });
     expect(dev.calls[0]!.sessionId).not.toBe(drafted.sessionId);
     expect(dev.calls[0]!.systemPrompt).toContain('You implement tasks.');
     expect(dev.calls[0]!.systemPrompt).toContain('"filesChanged"');
@@ -108,7 +138,11 @@ describe('worker agents', () => {
     // Each worker's blocks are a subagent thread of the drafting conversation.
     const threads = new Map(conversation.subagents.map((thread) => [thread.id, thread.blocks]));
     expect(threads.get(ids.dev!.agentId)!.map((block) => block.type)).toEqual(['user_message', 'assistant_text']);
-    expect(threads.get(ids.qa!.agentId)!.map((block) => block.type)).toEqual(['user_message', 'thinking', 'assistant_text']);
+    expect(threads.get(ids.qa!.agentId)!.map((block) => block.type)).toEqual([
+      'user_message',
+      'thinking',
+      'assistant_text',
+    ]);
     const subagents = conversation.blocks.filter((block): block is SubagentBlock => block.type === 'subagent');
     expect(subagents.map((block) => [block.subagentId, block.name, block.status, block.costUsd])).toEqual([
       [ids.dev!.agentId, 'dev', 'success', 0.02],
@@ -124,17 +158,28 @@ describe('worker agents', () => {
     // Worker blocks reached the channel live, and every status change was announced.
     const channelThreads = new Set(h.recorder.of('channel_message').map((message) => message.event.conversationId));
     expect(channelThreads).toEqual(new Set(['main', ids.dev!.agentId, ids.qa!.agentId]));
-    const devStatuses = h.recorder.of('agent_status').filter((notice) => notice.agent.agentId === ids.dev!.agentId).map((notice) => notice.agent.status);
+    const devStatuses = h.recorder
+      .of('agent_status')
+      .filter((notice) => notice.agent.agentId === ids.dev!.agentId)
+      .map((notice) => notice.agent.status);
     expect(devStatuses).toEqual(['queued', 'running', 'completed']);
     expect(await h.service.listAgents({ channelId: 'c' })).toEqual([
       expect.objectContaining({ kind: 'draft', agentId: drafted.sessionId }),
-      expect.objectContaining({ kind: 'worker', role: 'dev', status: 'completed', parentSessionId: drafted.sessionId, costUsd: 0.02 }),
+      expect.objectContaining({
+        kind: 'worker',
+        role: 'dev',
+        status: 'completed',
+        parentSessionId: drafted.sessionId,
+        costUsd: 0.02,
+      }),
       expect.objectContaining({ kind: 'worker', role: 'qa', status: 'completed', costUsd: 0.03 }),
     ]);
   });
 
   it('permissions gate the tools: without agent-draft the model cannot draft workers', async () => {
-    const backend = createScriptedBackend({ turns: [[step.tool('draft_agent', { role: 'qa', prompt: 'x' }), step.tool('list_roles', {})]] });
+    const backend = createScriptedBackend({
+      turns: [[step.tool('draft_agent', { role: 'qa', prompt: 'x' }), step.tool('list_roles', {})]],
+    });
     const h = await harness({ backends: { default: backend } });
     await writeRole(h.dataDir, 'lister.md', '---\npermissions: [projects-list]\n---\nLists projects.\n');
     const [project] = await h.service.listProjects();
@@ -157,7 +202,10 @@ describe('worker agents', () => {
 
   it('the worker cap queues workers beyond it, first in first out', async () => {
     const { analyst, dev, qa } = backends();
-    const h = await harness({ backends: { default: analyst, 'dev-backend': dev, 'qa-backend': qa }, maxConcurrentWorkers: 1 });
+    const h = await harness({
+      backends: { default: analyst, 'dev-backend': dev, 'qa-backend': qa },
+      maxConcurrentWorkers: 1,
+    });
     await workerRoles(h.dataDir);
     const ids = agentIds(h.service);
     const devGate = gate();
@@ -199,24 +247,40 @@ describe('worker agents', () => {
     analyst.enqueue([
       step.tool('draft_agent', { role: 'dev', prompt: 'fix it', outputSchema: FILES_SCHEMA }),
       step.tool('await_agent', ids.dev),
-      step.tool('draft_agent', { role: 'qa', prompt: 'count', outputSchema: { type: 'object', properties: { count: { type: 'integer' } }, required: ['count'] } }),
+      step.tool('draft_agent', {
+        role: 'qa',
+        prompt: 'count',
+        outputSchema: { type: 'object', properties: { count: { type: 'integer' } }, required: ['count'] },
+      }),
       step.tool('await_agent', ids.qa),
     ]);
-    dev.enqueue([step.text('I fixed it in two files.'), step.cost(0.01)], [step.text('{"filesChanged":["a.ts","b.ts"],"summary":"fixed"}'), step.cost(0.01)]);
+    dev.enqueue(
+      [step.text('I fixed it in two files.'), step.cost(0.01)],
+      [step.text('{"filesChanged":["a.ts","b.ts"],"summary":"fixed"}'), step.cost(0.01)],
+    );
     qa.enqueue([step.text('{"count":"many"}')], [step.text('still not a number')]);
     const drafted = await draftAnalyst(h.service);
     await h.service.submitPrompt({ channelId: 'c', content: 'go' });
     await h.service.settled({ channelId: 'c' });
 
     const results = toolResults((await h.manager.loadConversation(drafted.sessionId)).blocks);
-    expect(results[1]!.output).toMatchObject({ status: 'completed', attempts: 2, output: { filesChanged: ['a.ts', 'b.ts'], summary: 'fixed' }, costUsd: 0.02 });
+    expect(results[1]!.output).toMatchObject({
+      status: 'completed',
+      attempts: 2,
+      output: { filesChanged: ['a.ts', 'b.ts'], summary: 'fixed' },
+      costUsd: 0.02,
+    });
     expect(dev.calls[1]!.prompt).toContain('did not match the required output format');
     expect(dev.calls[1]!.prompt).toContain('I fixed it in two files.');
     expect(results[3]!.output).toMatchObject({ status: 'failed', attempts: 2, error: { code: 'INVALID_OUTPUT' } });
     const conversation = await h.manager.loadConversation(drafted.sessionId);
     const devThread = conversation.subagents.find((thread) => thread.id === ids.dev!.agentId)!;
     expect(devThread.blocks.filter((block) => block.type === 'user_message')).toHaveLength(2);
-    expect(conversation.blocks.filter((block): block is SubagentBlock => block.type === 'subagent').map((block) => block.status)).toEqual(['success', 'error']);
+    expect(
+      conversation.blocks
+        .filter((block): block is SubagentBlock => block.type === 'subagent')
+        .map((block) => block.status),
+    ).toEqual(['success', 'error']);
   });
 
   it('kill_agent stops a worker, keeps its partial output, and await_agent reports it killed; a timed-out await says so', async () => {
@@ -227,7 +291,12 @@ describe('worker agents', () => {
     const never = gate();
     analyst.enqueue([
       step.tool('draft_agent', { role: 'dev', prompt: 'forever' }),
-      step.tool('await_agent', { get agentId() { return ids.dev!.agentId; }, timeoutSeconds: 0.01 }),
+      step.tool('await_agent', {
+        get agentId() {
+          return ids.dev!.agentId;
+        },
+        timeoutSeconds: 0.01,
+      }),
       step.tool('kill_agent', ids.dev),
       step.tool('await_agent', ids.dev),
       step.tool('kill_agent', ids.dev),
@@ -247,7 +316,11 @@ describe('worker agents', () => {
     expect(results[5]!.content).toContain('NOT_FOUND');
     const conversation = await h.manager.loadConversation(drafted.sessionId);
     const thread = conversation.subagents.find((entry) => entry.id === ids.dev!.agentId)!;
-    expect(thread.blocks.map((block) => (block.type === 'system' ? `system:${block.subtype}` : block.type))).toEqual(['user_message', 'assistant_text', 'system:aborted']);
+    expect(thread.blocks.map((block) => (block.type === 'system' ? `system:${block.subtype}` : block.type))).toEqual([
+      'user_message',
+      'assistant_text',
+      'system:aborted',
+    ]);
     expect(conversation.blocks.find((block) => block.type === 'subagent')).toMatchObject({ status: 'error' });
     never.open();
   });
@@ -259,7 +332,11 @@ describe('worker agents', () => {
     const ids = agentIds(h.service);
     const devGate = gate();
     const never = gate();
-    analyst.enqueue([step.tool('draft_agent', { role: 'dev', prompt: 'background work' })], [step.text('while dev works')], [step.tool('draft_agent', { role: 'qa', prompt: 'stuck' })]);
+    analyst.enqueue(
+      [step.tool('draft_agent', { role: 'dev', prompt: 'background work' })],
+      [step.text('while dev works')],
+      [step.tool('draft_agent', { role: 'qa', prompt: 'stuck' })],
+    );
     dev.enqueue([step.text('working'), step.wait(devGate.promise), step.text('dev finished'), step.cost(0.2)]);
     qa.enqueue([step.wait(never.promise)]);
     const drafted = await draftAnalyst(h.service);
@@ -268,12 +345,21 @@ describe('worker agents', () => {
       await h.service.settled({ channelId: 'c' });
     }
     devGate.open();
-    await until(() => h.recorder.of('agent_status').some((notice) => notice.agent.role === 'dev' && notice.agent.status === 'completed'), 'dev to complete');
+    await until(
+      () =>
+        h.recorder
+          .of('agent_status')
+          .some((notice) => notice.agent.role === 'dev' && notice.agent.status === 'completed'),
+      'dev to complete',
+    );
     // The worker's cost reaches the draft between turns too.
     await until(() => (h.recorder.of('draft_status').at(-1)?.costUsd ?? 0) > 0.19, 'the rolled-up cost to be pushed');
     let conversation = await h.manager.loadConversation(drafted.sessionId);
     expect(conversation.blocks.some((block) => block.type === 'system' && block.subtype === 'interrupted')).toBe(false);
-    expect(conversation.blocks.find((block) => block.type === 'subagent')).toMatchObject({ status: 'success', output: 'dev finished' });
+    expect(conversation.blocks.find((block) => block.type === 'subagent')).toMatchObject({
+      status: 'success',
+      output: 'dev finished',
+    });
 
     await h.service.submitPrompt({ channelId: 'c', content: 'start qa' });
     await h.service.settled({ channelId: 'c' });
@@ -281,9 +367,17 @@ describe('worker agents', () => {
     const summary = await h.service.undraft({ channelId: 'c' });
     expect(summary.cost).toBeCloseTo(0.2, 10);
     conversation = await h.manager.loadConversation(drafted.sessionId);
-    const qaBlock = conversation.blocks.filter((block): block is SubagentBlock => block.type === 'subagent').find((block) => block.name === 'qa')!;
+    const qaBlock = conversation.blocks
+      .filter((block): block is SubagentBlock => block.type === 'subagent')
+      .find((block) => block.name === 'qa')!;
     expect(qaBlock.status).toBe('error');
-    expect(h.recorder.of('agent_status').filter((notice) => notice.agent.role === 'qa').map((notice) => notice.agent.status).at(-1)).toBe('killed');
+    expect(
+      h.recorder
+        .of('agent_status')
+        .filter((notice) => notice.agent.role === 'qa')
+        .map((notice) => notice.agent.status)
+        .at(-1),
+    ).toBe('killed');
     never.open();
   });
 
@@ -291,7 +385,11 @@ describe('worker agents', () => {
     const dev = createScriptedBackend({ idPrefix: 'dev' });
     const h = await harness({ backends: { 'dev-backend': dev } });
     await workerRoles(h.dataDir);
-    dev.enqueue([step.text('{"status":"done","summary":"Renamed the function","details":"utils.ts"}'), step.usage({ inputTokens: 80, outputTokens: 12 }), step.cost(0.004)]);
+    dev.enqueue([
+      step.text('{"status":"done","summary":"Renamed the function","details":"utils.ts"}'),
+      step.usage({ inputTokens: 80, outputTokens: 12 }),
+      step.cost(0.004),
+    ]);
     const answer = await h.service.submitPrompt({ channelId: 'solo', content: 'Rename foo to bar.', role: 'dev' });
     expect(answer.mode).toBe('dispatch');
     if (answer.mode !== 'dispatch') return;
@@ -312,14 +410,23 @@ describe('worker agents', () => {
     const conversation = await h.manager.loadConversation(answer.sessionId);
     expect(conversation.blocks.map((block) => block.type)).toEqual(['user_message', 'assistant_text']);
     expect(conversation.metrics.costUsd).toBe(0.004);
-    expect(h.recorder.of('channel_message').filter((message) => message.sessionId === answer.sessionId).length).toBe((await h.manager.getEvents(answer.sessionId)).length);
+    expect(h.recorder.of('channel_message').filter((message) => message.sessionId === answer.sessionId).length).toBe(
+      (await h.manager.getEvents(answer.sessionId)).length,
+    );
 
     dev.enqueue([step.text('not json')], [step.text('still not json')]);
     const failed = await h.service.submitPrompt({ channelId: 'solo', content: 'again', role: 'dev' });
-    expect(failed).toMatchObject({ mode: 'dispatch', result: { status: 'failed', attempts: 2, error: { code: 'INVALID_OUTPUT' } } });
+    expect(failed).toMatchObject({
+      mode: 'dispatch',
+      result: { status: 'failed', attempts: 2, error: { code: 'INVALID_OUTPUT' } },
+    });
     // An unknown role or task is refused before anything runs.
-    await expect(h.service.submitPrompt({ channelId: 'solo', content: 'x', role: 'nobody' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
-    await expect(h.service.submitPrompt({ channelId: 'solo', content: 'x', role: 'dev', taskSlug: 'missing' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(h.service.submitPrompt({ channelId: 'solo', content: 'x', role: 'nobody' })).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+    });
+    await expect(
+      h.service.submitPrompt({ channelId: 'solo', content: 'x', role: 'dev', taskSlug: 'missing' }),
+    ).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
 
   it('the tools are also a real MCP server: list, draft and await through an MCP client', async () => {
@@ -334,14 +441,38 @@ describe('worker agents', () => {
     await Promise.all([server.connect(serverTransport), client.connect(clientTransport)]);
     try {
       const listed = await client.listTools();
-      expect(listed.tools.map((tool) => tool.name).sort()).toEqual(
-        ['await_agent', 'close_conversation', 'create_project', 'create_task', 'draft_agent', 'glob', 'grep', 'kill_agent', 'list_agents', 'list_files', 'list_projects', 'list_roles', 'list_tasks', 'open_conversation', 'read_file', 'say'],
-      );
-      expect(listed.tools.find((tool) => tool.name === 'draft_agent')!.inputSchema).toMatchObject({ type: 'object', required: ['role', 'prompt'] });
-      const drafted = await client.callTool({ name: 'draft_agent', arguments: { role: 'dev', prompt: 'check', outputSchema: FILES_SCHEMA } });
+      expect(listed.tools.map((tool) => tool.name).sort()).toEqual([
+        'await_agent',
+        'close_conversation',
+        'create_project',
+        'create_task',
+        'draft_agent',
+        'glob',
+        'grep',
+        'kill_agent',
+        'list_agents',
+        'list_files',
+        'list_projects',
+        'list_roles',
+        'list_tasks',
+        'open_conversation',
+        'read_file',
+        'say',
+      ]);
+      expect(listed.tools.find((tool) => tool.name === 'draft_agent')!.inputSchema).toMatchObject({
+        type: 'object',
+        required: ['role', 'prompt'],
+      });
+      const drafted = await client.callTool({
+        name: 'draft_agent',
+        arguments: { role: 'dev', prompt: 'check', outputSchema: FILES_SCHEMA },
+      });
       const { agentId } = JSON.parse((drafted.content as Array<{ text: string }>)[0]!.text) as { agentId: string };
       const awaited = await client.callTool({ name: 'await_agent', arguments: { agentId } });
-      expect(JSON.parse((awaited.content as Array<{ text: string }>)[0]!.text)).toMatchObject({ status: 'completed', output: { summary: 'nothing to change' } });
+      expect(JSON.parse((awaited.content as Array<{ text: string }>)[0]!.text)).toMatchObject({
+        status: 'completed',
+        output: { summary: 'nothing to change' },
+      });
       const bad = await client.callTool({ name: 'draft_agent', arguments: { role: 'dev' } });
       expect(bad.isError).toBe(true);
     } finally {

@@ -75,7 +75,8 @@ describe('durable runs survive SIGKILL', () => {
     dataDir = await mkdtemp(join(tmpdir(), 'parley-durable-'));
   });
   afterEach(async () => {
-    for (const child of children.splice(0)) if (child.process.exitCode === null && child.process.signalCode === null) await child.kill();
+    for (const child of children.splice(0))
+      if (child.process.exitCode === null && child.process.signalCode === null) await child.kill();
     await server.close();
     await rm(dataDir, { recursive: true, force: true });
   });
@@ -134,7 +135,10 @@ describe('durable runs survive SIGKILL', () => {
     expect((await second.waitFor((line) => line.kind === 'recovered')).runIds).toEqual([runId]);
     const run = await answerAndFinish(second, runId);
     expect(run).toMatchObject({ status: 'complete', result: expected });
-    expect(calls()).toEqual({ answered: { 'writer-model': 1, 'reviewer-model': 2 }, made: { 'writer-model': 2, 'reviewer-model': 2 } });
+    expect(calls()).toEqual({
+      answered: { 'writer-model': 1, 'reviewer-model': 2 },
+      made: { 'writer-model': 2, 'reviewer-model': 2 },
+    });
   }, 60_000);
 
   it('killed while waiting for the user: the question is not asked again, no agent is called again', async () => {
@@ -150,7 +154,10 @@ describe('durable runs survive SIGKILL', () => {
     expect(second.lines.filter((line) => line.kind === 'agent-start')).toEqual([]);
     const run = await answerAndFinish(second, runId);
     expect(run).toMatchObject({ status: 'complete', result: expected });
-    expect(calls()).toEqual({ answered: { 'writer-model': 1, 'reviewer-model': 2 }, made: { 'writer-model': 1, 'reviewer-model': 2 } });
+    expect(calls()).toEqual({
+      answered: { 'writer-model': 1, 'reviewer-model': 2 },
+      made: { 'writer-model': 1, 'reviewer-model': 2 },
+    });
   }, 60_000);
 
   it('killed during a retry: the failed attempt is not repeated, the cut-off attempt runs again', async () => {
@@ -167,7 +174,12 @@ describe('durable runs survive SIGKILL', () => {
     const second = start('recover');
     const run = (await second.waitFor((line) => line.kind === 'ended')).run as RunRecord;
     expect(run).toMatchObject({ status: 'complete', result: expected });
-    expect(second.lines.filter((line) => line.kind === 'agent-start').map((line) => [line.agent, line.turn])).toEqual([['reviewer', 2]]);
-    expect(calls()).toEqual({ answered: { 'writer-model': 1, 'reviewer-model': 2 }, made: { 'writer-model': 1, 'reviewer-model': 3 } });
+    expect(second.lines.filter((line) => line.kind === 'agent-start').map((line) => [line.agent, line.turn])).toEqual([
+      ['reviewer', 2],
+    ]);
+    expect(calls()).toEqual({
+      answered: { 'writer-model': 1, 'reviewer-model': 2 },
+      made: { 'writer-model': 1, 'reviewer-model': 3 },
+    });
   }, 60_000);
 });

@@ -27,7 +27,10 @@ async function reviewProject(): Promise<string> {
   cleanups.push(() => rm(root, { recursive: true, force: true }));
   const source = await readFile(join(here, 'fixtures', 'durable-project', 'workflows', 'review.ts'), 'utf8');
   await mkdir(join(root, 'workflows'));
-  await writeFile(join(root, 'workflows', 'review.ts'), source.replace("'../../../../../src/index.js'", `'${pathToFileURL(join(repo, 'src', 'index.ts')).href}'`));
+  await writeFile(
+    join(root, 'workflows', 'review.ts'),
+    source.replace("'../../../../../src/index.js'", `'${pathToFileURL(join(repo, 'src', 'index.ts')).href}'`),
+  );
   await writeFile(join(root, 'parley.config.json'), JSON.stringify({ workflows: { review: 'workflows/review.ts' } }));
   return root;
 }
@@ -48,7 +51,11 @@ async function client(server: ServeProcess, channel: string): Promise<ProtocolCl
 }
 
 /** Polls get_run (a notification could be missed across the restart) until `done` holds. */
-async function runUntil(connected: ProtocolClient, runId: string, done: (run: Awaited<ReturnType<ProtocolClient['getRun']>>) => boolean) {
+async function runUntil(
+  connected: ProtocolClient,
+  runId: string,
+  done: (run: Awaited<ReturnType<ProtocolClient['getRun']>>) => boolean,
+) {
   for (;;) {
     const run = await connected.getRun(runId);
     if (done(run)) return run;
@@ -66,7 +73,11 @@ describe('a durable run across a SIGKILL of parley serve', () => {
   it('is answered by another client after the restart and completes as an uninterrupted run would, each agent called once', async () => {
     const models = await startFakeOpenAiServer();
     cleanups.push(() => models.close());
-    models.enqueue({ text: 'function sum(a, b) { return a + b; }' }, { text: 'Needs tests' }, { text: 'LGTM with tests' });
+    models.enqueue(
+      { text: 'function sum(a, b) { return a + b; }' },
+      { text: 'Needs tests' },
+      { text: 'LGTM with tests' },
+    );
     const root = await reviewProject();
 
     const first = await serve(root, models);
@@ -86,7 +97,10 @@ describe('a durable run across a SIGKILL of parley serve', () => {
     await expect(answerer.answerPrompt(started.id, promptId, 'yes')).resolves.toMatchObject({ accepted: true });
     await expect(answerer.answerPrompt(started.id, promptId, 'yes')).rejects.toThrow(/already/i);
     const done = await runUntil(answerer, started.id, (run) => run.status === 'complete' || run.status === 'failed');
-    expect(done).toMatchObject({ status: 'complete', result: { draft: 'function sum(a, b) { return a + b; }', approved: 'yes', review: 'LGTM with tests' } });
+    expect(done).toMatchObject({
+      status: 'complete',
+      result: { draft: 'function sum(a, b) { return a + b; }', approved: 'yes', review: 'LGTM with tests' },
+    });
     expect(answeredCalls(models)).toEqual({ 'writer-model': 1, 'reviewer-model': 2 });
   }, 120_000);
 });

@@ -16,7 +16,9 @@ describe('examples/code-review.ts (seed 001: review, ask the user, fix)', () => 
     expect(prompt.choices).toEqual(['Yes', 'No', 'Review each']);
     session.reply(prompt.promptId, 'Yes');
     const { result } = await session.complete();
-    expect(result!.code).toBe(SAMPLE_CODE.replace('<= items.length', '< items.length').replace('var sum', 'let sum').replace('var i', 'let i'));
+    expect(result!.code).toBe(
+      SAMPLE_CODE.replace('<= items.length', '< items.length').replace('var sum', 'let sum').replace('var i', 'let i'),
+    );
     expect(result!.fixed).toHaveLength(2);
   });
 
@@ -42,7 +44,9 @@ describe('examples/code-review.ts (seed 001: review, ask the user, fix)', () => 
   it('the committed recording (format version 1) replays with no back end and no user', async () => {
     const replayed = await replay(FIXTURE, codeReview);
     expect(replayed.aborted).toBe(false);
-    expect(replayed.result).toMatchObject({ fixed: ['Off-by-one: `i <= items.length` reads past the end of the array; use `<`.'] });
+    expect(replayed.result).toMatchObject({
+      fixed: ['Off-by-one: `i <= items.length` reads past the end of the array; use `<`.'],
+    });
     expect(replayed.result!.code).toContain('i < items.length');
     expect(replayed.result!.code).toContain('var sum');
     expect(outline(replayed.events)).toEqual([
@@ -79,16 +83,32 @@ describe('examples/dev-loop.ts (seed 002: the Ralph loop)', { timeout: 90_000 },
     expect(prompt.prompt).toContain('no-var');
     // The checkpoint already holds the second iteration's outcome while the loop waits.
     const waiting = await manager.getCheckpoint('dev-task-sample-sum-in_dev');
-    expect(waiting?.ralphLoop).toEqual({ currentIteration: 2, passedChecks: ['build', 'test'], failedChecks: ['lint'], lastError: 'lint: src/sum.mjs:2: no-var: use let or const' });
+    expect(waiting?.ralphLoop).toEqual({
+      currentIteration: 2,
+      passedChecks: ['build', 'test'],
+      failedChecks: ['lint'],
+      lastError: 'lint: src/sum.mjs:2: no-var: use let or const',
+    });
     session.reply(prompt.promptId, 'Continue');
 
     const { result } = await session.complete();
     expect(result).toMatchObject({ status: 'passed', iterations: 4 });
-    expect((result as Extract<DevLoopResult, { status: 'passed' }>).source).toContain('for (const n of numbers) total += n;');
-    expect(checks.map((event) => (event.type === 'custom' ? event.data['failed'] : undefined))).toEqual([['build', 'test'], ['lint'], ['test'], []]);
+    expect((result as Extract<DevLoopResult, { status: 'passed' }>).source).toContain(
+      'for (const n of numbers) total += n;',
+    );
+    expect(checks.map((event) => (event.type === 'custom' ? event.data['failed'] : undefined))).toEqual([
+      ['build', 'test'],
+      ['lint'],
+      ['test'],
+      [],
+    ]);
 
     const final = await manager.getCheckpoint('dev-task-sample-sum-in_dev');
-    expect(final?.ralphLoop).toEqual({ currentIteration: 4, passedChecks: ['build', 'lint', 'test'], failedChecks: [] });
+    expect(final?.ralphLoop).toEqual({
+      currentIteration: 4,
+      passedChecks: ['build', 'lint', 'test'],
+      failedChecks: [],
+    });
     const history = await manager.listCheckpoints('dev-task-sample-sum-in_dev');
     expect(history.map((checkpoint) => checkpoint.ralphLoop?.lastError ?? null)).toEqual([
       'build: SyntaxError: Unexpected end of input',
@@ -98,20 +118,25 @@ describe('examples/dev-loop.ts (seed 002: the Ralph loop)', { timeout: 90_000 },
     ]);
     // The dev agent's turns live in that task session too.
     const messages = await manager.getRecentMessages('dev-task-sample-sum-in_dev');
-    expect(messages.filter((message) => message.role === 'user').map((message) => message.content.split(':')[0])).toEqual([
-      'Iteration 1',
-      'Iteration 2',
-      'Iteration 3',
-      'Iteration 4',
-    ]);
+    expect(
+      messages.filter((message) => message.role === 'user').map((message) => message.content.split(':')[0]),
+    ).toEqual(['Iteration 1', 'Iteration 2', 'Iteration 3', 'Iteration 4']);
   });
 
   it('stops when the user says Stop, and without a user stops after the failures', async () => {
     const session = devLoop.create(undefined, { sessionManager: await openManager() }).startSession();
     session.on('user:prompt', (event) => session.reply(event.promptId, 'Stop'));
-    expect((await session.complete()).result).toEqual({ status: 'stopped', iterations: 2, lastError: 'lint: src/sum.mjs:2: no-var: use let or const' });
+    expect((await session.complete()).result).toEqual({
+      status: 'stopped',
+      iterations: 2,
+      lastError: 'lint: src/sum.mjs:2: no-var: use let or const',
+    });
     const { result } = await devLoop.create({ askAfterFailures: 1 }, { sessionManager: await openManager() }).run();
-    expect(result).toEqual({ status: 'stopped', iterations: 1, lastError: 'build: SyntaxError: Unexpected end of input' });
+    expect(result).toEqual({
+      status: 'stopped',
+      iterations: 1,
+      lastError: 'build: SyntaxError: Unexpected end of input',
+    });
   });
 
   it('a recorded loop replays, running the real checks again, with no back end and no user', async () => {

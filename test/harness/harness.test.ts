@@ -60,14 +60,23 @@ describe('run(): fire and forget', () => {
       'phase:complete plan',
       'custom planned',
     ]);
-    const deltas = result.events.filter((event): event is AgentStreamEvent => event.type === 'agent:event' && event.event.type === 'text_delta');
+    const deltas = result.events.filter(
+      (event): event is AgentStreamEvent => event.type === 'agent:event' && event.event.type === 'text_delta',
+    );
     expect(deltas.length).toBeGreaterThan(1);
-    expect(deltas.map((event) => (event.event.type === 'text_delta' ? event.event.delta : '')).join('')).toBe('The plan is ready.');
+    expect(deltas.map((event) => (event.event.type === 'text_delta' ? event.event.delta : '')).join('')).toBe(
+      'The plan is ready.',
+    );
   });
 
   it("keeps each agent's conversation as a workflow-scoped Parley session, built by managed request building", async () => {
     const backend = createScriptedBackend({ turns: [[step.text('First answer.')], [step.text('Second answer.')]] });
-    const writer = defineAgent({ name: 'Writer', role: 'You write release notes.', instructions: 'Be brief.', backend });
+    const writer = defineAgent({
+      name: 'Writer',
+      role: 'You write release notes.',
+      instructions: 'Be brief.',
+      backend,
+    });
     const harness = defineHarness({
       name: 'notes',
       agents: { writer },
@@ -119,17 +128,28 @@ describe('run(): fire and forget', () => {
   });
 
   it('rejects with the workflow error, after a task:failed event; an agent error block becomes AgentTurnError', async () => {
-    const backend = createScriptedBackend({ turns: [[step.text('partial '), step.error('The model is overloaded.', { retryable: true })]] });
+    const backend = createScriptedBackend({
+      turns: [[step.text('partial '), step.error('The model is overloaded.', { retryable: true })]],
+    });
     const agent = defineAgent({ name: 'A', role: 'r', backend });
     const events: SessionEvent[] = [];
-    const harness = defineHarness({ name: 'fails', agents: { agent }, run: async ({ agents, task }) => task('ask', () => agents.agent.run('hi')) });
-    const instance = harness.create(undefined, { sessionManager: await openManager() }).on('*', (event) => events.push(event));
+    const harness = defineHarness({
+      name: 'fails',
+      agents: { agent },
+      run: async ({ agents, task }) => task('ask', () => agents.agent.run('hi')),
+    });
+    const instance = harness
+      .create(undefined, { sessionManager: await openManager() })
+      .on('*', (event) => events.push(event));
     const error = (await expectCode(instance.run(), 'AGENT_TURN_FAILED')) as Error & { data: Record<string, unknown> };
     expect(error.message).toContain('The model is overloaded.');
     expect(error.data['retryable']).toBe(true);
     const failed = events.find((event) => event.type === 'task:failed');
     expect(failed).toMatchObject({ id: 'ask', error: { code: 'AGENT_TURN_FAILED' } });
-    expect(events.find((event) => event.type === 'agent:complete')).toMatchObject({ stopReason: 'error', output: 'partial ' });
+    expect(events.find((event) => event.type === 'agent:complete')).toMatchObject({
+      stopReason: 'error',
+      output: 'partial ',
+    });
   });
 
   it('an instance runs once', async () => {
@@ -147,7 +167,13 @@ describe('run(): fire and forget', () => {
       name: 'task-work',
       agents: { dev },
       run: async ({ agents }) => {
-        const id = await agents.dev.useSession({ type: 'task', agentType: 'dev', featureId: 'f1', taskId: 't1', taskState: 'in_dev' });
+        const id = await agents.dev.useSession({
+          type: 'task',
+          agentType: 'dev',
+          featureId: 'f1',
+          taskId: 't1',
+          taskState: 'in_dev',
+        });
         await agents.dev.run('Implement it.');
         return { id, same: await agents.dev.sessionId() };
       },
@@ -155,7 +181,10 @@ describe('run(): fire and forget', () => {
     const manager = await openManager();
     const { result } = await harness.create(undefined, { sessionManager: manager }).run();
     expect(result).toEqual({ id: 'dev-task-f1-t1-in_dev', same: 'dev-task-f1-t1-in_dev' });
-    expect((await manager.getRecentMessages('dev-task-f1-t1-in_dev')).map((message) => message.content)).toEqual(['Implement it.', 'done']);
+    expect((await manager.getRecentMessages('dev-task-f1-t1-in_dev')).map((message) => message.content)).toEqual([
+      'Implement it.',
+      'done',
+    ]);
   });
 });
 
@@ -163,9 +192,15 @@ describe('outputSchema', () => {
   const Schema = z.object({ issues: z.array(z.string()) });
 
   it('returns the validated value found in the text (a fenced JSON block after prose)', async () => {
-    const backend = createScriptedBackend({ turns: [[step.text('Two issues.\n```json\n{"issues": ["a", "b"]}\n```\nDone.')]] });
+    const backend = createScriptedBackend({
+      turns: [[step.text('Two issues.\n```json\n{"issues": ["a", "b"]}\n```\nDone.')]],
+    });
     const reviewer = defineAgent({ name: 'Reviewer', role: 'r', backend, outputSchema: Schema });
-    const harness = defineHarness({ name: 'schema', agents: { reviewer }, run: async ({ agents }) => agents.reviewer.run('review') });
+    const harness = defineHarness({
+      name: 'schema',
+      agents: { reviewer },
+      run: async ({ agents }) => agents.reviewer.run('review'),
+    });
     const { result } = await harness.create(undefined, { sessionManager: await openManager() }).run();
     expect(result).toEqual({ issues: ['a', 'b'] });
     // The back end was told the JSON Schema, so a back end that can constrain output does.
@@ -173,10 +208,16 @@ describe('outputSchema', () => {
   });
 
   it('asks once for a repair when the output does not match, then returns the repaired value', async () => {
-    const backend = createScriptedBackend({ turns: [[step.text('{"issues": "just one"}')], [step.text('{"issues": ["just one"]}')]] });
+    const backend = createScriptedBackend({
+      turns: [[step.text('{"issues": "just one"}')], [step.text('{"issues": ["just one"]}')]],
+    });
     const reviewer = defineAgent({ name: 'Reviewer', role: 'r', backend, outputSchema: Schema });
     const events: SessionEvent[] = [];
-    const harness = defineHarness({ name: 'repair', agents: { reviewer }, run: async ({ agents }) => agents.reviewer.run('review') });
+    const harness = defineHarness({
+      name: 'repair',
+      agents: { reviewer },
+      run: async ({ agents }) => agents.reviewer.run('review'),
+    });
     const { result } = await harness
       .create(undefined, { sessionManager: await openManager() })
       .on('agent:start', (event) => events.push(event))
@@ -185,14 +226,24 @@ describe('outputSchema', () => {
     expect(backend.calls).toHaveLength(2);
     expect(backend.calls[1]!.prompt).toContain('did not match the required output format');
     expect(backend.calls[1]!.prompt).toContain('issues');
-    expect(events.map((event) => (event.type === 'agent:start' ? event.repair ?? false : null))).toEqual([false, true]);
+    expect(events.map((event) => (event.type === 'agent:start' ? (event.repair ?? false) : null))).toEqual([
+      false,
+      true,
+    ]);
   });
 
   it('fails with OutputValidationError carrying the raw output after the repair attempt also fails', async () => {
     const backend = createScriptedBackend({ turns: [[step.text('no json here')], [step.text('still {not json')]] });
     const reviewer = defineAgent({ name: 'Reviewer', role: 'r', backend, outputSchema: Schema });
-    const harness = defineHarness({ name: 'invalid', agents: { reviewer }, run: async ({ agents }) => agents.reviewer.run('review') });
-    const error = await expectCode(harness.create(undefined, { sessionManager: await openManager() }).run(), 'OUTPUT_VALIDATION_FAILED');
+    const harness = defineHarness({
+      name: 'invalid',
+      agents: { reviewer },
+      run: async ({ agents }) => agents.reviewer.run('review'),
+    });
+    const error = await expectCode(
+      harness.create(undefined, { sessionManager: await openManager() }).run(),
+      'OUTPUT_VALIDATION_FAILED',
+    );
     expect(error).toBeInstanceOf(OutputValidationError);
     const typed = error as OutputValidationError;
     expect(typed.rawOutput).toBe('still {not json');
@@ -222,11 +273,31 @@ describe('retry', () => {
     const { result, events } = await harness.create().run();
     expect(result).toBe('ok');
     expect(calls).toBe(3);
-    expect(events.filter((event) => event.type.startsWith('retry:')).map((event) => ({ ...event, timestamp: undefined }))).toEqual([
+    expect(
+      events.filter((event) => event.type.startsWith('retry:')).map((event) => ({ ...event, timestamp: undefined })),
+    ).toEqual([
       { type: 'retry:attempt', name: 'flaky', attempt: 1, attempts: 3, timestamp: undefined },
-      { type: 'retry:failure', name: 'flaky', attempt: 1, attempts: 3, error: { name: 'Error', message: 'failure 1' }, willRetry: true, delayMs: 0, timestamp: undefined },
+      {
+        type: 'retry:failure',
+        name: 'flaky',
+        attempt: 1,
+        attempts: 3,
+        error: { name: 'Error', message: 'failure 1' },
+        willRetry: true,
+        delayMs: 0,
+        timestamp: undefined,
+      },
       { type: 'retry:attempt', name: 'flaky', attempt: 2, attempts: 3, timestamp: undefined },
-      { type: 'retry:failure', name: 'flaky', attempt: 2, attempts: 3, error: { name: 'Error', message: 'failure 2' }, willRetry: true, delayMs: 0, timestamp: undefined },
+      {
+        type: 'retry:failure',
+        name: 'flaky',
+        attempt: 2,
+        attempts: 3,
+        error: { name: 'Error', message: 'failure 2' },
+        willRetry: true,
+        delayMs: 0,
+        timestamp: undefined,
+      },
       { type: 'retry:attempt', name: 'flaky', attempt: 3, attempts: 3, timestamp: undefined },
     ]);
   });
@@ -236,12 +307,21 @@ describe('retry', () => {
       name: 'refused',
       agents: {},
       run: async ({ retry }) =>
-        retry('strict', async () => {
-          throw new TypeError('bad input');
-        }, { attempts: 5, backoff: 0, retryOn: (error) => !(error instanceof TypeError) }),
+        retry(
+          'strict',
+          async () => {
+            throw new TypeError('bad input');
+          },
+          { attempts: 5, backoff: 0, retryOn: (error) => !(error instanceof TypeError) },
+        ),
     });
     const events: SessionEvent[] = [];
-    await expect(refused.create().on('retry:failure', (event) => events.push(event)).run()).rejects.toThrow('bad input');
+    await expect(
+      refused
+        .create()
+        .on('retry:failure', (event) => events.push(event))
+        .run(),
+    ).rejects.toThrow('bad input');
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ willRetry: false, attempt: 1 });
 
@@ -249,15 +329,23 @@ describe('retry', () => {
       name: 'exhausted',
       agents: {},
       run: async ({ retry }) =>
-        retry('always', async (attempt) => {
-          throw new Error(`no ${attempt}`);
-        }, { attempts: 2, backoff: () => 0 }),
+        retry(
+          'always',
+          async (attempt) => {
+            throw new Error(`no ${attempt}`);
+          },
+          { attempts: 2, backoff: () => 0 },
+        ),
     });
     await expect(exhausted.create().run()).rejects.toThrow('no 2');
   });
 
   it('refuses attempts below one', async () => {
-    const harness = defineHarness({ name: 'bad-retry', agents: {}, run: async ({ retry }) => retry('x', async () => 1, { attempts: 0 }) });
+    const harness = defineHarness({
+      name: 'bad-retry',
+      agents: {},
+      run: async ({ retry }) => retry('x', async () => 1, { attempts: 0 }),
+    });
     await expectCode(harness.create().run(), 'INVALID_INPUT');
   });
 });
@@ -273,14 +361,15 @@ describe('parallel', () => {
       run: async ({ parallel, task }) =>
         parallel(
           'jobs',
-          [0, 1, 2, 3].map((index) => () =>
-            task(`job-${index}`, async () => {
-              running += 1;
-              most = Math.max(most, running);
-              await new Promise<void>((resolve) => releases.push(resolve));
-              running -= 1;
-              return index * 10;
-            }),
+          [0, 1, 2, 3].map(
+            (index) => () =>
+              task(`job-${index}`, async () => {
+                running += 1;
+                most = Math.max(most, running);
+                await new Promise<void>((resolve) => releases.push(resolve));
+                running -= 1;
+                return index * 10;
+              }),
           ),
           { concurrency: 2 },
         ),
@@ -295,7 +384,11 @@ describe('parallel', () => {
     const { result, events } = await done;
     expect(result).toEqual([0, 10, 20, 30]);
     expect(most).toBe(2);
-    expect(events.find((event) => event.type === 'parallel:start')).toMatchObject({ name: 'jobs', count: 4, concurrency: 2 });
+    expect(events.find((event) => event.type === 'parallel:start')).toMatchObject({
+      name: 'jobs',
+      count: 4,
+      concurrency: 2,
+    });
     const starts = events.filter((event) => event.type === 'task:start');
     expect(starts.map((event) => [event.type === 'task:start' ? event.id : '', event.branch])).toEqual(
       expect.arrayContaining([
@@ -325,7 +418,12 @@ describe('parallel', () => {
         ),
     });
     const events: SessionEvent[] = [];
-    await expect(harness.create().on('parallel:failed', (event) => events.push(event)).run()).rejects.toThrow('job 0 failed');
+    await expect(
+      harness
+        .create()
+        .on('parallel:failed', (event) => events.push(event))
+        .run(),
+    ).rejects.toThrow('job 0 failed');
     expect(started).toEqual([0]);
     expect(events).toHaveLength(1);
   });

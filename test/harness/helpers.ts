@@ -63,28 +63,30 @@ export function expectThrowsCode(work: () => unknown, code: string): unknown {
 
 /** The events' types, leaving out the stream of agent events. */
 export function outline(events: readonly SessionEvent[]): string[] {
-  return events.filter((event) => event.type !== 'agent:event').map((event) => {
-    switch (event.type) {
-      case 'phase:start':
-      case 'phase:complete':
-      case 'phase:failed':
-      case 'custom':
-        return `${event.type} ${event.name}`;
-      case 'task:start':
-      case 'task:complete':
-      case 'task:failed':
-        return `${event.type} ${event.id}`;
-      case 'agent:start':
-      case 'agent:complete':
-        return `${event.type} ${event.agent}`;
-      case 'user:prompt':
-      case 'user:reply':
-      case 'user:timeout':
-        return `${event.type} ${event.promptId}`;
-      default:
-        return event.type;
-    }
-  });
+  return events
+    .filter((event) => event.type !== 'agent:event')
+    .map((event) => {
+      switch (event.type) {
+        case 'phase:start':
+        case 'phase:complete':
+        case 'phase:failed':
+        case 'custom':
+          return `${event.type} ${event.name}`;
+        case 'task:start':
+        case 'task:complete':
+        case 'task:failed':
+          return `${event.type} ${event.id}`;
+        case 'agent:start':
+        case 'agent:complete':
+          return `${event.type} ${event.agent}`;
+        case 'user:prompt':
+        case 'user:reply':
+        case 'user:timeout':
+          return `${event.type} ${event.promptId}`;
+        default:
+          return event.type;
+      }
+    });
 }
 
 /** Resolves on the first event of this type (and predicate) the session emits. */

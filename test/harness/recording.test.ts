@@ -33,7 +33,10 @@ function forbiddenBackend(): AgentBackend {
  * A workflow that exercises every kind of recorded input: a live injection, two prompts answered in
  * reverse order, a prompt that times out to its default, and a message that waits for a turn.
  */
-function reviewWorkflow(backends: { reviewer: AgentBackend; fixer: AgentBackend }, variant: { fixPrompt?: string; extraPhase?: boolean } = {}) {
+function reviewWorkflow(
+  backends: { reviewer: AgentBackend; fixer: AgentBackend },
+  variant: { fixPrompt?: string; extraPhase?: boolean } = {},
+) {
   const reviewer = defineAgent({ name: 'Reviewer', role: 'You review.', backend: backends.reviewer });
   const fixer = defineAgent({ name: 'Fixer', role: 'You fix.', backend: backends.fixer });
   return defineHarness({
@@ -47,10 +50,21 @@ function reviewWorkflow(backends: { reviewer: AgentBackend; fixer: AgentBackend 
         () => session!.waitForUser('Fix everything?', { choices: ['Yes', 'No'] }),
         () => session!.waitForUser('Which style?', { choices: ['tabs', 'spaces'] }),
       ]);
-      const deadline = await session!.waitForUser('Deploy after fixing?', { choices: ['Yes', 'No'], timeout: 5_000, defaultChoice: 'No' });
+      const deadline = await session!.waitForUser('Deploy after fixing?', {
+        choices: ['Yes', 'No'],
+        timeout: 5_000,
+        defaultChoice: 'No',
+      });
       if (variant.extraPhase) await phase('extra', async () => undefined);
-      emit('decided', { scope: scope!.choice, style: style!.choice, deploy: deadline.choice, timedOut: deadline.timedOut ?? false });
-      state.code = await phase('fix', () => agents.fixer.run(variant.fixPrompt ?? `Fix with ${style!.choice}: ${state.code}`));
+      emit('decided', {
+        scope: scope!.choice,
+        style: style!.choice,
+        deploy: deadline.choice,
+        timedOut: deadline.timedOut ?? false,
+      });
+      state.code = await phase('fix', () =>
+        agents.fixer.run(variant.fixPrompt ?? `Fix with ${style!.choice}: ${state.code}`),
+      );
       return { code: state.code, deploy: deadline.choice };
     },
   });
@@ -58,8 +72,18 @@ function reviewWorkflow(backends: { reviewer: AgentBackend; fixer: AgentBackend 
 
 function scriptedBackends() {
   return {
-    reviewer: createScriptedBackend({ turns: [[step.thinking('Looking.'), step.text('Two problems.'), step.awaitInjection((message) => `Also noted: ${message}`)]] }),
-    fixer: createScriptedBackend({ turns: [[step.text('fixed code'), step.tool('format', { style: 'tabs' }, 'formatted')]] }),
+    reviewer: createScriptedBackend({
+      turns: [
+        [
+          step.thinking('Looking.'),
+          step.text('Two problems.'),
+          step.awaitInjection((message) => `Also noted: ${message}`),
+        ],
+      ],
+    }),
+    fixer: createScriptedBackend({
+      turns: [[step.text('fixed code'), step.tool('format', { style: 'tabs' }, 'formatted')]],
+    }),
   };
 }
 
@@ -67,10 +91,17 @@ function scriptedBackends() {
 async function recordReview(path: string): Promise<{ events: SessionEvent[]; result: unknown }> {
   vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
   const harness = reviewWorkflow(scriptedBackends());
-  const session = harness.create({ code: 'let x = 1' }, { sessionManager: await openManager() }).startSession({ record: path });
+  const session = harness
+    .create({ code: 'let x = 1' }, { sessionManager: await openManager() })
+    .startSession({ record: path });
   let sent = false;
   session.on('agent:event', (event) => {
-    if (!sent && event.agent === 'reviewer' && event.event.type === 'block_complete' && event.event.block.type === 'assistant_text') {
+    if (
+      !sent &&
+      event.agent === 'reviewer' &&
+      event.event.type === 'block_complete' &&
+      event.event.block.type === 'assistant_text'
+    ) {
       sent = true;
       session.send('the loop too');
     }
@@ -93,9 +124,20 @@ describe('recordings', () => {
     const { events, result } = await recordReview(path);
     expect(result).toEqual({ code: 'fixed code', deploy: 'No' });
 
-    const lines = (await readFile(path, 'utf8')).trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
-    expect(lines[0]).toMatchObject({ kind: 'header', formatVersion: RECORDING_FORMAT_VERSION, harness: 'review-and-fix', input: { code: 'let x = 1' } });
-    expect(lines[0]!['agents']).toEqual({ reviewer: { name: 'Reviewer', backend: 'scripted' }, fixer: { name: 'Fixer', backend: 'scripted' } });
+    const lines = (await readFile(path, 'utf8'))
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines[0]).toMatchObject({
+      kind: 'header',
+      formatVersion: RECORDING_FORMAT_VERSION,
+      harness: 'review-and-fix',
+      input: { code: 'let x = 1' },
+    });
+    expect(lines[0]!['agents']).toEqual({
+      reviewer: { name: 'Reviewer', backend: 'scripted' },
+      fixer: { name: 'Fixer', backend: 'scripted' },
+    });
 
     const recording = loadRecording(path);
     expect(recording.events.map((entry) => entry.event.type)).toEqual(events.map((event) => event.type));
@@ -123,30 +165,49 @@ describe('recordings', () => {
 
     expect(replayed.result).toEqual(original.result);
     expect(replayed.aborted).toBe(false);
-    const shape = (events: SessionEvent[]) => events.map((event) => `${event.type}${event.type === 'agent:event' ? `:${event.event.type}` : ''}`);
+    const shape = (events: SessionEvent[]) =>
+      events.map((event) => `${event.type}${event.type === 'agent:event' ? `:${event.event.type}` : ''}`);
     expect(shape(replayed.events)).toEqual(shape(original.events));
     // The replayed agents have real sessions again, with the recorded output.
-    const fixerSession = (replayed.events.find((event) => event.type === 'agent:start' && event.agent === 'fixer') as { sessionId: string }).sessionId;
-    expect((await manager.getRecentMessages(fixerSession)).map((message) => message.content)).toEqual(['Fix with tabs: let x = 1', 'fixed code']);
+    const fixerSession = (
+      replayed.events.find((event) => event.type === 'agent:start' && event.agent === 'fixer') as { sessionId: string }
+    ).sessionId;
+    expect((await manager.getRecentMessages(fixerSession)).map((message) => message.content)).toEqual([
+      'Fix with tabs: let x = 1',
+      'fixed code',
+    ]);
     // The injection was replayed into the running reviewer turn.
-    expect(replayed.events.find((event) => event.type === 'message:injected')).toMatchObject({ delivery: 'live', agent: 'reviewer' });
+    expect(replayed.events.find((event) => event.type === 'message:injected')).toMatchObject({
+      delivery: 'live',
+      agent: 'reviewer',
+    });
     // The timeout came from the recording, not the clock: no fake timers are running now.
-    expect(replayed.events.find((event) => event.type === 'user:timeout')).toMatchObject({ promptId: 'prompt-3', defaultChoice: 'No' });
+    expect(replayed.events.find((event) => event.type === 'user:timeout')).toMatchObject({
+      promptId: 'prompt-3',
+      defaultChoice: 'No',
+    });
   });
 
   it('replay fails at the first step where the run differs, saying what was expected and what happened', async () => {
     const path = join(await tempDir(), 'review.jsonl');
     await recordReview(path);
-    const changed = reviewWorkflow({ reviewer: forbiddenBackend(), fixer: forbiddenBackend() }, { fixPrompt: 'Fix it however you like.' });
+    const changed = reviewWorkflow(
+      { reviewer: forbiddenBackend(), fixer: forbiddenBackend() },
+      { fixPrompt: 'Fix it however you like.' },
+    );
     const error = await expectCode(replay(path, changed), 'REPLAY_DIVERGED');
     expect(error).toBeInstanceOf(ReplayDivergenceError);
     const divergence = error as ReplayDivergenceError;
     const recording = loadRecording(path);
-    const expectedStep = recording.events.findIndex((entry) => entry.event.type === 'agent:start' && entry.event['agent'] === 'fixer');
+    const expectedStep = recording.events.findIndex(
+      (entry) => entry.event.type === 'agent:start' && entry.event['agent'] === 'fixer',
+    );
     expect(divergence.step).toBe(expectedStep);
     expect(divergence.message).toContain(`step ${expectedStep}`);
     expect(divergence.message).toContain('agent:start agent="fixer"');
-    expect(divergence.message).toContain('at prompt: expected "Fix with tabs: let x = 1", got "Fix it however you like."');
+    expect(divergence.message).toContain(
+      'at prompt: expected "Fix with tabs: let x = 1", got "Fix it however you like."',
+    );
     expect(divergence.expected).toMatchObject({ prompt: 'Fix with tabs: let x = 1' });
     expect(divergence.actual).toMatchObject({ prompt: 'Fix it however you like.' });
   });
@@ -154,7 +215,10 @@ describe('recordings', () => {
   it('an extra step or a run that ends early is a divergence too', async () => {
     const path = join(await tempDir(), 'review.jsonl');
     await recordReview(path);
-    const extra = await expectCode(replay(path, reviewWorkflow({ reviewer: forbiddenBackend(), fixer: forbiddenBackend() }, { extraPhase: true })), 'REPLAY_DIVERGED');
+    const extra = await expectCode(
+      replay(path, reviewWorkflow({ reviewer: forbiddenBackend(), fixer: forbiddenBackend() }, { extraPhase: true })),
+      'REPLAY_DIVERGED',
+    );
     expect((extra as Error).message).toContain('but the run produced "phase:start name="extra""');
 
     const short = defineHarness({
@@ -164,7 +228,9 @@ describe('recordings', () => {
       run: async ({ agents, phase }) => phase('review', () => agents.reviewer.run('Review: let x = 1')),
     });
     const ended = await expectCode(replay(path, short), 'REPLAY_DIVERGED');
-    expect((ended as Error).message).toContain('expected "parallel:start name="questions"" but the run produced "session:complete"');
+    expect((ended as Error).message).toContain(
+      'expected "parallel:start name="questions"" but the run produced "session:complete"',
+    );
   });
 
   it('an aborted session replays to the same abort, mid-turn', async () => {
@@ -182,8 +248,12 @@ describe('recordings', () => {
           return 'finished';
         },
       });
-    const backend = createScriptedBackend({ turns: [[step.text('Step one done.'), step.wait(new Promise(() => {})), step.text('never')]] });
-    const session = make(backend).create(undefined, { sessionManager: await openManager() }).startSession({ record: path });
+    const backend = createScriptedBackend({
+      turns: [[step.text('Step one done.'), step.wait(new Promise(() => {})), step.text('never')]],
+    });
+    const session = make(backend)
+      .create(undefined, { sessionManager: await openManager() })
+      .startSession({ record: path });
     session.on('agent:event', (event) => {
       if (event.event.type === 'block_complete') session.abort('too slow');
     });
@@ -191,7 +261,12 @@ describe('recordings', () => {
     expect(original).toMatchObject({ aborted: true, abortReason: 'too slow', state: { stage: 'working' } });
 
     const replayed = await replay(path, make(forbiddenBackend()));
-    expect(replayed).toMatchObject({ aborted: true, abortReason: 'too slow', state: { stage: 'working' }, result: undefined });
+    expect(replayed).toMatchObject({
+      aborted: true,
+      abortReason: 'too slow',
+      state: { stage: 'working' },
+      result: undefined,
+    });
     expect(replayed.events.map((event) => event.type)).toEqual(original.events.map((event) => event.type));
   });
 
@@ -200,9 +275,15 @@ describe('recordings', () => {
     const make = (left: AgentBackend, right: AgentBackend) =>
       defineHarness({
         name: 'pair',
-        agents: { left: defineAgent({ name: 'Left', role: 'r', backend: left }), right: defineAgent({ name: 'Right', role: 'r', backend: right }) },
+        agents: {
+          left: defineAgent({ name: 'Left', role: 'r', backend: left }),
+          right: defineAgent({ name: 'Right', role: 'r', backend: right }),
+        },
         run: async ({ agents, parallel, task }) =>
-          parallel('both', [() => task('left', () => agents.left.run('L')), () => task('right', () => agents.right.run('R'))]),
+          parallel('both', [
+            () => task('left', () => agents.left.run('L')),
+            () => task('right', () => agents.right.run('R')),
+          ]),
       });
     const session = make(
       createScriptedBackend({ turns: [[step.text('left says a lot of words here')]] }),
@@ -235,7 +316,10 @@ describe('recordings', () => {
       .startSession({ record: path })
       .complete();
     expect(original.aborted).toBe(false);
-    const error = await expectCode(replay(path, make(forbiddenBackend(), false), undefined, { stallTimeoutMs: 50 }), 'REPLAY_DIVERGED');
+    const error = await expectCode(
+      replay(path, make(forbiddenBackend(), false), undefined, { stallTimeoutMs: 50 }),
+      'REPLAY_DIVERGED',
+    );
     expect((error as Error).message).toContain('produced no event');
     expect((error as Error).message).toContain('"custom name="side-note"" (step');
   });
@@ -244,7 +328,11 @@ describe('recordings', () => {
 describe('recording files', () => {
   it('a version this Parley does not know is refused with a clear error', () => {
     const error = expectThrowsCode(
-      () => parseRecording('{"kind":"header","formatVersion":2,"harness":"x","createdAt":"","agents":{}}\n', 'future.jsonl'),
+      () =>
+        parseRecording(
+          '{"kind":"header","formatVersion":2,"harness":"x","createdAt":"","agents":{}}\n',
+          'future.jsonl',
+        ),
       'UNSUPPORTED_RECORDING_VERSION',
     ) as Error;
     expect(error.message).toContain('version 2');
@@ -273,11 +361,13 @@ describe('recording files', () => {
   it('a path that cannot be written fails startSession at once', async () => {
     const harness = defineHarness({ name: 'x', agents: {}, run: async () => 1 });
     const dir = await tempDir();
-    const error = expectThrowsCode(() => harness.create().startSession({ record: join(dir, 'missing', 'r.jsonl') }), 'RECORDING_FAILED') as Error;
+    const error = expectThrowsCode(
+      () => harness.create().startSession({ record: join(dir, 'missing', 'r.jsonl') }),
+      'RECORDING_FAILED',
+    ) as Error;
     expect(error.message).toContain('missing');
   });
 });
-
 
 describe('recording failures', () => {
   it('an event that cannot be written makes complete() fail with RECORDING_FAILED', async () => {

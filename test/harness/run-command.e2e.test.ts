@@ -11,7 +11,8 @@ const MAIN = join(ROOT, 'src', 'cli', 'main.ts');
 const started: ChildProcessWithoutNullStreams[] = [];
 afterEach(() => {
   // A test that failed midway must not leave its parley process behind.
-  for (const child of started.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const child of started.splice(0))
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 });
 
 /** `parley …` as a process (through tsx, as in development), stdin piped, output collected. */
@@ -40,7 +41,9 @@ class Parley {
   waitFor(pattern: RegExp, from = 0): Promise<void> {
     return new Promise((resolve, reject) => {
       this.waiters.push({ pattern, from, resolve });
-      void this.exited.then((code) => reject(new Error(`parley exited (${code}) before ${pattern}:\n${this.stdout}\n${this.stderr}`)));
+      void this.exited.then((code) =>
+        reject(new Error(`parley exited (${code}) before ${pattern}:\n${this.stdout}\n${this.stderr}`)),
+      );
       this.check();
     });
   }
@@ -78,7 +81,9 @@ describe('parley run', { timeout: 120_000 }, () => {
     const sessions = new Parley(['sessions', '--json'], join(dir, 'data'));
     expect(await sessions.exited).toBe(0);
     const listed = JSON.parse(sessions.stdout) as Array<{ scope: { kind: string; harness?: string; agent?: string } }>;
-    expect(listed.map((session) => session.scope).sort((a, b) => String(a.agent).localeCompare(String(b.agent)))).toEqual([
+    expect(
+      listed.map((session) => session.scope).sort((a, b) => String(a.agent).localeCompare(String(b.agent))),
+    ).toEqual([
       { kind: 'workflow', harness: 'code-review', agent: 'fixer' },
       { kind: 'workflow', harness: 'code-review', agent: 'reviewer' },
     ]);

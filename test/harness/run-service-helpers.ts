@@ -37,7 +37,11 @@ export function manualClock(start = Date.parse('2026-01-05T09:00:00.000Z')): Man
 }
 
 /** Resolves with the run once `predicate` holds for it (checked now and on every update). */
-export async function waitForRun(service: RunService, runId: string, predicate: (run: RunRecord) => boolean): Promise<RunRecord> {
+export async function waitForRun(
+  service: RunService,
+  runId: string,
+  predicate: (run: RunRecord) => boolean,
+): Promise<RunRecord> {
   return new Promise((resolve, reject) => {
     const stop = service.on('run_updated', ({ run }) => {
       if (run.id === runId && predicate(run)) {
@@ -58,7 +62,11 @@ export const isWaiting = (run: RunRecord): boolean => run.status === 'waiting' &
 export const hasEnded = (run: RunRecord): boolean => ['complete', 'aborted', 'failed'].includes(run.status);
 
 /** A project folder with an (empty) workflow module file at `relative`, so the run service finds it. */
-export async function projectWithWorkflow(root: string, relative = 'workflows/review.ts', config?: unknown): Promise<string> {
+export async function projectWithWorkflow(
+  root: string,
+  relative = 'workflows/review.ts',
+  config?: unknown,
+): Promise<string> {
   await mkdir(join(root, 'workflows'), { recursive: true });
   await writeFile(join(root, relative), '// loaded through the test loader\n');
   if (config !== undefined) await writeFile(join(root, 'parley.config.json'), JSON.stringify(config));

@@ -1,13 +1,31 @@
 import { describe, expect, it } from 'vitest';
 import { createScriptedBackend, step, type ScriptedBackend } from '../../src/backends/index.js';
-import { createRunService, defineAgent, defineHarness, type AnyHarness, type RunService, type RunServiceOptions } from '../../src/harness/index.js';
+import {
+  createRunService,
+  defineAgent,
+  defineHarness,
+  type AnyHarness,
+  type RunService,
+  type RunServiceOptions,
+} from '../../src/harness/index.js';
 import { createSessionManager, type SessionManager } from '../../src/sessions/index.js';
 import { createMemoryRunStore, createMemoryStore, type RunStore } from '../../src/store/index.js';
 import { expectCode, tempDir } from './helpers.js';
-import { hasEnded, isWaiting, manualClock, projectWithWorkflow, waitForRun, type ManualClock } from './run-service-helpers.js';
+import {
+  hasEnded,
+  isWaiting,
+  manualClock,
+  projectWithWorkflow,
+  waitForRun,
+  type ManualClock,
+} from './run-service-helpers.js';
 
 /** The seed 001 code review, small: write, ask for approval, review. Counts each agent's calls. */
-function codeReview(writer: ScriptedBackend, reviewer: ScriptedBackend, options: { writePrompt?: string; timeout?: number; defaultChoice?: string } = {}): AnyHarness {
+function codeReview(
+  writer: ScriptedBackend,
+  reviewer: ScriptedBackend,
+  options: { writePrompt?: string; timeout?: number; defaultChoice?: string } = {},
+): AnyHarness {
   return defineHarness({
     name: 'code-review',
     agents: {
@@ -18,7 +36,9 @@ function codeReview(writer: ScriptedBackend, reviewer: ScriptedBackend, options:
     async run(context) {
       const startedAt = context.now();
       const token = context.random();
-      const draft = await context.phase('write', () => context.agents.writer.run(options.writePrompt ?? `Write ${String((context.input as { file: string }).file)}`));
+      const draft = await context.phase('write', () =>
+        context.agents.writer.run(options.writePrompt ?? `Write ${String((context.input as { file: string }).file)}`),
+      );
       const answer = await context.phase('approve', () =>
         context.session!.waitForUser(`Approve this draft? ${draft}`, {
           choices: ['yes', 'no'],
@@ -27,7 +47,9 @@ function codeReview(writer: ScriptedBackend, reviewer: ScriptedBackend, options:
         }),
       );
       context.state.approved = answer.choice === 'yes';
-      const review = await context.phase('review', () => context.agents.reviewer.run(`Review (${answer.choice ?? answer.content}): ${draft}`));
+      const review = await context.phase('review', () =>
+        context.agents.reviewer.run(`Review (${answer.choice ?? answer.content}): ${draft}`),
+      );
       return { draft, review, approved: context.state.approved, timedOut: answer.timedOut === true, startedAt, token };
     },
   }) as AnyHarness;
@@ -46,8 +68,12 @@ interface World {
 }
 
 async function world(harnessOptions: Parameters<typeof codeReview>[2] = {}): Promise<World> {
-  const root = await projectWithWorkflow(await tempDir(), 'workflows/review.ts', { workflows: { review: 'workflows/review.ts' } });
-  const writer = createScriptedBackend({ defaultTurn: (call) => [step.text(`draft of "${call.prompt.split('\n').pop()}"`)] });
+  const root = await projectWithWorkflow(await tempDir(), 'workflows/review.ts', {
+    workflows: { review: 'workflows/review.ts' },
+  });
+  const writer = createScriptedBackend({
+    defaultTurn: (call) => [step.text(`draft of "${call.prompt.split('\n').pop()}"`)],
+  });
   const reviewer = createScriptedBackend({ defaultTurn: () => [step.text('looks good')] });
   const harness = codeReview(writer, reviewer, harnessOptions);
   const manager = await createSessionManager({ store: createMemoryStore() });
@@ -111,7 +137,12 @@ describe('durable runs: the run service', () => {
     expect(outcome.accepted).toBe(true);
     const done = await waitForRun(second, started.id, hasEnded);
     expect(done.status).toBe('complete');
-    expect(done.result).toMatchObject({ draft: 'draft of "Write a.ts"', review: 'looks good', approved: true, startedAt: Date.parse('2026-01-05T09:00:00.000Z') });
+    expect(done.result).toMatchObject({
+      draft: 'draft of "Write a.ts"',
+      review: 'looks good',
+      approved: true,
+      startedAt: Date.parse('2026-01-05T09:00:00.000Z'),
+    });
     expect(w.writer.calls).toHaveLength(1);
     expect(w.reviewer.calls).toHaveLength(1);
     expect(done.phases).toEqual(['write', 'approve', 'review']);
@@ -119,7 +150,18 @@ describe('durable runs: the run service', () => {
     const journal = await w.runStore.readJournal(started.id);
     expect(journal.slice(0, journalBefore.length)).toEqual(journalBefore);
     expect(journal.filter((entry) => entry.kind === 'prompt')).toHaveLength(1);
-    expect(journal.map((entry) => entry.kind)).toEqual(['now', 'random', 'session', 'turn-start', 'turn', 'prompt', 'reply', 'session', 'turn-start', 'turn']);
+    expect(journal.map((entry) => entry.kind)).toEqual([
+      'now',
+      'random',
+      'session',
+      'turn-start',
+      'turn',
+      'prompt',
+      'reply',
+      'session',
+      'turn-start',
+      'turn',
+    ]);
     expect(done.journalLength).toBe(journal.length);
     await closeAll(w);
   });
@@ -148,7 +190,9 @@ describe('durable runs: the run service', () => {
     const { token, ...sameB } = resumed;
     expect(sameB).toEqual(sameA);
     // random() was journaled: the resumed run saw the value the first process handed out.
-    const journaled = (await w.runStore.readJournal(started.id)).find((entry) => entry.kind === 'random')!.data as { value: number };
+    const journaled = (await w.runStore.readJournal(started.id)).find((entry) => entry.kind === 'random')!.data as {
+      value: number;
+    };
     expect(token).toBe(journaled.value);
     expect(before.status).toBe('waiting');
     await closeAll(w);
@@ -244,7 +288,10 @@ describe('durable runs: the run service', () => {
     const second = w.open({ harness: reordered, stallTimeoutMs: 50 });
     await second.recoverRuns();
     const failed = await waitForRun(second, started.id, hasEnded);
-    expect(failed).toMatchObject({ status: 'failed', error: { code: 'REPLAY_DIVERGED', step: 'the session of agent "reviewer"' } });
+    expect(failed).toMatchObject({
+      status: 'failed',
+      error: { code: 'REPLAY_DIVERGED', step: 'the session of agent "reviewer"' },
+    });
     expect(w.reviewer.calls).toHaveLength(0);
     expect(w.writer.calls).toHaveLength(1);
     await closeAll(w);
@@ -283,7 +330,8 @@ describe('durable runs: the run service', () => {
       const second = w.open();
       await second.recoverRuns();
       const done = await waitForRun(second, started.id, hasEnded);
-      if (defaultChoice !== undefined) expect(done).toMatchObject({ status: 'complete', result: { timedOut: true, approved: false } });
+      if (defaultChoice !== undefined)
+        expect(done).toMatchObject({ status: 'complete', result: { timedOut: true, approved: false } });
       else expect(done).toMatchObject({ status: 'failed', error: { code: 'PROMPT_TIMEOUT' } });
       expect((await w.runStore.readJournal(started.id)).filter((entry) => entry.kind === 'timeout')).toHaveLength(1);
       await closeAll(w);
@@ -294,7 +342,8 @@ describe('durable runs: the run service', () => {
     const w = await world();
     const first = w.open();
     const ids: string[] = [];
-    for (let index = 0; index < 20; index++) ids.push((await first.startRun({ workflow: 'review', input: { file: `f${index}.ts` } })).id);
+    for (let index = 0; index < 20; index++)
+      ids.push((await first.startRun({ workflow: 'review', input: { file: `f${index}.ts` } })).id);
     await Promise.all(ids.map((id) => waitForRun(first, id, isWaiting)));
     await first.close();
 
@@ -359,7 +408,10 @@ describe('durable runs: the run service', () => {
     const service = w.open();
     const run = await service.startRun({ workflow: 'review', input: { file: 'a.ts' } });
     await waitForRun(service, run.id, isWaiting);
-    expect(await service.answerPrompt(run.id, 'prompt-1', 'maybe')).toMatchObject({ accepted: false, message: expect.stringMatching(/not one of the choices/) });
+    expect(await service.answerPrompt(run.id, 'prompt-1', 'maybe')).toMatchObject({
+      accepted: false,
+      message: expect.stringMatching(/not one of the choices/),
+    });
     expect((await service.getRun(run.id)).status).toBe('waiting');
     expect((await service.answerPrompt(run.id, 'prompt-1', 'yes')).accepted).toBe(true);
     await expectCode(service.answerPrompt(run.id, 'prompt-1', 'no'), 'PROMPT_ALREADY_ANSWERED');
@@ -394,7 +446,7 @@ describe('durable runs: the run service', () => {
     await closeAll(w);
   });
 
-  it('runs a named project\'s workflow from that project\'s folder, and lists runs by project', async () => {
+  it("runs a named project's workflow from that project's folder, and lists runs by project", async () => {
     const w = await world();
     const other = await projectWithWorkflow(await tempDir(), 'workflows/other.ts');
     const loaded: string[] = [];
@@ -409,7 +461,10 @@ describe('durable runs: the run service', () => {
     const run = await service.startRun({ workflow: 'workflows/other.ts', project: 'shop', input: { file: 'a.ts' } });
     expect(run.project).toBe('shop');
     expect(run.workflow.path).toBe(`${other}/workflows/other.ts`);
-    await expectCode(service.startRun({ workflow: 'workflows/other.ts', input: { file: 'a.ts' } }), 'WORKFLOW_LOAD_FAILED');
+    await expectCode(
+      service.startRun({ workflow: 'workflows/other.ts', input: { file: 'a.ts' } }),
+      'WORKFLOW_LOAD_FAILED',
+    );
     expect((await service.listRuns({ project: 'shop' })).map((record) => record.id)).toEqual([run.id]);
     expect(loaded).toEqual([`${other}/workflows/other.ts`]);
     await closeAll(w);

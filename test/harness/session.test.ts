@@ -40,7 +40,12 @@ describe('waitForUser', () => {
     expect(result.aborted).toBe(false);
     expect(result.result).toMatchObject({ content: 'No', choice: 'No' });
     expect(session.status).toBe('complete');
-    expect(outline(result.events)).toEqual(['harness:start', 'user:prompt prompt-1', 'user:reply prompt-1', 'session:complete']);
+    expect(outline(result.events)).toEqual([
+      'harness:start',
+      'user:prompt prompt-1',
+      'user:reply prompt-1',
+      'session:complete',
+    ]);
   });
 
   it("a reply the validator refuses gets the validator's message back and the prompt keeps waiting", async () => {
@@ -48,21 +53,32 @@ describe('waitForUser', () => {
       name: 'validate',
       agents: {},
       run: async ({ session }) =>
-        session!.waitForUser('How many workers?', { validator: (input) => (/^\d+$/.test(input) ? true : 'Enter a whole number, like 3.') }),
+        session!.waitForUser('How many workers?', {
+          validator: (input) => (/^\d+$/.test(input) ? true : 'Enter a whole number, like 3.'),
+        }),
     });
     const session = harness.create().startSession();
     const rejected: SessionEvent[] = [];
     session.on('user:reply-rejected', (event) => rejected.push(event));
     const prompt = await nextEvent(session, 'user:prompt');
-    expect(session.reply(prompt.promptId, 'three')).toEqual({ accepted: false, message: 'Enter a whole number, like 3.' });
+    expect(session.reply(prompt.promptId, 'three')).toEqual({
+      accepted: false,
+      message: 'Enter a whole number, like 3.',
+    });
     expect(session.status).toBe('waiting');
-    expect(rejected).toMatchObject([{ promptId: 'prompt-1', content: 'three', message: 'Enter a whole number, like 3.' }]);
+    expect(rejected).toMatchObject([
+      { promptId: 'prompt-1', content: 'three', message: 'Enter a whole number, like 3.' },
+    ]);
     expect(session.reply(prompt.promptId, '3').accepted).toBe(true);
     expect((await session.complete()).result).toMatchObject({ content: '3' });
   });
 
   it('a reply that is not one of the choices is refused, naming them', async () => {
-    const harness = defineHarness({ name: 'choices', agents: {}, run: async ({ session }) => session!.waitForUser('Fix?', { choices: ['Yes', 'No'] }) });
+    const harness = defineHarness({
+      name: 'choices',
+      agents: {},
+      run: async ({ session }) => session!.waitForUser('Fix?', { choices: ['Yes', 'No'] }),
+    });
     const session = harness.create().startSession();
     const prompt = await nextEvent(session, 'user:prompt');
     const refused = session.reply(prompt.promptId, { choice: 'Maybe' });
@@ -73,7 +89,11 @@ describe('waitForUser', () => {
   });
 
   it('a reply to an unknown or an answered prompt is an error with a code', async () => {
-    const harness = defineHarness({ name: 'errors', agents: {}, run: async ({ session }) => session!.waitForUser('Go?') });
+    const harness = defineHarness({
+      name: 'errors',
+      agents: {},
+      run: async ({ session }) => session!.waitForUser('Go?'),
+    });
     const session = harness.create().startSession();
     const prompt = await nextEvent(session, 'user:prompt');
     const unknown = expectThrowsCode(() => session.reply('prompt-99', 'hi'), 'UNKNOWN_PROMPT') as Error;
@@ -107,7 +127,8 @@ describe('waitForUser', () => {
     const harness = defineHarness({
       name: 'timeout-default',
       agents: {},
-      run: async ({ session }) => session!.waitForUser('Deploy now?', { choices: ['Yes', 'No'], timeout: 30_000, defaultChoice: 'No' }),
+      run: async ({ session }) =>
+        session!.waitForUser('Deploy now?', { choices: ['Yes', 'No'], timeout: 30_000, defaultChoice: 'No' }),
     });
     const session = harness.create().startSession();
     const prompt = await nextEvent(session, 'user:prompt');
@@ -116,7 +137,10 @@ describe('waitForUser', () => {
     await vi.advanceTimersByTimeAsync(1);
     const result = await session.complete();
     expect(result.result).toMatchObject({ content: 'No', choice: 'No', timedOut: true });
-    expect(result.events.find((event) => event.type === 'user:timeout')).toMatchObject({ promptId: prompt.promptId, defaultChoice: 'No' });
+    expect(result.events.find((event) => event.type === 'user:timeout')).toMatchObject({
+      promptId: prompt.promptId,
+      defaultChoice: 'No',
+    });
     expectThrowsCode(() => session.reply(prompt.promptId, 'Yes'), 'PROMPT_ALREADY_ANSWERED');
   });
 
@@ -160,10 +184,16 @@ describe('waitForUser', () => {
 });
 
 describe('messages', () => {
-  it('send reaches the running turn through the back end\'s injection, and the session shows it', async () => {
-    const backend = createScriptedBackend({ turns: [[step.text('Working on it.'), step.awaitInjection((message) => `Noted: ${message}`)]] });
+  it("send reaches the running turn through the back end's injection, and the session shows it", async () => {
+    const backend = createScriptedBackend({
+      turns: [[step.text('Working on it.'), step.awaitInjection((message) => `Noted: ${message}`)]],
+    });
     const worker = defineAgent({ name: 'Worker', role: 'r', backend });
-    const harness = defineHarness({ name: 'inject', agents: { worker }, run: async ({ agents }) => agents.worker.run('Start.') });
+    const harness = defineHarness({
+      name: 'inject',
+      agents: { worker },
+      run: async ({ agents }) => agents.worker.run('Start.'),
+    });
     const manager = await openManager();
     const session = harness.create(undefined, { sessionManager: manager }).startSession();
     await nextEvent(session, 'agent:event', (event) => event.event.type === 'block_complete');
@@ -171,10 +201,16 @@ describe('messages', () => {
     const result = await session.complete();
     expect(result.result).toBe('Working on it.\n\nNoted: Use tabs, not spaces.');
     expect(backend.calls[0]!.injected).toEqual(['Use tabs, not spaces.']);
-    expect(result.events.find((event) => event.type === 'message:injected')).toMatchObject({ agent: 'worker', delivery: 'live' });
+    expect(result.events.find((event) => event.type === 'message:injected')).toMatchObject({
+      agent: 'worker',
+      delivery: 'live',
+    });
     const sessionId = (result.events.find((event) => event.type === 'agent:start') as { sessionId: string }).sessionId;
     const messages = await manager.getRecentMessages(sessionId);
-    expect(messages.find((message) => message.content === 'Use tabs, not spaces.')).toMatchObject({ role: 'user', metadata: { injected: true } });
+    expect(messages.find((message) => message.content === 'Use tabs, not spaces.')).toMatchObject({
+      role: 'user',
+      metadata: { injected: true },
+    });
   });
 
   it('a message sent while no agent runs waits for the next turn (or readMessages)', async () => {
@@ -190,7 +226,12 @@ describe('messages', () => {
         await session!.waitForUser('Again?');
         const read = session!.readMessages();
         await agents.worker.run('Go again.');
-        return { prompt: prompt.content, before, read: read.map((message) => message.content), after: session!.hasMessages() };
+        return {
+          prompt: prompt.content,
+          before,
+          read: read.map((message) => message.content),
+          after: session!.hasMessages(),
+        };
       },
     });
     const session = harness.create(undefined, { sessionManager: await openManager() }).startSession();
@@ -204,8 +245,14 @@ describe('messages', () => {
     expect(result.result).toEqual({ prompt: 'yes', before: true, read: ['Read by the workflow.'], after: false });
     expect(backend.calls[0]!.prompt).toBe('Messages from the user while you were working:\n- Mind the tests.\n\nGo.');
     expect(backend.calls[1]!.prompt).toBe('Go again.');
-    expect(result.events.filter((event) => event.type === 'message:injected').map((event) => event.type === 'message:injected' && event.delivery)).toEqual(['queue', 'queue']);
-    expect(result.events.find((event) => event.type === 'agent:start')).toMatchObject({ messages: ['Mind the tests.'] });
+    expect(
+      result.events
+        .filter((event) => event.type === 'message:injected')
+        .map((event) => event.type === 'message:injected' && event.delivery),
+    ).toEqual(['queue', 'queue']);
+    expect(result.events.find((event) => event.type === 'agent:start')).toMatchObject({
+      messages: ['Mind the tests.'],
+    });
   });
 
   it('sendTo an agent that is not running waits in its inbox for its next turn; other agents do not get it', async () => {
@@ -246,13 +293,18 @@ describe('messages', () => {
     session.send('Later, please.');
     release();
     const result = await session.complete();
-    expect(result.events.find((event) => event.type === 'message:injected')).toMatchObject({ agent: 'worker', delivery: 'inbox' });
+    expect(result.events.find((event) => event.type === 'message:injected')).toMatchObject({
+      agent: 'worker',
+      delivery: 'inbox',
+    });
     expect(backend.calls[0]!.injected).toEqual([]);
     expect(backend.calls[1]!.prompt).toContain('- Later, please.\n\nTurn two.');
   });
 
   it('send after the session ended is an error', async () => {
-    const session = defineHarness({ name: 'ended', agents: {}, run: async () => 1 }).create().startSession();
+    const session = defineHarness({ name: 'ended', agents: {}, run: async () => 1 })
+      .create()
+      .startSession();
     await session.complete();
     expectThrowsCode(() => session.send('hello?'), 'SESSION_ENDED');
   });
@@ -261,7 +313,9 @@ describe('messages', () => {
 describe('abort', () => {
   it('mid-turn: the turn ends with a system block, complete() resolves aborted with the partial state, nothing escapes', async () => {
     const unhandled = watchUnhandledRejections();
-    const backend = createScriptedBackend({ turns: [[step.text('Half of the answer'), step.wait(never), step.text('never said')]] });
+    const backend = createScriptedBackend({
+      turns: [[step.text('Half of the answer'), step.wait(never), step.text('never said')]],
+    });
     const worker = defineAgent({ name: 'Worker', role: 'r', backend });
     const harness = defineHarness({
       name: 'abort-turn',
@@ -283,7 +337,12 @@ describe('abort', () => {
     session.abort('the user changed their mind');
     expect(session.status).toBe('aborted');
     const result = await session.complete();
-    expect(result).toMatchObject({ aborted: true, abortReason: 'the user changed their mind', result: undefined, state: { progress: 'asked the worker' } });
+    expect(result).toMatchObject({
+      aborted: true,
+      abortReason: 'the user changed their mind',
+      result: undefined,
+      state: { progress: 'asked the worker' },
+    });
     expect(session.status).toBe('aborted');
     const complete = result.events.find((event) => event.type === 'agent:complete');
     expect(complete).toMatchObject({ stopReason: 'aborted', output: 'Half of the answer' });
@@ -291,7 +350,11 @@ describe('abort', () => {
     const conversation = await manager.loadConversation(sessionId);
     expect(conversation.blocks.map((block) => block.type)).toEqual(['user_message', 'assistant_text', 'system']);
     expect(conversation.blocks[2]).toMatchObject({ type: 'system', subtype: 'aborted' });
-    expect(result.events.at(-1)).toMatchObject({ type: 'session:complete', aborted: true, abortReason: 'the user changed their mind' });
+    expect(result.events.at(-1)).toMatchObject({
+      type: 'session:complete',
+      aborted: true,
+      abortReason: 'the user changed their mind',
+    });
     expect(unhandled).toEqual([]);
   });
 
@@ -318,7 +381,11 @@ describe('abort', () => {
 
   it("the caller's signal aborts the session", async () => {
     const controller = new AbortController();
-    const harness = defineHarness({ name: 'signal', agents: {}, run: async ({ session }) => session!.waitForUser('Wait') });
+    const harness = defineHarness({
+      name: 'signal',
+      agents: {},
+      run: async ({ session }) => session!.waitForUser('Wait'),
+    });
     const session = harness.create().startSession({ signal: controller.signal });
     await nextEvent(session, 'user:prompt');
     controller.abort('shutting down');
@@ -328,13 +395,19 @@ describe('abort', () => {
   it('the signal reaches a running back end: a turn blocked on its back end ends at once', async () => {
     const backend = createScriptedBackend({ turns: [[step.awaitInjection()]] });
     const worker = defineAgent({ name: 'Worker', role: 'r', backend });
-    const harness = defineHarness({ name: 'abort-backend', agents: { worker }, run: async ({ agents }) => agents.worker.run('Wait for me.') });
+    const harness = defineHarness({
+      name: 'abort-backend',
+      agents: { worker },
+      run: async ({ agents }) => agents.worker.run('Wait for me.'),
+    });
     const session = harness.create(undefined, { sessionManager: await openManager() }).startSession();
     await nextEvent(session, 'agent:start');
     session.abort();
     const result = await session.complete();
     expect(result.aborted).toBe(true);
-    const blocks = result.events.flatMap((event) => (event.type === 'agent:event' && event.event.type === 'block_complete' ? [event.event.block] : []));
+    const blocks = result.events.flatMap((event) =>
+      event.type === 'agent:event' && event.event.type === 'block_complete' ? [event.event.block] : [],
+    );
     expect(blocks.at(-1)).toMatchObject({ type: 'system', subtype: 'aborted' });
   });
 });
@@ -343,7 +416,11 @@ describe('the session as an event stream', () => {
   it('for await yields every event; a consumer that starts late misses nothing', async () => {
     const backend = createScriptedBackend({ turns: [[step.text('hello there')]] });
     const greeter = defineAgent({ name: 'Greeter', role: 'r', backend });
-    const harness = defineHarness({ name: 'stream', agents: { greeter }, run: async ({ agents, phase }) => phase('greet', () => agents.greeter.run('Hi')) });
+    const harness = defineHarness({
+      name: 'stream',
+      agents: { greeter },
+      run: async ({ agents, phase }) => phase('greet', () => agents.greeter.run('Hi')),
+    });
     const session = harness.create(undefined, { sessionManager: await openManager() }).startSession();
     const early = (async () => {
       const seen: SessionEvent[] = [];
@@ -359,7 +436,9 @@ describe('the session as an event stream', () => {
   });
 
   it('handlers attached right after startSession() see the first event', async () => {
-    const session = defineHarness({ name: 'first', agents: {}, run: async () => 1 }).create().startSession();
+    const session = defineHarness({ name: 'first', agents: {}, run: async () => 1 })
+      .create()
+      .startSession();
     const types: string[] = [];
     session.on('*', (event) => types.push(event.type));
     await session.complete();
@@ -401,7 +480,16 @@ describe('the session as an event stream', () => {
     session.resume();
     const result = await session.complete();
     expect(result.result).toBe('done');
-    expect(outline(result.events)).toEqual(['harness:start', 'user:prompt prompt-1', 'session:paused', 'user:reply prompt-1', 'session:resumed', 'phase:start after', 'phase:complete after', 'session:complete']);
+    expect(outline(result.events)).toEqual([
+      'harness:start',
+      'user:prompt prompt-1',
+      'session:paused',
+      'user:reply prompt-1',
+      'session:resumed',
+      'phase:start after',
+      'phase:complete after',
+      'session:complete',
+    ]);
   });
 });
 

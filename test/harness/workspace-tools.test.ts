@@ -10,7 +10,13 @@ describe('a workflow agent with workspace tools', () => {
   it('asks the workflow’s onPermissionRequest callback: an allowed write happens, a denied command does not run', async () => {
     const root = await tempDir();
     const backend = createScriptedBackend({
-      turns: [[step.tool('write_file', { path: 'plan.md', content: '# Plan\n' }), step.tool('run_command', { command: 'touch forbidden' }), step.text('Wrote the plan.')]],
+      turns: [
+        [
+          step.tool('write_file', { path: 'plan.md', content: '# Plan\n' }),
+          step.tool('run_command', { command: 'touch forbidden' }),
+          step.text('Wrote the plan.'),
+        ],
+      ],
     });
     const asked: ApprovalRequest[] = [];
     const writer = defineAgent({
@@ -26,20 +32,40 @@ describe('a workflow agent with workspace tools', () => {
         },
       },
     });
-    const harness = defineHarness({ name: 'plan', agents: { writer }, run: ({ agents }) => agents.writer.run('Write the plan.') });
+    const harness = defineHarness({
+      name: 'plan',
+      agents: { writer },
+      run: ({ agents }) => agents.writer.run('Write the plan.'),
+    });
     const result = await harness.create(undefined, { sessionManager: await openManager() }).run();
     expect(result.result).toBe('Wrote the plan.');
-    expect(asked.map((request) => [request.tool, request.title])).toEqual([['write_file', 'Create plan.md'], ['run_command', 'Run `touch forbidden`']]);
+    expect(asked.map((request) => [request.tool, request.title])).toEqual([
+      ['write_file', 'Create plan.md'],
+      ['run_command', 'Run `touch forbidden`'],
+    ]);
     expect(await fs.readFile(path.join(root, 'plan.md'), 'utf8')).toBe('# Plan\n');
     await expect(fs.access(path.join(root, 'forbidden'))).rejects.toThrow();
-    expect(backend.calls[0]!.tools!.map((tool) => tool.name)).toEqual(['read_file', 'list_files', 'glob', 'grep', 'edit_file', 'write_file', 'run_command']);
+    expect(backend.calls[0]!.tools!.map((tool) => tool.name)).toEqual([
+      'read_file',
+      'list_files',
+      'glob',
+      'grep',
+      'edit_file',
+      'write_file',
+      'run_command',
+    ]);
     expect(backend.calls[0]!.cwd).toBe(root);
   });
 
   it('defineAgent refuses a mode that asks without a callback to answer', () => {
     const backend = createScriptedBackend();
-    const error = expectThrowsCode(() => defineAgent({ name: 'x', role: 'r', backend, workspace: { root: '/tmp' } }), 'INVALID_DEFINITION') as Error;
+    const error = expectThrowsCode(
+      () => defineAgent({ name: 'x', role: 'r', backend, workspace: { root: '/tmp' } }),
+      'INVALID_DEFINITION',
+    ) as Error;
     expect(error.message).toContain('workspace.onPermissionRequest');
-    expect(defineAgent({ name: 'x', role: 'r', backend, workspace: { root: '/tmp', mode: 'plan' } }).workspace?.mode).toBe('plan');
+    expect(
+      defineAgent({ name: 'x', role: 'r', backend, workspace: { root: '/tmp', mode: 'plan' } }).workspace?.mode,
+    ).toBe('plan');
   });
 });

@@ -19,7 +19,8 @@ export function heldStore(): { store: SessionStore; held: HeldAppend[]; hold(): 
   const store = new Proxy(inner, {
     get(target, key) {
       const value = Reflect.get(target, key) as unknown;
-      if (key !== 'append') return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      if (key !== 'append')
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
       return (sessionId: string, drafts: readonly StreamEventDraft[]) => {
         const written = target.append(sessionId, drafts);
         if (!holding) return written;

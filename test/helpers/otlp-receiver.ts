@@ -45,7 +45,9 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
           }
         }
       } else if (request.url === '/v1/metrics') {
-        for (const resource of body.resourceMetrics ?? []) for (const scope of resource.scopeMetrics ?? []) for (const metric of scope.metrics ?? []) metricNames.add(metric.name);
+        for (const resource of body.resourceMetrics ?? [])
+          for (const scope of resource.scopeMetrics ?? [])
+            for (const metric of scope.metrics ?? []) metricNames.add(metric.name);
       }
       response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
@@ -75,7 +77,16 @@ interface AnyValue {
 interface OtlpBody {
   resourceSpans?: Array<{
     resource?: { attributes?: Array<{ key: string; value: AnyValue }> };
-    scopeSpans?: Array<{ spans?: Array<{ name: string; traceId: string; spanId: string; parentSpanId?: string; attributes?: Array<{ key: string; value: AnyValue }>; status?: { code?: number } }> }>;
+    scopeSpans?: Array<{
+      spans?: Array<{
+        name: string;
+        traceId: string;
+        spanId: string;
+        parentSpanId?: string;
+        attributes?: Array<{ key: string; value: AnyValue }>;
+        status?: { code?: number };
+      }>;
+    }>;
   }>;
   resourceMetrics?: Array<{ scopeMetrics?: Array<{ metrics?: Array<{ name: string }> }> }>;
 }
@@ -100,7 +111,9 @@ function flattenSpans(body: OtlpBody): ReceivedSpan[] {
           traceId: span.traceId,
           spanId: span.spanId,
           parentSpanId: span.parentSpanId || undefined,
-          attributes: Object.fromEntries((span.attributes ?? []).map((attribute) => [attribute.key, unwrap(attribute.value)])),
+          attributes: Object.fromEntries(
+            (span.attributes ?? []).map((attribute) => [attribute.key, unwrap(attribute.value)]),
+          ),
           status: span.status?.code,
           serviceName: serviceName ? (unwrap(serviceName.value) as string) : undefined,
         });

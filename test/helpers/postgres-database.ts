@@ -17,12 +17,14 @@ export function useTestDatabase(prefix: string): { url(): string } {
     databaseUrl = postgres.url({ database });
   }, 120_000);
   afterAll(async () => {
-    if (postgres && !postgres.local) await postgres.admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => undefined);
+    if (postgres && !postgres.local)
+      await postgres.admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => undefined);
     await postgres?.destroy();
   });
   return {
     url() {
-      if (databaseUrl === undefined) throw new Error('The test database is not ready (beforeAll failed, or PostgreSQL is missing).');
+      if (databaseUrl === undefined)
+        throw new Error('The test database is not ready (beforeAll failed, or PostgreSQL is missing).');
       return databaseUrl;
     },
   };

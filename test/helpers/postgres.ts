@@ -30,7 +30,11 @@ export interface TestPostgres {
   /** A connection string for the test role (default) or another role and database. */
   url(options?: { user?: string; password?: string; database?: string }): string;
   /** Runs one statement as the superuser (the test role when the server is not local). */
-  admin<Row extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[], database?: string): Promise<Row[]>;
+  admin<Row extends pg.QueryResultRow = pg.QueryResultRow>(
+    text: string,
+    values?: unknown[],
+    database?: string,
+  ): Promise<Row[]>;
   /** A schema name no other test in this run uses. */
   freshSchema(prefix?: string): string;
   dropSchema(schema: string): Promise<void>;
@@ -73,7 +77,8 @@ export async function startTestPostgres(options: { fsync?: boolean } = {}): Prom
 
 function externalServer(connectionString: string): TestPostgres {
   const parsed = new URL(connectionString);
-  const cannot = (what: string) => () => Promise.reject(new Error(`cannot ${what} a server given by PARLEY_TEST_DATABASE_URL`));
+  const cannot = (what: string) => () =>
+    Promise.reject(new Error(`cannot ${what} a server given by PARLEY_TEST_DATABASE_URL`));
   return {
     local: false,
     host: parsed.hostname,
@@ -87,7 +92,8 @@ function externalServer(connectionString: string): TestPostgres {
     },
     admin: (text, values) => query(connectionString, text, values),
     freshSchema,
-    dropSchema: async (schema) => void (await query(connectionString, `DROP SCHEMA IF EXISTS ${pg.escapeIdentifier(schema)} CASCADE`)),
+    dropSchema: async (schema) =>
+      void (await query(connectionString, `DROP SCHEMA IF EXISTS ${pg.escapeIdentifier(schema)} CASCADE`)),
     restart: cannot('restart'),
     stop: cannot('stop'),
     start: cannot('start'),
@@ -104,11 +110,19 @@ async function localServer(fsync: boolean): Promise<TestPostgres> {
   const asRoot = process.getuid?.() === 0;
   const owner = asRoot ? await postgresUser() : undefined;
   const exec = async (program: string, args: string[]) => {
-    const [file, argv] = owner === undefined ? [join(bin, program), args] : ['runuser', ['-u', 'postgres', '--', join(bin, program), ...args]];
+    const [file, argv] =
+      owner === undefined
+        ? [join(bin, program), args]
+        : ['runuser', ['-u', 'postgres', '--', join(bin, program), ...args]];
     try {
       await run(file, argv, { cwd: folder, timeout: 120_000 });
     } catch (error) {
-      const detail = existsSync(log) ? await run('tail', ['-n', '20', log]).then((result) => result.stdout, () => '') : '';
+      const detail = existsSync(log)
+        ? await run('tail', ['-n', '20', log]).then(
+            (result) => result.stdout,
+            () => '',
+          )
+        : '';
       throw new Error(`${program} ${args.join(' ')} failed: ${(error as Error).message}\n${detail}`, { cause: error });
     }
   };
@@ -123,11 +137,25 @@ async function localServer(fsync: boolean): Promise<TestPostgres> {
       chownSync(join(folder, 'password'), owner.uid, owner.gid);
     }
     // TCP connections need a password (scram-sha-256), so a wrong one is refused as in production.
-    await exec('initdb', ['-D', data, '-U', 'postgres', '--pwfile', join(folder, 'password'), '--auth-local=trust', '--auth-host=scram-sha-256', '--no-locale', '-E', 'UTF8', '--no-sync']);
+    await exec('initdb', [
+      '-D',
+      data,
+      '-U',
+      'postgres',
+      '--pwfile',
+      join(folder, 'password'),
+      '--auth-local=trust',
+      '--auth-host=scram-sha-256',
+      '--no-locale',
+      '-E',
+      'UTF8',
+      '--no-sync',
+    ]);
     const settings = [`-p ${port}`, `-k ${folder}`, `-c listen_addresses=${host}`, '-c max_connections=100'];
     // Tests never lose power; fsync off keeps them fast. The bench keeps it on.
     if (!fsync) settings.push('-c fsync=off', '-c full_page_writes=off');
-    const pgCtl = (...args: string[]) => exec('pg_ctl', ['-D', data, '-l', log, '-w', '-t', '60', '-o', settings.join(' '), ...args]);
+    const pgCtl = (...args: string[]) =>
+      exec('pg_ctl', ['-D', data, '-l', log, '-w', '-t', '60', '-o', settings.join(' '), ...args]);
     await pgCtl('start');
     await query(adminUrl(), `CREATE ROLE ${TEST_ROLE} LOGIN PASSWORD ${pg.escapeLiteral(TEST_PASSWORD)}`);
     await query(adminUrl(), `CREATE DATABASE ${TEST_DATABASE} OWNER ${TEST_ROLE}`);
@@ -140,7 +168,8 @@ async function localServer(fsync: boolean): Promise<TestPostgres> {
         `postgres://${encodeURIComponent(options.user ?? TEST_ROLE)}:${encodeURIComponent(options.password ?? TEST_PASSWORD)}@${host}:${port}/${encodeURIComponent(options.database ?? TEST_DATABASE)}`,
       admin: (text, values, database = TEST_DATABASE) => query(adminUrl(database), text, values),
       freshSchema,
-      dropSchema: async (schema) => void (await query(adminUrl(TEST_DATABASE), `DROP SCHEMA IF EXISTS ${pg.escapeIdentifier(schema)} CASCADE`)),
+      dropSchema: async (schema) =>
+        void (await query(adminUrl(TEST_DATABASE), `DROP SCHEMA IF EXISTS ${pg.escapeIdentifier(schema)} CASCADE`)),
       restart: () => pgCtl('restart', '-m', 'fast'),
       stop: async () => {
         await pgCtl('stop', '-m', 'fast');
@@ -167,7 +196,11 @@ function freshSchema(prefix = 'test'): string {
   return `${prefix}_${process.pid}_${schemaCounter}`;
 }
 
-async function query<Row extends pg.QueryResultRow>(connectionString: string, text: string, values?: unknown[]): Promise<Row[]> {
+async function query<Row extends pg.QueryResultRow>(
+  connectionString: string,
+  text: string,
+  values?: unknown[],
+): Promise<Row[]> {
   const client = new pg.Client({ connectionString });
   await client.connect();
   try {

@@ -16,12 +16,19 @@ export interface ParleyRun {
  * Runs the `parley` CLI from source as a process (Node + tsx, ≈1 s), in `cwd`, with only the given
  * environment beside PATH and HOME: no key of the developer's machine leaks into a test.
  */
-export function runParley(args: string[], options: { cwd: string; env?: Record<string, string>; input?: string }): Promise<ParleyRun> {
+export function runParley(
+  args: string[],
+  options: { cwd: string; env?: Record<string, string>; input?: string },
+): Promise<ParleyRun> {
   return new Promise((done) => {
     const child = execFile(
       process.execPath,
       ['--import', tsx, main, ...args],
-      { cwd: options.cwd, env: { PATH: process.env['PATH'] ?? '', HOME: options.cwd, ...options.env }, maxBuffer: 64 * 1024 * 1024 },
+      {
+        cwd: options.cwd,
+        env: { PATH: process.env['PATH'] ?? '', HOME: options.cwd, ...options.env },
+        maxBuffer: 64 * 1024 * 1024,
+      },
       (error, stdout, stderr) => done({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     );
     if (options.input !== undefined) child.stdin?.end(options.input);

@@ -1,5 +1,12 @@
 import { ParleyError } from '../../src/conversation/index.js';
-import type { ReplyOutcome, RunFilter, RunService, RunServiceEvents, SessionEvent, StartRunRequest } from '../../src/harness/index.js';
+import type {
+  ReplyOutcome,
+  RunFilter,
+  RunService,
+  RunServiceEvents,
+  SessionEvent,
+  StartRunRequest,
+} from '../../src/harness/index.js';
 import type { RunPendingPrompt, RunRecord } from '../../src/store/index.js';
 
 /**
@@ -50,7 +57,11 @@ export class StandInRunService implements RunService {
     this.calls.push({ method: 'startRun', args: [request] });
     const workflow = this.workflows[request.workflow];
     if (!workflow) {
-      return Promise.reject(new ParleyError('WORKFLOW_LOAD_FAILED', `No workflow "${request.workflow}" in this project.`, { fault: 'user' }));
+      return Promise.reject(
+        new ParleyError('WORKFLOW_LOAD_FAILED', `No workflow "${request.workflow}" in this project.`, {
+          fault: 'user',
+        }),
+      );
     }
     const id = `run-${++this.counter}`;
     const at = this.stamp();
@@ -61,7 +72,9 @@ export class StandInRunService implements RunService {
       ...(workflow.question.choices ? { choices: workflow.question.choices } : {}),
       ...(workflow.question.defaultChoice !== undefined ? { defaultChoice: workflow.question.defaultChoice } : {}),
       askedAt: at,
-      ...(workflow.question.timeoutMs !== undefined ? { deadline: new Date(Date.parse(at) + workflow.question.timeoutMs).toISOString() } : {}),
+      ...(workflow.question.timeoutMs !== undefined
+        ? { deadline: new Date(Date.parse(at) + workflow.question.timeoutMs).toISOString() }
+        : {}),
     };
     const record: RunRecord = {
       id,
@@ -81,7 +94,10 @@ export class StandInRunService implements RunService {
     };
     this.runs.set(id, record);
     this.answered.set(id, new Set());
-    this.emit('run_event', { runId: id, event: { type: 'harness:start', harness: workflow.harness, timestamp: new Date(at) } as SessionEvent });
+    this.emit('run_event', {
+      runId: id,
+      event: { type: 'harness:start', harness: workflow.harness, timestamp: new Date(at) } as SessionEvent,
+    });
     this.emit('run_prompt', { runId: id, prompt: structuredClone(prompt) });
     this.emit('run_updated', { run: structuredClone(record) });
     return Promise.resolve(structuredClone(record));
@@ -112,16 +128,32 @@ export class StandInRunService implements RunService {
     return Promise.resolve().then(() => {
       const run = this.find(runId);
       if (this.answered.get(runId)?.has(promptId)) {
-        throw new ParleyError('PROMPT_ALREADY_ANSWERED', `Prompt ${promptId} of run ${runId} was already answered; the first answer stands.`, { fault: 'user' });
+        throw new ParleyError(
+          'PROMPT_ALREADY_ANSWERED',
+          `Prompt ${promptId} of run ${runId} was already answered; the first answer stands.`,
+          { fault: 'user' },
+        );
       }
       const prompt = run.pendingPrompts.find((entry) => entry.promptId === promptId);
-      if (!prompt) throw new ParleyError('UNKNOWN_PROMPT', `Run ${runId} has no prompt ${promptId}.`, { fault: 'user' });
+      if (!prompt)
+        throw new ParleyError('UNKNOWN_PROMPT', `Run ${runId} has no prompt ${promptId}.`, { fault: 'user' });
       const workflow = this.workflows[run.workflow.ref]!;
       const choice = this.choiceOf(prompt, response);
       const refusal =
-        prompt.choices && choice === undefined ? `"${response}" is not one of the choices: ${prompt.choices.join(', ')} (or their numbers).` : workflow.question.validate?.(choice ?? response);
+        prompt.choices && choice === undefined
+          ? `"${response}" is not one of the choices: ${prompt.choices.join(', ')} (or their numbers).`
+          : workflow.question.validate?.(choice ?? response);
       if (refusal !== undefined) {
-        this.emit('run_event', { runId, event: { type: 'user:reply-rejected', promptId, content: response, message: refusal, timestamp: this.now() } as unknown as SessionEvent });
+        this.emit('run_event', {
+          runId,
+          event: {
+            type: 'user:reply-rejected',
+            promptId,
+            content: response,
+            message: refusal,
+            timestamp: this.now(),
+          } as unknown as SessionEvent,
+        });
         return { accepted: false as const, message: refusal };
       }
       const answer = choice ?? response;
@@ -136,7 +168,10 @@ export class StandInRunService implements RunService {
         endedAt: at,
       });
       this.emit('run_updated', { run: structuredClone(run) });
-      return { accepted: true as const, response: { content: answer, ...(choice !== undefined ? { choice } : {}), timestamp: new Date(at) } };
+      return {
+        accepted: true as const,
+        response: { content: answer, ...(choice !== undefined ? { choice } : {}), timestamp: new Date(at) },
+      };
     });
   }
 
@@ -180,7 +215,11 @@ export class StandInRunService implements RunService {
 
   private find(runId: string): RunRecord {
     const run = this.runs.get(runId);
-    if (!run) throw new ParleyError('RUN_NOT_FOUND', `No run ${runId}. \`parley runs\` lists the runs.`, { fault: 'user', data: { runId } });
+    if (!run)
+      throw new ParleyError('RUN_NOT_FOUND', `No run ${runId}. \`parley runs\` lists the runs.`, {
+        fault: 'user',
+        data: { runId },
+      });
     return run;
   }
 
@@ -207,7 +246,8 @@ export class StandInRunService implements RunService {
   }
 
   private emit<E extends keyof RunServiceEvents>(event: E, payload: RunServiceEvents[E]): void {
-    for (const listener of [...(this.listeners.get(event) ?? [])]) (listener as (payload: RunServiceEvents[E]) => void)(payload);
+    for (const listener of [...(this.listeners.get(event) ?? [])])
+      (listener as (payload: RunServiceEvents[E]) => void)(payload);
   }
 }
 
@@ -227,6 +267,10 @@ export const CODE_REVIEW: StandInWorkflow = {
 export const RELEASE_NOTES: StandInWorkflow = {
   harness: 'release-notes',
   phases: ['draft'],
-  question: { prompt: 'Which version is this?', validate: (answer) => (/^\d+\.\d+\.\d+$/.test(answer.trim()) ? undefined : `"${answer}" is not a version like 1.2.3.`) },
+  question: {
+    prompt: 'Which version is this?',
+    validate: (answer) =>
+      /^\d+\.\d+\.\d+$/.test(answer.trim()) ? undefined : `"${answer}" is not a version like 1.2.3.`,
+  },
   result: (answer) => ({ version: answer.trim() }),
 };

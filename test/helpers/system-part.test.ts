@@ -1,7 +1,12 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { checkSystemPart, inCi, type SystemPart } from './system-part.js';
 
-const absent: SystemPart = { name: 'tmux', purpose: "the terminal UI's end-to-end tests", install: 'apt-get install -y tmux', present: () => false };
+const absent: SystemPart = {
+  name: 'tmux',
+  purpose: "the terminal UI's end-to-end tests",
+  install: 'apt-get install -y tmux',
+  present: () => false,
+};
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -25,7 +30,9 @@ describe('end-to-end tests that need a system part', () => {
   });
 
   it('fail in CI, where .ci/run installs every part', () => {
-    expect(() => checkSystemPart(absent, { CI: 'true' })).toThrow(/tmux is not installed.*In CI \(CI=true\) the tests that need tmux must run/);
+    expect(() => checkSystemPart(absent, { CI: 'true' })).toThrow(
+      /tmux is not installed.*In CI \(CI=true\) the tests that need tmux must run/,
+    );
   });
 
   it('read CI the way CI services set it', () => {

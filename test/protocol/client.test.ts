@@ -21,8 +21,17 @@ function waitForState(client: ProtocolClient, state: ConnectionState): Promise<v
   });
 }
 
-function makeClient(peer: FakePeer, options: Partial<ConstructorParameters<typeof ProtocolClient>[0]> = {}): ProtocolClient {
-  return new ProtocolClient({ transport: peer.factory, reconnect: { initialDelayMs: 1, maxDelayMs: 5 }, onError: () => {}, random: () => 0.5, ...options });
+function makeClient(
+  peer: FakePeer,
+  options: Partial<ConstructorParameters<typeof ProtocolClient>[0]> = {},
+): ProtocolClient {
+  return new ProtocolClient({
+    transport: peer.factory,
+    reconnect: { initialDelayMs: 1, maxDelayMs: 5 },
+    onError: () => {},
+    random: () => 0.5,
+    ...options,
+  });
 }
 
 describe('ProtocolClient', () => {
@@ -65,20 +74,30 @@ describe('ProtocolClient', () => {
   });
 
   it('takes a get_events page the schema would return unchanged as it is; the schema completes one with a default missing and refuses one with a malformed event', async () => {
-    const event = { sessionId: 's', conversationId: 'main', seq: 0, at: 1, type: 'block_complete', block: { type: 'tool_result', id: 'r', toolUseId: 'c', content: 'ok', isError: true, createdAt: 1 } };
+    const event = {
+      sessionId: 's',
+      conversationId: 'main',
+      seq: 0,
+      at: 1,
+      type: 'block_complete',
+      block: { type: 'tool_result', id: 'r', toolUseId: 'c', content: 'ok', isError: true, createdAt: 1 },
+    };
     const pages: Record<number, unknown> = {
       0: { events: [event], lastSeq: 0, hasMore: false },
       1: { events: [{ ...event, block: { ...event.block, isError: undefined } }], lastSeq: 0, hasMore: false },
       2: { events: [event, { ...event, seq: -1 }], lastSeq: 1, hasMore: false },
     };
     const peer = new FakePeer();
-    peer.handler = (method, params) => (method === 'get_events' ? pages[(params as { afterSeq: number }).afterSeq] : undefined);
+    peer.handler = (method, params) =>
+      method === 'get_events' ? pages[(params as { afterSeq: number }).afterSeq] : undefined;
     const client = makeClient(peer);
     await client.connect();
     await expect(client.request('get_events', { sessionId: 's', afterSeq: 0 })).resolves.toStrictEqual(pages[0]);
     const completed = await client.request('get_events', { sessionId: 's', afterSeq: 1 });
     expect(completed.events[0]).toMatchObject({ block: { isError: false } });
-    const error = await client.request('get_events', { sessionId: 's', afterSeq: 2 }).catch((caught: unknown) => caught);
+    const error = await client
+      .request('get_events', { sessionId: 's', afterSeq: 2 })
+      .catch((caught: unknown) => caught);
     expect((error as ProtocolClientError).code).toBe('INVALID_RESPONSE');
     expect((error as ProtocolClientError).message).toMatch(/get_events does not match its schema.*seq/s);
     client.close();
@@ -107,7 +126,9 @@ describe('ProtocolClient', () => {
     const client = makeClient(peer);
     await client.connect();
     const controller = new AbortController();
-    const pending = client.request('list_projects', {}, { signal: controller.signal }).catch((caught: unknown) => caught);
+    const pending = client
+      .request('list_projects', {}, { signal: controller.signal })
+      .catch((caught: unknown) => caught);
     controller.abort();
     expect(((await pending) as ProtocolClientError).code).toBe('ABORTED');
     client.close();
@@ -134,8 +155,18 @@ describe('ProtocolClient', () => {
 
   it('queues requests made while reconnecting and sends them in order once connected', async () => {
     const peer = new FakePeer();
-    const task = (slug: string) => ({ project: 'p', slug, title: 't', description: '', state: 'open', taskDir: `/t/${slug}`, createdAt: 'x', updatedAt: 'x' });
-    peer.handler = (method, params) => (method === 'list_tasks' ? { tasks: [task((params as { project: string }).project)] } : undefined);
+    const task = (slug: string) => ({
+      project: 'p',
+      slug,
+      title: 't',
+      description: '',
+      state: 'open',
+      taskDir: `/t/${slug}`,
+      createdAt: 'x',
+      updatedAt: 'x',
+    });
+    peer.handler = (method, params) =>
+      method === 'list_tasks' ? { tasks: [task((params as { project: string }).project)] } : undefined;
     const client = makeClient(peer);
     await client.connect();
     peer.drop();
@@ -178,7 +209,9 @@ describe('ProtocolClient', () => {
     expect(seen.map((message) => message.event.seq)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
     expect(seen.every((message) => message.channelId === 'channel-0')).toBe(true);
     expect(client.lastSeq('s1')).toBe(8);
-    const replays = peer.requests.filter((request) => request.method === 'get_events').map((request) => (request.params as { afterSeq: number }).afterSeq);
+    const replays = peer.requests
+      .filter((request) => request.method === 'get_events')
+      .map((request) => (request.params as { afterSeq: number }).afterSeq);
     expect(replays).toEqual([2, 4, 6]);
     client.close();
   });
@@ -200,7 +233,14 @@ describe('ProtocolClient', () => {
         // The server already streams to the new connection before it answered anything.
         peer.append(textDelta('s1', 4));
         peer.notify('channel_message', { channelId: 'channel-0', sessionId: 's1', event: textDelta('s1', 4) });
-        peer.notify('draft_status', { sessionId: 's1', role: 'dev', turnCount: 1, costUsd: 0, contextPct: null, lastActivity: 'now' });
+        peer.notify('draft_status', {
+          sessionId: 's1',
+          role: 'dev',
+          turnCount: 1,
+          costUsd: 0,
+          contextPct: null,
+          lastActivity: 'now',
+        });
       }
       return undefined;
     };
@@ -210,7 +250,7 @@ describe('ProtocolClient', () => {
     client.close();
   });
 
-  it('follows a new draft\'s session from its start, so a drop before its first event still resumes it', async () => {
+  it("follows a new draft's session from its start, so a drop before its first event still resumes it", async () => {
     const peer = new FakePeer();
     peer.handler = (method) => (method === 'draft' ? { sessionId: 's9', taskSlug: 't', project: 'p' } : undefined);
     const client = makeClient(peer);
@@ -222,7 +262,10 @@ describe('ProtocolClient', () => {
     for (let seq = 0; seq < 3; seq += 1) peer.append(textDelta('s9', seq));
     await waitForState(client, 'connected');
     await vi.waitFor(() => expect(seen).toEqual([0, 1, 2]));
-    expect(peer.requests.find((request) => request.method === 'get_events')?.params).toEqual({ sessionId: 's9', afterSeq: -1 });
+    expect(peer.requests.find((request) => request.method === 'get_events')?.params).toEqual({
+      sessionId: 's9',
+      afterSeq: -1,
+    });
     client.close();
   });
 
@@ -242,7 +285,9 @@ describe('ProtocolClient', () => {
     await vi.waitFor(() => expect(seen).toEqual([0, 1]));
     const second = peer.requests.filter((request) => request.connection === 1).map((request) => request.method);
     expect(second).toEqual(['server_info', 'subscribe', 'get_events']);
-    expect(peer.requests.find((request) => request.connection === 1 && request.method === 'subscribe')!.params).toEqual({ sessionIds: ['s2'] });
+    expect(peer.requests.find((request) => request.connection === 1 && request.method === 'subscribe')!.params).toEqual(
+      { sessionIds: ['s2'] },
+    );
     client.close();
   });
 
@@ -252,11 +297,20 @@ describe('ProtocolClient', () => {
     await client.connect();
     const result = await client.subscribe(['s3'], { events: false });
     expect(result.notices).toEqual({ all: false, sessionIds: ['s3'] });
-    expect(peer.requests.find((request) => request.method === 'subscribe')!.params).toEqual({ sessionIds: ['s3'], events: false });
+    expect(peer.requests.find((request) => request.method === 'subscribe')!.params).toEqual({
+      sessionIds: ['s3'],
+      events: false,
+    });
     peer.drop();
     await waitForState(client, 'connected');
-    await vi.waitFor(() => expect(peer.requests.filter((request) => request.connection === 1 && request.method === 'subscribe')).toHaveLength(1));
-    expect(peer.requests.find((request) => request.connection === 1 && request.method === 'subscribe')!.params).toEqual({ sessionIds: ['s3'], events: false });
+    await vi.waitFor(() =>
+      expect(
+        peer.requests.filter((request) => request.connection === 1 && request.method === 'subscribe'),
+      ).toHaveLength(1),
+    );
+    expect(peer.requests.find((request) => request.connection === 1 && request.method === 'subscribe')!.params).toEqual(
+      { sessionIds: ['s3'], events: false },
+    );
     client.close();
   });
 
@@ -282,10 +336,19 @@ describe('ProtocolClient', () => {
     await client.connect();
     peer.notify('draft_status', { sessionId: 's', role: 'dev' });
     peer.sendRaw('not json');
-    peer.notify('draft_status', { sessionId: 's', role: 'dev', turnCount: 1, costUsd: 0, contextPct: null, lastActivity: '2026-01-01T00:00:00.000Z' });
+    peer.notify('draft_status', {
+      sessionId: 's',
+      role: 'dev',
+      turnCount: 1,
+      costUsd: 0,
+      contextPct: null,
+      lastActivity: '2026-01-01T00:00:00.000Z',
+    });
     await vi.waitFor(() => expect(statuses).toHaveLength(1));
     expect(errors).toHaveLength(2);
-    expect(errors.every((error) => error instanceof ProtocolClientError && error.code === 'INVALID_RESPONSE')).toBe(true);
+    expect(errors.every((error) => error instanceof ProtocolClientError && error.code === 'INVALID_RESPONSE')).toBe(
+      true,
+    );
     client.close();
   });
 

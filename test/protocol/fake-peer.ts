@@ -58,29 +58,48 @@ export class FakePeer {
     const request = JSON.parse(frame) as { id: number; method: string; params: Record<string, unknown> };
     this.requests.push({ connection, method: request.method, params: request.params });
     if (this.silent.has(request.method)) return;
-    const reply = (body: Record<string, unknown>) => server.send(JSON.stringify({ jsonrpc: '2.0', id: request.id, ...body }));
+    const reply = (body: Record<string, unknown>) =>
+      server.send(JSON.stringify({ jsonrpc: '2.0', id: request.id, ...body }));
     const custom = this.handler?.(request.method, request.params);
-    if (custom instanceof Error) return reply({ error: { code: -32001, message: custom.message, data: { code: 'SESSION_NOT_FOUND' } } });
+    if (custom instanceof Error)
+      return reply({ error: { code: -32001, message: custom.message, data: { code: 'SESSION_NOT_FOUND' } } });
     if (custom !== undefined) return reply({ result: custom });
     switch (request.method) {
       case 'server_info':
         return reply({
-          result: { name: 'parley', version: '0.1.0', protocolVersion: 1, channelId: channel, connectionId: String(connection), projectRoot: '/project', methods: [] },
+          result: {
+            name: 'parley',
+            version: '0.1.0',
+            protocolVersion: 1,
+            channelId: channel,
+            connectionId: String(connection),
+            projectRoot: '/project',
+            methods: [],
+          },
         });
       case 'subscribe': {
         const ids = request.params['sessionIds'] as string[] | undefined;
-        if (request.params['events'] === false) return reply({ result: { all: false, sessionIds: [], notices: { all: ids === undefined, sessionIds: ids ?? [] } } });
+        if (request.params['events'] === false)
+          return reply({
+            result: { all: false, sessionIds: [], notices: { all: ids === undefined, sessionIds: ids ?? [] } },
+          });
         return reply({ result: { all: ids === undefined, sessionIds: ids ?? [] } });
       }
       case 'get_events': {
         const afterSeq = (request.params['afterSeq'] as number | undefined) ?? -1;
-        const events = (this.log.get(request.params['sessionId'] as string) ?? []).filter((event) => event.seq > afterSeq);
+        const events = (this.log.get(request.params['sessionId'] as string) ?? []).filter(
+          (event) => event.seq > afterSeq,
+        );
         const page = events.slice(0, 2);
         const all = this.log.get(request.params['sessionId'] as string) ?? [];
-        return reply({ result: { events: page, lastSeq: all.at(-1)?.seq ?? -1, hasMore: events.length > page.length } });
+        return reply({
+          result: { events: page, lastSeq: all.at(-1)?.seq ?? -1, hasMore: events.length > page.length },
+        });
       }
       default:
-        return reply({ error: { code: -32601, message: `Unknown method ${request.method}`, data: { code: 'METHOD_NOT_FOUND' } } });
+        return reply({
+          error: { code: -32601, message: `Unknown method ${request.method}`, data: { code: 'METHOD_NOT_FOUND' } },
+        });
     }
   }
 }

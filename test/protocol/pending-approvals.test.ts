@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { PendingApprovals, RpcError, type ApprovalClient, type ConnectionState, type PermissionRequest } from '../../src/protocol/index.js';
+import {
+  PendingApprovals,
+  RpcError,
+  type ApprovalClient,
+  type ConnectionState,
+  type PermissionRequest,
+} from '../../src/protocol/index.js';
 
 /**
  * `PendingApprovals` over a scripted client: what it lists after each connection, what the
@@ -8,7 +14,16 @@ import { PendingApprovals, RpcError, type ApprovalClient, type ConnectionState, 
  */
 
 function request(id: string): PermissionRequest {
-  return { requestId: id, sessionId: 's1', tool: 'run_command', kind: 'command', title: `Run ${id}`, command: id, cwd: '.', requestedAt: '2026-11-21T07:00:00.000Z' };
+  return {
+    requestId: id,
+    sessionId: 's1',
+    tool: 'run_command',
+    kind: 'command',
+    title: `Run ${id}`,
+    command: id,
+    cwd: '.',
+    requestedAt: '2026-11-21T07:00:00.000Z',
+  };
 }
 
 class ScriptedClient {
@@ -32,7 +47,11 @@ class ScriptedClient {
     if (method === 'answer_permission') {
       this.answers.push(params);
       if (this.failAnswer) return Promise.reject(this.failAnswer);
-      return Promise.resolve({ requestId: params['requestId'], sessionId: params['sessionId'], decision: params['decision'] });
+      return Promise.resolve({
+        requestId: params['requestId'],
+        sessionId: params['sessionId'],
+        decision: params['decision'],
+      });
     }
     return Promise.reject(new Error(`unexpected ${method}`));
   }
@@ -66,7 +85,13 @@ describe('PendingApprovals', () => {
     client.emit('permission_requested', { channelId: 'c', request: request('b') });
     client.emit('permission_requested', { channelId: 'c', request: request('b') });
     expect(pending.getState().requests.map((entry) => entry.requestId)).toEqual(['a', 'b']);
-    client.emit('permission_resolved', { channelId: 'c', sessionId: 's1', requestId: 'a', decision: 'deny', source: 'client' });
+    client.emit('permission_resolved', {
+      channelId: 'c',
+      sessionId: 's1',
+      requestId: 'a',
+      decision: 'deny',
+      source: 'client',
+    });
     expect(pending.getState().requests.map((entry) => entry.requestId)).toEqual(['b']);
     // Away and back: the server's list wins (b was answered meanwhile, c arrived).
     client.waiting = [request('c')];
@@ -78,7 +103,7 @@ describe('PendingApprovals', () => {
     expect(pending.getState().requests).toHaveLength(1);
   });
 
-  it('answers with the request\'s session and removes it once taken', async () => {
+  it("answers with the request's session and removes it once taken", async () => {
     const client = new ScriptedClient();
     client.state = 'connected';
     client.waiting = [request('a')];
@@ -106,10 +131,19 @@ describe('PendingApprovals', () => {
 
     // b: answered elsewhere while this answer was on its way.
     let fail!: (error: Error) => void;
-    client.request = (method: string) => (method === 'answer_permission' ? new Promise((_resolve, reject) => (fail = reject)) : Promise.resolve({ requests: [] }));
+    client.request = (method: string) =>
+      method === 'answer_permission'
+        ? new Promise((_resolve, reject) => (fail = reject))
+        : Promise.resolve({ requests: [] });
     const answering = pending.answer('b', 'allow_once');
     expect(pending.getState().answering).toBe('b');
-    client.emit('permission_resolved', { channelId: 'c', sessionId: 's1', requestId: 'b', decision: 'deny', source: 'client' });
+    client.emit('permission_resolved', {
+      channelId: 'c',
+      sessionId: 's1',
+      requestId: 'b',
+      decision: 'deny',
+      source: 'client',
+    });
     fail(new Error('already answered'));
     await answering;
     expect(pending.getState().requests.map((entry) => entry.requestId)).toEqual(['a']);

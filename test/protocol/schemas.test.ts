@@ -11,35 +11,98 @@ import {
 } from '../../src/protocol/index.js';
 
 describe('the method table', () => {
-  it('has seed 000\'s methods and every method the clients need, in snake_case', () => {
+  it("has seed 000's methods and every method the clients need, in snake_case", () => {
     const expected = [
-      'draft', 'undraft', 'get_draft_status', 'submit_prompt', 'list_projects', 'create_project', 'list_tasks', 'create_task',
-      'list_roles', 'list_sessions', 'get_session', 'get_messages', 'get_checkpoint', 'clear_messages', 'get_events', 'subscribe',
-      'unsubscribe', 'cancel', 'force_compact', 'get_compaction_status', 'preview_request', 'archive_session', 'list_agents', 'kill_agent', 'say_in_conversation', 'server_info',
-      'answer_permission', 'get_permissions', 'set_permission_mode',
+      'draft',
+      'undraft',
+      'get_draft_status',
+      'submit_prompt',
+      'list_projects',
+      'create_project',
+      'list_tasks',
+      'create_task',
+      'list_roles',
+      'list_sessions',
+      'get_session',
+      'get_messages',
+      'get_checkpoint',
+      'clear_messages',
+      'get_events',
+      'subscribe',
+      'unsubscribe',
+      'cancel',
+      'force_compact',
+      'get_compaction_status',
+      'preview_request',
+      'archive_session',
+      'list_agents',
+      'kill_agent',
+      'say_in_conversation',
+      'server_info',
+      'answer_permission',
+      'get_permissions',
+      'set_permission_mode',
       // issue 16: moving a draft to another back end from any client
       'list_backends',
       // issue 14: durable runs
-      'list_runs', 'get_run', 'start_run', 'answer_prompt', 'send_to_run', 'pause_run', 'resume_run', 'abort_run', 'subscribe_runs', 'unsubscribe_runs',
+      'list_runs',
+      'get_run',
+      'start_run',
+      'answer_prompt',
+      'send_to_run',
+      'pause_run',
+      'resume_run',
+      'abort_run',
+      'subscribe_runs',
+      'unsubscribe_runs',
     ];
     expect([...METHOD_NAMES].sort()).toEqual([...expected].sort());
     for (const name of METHOD_NAMES) expect(name).toMatch(/^[a-z]+(_[a-z]+)*$/);
   });
 
-  it('has seed 000\'s notifications and seed 003\'s session events', () => {
+  it("has seed 000's notifications and seed 003's session events", () => {
     expect([...NOTIFICATION_NAMES].sort()).toEqual(
-      ['channel_message', 'draft_status', 'context_compacted', 'draft_closed', 'agent_status', 'session_updated', 'session_event', 'compaction_started', 'compaction_completed', 'compaction_failed', 'permission_requested', 'permission_resolved', 'run_updated', 'run_event', 'run_prompt'].sort(),
+      [
+        'channel_message',
+        'draft_status',
+        'context_compacted',
+        'draft_closed',
+        'agent_status',
+        'session_updated',
+        'session_event',
+        'compaction_started',
+        'compaction_completed',
+        'compaction_failed',
+        'permission_requested',
+        'permission_resolved',
+        'run_updated',
+        'run_event',
+        'run_prompt',
+      ].sort(),
     );
   });
 
-  it('keeps seed 000\'s params and results', () => {
-    expect(methods.draft.params.safeParse({ role: 'product-analyst', project: 'parley', task: 'auth' }).success).toBe(true);
+  it("keeps seed 000's params and results", () => {
+    expect(methods.draft.params.safeParse({ role: 'product-analyst', project: 'parley', task: 'auth' }).success).toBe(
+      true,
+    );
     expect(methods.undraft.params.safeParse({}).success).toBe(true);
     expect(methods.get_draft_status.params.safeParse({}).success).toBe(true);
     expect(methods.submit_prompt.params.safeParse({ content: 'hi', role: 'dev', taskSlug: 'auth' }).success).toBe(true);
     expect(methods.undraft.result.safeParse({ sessionId: 's', taskSlug: 't', turns: 2, cost: 0.5 }).success).toBe(true);
-    expect(notifications.draft_status.params.safeParse({ sessionId: 's', role: 'dev', turnCount: 1, costUsd: 0.1, contextPct: 34, lastActivity: 'x' }).success).toBe(true);
-    expect(notifications.context_compacted.params.safeParse({ sessionId: 's', preTokens: 1000, trigger: 'auto' }).success).toBe(true);
+    expect(
+      notifications.draft_status.params.safeParse({
+        sessionId: 's',
+        role: 'dev',
+        turnCount: 1,
+        costUsd: 0.1,
+        contextPct: 34,
+        lastActivity: 'x',
+      }).success,
+    ).toBe(true);
+    expect(
+      notifications.context_compacted.params.safeParse({ sessionId: 's', preTokens: 1000, trigger: 'auto' }).success,
+    ).toBe(true);
   });
 
   it('maps the run errors (issue 14) as the other domain errors: not found, invalid state, unsupported', () => {
@@ -51,14 +114,34 @@ describe('the method table', () => {
 
   it('carries a run without input, and refuses an answer_prompt without a response', () => {
     const run = {
-      id: 'run-1', harness: 'h', workflow: { ref: 'w.ts', path: '/p/w.ts' }, status: 'waiting', phases: [], agents: [], journalLength: 0,
-      pendingPrompts: [{ promptId: 'p1', prompt: 'Go?', choices: ['yes', 'no'], askedAt: '2026-01-01T00:00:00.000Z', deadline: '2026-01-01T01:00:00.000Z' }],
-      createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z',
+      id: 'run-1',
+      harness: 'h',
+      workflow: { ref: 'w.ts', path: '/p/w.ts' },
+      status: 'waiting',
+      phases: [],
+      agents: [],
+      journalLength: 0,
+      pendingPrompts: [
+        {
+          promptId: 'p1',
+          prompt: 'Go?',
+          choices: ['yes', 'no'],
+          askedAt: '2026-01-01T00:00:00.000Z',
+          deadline: '2026-01-01T01:00:00.000Z',
+        },
+      ],
+      createdAt: '2026-01-01T00:00:00.000Z',
+      updatedAt: '2026-01-01T00:00:00.000Z',
     };
     expect(methods.get_run.result.safeParse({ run }).success).toBe(true);
     expect(methods.answer_prompt.params.safeParse({ runId: 'run-1', promptId: 'p1' }).success).toBe(false);
     expect(methods.answer_prompt.result.safeParse({ accepted: false }).success).toBe(false);
-    expect(notifications.run_event.params.safeParse({ runId: 'run-1', event: { type: 'phase:start', name: 'review', timestamp: '2026-01-01T00:00:00.000Z' } }).success).toBe(true);
+    expect(
+      notifications.run_event.params.safeParse({
+        runId: 'run-1',
+        event: { type: 'phase:start', name: 'review', timestamp: '2026-01-01T00:00:00.000Z' },
+      }).success,
+    ).toBe(true);
   });
 
   it('refuses unknown keys and ids that could leave the data folder', () => {
@@ -71,7 +154,7 @@ describe('the method table', () => {
 });
 
 describe('error codes', () => {
-  it('are seed 000\'s and JSON-RPC\'s numbers', () => {
+  it("are seed 000's and JSON-RPC's numbers", () => {
     expect(RpcErrorCode).toMatchObject({
       PARSE_ERROR: -32700,
       INVALID_REQUEST: -32600,
@@ -87,7 +170,7 @@ describe('error codes', () => {
     expect(new Set(Object.values(RpcErrorCode)).size).toBe(Object.values(RpcErrorCode).length);
   });
 
-  it('map the draft layer\'s string codes as the contract says; unknown typed codes keep their string', () => {
+  it("map the draft layer's string codes as the contract says; unknown typed codes keep their string", () => {
     expect(rpcCodeForParleyCode('DRAFT_ALREADY_ACTIVE')).toBe(-32004);
     expect(rpcCodeForParleyCode('NO_ACTIVE_DRAFT')).toBe(-32005);
     expect(rpcCodeForParleyCode('NOT_FOUND')).toBe(-32001);

@@ -32,7 +32,10 @@ function rows(): Array<{ name: string; cells: string[] }> {
     .split('\n')
     .filter((line) => /^\| `[a-z_]+` \|/.test(line))
     .map((line) => {
-      const cells = line.split('|').slice(1, -1).map((cell) => cell.trim());
+      const cells = line
+        .split('|')
+        .slice(1, -1)
+        .map((cell) => cell.trim());
       return { name: cells[0]!.replaceAll('`', ''), cells: cells.slice(1) };
     });
 }
@@ -78,10 +81,26 @@ describe("seed 000's names on the wire", () => {
     expect(block).toBeDefined();
     const names = [...block!.matchAll(/^\s+(\w+): /gm)].map((match) => match[1]!);
     expect(names).toEqual([
-      'sessionId', 'role', 'taskSlug', 'taskDir', 'channelId', 'startedAt', 'lastActivityAt', 'turnCount', 'status',
-      'cumulativeCostUsd', 'lastInputTokens', 'lastOutputTokens', 'contextWindow', 'maxOutputTokens',
+      'sessionId',
+      'role',
+      'taskSlug',
+      'taskDir',
+      'channelId',
+      'startedAt',
+      'lastActivityAt',
+      'turnCount',
+      'status',
+      'cumulativeCostUsd',
+      'lastInputTokens',
+      'lastOutputTokens',
+      'contextWindow',
+      'maxOutputTokens',
     ]);
-    expectFields(DraftStatusSchema, names.map((name) => ({ name, optional: false })), 'get_draft_status session');
+    expectFields(
+      DraftStatusSchema,
+      names.map((name) => ({ name, optional: false })),
+      'get_draft_status session',
+    );
     const session = shapeOf(methods.get_draft_status.result)['session']!;
     expect(session.safeParse(undefined).success).toBe(true);
   });

@@ -45,7 +45,7 @@ describe('check-layers', () => {
     expect(result.output).toContain("layer 'store' may not import layer 'sessions'");
   });
 
-  it('fails when a module reaches past another layer\'s index.ts', async () => {
+  it("fails when a module reaches past another layer's index.ts", async () => {
     const root = await tree({
       'conversation/index.ts': "export * from './blocks.js';\n",
       'conversation/blocks.ts': 'export const b = 1;\n',
@@ -71,20 +71,26 @@ describe('check-layers', () => {
     // The shape src/backends/ had: the registry imports a registration, which imports the registry's types.
     const root = await tree({
       'backends/index.ts': "export * from './registry.js';\n",
-      'backends/registry.ts': "import { scripted } from './scripted/registration.js';\nexport interface Registration { name: string }\nexport const all = [scripted];\n",
-      'backends/scripted/registration.ts': "import type { Registration } from '../registry.js';\nexport const scripted: Registration = { name: 'scripted' };\n",
+      'backends/registry.ts':
+        "import { scripted } from './scripted/registration.js';\nexport interface Registration { name: string }\nexport const all = [scripted];\n",
+      'backends/scripted/registration.ts':
+        "import type { Registration } from '../registry.js';\nexport const scripted: Registration = { name: 'scripted' };\n",
     });
     const result = await check(root);
     expect(result.ok).toBe(false);
-    expect(result.output).toContain('import cycle: backends/registry.ts -> backends/scripted/registration.ts -> backends/registry.ts');
+    expect(result.output).toContain(
+      'import cycle: backends/registry.ts -> backends/scripted/registration.ts -> backends/registry.ts',
+    );
   });
 
   it('passes when the shared types live in a contract module both sides import, and for dynamic imports', async () => {
     const root = await tree({
       'backends/index.ts': "export * from './registry.js';\n",
       'backends/contract.ts': 'export interface Registration { name: string }\n',
-      'backends/registry.ts': "import type { Registration } from './contract.js';\nimport { scripted } from './scripted/registration.js';\nexport const all: Registration[] = [scripted];\nexport const load = () => import('./lazy.js');\n",
-      'backends/scripted/registration.ts': "import type { Registration } from '../contract.js';\nexport const scripted: Registration = { name: 'scripted' };\n",
+      'backends/registry.ts':
+        "import type { Registration } from './contract.js';\nimport { scripted } from './scripted/registration.js';\nexport const all: Registration[] = [scripted];\nexport const load = () => import('./lazy.js');\n",
+      'backends/scripted/registration.ts':
+        "import type { Registration } from '../contract.js';\nexport const scripted: Registration = { name: 'scripted' };\n",
       'backends/lazy.ts': "import { all } from './registry.js';\nexport const count = () => all.length;\n",
     });
     const result = await check(root);

@@ -5,15 +5,27 @@ import { Dispatcher, type Handlers, type LogLevel } from '../../src/server/index
 
 const context = { connectionId: 'c1', channelId: 'ch1' };
 
-function dispatcherWith(serverInfo: Handlers['server_info']): { dispatcher: Dispatcher; logs: Array<{ level: LogLevel; message: string }> } {
+function dispatcherWith(serverInfo: Handlers['server_info']): {
+  dispatcher: Dispatcher;
+  logs: Array<{ level: LogLevel; message: string }>;
+} {
   const logs: Array<{ level: LogLevel; message: string }> = [];
   const handlers = new Proxy({} as Handlers, {
-    get: (_target, name) => (name === 'server_info' ? serverInfo : () => Promise.reject(new Error(`unexpected ${String(name)}`))),
+    get: (_target, name) =>
+      name === 'server_info' ? serverInfo : () => Promise.reject(new Error(`unexpected ${String(name)}`)),
   });
   return { dispatcher: new Dispatcher(handlers, (level, message) => logs.push({ level, message })), logs };
 }
 
-async function answer(dispatcher: Dispatcher, request: unknown, options = {}): Promise<{ id: unknown; result?: unknown; error?: { code: number; message: string; data?: Record<string, unknown> } }> {
+async function answer(
+  dispatcher: Dispatcher,
+  request: unknown,
+  options = {},
+): Promise<{
+  id: unknown;
+  result?: unknown;
+  error?: { code: number; message: string; data?: Record<string, unknown> };
+}> {
   return JSON.parse((await dispatcher.handleFrame(JSON.stringify(request), context, options))!) as never;
 }
 
@@ -30,14 +42,27 @@ describe('the dispatcher turns failures into JSON-RPC errors in one place', () =
   });
 
   it('a typed error keeps its string code; one without a numeric mapping is SERVER_ERROR, not INTERNAL_ERROR', async () => {
-    const { dispatcher, logs } = dispatcherWith(() => Promise.reject(new ParleyError('SOMETHING_NEW', 'Something new went wrong with "x".', { fault: 'user', data: { code: 'spoofed', value: 'x' } })));
+    const { dispatcher, logs } = dispatcherWith(() =>
+      Promise.reject(
+        new ParleyError('SOMETHING_NEW', 'Something new went wrong with "x".', {
+          fault: 'user',
+          data: { code: 'spoofed', value: 'x' },
+        }),
+      ),
+    );
     const reply = await answer(dispatcher, call);
-    expect(reply.error).toEqual({ code: RpcErrorCode.SERVER_ERROR, message: 'Something new went wrong with "x".', data: { code: 'SOMETHING_NEW', fault: 'user', value: 'x' } });
+    expect(reply.error).toEqual({
+      code: RpcErrorCode.SERVER_ERROR,
+      message: 'Something new went wrong with "x".',
+      data: { code: 'SOMETHING_NEW', fault: 'user', value: 'x' },
+    });
     expect(logs).toHaveLength(0);
   });
 
   it('a typed INVALID_INPUT is INVALID_PARAMS with the message as its issue', async () => {
-    const { dispatcher } = dispatcherWith(() => Promise.reject(new ParleyError('INVALID_INPUT', 'title: too long', { fault: 'user' })));
+    const { dispatcher } = dispatcherWith(() =>
+      Promise.reject(new ParleyError('INVALID_INPUT', 'title: too long', { fault: 'user' })),
+    );
     const reply = await answer(dispatcher, call);
     expect(reply.error?.code).toBe(RpcErrorCode.INVALID_PARAMS);
     expect(reply.error?.data?.['issues']).toEqual(['title: too long']);

@@ -3,7 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { createScriptedBackend, type AgentBackend, type ScriptedBackend } from '../../src/backends/index.js';
-import { ProtocolClient, webSocketTransport, type ProtocolClientOptions, type WebSocketLike } from '../../src/protocol/index.js';
+import {
+  ProtocolClient,
+  webSocketTransport,
+  type ProtocolClientOptions,
+  type WebSocketLike,
+} from '../../src/protocol/index.js';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/server/index.js';
 
 export interface TestServer {
@@ -15,7 +20,12 @@ export interface TestServer {
   backend: ScriptedBackend;
   logs: Array<{ level: string; message: string }>;
   /** A typed client on `channel` (default: a new one). `sockets` collects the client-side sockets it opens. */
-  client(options?: { channel?: string; token?: string; sockets?: WebSocket[]; client?: Partial<ProtocolClientOptions> }): Promise<ProtocolClient>;
+  client(options?: {
+    channel?: string;
+    token?: string;
+    sockets?: WebSocket[];
+    client?: Partial<ProtocolClientOptions>;
+  }): Promise<ProtocolClient>;
   /** A raw `ws` socket, open and authenticated. */
   raw(options?: { channel?: string }): Promise<WebSocket>;
   restart(options?: Partial<ServerOptions>): Promise<void>;
@@ -26,7 +36,9 @@ export interface TestServer {
  * Starts a server in this process on port 0 over a temp project folder, with the real draft layer
  * on one scripted back end, and a task `first-task` to draft into.
  */
-export async function startTestServer(options: Partial<ServerOptions> & { backend?: ScriptedBackend } = {}): Promise<TestServer> {
+export async function startTestServer(
+  options: Partial<ServerOptions> & { backend?: ScriptedBackend } = {},
+): Promise<TestServer> {
   const root = await mkdtemp(join(tmpdir(), 'parley-server-'));
   const dataDir = join(root, '.parley');
   const backend = options.backend ?? createScriptedBackend();

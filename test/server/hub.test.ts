@@ -31,7 +31,10 @@ function connectionOver(accepting: boolean): { connection: Connection; writes: s
       stream.write(frame);
     },
   };
-  return { connection: new Connection('connection', 'channel', socket as unknown as WebSocket, undefined, stream), writes };
+  return {
+    connection: new Connection('connection', 'channel', socket as unknown as WebSocket, undefined, stream),
+    writes,
+  };
 }
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -82,8 +85,12 @@ describe('Hub writes', () => {
 });
 
 describe('Hub followers', () => {
-  const delivered = (writes: string[][]) => writes.flat().map((frame) => (JSON.parse(frame) as { method: string }).method);
-  const event = { sessionId: 's1', event: { type: 'text_delta', sessionId: 's1', conversationId: 'main', seq: 0, at: 0, blockId: 'b', delta: 'x' } } as never;
+  const delivered = (writes: string[][]) =>
+    writes.flat().map((frame) => (JSON.parse(frame) as { method: string }).method);
+  const event = {
+    sessionId: 's1',
+    event: { type: 'text_delta', sessionId: 's1', conversationId: 'main', seq: 0, at: 0, blockId: 'b', delta: 'x' },
+  } as never;
   const updated = { sessionId: 's1' } as never;
 
   it('a notices-only follower gets notices but no session_event; one with events gets both, once', async () => {
@@ -105,7 +112,7 @@ describe('Hub followers', () => {
     expect(delivered(both.writes)).toEqual(['session_event', 'session_updated']);
   });
 
-  it('asking for notices only does not take a session\'s events away; asking for events moves it up; unsubscribe ends both', () => {
+  it("asking for notices only does not take a session's events away; asking for events moves it up; unsubscribe ends both", () => {
     const hub = new Hub({ maxBufferedBytes: 1 << 20 });
     const { connection } = connectionOver(true);
     hub.add(connection);
@@ -118,7 +125,11 @@ describe('Hub followers', () => {
     expect([...connection.subscriptions.notices.sessionIds]).toEqual([]);
     hub.subscribe(connection, undefined, false);
     hub.unsubscribe(connection);
-    expect(connection.subscriptions).toEqual({ all: false, sessionIds: new Set(), notices: { all: false, sessionIds: new Set() } });
+    expect(connection.subscriptions).toEqual({
+      all: false,
+      sessionIds: new Set(),
+      notices: { all: false, sessionIds: new Set() },
+    });
     expect(hub.hasFollowers('s1')).toBe(false);
   });
 });

@@ -11,7 +11,11 @@ describe('list_backends over a WebSocket', () => {
   it('lists the default first, each with its continuity, and one this server cannot make as unavailable with the reason', async () => {
     const home = createScriptedBackend();
     const native = createScriptedBackend({ name: 'native-cli' });
-    (native as { describe: () => ReturnType<AgentBackend['describe']> }).describe = () => ({ ...home.describe(), name: 'native-cli', continuity: 'native' });
+    (native as { describe: () => ReturnType<AgentBackend['describe']> }).describe = () => ({
+      ...home.describe(),
+      name: 'native-cli',
+      continuity: 'native',
+    });
     const server = await startTestServer({
       backendFor: (name) => {
         if (name === undefined || name === 'scripted') return home as AgentBackend;
@@ -25,7 +29,12 @@ describe('list_backends over a WebSocket', () => {
     expect(await client.request('list_backends')).toEqual({
       backends: [
         { name: 'scripted', continuity: 'managed', default: true, available: true },
-        { name: 'anthropic-api', default: false, available: false, reason: 'No key for anthropic-api: set ANTHROPIC_API_KEY.' },
+        {
+          name: 'anthropic-api',
+          default: false,
+          available: false,
+          reason: 'No key for anthropic-api: set ANTHROPIC_API_KEY.',
+        },
         { name: 'native-cli', continuity: 'native', default: false, available: true },
       ],
     });
@@ -36,6 +45,8 @@ describe('list_backends over a WebSocket', () => {
     servers.push(server);
     const { backends } = await (await server.client()).request('list_backends');
     expect(backends[0]).toMatchObject({ name: 'scripted', default: true, available: true });
-    expect(backends.map((backend) => backend.name)).toEqual(expect.arrayContaining(['claude-sdk', 'gemini-cli', 'anthropic-api', 'openai-compatible', 'scripted']));
+    expect(backends.map((backend) => backend.name)).toEqual(
+      expect.arrayContaining(['claude-sdk', 'gemini-cli', 'anthropic-api', 'openai-compatible', 'scripted']),
+    );
   });
 });

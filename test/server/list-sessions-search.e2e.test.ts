@@ -21,7 +21,7 @@ async function turn(client: ProtocolClient, content: string): Promise<void> {
 }
 
 describe('list_sessions with searchContent', () => {
-  it('matches text anywhere in a session\'s blocks (messages, streamed answers, tool calls, worker threads), case-insensitively, only when asked', async () => {
+  it("matches text anywhere in a session's blocks (messages, streamed answers, tool calls, worker threads), case-insensitively, only when asked", async () => {
     harness = await startTestServer();
     const client = await harness.client();
     const first = await client.request('draft', { role: 'dev', project: harness.project, task: 'first-task' });
@@ -35,7 +35,10 @@ describe('list_sessions with searchContent', () => {
     const second = await client.request('draft', { role: 'qa', project: harness.project, task: 'first-task' });
     await turn(client, 'Review it. Thanks!');
 
-    const search = async (text: string, searchContent = true) => (await client.request('list_sessions', { search: text, searchContent })).sessions.map((session) => session.sessionId);
+    const search = async (text: string, searchContent = true) =>
+      (await client.request('list_sessions', { search: text, searchContent })).sessions.map(
+        (session) => session.sessionId,
+      );
     expect(await search('ocelot', false)).toEqual([]);
     expect(await search('OCELOT')).toEqual([first.sessionId]);
     // Split across two streamed deltas.
@@ -45,8 +48,10 @@ describe('list_sessions with searchContent', () => {
     expect(await search('Review it')).toEqual([second.sessionId]);
     expect((await search('thanks')).sort()).toEqual([first.sessionId, second.sessionId].sort());
     // Metadata still matches without reading content; the limit still applies.
-    expect((await search('qa', false))).toEqual([second.sessionId]);
-    expect((await client.request('list_sessions', { search: 'thanks', searchContent: true, limit: 1 })).sessions).toHaveLength(1);
+    expect(await search('qa', false)).toEqual([second.sessionId]);
+    expect(
+      (await client.request('list_sessions', { search: 'thanks', searchContent: true, limit: 1 })).sessions,
+    ).toHaveLength(1);
     expect(await search('absent-word')).toEqual([]);
   });
 });

@@ -83,7 +83,9 @@ describe.skipIf(skipReason !== undefined)('two parley servers on one PostgreSQL 
     // Everything from the prompt on, each once, in order: the same events A's own channel saw.
     expect(seenOnB[0]!.seq).toBeLessThanOrEqual(accepted.seq);
     expectConsecutive(seenOnB, seenOnB[0]!.seq);
-    expect(seenOnB.filter((event) => event.seq >= accepted.seq)).toEqual(seenOnA.filter((event) => event.seq >= accepted.seq));
+    expect(seenOnB.filter((event) => event.seq >= accepted.seq)).toEqual(
+      seenOnA.filter((event) => event.seq >= accepted.seq),
+    );
 
     // B's records follow A's: the cached record on B counts the turn, and an archive on A shows on B.
     const onA = await drafter.request('get_session', { sessionId });
@@ -114,7 +116,9 @@ describe.skipIf(skipReason !== undefined)('two parley servers on one PostgreSQL 
     const seenOnB: number[] = [];
     watcher.on('session_event', (message) => message.sessionId === sessionId && seenOnB.push(message.event.seq));
     await watcher.subscribe([sessionId]);
-    const first = await serverA.server.manager.appendEvents(sessionId, [{ type: 'text_delta', conversationId: 'main', blockId: 'b', delta: 'before ' }]);
+    const first = await serverA.server.manager.appendEvents(sessionId, [
+      { type: 'text_delta', conversationId: 'main', blockId: 'b', delta: 'before ' },
+    ]);
     await vi.waitFor(() => expect(seenOnB).toContain(first[0]!.seq), { timeout: 10_000 });
 
     const ended = await postgres.admin<{ ended: boolean }>(
@@ -124,7 +128,12 @@ describe.skipIf(skipReason !== undefined)('two parley servers on one PostgreSQL 
     expect(ended.length).toBeGreaterThan(0);
     const appended: StreamEvent[] = [];
     for (let burst = 0; burst < 20; burst += 1) {
-      const drafts = Array.from({ length: 10 }, (_, index) => ({ type: 'text_delta' as const, conversationId: 'main', blockId: 'b', delta: `${burst}.${index} ` }));
+      const drafts = Array.from({ length: 10 }, (_, index) => ({
+        type: 'text_delta' as const,
+        conversationId: 'main',
+        blockId: 'b',
+        delta: `${burst}.${index} `,
+      }));
       appended.push(...(await serverA.server.manager.appendEvents(sessionId, drafts)));
     }
     const last = appended.at(-1)!.seq;
@@ -132,7 +141,9 @@ describe.skipIf(skipReason !== undefined)('two parley servers on one PostgreSQL 
     const fromFirst = seenOnB.slice(seenOnB.indexOf(first[0]!.seq));
     expect(fromFirst).toEqual(Array.from({ length: last - first[0]!.seq + 1 }, (_, index) => first[0]!.seq + index));
     // And B's own cache holds them: its conversation is A's.
-    expect(await serverB.server.manager.loadConversation(sessionId)).toEqual(await serverA.server.manager.loadConversation(sessionId));
+    expect(await serverB.server.manager.loadConversation(sessionId)).toEqual(
+      await serverA.server.manager.loadConversation(sessionId),
+    );
   });
 
   it("B's own append after A's is applied after them: B's cache and announcements have no gap", async () => {
@@ -149,10 +160,14 @@ describe.skipIf(skipReason !== undefined)('two parley servers on one PostgreSQL 
       { type: 'text_delta', conversationId: 'main', blockId: 'x', delta: 'a2 ' },
     ]);
     // Appended on B at once, whether or not B heard of A's events yet.
-    const fromB = await managerB.appendEvents(sessionId, [{ type: 'text_delta', conversationId: 'main', blockId: 'x', delta: 'b1' }]);
+    const fromB = await managerB.appendEvents(sessionId, [
+      { type: 'text_delta', conversationId: 'main', blockId: 'x', delta: 'b1' },
+    ]);
     expect(fromB[0]!.seq).toBe(fromA[1]!.seq + 1);
     const lastBefore = before.at(-1)?.seq ?? -1;
-    expect(announcedOnB).toEqual(Array.from({ length: fromB[0]!.seq - lastBefore }, (_, index) => lastBefore + 1 + index));
+    expect(announcedOnB).toEqual(
+      Array.from({ length: fromB[0]!.seq - lastBefore }, (_, index) => lastBefore + 1 + index),
+    );
     expect((await managerB.loadConversation(sessionId)).lastSeq).toBe(fromB[0]!.seq);
   });
 });
@@ -178,7 +193,10 @@ describe.skipIf(skipReason !== undefined)('parley serve --store', () => {
   }, 30_000);
 
   it('a refused password (from PARLEY_DATABASE_URL) exits with the store error naming the role', async () => {
-    const run = await runParley(['serve', '--port', '0'], { cwd: folder, env: { PARLEY_DATABASE_URL: postgres.url({ password: 'wrong password' }) } });
+    const run = await runParley(['serve', '--port', '0'], {
+      cwd: folder,
+      env: { PARLEY_DATABASE_URL: postgres.url({ password: 'wrong password' }) },
+    });
     expect(run.stderr).toMatch(/refused role "parley".*Check the user name and password/);
     expect(run.stderr).not.toContain('wrong password');
     expect(run.code).toBe(2);
@@ -186,7 +204,9 @@ describe.skipIf(skipReason !== undefined)('parley serve --store', () => {
   }, 30_000);
 
   it('an unreachable server exits 1 with the store error naming host and port', async () => {
-    const run = await runParley(['serve', '--port', '0', '--store', 'postgres://parley:secret@127.0.0.1:1/parley'], { cwd: folder });
+    const run = await runParley(['serve', '--port', '0', '--store', 'postgres://parley:secret@127.0.0.1:1/parley'], {
+      cwd: folder,
+    });
     expect(run.stderr).toContain('PostgreSQL at 127.0.0.1:1 (database "parley") cannot be reached');
     expect(run.code).toBe(1);
     expect(await readdir(folder)).toEqual([]);

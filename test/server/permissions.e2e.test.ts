@@ -20,7 +20,10 @@ afterEach(async () => {
 });
 
 /** The next notification of a kind (already received, or the next to arrive). */
-function collector<N extends 'permission_requested' | 'permission_resolved'>(client: ProtocolClient, name: N): () => Promise<NotificationParams<N>> {
+function collector<N extends 'permission_requested' | 'permission_resolved'>(
+  client: ProtocolClient,
+  name: N,
+): () => Promise<NotificationParams<N>> {
   const seen: Array<NotificationParams<N>> = [];
   const waiting: Array<(value: NotificationParams<N>) => void> = [];
   client.on(name, (params) => {
@@ -38,7 +41,9 @@ async function draftDev(server: TestServer, client: ProtocolClient): Promise<str
 
 async function toolResults(client: ProtocolClient, sessionId: string): Promise<ToolResultBlock[]> {
   const { events } = await client.request('get_events', { sessionId });
-  return events.flatMap((event) => (event.type === 'block_complete' && event.block.type === 'tool_result' ? [event.block] : []));
+  return events.flatMap((event) =>
+    event.type === 'block_complete' && event.block.type === 'tool_result' ? [event.block] : [],
+  );
 }
 
 describe('approvals over the protocol', () => {
@@ -64,30 +69,56 @@ describe('approvals over the protocol', () => {
 
     // 1. The write: shown with its diff, allowed once.
     const write = await requested();
-    expect(write).toMatchObject({ channelId: 'ui', request: { sessionId, tool: 'write_file', kind: 'write', title: 'Overwrite notes.txt', path: 'notes.txt' } });
+    expect(write).toMatchObject({
+      channelId: 'ui',
+      request: { sessionId, tool: 'write_file', kind: 'write', title: 'Overwrite notes.txt', path: 'notes.txt' },
+    });
     expect(write.request.diff).toContain('-first\n+second');
     // A client that attaches now finds the waiting request.
     const late = await server.client({ channel: 'ui' });
-    expect((await late.request('get_permissions')).requests.map((request) => request.requestId)).toEqual([write.request.requestId]);
-    expect(await client.request('answer_permission', { sessionId, requestId: write.request.requestId, decision: 'allow_once' })).toEqual({
+    expect((await late.request('get_permissions')).requests.map((request) => request.requestId)).toEqual([
+      write.request.requestId,
+    ]);
+    expect(
+      await client.request('answer_permission', {
+        sessionId,
+        requestId: write.request.requestId,
+        decision: 'allow_once',
+      }),
+    ).toEqual({
       requestId: write.request.requestId,
       sessionId,
       decision: 'allow_once',
     });
-    expect(await resolved()).toMatchObject({ requestId: write.request.requestId, decision: 'allow_once', source: 'client' });
+    expect(await resolved()).toMatchObject({
+      requestId: write.request.requestId,
+      decision: 'allow_once',
+      source: 'client',
+    });
     // Answering twice is an error naming the request.
-    await expect(late.request('answer_permission', { sessionId, requestId: write.request.requestId, decision: 'deny' })).rejects.toMatchObject({ code: -32001 });
+    await expect(
+      late.request('answer_permission', { sessionId, requestId: write.request.requestId, decision: 'deny' }),
+    ).rejects.toMatchObject({ code: -32001 });
 
     // 2. The command: denied; nothing runs.
     const remove = await requested();
-    expect(remove.request).toMatchObject({ kind: 'command', command: 'rm notes.txt', cwd: '.', allowAlwaysScope: 'commands starting with "rm"' });
+    expect(remove.request).toMatchObject({
+      kind: 'command',
+      command: 'rm notes.txt',
+      cwd: '.',
+      allowAlwaysScope: 'commands starting with "rm"',
+    });
     await client.request('answer_permission', { sessionId, requestId: remove.request.requestId, decision: 'deny' });
     expect(await resolved()).toMatchObject({ decision: 'deny' });
 
     // 3. Allowed always for "ls"; 4. then not asked again.
     const list = await requested();
     expect(list.request.command).toBe('ls -a');
-    await client.request('answer_permission', { sessionId, requestId: list.request.requestId, decision: 'allow_always' });
+    await client.request('answer_permission', {
+      sessionId,
+      requestId: list.request.requestId,
+      decision: 'allow_always',
+    });
     await server.server.drafts.settled({ channelId: 'ui' });
 
     expect(await fs.readFile(path.join(server.root, 'notes.txt'), 'utf8')).toBe('second\n');
@@ -113,10 +144,23 @@ describe('approvals over the protocol', () => {
 
     // Nobody is attached: the request waits, and the session says so.
     const watcher = await server.client({ channel: 'watcher' });
-    const isWaiting = (event: { type: string; block?: { type: string; subtype?: string; content?: string } }): string | undefined =>
-      event.type === 'block_complete' && event.block?.type === 'system' && event.block.subtype === 'info' && event.block.content?.startsWith('Waiting') ? event.block.content : undefined;
+    const isWaiting = (event: {
+      type: string;
+      block?: { type: string; subtype?: string; content?: string };
+    }): string | undefined =>
+      event.type === 'block_complete' &&
+      event.block?.type === 'system' &&
+      event.block.subtype === 'info' &&
+      event.block.content?.startsWith('Waiting')
+        ? event.block.content
+        : undefined;
     // Subscribed before reading the log, so the block is either in the log or on its way.
-    const arriving = new Promise<string>((resolve) => watcher.on('session_event', ({ event }) => { const text = isWaiting(event); if (text) resolve(text); }));
+    const arriving = new Promise<string>((resolve) =>
+      watcher.on('session_event', ({ event }) => {
+        const text = isWaiting(event);
+        if (text) resolve(text);
+      }),
+    );
     await watcher.request('subscribe', { sessionIds: [sessionId] });
     const { events } = await watcher.request('get_events', { sessionId });
     const waiting = events.map(isWaiting).find((text) => text !== undefined) ?? (await arriving);

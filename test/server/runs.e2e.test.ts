@@ -1,5 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { RpcError, RpcErrorCode, type NotificationName, type NotificationParams, type ProtocolClient } from '../../src/protocol/index.js';
+import {
+  RpcError,
+  RpcErrorCode,
+  type NotificationName,
+  type NotificationParams,
+  type ProtocolClient,
+} from '../../src/protocol/index.js';
 import { CODE_REVIEW, RELEASE_NOTES, StandInRunService } from '../helpers/stand-in-run-service.js';
 import { startTestServer, type TestServer } from './helpers.js';
 
@@ -37,7 +43,11 @@ function record(client: ProtocolClient, names: NotificationName[]): Array<{ name
   return seen;
 }
 
-function next<N extends NotificationName>(client: ProtocolClient, name: N, matches: (params: NotificationParams<N>) => boolean = () => true): Promise<NotificationParams<N>> {
+function next<N extends NotificationName>(
+  client: ProtocolClient,
+  name: N,
+  matches: (params: NotificationParams<N>) => boolean = () => true,
+): Promise<NotificationParams<N>> {
   return new Promise((resolve) => {
     const off = client.on(name, (params) => {
       if (!matches(params)) return;
@@ -64,14 +74,25 @@ describe('run methods on a server without a run service', () => {
 });
 
 describe('run methods over a RunService', () => {
-  it('start_run stores a run in the server\'s project; list_runs and get_run return it; an unknown run is RUN_NOT_FOUND', async () => {
+  it("start_run stores a run in the server's project; list_runs and get_run return it; an unknown run is RUN_NOT_FOUND", async () => {
     const runs = new StandInRunService({ 'reviews/code-review.ts': CODE_REVIEW });
     const server = await serve(runs);
     const client = await server.client();
     const started = await client.startRun({ workflow: 'reviews/code-review.ts', input: { diff: '+1' } });
-    expect(started).toMatchObject({ harness: 'code-review', status: 'waiting', project: server.project, input: { diff: '+1' }, phases: ['review', 'approval'] });
-    expect(started.pendingPrompts).toEqual([expect.objectContaining({ prompt: 'Apply the suggested fixes?', choices: ['approve', 'reject'] })]);
-    expect(runs.calls[0]).toEqual({ method: 'startRun', args: [{ workflow: 'reviews/code-review.ts', input: { diff: '+1' }, project: server.project }] });
+    expect(started).toMatchObject({
+      harness: 'code-review',
+      status: 'waiting',
+      project: server.project,
+      input: { diff: '+1' },
+      phases: ['review', 'approval'],
+    });
+    expect(started.pendingPrompts).toEqual([
+      expect.objectContaining({ prompt: 'Apply the suggested fixes?', choices: ['approve', 'reject'] }),
+    ]);
+    expect(runs.calls[0]).toEqual({
+      method: 'startRun',
+      args: [{ workflow: 'reviews/code-review.ts', input: { diff: '+1' }, project: server.project }],
+    });
 
     expect(await client.listRuns()).toEqual([started]);
     expect(await client.listRuns({ status: ['complete'] })).toEqual([]);
@@ -102,7 +123,9 @@ describe('run methods over a RunService', () => {
     expect(noWorkflow.data.issues).toEqual([expect.stringContaining('workflow')]);
     const badId = await errorOf(client.request('get_run', { runId: '../etc' }));
     expect(badId.code).toBe(RpcErrorCode.INVALID_PARAMS);
-    expect((await errorOf(client.request('answer_prompt', { runId: 'r', promptId: 'p' } as never))).data.issues).toEqual([expect.stringContaining('response')]);
+    expect(
+      (await errorOf(client.request('answer_prompt', { runId: 'r', promptId: 'p' } as never))).data.issues,
+    ).toEqual([expect.stringContaining('response')]);
     expect(runs.calls).toEqual([]);
   });
 
@@ -113,11 +136,18 @@ describe('run methods over a RunService', () => {
     const promptId = run.pendingPrompts[0]!.promptId;
 
     const refused = await client.answerPrompt(run.id, promptId, 'maybe');
-    expect(refused).toEqual({ accepted: false, message: '"maybe" is not one of the choices: approve, reject (or their numbers).' });
+    expect(refused).toEqual({
+      accepted: false,
+      message: '"maybe" is not one of the choices: approve, reject (or their numbers).',
+    });
     expect((await client.getRun(run.id)).pendingPrompts.map((prompt) => prompt.promptId)).toEqual([promptId]);
 
     expect(await client.answerPrompt(run.id, promptId, '1')).toEqual({ accepted: true });
-    expect(await client.getRun(run.id)).toMatchObject({ status: 'complete', pendingPrompts: [], result: { approved: true } });
+    expect(await client.getRun(run.id)).toMatchObject({
+      status: 'complete',
+      pendingPrompts: [],
+      result: { approved: true },
+    });
 
     const twice = await errorOf(client.answerPrompt(run.id, promptId, 'reject'));
     expect(twice.code).toBe(RpcErrorCode.INVALID_STATE);
@@ -134,7 +164,10 @@ describe('run methods over a RunService', () => {
     const client = await server.client();
     const run = await client.startRun({ workflow: 'notes' });
     const promptId = run.pendingPrompts[0]!.promptId;
-    expect(await client.answerPrompt(run.id, promptId, 'soon')).toEqual({ accepted: false, message: '"soon" is not a version like 1.2.3.' });
+    expect(await client.answerPrompt(run.id, promptId, 'soon')).toEqual({
+      accepted: false,
+      message: '"soon" is not a version like 1.2.3.',
+    });
     expect(await client.answerPrompt(run.id, promptId, '2.0.1')).toEqual({ accepted: true });
     expect((await client.getRun(run.id)).result).toEqual({ version: '2.0.1' });
   });
@@ -178,7 +211,11 @@ describe('run notifications', () => {
     expect(event).toMatchObject({ runId: run.id, event: { type: 'harness:start', harness: 'code-review' } });
     expect(new Date(event.event.timestamp).toISOString()).toBe(event.event.timestamp);
     expect(seen[1]!.params).toEqual({ runId: run.id, prompt: run.pendingPrompts[0] });
-    expect((seen[3]!.params as NotificationParams<'run_updated'>).run).toMatchObject({ id: run.id, status: 'complete', result: { approved: true } });
+    expect((seen[3]!.params as NotificationParams<'run_updated'>).run).toMatchObject({
+      id: run.id,
+      status: 'complete',
+      result: { approved: true },
+    });
   });
 
   it('run_event goes only to followers that asked for events; the others get the prompt and the updates alone', async () => {
@@ -245,11 +282,13 @@ describe('run notifications', () => {
 
   it('a server that made its run service with the factory closes it on close; one it was given it leaves open', async () => {
     const made = new StandInRunService({});
-    const server = await startTestServer({ createRunService: (context) => {
-      expect(context.projectRoot).toBeTruthy();
-      expect(context.manager).toBeDefined();
-      return Promise.resolve(made);
-    } });
+    const server = await startTestServer({
+      createRunService: (context) => {
+        expect(context.projectRoot).toBeTruthy();
+        expect(context.manager).toBeDefined();
+        return Promise.resolve(made);
+      },
+    });
     expect(server.server.runService).toBe(made);
     await server.stop();
     expect(made.closed).toBe(true);

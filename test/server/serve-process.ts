@@ -3,7 +3,13 @@ import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import WebSocket from 'ws';
-import { ProtocolClient, ServerFileSchema, webSocketTransport, type ServerFile, type WebSocketLike } from '../../src/protocol/index.js';
+import {
+  ProtocolClient,
+  ServerFileSchema,
+  webSocketTransport,
+  type ServerFile,
+  type WebSocketLike,
+} from '../../src/protocol/index.js';
 
 const repo = resolve(import.meta.dirname, '..', '..');
 /** tsx's loader in this process's node: one process (no wrapper), so SIGKILL hits the server itself. */
@@ -18,7 +24,11 @@ export interface ServeProcess {
 }
 
 /** Starts `parley serve --port 0` (plus `args`) in `cwd` as its own process; resolves at the ready line with server.json. */
-export async function startServeProcess(cwd: string, env: Record<string, string> = {}, args: string[] = []): Promise<ServeProcess> {
+export async function startServeProcess(
+  cwd: string,
+  env: Record<string, string> = {},
+  args: string[] = [],
+): Promise<ServeProcess> {
   const childEnv: Record<string, string | undefined> = { ...process.env, ...env };
   delete childEnv['PARLEY_DATA_DIR'];
   const child = spawn(process.execPath, ['--import', loader, main, 'serve', '--port', '0', ...args], {
@@ -29,7 +39,9 @@ export async function startServeProcess(cwd: string, env: Record<string, string>
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => child.once('exit', (code, signal) => done({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
+    child.once('exit', (code, signal) => done({ code, signal })),
+  );
   await new Promise<void>((ready, fail) => {
     const check = () => {
       if (output.includes('Parley server ready:')) {
@@ -38,7 +50,9 @@ export async function startServeProcess(cwd: string, env: Record<string, string>
       }
     };
     child.stdout!.on('data', check);
-    void exited.then(({ code, signal }) => fail(new Error(`parley serve exited (${code ?? signal}) before it was ready:\n${output}`)));
+    void exited.then(({ code, signal }) =>
+      fail(new Error(`parley serve exited (${code ?? signal}) before it was ready:\n${output}`)),
+    );
   });
   const info = ServerFileSchema.parse(JSON.parse(await readFile(join(cwd, '.parley', 'server.json'), 'utf8')));
   return { child, info, output: () => output, exited };
@@ -47,7 +61,12 @@ export async function startServeProcess(cwd: string, env: Record<string, string>
 /** A client of a `parley serve` process on `channel`, connected, that does not reconnect (the tests kill servers on purpose). The caller closes it. */
 export async function connectToServer(info: ServerFile, channel: string): Promise<ProtocolClient> {
   const client = new ProtocolClient({
-    transport: webSocketTransport({ url: info.wsUrl, token: info.token, channel, createSocket: (url) => new WebSocket(url) as unknown as WebSocketLike }),
+    transport: webSocketTransport({
+      url: info.wsUrl,
+      token: info.token,
+      channel,
+      createSocket: (url) => new WebSocket(url) as unknown as WebSocketLike,
+    }),
     reconnect: false,
     onError: () => {},
   });

@@ -29,7 +29,11 @@ afterEach(async () => {
 async function serve(root: string, script: unknown, databaseUrl: string): Promise<ServeProcess> {
   const scriptPath = join(root, '..', 'script.json');
   await writeFile(scriptPath, JSON.stringify(script));
-  const server = await startServeProcess(root, { PARLEY_SCRIPTED_SCRIPT: scriptPath, PARLEY_DATABASE_URL: databaseUrl, PARLEY_DRAFT_LEASE_MS: LEASE_MS });
+  const server = await startServeProcess(root, {
+    PARLEY_SCRIPTED_SCRIPT: scriptPath,
+    PARLEY_DATABASE_URL: databaseUrl,
+    PARLEY_DRAFT_LEASE_MS: LEASE_MS,
+  });
   cleanups.push(async () => {
     if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
     await server.exited;
@@ -117,14 +121,19 @@ describe.skipIf(skipReason !== undefined)('two parley serve processes on one Pos
     const first = await submit(clientA, 'Question asked on A');
     expect(first.mode).toBe('draft');
     if (first.mode !== 'draft') return;
-    const partialDone = (event: StreamEvent) => event.type === 'block_complete' && event.block.type === 'assistant_text' && event.block.content === 'Second part from A.';
+    const partialDone = (event: StreamEvent) =>
+      event.type === 'block_complete' &&
+      event.block.type === 'assistant_text' &&
+      event.block.content === 'Second part from A.';
     await vi.waitFor(() => expect(seenOnA.some(partialDone)).toBe(true), { timeout: DEADLINE_MS });
     const acknowledged = [...seenOnA];
     // B's subscriber sees A's turn live (A is still mid-turn), in seq order, each event once.
     await vi.waitFor(() => expect(seenOnB.at(-1)?.seq).toBe(acknowledged.at(-1)!.seq), { timeout: DEADLINE_MS });
     expectConsecutive(seenOnB.map((event) => event.seq));
     expect(seenOnB[0]!.seq).toBeLessThanOrEqual(first.seq);
-    expect(seenOnB.filter((event) => event.seq >= first.seq)).toEqual(acknowledged.filter((event) => event.seq >= first.seq));
+    expect(seenOnB.filter((event) => event.seq >= first.seq)).toEqual(
+      acknowledged.filter((event) => event.seq >= first.seq),
+    );
 
     // While A lives and holds the lease, a prompt on B is refused, naming A.
     const refused = await submit(clientB, 'Too early').then(
@@ -138,11 +147,17 @@ describe.skipIf(skipReason !== undefined)('two parley serve processes on one Pos
     serverA.child.kill('SIGKILL');
     expect((await serverA.exited).signal).toBe('SIGKILL');
 
-    const turnDoneOnB = (event: StreamEvent, after: number) => event.seq > after && event.type === 'metadata_update' && event.conversationId === 'main' && event.metadata.turnComplete === true;
+    const turnDoneOnB = (event: StreamEvent, after: number) =>
+      event.seq > after &&
+      event.type === 'metadata_update' &&
+      event.conversationId === 'main' &&
+      event.metadata.turnComplete === true;
     const second = await submitOnceTakenOver(clientB, 'Question asked on B');
     expect(second.mode).toBe('draft');
     if (second.mode !== 'draft') return;
-    await vi.waitFor(() => expect(seenOnB.some((event) => turnDoneOnB(event, second.seq))).toBe(true), { timeout: DEADLINE_MS });
+    await vi.waitFor(() => expect(seenOnB.some((event) => turnDoneOnB(event, second.seq))).toBe(true), {
+      timeout: DEADLINE_MS,
+    });
 
     const log = (await clientB.request('get_events', { sessionId })).events;
     // No duplicate or missing seq in the log, nor in what B's subscriber saw from A's turn to B's.
@@ -166,15 +181,23 @@ describe.skipIf(skipReason !== undefined)('two parley serve processes on one Pos
       'assistant_text: Answered on B.',
     ]);
     expect(JSON.stringify(log)).not.toContain('never sent');
-    expect(await clientB.request('get_draft_status')).toMatchObject({ active: true, session: { sessionId, role: 'dev', taskSlug: 'two-servers', turnCount: 2 } });
+    expect(await clientB.request('get_draft_status')).toMatchObject({
+      active: true,
+      session: { sessionId, role: 'dev', taskSlug: 'two-servers', turnCount: 2 },
+    });
   }, 90_000);
 
   it('a PARLEY_DRAFT_LEASE_MS that is not a whole number of milliseconds from 1000 stops parley serve before anything is written', async () => {
     const folder = await mkdtemp(join(tmpdir(), 'parley-lease-env-'));
     cleanups.push(() => rm(folder, { recursive: true, force: true }));
     for (const value of ['soon', '500', '1.5e3']) {
-      const run = await runParley(['serve', '--port', '0'], { cwd: folder, env: { PARLEY_DATABASE_URL: database.url(), PARLEY_DRAFT_LEASE_MS: value } });
-      expect(run.stderr).toContain(`PARLEY_DRAFT_LEASE_MS must be a whole number of milliseconds from 1000 to 86400000, not "${value}"`);
+      const run = await runParley(['serve', '--port', '0'], {
+        cwd: folder,
+        env: { PARLEY_DATABASE_URL: database.url(), PARLEY_DRAFT_LEASE_MS: value },
+      });
+      expect(run.stderr).toContain(
+        `PARLEY_DRAFT_LEASE_MS must be a whole number of milliseconds from 1000 to 86400000, not "${value}"`,
+      );
       expect(run.code).toBe(2);
       expect(await readdir(folder)).toEqual([]);
     }

@@ -16,7 +16,11 @@ describe('SessionUpdateThrottle', () => {
     vi.useFakeTimers();
     clock = 1_000;
     sent = [];
-    throttle = new SessionUpdateThrottle((value) => sent.push([value.sessionId, value.action, value.session.stats.totalMessages]), 250, () => clock);
+    throttle = new SessionUpdateThrottle(
+      (value) => sent.push([value.sessionId, value.action, value.session.stats.totalMessages]),
+      250,
+      () => clock,
+    );
   });
   afterEach(() => {
     throttle.close();

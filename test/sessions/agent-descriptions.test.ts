@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { isParleyError } from '../../src/conversation/index.js';
-import { BUILT_IN_AGENT_TYPES, describeAgent, renderAgentDescription, type AgentDescriptionOverride } from '../../src/sessions/index.js';
+import {
+  BUILT_IN_AGENT_TYPES,
+  describeAgent,
+  renderAgentDescription,
+  type AgentDescriptionOverride,
+} from '../../src/sessions/index.js';
 
 describe('agent descriptions', () => {
   it('every built-in agent type has role text, instructions and allowed tools', () => {
@@ -19,8 +24,16 @@ describe('agent descriptions', () => {
   });
 
   it('a role file overrides the role and tools, replaces or extends the instructions', () => {
-    const replaced = describeAgent('qa', { role: 'You review Rust code.', instructions: ['Run cargo test.'], allowedTools: ['Read', 'Bash'] });
-    expect(replaced).toMatchObject({ role: 'You review Rust code.', instructions: ['Run cargo test.'], allowedTools: ['Read', 'Bash'] });
+    const replaced = describeAgent('qa', {
+      role: 'You review Rust code.',
+      instructions: ['Run cargo test.'],
+      allowedTools: ['Read', 'Bash'],
+    });
+    expect(replaced).toMatchObject({
+      role: 'You review Rust code.',
+      instructions: ['Run cargo test.'],
+      allowedTools: ['Read', 'Bash'],
+    });
     const extended = describeAgent('dev', { extraInstructions: ['Never touch generated files.'] });
     expect(extended.instructions.slice(0, -1)).toEqual(describeAgent('dev').instructions);
     expect(extended.instructions.at(-1)).toBe('Never touch generated files.');
@@ -45,9 +58,28 @@ describe('agent descriptions', () => {
   });
 
   it("renders seed 002's # Your Role and ## Instructions, then the tools", () => {
-    const text = renderAgentDescription({ role: 'You are QA.', instructions: ['Check everything.', 'Report precisely.'], allowedTools: ['Read', 'Bash'], toolInstructions: 'Bash runs the checks.' });
+    const text = renderAgentDescription({
+      role: 'You are QA.',
+      instructions: ['Check everything.', 'Report precisely.'],
+      allowedTools: ['Read', 'Bash'],
+      toolInstructions: 'Bash runs the checks.',
+    });
     expect(text).toBe(
-      ['# Your Role', '', 'You are QA.', '', '## Instructions', '', '- Check everything.', '- Report precisely.', '', '## Tools', '', 'Allowed tools: Read, Bash.', 'Bash runs the checks.'].join('\n'),
+      [
+        '# Your Role',
+        '',
+        'You are QA.',
+        '',
+        '## Instructions',
+        '',
+        '- Check everything.',
+        '- Report precisely.',
+        '',
+        '## Tools',
+        '',
+        'Allowed tools: Read, Bash.',
+        'Bash runs the checks.',
+      ].join('\n'),
     );
   });
 });

@@ -52,12 +52,19 @@ function nativeBackend(scripted: ScriptedBackend, files = new Map<string, string
       const resume = request.isNewSession === false;
       if (resume && (!files.has(nativeSessionId) || state.failResumes > 0)) {
         state.failResumes--;
-        return createScriptedBackend({ name: 'fake-native', turns: [[step.error(`No conversation found with session ID: ${nativeSessionId}`, { code: 'NATIVE_RESUME_FAILED' })]] }).execute(request);
+        return createScriptedBackend({
+          name: 'fake-native',
+          turns: [
+            [step.error(`No conversation found with session ID: ${nativeSessionId}`, { code: 'NATIVE_RESUME_FAILED' })],
+          ],
+        }).execute(request);
       }
       const turn = scripted.execute(request);
       async function* events(): AsyncGenerator<StreamEventDraft> {
         for await (const event of turn.events) {
-          yield event.type === 'metadata_update' && event.metadata.turnComplete ? { ...event, metadata: { ...event.metadata, nativeSessionId } } : event;
+          yield event.type === 'metadata_update' && event.metadata.turnComplete
+            ? { ...event, metadata: { ...event.metadata, nativeSessionId } }
+            : event;
         }
       }
       return { events: events() };
@@ -69,9 +76,16 @@ function nativeBackend(scripted: ScriptedBackend, files = new Map<string, string
 async function sessionOnScripted(store: SessionStore = createMemoryStore()) {
   const manager = await createSessionManager({ store });
   managers.push(manager);
-  const { sessionId } = await manager.createSession({ scope: { kind: 'draft', role: 'dev' }, agentType: 'dev', backend: 'scripted' });
+  const { sessionId } = await manager.createSession({
+    scope: { kind: 'draft', role: 'dev' },
+    agentType: 'dev',
+    backend: 'scripted',
+  });
   const scripted = createScriptedBackend({
-    turns: [[step.thinking('Plan: look first.'), step.tool('Bash', { command: 'ls' }, 'a.txt'), step.text('One file.')], [step.tool('run_command', { command: 'pwd' }, '/work'), step.text('In /work.')]],
+    turns: [
+      [step.thinking('Plan: look first.'), step.tool('Bash', { command: 'ls' }, 'a.txt'), step.text('One file.')],
+      [step.tool('run_command', { command: 'pwd' }, '/work'), step.text('In /work.')],
+    ],
   });
   await drain((await runTurn(manager, sessionId, { backend: scripted, prompt: 'What is here?' })).events);
   await drain((await runTurn(manager, sessionId, { backend: scripted, prompt: 'Where am I?' })).events);
@@ -79,7 +93,9 @@ async function sessionOnScripted(store: SessionStore = createMemoryStore()) {
 }
 
 const systemBlocks = (events: readonly StreamEvent[]) =>
-  events.flatMap((event) => (event.type === 'block_complete' && event.block.type === 'system' ? [event.block as SystemBlock] : []));
+  events.flatMap((event) =>
+    event.type === 'block_complete' && event.block.type === 'system' ? [event.block as SystemBlock] : [],
+  );
 const codeOf = (block: SystemBlock) => (block.data as { code?: string } | undefined)?.code;
 
 describe('continueOnBackend', () => {
@@ -96,14 +112,22 @@ describe('continueOnBackend', () => {
     expect(move.transcript).toBe(`native-fake-native-${move.nativeSessionId}`);
     expect(await store.readTranscript(sessionId, move.transcript!)).toBe(written);
     const parsed = parseClaudeCodeTranscript(written);
-    expect(parsed.blocks.filter((block) => block.type === 'user_message').map((block) => (block.type === 'user_message' ? block.content : ''))).toEqual(['What is here?', 'Where am I?']);
+    expect(
+      parsed.blocks
+        .filter((block) => block.type === 'user_message')
+        .map((block) => (block.type === 'user_message' ? block.content : '')),
+    ).toEqual(['What is here?', 'Where am I?']);
     expect(parsed.blocks.find((block) => block.type === 'tool_use')).toMatchObject({ name: 'Bash' });
     expect(move.conversions).toEqual([
       { kind: 'thinking', count: 1 },
       { kind: 'tool_call', count: 1, names: ['run_command'] },
     ]);
     const notice = (await manager.loadConversation(sessionId)).blocks.at(-1)!;
-    expect(notice).toMatchObject({ type: 'system', subtype: 'info', data: { code: BACKEND_MOVED, from: 'scripted', to: 'fake-native', mode: 'native' } });
+    expect(notice).toMatchObject({
+      type: 'system',
+      subtype: 'info',
+      data: { code: BACKEND_MOVED, from: 'scripted', to: 'fake-native', mode: 'native' },
+    });
     expect(notice.type === 'system' && notice.content).toContain('1 thinking block to marked text');
 
     // The next turn resumes that native session; the move is not made twice.
@@ -134,7 +158,9 @@ describe('continueOnBackend', () => {
     const manager = await createSessionManager({ store: createMemoryStore() });
     managers.push(manager);
     const target = nativeBackend(createScriptedBackend({ name: 'fake-native' }));
-    await expect(continueOnBackend(manager, 'missing', target.backend, { cwd: '/work' })).rejects.toMatchObject({ code: 'SESSION_NOT_FOUND' });
+    await expect(continueOnBackend(manager, 'missing', target.backend, { cwd: '/work' })).rejects.toMatchObject({
+      code: 'SESSION_NOT_FOUND',
+    });
     expect(target.files.size).toBe(0);
   });
 });
@@ -145,17 +171,27 @@ describe('the fallback ladder', () => {
     const target = nativeBackend(createScriptedBackend({ name: 'fake-native', turns: [[step.text('Resumed fine.')]] }));
     const move = await continueOnBackend(manager, sessionId, target.backend, { cwd: '/work' });
     target.files.clear(); // the CLI's storage was wiped
-    const events = await drain((await runTurnWithFallback(manager, sessionId, { backend: target.backend, prompt: 'Still there?', cwd: '/work' })).events);
+    const events = await drain(
+      (await runTurnWithFallback(manager, sessionId, { backend: target.backend, prompt: 'Still there?', cwd: '/work' }))
+        .events,
+    );
     const notices = systemBlocks(events);
     expect(notices.map(codeOf)).toEqual(['NATIVE_RESUME_FAILED', NATIVE_RESUME_RETRY]);
     expect(notices[1]!.content).toContain('writes the session');
-    expect(events.some((event) => event.type === 'text_delta' || (event.type === 'block_complete' && event.block.type === 'assistant_text'))).toBe(true);
+    expect(
+      events.some(
+        (event) =>
+          event.type === 'text_delta' || (event.type === 'block_complete' && event.block.type === 'assistant_text'),
+      ),
+    ).toBe(true);
     // Rewritten under the same native id, without the prompt being retried (the back end gets it as the prompt).
     const rewritten = target.files.get(move.nativeSessionId!)!;
     expect(rewritten).toContain('Where am I?');
     expect(rewritten).not.toContain('Still there?');
     const conversation = await manager.loadConversation(sessionId);
-    expect(conversation.blocks.filter((block) => block.type === 'user_message' && block.content === 'Still there?')).toHaveLength(1);
+    expect(
+      conversation.blocks.filter((block) => block.type === 'user_message' && block.content === 'Still there?'),
+    ).toHaveLength(1);
     expect(conversation.blocks.at(-1)).toMatchObject({ type: 'assistant_text', content: 'Resumed fine.' });
   });
 
@@ -165,8 +201,16 @@ describe('the fallback ladder', () => {
     const target = nativeBackend(scripted);
     const move = await continueOnBackend(manager, sessionId, target.backend, { cwd: '/work' });
     target.state.failResumes = 2;
-    const events = await drain((await runTurnWithFallback(manager, sessionId, { backend: target.backend, prompt: 'Anyone?', cwd: '/work' })).events);
-    expect(systemBlocks(events).map(codeOf)).toEqual(['NATIVE_RESUME_FAILED', NATIVE_RESUME_RETRY, 'NATIVE_RESUME_FAILED', NATIVE_RESUME_MANAGED]);
+    const events = await drain(
+      (await runTurnWithFallback(manager, sessionId, { backend: target.backend, prompt: 'Anyone?', cwd: '/work' }))
+        .events,
+    );
+    expect(systemBlocks(events).map(codeOf)).toEqual([
+      'NATIVE_RESUME_FAILED',
+      NATIVE_RESUME_RETRY,
+      'NATIVE_RESUME_FAILED',
+      NATIVE_RESUME_MANAGED,
+    ]);
     const last = target.state.requests.at(-1)!;
     expect(last.isNewSession).toBe(true);
     expect(last.nativeSessionId).not.toBe(move.nativeSessionId);
@@ -176,14 +220,18 @@ describe('the fallback ladder', () => {
     expect(session.native?.nativeSessionId).toBe(last.nativeSessionId);
     const conversation = await manager.loadConversation(sessionId);
     expect(conversation.blocks.at(-1)).toMatchObject({ type: 'assistant_text', content: 'Managed answer.' });
-    expect(conversation.blocks.filter((block) => block.type === 'user_message' && block.content === 'Anyone?')).toHaveLength(1);
+    expect(
+      conversation.blocks.filter((block) => block.type === 'user_message' && block.content === 'Anyone?'),
+    ).toHaveLength(1);
   });
 
   it('a turn that resumes fine climbs nothing', async () => {
     const { manager, sessionId } = await sessionOnScripted();
     const target = nativeBackend(createScriptedBackend({ name: 'fake-native', turns: [[step.text('Fine.')]] }));
     await continueOnBackend(manager, sessionId, target.backend, { cwd: '/work' });
-    const events = await drain((await runTurnWithFallback(manager, sessionId, { backend: target.backend, prompt: 'ok?' })).events);
+    const events = await drain(
+      (await runTurnWithFallback(manager, sessionId, { backend: target.backend, prompt: 'ok?' })).events,
+    );
     expect(systemBlocks(events)).toEqual([]);
     expect(target.state.requests).toHaveLength(1);
   });

@@ -18,22 +18,48 @@ beforeAll(async () => {
   await loadTokenizer();
 });
 
-const valid = { completed: ['Added --verbose to args.ts'], inProgress: ['Wiring the flag into logger.ts'], pending: ['Document the flag'], decisions: ['Use a boolean flag, no levels'], blockers: [] };
+const valid = {
+  completed: ['Added --verbose to args.ts'],
+  inProgress: ['Wiring the flag into logger.ts'],
+  pending: ['Document the flag'],
+  decisions: ['Use a boolean flag, no levels'],
+  blockers: [],
+};
 
 describe('parseCheckpointOutput', () => {
   it('accepts the JSON object alone, fenced, or surrounded by prose', () => {
     expect(parseCheckpointOutput(JSON.stringify(valid))).toEqual({ ok: true, summary: valid });
-    expect(parseCheckpointOutput(`Here it is:\n\`\`\`json\n${JSON.stringify(valid, null, 2)}\n\`\`\`\nDone.`)).toEqual({ ok: true, summary: valid });
-    expect(parseCheckpointOutput(`Sure! ${JSON.stringify(valid)} Hope that helps.`)).toEqual({ ok: true, summary: valid });
+    expect(parseCheckpointOutput(`Here it is:\n\`\`\`json\n${JSON.stringify(valid, null, 2)}\n\`\`\`\nDone.`)).toEqual({
+      ok: true,
+      summary: valid,
+    });
+    expect(parseCheckpointOutput(`Sure! ${JSON.stringify(valid)} Hope that helps.`)).toEqual({
+      ok: true,
+      summary: valid,
+    });
   });
 
   it("maps the list names models commonly use (seed 002's own among them) and drops empty items", () => {
-    const parsed = parseCheckpointOutput(JSON.stringify({ completedItems: ['a', '  '], in_progress: [], pendingItems: ['b'], keyDecisions: [], currentBlockers: ['c'] }));
-    expect(parsed).toEqual({ ok: true, summary: { completed: ['a'], inProgress: [], pending: ['b'], decisions: [], blockers: ['c'] } });
+    const parsed = parseCheckpointOutput(
+      JSON.stringify({
+        completedItems: ['a', '  '],
+        in_progress: [],
+        pendingItems: ['b'],
+        keyDecisions: [],
+        currentBlockers: ['c'],
+      }),
+    );
+    expect(parsed).toEqual({
+      ok: true,
+      summary: { completed: ['a'], inProgress: [], pending: ['b'], decisions: [], blockers: ['c'] },
+    });
   });
 
   it('says precisely what is wrong with garbage, wrong shapes and missing lists', () => {
-    expect(parseCheckpointOutput('I could not summarize that, sorry.')).toEqual({ ok: false, errors: 'The answer contains no JSON object. Answer with exactly one JSON object.' });
+    expect(parseCheckpointOutput('I could not summarize that, sorry.')).toEqual({
+      ok: false,
+      errors: 'The answer contains no JSON object. Answer with exactly one JSON object.',
+    });
     const broken = parseCheckpointOutput('{"completed": [oops]}');
     expect(broken.ok).toBe(false);
     expect(!broken.ok && broken.errors).toMatch(/^The JSON does not parse/);
@@ -48,11 +74,45 @@ describe('parseCheckpointOutput', () => {
 
 let seq = 0;
 const user = (content: string, extra: Record<string, unknown> = {}): ConversationBlock =>
-  ({ id: `u${seq}`, seq: seq++, type: 'user_message', content, createdAt: 1000 + seq, completedAt: 1000 + seq, ...extra }) as ConversationBlock;
+  ({
+    id: `u${seq}`,
+    seq: seq++,
+    type: 'user_message',
+    content,
+    createdAt: 1000 + seq,
+    completedAt: 1000 + seq,
+    ...extra,
+  }) as ConversationBlock;
 const assistant = (content: string, complete = true): ConversationBlock =>
-  ({ id: `a${seq}`, seq: seq++, type: 'assistant_text', content, createdAt: 1000 + seq, ...(complete ? { completedAt: 1000 + seq } : {}) }) as ConversationBlock;
-const call = (id: string): ConversationBlock => ({ id: `c${seq}`, seq: seq++, type: 'tool_use', toolUseId: id, name: 'Read', input: {}, status: 'success', createdAt: 1, completedAt: 1 });
-const result = (id: string, content = 'output'): ConversationBlock => ({ id: `r${seq}`, seq: seq++, type: 'tool_result', toolUseId: id, content, isError: false, createdAt: 1, completedAt: 1 });
+  ({
+    id: `a${seq}`,
+    seq: seq++,
+    type: 'assistant_text',
+    content,
+    createdAt: 1000 + seq,
+    ...(complete ? { completedAt: 1000 + seq } : {}),
+  }) as ConversationBlock;
+const call = (id: string): ConversationBlock => ({
+  id: `c${seq}`,
+  seq: seq++,
+  type: 'tool_use',
+  toolUseId: id,
+  name: 'Read',
+  input: {},
+  status: 'success',
+  createdAt: 1,
+  completedAt: 1,
+});
+const result = (id: string, content = 'output'): ConversationBlock => ({
+  id: `r${seq}`,
+  seq: seq++,
+  type: 'tool_result',
+  toolUseId: id,
+  content,
+  isError: false,
+  createdAt: 1,
+  completedAt: 1,
+});
 
 describe('planCompaction', () => {
   const counter = new TokenCounter();
@@ -82,7 +142,10 @@ describe('planCompaction', () => {
     // t1 and t2 are called together; t2's result comes after t1's: the only safe cuts are around both.
     const blocks = [user('go'), call('t1'), call('t2'), result('t1'), result('t2'), assistant('done'), user('next')];
     const messages = projectConversation({ blocks }).messages;
-    const onlyLast = tokensOf(messages[messages.length - 1]!) + tokensOf(messages[messages.length - 2]!) + tokensOf(messages[messages.length - 3]!);
+    const onlyLast =
+      tokensOf(messages[messages.length - 1]!) +
+      tokensOf(messages[messages.length - 2]!) +
+      tokensOf(messages[messages.length - 3]!);
     const plan = planCompaction(messages, { tailTokens: onlyLast, tokensOf })!;
     // The tail would start at t2's unit, which began before t1's result: the cut moves back to before t1.
     expect(plan.fold.map((unit) => unit.kind)).toEqual(['message']);
@@ -91,7 +154,12 @@ describe('planCompaction', () => {
 
   it('returns nothing when everything is in the tail', () => {
     seq = 0;
-    expect(planCompaction(projectConversation({ blocks: [user('a'), assistant('b')] }).messages, { tailTokens: 10_000, tokensOf })).toBeUndefined();
+    expect(
+      planCompaction(projectConversation({ blocks: [user('a'), assistant('b')] }).messages, {
+        tailTokens: 10_000,
+        tokensOf,
+      }),
+    ).toBeUndefined();
   });
 });
 
@@ -100,7 +168,14 @@ describe('what survives verbatim', () => {
 
   it('keeps the first user message and every pinned one for good, and the most recent requests within an allowance', () => {
     seq = 0;
-    const blocks = [user('Build a CLI that renames photos by date'), assistant('ok'), user('use exif when present', { pinned: true }), user('also add --dry-run'), user('and make it fast'), user('out of range')];
+    const blocks = [
+      user('Build a CLI that renames photos by date'),
+      assistant('ok'),
+      user('use exif when present', { pinned: true }),
+      user('also add --dry-run'),
+      user('and make it fast'),
+      user('out of range'),
+    ];
     const intents = collectIntents(blocks, { throughSeq: 4, counter, maxEntryTokens: 100, recentTokens: 1000 });
     expect(intents.pinned).toEqual(['Build a CLI that renames photos by date', 'use exif when present']);
     expect(intents.userRequests).toEqual(['also add --dry-run', 'and make it fast']);
@@ -111,24 +186,47 @@ describe('what survives verbatim', () => {
   it('carries pinned intent from the previous checkpoint and ignores messages hidden by a clear', () => {
     seq = 0;
     const blocks = [user('before the clear'), user('after the clear'), user('later')];
-    const intents = collectIntents(blocks, { throughSeq: 2, clearedThroughSeq: 0, previous: { pinned: ['an older goal'] }, counter, maxEntryTokens: 100, recentTokens: 100 });
+    const intents = collectIntents(blocks, {
+      throughSeq: 2,
+      clearedThroughSeq: 0,
+      previous: { pinned: ['an older goal'] },
+      counter,
+      maxEntryTokens: 100,
+      recentTokens: 100,
+    });
     expect(intents.pinned).toEqual(['an older goal', 'after the clear']);
     expect(intents.userRequests).toEqual(['later']);
   });
 
   it('cuts a very long pinned message to its allowance, saying so', () => {
     seq = 0;
-    const intents = collectIntents([user(`goal ${'detail '.repeat(5_000)}`)], { throughSeq: 0, counter, maxEntryTokens: 200, recentTokens: 0 });
+    const intents = collectIntents([user(`goal ${'detail '.repeat(5_000)}`)], {
+      throughSeq: 0,
+      counter,
+      maxEntryTokens: 200,
+      recentTokens: 0,
+    });
     expect(counter.countText(intents.pinned[0]!)).toBeLessThanOrEqual(200);
     expect(intents.pinned[0]).toContain('truncated');
   });
 
   it('keeps workers that are still pending or running as live handles', () => {
-    const worker = (subagentId: string, status: 'pending' | 'running' | 'success' | 'error'): ConversationBlock => ({ id: `w-${subagentId}-${status}`, type: 'subagent', subagentId, name: `worker ${subagentId}`, input: 'x', status, createdAt: 1 });
-    const handles = collectLiveHandles([worker('a', 'running'), worker('b', 'running'), worker('b', 'success'), worker('c', 'pending')], [
-      { id: 'external', kind: 'worker', status: 'running' },
-      { id: 'a', kind: 'worker', status: 'pending' },
-    ]);
+    const worker = (subagentId: string, status: 'pending' | 'running' | 'success' | 'error'): ConversationBlock => ({
+      id: `w-${subagentId}-${status}`,
+      type: 'subagent',
+      subagentId,
+      name: `worker ${subagentId}`,
+      input: 'x',
+      status,
+      createdAt: 1,
+    });
+    const handles = collectLiveHandles(
+      [worker('a', 'running'), worker('b', 'running'), worker('b', 'success'), worker('c', 'pending')],
+      [
+        { id: 'external', kind: 'worker', status: 'running' },
+        { id: 'a', kind: 'worker', status: 'pending' },
+      ],
+    );
     expect(handles).toEqual([
       { id: 'a', kind: 'worker', label: 'worker a', status: 'running' },
       { id: 'c', kind: 'worker', label: 'worker c', status: 'pending' },
@@ -140,7 +238,13 @@ describe('what survives verbatim', () => {
 describe('summarizer input', () => {
   it('prunes old tool output to its head before summarizing, keeping the newest whole', () => {
     seq = 0;
-    const blocks = [user('go'), call('t1'), result('t1', `OLD ${'x'.repeat(3_000)}`), call('t2'), result('t2', `NEW ${'y'.repeat(3_000)}`)];
+    const blocks = [
+      user('go'),
+      call('t1'),
+      result('t1', `OLD ${'x'.repeat(3_000)}`),
+      call('t2'),
+      result('t2', `NEW ${'y'.repeat(3_000)}`),
+    ];
     const fold = projectConversation({ blocks }).messages;
     const pruned = prunedForSummary(fold, 3_500);
     expect([...pruned]).toEqual([1]);
@@ -155,7 +259,8 @@ describe('summarizer input', () => {
     const counter = new TokenCounter();
     const chunks = chunkForSummary(['a '.repeat(300), 'b '.repeat(300), 'c '.repeat(5_000)], 700, counter);
     expect(chunks).toHaveLength(2);
-    for (const chunk of chunks) expect(chunk.reduce((sum, text) => sum + counter.countText(text), 0)).toBeLessThanOrEqual(700);
+    for (const chunk of chunks)
+      expect(chunk.reduce((sum, text) => sum + counter.countText(text), 0)).toBeLessThanOrEqual(700);
     expect(chunks[1]![0]).toContain('truncated');
   });
 
@@ -181,7 +286,13 @@ describe('summarizer input', () => {
   });
 
   it('the prompt carries the previous checkpoint, the range and the user instructions', () => {
-    const prompt = buildCompactionPrompt({ previous: valid, units: ['**User**: hi'], fromSeq: 3, throughSeq: 8, instructions: 'Keep the API names exact' });
+    const prompt = buildCompactionPrompt({
+      previous: valid,
+      units: ['**User**: hi'],
+      fromSeq: 3,
+      throughSeq: 8,
+      instructions: 'Keep the API names exact',
+    });
     expect(prompt).toContain('# Previous Checkpoint');
     expect(prompt).toContain('Added --verbose to args.ts');
     expect(prompt).toContain('# Conversation To Fold In (seq 3–8)');

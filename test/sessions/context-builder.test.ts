@@ -18,7 +18,11 @@ async function tempFolder(): Promise<string> {
 }
 
 function git(cwd: string, ...args: string[]): void {
-  execFileSync('git', ['-c', 'user.name=Ada Lovelace', '-c', 'user.email=ada@example.com', '-c', 'commit.gpgsign=false', ...args], { cwd, stdio: 'pipe' });
+  execFileSync(
+    'git',
+    ['-c', 'user.name=Ada Lovelace', '-c', 'user.email=ada@example.com', '-c', 'commit.gpgsign=false', ...args],
+    { cwd, stdio: 'pipe' },
+  );
 }
 
 async function project(): Promise<string> {
@@ -43,9 +47,25 @@ async function project(): Promise<string> {
 
 const now = new Date(0).toISOString();
 function task(taskId: string, title: string, dependencies: string[] = [], currentState?: string): Task {
-  return { formatVersion: FORMAT_VERSION, featureId: 'cli', taskId, title, description: `Do ${title}.`, dependencies, states: {}, ...(currentState ? { currentState } : {}), createdAt: now, updatedAt: now };
+  return {
+    formatVersion: FORMAT_VERSION,
+    featureId: 'cli',
+    taskId,
+    title,
+    description: `Do ${title}.`,
+    dependencies,
+    states: {},
+    ...(currentState ? { currentState } : {}),
+    createdAt: now,
+    updatedAt: now,
+  };
 }
-function session(sessionId: string, scope: SessionRecord['scope'], agentType: string, settings: SessionRecord['settings'] = {}): SessionRecord {
+function session(
+  sessionId: string,
+  scope: SessionRecord['scope'],
+  agentType: string,
+  settings: SessionRecord['settings'] = {},
+): SessionRecord {
   return {
     formatVersion: FORMAT_VERSION,
     sessionId,
@@ -62,15 +82,26 @@ function session(sessionId: string, scope: SessionRecord['scope'], agentType: st
 }
 
 describe('context', () => {
-  it("is built from a real project: file tree without node_modules and dist, CLAUDE.md and AGENTS.md, and the real git log", async () => {
+  it('is built from a real project: file tree without node_modules and dist, CLAUDE.md and AGENTS.md, and the real git log', async () => {
     const root = await project();
     const store = createMemoryStore();
     const record = session('pm-feature-cli', { kind: 'feature', featureId: 'cli' }, 'pm');
     const sections = await buildContext({ session: record, store, projectRoot: root });
-    expect(sections.map((section) => section.key)).toEqual(['project-structure', 'claude-md', 'agents-md', 'recent-commits', 'feature']);
+    expect(sections.map((section) => section.key)).toEqual([
+      'project-structure',
+      'claude-md',
+      'agents-md',
+      'recent-commits',
+      'feature',
+    ]);
     const tree = sections[0]!.text;
-    expect(tree).toBe(['src/', '  cli/', '    args.ts', '  index.ts', 'AGENTS.md', 'CLAUDE.md', 'package.json'].join('\n'));
-    expect(sections[1]).toMatchObject({ title: 'Project Instructions (CLAUDE.md)', text: '# Rules\n\nUse tabs. Run `npm test` before committing.' });
+    expect(tree).toBe(
+      ['src/', '  cli/', '    args.ts', '  index.ts', 'AGENTS.md', 'CLAUDE.md', 'package.json'].join('\n'),
+    );
+    expect(sections[1]).toMatchObject({
+      title: 'Project Instructions (CLAUDE.md)',
+      text: '# Rules\n\nUse tabs. Run `npm test` before committing.',
+    });
     expect(sections[2]!.text).toBe('Agents must not touch dist/.');
     const commits = sections[3]!.text.split('\n');
     expect(commits).toHaveLength(2);
@@ -94,12 +125,21 @@ describe('context', () => {
   it('bounds the file tree by depth and by entry count, saying what is not shown', async () => {
     const root = await tempFolder();
     await mkdir(join(root, 'a', 'b', 'c', 'd'), { recursive: true });
-    for (let index = 0; index < 30; index++) await writeFile(join(root, `file-${String(index).padStart(2, '0')}.txt`), '');
+    for (let index = 0; index < 30; index++)
+      await writeFile(join(root, `file-${String(index).padStart(2, '0')}.txt`), '');
     const shallow = await projectTree(root, { maxDepth: 2 });
     expect(shallow).toContain('a/\n  b/');
     expect(shallow).not.toContain('c/');
     const few = await projectTree(root, { maxEntries: 5 });
-    expect(few.split('\n')).toEqual(['a/', '  … 1 more not shown', 'file-00.txt', 'file-01.txt', 'file-02.txt', 'file-03.txt', '… 26 more not shown']);
+    expect(few.split('\n')).toEqual([
+      'a/',
+      '  … 1 more not shown',
+      'file-00.txt',
+      'file-01.txt',
+      'file-02.txt',
+      'file-03.txt',
+      '… 26 more not shown',
+    ]);
   });
 
   it('says plainly when the folder is not a git repository or has no commits yet', async () => {
@@ -111,15 +151,29 @@ describe('context', () => {
 
   it('shows the task with its dependencies and the tasks that depend on it, from the store', async () => {
     const store = createMemoryStore();
-    await store.putFeature({ formatVersion: FORMAT_VERSION, featureId: 'cli', name: 'Photo renamer CLI', goal: 'Rename photos by date', spec: 'Reads EXIF.', createdAt: now, updatedAt: now });
+    await store.putFeature({
+      formatVersion: FORMAT_VERSION,
+      featureId: 'cli',
+      name: 'Photo renamer CLI',
+      goal: 'Rename photos by date',
+      spec: 'Reads EXIF.',
+      createdAt: now,
+      updatedAt: now,
+    });
     await store.putTask(task('parse', 'Parse arguments', [], 'done'));
     await store.putTask(task('exif', 'Read EXIF dates', ['parse'], 'in_dev'));
     await store.putTask(task('rename', 'Rename files', ['exif']));
     await store.putTask(task('docs', 'Document', ['exif', 'rename']));
-    const record = session('dev-task-cli-exif-in_dev', { kind: 'task', featureId: 'cli', taskId: 'exif', taskState: 'in_dev' }, 'dev');
+    const record = session(
+      'dev-task-cli-exif-in_dev',
+      { kind: 'task', featureId: 'cli', taskId: 'exif', taskState: 'in_dev' },
+      'dev',
+    );
     const sections = await buildContext({ session: record, store });
     expect(sections.map((section) => section.key)).toEqual(['feature', 'task']);
-    expect(sections[0]!.text).toBe('Id: cli\nName: Photo renamer CLI\nGoal: Rename photos by date\n\nSpec:\nReads EXIF.');
+    expect(sections[0]!.text).toBe(
+      'Id: cli\nName: Photo renamer CLI\nGoal: Rename photos by date\n\nSpec:\nReads EXIF.',
+    );
     expect(sections[1]!.text).toBe(
       [
         'Id: exif',
@@ -137,24 +191,41 @@ describe('context', () => {
         '- rename: Rename files',
       ].join('\n'),
     );
-    const pm = await buildContext({ session: session('pm-feature-cli', { kind: 'feature', featureId: 'cli' }, 'pm'), store });
-    expect(pm[0]!.text).toContain('Tasks (4):\n- docs: Document (depends on exif, rename)\n- exif: Read EXIF dates [in_dev] (depends on parse)');
+    const pm = await buildContext({
+      session: session('pm-feature-cli', { kind: 'feature', featureId: 'cli' }, 'pm'),
+      store,
+    });
+    expect(pm[0]!.text).toContain(
+      'Tasks (4):\n- docs: Document (depends on exif, rename)\n- exif: Read EXIF dates [in_dev] (depends on parse)',
+    );
   });
 
   it("joins the checkpoints of the sessions named in contextSessions, read only (QA reading Dev's)", async () => {
     const store = createMemoryStore();
-    const dev = session('dev-task-cli-exif-in_dev', { kind: 'task', featureId: 'cli', taskId: 'exif', taskState: 'in_dev' }, 'dev');
+    const dev = session(
+      'dev-task-cli-exif-in_dev',
+      { kind: 'task', featureId: 'cli', taskId: 'exif', taskState: 'in_dev' },
+      'dev',
+    );
     await store.createSession(dev);
     await store.writeCheckpoint(dev.sessionId, {
       createdAt: now,
       trigger: 'manual',
-      summary: { completed: ['exif.ts reads DateTimeOriginal'], inProgress: [], pending: ['handle HEIC'], decisions: [], blockers: [] },
+      summary: {
+        completed: ['exif.ts reads DateTimeOriginal'],
+        inProgress: [],
+        pending: ['handle HEIC'],
+        decisions: [],
+        blockers: [],
+      },
       pinned: [],
       liveHandles: [],
       covers: { throughSeq: 10, messageCount: 8 },
       tokens: { checkpoint: 20, lastCompactionInput: 100, totalSaved: 80 },
     });
-    const qa = session('qa-task-cli-exif-in_qa', { kind: 'draft', role: 'qa' }, 'qa', { contextSessions: [dev.sessionId, 'missing-session'] });
+    const qa = session('qa-task-cli-exif-in_qa', { kind: 'draft', role: 'qa' }, 'qa', {
+      contextSessions: [dev.sessionId, 'missing-session'],
+    });
     const before = await store.listCheckpoints(dev.sessionId);
     const sections = await buildContext({ session: qa, store });
     expect(sections.map((section) => section.key)).toEqual(['related-checkpoints']);

@@ -3,7 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { countScriptedTokens, createScriptedBackend, step } from '../../src/backends/index.js';
-import { MAIN_CONVERSATION, estimateTokens, isParleyError, loadTokenizer, type ConversationBlock, type StreamEventDraft } from '../../src/conversation/index.js';
+import {
+  MAIN_CONVERSATION,
+  estimateTokens,
+  isParleyError,
+  loadTokenizer,
+  type ConversationBlock,
+  type StreamEventDraft,
+} from '../../src/conversation/index.js';
 import {
   INTERRUPTED_OUTPUT,
   createBackendSummarizer,
@@ -43,7 +50,10 @@ async function draftSession(manager: SessionManager, agentType = 'dev'): Promise
 
 async function fill(manager: SessionManager, sessionId: string, count: number, words = 60, from = 0): Promise<void> {
   for (let index = from; index < from + count; index++) {
-    await manager.addMessage(sessionId, { role: index % 2 ? 'assistant' : 'user', content: `Message ${index}: ${prose(words, index + 1)}` });
+    await manager.addMessage(sessionId, {
+      role: index % 2 ? 'assistant' : 'user',
+      content: `Message ${index}: ${prose(words, index + 1)}`,
+    });
   }
 }
 
@@ -66,7 +76,11 @@ async function drain(events: AsyncIterable<unknown>): Promise<void> {
 async function storedMessages(manager: SessionManager, sessionId: string): Promise<ConversationBlock[]> {
   const events = await manager.getEvents(sessionId);
   return events.flatMap((event) =>
-    event.type === 'block_complete' && event.conversationId === MAIN_CONVERSATION && (event.block.type === 'user_message' || event.block.type === 'assistant_text') ? [event.block] : [],
+    event.type === 'block_complete' &&
+    event.conversationId === MAIN_CONVERSATION &&
+    (event.block.type === 'user_message' || event.block.type === 'assistant_text')
+      ? [event.block]
+      : [],
   );
 }
 
@@ -83,7 +97,12 @@ describe('budget and compaction across a long session', () => {
     const summarizer = foldingSummarizer();
     const dataDir = await mkdtemp(join(tmpdir(), 'parley-compaction-'));
     folders.push(dataDir);
-    const manager = await createSessionManager({ dataDir, clock, tokenBudget: budget, summarize: summarizer.summarize });
+    const manager = await createSessionManager({
+      dataDir,
+      clock,
+      tokenBudget: budget,
+      summarize: summarizer.summarize,
+    });
     managers.push(manager);
     const sessionId = await draftSession(manager);
     const backend = createScriptedBackend({ clock });
@@ -109,7 +128,9 @@ describe('budget and compaction across a long session', () => {
       // What the back end received is exactly what was measured, and it counts no more than estimated.
       expect(call.systemPrompt).toBe(request.systemPrompt);
       expect(call.prompt).toBe(request.userPrompt);
-      expect(estimateTokens(call.systemPrompt!) + estimateTokens(call.prompt)).toBeLessThanOrEqual(request.estimatedTokens);
+      expect(estimateTokens(call.systemPrompt!) + estimateTokens(call.prompt)).toBeLessThanOrEqual(
+        request.estimatedTokens,
+      );
       // And by the back end's own count (the scripted model's tokenizer), the request is within the budget too.
       expect(countScriptedTokens(call.systemPrompt) + countScriptedTokens(call.prompt)).toBeLessThanOrEqual(budget);
       // Compaction kept up: nothing had to be left out or cut to fit.
@@ -123,8 +144,14 @@ describe('budget and compaction across a long session', () => {
     managers.push(reopened);
     const messages = await storedMessages(reopened, sessionId);
     expect(messages).toHaveLength(400);
-    expect(messages.filter((block) => block.type === 'user_message').map((block) => (block as { content: string }).content)).toEqual(prompts);
-    expect(messages.filter((block) => block.type === 'assistant_text').map((block) => (block as { content: string }).content)).toEqual(prompts.map((prompt) => `Echo: ${prompt}`));
+    expect(
+      messages.filter((block) => block.type === 'user_message').map((block) => (block as { content: string }).content),
+    ).toEqual(prompts);
+    expect(
+      messages
+        .filter((block) => block.type === 'assistant_text')
+        .map((block) => (block as { content: string }).content),
+    ).toEqual(prompts.map((prompt) => `Echo: ${prompt}`));
 
     const checkpoints = await reopened.listCheckpoints(sessionId);
     expect(checkpoints.length).toBeGreaterThan(5);
@@ -160,7 +187,9 @@ describe('compaction failures change nothing', () => {
         sessionId,
         trigger: 'auto',
         code: 'COMPACTION_INVALID_OUTPUT',
-        message: expect.stringContaining("The summarizer's answer was not a valid checkpoint, even after one repair attempt."),
+        message: expect.stringContaining(
+          "The summarizer's answer was not a valid checkpoint, even after one repair attempt.",
+        ),
         consecutiveFailures: 1,
         autoCompactionStopped: false,
       },
@@ -175,7 +204,10 @@ describe('compaction failures change nothing', () => {
   });
 
   it('invalid output gets one repair attempt, which can succeed', async () => {
-    const summarizer = scriptedSummarizer(['{"completed": "all of it", "inProgress": [], "pending": [], "decisions": [], "blockers": []}', VALID_CHECKPOINT]);
+    const summarizer = scriptedSummarizer([
+      '{"completed": "all of it", "inProgress": [], "pending": [], "decisions": [], "blockers": []}',
+      VALID_CHECKPOINT,
+    ]);
     const manager = await open({ summarize: summarizer.summarize });
     const events = recordEvents(manager);
     const sessionId = await draftSession(manager);
@@ -200,7 +232,8 @@ describe('compaction failures change nothing', () => {
     const events = recordEvents(manager);
     const sessionId = await draftSession(manager);
     await fill(manager, sessionId, 40);
-    for (let attempt = 0; attempt < 3; attempt++) expect((await manager.buildRequest(sessionId, 'next')).totalTokens).toBeLessThanOrEqual(3_000);
+    for (let attempt = 0; attempt < 3; attempt++)
+      expect((await manager.buildRequest(sessionId, 'next')).totalTokens).toBeLessThanOrEqual(3_000);
 
     expect(modelCalls).toBe(3);
     expect(events.error.map((event) => [event.code, event.consecutiveFailures, event.autoCompactionStopped])).toEqual([
@@ -209,12 +242,25 @@ describe('compaction failures change nothing', () => {
       ['COMPACTION_SUMMARIZER_FAILED', 3, false],
     ]);
     expect(events.error[2]!.message).toContain('503 from the model endpoint');
-    expect(events.error[2]!.message).toContain('After 3 failures in a row of the model summarizer, this and later automatic compactions build the checkpoint structurally (no model)');
+    expect(events.error[2]!.message).toContain(
+      'After 3 failures in a row of the model summarizer, this and later automatic compactions build the checkpoint structurally (no model)',
+    );
     // The third attempt fell back at once: the session is compacted, by the structural builder.
-    expect(events.complete).toEqual([expect.objectContaining({ trigger: 'auto', version: 1, summarizer: { kind: 'structural', fallback: true } })]);
-    expect(manager.getCompactionStatus(sessionId)).toEqual({ running: false, consecutiveFailures: 3, structuralFallback: true, autoCompactionStopped: false });
+    expect(events.complete).toEqual([
+      expect.objectContaining({ trigger: 'auto', version: 1, summarizer: { kind: 'structural', fallback: true } }),
+    ]);
+    expect(manager.getCompactionStatus(sessionId)).toEqual({
+      running: false,
+      consecutiveFailures: 3,
+      structuralFallback: true,
+      autoCompactionStopped: false,
+    });
     const log = await manager.getEvents(sessionId);
-    const notices = log.flatMap((event) => (event.type === 'block_complete' && event.block.type === 'system' && event.block.subtype === 'compaction' ? [event.block.content] : []));
+    const notices = log.flatMap((event) =>
+      event.type === 'block_complete' && event.block.type === 'system' && event.block.subtype === 'compaction'
+        ? [event.block.content]
+        : [],
+    );
     expect(notices[0]).toContain('built structurally because the model summarizer failed repeatedly');
 
     // The session keeps growing: each time it reaches the threshold it is compacted structurally, without asking the model,
@@ -228,7 +274,11 @@ describe('compaction failures change nothing', () => {
     expect(modelCalls).toBe(3);
     const checkpoints = await manager.listCheckpoints(sessionId);
     expect(checkpoints.length).toBeGreaterThanOrEqual(4);
-    expect(checkpoints.every((checkpoint) => checkpoint.summarizer?.kind === 'structural' && checkpoint.summarizer.fallback === true)).toBe(true);
+    expect(
+      checkpoints.every(
+        (checkpoint) => checkpoint.summarizer?.kind === 'structural' && checkpoint.summarizer.fallback === true,
+      ),
+    ).toBe(true);
     expect(events.error).toHaveLength(3);
 
     // forceCompact still asks the model; its success ends the fallback and resets the count.
@@ -237,7 +287,12 @@ describe('compaction failures change nothing', () => {
     expect(modelCalls).toBe(4);
     expect(checkpoint.summarizer).toEqual({ kind: 'model' });
     expect(checkpoint.summary.completed).toEqual(['Parsed --verbose in src/cli/args.ts']);
-    expect(manager.getCompactionStatus(sessionId)).toEqual({ running: false, consecutiveFailures: 0, structuralFallback: false, autoCompactionStopped: false });
+    expect(manager.getCompactionStatus(sessionId)).toEqual({
+      running: false,
+      consecutiveFailures: 0,
+      structuralFallback: false,
+      autoCompactionStopped: false,
+    });
   });
 
   it('three failures in a row of the structural builder stop automatic compaction instead of looping; forceCompact still works and a success re-arms it', async () => {
@@ -245,19 +300,33 @@ describe('compaction failures change nothing', () => {
     const events = recordEvents(manager);
     const sessionId = await draftSession(manager);
     await fill(manager, sessionId, 40);
-    for (let attempt = 0; attempt < 4; attempt++) expect((await manager.buildRequest(sessionId, 'next')).totalTokens).toBeLessThanOrEqual(3_000);
+    for (let attempt = 0; attempt < 4; attempt++)
+      expect((await manager.buildRequest(sessionId, 'next')).totalTokens).toBeLessThanOrEqual(3_000);
     expect(events.error.map((event) => [event.code, event.consecutiveFailures, event.autoCompactionStopped])).toEqual([
       ['COMPACTION_NO_PROGRESS', 1, false],
       ['COMPACTION_NO_PROGRESS', 2, false],
       ['COMPACTION_NO_PROGRESS', 3, true],
     ]);
-    expect(events.error[2]!.message).toContain('Automatic compaction is now stopped for this session after 3 failures in a row (the structural checkpoint builder: no model is configured)');
-    expect(manager.getCompactionStatus(sessionId)).toEqual({ running: false, consecutiveFailures: 3, structuralFallback: false, autoCompactionStopped: true });
+    expect(events.error[2]!.message).toContain(
+      'Automatic compaction is now stopped for this session after 3 failures in a row (the structural checkpoint builder: no model is configured)',
+    );
+    expect(manager.getCompactionStatus(sessionId)).toEqual({
+      running: false,
+      consecutiveFailures: 3,
+      structuralFallback: false,
+      autoCompactionStopped: true,
+    });
     expect((await manager.previewRequest(sessionId, 'next')).wouldCompact).toBe(false);
   });
 
   it('a compaction that does not cut the request by at least 5 % counts as failed and is not kept', async () => {
-    const bloated = JSON.stringify({ completed: Array.from({ length: 40 }, (_, index) => `${index}: ${prose(120, index)}`), inProgress: [], pending: [], decisions: [], blockers: [] });
+    const bloated = JSON.stringify({
+      completed: Array.from({ length: 40 }, (_, index) => `${index}: ${prose(120, index)}`),
+      inProgress: [],
+      pending: [],
+      decisions: [],
+      blockers: [],
+    });
     const summarizer = scriptedSummarizer([], bloated);
     const manager = await open({ summarize: summarizer.summarize });
     const events = recordEvents(manager);
@@ -265,7 +334,9 @@ describe('compaction failures change nothing', () => {
     await fill(manager, sessionId, 10);
     const error = await failure(manager.forceCompact(sessionId));
     expect(isParleyError(error, 'COMPACTION_NO_PROGRESS')).toBe(true);
-    expect((error as Error).message).toMatch(/would cut the request only from \d+ to \d+ tokens \(at least 5 % is required\)/);
+    expect((error as Error).message).toMatch(
+      /would cut the request only from \d+ to \d+ tokens \(at least 5 % is required\)/,
+    );
     expect(events.error.map((event) => event.code)).toEqual(['COMPACTION_NO_PROGRESS']);
     expect(await manager.listCheckpoints(sessionId)).toEqual([]);
   });
@@ -281,7 +352,9 @@ describe('compaction failures change nothing', () => {
     expect(request.adjustments.omittedMessages).toBe(0);
     expect(request.systemPrompt).toContain("(Built without a model, from the conversation's structure");
     expect(events.error).toEqual([]);
-    expect(events.complete).toEqual([expect.objectContaining({ trigger: 'auto', version: 1, summarizer: { kind: 'structural' } })]);
+    expect(events.complete).toEqual([
+      expect.objectContaining({ trigger: 'auto', version: 1, summarizer: { kind: 'structural' } }),
+    ]);
     await fill(manager, sessionId, 6, 60, 40);
     const checkpoint = await manager.forceCompact(sessionId);
     expect(checkpoint.version).toBe(2);
@@ -294,31 +367,97 @@ describe('compaction failures change nothing', () => {
   it('the structural builder keeps tool work, errors, pinned intent and live workers of a real history', async () => {
     const manager = await open({ tailTokens: 0 });
     const sessionId = await draftSession(manager);
-    const block = (value: ConversationBlock): StreamEventDraft => ({ type: 'block_complete', conversationId: MAIN_CONVERSATION, block: value });
-    await manager.addMessage(sessionId, { role: 'user', content: 'Never touch the generated files under src/gen.', pinned: true });
+    const block = (value: ConversationBlock): StreamEventDraft => ({
+      type: 'block_complete',
+      conversationId: MAIN_CONVERSATION,
+      block: value,
+    });
+    await manager.addMessage(sessionId, {
+      role: 'user',
+      content: 'Never touch the generated files under src/gen.',
+      pinned: true,
+    });
     const drafts: StreamEventDraft[] = [];
     for (let index = 0; index < 8; index++) {
-      drafts.push(block({ id: `u${index}`, type: 'user_message', content: `Step ${index}: fix module ${index}. ${prose(40, index + 1)}`, createdAt: clock() }));
-      drafts.push(block({ id: `c${index}`, type: 'tool_use', toolUseId: `e${index}`, name: 'Edit', input: { file_path: `src/module-${index}.ts`, old_string: 'a', new_string: 'b' }, status: 'success', createdAt: clock() }));
       drafts.push(
-        block({ id: `r${index}`, type: 'tool_result', toolUseId: `e${index}`, content: index === 5 ? 'old_string not found in src/module-5.ts' : prose(200, index), isError: index === 5, createdAt: clock() }),
+        block({
+          id: `u${index}`,
+          type: 'user_message',
+          content: `Step ${index}: fix module ${index}. ${prose(40, index + 1)}`,
+          createdAt: clock(),
+        }),
       );
-      drafts.push(block({ id: `a${index}`, type: 'assistant_text', content: `Fixed module ${index}. ${prose(80, index + 30)}`, createdAt: clock() }));
+      drafts.push(
+        block({
+          id: `c${index}`,
+          type: 'tool_use',
+          toolUseId: `e${index}`,
+          name: 'Edit',
+          input: { file_path: `src/module-${index}.ts`, old_string: 'a', new_string: 'b' },
+          status: 'success',
+          createdAt: clock(),
+        }),
+      );
+      drafts.push(
+        block({
+          id: `r${index}`,
+          type: 'tool_result',
+          toolUseId: `e${index}`,
+          content: index === 5 ? 'old_string not found in src/module-5.ts' : prose(200, index),
+          isError: index === 5,
+          createdAt: clock(),
+        }),
+      );
+      drafts.push(
+        block({
+          id: `a${index}`,
+          type: 'assistant_text',
+          content: `Fixed module ${index}. ${prose(80, index + 30)}`,
+          createdAt: clock(),
+        }),
+      );
     }
-    drafts.push(block({ id: 'err', type: 'system', subtype: 'error', content: 'The back end failed: connection reset.', createdAt: clock() }));
+    drafts.push(
+      block({
+        id: 'err',
+        type: 'system',
+        subtype: 'error',
+        content: 'The back end failed: connection reset.',
+        createdAt: clock(),
+      }),
+    );
     await manager.appendEvents(sessionId, drafts);
     await manager.appendEvents(sessionId, [
-      { type: 'block_start', conversationId: MAIN_CONVERSATION, block: { id: 'w1', type: 'subagent', subagentId: 'agent-42', name: 'test-runner', input: 'run the tests', status: 'running', createdAt: clock() } },
+      {
+        type: 'block_start',
+        conversationId: MAIN_CONVERSATION,
+        block: {
+          id: 'w1',
+          type: 'subagent',
+          subagentId: 'agent-42',
+          name: 'test-runner',
+          input: 'run the tests',
+          status: 'running',
+          createdAt: clock(),
+        },
+      },
     ]);
     await fill(manager, sessionId, 2, 60, 100);
     const checkpoint = await manager.forceCompact(sessionId);
     expect(checkpoint.summarizer).toEqual({ kind: 'structural' });
     expect(checkpoint.pinned).toEqual(['Never touch the generated files under src/gen.']);
-    expect(checkpoint.liveHandles).toEqual([{ id: 'agent-42', kind: 'worker', label: 'test-runner', status: 'running' }]);
+    expect(checkpoint.liveHandles).toEqual([
+      { id: 'agent-42', kind: 'worker', label: 'test-runner', status: 'running' },
+    ]);
     expect(checkpoint.summary.completed).toContain('File `src/module-7.ts`: Edit ×1');
-    expect(checkpoint.summary.blockers).toEqual(['`Edit` (src/module-5.ts) failed: old_string not found in src/module-5.ts', 'Error: The back end failed: connection reset.']);
+    expect(checkpoint.summary.blockers).toEqual([
+      '`Edit` (src/module-5.ts) failed: old_string not found in src/module-5.ts',
+      'Error: The back end failed: connection reset.',
+    ]);
     const request = await manager.buildRequest(sessionId, 'next');
-    expect(request.systemPrompt).toContain('- `Edit` (src/module-5.ts) failed: old_string not found in src/module-5.ts');
+    expect(request.systemPrompt).toContain(
+      '- `Edit` (src/module-5.ts) failed: old_string not found in src/module-5.ts',
+    );
     expect(request.systemPrompt).toContain('## Live Workers\n\n- agent-42 (worker: test-runner): running');
   });
 
@@ -326,7 +465,8 @@ describe('compaction failures change nothing', () => {
     const manager = await createSessionManager({
       store: createMemoryStore(),
       clock,
-      summarize: ({ signal }) => new Promise((_, reject) => signal?.addEventListener('abort', () => reject(new Error('aborted')))),
+      summarize: ({ signal }) =>
+        new Promise((_, reject) => signal?.addEventListener('abort', () => reject(new Error('aborted')))),
     });
     const sessionId = await draftSession(manager);
     await fill(manager, sessionId, 10);
@@ -343,7 +483,13 @@ describe('what a compaction keeps', () => {
   it('records every checkpoint version, each readable, with what it covers and its tokens', async () => {
     const summarizer = foldingSummarizer();
     const manager = await open({ summarize: summarizer.summarize, tailTokens: 200 });
-    const session = await manager.getOrCreateSession({ type: 'task', agentType: 'dev', featureId: 'cli', taskId: 'flag', taskState: 'in_dev' });
+    const session = await manager.getOrCreateSession({
+      type: 'task',
+      agentType: 'dev',
+      featureId: 'cli',
+      taskId: 'flag',
+      taskState: 'in_dev',
+    });
     const sessionId = session.sessionId;
     for (let round = 0; round < 3; round++) {
       await fill(manager, sessionId, 12, 60, round * 12);
@@ -357,14 +503,19 @@ describe('what a compaction keeps', () => {
       [3, 'manual'],
       [4, 'update'],
     ]);
-    for (const checkpoint of checkpoints) expect(await manager.store.readCheckpoint(sessionId, checkpoint.version)).toEqual(checkpoint);
+    for (const checkpoint of checkpoints)
+      expect(await manager.store.readCheckpoint(sessionId, checkpoint.version)).toEqual(checkpoint);
     const covers = checkpoints.map((checkpoint) => checkpoint.covers);
     for (let index = 1; index < 3; index++) {
       expect(covers[index]!.throughSeq).toBeGreaterThan(covers[index - 1]!.throughSeq);
       expect(covers[index]!.messageCount).toBeGreaterThan(covers[index - 1]!.messageCount);
       expect(checkpoints[index]!.tokens.totalSaved).toBeGreaterThan(checkpoints[index - 1]!.tokens.totalSaved);
     }
-    expect(covers[0]).toMatchObject({ fromSeq: 0, oldestMessageTimestamp: expect.any(String), newestMessageTimestamp: expect.any(String) });
+    expect(covers[0]).toMatchObject({
+      fromSeq: 0,
+      oldestMessageTimestamp: expect.any(String),
+      newestMessageTimestamp: expect.any(String),
+    });
     expect(checkpoints[3]!.covers).toEqual(checkpoints[2]!.covers);
     expect(checkpoints[0]!.tokens.checkpoint).toBeGreaterThan(0);
     expect(checkpoints[0]!.tokens.lastCompactionInput).toBeGreaterThan(checkpoints[0]!.tokens.checkpoint);
@@ -374,18 +525,79 @@ describe('what a compaction keeps', () => {
     const summarizer = foldingSummarizer();
     const manager = await open({ summarize: summarizer.summarize });
     const sessionId = await draftSession(manager);
-    const block = (value: ConversationBlock): StreamEventDraft => ({ type: 'block_complete', conversationId: MAIN_CONVERSATION, block: value });
+    const block = (value: ConversationBlock): StreamEventDraft => ({
+      type: 'block_complete',
+      conversationId: MAIN_CONVERSATION,
+      block: value,
+    });
     const drafts: StreamEventDraft[] = [];
     for (let index = 0; index < 12; index++) {
-      drafts.push(block({ id: `u${index}`, type: 'user_message', content: `Step ${index}: ${prose(30, index + 1)}`, createdAt: clock() }));
+      drafts.push(
+        block({
+          id: `u${index}`,
+          type: 'user_message',
+          content: `Step ${index}: ${prose(30, index + 1)}`,
+          createdAt: clock(),
+        }),
+      );
       // Two parallel calls whose results arrive in the opposite order.
-      drafts.push(block({ id: `ca${index}`, type: 'tool_use', toolUseId: `a${index}`, name: 'Read', input: { path: `a${index}.ts` }, status: 'success', createdAt: clock() }));
-      drafts.push(block({ id: `cb${index}`, type: 'tool_use', toolUseId: `b${index}`, name: 'Grep', input: { pattern: `b${index}` }, status: 'success', createdAt: clock() }));
-      drafts.push(block({ id: `rb${index}`, type: 'tool_result', toolUseId: `b${index}`, content: `grep output ${index} ${prose(40, index + 50)}`, isError: false, createdAt: clock() }));
-      drafts.push(block({ id: `ra${index}`, type: 'tool_result', toolUseId: `a${index}`, content: `file ${index} ${prose(40, index + 90)}`, isError: false, createdAt: clock() }));
-      drafts.push(block({ id: `as${index}`, type: 'assistant_text', content: `Read both ${index}.`, createdAt: clock() }));
+      drafts.push(
+        block({
+          id: `ca${index}`,
+          type: 'tool_use',
+          toolUseId: `a${index}`,
+          name: 'Read',
+          input: { path: `a${index}.ts` },
+          status: 'success',
+          createdAt: clock(),
+        }),
+      );
+      drafts.push(
+        block({
+          id: `cb${index}`,
+          type: 'tool_use',
+          toolUseId: `b${index}`,
+          name: 'Grep',
+          input: { pattern: `b${index}` },
+          status: 'success',
+          createdAt: clock(),
+        }),
+      );
+      drafts.push(
+        block({
+          id: `rb${index}`,
+          type: 'tool_result',
+          toolUseId: `b${index}`,
+          content: `grep output ${index} ${prose(40, index + 50)}`,
+          isError: false,
+          createdAt: clock(),
+        }),
+      );
+      drafts.push(
+        block({
+          id: `ra${index}`,
+          type: 'tool_result',
+          toolUseId: `a${index}`,
+          content: `file ${index} ${prose(40, index + 90)}`,
+          isError: false,
+          createdAt: clock(),
+        }),
+      );
+      drafts.push(
+        block({ id: `as${index}`, type: 'assistant_text', content: `Read both ${index}.`, createdAt: clock() }),
+      );
     }
-    drafts.push(block({ id: 'crash', type: 'tool_use', toolUseId: 'crashed', name: 'Bash', input: { command: 'npm test' }, status: 'running', createdAt: clock() }));
+    drafts.push(
+      block({
+        id: 'crash',
+        type: 'tool_use',
+        toolUseId: 'crashed',
+        name: 'Bash',
+        input: { command: 'npm test' },
+        status: 'running',
+        createdAt: clock(),
+      }),
+    );
     drafts.push(block({ id: 'after', type: 'user_message', content: 'Are you still there?', createdAt: clock() }));
     await manager.appendEvents(sessionId, drafts);
     await manager.updateSettings(sessionId, { tailTokens: 600 });
@@ -415,17 +627,25 @@ describe('what a compaction keeps', () => {
     const summarizer = foldingSummarizer();
     const manager = await open({ summarize: summarizer.summarize, tailTokens: 100 });
     const sessionId = await draftSession(manager);
-    await manager.addMessage(sessionId, { role: 'user', content: 'Goal: a CLI that renames photos by their EXIF date.' });
+    await manager.addMessage(sessionId, {
+      role: 'user',
+      content: 'Goal: a CLI that renames photos by their EXIF date.',
+    });
     await fill(manager, sessionId, 10, 60, 1);
     await manager.addMessage(sessionId, { role: 'user', content: 'Never overwrite an existing file.', pinned: true });
     await fill(manager, sessionId, 10, 60, 11);
     await manager.addMessage(sessionId, { role: 'user', content: 'Also support --dry-run.' });
     await fill(manager, sessionId, 8, 60, 22);
     const checkpoint = await manager.forceCompact(sessionId);
-    expect(checkpoint.pinned).toEqual(['Goal: a CLI that renames photos by their EXIF date.', 'Never overwrite an existing file.']);
+    expect(checkpoint.pinned).toEqual([
+      'Goal: a CLI that renames photos by their EXIF date.',
+      'Never overwrite an existing file.',
+    ]);
     expect(checkpoint.userRequests).toContain('Also support --dry-run.');
     const request = await manager.buildRequest(sessionId, 'next');
-    expect(request.systemPrompt).toContain('## User Intent (verbatim)\n\n1. Goal: a CLI that renames photos by their EXIF date.\n2. Never overwrite an existing file.');
+    expect(request.systemPrompt).toContain(
+      '## User Intent (verbatim)\n\n1. Goal: a CLI that renames photos by their EXIF date.\n2. Never overwrite an existing file.',
+    );
     expect(request.systemPrompt).toContain('## Recent User Requests (verbatim)');
     // A second compaction keeps them (they are carried from checkpoint to checkpoint).
     await fill(manager, sessionId, 20, 60, 40);
@@ -448,13 +668,15 @@ describe('what a compaction keeps', () => {
     const compaction = manager.forceCompact(sessionId).finally(() => (compactionDone = true));
     await called.promise;
     const added = [];
-    for (let index = 0; index < 3; index++) added.push(await manager.addMessage(sessionId, { role: 'user', content: `Added during compaction ${index}` }));
+    for (let index = 0; index < 3; index++)
+      added.push(await manager.addMessage(sessionId, { role: 'user', content: `Added during compaction ${index}` }));
     expect(compactionDone).toBe(false);
     answer.resolve(VALID_CHECKPOINT);
     const checkpoint = await compaction;
     for (const message of added) expect(message.seq).toBeGreaterThan(checkpoint.covers.throughSeq);
     const request = await manager.buildRequest(sessionId, 'next');
-    for (let index = 0; index < 3; index++) expect(request.systemPrompt).toContain(`**User**: Added during compaction ${index}`);
+    for (let index = 0; index < 3; index++)
+      expect(request.systemPrompt).toContain(`**User**: Added during compaction ${index}`);
     expect((await storedMessages(manager, sessionId)).length).toBe(23);
   });
 
@@ -517,11 +739,19 @@ describe('what a compaction keeps', () => {
     expect(startedAt).toBeLessThan(clockValue);
     expect(status.tokensBefore).toBeGreaterThan(0);
     let runningWhenCompleted: boolean | undefined;
-    manager.on('session:compaction-complete', () => (runningWhenCompleted = manager.getCompactionStatus(sessionId).running));
+    manager.on(
+      'session:compaction-complete',
+      () => (runningWhenCompleted = manager.getCompactionStatus(sessionId).running),
+    );
     gate.resolve(VALID_CHECKPOINT);
     await compacting;
     expect(runningWhenCompleted).toBe(false);
-    expect(manager.getCompactionStatus(sessionId)).toEqual({ running: false, consecutiveFailures: 0, structuralFallback: false, autoCompactionStopped: false });
+    expect(manager.getCompactionStatus(sessionId)).toEqual({
+      running: false,
+      consecutiveFailures: 0,
+      structuralFallback: false,
+      autoCompactionStopped: false,
+    });
   });
 
   it('a running compaction that fails leaves the status not running, the failure counted', async () => {
@@ -538,13 +768,22 @@ describe('what a compaction keeps', () => {
     await fill(manager, sessionId, 20);
     const compacting = failure(manager.forceCompact(sessionId));
     await called.promise;
-    expect(manager.getCompactionStatus(sessionId)).toMatchObject({ running: true, trigger: 'manual', summarizer: { kind: 'model' } });
+    expect(manager.getCompactionStatus(sessionId)).toMatchObject({
+      running: true,
+      trigger: 'manual',
+      summarizer: { kind: 'model' },
+    });
     let runningWhenFailed: boolean | undefined;
     manager.on('session:compaction-error', () => (runningWhenFailed = manager.getCompactionStatus(sessionId).running));
     gate.resolve();
     expect(isParleyError(await compacting)).toBe(true);
     expect(runningWhenFailed).toBe(false);
-    expect(manager.getCompactionStatus(sessionId)).toEqual({ running: false, consecutiveFailures: 1, structuralFallback: false, autoCompactionStopped: false });
+    expect(manager.getCompactionStatus(sessionId)).toEqual({
+      running: false,
+      consecutiveFailures: 1,
+      structuralFallback: false,
+      autoCompactionStopped: false,
+    });
   });
 
   it('without a model, a running compaction says the structural builder writes it', async () => {
@@ -563,12 +802,28 @@ describe('what a compaction keeps', () => {
     const sessionId = await draftSession(manager);
     await fill(manager, sessionId, 6);
     await manager.appendEvents(sessionId, [
-      { type: 'block_start', conversationId: MAIN_CONVERSATION, block: { id: 'w1', type: 'subagent', subagentId: 'agent-42', name: 'test-runner', input: 'run the tests', status: 'running', createdAt: clock() } },
+      {
+        type: 'block_start',
+        conversationId: MAIN_CONVERSATION,
+        block: {
+          id: 'w1',
+          type: 'subagent',
+          subagentId: 'agent-42',
+          name: 'test-runner',
+          input: 'run the tests',
+          status: 'running',
+          createdAt: clock(),
+        },
+      },
     ]);
     await fill(manager, sessionId, 2, 60, 6);
     const checkpoint = await manager.forceCompact(sessionId);
-    expect(checkpoint.liveHandles).toEqual([{ id: 'agent-42', kind: 'worker', label: 'test-runner', status: 'running' }]);
-    expect((await manager.buildRequest(sessionId, 'next')).systemPrompt).toContain('## Live Workers\n\n- agent-42 (worker: test-runner): running');
+    expect(checkpoint.liveHandles).toEqual([
+      { id: 'agent-42', kind: 'worker', label: 'test-runner', status: 'running' },
+    ]);
+    expect((await manager.buildRequest(sessionId, 'next')).systemPrompt).toContain(
+      '## Live Workers\n\n- agent-42 (worker: test-runner): running',
+    );
   });
 
   it('passes the user instructions to the summarizer and records them, with stats and a compaction block in the log', async () => {
@@ -578,7 +833,9 @@ describe('what a compaction keeps', () => {
     const sessionId = await draftSession(manager);
     await fill(manager, sessionId, 20);
     const checkpoint = await manager.forceCompact(sessionId, { instructions: 'Keep every file path exact.' });
-    expect(summarizer.prompts[0]).toContain('# Instructions From The User For This Compaction\n\nKeep every file path exact.');
+    expect(summarizer.prompts[0]).toContain(
+      '# Instructions From The User For This Compaction\n\nKeep every file path exact.',
+    );
     expect(checkpoint.instructions).toBe('Keep every file path exact.');
     const session = await manager.getSession(sessionId);
     expect(session.stats.totalCompactions).toBe(1);
@@ -588,8 +845,15 @@ describe('what a compaction keeps', () => {
     expect(complete!.tokensAfter).toBeLessThan(complete!.tokensBefore);
     expect(events.start).toEqual([{ sessionId, trigger: 'manual', tokensBefore: complete!.tokensBefore }]);
     const log = await manager.getEvents(sessionId);
-    const system = log.find((event) => event.type === 'block_complete' && event.block.type === 'system' && event.block.subtype === 'compaction');
-    expect(system?.type === 'block_complete' && system.block.type === 'system' && system.block.data).toMatchObject({ version: 1, trigger: 'manual', throughSeq: checkpoint.covers.throughSeq });
+    const system = log.find(
+      (event) =>
+        event.type === 'block_complete' && event.block.type === 'system' && event.block.subtype === 'compaction',
+    );
+    expect(system?.type === 'block_complete' && system.block.type === 'system' && system.block.data).toMatchObject({
+      version: 1,
+      trigger: 'manual',
+      throughSeq: checkpoint.covers.throughSeq,
+    });
     expect((await manager.buildRequest(sessionId, 'next')).systemPrompt).not.toContain('Compacted (manual)');
   });
 
@@ -604,7 +868,13 @@ describe('requests', () => {
   it('previewRequest has no side effects: no compaction, no writes', async () => {
     const store = createMemoryStore();
     const writes: string[] = [];
-    for (const name of ['append', 'writeCheckpoint', 'writeContext', 'writeAgentDescription', 'updateSession'] as const) {
+    for (const name of [
+      'append',
+      'writeCheckpoint',
+      'writeContext',
+      'writeAgentDescription',
+      'updateSession',
+    ] as const) {
       const original = (store[name] as (...args: unknown[]) => Promise<unknown>).bind(store);
       (store as unknown as Record<string, unknown>)[name] = (...args: unknown[]) => {
         writes.push(name);
@@ -612,7 +882,12 @@ describe('requests', () => {
       };
     }
     const summarizer = foldingSummarizer();
-    const manager = await open({ store: store as SessionStore, tokenBudget: 3_000, summarize: summarizer.summarize, compactInBackground: false });
+    const manager = await open({
+      store: store as SessionStore,
+      tokenBudget: 3_000,
+      summarize: summarizer.summarize,
+      compactInBackground: false,
+    });
     const sessionId = await draftSession(manager);
     await fill(manager, sessionId, 40);
     await new Promise((resolve) => setImmediate(resolve));
@@ -641,7 +916,14 @@ describe('requests', () => {
     await fill(manager, sessionId, 6);
     const backend = createScriptedBackend({
       clock,
-      turns: [(call) => [step.text('ok'), step.usage({ inputTokens: Math.round(1.5 * (estimateTokens(call.systemPrompt ?? '') + estimateTokens(call.prompt))) })]],
+      turns: [
+        (call) => [
+          step.text('ok'),
+          step.usage({
+            inputTokens: Math.round(1.5 * (estimateTokens(call.systemPrompt ?? '') + estimateTokens(call.prompt))),
+          }),
+        ],
+      ],
     });
     const before = await manager.previewRequest(sessionId, 'one more');
     expect(manager.getTokenCalibration(sessionId)).toEqual({ ratio: 1, samples: 0 });
@@ -653,14 +935,21 @@ describe('requests', () => {
     expect(calibration.ratio).toBeGreaterThan(1.47);
     expect(calibration.ratio).toBeLessThanOrEqual(1.5);
     expect(calibration.lastEstimated).toBe(before.estimatedTokens);
-    expect(calibration.lastReal).toBe(Math.round(1.5 * (estimateTokens(backend.calls[0]!.systemPrompt!) + estimateTokens(backend.calls[0]!.prompt))));
+    expect(calibration.lastReal).toBe(
+      Math.round(1.5 * (estimateTokens(backend.calls[0]!.systemPrompt!) + estimateTokens(backend.calls[0]!.prompt))),
+    );
     const after = await manager.previewRequest(sessionId, 'next');
     expect(after.calibrationRatio).toBe(calibration.ratio);
     expect(after.totalTokens).toBeGreaterThanOrEqual(Math.floor(after.estimatedTokens * 1.49));
   });
 
   it('budget and threshold are set per agent type and per session, the session winning', async () => {
-    const manager = await open({ tokenBudget: 4_000, agentTypes: { qa: { compactionThreshold: 0.5 } }, summarize: foldingSummarizer().summarize, compactInBackground: false });
+    const manager = await open({
+      tokenBudget: 4_000,
+      agentTypes: { qa: { compactionThreshold: 0.5 } },
+      summarize: foldingSummarizer().summarize,
+      compactInBackground: false,
+    });
     const qa = await draftSession(manager, 'qa');
     const dev = await draftSession(manager, 'dev');
     await fill(manager, qa, 32, 60);
@@ -679,18 +968,43 @@ describe('requests', () => {
 
   it("a dev-task session carries seed 002's Ralph Loop, updated through the manager as new checkpoint versions", async () => {
     const manager = await open({ summarize: foldingSummarizer().summarize });
-    const { sessionId } = await manager.getOrCreateSession({ type: 'task', agentType: 'dev', featureId: 'cli', taskId: 'flag', taskState: 'in_dev' });
-    const first = await manager.updateRalphLoop(sessionId, { currentIteration: 1, failedChecks: ['test'], lastError: 'expected 2 to be 3' });
-    expect(first).toMatchObject({ version: 1, trigger: 'update', ralphLoop: { currentIteration: 1, passedChecks: [], failedChecks: ['test'], lastError: 'expected 2 to be 3' } });
+    const { sessionId } = await manager.getOrCreateSession({
+      type: 'task',
+      agentType: 'dev',
+      featureId: 'cli',
+      taskId: 'flag',
+      taskState: 'in_dev',
+    });
+    const first = await manager.updateRalphLoop(sessionId, {
+      currentIteration: 1,
+      failedChecks: ['test'],
+      lastError: 'expected 2 to be 3',
+    });
+    expect(first).toMatchObject({
+      version: 1,
+      trigger: 'update',
+      ralphLoop: { currentIteration: 1, passedChecks: [], failedChecks: ['test'], lastError: 'expected 2 to be 3' },
+    });
     await fill(manager, sessionId, 20);
-    expect((await manager.buildRequest(sessionId, 'next')).systemPrompt).toContain('## Ralph Loop\n\n- Iteration: 1\n- Passed checks: (none)\n- Failed checks: test\n- Last error: expected 2 to be 3');
+    expect((await manager.buildRequest(sessionId, 'next')).systemPrompt).toContain(
+      '## Ralph Loop\n\n- Iteration: 1\n- Passed checks: (none)\n- Failed checks: test\n- Last error: expected 2 to be 3',
+    );
     const compacted = await manager.forceCompact(sessionId);
     expect(compacted.ralphLoop).toEqual(first.ralphLoop);
-    const passed = await manager.updateRalphLoop(sessionId, { currentIteration: 2, passedChecks: ['build', 'lint', 'test'], failedChecks: [], lastError: null });
+    const passed = await manager.updateRalphLoop(sessionId, {
+      currentIteration: 2,
+      passedChecks: ['build', 'lint', 'test'],
+      failedChecks: [],
+      lastError: null,
+    });
     expect(passed.version).toBe(3);
     expect(passed.summary).toEqual(compacted.summary);
     expect(passed.covers).toEqual(compacted.covers);
-    expect(passed.ralphLoop).toEqual({ currentIteration: 2, passedChecks: ['build', 'lint', 'test'], failedChecks: [] });
+    expect(passed.ralphLoop).toEqual({
+      currentIteration: 2,
+      passedChecks: ['build', 'lint', 'test'],
+      failedChecks: [],
+    });
 
     // An update made while a compaction runs is kept by the checkpoint that compaction writes.
     const answer = deferred<string>();
@@ -701,7 +1015,15 @@ describe('requests', () => {
         return answer.promise;
       },
     });
-    const slowSession = (await slow.getOrCreateSession({ type: 'task', agentType: 'dev', featureId: 'cli', taskId: 'other', taskState: 'in_dev' })).sessionId;
+    const slowSession = (
+      await slow.getOrCreateSession({
+        type: 'task',
+        agentType: 'dev',
+        featureId: 'cli',
+        taskId: 'other',
+        taskState: 'in_dev',
+      })
+    ).sessionId;
     await fill(slow, slowSession, 20);
     const compaction = slow.forceCompact(slowSession);
     await called.promise;
@@ -713,12 +1035,22 @@ describe('requests', () => {
     expect(landed.summary.completed).toEqual(['Parsed --verbose in src/cli/args.ts']);
 
     const pm = await manager.getOrCreateSession({ type: 'feature', agentType: 'pm', featureId: 'cli' });
-    expect(isParleyError(await failure(manager.updateRalphLoop(pm.sessionId, { currentIteration: 1 })), 'INVALID_INPUT')).toBe(true);
-    expect(isParleyError(await failure(manager.updateRalphLoop(sessionId, { currentIteration: -1 })), 'INVALID_INPUT')).toBe(true);
+    expect(
+      isParleyError(await failure(manager.updateRalphLoop(pm.sessionId, { currentIteration: 1 })), 'INVALID_INPUT'),
+    ).toBe(true);
+    expect(
+      isParleyError(await failure(manager.updateRalphLoop(sessionId, { currentIteration: -1 })), 'INVALID_INPUT'),
+    ).toBe(true);
   });
 
   it('createBackendSummarizer runs one tool-less turn on any back end and returns its text; a failed turn rejects', async () => {
-    const backend = createScriptedBackend({ clock, turns: [[step.text(VALID_CHECKPOINT, { chunks: [VALID_CHECKPOINT.slice(0, 20), VALID_CHECKPOINT.slice(20)] })], [step.error('rate limited')]] });
+    const backend = createScriptedBackend({
+      clock,
+      turns: [
+        [step.text(VALID_CHECKPOINT, { chunks: [VALID_CHECKPOINT.slice(0, 20), VALID_CHECKPOINT.slice(20)] })],
+        [step.error('rate limited')],
+      ],
+    });
     const summarize = createBackendSummarizer(backend, { model: 'scripted-1' });
     const manager = await open({ summarize });
     const sessionId = await draftSession(manager);
@@ -758,7 +1090,12 @@ describe('requests', () => {
   });
 
   it('refuses a bad budget or threshold before opening anything', async () => {
-    for (const options of [{ tokenBudget: 0 }, { tokenBudget: 1.5 }, { compactionThreshold: 0 }, { compactionThreshold: 1.2 }]) {
+    for (const options of [
+      { tokenBudget: 0 },
+      { tokenBudget: 1.5 },
+      { compactionThreshold: 0 },
+      { compactionThreshold: 1.2 },
+    ]) {
       const error = await failure(createSessionManager({ store: createMemoryStore(), ...options }));
       expect(isParleyError(error, 'INVALID_INPUT')).toBe(true);
       expect((error as Error).message).toMatch(/createSessionManager: (tokenBudget|compactionThreshold) must be/);
@@ -774,11 +1111,23 @@ describe('requests', () => {
     expect(request.systemPrompt.startsWith('# Your Role\n\nYou are the Developer agent')).toBe(true);
     expect(request.systemPrompt).toContain('- Use tabs.');
     expect(request.systemPrompt).toContain('# Checkpoint (Work Progress)\n\nNo checkpoint yet');
-    expect(request.systemPrompt.endsWith('# Recent Conversation\n\n**User**: Add a flag\n\n**Assistant**: Added.')).toBe(true);
+    expect(
+      request.systemPrompt.endsWith('# Recent Conversation\n\n**User**: Add a flag\n\n**Assistant**: Added.'),
+    ).toBe(true);
     expect(request.userPrompt).toBe('Now document it');
-    expect(request).toMatchObject({ budget: 100_000, threshold: 90_000, compactionThreshold: 0.9, compacted: false, messages: 2 });
+    expect(request).toMatchObject({
+      budget: 100_000,
+      threshold: 90_000,
+      compactionThreshold: 0.9,
+      compacted: false,
+      messages: 2,
+    });
     expect((await manager.getAgentDescription(sessionId)).instructions.at(-1)).toBe('Use tabs.');
     await manager.setAgentDescription(sessionId, { role: 'You are a careful Go developer.' });
-    expect((await manager.buildRequest(sessionId, 'x')).systemPrompt.startsWith('# Your Role\n\nYou are a careful Go developer.')).toBe(true);
+    expect(
+      (await manager.buildRequest(sessionId, 'x')).systemPrompt.startsWith(
+        '# Your Role\n\nYou are a careful Go developer.',
+      ),
+    ).toBe(true);
   });
 });

@@ -30,11 +30,26 @@ describe('SessionManager', () => {
     managers.push(manager);
     const feature = await manager.getOrCreateSession({ type: 'feature', agentType: 'pm', featureId: 'my-feature' });
     expect(feature.sessionId).toBe('pm-feature-my-feature');
-    const task = await manager.getOrCreateSession({ type: 'task', agentType: 'dev', featureId: 'f1', taskId: 't1', taskState: 'in_dev' });
+    const task = await manager.getOrCreateSession({
+      type: 'task',
+      agentType: 'dev',
+      featureId: 'f1',
+      taskId: 't1',
+      taskState: 'in_dev',
+    });
     expect(task.sessionId).toBe('dev-task-f1-t1-in_dev');
-    const again = await manager.getOrCreateSession({ type: 'task', agentType: 'dev', featureId: 'f1', taskId: 't1', taskState: 'in_dev' });
+    const again = await manager.getOrCreateSession({
+      type: 'task',
+      agentType: 'dev',
+      featureId: 'f1',
+      taskId: 't1',
+      taskState: 'in_dev',
+    });
     expect(again.createdAt).toBe(task.createdAt);
-    expect((await manager.listSessions()).map((session) => session.sessionId).sort()).toEqual(['dev-task-f1-t1-in_dev', 'pm-feature-my-feature']);
+    expect((await manager.listSessions()).map((session) => session.sessionId).sort()).toEqual([
+      'dev-task-f1-t1-in_dev',
+      'pm-feature-my-feature',
+    ]);
   });
 
   it('concurrent getOrCreateSession calls create one session', async () => {
@@ -42,7 +57,9 @@ describe('SessionManager', () => {
     managers.push(manager);
     const created: string[] = [];
     manager.on('session:updated', (event) => event.action === 'created' && created.push(event.sessionId));
-    await Promise.all(Array.from({ length: 5 }, () => manager.getOrCreateSession({ type: 'feature', agentType: 'qa', featureId: 'x' })));
+    await Promise.all(
+      Array.from({ length: 5 }, () => manager.getOrCreateSession({ type: 'feature', agentType: 'qa', featureId: 'x' })),
+    );
     expect(created).toEqual(['qa-feature-x']);
   });
 
@@ -50,10 +67,25 @@ describe('SessionManager', () => {
     const store = createMemoryStore();
     const manager = await open(store);
     managers.push(manager);
-    await manager.getOrCreateSession({ type: 'task', agentType: 'dev', featureId: 'f1', taskId: 't1', taskState: 'in_dev' });
-    await manager.getOrCreateSession({ type: 'task', agentType: 'qa', featureId: 'f1', taskId: 't1', taskState: 'in_qa' });
+    await manager.getOrCreateSession({
+      type: 'task',
+      agentType: 'dev',
+      featureId: 'f1',
+      taskId: 't1',
+      taskState: 'in_dev',
+    });
+    await manager.getOrCreateSession({
+      type: 'task',
+      agentType: 'qa',
+      featureId: 'f1',
+      taskId: 't1',
+      taskState: 'in_qa',
+    });
     const task = await store.getTask('f1', 't1');
-    expect(task?.states).toEqual({ in_dev: { sessionIds: ['dev-task-f1-t1-in_dev'] }, in_qa: { sessionIds: ['qa-task-f1-t1-in_qa'] } });
+    expect(task?.states).toEqual({
+      in_dev: { sessionIds: ['dev-task-f1-t1-in_dev'] },
+      in_qa: { sessionIds: ['qa-task-f1-t1-in_qa'] },
+    });
     expect(task?.currentState).toBe('in_qa');
   });
 
@@ -87,9 +119,16 @@ describe('SessionManager', () => {
     await manager.clearMessages(sessionId);
     await manager.addMessage(sessionId, { role: 'user', content: 'two' });
     expect((await manager.getRecentMessages(sessionId)).map((message) => message.content)).toEqual(['two']);
-    expect((await manager.getRecentMessages(sessionId, 50, { includeCleared: true })).map((message) => message.content)).toEqual(['one', 'two']);
+    expect(
+      (await manager.getRecentMessages(sessionId, 50, { includeCleared: true })).map((message) => message.content),
+    ).toEqual(['one', 'two']);
     const log = await manager.getEvents(sessionId);
-    expect(log.some((event) => event.type === 'block_complete' && event.block.type === 'system' && event.block.subtype === 'cleared')).toBe(true);
+    expect(
+      log.some(
+        (event) =>
+          event.type === 'block_complete' && event.block.type === 'system' && event.block.subtype === 'cleared',
+      ),
+    ).toBe(true);
   });
 
   it('archiveSession keeps the session readable and refuses new messages', async () => {
@@ -109,11 +148,27 @@ describe('SessionManager', () => {
     const first = await open(store);
     const { sessionId } = await first.createSession({ scope: { kind: 'draft', role: 'dev' }, agentType: 'dev' });
     const drafts: StreamEventDraft[] = [
-      { type: 'block_start', conversationId: 'main', block: { id: 'a', type: 'assistant_text', content: '', createdAt: 1 } },
+      {
+        type: 'block_start',
+        conversationId: 'main',
+        block: { id: 'a', type: 'assistant_text', content: '', createdAt: 1 },
+      },
       { type: 'text_delta', conversationId: 'main', blockId: 'a', delta: 'Hi' },
-      { type: 'block_complete', conversationId: 'main', block: { id: 'a', type: 'assistant_text', content: 'Hi', createdAt: 1 } },
+      {
+        type: 'block_complete',
+        conversationId: 'main',
+        block: { id: 'a', type: 'assistant_text', content: 'Hi', createdAt: 1 },
+      },
       { type: 'block_start', conversationId: 'w1', block: { id: 'b', type: 'thinking', content: 'hmm', createdAt: 2 } },
-      { type: 'metadata_update', conversationId: 'main', metadata: { usage: { inputTokens: 10, outputTokens: 2, cacheReadTokens: 0, cacheWriteTokens: 0 }, costUsd: 0.5, turnComplete: true } },
+      {
+        type: 'metadata_update',
+        conversationId: 'main',
+        metadata: {
+          usage: { inputTokens: 10, outputTokens: 2, cacheReadTokens: 0, cacheWriteTokens: 0 },
+          costUsd: 0.5,
+          turnComplete: true,
+        },
+      },
     ];
     await first.addMessage(sessionId, { role: 'user', content: 'hello' });
     await first.appendEvents(sessionId, drafts);
@@ -134,11 +189,15 @@ describe('SessionManager', () => {
     const { sessionId } = await manager.createSession({ scope: { kind: 'draft', role: 'dev' }, agentType: 'dev' });
     const seen: number[] = [];
     manager.on('session:event', ({ event }) => seen.push(event.seq));
-    await Promise.all(Array.from({ length: 20 }, (_, index) => manager.addMessage(sessionId, { role: 'user', content: `m${index}` })));
+    await Promise.all(
+      Array.from({ length: 20 }, (_, index) => manager.addMessage(sessionId, { role: 'user', content: `m${index}` })),
+    );
     expect(seen).toEqual(Array.from({ length: 20 }, (_, index) => index));
     const after = await manager.getEvents(sessionId, { afterSeq: 14 });
     expect(after.map((event) => event.seq)).toEqual([15, 16, 17, 18, 19]);
-    expect((await manager.getRecentMessages(sessionId, 100)).map((message) => message.content)).toEqual(Array.from({ length: 20 }, (_, index) => `m${index}`));
+    expect((await manager.getRecentMessages(sessionId, 100)).map((message) => message.content)).toEqual(
+      Array.from({ length: 20 }, (_, index) => `m${index}`),
+    );
   });
 
   it('bad input gets a typed error that names the problem and changes nothing', async () => {
@@ -151,9 +210,15 @@ describe('SessionManager', () => {
     await expectCode(manager.addMessage('missing', { role: 'user', content: 'x' }), 'SESSION_NOT_FOUND');
     // @ts-expect-error: role is checked at run time too
     await expectCode(manager.addMessage('missing', { role: 'robot', content: 'x' }), 'INVALID_INPUT');
-    // @ts-expect-error: agent types are pm, dev, qa, harness, merge
-    await expectCode(manager.getOrCreateSession({ type: 'feature', agentType: 'cook', featureId: 'f' }), 'INVALID_INPUT');
-    await expectCode(manager.getOrCreateSession({ type: 'feature', agentType: 'pm', featureId: '../../x' }), 'INVALID_INPUT');
+    await expectCode(
+      // @ts-expect-error: agent types are pm, dev, qa, harness, merge
+      manager.getOrCreateSession({ type: 'feature', agentType: 'cook', featureId: 'f' }),
+      'INVALID_INPUT',
+    );
+    await expectCode(
+      manager.getOrCreateSession({ type: 'feature', agentType: 'pm', featureId: '../../x' }),
+      'INVALID_INPUT',
+    );
     expect(await manager.listSessions()).toHaveLength(0);
     const error = await manager.getSession('nope').catch((reason: unknown) => reason as Error);
     expect((error as Error).message).toContain('nope');
@@ -163,19 +228,34 @@ describe('SessionManager', () => {
   it('read-only (imported) sessions refuse appends', async () => {
     const manager = await open();
     managers.push(manager);
-    const { sessionId } = await manager.createSession({ scope: { kind: 'imported', source: 'claude-code', path: '/x.jsonl' }, agentType: 'imported', readOnly: true });
+    const { sessionId } = await manager.createSession({
+      scope: { kind: 'imported', source: 'claude-code', path: '/x.jsonl' },
+      agentType: 'imported',
+      readOnly: true,
+    });
     await expectCode(manager.addMessage(sessionId, { role: 'user', content: 'hi' }), 'READ_ONLY_SESSION');
   });
 
   describe('appends made while a write is being flushed', () => {
-    const text = (delta: string): StreamEventDraft => ({ type: 'text_delta', conversationId: 'main', blockId: 'b', delta });
+    const text = (delta: string): StreamEventDraft => ({
+      type: 'text_delta',
+      conversationId: 'main',
+      blockId: 'b',
+      delta,
+    });
 
     it('are issued at once, then applied and announced strictly in call order', async () => {
       const { store, held, hold } = heldStore();
       const manager = await open(store);
       managers.push(manager);
       const { sessionId } = await manager.createSession({ scope: { kind: 'draft', role: 'dev' }, agentType: 'dev' });
-      await manager.appendEvents(sessionId, [{ type: 'block_start', conversationId: 'main', block: { type: 'assistant_text', id: 'b', content: '', createdAt: 1 } }]);
+      await manager.appendEvents(sessionId, [
+        {
+          type: 'block_start',
+          conversationId: 'main',
+          block: { type: 'assistant_text', id: 'b', content: '', createdAt: 1 },
+        },
+      ]);
       hold();
       const announced: number[] = [];
       manager.on('session:event', ({ event }) => announced.push(event.seq));
@@ -227,7 +307,11 @@ describe('SessionManager', () => {
       const { sessionId } = await manager.createSession({ scope: { kind: 'draft', role: 'dev' }, agentType: 'dev' });
       hold();
       const added = manager.appendEvents(sessionId, [
-        { type: 'block_complete', conversationId: 'main', block: { type: 'user_message', id: 'u1', content: 'before the archive', createdAt: 1, completedAt: 1 } },
+        {
+          type: 'block_complete',
+          conversationId: 'main',
+          block: { type: 'user_message', id: 'u1', content: 'before the archive', createdAt: 1, completedAt: 1 },
+        },
       ]);
       const archived = manager.archiveSession(sessionId);
       await vi.waitFor(() => expect(held).toHaveLength(1));
@@ -259,7 +343,11 @@ describe('SessionManager', () => {
     updates = 0;
     for (let index = 0; index < 100; index++) {
       await manager.appendEvents(sessionId, [
-        { type: 'block_complete', conversationId: 'main', block: { type: 'assistant_text', id: `m${index}`, content: 'x', createdAt: 1, completedAt: 1 } },
+        {
+          type: 'block_complete',
+          conversationId: 'main',
+          block: { type: 'assistant_text', id: `m${index}`, content: 'x', createdAt: 1, completedAt: 1 },
+        },
       ]);
     }
     expect(updates).toBeLessThan(10);
@@ -286,7 +374,8 @@ describe('SessionManager', () => {
     });
     const manager = await open(store);
     managers.push(manager);
-    const create = async () => (await manager.createSession({ scope: { kind: 'draft', role: 'dev' }, agentType: 'dev' })).sessionId;
+    const create = async () =>
+      (await manager.createSession({ scope: { kind: 'draft', role: 'dev' }, agentType: 'dev' })).sessionId;
     const [idle, busy, other] = [await create(), await create(), await create()];
     const message = (id: string): StreamEventDraft => ({
       type: 'block_complete',

@@ -18,25 +18,100 @@ function history(): ConversationBlock[] {
   let at = 1_700_000_000_000;
   const stamp = <T extends object>(block: T) => ({ ...block, seq: seq++, createdAt: at++ });
   return [
-    stamp({ id: 'u1', type: 'user_message', content: 'Add a --verbose flag to the CLI.\n\nKeep it a boolean.', pinned: true }),
-    stamp({ id: 't1', type: 'tool_use', toolUseId: 'c1', name: 'Read', input: { file_path: 'src/cli/args.ts' }, status: 'success' }),
+    stamp({
+      id: 'u1',
+      type: 'user_message',
+      content: 'Add a --verbose flag to the CLI.\n\nKeep it a boolean.',
+      pinned: true,
+    }),
+    stamp({
+      id: 't1',
+      type: 'tool_use',
+      toolUseId: 'c1',
+      name: 'Read',
+      input: { file_path: 'src/cli/args.ts' },
+      status: 'success',
+    }),
     stamp({ id: 'r1', type: 'tool_result', toolUseId: 'c1', content: 'export function parse() {}', isError: false }),
-    stamp({ id: 't2', type: 'tool_use', toolUseId: 'c2', name: 'Edit', input: { file_path: 'src/cli/args.ts', old_string: 'a', new_string: 'b' }, status: 'success' }),
+    stamp({
+      id: 't2',
+      type: 'tool_use',
+      toolUseId: 'c2',
+      name: 'Edit',
+      input: { file_path: 'src/cli/args.ts', old_string: 'a', new_string: 'b' },
+      status: 'success',
+    }),
     stamp({ id: 'r2', type: 'tool_result', toolUseId: 'c2', content: 'String not found in file.', isError: true }),
-    stamp({ id: 't3', type: 'tool_use', toolUseId: 'c3', name: 'Edit', input: { file_path: 'src/cli/args.ts', old_string: 'x', new_string: 'y' }, status: 'success' }),
+    stamp({
+      id: 't3',
+      type: 'tool_use',
+      toolUseId: 'c3',
+      name: 'Edit',
+      input: { file_path: 'src/cli/args.ts', old_string: 'x', new_string: 'y' },
+      status: 'success',
+    }),
     stamp({ id: 'r3', type: 'tool_result', toolUseId: 'c3', content: 'ok', isError: false }),
-    stamp({ id: 't4', type: 'tool_use', toolUseId: 'c4', name: 'Bash', input: { command: 'npm test -- args' }, status: 'success' }),
+    stamp({
+      id: 't4',
+      type: 'tool_use',
+      toolUseId: 'c4',
+      name: 'Bash',
+      input: { command: 'npm test -- args' },
+      status: 'success',
+    }),
     stamp({ id: 'r4', type: 'tool_result', toolUseId: 'c4', content: '12 passed', isError: false }),
     stamp({ id: 'a1', type: 'assistant_text', content: 'The flag is parsed in src/cli/args.ts and the tests pass.' }),
     stamp({ id: 'u2', type: 'user_message', content: 'Now document it in README.md and docs/cli.md.' }),
-    stamp({ id: 't5', type: 'tool_use', toolUseId: 'c5', name: 'read_many_files', input: { paths: ['README.md', 'docs/cli.md'] }, status: 'success' }),
+    stamp({
+      id: 't5',
+      type: 'tool_use',
+      toolUseId: 'c5',
+      name: 'read_many_files',
+      input: { paths: ['README.md', 'docs/cli.md'] },
+      status: 'success',
+    }),
     stamp({ id: 'r5', type: 'tool_result', toolUseId: 'c5', content: '# Parley', isError: false }),
-    stamp({ id: 't6', type: 'tool_use', toolUseId: 'c6', name: 'replace', input: { file_path: 'README.md', old_string: '', new_string: '--verbose' }, status: 'success' }),
+    stamp({
+      id: 't6',
+      type: 'tool_use',
+      toolUseId: 'c6',
+      name: 'replace',
+      input: { file_path: 'README.md', old_string: '', new_string: '--verbose' },
+      status: 'success',
+    }),
     stamp({ id: 'r6', type: 'tool_result', toolUseId: 'c6', content: 'ok', isError: false }),
-    stamp({ id: 's1', type: 'system', subtype: 'error', content: 'The anthropic-api back end failed: 529 overloaded.' }),
-    stamp({ id: 'w1', type: 'subagent', subagentId: 'agent-7', name: 'linter', input: 'lint', status: 'success', output: 'No lint errors.' }),
-    stamp({ id: 'w2', type: 'subagent', subagentId: 'agent-8', name: 'docs-check', input: 'check links', status: 'error', output: 'Broken link: docs/cli.md#flags' }),
-    stamp({ id: 't7', type: 'tool_use', toolUseId: 'c7', name: 'write_file', input: { file_path: 'docs/cli.md', content: '...' }, status: 'running' }),
+    stamp({
+      id: 's1',
+      type: 'system',
+      subtype: 'error',
+      content: 'The anthropic-api back end failed: 529 overloaded.',
+    }),
+    stamp({
+      id: 'w1',
+      type: 'subagent',
+      subagentId: 'agent-7',
+      name: 'linter',
+      input: 'lint',
+      status: 'success',
+      output: 'No lint errors.',
+    }),
+    stamp({
+      id: 'w2',
+      type: 'subagent',
+      subagentId: 'agent-8',
+      name: 'docs-check',
+      input: 'check links',
+      status: 'error',
+      output: 'Broken link: docs/cli.md#flags',
+    }),
+    stamp({
+      id: 't7',
+      type: 'tool_use',
+      toolUseId: 'c7',
+      name: 'write_file',
+      input: { file_path: 'docs/cli.md', content: '...' },
+      status: 'running',
+    }),
     stamp({ id: 'a2', type: 'assistant_text', content: 'README.md documents the flag; docs/cli.md is next.' }),
   ] as ConversationBlock[];
 }
@@ -44,7 +119,10 @@ function history(): ConversationBlock[] {
 describe('buildStructuralSummary', () => {
   it('lists requests, files touched with their tools, other tools, workers, errors, interrupted calls and the last answers', () => {
     const summary = buildStructuralSummary({ blocks: history(), countText, maxTokens: 2_000 });
-    expect(summary.pending).toEqual(['User asked: Add a --verbose flag to the CLI. Keep it a boolean.', 'User asked: Now document it in README.md and docs/cli.md.']);
+    expect(summary.pending).toEqual([
+      'User asked: Add a --verbose flag to the CLI. Keep it a boolean.',
+      'User asked: Now document it in README.md and docs/cli.md.',
+    ]);
     expect(summary.completed).toEqual([
       'File `src/cli/args.ts`: Read ×1, Edit ×2',
       'File `README.md`: read_many_files ×1, replace ×1',
@@ -71,12 +149,19 @@ describe('buildStructuralSummary', () => {
       countText,
       maxTokens: 2_000,
     });
-    expect(summary.pending).toEqual(['User asked: Set up the project.', 'User asked: Now document it in README.md and docs/cli.md.']);
+    expect(summary.pending).toEqual([
+      'User asked: Set up the project.',
+      'User asked: Now document it in README.md and docs/cli.md.',
+    ]);
   });
 
   it('keeps the previous checkpoint, merging what the same files and tools did', () => {
     const previous: CheckpointSummary = {
-      completed: ['Set up the repository', 'File `src/cli/args.ts`: Write ×1, Edit ×1', 'Tool `Bash` ×4 (last: npm ci)'],
+      completed: [
+        'Set up the repository',
+        'File `src/cli/args.ts`: Write ×1, Edit ×1',
+        'Tool `Bash` ×4 (last: npm ci)',
+      ],
       inProgress: [],
       pending: ['User asked: Set up the project.'],
       decisions: ['Use zod for validation (the user asked for it)'],
@@ -101,10 +186,39 @@ describe('buildStructuralSummary', () => {
     const blocks: ConversationBlock[] = [];
     for (let index = 0; index < 400; index++) {
       const at = 1_700_000_000_000 + index;
-      blocks.push({ id: `u${index}`, seq: index * 4, type: 'user_message', content: `Request ${index}: ${prose(120, index + 1)}`, createdAt: at });
-      blocks.push({ id: `t${index}`, seq: index * 4 + 1, type: 'tool_use', toolUseId: `c${index}`, name: 'Edit', input: { file_path: `src/module-${index}.ts` }, status: 'success', createdAt: at });
-      blocks.push({ id: `r${index}`, seq: index * 4 + 2, type: 'tool_result', toolUseId: `c${index}`, content: index % 7 === 0 ? `failed: ${prose(80, index)}` : 'ok', isError: index % 7 === 0, createdAt: at });
-      blocks.push({ id: `a${index}`, seq: index * 4 + 3, type: 'assistant_text', content: `Done ${index}: ${prose(150, index + 9)}`, createdAt: at });
+      blocks.push({
+        id: `u${index}`,
+        seq: index * 4,
+        type: 'user_message',
+        content: `Request ${index}: ${prose(120, index + 1)}`,
+        createdAt: at,
+      });
+      blocks.push({
+        id: `t${index}`,
+        seq: index * 4 + 1,
+        type: 'tool_use',
+        toolUseId: `c${index}`,
+        name: 'Edit',
+        input: { file_path: `src/module-${index}.ts` },
+        status: 'success',
+        createdAt: at,
+      });
+      blocks.push({
+        id: `r${index}`,
+        seq: index * 4 + 2,
+        type: 'tool_result',
+        toolUseId: `c${index}`,
+        content: index % 7 === 0 ? `failed: ${prose(80, index)}` : 'ok',
+        isError: index % 7 === 0,
+        createdAt: at,
+      });
+      blocks.push({
+        id: `a${index}`,
+        seq: index * 4 + 3,
+        type: 'assistant_text',
+        content: `Done ${index}: ${prose(150, index + 9)}`,
+        createdAt: at,
+      });
     }
     const fullText = blocks.map((block) => ('content' in block ? block.content : '')).join('\n');
     for (const maxTokens of [150, 800, 8_000]) {
@@ -116,7 +230,9 @@ describe('buildStructuralSummary', () => {
       expect(summary.pending[0]).toMatch(/^\(\d+ earlier requests left out; the session log keeps them\)$/);
       // The newest survive.
       expect(summary.pending[summary.pending.length - 1]).toContain('Request 399:');
-      expect(countText(renderCheckpoint({ summary, pinned: [], liveHandles: [] }))).toBeLessThan(countText(fullText) / 10);
+      expect(countText(renderCheckpoint({ summary, pinned: [], liveHandles: [] }))).toBeLessThan(
+        countText(fullText) / 10,
+      );
     }
   });
 
@@ -162,7 +278,12 @@ describe('buildStructuralSummary', () => {
 
 describe('pathsOf and clipText', () => {
   it('reads file_path, path, paths and the like, each once; ignores non-strings and multi-line values', () => {
-    expect(pathsOf({ file_path: 'a.ts', path: 'a.ts', paths: ['b.ts', 3, 'c.ts'], notebook_path: 'n.ipynb' })).toEqual(['a.ts', 'b.ts', 'c.ts', 'n.ipynb']);
+    expect(pathsOf({ file_path: 'a.ts', path: 'a.ts', paths: ['b.ts', 3, 'c.ts'], notebook_path: 'n.ipynb' })).toEqual([
+      'a.ts',
+      'b.ts',
+      'c.ts',
+      'n.ipynb',
+    ]);
     expect(pathsOf({ content: 'x', path: 'line one\nline two' })).toEqual([]);
     expect(pathsOf('src/a.ts')).toEqual([]);
     expect(pathsOf(null)).toEqual([]);

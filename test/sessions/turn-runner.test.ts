@@ -27,25 +27,37 @@ async function drain(events: AsyncIterable<StreamEvent>): Promise<StreamEvent[]>
 describe('runTurn', () => {
   it('stores the user message and every event of the turn, numbered, before handing them on', async () => {
     const { manager, sessionId } = await setup();
-    const backend = createScriptedBackend({ turns: [[step.thinking('plan'), step.text('Hello there'), step.tool('Read', { path: 'a' }, 'contents')]] });
+    const backend = createScriptedBackend({
+      turns: [[step.thinking('plan'), step.text('Hello there'), step.tool('Read', { path: 'a' }, 'contents')]],
+    });
     const turn = await runTurn(manager, sessionId, { backend, prompt: 'hi' });
     const events = await drain(turn.events);
     expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index + 1));
     const log = await manager.getEvents(sessionId);
     expect(log.map((event) => event.seq)).toEqual(log.map((_, index) => index));
     const conversation = await manager.loadConversation(sessionId);
-    expect(conversation.blocks.map((block) => block.type)).toEqual(['user_message', 'thinking', 'assistant_text', 'tool_use', 'tool_result']);
+    expect(conversation.blocks.map((block) => block.type)).toEqual([
+      'user_message',
+      'thinking',
+      'assistant_text',
+      'tool_use',
+      'tool_result',
+    ]);
     expect(conversation.metrics.turns).toBe(1);
     expect(backend.calls[0]!.prompt).toBe('hi');
   });
 
   it('a back-end failure ends the turn with an error block and keeps what was stored', async () => {
     const { manager, sessionId } = await setup();
-    const backend = createScriptedBackend({ turns: [[step.text('partial'), step.error('rate limited', { code: 'RATE_LIMITED', retryable: true })]] });
+    const backend = createScriptedBackend({
+      turns: [[step.text('partial'), step.error('rate limited', { code: 'RATE_LIMITED', retryable: true })]],
+    });
     await drain((await runTurn(manager, sessionId, { backend, prompt: 'go' })).events);
     const conversation = await manager.loadConversation(sessionId);
     expect(conversation.blocks.at(-1)).toMatchObject({ type: 'system', subtype: 'error' });
-    expect(conversation.blocks.some((block) => block.type === 'assistant_text' && block.content === 'partial')).toBe(true);
+    expect(conversation.blocks.some((block) => block.type === 'assistant_text' && block.content === 'partial')).toBe(
+      true,
+    );
   });
 
   it('abort ends the turn gracefully with an aborted block', async () => {
@@ -63,7 +75,9 @@ describe('runTurn', () => {
     release();
     const conversation = await manager.loadConversation(sessionId);
     expect(conversation.blocks.some((block) => block.type === 'system' && block.subtype === 'aborted')).toBe(true);
-    expect(conversation.blocks.some((block) => block.type === 'assistant_text' && block.content === 'never')).toBe(false);
+    expect(conversation.blocks.some((block) => block.type === 'assistant_text' && block.content === 'never')).toBe(
+      false,
+    );
     expect(conversation.metrics.turns).toBe(1);
   });
 
@@ -89,7 +103,11 @@ describe('runTurn', () => {
     const { manager, sessionId } = await setup();
     await manager.addMessage(sessionId, { role: 'user', content: 'do it' });
     await manager.appendEvents(sessionId, [
-      { type: 'block_start', conversationId: 'main', block: { id: 't', type: 'tool_use', toolUseId: 'tu', name: 'Bash', input: {}, status: 'running', createdAt: 1 } },
+      {
+        type: 'block_start',
+        conversationId: 'main',
+        block: { id: 't', type: 'tool_use', toolUseId: 'tu', name: 'Bash', input: {}, status: 'running', createdAt: 1 },
+      },
     ]);
     expect(await closeInterruptedTurn(manager, sessionId)).toBe(true);
     const conversation = await manager.loadConversation(sessionId);
@@ -110,19 +128,44 @@ describe('runTurn', () => {
 describe('runTurn keeps ids unique within a session', () => {
   it('a back end that restarts its id counter does not overwrite earlier blocks or threads', async () => {
     const { manager, sessionId } = await setup();
-    const turnSteps = (word: string) => [step.text(`${word} reply`), step.subagent('helper', `${word} job`, [step.text(`${word} inner`)])];
+    const turnSteps = (word: string) => [
+      step.text(`${word} reply`),
+      step.subagent('helper', `${word} job`, [step.text(`${word} inner`)]),
+    ];
     // Two back-end instances, as two processes would have: both count ids from 1.
-    await drain((await runTurn(manager, sessionId, { backend: createScriptedBackend({ turns: [turnSteps('first')] }), prompt: 'one' })).events);
-    await drain((await runTurn(manager, sessionId, { backend: createScriptedBackend({ turns: [turnSteps('second')] }), prompt: 'two' })).events);
+    await drain(
+      (
+        await runTurn(manager, sessionId, {
+          backend: createScriptedBackend({ turns: [turnSteps('first')] }),
+          prompt: 'one',
+        })
+      ).events,
+    );
+    await drain(
+      (
+        await runTurn(manager, sessionId, {
+          backend: createScriptedBackend({ turns: [turnSteps('second')] }),
+          prompt: 'two',
+        })
+      ).events,
+    );
     const conversation = await manager.loadConversation(sessionId);
-    const texts = conversation.blocks.filter((block) => block.type === 'assistant_text').map((block) => (block as { content: string }).content);
+    const texts = conversation.blocks
+      .filter((block) => block.type === 'assistant_text')
+      .map((block) => (block as { content: string }).content);
     expect(texts).toEqual(['first reply', 'second reply']);
     expect(new Set(conversation.blocks.map((block) => block.id)).size).toBe(conversation.blocks.length);
     expect(conversation.subagents).toHaveLength(2);
-    const inner = conversation.subagents.map((thread) => thread.blocks.filter((block) => block.type === 'assistant_text').map((block) => (block as { content: string }).content));
+    const inner = conversation.subagents.map((thread) =>
+      thread.blocks
+        .filter((block) => block.type === 'assistant_text')
+        .map((block) => (block as { content: string }).content),
+    );
     expect(inner).toEqual([['first inner'], ['second inner']]);
     const subagentBlocks = conversation.blocks.filter((block) => block.type === 'subagent');
-    expect(subagentBlocks.map((block) => (block as { subagentId: string }).subagentId).sort()).toEqual(conversation.subagents.map((thread) => thread.id).sort());
+    expect(subagentBlocks.map((block) => (block as { subagentId: string }).subagentId).sort()).toEqual(
+      conversation.subagents.map((thread) => thread.id).sort(),
+    );
   });
 });
 
@@ -134,12 +177,15 @@ describe('closeInterruptedTurn', () => {
     const backend = createScriptedBackend({ turns: [[step.text('half an answer'), step.wait(gate)]] });
     const turn = await runTurn(manager, sessionId, { backend, prompt: 'go' });
     // Consume until the text is complete, then stop as a crashed process would: no more events are stored.
-    for await (const event of turn.events) if (event.type === 'block_complete' && event.block.type === 'assistant_text') break;
+    for await (const event of turn.events)
+      if (event.type === 'block_complete' && event.block.type === 'assistant_text') break;
     release();
     expect(await closeInterruptedTurn(manager, sessionId)).toBe(true);
     const conversation = await manager.loadConversation(sessionId);
     expect(conversation.blocks.at(-1)).toMatchObject({ type: 'system', subtype: 'interrupted' });
-    expect(conversation.blocks.some((block) => block.type === 'assistant_text' && block.content === 'half an answer')).toBe(true);
+    expect(
+      conversation.blocks.some((block) => block.type === 'assistant_text' && block.content === 'half an answer'),
+    ).toBe(true);
     expect(await closeInterruptedTurn(manager, sessionId)).toBe(false);
   });
 
@@ -149,8 +195,17 @@ describe('closeInterruptedTurn', () => {
       const scripted = createScriptedBackend({ turns: [] });
       return { describe: () => scripted.describe(), execute: () => ({ events: events() }) };
     }
-    const delta = (text: string): StreamEventDraft => ({ type: 'text_delta', conversationId: 'main', blockId: 'reply', delta: text });
-    const start: StreamEventDraft = { type: 'block_start', conversationId: 'main', block: { type: 'assistant_text', id: 'reply', content: '', createdAt: 1 } };
+    const delta = (text: string): StreamEventDraft => ({
+      type: 'text_delta',
+      conversationId: 'main',
+      blockId: 'reply',
+      delta: text,
+    });
+    const start: StreamEventDraft = {
+      type: 'block_start',
+      conversationId: 'main',
+      block: { type: 'assistant_text', id: 'reply', content: '', createdAt: 1 },
+    };
 
     it('are appended without waiting for the earlier writes, and handed on in order once durable', async () => {
       const { store, held, hold } = heldStore();
@@ -168,7 +223,13 @@ describe('closeInterruptedTurn', () => {
       await vi.waitFor(() => expect(held).toHaveLength(5));
       for (const append of held.reverse()) append.release();
       const events = await drained;
-      expect(events.map((event) => (event.type === 'text_delta' ? event.delta : event.type))).toEqual(['block_start', 'a', 'b', 'c', 'd']);
+      expect(events.map((event) => (event.type === 'text_delta' ? event.delta : event.type))).toEqual([
+        'block_start',
+        'a',
+        'b',
+        'c',
+        'd',
+      ]);
       expect(events.map((event) => event.seq)).toEqual([1, 2, 3, 4, 5]);
     });
 
@@ -180,8 +241,15 @@ describe('closeInterruptedTurn', () => {
         throw new Error('socket closed');
       });
       const events = await drain((await runTurn(manager, sessionId, { backend, prompt: 'go' })).events);
-      expect(events.map((event) => event.type)).toEqual(['block_start', 'text_delta', 'block_complete', 'metadata_update']);
-      expect(events[2]).toMatchObject({ block: { type: 'system', subtype: 'error', content: expect.stringContaining('socket closed') } });
+      expect(events.map((event) => event.type)).toEqual([
+        'block_start',
+        'text_delta',
+        'block_complete',
+        'metadata_update',
+      ]);
+      expect(events[2]).toMatchObject({
+        block: { type: 'system', subtype: 'error', content: expect.stringContaining('socket closed') },
+      });
       expect(events.map((event) => event.seq)).toEqual([1, 2, 3, 4]);
     });
 

@@ -40,7 +40,13 @@ export function userMessageDraft(id: string, content: string): StreamEventDraft 
     type: 'block_complete',
     conversationId: 'main',
     at: 1_700_000_000_123,
-    block: { type: 'user_message', id, createdAt: 1_700_000_000_000, content, metadata: { nested: { list: [1, 2, 3] } } },
+    block: {
+      type: 'user_message',
+      id,
+      createdAt: 1_700_000_000_000,
+      content,
+      metadata: { nested: { list: [1, 2, 3] } },
+    },
   };
 }
 
@@ -48,7 +54,13 @@ export function checkpointInput(throughSeq: number, overrides: Partial<Checkpoin
   return {
     createdAt: '2024-01-01T00:00:00.000Z',
     trigger: 'auto',
-    summary: { completed: ['wrote the parser'], inProgress: ['tests'], pending: ['docs'], decisions: ['JSONL'], blockers: [] },
+    summary: {
+      completed: ['wrote the parser'],
+      inProgress: ['tests'],
+      pending: ['docs'],
+      decisions: ['JSONL'],
+      blockers: [],
+    },
     pinned: ['Build the parser'],
     liveHandles: [{ id: 'worker-1', kind: 'worker', status: 'running' }],
     covers: { throughSeq, messageCount: throughSeq + 1 },
@@ -127,4 +139,16 @@ export async function storeErrorOf(action: () => Promise<unknown>): Promise<Stor
 }
 
 /** Ids that must never become a path. */
-export const BAD_IDS: readonly string[] = ['../x', 'a/b', '..', '.hidden', '', 'x'.repeat(300), 'a\\b', 'a\0b', '-flag', 'a..b', ' space'];
+export const BAD_IDS: readonly string[] = [
+  '../x',
+  'a/b',
+  '..',
+  '.hidden',
+  '',
+  'x'.repeat(300),
+  'a\\b',
+  'a\0b',
+  '-flag',
+  'a..b',
+  ' space',
+];

@@ -11,7 +11,10 @@ export function startFixture(script: string, args: readonly string[]): ChildProc
 }
 
 /** Resolves with everything the child printed once `predicate` holds for it; rejects if it exits first. */
-export function waitForOutput(child: ChildProcessWithoutNullStreams, predicate: (stdout: string) => boolean): Promise<string> {
+export function waitForOutput(
+  child: ChildProcessWithoutNullStreams,
+  predicate: (stdout: string) => boolean,
+): Promise<string> {
   return new Promise((resolve, reject) => {
     let stdout = '';
     let stderr = '';
@@ -23,7 +26,8 @@ export function waitForOutput(child: ChildProcessWithoutNullStreams, predicate: 
         resolve(stdout);
       }
     };
-    const onExit = (code: number | null) => reject(new Error(`fixture exited (${code}) before it was ready: ${stderr}`));
+    const onExit = (code: number | null) =>
+      reject(new Error(`fixture exited (${code}) before it was ready: ${stderr}`));
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     child.stdout.on('data', onData);
     child.once('exit', onExit);

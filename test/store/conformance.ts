@@ -67,7 +67,11 @@ export function runStoreConformance(initializer: StoreInitializer): void {
 
       it('updates metadata through a function of the current record', async () => {
         await store.createSession(sessionRecord('s1'));
-        const updated = await store.updateSession('s1', (current) => ({ ...current, title: 'Renamed', updatedAt: current.updatedAt + 5 }));
+        const updated = await store.updateSession('s1', (current) => ({
+          ...current,
+          title: 'Renamed',
+          updatedAt: current.updatedAt + 5,
+        }));
         expect(updated.title).toBe('Renamed');
         expect(await store.getSession('s1')).toEqual(updated);
       });
@@ -93,12 +97,12 @@ export function runStoreConformance(initializer: StoreInitializer): void {
 
       it('refuses an update that changes the session id or breaks the schema, and keeps the record', async () => {
         await store.createSession(sessionRecord('fixed'));
-        await expect(store.updateSession('fixed', (current) => ({ ...current, sessionId: 'other' }))).rejects.toSatisfy((error) =>
-          isParleyError(error, 'INVALID_INPUT'),
+        await expect(store.updateSession('fixed', (current) => ({ ...current, sessionId: 'other' }))).rejects.toSatisfy(
+          (error) => isParleyError(error, 'INVALID_INPUT'),
         );
-        await expect(
-          store.updateSession('fixed', (current) => ({ ...current, createdAt: -1 })),
-        ).rejects.toSatisfy((error) => isParleyError(error, 'INVALID_INPUT'));
+        await expect(store.updateSession('fixed', (current) => ({ ...current, createdAt: -1 }))).rejects.toSatisfy(
+          (error) => isParleyError(error, 'INVALID_INPUT'),
+        );
         expect(await store.getSession('fixed')).toEqual(sessionRecord('fixed'));
         expect(await store.getSession('other')).toBeUndefined();
       });
@@ -115,8 +119,18 @@ export function runStoreConformance(initializer: StoreInitializer): void {
 
       it('lists every session, and only those matching each filter', async () => {
         const records = [
-          sessionRecord('a', { status: 'active', type: 'scripted', agentType: 'dev', scope: { kind: 'feature', featureId: 'f1' } }),
-          sessionRecord('b', { status: 'archived', type: 'claude-sdk', agentType: 'qa', scope: { kind: 'feature', featureId: 'f2' } }),
+          sessionRecord('a', {
+            status: 'active',
+            type: 'scripted',
+            agentType: 'dev',
+            scope: { kind: 'feature', featureId: 'f1' },
+          }),
+          sessionRecord('b', {
+            status: 'archived',
+            type: 'claude-sdk',
+            agentType: 'qa',
+            scope: { kind: 'feature', featureId: 'f2' },
+          }),
           sessionRecord('c', {
             agentType: 'dev',
             scope: { kind: 'task', featureId: 'f1', taskId: 't1', taskState: 'dev' },
@@ -125,7 +139,11 @@ export function runStoreConformance(initializer: StoreInitializer): void {
             agentType: 'qa',
             scope: { kind: 'task', featureId: 'f1', taskId: 't2', taskState: 'qa' },
           }),
-          sessionRecord('e', { agentType: 'Reviewer', type: 'anthropic-api', scope: { kind: 'draft', role: 'Reviewer' } }),
+          sessionRecord('e', {
+            agentType: 'Reviewer',
+            type: 'anthropic-api',
+            scope: { kind: 'draft', role: 'Reviewer' },
+          }),
         ];
         for (const record of records) await store.createSession(record);
         const ids = async (filter?: Parameters<SessionStore['listSessions']>[0]) =>
@@ -149,7 +167,9 @@ export function runStoreConformance(initializer: StoreInitializer): void {
       it('lists the current metadata after an update', async () => {
         await store.createSession(sessionRecord('moving'));
         await store.updateSession('moving', (current) => ({ ...current, status: 'archived' }));
-        expect((await collect(store.listSessions({ status: 'archived' }))).map((record) => record.sessionId)).toEqual(['moving']);
+        expect((await collect(store.listSessions({ status: 'archived' }))).map((record) => record.sessionId)).toEqual([
+          'moving',
+        ]);
         expect(await collect(store.listSessions({ status: 'active' }))).toEqual([]);
       });
     });
@@ -165,7 +185,13 @@ export function runStoreConformance(initializer: StoreInitializer): void {
         const second = await store.append('log', [userMessageDraft('u1', 'hi')]);
         expect(first.map((event) => event.seq)).toEqual([0, 1]);
         expect(second.map((event) => event.seq)).toEqual([2]);
-        expect(first[0]).toMatchObject({ type: 'text_delta', sessionId: 'log', conversationId: 'main', blockId: 'b1', delta: 'Hel' });
+        expect(first[0]).toMatchObject({
+          type: 'text_delta',
+          sessionId: 'log',
+          conversationId: 'main',
+          blockId: 'b1',
+          delta: 'Hel',
+        });
         expect(first[0]!.at).toBeGreaterThanOrEqual(before);
         expect(second[0]!.at).toBe(1_700_000_000_123);
         expect(await store.lastSeq('log')).toBe(2);
@@ -193,7 +219,10 @@ export function runStoreConformance(initializer: StoreInitializer): void {
       });
 
       it('reads only the window asked for with afterSeq and throughSeq', async () => {
-        await store.append('log', Array.from({ length: 10 }, (_, index) => textDraft('b', String(index))));
+        await store.append(
+          'log',
+          Array.from({ length: 10 }, (_, index) => textDraft('b', String(index))),
+        );
         const seqs = async (options: { afterSeq?: number; throughSeq?: number }) =>
           (await collect(store.readLog('log', options))).map((event) => event.seq);
         expect(await seqs({ afterSeq: 6 })).toEqual([7, 8, 9]);
@@ -207,7 +236,12 @@ export function runStoreConformance(initializer: StoreInitializer): void {
       it('keeps call order and consecutive seqs for concurrent appends to one session', async () => {
         const sizes = Array.from({ length: 40 }, (_, index) => (index % 3) + 1);
         const results = await Promise.all(
-          sizes.map((size, call) => store.append('log', Array.from({ length: size }, (_, part) => textDraft('b', `${call}.${part}`)))),
+          sizes.map((size, call) =>
+            store.append(
+              'log',
+              Array.from({ length: size }, (_, part) => textDraft('b', `${call}.${part}`)),
+            ),
+          ),
         );
         const flat = results.flat();
         expect(flat.map((event) => event.seq)).toEqual(flat.map((_, index) => index));
@@ -222,7 +256,9 @@ export function runStoreConformance(initializer: StoreInitializer): void {
         await Promise.all([store.append('log', [textDraft('b', '1')]), store.append('other', [textDraft('b', '2')])]);
         await store.append('log', [textDraft('b', '3')]);
         expect((await collect(store.readLog('log'))).map((event) => event.seq)).toEqual([0, 1]);
-        expect((await collect(store.readLog('other'))).map((event) => [event.seq, event.sessionId])).toEqual([[0, 'other']]);
+        expect((await collect(store.readLog('other'))).map((event) => [event.seq, event.sessionId])).toEqual([
+          [0, 'other'],
+        ]);
       });
 
       it('refuses appends and reads of an unknown session with SESSION_NOT_FOUND', async () => {
@@ -244,42 +280,71 @@ export function runStoreConformance(initializer: StoreInitializer): void {
 
       it('numbers versions 1, 2, 3 and keeps every version readable', async () => {
         const written = [];
-        for (let index = 0; index < 3; index += 1) written.push(await store.writeCheckpoint('cp', checkpointInput(index * 10)));
+        for (let index = 0; index < 3; index += 1)
+          written.push(await store.writeCheckpoint('cp', checkpointInput(index * 10)));
         expect(written.map((checkpoint) => checkpoint.version)).toEqual([1, 2, 3]);
         expect(written[0]).toMatchObject({ formatVersion: 1, sessionId: 'cp', version: 1, covers: { throughSeq: 0 } });
         expect(await store.readCheckpoint('cp')).toEqual(written[2]);
-        for (const checkpoint of written) expect(await store.readCheckpoint('cp', checkpoint.version)).toEqual(checkpoint);
+        for (const checkpoint of written)
+          expect(await store.readCheckpoint('cp', checkpoint.version)).toEqual(checkpoint);
         expect(await store.listCheckpoints('cp')).toEqual(written);
         expect(await store.readCheckpoint('cp', 4)).toBeUndefined();
       });
 
       it('gives concurrent checkpoint writes distinct versions', async () => {
-        const written = await Promise.all(Array.from({ length: 5 }, (_, index) => store.writeCheckpoint('cp', checkpointInput(index))));
+        const written = await Promise.all(
+          Array.from({ length: 5 }, (_, index) => store.writeCheckpoint('cp', checkpointInput(index))),
+        );
         expect(written.map((checkpoint) => checkpoint.version).sort()).toEqual([1, 2, 3, 4, 5]);
-        expect((await store.listCheckpoints('cp')).map((checkpoint) => checkpoint.covers.throughSeq)).toEqual([0, 1, 2, 3, 4]);
+        expect((await store.listCheckpoints('cp')).map((checkpoint) => checkpoint.covers.throughSeq)).toEqual([
+          0, 1, 2, 3, 4,
+        ]);
       });
 
       it('refuses an invalid checkpoint and writes no version', async () => {
-        const invalid = { ...checkpointInput(1), trigger: 'whenever' } as unknown as Parameters<SessionStore['writeCheckpoint']>[1];
-        await expect(store.writeCheckpoint('cp', invalid)).rejects.toSatisfy((error) => isParleyError(error, 'INVALID_INPUT'));
+        const invalid = { ...checkpointInput(1), trigger: 'whenever' } as unknown as Parameters<
+          SessionStore['writeCheckpoint']
+        >[1];
+        await expect(store.writeCheckpoint('cp', invalid)).rejects.toSatisfy((error) =>
+          isParleyError(error, 'INVALID_INPUT'),
+        );
         expect(await store.listCheckpoints('cp')).toEqual([]);
         expect((await store.writeCheckpoint('cp', checkpointInput(1))).version).toBe(1);
       });
 
       it('keeps which summarizer wrote a checkpoint, reads checkpoints that do not say, and refuses an unknown kind', async () => {
-        const model = await store.writeCheckpoint('cp', checkpointInput(1, { summarizer: { kind: 'model', backend: 'anthropic-api', model: 'claude-sonnet-4-5' } }));
-        const structural = await store.writeCheckpoint('cp', checkpointInput(2, { summarizer: { kind: 'structural', fallback: true } }));
+        const model = await store.writeCheckpoint(
+          'cp',
+          checkpointInput(1, { summarizer: { kind: 'model', backend: 'anthropic-api', model: 'claude-sonnet-4-5' } }),
+        );
+        const structural = await store.writeCheckpoint(
+          'cp',
+          checkpointInput(2, { summarizer: { kind: 'structural', fallback: true } }),
+        );
         const older = await store.writeCheckpoint('cp', checkpointInput(3));
-        expect((await store.readCheckpoint('cp', model.version))?.summarizer).toEqual({ kind: 'model', backend: 'anthropic-api', model: 'claude-sonnet-4-5' });
-        expect((await store.readCheckpoint('cp', structural.version))?.summarizer).toEqual({ kind: 'structural', fallback: true });
+        expect((await store.readCheckpoint('cp', model.version))?.summarizer).toEqual({
+          kind: 'model',
+          backend: 'anthropic-api',
+          model: 'claude-sonnet-4-5',
+        });
+        expect((await store.readCheckpoint('cp', structural.version))?.summarizer).toEqual({
+          kind: 'structural',
+          fallback: true,
+        });
         expect(await store.readCheckpoint('cp', older.version)).not.toHaveProperty('summarizer');
-        const invalid = { ...checkpointInput(4), summarizer: { kind: 'guess' } } as unknown as Parameters<SessionStore['writeCheckpoint']>[1];
-        await expect(store.writeCheckpoint('cp', invalid)).rejects.toSatisfy((error) => isParleyError(error, 'INVALID_INPUT'));
+        const invalid = { ...checkpointInput(4), summarizer: { kind: 'guess' } } as unknown as Parameters<
+          SessionStore['writeCheckpoint']
+        >[1];
+        await expect(store.writeCheckpoint('cp', invalid)).rejects.toSatisfy((error) =>
+          isParleyError(error, 'INVALID_INPUT'),
+        );
         expect(await store.listCheckpoints('cp')).toHaveLength(3);
       });
 
       it('refuses checkpoints of an unknown session with SESSION_NOT_FOUND', async () => {
-        expect((await storeErrorOf(() => store.writeCheckpoint('ghost', checkpointInput(1)))).code).toBe('SESSION_NOT_FOUND');
+        expect((await storeErrorOf(() => store.writeCheckpoint('ghost', checkpointInput(1)))).code).toBe(
+          'SESSION_NOT_FOUND',
+        );
         expect((await storeErrorOf(() => store.readCheckpoint('ghost'))).code).toBe('SESSION_NOT_FOUND');
         expect((await storeErrorOf(() => store.listCheckpoints('ghost'))).code).toBe('SESSION_NOT_FOUND');
       });
@@ -295,7 +360,9 @@ export function runStoreConformance(initializer: StoreInitializer): void {
         await store.writeContext(contextDocument('ctx'));
         expect(await store.readContext('ctx')).toEqual(contextDocument('ctx'));
         await store.writeContext(contextDocument('ctx', { tokens: 99, sections: { only: 'this' } }));
-        expect(await store.readContext('ctx')).toEqual(contextDocument('ctx', { tokens: 99, sections: { only: 'this' } }));
+        expect(await store.readContext('ctx')).toEqual(
+          contextDocument('ctx', { tokens: 99, sections: { only: 'this' } }),
+        );
       });
 
       it('stores and replaces the agent description', async () => {
@@ -321,7 +388,9 @@ export function runStoreConformance(initializer: StoreInitializer): void {
       it('refuses documents of an unknown session with SESSION_NOT_FOUND', async () => {
         expect((await storeErrorOf(() => store.writeContext(contextDocument('ghost')))).code).toBe('SESSION_NOT_FOUND');
         expect((await storeErrorOf(() => store.readContext('ghost'))).code).toBe('SESSION_NOT_FOUND');
-        expect((await storeErrorOf(() => store.writeAgentDescription(agentDescription('ghost')))).code).toBe('SESSION_NOT_FOUND');
+        expect((await storeErrorOf(() => store.writeAgentDescription(agentDescription('ghost')))).code).toBe(
+          'SESSION_NOT_FOUND',
+        );
         expect((await storeErrorOf(() => store.readAgentDescription('ghost'))).code).toBe('SESSION_NOT_FOUND');
         expect((await storeErrorOf(() => store.writeTranscript('ghost', 'a.txt', 'x'))).code).toBe('SESSION_NOT_FOUND');
         expect((await storeErrorOf(() => store.readTranscript('ghost', 'a.txt'))).code).toBe('SESSION_NOT_FOUND');
@@ -356,7 +425,8 @@ export function runStoreConformance(initializer: StoreInitializer): void {
         await store.putTask(task('f1', 't1', { currentState: 'qa' }));
         expect(await store.getTask('f1', 't1')).toEqual(task('f1', 't1', { currentState: 'qa' }));
         expect(await store.getTask('f2', 't2')).toBeUndefined();
-        const keys = (tasks: { featureId: string; taskId: string }[]) => tasks.map((each) => `${each.featureId}/${each.taskId}`).sort();
+        const keys = (tasks: { featureId: string; taskId: string }[]) =>
+          tasks.map((each) => `${each.featureId}/${each.taskId}`).sort();
         expect(keys(await store.listTasks())).toEqual(['f1/t1', 'f1/t2', 'f2/t1']);
         expect(keys(await store.listTasks('f1'))).toEqual(['f1/t1', 'f1/t2']);
         expect(await store.listTasks('f3')).toEqual([]);
@@ -402,7 +472,9 @@ export function runStoreConformance(initializer: StoreInitializer): void {
         (appended as StreamEvent & { block: { content: string } }).block.content = 'changed result';
         const [read] = await collect(store.readLog('clone'));
         expect(read).toMatchObject({ block: { content: 'original', metadata: { nested: { list: [1, 2, 3] } } } });
-        (read as StreamEvent & { block: { metadata: { nested: { list: number[] } } } }).block.metadata.nested.list.push(4);
+        (read as StreamEvent & { block: { metadata: { nested: { list: number[] } } } }).block.metadata.nested.list.push(
+          4,
+        );
         const [again] = await collect(store.readLog('clone'));
         expect(again).toMatchObject({ block: { content: 'original', metadata: { nested: { list: [1, 2, 3] } } } });
       });
@@ -415,7 +487,12 @@ export function runStoreConformance(initializer: StoreInitializer): void {
         checkpoint.pinned.push('result mutated');
         (await store.readCheckpoint('clone'))!.summary.decisions.push('read mutated');
         (await store.listCheckpoints('clone'))[0]!.liveHandles.pop();
-        expect(await store.readCheckpoint('clone', 1)).toEqual({ ...checkpointInput(3), formatVersion: 1, sessionId: 'clone', version: 1 });
+        expect(await store.readCheckpoint('clone', 1)).toEqual({
+          ...checkpointInput(3),
+          formatVersion: 1,
+          sessionId: 'clone',
+          version: 1,
+        });
 
         const context = contextDocument('clone');
         await store.writeContext(context);

@@ -15,7 +15,9 @@ const SESSION = 'crash';
 
 /** Torn tails as a crash can leave them: half a line, zeros after a power loss, a garbage line. */
 const TORN_SHAPES: readonly Buffer[] = [
-  Buffer.from('{"type":"block_complete","conversationId":"main","block":{"type":"user_message","id":"m-torn","content":"half a mess'),
+  Buffer.from(
+    '{"type":"block_complete","conversationId":"main","block":{"type":"user_message","id":"m-torn","content":"half a mess',
+  ),
   Buffer.alloc(4096),
   Buffer.from('\0\0\0\0\n'),
 ];
@@ -113,11 +115,16 @@ describe('file store crash safety', () => {
       const killAfterBytes = round % 8 === 3 ? 0 : 1 + Math.floor(random() * 6_000);
       const context = `seed ${seed}, round ${round}, kill after ${killAfterBytes} bytes`;
       const victim = await runVictim(script, dataDir, run, killAfterBytes);
-      expect(victim.signal, `${context}: the victim must die by SIGKILL, not on its own (${victim.stderr})`).toBe('SIGKILL');
+      expect(victim.signal, `${context}: the victim must die by SIGKILL, not on its own (${victim.stderr})`).toBe(
+        'SIGKILL',
+      );
       if (victim.acks.length > 0) killedMidRun += 1;
 
       // Acks of one run come in call order with growing seqs.
-      expect(victim.acks.map((ack) => ack.index), context).toEqual(victim.acks.map((_, index) => index));
+      expect(
+        victim.acks.map((ack) => ack.index),
+        context,
+      ).toEqual(victim.acks.map((_, index) => index));
       const seqs = victim.acks.map((ack) => ack.seq);
       expect(seqs, context).toEqual([...seqs].sort((a, b) => a - b));
       acknowledged.push(...victim.acks);
@@ -132,15 +139,26 @@ describe('file store crash safety', () => {
       const store = await createFileStore({ dataDir, onWarning: (warning) => warnings.push(warning) });
       const events: StreamEvent[] = await collect(store.readLog(SESSION));
       expect(await store.getSession(SESSION), context).toBeDefined();
-      expect(events.map((event) => event.seq), context).toEqual(events.map((_, index) => index));
+      expect(
+        events.map((event) => event.seq),
+        context,
+      ).toEqual(events.map((_, index) => index));
       const lost = acknowledged.filter((ack) => {
         const event = events[ack.seq] as (StreamEvent & { block?: { id: string; content: string } }) | undefined;
-        return event?.block?.id !== `m-${ack.run}-${ack.index}` || event.block.content !== crashContent(ack.run, ack.index);
+        return (
+          event?.block?.id !== `m-${ack.run}-${ack.index}` || event.block.content !== crashContent(ack.run, ack.index)
+        );
       });
       expect(lost, `${context}: acknowledged appends missing or changed`).toEqual([]);
-      if (victim.acks.length > 0) expect(warnings.map((warning) => warning.code), context).toContain('STALE_LOCK');
+      if (victim.acks.length > 0)
+        expect(
+          warnings.map((warning) => warning.code),
+          context,
+        ).toContain('STALE_LOCK');
       for (const warning of warnings) {
-        expect(['STALE_LOCK', 'TORN_LOG_TAIL', 'STRAY_TEMP_FILE'], `${context}: ${warning.message}`).toContain(warning.code);
+        expect(['STALE_LOCK', 'TORN_LOG_TAIL', 'STRAY_TEMP_FILE'], `${context}: ${warning.message}`).toContain(
+          warning.code,
+        );
         if (warning.code === 'TORN_LOG_TAIL') {
           const torn = await fs.readFile(warning.file!);
           expect(torn.length, context).toBeGreaterThan(0);
@@ -148,7 +166,11 @@ describe('file store crash safety', () => {
           else expect(torn.subarray(torn.length - injected.length), context).toEqual(injected);
         }
       }
-      if (injected !== undefined) expect(warnings.map((warning) => warning.code), context).toContain('TORN_LOG_TAIL');
+      if (injected !== undefined)
+        expect(
+          warnings.map((warning) => warning.code),
+          context,
+        ).toContain('TORN_LOG_TAIL');
       await store.close();
     }
 

@@ -22,7 +22,10 @@ async function gitProject(): Promise<string> {
 /** What `git add -A` would stage, as paths relative to the project. */
 function staged(project: string): string[] {
   execFileSync('git', ['add', '-A'], { cwd: project });
-  return execFileSync('git', ['diff', '--cached', '--name-only'], { cwd: project, encoding: 'utf8' }).split('\n').filter(Boolean).sort();
+  return execFileSync('git', ['diff', '--cached', '--name-only'], { cwd: project, encoding: 'utf8' })
+    .split('\n')
+    .filter(Boolean)
+    .sort();
 }
 
 /** A data folder as a running server leaves it: a session, the token, server.json. */

@@ -70,7 +70,11 @@ class DiskFaults {
   fail(call: FaultedCall, path: string, code: string): NodeJS.ErrnoException {
     this.injected.push({ call, path, code });
     const description = code === 'ENOSPC' ? 'no space left on device' : code === 'EIO' ? 'i/o error' : 'injected fault';
-    return Object.assign(new Error(`${code}: ${description} (injected), ${call} '${path}'`), { code, syscall: call, path });
+    return Object.assign(new Error(`${code}: ${description} (injected), ${call} '${path}'`), {
+      code,
+      syscall: call,
+      path,
+    });
   }
 }
 
@@ -93,7 +97,13 @@ export function withDiskFaults(actual: typeof NodeFs): typeof NodeFs {
     actual.closeSync(fd);
   };
   // The store calls writeSync(fd, buffer, offset, length); a short count is what a nearly full disk returns.
-  const writeSync = ((fd: number, buffer: NodeJS.ArrayBufferView, offset?: number, length?: number, position?: number | null) => {
+  const writeSync = ((
+    fd: number,
+    buffer: NodeJS.ArrayBufferView,
+    offset?: number,
+    length?: number,
+    position?: number | null,
+  ) => {
     const path = fdPaths.get(fd);
     diskFaults.check('write', path);
     const wanted = length ?? buffer.byteLength - (offset ?? 0);
@@ -119,7 +129,8 @@ export function withDiskFaults(actual: typeof NodeFs): typeof NodeFs {
         if (property === 'writeFile') {
           return async (data: string | Uint8Array) => {
             diskFaults.check('write', path);
-            const bytes = typeof data === 'string' ? Buffer.from(data) : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+            const bytes =
+              typeof data === 'string' ? Buffer.from(data) : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
             let written = 0;
             // Like a full disk: what fits is written, then the next write fails.
             while (written < bytes.length) {

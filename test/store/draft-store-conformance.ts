@@ -18,10 +18,25 @@ export interface DraftStoreInitializer {
 const AT = '2025-01-02T03:04:05.000Z';
 
 export function taskFile(slug: string, overrides: Partial<TaskFile> = {}): TaskFile {
-  return { formatVersion: 1, slug, title: `Task ${slug}`, description: '', state: 'open', createdAt: AT, updatedAt: AT, ...overrides };
+  return {
+    formatVersion: 1,
+    slug,
+    title: `Task ${slug}`,
+    description: '',
+    state: 'open',
+    createdAt: AT,
+    updatedAt: AT,
+    ...overrides,
+  };
 }
 
-export function draftRecord(project: string, taskSlug: string, channelId: string, sessionId: string, overrides: Partial<DraftSession> = {}): DraftSession {
+export function draftRecord(
+  project: string,
+  taskSlug: string,
+  channelId: string,
+  sessionId: string,
+  overrides: Partial<DraftSession> = {},
+): DraftSession {
   return {
     formatVersion: 1,
     sessionId,
@@ -84,7 +99,9 @@ export function runDraftStoreConformance(initializer: DraftStoreInitializer): vo
         await store.createProject({ name: 'docs', createdAt: AT });
         expect(await store.getProject('billing')).toEqual(billing);
         expect((await store.listProjects()).map((project) => project.name)).toEqual([home, 'billing', 'docs']);
-        const error = await storeErrorOf(() => store.createProject({ name: 'billing', description: 'again', createdAt: AT }));
+        const error = await storeErrorOf(() =>
+          store.createProject({ name: 'billing', description: 'again', createdAt: AT }),
+        );
         expect(error.code).toBe('PROJECT_EXISTS');
         expect(error.message).toContain('billing');
         expect((await store.getProject('billing'))?.description).toBe('Invoices');
@@ -95,19 +112,29 @@ export function runDraftStoreConformance(initializer: DraftStoreInitializer): vo
         const before = (await store.listProjects())[0]!;
         // A store that registers its home on open (a database) has it written down already: the data says which.
         if (before.createdAt === undefined) {
-          const written = await store.createProject({ name: home, description: 'The home project', createdAt: AT, path: '/elsewhere' });
+          const written = await store.createProject({
+            name: home,
+            description: 'The home project',
+            createdAt: AT,
+            path: '/elsewhere',
+          });
           expect(written).toEqual({ ...before, description: 'The home project', createdAt: AT });
           expect(await store.listProjects()).toEqual([written]);
           expect(await store.getProject(home)).toEqual(written);
         }
-        const error = await storeErrorOf(() => store.createProject({ name: home, description: 'again', createdAt: AT }));
+        const error = await storeErrorOf(() =>
+          store.createProject({ name: home, description: 'again', createdAt: AT }),
+        );
         expect(error.code).toBe('PROJECT_EXISTS');
         expect(error.message).toContain(home);
         expect((await store.getProject(home))?.description).not.toBe('again');
       });
 
       it('two creations of one name racing: one wins', async () => {
-        const outcomes = await Promise.allSettled([store.createProject({ name: 'same', createdAt: AT }), store.createProject({ name: 'same', createdAt: AT })]);
+        const outcomes = await Promise.allSettled([
+          store.createProject({ name: 'same', createdAt: AT }),
+          store.createProject({ name: 'same', createdAt: AT }),
+        ]);
         expect(outcomes.map((outcome) => outcome.status).sort()).toEqual(['fulfilled', 'rejected']);
         expect((await store.listProjects()).filter((project) => project.name === 'same')).toHaveLength(1);
       });
@@ -116,7 +143,11 @@ export function runDraftStoreConformance(initializer: DraftStoreInitializer): vo
     describe('tasks', () => {
       it('round-trip, listed in slug order, in their own project', async () => {
         await store.createProject({ name: 'billing', createdAt: AT });
-        const task = taskFile('send-invoices', { title: 'Send invoices', description: 'Monthly', state: 'in_progress' });
+        const task = taskFile('send-invoices', {
+          title: 'Send invoices',
+          description: 'Monthly',
+          state: 'in_progress',
+        });
         expect(await store.createTask('billing', task)).toEqual(task);
         await store.createTask('billing', taskFile('archive'));
         expect(await store.getTask('billing', 'send-invoices')).toEqual(task);
@@ -134,13 +165,20 @@ export function runDraftStoreConformance(initializer: DraftStoreInitializer): vo
       });
 
       it('two creations of one slug racing: one wins', async () => {
-        const outcomes = await Promise.allSettled([store.createTask(home, taskFile('t', { title: 'a' })), store.createTask(home, taskFile('t', { title: 'b' }))]);
+        const outcomes = await Promise.allSettled([
+          store.createTask(home, taskFile('t', { title: 'a' })),
+          store.createTask(home, taskFile('t', { title: 'b' })),
+        ]);
         expect(outcomes.map((outcome) => outcome.status).sort()).toEqual(['fulfilled', 'rejected']);
         expect(await store.listTasks(home)).toHaveLength(1);
       });
 
       it('an unknown project is PROJECT_NOT_FOUND, naming it', async () => {
-        for (const call of [() => store.listTasks('ghost'), () => store.getTask('ghost', 't'), () => store.createTask('ghost', taskFile('t'))]) {
+        for (const call of [
+          () => store.listTasks('ghost'),
+          () => store.getTask('ghost', 't'),
+          () => store.createTask('ghost', taskFile('t')),
+        ]) {
           const error = await storeErrorOf(call);
           expect(error.code).toBe('PROJECT_NOT_FOUND');
           expect(error.message).toContain('ghost');
@@ -148,7 +186,9 @@ export function runDraftStoreConformance(initializer: DraftStoreInitializer): vo
       });
 
       it('refuses an invalid task record and stores nothing', async () => {
-        await expect(store.createTask(home, { ...taskFile('t'), title: '' })).rejects.toSatisfy((error: unknown) => isParleyError(error, 'INVALID_INPUT'));
+        await expect(store.createTask(home, { ...taskFile('t'), title: '' })).rejects.toSatisfy((error: unknown) =>
+          isParleyError(error, 'INVALID_INPUT'),
+        );
         expect(await store.listTasks(home)).toEqual([]);
       });
     });
@@ -161,7 +201,13 @@ export function runDraftStoreConformance(initializer: DraftStoreInitializer): vo
         expect(await store.findActiveDraft('web')).toBeUndefined();
         expect(await store.listActiveDrafts()).toEqual({ drafts: [draft], unreadable: [] });
         expect(await store.listActiveDrafts({ project: home })).toEqual({ drafts: [draft], unreadable: [] });
-        const later = { ...draft, turnCount: 3, cumulativeCostUsd: 0.5, nativeSessionId: 'native-1', lastActivityAt: '2025-01-02T04:00:00.000Z' };
+        const later = {
+          ...draft,
+          turnCount: 3,
+          cumulativeCostUsd: 0.5,
+          nativeSessionId: 'native-1',
+          lastActivityAt: '2025-01-02T04:00:00.000Z',
+        };
         expect(await store.updateDraft(later)).toEqual(later);
         expect(await store.getDraft(home, 't')).toEqual(later);
         expect(await store.listClosedDrafts(home, 't')).toEqual([]);
@@ -182,7 +228,9 @@ export function runDraftStoreConformance(initializer: DraftStoreInitializer): vo
         await claimed('t', 'tui');
         await store.createProject({ name: 'billing', createdAt: AT });
         await store.createTask('billing', taskFile('t'));
-        expect((await storeErrorOf(() => store.claimDraft(draftRecord('billing', 't', 'tui', 's-billing')))).code).toBe('DRAFT_ALREADY_ACTIVE');
+        expect((await storeErrorOf(() => store.claimDraft(draftRecord('billing', 't', 'tui', 's-billing')))).code).toBe(
+          'DRAFT_ALREADY_ACTIVE',
+        );
         // The same slug in another project is another task.
         await store.claimDraft(draftRecord('billing', 't', 'web', 's-billing'));
       });
@@ -198,12 +246,18 @@ export function runDraftStoreConformance(initializer: DraftStoreInitializer): vo
 
       it('claims racing at once for one channel, or for one task: exactly one wins', async () => {
         for (const slug of ['a', 'b', 'c', 'd']) await store.createTask(home, taskFile(slug));
-        const sameChannel = await Promise.allSettled(['a', 'b', 'c'].map((slug) => store.claimDraft(draftRecord(home, slug, 'tui', `s-${slug}`))));
+        const sameChannel = await Promise.allSettled(
+          ['a', 'b', 'c'].map((slug) => store.claimDraft(draftRecord(home, slug, 'tui', `s-${slug}`))),
+        );
         expect(sameChannel.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(1);
-        for (const outcome of sameChannel) if (outcome.status === 'rejected') expect(outcome.reason).toMatchObject({ code: 'DRAFT_ALREADY_ACTIVE' });
-        const sameTask = await Promise.allSettled(['x', 'y', 'z'].map((channel) => store.claimDraft(draftRecord(home, 'd', channel, `s-d-${channel}`))));
+        for (const outcome of sameChannel)
+          if (outcome.status === 'rejected') expect(outcome.reason).toMatchObject({ code: 'DRAFT_ALREADY_ACTIVE' });
+        const sameTask = await Promise.allSettled(
+          ['x', 'y', 'z'].map((channel) => store.claimDraft(draftRecord(home, 'd', channel, `s-d-${channel}`))),
+        );
         expect(sameTask.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(1);
-        for (const outcome of sameTask) if (outcome.status === 'rejected') expect(outcome.reason).toMatchObject({ code: 'DRAFT_ALREADY_ACTIVE' });
+        for (const outcome of sameTask)
+          if (outcome.status === 'rejected') expect(outcome.reason).toMatchObject({ code: 'DRAFT_ALREADY_ACTIVE' });
         expect((await store.listActiveDrafts()).drafts).toHaveLength(2);
       });
 
@@ -218,7 +272,9 @@ export function runDraftStoreConformance(initializer: DraftStoreInitializer): vo
         // Releasing again rewrites it (a late save of a closing draft).
         expect(await store.releaseDraft(released)).toEqual(released);
 
-        const second = await store.claimDraft(draftRecord(home, 't', 'tui', 's-2', { startedAt: '2025-01-04T00:00:00.000Z', role: 'qa' }));
+        const second = await store.claimDraft(
+          draftRecord(home, 't', 'tui', 's-2', { startedAt: '2025-01-04T00:00:00.000Z', role: 'qa' }),
+        );
         expect(await store.getDraft(home, 't')).toEqual(second);
         const secondClosed = closed(second, '2025-01-05T00:00:00.000Z');
         await store.releaseDraft(secondClosed);
@@ -228,11 +284,19 @@ export function runDraftStoreConformance(initializer: DraftStoreInitializer): vo
 
       it('update and release name the current draft: DRAFT_NOT_FOUND otherwise; a draft cannot change channel', async () => {
         const draft = await claimed('t', 'tui');
-        expect((await storeErrorOf(() => store.updateDraft({ ...draft, sessionId: 'someone-else' }))).code).toBe('DRAFT_NOT_FOUND');
-        expect((await storeErrorOf(() => store.releaseDraft(closed({ ...draft, sessionId: 'someone-else' })))).code).toBe('DRAFT_NOT_FOUND');
+        expect((await storeErrorOf(() => store.updateDraft({ ...draft, sessionId: 'someone-else' }))).code).toBe(
+          'DRAFT_NOT_FOUND',
+        );
+        expect(
+          (await storeErrorOf(() => store.releaseDraft(closed({ ...draft, sessionId: 'someone-else' })))).code,
+        ).toBe('DRAFT_NOT_FOUND');
         await store.createTask(home, taskFile('never'));
-        expect((await storeErrorOf(() => store.updateDraft(draftRecord(home, 'never', 'x', 's-never')))).code).toBe('DRAFT_NOT_FOUND');
-        await expect(store.updateDraft({ ...draft, channelId: 'web' })).rejects.toSatisfy((error: unknown) => isParleyError(error, 'INVALID_INPUT'));
+        expect((await storeErrorOf(() => store.updateDraft(draftRecord(home, 'never', 'x', 's-never')))).code).toBe(
+          'DRAFT_NOT_FOUND',
+        );
+        await expect(store.updateDraft({ ...draft, channelId: 'web' })).rejects.toSatisfy((error: unknown) =>
+          isParleyError(error, 'INVALID_INPUT'),
+        );
         await store.releaseDraft(closed(draft));
         // A released draft is not active any more: it cannot be updated back to life.
         expect((await storeErrorOf(() => store.updateDraft({ ...draft, turnCount: 1 }))).code).toBe('DRAFT_NOT_FOUND');
@@ -241,11 +305,21 @@ export function runDraftStoreConformance(initializer: DraftStoreInitializer): vo
 
       it('claim takes an active draft, release a closed one; a missing task or project is refused', async () => {
         await store.createTask(home, taskFile('t'));
-        await expect(store.claimDraft(closed(draftRecord(home, 't', 'tui', 's')))).rejects.toSatisfy((error: unknown) => isParleyError(error, 'INVALID_INPUT'));
-        await expect(store.releaseDraft(draftRecord(home, 't', 'tui', 's'))).rejects.toSatisfy((error: unknown) => isParleyError(error, 'INVALID_INPUT'));
-        await expect(store.claimDraft({ ...draftRecord(home, 't', 'tui', 's'), turnCount: -1 })).rejects.toSatisfy((error: unknown) => isParleyError(error, 'INVALID_INPUT'));
-        expect((await storeErrorOf(() => store.claimDraft(draftRecord(home, 'missing', 'tui', 's')))).code).toBe('TASK_NOT_FOUND');
-        expect((await storeErrorOf(() => store.claimDraft(draftRecord('ghost', 't', 'tui', 's')))).code).toBe('PROJECT_NOT_FOUND');
+        await expect(store.claimDraft(closed(draftRecord(home, 't', 'tui', 's')))).rejects.toSatisfy((error: unknown) =>
+          isParleyError(error, 'INVALID_INPUT'),
+        );
+        await expect(store.releaseDraft(draftRecord(home, 't', 'tui', 's'))).rejects.toSatisfy((error: unknown) =>
+          isParleyError(error, 'INVALID_INPUT'),
+        );
+        await expect(store.claimDraft({ ...draftRecord(home, 't', 'tui', 's'), turnCount: -1 })).rejects.toSatisfy(
+          (error: unknown) => isParleyError(error, 'INVALID_INPUT'),
+        );
+        expect((await storeErrorOf(() => store.claimDraft(draftRecord(home, 'missing', 'tui', 's')))).code).toBe(
+          'TASK_NOT_FOUND',
+        );
+        expect((await storeErrorOf(() => store.claimDraft(draftRecord('ghost', 't', 'tui', 's')))).code).toBe(
+          'PROJECT_NOT_FOUND',
+        );
         expect(await store.getDraft(home, 't')).toBeUndefined();
         expect(await store.findActiveDraft('tui')).toBeUndefined();
       });
@@ -274,8 +348,15 @@ export function runDraftStoreConformance(initializer: DraftStoreInitializer): vo
         expect(first).toMatchObject({ granted: true, holder: 'server-a' });
         expect(first.takenFrom).toBeUndefined();
         expect(Date.parse(first.expiresAt!)).toBeGreaterThan(Date.now() + LONG / 2);
-        expect(await store.acquireDraftLease(draft.sessionId, 'server-b', LONG)).toEqual({ granted: false, holder: 'server-a', expiresAt: first.expiresAt });
-        expect(await store.acquireDraftLease(draft.sessionId, 'server-a', LONG)).toMatchObject({ granted: true, holder: 'server-a' });
+        expect(await store.acquireDraftLease(draft.sessionId, 'server-b', LONG)).toEqual({
+          granted: false,
+          holder: 'server-a',
+          expiresAt: first.expiresAt,
+        });
+        expect(await store.acquireDraftLease(draft.sessionId, 'server-a', LONG)).toMatchObject({
+          granted: true,
+          holder: 'server-a',
+        });
       });
 
       it('an expired lease is taken over, saying from whom; its old owner can no longer renew it', async () => {
@@ -284,8 +365,14 @@ export function runDraftStoreConformance(initializer: DraftStoreInitializer): vo
         expect(await store.acquireDraftLease(draft.sessionId, 'server-a', 0)).toMatchObject({ granted: true });
         const taken = await store.acquireDraftLease(draft.sessionId, 'server-b', LONG);
         expect(taken).toMatchObject({ granted: true, holder: 'server-b', takenFrom: 'server-a' });
-        expect(await store.renewDraftLease(draft.sessionId, 'server-a', LONG)).toMatchObject({ granted: false, holder: 'server-b' });
-        expect(await store.acquireDraftLease(draft.sessionId, 'server-a', LONG)).toMatchObject({ granted: false, holder: 'server-b' });
+        expect(await store.renewDraftLease(draft.sessionId, 'server-a', LONG)).toMatchObject({
+          granted: false,
+          holder: 'server-b',
+        });
+        expect(await store.acquireDraftLease(draft.sessionId, 'server-a', LONG)).toMatchObject({
+          granted: false,
+          holder: 'server-b',
+        });
       });
 
       it('renewal is by the owner only, and keeps an expired lease nobody took', async () => {
@@ -293,8 +380,14 @@ export function runDraftStoreConformance(initializer: DraftStoreInitializer): vo
         await store.acquireDraftLease(draft.sessionId, 'server-a', 0);
         const renewed = await store.renewDraftLease(draft.sessionId, 'server-a', LONG);
         expect(renewed).toMatchObject({ granted: true, holder: 'server-a' });
-        expect(await store.renewDraftLease(draft.sessionId, 'server-b', LONG)).toMatchObject({ granted: false, holder: 'server-a' });
-        expect(await store.acquireDraftLease(draft.sessionId, 'server-b', LONG)).toMatchObject({ granted: false, holder: 'server-a' });
+        expect(await store.renewDraftLease(draft.sessionId, 'server-b', LONG)).toMatchObject({
+          granted: false,
+          holder: 'server-a',
+        });
+        expect(await store.acquireDraftLease(draft.sessionId, 'server-b', LONG)).toMatchObject({
+          granted: false,
+          holder: 'server-a',
+        });
       });
 
       it('a released lease is free at once; the next owner learns whom it took the draft from', async () => {
@@ -302,23 +395,36 @@ export function runDraftStoreConformance(initializer: DraftStoreInitializer): vo
         await store.acquireDraftLease(draft.sessionId, 'server-a', LONG);
         // Another owner's release changes nothing.
         await store.releaseDraftLease(draft.sessionId, 'server-b');
-        expect(await store.acquireDraftLease(draft.sessionId, 'server-b', LONG)).toMatchObject({ granted: false, holder: 'server-a' });
+        expect(await store.acquireDraftLease(draft.sessionId, 'server-b', LONG)).toMatchObject({
+          granted: false,
+          holder: 'server-a',
+        });
         await store.releaseDraftLease(draft.sessionId, 'server-a');
-        expect(await store.acquireDraftLease(draft.sessionId, 'server-b', LONG)).toMatchObject({ granted: true, holder: 'server-b', takenFrom: 'server-a' });
+        expect(await store.acquireDraftLease(draft.sessionId, 'server-b', LONG)).toMatchObject({
+          granted: true,
+          holder: 'server-b',
+          takenFrom: 'server-a',
+        });
       });
 
       it('only an active draft has a lease; releasing the draft drops it', async () => {
-        expect((await storeErrorOf(() => store.acquireDraftLease('nobody', 'server-a', LONG))).code).toBe('DRAFT_NOT_FOUND');
+        expect((await storeErrorOf(() => store.acquireDraftLease('nobody', 'server-a', LONG))).code).toBe(
+          'DRAFT_NOT_FOUND',
+        );
         const draft = await claimed('t', 'tui');
         await store.acquireDraftLease(draft.sessionId, 'server-a', LONG);
         await store.releaseDraft(closed(draft));
-        expect((await storeErrorOf(() => store.acquireDraftLease(draft.sessionId, 'server-a', LONG))).code).toBe('DRAFT_NOT_FOUND');
+        expect((await storeErrorOf(() => store.acquireDraftLease(draft.sessionId, 'server-a', LONG))).code).toBe(
+          'DRAFT_NOT_FOUND',
+        );
         expect(await store.renewDraftLease(draft.sessionId, 'server-a', LONG)).toEqual({ granted: false });
       });
 
       it('owners racing for one lease: exactly one is granted', async () => {
         const draft = await claimed('t', 'tui');
-        const outcomes = await Promise.all(['a', 'b', 'c', 'd'].map((owner) => store.acquireDraftLease(draft.sessionId, `server-${owner}`, LONG)));
+        const outcomes = await Promise.all(
+          ['a', 'b', 'c', 'd'].map((owner) => store.acquireDraftLease(draft.sessionId, `server-${owner}`, LONG)),
+        );
         const granted = outcomes.filter((outcome) => outcome.granted);
         expect(granted).toHaveLength(1);
         for (const outcome of outcomes) expect(outcome.holder).toBe(granted[0]!.holder);
@@ -327,12 +433,25 @@ export function runDraftStoreConformance(initializer: DraftStoreInitializer): vo
       it('refuses a bad session id, owner or TTL and changes nothing', async () => {
         const draft = await claimed('t', 'tui');
         expect((await storeErrorOf(() => store.acquireDraftLease('../x', 'server-a', LONG))).code).toBe('INVALID_ID');
-        for (const [owner, ttl] of [['', LONG], ['server-a', -1], ['server-a', 1.5], ['server-a', Number.NaN], ['server-a', 1e12]] as const) {
-          await expect(store.acquireDraftLease(draft.sessionId, owner, ttl)).rejects.toSatisfy((error: unknown) => isParleyError(error, 'INVALID_INPUT'));
-          await expect(store.renewDraftLease(draft.sessionId, owner, ttl)).rejects.toSatisfy((error: unknown) => isParleyError(error, 'INVALID_INPUT'));
+        for (const [owner, ttl] of [
+          ['', LONG],
+          ['server-a', -1],
+          ['server-a', 1.5],
+          ['server-a', Number.NaN],
+          ['server-a', 1e12],
+        ] as const) {
+          await expect(store.acquireDraftLease(draft.sessionId, owner, ttl)).rejects.toSatisfy((error: unknown) =>
+            isParleyError(error, 'INVALID_INPUT'),
+          );
+          await expect(store.renewDraftLease(draft.sessionId, owner, ttl)).rejects.toSatisfy((error: unknown) =>
+            isParleyError(error, 'INVALID_INPUT'),
+          );
         }
         expect(await store.renewDraftLease(draft.sessionId, 'server-a', LONG)).toEqual({ granted: false });
-        expect(await store.acquireDraftLease(draft.sessionId, 'server-b', LONG)).toMatchObject({ granted: true, holder: 'server-b' });
+        expect(await store.acquireDraftLease(draft.sessionId, 'server-b', LONG)).toMatchObject({
+          granted: true,
+          holder: 'server-b',
+        });
       });
     });
 
@@ -354,7 +473,7 @@ export function runDraftStoreConformance(initializer: DraftStoreInitializer): vo
         expect(await store.readRoleFile(home, 'nobody')).toBeUndefined();
       });
 
-      it("are per project", async () => {
+      it('are per project', async () => {
         await store.createProject({ name: 'billing', createdAt: AT });
         await store.writeRoleFile('billing', 'dev', 'Billing dev.');
         expect((await store.listRoleFiles(home)).files).toEqual([]);

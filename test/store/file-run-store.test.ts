@@ -43,7 +43,10 @@ describe('file run store: the journal on disk', () => {
   it('a torn last line (a crash mid-write) is left out and set aside; every acknowledged entry survives and numbering goes on', async () => {
     const { root, store } = await fresh();
     await store.createRun(runRecord('run-1'));
-    await store.appendJournal('run-1', [{ kind: 'turn', data: { output: 'one' } }, { kind: 'turn', data: { output: 'two' } }]);
+    await store.appendJournal('run-1', [
+      { kind: 'turn', data: { output: 'one' } },
+      { kind: 'turn', data: { output: 'two' } },
+    ]);
     await store.close();
     const journal = join(root, 'runs', 'run-1', 'journal.jsonl');
     await fs.appendFile(journal, '{"seq":2,"kind":"turn","at":"2025-01-0');
@@ -52,8 +55,14 @@ describe('file run store: the journal on disk', () => {
     expect((await reopened.readJournal('run-1')).map((entry) => entry.seq)).toEqual([0, 1]);
     expect((await reopened.appendJournal('run-1', [{ kind: 'turn', data: { output: 'three' } }]))[0]!.seq).toBe(2);
     expect(warnings).toEqual(['TORN_LOG_TAIL']);
-    expect((await reopened.readJournal('run-1')).map((entry) => (entry.data as { output: string }).output)).toEqual(['one', 'two', 'three']);
-    expect((await fs.readdir(join(root, 'runs', 'run-1'))).some((name) => name.startsWith('journal.jsonl.torn-'))).toBe(true);
+    expect((await reopened.readJournal('run-1')).map((entry) => (entry.data as { output: string }).output)).toEqual([
+      'one',
+      'two',
+      'three',
+    ]);
+    expect((await fs.readdir(join(root, 'runs', 'run-1'))).some((name) => name.startsWith('journal.jsonl.torn-'))).toBe(
+      true,
+    );
     await reopened.close();
   });
 
@@ -94,17 +103,25 @@ describe('file run store: the journal on disk', () => {
     await store.appendJournal('run-1', [{ kind: 'turn', data: { output: 'two' } }], { sync: 'deferred' });
     await store.close();
     const reopened = await openIn(root);
-    expect((await reopened.readJournal('run-1')).map((entry) => (entry.data as { output: string }).output)).toEqual(['one', 'two']);
+    expect((await reopened.readJournal('run-1')).map((entry) => (entry.data as { output: string }).output)).toEqual([
+      'one',
+      'two',
+    ]);
     expect((await reopened.getRun('run-1'))?.status).toBe('waiting');
     await reopened.close();
     await expect(createFileRunStore({ dataDir: root, deferredSyncMs: -1 })).rejects.toBeInstanceOf(ValidationError);
-    await expect(createFileRunStore({ dataDir: root, deferredSyncMs: Number.NaN })).rejects.toThrow(/deferredSyncMs must be a number of milliseconds/);
+    await expect(createFileRunStore({ dataDir: root, deferredSyncMs: Number.NaN })).rejects.toThrow(
+      /deferredSyncMs must be a number of milliseconds/,
+    );
   });
 
   it('keeps each run in runs/<id>/ as readable JSON', async () => {
     const { root, store } = await fresh();
     await store.createRun(runRecord('run-1'));
-    const file = JSON.parse(await fs.readFile(join(root, 'runs', 'run-1', 'run.json'), 'utf8')) as Record<string, unknown>;
+    const file = JSON.parse(await fs.readFile(join(root, 'runs', 'run-1', 'run.json'), 'utf8')) as Record<
+      string,
+      unknown
+    >;
     expect(file).toMatchObject({ formatVersion: 1, id: 'run-1', status: 'running' });
     await store.close();
   });

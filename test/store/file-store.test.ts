@@ -63,11 +63,15 @@ describe('file store', () => {
       for (let round = 0; round < 5; round++) {
         const store = await open();
         const results = await Promise.all(
-          Array.from({ length: 30 }, (_, call) => store.append(`s${(round % 3) + 1}`, [textDraft('b', `${round}.${call}`)])),
+          Array.from({ length: 30 }, (_, call) =>
+            store.append(`s${(round % 3) + 1}`, [textDraft('b', `${round}.${call}`)]),
+          ),
         );
         const seqs = results.map(([event]) => event!.seq);
         expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
-        const deltas = (await collect(store.readLog(`s${(round % 3) + 1}`))).slice(-30).map((event) => (event as { delta: string }).delta);
+        const deltas = (await collect(store.readLog(`s${(round % 3) + 1}`)))
+          .slice(-30)
+          .map((event) => (event as { delta: string }).delta);
         expect(deltas).toEqual(Array.from({ length: 30 }, (_, call) => `${round}.${call}`));
         await store.close();
       }
@@ -142,7 +146,9 @@ describe('file store', () => {
       expect(JSON.parse(lines[1]!)).toMatchObject({ seq: 0, sessionId: 's1', type: 'text_delta', delta: 'x' });
       expect(lines[2]).toBe('');
       for (const file of ['checkpoints/v000001.json', 'context.json', 'agent-description.json']) {
-        expect(JSON.parse(await fs.readFile(join(dataDir, 'sessions/s1', file), 'utf8'))).toMatchObject({ formatVersion: 1 });
+        expect(JSON.parse(await fs.readFile(join(dataDir, 'sessions/s1', file), 'utf8'))).toMatchObject({
+          formatVersion: 1,
+        });
       }
       const lock = JSON.parse(await fs.readFile(join(dataDir, 'store.lock'), 'utf8')) as Record<string, unknown>;
       expect(lock).toMatchObject({ formatVersion: 1, pid: process.pid });
@@ -200,7 +206,9 @@ describe('file store', () => {
       });
       expect(openLogFiles.length).toBeLessThanOrEqual(128);
       for (const id of [ids[0]!, ids[70]!, ids[139]!]) {
-        expect((await collect(store.readLog(id))).map((event) => [event.seq, (event as { delta: string }).delta])).toEqual([
+        expect(
+          (await collect(store.readLog(id))).map((event) => [event.seq, (event as { delta: string }).delta]),
+        ).toEqual([
           [0, `${id}.0`],
           [1, `${id}.1`],
         ]);
@@ -209,25 +217,42 @@ describe('file store', () => {
     });
   });
 
-    it('reads back every window of appends holding multi-byte text, including appends larger than its encode buffer', async () => {
-      // Line offsets come from the encoded bytes; a wrong one shows up as a misread window after reopening.
-      const deltas = ['ascii', 'ünïcødé ✓', '日本語のテキスト', 'emoji 😀🎉', 'lone \ud800 surrogate', 'ä'.repeat(700_000), 'after the big one'];
-      const store = await open();
-      await store.createSession(sessionRecord('s1'));
-      await store.append('s1', deltas.slice(0, 3).map((delta) => textDraft('b', delta)));
-      await store.append('s1', deltas.slice(3).map((delta) => textDraft('b', delta)));
-      await store.close();
-      const reopened = await open();
-      const read = async (afterSeq?: number, throughSeq?: number) =>
-        (await collect(reopened.readLog('s1', { afterSeq, throughSeq }))).map((event) => [event.seq, (event as { delta: string }).delta]);
-      const expected = deltas.map((delta, seq) => [seq, delta]);
-      expect(await read()).toEqual(expected);
-      for (let first = 0; first < deltas.length; first += 1) {
-        expect(await read(first - 1, first)).toEqual([expected[first]]);
-        expect(await read(first - 1)).toEqual(expected.slice(first));
-      }
-      await reopened.close();
-    });
+  it('reads back every window of appends holding multi-byte text, including appends larger than its encode buffer', async () => {
+    // Line offsets come from the encoded bytes; a wrong one shows up as a misread window after reopening.
+    const deltas = [
+      'ascii',
+      'ünïcødé ✓',
+      '日本語のテキスト',
+      'emoji 😀🎉',
+      'lone \ud800 surrogate',
+      'ä'.repeat(700_000),
+      'after the big one',
+    ];
+    const store = await open();
+    await store.createSession(sessionRecord('s1'));
+    await store.append(
+      's1',
+      deltas.slice(0, 3).map((delta) => textDraft('b', delta)),
+    );
+    await store.append(
+      's1',
+      deltas.slice(3).map((delta) => textDraft('b', delta)),
+    );
+    await store.close();
+    const reopened = await open();
+    const read = async (afterSeq?: number, throughSeq?: number) =>
+      (await collect(reopened.readLog('s1', { afterSeq, throughSeq }))).map((event) => [
+        event.seq,
+        (event as { delta: string }).delta,
+      ]);
+    const expected = deltas.map((delta, seq) => [seq, delta]);
+    expect(await read()).toEqual(expected);
+    for (let first = 0; first < deltas.length; first += 1) {
+      expect(await read(first - 1, first)).toEqual([expected[first]]);
+      expect(await read(first - 1)).toEqual(expected.slice(first));
+    }
+    await reopened.close();
+  });
 
   describe('torn log tail', () => {
     async function sessionWithMessages(count: number) {
@@ -311,14 +336,19 @@ describe('file store', () => {
       expect(error.message).toContain(badFile);
       expect(error.message).toMatch(/Restore session\.json from a backup/);
       expect((await collect(reopened.listSessions())).map((record) => record.sessionId)).toEqual(['good']);
-      expect(warnings).toEqual([expect.objectContaining({ code: 'UNREADABLE_SESSION', sessionId: 'bad', file: badFile })]);
+      expect(warnings).toEqual([
+        expect.objectContaining({ code: 'UNREADABLE_SESSION', sessionId: 'bad', file: badFile }),
+      ]);
       expect(await collect(reopened.readLog('good'))).toHaveLength(1);
       expect(await collect(reopened.readLog('bad'))).toHaveLength(1);
       expect((await storeErrorOf(() => reopened.updateSession('bad', (current) => current))).code).toBe('CORRUPT_FILE');
 
       // Once the file is restored, the session is back in the list.
       await fs.writeFile(badFile, JSON.stringify(sessionRecord('bad')));
-      expect((await collect(reopened.listSessions())).map((record) => record.sessionId).sort()).toEqual(['bad', 'good']);
+      expect((await collect(reopened.listSessions())).map((record) => record.sessionId).sort()).toEqual([
+        'bad',
+        'good',
+      ]);
       await reopened.close();
     });
 
@@ -331,7 +361,10 @@ describe('file store', () => {
       const sessionFile = join(dataDir, 'sessions/s1/session.json');
       await fs.writeFile(sessionFile, JSON.stringify({ ...sessionRecord('s1'), formatVersion: 2 }));
       const checkpointFile = join(dataDir, 'sessions/s1/checkpoints/v000001.json');
-      await fs.writeFile(checkpointFile, JSON.stringify({ ...JSON.parse(await fs.readFile(checkpointFile, 'utf8')), formatVersion: 3 }));
+      await fs.writeFile(
+        checkpointFile,
+        JSON.stringify({ ...JSON.parse(await fs.readFile(checkpointFile, 'utf8')), formatVersion: 3 }),
+      );
       const logFile = join(dataDir, 'sessions/s2/log.jsonl');
       await fs.writeFile(logFile, '{"formatVersion":2,"kind":"parley-log","sessionId":"s2"}\n');
 
@@ -383,23 +416,26 @@ describe('file store', () => {
   });
 
   describe('ids', () => {
-    it.each(['../x', 'a/b', '..', '.hidden', '', 'x'.repeat(300)])('refuses %j with INVALID_ID and writes nothing anywhere', async (id) => {
-      const store = await open();
-      await store.createSession(sessionRecord('good'));
-      const before = await tree(parent);
-      const calls = [
-        () => store.createSession(sessionRecord(id)),
-        () => store.append(id, [textDraft('b', 'x')]),
-        () => store.writeCheckpoint(id, checkpointInput(0)),
-        () => store.writeContext(contextDocument(id)),
-        () => store.writeTranscript('good', id, 'x'),
-        () => store.putFeature(feature(id)),
-        () => store.putTask(task('f1', id)),
-      ];
-      for (const call of calls) expect((await storeErrorOf(call)).code).toBe('INVALID_ID');
-      expect(await tree(parent)).toEqual(before);
-      await store.close();
-    });
+    it.each(['../x', 'a/b', '..', '.hidden', '', 'x'.repeat(300)])(
+      'refuses %j with INVALID_ID and writes nothing anywhere',
+      async (id) => {
+        const store = await open();
+        await store.createSession(sessionRecord('good'));
+        const before = await tree(parent);
+        const calls = [
+          () => store.createSession(sessionRecord(id)),
+          () => store.append(id, [textDraft('b', 'x')]),
+          () => store.writeCheckpoint(id, checkpointInput(0)),
+          () => store.writeContext(contextDocument(id)),
+          () => store.writeTranscript('good', id, 'x'),
+          () => store.putFeature(feature(id)),
+          () => store.putTask(task('f1', id)),
+        ];
+        for (const call of calls) expect((await storeErrorOf(call)).code).toBe('INVALID_ID');
+        expect(await tree(parent)).toEqual(before);
+        await store.close();
+      },
+    );
   });
 
   describe('lock', () => {
@@ -439,7 +475,12 @@ describe('file store', () => {
       await fs.mkdir(dataDir, { recursive: true });
       await fs.writeFile(
         join(dataDir, 'store.lock'),
-        JSON.stringify({ formatVersion: 1, pid: deadPid, hostname: (await import('node:os')).hostname(), startedAt: '2024-01-01T00:00:00.000Z' }),
+        JSON.stringify({
+          formatVersion: 1,
+          pid: deadPid,
+          hostname: (await import('node:os')).hostname(),
+          startedAt: '2024-01-01T00:00:00.000Z',
+        }),
       );
       const store = await open();
       expect(warnings.map((warning) => warning.code)).toEqual(['STALE_LOCK']);

@@ -19,23 +19,26 @@ const SESSION = 's1';
 const probe = await mountSmallTmpfs(TMPFS_KIB);
 const tmpfsUnavailable = 'unavailable' in probe ? probe.unavailable : undefined;
 if ('unavailable' in probe) {
-  console.warn(`full-disk tests: the REAL TMPFS VARIANT IS SKIPPED (${probe.unavailable}); only the fault-injection variant runs.`);
+  console.warn(
+    `full-disk tests: the REAL TMPFS VARIANT IS SKIPPED (${probe.unavailable}); only the fault-injection variant runs.`,
+  );
 } else {
   await probe.dispose();
 }
 
-const variants: Array<{ name: SmallDisk['variant']; make: () => Promise<SmallDisk>; unavailable: string | undefined }> = [
-  { name: 'fault-injection', make: faultInjectedDisk, unavailable: undefined },
-  {
-    name: 'tmpfs',
-    make: async () => {
-      const disk = await mountSmallTmpfs(TMPFS_KIB);
-      if ('unavailable' in disk) throw new Error(`tmpfs mounted at the probe but not now: ${disk.unavailable}`);
-      return disk;
+const variants: Array<{ name: SmallDisk['variant']; make: () => Promise<SmallDisk>; unavailable: string | undefined }> =
+  [
+    { name: 'fault-injection', make: faultInjectedDisk, unavailable: undefined },
+    {
+      name: 'tmpfs',
+      make: async () => {
+        const disk = await mountSmallTmpfs(TMPFS_KIB);
+        if ('unavailable' in disk) throw new Error(`tmpfs mounted at the probe but not now: ${disk.unavailable}`);
+        return disk;
+      },
+      unavailable: tmpfsUnavailable,
     },
-    unavailable: tmpfsUnavailable,
-  },
-];
+  ];
 
 /** The log's lines after the header, parsed; fails on a torn or unparsable line anywhere. */
 async function logLines(path: string): Promise<StreamEvent[]> {
@@ -94,7 +97,11 @@ describe.each(variants)('a full disk ($name)', ({ name, make, unavailable }) => 
     // log's last page may still have room for a round.
     for (let round = 0; round < 20 && rejected.length === 0; round += 1) {
       const results = await Promise.allSettled(
-        Array.from({ length: 6 }, (_, index) => store.append(SESSION, [textDraft(`b-${round}-${index}`, `round ${round}, append ${index}: ${'x'.repeat(1500)}`)])),
+        Array.from({ length: 6 }, (_, index) =>
+          store.append(SESSION, [
+            textDraft(`b-${round}-${index}`, `round ${round}, append ${index}: ${'x'.repeat(1500)}`),
+          ]),
+        ),
       );
       for (const result of results) {
         if (result.status === 'fulfilled') acknowledged.push(...result.value);
@@ -124,12 +131,17 @@ describe.each(variants)('a full disk ($name)', ({ name, make, unavailable }) => 
   it('rejects a checkpoint write, keeps the earlier checkpoints and leaves no temp file', async () => {
     const store = await open();
     await store.createSession(sessionRecord(SESSION));
-    const earlier = [await store.writeCheckpoint(SESSION, checkpointInput(0)), await store.writeCheckpoint(SESSION, checkpointInput(1))];
+    const earlier = [
+      await store.writeCheckpoint(SESSION, checkpointInput(0)),
+      await store.writeCheckpoint(SESSION, checkpointInput(1)),
+    ];
     const checkpointsDir = join(dataDir, 'sessions', SESSION, 'checkpoints');
     const files = await readdir(checkpointsDir);
     await disk.fill();
 
-    const error = await storeErrorOf(() => store.writeCheckpoint(SESSION, checkpointInput(2, { pinned: ['y'.repeat(20_000)] })));
+    const error = await storeErrorOf(() =>
+      store.writeCheckpoint(SESSION, checkpointInput(2, { pinned: ['y'.repeat(20_000)] })),
+    );
     expectDiskFull(error, join(checkpointsDir, files[0]!.replace('1', '3')));
     expect(await store.listCheckpoints(SESSION)).toEqual(earlier);
     expect(await readdir(checkpointsDir)).toEqual(files);
@@ -151,7 +163,9 @@ describe.each(variants)('a full disk ($name)', ({ name, make, unavailable }) => 
     const before = await readFile(sessionFile, 'utf8');
     await disk.fill();
 
-    const error = await storeErrorOf(() => store.updateSession(SESSION, (record) => ({ ...record, updatedAt: 1_800_000_000_000 })));
+    const error = await storeErrorOf(() =>
+      store.updateSession(SESSION, (record) => ({ ...record, updatedAt: 1_800_000_000_000 })),
+    );
     expectDiskFull(error, sessionFile);
     expect(await readFile(sessionFile, 'utf8')).toBe(before);
     expect((await store.getSession(SESSION))!.updatedAt).toBe(1_700_000_000_000);
@@ -173,10 +187,14 @@ describe.each(variants)('a full disk ($name)', ({ name, make, unavailable }) => 
     await manager.addMessage(sessionId, { role: 'user', content: 'saved before the disk filled' });
     await disk.fill();
 
-    const failure = await manager.addMessage(sessionId, { role: 'user', content: `lost to a full disk ${'z'.repeat(8000)}` }).catch((error: unknown) => error);
+    const failure = await manager
+      .addMessage(sessionId, { role: 'user', content: `lost to a full disk ${'z'.repeat(8000)}` })
+      .catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(StoreError);
     expect((failure as StoreError).code).toBe('DISK_FULL');
-    expect((await manager.getRecentMessages(sessionId)).map((message) => message.content)).toEqual(['saved before the disk filled']);
+    expect((await manager.getRecentMessages(sessionId)).map((message) => message.content)).toEqual([
+      'saved before the disk filled',
+    ]);
 
     await disk.free();
     await manager.addMessage(sessionId, { role: 'user', content: 'saved after space came back' });
@@ -202,10 +220,16 @@ describe('a failing disk (fault-injection variant, always runs)', () => {
   const open = () => createFileStore({ dataDir, onWarning: (warning) => warnings.push(warning) });
   const logPath = () => join(dataDir, 'sessions', SESSION, 'log.jsonl');
   const appendConcurrently = (label: string, count: number) =>
-    Promise.allSettled(Array.from({ length: count }, (_, index) => store.append(SESSION, [textDraft(`${label}-${index}`, `${label} ${index} ${'w'.repeat(200)}`)])));
+    Promise.allSettled(
+      Array.from({ length: count }, (_, index) =>
+        store.append(SESSION, [textDraft(`${label}-${index}`, `${label} ${index} ${'w'.repeat(200)}`)]),
+      ),
+    );
 
   beforeAll(() => {
-    console.warn('full-disk tests: RUNNING the fault-injection-only cases (EIO on fsync, truncate, rename; short writes).');
+    console.warn(
+      'full-disk tests: RUNNING the fault-injection-only cases (EIO on fsync, truncate, rename; short writes).',
+    );
   });
   beforeEach(async () => {
     disk = await faultInjectedDisk();
@@ -323,13 +347,15 @@ describe('a failing disk (fault-injection variant, always runs)', () => {
     const sessionFile = join(dataDir, 'sessions', SESSION, 'session.json');
     const before = await readFile(sessionFile, 'utf8');
     diskFaults.failNext('rename', 'session.json', 'EIO');
-    const error = await storeErrorOf(() => store.updateSession(SESSION, (record) => ({ ...record, updatedAt: 1_800_000_000_000 })));
+    const error = await storeErrorOf(() =>
+      store.updateSession(SESSION, (record) => ({ ...record, updatedAt: 1_800_000_000_000 })),
+    );
     expect(error).toMatchObject({ code: 'STORE_IO', data: { sessionId: SESSION, file: sessionFile, errno: 'EIO' } });
     expect(await readFile(sessionFile, 'utf8')).toBe(before);
     expect(await readdir(join(dataDir, 'tmp'))).toEqual([]);
   });
 
-  it("reports a failed throttled session.json rewrite as a warning (no unhandled rejection) and writes it when it can", async () => {
+  it('reports a failed throttled session.json rewrite as a warning (no unhandled rejection) and writes it when it can', async () => {
     await store.close();
     const manager = await createSessionManager({ dataDir, preloadTokenizer: false });
     const reported = new Promise<StoreWarning>((resolve) => manager.on('store:warning', resolve));
@@ -340,7 +366,9 @@ describe('a failing disk (fault-injection variant, always runs)', () => {
     expect(warning.message).toContain('Nothing is lost');
     // The retry is due after the failure's back-off; close writes it at once.
     await manager.close();
-    const record = JSON.parse(await readFile(join(dataDir, 'sessions', SESSION, 'session.json'), 'utf8')) as { stats: { totalMessages: number } };
+    const record = JSON.parse(await readFile(join(dataDir, 'sessions', SESSION, 'session.json'), 'utf8')) as {
+      stats: { totalMessages: number };
+    };
     expect(record.stats.totalMessages).toBe(1);
     store = await open();
   });

@@ -3,6 +3,7 @@ import { runDraftStoreConformance } from './draft-store-conformance.js';
 
 runDraftStoreConformance({
   name: 'memory draft store',
-  create: async () => createMemoryDraftStore({ home: { name: 'home', path: '/projects/home', dataDir: '/projects/home/.parley' } }),
+  create: async () =>
+    createMemoryDraftStore({ home: { name: 'home', path: '/projects/home', dataDir: '/projects/home/.parley' } }),
   destroy: async (store) => store.close(),
 });

@@ -8,7 +8,17 @@ import { expect } from 'vitest';
 import type { StreamEventDraft } from '../../src/conversation/index.js';
 import { importTranscripts } from '../../src/sessions/index.js';
 import { digestSession, type SessionStore } from '../../src/store/index.js';
-import { agentDescription, checkpointInput, collect, contextDocument, feature, sessionRecord, task, textDraft, userMessageDraft } from './builders.js';
+import {
+  agentDescription,
+  checkpointInput,
+  collect,
+  contextDocument,
+  feature,
+  sessionRecord,
+  task,
+  textDraft,
+  userMessageDraft,
+} from './builders.js';
 
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'transcripts');
 
@@ -19,7 +29,12 @@ function turnDrafts(turn: number, at: number): StreamEventDraft[] {
   const blockId = `assistant-${turn}`;
   return [
     { ...userMessageDraft(`user-${turn}`, `Request number ${turn}: käse ✓ "quoted"`), at },
-    { type: 'block_start', conversationId: 'main', at: at + 1, block: { type: 'assistant_text', id: blockId, createdAt: at + 1, content: '' } },
+    {
+      type: 'block_start',
+      conversationId: 'main',
+      at: at + 1,
+      block: { type: 'assistant_text', id: blockId, createdAt: at + 1, content: '' },
+    },
     { ...textDraft(blockId, `Answer ${turn}, part one. `), at: at + 2 },
     { ...textDraft(blockId, 'Part two.'), at: at + 3 },
     {
@@ -28,7 +43,12 @@ function turnDrafts(turn: number, at: number): StreamEventDraft[] {
       at: at + 4,
       block: { type: 'assistant_text', id: blockId, createdAt: at + 1, content: `Answer ${turn}, part one. Part two.` },
     },
-    { type: 'metadata_update', conversationId: 'main', at: at + 5, metadata: { usage: { inputTokens: 100 + turn, outputTokens: 20 }, costUsd: 0.001, turnComplete: true } },
+    {
+      type: 'metadata_update',
+      conversationId: 'main',
+      at: at + 5,
+      metadata: { usage: { inputTokens: 100 + turn, outputTokens: 20 }, costUsd: 0.001, turnComplete: true },
+    },
   ] as StreamEventDraft[];
 }
 
@@ -44,20 +64,39 @@ export async function fillDataFolder(store: SessionStore): Promise<string[]> {
       type: 'claude-sdk',
       agentType: 'product-analyst',
       scope: { kind: 'draft', role: 'product-analyst', taskSlug: 'login-form', channelId: 'tui-1' },
-      native: { backend: 'claude-sdk', nativeSessionId: 'b2d1c0a9-native', transcriptPath: '/home/dev/.claude/projects/demo/b2d1c0a9-native.jsonl' },
+      native: {
+        backend: 'claude-sdk',
+        nativeSessionId: 'b2d1c0a9-native',
+        transcriptPath: '/home/dev/.claude/projects/demo/b2d1c0a9-native.jsonl',
+      },
       updatedAt: 1_700_000_200_000,
     }),
   );
   await store.append(NATIVE_ID, conversationDrafts(3));
   // As the session layer appends: without `at`, which the store stamps (and the file store then writes after `seq`).
-  await store.append(NATIVE_ID, conversationDrafts(1).map(({ at: _at, ...draft }) => draft as StreamEventDraft));
-  await store.writeTranscript(NATIVE_ID, 'claude-code.jsonl', '{"type":"user","message":"hello"}\n{"type":"assistant","message":"hi ✓"}\n');
+  await store.append(
+    NATIVE_ID,
+    conversationDrafts(1).map(({ at: _at, ...draft }) => draft as StreamEventDraft),
+  );
+  await store.writeTranscript(
+    NATIVE_ID,
+    'claude-code.jsonl',
+    '{"type":"user","message":"hello"}\n{"type":"assistant","message":"hi ✓"}\n',
+  );
   await store.writeTranscript(NATIVE_ID, 'subagent-a1.jsonl', '{"type":"user"}\n');
 
-  await store.createSession(sessionRecord(MANAGED_ID, { type: 'anthropic-api', scope: { kind: 'task', featureId: 'f1', taskId: 't1', taskState: 'in_dev' } }));
+  await store.createSession(
+    sessionRecord(MANAGED_ID, {
+      type: 'anthropic-api',
+      scope: { kind: 'task', featureId: 'f1', taskId: 't1', taskState: 'in_dev' },
+    }),
+  );
   await store.append(MANAGED_ID, conversationDrafts(4, 1_700_000_300_000));
   await store.writeCheckpoint(MANAGED_ID, checkpointInput(11));
-  await store.writeCheckpoint(MANAGED_ID, checkpointInput(17, { trigger: 'manual', summarizer: { kind: 'structural' } }));
+  await store.writeCheckpoint(
+    MANAGED_ID,
+    checkpointInput(17, { trigger: 'manual', summarizer: { kind: 'structural' } }),
+  );
   await store.writeContext(contextDocument(MANAGED_ID));
   await store.writeAgentDescription(agentDescription(MANAGED_ID));
 
@@ -74,8 +113,12 @@ export async function fillDataFolder(store: SessionStore): Promise<string[]> {
 
 /** Asserts that `copy` holds everything of `original`, event by event, and that both hash equal. */
 export async function expectSameContents(original: SessionStore, copy: SessionStore): Promise<void> {
-  const records = (await collect(original.listSessions())).sort((left, right) => left.sessionId.localeCompare(right.sessionId));
-  const copied = (await collect(copy.listSessions())).sort((left, right) => left.sessionId.localeCompare(right.sessionId));
+  const records = (await collect(original.listSessions())).sort((left, right) =>
+    left.sessionId.localeCompare(right.sessionId),
+  );
+  const copied = (await collect(copy.listSessions())).sort((left, right) =>
+    left.sessionId.localeCompare(right.sessionId),
+  );
   expect(copied).toEqual(records);
   for (const record of records) {
     const id = record.sessionId;

@@ -21,7 +21,15 @@ import {
   type SessionStore,
 } from '../../src/store/index.js';
 import { postgresSkipReason, startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
-import { checkpointInput, collect, contextDocument, feature, sessionRecord, storeErrorOf, textDraft } from './builders.js';
+import {
+  checkpointInput,
+  collect,
+  contextDocument,
+  feature,
+  sessionRecord,
+  storeErrorOf,
+  textDraft,
+} from './builders.js';
 import { conversationDrafts, expectSameContents, fillDataFolder, MANAGED_ID, NATIVE_ID } from './migrate-data.js';
 import { draftRecord, taskFile } from './draft-store-conformance.js';
 import { DEV_ROLE, expectSameDraftLayer, fillDraftLayer } from './migrate-draft-data.js';
@@ -30,7 +38,9 @@ const quiet = () => undefined;
 
 describe('canonical JSON', () => {
   it('is the same text whatever the order of keys, at every depth, and drops undefined members', () => {
-    expect(canonicalJson({ b: 1, a: { d: [{ y: 1, x: 2 }], c: undefined } })).toBe(canonicalJson({ a: { d: [{ x: 2, y: 1 }] }, b: 1 }));
+    expect(canonicalJson({ b: 1, a: { d: [{ y: 1, x: 2 }], c: undefined } })).toBe(
+      canonicalJson({ a: { d: [{ x: 2, y: 1 }] }, b: 1 }),
+    );
     expect(canonicalJson({ b: 1, a: 2 })).toBe('{"a":2,"b":1}');
     expect(canonicalJson({ a: [1, 2] })).not.toBe(canonicalJson({ a: [2, 1] }));
   });
@@ -61,7 +71,8 @@ describe('migrateStore between memory stores', () => {
     const gapped: SessionStore = new Proxy(from, {
       get(target, property) {
         if (property === 'listCheckpoints') {
-          return async (sessionId: string) => (await target.listCheckpoints(sessionId)).filter((checkpoint) => checkpoint.version !== 1);
+          return async (sessionId: string) =>
+            (await target.listCheckpoints(sessionId)).filter((checkpoint) => checkpoint.version !== 1);
         }
         const value = Reflect.get(target, property) as unknown;
         return typeof value === 'function' ? value.bind(target) : value;
@@ -73,7 +84,11 @@ describe('migrateStore between memory stores', () => {
     expect(managed.status).toBe('failed');
     expect(managed.reason).toContain('version 2 comes where 1 was expected');
     expect(await to.getSession(MANAGED_ID)).toBeUndefined();
-    expect(report.sessions.filter((session) => session.sessionId !== MANAGED_ID).every((session) => session.status === 'copied')).toBe(true);
+    expect(
+      report.sessions
+        .filter((session) => session.sessionId !== MANAGED_ID)
+        .every((session) => session.status === 'copied'),
+    ).toBe(true);
   });
 });
 
@@ -101,11 +116,24 @@ describe('migrateDraftStore between memory stores', () => {
       'draft shop/checkout/s-checkout-2 copied',
       'draft billing/invoices/s-invoices-1 copied',
     ]);
-    expect(first.projects.map((project) => [project.project, project.home, project.source.tasks, project.source.drafts, project.source.activeDrafts, project.source.roles])).toEqual([
+    expect(
+      first.projects.map((project) => [
+        project.project,
+        project.home,
+        project.source.tasks,
+        project.source.drafts,
+        project.source.activeDrafts,
+        project.source.roles,
+      ]),
+    ).toEqual([
       ['shop', true, 2, 3, 1, 1],
       ['billing', false, 1, 1, 1, 1],
     ]);
-    expect(first.projects.every((project) => project.target?.sha256 === project.source.sha256 && /^[0-9a-f]{64}$/.test(project.source.sha256))).toBe(true);
+    expect(
+      first.projects.every(
+        (project) => project.target?.sha256 === project.source.sha256 && /^[0-9a-f]{64}$/.test(project.source.sha256),
+      ),
+    ).toBe(true);
     await expectSameDraftLayer(from, to);
 
     const second = await migrateDraftStore(from, to);
@@ -122,7 +150,11 @@ describe('migrateDraftStore between memory stores', () => {
     await to.store.createProject({ name: 'shop', description: 'The shop', createdAt: '2025-01-01T00:00:00.000Z' });
     await to.store.createTask('shop', (await from.store.getTask('shop', 'search'))!);
     // As the copy claims it, before its release: active, without its closing fields.
-    const { closedAt: _closedAt, closeReason: _closeReason, ...claimed } = (await from.store.getDraft('shop', 'search'))!;
+    const {
+      closedAt: _closedAt,
+      closeReason: _closeReason,
+      ...claimed
+    } = (await from.store.getDraft('shop', 'search'))!;
     await to.store.claimDraft({ ...claimed, status: 'active' });
     const report = await migrateDraftStore(from, to);
     expect(report.ok).toBe(true);
@@ -137,7 +169,10 @@ describe('migrateDraftStore between memory stores', () => {
       await store.createTask('shop', taskFile('t'));
       await store.claimDraft(draftRecord('shop', 't', 'tui', 's-1', { turnCount: store === a.store ? 1 : 2 }));
     }
-    const [left, right] = await Promise.all([digestProject(a, 'shop', { withCreatedAt: true }), digestProject(b, 'shop', { withCreatedAt: true })]);
+    const [left, right] = await Promise.all([
+      digestProject(a, 'shop', { withCreatedAt: true }),
+      digestProject(b, 'shop', { withCreatedAt: true }),
+    ]);
     expect(left!.drafts).toBe(right!.drafts);
     expect(left!.sha256).not.toBe(right!.sha256);
   });
@@ -188,8 +223,13 @@ describe.skipIf(skipReason !== undefined)('migrateStore between the file store a
     const there = await migrateStore(original, database, { batchSize: 10 });
     expect(there.ok).toBe(true);
     expect(there.sessions.map((session) => session.sessionId)).toEqual(ids);
-    expect(there.sessions.every((session) => session.status === 'copied' && session.verification?.differences.length === 0)).toBe(true);
-    expect(there.records.map((record) => `${record.kind} ${record.id} ${record.status}`)).toEqual(['feature f1 copied', 'task f1/t1 copied']);
+    expect(
+      there.sessions.every((session) => session.status === 'copied' && session.verification?.differences.length === 0),
+    ).toBe(true);
+    expect(there.records.map((record) => `${record.kind} ${record.id} ${record.status}`)).toEqual([
+      'feature f1 copied',
+      'task f1/t1 copied',
+    ]);
     await expectSameContents(original, database);
 
     const back = await migrateStore(database, restored);
@@ -209,14 +249,23 @@ describe.skipIf(skipReason !== undefined)('migrateStore between the file store a
     const database = await postgresStore();
     // Appended without `at`, the file store writes `at` after `seq`; given `at` (as a migration gives it), PostgreSQL returns it before.
     await file.createSession(sessionRecord('same-log'));
-    await file.append('same-log', conversationDrafts(5).map(({ at: _at, ...draft }) => draft as StreamEventDraft));
+    await file.append(
+      'same-log',
+      conversationDrafts(5).map(({ at: _at, ...draft }) => draft as StreamEventDraft),
+    );
     const fileEvents = await collect(file.readLog('same-log'));
     await database.createSession(sessionRecord('same-log'));
-    await database.append('same-log', fileEvents.map(({ sessionId: _sessionId, seq: _seq, ...draft }) => draft as StreamEventDraft));
+    await database.append(
+      'same-log',
+      fileEvents.map(({ sessionId: _sessionId, seq: _seq, ...draft }) => draft as StreamEventDraft),
+    );
     const databaseEvents = await collect(database.readLog('same-log'));
     expect(databaseEvents).toEqual(fileEvents);
     expect(JSON.stringify(databaseEvents[0])).not.toBe(JSON.stringify(fileEvents[0]));
-    const [fileDigest, databaseDigest] = await Promise.all([digestSession(file, 'same-log'), digestSession(database, 'same-log')]);
+    const [fileDigest, databaseDigest] = await Promise.all([
+      digestSession(file, 'same-log'),
+      digestSession(database, 'same-log'),
+    ]);
     expect(databaseDigest).toEqual(fileDigest);
     expect(fileDigest.events).toBe(30);
     expect(fileDigest.eventsSha256).toMatch(/^[0-9a-f]{64}$/);
@@ -224,7 +273,9 @@ describe.skipIf(skipReason !== undefined)('migrateStore between the file store a
     // One changed character anywhere in the log changes the hash.
     await database.append('same-log', [{ ...textDraft('x', 'y'), at: 1 }]);
     await file.append('same-log', [{ ...textDraft('x', 'z'), at: 1 }]);
-    expect((await digestSession(database, 'same-log')).eventsSha256).not.toBe((await digestSession(file, 'same-log')).eventsSha256);
+    expect((await digestSession(database, 'same-log')).eventsSha256).not.toBe(
+      (await digestSession(file, 'same-log')).eventsSha256,
+    );
   });
 
   it('is idempotent: a second run copies nothing and says so', async () => {
@@ -235,7 +286,9 @@ describe.skipIf(skipReason !== undefined)('migrateStore between the file store a
     const again = await migrateStore(original, database);
     expect(again.ok).toBe(true);
     expect(again.nothingCopied).toBe(true);
-    expect(again.sessions.every((session) => session.status === 'unchanged' && session.written.events === 0)).toBe(true);
+    expect(again.sessions.every((session) => session.status === 'unchanged' && session.written.events === 0)).toBe(
+      true,
+    );
     expect(again.sessions.every((session) => session.verification?.differences.length === 0)).toBe(true);
     await expectSameContents(original, database);
   });
@@ -281,14 +334,29 @@ describe.skipIf(skipReason !== undefined)('migrateStore between the file store a
     await original.append(MANAGED_ID, conversationDrafts(1, 1_700_000_900_000));
     await original.writeCheckpoint(MANAGED_ID, checkpointInput(23));
     await original.writeContext(contextDocument(MANAGED_ID, { updatedAt: '2024-02-01T00:00:00.000Z', tokens: 40 }));
-    await original.updateSession(MANAGED_ID, (record) => ({ ...record, updatedAt: record.updatedAt + 1, title: 'renamed' }));
+    await original.updateSession(MANAGED_ID, (record) => ({
+      ...record,
+      updatedAt: record.updatedAt + 1,
+      title: 'renamed',
+    }));
 
     const report = await migrateStore(original, database);
     expect(report.ok).toBe(true);
     const managed = report.sessions.find((session) => session.sessionId === MANAGED_ID)!;
     expect(managed.status).toBe('continued');
-    expect(managed.written).toEqual({ record: true, events: 6, checkpoints: 1, context: true, agentDescription: false, transcripts: 0 });
-    expect(report.sessions.filter((session) => session.sessionId !== MANAGED_ID).every((session) => session.status === 'unchanged')).toBe(true);
+    expect(managed.written).toEqual({
+      record: true,
+      events: 6,
+      checkpoints: 1,
+      context: true,
+      agentDescription: false,
+      transcripts: 0,
+    });
+    expect(
+      report.sessions
+        .filter((session) => session.sessionId !== MANAGED_ID)
+        .every((session) => session.status === 'unchanged'),
+    ).toBe(true);
     await expectSameContents(original, database);
   });
 
@@ -305,14 +373,19 @@ describe.skipIf(skipReason !== undefined)('migrateStore between the file store a
     await original.append('diverged', conversationDrafts(1));
     await database.createSession(sessionRecord('diverged'));
     await database.append('diverged', conversationDrafts(1, 42));
-    await database.putFeature(feature('f1', { name: 'renamed in the database', updatedAt: '2030-01-01T00:00:00.000Z' }));
-    const before = { native: await digestSession(database, NATIVE_ID), diverged: await digestSession(database, 'diverged') };
+    await database.putFeature(
+      feature('f1', { name: 'renamed in the database', updatedAt: '2030-01-01T00:00:00.000Z' }),
+    );
+    const before = {
+      native: await digestSession(database, NATIVE_ID),
+      diverged: await digestSession(database, 'diverged'),
+    };
 
     const report = await migrateStore(original, database);
     expect(report.ok).toBe(false);
     const native = report.sessions.find((session) => session.sessionId === NATIVE_ID)!;
     expect(native.status).toBe('conflict');
-    expect(native.reason).toBe('event 24 differs between the source\'s log and the target\'s');
+    expect(native.reason).toBe("event 24 differs between the source's log and the target's");
     const diverged = report.sessions.find((session) => session.sessionId === 'diverged')!;
     expect(diverged.status).toBe('conflict');
     expect(diverged.reason).toContain('event 0 differs');
@@ -321,10 +394,14 @@ describe.skipIf(skipReason !== undefined)('migrateStore between the file store a
     expect(await digestSession(database, 'diverged')).toEqual(before.diverged);
     expect((await database.getFeature('f1'))?.name).toBe('renamed in the database');
     // Sessions without conflicts still verified.
-    expect(report.sessions.filter((session) => session.status !== 'conflict').every((session) => session.verification?.differences.length === 0)).toBe(true);
+    expect(
+      report.sessions
+        .filter((session) => session.status !== 'conflict')
+        .every((session) => session.verification?.differences.length === 0),
+    ).toBe(true);
   });
 
-  it('leaves a target whose log is longer than the source\'s unchanged', async () => {
+  it("leaves a target whose log is longer than the source's unchanged", async () => {
     const original = await fileStore('original');
     await original.createSession(sessionRecord('short'));
     await original.append('short', conversationDrafts(1));
@@ -332,7 +409,10 @@ describe.skipIf(skipReason !== undefined)('migrateStore between the file store a
     await migrateStore(original, database);
     await database.append('short', conversationDrafts(1, 1_800_000_000_000));
     const report = await migrateStore(original, database);
-    expect(report.sessions[0]).toMatchObject({ status: 'conflict', reason: "the target's log has 12 events, more than the source's 6" });
+    expect(report.sessions[0]).toMatchObject({
+      status: 'conflict',
+      reason: "the target's log has 12 events, more than the source's 6",
+    });
     expect(await database.lastSeq('short')).toBe(11);
   });
 
@@ -347,8 +427,18 @@ describe.skipIf(skipReason !== undefined)('migrateStore between the file store a
       drafts.push(store);
       return { store, home };
     }
-    async function databaseSide(schema: string, home: DraftStoreHome, options: { existingOnly?: boolean } = {}): Promise<DraftStoreSide> {
-      const store = await createPostgresDraftStore({ connectionString: server.url(), schema, home, registerHome: false, ...options });
+    async function databaseSide(
+      schema: string,
+      home: DraftStoreHome,
+      options: { existingOnly?: boolean } = {},
+    ): Promise<DraftStoreSide> {
+      const store = await createPostgresDraftStore({
+        connectionString: server.url(),
+        schema,
+        home,
+        registerHome: false,
+        ...options,
+      });
       drafts.push(store);
       return { store, home };
     }
@@ -373,15 +463,23 @@ describe.skipIf(skipReason !== undefined)('migrateStore between the file store a
       ]);
       await expectSameDraftLayer(original, database);
       // The project created without a path stays in each store's default place.
-      expect((await database.store.getProject('billing'))?.path).toBe(join(work, 'original', '.parley', 'projects', 'billing'));
+      expect((await database.store.getProject('billing'))?.path).toBe(
+        join(work, 'original', '.parley', 'projects', 'billing'),
+      );
 
       // Back, read from a database that is written nothing on open.
-      const reader = await databaseSide(schema, { name: 'shop', path: join(work, 'restored'), dataDir: join(work, 'restored', '.parley') }, { existingOnly: true });
+      const reader = await databaseSide(
+        schema,
+        { name: 'shop', path: join(work, 'restored'), dataDir: join(work, 'restored', '.parley') },
+        { existingOnly: true },
+      );
       const restored = folderSide('restored');
       const back = await migrateDraftStore(reader, restored);
       expect(back.ok).toBe(true);
       await expectSameDraftLayer(original, restored);
-      expect(back.projects.map((project) => project.source.sha256)).toEqual(there.projects.map((project) => project.source.sha256));
+      expect(back.projects.map((project) => project.source.sha256)).toEqual(
+        there.projects.map((project) => project.source.sha256),
+      );
       // The restored folder's home is written down under the source's name, and its files are today's layout.
       expect(JSON.parse(await fs.readFile(join(work, 'restored', '.parley', 'project.json'), 'utf8'))).toEqual({
         formatVersion: 1,
@@ -390,8 +488,17 @@ describe.skipIf(skipReason !== undefined)('migrateStore between the file store a
         createdAt: '2025-01-01T00:00:00.000Z',
       });
       expect(await fs.readFile(join(work, 'restored', '.parley', 'roles', 'dev.md'), 'utf8')).toBe(DEV_ROLE);
-      expect(await fs.readdir(join(work, 'restored', '.parley', 'tasks', 'checkout', 'drafts'))).toEqual(['s-checkout-1.json']);
-      expect(JSON.parse(await fs.readFile(join(work, 'restored', '.parley', 'projects', 'billing', '.parley', 'tasks', 'invoices', 'draft.json'), 'utf8'))).toMatchObject({
+      expect(await fs.readdir(join(work, 'restored', '.parley', 'tasks', 'checkout', 'drafts'))).toEqual([
+        's-checkout-1.json',
+      ]);
+      expect(
+        JSON.parse(
+          await fs.readFile(
+            join(work, 'restored', '.parley', 'projects', 'billing', '.parley', 'tasks', 'invoices', 'draft.json'),
+            'utf8',
+          ),
+        ),
+      ).toMatchObject({
         sessionId: 's-invoices-1',
         status: 'active',
       });
@@ -416,11 +523,19 @@ describe.skipIf(skipReason !== undefined)('migrateStore between the file store a
       await migrateDraftStore(original, database);
       // The target was used after the copy: a role rewritten, a project made there, a channel taken.
       await database.store.writeRoleFile('shop', 'dev', 'rewritten on the server');
-      await database.store.createProject({ name: 'docs', description: 'made in the database', createdAt: '2026-01-01T00:00:00.000Z' });
+      await database.store.createProject({
+        name: 'docs',
+        description: 'made in the database',
+        createdAt: '2026-01-01T00:00:00.000Z',
+      });
       await database.store.createTask('shop', taskFile('server-task'));
       await database.store.claimDraft(draftRecord('shop', 'server-task', 'tui-9', 's-server'));
       // The source moved on meanwhile.
-      await original.store.createProject({ name: 'docs', description: 'made in the folder', createdAt: '2025-06-01T00:00:00.000Z' });
+      await original.store.createProject({
+        name: 'docs',
+        description: 'made in the folder',
+        createdAt: '2025-06-01T00:00:00.000Z',
+      });
       await original.store.createTask('docs', taskFile('guide'));
       await original.store.createTask('shop', taskFile('late'));
       await original.store.claimDraft(draftRecord('shop', 'late', 'tui-9', 's-late'));
@@ -429,12 +544,23 @@ describe.skipIf(skipReason !== undefined)('migrateStore between the file store a
       const report = await migrateDraftStore(original, database);
       expect(report.ok).toBe(false);
       const byId = (id: string) => report.records.find((record) => record.id === id);
-      expect(byId('shop/dev.md')).toMatchObject({ status: 'conflict', reason: expect.stringContaining('has other text than the source') });
-      expect(byId('docs')).toMatchObject({ status: 'conflict', reason: expect.stringContaining('description "made in the database" in the target') });
+      expect(byId('shop/dev.md')).toMatchObject({
+        status: 'conflict',
+        reason: expect.stringContaining('has other text than the source'),
+      });
+      expect(byId('docs')).toMatchObject({
+        status: 'conflict',
+        reason: expect.stringContaining('description "made in the database" in the target'),
+      });
       expect(byId('docs/guide')?.status).toBe('copied');
       expect(byId('shop/late')?.status).toBe('copied');
-      expect(byId('shop/late/s-late')).toMatchObject({ status: 'conflict', reason: expect.stringContaining('Channel "tui-9" already has an active draft') });
-      expect(report.projects.find((project) => project.project === 'shop')?.differences).toEqual(['tasks: 3 in the source, 4 in the target']);
+      expect(byId('shop/late/s-late')).toMatchObject({
+        status: 'conflict',
+        reason: expect.stringContaining('Channel "tui-9" already has an active draft'),
+      });
+      expect(report.projects.find((project) => project.project === 'shop')?.differences).toEqual([
+        'tasks: 3 in the source, 4 in the target',
+      ]);
 
       expect((await database.store.readRoleFile('shop', 'dev'))?.text).toBe('rewritten on the server');
       expect((await database.store.getProject('docs'))?.description).toBe('made in the database');
@@ -448,10 +574,15 @@ describe.skipIf(skipReason !== undefined)('migrateStore between the file store a
 
   it('reading a database without Parley tables creates nothing: existingOnly refuses it with STORE_SCHEMA_MISSING', async () => {
     const schema = server.freshSchema('absent');
-    const error = await storeErrorOf(() => createPostgresStore({ connectionString: server.url(), schema, existingOnly: true }));
+    const error = await storeErrorOf(() =>
+      createPostgresStore({ connectionString: server.url(), schema, existingOnly: true }),
+    );
     expect(error.code).toBe('STORE_SCHEMA_MISSING');
     expect(error.message).toContain(`schema "${schema}"`);
-    const rows = await server.admin<{ count: string }>('SELECT count(*) AS count FROM pg_namespace WHERE nspname = $1', [schema]);
+    const rows = await server.admin<{ count: string }>(
+      'SELECT count(*) AS count FROM pg_namespace WHERE nspname = $1',
+      [schema],
+    );
     expect(rows[0]!.count).toBe('0');
   });
 });

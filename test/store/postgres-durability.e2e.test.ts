@@ -36,9 +36,15 @@ interface Child {
  * Runs the append loop as a real process; SIGKILLs it once it printed `killAfterBytes` bytes of acks
  * (never when undefined). With `gate`, it starts appending only when `gate` settles.
  */
-async function runAppender(script: string, args: string[], options: { killAfterBytes?: number; gate?: Promise<void>; onReady?: () => void } = {}): Promise<Child> {
+async function runAppender(
+  script: string,
+  args: string[],
+  options: { killAfterBytes?: number; gate?: Promise<void>; onReady?: () => void } = {},
+): Promise<Child> {
   const gated = options.gate !== undefined;
-  const child = spawn(process.execPath, [script, ...args, ...(gated ? ['gate'] : [])], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [script, ...args, ...(gated ? ['gate'] : [])], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   let ready = !gated;
@@ -55,7 +61,9 @@ async function runAppender(script: string, args: string[], options: { killAfterB
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const [, [code, signal]] = await Promise.all([
     new Promise<void>((resolve) => child.stdout.once('end', resolve)),
-    new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('exit', (exitCode, exitSignal) => resolve([exitCode, exitSignal]))),
+    new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
+      child.once('exit', (exitCode, exitSignal) => resolve([exitCode, exitSignal])),
+    ),
   ]);
   const acks = stdout
     .split('\n')
@@ -71,7 +79,9 @@ async function runAppender(script: string, args: string[], options: { killAfterB
 async function storedMessages(store: SessionStore, sessionId: string): Promise<string[]> {
   const events = await collect(store.readLog(sessionId));
   expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index));
-  const ids = events.map((event) => (event as StreamEvent & { block: { id: string } }).block.id.replace(/^m-/, '').replace('-', '/'));
+  const ids = events.map((event) =>
+    (event as StreamEvent & { block: { id: string } }).block.id.replace(/^m-/, '').replace('-', '/'),
+  );
   expect(new Set(ids).size, 'an event is stored twice').toBe(ids.length);
   return ids;
 }
@@ -132,7 +142,9 @@ describe.skipIf(skipReason !== undefined)('PostgreSQL store: many processes, cra
     expect(stored).toHaveLength(600);
     for (const run of ['a', 'b']) {
       // The process's messages appear in the order it called append, at the seqs it was told.
-      expect(stored.filter((id) => id.startsWith(`${run}/`))).toEqual(Array.from({ length: 300 }, (_, index) => `${run}/${index}`));
+      expect(stored.filter((id) => id.startsWith(`${run}/`))).toEqual(
+        Array.from({ length: 300 }, (_, index) => `${run}/${index}`),
+      );
       for (const ack of (run === 'a' ? first : second)!.acks) expect(stored[ack.seq]).toBe(`${run}/${ack.index}`);
     }
     // Both really ran at once: their appends interleave in the log.
@@ -150,7 +162,11 @@ describe.skipIf(skipReason !== undefined)('PostgreSQL store: many processes, cra
     for (let round = 0; round < 6; round += 1) {
       // Two victims at once, killed after different amounts of output.
       const victims = await Promise.all(
-        [`r${round}x`, `r${round}y`].map((run, which) => runAppender(script, [server.url(), schema, 'crash', run, '0'], { killAfterBytes: 400 + round * 900 + which * 1_300 })),
+        [`r${round}x`, `r${round}y`].map((run, which) =>
+          runAppender(script, [server.url(), schema, 'crash', run, '0'], {
+            killAfterBytes: 400 + round * 900 + which * 1_300,
+          }),
+        ),
       );
       for (const victim of victims) {
         expect(victim.signal, victim.stderr).toBe('SIGKILL');
@@ -206,83 +222,105 @@ describe.skipIf(skipReason !== undefined)('PostgreSQL store: many processes, cra
     await store.close();
   });
 
-  it.runIf(local)('recovers after pg_terminate_backend on its connections, idle or mid-append, storing each append once', async () => {
-    const { store, schema } = await freshStore();
-    await store.createSession(sessionRecord('cut'));
-    await store.append('cut', [crashMessage('before', 0)]);
-    const parleyBackends = "FROM pg_stat_activity WHERE application_name = 'parley' AND usename = $1";
-    const terminate = () => server.admin(`SELECT pg_terminate_backend(pid) ${parleyBackends}`, [TEST_ROLE], 'postgres');
+  it.runIf(local)(
+    'recovers after pg_terminate_backend on its connections, idle or mid-append, storing each append once',
+    async () => {
+      const { store, schema } = await freshStore();
+      await store.createSession(sessionRecord('cut'));
+      await store.append('cut', [crashMessage('before', 0)]);
+      const parleyBackends = "FROM pg_stat_activity WHERE application_name = 'parley' AND usename = $1";
+      const terminate = () =>
+        server.admin(`SELECT pg_terminate_backend(pid) ${parleyBackends}`, [TEST_ROLE], 'postgres');
 
-    // Idle pooled connections ended: the next calls get new ones.
-    expect((await terminate()).length).toBeGreaterThan(0);
-    expect(await store.getSession('cut')).toEqual(sessionRecord('cut'));
-    await store.append('cut', [crashMessage('before', 1)]);
+      // Idle pooled connections ended: the next calls get new ones.
+      expect((await terminate()).length).toBeGreaterThan(0);
+      expect(await store.getSession('cut')).toEqual(sessionRecord('cut'));
+      await store.append('cut', [crashMessage('before', 1)]);
 
-    // Connections ended in the middle of an append: a lock held here keeps the appends' statement
-    // waiting inside the server until the backend running it is ended.
-    const blocker = new pg.Client({ connectionString: server.url() });
-    await blocker.connect();
-    await blocker.query('BEGIN');
-    await blocker.query(`LOCK TABLE ${pg.escapeIdentifier(schema)}.events IN EXCLUSIVE MODE`);
-    const appends = Array.from({ length: 30 }, (_, index) => store.append('cut', [crashMessage('cut', index)]));
-    while ((await server.admin(`SELECT 1 ${parleyBackends} AND wait_event_type = 'Lock'`, [TEST_ROLE], 'postgres')).length === 0) {
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-    expect((await terminate()).length).toBeGreaterThan(0);
-    await blocker.query('COMMIT');
-    await blocker.end();
+      // Connections ended in the middle of an append: a lock held here keeps the appends' statement
+      // waiting inside the server until the backend running it is ended.
+      const blocker = new pg.Client({ connectionString: server.url() });
+      await blocker.connect();
+      await blocker.query('BEGIN');
+      await blocker.query(`LOCK TABLE ${pg.escapeIdentifier(schema)}.events IN EXCLUSIVE MODE`);
+      const appends = Array.from({ length: 30 }, (_, index) => store.append('cut', [crashMessage('cut', index)]));
+      while (
+        (await server.admin(`SELECT 1 ${parleyBackends} AND wait_event_type = 'Lock'`, [TEST_ROLE], 'postgres'))
+          .length === 0
+      ) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      expect((await terminate()).length).toBeGreaterThan(0);
+      await blocker.query('COMMIT');
+      await blocker.end();
 
-    const results = (await Promise.all(appends)).flat();
-    expect(results.map((event) => event.seq)).toEqual(results.map((_, index) => index + 2));
-    expect(await storedMessages(store, 'cut')).toEqual(['before/0', 'before/1', ...Array.from({ length: 30 }, (_, index) => `cut/${index}`)]);
-    await store.close();
-  }, 60_000);
+      const results = (await Promise.all(appends)).flat();
+      expect(results.map((event) => event.seq)).toEqual(results.map((_, index) => index + 2));
+      expect(await storedMessages(store, 'cut')).toEqual([
+        'before/0',
+        'before/1',
+        ...Array.from({ length: 30 }, (_, index) => `cut/${index}`),
+      ]);
+      await store.close();
+    },
+    60_000,
+  );
 
-  it.runIf(local)('retries appends across a PostgreSQL restart and stores each once', async () => {
-    const { store } = await freshStore();
-    await store.createSession(sessionRecord('restart'));
-    const appends: Array<Promise<StreamEvent[]>> = [];
-    let restarted = false;
-    let index = 0;
-    const append = () => {
-      appends.push(store.append('restart', [crashMessage('restart', index)]));
-      index += 1;
-    };
-    for (let burst = 0; burst < 20; burst += 1) append();
-    await Promise.all(appends);
-    // Appends keep coming, a few at a time, for as long as the server is going down and coming back.
-    const restarting = server.restart().then(() => (restarted = true));
-    while (!restarted) {
-      append();
-      append();
-      await appends.at(-1);
-    }
-    await restarting;
-    for (let burst = 0; burst < 20; burst += 1) append();
-    const results = (await Promise.all(appends)).flat();
-    expect(results.map((event) => event.seq)).toEqual(results.map((_, index) => index));
-    expect(await storedMessages(store, 'restart')).toEqual(Array.from({ length: index }, (_, each) => `restart/${each}`));
-    await store.close();
-  }, 90_000);
+  it.runIf(local)(
+    'retries appends across a PostgreSQL restart and stores each once',
+    async () => {
+      const { store } = await freshStore();
+      await store.createSession(sessionRecord('restart'));
+      const appends: Array<Promise<StreamEvent[]>> = [];
+      let restarted = false;
+      let index = 0;
+      const append = () => {
+        appends.push(store.append('restart', [crashMessage('restart', index)]));
+        index += 1;
+      };
+      for (let burst = 0; burst < 20; burst += 1) append();
+      await Promise.all(appends);
+      // Appends keep coming, a few at a time, for as long as the server is going down and coming back.
+      const restarting = server.restart().then(() => (restarted = true));
+      while (!restarted) {
+        append();
+        append();
+        await appends.at(-1);
+      }
+      await restarting;
+      for (let burst = 0; burst < 20; burst += 1) append();
+      const results = (await Promise.all(appends)).flat();
+      expect(results.map((event) => event.seq)).toEqual(results.map((_, index) => index));
+      expect(await storedMessages(store, 'restart')).toEqual(
+        Array.from({ length: index }, (_, each) => `restart/${each}`),
+      );
+      await store.close();
+    },
+    90_000,
+  );
 
-  it.runIf(local)('fails an append with a clear STORE_UNAVAILABLE when the server stays down, stores it at most once, and works again after', async () => {
-    const { store } = await freshStore({ retryForMs: 300 });
-    await store.createSession(sessionRecord('down'));
-    await store.append('down', [crashMessage('down', 0)]);
-    await server.stop();
-    try {
-      const error = await storeErrorOf(() => store.append('down', [crashMessage('down', 1)]));
-      expect(error.code).toBe('STORE_UNAVAILABLE');
-      expect(error.message).toContain(`${server.host}:${server.port}`);
-      expect(error.message).toMatch(/Nothing was stored|may or may not be stored/);
-    } finally {
-      await server.start();
-    }
-    const stored = await storedMessages(store, 'down');
-    expect(stored[0]).toBe('down/0');
-    expect(stored.length).toBeLessThanOrEqual(2);
-    const [next] = await store.append('down', [crashMessage('down', 2)]);
-    expect(next!.seq).toBe(stored.length);
-    await store.close();
-  }, 60_000);
+  it.runIf(local)(
+    'fails an append with a clear STORE_UNAVAILABLE when the server stays down, stores it at most once, and works again after',
+    async () => {
+      const { store } = await freshStore({ retryForMs: 300 });
+      await store.createSession(sessionRecord('down'));
+      await store.append('down', [crashMessage('down', 0)]);
+      await server.stop();
+      try {
+        const error = await storeErrorOf(() => store.append('down', [crashMessage('down', 1)]));
+        expect(error.code).toBe('STORE_UNAVAILABLE');
+        expect(error.message).toContain(`${server.host}:${server.port}`);
+        expect(error.message).toMatch(/Nothing was stored|may or may not be stored/);
+      } finally {
+        await server.start();
+      }
+      const stored = await storedMessages(store, 'down');
+      expect(stored[0]).toBe('down/0');
+      expect(stored.length).toBeLessThanOrEqual(2);
+      const [next] = await store.append('down', [crashMessage('down', 2)]);
+      expect(next!.seq).toBe(stored.length);
+      await store.close();
+    },
+    60_000,
+  );
 });

@@ -6,7 +6,14 @@ import { createPostgresStore } from '../../src/store/index.js';
 import { parseConnectionString } from '../../src/store/postgres/connection.js';
 import { MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { setUpSchema } from '../../src/store/postgres/setup.js';
-import { postgresSkipReason, startTestPostgres, TEST_DATABASE, TEST_PASSWORD, TEST_ROLE, type TestPostgres } from '../helpers/postgres.js';
+import {
+  postgresSkipReason,
+  startTestPostgres,
+  TEST_DATABASE,
+  TEST_PASSWORD,
+  TEST_ROLE,
+  type TestPostgres,
+} from '../helpers/postgres.js';
 import { collect, sessionRecord, storeErrorOf, textDraft } from './builders.js';
 
 const skipReason = postgresSkipReason();
@@ -15,7 +22,10 @@ const local = !process.env.PARLEY_TEST_DATABASE_URL;
 
 /** Parley's tables in a schema, sorted. */
 async function tablesIn(server: TestPostgres, schema: string): Promise<string[]> {
-  const rows = await server.admin<{ tablename: string }>('SELECT tablename FROM pg_tables WHERE schemaname = $1 ORDER BY tablename', [schema]);
+  const rows = await server.admin<{ tablename: string }>(
+    'SELECT tablename FROM pg_tables WHERE schemaname = $1 ORDER BY tablename',
+    [schema],
+  );
   return rows.map((row) => row.tablename);
 }
 
@@ -43,7 +53,9 @@ describe.skipIf(skipReason !== undefined)('PostgreSQL store: setup, migrations a
       await store.close();
       const groups = `${pg.escapeIdentifier(schema)}.append_groups`;
       // The first group committed two hours ago: long past any retry.
-      await server.admin(`UPDATE ${groups} SET committed_at = now() - interval '2 hours' WHERE group_id = (SELECT group_id FROM ${groups} ORDER BY committed_at LIMIT 1)`);
+      await server.admin(
+        `UPDATE ${groups} SET committed_at = now() - interval '2 hours' WHERE group_id = (SELECT group_id FROM ${groups} ORDER BY committed_at LIMIT 1)`,
+      );
       expect(await server.admin(`SELECT 1 FROM ${groups}`)).toHaveLength(2);
       store = await createPostgresStore({ connectionString: server.url(), schema });
       expect(await server.admin(`SELECT 1 FROM ${groups}`)).toHaveLength(1);
@@ -79,14 +91,18 @@ describe.skipIf(skipReason !== undefined)('PostgreSQL store: setup, migrations a
         'tasks',
         'transcripts',
       ]);
-      const applied = await server.admin<{ version: number }>(`SELECT version FROM ${pg.escapeIdentifier(schema)}.migrations ORDER BY version`);
+      const applied = await server.admin<{ version: number }>(
+        `SELECT version FROM ${pg.escapeIdentifier(schema)}.migrations ORDER BY version`,
+      );
       expect(applied.map((row) => row.version)).toEqual(MIGRATIONS.map((_, index) => index + 1));
     });
 
     it('runs migrations once when many processes start at the same time, and reopens without change', async () => {
       const schema = server.freshSchema();
       // Each store has its own pool: the setups race in the database as separate processes would.
-      const stores = await Promise.all(Array.from({ length: 6 }, () => createPostgresStore({ connectionString: server.url(), schema })));
+      const stores = await Promise.all(
+        Array.from({ length: 6 }, () => createPostgresStore({ connectionString: server.url(), schema })),
+      );
       await stores[0]!.createSession(sessionRecord('kept'));
       await Promise.all(stores.map((store) => store.close()));
       const reopened = await createPostgresStore({ connectionString: server.url(), schema });
@@ -100,13 +116,18 @@ describe.skipIf(skipReason !== undefined)('PostgreSQL store: setup, migrations a
       const schema = server.freshSchema();
       await (await createPostgresStore({ connectionString: server.url(), schema })).close();
       const newer = MIGRATIONS.length + 3;
-      await server.admin(`INSERT INTO ${pg.escapeIdentifier(schema)}.migrations (version, description) VALUES ($1, 'from the future')`, [newer]);
+      await server.admin(
+        `INSERT INTO ${pg.escapeIdentifier(schema)}.migrations (version, description) VALUES ($1, 'from the future')`,
+        [newer],
+      );
       const error = await storeErrorOf(() => createPostgresStore({ connectionString: server.url(), schema }));
       expect(error.code).toBe('STORE_SCHEMA_TOO_NEW');
       expect(error.message).toContain(`version ${newer}`);
       expect(error.message).toContain(`up to ${MIGRATIONS.length}`);
       expect(error.data).toMatchObject({ databaseVersion: newer, knownVersion: MIGRATIONS.length });
-      expect(await server.admin(`SELECT version FROM ${pg.escapeIdentifier(schema)}.migrations`)).toHaveLength(MIGRATIONS.length + 1);
+      expect(await server.admin(`SELECT version FROM ${pg.escapeIdentifier(schema)}.migrations`)).toHaveLength(
+        MIGRATIONS.length + 1,
+      );
     });
 
     it('leaves nothing half-created when a migration fails', async () => {
@@ -114,7 +135,10 @@ describe.skipIf(skipReason !== undefined)('PostgreSQL store: setup, migrations a
       const target = parseConnectionString(server.url());
       const pool = new pg.Pool({ connectionString: server.url() });
       try {
-        const broken = [...MIGRATIONS, { description: 'fails halfway', sql: 'CREATE TABLE half (id int); SELECT 1 / 0;' }];
+        const broken = [
+          ...MIGRATIONS,
+          { description: 'fails halfway', sql: 'CREATE TABLE half (id int); SELECT 1 / 0;' },
+        ];
         const error = await storeErrorOf(() => setUpSchema(pool, schema, pg.escapeIdentifier(schema), target, broken));
         expect(error.message).toContain('division by zero');
       } finally {
@@ -149,29 +173,39 @@ describe.skipIf(skipReason !== undefined)('PostgreSQL store: setup, migrations a
       ['mysql://user:secret@localhost/db', 'must start with postgres://'],
       ['postgres://user:secret@localhost:notaport/db', 'cannot be parsed'],
       ['', 'empty'],
-    ])('refuses the connection string %j with STORE_BAD_CONNECTION_STRING, hiding the password', async (connectionString, problem) => {
-      const error = await storeErrorOf(() => createPostgresStore({ connectionString }));
-      expect(error.code).toBe('STORE_BAD_CONNECTION_STRING');
-      expect(error.fault).toBe('user');
-      expect(error.message).toContain(problem);
-      expect(error.message).toContain('postgres://user:password@host');
-      expect(error.message).not.toContain('secret');
-    });
+    ])(
+      'refuses the connection string %j with STORE_BAD_CONNECTION_STRING, hiding the password',
+      async (connectionString, problem) => {
+        const error = await storeErrorOf(() => createPostgresStore({ connectionString }));
+        expect(error.code).toBe('STORE_BAD_CONNECTION_STRING');
+        expect(error.fault).toBe('user');
+        expect(error.message).toContain(problem);
+        expect(error.message).toContain('postgres://user:password@host');
+        expect(error.message).not.toContain('secret');
+      },
+    );
 
-    it.runIf(local)('refuses a wrong password with STORE_AUTH_FAILED naming the role, and never shows the password', async () => {
-      const schema = server.freshSchema();
-      const error = await storeErrorOf(() => createPostgresStore({ connectionString: server.url({ password: 'wrong-horse' }), schema }));
-      expect(error.code).toBe('STORE_AUTH_FAILED');
-      expect(error.message).toContain(`role "${TEST_ROLE}"`);
-      expect(error.message).toContain('password');
-      expect(error.message).not.toContain('wrong-horse');
-      expect(await schemaExists(server, schema)).toBe(false);
-    });
+    it.runIf(local)(
+      'refuses a wrong password with STORE_AUTH_FAILED naming the role, and never shows the password',
+      async () => {
+        const schema = server.freshSchema();
+        const error = await storeErrorOf(() =>
+          createPostgresStore({ connectionString: server.url({ password: 'wrong-horse' }), schema }),
+        );
+        expect(error.code).toBe('STORE_AUTH_FAILED');
+        expect(error.message).toContain(`role "${TEST_ROLE}"`);
+        expect(error.message).toContain('password');
+        expect(error.message).not.toContain('wrong-horse');
+        expect(await schemaExists(server, schema)).toBe(false);
+      },
+    );
 
     it('refuses an unreachable server with STORE_UNAVAILABLE naming host and port', async () => {
       const port = await closedPort();
       const error = await storeErrorOf(() =>
-        createPostgresStore({ connectionString: `postgres://${TEST_ROLE}:${encodeURIComponent(TEST_PASSWORD)}@127.0.0.1:${port}/${TEST_DATABASE}` }),
+        createPostgresStore({
+          connectionString: `postgres://${TEST_ROLE}:${encodeURIComponent(TEST_PASSWORD)}@127.0.0.1:${port}/${TEST_DATABASE}`,
+        }),
       );
       expect(error.code).toBe('STORE_UNAVAILABLE');
       expect(error.message).toContain(`127.0.0.1:${port}`);
@@ -179,7 +213,9 @@ describe.skipIf(skipReason !== undefined)('PostgreSQL store: setup, migrations a
     });
 
     it('refuses a database that does not exist, saying how to create it', async () => {
-      const error = await storeErrorOf(() => createPostgresStore({ connectionString: server.url({ database: 'no_such_database' }) }));
+      const error = await storeErrorOf(() =>
+        createPostgresStore({ connectionString: server.url({ database: 'no_such_database' }) }),
+      );
       expect(error.code).toBe('STORE_UNAVAILABLE');
       expect(error.message).toContain('createdb no_such_database');
     });
@@ -194,7 +230,10 @@ describe.skipIf(skipReason !== undefined)('PostgreSQL store: setup, migrations a
       it('refuses a database where the role may not create tables with STORE_PERMISSION_DENIED, creating nothing', async () => {
         const schema = server.freshSchema();
         const error = await storeErrorOf(() =>
-          createPostgresStore({ connectionString: server.url({ user: limitedRole, password: limitedPassword }), schema }),
+          createPostgresStore({
+            connectionString: server.url({ user: limitedRole, password: limitedPassword }),
+            schema,
+          }),
         );
         expect(error.code).toBe('STORE_PERMISSION_DENIED');
         expect(error.fault).toBe('user');
@@ -209,7 +248,10 @@ describe.skipIf(skipReason !== undefined)('PostgreSQL store: setup, migrations a
         const quoted = pg.escapeIdentifier(schema);
         await server.admin(`GRANT USAGE ON SCHEMA ${quoted} TO ${limitedRole}`);
         await server.admin(`GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA ${quoted} TO ${limitedRole}`);
-        const store = await createPostgresStore({ connectionString: server.url({ user: limitedRole, password: limitedPassword }), schema });
+        const store = await createPostgresStore({
+          connectionString: server.url({ user: limitedRole, password: limitedPassword }),
+          schema,
+        });
         await store.createSession(sessionRecord('s'));
         expect(await store.append('s', [textDraft('b', 'x')])).toHaveLength(1);
         await store.close();
@@ -219,7 +261,10 @@ describe.skipIf(skipReason !== undefined)('PostgreSQL store: setup, migrations a
         const schema = server.freshSchema();
         await (await createPostgresStore({ connectionString: server.url(), schema })).close();
         const error = await storeErrorOf(() =>
-          createPostgresStore({ connectionString: server.url({ user: limitedRole, password: limitedPassword }), schema }),
+          createPostgresStore({
+            connectionString: server.url({ user: limitedRole, password: limitedPassword }),
+            schema,
+          }),
         );
         expect(error.code).toBe('STORE_PERMISSION_DENIED');
       });

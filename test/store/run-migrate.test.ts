@@ -58,14 +58,27 @@ describe('migrateRuns: durable runs from one store to another', () => {
     const target = createMemoryRunStore();
     await fill(source);
     await migrateRuns(source, target);
-    await source.appendJournal('run-waiting', [{ kind: 'reply', data: { promptId: 'p1', content: 'yes', timestamp: 2 } }]);
+    await source.appendJournal('run-waiting', [
+      { kind: 'reply', data: { promptId: 'p1', content: 'yes', timestamp: 2 } },
+    ]);
     const answered = { ...waiting, status: 'running' as const, pendingPrompts: [], journalLength: 4 };
     await source.updateRun(answered);
     const report = await migrateRuns(source, target);
     expect(report.ok).toBe(true);
-    expect(report.runs[0]).toMatchObject({ runId: 'run-waiting', status: 'continued', entries: 4, written: 1, verified: true });
+    expect(report.runs[0]).toMatchObject({
+      runId: 'run-waiting',
+      status: 'continued',
+      entries: 4,
+      written: 1,
+      verified: true,
+    });
     expect(await target.getRun('run-waiting')).toEqual(answered);
-    expect((await target.readJournal('run-waiting')).map((entry) => entry.kind)).toEqual(['session', 'turn', 'prompt', 'reply']);
+    expect((await target.readJournal('run-waiting')).map((entry) => entry.kind)).toEqual([
+      'session',
+      'turn',
+      'prompt',
+      'reply',
+    ]);
   });
 
   it('leaves a run that ran on in the target alone, as a conflict that says why, and changes neither side', async () => {
@@ -73,8 +86,12 @@ describe('migrateRuns: durable runs from one store to another', () => {
     const target = createMemoryRunStore();
     await fill(source);
     await migrateRuns(source, target);
-    await target.appendJournal('run-waiting', [{ kind: 'reply', data: { promptId: 'p1', content: 'no', timestamp: 3 } }]);
-    await source.appendJournal('run-waiting', [{ kind: 'reply', data: { promptId: 'p1', content: 'yes', timestamp: 2 } }]);
+    await target.appendJournal('run-waiting', [
+      { kind: 'reply', data: { promptId: 'p1', content: 'no', timestamp: 3 } },
+    ]);
+    await source.appendJournal('run-waiting', [
+      { kind: 'reply', data: { promptId: 'p1', content: 'yes', timestamp: 2 } },
+    ]);
     const report = await migrateRuns(source, target);
     expect(report.ok).toBe(false);
     expect(report.runs[0]).toMatchObject({ runId: 'run-waiting', status: 'conflict', written: 0, verified: false });

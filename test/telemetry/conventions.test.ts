@@ -7,7 +7,12 @@ describe('the GenAI conventions Parley pins', () => {
     const published = new Set<unknown>(Object.values(incubating));
     for (const name of [...Object.values(ATTR), ...Object.values(METRIC)]) expect(published, name).toContain(name);
     expect(Object.values(OPERATION).sort()).toEqual(
-      [incubating.GEN_AI_OPERATION_NAME_VALUE_CHAT, incubating.GEN_AI_OPERATION_NAME_VALUE_EXECUTE_TOOL, incubating.GEN_AI_OPERATION_NAME_VALUE_INVOKE_AGENT, incubating.GEN_AI_OPERATION_NAME_VALUE_INVOKE_WORKFLOW].sort(),
+      [
+        incubating.GEN_AI_OPERATION_NAME_VALUE_CHAT,
+        incubating.GEN_AI_OPERATION_NAME_VALUE_EXECUTE_TOOL,
+        incubating.GEN_AI_OPERATION_NAME_VALUE_INVOKE_AGENT,
+        incubating.GEN_AI_OPERATION_NAME_VALUE_INVOKE_WORKFLOW,
+      ].sort(),
     );
   });
 

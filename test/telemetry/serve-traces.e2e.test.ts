@@ -11,7 +11,9 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function serveWithReceiver(env: (receiver: OtlpReceiver) => Record<string, string>): Promise<{ receiver: OtlpReceiver; serve: ServeProcess }> {
+async function serveWithReceiver(
+  env: (receiver: OtlpReceiver) => Record<string, string>,
+): Promise<{ receiver: OtlpReceiver; serve: ServeProcess }> {
   const receiver = await startOtlpReceiver();
   cleanups.push(() => receiver.close());
   const project = await mkdtemp(join(tmpdir(), 'parley-traces-'));
@@ -33,16 +35,27 @@ async function draftDev(client: Awaited<ReturnType<typeof connectToServer>>, slu
 
 describe('parley serve with OTEL_* variables', () => {
   it('exports the turns of `parley serve` over OTLP, joined to the trace the client passed with submit_prompt', async () => {
-    const { receiver, serve } = await serveWithReceiver((receiver) => ({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_SERVICE_NAME: 'parley-test', OTEL_BSP_SCHEDULE_DELAY: '20' }));
+    const { receiver, serve } = await serveWithReceiver((receiver) => ({
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+      OTEL_SERVICE_NAME: 'parley-test',
+      OTEL_BSP_SCHEDULE_DELAY: '20',
+    }));
     const client = await connectToServer(serve.info, 'traced');
     cleanups.push(async () => client.close());
     await draftDev(client, 'traced-task');
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
     const parentSpanId = '00f067aa0ba902b7';
-    await client.request('submit_prompt', { content: 'Hello', traceparent: `00-${traceId}-${parentSpanId}-01` }, { timeoutMs: 0 });
+    await client.request(
+      'submit_prompt',
+      { content: 'Hello', traceparent: `00-${traceId}-${parentSpanId}-01` },
+      { timeoutMs: 0 },
+    );
     const turn = await receiver.waitForSpan((span) => span.name === 'invoke_agent dev');
     expect(turn).toMatchObject({ traceId, parentSpanId, serviceName: 'parley-test' });
-    expect(turn.attributes).toMatchObject({ 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.provider.name': 'parley.scripted' });
+    expect(turn.attributes).toMatchObject({
+      'gen_ai.operation.name': 'invoke_agent',
+      'gen_ai.provider.name': 'parley.scripted',
+    });
     // A graceful stop exports what is buffered, metrics included.
     serve.child.kill('SIGTERM');
     expect((await serve.exited).code).toBe(0);
@@ -54,7 +67,9 @@ describe('parley serve with OTEL_* variables', () => {
     const client = await connectToServer(serve.info, 'bad-trace');
     cleanups.push(async () => client.close());
     await draftDev(client, 'bad-trace-task');
-    await expect(client.request('submit_prompt', { content: 'Hello', traceparent: 'not-a-trace' })).rejects.toThrow(/W3C traceparent/);
+    await expect(client.request('submit_prompt', { content: 'Hello', traceparent: 'not-a-trace' })).rejects.toThrow(
+      /W3C traceparent/,
+    );
   });
 });
 
@@ -62,6 +77,8 @@ describe('startTelemetry', () => {
   it('registers nothing without OTEL_* variables, or with OTEL_SDK_DISABLED=true', async () => {
     expect(await startTelemetry({})).toBeUndefined();
     expect(await startTelemetry({ OTEL_TRACES_EXPORTER: 'none', OTEL_METRICS_EXPORTER: 'none' })).toBeUndefined();
-    expect(await startTelemetry({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1', OTEL_SDK_DISABLED: 'true' })).toBeUndefined();
+    expect(
+      await startTelemetry({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1', OTEL_SDK_DISABLED: 'true' }),
+    ).toBeUndefined();
   });
 });

@@ -12,7 +12,11 @@ beforeEach(async () => {
 afterEach(() => dirs.cleanup());
 
 /** A broker whose requests are collected; the test answers them. */
-function collectingBroker(): { broker: ApprovalBroker; asked: ApprovalRequest[]; next: () => Promise<ApprovalRequest> } {
+function collectingBroker(): {
+  broker: ApprovalBroker;
+  asked: ApprovalRequest[];
+  next: () => Promise<ApprovalRequest>;
+} {
   const broker = new ApprovalBroker();
   const asked: ApprovalRequest[] = [];
   const waiters: Array<(request: ApprovalRequest) => void> = [];
@@ -24,7 +28,10 @@ function collectingBroker(): { broker: ApprovalBroker; asked: ApprovalRequest[];
   return {
     broker,
     asked,
-    next: () => (asked.length > seen ? Promise.resolve(asked[seen++]!) : new Promise((resolve) => waiters.push((request) => (seen++, resolve(request))))),
+    next: () =>
+      asked.length > seen
+        ? Promise.resolve(asked[seen++]!)
+        : new Promise((resolve) => waiters.push((request) => (seen++, resolve(request)))),
   };
 }
 
@@ -34,7 +41,14 @@ describe('permission modes', () => {
     const rig = await toolRig(dirs.root, { mode: 'default', broker });
     const allowed = rig.call('edit_file', { path: 'file.txt', old_string: 'old', new_string: 'new' });
     const request = await next();
-    expect(request).toMatchObject({ sessionId: 'session-1', tool: 'edit_file', kind: 'edit', title: 'Edit file.txt', path: 'file.txt', allowAlwaysScope: 'every edit_file call in this session' });
+    expect(request).toMatchObject({
+      sessionId: 'session-1',
+      tool: 'edit_file',
+      kind: 'edit',
+      title: 'Edit file.txt',
+      path: 'file.txt',
+      allowAlwaysScope: 'every edit_file call in this session',
+    });
     expect(request.diff).toContain('-old\n+new');
     expect(broker.pending().map((entry) => entry.requestId)).toEqual([request.requestId]);
     broker.answer(request.requestId, 'allow_once');
@@ -55,7 +69,12 @@ describe('permission modes', () => {
     const rig = await toolRig(dirs.root, { mode: 'default', broker });
     const pending = rig.call('run_command', { command: 'touch made-by-command' });
     const request = await next();
-    expect(request).toMatchObject({ kind: 'command', command: 'touch made-by-command', cwd: '.', title: 'Run `touch made-by-command`' });
+    expect(request).toMatchObject({
+      kind: 'command',
+      command: 'touch made-by-command',
+      cwd: '.',
+      title: 'Run `touch made-by-command`',
+    });
     broker.answer(request.requestId, 'deny');
     expect((await pending).content).toMatch(/^Denied by the user: this command was not made/);
     await expect(fs.access(path.join(dirs.root, 'made-by-command'))).rejects.toThrow();
@@ -160,7 +179,11 @@ describe('the broker', () => {
   });
 
   it('an approver that throws denies', async () => {
-    const broker = new ApprovalBroker({ approver: () => { throw new Error('boom'); } });
+    const broker = new ApprovalBroker({
+      approver: () => {
+        throw new Error('boom');
+      },
+    });
     const rig = await toolRig(dirs.root, { mode: 'default', broker });
     expect((await rig.call('write_file', { path: 'file.txt', content: 'x' })).content).toMatch(/^Denied by the user/);
   });

@@ -39,7 +39,9 @@ describe('paths are confined to the project folder', () => {
   it('refuses a symbolic link to a file outside, for reading and for writing through it', async () => {
     await fs.symlink(path.join(dirs.outside, 'secret.txt'), path.join(dirs.root, 'link.txt'));
     const read = await rig.call('read_file', { path: 'link.txt' });
-    expect(read.content).toMatch(/PATH_OUTSIDE_PROJECT: "link.txt" leads outside the project folder through a symbolic link/);
+    expect(read.content).toMatch(
+      /PATH_OUTSIDE_PROJECT: "link.txt" leads outside the project folder through a symbolic link/,
+    );
     const write = await rig.call('write_file', { path: 'link.txt', content: 'overwritten' });
     expect(write.isError).toBe(true);
     expect(await fs.readFile(path.join(dirs.outside, 'secret.txt'), 'utf8')).toBe('outside secret\n');
@@ -57,7 +59,9 @@ describe('paths are confined to the project folder', () => {
 
   it('refuses writes into .parley/ and .git/, and leaves them unchanged', async () => {
     const data = await rig.call('write_file', { path: '.parley/token', content: 'stolen' });
-    expect(data.content).toMatch(/^PATH_PROTECTED: ".parley\/token" is inside .parley\/, which tools may not write \(Parley’s data folder\)/);
+    expect(data.content).toMatch(
+      /^PATH_PROTECTED: ".parley\/token" is inside .parley\/, which tools may not write \(Parley’s data folder\)/,
+    );
     const git = await rig.call('edit_file', { path: '.git/HEAD', old_string: 'main', new_string: 'evil' });
     expect(git.content).toMatch(/^PATH_PROTECTED: ".git\/HEAD" is inside .git\//);
     const sneaky = await rig.call('write_file', { path: 'sub/../.git/config', content: 'x' });

@@ -8,7 +8,10 @@ import { tempWorkspace, toolRig, type ToolRig } from './helpers.js';
 
 let dirs: Awaited<ReturnType<typeof tempWorkspace>>;
 let rig: ToolRig;
-const write = (relative: string, text: string) => fs.mkdir(path.dirname(path.join(dirs.root, relative)), { recursive: true }).then(() => fs.writeFile(path.join(dirs.root, relative), text));
+const write = (relative: string, text: string) =>
+  fs
+    .mkdir(path.dirname(path.join(dirs.root, relative)), { recursive: true })
+    .then(() => fs.writeFile(path.join(dirs.root, relative), text));
 const read = (relative: string) => fs.readFile(path.join(dirs.root, relative), 'utf8');
 
 beforeEach(async () => {
@@ -28,7 +31,9 @@ describe('read_file', () => {
   });
 
   it('says clearly when the file is missing, a folder or binary', async () => {
-    expect((await rig.call('read_file', { path: 'nope.txt' })).content).toMatch(/^NOT_FOUND: "nope.txt" does not exist/);
+    expect((await rig.call('read_file', { path: 'nope.txt' })).content).toMatch(
+      /^NOT_FOUND: "nope.txt" does not exist/,
+    );
     await fs.mkdir(path.join(dirs.root, 'folder'));
     expect((await rig.call('read_file', { path: 'folder' })).content).toMatch(/is a folder, not a file/);
     await fs.writeFile(path.join(dirs.root, 'blob.bin'), Buffer.from([1, 0, 2]));
@@ -45,14 +50,21 @@ describe('read_file', () => {
 describe('edit_file', () => {
   it('replaces a unique string and returns its unified diff as output { path, diff }', async () => {
     await write('src/app.js', 'const a = 1;\nconst b = 2;\n');
-    const result = await rig.call('edit_file', { path: 'src/app.js', old_string: 'const b = 2;', new_string: 'const b = 3;' });
+    const result = await rig.call('edit_file', {
+      path: 'src/app.js',
+      old_string: 'const b = 2;',
+      new_string: 'const b = 3;',
+    });
     expect(result.isError).toBeUndefined();
     expect(await read('src/app.js')).toBe('const a = 1;\nconst b = 3;\n');
     const output = result.data as { path: string; diff: string };
     expect(output.path).toBe('src/app.js');
     expect(output.diff).toContain('-const b = 2;\n+const b = 3;');
     // The UIs read exactly this shape.
-    const view = fileEditOf({ name: 'edit_file', input: { path: 'src/app.js' } }, { output: result.data, isError: false });
+    const view = fileEditOf(
+      { name: 'edit_file', input: { path: 'src/app.js' } },
+      { output: result.data, isError: false },
+    );
     expect(view).toMatchObject({ path: 'src/app.js', kind: 'edit', added: 1, removed: 1 });
   });
 
@@ -61,15 +73,24 @@ describe('edit_file', () => {
     const absent = await rig.call('edit_file', { path: 'twice.txt', old_string: 'y = 1', new_string: 'y = 2' });
     expect(absent.content).toMatch(/^EDIT_NO_MATCH: old_string was not found in "twice.txt"; nothing was changed/);
     const ambiguous = await rig.call('edit_file', { path: 'twice.txt', old_string: 'x = 1', new_string: 'x = 2' });
-    expect(ambiguous.content).toMatch(/^EDIT_NOT_UNIQUE: old_string occurs 2 times in "twice.txt"; nothing was changed/);
+    expect(ambiguous.content).toMatch(
+      /^EDIT_NOT_UNIQUE: old_string occurs 2 times in "twice.txt"; nothing was changed/,
+    );
     expect(await read('twice.txt')).toBe('x = 1\nx = 1\n');
-    const all = await rig.call('edit_file', { path: 'twice.txt', old_string: 'x = 1', new_string: 'x = $&2', replace_all: true });
+    const all = await rig.call('edit_file', {
+      path: 'twice.txt',
+      old_string: 'x = 1',
+      new_string: 'x = $&2',
+      replace_all: true,
+    });
     expect(all.content).toMatch(/^Edited twice.txt \(2 replacements\)/);
     expect(await read('twice.txt')).toBe('x = $&2\nx = $&2\n');
   });
 
   it('points to write_file for a missing file', async () => {
-    expect((await rig.call('edit_file', { path: 'new.txt', old_string: 'a', new_string: 'b' })).content).toMatch(/create it with write_file/);
+    expect((await rig.call('edit_file', { path: 'new.txt', old_string: 'a', new_string: 'b' })).content).toMatch(
+      /create it with write_file/,
+    );
   });
 });
 
@@ -111,13 +132,28 @@ describe('list_files, glob and grep', () => {
     expect((await rig.call('glob', { pattern: '**/*.py' })).content).toBe('No files match "**/*.py".');
   });
 
-  it.each<'node' | 'rg'>(['node', ...(findOnPath('rg') ? (['rg'] as const) : [])])('grep (%s) prints path:line:text, skipping what git ignores', async (engine) => {
-    const found = await grepProject(rig.workspace.paths, { pattern: 'todo', ignore_case: true }, { maxResults: 100, engine });
-    expect([...found.lines].sort()).toEqual(['README.md:1:TODO readme', 'src/a.ts:2:// TODO one', 'src/nested/b.ts:1:export const beta = 2; // todo two']);
-    const narrowed = await grepProject(rig.workspace.paths, { pattern: '^export', glob: '*.ts', path: 'src' }, { maxResults: 1, engine });
-    expect(narrowed.lines).toHaveLength(1);
-    expect(narrowed.truncated).toBe(true);
-  });
+  it.each<'node' | 'rg'>(['node', ...(findOnPath('rg') ? (['rg'] as const) : [])])(
+    'grep (%s) prints path:line:text, skipping what git ignores',
+    async (engine) => {
+      const found = await grepProject(
+        rig.workspace.paths,
+        { pattern: 'todo', ignore_case: true },
+        { maxResults: 100, engine },
+      );
+      expect([...found.lines].sort()).toEqual([
+        'README.md:1:TODO readme',
+        'src/a.ts:2:// TODO one',
+        'src/nested/b.ts:1:export const beta = 2; // todo two',
+      ]);
+      const narrowed = await grepProject(
+        rig.workspace.paths,
+        { pattern: '^export', glob: '*.ts', path: 'src' },
+        { maxResults: 1, engine },
+      );
+      expect(narrowed.lines).toHaveLength(1);
+      expect(narrowed.truncated).toBe(true);
+    },
+  );
 
   it('grep reports an invalid pattern clearly', async () => {
     const result = await rig.call('grep', { pattern: '(unclosed' });

@@ -1,10 +1,20 @@
 import { promises as fs, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ApprovalBroker, ProjectWorkspace, type PermissionMode, type WorkspaceTool } from '../../src/workspace/index.js';
+import {
+  ApprovalBroker,
+  ProjectWorkspace,
+  type PermissionMode,
+  type WorkspaceTool,
+} from '../../src/workspace/index.js';
 
 /** A temp project folder (with an outside sibling), removed by `cleanup`. */
-export async function tempWorkspace(): Promise<{ base: string; root: string; outside: string; cleanup: () => Promise<void> }> {
+export async function tempWorkspace(): Promise<{
+  base: string;
+  root: string;
+  outside: string;
+  cleanup: () => Promise<void>;
+}> {
   const base = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'parley-workspace-')));
   const root = path.join(base, 'project');
   const outside = path.join(base, 'outside');
@@ -20,7 +30,16 @@ export interface ToolRig {
   call(name: string, input: unknown, signal?: AbortSignal): ReturnType<WorkspaceTool['execute']>;
 }
 
-export async function toolRig(root: string, options: { mode?: PermissionMode; broker?: ApprovalBroker; sandbox?: 'auto' | 'none'; network?: boolean; onCommandSpawn?: (pid: number) => void } = {}): Promise<ToolRig> {
+export async function toolRig(
+  root: string,
+  options: {
+    mode?: PermissionMode;
+    broker?: ApprovalBroker;
+    sandbox?: 'auto' | 'none';
+    network?: boolean;
+    onCommandSpawn?: (pid: number) => void;
+  } = {},
+): Promise<ToolRig> {
   const workspace = await ProjectWorkspace.open({ root, sandbox: options.sandbox ?? 'none' });
   const broker = options.broker ?? new ApprovalBroker();
   const list = workspace.tools({

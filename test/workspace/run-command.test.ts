@@ -25,7 +25,9 @@ describe('run_command', () => {
 
   it('cuts the middle of long output and marks it', async () => {
     const rig = await toolRig(dirs.root);
-    const result = await rig.call('run_command', { command: 'node -e "process.stdout.write(\'a\'.repeat(20000) + \'b\'.repeat(20000) + \'c\'.repeat(20000))"' });
+    const result = await rig.call('run_command', {
+      command: "node -e \"process.stdout.write('a'.repeat(20000) + 'b'.repeat(20000) + 'c'.repeat(20000))\"",
+    });
     expect(result.content).toMatch(/^\$ node -e .*\naaaa/);
     expect(result.content).toMatch(/\n\[… 30000 characters cut from the middle …\]\n/);
     expect(result.content).toMatch(/cccc\n\[exit code 0\]$/);
@@ -36,8 +38,13 @@ describe('run_command', () => {
   it('a timeout kills the whole process tree', async () => {
     const pidFile = path.join(dirs.root, 'grandchild.pid');
     const rig = await toolRig(dirs.root);
-    const result = await rig.call('run_command', { command: `sleep 300 & echo $! > ${pidFile}; wait`, timeout_ms: 300 });
-    expect(result.content).toMatch(/\[timed out after 300 ms: the command and every process it started were stopped\]$/);
+    const result = await rig.call('run_command', {
+      command: `sleep 300 & echo $! > ${pidFile}; wait`,
+      timeout_ms: 300,
+    });
+    expect(result.content).toMatch(
+      /\[timed out after 300 ms: the command and every process it started were stopped\]$/,
+    );
     expect(result.data).toMatchObject({ exitCode: null, timedOut: true });
     const grandchild = Number(await fs.readFile(pidFile, 'utf8'));
     await eventually(() => !processAlive(grandchild));
@@ -48,7 +55,11 @@ describe('run_command', () => {
     let leader: number | undefined;
     const rig = await toolRig(dirs.root, { onCommandSpawn: (pid) => (leader = pid) });
     const controller = new AbortController();
-    const running = rig.call('run_command', { command: `sh -c 'sleep 300 & echo $! > ${pidFile}; wait'` }, controller.signal);
+    const running = rig.call(
+      'run_command',
+      { command: `sh -c 'sleep 300 & echo $! > ${pidFile}; wait'` },
+      controller.signal,
+    );
     await eventually(async () => (await fs.readFile(pidFile, 'utf8').catch(() => '')).trim() !== '');
     const grandchild = Number(await fs.readFile(pidFile, 'utf8'));
     expect(processAlive(grandchild)).toBe(true);
@@ -62,7 +73,9 @@ describe('run_command', () => {
   it('background jobs do not outlive the command', async () => {
     const pidFile = path.join(dirs.root, 'background.pid');
     const rig = await toolRig(dirs.root);
-    const result = await rig.call('run_command', { command: `sleep 300 > /dev/null 2>&1 & echo $! > ${pidFile}; echo done` });
+    const result = await rig.call('run_command', {
+      command: `sleep 300 > /dev/null 2>&1 & echo $! > ${pidFile}; echo done`,
+    });
     expect(result.content).toContain('[exit code 0]');
     const background = Number(await fs.readFile(pidFile, 'utf8'));
     await eventually(() => !processAlive(background));
@@ -87,7 +100,9 @@ describe.skipIf(bwrap.skip)('run_command in the bwrap sandbox', () => {
     // /var/tmp is writable outside the sandbox and on the read-only root inside it.
     const elsewhere = await fs.mkdtemp('/var/tmp/parley-sandbox-');
     try {
-      const outside = await rig.call('run_command', { command: `echo escaped > ${path.join(elsewhere, 'escaped.txt')}` });
+      const outside = await rig.call('run_command', {
+        command: `echo escaped > ${path.join(elsewhere, 'escaped.txt')}`,
+      });
       expect(outside.content).toMatch(/Read-only file system/);
       expect((outside.data as { exitCode: number }).exitCode).not.toBe(0);
       await expect(fs.access(path.join(elsewhere, 'escaped.txt'))).rejects.toThrow();
@@ -128,8 +143,14 @@ describe.skipIf(bwrap.skip)('run_command in the bwrap sandbox', () => {
   it('cancel kills a sandboxed command and what it started', async () => {
     const rig = await toolRig(dirs.root, { sandbox: 'auto' });
     const controller = new AbortController();
-    const running = rig.call('run_command', { command: 'sleep 300 & echo started > started.txt; wait' }, controller.signal);
-    await eventually(async () => (await fs.readFile(path.join(dirs.root, 'started.txt'), 'utf8').catch(() => '')).includes('started'));
+    const running = rig.call(
+      'run_command',
+      { command: 'sleep 300 & echo started > started.txt; wait' },
+      controller.signal,
+    );
+    await eventually(async () =>
+      (await fs.readFile(path.join(dirs.root, 'started.txt'), 'utf8').catch(() => '')).includes('started'),
+    );
     controller.abort();
     expect((await running).content).toMatch(/\[cancelled/);
   });

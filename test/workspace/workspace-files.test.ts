@@ -1,7 +1,13 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ApprovalBroker, ProjectWorkspace, type ResolvedPath, type WorkspaceFiles, type WorkspaceTool } from '../../src/workspace/index.js';
+import {
+  ApprovalBroker,
+  ProjectWorkspace,
+  type ResolvedPath,
+  type WorkspaceFiles,
+  type WorkspaceTool,
+} from '../../src/workspace/index.js';
 import { tempWorkspace } from './helpers.js';
 
 /**
@@ -30,7 +36,13 @@ beforeEach(async () => {
   buffers = new Map();
   calls = [];
   const workspace = await ProjectWorkspace.open({ root: dirs.root, sandbox: 'none' });
-  const list = workspace.tools({ sessionId: 'session-1', permissions: ['files-read', 'files-write'], mode: 'bypassPermissions', broker: new ApprovalBroker(), files: memoryFiles });
+  const list = workspace.tools({
+    sessionId: 'session-1',
+    permissions: ['files-read', 'files-write'],
+    mode: 'bypassPermissions',
+    broker: new ApprovalBroker(),
+    files: memoryFiles,
+  });
   tools = new Map(list.map((tool) => [tool.name, tool]));
 });
 afterEach(() => dirs.cleanup());
@@ -43,7 +55,9 @@ describe('the file tools with a WorkspaceFiles of their own', () => {
     await fs.writeFile(file, 'on disk\n');
     buffers.set(file, 'in the buffer\n');
     expect((await call('read_file', { path: 'notes.md' })).content).toBe('1\tin the buffer');
-    expect(await call('edit_file', { path: 'notes.md', old_string: 'in the', new_string: 'in the edited' })).toMatchObject({ data: { path: 'notes.md' } });
+    expect(
+      await call('edit_file', { path: 'notes.md', old_string: 'in the', new_string: 'in the edited' }),
+    ).toMatchObject({ data: { path: 'notes.md' } });
     expect(buffers.get(file)).toBe('in the edited buffer\n');
     expect((await call('write_file', { path: 'fresh.md', content: 'new\n' })).data).toMatchObject({ created: true });
     expect(buffers.get(path.join(dirs.root, 'fresh.md'))).toBe('new\n');
@@ -58,6 +72,8 @@ describe('the file tools with a WorkspaceFiles of their own', () => {
   });
 
   it('says a file it does not hold does not exist', async () => {
-    expect((await call('edit_file', { path: 'missing.md', old_string: 'a', new_string: 'b' })).content).toMatch(/^NOT_FOUND/);
+    expect((await call('edit_file', { path: 'missing.md', old_string: 'a', new_string: 'b' })).content).toMatch(
+      /^NOT_FOUND/,
+    );
   });
 });

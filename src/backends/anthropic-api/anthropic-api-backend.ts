@@ -11,7 +11,14 @@ import { MAIN_CONVERSATION, type StreamEventDraft, type ToolUseBlock, type Usage
 import { abortable } from '../abort.js';
 import { isInstance } from '../lazy-module.js';
 import { anthropicSdk } from './sdk.js';
-import type { AgentBackend, AgentTurn, BackendDescription, ExecuteRequest, ModelInfo, ToolDefinition } from '../agent-backend.js';
+import type {
+  AgentBackend,
+  AgentTurn,
+  BackendDescription,
+  ExecuteRequest,
+  ModelInfo,
+  ToolDefinition,
+} from '../agent-backend.js';
 import { startChatSpan } from '../../telemetry/index.js';
 import { describeFailure, TurnNotRunningError, type BackendFailure } from '../failures.js';
 import { computeCost, KNOWN_MODELS, lookupModel } from '../pricing.js';
@@ -198,7 +205,8 @@ class ApiTurn {
           code: 'AUTHENTICATION_FAILED',
           backend: ANTHROPIC_API_BACKEND_NAME,
           message: 'No Anthropic API key is configured, so no request was sent.',
-          advice: 'Set ANTHROPIC_API_KEY (or pass apiKey in the anthropic-api back-end options) and send the message again.',
+          advice:
+            'Set ANTHROPIC_API_KEY (or pass apiKey in the anthropic-api back-end options) and send the message again.',
           retryable: false,
         },
       };
@@ -224,10 +232,25 @@ class ApiTurn {
       if (this.pendingUsage) yield this.requestMetadata(this.pendingUsage, false);
       this.pendingUsage = undefined;
       this.requests += 1;
-      const state: RequestState = { usage: zeroUsage(), model: this.context.modelId, stopReason: undefined, content: [], open: new Map() };
-      const chatSpan = startChatSpan(ANTHROPIC_API_BACKEND_NAME, this.context.modelId, this.context.request.traceContext?.());
+      const state: RequestState = {
+        usage: zeroUsage(),
+        model: this.context.modelId,
+        stopReason: undefined,
+        content: [],
+        open: new Map(),
+      };
+      const chatSpan = startChatSpan(
+        ANTHROPIC_API_BACKEND_NAME,
+        this.context.modelId,
+        this.context.request.traceContext?.(),
+      );
       outcome = yield* this.stream(await getClient(), state);
-      chatSpan?.end({ responseModel: state.model, usage: state.usage, finishReason: state.stopReason, ...(outcome.kind === 'failed' ? { error: outcome.failure } : {}) });
+      chatSpan?.end({
+        responseModel: state.model,
+        usage: state.usage,
+        finishReason: state.stopReason,
+        ...(outcome.kind === 'failed' ? { error: outcome.failure } : {}),
+      });
       this.pendingUsage = state.usage;
       if (outcome.kind !== 'continue') break;
       this.stopReason = state.stopReason ?? 'end_turn';
@@ -259,7 +282,10 @@ class ApiTurn {
 
     yield* this.events.closeAll();
     for (const block of this.unfinishedTools.values()) {
-      const reason = outcome.kind === 'aborted' ? 'The turn was aborted before this tool ran.' : 'The turn failed before this tool ran.';
+      const reason =
+        outcome.kind === 'aborted'
+          ? 'The turn was aborted before this tool ran.'
+          : 'The turn failed before this tool ran.';
       yield* this.events.finishToolUse(block, { content: reason, isError: true });
     }
     this.unfinishedTools.clear();
@@ -300,7 +326,9 @@ class ApiTurn {
             })),
           }
         : {}),
-      ...(options.thinking ? { thinking: { type: 'enabled' as const, budget_tokens: options.thinking.budgetTokens } } : {}),
+      ...(options.thinking
+        ? { thinking: { type: 'enabled' as const, budget_tokens: options.thinking.budgetTokens } }
+        : {}),
     };
   }
 
@@ -323,7 +351,8 @@ class ApiTurn {
       }
       return { kind: 'continue' };
     } catch (error) {
-      if (this.signal?.aborted || isInstance(error, anthropicSdk.loaded()?.APIUserAbortError)) return { kind: 'aborted' };
+      if (this.signal?.aborted || isInstance(error, anthropicSdk.loaded()?.APIUserAbortError))
+        return { kind: 'aborted' };
       return { kind: 'failed', failure: this.classify(error) };
     } finally {
       // Blocks left open by an abort or an error keep their partial content.
@@ -355,7 +384,13 @@ class ApiTurn {
           if (block.thinking) yield* this.events.appendText(blockId, block.thinking);
         } else if (block.type === 'redacted_thinking') {
           state.content.push({ type: 'redacted_thinking', data: block.data });
-          yield* this.events.whole({ type: 'thinking', id: this.events.newId('thinking'), createdAt: this.events.now(), content: '', redacted: true });
+          yield* this.events.whole({
+            type: 'thinking',
+            id: this.events.newId('thinking'),
+            createdAt: this.events.now(),
+            content: '',
+            redacted: true,
+          });
         } else if (block.type === 'tool_use') {
           const at = this.events.now();
           const toolBlock: ToolUseBlock = {
@@ -424,12 +459,24 @@ class ApiTurn {
     }
   }
 
-  private async *runTool(toolUseId: string, name: string, input: unknown): AsyncGenerator<StreamEventDraft, ToolResultBlockParam | 'aborted'> {
+  private async *runTool(
+    toolUseId: string,
+    name: string,
+    input: unknown,
+  ): AsyncGenerator<StreamEventDraft, ToolResultBlockParam | 'aborted'> {
     const block = this.unfinishedTools.get(toolUseId);
-    const finish = function* (this: ApiTurn, content: string, isError: boolean, output?: unknown): Generator<StreamEventDraft> {
+    const finish = function* (
+      this: ApiTurn,
+      content: string,
+      isError: boolean,
+      output?: unknown,
+    ): Generator<StreamEventDraft> {
       if (!block) return;
       this.unfinishedTools.delete(toolUseId);
-      yield* this.events.finishToolUse({ ...block, input }, { content, isError, ...(output !== undefined ? { output } : {}) });
+      yield* this.events.finishToolUse(
+        { ...block, input },
+        { content, isError, ...(output !== undefined ? { output } : {}) },
+      );
     }.bind(this);
 
     const definition = this.tools.find((tool) => tool.name === name);
@@ -440,14 +487,22 @@ class ApiTurn {
       return { type: 'tool_result', tool_use_id: toolUseId, content, is_error: true };
     }
     try {
-      const result = await abortable(definition.execute(input, { signal: this.signal, traceContext: this.context.request.traceContext?.() }), this.signal);
+      const result = await abortable(
+        definition.execute(input, { signal: this.signal, traceContext: this.context.request.traceContext?.() }),
+        this.signal,
+      );
       if (result.aborted) {
         yield* finish('The tool call was aborted.', true);
         return 'aborted';
       }
       const output = result.value;
       yield* finish(output.content, output.isError ?? false, output.data);
-      return { type: 'tool_result', tool_use_id: toolUseId, content: output.content, ...(output.isError ? { is_error: true } : {}) };
+      return {
+        type: 'tool_result',
+        tool_use_id: toolUseId,
+        content: output.content,
+        ...(output.isError ? { is_error: true } : {}),
+      };
     } catch (error) {
       const content = `Tool "${name}" failed: ${error instanceof Error ? error.message : String(error)}`;
       yield* finish(content, true);
@@ -461,7 +516,9 @@ class ApiTurn {
    */
   private requestMetadata(usage: Usage | undefined, final: boolean): StreamEventDraft {
     const model = this.context.model;
-    const answered = usage !== undefined && (usage.inputTokens > 0 || usage.outputTokens > 0 || usage.cacheReadTokens > 0 || usage.cacheWriteTokens > 0);
+    const answered =
+      usage !== undefined &&
+      (usage.inputTokens > 0 || usage.outputTokens > 0 || usage.cacheReadTokens > 0 || usage.cacheWriteTokens > 0);
     const cost = answered ? computeCost(model?.pricing, usage) : { costUsd: 0 };
     return this.events.metadata({
       ...(answered ? { usage } : {}),
@@ -489,7 +546,8 @@ class ApiTurn {
         code: 'TIMEOUT',
         backend: ANTHROPIC_API_BACKEND_NAME,
         message: `${endpoint} did not answer in time for ${model}.`,
-        advice: 'Send the message again; if it keeps timing out, raise timeoutMs in the anthropic-api back-end options.',
+        advice:
+          'Send the message again; if it keeps timing out, raise timeoutMs in the anthropic-api back-end options.',
         retryable: true,
       };
     }
@@ -557,7 +615,8 @@ function addUsage(usage: Usage, wire: WireUsage, start: boolean): void {
   if (typeof wire.input_tokens === 'number') usage.inputTokens = wire.input_tokens;
   if (typeof wire.cache_read_input_tokens === 'number') usage.cacheReadTokens = wire.cache_read_input_tokens;
   if (typeof wire.cache_creation_input_tokens === 'number') usage.cacheWriteTokens = wire.cache_creation_input_tokens;
-  if (typeof wire.output_tokens === 'number' && (!start || usage.outputTokens === 0)) usage.outputTokens = wire.output_tokens;
+  if (typeof wire.output_tokens === 'number' && (!start || usage.outputTokens === 0))
+    usage.outputTokens = wire.output_tokens;
 }
 
 function parseToolInput(json: string): unknown {

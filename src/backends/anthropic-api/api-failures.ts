@@ -18,7 +18,11 @@ export interface ApiFailureContext {
   keyHint?: string;
 }
 
-export function failureFromStatus(status: number, errorType: string | undefined, context: ApiFailureContext): BackendFailure {
+export function failureFromStatus(
+  status: number,
+  errorType: string | undefined,
+  context: ApiFailureContext,
+): BackendFailure {
   const base = {
     backend: context.backend,
     status,

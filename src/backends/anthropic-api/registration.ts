@@ -1,6 +1,10 @@
 import { z } from 'zod';
 import type { BackendRegistration } from '../backend-registration.js';
-import { ANTHROPIC_API_BACKEND_NAME, ANTHROPIC_API_DEFAULT_MODEL, createAnthropicApiBackend } from './anthropic-api-backend.js';
+import {
+  ANTHROPIC_API_BACKEND_NAME,
+  ANTHROPIC_API_DEFAULT_MODEL,
+  createAnthropicApiBackend,
+} from './anthropic-api-backend.js';
 
 const OptionsSchema = z
   .object({
@@ -36,7 +40,9 @@ export const anthropicApiRegistration: BackendRegistration = {
       ...(options.maxRetries !== undefined ? { maxRetries: options.maxRetries } : {}),
       ...(options.maxTurns !== undefined ? { maxTurns: options.maxTurns } : {}),
       ...(options.maxOutputTokens !== undefined ? { maxOutputTokens: options.maxOutputTokens } : {}),
-      ...(options.thinkingBudgetTokens !== undefined ? { thinking: { budgetTokens: options.thinkingBudgetTokens } } : {}),
+      ...(options.thinkingBudgetTokens !== undefined
+        ? { thinking: { budgetTokens: options.thinkingBudgetTokens } }
+        : {}),
     });
   },
 };

@@ -17,7 +17,14 @@ import { tail, TurnNotRunningError, type BackendFailure } from '../failures.js';
 import { KNOWN_MODELS } from '../pricing.js';
 import { InputChannel } from './input-channel.js';
 import { mcpToolName, parleyMcpServer, PARLEY_MCP_SERVER } from './mcp-tools.js';
-import { defaultConfigDir, findTranscript, nativeIdFor, readCostState, readTranscripts, restoreTranscripts } from './native-storage.js';
+import {
+  defaultConfigDir,
+  findTranscript,
+  nativeIdFor,
+  readCostState,
+  readTranscripts,
+  restoreTranscripts,
+} from './native-storage.js';
 import { writeAgentProfile } from './profile.js';
 import { cachedLoader, ClaudeSdkNotInstalledError, importClaudeAgentSdk, type SdkLoader } from './sdk-loader.js';
 import { CLAUDE_SDK_BACKEND_NAME, ClaudeTurnMapper } from './turn-mapper.js';
@@ -80,12 +87,16 @@ export function createClaudeSdkBackend(options: ClaudeSdkBackendOptions = {}): A
   const clock = options.clock ?? Date.now;
   const environment = (): Record<string, string | undefined> => buildEnv(options);
   const configDir = (): string => options.configDir ?? defaultConfigDir(environment());
-  const endpoint = options.baseURL ?? options.env?.['ANTHROPIC_BASE_URL'] ?? process.env['ANTHROPIC_BASE_URL'] ?? 'the Anthropic API';
+  const endpoint =
+    options.baseURL ?? options.env?.['ANTHROPIC_BASE_URL'] ?? process.env['ANTHROPIC_BASE_URL'] ?? 'the Anthropic API';
 
   const models = (): ModelInfo[] => {
     const extra = options.models ?? [];
     const overridden = new Set(extra.map((model) => model.id));
-    return [...extra, ...KNOWN_MODELS.filter((model) => model.id.startsWith('claude-') && !overridden.has(model.id))].map((model) => ({ ...model }));
+    return [
+      ...extra,
+      ...KNOWN_MODELS.filter((model) => model.id.startsWith('claude-') && !overridden.has(model.id)),
+    ].map((model) => ({ ...model }));
   };
 
   return {
@@ -95,7 +106,8 @@ export function createClaudeSdkBackend(options: ClaudeSdkBackendOptions = {}): A
         continuity: 'native',
         models: models(),
         defaultModel: options.defaultModel ?? CLAUDE_SDK_DEFAULT_MODEL,
-        summary: 'Claude Code via @anthropic-ai/claude-agent-sdk (optional dependency); resumes its own sessions. Uses ANTHROPIC_API_KEY or the Claude Code login.',
+        summary:
+          'Claude Code via @anthropic-ai/claude-agent-sdk (optional dependency); resumes its own sessions. Uses ANTHROPIC_API_KEY or the Claude Code login.',
       };
     },
 
@@ -105,11 +117,15 @@ export function createClaudeSdkBackend(options: ClaudeSdkBackendOptions = {}): A
       } catch (error) {
         return { available: false, detail: error instanceof Error ? error.message : String(error) };
       }
-      if (options.pathToClaudeCodeExecutable) return { available: true, detail: `SDK loaded; CLI at ${options.pathToClaudeCodeExecutable}.` };
+      if (options.pathToClaudeCodeExecutable)
+        return { available: true, detail: `SDK loaded; CLI at ${options.pathToClaudeCodeExecutable}.` };
       const binary = findPlatformBinary();
       return binary
         ? { available: true, detail: `SDK loaded; CLI ${binary}.` }
-        : { available: false, detail: `The Claude Code binary for ${process.platform}-${process.arch} is not installed. Reinstall @anthropic-ai/claude-agent-sdk without --omit=optional.` };
+        : {
+            available: false,
+            detail: `The Claude Code binary for ${process.platform}-${process.arch} is not installed. Reinstall @anthropic-ai/claude-agent-sdk without --omit=optional.`,
+          };
     },
 
     execute(request: ExecuteRequest): AgentTurn {
@@ -137,7 +153,11 @@ export function createClaudeSdkBackend(options: ClaudeSdkBackendOptions = {}): A
       return writeAgentProfile(profile, workspace);
     },
 
-    async setupSessionTranscripts(nativeSessionId: string, transcripts: RawTranscripts, workspace: Workspace): Promise<void> {
+    async setupSessionTranscripts(
+      nativeSessionId: string,
+      transcripts: RawTranscripts,
+      workspace: Workspace,
+    ): Promise<void> {
       await restoreTranscripts(configDir(), nativeSessionId, workspace.cwd, transcripts);
     },
 
@@ -178,7 +198,9 @@ export function createClaudeSdkBackend(options: ClaudeSdkBackendOptions = {}): A
 
     const cwd = request.cwd ?? options.cwd ?? process.cwd();
     // A turn the caller calls new only checks the cwd's own folder; others also look where a resume would.
-    const transcript = await findTranscript(configDir(), nativeSessionId, cwd, { searchAllProjects: request.isNewSession !== true });
+    const transcript = await findTranscript(configDir(), nativeSessionId, cwd, {
+      searchAllProjects: request.isNewSession !== true,
+    });
     // An existing transcript means the CLI knows the id: asking for it as new would fail ("already in use").
     const resume = transcript !== undefined || request.isNewSession === false;
     if (transcript) {
@@ -192,7 +214,10 @@ export function createClaudeSdkBackend(options: ClaudeSdkBackendOptions = {}): A
       model,
       resume,
       nativeSessionId,
-      mcpServer: request.tools && request.tools.length > 0 ? parleyMcpServer(sdk, request.tools, signal, request.traceContext) : undefined,
+      mcpServer:
+        request.tools && request.tools.length > 0
+          ? parleyMcpServer(sdk, request.tools, signal, request.traceContext)
+          : undefined,
       stderr: (data) => {
         stderr = tail(stderr + data, 8_000);
       },
@@ -236,7 +261,8 @@ export function createClaudeSdkBackend(options: ClaudeSdkBackendOptions = {}): A
     } catch (error) {
       finished = true;
       // With an error result the SDK also throws after yielding it; the result already said what happened.
-      const afterResult = mapper.sawResult && error instanceof Error && error.message.startsWith('Claude Code returned an error result');
+      const afterResult =
+        mapper.sawResult && error instanceof Error && error.message.startsWith('Claude Code returned an error result');
       if (!afterResult && !abortRequested) failure = processFailure(error, stderr);
     } finally {
       signal?.removeEventListener('abort', onAbort);
@@ -264,10 +290,19 @@ export function createClaudeSdkBackend(options: ClaudeSdkBackendOptions = {}): A
     const mcpServers: Record<string, SdkMcpServerConfig> = {};
     for (const [name, server] of Object.entries(profile?.mcpServers ?? {})) {
       if (server.url) mcpServers[name] = { type: 'http', url: server.url };
-      else if (server.command) mcpServers[name] = { type: 'stdio', command: server.command, args: server.args ?? [], ...(server.env ? { env: server.env } : {}) };
+      else if (server.command)
+        mcpServers[name] = {
+          type: 'stdio',
+          command: server.command,
+          args: server.args ?? [],
+          ...(server.env ? { env: server.env } : {}),
+        };
     }
     if (context.mcpServer) mcpServers[PARLEY_MCP_SERVER] = context.mcpServer;
-    const allowedTools = [...(profile?.allowedTools ?? []), ...(request.tools ?? []).map((tool) => mcpToolName(tool.name))];
+    const allowedTools = [
+      ...(profile?.allowedTools ?? []),
+      ...(request.tools ?? []).map((tool) => mcpToolName(tool.name)),
+    ];
     // Native turns carry no built system prompt: the agent's own instructions are what it is told (as on the API back ends).
     const instructions = request.systemPrompt ?? (profile?.instructions.trim() || undefined);
     const systemPrompt: Options['systemPrompt'] =
@@ -337,7 +372,8 @@ function processFailure(error: unknown, stderr: string): BackendFailure {
       code: 'NOT_INSTALLED',
       backend: CLAUDE_SDK_BACKEND_NAME,
       message: `The Claude Code binary for ${process.platform}-${process.arch} is missing.`,
-      advice: 'Reinstall @anthropic-ai/claude-agent-sdk without --omit=optional, or set pathToClaudeCodeExecutable in the claude-sdk back-end options.',
+      advice:
+        'Reinstall @anthropic-ai/claude-agent-sdk without --omit=optional, or set pathToClaudeCodeExecutable in the claude-sdk back-end options.',
       retryable: false,
       detail,
     };
@@ -347,7 +383,8 @@ function processFailure(error: unknown, stderr: string): BackendFailure {
       code: 'PROCESS_FAILED',
       backend: CLAUDE_SDK_BACKEND_NAME,
       message: 'Claude Code refused bypassPermissions because it runs as root.',
-      advice: 'Run Parley as another user, set IS_SANDBOX=1 if this is a sandbox, or use allowedTools instead of bypassPermissions.',
+      advice:
+        'Run Parley as another user, set IS_SANDBOX=1 if this is a sandbox, or use allowedTools instead of bypassPermissions.',
       retryable: false,
       detail,
     };
@@ -363,12 +400,17 @@ function processFailure(error: unknown, stderr: string): BackendFailure {
     };
   }
   const exit = /exited with code (\S+)|terminated by signal (\S+)|signal (SIG\w+)/i.exec(message);
-  const how = exit ? (exit[1] !== undefined ? `exited with code ${exit[1]}` : `was killed by ${exit[2] ?? exit[3]}`) : `failed: ${message}`;
+  const how = exit
+    ? exit[1] !== undefined
+      ? `exited with code ${exit[1]}`
+      : `was killed by ${exit[2] ?? exit[3]}`
+    : `failed: ${message}`;
   return {
     code: 'PROCESS_FAILED',
     backend: CLAUDE_SDK_BACKEND_NAME,
     message: `The Claude Code process ${how} before the turn finished.`,
-    advice: 'Send the message again; the session resumes from its last saved point. If it keeps failing, read the CLI output below.',
+    advice:
+      'Send the message again; the session resumes from its last saved point. If it keeps failing, read the CLI output below.',
     retryable: true,
     detail,
   };
@@ -377,7 +419,10 @@ function processFailure(error: unknown, stderr: string): BackendFailure {
 /** The CLI binary of the SDK's platform package, if installed. */
 function findPlatformBinary(): string | undefined {
   const require = createRequire(import.meta.url);
-  for (const name of [`@anthropic-ai/claude-agent-sdk-${process.platform}-${process.arch}`, `@anthropic-ai/claude-agent-sdk-${process.platform}-${process.arch}-musl`]) {
+  for (const name of [
+    `@anthropic-ai/claude-agent-sdk-${process.platform}-${process.arch}`,
+    `@anthropic-ai/claude-agent-sdk-${process.platform}-${process.arch}-musl`,
+  ]) {
     try {
       const packageJson = require.resolve(`${name}/package.json`);
       return packageJson.replace(/package\.json$/, process.platform === 'win32' ? 'claude.exe' : 'claude');

@@ -31,7 +31,11 @@ export function parleyMcpServer(
   });
 }
 
-function toSdkTool(definition: ToolDefinition, turnSignal: AbortSignal | undefined, traceContext: ExecuteRequest['traceContext']): SdkMcpToolDefinition {
+function toSdkTool(
+  definition: ToolDefinition,
+  turnSignal: AbortSignal | undefined,
+  traceContext: ExecuteRequest['traceContext'],
+): SdkMcpToolDefinition {
   return {
     name: definition.name,
     description: definition.description,
@@ -49,7 +53,15 @@ function toSdkTool(definition: ToolDefinition, turnSignal: AbortSignal | undefin
         };
       } catch (error) {
         // A throwing tool is an error result the model can read, not a crash of the turn.
-        return { content: [{ type: 'text' as const, text: `Tool "${definition.name}" failed: ${error instanceof Error ? error.message : String(error)}` }], isError: true };
+        return {
+          content: [
+            {
+              type: 'text' as const,
+              text: `Tool "${definition.name}" failed: ${error instanceof Error ? error.message : String(error)}`,
+            },
+          ],
+          isError: true,
+        };
       }
     },
   };

@@ -150,7 +150,11 @@ export function lastCostState(transcript: string): CostState | undefined {
 }
 
 /** Reads a session's transcripts as the CLI wrote them. */
-export async function readTranscripts(configDir: string, nativeSessionId: string, cwd: string): Promise<RawTranscripts | undefined> {
+export async function readTranscripts(
+  configDir: string,
+  nativeSessionId: string,
+  cwd: string,
+): Promise<RawTranscripts | undefined> {
   const mainPath = await findTranscript(configDir, nativeSessionId, cwd);
   if (!mainPath) return undefined;
   const main = await readFile(mainPath, 'utf8');
@@ -162,7 +166,10 @@ export async function readTranscripts(configDir: string, nativeSessionId: string
     names = [];
   }
   const subagents = await Promise.all(
-    names.map(async (name) => ({ id: name.slice('agent-'.length, -'.jsonl'.length), rawTranscript: await readFile(join(subagentDir, name), 'utf8') })),
+    names.map(async (name) => ({
+      id: name.slice('agent-'.length, -'.jsonl'.length),
+      rawTranscript: await readFile(join(subagentDir, name), 'utf8'),
+    })),
   );
   return subagents.length > 0 ? { main, subagents } : { main };
 }

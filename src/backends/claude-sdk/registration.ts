@@ -49,7 +49,8 @@ export const claudeSdkRegistration: BackendRegistration = {
     const options = OptionsSchema.parse(settings.options);
     // With a key, sessions live in Parley's data folder, apart from the user's own Claude Code;
     // without one, the CLI needs the user's config folder, where its login is.
-    const configDir = options.configDir ?? (settings.apiKey && settings.dataDir ? join(settings.dataDir, 'claude-code') : undefined);
+    const configDir =
+      options.configDir ?? (settings.apiKey && settings.dataDir ? join(settings.dataDir, 'claude-code') : undefined);
     return createClaudeSdkBackend({
       ...(configDir ? { configDir } : {}),
       ...(settings.apiKey ? { apiKey: settings.apiKey } : {}),

@@ -1,5 +1,11 @@
 import type { ParsedTranscripts, RawTranscripts } from '../agent-backend.js';
-import { BlockCollector, ClaudeCodeParser, forEachLine, type TranscriptParser, type TranscriptWarning } from '../transcripts/index.js';
+import {
+  BlockCollector,
+  ClaudeCodeParser,
+  forEachLine,
+  type TranscriptParser,
+  type TranscriptWarning,
+} from '../transcripts/index.js';
 
 /**
  * Claude Code transcripts (the main JSONL and one per subagent, as `readSessionTranscripts`
@@ -10,7 +16,11 @@ import { BlockCollector, ClaudeCodeParser, forEachLine, type TranscriptParser, t
 export function parseClaudeSdkTranscripts(transcripts: RawTranscripts): ParsedTranscripts {
   const collector = new BlockCollector();
   const subagents = transcripts.subagents ?? [];
-  const main = new ClaudeCodeParser({ emit: (event) => collector.add(event), file: 'main', collectMessageIds: subagents.length > 0 });
+  const main = new ClaudeCodeParser({
+    emit: (event) => collector.add(event),
+    file: 'main',
+    collectMessageIds: subagents.length > 0,
+  });
   const info = run(main, transcripts.main);
   const warnings: TranscriptWarning[] = [...main.warnings];
   for (const subagent of subagents) {

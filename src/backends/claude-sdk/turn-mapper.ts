@@ -29,7 +29,9 @@ export interface TurnMapperOptions {
   model: string | undefined;
 }
 
-type OpenBlock = { kind: 'text'; blockId: string } | { kind: 'tool'; toolUseId: string; name: string; json: string; block?: ToolUseBlock };
+type OpenBlock =
+  | { kind: 'text'; blockId: string }
+  | { kind: 'tool'; toolUseId: string; name: string; json: string; block?: ToolUseBlock };
 
 interface SubagentState {
   block: SubagentBlock;
@@ -92,7 +94,11 @@ export class ClaudeTurnMapper {
       case 'stream_event':
         return this.onStreamEvent(message.event as StreamEvent, message.parent_tool_use_id);
       case 'assistant':
-        return this.onAssistant(message.message as AssistantMessage, message.parent_tool_use_id, message.error !== undefined);
+        return this.onAssistant(
+          message.message as AssistantMessage,
+          message.parent_tool_use_id,
+          message.error !== undefined,
+        );
       case 'user':
         return this.onUser(message.message.content as UserContent, message.parent_tool_use_id, message.tool_use_result);
       case 'result':
@@ -121,7 +127,8 @@ export class ClaudeTurnMapper {
       this.failed = true;
       events.push(...this.errorBlock(outcome.failure));
     }
-    if (outcome.aborted) events.push(...this.events.system('aborted', 'The turn was aborted; the output so far is kept.'));
+    if (outcome.aborted)
+      events.push(...this.events.system('aborted', 'The turn was aborted; the output so far is kept.'));
 
     let metadata = this.held;
     this.held = undefined;
@@ -136,7 +143,11 @@ export class ClaudeTurnMapper {
         durationMs: Math.max(0, this.options.clock() - this.started),
       };
     }
-    const stopReason = outcome.aborted ? 'aborted' : this.failed ? 'error' : (metadata.stopReason ?? this.lastStopReason ?? 'end_turn');
+    const stopReason = outcome.aborted
+      ? 'aborted'
+      : this.failed
+        ? 'error'
+        : (metadata.stopReason ?? this.lastStopReason ?? 'end_turn');
     events.push(this.events.metadata({ ...metadata, stopReason, turnComplete: true }));
     return events;
   }
@@ -161,13 +172,25 @@ export class ClaudeTurnMapper {
         const block = event.content_block;
         if (block.type === 'text' || block.type === 'thinking') {
           const kind = block.type === 'text' ? 'assistant_text' : 'thinking';
-          const { blockId, events } = this.events.startText(kind, { conversationId, ...(kind === 'assistant_text' && this.model ? { model: this.model } : {}) });
+          const { blockId, events } = this.events.startText(kind, {
+            conversationId,
+            ...(kind === 'assistant_text' && this.model ? { model: this.model } : {}),
+          });
           this.openIn(conversationId).set(event.index, { kind: 'text', blockId });
           const initial = block.type === 'text' ? block.text : block.thinking;
           return [...events, ...(initial ? this.events.appendText(blockId, initial) : [])];
         }
         if (block.type === 'redacted_thinking') {
-          return this.events.whole({ type: 'thinking', id: this.events.newId('thinking'), createdAt: this.events.now(), content: '', redacted: true }, conversationId);
+          return this.events.whole(
+            {
+              type: 'thinking',
+              id: this.events.newId('thinking'),
+              createdAt: this.events.now(),
+              content: '',
+              redacted: true,
+            },
+            conversationId,
+          );
         }
         if (block.type === 'tool_use' && typeof block.id === 'string' && typeof block.name === 'string') {
           const open: OpenBlock = { kind: 'tool', toolUseId: block.id, name: block.name, json: '' };
@@ -185,9 +208,12 @@ export class ClaudeTurnMapper {
         const open = this.openIn(conversationId).get(event.index);
         if (!open) return [];
         const delta = event.delta;
-        if (open.kind === 'text' && delta.type === 'text_delta' && typeof delta.text === 'string') return this.events.appendText(open.blockId, delta.text);
-        if (open.kind === 'text' && delta.type === 'thinking_delta' && typeof delta.thinking === 'string') return this.events.appendText(open.blockId, delta.thinking);
-        if (open.kind === 'tool' && delta.type === 'input_json_delta' && typeof delta.partial_json === 'string') open.json += delta.partial_json;
+        if (open.kind === 'text' && delta.type === 'text_delta' && typeof delta.text === 'string')
+          return this.events.appendText(open.blockId, delta.text);
+        if (open.kind === 'text' && delta.type === 'thinking_delta' && typeof delta.thinking === 'string')
+          return this.events.appendText(open.blockId, delta.thinking);
+        if (open.kind === 'tool' && delta.type === 'input_json_delta' && typeof delta.partial_json === 'string')
+          open.json += delta.partial_json;
         return [];
       }
       case 'content_block_stop': {
@@ -198,7 +224,15 @@ export class ClaudeTurnMapper {
         const input = parseJson(open.json);
         if (!open.block) return this.startSubagent(open.toolUseId, open.name, input, conversationId);
         open.block.input = input;
-        return [{ type: 'block_update', conversationId, at: this.events.now(), blockId: open.block.id, updates: { input, status: 'running' } }];
+        return [
+          {
+            type: 'block_update',
+            conversationId,
+            at: this.events.now(),
+            blockId: open.block.id,
+            updates: { input, status: 'running' },
+          },
+        ];
       }
       case 'message_delta': {
         if (parent === null && this.currentCall) addWireUsage(this.currentCall, event.usage, true);
@@ -227,11 +261,43 @@ export class ClaudeTurnMapper {
     for (const block of message.content ?? []) {
       if (block.type === 'text' && typeof block.text === 'string') {
         const at = this.events.now();
-        events.push(...this.events.whole({ type: 'assistant_text', id: this.events.newId('text'), createdAt: at, content: block.text, ...(message.model ? { model: message.model } : {}) }, conversationId));
+        events.push(
+          ...this.events.whole(
+            {
+              type: 'assistant_text',
+              id: this.events.newId('text'),
+              createdAt: at,
+              content: block.text,
+              ...(message.model ? { model: message.model } : {}),
+            },
+            conversationId,
+          ),
+        );
       } else if (block.type === 'thinking' && typeof block.thinking === 'string') {
-        events.push(...this.events.whole({ type: 'thinking', id: this.events.newId('thinking'), createdAt: this.events.now(), content: block.thinking }, conversationId));
+        events.push(
+          ...this.events.whole(
+            {
+              type: 'thinking',
+              id: this.events.newId('thinking'),
+              createdAt: this.events.now(),
+              content: block.thinking,
+            },
+            conversationId,
+          ),
+        );
       } else if (block.type === 'redacted_thinking') {
-        events.push(...this.events.whole({ type: 'thinking', id: this.events.newId('thinking'), createdAt: this.events.now(), content: '', redacted: true }, conversationId));
+        events.push(
+          ...this.events.whole(
+            {
+              type: 'thinking',
+              id: this.events.newId('thinking'),
+              createdAt: this.events.now(),
+              content: '',
+              redacted: true,
+            },
+            conversationId,
+          ),
+        );
       } else if (block.type === 'tool_use' && typeof block.id === 'string' && typeof block.name === 'string') {
         if (this.tools.has(block.id) || this.subagents.has(block.id)) continue;
         if (SUBAGENT_TOOLS.has(block.name)) {
@@ -242,7 +308,13 @@ export class ClaudeTurnMapper {
         this.tools.set(block.id, { block: toolBlock, conversationId });
         events.push(
           { type: 'block_start', conversationId, at: toolBlock.createdAt, block: toolBlock },
-          { type: 'block_update', conversationId, at: toolBlock.createdAt, blockId: toolBlock.id, updates: { status: 'running' } },
+          {
+            type: 'block_update',
+            conversationId,
+            at: toolBlock.createdAt,
+            blockId: toolBlock.id,
+            updates: { status: 'running' },
+          },
         );
       }
     }
@@ -269,12 +341,22 @@ export class ClaudeTurnMapper {
       const output = results.length === 1 && structured !== undefined ? { output: structured } : {};
       if (tool) {
         this.tools.delete(toolUseId);
-        events.push(...this.events.finishToolUse(tool.block, { content: text, isError, ...output }, tool.conversationId));
+        events.push(
+          ...this.events.finishToolUse(tool.block, { content: text, isError, ...output }, tool.conversationId),
+        );
       } else {
         const at = this.events.now();
         events.push(
           ...this.events.whole(
-            { type: 'tool_result', id: this.events.newId('result'), createdAt: at, toolUseId: toolUseId || 'unknown', content: text, isError, ...output },
+            {
+              type: 'tool_result',
+              id: this.events.newId('result'),
+              createdAt: at,
+              toolUseId: toolUseId || 'unknown',
+              content: text,
+              isError,
+              ...output,
+            },
             conversationId,
           ),
         );
@@ -294,33 +376,53 @@ export class ClaudeTurnMapper {
         const preTokens = typeof metadata.pre_tokens === 'number' ? metadata.pre_tokens : 0;
         const postTokens = typeof metadata.post_tokens === 'number' ? metadata.post_tokens : undefined;
         const after = postTokens !== undefined ? `, ${postTokens} after` : '';
-        return this.events.system('compaction', `Claude Code compacted the context (${trigger}): ${preTokens} tokens before${after}.`, {
-          data: {
-            trigger,
-            preTokens,
-            ...(postTokens !== undefined ? { postTokens } : {}),
-            ...(typeof metadata.duration_ms === 'number' ? { durationMs: metadata.duration_ms } : {}),
-            native: true,
+        return this.events.system(
+          'compaction',
+          `Claude Code compacted the context (${trigger}): ${preTokens} tokens before${after}.`,
+          {
+            data: {
+              trigger,
+              preTokens,
+              ...(postTokens !== undefined ? { postTokens } : {}),
+              ...(typeof metadata.duration_ms === 'number' ? { durationMs: metadata.duration_ms } : {}),
+              native: true,
+            },
           },
-        });
+        );
       }
       case 'api_retry': {
         const status = typeof message.error_status === 'number' ? `HTTP ${message.error_status}` : 'no response';
         return this.events.system(
           'info',
           `The API failed (${status}, ${String(message.error ?? 'unknown')}); Claude Code retries in ${Math.round(Number(message.retry_delay_ms ?? 0))} ms (attempt ${String(message.attempt)} of ${String(message.max_retries)}).`,
-          { data: { kind: 'api_retry', status: message.error_status, error: message.error, attempt: message.attempt, maxRetries: message.max_retries } },
+          {
+            data: {
+              kind: 'api_retry',
+              status: message.error_status,
+              error: message.error,
+              attempt: message.attempt,
+              maxRetries: message.max_retries,
+            },
+          },
         );
       }
       case 'permission_denied':
-        return this.events.system('info', `Permission denied for ${String(message.tool_name)}: ${String(message.message ?? '')}`, {
-          data: { kind: 'permission_denied', toolName: message.tool_name, toolUseId: message.tool_use_id },
-        });
+        return this.events.system(
+          'info',
+          `Permission denied for ${String(message.tool_name)}: ${String(message.message ?? '')}`,
+          {
+            data: { kind: 'permission_denied', toolName: message.tool_name, toolUseId: message.tool_use_id },
+          },
+        );
       case 'status':
         if (message.compact_result === 'failed') {
-          return this.events.system('info', `Claude Code could not compact the context (${String(message.compact_error ?? 'unknown reason')}).`, {
-            data: { kind: 'compaction_failed', error: message.compact_error },
-          });
+          return this.events.system(
+            'info',
+            `Claude Code could not compact the context (${String(message.compact_error ?? 'unknown reason')}).`,
+            {
+              data: { kind: 'compaction_failed', error: message.compact_error },
+            },
+          );
         }
         return [];
       case 'task_started':
@@ -348,7 +450,8 @@ export class ClaudeTurnMapper {
     const totalApi = result.duration_api_ms;
     // The CLI continues from the transcript's totals; if it did not (no cost-state), its totals start at zero.
     const costUsd = totalCost >= this.baseline.totalCostUsd ? totalCost - this.baseline.totalCostUsd : totalCost;
-    const durationApiMs = totalApi >= this.baseline.totalApiDurationMs ? totalApi - this.baseline.totalApiDurationMs : totalApi;
+    const durationApiMs =
+      totalApi >= this.baseline.totalApiDurationMs ? totalApi - this.baseline.totalApiDurationMs : totalApi;
     this.baseline = { totalCostUsd: totalCost, totalApiDurationMs: totalApi };
 
     const modelUsage = result.modelUsage ?? {};
@@ -406,7 +509,8 @@ export class ClaudeTurnMapper {
         code: 'NATIVE_RESUME_FAILED',
         backend: CLAUDE_SDK_BACKEND_NAME,
         message: `Claude Code could not resume session ${this.options.nativeSessionId}: its transcript is not in the CLI's config folder.`,
-        advice: 'Restore the saved transcript (setupSessionTranscripts) and send again, or continue the session as a managed one from its imported transcript.',
+        advice:
+          'Restore the saved transcript (setupSessionTranscripts) and send again, or continue the session as a managed one from its imported transcript.',
         retryable: false,
         detail: text,
       };
@@ -457,21 +561,45 @@ export class ClaudeTurnMapper {
   }
 
   private newToolBlock(toolUseId: string, name: string, input: unknown): ToolUseBlock {
-    return { type: 'tool_use', id: this.events.newId('tool'), createdAt: this.events.now(), toolUseId, name, input, status: 'pending' };
+    return {
+      type: 'tool_use',
+      id: this.events.newId('tool'),
+      createdAt: this.events.now(),
+      toolUseId,
+      name,
+      input,
+      status: 'pending',
+    };
   }
 
-  private startSubagent(toolUseId: string, toolName: string, input: unknown, conversationId: string): StreamEventDraft[] {
+  private startSubagent(
+    toolUseId: string,
+    toolName: string,
+    input: unknown,
+    conversationId: string,
+  ): StreamEventDraft[] {
     if (this.subagents.has(toolUseId)) return [];
     const fields = (typeof input === 'object' && input !== null ? input : {}) as Record<string, unknown>;
     const name = stringField(fields['subagent_type']) ?? stringField(fields['description']) ?? toolName;
     const prompt = stringField(fields['prompt']) ?? JSON.stringify(input ?? {});
     const at = this.events.now();
-    const block: SubagentBlock = { type: 'subagent', id: this.events.newId('subagent'), createdAt: at, subagentId: toolUseId, name, input: prompt, status: 'running' };
+    const block: SubagentBlock = {
+      type: 'subagent',
+      id: this.events.newId('subagent'),
+      createdAt: at,
+      subagentId: toolUseId,
+      name,
+      input: prompt,
+      status: 'running',
+    };
     this.subagents.set(toolUseId, { block, conversationId, background: fields['run_in_background'] === true });
     return [
       { type: 'block_start', conversationId, at, block },
       ...this.events.system('subagent_start', `Subagent ${name} started`, { conversationId: toolUseId }),
-      ...this.events.whole({ type: 'user_message', id: this.events.newId('user'), createdAt: at, content: prompt }, toolUseId),
+      ...this.events.whole(
+        { type: 'user_message', id: this.events.newId('user'), createdAt: at, content: prompt },
+        toolUseId,
+      ),
     ];
   }
 
@@ -483,7 +611,12 @@ export class ClaudeTurnMapper {
     const verb = status === 'success' ? 'completed' : 'failed';
     return [
       ...this.events.system('subagent_end', `Subagent ${subagent.block.name} ${verb}`, { conversationId: toolUseId }),
-      { type: 'block_complete', conversationId: subagent.conversationId, at, block: { ...subagent.block, status, output, completedAt: at } },
+      {
+        type: 'block_complete',
+        conversationId: subagent.conversationId,
+        at,
+        block: { ...subagent.block, status, output, completedAt: at },
+      },
     ];
   }
 }
@@ -538,7 +671,9 @@ function zeroUsage(): Usage {
 }
 
 function isZero(usage: Usage): boolean {
-  return usage.inputTokens === 0 && usage.outputTokens === 0 && usage.cacheReadTokens === 0 && usage.cacheWriteTokens === 0;
+  return (
+    usage.inputTokens === 0 && usage.outputTokens === 0 && usage.cacheReadTokens === 0 && usage.cacheWriteTokens === 0
+  );
 }
 
 function addWireUsage(usage: Usage, wire: WireUsage | undefined, final = false): void {
@@ -546,7 +681,8 @@ function addWireUsage(usage: Usage, wire: WireUsage | undefined, final = false):
   if (typeof wire.input_tokens === 'number') usage.inputTokens = wire.input_tokens;
   if (typeof wire.cache_read_input_tokens === 'number') usage.cacheReadTokens = wire.cache_read_input_tokens;
   if (typeof wire.cache_creation_input_tokens === 'number') usage.cacheWriteTokens = wire.cache_creation_input_tokens;
-  if (typeof wire.output_tokens === 'number' && (final || usage.outputTokens === 0)) usage.outputTokens = wire.output_tokens;
+  if (typeof wire.output_tokens === 'number' && (final || usage.outputTokens === 0))
+    usage.outputTokens = wire.output_tokens;
 }
 
 function usageOf(wire: WireUsage | undefined): Usage {

@@ -11,7 +11,12 @@ export interface ProcessOutcome {
 }
 
 /** Lines the CLI always writes to stderr; they say nothing about a failure. */
-const NOISE = [/^Warning: 256-color support not detected/, /^Ripgrep is not available/, /^\[STARTUP\]/, /^Loaded cached credentials/];
+const NOISE = [
+  /^Warning: 256-color support not detected/,
+  /^Ripgrep is not available/,
+  /^\[STARTUP\]/,
+  /^Loaded cached credentials/,
+];
 
 export function cleanStderr(stderr: string): string {
   return stderr
@@ -24,10 +29,14 @@ export function cleanStderr(stderr: string): string {
 /** The HTTP status behind an API error: from the error JSON, the stderr dump, or the exit code (status mod 256). */
 export function httpStatusOf(outcome: ProcessOutcome): number | undefined {
   const message = outcome.resultError?.message ?? '';
-  const fromJson = /"code"\s*:\s*(\d{3})/.exec(message) ?? /\bstatus:\s*(\d{3})\b/.exec(outcome.stderr) ?? /\bcode:\s*(\d{3})\b/.exec(outcome.stderr);
+  const fromJson =
+    /"code"\s*:\s*(\d{3})/.exec(message) ??
+    /\bstatus:\s*(\d{3})\b/.exec(outcome.stderr) ??
+    /\bcode:\s*(\d{3})\b/.exec(outcome.stderr);
   if (fromJson) return Number(fromJson[1]);
   // The CLI exits with the HTTP status mod 256 after an API error (400→144, 429→173, 500→244).
-  if (outcome.resultError && outcome.exitCode !== null && outcome.exitCode >= 144 && outcome.exitCode <= 255) return outcome.exitCode + 256;
+  if (outcome.resultError && outcome.exitCode !== null && outcome.exitCode >= 144 && outcome.exitCode <= 255)
+    return outcome.exitCode + 256;
   return undefined;
 }
 
@@ -36,7 +45,10 @@ export function isResumeFailure(outcome: ProcessOutcome): boolean {
   return /Error resuming session|Invalid session identifier|No previous sessions found/.test(outcome.stderr);
 }
 
-export function describeCliFailure(outcome: ProcessOutcome, context: { backend: string; model: string; endpoint: string }): BackendFailure {
+export function describeCliFailure(
+  outcome: ProcessOutcome,
+  context: { backend: string; model: string; endpoint: string },
+): BackendFailure {
   const base = { backend: context.backend };
   const detail = tail(outcome.resultError?.message ?? outcome.stderr, 2000) || undefined;
   const withDetail = detail ? { detail } : {};
@@ -112,7 +124,9 @@ export function describeCliFailure(outcome: ProcessOutcome, context: { backend: 
     };
   }
   if (outcome.resultError) {
-    const network = /fetch failed|ECONNREFUSED|ECONNRESET|socket hang up|ENOTFOUND|terminated/i.test(`${outcome.resultError.message ?? ''}\n${outcome.stderr}`);
+    const network = /fetch failed|ECONNREFUSED|ECONNRESET|socket hang up|ENOTFOUND|terminated/i.test(
+      `${outcome.resultError.message ?? ''}\n${outcome.stderr}`,
+    );
     return {
       ...base,
       ...withDetail,
@@ -136,7 +150,11 @@ export function describeCliFailure(outcome: ProcessOutcome, context: { backend: 
       retryable: false,
     };
   }
-  const how = outcome.signal ? `was killed by ${outcome.signal}` : outcome.exitCode === 0 ? 'ended without a result' : `exited with code ${outcome.exitCode}`;
+  const how = outcome.signal
+    ? `was killed by ${outcome.signal}`
+    : outcome.exitCode === 0
+      ? 'ended without a result'
+      : `exited with code ${outcome.exitCode}`;
   return {
     ...base,
     ...withDetail,

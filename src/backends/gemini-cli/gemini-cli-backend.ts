@@ -56,7 +56,23 @@ export interface GeminiCliOptions {
 }
 
 /** Variables inherited from Parley's environment; everything else (Vertex, Google Cloud credentials, proxies of the CLI) is left out. */
-const INHERITED_ENV = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TZ', 'TERM', 'SYSTEMROOT', 'COMSPEC', 'PATHEXT', 'USERPROFILE', 'APPDATA'];
+const INHERITED_ENV = [
+  'PATH',
+  'HOME',
+  'USER',
+  'LOGNAME',
+  'SHELL',
+  'LANG',
+  'LC_ALL',
+  'LC_CTYPE',
+  'TZ',
+  'TERM',
+  'SYSTEMROOT',
+  'COMSPEC',
+  'PATHEXT',
+  'USERPROFILE',
+  'APPDATA',
+];
 
 const PERMISSION_TO_APPROVAL: Record<NonNullable<AgentProfile['permissionMode']>, string> = {
   default: 'default',
@@ -90,7 +106,11 @@ export function createGeminiCliBackend(options: GeminiCliOptions = {}): AgentBac
         security: { auth: { selectedType: 'gemini-api-key' } },
         privacy: { usageStatisticsEnabled: false },
         telemetry: { enabled: false },
-        general: { enableAutoUpdate: false, enableAutoUpdateNotification: false, maxAttempts: options.maxAttempts ?? 1 },
+        general: {
+          enableAutoUpdate: false,
+          enableAutoUpdateNotification: false,
+          maxAttempts: options.maxAttempts ?? 1,
+        },
       })
       .catch((error: unknown) => {
         settingsReady = undefined;
@@ -147,11 +167,18 @@ export function createGeminiCliBackend(options: GeminiCliOptions = {}): AgentBac
       if (!options.apiKey) return { available: false, detail: 'GEMINI_API_KEY is not set.' };
       try {
         const signal = AbortSignal.any([AbortSignal.timeout(3_000), ...(check.signal ? [check.signal] : [])]);
-        const response = await fetch(`${endpoint.replace(/\/+$/, '')}/v1beta/models`, { headers: { 'x-goog-api-key': options.apiKey }, signal });
-        if (response.status === 401 || response.status === 403) return { available: false, detail: `${endpoint} refused the API key (HTTP ${response.status}).` };
+        const response = await fetch(`${endpoint.replace(/\/+$/, '')}/v1beta/models`, {
+          headers: { 'x-goog-api-key': options.apiKey },
+          signal,
+        });
+        if (response.status === 401 || response.status === 403)
+          return { available: false, detail: `${endpoint} refused the API key (HTTP ${response.status}).` };
         return { available: true, detail: `${endpoint} answered (HTTP ${response.status})` };
       } catch (error) {
-        return { available: false, detail: `Could not reach ${endpoint}: ${error instanceof Error ? error.message : String(error)}` };
+        return {
+          available: false,
+          detail: `Could not reach ${endpoint}: ${error instanceof Error ? error.message : String(error)}`,
+        };
       }
     },
 
@@ -165,8 +192,10 @@ export function createGeminiCliBackend(options: GeminiCliOptions = {}): AgentBac
         } catch {
           // No project settings yet.
         }
-        if (profile.mcpServers) settings['mcpServers'] = { ...(settings['mcpServers'] as object | undefined), ...profile.mcpServers };
-        if (profile.allowedTools) settings['tools'] = { ...(settings['tools'] as object | undefined), allowed: profile.allowedTools };
+        if (profile.mcpServers)
+          settings['mcpServers'] = { ...(settings['mcpServers'] as object | undefined), ...profile.mcpServers };
+        if (profile.allowedTools)
+          settings['tools'] = { ...(settings['tools'] as object | undefined), allowed: profile.allowedTools };
         await workspace.writeFile('.gemini/settings.json', `${JSON.stringify(settings, null, 2)}\n`);
       }
     },
@@ -197,7 +226,13 @@ export function createGeminiCliBackend(options: GeminiCliOptions = {}): AgentBac
     const cwd = resolve(request.cwd ?? process.cwd());
     const failureContext = { backend: name, model, endpoint };
     const finalMetadata = (metadata: TurnMetadata): StreamEventDraft =>
-      events.metadata({ model, ...windowOf(model), ...metadata, durationMs: Math.max(0, clock() - started), turnComplete: true });
+      events.metadata({
+        model,
+        ...windowOf(model),
+        ...metadata,
+        durationMs: Math.max(0, clock() - started),
+        turnComplete: true,
+      });
 
     if (!options.apiKey) {
       const failure: BackendFailure = {
@@ -220,8 +255,12 @@ export function createGeminiCliBackend(options: GeminiCliOptions = {}): AgentBac
       const failure: BackendFailure = {
         backend: name,
         code: notInstalled ? 'NOT_INSTALLED' : 'PROCESS_FAILED',
-        message: notInstalled ? 'The Gemini CLI is not installed.' : `The Gemini CLI could not be prepared: ${error instanceof Error ? error.message : String(error)}.`,
-        advice: notInstalled ? 'Install it with: npm install @google/gemini-cli@0.61.0' : `Check that ${cliHome} is writable.`,
+        message: notInstalled
+          ? 'The Gemini CLI is not installed.'
+          : `The Gemini CLI could not be prepared: ${error instanceof Error ? error.message : String(error)}.`,
+        advice: notInstalled
+          ? 'Install it with: npm install @google/gemini-cli@0.61.0'
+          : `Check that ${cliHome} is writable.`,
         retryable: false,
       };
       yield* events.system('error', describeFailure(failure), { data: failure });
@@ -234,11 +273,16 @@ export function createGeminiCliBackend(options: GeminiCliOptions = {}): AgentBac
     let resume = stored !== undefined;
     // A native first turn carries no built system prompt: the agent is told its role from its profile
     // (as the Claude SDK back end appends it); later turns resume with the CLI's own history.
-    let context = resume ? undefined : (request.systemPrompt ?? (request.profile ? renderGeminiMd(request.profile) : undefined));
+    let context = resume
+      ? undefined
+      : (request.systemPrompt ?? (request.profile ? renderGeminiMd(request.profile) : undefined));
     if (!resume && request.isNewSession === false && request.nativeSessionId) {
       // The session should exist but the CLI's storage has no such file (another machine, a wiped home).
       if (!request.systemPrompt) {
-        const failure = describeCliFailure({ exitCode: 42, signal: null, stderr: 'Invalid session identifier' }, failureContext);
+        const failure = describeCliFailure(
+          { exitCode: 42, signal: null, stderr: 'Invalid session identifier' },
+          failureContext,
+        );
         yield* events.system('error', describeFailure(failure), { data: { ...failure, nativeSessionId } });
         yield finalMetadata({ costUsd: 0, stopReason: 'error', nativeSessionId });
         return;
@@ -248,15 +292,37 @@ export function createGeminiCliBackend(options: GeminiCliOptions = {}): AgentBac
       context = request.systemPrompt;
     }
 
-    let attempt = yield* runProcess({ script, request, model, cwd, nativeSessionId, resume, context, events, failureContext });
+    let attempt = yield* runProcess({
+      script,
+      request,
+      model,
+      cwd,
+      nativeSessionId,
+      resume,
+      context,
+      events,
+      failureContext,
+    });
     if (attempt.kind === 'resume_failed' && request.systemPrompt) {
       yield* fallbackNotice(events, nativeSessionId);
       nativeSessionId = randomUUID();
       resume = false;
-      attempt = yield* runProcess({ script, request, model, cwd, nativeSessionId, resume, context: request.systemPrompt, events, failureContext });
+      attempt = yield* runProcess({
+        script,
+        request,
+        model,
+        cwd,
+        nativeSessionId,
+        resume,
+        context: request.systemPrompt,
+        events,
+        failureContext,
+      });
     }
 
-    yield* attempt.mapper.finish(attempt.kind === 'aborted' ? 'The tool call was aborted.' : 'The tool call did not finish.');
+    yield* attempt.mapper.finish(
+      attempt.kind === 'aborted' ? 'The tool call was aborted.' : 'The tool call did not finish.',
+    );
     const usage = attempt.mapper.usage();
     const metadata: TurnMetadata = { nativeSessionId: attempt.mapper.sessionId ?? nativeSessionId };
     if (attempt.mapper.model) metadata.model = attempt.mapper.model;
@@ -267,9 +333,13 @@ export function createGeminiCliBackend(options: GeminiCliOptions = {}): AgentBac
       // A request cut short may have been billed for what it generated: unknown, not zero.
       Object.assign(metadata, attempt.mapper.produced ? { costUnknown: true } : { costUsd: 0 });
     }
-    if (attempt.mapper.result?.stats?.tool_calls !== undefined) metadata.numTurns = attempt.mapper.result.stats.tool_calls + 1;
+    if (attempt.mapper.result?.stats?.tool_calls !== undefined)
+      metadata.numTurns = attempt.mapper.result.stats.tool_calls + 1;
     if (attempt.kind === 'aborted') {
-      yield* events.system('aborted', 'The turn was aborted; the Gemini CLI was stopped and the output so far is kept.');
+      yield* events.system(
+        'aborted',
+        'The turn was aborted; the Gemini CLI was stopped and the output so far is kept.',
+      );
       yield finalMetadata({ ...metadata, stopReason: 'aborted' });
       return;
     }

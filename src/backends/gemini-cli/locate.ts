@@ -26,7 +26,10 @@ export function locateGeminiCli(): { path: string; version: string } {
   } catch (error) {
     throw new GeminiCliNotInstalledError(error);
   }
-  const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { version?: string; bin?: string | Record<string, string> };
+  const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as {
+    version?: string;
+    bin?: string | Record<string, string>;
+  };
   const bin = typeof manifest.bin === 'string' ? manifest.bin : manifest.bin?.['gemini'];
   if (!bin) throw new GeminiCliNotInstalledError(new Error(`${manifestPath} names no gemini binary`));
   return { path: join(dirname(manifestPath), bin), version: manifest.version ?? 'unknown' };

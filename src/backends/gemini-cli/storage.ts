@@ -52,7 +52,8 @@ export class GeminiCliStorage {
     const taken = new Set(Object.values(registry.projects));
     const base = slugify(basename(root) || 'project');
     let slug = base;
-    for (let counter = 1; taken.has(slug) || (await this.ownsSlug(slug, root)) === false; counter++) slug = `${base}-${counter}`;
+    for (let counter = 1; taken.has(slug) || (await this.ownsSlug(slug, root)) === false; counter++)
+      slug = `${base}-${counter}`;
     registry.projects[root] = slug;
     await this.writeMarkers(slug, root);
     await writeAtomic(join(this.geminiDir, 'projects.json'), JSON.stringify(registry, null, 2));
@@ -65,7 +66,9 @@ export class GeminiCliStorage {
     if (!slug) return undefined;
     const chats = join(this.geminiDir, 'tmp', slug, 'chats');
     const suffixes = [`-${sessionId.slice(0, 8)}.jsonl`, `-${sessionId.slice(0, 8)}.json`];
-    const candidates = (await listDirectory(chats)).filter((name) => name.startsWith('session-') && suffixes.some((suffix) => name.endsWith(suffix)));
+    const candidates = (await listDirectory(chats)).filter(
+      (name) => name.startsWith('session-') && suffixes.some((suffix) => name.endsWith(suffix)),
+    );
     for (const name of candidates.sort().reverse()) {
       const path = join(chats, name);
       const header = firstRecord(await readFile(path, 'utf8'));
@@ -112,7 +115,9 @@ export class GeminiCliStorage {
   private async readRegistry(): Promise<{ projects: Record<string, string> }> {
     const data = await readJson(join(this.geminiDir, 'projects.json'));
     if (isRecord(data) && isRecord(data['projects'])) {
-      const projects = Object.fromEntries(Object.entries(data['projects']).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+      const projects = Object.fromEntries(
+        Object.entries(data['projects']).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
+      );
       return { projects };
     }
     return { projects: {} };
@@ -168,7 +173,7 @@ function rehomeTranscript(transcript: string, hash: string): string {
 function firstRecord(text: string): Record<string, unknown> | undefined {
   const trimmed = text.trimStart();
   // The older format is one JSON object; the current one is JSONL with the header first.
-  const line = trimmed.startsWith('{\n') || trimmed.startsWith('{\r\n') ? trimmed : trimmed.split('\n', 1)[0] ?? '';
+  const line = trimmed.startsWith('{\n') || trimmed.startsWith('{\r\n') ? trimmed : (trimmed.split('\n', 1)[0] ?? '');
   try {
     const record = JSON.parse(line) as unknown;
     return isRecord(record) ? record : undefined;
@@ -178,7 +183,13 @@ function firstRecord(text: string): Record<string, unknown> | undefined {
 }
 
 export function slugify(text: string): string {
-  return text.toLowerCase().replace(/[^a-z0-9]/g, '-').replace(/-+/g, '-').replace(/^-|-$/g, '') || 'project';
+  return (
+    text
+      .toLowerCase()
+      .replace(/[^a-z0-9]/g, '-')
+      .replace(/-+/g, '-')
+      .replace(/^-|-$/g, '') || 'project'
+  );
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

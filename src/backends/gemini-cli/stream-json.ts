@@ -10,7 +10,11 @@ import type { TurnEvents } from '../turn-events.js';
  */
 const Base = z.object({ timestamp: z.string().optional() });
 
-export const GeminiInitEventSchema = Base.extend({ type: z.literal('init'), session_id: z.string(), model: z.string().optional() });
+export const GeminiInitEventSchema = Base.extend({
+  type: z.literal('init'),
+  session_id: z.string(),
+  model: z.string().optional(),
+});
 export const GeminiMessageEventSchema = Base.extend({
   type: z.literal('message'),
   role: z.string(),
@@ -30,7 +34,11 @@ export const GeminiToolResultEventSchema = Base.extend({
   output: z.string().optional(),
   error: z.object({ type: z.string().optional(), message: z.string().optional() }).optional(),
 });
-export const GeminiErrorEventSchema = Base.extend({ type: z.literal('error'), severity: z.string().optional(), message: z.string() });
+export const GeminiErrorEventSchema = Base.extend({
+  type: z.literal('error'),
+  severity: z.string().optional(),
+  message: z.string(),
+});
 
 const StatsSchema = z.object({
   total_tokens: z.number().optional(),
@@ -108,7 +116,11 @@ export class GeminiStreamMapper {
       case 'tool_use': {
         this.produced = true;
         const out = this.closeText();
-        const { block, events } = this.events.startToolUse({ toolUseId: event.tool_id, name: event.tool_name, input: event.parameters ?? {} });
+        const { block, events } = this.events.startToolUse({
+          toolUseId: event.tool_id,
+          name: event.tool_name,
+          input: event.parameters ?? {},
+        });
         this.tools.set(event.tool_id, block);
         return [...out, ...events];
       }
@@ -117,13 +129,20 @@ export class GeminiStreamMapper {
         if (!block) return [];
         this.tools.delete(event.tool_id);
         const isError = event.status !== 'success';
-        const content = event.output ?? event.error?.message ?? (isError ? `The tool failed (${event.status}).` : 'Done.');
-        return this.events.finishToolUse(block, { content, isError, ...(event.error ? { output: { error: event.error } } : {}) });
+        const content =
+          event.output ?? event.error?.message ?? (isError ? `The tool failed (${event.status}).` : 'Done.');
+        return this.events.finishToolUse(block, {
+          content,
+          isError,
+          ...(event.error ? { output: { error: event.error } } : {}),
+        });
       }
       case 'error':
         return [
           ...this.closeText(),
-          ...this.events.system('info', `Gemini CLI ${event.severity ?? 'warning'}: ${event.message}`, { data: { severity: event.severity } }),
+          ...this.events.system('info', `Gemini CLI ${event.severity ?? 'warning'}: ${event.message}`, {
+            data: { severity: event.severity },
+          }),
         ];
       case 'result':
         this.result = event;
@@ -134,7 +153,8 @@ export class GeminiStreamMapper {
   /** Closes the open text and any tool call left without a result (abort, crash). */
   finish(reason: string): StreamEventDraft[] {
     const out = this.closeText();
-    for (const block of this.tools.values()) out.push(...this.events.finishToolUse(block, { content: reason, isError: true }));
+    for (const block of this.tools.values())
+      out.push(...this.events.finishToolUse(block, { content: reason, isError: true }));
     this.tools.clear();
     return out;
   }

@@ -15,8 +15,17 @@ export interface FailureContext {
 /** Turns what the `openai` client threw into a failure that says what happened and what to do. */
 export function describeOpenAiError(error: unknown, context: FailureContext): BackendFailure {
   // The client's error classes; an error from the client means the SDK is loaded.
-  const { APIConnectionError, APIConnectionTimeoutError, APIError: ApiError, AuthenticationError, BadRequestError, InternalServerError, NotFoundError, PermissionDeniedError, RateLimitError } =
-    openAiSdk.loaded() ?? ({} as Partial<NonNullable<ReturnType<typeof openAiSdk.loaded>>>);
+  const {
+    APIConnectionError,
+    APIConnectionTimeoutError,
+    APIError: ApiError,
+    AuthenticationError,
+    BadRequestError,
+    InternalServerError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitError,
+  } = openAiSdk.loaded() ?? ({} as Partial<NonNullable<ReturnType<typeof openAiSdk.loaded>>>);
   const base = { backend: context.backend };
   const endpoint = context.baseURL;
   if (is(error, APIConnectionTimeoutError)) {
@@ -132,4 +141,3 @@ function describeCause(cause: unknown): string | undefined {
   if (typeof code === 'string') return code === 'ECONNREFUSED' ? 'connection refused' : code;
   return cause.message;
 }
-

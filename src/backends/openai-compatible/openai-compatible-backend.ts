@@ -7,7 +7,14 @@ import type {
   ChatCompletionTool,
 } from 'openai/resources/chat/completions';
 import type { StreamEventDraft, TurnMetadata, Usage } from '../../conversation/index.js';
-import type { AgentBackend, AgentTurn, BackendDescription, ExecuteRequest, ModelInfo, ToolDefinition } from '../agent-backend.js';
+import type {
+  AgentBackend,
+  AgentTurn,
+  BackendDescription,
+  ExecuteRequest,
+  ModelInfo,
+  ToolDefinition,
+} from '../agent-backend.js';
 import { startChatSpan } from '../../telemetry/index.js';
 import { describeFailure, TurnNotRunningError, type BackendFailure } from '../failures.js';
 import { computeCost, KNOWN_MODELS, lookupModel } from '../pricing.js';
@@ -124,9 +131,14 @@ export function createOpenAiCompatibleBackend(options: OpenAiCompatibleOptions =
     describe,
     async checkAvailability(check = {}) {
       const client = await getClient();
-      if (!client) return { available: false, detail: missingKey(defaultModel).message + ' ' + missingKey(defaultModel).advice };
+      if (!client)
+        return { available: false, detail: missingKey(defaultModel).message + ' ' + missingKey(defaultModel).advice };
       try {
-        const page = await client.models.list({ maxRetries: 0, timeout: 3_000, ...(check.signal ? { signal: check.signal } : {}) });
+        const page = await client.models.list({
+          maxRetries: 0,
+          timeout: 3_000,
+          ...(check.signal ? { signal: check.signal } : {}),
+        });
         return { available: true, detail: `${baseURL} answered (${page.data.length} models)` };
       } catch (error) {
         const failure = describeOpenAiError(error, failureContext(defaultModel));
@@ -136,20 +148,23 @@ export function createOpenAiCompatibleBackend(options: OpenAiCompatibleOptions =
     execute(request) {
       const pending: string[] = [];
       let ended = false;
-      const turn = new OpenAiTurn({
-        name,
-        request,
-        model: request.model ?? request.profile?.model ?? defaultModel,
-        extraModels,
-        events: new TurnEvents({ clock, newId }),
-        clock,
-        client: getClient,
-        missingKey,
-        failureContext,
-        idleTimeoutMs: options.idleTimeoutMs ?? 300_000,
-        maxTurns: request.maxTurns ?? options.maxTurns ?? 25,
-        pending,
-      }, () => (ended = true));
+      const turn = new OpenAiTurn(
+        {
+          name,
+          request,
+          model: request.model ?? request.profile?.model ?? defaultModel,
+          extraModels,
+          events: new TurnEvents({ clock, newId }),
+          clock,
+          client: getClient,
+          missingKey,
+          failureContext,
+          idleTimeoutMs: options.idleTimeoutMs ?? 300_000,
+          maxTurns: request.maxTurns ?? options.maxTurns ?? 25,
+          pending,
+        },
+        () => (ended = true),
+      );
       return {
         events: turn.run(),
         inject(message) {
@@ -222,7 +237,9 @@ class OpenAiTurn {
         function: { name: tool.name, description: tool.description, parameters: tool.inputSchema },
       }));
 
-      let ending: Ending | undefined = client ? undefined : { kind: 'failed', failure: this.context.missingKey(this.context.model) };
+      let ending: Ending | undefined = client
+        ? undefined
+        : { kind: 'failed', failure: this.context.missingKey(this.context.model) };
       while (client && !ending) {
         if (request.signal?.aborted) {
           ending = { kind: 'aborted' };
@@ -289,8 +306,10 @@ class OpenAiTurn {
       ending ??= { kind: 'aborted' };
 
       yield* this.events.closeAll();
-      if (ending.kind === 'aborted') yield* this.events.system('aborted', 'The turn was aborted; the output so far is kept.');
-      if (ending.kind === 'failed') yield* this.events.system('error', describeFailure(ending.failure), { data: ending.failure });
+      if (ending.kind === 'aborted')
+        yield* this.events.system('aborted', 'The turn was aborted; the output so far is kept.');
+      if (ending.kind === 'failed')
+        yield* this.events.system('error', describeFailure(ending.failure), { data: ending.failure });
       const stopReason = ending.kind === 'done' ? ending.stopReason : ending.kind === 'aborted' ? 'aborted' : 'error';
       const last = this.lastStep ? this.stepMetadata(this.lastStep) : this.unreportedMetadata(ending);
       yield this.events.metadata({ ...last, ...this.turnTotals(), stopReason, turnComplete: true });
@@ -310,7 +329,10 @@ class OpenAiTurn {
   }
 
   /** Runs one tool call; returns what is sent back to the model. Tool failures are the model's to handle. */
-  private async *runTool(call: ChatCompletionMessageToolCall, tools: ToolDefinition[]): AsyncGenerator<StreamEventDraft, string> {
+  private async *runTool(
+    call: ChatCompletionMessageToolCall,
+    tools: ToolDefinition[],
+  ): AsyncGenerator<StreamEventDraft, string> {
     if (call.type !== 'function') return 'Only function tools are supported.';
     let input: unknown;
     let parseError: string | undefined;
@@ -349,7 +371,8 @@ class OpenAiTurn {
   }
 
   private modelMetadata(responseModel: string | undefined): { metadata: TurnMetadata; info: ModelInfo | undefined } {
-    const info = lookupModel(this.context.model, this.context.extraModels) ?? lookupModel(responseModel, this.context.extraModels);
+    const info =
+      lookupModel(this.context.model, this.context.extraModels) ?? lookupModel(responseModel, this.context.extraModels);
     const metadata: TurnMetadata = { model: responseModel ?? this.context.model };
     if (info?.contextWindow) metadata.contextWindow = info.contextWindow;
     if (info?.maxOutputTokens) metadata.maxOutputTokens = info.maxOutputTokens;
@@ -361,7 +384,10 @@ class OpenAiTurn {
     const { metadata, info } = this.modelMetadata(step.responseModel);
     if (!step.usage) return { ...metadata, costUnknown: true };
     metadata.usage = step.usage;
-    Object.assign(metadata, step.providerCost !== undefined ? { costUsd: step.providerCost } : computeCost(info?.pricing, step.usage));
+    Object.assign(
+      metadata,
+      step.providerCost !== undefined ? { costUsd: step.providerCost } : computeCost(info?.pricing, step.usage),
+    );
     return metadata;
   }
 
@@ -374,7 +400,8 @@ class OpenAiTurn {
     const { metadata } = this.modelMetadata(undefined);
     const refused =
       ending.kind === 'failed' &&
-      (ending.failure.status !== undefined || ['AUTHENTICATION_FAILED', 'CONNECTION_FAILED', 'MAX_TURNS'].includes(ending.failure.code));
+      (ending.failure.status !== undefined ||
+        ['AUTHENTICATION_FAILED', 'CONNECTION_FAILED', 'MAX_TURNS'].includes(ending.failure.code));
     return refused || this.steps === 0 ? { ...metadata, costUsd: 0 } : { ...metadata, costUnknown: true };
   }
 
@@ -393,7 +420,14 @@ class StepRequest {
   private readonly idle = new AbortController();
   private timer: NodeJS.Timeout | undefined;
   private lastActivity = performance.now();
-  private readonly result: StepResult = { usage: undefined, providerCost: undefined, responseModel: undefined, finishReason: null, toolCalls: [], text: '' };
+  private readonly result: StepResult = {
+    usage: undefined,
+    providerCost: undefined,
+    responseModel: undefined,
+    finishReason: null,
+    toolCalls: [],
+    text: '',
+  };
   private readonly calls = new Map<number, { id: string; name: string; arguments: string }>();
   private textId: string | undefined;
   private thinkingId: string | undefined;
@@ -422,7 +456,14 @@ class StepRequest {
       stream: true,
       stream_options: { include_usage: true },
       ...(tools.length > 0 ? { tools } : {}),
-      ...(outputSchema ? { response_format: { type: 'json_schema', json_schema: { name: 'output', schema: outputSchema, strict: false } } } : {}),
+      ...(outputSchema
+        ? {
+            response_format: {
+              type: 'json_schema',
+              json_schema: { name: 'output', schema: outputSchema, strict: false },
+            },
+          }
+        : {}),
     };
   }
 
@@ -437,7 +478,10 @@ class StepRequest {
       if (typeof cost === 'number') result.providerCost = cost;
     }
     for (const choice of chunk.choices) {
-      const delta = choice.delta as ChatCompletionChunk.Choice.Delta & { reasoning_content?: string | null; reasoning?: string | null };
+      const delta = choice.delta as ChatCompletionChunk.Choice.Delta & {
+        reasoning_content?: string | null;
+        reasoning?: string | null;
+      };
       const reasoning = delta.reasoning_content ?? delta.reasoning;
       if (reasoning) {
         if (!this.thinkingId || !this.events.isOpen(this.thinkingId)) {
@@ -450,7 +494,9 @@ class StepRequest {
       if (delta.content) {
         if (this.thinkingId) out.push(...this.events.completeText(this.thinkingId));
         if (!this.textId || !this.events.isOpen(this.textId)) {
-          const started = this.events.startText('assistant_text', { model: result.responseModel ?? this.context.model });
+          const started = this.events.startText('assistant_text', {
+            model: result.responseModel ?? this.context.model,
+          });
           this.textId = started.blockId;
           out.push(...started.events);
         }
@@ -479,7 +525,8 @@ class StepRequest {
           backend: this.context.name,
           code: 'TIMEOUT',
           message: `The stream from ${this.context.failureContext(this.context.model).baseURL} sent nothing for ${Math.round(this.context.idleTimeoutMs / 1000)} s.`,
-          advice: 'Send the message again; if the server is slow to start (a local model loading), raise idleTimeoutMs.',
+          advice:
+            'Send the message again; if the server is slow to start (a local model loading), raise idleTimeoutMs.',
           retryable: true,
         },
       };
@@ -491,7 +538,11 @@ class StepRequest {
   finish(step: number): StepResult {
     this.result.toolCalls = [...this.calls.entries()]
       .sort(([left], [right]) => left - right)
-      .map(([index, call]) => ({ id: call.id || `call_${step}_${index}`, type: 'function' as const, function: { name: call.name, arguments: call.arguments } }));
+      .map(([index, call]) => ({
+        id: call.id || `call_${step}_${index}`,
+        type: 'function' as const,
+        function: { name: call.name, arguments: call.arguments },
+      }));
     return this.result;
   }
 

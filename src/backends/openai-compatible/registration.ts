@@ -20,7 +20,8 @@ export const openAiCompatibleRegistration: BackendRegistration = {
     })
     .partial(),
   // A local server (Ollama, llama.cpp, vLLM) needs no key.
-  isConfigured: (settings) => settings.apiKey !== undefined || (settings.baseUrl !== undefined && isLocalUrl(settings.baseUrl)),
+  isConfigured: (settings) =>
+    settings.apiKey !== undefined || (settings.baseUrl !== undefined && isLocalUrl(settings.baseUrl)),
   create: (settings) =>
     createOpenAiCompatibleBackend({
       ...(settings.options as { timeoutMs?: number; idleTimeoutMs?: number; maxRetries?: number; maxTurns?: number }),

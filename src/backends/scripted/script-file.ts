@@ -25,22 +25,54 @@ const Usage = z.strictObject({
 type FileStep =
   | { type: 'text'; text: string; chunks?: string[] | undefined }
   | { type: 'thinking'; text: string; redacted?: boolean | undefined }
-  | { type: 'tool'; name: string; input?: unknown; output?: string | undefined; isError?: boolean | undefined; toolUseId?: string | undefined }
+  | {
+      type: 'tool';
+      name: string;
+      input?: unknown;
+      output?: string | undefined;
+      isError?: boolean | undefined;
+      toolUseId?: string | undefined;
+    }
   | { type: 'subagent'; name: string; input: string; steps: FileStep[]; output?: string | undefined }
   | { type: 'usage'; usage: z.infer<typeof Usage> }
   | { type: 'cost'; costUsd: number }
-  | { type: 'error'; message: string; advice?: string | undefined; code?: string | undefined; retryable?: boolean | undefined }
+  | {
+      type: 'error';
+      message: string;
+      advice?: string | undefined;
+      code?: string | undefined;
+      retryable?: boolean | undefined;
+    }
   | { type: 'delay'; ms: number };
 
 export const ScriptFileStepSchema: z.ZodType<FileStep> = z.lazy(() =>
   z.discriminatedUnion('type', [
     z.strictObject({ type: z.literal('text'), text: z.string(), chunks: z.array(z.string()).optional() }),
     z.strictObject({ type: z.literal('thinking'), text: z.string(), redacted: z.boolean().optional() }),
-    z.strictObject({ type: z.literal('tool'), name: z.string().min(1), input: z.unknown().optional(), output: z.string().optional(), isError: z.boolean().optional(), toolUseId: z.string().optional() }),
-    z.strictObject({ type: z.literal('subagent'), name: z.string().min(1), input: z.string(), steps: z.array(ScriptFileStepSchema), output: z.string().optional() }),
+    z.strictObject({
+      type: z.literal('tool'),
+      name: z.string().min(1),
+      input: z.unknown().optional(),
+      output: z.string().optional(),
+      isError: z.boolean().optional(),
+      toolUseId: z.string().optional(),
+    }),
+    z.strictObject({
+      type: z.literal('subagent'),
+      name: z.string().min(1),
+      input: z.string(),
+      steps: z.array(ScriptFileStepSchema),
+      output: z.string().optional(),
+    }),
     z.strictObject({ type: z.literal('usage'), usage: Usage }),
     z.strictObject({ type: z.literal('cost'), costUsd: z.number().nonnegative() }),
-    z.strictObject({ type: z.literal('error'), message: z.string(), advice: z.string().optional(), code: z.string().optional(), retryable: z.boolean().optional() }),
+    z.strictObject({
+      type: z.literal('error'),
+      message: z.string(),
+      advice: z.string().optional(),
+      code: z.string().optional(),
+      retryable: z.boolean().optional(),
+    }),
     z.strictObject({ type: z.literal('delay'), ms: z.number().int().nonnegative().max(3_600_000) }),
   ]),
 );
@@ -72,7 +104,13 @@ function toSteps(steps: readonly FileStep[]): ScriptStep[] {
       case 'delay':
         return { type: 'wait', until: delay(item.ms) };
       case 'subagent':
-        return { type: 'subagent', name: item.name, input: item.input, steps: toSteps(item.steps), ...(item.output !== undefined ? { output: item.output } : {}) };
+        return {
+          type: 'subagent',
+          name: item.name,
+          input: item.input,
+          steps: toSteps(item.steps),
+          ...(item.output !== undefined ? { output: item.output } : {}),
+        };
       case 'tool':
         return {
           type: 'tool',
@@ -89,9 +127,15 @@ function toSteps(steps: readonly FileStep[]): ScriptStep[] {
 }
 
 /** Scripted back-end options from a parsed script file; `source` names it in errors. */
-export function scriptedOptionsFromJson(value: unknown, source = 'the script'): Pick<ScriptedBackendOptions, 'turns' | 'defaultTurn'> {
+export function scriptedOptionsFromJson(
+  value: unknown,
+  source = 'the script',
+): Pick<ScriptedBackendOptions, 'turns' | 'defaultTurn'> {
   const parsed = ScriptFileSchema.safeParse(value);
-  if (!parsed.success) throw new ScriptFileError(`${source} is not a valid scripted back-end script: ${describeIssues(parsed.error.issues)}.`);
+  if (!parsed.success)
+    throw new ScriptFileError(
+      `${source} is not a valid scripted back-end script: ${describeIssues(parsed.error.issues)}.`,
+    );
   // Each turn is built when it is played, so its delays start then.
   const turns: ScriptedTurn[] = parsed.data.turns.map((steps) => () => toSteps(steps));
   const fallback = parsed.data.defaultTurn;
@@ -104,13 +148,18 @@ export async function loadScriptFile(path: string): Promise<Pick<ScriptedBackend
   try {
     text = await readFile(path, 'utf8');
   } catch (error) {
-    throw new ScriptFileError(`Could not read the scripted back-end script ${path}: ${String(error)}.`, { cause: error });
+    throw new ScriptFileError(`Could not read the scripted back-end script ${path}: ${String(error)}.`, {
+      cause: error,
+    });
   }
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (error) {
-    throw new ScriptFileError(`The scripted back-end script ${path} is not JSON: ${error instanceof Error ? error.message : String(error)}.`, { cause: error });
+    throw new ScriptFileError(
+      `The scripted back-end script ${path} is not JSON: ${error instanceof Error ? error.message : String(error)}.`,
+      { cause: error },
+    );
   }
   return scriptedOptionsFromJson(value, path);
 }

@@ -39,7 +39,12 @@ export const step = {
     return { type: 'thinking', text, ...(options.redacted ? { redacted: true } : {}) };
   },
   /** A tool call and its result. Without `output`, the request's tool of that name runs. */
-  tool(name: string, input: unknown, output?: string, options: { isError?: boolean; toolUseId?: string } = {}): ScriptStep {
+  tool(
+    name: string,
+    input: unknown,
+    output?: string,
+    options: { isError?: boolean; toolUseId?: string } = {},
+  ): ScriptStep {
     return { type: 'tool', name, input, ...(output !== undefined ? { output } : {}), ...options };
   },
   /** A subagent with its own thread; its last text is its output unless `output` is given. */

@@ -215,7 +215,11 @@ class TurnPlayer {
       const steps = typeof turn === 'function' ? await turn(this.context.call) : turn;
       outcome = yield* this.playSteps(steps, MAIN_CONVERSATION);
       // Messages injected but not awaited by a step are still answered before the turn ends.
-      for (let message = this.context.inbox.take(); outcome === 'continue' && message !== undefined; message = this.context.inbox.take()) {
+      for (
+        let message = this.context.inbox.take();
+        outcome === 'continue' && message !== undefined;
+        message = this.context.inbox.take()
+      ) {
         yield* this.text(`Received: ${message}`, undefined, MAIN_CONVERSATION);
       }
     } catch (error) {
@@ -252,7 +256,10 @@ class TurnPlayer {
       case 'text':
         return yield* this.text(item.text, item.chunks, conversationId);
       case 'thinking': {
-        const { blockId, events } = this.events.startText('thinking', { conversationId, redacted: item.redacted ?? false });
+        const { blockId, events } = this.events.startText('thinking', {
+          conversationId,
+          redacted: item.redacted ?? false,
+        });
         yield* events;
         return yield* this.stream(blockId, chunkText(item.text));
       }
@@ -281,7 +288,10 @@ class TurnPlayer {
         );
         return 'error';
       case 'wait': {
-        const result = await abortable(item.until instanceof AbortSignal ? signalled(item.until) : item.until, this.context.signal);
+        const result = await abortable(
+          item.until instanceof AbortSignal ? signalled(item.until) : item.until,
+          this.context.signal,
+        );
         return result.aborted ? 'aborted' : 'continue';
       }
       case 'await_injection': {
@@ -294,8 +304,15 @@ class TurnPlayer {
     }
   }
 
-  private async *text(text: string, chunks: string[] | undefined, conversationId: string): AsyncGenerator<StreamEventDraft, Outcome> {
-    const { blockId, events } = this.events.startText('assistant_text', { conversationId, model: this.context.model.id });
+  private async *text(
+    text: string,
+    chunks: string[] | undefined,
+    conversationId: string,
+  ): AsyncGenerator<StreamEventDraft, Outcome> {
+    const { blockId, events } = this.events.startText('assistant_text', {
+      conversationId,
+      model: this.context.model.id,
+    });
     yield* events;
     return yield* this.stream(blockId, chunks ?? chunkText(text));
   }
@@ -311,7 +328,10 @@ class TurnPlayer {
     return 'continue';
   }
 
-  private async *tool(item: Extract<ScriptStep, { type: 'tool' }>, conversationId: string): AsyncGenerator<StreamEventDraft, Outcome> {
+  private async *tool(
+    item: Extract<ScriptStep, { type: 'tool' }>,
+    conversationId: string,
+  ): AsyncGenerator<StreamEventDraft, Outcome> {
     this.toolCalls += 1;
     const { block, events } = this.events.startToolUse({
       name: item.name,
@@ -339,23 +359,38 @@ class TurnPlayer {
       const options: ToolExecuteOptions = { signal: this.context.signal, traceContext: this.context.traceContext?.() };
       const result = await abortable(definition.execute(item.input, options), this.context.signal);
       if (result.aborted) {
-        yield* this.events.finishToolUse(block, { content: 'The tool call was aborted.', isError: true }, conversationId);
+        yield* this.events.finishToolUse(
+          block,
+          { content: 'The tool call was aborted.', isError: true },
+          conversationId,
+        );
         return 'aborted';
       }
       const output = result.value;
       yield* this.events.finishToolUse(
         block,
-        { content: output.content, isError: output.isError ?? false, ...(output.data !== undefined ? { output: output.data } : {}) },
+        {
+          content: output.content,
+          isError: output.isError ?? false,
+          ...(output.data !== undefined ? { output: output.data } : {}),
+        },
         conversationId,
       );
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      yield* this.events.finishToolUse(block, { content: `Tool "${item.name}" failed: ${message}`, isError: true }, conversationId);
+      yield* this.events.finishToolUse(
+        block,
+        { content: `Tool "${item.name}" failed: ${message}`, isError: true },
+        conversationId,
+      );
     }
     return 'continue';
   }
 
-  private async *subagent(item: Extract<ScriptStep, { type: 'subagent' }>, conversationId: string): AsyncGenerator<StreamEventDraft, Outcome> {
+  private async *subagent(
+    item: Extract<ScriptStep, { type: 'subagent' }>,
+    conversationId: string,
+  ): AsyncGenerator<StreamEventDraft, Outcome> {
     const subagentId = this.context.newId('subagent');
     const at = this.context.clock();
     const block = {
@@ -369,7 +404,10 @@ class TurnPlayer {
     };
     yield { type: 'block_start', conversationId, at, block };
     yield* this.events.system('subagent_start', `Subagent ${item.name} started`, { conversationId: subagentId });
-    yield* this.events.whole({ type: 'user_message', id: this.context.newId('user'), createdAt: at, content: item.input }, subagentId);
+    yield* this.events.whole(
+      { type: 'user_message', id: this.context.newId('user'), createdAt: at, content: item.input },
+      subagentId,
+    );
 
     const before = this.outputTokens;
     const outcome = yield* this.playSteps(item.steps, subagentId);
@@ -381,9 +419,13 @@ class TurnPlayer {
       cacheWriteTokens: 0,
     };
     const status = outcome === 'continue' ? 'success' : 'error';
-    yield* this.events.system('subagent_end', `Subagent ${item.name} ${outcome === 'continue' ? 'completed' : outcome === 'aborted' ? 'was aborted' : 'failed'}`, {
-      conversationId: subagentId,
-    });
+    yield* this.events.system(
+      'subagent_end',
+      `Subagent ${item.name} ${outcome === 'continue' ? 'completed' : outcome === 'aborted' ? 'was aborted' : 'failed'}`,
+      {
+        conversationId: subagentId,
+      },
+    );
     yield this.events.metadata({ usage, costUsd: 0, model: this.context.model.id }, subagentId);
     const output = item.output ?? lastText(item.steps);
     const completedAt = this.context.clock();
@@ -396,7 +438,11 @@ class TurnPlayer {
     return outcome;
   }
 
-  private *fail(failure: BackendFailure, code?: string, conversationId: string = MAIN_CONVERSATION): Generator<StreamEventDraft> {
+  private *fail(
+    failure: BackendFailure,
+    code?: string,
+    conversationId: string = MAIN_CONVERSATION,
+  ): Generator<StreamEventDraft> {
     this.stopReason = 'error';
     yield* this.events.system('error', describeFailure(failure), {
       conversationId,
@@ -407,7 +453,9 @@ class TurnPlayer {
   private finalMetadata(): StreamEventDraft {
     const call = this.context.call;
     const estimatedInput =
-      countScriptedTokens(call.systemPrompt) + countScriptedTokens(call.prompt) + call.injected.reduce((sum, text) => sum + countScriptedTokens(text), 0);
+      countScriptedTokens(call.systemPrompt) +
+      countScriptedTokens(call.prompt) +
+      call.injected.reduce((sum, text) => sum + countScriptedTokens(text), 0);
     const usage: Usage = {
       inputTokens: this.usageOverride?.inputTokens ?? estimatedInput,
       outputTokens: this.usageOverride?.outputTokens ?? this.outputTokens,

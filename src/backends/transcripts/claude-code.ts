@@ -13,7 +13,15 @@ import {
   type TranscriptWarning,
 } from './types.js';
 import { ChainOrder, type HeldRecord } from './claude-code/chain-order.js';
-import { assignIds, blockEvent, blockId, mapAssistantContent, mapAttachment, mapSystemRecord, unknownRecord } from './claude-code/blocks.js';
+import {
+  assignIds,
+  blockEvent,
+  blockId,
+  mapAssistantContent,
+  mapAttachment,
+  mapSystemRecord,
+  unknownRecord,
+} from './claude-code/blocks.js';
 import { isTitleRecord, recordOfLine, textOf, usageOf } from './claude-code/records.js';
 import { rewindBlock } from './claude-code/rewind.js';
 import { noteCompactionSummary, noteEnvelope, noteTitle } from './claude-code/session-info.js';
@@ -103,7 +111,8 @@ export class ClaudeCodeParser implements TranscriptParser {
     if (this.ended) return this.info;
     this.ended = true;
     // Records whose parent never came: in file order, each with its own children after it.
-    for (let held = this.order.takeOldest(); held !== undefined; held = this.order.takeOldest()) this.placeWithChildren(held);
+    for (let held = this.order.takeOldest(); held !== undefined; held = this.order.takeOldest())
+      this.placeWithChildren(held);
     for (const thread of this.allThreads()) {
       if (this.options.live !== true || thread.group?.stopReason !== undefined) this.closeGroup(thread);
     }
@@ -111,14 +120,23 @@ export class ClaudeCodeParser implements TranscriptParser {
     for (const thread of this.allThreads()) thread.flush(true, this.emit);
     for (const event of late) this.emit(event);
     for (const [threadId] of this.sideThreads) {
-      if (!this.tools.isLinked(threadId)) this.info.subagents.push({ subagentId: threadId, name: 'sidechain', linked: false });
+      if (!this.tools.isLinked(threadId))
+        this.info.subagents.push({ subagentId: threadId, name: 'sidechain', linked: false });
     }
     if (this.main.conversationId === MAIN_CONVERSATION && this.usage.costUnknown) {
       this.info.costUnknown = true;
-      this.emit({ type: 'metadata_update', conversationId: MAIN_CONVERSATION, at: this.lastAt, metadata: { costUnknown: true } });
+      this.emit({
+        type: 'metadata_update',
+        conversationId: MAIN_CONVERSATION,
+        at: this.lastAt,
+        metadata: { costUnknown: true },
+      });
     }
     if (this.droppedReplays > 0) {
-      this.warn('PARENT_REPLAY', `${this.droppedReplays} record(s) repeating the parent session's messages were dropped`);
+      this.warn(
+        'PARENT_REPLAY',
+        `${this.droppedReplays} record(s) repeating the parent session's messages were dropped`,
+      );
     }
     return this.info;
   }
@@ -129,7 +147,11 @@ export class ClaudeCodeParser implements TranscriptParser {
   /** Places a record now, or holds it when its parent has not been read yet. */
   private place(held: HeldRecord): void {
     const parent = held.record['parentUuid'];
-    if (typeof parent === 'string' && !this.order.isPlaced(parent) && !isTitleRecord(stringOf(held.record['type']) ?? '')) {
+    if (
+      typeof parent === 'string' &&
+      !this.order.isPlaced(parent) &&
+      !isTitleRecord(stringOf(held.record['type']) ?? '')
+    ) {
       this.order.hold(parent, held);
       while (this.order.overLimits) {
         const oldest = this.order.takeOldest();
@@ -150,7 +172,8 @@ export class ClaudeCodeParser implements TranscriptParser {
       if (typeof uuid !== 'string') continue;
       this.order.markPlaced(uuid);
       const children = this.order.takeChildren(uuid);
-      if (children !== undefined) for (let index = children.length - 1; index >= 0; index--) stack.push(children[index]!);
+      if (children !== undefined)
+        for (let index = children.length - 1; index >= 0; index--) stack.push(children[index]!);
     }
   }
 
@@ -164,7 +187,13 @@ export class ClaudeCodeParser implements TranscriptParser {
     if (type !== undefined && isTitleRecord(type)) {
       noteTitle(this.info, type, record);
       // A leaf pointer is bookkeeping; a title is kept verbatim too.
-      if (type !== 'last-prompt') this.addNode(this.main, undefined, [blockEvent(this.main.conversationId, unknownRecord(blockId(undefined, lineNumber), at, record, type))], bytes);
+      if (type !== 'last-prompt')
+        this.addNode(
+          this.main,
+          undefined,
+          [blockEvent(this.main.conversationId, unknownRecord(blockId(undefined, lineNumber), at, record, type))],
+          bytes,
+        );
       return;
     }
     const thread = this.threadFor(record);
@@ -188,18 +217,31 @@ export class ClaudeCodeParser implements TranscriptParser {
         this.costRecord(record, thread, at, bytes);
         return;
       default:
-        this.addNode(thread, uuid, [blockEvent(thread.conversationId, unknownRecord(blockId(uuid, lineNumber), at, record, type))], bytes);
+        this.addNode(
+          thread,
+          uuid,
+          [blockEvent(thread.conversationId, unknownRecord(blockId(uuid, lineNumber), at, record, type))],
+          bytes,
+        );
     }
   }
 
-  private userRecord(record: JsonObject, thread: Thread, uuid: string | undefined, lineNumber: number, at: number, bytes: number): void {
+  private userRecord(
+    record: JsonObject,
+    thread: Thread,
+    uuid: string | undefined,
+    lineNumber: number,
+    at: number,
+    bytes: number,
+  ): void {
     const { blocks, updates, human, prompt, summary } = mapUserContent(record, this.tools, at);
     if (prompt !== undefined && thread === this.main) this.info.firstUserMessage ??= prompt;
     const turnEnd = human ? this.endOpenTurn(thread, at) : undefined;
     if (human && thread.detectRewinds) this.maybeRewind(thread, record, uuid, at);
     if (thread === this.main && !this.isChainKnown(thread, record)) this.warnMissingParent(record, uuid, lineNumber);
     assignIds(blocks, uuid, lineNumber);
-    if (summary !== undefined && thread.conversationId === MAIN_CONVERSATION) noteCompactionSummary(this.info, summary, blocks[0]?.id, at);
+    if (summary !== undefined && thread.conversationId === MAIN_CONVERSATION)
+      noteCompactionSummary(this.info, summary, blocks[0]?.id, at);
     // Status updates of tool calls emitted earlier come first, then the result blocks.
     // The turn end goes after the prompt's blocks: a re-import recognises metadata by the block before it.
     const events = [...updates, ...blocks.map((block) => blockEvent(thread.conversationId, block))];
@@ -208,7 +250,14 @@ export class ClaudeCodeParser implements TranscriptParser {
     if (human) thread.lastHumanPosition = node.position;
   }
 
-  private assistantRecord(record: JsonObject, thread: Thread, uuid: string | undefined, lineNumber: number, at: number, bytes: number): void {
+  private assistantRecord(
+    record: JsonObject,
+    thread: Thread,
+    uuid: string | undefined,
+    lineNumber: number,
+    at: number,
+    bytes: number,
+  ): void {
     const message = objectOf(record['message']);
     const messageId = stringOf(message?.['id']);
     if (messageId !== undefined && this.options.parentMessageIds?.has(messageId)) {
@@ -224,7 +273,12 @@ export class ClaudeCodeParser implements TranscriptParser {
     const { blocks, tools } = mapAssistantContent(record, message?.['content'], model, uuid, lineNumber, at);
     if (thread === this.main && !this.isChainKnown(thread, record)) this.warnMissingParent(record, uuid, lineNumber);
     assignIds(blocks, uuid, lineNumber);
-    const node = this.addNode(thread, uuid, blocks.map((block) => blockEvent(thread.conversationId, block)), bytes);
+    const node = this.addNode(
+      thread,
+      uuid,
+      blocks.map((block) => blockEvent(thread.conversationId, block)),
+      bytes,
+    );
     this.tools.register(tools, node, thread);
     const usage = usageOf(message?.['usage']);
     const costUsd = numberOf(record['costUSD']);
@@ -244,7 +298,14 @@ export class ClaudeCodeParser implements TranscriptParser {
     return { type: 'metadata_update', conversationId: thread.conversationId, at, metadata: { turnComplete: true } };
   }
 
-  private systemRecord(record: JsonObject, thread: Thread, uuid: string | undefined, lineNumber: number, at: number, bytes: number): void {
+  private systemRecord(
+    record: JsonObject,
+    thread: Thread,
+    uuid: string | undefined,
+    lineNumber: number,
+    at: number,
+    bytes: number,
+  ): void {
     const conversationId = thread.conversationId;
     const { block, metadata, compaction } = mapSystemRecord(record, at);
     if (compaction !== undefined && conversationId === MAIN_CONVERSATION) {
@@ -259,7 +320,14 @@ export class ClaudeCodeParser implements TranscriptParser {
     this.addNode(thread, uuid, events, bytes);
   }
 
-  private attachmentRecord(record: JsonObject, thread: Thread, uuid: string | undefined, lineNumber: number, at: number, bytes: number): void {
+  private attachmentRecord(
+    record: JsonObject,
+    thread: Thread,
+    uuid: string | undefined,
+    lineNumber: number,
+    at: number,
+    bytes: number,
+  ): void {
     const { block, prompt } = mapAttachment(record, at);
     const human = prompt !== undefined;
     if (human && thread === this.main && this.info.firstUserMessage === undefined) this.info.firstUserMessage = prompt;
@@ -271,7 +339,12 @@ export class ClaudeCodeParser implements TranscriptParser {
   private costRecord(record: JsonObject, thread: Thread, at: number, bytes: number): void {
     const metadata = this.usage.costState(record);
     if (Object.keys(metadata).length === 0) return;
-    this.addNode(thread, undefined, [{ type: 'metadata_update', conversationId: thread.conversationId, at, metadata }], bytes);
+    this.addNode(
+      thread,
+      undefined,
+      [{ type: 'metadata_update', conversationId: thread.conversationId, at, metadata }],
+      bytes,
+    );
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -308,7 +381,12 @@ export class ClaudeCodeParser implements TranscriptParser {
 
   private isChainKnown(thread: Thread, record: JsonObject): boolean {
     const parent = record['parentUuid'];
-    return typeof parent !== 'string' || parent === thread.lastUuid || thread.positions.has(parent) || this.sideThreadOf.has(parent);
+    return (
+      typeof parent !== 'string' ||
+      parent === thread.lastUuid ||
+      thread.positions.has(parent) ||
+      this.sideThreadOf.has(parent)
+    );
   }
 
   private warnMissingParent(record: JsonObject, uuid: string | undefined, lineNumber: number): void {
@@ -361,7 +439,12 @@ export class ClaudeCodeParser implements TranscriptParser {
     if (metadata === undefined) return;
     if (group.model !== undefined && thread.conversationId === this.main.conversationId) this.info.model = group.model;
     if (Object.keys(metadata).length === 0) return;
-    const event: StreamEventDraft = { type: 'metadata_update', conversationId: thread.conversationId, at: group.at, metadata };
+    const event: StreamEventDraft = {
+      type: 'metadata_update',
+      conversationId: thread.conversationId,
+      at: group.at,
+      metadata,
+    };
     if (group.node.emitted) this.emit(event);
     else group.node.events.push(event);
   }

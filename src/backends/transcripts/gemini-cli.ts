@@ -86,7 +86,9 @@ export class GeminiTranscriptParser implements TranscriptParser {
       }
       this.warn(
         terminated ? 'MALFORMED_LINE' : 'TRUNCATED_LINE',
-        terminated ? `line ${lineNumber} is not valid JSON; skipped` : `line ${lineNumber} is cut off (the file ends mid-record); skipped`,
+        terminated
+          ? `line ${lineNumber} is not valid JSON; skipped`
+          : `line ${lineNumber} is cut off (the file ends mid-record); skipped`,
         lineNumber,
       );
       return;
@@ -218,7 +220,12 @@ export class GeminiTranscriptParser implements TranscriptParser {
       const at = timeOf(record['timestamp']) ?? lastAt;
       lastAt = at;
       if (entry.kind === 'unknown') {
-        push(systemBlock(`line-${entry.line}`, 'unknown_record', 'Gemini CLI record of an unknown kind (not shown)', at, { source: 'gemini-cli', record }));
+        push(
+          systemBlock(`line-${entry.line}`, 'unknown_record', 'Gemini CLI record of an unknown kind (not shown)', at, {
+            source: 'gemini-cli',
+            record,
+          }),
+        );
         continue;
       }
       const id = stringOf(record['id']) ?? key;
@@ -232,7 +239,10 @@ export class GeminiTranscriptParser implements TranscriptParser {
             responses.forEach((part, index) => {
               const response = objectOf(part['functionResponse']) ?? {};
               // Raw API contents (checkpoints) may omit ids: a response answers the oldest open call of its name.
-              const byName = stringOf(response['id']) === undefined ? unanswered.get(stringOf(response['name']) ?? '')?.shift() : undefined;
+              const byName =
+                stringOf(response['id']) === undefined
+                  ? unanswered.get(stringOf(response['name']) ?? '')?.shift()
+                  : undefined;
               const result = resultFromResponse(response, byName ?? `${id}:${index}`, at);
               if (answered.has(result.toolUseId)) return; // already shown inside the gemini message
               answered.add(result.toolUseId);
@@ -248,7 +258,10 @@ export class GeminiTranscriptParser implements TranscriptParser {
           if (hasStateSnapshot(text)) {
             push(systemBlock(id, 'compaction', text, at, { kind: 'state_snapshot', summary: true }));
             if (this.conversationId === MAIN_CONVERSATION) {
-              const messagesBefore = items.filter((item) => 'block' in item && (item.block.type === 'user_message' || item.block.type === 'assistant_text')).length;
+              const messagesBefore = items.filter(
+                (item) =>
+                  'block' in item && (item.block.type === 'user_message' || item.block.type === 'assistant_text'),
+              ).length;
               this.info.compactions.push({ blockId: id, summary: text, at, trigger: 'compress', messagesBefore });
             }
           } else if (text.trimStart().startsWith('<session_context>')) {
@@ -275,15 +288,35 @@ export class GeminiTranscriptParser implements TranscriptParser {
             const subject = stringOf(thought['subject']) ?? '';
             const description = stringOf(thought['description']) ?? '';
             const content = subject && description ? `**${subject}**\n${description}` : subject || description;
-            push({ type: 'thinking', id: `${id}:thought:${index}`, createdAt: timeOf(thought['timestamp']) ?? at, completedAt: at, content });
+            push({
+              type: 'thinking',
+              id: `${id}:thought:${index}`,
+              createdAt: timeOf(thought['timestamp']) ?? at,
+              completedAt: at,
+              content,
+            });
           });
           parts.forEach((part, index) => {
             if (part['thought'] === true && typeof part['text'] === 'string') {
-              push({ type: 'thinking', id: `${id}:thought-part:${index}`, createdAt: at, completedAt: at, content: part['text'] });
+              push({
+                type: 'thinking',
+                id: `${id}:thought-part:${index}`,
+                createdAt: at,
+                completedAt: at,
+                content: part['text'],
+              });
             }
           });
           const text = textOfParts(parts, false);
-          if (text.length > 0) push({ type: 'assistant_text', id: `${id}:text`, createdAt: at, completedAt: at, content: text, ...(model ? { model } : {}) });
+          if (text.length > 0)
+            push({
+              type: 'assistant_text',
+              id: `${id}:text`,
+              createdAt: at,
+              completedAt: at,
+              content: text,
+              ...(model ? { model } : {}),
+            });
           parts.forEach((part, index) => {
             const call = objectOf(part['functionCall']);
             if (call === undefined) return;
@@ -338,7 +371,8 @@ export class GeminiTranscriptParser implements TranscriptParser {
             metadata.model = model;
             if (this.conversationId === MAIN_CONVERSATION) this.info.model = model;
           }
-          if (toolCalls.length === 0 && this.conversationId === MAIN_CONVERSATION && text.length > 0) metadata.turnComplete = true;
+          if (toolCalls.length === 0 && this.conversationId === MAIN_CONVERSATION && text.length > 0)
+            metadata.turnComplete = true;
           if (Object.keys(metadata).length > 0) items.push({ metadata, at });
           break;
         }
@@ -348,7 +382,12 @@ export class GeminiTranscriptParser implements TranscriptParser {
           push(systemBlock(id, type === 'error' ? 'error' : 'info', textOfParts(parts, true), at, { kind: type }));
           break;
         default:
-          push(systemBlock(id, 'unknown_record', `Gemini CLI message of type "${type ?? 'untyped'}" (not shown)`, at, { source: 'gemini-cli', record }));
+          push(
+            systemBlock(id, 'unknown_record', `Gemini CLI message of type "${type ?? 'untyped'}" (not shown)`, at, {
+              source: 'gemini-cli',
+              record,
+            }),
+          );
       }
     }
 
@@ -360,7 +399,12 @@ export class GeminiTranscriptParser implements TranscriptParser {
     let first: number | undefined;
     for (const item of items) {
       if ('metadata' in item) {
-        this.options.emit({ type: 'metadata_update', conversationId: this.conversationId, at: item.at, metadata: item.metadata });
+        this.options.emit({
+          type: 'metadata_update',
+          conversationId: this.conversationId,
+          at: item.at,
+          metadata: item.metadata,
+        });
         continue;
       }
       const block = item.block;
@@ -372,11 +416,17 @@ export class GeminiTranscriptParser implements TranscriptParser {
     if (usageSeen && this.conversationId === MAIN_CONVERSATION) {
       // Gemini CLI records tokens but never a price.
       this.info.costUnknown = true;
-      this.options.emit({ type: 'metadata_update', conversationId: this.conversationId, at: lastAt, metadata: { costUnknown: true } });
+      this.options.emit({
+        type: 'metadata_update',
+        conversationId: this.conversationId,
+        at: lastAt,
+        metadata: { costUnknown: true },
+      });
     }
     if (this.info.startedAt === undefined && first !== undefined) this.info.startedAt = first;
     if (this.info.endedAt === undefined && first !== undefined) this.info.endedAt = lastAt;
-    if (this.unknownCount > 0) this.warn('UNKNOWN_RECORD', `${this.unknownCount} line(s) of an unknown kind were kept as unknown_record blocks`);
+    if (this.unknownCount > 0)
+      this.warn('UNKNOWN_RECORD', `${this.unknownCount} line(s) of an unknown kind were kept as unknown_record blocks`);
   }
 
   private warn(code: string, message: string, line?: number): void {
@@ -384,8 +434,22 @@ export class GeminiTranscriptParser implements TranscriptParser {
   }
 }
 
-function systemBlock(id: string, subtype: SystemBlockSubtype, content: string, at: number, data?: unknown): SystemBlock {
-  return { type: 'system', id, createdAt: at, completedAt: at, subtype, content, ...(data !== undefined ? { data } : {}) };
+function systemBlock(
+  id: string,
+  subtype: SystemBlockSubtype,
+  content: string,
+  at: number,
+  data?: unknown,
+): SystemBlock {
+  return {
+    type: 'system',
+    id,
+    createdAt: at,
+    completedAt: at,
+    subtype,
+    content,
+    ...(data !== undefined ? { data } : {}),
+  };
 }
 
 /** Gemini's `PartListUnion`: a string, one Part, or a list of strings and Parts. */
@@ -405,7 +469,9 @@ function textOfParts(parts: JsonObject[], includeThoughts: boolean): string {
     } else if (isObject(part['inlineData'])) {
       texts.push(`[inline data: ${stringOf(part['inlineData']['mimeType']) ?? 'unknown type'}]`);
     } else if (isObject(part['fileData'])) {
-      texts.push(`[file: ${stringOf(part['fileData']['fileUri']) ?? stringOf(part['fileData']['mimeType']) ?? 'unknown'}]`);
+      texts.push(
+        `[file: ${stringOf(part['fileData']['fileUri']) ?? stringOf(part['fileData']['mimeType']) ?? 'unknown'}]`,
+      );
     }
   }
   return texts.join('');
@@ -415,15 +481,21 @@ function callStatus(status: string | undefined): { status: BlockStatus; error?: 
   if (status === undefined || status === 'success') return { status: 'success' };
   if (status === 'error') return { status: 'error' };
   if (status === 'cancelled') return { status: 'error', error: 'cancelled' };
-  if (RUNNING_STATUSES.has(status)) return { status: 'error', error: `interrupted: the session ended while the call was ${status}` };
+  if (RUNNING_STATUSES.has(status))
+    return { status: 'error', error: `interrupted: the session ended while the call was ${status}` };
   return { status: 'success' };
 }
 
 function responseText(response: unknown): { text: string; isError: boolean } {
   const object = objectOf(response);
-  if (object === undefined) return { text: typeof response === 'string' ? response : JSON.stringify(response ?? null), isError: false };
+  if (object === undefined)
+    return { text: typeof response === 'string' ? response : JSON.stringify(response ?? null), isError: false };
   if (typeof object['output'] === 'string') return { text: object['output'], isError: false };
-  if (object['error'] !== undefined) return { text: typeof object['error'] === 'string' ? object['error'] : JSON.stringify(object['error']), isError: true };
+  if (object['error'] !== undefined)
+    return {
+      text: typeof object['error'] === 'string' ? object['error'] : JSON.stringify(object['error']),
+      isError: true,
+    };
   return { text: JSON.stringify(object), isError: false };
 }
 
@@ -496,6 +568,9 @@ function historyToMessages(history: unknown[]): JsonObject[] {
 }
 
 /** Parses a whole Gemini CLI session file held in memory (JSONL log, legacy JSON document or checkpoint). */
-export function parseGeminiTranscript(input: TranscriptInput, options: Omit<GeminiParserOptions, 'emit'> = {}): ParsedNativeTranscript {
+export function parseGeminiTranscript(
+  input: TranscriptInput,
+  options: Omit<GeminiParserOptions, 'emit'> = {},
+): ParsedNativeTranscript {
   return parseCollected(input, (emit) => new GeminiTranscriptParser({ ...options, emit }));
 }

@@ -8,7 +8,8 @@
 export function parseTimestamp(text: string): number {
   if (text.length !== 24 || text.charCodeAt(23) !== Z) return Date.parse(text);
   if (text.charCodeAt(4) !== DASH || text.charCodeAt(7) !== DASH || text.charCodeAt(10) !== T) return Date.parse(text);
-  if (text.charCodeAt(13) !== COLON || text.charCodeAt(16) !== COLON || text.charCodeAt(19) !== DOT) return Date.parse(text);
+  if (text.charCodeAt(13) !== COLON || text.charCodeAt(16) !== COLON || text.charCodeAt(19) !== DOT)
+    return Date.parse(text);
   const year = digits(text, 0, 4);
   const month = digits(text, 5, 2);
   const day = digits(text, 8, 2);
@@ -18,7 +19,8 @@ export function parseTimestamp(text: string): number {
   const millisecond = digits(text, 20, 3);
   // `digits` gives -1 for a non-digit; these ranges exclude it and every value Date.parse treats specially.
   if (year < 1970 || month < 1 || month > 12 || day < 1 || day > daysIn(year, month)) return Date.parse(text);
-  if (hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 59 || millisecond < 0) return Date.parse(text);
+  if (hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 59 || millisecond < 0)
+    return Date.parse(text);
   return (((daysSinceEpoch(year, month, day) * 24 + hour) * 60 + minute) * 60 + second) * 1000 + millisecond;
 }
 

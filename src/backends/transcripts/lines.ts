@@ -11,7 +11,13 @@ export type LineHandler = (line: string, lineNumber: number, terminated: boolean
  * The same, for a reader of raw bytes: the line is `buffer[start, end)`, undecoded (a leading BOM
  * and a trailing carriage return already cut). The buffer is valid only during the call.
  */
-export type LineBytesHandler = (buffer: Buffer, start: number, end: number, lineNumber: number, terminated: boolean) => void;
+export type LineBytesHandler = (
+  buffer: Buffer,
+  start: number,
+  end: number,
+  lineNumber: number,
+  terminated: boolean,
+) => void;
 
 const NEWLINE = 10;
 const CARRIAGE_RETURN = 13;
@@ -81,7 +87,8 @@ export class LineSplitter {
     this.lineNumber++;
     if (this.onBytes !== undefined) {
       let from = start;
-      if (this.lineNumber === 1 && buffer[from] === 0xef && buffer[from + 1] === 0xbb && buffer[from + 2] === 0xbf) from += 3;
+      if (this.lineNumber === 1 && buffer[from] === 0xef && buffer[from + 1] === 0xbb && buffer[from + 2] === 0xbf)
+        from += 3;
       this.onBytes(buffer, from, stop, this.lineNumber, terminated);
       return;
     }

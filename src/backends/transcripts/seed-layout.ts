@@ -31,13 +31,19 @@ export interface SeedLayoutFiles {
 
 const Timestamp = z.string();
 
-const TokensMetadata = z.union([z.number(), z.object({ input: z.number().optional(), output: z.number().optional() }).loose()]);
+const TokensMetadata = z.union([
+  z.number(),
+  z.object({ input: z.number().optional(), output: z.number().optional() }).loose(),
+]);
 
 const SeedMessageSchema = z
   .object({
     id: z.string().min(1).optional(),
     role: z.enum(['user', 'assistant', 'system']),
-    content: z.union([z.string(), z.array(z.object({ type: z.string().optional(), text: z.string().optional() }).loose())]),
+    content: z.union([
+      z.string(),
+      z.array(z.object({ type: z.string().optional(), text: z.string().optional() }).loose()),
+    ]),
     timestamp: Timestamp.optional(),
     tokens: z.number().optional(),
     pinned: z.boolean().optional(),
@@ -53,7 +59,10 @@ const SeedChatSchema = z.union([
     .object({
       sessionId: z.string().optional(),
       messages: z.array(z.unknown()),
-      metadata: z.object({ createdAt: Timestamp.optional(), updatedAt: Timestamp.optional(), tokenCount: z.number().optional() }).loose().optional(),
+      metadata: z
+        .object({ createdAt: Timestamp.optional(), updatedAt: Timestamp.optional(), tokenCount: z.number().optional() })
+        .loose()
+        .optional(),
     })
     .loose(),
 ]);
@@ -111,7 +120,11 @@ const SeedCheckpointSchema = z
       })
       .optional(),
     tokens: z
-      .object({ checkpoint: z.number().optional(), lastCompactionInput: z.number().optional(), totalSaved: z.number().optional() })
+      .object({
+        checkpoint: z.number().optional(),
+        lastCompactionInput: z.number().optional(),
+        totalSaved: z.number().optional(),
+      })
       .loose()
       .optional(),
     compactionInfo: z
@@ -123,7 +136,10 @@ const SeedCheckpointSchema = z
       })
       .loose()
       .optional(),
-    stats: z.object({ totalCompactions: z.number().optional(), totalMessages: z.number().optional() }).loose().optional(),
+    stats: z
+      .object({ totalCompactions: z.number().optional(), totalMessages: z.number().optional() })
+      .loose()
+      .optional(),
   })
   .loose();
 
@@ -214,7 +230,11 @@ export function parseSeedLayout(files: SeedLayoutFiles): ParsedSeedLayout {
     }
     const checked = schema.safeParse(parsed.value);
     if (!checked.success) {
-      warnings.push({ code: 'INVALID_FILE', file, message: `${file} does not have the seed layout's shape (${describeIssues(checked.error.issues)}); left out` });
+      warnings.push({
+        code: 'INVALID_FILE',
+        file,
+        message: `${file} does not have the seed layout's shape (${describeIssues(checked.error.issues)}); left out`,
+      });
       return undefined;
     }
     return checked.data;
@@ -237,14 +257,19 @@ export function parseSeedLayout(files: SeedLayoutFiles): ParsedSeedLayout {
 
   if (chat !== undefined) {
     const messages = Array.isArray(chat) ? chat : chat.messages;
-    const fallbackAt = timeOf(Array.isArray(chat) ? undefined : chat.metadata?.createdAt) ?? timeOf(sessionFile?.createdAt) ?? 0;
+    const fallbackAt =
+      timeOf(Array.isArray(chat) ? undefined : chat.metadata?.createdAt) ?? timeOf(sessionFile?.createdAt) ?? 0;
     const seen = new Set<string>();
     let lastAt = fallbackAt;
     messages.forEach((raw, index) => {
       const checked = SeedMessageSchema.safeParse(raw);
       const file = FILE_NAMES.chat(files.sessionId);
       if (!checked.success) {
-        warnings.push({ code: 'INVALID_MESSAGE', file, message: `${file}: message ${index} is not a chat message (${describeIssues(checked.error.issues)}); skipped` });
+        warnings.push({
+          code: 'INVALID_MESSAGE',
+          file,
+          message: `${file}: message ${index} is not a chat message (${describeIssues(checked.error.issues)}); skipped`,
+        });
         return;
       }
       const message = checked.data;
@@ -263,7 +288,12 @@ export function parseSeedLayout(files: SeedLayoutFiles): ParsedSeedLayout {
       const usage = message.metadata?.tokens;
       if (message.role === 'assistant' && typeof usage === 'object') {
         const metadata: TurnMetadata = {
-          usage: { inputTokens: usage.input ?? 0, outputTokens: usage.output ?? 0, cacheReadTokens: 0, cacheWriteTokens: 0 },
+          usage: {
+            inputTokens: usage.input ?? 0,
+            outputTokens: usage.output ?? 0,
+            cacheReadTokens: 0,
+            cacheWriteTokens: 0,
+          },
           turnComplete: true,
         };
         emit({ type: 'metadata_update', conversationId: MAIN_CONVERSATION, at, metadata });
@@ -305,14 +335,33 @@ export function parseSeedLayout(files: SeedLayoutFiles): ParsedSeedLayout {
 }
 
 function messageBlock(message: SeedMessage, id: string, at: number): ConversationBlock {
-  const content = typeof message.content === 'string' ? message.content : message.content.map((part) => part.text ?? '').join('');
+  const content =
+    typeof message.content === 'string' ? message.content : message.content.map((part) => part.text ?? '').join('');
   const tokens = message.tokens ?? (typeof message.metadata?.tokens === 'number' ? message.metadata.tokens : undefined);
   const metadata: Record<string, unknown> = { ...message.metadata };
   if (tokens !== undefined) metadata['tokens'] = tokens;
   const withMetadata = Object.keys(metadata).length > 0 ? { metadata } : {};
-  if (message.role === 'system') return { type: 'system', id, createdAt: at, completedAt: at, subtype: 'info', content, data: { kind: 'seed_system_message' } };
-  if (message.role === 'assistant') return { type: 'assistant_text', id, createdAt: at, completedAt: at, content, ...withMetadata };
-  return { type: 'user_message', id, createdAt: at, completedAt: at, content, ...(message.pinned ? { pinned: true } : {}), ...withMetadata };
+  if (message.role === 'system')
+    return {
+      type: 'system',
+      id,
+      createdAt: at,
+      completedAt: at,
+      subtype: 'info',
+      content,
+      data: { kind: 'seed_system_message' },
+    };
+  if (message.role === 'assistant')
+    return { type: 'assistant_text', id, createdAt: at, completedAt: at, content, ...withMetadata };
+  return {
+    type: 'user_message',
+    id,
+    createdAt: at,
+    completedAt: at,
+    content,
+    ...(message.pinned ? { pinned: true } : {}),
+    ...withMetadata,
+  };
 }
 
 function checkpointOf(file: z.infer<typeof SeedCheckpointSchema>): SeedCheckpoint | undefined {
@@ -324,12 +373,15 @@ function checkpointOf(file: z.infer<typeof SeedCheckpointSchema>): SeedCheckpoin
   summary.decisions.push(...(source.decisions ?? []));
   summary.blockers.push(...(source.blockers ?? []));
   // A fresh session's checkpoint is empty (seed 002's initCheckpoint): nothing to carry over.
-  if (Object.values(summary).every((items: string[]) => items.length === 0) && file.ralphLoop === undefined) return undefined;
+  if (Object.values(summary).every((items: string[]) => items.length === 0) && file.ralphLoop === undefined)
+    return undefined;
   const checkpoint: SeedCheckpoint = {
     summary,
     tokens: {
       ...(file.tokens?.checkpoint !== undefined ? { checkpoint: file.tokens.checkpoint } : {}),
-      ...(file.tokens?.lastCompactionInput !== undefined ? { lastCompactionInput: file.tokens.lastCompactionInput } : {}),
+      ...(file.tokens?.lastCompactionInput !== undefined
+        ? { lastCompactionInput: file.tokens.lastCompactionInput }
+        : {}),
       ...(file.tokens?.totalSaved !== undefined ? { totalSaved: file.tokens.totalSaved } : {}),
     },
     messageCount: file.compactionInfo?.messagesCompacted ?? file.stats?.totalMessages ?? 0,
@@ -338,8 +390,10 @@ function checkpointOf(file: z.infer<typeof SeedCheckpointSchema>): SeedCheckpoin
   const createdAt = file.compactionInfo?.compactedAt ?? file.updatedAt ?? file.createdAt;
   if (createdAt !== undefined) checkpoint.createdAt = createdAt;
   if (file.ralphLoop !== undefined) checkpoint.ralphLoop = file.ralphLoop;
-  if (file.compactionInfo?.oldestMessageTimestamp !== undefined) checkpoint.oldestMessageTimestamp = file.compactionInfo.oldestMessageTimestamp;
-  if (file.compactionInfo?.newestMessageTimestamp !== undefined) checkpoint.newestMessageTimestamp = file.compactionInfo.newestMessageTimestamp;
+  if (file.compactionInfo?.oldestMessageTimestamp !== undefined)
+    checkpoint.oldestMessageTimestamp = file.compactionInfo.oldestMessageTimestamp;
+  if (file.compactionInfo?.newestMessageTimestamp !== undefined)
+    checkpoint.newestMessageTimestamp = file.compactionInfo.newestMessageTimestamp;
   return checkpoint;
 }
 
@@ -357,7 +411,10 @@ function contextOf(file: Record<string, unknown>): SeedContext {
   return context;
 }
 
-function descriptionOf(file: z.infer<typeof SeedAgentDescriptionSchema>, agentType: string | undefined): SeedAgentDescription {
+function descriptionOf(
+  file: z.infer<typeof SeedAgentDescriptionSchema>,
+  agentType: string | undefined,
+): SeedAgentDescription {
   const description: SeedAgentDescription = {
     role: file.role ?? file.roleInstructions ?? '',
     instructions: file.instructions ?? [],

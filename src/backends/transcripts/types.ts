@@ -19,7 +19,12 @@ export interface TranscriptWarning extends ParseWarning {
 }
 
 /** A warning about a line of `file` (when the caller named the file, the message starts with it). */
-export function transcriptWarning(code: string, message: string, file: string | undefined, line?: number): TranscriptWarning {
+export function transcriptWarning(
+  code: string,
+  message: string,
+  file: string | undefined,
+  line?: number,
+): TranscriptWarning {
   return {
     code,
     message: file !== undefined ? `${file}: ${message}` : message,
@@ -179,7 +184,10 @@ export function feed(input: TranscriptInput, parser: TranscriptParser): void {
  * Runs a whole input held in memory through a parser made for it and collects everything it
  * produced: the shared body of `parseClaudeCodeTranscript` and `parseGeminiTranscript`.
  */
-export function parseCollected(input: TranscriptInput, makeParser: (emit: EventSink) => TranscriptParser): ParsedNativeTranscript {
+export function parseCollected(
+  input: TranscriptInput,
+  makeParser: (emit: EventSink) => TranscriptParser,
+): ParsedNativeTranscript {
   const collector = new BlockCollector();
   const events: StreamEventDraft[] = [];
   const parser = makeParser((event) => {

@@ -24,14 +24,20 @@ export function register(program: Command): void {
       if (globals.store !== undefined) {
         throw new ParleyError(
           'INVALID_INPUT',
-          '`parley acp` keeps each project\'s sessions in its data folder and cannot use --store (PostgreSQL) yet. Leave out --store, or use `parley serve --store …` with the web UI or the TUI for a shared database.',
+          "`parley acp` keeps each project's sessions in its data folder and cannot use --store (PostgreSQL) yet. Leave out --store, or use `parley serve --store …` with the web UI or the TUI for a shared database.",
           { fault: 'user' },
         );
       }
       const given = globals.dataDir ?? process.env['PARLEY_DATA_DIR'];
-      const [{ serveAcpOnStdio }, { listBackendRegistrations }] = await Promise.all([import('../../acp/index.js'), import('../../backends/index.js')]);
+      const [{ serveAcpOnStdio }, { listBackendRegistrations }] = await Promise.all([
+        import('../../acp/index.js'),
+        import('../../backends/index.js'),
+      ]);
       const log = (message: string): void => void process.stderr.write(`parley acp: ${message}\n`);
-      if (resolveStoreUrl(command) !== undefined) log(`${DATABASE_URL_VARIABLE} is set, but ACP sessions are kept in each project's data folder (ACP does not use PostgreSQL yet).`);
+      if (resolveStoreUrl(command) !== undefined)
+        log(
+          `${DATABASE_URL_VARIABLE} is set, but ACP sessions are kept in each project's data folder (ACP does not use PostgreSQL yet).`,
+        );
       const agent = serveAcpOnStdio({
         ...(given ? { dataDir: resolve(given) } : {}),
         version: program.version() ?? '0.0.0',
@@ -43,7 +49,10 @@ export function register(program: Command): void {
             defaultBackend: resolved.backendFor().describe().name,
             backendNames: listBackendRegistrations().map((registration) => registration.name),
             ...(resolved.summarize ? { summarize: resolved.summarize } : {}),
-            notices: [...(resolved.notice ? [resolved.notice] : []), ...resolved.warnings.map((warning) => `warning: ${warning}`)],
+            notices: [
+              ...(resolved.notice ? [resolved.notice] : []),
+              ...resolved.warnings.map((warning) => `warning: ${warning}`),
+            ],
           };
         },
       });

@@ -26,11 +26,18 @@ export interface BackendStatus {
 }
 
 /** Each back end: configured or not, from what, reachable or not (a short check), continuity, default model. */
-export async function listBackendStatus(config: ResolvedBackendConfig, options: { timeoutMs?: number } = {}): Promise<BackendStatus[]> {
+export async function listBackendStatus(
+  config: ResolvedBackendConfig,
+  options: { timeoutMs?: number } = {},
+): Promise<BackendStatus[]> {
   return Promise.all(
     listBackendRegistrations().map(async (registration): Promise<BackendStatus> => {
       const settings = config.settings[registration.name]!;
-      const reads = [...registration.apiKeyVariables, ...registration.baseUrlVariables, ...(registration.modelVariables ?? [])];
+      const reads = [
+        ...registration.apiKeyVariables,
+        ...registration.baseUrlVariables,
+        ...(registration.modelVariables ?? []),
+      ];
       let reachable: boolean | null = null;
       const missing = missingSetting(config, registration.name);
       let detail = missing ? `not configured: set ${missing.variable ?? 'its settings'}` : '';
@@ -53,7 +60,8 @@ export async function listBackendStatus(config: ResolvedBackendConfig, options: 
         name: registration.name,
         default: registration.name === config.backend,
         configured: settings.configured,
-        configuredBy: settings.sources.length > 0 ? settings.sources : registration.name === 'scripted' ? ['built in'] : [],
+        configuredBy:
+          settings.sources.length > 0 ? settings.sources : registration.name === 'scripted' ? ['built in'] : [],
         reads,
         ...(settings.baseUrl ? { baseUrl: settings.baseUrl } : {}),
         reachable,
@@ -68,14 +76,23 @@ export async function listBackendStatus(config: ResolvedBackendConfig, options: 
 
 function renderTable(rows: string[][]): string {
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
-  return rows.map((row) => row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]!))).join('  ').trimEnd()).join('\n');
+  return rows
+    .map((row) =>
+      row
+        .map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]!)))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 /** `parley backends`: what is configured and reachable. */
 export function register(program: Command): void {
   program
     .command('backends')
-    .description('List the back ends: configured or not, from which variables, reachable or not, continuity, default model')
+    .description(
+      'List the back ends: configured or not, from which variables, reachable or not, continuity, default model',
+    )
     .option('--json', 'print JSON')
     .option('--timeout <ms>', 'how long each reachability check may take', '3000')
     .action(async (options: { json?: boolean; timeout: string }, command: Command) => {
@@ -83,7 +100,12 @@ export function register(program: Command): void {
       const statuses = await listBackendStatus(config, { timeoutMs: Number(options.timeout) || 3_000 });
       if (options.json) {
         const output = {
-          default: { backend: config.backend, model: config.model, reason: config.reason, ...(config.configFile ? { configFile: config.configFile } : {}) },
+          default: {
+            backend: config.backend,
+            model: config.model,
+            reason: config.reason,
+            ...(config.configFile ? { configFile: config.configFile } : {}),
+          },
           ...(config.notice ? { notice: config.notice } : {}),
           warnings: config.warnings,
           backends: statuses,
@@ -91,7 +113,12 @@ export function register(program: Command): void {
         process.stdout.write(`${JSON.stringify(output, null, 2)}\n`);
         return;
       }
-      const why = { override: 'chosen by override', config: `chosen in ${config.configFile ?? 'the config file'}`, detected: 'the first configured one', fallback: 'nothing else is configured' }[config.reason];
+      const why = {
+        override: 'chosen by override',
+        config: `chosen in ${config.configFile ?? 'the config file'}`,
+        detected: 'the first configured one',
+        fallback: 'nothing else is configured',
+      }[config.reason];
       const lines = [`Default: ${config.backend} (${config.model}) — ${why}`];
       if (config.notice) lines.push(config.notice);
       for (const warning of config.warnings) lines.push(`Warning: ${warning}`);
@@ -102,7 +129,15 @@ export function register(program: Command): void {
         const configured = status.configured ? `yes (${status.configuredBy.join(', ')})` : 'no';
         const reachable = status.reachable === null ? '-' : status.reachable ? 'yes' : 'no';
         const detail = status.detail || registration?.summary || '';
-        rows.push([status.default ? '*' : '', status.name, configured, reachable, status.continuity, status.defaultModel, detail]);
+        rows.push([
+          status.default ? '*' : '',
+          status.name,
+          configured,
+          reachable,
+          status.continuity,
+          status.defaultModel,
+          detail,
+        ]);
       }
       lines.push(renderTable(rows));
       process.stdout.write(`${lines.join('\n')}\n`);

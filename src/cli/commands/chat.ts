@@ -1,7 +1,18 @@
 import type { Command } from 'commander';
-import { createBackend, getBackendRegistration, resolveBackendConfig, type AgentBackend } from '../../backends/index.js';
+import {
+  createBackend,
+  getBackendRegistration,
+  resolveBackendConfig,
+  type AgentBackend,
+} from '../../backends/index.js';
 import { ValidationError, type StreamEvent } from '../../conversation/index.js';
-import { continueOnBackend, createBackendSummarizer, createSessionManager, runTurnWithFallback, type SessionManager } from '../../sessions/index.js';
+import {
+  continueOnBackend,
+  createBackendSummarizer,
+  createSessionManager,
+  runTurnWithFallback,
+  type SessionManager,
+} from '../../sessions/index.js';
 import { openChosenStore, resolveDataDir, storeOption } from '../options.js';
 import { renderBlock } from '../render.js';
 
@@ -34,11 +45,16 @@ export function register(program: Command): void {
       }
       const dataDir = resolveDataDir(command);
       const store = await openChosenStore(command);
-      const requestedBackend = options.backend ?? (options.session ? await sessionBackend(command, store, options.session) : undefined);
+      const requestedBackend =
+        options.backend ?? (options.session ? await sessionBackend(command, store, options.session) : undefined);
       const config = await resolveBackendConfig({
         projectDir: process.cwd(),
         dataDir,
-        override: { ...(requestedBackend ? { backend: requestedBackend } : {}), ...(options.model ? { model: options.model } : {}), source: 'the command line' },
+        override: {
+          ...(requestedBackend ? { backend: requestedBackend } : {}),
+          ...(options.model ? { model: options.model } : {}),
+          source: 'the command line',
+        },
       }).catch(async (error: unknown) => {
         await store?.close();
         throw error;
@@ -46,15 +62,26 @@ export function register(program: Command): void {
       if (config.notice) process.stderr.write(`${config.notice}\n`);
       for (const warning of config.warnings) process.stderr.write(`warning: ${warning}\n`);
       const backend = createBackend(config.backend, config, { model: config.model });
-      const manager = await createSessionManager({ ...storeOption(command, store), projectRoot: process.cwd(), summarize: createBackendSummarizer(backend) });
+      const manager = await createSessionManager({
+        ...storeOption(command, store),
+        projectRoot: process.cwd(),
+        summarize: createBackendSummarizer(backend),
+      });
       const controller = new AbortController();
       const onInterrupt = () => controller.abort();
       process.once('SIGINT', onInterrupt);
       try {
         const sessionId = await chooseSession(manager, backend, options.session, text);
-        const turn = await runTurnWithFallback(manager, sessionId, { backend, prompt: text, signal: controller.signal, ...(config.model ? { model: config.model } : {}), cwd: process.cwd() });
+        const turn = await runTurnWithFallback(manager, sessionId, {
+          backend,
+          prompt: text,
+          signal: controller.signal,
+          ...(config.model ? { model: config.model } : {}),
+          cwd: process.cwd(),
+        });
         const failed = await printTurn(turn.events);
-        if (!options.session) process.stderr.write(`session: ${sessionId}  (continue with: parley chat --session ${sessionId} "…")\n`);
+        if (!options.session)
+          process.stderr.write(`session: ${sessionId}  (continue with: parley chat --session ${sessionId} "…")\n`);
         if (failed) process.exitCode = 1;
       } finally {
         process.off('SIGINT', onInterrupt);
@@ -64,12 +91,20 @@ export function register(program: Command): void {
     });
 }
 
-async function chooseSession(manager: SessionManager, backend: AgentBackend, requested: string | undefined, text: string): Promise<string> {
+async function chooseSession(
+  manager: SessionManager,
+  backend: AgentBackend,
+  requested: string | undefined,
+  text: string,
+): Promise<string> {
   const description = backend.describe();
   if (requested) {
     const move = await continueOnBackend(manager, requested, backend, { cwd: process.cwd() });
     if (move.mode !== 'unchanged') {
-      const how = move.mode === 'native' ? `natively, as ${description.name} session ${move.nativeSessionId}` : 'managed: Parley builds each request';
+      const how =
+        move.mode === 'native'
+          ? `natively, as ${description.name} session ${move.nativeSessionId}`
+          : 'managed: Parley builds each request';
       process.stderr.write(`session ${requested} moved from ${move.from} to ${description.name} (${how})\n`);
     }
     return requested;
@@ -87,8 +122,16 @@ async function chooseSession(manager: SessionManager, backend: AgentBackend, req
  * The back end a session ran on last, when it is one Parley has (an imported session's tool is
  * not): `--session` without `--backend` continues there. Undefined leaves the choice to the configuration.
  */
-async function sessionBackend(command: Command, store: Awaited<ReturnType<typeof openChosenStore>>, sessionId: string): Promise<string | undefined> {
-  const manager = await createSessionManager({ ...storeOption(command, store), projectRoot: process.cwd(), preloadTokenizer: false });
+async function sessionBackend(
+  command: Command,
+  store: Awaited<ReturnType<typeof openChosenStore>>,
+  sessionId: string,
+): Promise<string | undefined> {
+  const manager = await createSessionManager({
+    ...storeOption(command, store),
+    projectRoot: process.cwd(),
+    preloadTokenizer: false,
+  });
   try {
     const session = await manager.getSession(sessionId);
     return session.type && !session.readOnly && getBackendRegistration(session.type) ? session.type : undefined;

@@ -8,13 +8,18 @@ import { openChosenStore, resolveDataDir } from '../options.js';
 export function register(program: Command): void {
   program
     .command('import')
-    .description('Import Claude Code or Gemini CLI sessions (a file or a whole folder), or seed-layout sessions, as read-only sessions')
+    .description(
+      'Import Claude Code or Gemini CLI sessions (a file or a whole folder), or seed-layout sessions, as read-only sessions',
+    )
     .argument(
       '<path>',
       'a session file, or a folder such as ~/.claude/projects/<project>/, ~/.gemini/tmp/<project>/chats/ or a seed-layout sessions folder',
     )
     .option('--json', 'print the result as JSON (with --watch: one JSON line per import pass)')
-    .option('--watch', 'keep importing while Claude Code or the Gemini CLI writes there, so the session can be followed live (Ctrl+C stops)')
+    .option(
+      '--watch',
+      'keep importing while Claude Code or the Gemini CLI writes there, so the session can be followed live (Ctrl+C stops)',
+    )
     .action(async (path: string, options: { json?: boolean; watch?: boolean }, command: Command) => {
       const store =
         (await openChosenStore(command)) ??
@@ -45,7 +50,11 @@ export function register(program: Command): void {
         return;
       }
       try {
-        const result = await importTranscripts(path, { store, signal: controller.signal, ...(progress ? { onProgress: progress } : {}) });
+        const result = await importTranscripts(path, {
+          store,
+          signal: controller.signal,
+          ...(progress ? { onProgress: progress } : {}),
+        });
         if (progress) process.stderr.write('\r\x1b[K');
         process.stdout.write(options.json ? `${JSON.stringify(result, null, 2)}\n` : describe(result));
       } finally {
@@ -68,11 +77,16 @@ async function follow(path: string, store: SessionStore, signal: AbortSignal, js
       first = false;
     },
     onWarning: (warning) => process.stderr.write(`parley import: warning: ${warning.message}\n`),
-    onError: (error) => process.stderr.write(`parley import: ${error instanceof Error ? error.message : String(error)} (still watching; the next change tries again)\n`),
+    onError: (error) =>
+      process.stderr.write(
+        `parley import: ${error instanceof Error ? error.message : String(error)} (still watching; the next change tries again)\n`,
+      ),
   });
   await watcher.ready;
-  if (!signal.aborted) process.stderr.write(`Following ${path}: new lines are imported as they are written. Ctrl+C stops.\n`);
-  if (!signal.aborted) await new Promise<void>((done) => signal.addEventListener('abort', () => done(), { once: true }));
+  if (!signal.aborted)
+    process.stderr.write(`Following ${path}: new lines are imported as they are written. Ctrl+C stops.\n`);
+  if (!signal.aborted)
+    await new Promise<void>((done) => signal.addEventListener('abort', () => done(), { once: true }));
   await watcher.stop();
   process.stderr.write('Stopped following; everything imported so far is kept.\n');
 }
@@ -81,25 +95,32 @@ function describeChanges(result: ImportResult): string {
   const time = new Date().toISOString().slice(11, 19);
   const lines = result.sessions
     .filter((session) => session.status !== 'unchanged')
-    .map((session) => `${time}  ${session.sessionId}  ${STATUS_WORD[session.status]}  +${session.appendedBlocks} blocks  ${JSON.stringify(session.title)}`);
+    .map(
+      (session) =>
+        `${time}  ${session.sessionId}  ${STATUS_WORD[session.status]}  +${session.appendedBlocks} blocks  ${JSON.stringify(session.title)}`,
+    );
   return lines.length > 0 ? `${lines.join('\n')}\n` : '';
 }
 
 function showProgress(progress: ImportProgress): void {
   if (progress.phase !== 'reading' || progress.totalBytes === undefined || progress.bytesRead === undefined) return;
   const percent = progress.totalBytes > 0 ? Math.floor((progress.bytesRead / progress.totalBytes) * 100) : 100;
-  process.stderr.write(`\r\x1b[Kimporting ${progress.sessionId ?? ''} ${percent}% (session ${progress.sessionsDone + 1} of ${progress.sessionsTotal})`);
+  process.stderr.write(
+    `\r\x1b[Kimporting ${progress.sessionId ?? ''} ${percent}% (session ${progress.sessionsDone + 1} of ${progress.sessionsTotal})`,
+  );
 }
 
 const STATUS_WORD = { imported: 'new', updated: 'updated', unchanged: 'unchanged' } as const;
 
 function describe(result: ImportResult): string {
-  const count = (status: keyof typeof STATUS_WORD) => result.sessions.filter((session) => session.status === status).length;
+  const count = (status: keyof typeof STATUS_WORD) =>
+    result.sessions.filter((session) => session.status === status).length;
   const lines = [
     `Imported ${result.sessions.length} session${result.sessions.length === 1 ? '' : 's'} from ${result.path} (${count('imported')} new, ${count('updated')} updated, ${count('unchanged')} unchanged):`,
   ];
   for (const session of result.sessions) {
-    const subagents = session.subagents > 0 ? `, ${session.subagents} subagent${session.subagents === 1 ? '' : 's'}` : '';
+    const subagents =
+      session.subagents > 0 ? `, ${session.subagents} subagent${session.subagents === 1 ? '' : 's'}` : '';
     const written = session.status === 'updated' ? ` (${session.appendedBlocks} new)` : '';
     const checkpoint = session.checkpoint ? ', checkpoint' : '';
     const warnings = session.warnings > 0 ? `, ${session.warnings} warning${session.warnings === 1 ? '' : 's'}` : '';
@@ -118,6 +139,7 @@ function describe(result: ImportResult): string {
     if (result.skipped.length > 20) lines.push(`  … and ${result.skipped.length - 20} more (see --json)`);
   }
   const first = result.sessions[0];
-  if (first !== undefined) lines.push(`Show one with \`parley show ${first.sessionId}\`; the native files were not modified.`);
+  if (first !== undefined)
+    lines.push(`Show one with \`parley show ${first.sessionId}\`; the native files were not modified.`);
   return `${lines.join('\n')}\n`;
 }

@@ -15,7 +15,14 @@ import {
   type SessionStore,
 } from '../../store/index.js';
 import { migrateDraftLayer, type DraftLayerMigration } from '../draft-layer-migration.js';
-import { describeLocation, openSourceStore, openTargetStore, parseStoreLocation, sameLocation, type StoreLocation } from '../store-location.js';
+import {
+  describeLocation,
+  openSourceStore,
+  openTargetStore,
+  parseStoreLocation,
+  sameLocation,
+  type StoreLocation,
+} from '../store-location.js';
 
 interface MigrateFlags {
   from?: string;
@@ -30,7 +37,9 @@ interface MigrateFlags {
 export function register(program: Command): void {
   program
     .command('migrate')
-    .description('Copy sessions (logs, checkpoints, transcripts), features, tasks, the draft layer (projects, tasks, drafts, role files) and durable runs (records and journals) from one store to another, and verify the copy')
+    .description(
+      'Copy sessions (logs, checkpoints, transcripts), features, tasks, the draft layer (projects, tasks, drafts, role files) and durable runs (records and journals) from one store to another, and verify the copy',
+    )
     .option('--from <store>', 'the store to copy from: a Parley data folder or a postgres:// URL')
     .option('--to <store>', 'the store to copy into: a data folder (made when missing) or a postgres:// URL')
     .option('--from-schema <name>', 'PostgreSQL schema of --from', DEFAULT_POSTGRES_SCHEMA)
@@ -39,13 +48,21 @@ export function register(program: Command): void {
     .option('--json', 'print the report as JSON')
     .action(async (flags: MigrateFlags) => {
       if (flags.from === undefined || flags.to === undefined) {
-        throw new ValidationError(`${flags.from === undefined ? '--from' : '--to'} is missing: run parley migrate --from <data folder | postgres://…> --to <data folder | postgres://…>.`);
+        throw new ValidationError(
+          `${flags.from === undefined ? '--from' : '--to'} is missing: run parley migrate --from <data folder | postgres://…> --to <data folder | postgres://…>.`,
+        );
       }
       const batchSize = Number(flags.batchSize);
-      if (!Number.isInteger(batchSize) || batchSize < 1) throw new ValidationError(`--batch-size ${JSON.stringify(flags.batchSize)} is not a whole number of at least 1.`);
+      if (!Number.isInteger(batchSize) || batchSize < 1)
+        throw new ValidationError(
+          `--batch-size ${JSON.stringify(flags.batchSize)} is not a whole number of at least 1.`,
+        );
       const from = parseStoreLocation(flags.from, '--from', flags.fromSchema);
       const to = parseStoreLocation(flags.to, '--to', flags.toSchema);
-      if (sameLocation(from, to)) throw new ValidationError(`--from and --to are the same store (${describeLocation(from)}): give two different ones.`);
+      if (sameLocation(from, to))
+        throw new ValidationError(
+          `--from and --to are the same store (${describeLocation(from)}): give two different ones.`,
+        );
 
       const warn = (message: string) => process.stderr.write(`parley store: ${message}\n`);
       const source = await openSourceStore(from, warn);
@@ -63,7 +80,12 @@ export function register(program: Command): void {
       try {
         report = await migrateStore(source, target, {
           batchSize,
-          ...(progress ? { onSession: (_session: SessionMigration, index: number, total: number) => process.stderr.write(`\r\x1b[Kcopied ${index + 1} of ${total} sessions`) } : {}),
+          ...(progress
+            ? {
+                onSession: (_session: SessionMigration, index: number, total: number) =>
+                  process.stderr.write(`\r\x1b[Kcopied ${index + 1} of ${total} sessions`),
+              }
+            : {}),
         });
         if (progress) process.stderr.write('\r\x1b[K');
         // While both session stores are open: a data folder's store.lock keeps this process its only writer.
@@ -73,12 +95,16 @@ export function register(program: Command): void {
         await Promise.allSettled([source.close(), target.close()]);
       }
       if (flags.json) {
-        process.stdout.write(`${JSON.stringify({ from: describeLocation(from), to: describeLocation(to), ...report, draftLayer, runs }, null, 2)}\n`);
+        process.stdout.write(
+          `${JSON.stringify({ from: describeLocation(from), to: describeLocation(to), ...report, draftLayer, runs }, null, 2)}\n`,
+        );
       } else {
         process.stdout.write(describe(describeLocation(from), describeLocation(to), report, draftLayer, runs));
       }
       if (!report.ok || !draftLayer.report.ok || !runs.ok) {
-        process.stderr.write('parley migrate: the copy is incomplete or does not match the source (see the table above); nothing in the target was overwritten.\n');
+        process.stderr.write(
+          'parley migrate: the copy is incomplete or does not match the source (see the table above); nothing in the target was overwritten.\n',
+        );
         process.exitCode = 1;
       }
     });
@@ -106,7 +132,10 @@ async function copyRuns(from: StoreLocation, to: StoreLocation): Promise<RunMigr
 function openRunStore(location: StoreLocation, existingOnly: boolean): Promise<RunStore> {
   return location.kind === 'postgres'
     ? createPostgresRunStore({ connectionString: location.connectionString, schema: location.schema, existingOnly })
-    : createFileRunStore({ dataDir: location.dataDir, onWarning: (warning) => process.stderr.write(`parley store: ${warning.message}\n`) });
+    : createFileRunStore({
+        dataDir: location.dataDir,
+        onWarning: (warning) => process.stderr.write(`parley store: ${warning.message}\n`),
+      });
 }
 
 async function isDirectory(path: string): Promise<boolean> {
@@ -115,7 +144,13 @@ async function isDirectory(path: string): Promise<boolean> {
 
 const SHORT_HASH = 12;
 
-function describe(from: string, to: string, report: MigrationReport, draftLayer: DraftLayerMigration, runs: RunMigrationReport): string {
+function describe(
+  from: string,
+  to: string,
+  report: MigrationReport,
+  draftLayer: DraftLayerMigration,
+  runs: RunMigrationReport,
+): string {
   const lines = [`From ${from}`, `to   ${to}`, ''];
   const header = ['session', 'status', 'events', 'copied', 'checkpoints', 'transcripts', 'events sha-256', 'verified'];
   const rows = report.sessions.map((session) => {
@@ -137,20 +172,27 @@ function describe(from: string, to: string, report: MigrationReport, draftLayer:
   const problems: string[] = [];
   for (const session of report.sessions) {
     if (session.reason !== undefined) problems.push(`  ${session.sessionId}: ${session.status}: ${session.reason}`);
-    for (const difference of session.verification?.differences ?? []) problems.push(`  ${session.sessionId}: ${difference}`);
+    for (const difference of session.verification?.differences ?? [])
+      problems.push(`  ${session.sessionId}: ${difference}`);
   }
   for (const record of report.records) {
     if (record.reason !== undefined) problems.push(`  ${record.kind} ${record.id}: ${record.status}: ${record.reason}`);
-    else if (!record.verified) problems.push(`  ${record.kind} ${record.id}: the target's copy does not match the source's`);
+    else if (!record.verified)
+      problems.push(`  ${record.kind} ${record.id}: the target's copy does not match the source's`);
   }
 
-  const count = (kind: string, status: string) => report.records.filter((record) => record.kind === kind && record.status === status).length;
+  const count = (kind: string, status: string) =>
+    report.records.filter((record) => record.kind === kind && record.status === status).length;
   for (const kind of ['feature', 'task']) {
     const total = report.records.filter((record) => record.kind === kind).length;
-    lines.push(`${total} ${kind}${total === 1 ? '' : 's'}: ${count(kind, 'copied')} copied, ${count(kind, 'updated')} updated, ${count(kind, 'unchanged')} unchanged, ${count(kind, 'conflict')} conflicts`);
+    lines.push(
+      `${total} ${kind}${total === 1 ? '' : 's'}: ${count(kind, 'copied')} copied, ${count(kind, 'updated')} updated, ${count(kind, 'unchanged')} unchanged, ${count(kind, 'conflict')} conflicts`,
+    );
   }
   if (report.targetOnlySessions.length > 0) {
-    lines.push(`The target also holds ${report.targetOnlySessions.length} session(s) the source does not; they were left alone.`);
+    lines.push(
+      `The target also holds ${report.targetOnlySessions.length} session(s) the source does not; they were left alone.`,
+    );
   }
   if (problems.length > 0) lines.push('', 'Not copied or not matching:', ...problems);
   lines.push('', ...describeDraftLayer(draftLayer), '', ...describeRuns(runs), '');
@@ -158,8 +200,14 @@ function describe(from: string, to: string, report: MigrationReport, draftLayer:
   const events = report.sessions.reduce((sum, session) => sum + session.written.events, 0);
   const verified = report.sessions.filter((session) => session.verification?.differences.length === 0).length;
   const runsCopied = runs.runs.some((run) => run.written > 0 || run.status === 'copied');
-  if (report.nothingCopied && draftLayer.report.nothingCopied && !runsCopied) lines.push(`Nothing new to copy: the target already holds all of it. ${verified} of ${report.sessions.length} sessions verified.`);
-  else lines.push(`Copied ${events} events of ${report.sessions.filter((session) => session.status === 'copied' || session.status === 'continued').length} sessions; ${verified} of ${report.sessions.length} sessions verified.`);
+  if (report.nothingCopied && draftLayer.report.nothingCopied && !runsCopied)
+    lines.push(
+      `Nothing new to copy: the target already holds all of it. ${verified} of ${report.sessions.length} sessions verified.`,
+    );
+  else
+    lines.push(
+      `Copied ${events} events of ${report.sessions.filter((session) => session.status === 'copied' || session.status === 'continued').length} sessions; ${verified} of ${report.sessions.length} sessions verified.`,
+    );
   return `${lines.join('\n')}\n`;
 }
 
@@ -174,7 +222,9 @@ function describeRuns({ runs }: RunMigrationReport): string[] {
   ];
   const problems = runs
     .filter((run) => run.reason !== undefined || !run.verified)
-    .map((run) => `  run ${run.runId}: ${run.status}: ${run.reason ?? "the target's copy does not match the source's"}`);
+    .map(
+      (run) => `  run ${run.runId}: ${run.status}: ${run.reason ?? "the target's copy does not match the source's"}`,
+    );
   if (problems.length > 0) lines.push('', 'Runs not copied or not matching:', ...problems);
   return lines;
 }
@@ -195,7 +245,8 @@ function describeDraftLayer({ home, report }: DraftLayerMigration): string[] {
   ]);
   if (rows.length === 0) lines.push(`The source holds no projects (drafts, tasks, role files); home project: ${home}.`);
   else lines.push(...table([header, ...rows], new Set([2, 3, 4, 5])));
-  const count = (kind: string, status: string) => report.records.filter((record) => record.kind === kind && record.status === status).length;
+  const count = (kind: string, status: string) =>
+    report.records.filter((record) => record.kind === kind && record.status === status).length;
   for (const kind of ['project', 'task', 'draft', 'role'] as const) {
     const total = report.records.filter((record) => record.kind === kind).length;
     const noun = kind === 'role' ? 'role file' : kind === 'task' ? 'project task' : kind;
@@ -205,8 +256,10 @@ function describeDraftLayer({ home, report }: DraftLayerMigration): string[] {
     );
   }
   const problems: string[] = [];
-  for (const record of report.records) if (record.reason !== undefined) problems.push(`  ${record.kind} ${record.id}: ${record.status}: ${record.reason}`);
-  for (const project of report.projects) for (const difference of project.differences) problems.push(`  project ${project.project}: ${difference}`);
+  for (const record of report.records)
+    if (record.reason !== undefined) problems.push(`  ${record.kind} ${record.id}: ${record.status}: ${record.reason}`);
+  for (const project of report.projects)
+    for (const difference of project.differences) problems.push(`  project ${project.project}: ${difference}`);
   if (problems.length > 0) lines.push('', 'Draft layer not copied or not matching:', ...problems);
   return lines;
 }

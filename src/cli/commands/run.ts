@@ -40,46 +40,60 @@ export function register(program: Command): void {
     .option('--record <path>', 'write a JSONL recording of the session to this file')
     .option('--replay <path>', 'replay a recording: no back end, no user; fails where the run diverges')
     .option('--detach', "start it as a durable run on the project's running server, print its id and exit")
-    .action(async (workflow: string, options: { input?: string; record?: string; replay?: string; detach?: boolean }, command: Command) => {
-      if (options.record !== undefined && options.replay !== undefined) {
-        throw new HarnessError('INVALID_INPUT', '--record and --replay cannot be used together: a replay is already recorded.', { fault: 'user' });
-      }
-      if (options.detach) {
-        if (options.record !== undefined || options.replay !== undefined) {
-          throw new HarnessError('INVALID_INPUT', '--detach cannot be used with --record or --replay: a detached run is journaled by the server.', { fault: 'user' });
+    .action(
+      async (
+        workflow: string,
+        options: { input?: string; record?: string; replay?: string; detach?: boolean },
+        command: Command,
+      ) => {
+        if (options.record !== undefined && options.replay !== undefined) {
+          throw new HarnessError(
+            'INVALID_INPUT',
+            '--record and --replay cannot be used together: a replay is already recorded.',
+            { fault: 'user' },
+          );
         }
-        const { startDetachedRun } = await import('./runs.js');
-        await startDetachedRun(command, workflow, parseInput(options.input));
-        return;
-      }
-      const harness = await loadWorkflow(workflow);
-      const input = parseInput(options.input);
-      const controller = new AbortController();
-      const onInterrupt = (): void => controller.abort('interrupted (Ctrl-C)');
-      process.once('SIGINT', onInterrupt);
-      try {
-        if (options.replay !== undefined) {
-          process.exitCode = await replayWorkflow(harness, options.replay, input, { stdout: process.stdout });
+        if (options.detach) {
+          if (options.record !== undefined || options.replay !== undefined) {
+            throw new HarnessError(
+              'INVALID_INPUT',
+              '--detach cannot be used with --record or --replay: a detached run is journaled by the server.',
+              { fault: 'user' },
+            );
+          }
+          const { startDetachedRun } = await import('./runs.js');
+          await startDetachedRun(command, workflow, parseInput(options.input));
           return;
         }
-        const store = await openChosenStore(command);
-        const manager = await createSessionManager(storeOption(command, store));
+        const harness = await loadWorkflow(workflow);
+        const input = parseInput(options.input);
+        const controller = new AbortController();
+        const onInterrupt = (): void => controller.abort('interrupted (Ctrl-C)');
+        process.once('SIGINT', onInterrupt);
         try {
-          process.exitCode = await runWorkflow(harness, input, {
-            stdin: process.stdin,
-            stdout: process.stdout,
-            sessionManager: manager,
-            signal: controller.signal,
-            ...(options.record !== undefined ? { record: options.record } : {}),
-          });
+          if (options.replay !== undefined) {
+            process.exitCode = await replayWorkflow(harness, options.replay, input, { stdout: process.stdout });
+            return;
+          }
+          const store = await openChosenStore(command);
+          const manager = await createSessionManager(storeOption(command, store));
+          try {
+            process.exitCode = await runWorkflow(harness, input, {
+              stdin: process.stdin,
+              stdout: process.stdout,
+              sessionManager: manager,
+              signal: controller.signal,
+              ...(options.record !== undefined ? { record: options.record } : {}),
+            });
+          } finally {
+            await manager.close();
+            await store?.close();
+          }
         } finally {
-          await manager.close();
-          await store?.close();
+          process.removeListener('SIGINT', onInterrupt);
         }
-      } finally {
-        process.removeListener('SIGINT', onInterrupt);
-      }
-    });
+      },
+    );
 }
 
 /** Kept here too: `parley run`'s loader now lives in the harness layer, where the run service uses it. */
@@ -90,7 +104,11 @@ function parseInput(text: string | undefined): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch (error) {
-    throw new HarnessError('INVALID_INPUT', `--input must be JSON: ${(error as Error).message}. Example: --input '{"code":"…"}'.`, { fault: 'user' });
+    throw new HarnessError(
+      'INVALID_INPUT',
+      `--input must be JSON: ${(error as Error).message}. Example: --input '{"code":"…"}'.`,
+      { fault: 'user' },
+    );
   }
 }
 
@@ -105,10 +123,12 @@ export interface RunWorkflowOptions {
 /** Runs a harness as an interactive session on a terminal (or any pair of streams); resolves with the exit code. */
 export async function runWorkflow(harness: AnyHarness, input: unknown, options: RunWorkflowOptions): Promise<number> {
   const out = new TerminalOutput(options.stdout);
-  const session = harness.create(input, options.sessionManager ? { sessionManager: options.sessionManager } : {}).startSession({
-    ...(options.record !== undefined ? { record: options.record } : {}),
-    ...(options.signal ? { signal: options.signal } : {}),
-  });
+  const session = harness
+    .create(input, options.sessionManager ? { sessionManager: options.sessionManager } : {})
+    .startSession({
+      ...(options.record !== undefined ? { record: options.record } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
   const asking = new PromptQueue(out);
   let inputEnded = false;
   const lines = createInterface({ input: options.stdin, terminal: false });
@@ -146,7 +166,12 @@ export async function runWorkflow(harness: AnyHarness, input: unknown, options: 
   }
 }
 
-function handleLine(session: InteractiveSession<unknown, unknown>, asking: PromptQueue, out: TerminalOutput, line: string): void {
+function handleLine(
+  session: InteractiveSession<unknown, unknown>,
+  asking: PromptQueue,
+  out: TerminalOutput,
+  line: string,
+): void {
   const text = line.trim();
   if (text === '') return;
   try {
@@ -155,7 +180,9 @@ function handleLine(session: InteractiveSession<unknown, unknown>, asking: Promp
       return;
     }
     if (text === '/help') {
-      out.line('Answer a prompt by typing its choice or number. Other lines go to the running agent; /to <agent> <message> sends to one agent; /stop aborts.');
+      out.line(
+        'Answer a prompt by typing its choice or number. Other lines go to the running agent; /to <agent> <message> sends to one agent; /stop aborts.',
+      );
       return;
     }
     if (text.startsWith('/to ')) {
@@ -247,7 +274,9 @@ class TerminalOutput {
       case 'task:failed':
         return this.line(`  ✗ ${event.id}: ${event.error.message}`);
       case 'retry:failure':
-        return this.line(`  ↻ ${event.name}: attempt ${event.attempt}/${event.attempts} failed: ${event.error.message}${event.willRetry ? ` (retrying in ${event.delayMs} ms)` : ''}`);
+        return this.line(
+          `  ↻ ${event.name}: attempt ${event.attempt}/${event.attempts} failed: ${event.error.message}${event.willRetry ? ` (retrying in ${event.delayMs} ms)` : ''}`,
+        );
       case 'parallel:start':
         return this.line(`  ⇉ ${event.name}: ${event.count} at once up to ${event.concurrency}`);
       case 'custom':
@@ -257,7 +286,8 @@ class TerminalOutput {
       case 'agent:event':
         return this.agentEvent(event.agent, event.event);
       case 'agent:complete':
-        if (event.stopReason !== 'complete') this.line(`  ${event.agent}: turn ${event.stopReason === 'aborted' ? 'aborted' : 'failed'}`);
+        if (event.stopReason !== 'complete')
+          this.line(`  ${event.agent}: turn ${event.stopReason === 'aborted' ? 'aborted' : 'failed'}`);
         return;
       case 'message:injected':
         return this.line(
@@ -266,7 +296,11 @@ class TerminalOutput {
       case 'user:reply-rejected':
         return this.line(`  ! ${event.message}`);
       case 'user:timeout':
-        return this.line(event.defaultChoice !== undefined ? `  (no answer in time: using "${event.defaultChoice}")` : '  (no answer in time)');
+        return this.line(
+          event.defaultChoice !== undefined
+            ? `  (no answer in time: using "${event.defaultChoice}")`
+            : '  (no answer in time)',
+        );
       case 'session:abort':
         return this.line(`■ aborting${event.reason ? `: ${event.reason}` : ''}`);
       case 'session:paused':
@@ -295,8 +329,10 @@ class TerminalOutput {
         return;
       case 'block_complete':
         if (event.block.id === this.openText) this.endText();
-        else if (event.block.type === 'tool_result') this.line(`    ↳ ${event.block.isError ? 'error: ' : ''}${oneLine(event.block.content, 120)}`);
-        else if (event.block.type === 'system') this.line(`  -- ${event.block.subtype}: ${oneLine(event.block.content, 160)}`);
+        else if (event.block.type === 'tool_result')
+          this.line(`    ↳ ${event.block.isError ? 'error: ' : ''}${oneLine(event.block.content, 120)}`);
+        else if (event.block.type === 'system')
+          this.line(`  -- ${event.block.subtype}: ${oneLine(event.block.content, 160)}`);
         return;
       default:
         return;
@@ -305,11 +341,18 @@ class TerminalOutput {
 }
 
 /** Replays a recording with the run shown as it goes; resolves with the exit code. */
-export async function replayWorkflow(harness: AnyHarness, recording: string, input: unknown, options: { stdout: Writable }): Promise<number> {
+export async function replayWorkflow(
+  harness: AnyHarness,
+  recording: string,
+  input: unknown,
+  options: { stdout: Writable },
+): Promise<number> {
   const out = new TerminalOutput(options.stdout);
   try {
     const result = await replay(recording, harness, input, { on: (event) => out.show(event) });
-    out.line(`\nReplay matched the recording.${result.aborted ? ' (The recorded session was aborted.)' : ''}\nResult:\n${formatResult(result.result)}`);
+    out.line(
+      `\nReplay matched the recording.${result.aborted ? ' (The recorded session was aborted.)' : ''}\nResult:\n${formatResult(result.result)}`,
+    );
     return 0;
   } catch (error) {
     out.line(`\n${error instanceof Error ? error.message : String(error)}`);

@@ -4,7 +4,13 @@ import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import type { Command } from 'commander';
 import { ParleyError, ValidationError } from '../../conversation/index.js';
-import { RUN_STATUS_VALUES, type ProtocolClient, type RunPromptWire, type RunStatusWire, type RunWire } from '../../protocol/index.js';
+import {
+  RUN_STATUS_VALUES,
+  type ProtocolClient,
+  type RunPromptWire,
+  type RunStatusWire,
+  type RunWire,
+} from '../../protocol/index.js';
 import { connectToProjectServer, workflowReference } from '../project-server.js';
 import { resolveDataDir } from '../options.js';
 
@@ -16,7 +22,9 @@ import { resolveDataDir } from '../options.js';
 export function register(program: Command): void {
   program
     .command('runs')
-    .description("List the durable workflow runs on the project's server: id, workflow, status, phase, pending question, age")
+    .description(
+      "List the durable workflow runs on the project's server: id, workflow, status, phase, pending question, age",
+    )
     .option('--json', 'print JSON')
     .option('--status <statuses>', `only these, comma-separated: ${RUN_STATUS_VALUES.join(', ')}`)
     .action(async (options: { json?: boolean; status?: string }, command: Command) => {
@@ -24,19 +32,31 @@ export function register(program: Command): void {
       await withServer(command, async (client) => {
         const runs = await client.listRuns(status ? { status } : {});
         if (options.json) process.stdout.write(`${JSON.stringify(runs, null, 2)}\n`);
-        else process.stdout.write(runs.length === 0 ? 'No runs yet. Start one with `parley run <workflow> --detach`.\n' : formatRunTable(runs, new Date()));
+        else
+          process.stdout.write(
+            runs.length === 0
+              ? 'No runs yet. Start one with `parley run <workflow> --detach`.\n'
+              : formatRunTable(runs, new Date()),
+          );
       });
     });
 
   program
     .command('answer')
-    .description("Answer a run's pending question; without a response, shows its choices as a numbered list and reads the answer from standard input")
+    .description(
+      "Answer a run's pending question; without a response, shows its choices as a numbered list and reads the answer from standard input",
+    )
     .argument('<runId>', 'the run (see `parley runs`)')
     .argument('[response]', 'the answer: the text, or a choice (by its text or number)')
     .option('--prompt <promptId>', 'which pending question, when the run has several (default: the oldest)')
     .action(async (runId: string, response: string | undefined, options: { prompt?: string }, command: Command) => {
       await withServer(command, async (client) => {
-        process.exitCode = await answerRun(client, runId, response, { ...(options.prompt !== undefined ? { promptId: options.prompt } : {}), stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
+        process.exitCode = await answerRun(client, runId, response, {
+          ...(options.prompt !== undefined ? { promptId: options.prompt } : {}),
+          stdin: process.stdin,
+          stdout: process.stdout,
+          stderr: process.stderr,
+        });
       });
     });
 }
@@ -45,7 +65,10 @@ export function register(program: Command): void {
 export async function startDetachedRun(command: Command, workflow: string, input: unknown): Promise<void> {
   await withServer(command, async (client, projectRoot) => {
     const candidate = resolve(workflow);
-    const run = await client.startRun({ workflow: workflowReference(workflow, existsSync(candidate) ? candidate : undefined, projectRoot), ...(input !== undefined ? { input } : {}) });
+    const run = await client.startRun({
+      workflow: workflowReference(workflow, existsSync(candidate) ? candidate : undefined, projectRoot),
+      ...(input !== undefined ? { input } : {}),
+    });
     process.stdout.write(`${run.id}\n`);
     const question = run.pendingPrompts[0];
     process.stderr.write(
@@ -56,13 +79,17 @@ export async function startDetachedRun(command: Command, workflow: string, input
 }
 
 /** Connects to the project's server, runs `work`, and turns errors the server answered into Parley errors (clean message, exit code). */
-async function withServer(command: Command, work: (client: ProtocolClient, projectRoot: string) => Promise<void>): Promise<void> {
+async function withServer(
+  command: Command,
+  work: (client: ProtocolClient, projectRoot: string) => Promise<void>,
+): Promise<void> {
   const connection = await connectToProjectServer(resolveDataDir(command));
   try {
     await work(connection.client, connection.server.projectRoot);
   } catch (error) {
     const { RpcError } = await import('../../protocol/index.js');
-    if (error instanceof RpcError) throw new ParleyError(error.reason ?? 'SERVER_ERROR', error.message, { fault: error.fault, cause: error });
+    if (error instanceof RpcError)
+      throw new ParleyError(error.reason ?? 'SERVER_ERROR', error.message, { fault: error.fault, cause: error });
     throw error;
   } finally {
     connection.close();
@@ -80,9 +107,17 @@ export interface AnswerStreams {
  * Answers a run's pending question; resolves with the exit code: 0 accepted, 1 refused (the
  * validator's message is printed; the question keeps waiting).
  */
-export async function answerRun(client: ProtocolClient, runId: string, response: string | undefined, streams: AnswerStreams): Promise<number> {
+export async function answerRun(
+  client: ProtocolClient,
+  runId: string,
+  response: string | undefined,
+  streams: AnswerStreams,
+): Promise<number> {
   const run = await client.getRun(runId);
-  const prompt = streams.promptId !== undefined ? run.pendingPrompts.find((entry) => entry.promptId === streams.promptId) : run.pendingPrompts[0];
+  const prompt =
+    streams.promptId !== undefined
+      ? run.pendingPrompts.find((entry) => entry.promptId === streams.promptId)
+      : run.pendingPrompts[0];
   if (!prompt) {
     throw new ValidationError(
       streams.promptId !== undefined
@@ -95,11 +130,16 @@ export async function answerRun(client: ProtocolClient, runId: string, response:
     streams.stdout.write(describeQuestion(prompt, new Date()));
     streams.stdout.write('> ');
     answer = await readAnswer(streams.stdin);
-    if (answer === undefined) throw new ValidationError(`No answer was given: standard input ended. Pass the answer as an argument: \`parley answer ${runId} "…"\`.`);
+    if (answer === undefined)
+      throw new ValidationError(
+        `No answer was given: standard input ended. Pass the answer as an argument: \`parley answer ${runId} "…"\`.`,
+      );
   }
   const outcome = await client.answerPrompt(runId, prompt.promptId, resolveChoice(prompt, answer));
   if (!outcome.accepted) {
-    streams.stderr.write(`parley: the answer was refused: ${outcome.message}\nThe question is still waiting: \`parley answer ${runId}\` to try again.\n`);
+    streams.stderr.write(
+      `parley: the answer was refused: ${outcome.message}\nThe question is still waiting: \`parley answer ${runId}\` to try again.\n`,
+    );
     return 1;
   }
   streams.stdout.write(`Answered "${oneLine(prompt.prompt, 60)}" of run ${runId}: ${resolveChoice(prompt, answer)}\n`);
@@ -121,7 +161,9 @@ export function describeQuestion(prompt: RunPromptWire, now: Date): string {
   if (prompt.choices) lines.push(...prompt.choices.map((choice, index) => `  ${index + 1}) ${choice}`));
   const notes = [
     prompt.defaultChoice !== undefined ? `default: ${prompt.defaultChoice}` : undefined,
-    prompt.deadline !== undefined ? `answer within ${formatDuration(Date.parse(prompt.deadline) - now.getTime())}` : undefined,
+    prompt.deadline !== undefined
+      ? `answer within ${formatDuration(Date.parse(prompt.deadline) - now.getTime())}`
+      : undefined,
   ].filter((note): note is string => note !== undefined);
   if (notes.length > 0) lines.push(`  (${notes.join(', ')})`);
   return `${lines.join('\n')}\n`;
@@ -145,10 +187,15 @@ function readAnswer(stdin: Readable): Promise<string | undefined> {
 
 function parseStatuses(value: string | undefined): RunStatusWire[] | undefined {
   if (value === undefined) return undefined;
-  const statuses = value.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  const statuses = value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
   const unknown = statuses.filter((entry) => !(RUN_STATUS_VALUES as readonly string[]).includes(entry));
   if (statuses.length === 0 || unknown.length > 0) {
-    throw new ValidationError(`--status takes ${RUN_STATUS_VALUES.join(', ')} (comma-separated), not "${unknown.join(', ') || value}".`);
+    throw new ValidationError(
+      `--status takes ${RUN_STATUS_VALUES.join(', ')} (comma-separated), not "${unknown.join(', ') || value}".`,
+    );
   }
   return statuses as RunStatusWire[];
 }
@@ -160,11 +207,24 @@ export function formatRunTable(runs: readonly RunWire[], now: Date): string {
     ...runs.map((run) => {
       const question = run.pendingPrompts[0];
       const more = run.pendingPrompts.length > 1 ? ` (+${run.pendingPrompts.length - 1})` : '';
-      return [run.id, run.harness, run.status, run.phase ?? '-', question ? `${oneLine(question.prompt, 48)}${more}` : '-', formatDuration(now.getTime() - Date.parse(run.createdAt))];
+      return [
+        run.id,
+        run.harness,
+        run.status,
+        run.phase ?? '-',
+        question ? `${oneLine(question.prompt, 48)}${more}` : '-',
+        formatDuration(now.getTime() - Date.parse(run.createdAt)),
+      ];
     }),
   ];
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
-  return rows.map((row) => row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]!))).join('  ')).join('\n') + '\n';
+  return (
+    rows
+      .map((row) =>
+        row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]!))).join('  '),
+      )
+      .join('\n') + '\n'
+  );
 }
 
 /** 42s, 5m, 3h, 2d; a time already past is `0s`. */

@@ -6,7 +6,13 @@ import { ParleyError } from '../../conversation/index.js';
 import type { RunningServer } from '../../server/index.js';
 import type { TranscriptWatcher } from '../../sessions/index.js';
 import { createFileStore, shareStore, type SessionStore } from '../../store/index.js';
-import { draftLeaseFromEnvironment, openChosenDraftStore, openChosenStore, resolveDataDir, resolveStoreUrl } from '../options.js';
+import {
+  draftLeaseFromEnvironment,
+  openChosenDraftStore,
+  openChosenStore,
+  resolveDataDir,
+  resolveStoreUrl,
+} from '../options.js';
 import { coreRunServiceFactory, serveRuns, type CoreRunServiceFactory } from '../run-service-wiring.js';
 import { resolveServerBackends } from '../server-backends.js';
 
@@ -14,7 +20,6 @@ import { resolveServerBackends } from '../server-backends.js';
 export const DEFAULT_PORT = 7433;
 
 export { SCRIPTED_SCRIPT_VARIABLE } from '../server-backends.js';
-
 
 /**
  * `parley serve`: serves the project in the current folder over JSON-RPC (WebSocket) and the web UI.
@@ -25,76 +30,98 @@ export { SCRIPTED_SCRIPT_VARIABLE } from '../server-backends.js';
  * PARLEY_DRAFT_LEASE_MS sets how long a draft lease lasts: how soon, after this server dies, another
  * takes its drafts over.
  */
-export function register(program: Command, runServiceFactory: CoreRunServiceFactory | undefined = coreRunServiceFactory): void {
+export function register(
+  program: Command,
+  runServiceFactory: CoreRunServiceFactory | undefined = coreRunServiceFactory,
+): void {
   program
     .command('serve')
     .description('Serve this project to the TUI and the web UI (JSON-RPC 2.0 over WebSocket)')
     .option('--port <port>', `port to listen on (default ${DEFAULT_PORT}; 0: any free port)`, parsePort)
     .option('--host <host>', 'address to listen on (default 127.0.0.1; anything else is reachable from the network)')
     .option('--web-root <dir>', 'folder of the web UI to serve (default: the built dist/web)')
-    .option('--watch-native', "follow this project's Claude Code and Gemini CLI sessions live: import them as they are written")
-    .action(async (options: { port?: number; host?: string; webRoot?: string; watchNative?: boolean }, command: Command) => {
-      // Loaded here, not at registration: other commands do not pay for the server's modules.
-      const [{ startServer }, { MAX_LEASE_TTL_MS }] = await Promise.all([import('../../server/index.js'), import('../../store/index.js')]);
-      // Checked before the store opens, so a bad value changes nothing.
-      const leaseTtlMs = draftLeaseFromEnvironment(MAX_LEASE_TTL_MS);
-      const projectRoot = process.cwd();
-      const dataDir = resolveDataDir(command);
-      const chosenStore = await openChosenStore(command);
-      // With --watch-native the imports and the server share one opened store, each through its own view,
-      // so the server sees the imported events as changes from elsewhere and delivers them (store/shared-store.ts).
-      const shared = options.watchNative
-        ? shareStore(chosenStore ?? (await createFileStore({ dataDir, onWarning: (warning) => process.stderr.write(`parley store: ${warning.message}\n`) })))
-        : undefined;
-      const store = shared !== undefined ? shared.view() : chosenStore;
-      const draftStore = await openChosenDraftStore(command, projectRoot, dataDir).catch(async (error: unknown) => {
-        await store?.close();
-        await shared?.close();
-        throw error;
-      });
-      const { backendFor, summarize, notice, warnings } = await resolveServerBackends({ projectRoot, dataDir });
-      if (notice) process.stderr.write(`parley: ${notice}\n`);
-      for (const warning of warnings) process.stderr.write(`parley: ${warning}\n`);
-      const webRoot = options.webRoot !== undefined ? resolve(options.webRoot) : defaultWebRoot();
-      let server: RunningServer;
-      try {
-        server = await startServer({
-          projectRoot,
-          dataDir,
-          ...(store ? { store, storeUrl: resolveStoreUrl(command)! } : {}),
-          ...(draftStore ? { draftStore } : {}),
-          ...(leaseTtlMs !== undefined ? { leaseTtlMs } : {}),
-          port: options.port ?? DEFAULT_PORT,
-          ...(options.host !== undefined ? { host: options.host } : {}),
-          ...(webRoot ? { webRoot } : {}),
-          backendFor,
-          summarize,
-          // Durable runs: unfinished runs are resumed before the server accepts connections.
-          createRunService: serveRuns(runServiceFactory, (line) => process.stdout.write(`${line}\n`)),
+    .option(
+      '--watch-native',
+      "follow this project's Claude Code and Gemini CLI sessions live: import them as they are written",
+    )
+    .action(
+      async (options: { port?: number; host?: string; webRoot?: string; watchNative?: boolean }, command: Command) => {
+        // Loaded here, not at registration: other commands do not pay for the server's modules.
+        const [{ startServer }, { MAX_LEASE_TTL_MS }] = await Promise.all([
+          import('../../server/index.js'),
+          import('../../store/index.js'),
+        ]);
+        // Checked before the store opens, so a bad value changes nothing.
+        const leaseTtlMs = draftLeaseFromEnvironment(MAX_LEASE_TTL_MS);
+        const projectRoot = process.cwd();
+        const dataDir = resolveDataDir(command);
+        const chosenStore = await openChosenStore(command);
+        // With --watch-native the imports and the server share one opened store, each through its own view,
+        // so the server sees the imported events as changes from elsewhere and delivers them (store/shared-store.ts).
+        const shared = options.watchNative
+          ? shareStore(
+              chosenStore ??
+                (await createFileStore({
+                  dataDir,
+                  onWarning: (warning) => process.stderr.write(`parley store: ${warning.message}\n`),
+                })),
+            )
+          : undefined;
+        const store = shared !== undefined ? shared.view() : chosenStore;
+        const draftStore = await openChosenDraftStore(command, projectRoot, dataDir).catch(async (error: unknown) => {
+          await store?.close();
+          await shared?.close();
+          throw error;
         });
-      } catch (error) {
+        const { backendFor, summarize, notice, warnings } = await resolveServerBackends({ projectRoot, dataDir });
+        if (notice) process.stderr.write(`parley: ${notice}\n`);
+        for (const warning of warnings) process.stderr.write(`parley: ${warning}\n`);
+        const webRoot = options.webRoot !== undefined ? resolve(options.webRoot) : defaultWebRoot();
+        let server: RunningServer;
+        try {
+          server = await startServer({
+            projectRoot,
+            dataDir,
+            ...(store ? { store, storeUrl: resolveStoreUrl(command)! } : {}),
+            ...(draftStore ? { draftStore } : {}),
+            ...(leaseTtlMs !== undefined ? { leaseTtlMs } : {}),
+            port: options.port ?? DEFAULT_PORT,
+            ...(options.host !== undefined ? { host: options.host } : {}),
+            ...(webRoot ? { webRoot } : {}),
+            backendFor,
+            summarize,
+            // Durable runs: unfinished runs are resumed before the server accepts connections.
+            createRunService: serveRuns(runServiceFactory, (line) => process.stdout.write(`${line}\n`)),
+          });
+        } catch (error) {
+          await draftStore?.close();
+          await store?.close();
+          await shared?.close();
+          if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+            throw new ParleyError(
+              'PORT_IN_USE',
+              `Port ${options.port ?? DEFAULT_PORT} is in use (another parley serve?). Choose one with --port, or --port 0 for any free port.`,
+              { fault: 'user' },
+            );
+          }
+          throw error;
+        }
+        if (server.recovered.recovered > 0)
+          process.stdout.write(`Recovered ${server.recovered.recovered} active draft(s).\n`);
+        const followers = shared !== undefined ? await followNativeSessions(projectRoot, shared.view()) : [];
+        process.stdout.write(
+          `Parley is serving ${projectRoot}\n` +
+            `  web UI:   ${server.url}\n` +
+            `  JSON-RPC: ${server.wsUrl} (token and URL in ${join(dataDir, 'server.json')})\n` +
+            `Parley server ready: ${server.url}\n`,
+        );
+        await waitForSignal(server);
+        await Promise.all(followers.map((follower) => follower.stop()));
         await draftStore?.close();
         await store?.close();
         await shared?.close();
-        if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-          throw new ParleyError('PORT_IN_USE', `Port ${options.port ?? DEFAULT_PORT} is in use (another parley serve?). Choose one with --port, or --port 0 for any free port.`, { fault: 'user' });
-        }
-        throw error;
-      }
-      if (server.recovered.recovered > 0) process.stdout.write(`Recovered ${server.recovered.recovered} active draft(s).\n`);
-      const followers = shared !== undefined ? await followNativeSessions(projectRoot, shared.view()) : [];
-      process.stdout.write(
-        `Parley is serving ${projectRoot}\n` +
-          `  web UI:   ${server.url}\n` +
-          `  JSON-RPC: ${server.wsUrl} (token and URL in ${join(dataDir, 'server.json')})\n` +
-          `Parley server ready: ${server.url}\n`,
-      );
-      await waitForSignal(server);
-      await Promise.all(followers.map((follower) => follower.stop()));
-      await draftStore?.close();
-      await store?.close();
-      await shared?.close();
-    });
+      },
+    );
 }
 
 /** `--watch-native`: a watcher per native folder of the project; a folder that does not exist yet is followed from when it appears. */
@@ -108,23 +135,33 @@ async function followNativeSessions(projectRoot: string, store: SessionStore): P
       waitForPath: true,
       onSync: (result) => {
         for (const session of result.sessions) {
-          if (session.status !== 'unchanged') process.stdout.write(`parley: ${session.status === 'imported' ? 'following' : 'updated'} ${session.sessionId} (${folder.source}) ${JSON.stringify(session.title)}\n`);
+          if (session.status !== 'unchanged')
+            process.stdout.write(
+              `parley: ${session.status === 'imported' ? 'following' : 'updated'} ${session.sessionId} (${folder.source}) ${JSON.stringify(session.title)}\n`,
+            );
         }
       },
       onWarning: (warning) => process.stderr.write(`parley: ${folder.path}: ${warning.message}\n`),
-      onError: (error) => process.stderr.write(`parley: following ${folder.path}: ${error instanceof Error ? error.message : String(error)}\n`),
+      onError: (error) =>
+        process.stderr.write(
+          `parley: following ${folder.path}: ${error instanceof Error ? error.message : String(error)}\n`,
+        ),
     });
     followers.push(follower);
     await follower.ready;
   }
-  process.stdout.write(`Following native sessions in:\n${folders.map((folder) => `  ${folder.path} (${folder.source})`).join('\n')}\n`);
+  process.stdout.write(
+    `Following native sessions in:\n${folders.map((folder) => `  ${folder.path} (${folder.source})`).join('\n')}\n`,
+  );
   return followers;
 }
 
 function parsePort(value: string): number {
   const port = Number(value);
   if (!Number.isInteger(port) || port < 0 || port > 65_535) {
-    throw new ParleyError('INVALID_INPUT', `--port must be a whole number from 0 to 65535, not "${value}".`, { fault: 'user' });
+    throw new ParleyError('INVALID_INPUT', `--port must be a whole number from 0 to 65535, not "${value}".`, {
+      fault: 'user',
+    });
   }
   return port;
 }

@@ -13,35 +13,45 @@ export function register(program: Command): void {
     .option('--status <status>', 'active or archived')
     .option('--agent-type <type>', 'pm, dev, qa, harness, merge, or a role')
     .option('--backend <name>', 'only sessions on this back end')
-    .action(async (options: { json?: boolean; status?: 'active' | 'archived'; agentType?: string; backend?: string }, command: Command) => {
-      const store = await openChosenStore(command);
-      const manager = await createSessionManager(storeOption(command, store));
-      try {
-        const sessions = await manager.listSessions({
-          ...(options.status ? { status: options.status } : {}),
-          ...(options.agentType ? { agentType: options.agentType } : {}),
-          ...(options.backend ? { type: options.backend } : {}),
-        });
-        if (options.json) {
-          process.stdout.write(`${JSON.stringify(sessions, null, 2)}\n`);
-          return;
+    .action(
+      async (
+        options: { json?: boolean; status?: 'active' | 'archived'; agentType?: string; backend?: string },
+        command: Command,
+      ) => {
+        const store = await openChosenStore(command);
+        const manager = await createSessionManager(storeOption(command, store));
+        try {
+          const sessions = await manager.listSessions({
+            ...(options.status ? { status: options.status } : {}),
+            ...(options.agentType ? { agentType: options.agentType } : {}),
+            ...(options.backend ? { type: options.backend } : {}),
+          });
+          if (options.json) {
+            process.stdout.write(`${JSON.stringify(sessions, null, 2)}\n`);
+            return;
+          }
+          if (sessions.length === 0) {
+            process.stdout.write(
+              'No sessions yet. Start one with `parley chat "hello"`, or import one with `parley import <path>`.\n',
+            );
+            return;
+          }
+          for (const session of sessions) {
+            const when = new Date(session.lastActivity ?? session.updatedAt)
+              .toISOString()
+              .replace('T', ' ')
+              .slice(0, 16);
+            const title = session.title ? `  ${session.title.slice(0, 60)}` : '';
+            process.stdout.write(
+              `${session.sessionId}  ${session.status}  ${describeScope(session)}  ${session.type}  ${session.stats.totalMessages} msgs  ${session.stats.totalTokens} tok  ${formatCost(session.metrics)}  ${when}${title}\n`,
+            );
+          }
+        } finally {
+          await manager.close();
+          await store?.close();
         }
-        if (sessions.length === 0) {
-          process.stdout.write('No sessions yet. Start one with `parley chat "hello"`, or import one with `parley import <path>`.\n');
-          return;
-        }
-        for (const session of sessions) {
-          const when = new Date(session.lastActivity ?? session.updatedAt).toISOString().replace('T', ' ').slice(0, 16);
-          const title = session.title ? `  ${session.title.slice(0, 60)}` : '';
-          process.stdout.write(
-            `${session.sessionId}  ${session.status}  ${describeScope(session)}  ${session.type}  ${session.stats.totalMessages} msgs  ${session.stats.totalTokens} tok  ${formatCost(session.metrics)}  ${when}${title}\n`,
-          );
-        }
-      } finally {
-        await manager.close();
-        await store?.close();
-      }
-    });
+      },
+    );
 
   program
     .command('show')
@@ -55,7 +65,9 @@ export function register(program: Command): void {
         if (options.json) {
           const record = await manager.getSession(sessionId);
           const { rawTranscript: _raw, ...rest } = await manager.getRuntimeSession(sessionId);
-          process.stdout.write(`${JSON.stringify({ session: record, ...rest, subagents: rest.subagents.map(({ rawTranscript: _thread, ...thread }) => thread) }, null, 2)}\n`);
+          process.stdout.write(
+            `${JSON.stringify({ session: record, ...rest, subagents: rest.subagents.map(({ rawTranscript: _thread, ...thread }) => thread) }, null, 2)}\n`,
+          );
           return;
         }
         process.stdout.write(`${await sessionText(manager, sessionId)}\n`);

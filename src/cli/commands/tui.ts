@@ -6,7 +6,13 @@ import { ValidationError } from '../../conversation/index.js';
 import type { ServerFile, TransportFactory, WebSocketLike } from '../../protocol/index.js';
 import type { RunningServer } from '../../server/index.js';
 import type { NoteLine } from '../../ui/tui/index.js';
-import { draftLeaseFromEnvironment, openChosenDraftStore, openChosenStore, resolveDataDir, resolveStoreUrl } from '../options.js';
+import {
+  draftLeaseFromEnvironment,
+  openChosenDraftStore,
+  openChosenStore,
+  resolveDataDir,
+  resolveStoreUrl,
+} from '../options.js';
 import { answers, processAlive, readServerFile } from '../project-server.js';
 import { resolveServerBackends } from '../server-backends.js';
 import { paintSplash } from '../splash.js';
@@ -32,11 +38,22 @@ interface TuiOptions {
 export function register(program: Command): void {
   program
     .command('tui')
-    .description('Open the terminal UI on this project (attaching to its server, or starting one here), or on any server with --url')
-    .option('--url <url>', 'attach to a running server: its WebSocket URL with the token (ws://127.0.0.1:7433/rpc?token=…), or the web UI URL `parley serve` prints')
-    .option('--channel <id>', "the channel to join; a draft belongs to a channel (default: this project's, kept in the data folder)")
+    .description(
+      'Open the terminal UI on this project (attaching to its server, or starting one here), or on any server with --url',
+    )
+    .option(
+      '--url <url>',
+      'attach to a running server: its WebSocket URL with the token (ws://127.0.0.1:7433/rpc?token=…), or the web UI URL `parley serve` prints',
+    )
+    .option(
+      '--channel <id>',
+      "the channel to join; a draft belongs to a channel (default: this project's, kept in the data folder)",
+    )
     .action(async (options: TuiOptions, command: Command) => openTui(command, options));
-  program.addHelpText('after', '\n`parley` with no command opens the terminal UI on the project in this folder (same as `parley tui`).');
+  program.addHelpText(
+    'after',
+    '\n`parley` with no command opens the terminal UI on the project in this folder (same as `parley tui`).',
+  );
 }
 
 /**
@@ -55,13 +72,25 @@ export async function openTui(command: Command, options: TuiOptions = {}, splash
   const projectRoot = process.cwd();
   const dataDir = resolveDataDir(command);
   const attach = options.url !== undefined ? parseServerUrl(options.url) : undefined;
-  const channel = checkChannel(options.channel ?? attach?.channel ?? (attach ? `tui-${randomUUID()}` : await stableChannel(dataDir)));
+  const channel = checkChannel(
+    options.channel ?? attach?.channel ?? (attach ? `tui-${randomUUID()}` : await stableChannel(dataDir)),
+  );
 
   const headline = `Parley ${version} · ${attach ? `attached to ${attach.wsUrl}` : `project ${basename(projectRoot)} (${projectRoot})`}`;
-  const hint = "Type a message to start: with no draft, Parley drafts the project's default role for it. /help lists the commands. Tab completes, Esc interrupts a turn, Ctrl+C quits.";
+  const hint =
+    "Type a message to start: with no draft, Parley drafts the project's default role for it. /help lists the commands. Tab completes, Esc interrupts a turn, Ctrl+C quits.";
   const eraseSplash = splash ?? paintSplash();
-  const [{ runTui }, protocol] = await Promise.all([import('../../ui/tui/index.js'), import('../../protocol/index.js')]);
-  const host = new ServerHost(projectRoot, dataDir, () => openChosenStore(command), () => openChosenDraftStore(command, projectRoot, dataDir), resolveStoreUrl(command));
+  const [{ runTui }, protocol] = await Promise.all([
+    import('../../ui/tui/index.js'),
+    import('../../protocol/index.js'),
+  ]);
+  const host = new ServerHost(
+    projectRoot,
+    dataDir,
+    () => openChosenStore(command),
+    () => openChosenDraftStore(command, projectRoot, dataDir),
+    resolveStoreUrl(command),
+  );
   const factory: TransportFactory = async (context) => {
     const target = attach ?? (await host.locate());
     const { WebSocket } = await import('ws');
@@ -73,7 +102,11 @@ export async function openTui(command: Command, options: TuiOptions = {}, splash
       createSocket: (url) => new WebSocket(url, { maxPayload: 64 * 1024 * 1024 }) as unknown as WebSocketLike,
     })(context);
   };
-  const client = new protocol.ProtocolClient({ transport: factory, reconnect: { initialDelayMs: 250, maxDelayMs: 5_000 }, onError: (error) => host.log('warn', `protocol: ${String(error)}`) });
+  const client = new protocol.ProtocolClient({
+    transport: factory,
+    reconnect: { initialDelayMs: 250, maxDelayMs: 5_000 },
+    onError: (error) => host.log('warn', `protocol: ${String(error)}`),
+  });
 
   const banner: NoteLine[] = [
     { text: headline, bold: true },
@@ -97,7 +130,9 @@ export async function openTui(command: Command, options: TuiOptions = {}, splash
     client.close();
     await host.close();
   }
-  process.stdout.write(`\u001b]2;\u0007Parley stopped. Your draft stays on channel ${channel}: run \`parley${attach ? ` tui --url … --channel ${channel}` : ''}\` again to continue.\n`);
+  process.stdout.write(
+    `\u001b]2;\u0007Parley stopped. Your draft stays on channel ${channel}: run \`parley${attach ? ` tui --url … --channel ${channel}` : ''}\` again to continue.\n`,
+  );
 }
 
 /**
@@ -142,7 +177,10 @@ export class ServerHost {
       return { wsUrl: file.wsUrl, token: file.token };
     }
     // Attached to a server that went away: wait for it to come back (a restart) rather than take its data folder.
-    if (this.attached) throw new Error(`The project's server (${join(this.dataDir, 'server.json')}) is not running; waiting for it to start again.`);
+    if (this.attached)
+      throw new Error(
+        `The project's server (${join(this.dataDir, 'server.json')}) is not running; waiting for it to start again.`,
+      );
     return this.start();
   }
 
@@ -163,8 +201,14 @@ export class ServerHost {
   private async startServer(): Promise<RunningServer> {
     // Loaded when a server is started here, not with the TUI: the harness layers behind the run
     // service are a quarter of a second of start-up that Ink's first frame need not wait for.
-    const [{ startServer }, { coreRunServiceFactory, serveRuns }] = await Promise.all([import('../../server/index.js'), import('../run-service-wiring.js')]);
-    const { backendFor, summarize, notice, warnings } = await resolveServerBackends({ projectRoot: this.projectRoot, dataDir: this.dataDir });
+    const [{ startServer }, { coreRunServiceFactory, serveRuns }] = await Promise.all([
+      import('../../server/index.js'),
+      import('../run-service-wiring.js'),
+    ]);
+    const { backendFor, summarize, notice, warnings } = await resolveServerBackends({
+      projectRoot: this.projectRoot,
+      dataDir: this.dataDir,
+    });
     for (const warning of warnings) void this.log('warn', warning);
     const leaseTtlMs = draftLeaseFromEnvironment(MAX_LEASE_TTL_MS);
     const store = await this.openStore();
@@ -183,7 +227,8 @@ export class ServerHost {
         port: 0,
         backendFor,
         summarize,
-        log: (level, message, fields) => void this.log(level, `${message}${fields ? ` ${JSON.stringify(fields)}` : ''}`),
+        log: (level, message, fields) =>
+          void this.log(level, `${message}${fields ? ` ${JSON.stringify(fields)}` : ''}`),
         createRunService: serveRuns(coreRunServiceFactory, (line) => void this.log('info', line)),
       });
     } catch (error) {
@@ -219,7 +264,9 @@ const CHANNEL_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,199}$/;
 
 function checkChannel(channel: string): string {
   if (!CHANNEL_PATTERN.test(channel) || channel.includes('..')) {
-    throw new ValidationError(`The channel "${channel}" is not valid: use 1–200 letters, digits, ".", "_" or "-", not starting with "." or "-".`);
+    throw new ValidationError(
+      `The channel "${channel}" is not valid: use 1–200 letters, digits, ".", "_" or "-", not starting with "." or "-".`,
+    );
   }
   return channel;
 }
@@ -245,11 +292,15 @@ export function parseServerUrl(value: string): Target & { channel?: string } {
   try {
     url = new URL(value);
   } catch {
-    throw new ValidationError(`--url "${value}" is not a URL. Pass the server's WebSocket URL with its token, e.g. ws://127.0.0.1:7433/rpc?token=… (server.json in its data folder has both).`);
+    throw new ValidationError(
+      `--url "${value}" is not a URL. Pass the server's WebSocket URL with its token, e.g. ws://127.0.0.1:7433/rpc?token=… (server.json in its data folder has both).`,
+    );
   }
   const token = url.searchParams.get('token');
   if (!token) {
-    throw new ValidationError(`--url "${value}" has no token. Add ?token=… (the token is in server.json in the server's data folder, and in the URL \`parley serve\` prints).`);
+    throw new ValidationError(
+      `--url "${value}" has no token. Add ?token=… (the token is in server.json in the server's data folder, and in the URL \`parley serve\` prints).`,
+    );
   }
   if (url.protocol === 'http:' || url.protocol === 'https:') {
     url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';

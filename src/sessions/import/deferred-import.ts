@@ -97,7 +97,9 @@ export async function importDeferred(input: DeferredImportInput): Promise<Deferr
   }
   const info = scan.end();
   // Folded as the log's metadata events would be (the reducer's rules, in the same order).
-  const events = scan.metadata.map((draft, seq) => Object.assign({}, draft, { sessionId, seq, at: draft.at ?? now }) as StreamEvent);
+  const events = scan.metadata.map(
+    (draft, seq) => Object.assign({}, draft, { sessionId, seq, at: draft.at ?? now }) as StreamEvent,
+  );
   const metrics = applyEvents(emptyConversation(sessionId), events).metrics;
   const title = titleOf(info, 'claude-code', input.nativeSessionId);
   await store.updateSession(sessionId, (current) => ({

@@ -94,14 +94,24 @@ async function sniff(path: string): Promise<{ kind: Sniffed; sessionId?: string 
     }
     if (typeof record !== 'object' || record === null || Array.isArray(record)) continue;
     const fields = record as Record<string, unknown>;
-    if (typeof fields['projectHash'] === 'string' || '$set' in fields || '$rewindTo' in fields) return { kind: 'gemini-cli' };
+    if (typeof fields['projectHash'] === 'string' || '$set' in fields || '$rewindTo' in fields)
+      return { kind: 'gemini-cli' };
     if (Array.isArray(fields['history'])) return { kind: 'gemini-checkpoint' };
     const type = fields['type'];
-    if (typeof type === 'string' && CLAUDE_RECORD_TYPES.has(type) && ('uuid' in fields || 'sessionId' in fields || 'leafUuid' in fields || 'messageId' in fields)) {
+    if (
+      typeof type === 'string' &&
+      CLAUDE_RECORD_TYPES.has(type) &&
+      ('uuid' in fields || 'sessionId' in fields || 'leafUuid' in fields || 'messageId' in fields)
+    ) {
       const sessionId = typeof fields['sessionId'] === 'string' ? fields['sessionId'] : undefined;
       return sessionId !== undefined ? { kind: 'claude-code', sessionId } : { kind: 'claude-code' };
     }
-    if (typeof fields['id'] === 'string' && typeof type === 'string' && GEMINI_MESSAGE_TYPES.has(type) && 'timestamp' in fields) {
+    if (
+      typeof fields['id'] === 'string' &&
+      typeof type === 'string' &&
+      GEMINI_MESSAGE_TYPES.has(type) &&
+      'timestamp' in fields
+    ) {
       return { kind: 'gemini-cli' };
     }
   }
@@ -113,7 +123,10 @@ async function walk(folder: string, files: string[]): Promise<void> {
   try {
     entries = await fs.readdir(folder, { withFileTypes: true });
   } catch (error) {
-    throw new ImportError('IMPORT_READ_FAILED', `Cannot list the folder ${folder}: ${(error as Error).message}.`, { fault: 'system', cause: error });
+    throw new ImportError('IMPORT_READ_FAILED', `Cannot list the folder ${folder}: ${(error as Error).message}.`, {
+      fault: 'system',
+      cause: error,
+    });
   }
   entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   for (const entry of entries) {
@@ -137,7 +150,10 @@ export async function discoverImportSources(path: string): Promise<DiscoveryResu
   try {
     stat = await fs.stat(root);
   } catch {
-    throw new ImportError('IMPORT_PATH_NOT_FOUND', `Nothing to import at ${root}: no such file or folder.`, { fault: 'user', data: { path: root } });
+    throw new ImportError('IMPORT_PATH_NOT_FOUND', `Nothing to import at ${root}: no such file or folder.`, {
+      fault: 'user',
+      data: { path: root },
+    });
   }
   const files: string[] = [];
   if (stat.isDirectory()) await walk(root, files);
@@ -151,7 +167,9 @@ export async function discoverImportSources(path: string): Promise<DiscoveryResu
   const gemini = new Map<string, GeminiSource>();
   const geminiSubagents: Array<{ path: string; parent: string }> = [];
   const seeds = new Map<string, SeedLayoutSource>();
-  const jsonlStems = new Set(files.filter((file) => file.endsWith('.jsonl')).map((file) => file.slice(0, -'.jsonl'.length)));
+  const jsonlStems = new Set(
+    files.filter((file) => file.endsWith('.jsonl')).map((file) => file.slice(0, -'.jsonl'.length)),
+  );
 
   for (const file of files) {
     const name = basename(file);
@@ -170,7 +188,12 @@ export async function discoverImportSources(path: string): Promise<DiscoveryResu
       // Seed 002's old per-feature chat file: the session is named after its feature folder.
       const folder = dirname(file);
       const owner = basename(folder) === '.dagent' ? basename(dirname(folder)) : basename(folder);
-      seeds.set(`${folder}\u0000chat.json`, { source: 'seed-layout', folder, sessionId: `chat-${owner}`, files: { chat: file } });
+      seeds.set(`${folder}\u0000chat.json`, {
+        source: 'seed-layout',
+        folder,
+        sessionId: `chat-${owner}`,
+        files: { chat: file },
+      });
       continue;
     }
     if (name.endsWith('.meta.json') && name.startsWith('agent-')) {
@@ -192,7 +215,10 @@ export async function discoverImportSources(path: string): Promise<DiscoveryResu
       continue;
     }
     if (name === 'journal.jsonl' && file.split(sep).includes('subagents')) {
-      skipped.push({ path: file, reason: 'a Claude Code workflow journal (its agents are imported with their session)' });
+      skipped.push({
+        path: file,
+        reason: 'a Claude Code workflow journal (its agents are imported with their session)',
+      });
       continue;
     }
     if (file.split(sep).includes('subagents') && name.endsWith('.jsonl')) {
@@ -205,13 +231,15 @@ export async function discoverImportSources(path: string): Promise<DiscoveryResu
       claude.set(nativeSessionId, { source: 'claude-code', main: file, nativeSessionId, subagents: [] });
     } else if (sniffed.kind === 'gemini-cli' || sniffed.kind === 'gemini-checkpoint') {
       const parentFolder = basename(dirname(file));
-      const isSubagent = name.endsWith('.jsonl') && !name.startsWith('session-') && basename(dirname(dirname(file))) === 'chats';
+      const isSubagent =
+        name.endsWith('.jsonl') && !name.startsWith('session-') && basename(dirname(dirname(file))) === 'chats';
       if (isSubagent) {
         geminiSubagents.push({ path: file, parent: parentFolder });
       } else {
         const source: GeminiSource = { source: 'gemini-cli', main: file, subagents: [] };
         const tag = /^checkpoint-(.+)\.json$/.exec(name)?.[1];
-        if (sniffed.kind === 'gemini-checkpoint') source.checkpointTag = `${parentFolder}-${tag ?? name.replace(/\.json$/, '')}`;
+        if (sniffed.kind === 'gemini-checkpoint')
+          source.checkpointTag = `${parentFolder}-${tag ?? name.replace(/\.json$/, '')}`;
         gemini.set(file, source);
       }
     } else if (!single || sniffed.kind !== 'unknown') {
@@ -228,7 +256,13 @@ export async function discoverImportSources(path: string): Promise<DiscoveryResu
   // A subagent file given on its own: import the session it belongs to.
   if (single && claudeSubagents.length === 1 && claude.size === 0) {
     const agent = claudeSubagents[0]!;
-    const candidates = agent.parent === undefined ? [] : [join(dirname(dirname(dirname(agent.path))), `${agent.parent}.jsonl`), join(dirname(agent.path), `${agent.parent}.jsonl`)];
+    const candidates =
+      agent.parent === undefined
+        ? []
+        : [
+            join(dirname(dirname(dirname(agent.path))), `${agent.parent}.jsonl`),
+            join(dirname(agent.path), `${agent.parent}.jsonl`),
+          ];
     for (const candidate of candidates) {
       if (await exists(candidate)) return discoverImportSources(candidate);
     }
@@ -254,24 +288,39 @@ export async function discoverImportSources(path: string): Promise<DiscoveryResu
       const match = /^agent-(.+)\.jsonl$/.exec(name);
       if (match === null) continue;
       const sniffed = await sniff(file);
-      if (sniffed.kind === 'claude-code') claudeSubagents.push({ path: file, parent: claudeParentOf(file) ?? sniffed.sessionId, agentId: match[1]! });
+      if (sniffed.kind === 'claude-code')
+        claudeSubagents.push({ path: file, parent: claudeParentOf(file) ?? sniffed.sessionId, agentId: match[1]! });
     }
   }
 
   for (const agent of claudeSubagents) {
     const parent = agent.parent === undefined ? undefined : claude.get(agent.parent);
     if (parent === undefined) {
-      skipped.push({ path: agent.path, reason: `a subagent transcript whose parent session ${agent.parent ?? '(unknown)'} is not in ${root}` });
+      skipped.push({
+        path: agent.path,
+        reason: `a subagent transcript whose parent session ${agent.parent ?? '(unknown)'} is not in ${root}`,
+      });
       continue;
     }
     if (parent.subagents.some((existing) => existing.agentId === agent.agentId)) continue;
     const metaPath = metaFiles.get(agent.path.slice(0, -'.jsonl'.length));
-    parent.subagents.push(metaPath !== undefined ? { path: agent.path, agentId: agent.agentId, metaPath } : { path: agent.path, agentId: agent.agentId });
+    parent.subagents.push(
+      metaPath !== undefined
+        ? { path: agent.path, agentId: agent.agentId, metaPath }
+        : { path: agent.path, agentId: agent.agentId },
+    );
   }
   for (const agent of geminiSubagents) {
-    const parent = [...gemini.values()].find((source) => basename(source.main).includes(agent.parent.slice(0, 8)) && dirname(source.main) === dirname(dirname(agent.path)));
+    const parent = [...gemini.values()].find(
+      (source) =>
+        basename(source.main).includes(agent.parent.slice(0, 8)) &&
+        dirname(source.main) === dirname(dirname(agent.path)),
+    );
     if (parent === undefined) {
-      skipped.push({ path: agent.path, reason: `a Gemini CLI subagent recording whose parent session ${agent.parent} is not in ${root}` });
+      skipped.push({
+        path: agent.path,
+        reason: `a Gemini CLI subagent recording whose parent session ${agent.parent} is not in ${root}`,
+      });
       continue;
     }
     parent.subagents.push({ path: agent.path });

@@ -1,4 +1,9 @@
-import { sectionsFromStateSnapshot, sectionsFromSummaryText, type NativeCompaction, type TranscriptInfo } from '../../backends/index.js';
+import {
+  sectionsFromStateSnapshot,
+  sectionsFromSummaryText,
+  type NativeCompaction,
+  type TranscriptInfo,
+} from '../../backends/index.js';
 import type { Tokenizer } from '../../conversation/index.js';
 import type { CheckpointInput } from '../../store/index.js';
 

@@ -35,13 +35,20 @@ export function statsOf(info: TranscriptInfo, metrics: SessionMetrics): SessionS
   };
 }
 
-export async function readJsonObject(path: string, warnings: TranscriptWarning[]): Promise<Record<string, unknown> | undefined> {
+export async function readJsonObject(
+  path: string,
+  warnings: TranscriptWarning[],
+): Promise<Record<string, unknown> | undefined> {
   try {
     const value = JSON.parse(await fs.readFile(path, 'utf8')) as unknown;
     if (typeof value === 'object' && value !== null && !Array.isArray(value)) return value as Record<string, unknown>;
   } catch {
     // reported below
   }
-  warnings.push({ code: 'INVALID_FILE', file: basename(path), message: `${basename(path)} is not a JSON object; the subagent is imported without it` });
+  warnings.push({
+    code: 'INVALID_FILE',
+    file: basename(path),
+    message: `${basename(path)} is not a JSON object; the subagent is imported without it`,
+  });
   return undefined;
 }

@@ -17,12 +17,7 @@ import {
   type StreamEventDraft,
   type Tokenizer,
 } from '../../conversation/index.js';
-import {
-  FORMAT_VERSION,
-  type CheckpointInput,
-  type SessionRecord,
-  type SessionStore,
-} from '../../store/index.js';
+import { FORMAT_VERSION, type CheckpointInput, type SessionRecord, type SessionStore } from '../../store/index.js';
 import { discoverImportSources, type ClaudeCodeSource, type GeminiSource, type SeedLayoutSource } from './discover.js';
 import { ImportError, importAborted } from './errors.js';
 import { readJsonObject, statsOf, titleOf } from './import-summary.js';
@@ -155,7 +150,8 @@ export async function importTranscripts(path: string, options: ImportOptions): P
     options,
     now: options.now ?? Date.now,
     warnings: result.warnings,
-    progress: (progress) => options.onProgress?.({ ...progress, sessionsTotal: total, sessionsDone: result.sessions.length }),
+    progress: (progress) =>
+      options.onProgress?.({ ...progress, sessionsTotal: total, sessionsDone: result.sessions.length }),
     tokenizer: createTokenizer(),
   };
   context.progress({ phase: 'discovered' });
@@ -193,7 +189,12 @@ async function importClaudeCode(source: ClaudeCodeSource, context: Context): Pro
   const sessionId = importedSessionId('claude-code', source.nativeSessionId);
   const deferred = await importClaudeCodeDeferred(source, sessionId, context);
   if (deferred !== undefined) return deferred;
-  const files = [source.main, ...source.subagents.flatMap((agent) => (agent.metaPath !== undefined ? [agent.path, agent.metaPath] : [agent.path]))];
+  const files = [
+    source.main,
+    ...source.subagents.flatMap((agent) =>
+      agent.metaPath !== undefined ? [agent.path, agent.metaPath] : [agent.path],
+    ),
+  ];
   const start = await beginImport(context, sessionId, 'claude-code', source.main, source.nativeSessionId, files);
   if (start.unchanged !== undefined) return start.unchanged;
   const copyMax = context.options.copyTranscriptMaxBytes ?? DEFAULT_COPY_MAX;
@@ -201,7 +202,12 @@ async function importClaudeCode(source: ClaudeCodeSource, context: Context): Pro
   const writer = start.writer;
 
   const live = context.options.live === true;
-  const main = new ClaudeCodeParser({ emit: writer.add, file: basename(source.main), collectMessageIds: source.subagents.length > 0, live });
+  const main = new ClaudeCodeParser({
+    emit: writer.add,
+    file: basename(source.main),
+    collectMessageIds: source.subagents.length > 0,
+    live,
+  });
   const mainSize = start.fingerprints[0]!.size;
   const read = await streamFile(source.main, main, {
     ...(context.options.signal !== undefined ? { signal: context.options.signal } : {}),
@@ -221,7 +227,13 @@ async function importClaudeCode(source: ClaudeCodeSource, context: Context): Pro
     const meta = agent.metaPath !== undefined ? await readJsonObject(agent.metaPath, warnings) : undefined;
     const agentType = typeof meta?.['agentType'] === 'string' ? meta['agentType'] : undefined;
     const model = typeof meta?.['model'] === 'string' ? meta['model'] : undefined;
-    const parser = new ClaudeCodeParser({ emit: writer.add, conversationId: agent.agentId, parentMessageIds: main.messageIds, file: basename(agent.path), live });
+    const parser = new ClaudeCodeParser({
+      emit: writer.add,
+      conversationId: agent.agentId,
+      parentMessageIds: main.messageIds,
+      file: basename(agent.path),
+      live,
+    });
     writer.add(subagentStart(agent.agentId, agentType ?? 'subagent', model, meta, info.startedAt ?? 0));
     const size = (await fs.stat(agent.path)).size;
     const subRead = await streamFile(agent.path, parser, {
@@ -235,13 +247,21 @@ async function importClaudeCode(source: ClaudeCodeSource, context: Context): Pro
     if (!info.subagents.some((link) => link.subagentId === agent.agentId)) {
       // A subagent the main thread does not point at (a background agent, a lost result): still reachable from main.
       const description = typeof meta?.['description'] === 'string' ? meta['description'] : undefined;
-      writer.add(unlinkedSubagent(agent.agentId, agentType ?? 'subagent', subInfo.firstUserMessage ?? description ?? '', subInfo.endedAt ?? info.endedAt ?? 0));
+      writer.add(
+        unlinkedSubagent(
+          agent.agentId,
+          agentType ?? 'subagent',
+          subInfo.firstUserMessage ?? description ?? '',
+          subInfo.endedAt ?? info.endedAt ?? 0,
+        ),
+      );
       info.subagents.push({ subagentId: agent.agentId, name: agentType ?? 'subagent', linked: false });
     }
   }
   for (const link of info.subagents) {
     // Old inline sidechains that no Task call claimed: link them from main too.
-    if (!link.linked && link.subagentId.startsWith('sidechain-')) writer.add(unlinkedSubagent(link.subagentId, link.name, '', info.endedAt ?? 0));
+    if (!link.linked && link.subagentId.startsWith('sidechain-'))
+      writer.add(unlinkedSubagent(link.subagentId, link.name, '', info.endedAt ?? 0));
   }
   return finishImport(context, {
     sessionId,
@@ -259,9 +279,14 @@ async function importClaudeCode(source: ClaudeCodeSource, context: Context): Pro
 }
 
 /** The fast path (`deferred-import.ts`) where it applies: a new session, no subagent files, not live, a store that copies files. */
-async function importClaudeCodeDeferred(source: ClaudeCodeSource, sessionId: string, context: Context): Promise<ImportedSession | undefined> {
+async function importClaudeCodeDeferred(
+  source: ClaudeCodeSource,
+  sessionId: string,
+  context: Context,
+): Promise<ImportedSession | undefined> {
   const store = context.store;
-  if (store.copyTranscriptFile === undefined || source.subagents.length > 0 || context.options.live === true) return undefined;
+  if (store.copyTranscriptFile === undefined || source.subagents.length > 0 || context.options.live === true)
+    return undefined;
   if ((await store.getSession(sessionId)) !== undefined) return undefined;
   const imported = await importDeferred({
     store: store as DeferredImportInput['store'],
@@ -272,7 +297,8 @@ async function importClaudeCodeDeferred(source: ClaudeCodeSource, sessionId: str
     rawTranscriptMaxBytes: context.options.copyTranscriptMaxBytes ?? DEFAULT_COPY_MAX,
     now: context.now,
     ...(context.options.signal !== undefined ? { signal: context.options.signal } : {}),
-    onBytes: (bytesRead, totalBytes) => context.progress({ phase: 'reading', sessionId, file: source.main, bytesRead, totalBytes }),
+    onBytes: (bytesRead, totalBytes) =>
+      context.progress({ phase: 'reading', sessionId, file: source.main, bytesRead, totalBytes }),
   });
   context.warnings.push(...imported.warnings);
   return {
@@ -292,7 +318,13 @@ async function importClaudeCodeDeferred(source: ClaudeCodeSource, sessionId: str
   };
 }
 
-function subagentStart(agentId: string, name: string, model: string | undefined, meta: Record<string, unknown> | undefined, at: number): StreamEventDraft {
+function subagentStart(
+  agentId: string,
+  name: string,
+  model: string | undefined,
+  meta: Record<string, unknown> | undefined,
+  at: number,
+): StreamEventDraft {
   return {
     type: 'block_complete',
     conversationId: agentId,
@@ -314,7 +346,16 @@ function unlinkedSubagent(subagentId: string, name: string, input: string, at: n
     type: 'block_complete',
     conversationId: MAIN_CONVERSATION,
     at,
-    block: { type: 'subagent', id: `subagent-${subagentId}`, createdAt: at, completedAt: at, subagentId, name, input, status: 'success' },
+    block: {
+      type: 'subagent',
+      id: `subagent-${subagentId}`,
+      createdAt: at,
+      completedAt: at,
+      subagentId,
+      name,
+      input,
+      status: 'success',
+    },
   };
 }
 
@@ -325,7 +366,11 @@ async function importGemini(source: GeminiSource, context: Context): Promise<Imp
   // A Gemini log is a replay (rewinds and checkpoints rewrite it): parse it whole, then write.
   const events: StreamEventDraft[] = [];
   const stat = await fs.stat(source.main);
-  const parser = new GeminiTranscriptParser({ emit: (event) => events.push(event), file: basename(source.main), fallbackTime: Math.floor(stat.mtimeMs) });
+  const parser = new GeminiTranscriptParser({
+    emit: (event) => events.push(event),
+    file: basename(source.main),
+    fallbackTime: Math.floor(stat.mtimeMs),
+  });
   const copyMax = context.options.copyTranscriptMaxBytes ?? DEFAULT_COPY_MAX;
   const read = await streamFile(source.main, parser, {
     ...(context.options.signal !== undefined ? { signal: context.options.signal } : {}),
@@ -333,9 +378,13 @@ async function importGemini(source: GeminiSource, context: Context): Promise<Imp
   });
   const info = parser.end();
   const warnings = [...parser.warnings];
-  const nativeSessionId = source.checkpointTag ?? info.nativeSessionId ?? basename(source.main).replace(/\.jsonl?$/, '');
+  const nativeSessionId =
+    source.checkpointTag ?? info.nativeSessionId ?? basename(source.main).replace(/\.jsonl?$/, '');
   const sessionId = importedSessionId('gemini-cli', nativeSessionId);
-  const start = await beginImport(context, sessionId, 'gemini-cli', source.main, nativeSessionId, [source.main, ...source.subagents.map((agent) => agent.path)]);
+  const start = await beginImport(context, sessionId, 'gemini-cli', source.main, nativeSessionId, [
+    source.main,
+    ...source.subagents.map((agent) => agent.path),
+  ]);
   if (start.unchanged !== undefined) return start.unchanged;
   const copies: Array<{ name: string; text: string }> = [];
   if (read.text !== undefined) copies.push({ name: 'main', text: read.text });
@@ -344,7 +393,11 @@ async function importGemini(source: GeminiSource, context: Context): Promise<Imp
   for (const agent of source.subagents) {
     const subEvents: StreamEventDraft[] = [];
     const subStat = await fs.stat(agent.path);
-    const subParser = new GeminiTranscriptParser({ emit: (event) => subEvents.push(event), file: basename(agent.path), fallbackTime: Math.floor(subStat.mtimeMs) });
+    const subParser = new GeminiTranscriptParser({
+      emit: (event) => subEvents.push(event),
+      file: basename(agent.path),
+      fallbackTime: Math.floor(subStat.mtimeMs),
+    });
     const subRead = await streamFile(agent.path, subParser, { keepText: subStat.size <= copyMax });
     const subInfo = subParser.end();
     warnings.push(...subParser.warnings);
@@ -375,13 +428,21 @@ async function importGemini(source: GeminiSource, context: Context): Promise<Imp
 
 async function importSeedLayout(source: SeedLayoutSource, context: Context): Promise<ImportedSession> {
   const files: SeedLayoutFiles = { sessionId: source.sessionId };
-  const paths = Object.values(source.files).filter((path): path is string => path !== undefined).sort();
-  for (const [kind, path] of Object.entries(source.files) as Array<[keyof SeedLayoutSource['files'], string | undefined]>) {
+  const paths = Object.values(source.files)
+    .filter((path): path is string => path !== undefined)
+    .sort();
+  for (const [kind, path] of Object.entries(source.files) as Array<
+    [keyof SeedLayoutSource['files'], string | undefined]
+  >) {
     if (path === undefined) continue;
     try {
       files[kind] = await fs.readFile(path, 'utf8');
     } catch (error) {
-      throw new ImportError('IMPORT_READ_FAILED', `Cannot read ${path}: ${(error as Error).message}.`, { fault: 'system', cause: error, data: { path } });
+      throw new ImportError('IMPORT_READ_FAILED', `Cannot read ${path}: ${(error as Error).message}.`, {
+        fault: 'system',
+        cause: error,
+        data: { path },
+      });
     }
   }
   const parsed = parseSeedLayout(files);
@@ -402,7 +463,10 @@ async function importSeedLayout(source: SeedLayoutSource, context: Context): Pro
 
   const now = context.now();
   const iso = new Date(now).toISOString();
-  const needsTokens = parsed.checkpoint?.tokens.checkpoint === undefined || parsed.context?.tokens === undefined || parsed.agentDescription?.tokens === undefined;
+  const needsTokens =
+    parsed.checkpoint?.tokens.checkpoint === undefined ||
+    parsed.context?.tokens === undefined ||
+    parsed.agentDescription?.tokens === undefined;
   if (needsTokens) await context.tokenizer.load();
   const count = (text: string): number => context.tokenizer.count(text);
 
@@ -422,8 +486,12 @@ async function importSeedLayout(source: SeedLayoutSource, context: Context): Pro
           // The seed cleared compacted messages from its chat file: none of them is in this log.
           throughSeq: -1,
           messageCount: Math.max(0, Math.round(checkpoint.messageCount)),
-          ...(checkpoint.oldestMessageTimestamp !== undefined ? { oldestMessageTimestamp: checkpoint.oldestMessageTimestamp } : {}),
-          ...(checkpoint.newestMessageTimestamp !== undefined ? { newestMessageTimestamp: checkpoint.newestMessageTimestamp } : {}),
+          ...(checkpoint.oldestMessageTimestamp !== undefined
+            ? { oldestMessageTimestamp: checkpoint.oldestMessageTimestamp }
+            : {}),
+          ...(checkpoint.newestMessageTimestamp !== undefined
+            ? { newestMessageTimestamp: checkpoint.newestMessageTimestamp }
+            : {}),
         },
         tokens: {
           checkpoint: Math.round(checkpoint.tokens.checkpoint ?? count(JSON.stringify(checkpoint.summary))),
@@ -456,7 +524,10 @@ async function importSeedLayout(source: SeedLayoutSource, context: Context): Pro
       allowedTools: description.allowedTools,
       ...(description.toolInstructions !== undefined ? { toolInstructions: description.toolInstructions } : {}),
       createdAt: description.createdAt ?? iso,
-      tokens: Math.round(description.tokens ?? count([description.role, ...description.instructions, description.toolInstructions ?? ''].join('\n'))),
+      tokens: Math.round(
+        description.tokens ??
+          count([description.role, ...description.instructions, description.toolInstructions ?? ''].join('\n')),
+      ),
     });
   }
   const imported = await finishImport(context, {
@@ -526,15 +597,30 @@ async function beginImport(
       native: { backend: source, nativeSessionId, transcriptPath: path },
     };
     await store.createSession(record);
-    const index = { known: new Map<string, string>(), metrics: emptyConversation(sessionId).metrics, compactionSeqs: new Map<string, number>() };
+    const index = {
+      known: new Map<string, string>(),
+      metrics: emptyConversation(sessionId).metrics,
+      compactionSeqs: new Map<string, number>(),
+    };
     context.options.logIndexes?.set(sessionId, index);
     // With an index kept between imports, the writer records what it appends in it.
     const known = context.options.logIndexes !== undefined ? { known: index.known } : {};
-    return { writer: new LogWriter(store, sessionId, { watch, ...known }), fingerprints, status: 'imported', manifest: undefined, compactionSeqs: index.compactionSeqs };
+    return {
+      writer: new LogWriter(store, sessionId, { watch, ...known }),
+      fingerprints,
+      status: 'imported',
+      manifest: undefined,
+      compactionSeqs: index.compactionSeqs,
+    };
   }
   const manifest = await readManifest(store, sessionId);
   const final = manifest?.live !== true || context.options.live === true;
-  if (manifest !== undefined && manifest.importFormat === IMPORT_FORMAT && final && sameFingerprints(manifest.files, fingerprints)) {
+  if (
+    manifest !== undefined &&
+    manifest.importFormat === IMPORT_FORMAT &&
+    final &&
+    sameFingerprints(manifest.files, fingerprints)
+  ) {
     return {
       unchanged: {
         sessionId,
@@ -587,12 +673,21 @@ async function finishImport(
   await writer.close();
   for (const copy of input.copies) await store.writeTranscript(sessionId, copy.name, copy.text);
 
-  const compaction = [...info.compactions].reverse().find((entry) => entry.summary !== undefined && entry.blockId !== undefined);
+  const compaction = [...info.compactions]
+    .reverse()
+    .find((entry) => entry.summary !== undefined && entry.blockId !== undefined);
   let checkpoint = false;
-  if (compaction !== undefined && input.summaryKind !== undefined && start.manifest?.checkpointBlockId !== compaction.blockId) {
+  if (
+    compaction !== undefined &&
+    input.summaryKind !== undefined &&
+    start.manifest?.checkpointBlockId !== compaction.blockId
+  ) {
     const seq = writer.watchedSeqs.get(compaction.blockId!) ?? start.compactionSeqs.get(compaction.blockId!);
     if (seq !== undefined) {
-      await store.writeCheckpoint(sessionId, await checkpointFromCompaction(context.tokenizer, context.now, compaction, seq, info, input.summaryKind));
+      await store.writeCheckpoint(
+        sessionId,
+        await checkpointFromCompaction(context.tokenizer, context.now, compaction, seq, info, input.summaryKind),
+      );
       checkpoint = true;
     }
   }
@@ -625,7 +720,9 @@ async function finishImport(
     copied: input.copies.map((copy) => copy.name),
     blocks: info.blockCount,
     subagents: input.subagentCount,
-    ...(compaction?.blockId !== undefined && (checkpoint || start.manifest?.checkpointBlockId === compaction.blockId) ? { checkpointBlockId: compaction.blockId } : {}),
+    ...(compaction?.blockId !== undefined && (checkpoint || start.manifest?.checkpointBlockId === compaction.blockId)
+      ? { checkpointBlockId: compaction.blockId }
+      : {}),
     ...(context.options.live === true ? { live: true } : {}),
   };
   // Written last: a session without its manifest is an import that did not finish, and is completed by the next one.
@@ -651,4 +748,3 @@ async function finishImport(
 function expectedCopies(input: { start: Started }): number {
   return input.start.fingerprints.filter((print) => !print.path.endsWith('.meta.json')).length;
 }
-

@@ -110,7 +110,9 @@ export function withImportedSessions(store: SessionStore): SessionStore {
         return (sessionId: string, options: ReadLogOptions = {}): AsyncIterable<StreamEvent> => {
           const read = (events?: StreamEvent[]): AsyncIterable<StreamEvent> =>
             // This call started the build: the events just made durable are what the log holds.
-            events !== undefined ? fromMemory(events, options) : (method.call(target, sessionId, options) as AsyncIterable<StreamEvent>);
+            events !== undefined
+              ? fromMemory(events, options)
+              : (method.call(target, sessionId, options) as AsyncIterable<StreamEvent>);
           const started = whenReady(sessionId, true, read);
           if (!(started instanceof Promise)) return started;
           return (async function* () {
@@ -119,7 +121,8 @@ export function withImportedSessions(store: SessionStore): SessionStore {
         };
       }
       if (typeof key === 'string' && LOG_METHODS.has(key)) {
-        return (sessionId: string, ...rest: unknown[]): unknown => whenReady(sessionId, false, () => method.call(target, sessionId, ...rest));
+        return (sessionId: string, ...rest: unknown[]): unknown =>
+          whenReady(sessionId, false, () => method.call(target, sessionId, ...rest));
       }
       return method.bind(target);
     },
@@ -133,7 +136,11 @@ export function withImportedSessions(store: SessionStore): SessionStore {
  * having read nothing, otherwise: read the log through the view, which builds it. A build started
  * meanwhile writes the same events, so either answer holds.
  */
-export async function readUnbuiltEvents(store: SessionStore, sessionId: string, onEvents: (events: StreamEvent[]) => void): Promise<boolean> {
+export async function readUnbuiltEvents(
+  store: SessionStore,
+  sessionId: string,
+  onEvents: (events: StreamEvent[]) => void,
+): Promise<boolean> {
   const raw = ((store as unknown as Record<symbol, unknown>)[RAW] as SessionStore | undefined) ?? store;
   const builds = (raw as unknown as Record<symbol, unknown>)[BUILDS] as Builds | undefined;
   if (builds?.has(sessionId) === true) return false;

@@ -89,7 +89,10 @@ export class LogWriter {
   /** Writes the batch when it is large enough. `inputBytes`: bytes of native transcript read so far. */
   async maybeFlush(inputBytes: number): Promise<void> {
     const limits = this.options.batch ?? { events: BATCH_EVENTS, inputBytes: BATCH_INPUT_BYTES };
-    if (this.batch.length >= limits.events || (this.batch.length > 0 && inputBytes - this.inputBytesAtLastFlush >= limits.inputBytes)) {
+    if (
+      this.batch.length >= limits.events ||
+      (this.batch.length > 0 && inputBytes - this.inputBytesAtLastFlush >= limits.inputBytes)
+    ) {
       this.inputBytesAtLastFlush = inputBytes;
       await this.flush();
     }
@@ -124,7 +127,8 @@ export class LogWriter {
     const metadata: StreamEvent[] = [];
     for (const event of events) {
       if (event.type === 'metadata_update') metadata.push(event);
-      else if (event.type === 'block_complete' && this.options.watch?.(event.block)) this.watchedSeqs.set(event.block.id, event.seq);
+      else if (event.type === 'block_complete' && this.options.watch?.(event.block))
+        this.watchedSeqs.set(event.block.id, event.seq);
     }
     // Only metadata is folded: the metrics, never the blocks, stay in memory.
     if (metadata.length > 0) this.metricsState = applyEvents(this.metricsState, metadata);
@@ -183,7 +187,8 @@ export async function indexLog(
     if (event.type === 'block_complete') {
       places.afterBlock(event.conversationId, event.block.id);
       known.set(blockKey(event.conversationId, event.block.id), blockHash(event.block));
-      if (event.block.type === 'system' && event.block.subtype === 'compaction') compactionSeqs.set(event.block.id, event.seq);
+      if (event.block.type === 'system' && event.block.subtype === 'compaction')
+        compactionSeqs.set(event.block.id, event.seq);
     } else if (event.type === 'metadata_update') {
       known.set(places.nextMetadataKey(event.conversationId), '');
       metadata.push(event);

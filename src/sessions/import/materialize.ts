@@ -45,28 +45,42 @@ export async function materializeImportedSession(
     ...(resumed ? { known: index.known, metrics: index.metrics } : {}),
     watch,
     batch: options.batch ?? BUILD_BATCH,
-    ...(kept !== undefined ? { onWritten: (events: readonly StreamEvent[]) => events.forEach((event) => kept.push(event)) } : {}),
+    ...(kept !== undefined
+      ? { onWritten: (events: readonly StreamEvent[]) => events.forEach((event) => kept.push(event)) }
+      : {}),
   });
   const parser = new ClaudeCodeParser({ emit: writer.add, file: pending.file });
-  await streamChunks(chunks, parser, `${pending.transcript} of session ${sessionId}`, { afterChunk: (bytesRead) => writer.maybeFlush(bytesRead) });
+  await streamChunks(chunks, parser, `${pending.transcript} of session ${sessionId}`, {
+    afterChunk: (bytesRead) => writer.maybeFlush(bytesRead),
+  });
   const info = parser.end();
   await writer.close();
 
-  const compaction = [...info.compactions].reverse().find((entry) => entry.summary !== undefined && entry.blockId !== undefined);
+  const compaction = [...info.compactions]
+    .reverse()
+    .find((entry) => entry.summary !== undefined && entry.blockId !== undefined);
   let checkpointBlockId: string | undefined;
   if (compaction !== undefined) {
     const seq = writer.watchedSeqs.get(compaction.blockId!) ?? index.compactionSeqs.get(compaction.blockId!);
     const newest = await store.readCheckpoint(sessionId);
     // A run cut after writing the checkpoint wrote this one already: versions are never written twice.
     const written = newest?.trigger === 'import' && newest.covers.throughSeq === seq;
-    if (seq !== undefined && !written) await store.writeCheckpoint(sessionId, await checkpointFromCompaction(createTokenizer(), Date.now, compaction, seq, info, 'claude-code'));
+    if (seq !== undefined && !written)
+      await store.writeCheckpoint(
+        sessionId,
+        await checkpointFromCompaction(createTokenizer(), Date.now, compaction, seq, info, 'claude-code'),
+      );
     if (seq !== undefined) checkpointBlockId = compaction.blockId;
   }
   const metrics = writer.metrics;
   // The parser's numbers replace the import's scan (they differ only for records written out of order).
   await store.updateSession(sessionId, (current) => ({ ...current, stats: statsOf(info, metrics), metrics }));
   const { pendingEvents: _built, ...rest } = manifest;
-  await writeManifest(store, sessionId, { ...rest, blocks: info.blockCount, ...(checkpointBlockId !== undefined ? { checkpointBlockId } : {}) });
+  await writeManifest(store, sessionId, {
+    ...rest,
+    blocks: info.blockCount,
+    ...(checkpointBlockId !== undefined ? { checkpointBlockId } : {}),
+  });
   return kept !== undefined ? { built: true, events: kept } : { built: true };
 }
 
@@ -88,8 +102,15 @@ const BUILD_BATCH = { events: 8192, inputBytes: 2 * 1024 * 1024 };
  * The native copy a deferred session is built from, as chunks (streamed where the store can). A
  * missing copy fails with `CORRUPT_FILE`, saying to import the native file again.
  */
-export async function copyChunks(store: SessionStore, sessionId: string, pending: { transcript: string; file: string }): Promise<AsyncIterable<Uint8Array | string>> {
-  const chunks = store.streamTranscript !== undefined ? await store.streamTranscript(sessionId, pending.transcript) : await wholeTranscript(store, sessionId, pending.transcript);
+export async function copyChunks(
+  store: SessionStore,
+  sessionId: string,
+  pending: { transcript: string; file: string },
+): Promise<AsyncIterable<Uint8Array | string>> {
+  const chunks =
+    store.streamTranscript !== undefined
+      ? await store.streamTranscript(sessionId, pending.transcript)
+      : await wholeTranscript(store, sessionId, pending.transcript);
   if (chunks === undefined) {
     throw new StoreError(
       'CORRUPT_FILE',
@@ -100,7 +121,11 @@ export async function copyChunks(store: SessionStore, sessionId: string, pending
   return chunks;
 }
 
-async function wholeTranscript(store: SessionStore, sessionId: string, name: string): Promise<AsyncIterable<string> | undefined> {
+async function wholeTranscript(
+  store: SessionStore,
+  sessionId: string,
+  name: string,
+): Promise<AsyncIterable<string> | undefined> {
   const text = await store.readTranscript(sessionId, name);
   if (text === undefined) return undefined;
   return (async function* () {

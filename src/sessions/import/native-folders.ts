@@ -19,10 +19,15 @@ export interface NativeSessionFolder {
  *   the project, the slug it would claim first (the folder's name); and the older
  *   `tmp/<sha256 of the project root>/chats` as well when it exists.
  */
-export async function nativeSessionFolders(projectRoot: string, env: Record<string, string | undefined> = process.env): Promise<NativeSessionFolder[]> {
+export async function nativeSessionFolders(
+  projectRoot: string,
+  env: Record<string, string | undefined> = process.env,
+): Promise<NativeSessionFolder[]> {
   const root = resolve(projectRoot);
   const real = await realpath(root).catch(() => root);
-  const folders: NativeSessionFolder[] = [{ source: 'claude-code', path: join(defaultConfigDir(env), 'projects', encodeCwd(real)) }];
+  const folders: NativeSessionFolder[] = [
+    { source: 'claude-code', path: join(defaultConfigDir(env), 'projects', encodeCwd(real)) },
+  ];
   const storage = new GeminiCliStorage(env['GEMINI_CLI_HOME'] ?? env['HOME'] ?? homedir());
   const slug = (await storage.findProjectSlug(root)) ?? geminiProjectSlug(basename(root) || 'project');
   folders.push({ source: 'gemini-cli', path: join(storage.geminiDir, 'tmp', slug, 'chats') });

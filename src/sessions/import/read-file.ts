@@ -19,7 +19,11 @@ export interface StreamFileOptions {
  * Streams a file through a line parser, one chunk at a time: the file is never held whole, only
  * the unfinished last line of a chunk. Returns the text only when asked to keep it.
  */
-export async function streamFile(path: string, parser: TranscriptParser, options: StreamFileOptions = {}): Promise<{ bytes: number; text?: string }> {
+export async function streamFile(
+  path: string,
+  parser: TranscriptParser,
+  options: StreamFileOptions = {},
+): Promise<{ bytes: number; text?: string }> {
   const splitter = splitterFor(parser);
   const kept: Buffer[] | undefined = options.keepText ? [] : undefined;
   const stream = createReadStream(path, { highWaterMark: CHUNK_BYTES });
@@ -32,12 +36,18 @@ export async function streamFile(path: string, parser: TranscriptParser, options
     }
   } catch (error) {
     if (error instanceof ImportError) throw error;
-    throw new ImportError('IMPORT_READ_FAILED', `Cannot read ${path}: ${(error as Error).message}.`, { fault: 'system', cause: error, data: { path } });
+    throw new ImportError('IMPORT_READ_FAILED', `Cannot read ${path}: ${(error as Error).message}.`, {
+      fault: 'system',
+      cause: error,
+      data: { path },
+    });
   } finally {
     stream.destroy();
   }
   splitter.end();
-  return kept === undefined ? { bytes: splitter.bytesRead } : { bytes: splitter.bytesRead, text: Buffer.concat(kept).toString('utf8') };
+  return kept === undefined
+    ? { bytes: splitter.bytesRead }
+    : { bytes: splitter.bytesRead, text: Buffer.concat(kept).toString('utf8') };
 }
 
 /**
@@ -59,7 +69,11 @@ export async function streamChunks(
     }
   } catch (error) {
     if (error instanceof ImportError || isParleyError(error)) throw error;
-    throw new ImportError('IMPORT_READ_FAILED', `Cannot read ${label}: ${(error as Error).message}.`, { fault: 'system', cause: error, data: { path: label } });
+    throw new ImportError('IMPORT_READ_FAILED', `Cannot read ${label}: ${(error as Error).message}.`, {
+      fault: 'system',
+      cause: error,
+      data: { path: label },
+    });
   }
   splitter.end();
   return { bytes: splitter.bytesRead };
@@ -67,7 +81,8 @@ export async function streamChunks(
 
 /** Lines go to the parser as bytes when it reads bytes (no decoding of what it skips), else as text. */
 function splitterFor(parser: TranscriptParser): LineSplitter {
-  const onLine = (line: string, lineNumber: number, terminated: boolean): void => parser.line(line, lineNumber, terminated);
+  const onLine = (line: string, lineNumber: number, terminated: boolean): void =>
+    parser.line(line, lineNumber, terminated);
   if (parser.lineBytes === undefined) return new LineSplitter(onLine);
   const lineBytes = parser.lineBytes.bind(parser);
   return new LineSplitter(onLine, lineBytes);
@@ -106,6 +121,12 @@ export function sameFingerprints(a: readonly FileFingerprint[], b: readonly File
   const byPath = new Map(a.map((print) => [print.path, print]));
   return b.every((print) => {
     const other = byPath.get(print.path);
-    return other !== undefined && other.size === print.size && other.mtimeMs === print.mtimeMs && other.head === print.head && other.tail === print.tail;
+    return (
+      other !== undefined &&
+      other.size === print.size &&
+      other.mtimeMs === print.mtimeMs &&
+      other.head === print.head &&
+      other.tail === print.tail
+    );
   });
 }

@@ -14,12 +14,18 @@ export function importedSessionId(source: ImportSource, nativeId: string): strin
   const candidate = `${IMPORT_ID_PREFIX[source]}-${nativeId}`;
   if (ID_PATTERN.test(candidate) && !candidate.includes('..')) return candidate;
   const hash = createHash('sha256').update(nativeId).digest('hex').slice(0, 10);
-  const cleaned = candidate.replace(/[^A-Za-z0-9._-]/g, '-').replace(/\.{2,}/g, '.').slice(0, 180);
+  const cleaned = candidate
+    .replace(/[^A-Za-z0-9._-]/g, '-')
+    .replace(/\.{2,}/g, '.')
+    .slice(0, 180);
   return `${cleaned}-${hash}`;
 }
 
 /** A transcript name the store accepts (`agent-<id>.jsonl`, `chat.json`). */
 export function transcriptName(name: string): string {
-  const cleaned = name.replace(/[^A-Za-z0-9._-]/g, '-').replace(/\.{2,}/g, '.').replace(/^[.-]+/, '');
+  const cleaned = name
+    .replace(/[^A-Za-z0-9._-]/g, '-')
+    .replace(/\.{2,}/g, '.')
+    .replace(/^[.-]+/, '');
   return (cleaned.length > 0 ? cleaned : 'transcript').slice(0, 200);
 }

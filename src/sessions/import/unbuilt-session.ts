@@ -19,7 +19,11 @@ import { streamChunks } from './read-file.js';
  * having parsed nothing, when there is nothing to parse here: no manifest, nothing pending, or a
  * log that already holds a prefix of the events (a crashed build, which the next build resumes).
  */
-export async function parseUnbuiltEvents(raw: SessionStore, sessionId: string, onEvents: (events: StreamEvent[]) => void): Promise<boolean> {
+export async function parseUnbuiltEvents(
+  raw: SessionStore,
+  sessionId: string,
+  onEvents: (events: StreamEvent[]) => void,
+): Promise<boolean> {
   const pending = (await readManifest(raw, sessionId))?.pendingEvents;
   if (pending === undefined) return false;
   if ((await raw.lastSeq(sessionId)) !== -1) return false;

@@ -109,7 +109,9 @@ class Watcher {
     try {
       // Recursive on a folder: Claude Code's subagent files live in a folder per session.
       this.folder = stat.isDirectory();
-      this.fsWatcher = watchPath(this.root, { recursive: this.folder }, (_event, name) => this.request(this.targetOf(name)));
+      this.fsWatcher = watchPath(this.root, { recursive: this.folder }, (_event, name) =>
+        this.request(this.targetOf(name)),
+      );
       this.fsWatcher.on('error', () => {
         // The folder went away; the stat check attaches again when it is back.
         this.fsWatcher?.close();
@@ -176,7 +178,8 @@ class Watcher {
       if (targets !== undefined && !targets.includes(file)) continue;
       const state = await fileState(file, known.headBytes);
       if (state === undefined) continue;
-      if (state.size < known.size || (state.headBytes === known.headBytes && state.head !== known.head)) rewritten.push(file);
+      if (state.size < known.size || (state.headBytes === known.headBytes && state.head !== known.head))
+        rewritten.push(file);
       const now = await fileState(file);
       if (now !== undefined) states.set(file, now);
     }
@@ -186,14 +189,20 @@ class Watcher {
     const result: ImportResult = { path: this.root, sessions: [], warnings: [], skipped: [] };
     for (const path of targets ?? [this.root]) {
       try {
-        const part = await importTranscripts(path, { ...this.options, live: true, signal: this.controller.signal, logIndexes: this.logIndexes });
+        const part = await importTranscripts(path, {
+          ...this.options,
+          live: true,
+          signal: this.controller.signal,
+          logIndexes: this.logIndexes,
+        });
         result.sessions.push(...part.sessions);
         result.warnings.push(...part.warnings);
         result.skipped.push(...part.skipped);
       } catch (error) {
         if (this.stopped && isParleyError(error, 'IMPORT_ABORTED')) return result;
         // A target that is gone or is no session (a file the tool writes beside them) is nothing to do.
-        const missing = (targets !== undefined || this.options.waitForPath === true) && isParleyError(error, 'IMPORT_PATH_NOT_FOUND');
+        const missing =
+          (targets !== undefined || this.options.waitForPath === true) && isParleyError(error, 'IMPORT_PATH_NOT_FOUND');
         if (missing || isParleyError(error, 'NOTHING_TO_IMPORT')) continue;
         // A failed pass may have noted blocks that never reached the log: the next one reads the logs again.
         this.logIndexes.clear();
@@ -209,7 +218,8 @@ class Watcher {
       }
     }
     for (const [file, state] of states) this.files.set(file, state);
-    if (first || result.sessions.some((session) => session.status !== 'unchanged') || rewritten.length > 0) this.options.onSync?.(result);
+    if (first || result.sessions.some((session) => session.status !== 'unchanged') || rewritten.length > 0)
+      this.options.onSync?.(result);
     return result;
   }
 
@@ -253,7 +263,12 @@ async function fileState(path: string, headBytes?: number): Promise<FileState | 
     const length = Math.min(headBytes ?? HEAD_BYTES, stat.size);
     const buffer = Buffer.alloc(length);
     const { bytesRead } = await handle.read(buffer, 0, length, 0);
-    return { size: stat.size, mtimeMs: stat.mtimeMs, head: createHash('sha256').update(buffer.subarray(0, bytesRead)).digest('hex'), headBytes: bytesRead };
+    return {
+      size: stat.size,
+      mtimeMs: stat.mtimeMs,
+      head: createHash('sha256').update(buffer.subarray(0, bytesRead)).digest('hex'),
+      headBytes: bytesRead,
+    };
   } finally {
     await handle.close();
   }

@@ -4,7 +4,14 @@ import type { StreamEvent, StreamEventDraft } from '../../conversation/index.js'
 import { StoreError } from '../errors.js';
 import { sessionNotFound } from '../validate.js';
 import type { ConnectionTarget } from './connection.js';
-import { errorCode, isConnectionFailure, isRefusedConnection, isRetryableConflict, SQLSTATE, storeErrorFrom } from './errors.js';
+import {
+  errorCode,
+  isConnectionFailure,
+  isRefusedConnection,
+  isRetryableConflict,
+  SQLSTATE,
+  storeErrorFrom,
+} from './errors.js';
 import type { Queries } from './queries.js';
 import { FIRST_BACKOFF_MS, MAX_BACKOFF_MS, pause } from './retry.js';
 
@@ -98,7 +105,10 @@ export class AppendCommitter {
   private takeGroup(): PendingAppend[] {
     let count = 0;
     let taken = 0;
-    while (taken < this.pending.length && (taken === 0 || count + this.pending[taken]!.events.length <= MAX_GROUP_EVENTS)) {
+    while (
+      taken < this.pending.length &&
+      (taken === 0 || count + this.pending[taken]!.events.length <= MAX_GROUP_EVENTS)
+    ) {
       count += this.pending[taken]!.events.length;
       taken += 1;
     }
@@ -118,7 +128,10 @@ export class AppendCommitter {
       try {
         firstSeqs = committedEarlier ? await this.committedGroup(groupId) : await this.send(groupId, layout);
       } catch (error) {
-        if (errorCode(error) === SQLSTATE.uniqueViolation && (error as { constraint?: string }).constraint === 'append_groups_pkey') {
+        if (
+          errorCode(error) === SQLSTATE.uniqueViolation &&
+          (error as { constraint?: string }).constraint === 'append_groups_pkey'
+        ) {
           // An earlier attempt committed after all: hand back where it put the events.
           committedEarlier = true;
           continue;
@@ -167,7 +180,10 @@ export class AppendCommitter {
 
   /** Where the earlier, committed attempt of this group put each session's events. */
   private async committedGroup(groupId: string): Promise<Map<string, number>> {
-    const found = await this.options.pool.query<{ session_id: string; first_seq: number }>(this.options.queries.committedGroup, [groupId]);
+    const found = await this.options.pool.query<{ session_id: string; first_seq: number }>(
+      this.options.queries.committedGroup,
+      [groupId],
+    );
     return new Map(found.rows.map((row) => [row.session_id, row.first_seq]));
   }
 
@@ -180,7 +196,11 @@ export class AppendCommitter {
         `(${cause.message}). The events may or may not be stored: once the server is back, read the log (its last seq) before appending them again.`
       : `Could not append: PostgreSQL at ${host}:${port} (database "${database}") refused connections for ${seconds} s (${cause.message}). ` +
         'Nothing was stored; append again once the server is back.';
-    return new StoreError('STORE_UNAVAILABLE', message, { fault: 'system', cause: error, data: { ...cause.data, outcomeUnknown } });
+    return new StoreError('STORE_UNAVAILABLE', message, {
+      fault: 'system',
+      cause: error,
+      data: { ...cause.data, outcomeUnknown },
+    });
   }
 }
 
@@ -197,7 +217,14 @@ interface GroupLayout {
 
 function layOut(group: readonly PendingAppend[]): GroupLayout {
   const counts = new Map<string, number>();
-  const layout: GroupLayout = { sessionIds: [], counts: [], eventSessions: [], eventOffsets: [], bodies: [], offsets: new Map() };
+  const layout: GroupLayout = {
+    sessionIds: [],
+    counts: [],
+    eventSessions: [],
+    eventOffsets: [],
+    bodies: [],
+    offsets: new Map(),
+  };
   for (const append of group) {
     let count = counts.get(append.sessionId) ?? 0;
     layout.offsets.set(append, count);

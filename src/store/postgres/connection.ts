@@ -19,7 +19,8 @@ const DEFAULT_PORT = 5432;
  * URLs pass here, and a typo is reported as such rather than as an unreachable server.
  */
 export function parseConnectionString(connectionString: unknown): ConnectionTarget {
-  const fix = 'Pass a URL like postgres://user:password@host:5432/database (percent-encode special characters in the password).';
+  const fix =
+    'Pass a URL like postgres://user:password@host:5432/database (percent-encode special characters in the password).';
   if (typeof connectionString !== 'string' || connectionString.trim() === '') {
     throw badConnectionString(`The PostgreSQL connection string is empty. ${fix}`);
   }
@@ -27,7 +28,10 @@ export function parseConnectionString(connectionString: unknown): ConnectionTarg
   try {
     url = new URL(connectionString);
   } catch (error) {
-    throw badConnectionString(`The PostgreSQL connection string "${redact(connectionString)}" cannot be parsed as a URL. ${fix}`, error);
+    throw badConnectionString(
+      `The PostgreSQL connection string "${redact(connectionString)}" cannot be parsed as a URL. ${fix}`,
+      error,
+    );
   }
   if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
     throw badConnectionString(

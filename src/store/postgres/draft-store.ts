@@ -16,7 +16,16 @@ import {
   type UnreadableDraft,
 } from '../draft-records.js';
 import { checkProjectInput, type DraftStoreHome } from '../draft-store-home.js';
-import { byStart, checkDraft, checkSameDraft, claimConflict, projectExists, projectNotFound, taskExists, taskNotFound } from '../draft-store-rules.js';
+import {
+  byStart,
+  checkDraft,
+  checkSameDraft,
+  claimConflict,
+  projectExists,
+  projectNotFound,
+  taskExists,
+  taskNotFound,
+} from '../draft-store-rules.js';
 import type { DraftStore } from '../draft-store.js';
 import { StoreError } from '../errors.js';
 import { checkId, checkRecord, storeClosed } from '../validate.js';
@@ -37,7 +46,11 @@ export async function openPostgresDraftStore(options: PostgresDraftStoreOptions)
   const schema = checkSchemaName(options.schema ?? DEFAULT_POSTGRES_SCHEMA);
   const home = checkProjectInput(options.home);
   const quotedSchema = pg.escapeIdentifier(schema);
-  const pool = createPool({ connectionString: options.connectionString, size: options.poolSize ?? 4, connectTimeoutMs: options.connectTimeoutMs ?? 10_000 });
+  const pool = createPool({
+    connectionString: options.connectionString,
+    size: options.poolSize ?? 4,
+    connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
+  });
   const sql = draftQueriesFor(quotedSchema);
   const retryForMs = options.retryForMs ?? 30_000;
   try {
@@ -113,7 +126,12 @@ class PostgresDraftStore implements DraftStore {
 
   private record(row: ProjectRow): ProjectRecord {
     if (row.name === this.home.name) {
-      return { ...this.home, ...(row.description ? { description: row.description } : {}), createdAt: row.created_at, home: true };
+      return {
+        ...this.home,
+        ...(row.description ? { description: row.description } : {}),
+        createdAt: row.created_at,
+        home: true,
+      };
     }
     const folder = row.path ?? path.join(this.home.dataDir, 'projects', row.name);
     return {
@@ -135,7 +153,9 @@ class PostgresDraftStore implements DraftStore {
 
   listProjects(): Promise<ProjectRecord[]> {
     return this.guard(async () => {
-      const records = (await this.rows<ProjectRow>(this.sql.listProjects, [], 'list projects')).map((row) => this.record(row));
+      const records = (await this.rows<ProjectRow>(this.sql.listProjects, [], 'list projects')).map((row) =>
+        this.record(row),
+      );
       // The home project first, then the others in the order they were created.
       return [...records.filter((project) => project.home), ...records.filter((project) => !project.home)];
     });
@@ -160,11 +180,19 @@ class PostgresDraftStore implements DraftStore {
         } catch (error) {
           if (errorCode(error) !== SQLSTATE.uniqueViolation) throw error;
           // Taken: by this very call when an earlier attempt committed but its answer was lost.
-          const [row] = afterFailure ? await this.pool.query<ProjectRow>(this.sql.getProject, [project.name]).then((result) => result.rows) : [];
-          if (!row || row.path !== folder || row.created_at !== project.createdAt || row.description !== values[2]) throw projectExists(project.name);
+          const [row] = afterFailure
+            ? await this.pool.query<ProjectRow>(this.sql.getProject, [project.name]).then((result) => result.rows)
+            : [];
+          if (!row || row.path !== folder || row.created_at !== project.createdAt || row.description !== values[2])
+            throw projectExists(project.name);
         }
       });
-      return this.record({ name: project.name, path: folder, description: project.description ?? null, created_at: project.createdAt });
+      return this.record({
+        name: project.name,
+        path: folder,
+        description: project.description ?? null,
+        created_at: project.createdAt,
+      });
     });
   }
 
@@ -181,7 +209,11 @@ class PostgresDraftStore implements DraftStore {
   getTask(project: string, slug: string): Promise<TaskFile | undefined> {
     return this.guard(async () => {
       const { name } = await this.project(project);
-      const [row] = await this.rows<{ body: string }>(this.sql.getTask, [name, checkId(slug, 'task slug')], 'read a task');
+      const [row] = await this.rows<{ body: string }>(
+        this.sql.getTask,
+        [name, checkId(slug, 'task slug')],
+        'read a task',
+      );
       return row ? parseRecord(TaskFileSchema, row.body, `task "${slug}" of project "${name}"`) : undefined;
     });
   }
@@ -198,7 +230,9 @@ class PostgresDraftStore implements DraftStore {
         } catch (error) {
           if (errorCode(error) === SQLSTATE.foreignKeyViolation) throw projectNotFound(name);
           if (errorCode(error) !== SQLSTATE.uniqueViolation) throw error;
-          const [row] = afterFailure ? (await this.pool.query<{ body: string }>(this.sql.getTask, [name, task.slug])).rows : [];
+          const [row] = afterFailure
+            ? (await this.pool.query<{ body: string }>(this.sql.getTask, [name, task.slug])).rows
+            : [];
           if (row?.body !== body) throw taskExists(name, task.slug);
         }
       });
@@ -215,29 +249,46 @@ class PostgresDraftStore implements DraftStore {
   getDraft(project: string, slug: string): Promise<DraftSession | undefined> {
     return this.guard(async () => {
       const { name } = await this.project(project);
-      const [row] = await this.rows<{ body: string }>(this.sql.currentDraft, [name, checkId(slug, 'task slug')], 'read a draft');
+      const [row] = await this.rows<{ body: string }>(
+        this.sql.currentDraft,
+        [name, checkId(slug, 'task slug')],
+        'read a draft',
+      );
       return row ? this.draftOf(row.body, `draft of task "${slug}" of project "${name}"`) : undefined;
     });
   }
 
   findActiveDraft(channelId: string): Promise<DraftSession | undefined> {
     return this.guard(async () => {
-      const [row] = await this.rows<{ body: string }>(this.sql.activeDraftOfChannel, [channelId], 'find the draft of a channel');
+      const [row] = await this.rows<{ body: string }>(
+        this.sql.activeDraftOfChannel,
+        [channelId],
+        'find the draft of a channel',
+      );
       return row ? this.draftOf(row.body, `active draft of channel "${channelId}"`) : undefined;
     });
   }
 
-  listActiveDrafts(filter: { project?: string } = {}): Promise<{ drafts: DraftSession[]; unreadable: UnreadableDraft[] }> {
+  listActiveDrafts(
+    filter: { project?: string } = {},
+  ): Promise<{ drafts: DraftSession[]; unreadable: UnreadableDraft[] }> {
     return this.guard(async () => {
       const project = filter.project === undefined ? null : (await this.project(filter.project)).name;
-      const rows = await this.rows<{ draft_id: string; body: string }>(this.sql.activeDrafts, [project], 'list active drafts');
+      const rows = await this.rows<{ draft_id: string; body: string }>(
+        this.sql.activeDrafts,
+        [project],
+        'list active drafts',
+      );
       const drafts: DraftSession[] = [];
       const unreadable: UnreadableDraft[] = [];
       for (const row of rows) {
         try {
           drafts.push(this.draftOf(row.body, `draft ${row.draft_id}`));
         } catch (error) {
-          unreadable.push({ location: `postgres:${this.schema}.drafts/${row.draft_id}`, reason: error instanceof Error ? error.message : String(error) });
+          unreadable.push({
+            location: `postgres:${this.schema}.drafts/${row.draft_id}`,
+            reason: error instanceof Error ? error.message : String(error),
+          });
         }
       }
       return { drafts, unreadable };
@@ -247,8 +298,14 @@ class PostgresDraftStore implements DraftStore {
   listClosedDrafts(project: string, slug: string): Promise<DraftSession[]> {
     return this.guard(async () => {
       const { name } = await this.project(project);
-      const rows = await this.rows<{ body: string }>(this.sql.closedDrafts, [name, checkId(slug, 'task slug')], 'list closed drafts');
-      return rows.map((row) => this.draftOf(row.body, `closed draft of task "${slug}" of project "${name}"`)).sort(byStart);
+      const rows = await this.rows<{ body: string }>(
+        this.sql.closedDrafts,
+        [name, checkId(slug, 'task slug')],
+        'list closed drafts',
+      );
+      return rows
+        .map((row) => this.draftOf(row.body, `closed draft of task "${slug}" of project "${name}"`))
+        .sort(byStart);
     });
   }
 
@@ -260,13 +317,24 @@ class PostgresDraftStore implements DraftStore {
       for (let races = 0; ; races++) {
         const outcome = await this.run('claim a draft', async (afterFailure) => {
           try {
-            return (await this.pool.query(this.sql.claimDraft, values)).rowCount === 1 ? ('claimed' as const) : ('no task' as const);
+            return (await this.pool.query(this.sql.claimDraft, values)).rowCount === 1
+              ? ('claimed' as const)
+              : ('no task' as const);
           } catch (error) {
             if (errorCode(error) !== SQLSTATE.uniqueViolation) throw error;
-            const held = (await this.pool.query<{ body: string }>(this.sql.holders, [draft.channelId, draft.project, draft.taskSlug])).rows;
+            const held = (
+              await this.pool.query<{ body: string }>(this.sql.holders, [
+                draft.channelId,
+                draft.project,
+                draft.taskSlug,
+              ])
+            ).rows;
             // This very claim, committed by an earlier attempt whose answer was lost.
             if (afterFailure && held.some((row) => row.body === body)) return 'claimed' as const;
-            const conflict = claimConflict(draft, held.map((row) => this.draftOf(row.body, 'active draft')));
+            const conflict = claimConflict(
+              draft,
+              held.map((row) => this.draftOf(row.body, 'active draft')),
+            );
             if (conflict) throw conflict;
             return 'holder let go' as const;
           }
@@ -277,7 +345,11 @@ class PostgresDraftStore implements DraftStore {
           throw taskNotFound(draft.project, draft.taskSlug);
         }
         // The holder released between the refusal and the read: claim again.
-        if (races >= MAX_RACE_RETRIES) throw new StoreError('STORE_IO', `Could not claim draft "${draft.sessionId}": its channel and task kept changing hands; try again.`);
+        if (races >= MAX_RACE_RETRIES)
+          throw new StoreError(
+            'STORE_IO',
+            `Could not claim draft "${draft.sessionId}": its channel and task kept changing hands; try again.`,
+          );
       }
     });
   }
@@ -296,11 +368,22 @@ class PostgresDraftStore implements DraftStore {
     for (let races = 0; races <= MAX_RACE_RETRIES; races++) {
       const saved = await this.rows(this.sql.saveDraft, values, 'save a draft');
       if (saved.length === 1) return structuredClone(draft);
-      const [current] = await this.rows<{ body: string }>(this.sql.currentDraft, [name, draft.taskSlug], 'read a draft');
+      const [current] = await this.rows<{ body: string }>(
+        this.sql.currentDraft,
+        [name, draft.taskSlug],
+        'read a draft',
+      );
       // Throws DRAFT_NOT_FOUND (or a channel change); returns only when the draft became current meanwhile.
-      checkSameDraft(draft, current ? this.draftOf(current.body, `draft of task "${draft.taskSlug}"`) : undefined, draft.status === 'active');
+      checkSameDraft(
+        draft,
+        current ? this.draftOf(current.body, `draft of task "${draft.taskSlug}"`) : undefined,
+        draft.status === 'active',
+      );
     }
-    throw new StoreError('STORE_IO', `Could not save draft "${draft.sessionId}": its task's current draft kept changing; try again.`);
+    throw new StoreError(
+      'STORE_IO',
+      `Could not save draft "${draft.sessionId}": its task's current draft kept changing; try again.`,
+    );
   }
 
   // ---- the draft lease --------------------------------------------------------------------------
@@ -311,31 +394,58 @@ class PostgresDraftStore implements DraftStore {
       const values = [lease.sessionId, lease.owner, lease.ttlMs];
       for (let races = 0; races <= MAX_RACE_RETRIES; races++) {
         // Repeating it is safe: a grant already made is the caller's, and is extended.
-        const [granted] = await this.rows<{ owner: string; previous_owner: string | null; expires_at: Date }>(this.sql.acquireLease, values, 'take a draft lease');
-        if (granted) {
-          const takenFrom = granted.previous_owner !== null && granted.previous_owner !== lease.owner ? granted.previous_owner : undefined;
-          return { granted: true, holder: granted.owner, expiresAt: granted.expires_at.toISOString(), ...(takenFrom ? { takenFrom } : {}) };
-        }
-        const [why] = await this.rows<{ active: boolean; owner: string | null; expires_at: Date | null; live: boolean | null }>(
-          this.sql.leaseHolder,
-          [lease.sessionId],
-          'read a draft lease',
+        const [granted] = await this.rows<{ owner: string; previous_owner: string | null; expires_at: Date }>(
+          this.sql.acquireLease,
+          values,
+          'take a draft lease',
         );
+        if (granted) {
+          const takenFrom =
+            granted.previous_owner !== null && granted.previous_owner !== lease.owner
+              ? granted.previous_owner
+              : undefined;
+          return {
+            granted: true,
+            holder: granted.owner,
+            expiresAt: granted.expires_at.toISOString(),
+            ...(takenFrom ? { takenFrom } : {}),
+          };
+        }
+        const [why] = await this.rows<{
+          active: boolean;
+          owner: string | null;
+          expires_at: Date | null;
+          live: boolean | null;
+        }>(this.sql.leaseHolder, [lease.sessionId], 'read a draft lease');
         if (!why?.active) throw noActiveDraft(lease.sessionId);
-        if (why.live && why.owner !== null && why.owner !== lease.owner) return { granted: false, holder: why.owner, expiresAt: why.expires_at!.toISOString() };
+        if (why.live && why.owner !== null && why.owner !== lease.owner)
+          return { granted: false, holder: why.owner, expiresAt: why.expires_at!.toISOString() };
         // The holder's lease ended between the two statements: ask again.
       }
-      throw new StoreError('STORE_IO', `Could not take the lease of draft "${lease.sessionId}": it kept changing hands; try again.`);
+      throw new StoreError(
+        'STORE_IO',
+        `Could not take the lease of draft "${lease.sessionId}": it kept changing hands; try again.`,
+      );
     });
   }
 
   renewDraftLease(sessionId: string, owner: string, ttlMs: number): Promise<DraftLeaseResult> {
     return this.guard(async () => {
       const lease = checkLeaseInput(sessionId, owner, ttlMs);
-      const [renewed] = await this.rows<{ owner: string; expires_at: Date }>(this.sql.renewLease, [lease.sessionId, lease.owner, lease.ttlMs], 'renew a draft lease');
+      const [renewed] = await this.rows<{ owner: string; expires_at: Date }>(
+        this.sql.renewLease,
+        [lease.sessionId, lease.owner, lease.ttlMs],
+        'renew a draft lease',
+      );
       if (renewed) return { granted: true, holder: renewed.owner, expiresAt: renewed.expires_at.toISOString() };
-      const [why] = await this.rows<{ owner: string | null; expires_at: Date | null }>(this.sql.leaseHolder, [lease.sessionId], 'read a draft lease');
-      return why?.owner ? { granted: false, holder: why.owner, expiresAt: why.expires_at!.toISOString() } : { granted: false };
+      const [why] = await this.rows<{ owner: string | null; expires_at: Date | null }>(
+        this.sql.leaseHolder,
+        [lease.sessionId],
+        'read a draft lease',
+      );
+      return why?.owner
+        ? { granted: false, holder: why.owner, expiresAt: why.expires_at!.toISOString() }
+        : { granted: false };
     });
   }
 
@@ -408,9 +518,13 @@ function parseRecord<Schema extends z.ZodType>(schema: Schema, text: string, wha
 }
 
 function corrupt(what: string, problem: string, cause?: unknown): StoreError {
-  return new StoreError('CORRUPT_FILE', `The stored ${what} cannot be read: ${problem}. It was changed outside Parley; restore it from a backup.`, {
-    fault: 'system',
-    cause,
-    data: { record: what },
-  });
+  return new StoreError(
+    'CORRUPT_FILE',
+    `The stored ${what} cannot be read: ${problem}. It was changed outside Parley; restore it from a backup.`,
+    {
+      fault: 'system',
+      cause,
+      data: { record: what },
+    },
+  );
 }

@@ -17,10 +17,27 @@ export const SQLSTATE = {
 } as const;
 
 /** Network errors that mean the server is not there (or not any more). */
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+]);
 
 /** Codes of a connection that was never made (nothing sent): refused, no such host, server starting up, too many connections. */
-const REFUSAL_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', '57P03', '53300']);
+const REFUSAL_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  '57P03',
+  '53300',
+]);
 
 /** The SQLSTATE of a server error, or the errno code of a network error (the first of an AggregateError). */
 export function errorCode(error: unknown): string | undefined {
@@ -41,7 +58,14 @@ export function isConnectionFailure(error: unknown): boolean {
   if (code !== undefined) {
     if (NETWORK_CODES.has(code)) return true;
     // Class 08: connection exception; 57P01-57P03: admin or crash shutdown, server starting up.
-    if (code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03' || code === SQLSTATE.tooManyConnections) return true;
+    if (
+      code.startsWith('08') ||
+      code === '57P01' ||
+      code === '57P02' ||
+      code === '57P03' ||
+      code === SQLSTATE.tooManyConnections
+    )
+      return true;
   }
   const message = error instanceof Error ? error.message : '';
   return /Connection terminated|connection timeout|timeout expired|not queryable|Client was closed/i.test(message);
@@ -71,7 +95,8 @@ export function isDatabaseFailure(error: unknown): boolean {
  * (an update function that threw) pass through; the database's become a StoreError.
  */
 export function toStoreFailure(error: unknown, target: ConnectionTarget, action: string): Error {
-  if (error instanceof ParleyError || !isDatabaseFailure(error)) return error instanceof Error ? error : new Error(String(error));
+  if (error instanceof ParleyError || !isDatabaseFailure(error))
+    return error instanceof Error ? error : new Error(String(error));
   return storeErrorFrom(error, target, action);
 }
 

@@ -100,7 +100,8 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
-    description: 'the draft layer: projects, their tasks, drafts (one active per channel and per task), draft leases, role files',
+    description:
+      'the draft layer: projects, their tasks, drafts (one active per channel and per task), draft leases, role files',
     sql: `
       -- Projects of the draft layer (today's project.json and projects.json). position is the creation
       -- order listProjects keeps. path NULL: created without one, so each server places it under its

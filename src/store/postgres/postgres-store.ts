@@ -55,8 +55,13 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     throw error;
   }
   const notify = { channel: changeChannel(schema), origin: randomUUID() };
-  if (options.existingOnly !== true) await pruneAppendGroups(pool, queriesFor(quotedSchema), appendGroupRetentionMs(options.retryForMs ?? 30_000));
-  const listener = new ChangeListener({ connectionString: options.connectionString, connectTimeoutMs: options.connectTimeoutMs ?? 10_000, ...notify });
+  if (options.existingOnly !== true)
+    await pruneAppendGroups(pool, queriesFor(quotedSchema), appendGroupRetentionMs(options.retryForMs ?? 30_000));
+  const listener = new ChangeListener({
+    connectionString: options.connectionString,
+    connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
+    ...notify,
+  });
   return new PostgresStore(pool, queriesFor(quotedSchema), target, options.retryForMs ?? 30_000, notify, listener);
 }
 
@@ -81,7 +86,10 @@ class PostgresStore implements SessionStore {
     private readonly listener: ChangeListener,
   ) {
     this.committer = new AppendCommitter({ pool, queries: sql, target, retryForMs, notify });
-    this.pruning = setInterval(() => void pruneAppendGroups(pool, sql, appendGroupRetentionMs(retryForMs)), PRUNE_INTERVAL_MS);
+    this.pruning = setInterval(
+      () => void pruneAppendGroups(pool, sql, appendGroupRetentionMs(retryForMs)),
+      PRUNE_INTERVAL_MS,
+    );
     this.pruning.unref();
   }
 
@@ -166,7 +174,12 @@ class PostgresStore implements SessionStore {
               data: { sessionId: id, newSessionId: next.sessionId },
             });
           }
-          await client.query(this.sql.updateSession, [id, ...sessionColumns(next), this.notify.channel, this.notify.origin]);
+          await client.query(this.sql.updateSession, [
+            id,
+            ...sessionColumns(next),
+            this.notify.channel,
+            this.notify.origin,
+          ]);
           return next;
         }),
       );
@@ -232,7 +245,11 @@ class PostgresStore implements SessionStore {
     const clauses = used.map(([column], index) => `${column} = $${index + 3}`);
     // A named statement per combination of filters (a bit mask of those used): planned once per connection.
     const mask = filters.reduce((bits, [, value], index) => (value === undefined ? bits : bits | (1 << index)), 0);
-    const page = { name: `parley_list_sessions_${mask}`, text: this.sql.listSessions(clauses), rowMode: 'array' as const };
+    const page = {
+      name: `parley_list_sessions_${mask}`,
+      text: this.sql.listSessions(clauses),
+      rowMode: 'array' as const,
+    };
     let after = '';
     for (;;) {
       const values = [after, LIST_PAGE, ...used.map(([, value]) => value)];
@@ -270,7 +287,12 @@ class PostgresStore implements SessionStore {
 
   /** Rows as `[seq, body]` arrays from a named statement: loading 10,000 events builds no row objects and plans nothing. */
   private readEventPage(id: string, after: number, through: number): Promise<Array<[number, string]>> {
-    const page = { name: 'parley_read_events', text: this.sql.readEvents, values: [id, after, through, LOG_PAGE], rowMode: 'array' as const };
+    const page = {
+      name: 'parley_read_events',
+      text: this.sql.readEvents,
+      values: [id, after, through, LOG_PAGE],
+      rowMode: 'array' as const,
+    };
     return retryOnConnectionFailure(
       this.retryForMs,
       async () => (await this.pool.query<[number, string]>(page)).rows,
@@ -305,13 +327,20 @@ class PostgresStore implements SessionStore {
             const stored = await this.pool.query<{ body: string | null }>(this.sql.checkpointVersion, [id, newest]);
             if (stored.rows[0]?.body === sent) return parseCheckpoint(sent, id);
           }
-          const checkpoint = checkRecord(CheckpointSchema, { ...input, formatVersion: FORMAT_VERSION, sessionId: id, version: newest + 1 }, 'checkpoint');
+          const checkpoint = checkRecord(
+            CheckpointSchema,
+            { ...input, formatVersion: FORMAT_VERSION, sessionId: id, version: newest + 1 },
+            'checkpoint',
+          );
           sent = JSON.stringify(checkpoint);
-          if ((await this.pool.query(this.sql.insertCheckpoint, [id, checkpoint.version, sent])).rowCount === 1) return checkpoint;
+          if ((await this.pool.query(this.sql.insertCheckpoint, [id, checkpoint.version, sent])).rowCount === 1)
+            return checkpoint;
         }
       };
       return this.queue.run(`checkpoint:${id}`, () =>
-        retryOnConnectionFailure(this.retryForMs, attempt, (error) => toStoreFailure(error, this.target, 'write a checkpoint')),
+        retryOnConnectionFailure(this.retryForMs, attempt, (error) =>
+          toStoreFailure(error, this.target, 'write a checkpoint'),
+        ),
       );
     });
   }
@@ -319,7 +348,8 @@ class PostgresStore implements SessionStore {
   readCheckpoint(sessionId: string, version?: number): Promise<Checkpoint | undefined> {
     return this.guard(async () => {
       const id = checkId(sessionId, 'session id');
-      const wanted = version === undefined || (Number.isInteger(version) && version >= 1 && version <= 2 ** 31 - 1) ? version : 0;
+      const wanted =
+        version === undefined || (Number.isInteger(version) && version >= 1 && version <= 2 ** 31 - 1) ? version : 0;
       const [row] =
         wanted === undefined
           ? await this.query<{ body: string | null }>(this.sql.newestCheckpoint, [id], 'read a checkpoint')
@@ -343,12 +373,18 @@ class PostgresStore implements SessionStore {
   writeContext(document: ContextDocument): Promise<void> {
     return this.guard(async () => {
       const id = checkId(document?.sessionId, 'session id');
-      await this.writeOwned(id, 'context_documents', JSON.stringify(checkRecord(ContextDocumentSchema, document, 'context document')));
+      await this.writeOwned(
+        id,
+        'context_documents',
+        JSON.stringify(checkRecord(ContextDocumentSchema, document, 'context document')),
+      );
     });
   }
 
   readContext(sessionId: string): Promise<ContextDocument | undefined> {
-    return this.guard(async () => this.readOwned(checkId(sessionId, 'session id'), 'context_documents', ContextDocumentSchema));
+    return this.guard(async () =>
+      this.readOwned(checkId(sessionId, 'session id'), 'context_documents', ContextDocumentSchema),
+    );
   }
 
   writeAgentDescription(description: AgentDescription): Promise<void> {
@@ -360,11 +396,18 @@ class PostgresStore implements SessionStore {
   }
 
   readAgentDescription(sessionId: string): Promise<AgentDescription | undefined> {
-    return this.guard(async () => this.readOwned(checkId(sessionId, 'session id'), 'agent_descriptions', AgentDescriptionSchema));
+    return this.guard(async () =>
+      this.readOwned(checkId(sessionId, 'session id'), 'agent_descriptions', AgentDescriptionSchema),
+    );
   }
 
   private async writeOwned(id: string, table: 'context_documents' | 'agent_descriptions', body: string): Promise<void> {
-    await this.write(id, this.sql.putDocument(table), [id, body], `write the ${table === 'context_documents' ? 'context document' : 'agent description'}`);
+    await this.write(
+      id,
+      this.sql.putDocument(table),
+      [id, body],
+      `write the ${table === 'context_documents' ? 'context document' : 'agent description'}`,
+    );
   }
 
   private async readOwned<Schema extends typeof ContextDocumentSchema | typeof AgentDescriptionSchema>(
@@ -372,9 +415,15 @@ class PostgresStore implements SessionStore {
     table: 'context_documents' | 'agent_descriptions',
     schema: Schema,
   ): Promise<z.infer<Schema> | undefined> {
-    const [row] = await this.query<{ body: string | null }>(this.sql.getDocument(table), [id], 'read a session document');
+    const [row] = await this.query<{ body: string | null }>(
+      this.sql.getDocument(table),
+      [id],
+      'read a session document',
+    );
     if (row === undefined) throw sessionNotFound(id);
-    return row.body === null ? undefined : (documentOf(schema, row.body, `${table} row of session "${id}"`) as z.infer<Schema>);
+    return row.body === null
+      ? undefined
+      : (documentOf(schema, row.body, `${table} row of session "${id}"`) as z.infer<Schema>);
   }
 
   /** An upsert into a table whose rows belong to a session: a missing session shows as a foreign-key violation. */
@@ -391,14 +440,23 @@ class PostgresStore implements SessionStore {
     return this.guard(async () => {
       const id = checkId(sessionId, 'session id');
       const transcriptName = checkId(name, 'transcript name');
-      await this.write(id, this.sql.putTranscript, [id, transcriptName, Buffer.from(String(content), 'utf8')], 'write a transcript');
+      await this.write(
+        id,
+        this.sql.putTranscript,
+        [id, transcriptName, Buffer.from(String(content), 'utf8')],
+        'write a transcript',
+      );
     });
   }
 
   readTranscript(sessionId: string, name: string): Promise<string | undefined> {
     return this.guard(async () => {
       const id = checkId(sessionId, 'session id');
-      const [row] = await this.query<{ content: Buffer | null }>(this.sql.getTranscript, [id, checkId(name, 'transcript name')], 'read a transcript');
+      const [row] = await this.query<{ content: Buffer | null }>(
+        this.sql.getTranscript,
+        [id, checkId(name, 'transcript name')],
+        'read a transcript',
+      );
       if (row === undefined) throw sessionNotFound(id);
       return row.content === null ? undefined : row.content.toString('utf8');
     });
@@ -538,7 +596,8 @@ function documentOf<Schema extends z.ZodType>(schema: Schema, text: string, what
 /** An event as stored: its JSON plus the session id and seq kept in columns. */
 function eventOf(body: string, sessionId: string, seq: number): StreamEvent {
   const event = parseStored(body, `event ${seq} of session "${sessionId}"`) as StreamEvent;
-  if (typeof event.type !== 'string') throw corruptRow(`event ${seq} of session "${sessionId}"`, 'it has no event type');
+  if (typeof event.type !== 'string')
+    throw corruptRow(`event ${seq} of session "${sessionId}"`, 'it has no event type');
   event.sessionId = sessionId;
   event.seq = seq;
   return event;
@@ -568,11 +627,15 @@ function checkFormatVersion(value: { formatVersion?: unknown }, what: string): v
 }
 
 function corruptRow(what: string, problem: string, cause?: unknown): StoreError {
-  return new StoreError('CORRUPT_FILE', `The stored ${what} cannot be read: ${problem}. It was changed outside Parley; restore it from a backup.`, {
-    fault: 'system',
-    cause,
-    data: { record: what },
-  });
+  return new StoreError(
+    'CORRUPT_FILE',
+    `The stored ${what} cannot be read: ${problem}. It was changed outside Parley; restore it from a backup.`,
+    {
+      fault: 'system',
+      cause,
+      data: { record: what },
+    },
+  );
 }
 
 /** A read window bound as a whole number (seq > 1.5 is seq > 1), or undefined when absent. */

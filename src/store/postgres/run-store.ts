@@ -2,8 +2,22 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { KeyedQueue } from '../keyed-queue.js';
 import type { RunRecord } from '../run-records.js';
-import { checkFromSeq, checkJournalDrafts, checkRun, runExists, runNotFound, StoredRunRecordSchema } from '../run-store-rules.js';
-import { newestFirst, type AppendJournalOptions, type RunJournalEntry, type RunJournalEntryDraft, type RunStore, type RunStoreFilter } from '../run-store.js';
+import {
+  checkFromSeq,
+  checkJournalDrafts,
+  checkRun,
+  runExists,
+  runNotFound,
+  StoredRunRecordSchema,
+} from '../run-store-rules.js';
+import {
+  newestFirst,
+  type AppendJournalOptions,
+  type RunJournalEntry,
+  type RunJournalEntryDraft,
+  type RunStore,
+  type RunStoreFilter,
+} from '../run-store.js';
 import { checkId, storeClosed } from '../validate.js';
 import { createPool, parseConnectionString, type ConnectionTarget } from './connection.js';
 import { toStoreFailure } from './errors.js';
@@ -17,7 +31,11 @@ export async function openPostgresRunStore(options: PostgresStoreOptions): Promi
   const target = parseConnectionString(options?.connectionString);
   const schema = checkSchemaName(options.schema ?? DEFAULT_POSTGRES_SCHEMA);
   const quotedSchema = pg.escapeIdentifier(schema);
-  const pool = createPool({ connectionString: options.connectionString, size: options.poolSize ?? 4, connectTimeoutMs: options.connectTimeoutMs ?? 10_000 });
+  const pool = createPool({
+    connectionString: options.connectionString,
+    size: options.poolSize ?? 4,
+    connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
+  });
   try {
     await setUpSchema(pool, schema, quotedSchema, target, undefined, { existingOnly: options.existingOnly ?? false });
   } catch (error) {
@@ -62,8 +80,10 @@ function runQueriesFor(schema: string) {
 type RunQueries = ReturnType<typeof runQueriesFor>;
 
 function appendQuery(journals: string, entries: string, asynchronousCommit: boolean): string {
-  const settings = asynchronousCommit ? `settings AS (SELECT set_config('synchronous_commit', 'off', true) AS value),
-      ` : '';
+  const settings = asynchronousCommit
+    ? `settings AS (SELECT set_config('synchronous_commit', 'off', true) AS value),
+      `
+    : '';
   // Referenced in the UPDATE, so PostgreSQL cannot skip the setting's CTE.
   const applied = asynchronousCommit ? ' AND (SELECT value FROM settings) IS NOT NULL' : '';
   return `WITH ${settings}bumped AS (
@@ -124,7 +144,15 @@ class PostgresRunStore implements RunStore {
       const inserted = await retryOnConnectionFailure(
         this.retryForMs,
         async (afterFailure) => {
-          const rows = (await this.pool.query(this.sql.insertRun, [record.id, record.project ?? null, record.status, record.createdAt, JSON.stringify(record)])).rows;
+          const rows = (
+            await this.pool.query(this.sql.insertRun, [
+              record.id,
+              record.project ?? null,
+              record.status,
+              record.createdAt,
+              JSON.stringify(record),
+            ])
+          ).rows;
           if (rows.length > 0) return true;
           // A retry may find its own earlier commit: the same record is there.
           if (afterFailure) {
@@ -150,7 +178,11 @@ class PostgresRunStore implements RunStore {
 
   listRuns(filter?: RunStoreFilter): Promise<RunRecord[]> {
     return this.guard(async () => {
-      const rows = await this.rows<{ record: string }>(this.sql.listRuns, [filter?.project ?? null, filter?.status ? [...filter.status] : null], 'list runs');
+      const rows = await this.rows<{ record: string }>(
+        this.sql.listRuns,
+        [filter?.project ?? null, filter?.status ? [...filter.status] : null],
+        'list runs',
+      );
       return rows.map((row) => StoredRunRecordSchema.parse(JSON.parse(row.record))).sort(newestFirst);
     });
   }
@@ -158,13 +190,21 @@ class PostgresRunStore implements RunStore {
   updateRun(input: RunRecord): Promise<RunRecord> {
     return this.guard(async () => {
       const record = checkRun(input);
-      const rows = await this.rows(this.sql.updateRun, [record.id, record.project ?? null, record.status, JSON.stringify(record)], 'update a run');
+      const rows = await this.rows(
+        this.sql.updateRun,
+        [record.id, record.project ?? null, record.status, JSON.stringify(record)],
+        'update a run',
+      );
       if (rows.length === 0) throw runNotFound(record.id);
       return structuredClone(record);
     });
   }
 
-  appendJournal(runId: string, drafts: readonly RunJournalEntryDraft[], options?: AppendJournalOptions): Promise<RunJournalEntry[]> {
+  appendJournal(
+    runId: string,
+    drafts: readonly RunJournalEntryDraft[],
+    options?: AppendJournalOptions,
+  ): Promise<RunJournalEntry[]> {
     return this.guard(async () => {
       const id = checkId(runId, 'run id');
       const query = options?.sync === 'deferred' ? this.sql.appendDeferred : this.sql.append;
@@ -200,7 +240,8 @@ class PostgresRunStore implements RunStore {
       const id = checkId(runId, 'run id');
       const from = checkFromSeq(options?.fromSeq);
       const rows = await this.rows<EntryRow>(this.sql.read, [id, from], 'read a run journal');
-      if (rows.length === 0 && (await this.rows(this.sql.runExists, [id], 'read a run')).length === 0) throw runNotFound(id);
+      if (rows.length === 0 && (await this.rows(this.sql.runExists, [id], 'read a run')).length === 0)
+        throw runNotFound(id);
       return rows.map(entryOf);
     });
   }

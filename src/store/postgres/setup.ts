@@ -63,7 +63,9 @@ export async function setUpSchema(
          )`,
       );
     }
-    const current = await client.query<{ version: number }>(`SELECT coalesce(max(version), 0)::int AS version FROM ${quotedSchema}.migrations`);
+    const current = await client.query<{ version: number }>(
+      `SELECT coalesce(max(version), 0)::int AS version FROM ${quotedSchema}.migrations`,
+    );
     const from = current.rows[0]!.version;
     if (from > migrations.length) {
       throw new StoreError(
@@ -77,7 +79,10 @@ export async function setUpSchema(
     for (let version = from + 1; version <= migrations.length; version += 1) {
       const migration = migrations[version - 1]!;
       await client.query(migration.sql);
-      await client.query('INSERT INTO migrations (version, description) VALUES ($1, $2)', [version, migration.description]);
+      await client.query('INSERT INTO migrations (version, description) VALUES ($1, $2)', [
+        version,
+        migration.description,
+      ]);
     }
     // Reading a table proves this role may use the schema, so missing rights show now, not at the first write.
     await client.query(`SELECT 1 FROM ${quotedSchema}.sessions LIMIT 1`);

@@ -65,7 +65,11 @@ export function App(props: AppProps) {
   const now = useNow(busy, props.tickMs ?? 100, clock);
   const runQuestions = useSyncExternalStore(controller.runs.subscribe, controller.runs.getState);
   // A question with a deadline counts down by the second.
-  const questionNow = useNow(runQuestions.questions.some((question) => question.prompt.deadline !== undefined), 1_000, clock);
+  const questionNow = useNow(
+    runQuestions.questions.some((question) => question.prompt.deadline !== undefined),
+    1_000,
+    clock,
+  );
 
   const title = titleText(state);
   useEffect(() => {
@@ -80,9 +84,20 @@ export function App(props: AppProps) {
   return (
     <>
       <Static items={state.printed}>{(item) => <HistoryItemView key={item.key} item={item} width={width} />}</Static>
-      <LiveArea state={state} now={now} width={width} maxRows={asking ? Math.max(3, Math.floor(liveRows / 3)) : liveRows} />
+      <LiveArea
+        state={state}
+        now={now}
+        width={width}
+        maxRows={asking ? Math.max(3, Math.floor(liveRows / 3)) : liveRows}
+      />
       <RunQuestion questions={runQuestions} now={Math.max(now, questionNow)} width={width} />
-      <ApprovalPrompt approvals={approvals} onAnswer={(requestId, decision) => void pending.answer(requestId, decision)} onExit={props.onExit} width={width} maxDiffRows={Math.max(3, liveRows - Math.floor(liveRows / 3) - 6)} />
+      <ApprovalPrompt
+        approvals={approvals}
+        onAnswer={(requestId, decision) => void pending.answer(requestId, decision)}
+        onExit={props.onExit}
+        width={width}
+        maxDiffRows={Math.max(3, liveRows - Math.floor(liveRows / 3) - 6)}
+      />
       <Box flexDirection="column" marginTop={1}>
         <Text color="gray">{'─'.repeat(Math.max(1, width - 1))}</Text>
         <TitleBar state={state} />

@@ -11,19 +11,62 @@ export interface CommandSpec {
 }
 
 export const COMMANDS: readonly CommandSpec[] = [
-  { name: 'draft', usage: ['/draft <role>'], description: 'Draft an agent by role into the active project and task.', completes: 'roles' },
-  { name: 'undraft', usage: ['/undraft'], description: 'Close the draft and show its summary (turns, cost, duration).' },
-  { name: 'context', usage: ['/context'], description: 'Context use: tokens, window, % used, sections, distance to compaction, cost, turns.' },
-  { name: 'project', usage: ['/project', '/project <name>'], description: 'List projects, or make one the active project.', completes: 'projects' },
-  { name: 'task', usage: ['/task', '/task new <title>', '/task select <slug>'], description: 'List the active project\'s tasks, create one, or select one.', completes: 'task' },
+  {
+    name: 'draft',
+    usage: ['/draft <role>'],
+    description: 'Draft an agent by role into the active project and task.',
+    completes: 'roles',
+  },
+  {
+    name: 'undraft',
+    usage: ['/undraft'],
+    description: 'Close the draft and show its summary (turns, cost, duration).',
+  },
+  {
+    name: 'context',
+    usage: ['/context'],
+    description: 'Context use: tokens, window, % used, sections, distance to compaction, cost, turns.',
+  },
+  {
+    name: 'project',
+    usage: ['/project', '/project <name>'],
+    description: 'List projects, or make one the active project.',
+    completes: 'projects',
+  },
+  {
+    name: 'task',
+    usage: ['/task', '/task new <title>', '/task select <slug>'],
+    description: "List the active project's tasks, create one, or select one.",
+    completes: 'task',
+  },
   { name: 'roles', usage: ['/roles'], description: 'List the roles an agent can be drafted as.' },
   { name: 'sessions', usage: ['/sessions'], description: 'List recent sessions.' },
-  { name: 'compact', usage: ['/compact [instructions]'], description: 'Compact the draft\'s context now, optionally with focus instructions.' },
+  {
+    name: 'compact',
+    usage: ['/compact [instructions]'],
+    description: "Compact the draft's context now, optionally with focus instructions.",
+  },
   { name: 'agents', usage: ['/agents'], description: 'Worker agents of this channel and their status.' },
-  { name: 'runs', usage: ['/runs'], description: 'Workflow runs of the project: status, phase, the question each waits on.' },
-  { name: 'answer', usage: ['/answer <number or text>', '/answer <runId> <answer>'], description: "Answer the question a run waits on (shown above the title bar): the oldest, or that run's." },
-  { name: 'say', usage: ['/say <conversation or role> <message>'], description: 'Step into a conversation between agents: both read your note with the next message.' },
-  { name: 'backend', usage: ['/backend', '/backend <name>'], description: "Show the draft's back end, or continue the draft on another back end from the next message on." },
+  {
+    name: 'runs',
+    usage: ['/runs'],
+    description: 'Workflow runs of the project: status, phase, the question each waits on.',
+  },
+  {
+    name: 'answer',
+    usage: ['/answer <number or text>', '/answer <runId> <answer>'],
+    description: "Answer the question a run waits on (shown above the title bar): the oldest, or that run's.",
+  },
+  {
+    name: 'say',
+    usage: ['/say <conversation or role> <message>'],
+    description: 'Step into a conversation between agents: both read your note with the next message.',
+  },
+  {
+    name: 'backend',
+    usage: ['/backend', '/backend <name>'],
+    description: "Show the draft's back end, or continue the draft on another back end from the next message on.",
+  },
   { name: 'help', usage: ['/help'], description: 'This list.' },
   { name: 'quit', usage: ['/quit'], description: 'Leave Parley (a server started by this terminal stops with it).' },
 ];
@@ -106,13 +149,32 @@ export function complete(input: string, sources: CompletionSources): Completion 
   const head = input.slice(0, space + 1);
   if (spec.completes === 'task') {
     const select = /^select\s+(\S*)$/.exec(rest);
-    if (select) return fill(input, `${head}select `, select[1]!, sources.tasks.filter((slug) => slug.startsWith(select[1]!)), '');
+    if (select)
+      return fill(
+        input,
+        `${head}select `,
+        select[1]!,
+        sources.tasks.filter((slug) => slug.startsWith(select[1]!)),
+        '',
+      );
     if (/\s/.test(rest)) return { value: input, candidates: [] };
-    return fill(input, head, rest, ['new', 'select'].filter((word) => word.startsWith(rest)), ' ');
+    return fill(
+      input,
+      head,
+      rest,
+      ['new', 'select'].filter((word) => word.startsWith(rest)),
+      ' ',
+    );
   }
   if (/\s/.test(rest)) return { value: input, candidates: [] };
   const pool = spec.completes === 'roles' ? sources.roles : sources.projects;
-  return fill(input, head, rest, pool.filter((entry) => entry.startsWith(rest)), '');
+  return fill(
+    input,
+    head,
+    rest,
+    pool.filter((entry) => entry.startsWith(rest)),
+    '',
+  );
 }
 
 function fill(input: string, head: string, typed: string, matches: readonly string[], after: string): Completion {
@@ -134,7 +196,9 @@ export function helpLines(): string[] {
   const width = Math.max(...COMMANDS.flatMap((command) => command.usage.map((usage) => usage.length)));
   const lines: string[] = [];
   for (const command of COMMANDS) {
-    command.usage.forEach((usage, index) => lines.push(`  ${usage.padEnd(width)}  ${index === 0 ? command.description : ''}`.trimEnd()));
+    command.usage.forEach((usage, index) =>
+      lines.push(`  ${usage.padEnd(width)}  ${index === 0 ? command.description : ''}`.trimEnd()),
+    );
   }
   return lines;
 }
@@ -142,9 +206,15 @@ export function helpLines(): string[] {
 /** `/help`: the commands, what typing does, and the keys. */
 export function helpNote(): NoteLine[] {
   return [
-      { text: 'Commands', bold: true },
-      ...helpLines().map((text) => ({ text })),
-      { text: "Type anything else to talk to the drafted agent; with none drafted, the first message drafts the project's default role (into a new task named after it unless one is selected). Start with // to send a message that begins with /.", tone: 'dim' },
-      { text: 'Keys: Enter sends · Tab completes · ↑/↓ earlier lines · Esc interrupts the turn · Ctrl+O shows thinking and worker threads in full · Ctrl+C quits', tone: 'dim' },
-    ];
+    { text: 'Commands', bold: true },
+    ...helpLines().map((text) => ({ text })),
+    {
+      text: "Type anything else to talk to the drafted agent; with none drafted, the first message drafts the project's default role (into a new task named after it unless one is selected). Start with // to send a message that begins with /.",
+      tone: 'dim',
+    },
+    {
+      text: 'Keys: Enter sends · Tab completes · ↑/↓ earlier lines · Esc interrupts the turn · Ctrl+O shows thinking and worker threads in full · Ctrl+C quits',
+      tone: 'dim',
+    },
+  ];
 }

@@ -100,13 +100,16 @@ export class TuiController {
     this.unsubscribe.push(
       client.onStateChange((state) => this.connectionChanged(state)),
       client.on('channel_message', (message) => this.queueEvent(message.sessionId, message.event)),
-      client.on('draft_status', (status) => this.draftStatusPushed(status.sessionId, () => this.dispatch({ type: 'draft_notification', status }))),
+      client.on('draft_status', (status) =>
+        this.draftStatusPushed(status.sessionId, () => this.dispatch({ type: 'draft_notification', status })),
+      ),
       client.on('context_compacted', () => this.dispatch({ type: 'activity_end', id: 'compact' })),
       // The draft's session is followed for these (see followCompaction): a compaction started anywhere shows here.
       client.on('compaction_started', ({ sessionId }) => {
         if (sessionId !== this.state().draft?.sessionId) return;
         this.compactionNotices += 1;
-        if (!this.state().activities.some((activity) => activity.id === 'compact')) this.startCompactionActivity(this.clock());
+        if (!this.state().activities.some((activity) => activity.id === 'compact'))
+          this.startCompactionActivity(this.clock());
       }),
       client.on('compaction_completed', ({ sessionId }) => this.compactionEnded(sessionId)),
       client.on('compaction_failed', ({ sessionId }) => this.compactionEnded(sessionId)),
@@ -114,7 +117,13 @@ export class TuiController {
         this.dispatch({ type: 'agent', agent });
         const draft = this.state().draft;
         // Another terminal on this channel undrafted it.
-        if (agent.kind === 'draft' && draft?.sessionId === agent.sessionId && agent.status !== 'running' && agent.endedAt !== undefined) this.closeDraftLocally();
+        if (
+          agent.kind === 'draft' &&
+          draft?.sessionId === agent.sessionId &&
+          agent.status !== 'running' &&
+          agent.endedAt !== undefined
+        )
+          this.closeDraftLocally();
       }),
       client.on('draft_closed', (closed) => {
         if (this.state().draft?.sessionId !== closed.sessionId) return;
@@ -136,13 +145,20 @@ export class TuiController {
 
   private connect(attempt: number): void {
     if (this.stopped) return;
-    this.dispatch({ type: 'activity_start', activity: { id: 'connect', label: attempt === 0 ? 'Connecting' : 'Connecting again', startedAt: this.clock() } });
+    this.dispatch({
+      type: 'activity_start',
+      activity: { id: 'connect', label: attempt === 0 ? 'Connecting' : 'Connecting again', startedAt: this.clock() },
+    });
     this.client.connect().then(
       () => undefined,
       (error: unknown) => {
         if (this.stopped) return;
         const delay = this.retryDelay(attempt);
-        this.dispatch({ type: 'connection', state: 'disconnected', error: `${messageOf(error)} Retrying in ${formatDuration(delay)}.` });
+        this.dispatch({
+          type: 'connection',
+          state: 'disconnected',
+          error: `${messageOf(error)} Retrying in ${formatDuration(delay)}.`,
+        });
         this.dispatch({ type: 'activity_end', id: 'connect' });
         this.retryTimer = setTimeout(() => this.connect(attempt + 1), delay);
       },
@@ -151,7 +167,11 @@ export class TuiController {
 
   private connectionChanged(state: ConnectionState): void {
     this.dispatch({ type: 'connection', state });
-    if (state === 'reconnecting') this.dispatch({ type: 'activity_start', activity: { id: 'connect', label: 'Reconnecting', startedAt: this.clock() } });
+    if (state === 'reconnecting')
+      this.dispatch({
+        type: 'activity_start',
+        activity: { id: 'connect', label: 'Reconnecting', startedAt: this.clock() },
+      });
     if (state !== 'connected') return;
     this.dispatch({ type: 'activity_end', id: 'connect' });
     this.refresh().catch((error: unknown) => this.error(`Could not read the server's state: ${messageOf(error)}`));
@@ -170,12 +190,20 @@ export class TuiController {
     const client = this.client;
     const info = await client.request('server_info');
     this.dispatch({ type: 'server', channelId: info.channelId, projectRoot: info.projectRoot });
-    const [projects, status, agents] = await Promise.all([client.request('list_projects'), client.request('get_draft_status'), client.request('list_agents')]);
+    const [projects, status, agents] = await Promise.all([
+      client.request('list_projects'),
+      client.request('get_draft_status'),
+      client.request('list_agents'),
+    ]);
     const names = projects.projects.map((project) => project.name);
     const chosen = this.state().project;
     if (chosen === undefined || !names.includes(chosen)) {
       const current = projects.projects.find((project) => project.current) ?? projects.projects[0];
-      this.dispatch({ type: 'select', project: current?.name ?? null, ...(chosen !== undefined ? { task: null } : {}) });
+      this.dispatch({
+        type: 'select',
+        project: current?.name ?? null,
+        ...(chosen !== undefined ? { task: null } : {}),
+      });
     }
     this.dispatch({ type: 'catalog', projects: names });
     this.dispatch({ type: 'agents', agents: agents.agents });
@@ -199,7 +227,11 @@ export class TuiController {
       this.client.request('list_roles', project !== undefined ? { project } : {}),
       project !== undefined ? this.client.request('list_tasks', { project }) : Promise.resolve(undefined),
     ]);
-    this.dispatch({ type: 'catalog', roles: roles.roles.map((role) => role.name), ...(tasks ? { tasks: tasks.tasks.map((task) => task.slug) } : {}) });
+    this.dispatch({
+      type: 'catalog',
+      roles: roles.roles.map((role) => role.name),
+      ...(tasks ? { tasks: tasks.tasks.map((task) => task.slug) } : {}),
+    });
   }
 
   /** Rebuilds the draft's conversation from its log, then follows it live (the client resumes from its last `seq`). */
@@ -209,7 +241,11 @@ export class TuiController {
     const events: StreamEvent[] = [];
     let afterSeq = -1;
     for (;;) {
-      const page = await this.client.request('get_events', { sessionId: status.sessionId, afterSeq, limit: EVENTS_PAGE });
+      const page = await this.client.request('get_events', {
+        sessionId: status.sessionId,
+        afterSeq,
+        limit: EVENTS_PAGE,
+      });
       events.push(...page.events);
       const last = page.events.at(-1);
       if (!page.hasMore || !last) break;
@@ -217,7 +253,13 @@ export class TuiController {
     }
     // Flush live events first: they land in `pending` and are merged, in `seq` order, with the history.
     this.flush();
-    this.dispatch({ type: 'history_loaded', sessionId: status.sessionId, events, historyLimit: this.historyLimit, now: this.clock() });
+    this.dispatch({
+      type: 'history_loaded',
+      sessionId: status.sessionId,
+      events,
+      historyLimit: this.historyLimit,
+      now: this.clock(),
+    });
     this.client.resumeFrom('channel_message', status.sessionId, events.at(-1)?.seq ?? -1, status.channelId);
     await Promise.all([this.loadCompactionPoint(status), this.followCompaction(status.sessionId)]);
   }
@@ -269,7 +311,12 @@ export class TuiController {
     if (status.contextWindow <= 0) return;
     try {
       const preview = await this.client.request('preview_request', { sessionId: status.sessionId });
-      if (preview.threshold !== undefined) this.dispatch({ type: 'compaction_point', sessionId: status.sessionId, compactionPct: (preview.threshold / status.contextWindow) * 100 });
+      if (preview.threshold !== undefined)
+        this.dispatch({
+          type: 'compaction_point',
+          sessionId: status.sessionId,
+          compactionPct: (preview.threshold / status.contextWindow) * 100,
+        });
     } catch {
       // Native back ends compact on their own: the window is the point (see contextLevel).
     }
@@ -366,7 +413,11 @@ export class TuiController {
     try {
       const backend = this.nextBackend;
       this.nextBackend = undefined;
-      await this.client.request('submit_prompt', { content: text, ...(backend !== undefined ? { backend } : {}) }, { timeoutMs: 0 });
+      await this.client.request(
+        'submit_prompt',
+        { content: text, ...(backend !== undefined ? { backend } : {}) },
+        { timeoutMs: 0 },
+      );
     } catch (error) {
       this.dispatch({ type: 'turn_ended' });
       if (isRpcError(error, RpcErrorCode.NO_ACTIVE_DRAFT)) {
@@ -386,18 +437,26 @@ export class TuiController {
   private async draftForFirstMessage(text: string): Promise<boolean> {
     const project = this.state().project;
     if (project === undefined) {
-      this.error('No active project, so there is nowhere to draft an agent for your message. Choose one with /project <name> (/project lists them), then send it again.');
+      this.error(
+        'No active project, so there is nowhere to draft an agent for your message. Choose one with /project <name> (/project lists them), then send it again.',
+      );
       return false;
     }
-    const notSent = 'Your message was not sent: draft a role with /draft <role> (/roles lists them), then send it again.';
-    this.dispatch({ type: 'activity_start', activity: { id: 'draft', label: 'Drafting an agent for your message', startedAt: this.clock() } });
+    const notSent =
+      'Your message was not sent: draft a role with /draft <role> (/roles lists them), then send it again.';
+    this.dispatch({
+      type: 'activity_start',
+      activity: { id: 'draft', label: 'Drafting an agent for your message', startedAt: this.clock() },
+    });
     let createdTask: string | undefined;
     let failed = "Could not read the project's default role";
     try {
       const { projects } = await this.client.request('list_projects');
       const role = projects.find((entry) => entry.name === project)?.defaultRole;
       if (role === undefined) {
-        this.error(`Project ${project} is no longer on the server. Choose one with /project <name>. Your message was not sent.`);
+        this.error(
+          `Project ${project} is no longer on the server. Choose one with /project <name>. Your message was not sent.`,
+        );
         return false;
       }
       let task = this.state().task;
@@ -408,15 +467,33 @@ export class TuiController {
         this.dispatch({ type: 'select', task });
         this.dispatch({ type: 'catalog', tasks: [...this.state().tasks.filter((slug) => slug !== task), task] });
       }
-      failed = createdTask !== undefined ? `Created task ${createdTask}, but could not draft ${role} on it` : `Could not draft ${role} on task ${task}`;
-      this.dispatch({ type: 'activity_start', activity: { id: 'draft', label: `Drafting ${role}`, startedAt: this.clock() } });
+      failed =
+        createdTask !== undefined
+          ? `Created task ${createdTask}, but could not draft ${role} on it`
+          : `Could not draft ${role} on task ${task}`;
+      this.dispatch({
+        type: 'activity_start',
+        activity: { id: 'draft', label: `Drafting ${role}`, startedAt: this.clock() },
+      });
       const drafted = await this.client.request('draft', { role, project, task });
       const status = await this.client.request('get_draft_status');
-      this.note([{ text: firstDraftNotice({ role, taskSlug: drafted.taskSlug, createdTask: createdTask !== undefined, undraft: '/undraft' }), tone: 'success' }]);
+      this.note([
+        {
+          text: firstDraftNotice({
+            role,
+            taskSlug: drafted.taskSlug,
+            createdTask: createdTask !== undefined,
+            undraft: '/undraft',
+          }),
+          tone: 'success',
+        },
+      ]);
       if (status.session) await this.loadDraft(status.session);
       return this.state().draft !== undefined;
     } catch (error) {
-      const reason = isRpcError(error, RpcErrorCode.DRAFT_ALREADY_ACTIVE) ? `${error.message} (/undraft closes this channel's draft.)` : messageOf(error);
+      const reason = isRpcError(error, RpcErrorCode.DRAFT_ALREADY_ACTIVE)
+        ? `${error.message} (/undraft closes this channel's draft.)`
+        : messageOf(error);
       this.error(`${failed}: ${reason} ${notSent}`);
       return false;
     } finally {
@@ -488,17 +565,28 @@ export class TuiController {
       return;
     }
     if (state.task === undefined) {
-      this.error(`No active task in project ${state.project}. Create one with /task new <title>, or choose one with /task select <slug> (/task lists them).`);
+      this.error(
+        `No active task in project ${state.project}. Create one with /task new <title>, or choose one with /task select <slug> (/task lists them).`,
+      );
       return;
     }
-    this.dispatch({ type: 'activity_start', activity: { id: 'draft', label: `Drafting ${args}`, startedAt: this.clock() } });
+    this.dispatch({
+      type: 'activity_start',
+      activity: { id: 'draft', label: `Drafting ${args}`, startedAt: this.clock() },
+    });
     try {
       const drafted = await this.client.request('draft', { role: args, project: state.project, task: state.task });
       const status = await this.client.request('get_draft_status');
-      this.note([{ text: `Drafted ${args} on task ${drafted.taskSlug} (project ${drafted.project}). Type a message to talk to it.`, tone: 'success' }]);
+      this.note([
+        {
+          text: `Drafted ${args} on task ${drafted.taskSlug} (project ${drafted.project}). Type a message to talk to it.`,
+          tone: 'success',
+        },
+      ]);
       if (status.session) await this.loadDraft(status.session);
     } catch (error) {
-      if (isRpcError(error, RpcErrorCode.DRAFT_ALREADY_ACTIVE)) this.error(`${error.message} (/undraft closes this channel's draft.)`);
+      if (isRpcError(error, RpcErrorCode.DRAFT_ALREADY_ACTIVE))
+        this.error(`${error.message} (/undraft closes this channel's draft.)`);
       else this.error(messageOf(error));
     } finally {
       this.dispatch({ type: 'activity_end', id: 'draft' });
@@ -511,7 +599,12 @@ export class TuiController {
     try {
       const summary = await this.client.request('undraft');
       const duration = summary.durationMs !== undefined ? `, ${formatDuration(summary.durationMs)}` : '';
-      this.note([{ text: `Undrafted ${role ?? 'the agent'} (task ${summary.taskSlug}): ${plural(summary.turns, 'turn')}, ${formatCost(summary.cost)}${duration}.`, tone: 'success' }]);
+      this.note([
+        {
+          text: `Undrafted ${role ?? 'the agent'} (task ${summary.taskSlug}): ${plural(summary.turns, 'turn')}, ${formatCost(summary.cost)}${duration}.`,
+          tone: 'success',
+        },
+      ]);
       this.closeDraftLocally();
     } catch (error) {
       if (isRpcError(error, RpcErrorCode.NO_ACTIVE_DRAFT)) {
@@ -558,7 +651,9 @@ export class TuiController {
       return;
     }
     if (/\s/.test(args)) {
-      this.error(`/project takes one name: /project <name>. Projects: ${projects.map((project) => project.name).join(', ')}.`);
+      this.error(
+        `/project takes one name: /project <name>. Projects: ${projects.map((project) => project.name).join(', ')}.`,
+      );
       return;
     }
     const found = projects.find((project) => project.name === args);
@@ -568,7 +663,12 @@ export class TuiController {
     }
     const changed = this.state().project !== found.name;
     this.dispatch({ type: 'select', project: found.name, ...(changed ? { task: null } : {}) });
-    this.note([{ text: `Active project: ${found.name} (${found.path}).${changed ? ' Choose a task with /task select <slug> or create one with /task new <title>.' : ''}`, tone: 'success' }]);
+    this.note([
+      {
+        text: `Active project: ${found.name} (${found.path}).${changed ? ' Choose a task with /task select <slug> or create one with /task new <title>.' : ''}`,
+        tone: 'success',
+      },
+    ]);
     await this.refreshCatalog();
   }
 
@@ -588,8 +688,16 @@ export class TuiController {
       }
       const { task } = await this.client.request('create_task', { project, title: value });
       this.dispatch({ type: 'select', task: task.slug });
-      this.dispatch({ type: 'catalog', tasks: [...this.state().tasks.filter((slug) => slug !== task.slug), task.slug] });
-      this.note([{ text: `Created task ${task.slug} ("${task.title}") in project ${project}; it is the active task. /draft <role> to start on it.`, tone: 'success' }]);
+      this.dispatch({
+        type: 'catalog',
+        tasks: [...this.state().tasks.filter((slug) => slug !== task.slug), task.slug],
+      });
+      this.note([
+        {
+          text: `Created task ${task.slug} ("${task.title}") in project ${project}; it is the active task. /draft <role> to start on it.`,
+          tone: 'success',
+        },
+      ]);
       return;
     }
     if (verb === 'select') {
@@ -601,7 +709,9 @@ export class TuiController {
       this.dispatch({ type: 'catalog', tasks: tasks.map((task) => task.slug) });
       const found = tasks.find((task) => task.slug === value);
       if (!found) {
-        this.error(`No task "${value}" in project ${project}.${tasks.length > 0 ? ` Tasks: ${tasks.map((task) => task.slug).join(', ')}.` : ' Create one with /task new <title>.'}`);
+        this.error(
+          `No task "${value}" in project ${project}.${tasks.length > 0 ? ` Tasks: ${tasks.map((task) => task.slug).join(', ')}.` : ' Create one with /task new <title>.'}`,
+        );
         return;
       }
       this.dispatch({ type: 'select', task: found.slug });
@@ -658,7 +768,11 @@ export class TuiController {
     this.compacting = true;
     this.startCompactionActivity(started);
     try {
-      const result = await this.client.request('force_compact', { sessionId: draft.sessionId, ...(args !== '' ? { instructions: args } : {}) }, { timeoutMs: 0 });
+      const result = await this.client.request(
+        'force_compact',
+        { sessionId: draft.sessionId, ...(args !== '' ? { instructions: args } : {}) },
+        { timeoutMs: 0 },
+      );
       const checkpoint = result.checkpoint;
       this.note([
         {
@@ -668,7 +782,9 @@ export class TuiController {
       ]);
     } catch (error) {
       if (isRpcError(error) && error.reason === 'COMPACTION_NO_SUMMARIZER') {
-        this.error('Cannot compact: this server has no model to write the summary with (the scripted back end cannot summarize). Configure a model back end (parley backends shows how), then /compact again.');
+        this.error(
+          'Cannot compact: this server has no model to write the summary with (the scripted back end cannot summarize). Configure a model back end (parley backends shows how), then /compact again.',
+        );
       } else if (isRpcError(error, RpcErrorCode.UNSUPPORTED)) this.error(`Cannot compact now: ${error.message}`);
       else this.error(`Compaction failed: ${messageOf(error)}`);
     } finally {

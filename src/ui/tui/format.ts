@@ -1,5 +1,13 @@
 /** Number, time and text formatting for the terminal UI. Pure. */
-import { describeInput, formatCount, formatDuration, formatPercent, oneLine, plural, wordCount } from '../../conversation/index.js';
+import {
+  describeInput,
+  formatCount,
+  formatDuration,
+  formatPercent,
+  oneLine,
+  plural,
+  wordCount,
+} from '../../conversation/index.js';
 
 /** `$0.23`; a cost with an unpriced turn in it is a lower bound: `$0.23+`. */
 export function formatCost(usd: number, unknown = false): string {

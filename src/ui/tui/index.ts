@@ -6,7 +6,17 @@ export { App, type AppProps } from './app.js';
 export { runTui, type RunTuiOptions, type RunningTui } from './run.js';
 export { TuiController, type ControllerOptions } from './controller.js';
 export { useParley, useNow } from './use-parley.js';
-export { COMMANDS, complete, parseInput, suggestCommand, helpLines, type CommandSpec, type Completion, type CompletionSources, type ParsedInput } from './commands.js';
+export {
+  COMMANDS,
+  complete,
+  parseInput,
+  suggestCommand,
+  helpLines,
+  type CommandSpec,
+  type Completion,
+  type CompletionSources,
+  type ParsedInput,
+} from './commands.js';
 export { titleText, TitleBar } from './components/title-bar.js';
 export {
   activeWorkers,

@@ -74,10 +74,12 @@ export class RunQuestions {
     try {
       runs = await this.client.listRuns();
     } catch (error) {
-      if (notEnabled(error)) return [{ text: 'This server runs no workflows (durable runs are not enabled on it).', tone: 'warning' }];
+      if (notEnabled(error))
+        return [{ text: 'This server runs no workflows (durable runs are not enabled on it).', tone: 'warning' }];
       throw error;
     }
-    if (runs.length === 0) return [{ text: 'No runs yet. Start one with `parley run <workflow> --detach`.', tone: 'dim' }];
+    if (runs.length === 0)
+      return [{ text: 'No runs yet. Start one with `parley run <workflow> --detach`.', tone: 'dim' }];
     return [
       { text: `Runs (${runs.length})`, bold: true },
       ...runs.map((run) => {
@@ -102,17 +104,30 @@ export class RunQuestions {
     const question = named ?? questions[0];
     const text = (named ? rest.join(' ') : args).trim();
     if (!question) return [{ text: 'No run is waiting for an answer.', tone: 'warning' }];
-    if (text === '') return [{ text: `Usage: /answer <${question.prompt.choices ? 'number or text' : 'text'}> (or /answer <runId> <answer>) for "${oneLine(question.prompt.prompt, 60)}".`, tone: 'warning' }];
+    if (text === '')
+      return [
+        {
+          text: `Usage: /answer <${question.prompt.choices ? 'number or text' : 'text'}> (or /answer <runId> <answer>) for "${oneLine(question.prompt.prompt, 60)}".`,
+          tone: 'warning',
+        },
+      ];
     const response = choiceFor(question.prompt, text);
     const outcome = await this.client.answerPrompt(question.runId, question.prompt.promptId, response);
-    if (!outcome.accepted) return [{ text: `The answer was refused: ${outcome.message} The question is still waiting.`, tone: 'error' }];
+    if (!outcome.accepted)
+      return [{ text: `The answer was refused: ${outcome.message} The question is still waiting.`, tone: 'error' }];
     this.dropQuestion(question.runId, question.prompt.promptId);
-    return [{ text: `Answered "${oneLine(question.prompt.prompt, 60)}" (${question.runId}): ${response}`, tone: 'success' }];
+    return [
+      { text: `Answered "${oneLine(question.prompt.prompt, 60)}" (${question.runId}): ${response}`, tone: 'success' },
+    ];
   }
 
   private setRun(run: RunWire, publish = true): void {
     if (run.pendingPrompts.length === 0) this.byRun.delete(run.id);
-    else this.byRun.set(run.id, run.pendingPrompts.map((prompt) => ({ runId: run.id, harness: run.harness, prompt })));
+    else
+      this.byRun.set(
+        run.id,
+        run.pendingPrompts.map((prompt) => ({ runId: run.id, harness: run.harness, prompt })),
+      );
     if (publish) this.publish(true);
   }
 
@@ -124,7 +139,9 @@ export class RunQuestions {
   }
 
   private publish(enabled: boolean): void {
-    const questions = [...this.byRun.values()].flat().sort((a, b) => a.prompt.askedAt.localeCompare(b.prompt.askedAt) || a.runId.localeCompare(b.runId));
+    const questions = [...this.byRun.values()]
+      .flat()
+      .sort((a, b) => a.prompt.askedAt.localeCompare(b.prompt.askedAt) || a.runId.localeCompare(b.runId));
     this.current = { enabled, questions };
     for (const listener of [...this.listeners]) listener();
   }

@@ -202,7 +202,13 @@ export function reduceView(state: ViewState, action: ViewAction): ViewState {
       if (!draft || draft.sessionId !== action.status.sessionId) return state;
       return {
         ...state,
-        draft: { ...draft, role: action.status.role, turnCount: action.status.turnCount, costUsd: action.status.costUsd, contextPct: action.status.contextPct },
+        draft: {
+          ...draft,
+          role: action.status.role,
+          turnCount: action.status.turnCount,
+          costUsd: action.status.costUsd,
+          contextPct: action.status.contextPct,
+        },
       };
     }
     case 'compaction_point':
@@ -226,13 +232,26 @@ export function reduceView(state: ViewState, action: ViewAction): ViewState {
     case 'agent':
       return { ...state, agents: { ...state.agents, [action.agent.agentId]: action.agent } };
     case 'note':
-      return print(state, { kind: 'note', key: `note:${state.notes}`, lines: action.lines }, { notes: state.notes + 1 });
+      return print(
+        state,
+        { kind: 'note', key: `note:${state.notes}`, lines: action.lines },
+        { notes: state.notes + 1 },
+      );
     case 'banner':
-      return print(state, { kind: 'banner', key: `banner:${state.notes}`, lines: action.lines }, { notes: state.notes + 1 });
+      return print(
+        state,
+        { kind: 'banner', key: `banner:${state.notes}`, lines: action.lines },
+        { notes: state.notes + 1 },
+      );
     case 'activity_start':
-      return { ...state, activities: [...state.activities.filter((entry) => entry.id !== action.activity.id), action.activity] };
+      return {
+        ...state,
+        activities: [...state.activities.filter((entry) => entry.id !== action.activity.id), action.activity],
+      };
     case 'activity_end':
-      return state.activities.some((entry) => entry.id === action.id) ? { ...state, activities: state.activities.filter((entry) => entry.id !== action.id) } : state;
+      return state.activities.some((entry) => entry.id === action.id)
+        ? { ...state, activities: state.activities.filter((entry) => entry.id !== action.id) }
+        : state;
     case 'turn_started':
       return { ...state, turn: { startedAt: action.at, afterSeq: state.conversation?.lastSeq ?? -1 } };
     case 'turn_ended': {
@@ -301,8 +320,19 @@ function toolUseIndex(conversation: ConversationState): ToolUseLookup {
   return (toolUseId) => calls.get(toolUseId);
 }
 
-function blockItem(state: ViewState, conversation: ConversationState, block: ConversationBlock, threadCosts: Record<string, number>, findToolUse: ToolUseLookup = lookBack(conversation)): HistoryItem {
-  const item: HistoryItem = { kind: 'block', key: blockKey(conversation.sessionId, MAIN_CONVERSATION, block.id), block, expanded: state.expanded };
+function blockItem(
+  state: ViewState,
+  conversation: ConversationState,
+  block: ConversationBlock,
+  threadCosts: Record<string, number>,
+  findToolUse: ToolUseLookup = lookBack(conversation),
+): HistoryItem {
+  const item: HistoryItem = {
+    kind: 'block',
+    key: blockKey(conversation.sessionId, MAIN_CONVERSATION, block.id),
+    block,
+    expanded: state.expanded,
+  };
   if (block.type === 'tool_result') {
     const toolUse = findToolUse(block.toolUseId);
     if (toolUse) item.toolUse = toolUse;
@@ -329,14 +359,28 @@ function flushOpen(state: ViewState): ViewState {
 }
 
 function isUserMessage(event: StreamEvent): boolean {
-  return (event.type === 'block_start' || event.type === 'block_complete') && event.conversationId === MAIN_CONVERSATION && event.block.type === 'user_message';
+  return (
+    (event.type === 'block_start' || event.type === 'block_complete') &&
+    event.conversationId === MAIN_CONVERSATION &&
+    event.block.type === 'user_message'
+  );
 }
 
 function isTurnEnd(event: StreamEvent): boolean {
-  return event.type === 'metadata_update' && event.conversationId === MAIN_CONVERSATION && event.metadata.turnComplete === true;
+  return (
+    event.type === 'metadata_update' &&
+    event.conversationId === MAIN_CONVERSATION &&
+    event.metadata.turnComplete === true
+  );
 }
 
-function historyLoaded(state: ViewState, sessionId: string, events: StreamEvent[], historyLimit: number, now: number): ViewState {
+function historyLoaded(
+  state: ViewState,
+  sessionId: string,
+  events: StreamEvent[],
+  historyLimit: number,
+  now: number,
+): ViewState {
   if (!state.conversation || state.conversation.sessionId !== sessionId) return state;
   const all = [...events, ...state.pending].sort((a, b) => a.seq - b.seq);
   const conversation = applyEvents(state.conversation, all);
@@ -346,7 +390,11 @@ function historyLoaded(state: ViewState, sessionId: string, events: StreamEvent[
   for (const event of all) {
     if (isUserMessage(event)) lastUser = Math.max(lastUser, event.seq);
     if (isTurnEnd(event)) lastEnd = Math.max(lastEnd, event.seq);
-    if (event.type === 'metadata_update' && event.conversationId !== MAIN_CONVERSATION && event.metadata.costUsd !== undefined) {
+    if (
+      event.type === 'metadata_update' &&
+      event.conversationId !== MAIN_CONVERSATION &&
+      event.metadata.costUsd !== undefined
+    ) {
       threadCosts[event.conversationId] = (threadCosts[event.conversationId] ?? 0) + event.metadata.costUsd;
     }
   }
@@ -361,11 +409,17 @@ function historyLoaded(state: ViewState, sessionId: string, events: StreamEvent[
     next = print(next, {
       kind: 'note',
       key: `omitted:${sessionId}`,
-      lines: [{ text: `… ${omitted.toLocaleString('en-US')} earlier blocks of this conversation are not shown (parley sessions show ${sessionId}).`, tone: 'dim' }],
+      lines: [
+        {
+          text: `… ${omitted.toLocaleString('en-US')} earlier blocks of this conversation are not shown (parley sessions show ${sessionId}).`,
+          tone: 'dim',
+        },
+      ],
     });
   }
   const findToolUse = toolUseIndex(conversation);
-  for (const block of finished.slice(omitted)) next = print(next, blockItem(next, conversation, block, threadCosts, findToolUse));
+  for (const block of finished.slice(omitted))
+    next = print(next, blockItem(next, conversation, block, threadCosts, findToolUse));
   return withMetrics(next);
 }
 
@@ -396,7 +450,11 @@ function applyLiveEvents(state: ViewState, sessionId: string, events: StreamEven
         break;
       case 'metadata_update':
         if (event.conversationId !== MAIN_CONVERSATION) {
-          if (event.metadata.costUsd !== undefined) threadCosts = { ...threadCosts, [event.conversationId]: (threadCosts[event.conversationId] ?? 0) + event.metadata.costUsd };
+          if (event.metadata.costUsd !== undefined)
+            threadCosts = {
+              ...threadCosts,
+              [event.conversationId]: (threadCosts[event.conversationId] ?? 0) + event.metadata.costUsd,
+            };
         } else if (event.metadata.turnComplete && turn && event.seq > turn.afterSeq) {
           turn = undefined;
         }
@@ -433,7 +491,9 @@ function withMetrics(state: ViewState): ViewState {
       turnCount: Math.max(draft.turnCount, metrics.turns),
       costUsd: Math.max(draft.costUsd, metrics.costUsd),
       costUnknown: draft.costUnknown || metrics.costUnknown,
-      ...(pct !== undefined && metrics.lastInputTokens > 0 ? { contextPct: pct, lastInputTokens: metrics.lastInputTokens } : {}),
+      ...(pct !== undefined && metrics.lastInputTokens > 0
+        ? { contextPct: pct, lastInputTokens: metrics.lastInputTokens }
+        : {}),
       ...(metrics.contextWindow !== undefined ? { contextWindow: metrics.contextWindow } : {}),
     },
   };
@@ -441,7 +501,9 @@ function withMetrics(state: ViewState): ViewState {
 
 /** Workers of this channel that are queued or running. */
 export function activeWorkers(state: ViewState): AgentInfo[] {
-  return Object.values(state.agents).filter((agent) => agent.kind === 'worker' && (agent.status === 'queued' || agent.status === 'running'));
+  return Object.values(state.agents).filter(
+    (agent) => agent.kind === 'worker' && (agent.status === 'queued' || agent.status === 'running'),
+  );
 }
 
 export type ContextLevel = 'normal' | 'warning' | 'critical';

@@ -44,7 +44,10 @@ export class AppView {
   private shown: 'app' | 'connect' | undefined;
   private last: Record<string, unknown> = {};
 
-  constructor(root: HTMLElement, private readonly options: AppViewOptions) {
+  constructor(
+    root: HTMLElement,
+    private readonly options: AppViewOptions,
+  ) {
     this.root = root;
     this.now = options.now ?? Date.now;
     this.sessions = new SessionsView(options.actions);
@@ -60,7 +63,11 @@ export class AppView {
     // A session's history just came in: drawn at once, not at the next frame, so the work of its
     // first frame is done by the time the browser paints (the wait for the frame was up to 40 ms on
     // a busy machine). Everything else, streaming deltas above all, is drawn once per frame.
-    const opened = state.view !== undefined && !state.view.loading && this.state?.view?.loading === true && this.state.view.sessionId === state.view.sessionId;
+    const opened =
+      state.view !== undefined &&
+      !state.view.loading &&
+      this.state?.view?.loading === true &&
+      this.state.view.sessionId === state.view.sessionId;
     this.state = state;
     if (opened) {
       if (this.frame !== undefined) cancelAnimationFrame(this.frame);
@@ -85,14 +92,24 @@ export class AppView {
       if (this.shown !== 'connect' || this.last['connectError'] !== state.connectError) {
         this.shown = 'connect';
         this.last['connectError'] = state.connectError;
-        replaceChildren(this.root, connectView(state.auth === 'missing' ? 'missing' : 'refused', { origin: this.options.origin, detail: state.connectError, onToken: this.options.onToken }));
+        replaceChildren(
+          this.root,
+          connectView(state.auth === 'missing' ? 'missing' : 'refused', {
+            origin: this.options.origin,
+            detail: state.connectError,
+            onToken: this.options.onToken,
+          }),
+        );
       }
       return;
     }
     if (this.shown !== 'app') {
       this.shown = 'app';
       this.last = {};
-      replaceChildren(this.root, h('div', { class: 'app' }, this.topbar, this.notices, this.layout, this.options.runs?.element));
+      replaceChildren(
+        this.root,
+        h('div', { class: 'app' }, this.topbar, this.notices, this.layout, this.options.runs?.element),
+      );
     }
     this.drawTopbar(state);
     this.drawNotices(state);
@@ -104,18 +121,40 @@ export class AppView {
   }
 
   private drawTopbar(state: AppState): void {
-    if (this.last['connection'] === state.connection && this.last['projectRoot'] === state.projectRoot && this.last['draft'] === state.draft && this.last['turn'] === state.turnRunning) return;
-    Object.assign(this.last, { connection: state.connection, projectRoot: state.projectRoot, draft: state.draft, turn: state.turnRunning });
+    if (
+      this.last['connection'] === state.connection &&
+      this.last['projectRoot'] === state.projectRoot &&
+      this.last['draft'] === state.draft &&
+      this.last['turn'] === state.turnRunning
+    )
+      return;
+    Object.assign(this.last, {
+      connection: state.connection,
+      projectRoot: state.projectRoot,
+      draft: state.draft,
+      turn: state.turnRunning,
+    });
     const draft = state.draft;
     replaceChildren(
       this.topbar,
       h('div', { class: 'brand' }, h('span', { class: 'brand-mark' }, '◆'), ' Parley'),
       h('div', { class: 'project muted', title: state.projectRoot ?? '' }, state.projectRoot ?? ''),
       draft
-        ? h('div', { class: 'draft-pill', 'data-testid': 'draft-pill' }, h('span', { class: `dot ${state.turnRunning ? 'busy' : 'live'}` }), `${draft.role} · ${draft.taskSlug} · ${draft.turnCount} turn(s) · $${draft.cumulativeCostUsd.toFixed(4)}`, state.turnRunning ? ' · working…' : '')
+        ? h(
+            'div',
+            { class: 'draft-pill', 'data-testid': 'draft-pill' },
+            h('span', { class: `dot ${state.turnRunning ? 'busy' : 'live'}` }),
+            `${draft.role} · ${draft.taskSlug} · ${draft.turnCount} turn(s) · $${draft.cumulativeCostUsd.toFixed(4)}`,
+            state.turnRunning ? ' · working…' : '',
+          )
         : null,
       this.options.runs?.button,
-      h('div', { class: `connection state-${state.connection}`, 'data-testid': 'connection', 'data-state': state.connection }, h('span', { class: 'dot' }), CONNECTION_TEXT[state.connection]),
+      h(
+        'div',
+        { class: `connection state-${state.connection}`, 'data-testid': 'connection', 'data-state': state.connection },
+        h('span', { class: 'dot' }),
+        CONNECTION_TEXT[state.connection],
+      ),
     );
   }
 
@@ -125,7 +164,21 @@ export class AppView {
     replaceChildren(
       this.notices,
       state.notices.map((notice) =>
-        h('div', { class: `notice tone-${notice.tone}`, role: notice.tone === 'error' ? 'alert' : 'status' }, h('span', {}, notice.text), h('button', { type: 'button', class: 'close', 'aria-label': 'Dismiss', onclick: () => this.options.actions.dismiss(notice.id) }, '×')),
+        h(
+          'div',
+          { class: `notice tone-${notice.tone}`, role: notice.tone === 'error' ? 'alert' : 'status' },
+          h('span', {}, notice.text),
+          h(
+            'button',
+            {
+              type: 'button',
+              class: 'close',
+              'aria-label': 'Dismiss',
+              onclick: () => this.options.actions.dismiss(notice.id),
+            },
+            '×',
+          ),
+        ),
       ),
     );
   }

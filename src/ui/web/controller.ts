@@ -1,4 +1,9 @@
-import { firstDraftNotice, MAIN_CONVERSATION, taskTitleFromMessage, type StreamEvent } from '../../conversation/index.js';
+import {
+  firstDraftNotice,
+  MAIN_CONVERSATION,
+  taskTitleFromMessage,
+  type StreamEvent,
+} from '../../conversation/index.js';
 import { ProtocolClientError, RpcError, type ProtocolClient } from '../../protocol/index.js';
 import type { SessionFilters } from './view-model.js';
 import { emptyView, firstMessageTarget, HistoryFold, type BusyKey, type Tone } from './state.js';
@@ -101,7 +106,10 @@ export class Controller implements Actions {
     });
     client.on('session_updated', (update) => {
       store.dispatch({ type: 'session_updated', session: update.session });
-      if (update.sessionId === store.state.selectedId && (update.action === 'cleared' || update.action === 'settings_changed' || update.action === 'archived')) {
+      if (
+        update.sessionId === store.state.selectedId &&
+        (update.action === 'cleared' || update.action === 'settings_changed' || update.action === 'archived')
+      ) {
         this.schedulePreview();
       }
     });
@@ -115,10 +123,21 @@ export class Controller implements Actions {
       queueMicrotask(() => {
         flushing = false;
         const selected = store.state.selectedId;
-        const events = batch.splice(0).filter((entry) => entry.sessionId === selected).map((entry) => entry.event);
+        const events = batch
+          .splice(0)
+          .filter((entry) => entry.sessionId === selected)
+          .map((entry) => entry.event);
         if (selected === undefined || events.length === 0) return;
         store.dispatch({ type: 'events', sessionId: selected, events });
-        if (events.some((event) => event.type === 'metadata_update' && event.conversationId === MAIN_CONVERSATION && event.metadata.turnComplete)) this.schedulePreview();
+        if (
+          events.some(
+            (event) =>
+              event.type === 'metadata_update' &&
+              event.conversationId === MAIN_CONVERSATION &&
+              event.metadata.turnComplete,
+          )
+        )
+          this.schedulePreview();
       });
     });
     client.on('compaction_started', (payload) => {
@@ -146,7 +165,10 @@ export class Controller implements Actions {
       this.notice('error', closed.message);
     });
     client.on('context_compacted', (compacted) => {
-      this.notice('info', `The draft's context was compacted (${compacted.trigger}, ${Math.round(compacted.preTokens).toLocaleString('en-US')} tokens before).`);
+      this.notice(
+        'info',
+        `The draft's context was compacted (${compacted.trigger}, ${Math.round(compacted.preTokens).toLocaleString('en-US')} tokens before).`,
+      );
     });
   }
 
@@ -158,7 +180,10 @@ export class Controller implements Actions {
       store.dispatch({ type: 'server', channelId: info.channelId, projectRoot: info.projectRoot });
       this.options.onChannel?.(info.channelId);
       if (first) await client.subscribe();
-      const [sessions, draft] = await Promise.all([client.request('list_sessions', {}), client.request('get_draft_status')]);
+      const [sessions, draft] = await Promise.all([
+        client.request('list_sessions', {}),
+        client.request('get_draft_status'),
+      ]);
       store.dispatch({ type: 'sessions_loaded', sessions: sessions.sessions });
       store.dispatch({ type: 'draft', status: draft.active ? draft.session : undefined });
       const selected = store.state.selectedId;
@@ -174,9 +199,20 @@ export class Controller implements Actions {
   }
 
   private async loadCatalog(): Promise<void> {
-    const [projects, roles] = await Promise.all([this.client.request('list_projects'), this.client.request('list_roles', {})]);
-    const project = this.store.state.draft?.project ?? projects.projects.find((entry) => entry.current)?.name ?? projects.projects[0]?.name;
-    this.store.dispatch({ type: 'catalog', projects: projects.projects, roles: roles.roles, ...(project !== undefined ? { project } : {}) });
+    const [projects, roles] = await Promise.all([
+      this.client.request('list_projects'),
+      this.client.request('list_roles', {}),
+    ]);
+    const project =
+      this.store.state.draft?.project ??
+      projects.projects.find((entry) => entry.current)?.name ??
+      projects.projects[0]?.name;
+    this.store.dispatch({
+      type: 'catalog',
+      projects: projects.projects,
+      roles: roles.roles,
+      ...(project !== undefined ? { project } : {}),
+    });
     if (project !== undefined) await this.loadTasks(project);
   }
 
@@ -289,10 +325,16 @@ export class Controller implements Actions {
       const run = ++this.searchRun;
       this.client.request('list_sessions', { search: trimmed.slice(0, 500), searchContent: true }).then(
         (result) => {
-          if (run === this.searchRun) this.store.dispatch({ type: 'search_done', query: trimmed, sessionIds: result.sessions.map((session) => session.sessionId) });
+          if (run === this.searchRun)
+            this.store.dispatch({
+              type: 'search_done',
+              query: trimmed,
+              sessionIds: result.sessions.map((session) => session.sessionId),
+            });
         },
         (error: unknown) => {
-          if (run === this.searchRun) this.store.dispatch({ type: 'search_failed', query: trimmed, error: messageOf(error) });
+          if (run === this.searchRun)
+            this.store.dispatch({ type: 'search_failed', query: trimmed, error: messageOf(error) });
         },
       );
     }, this.options.searchDelayMs ?? 250);
@@ -301,7 +343,13 @@ export class Controller implements Actions {
   async submitPrompt(content: string, backend?: string): Promise<boolean> {
     if (content.trim() === '') return false;
     this.store.dispatch({ type: 'turn_started' });
-    const ok = await this.busy('submit', () => this.client.request('submit_prompt', { content, ...(backend !== undefined ? { backend } : {}) }, { timeoutMs: 0 }));
+    const ok = await this.busy('submit', () =>
+      this.client.request(
+        'submit_prompt',
+        { content, ...(backend !== undefined ? { backend } : {}) },
+        { timeoutMs: 0 },
+      ),
+    );
     if (!ok) this.store.dispatch({ type: 'turn_ended' });
     return ok;
   }
@@ -341,18 +389,34 @@ export class Controller implements Actions {
       let task = target.task;
       if (task === undefined) {
         failed = 'Could not create a task for your message';
-        task = createdTask = (await client.request('create_task', { project, title: taskTitleFromMessage(content) })).task.slug;
+        task = createdTask = (await client.request('create_task', { project, title: taskTitleFromMessage(content) }))
+          .task.slug;
         const generation = ++this.taskListGeneration;
         const tasks = await client.request('list_tasks', { project });
-        if (generation === this.taskListGeneration && store.state.catalog.project === project) store.dispatch({ type: 'catalog', tasks: tasks.tasks, task });
+        if (generation === this.taskListGeneration && store.state.catalog.project === project)
+          store.dispatch({ type: 'catalog', tasks: tasks.tasks, task });
       }
-      failed = createdTask !== undefined ? `Created task ${createdTask}, but could not draft ${role} on it` : `Could not draft ${role} on task ${task}`;
+      failed =
+        createdTask !== undefined
+          ? `Created task ${createdTask}, but could not draft ${role} on it`
+          : `Could not draft ${role} on task ${task}`;
       const drafted = await client.request('draft', { role, project, task });
-      const [status, session] = await Promise.all([client.request('get_draft_status'), client.request('get_session', { sessionId: drafted.sessionId })]);
+      const [status, session] = await Promise.all([
+        client.request('get_draft_status'),
+        client.request('get_session', { sessionId: drafted.sessionId }),
+      ]);
       store.dispatch({ type: 'session_updated', session: session.session });
       store.dispatch({ type: 'draft', status: status.active ? status.session : undefined });
       this.select(drafted.sessionId);
-      this.notice('success', firstDraftNotice({ role, taskSlug: drafted.taskSlug, createdTask: createdTask !== undefined, undraft: 'Undraft' }));
+      this.notice(
+        'success',
+        firstDraftNotice({
+          role,
+          taskSlug: drafted.taskSlug,
+          createdTask: createdTask !== undefined,
+          undraft: 'Undraft',
+        }),
+      );
     } catch (error) {
       this.notice('error', `${failed}: ${messageOf(error)} Your message was not sent.`);
       return false;
@@ -378,7 +442,10 @@ export class Controller implements Actions {
   createDraft(options: { role: string; project: string; task: string }): void {
     void this.busy('draft', async () => {
       const drafted = await this.client.request('draft', options);
-      const [status, session] = await Promise.all([this.client.request('get_draft_status'), this.client.request('get_session', { sessionId: drafted.sessionId })]);
+      const [status, session] = await Promise.all([
+        this.client.request('get_draft_status'),
+        this.client.request('get_session', { sessionId: drafted.sessionId }),
+      ]);
       this.store.dispatch({ type: 'session_updated', session: session.session });
       this.store.dispatch({ type: 'draft', status: status.active ? status.session : undefined });
       this.select(drafted.sessionId);
@@ -399,7 +466,8 @@ export class Controller implements Actions {
       const generation = ++this.taskListGeneration;
       const tasks = await this.client.request('list_tasks', { project });
       // A slower list requested before this one (choosing the project) must not hide the new task.
-      if (generation === this.taskListGeneration) this.store.dispatch({ type: 'catalog', tasks: tasks.tasks, task: created.task.slug });
+      if (generation === this.taskListGeneration)
+        this.store.dispatch({ type: 'catalog', tasks: tasks.tasks, task: created.task.slug });
     });
   }
 
@@ -414,7 +482,11 @@ export class Controller implements Actions {
     const trimmed = instructions.trim();
     void this.busy('compact', async () => {
       // A summary can take a while on a real model: no request timeout.
-      const result = await this.client.request('force_compact', { sessionId, ...(trimmed ? { instructions: trimmed } : {}) }, { timeoutMs: 0 });
+      const result = await this.client.request(
+        'force_compact',
+        { sessionId, ...(trimmed ? { instructions: trimmed } : {}) },
+        { timeoutMs: 0 },
+      );
       if (result.checkpoint) this.notice('success', `Compacted into checkpoint v${result.checkpoint.version}.`);
       await this.loadCheckpoints(sessionId);
       this.schedulePreview(0);
@@ -427,7 +499,10 @@ export class Controller implements Actions {
     void this.busy('clear', async () => {
       const result = await this.client.request('clear_messages', { sessionId });
       this.store.dispatch({ type: 'session_updated', session: result.session });
-      this.notice('success', 'Messages cleared: the next request starts from the checkpoint; the history stays readable.');
+      this.notice(
+        'success',
+        'Messages cleared: the next request starts from the checkpoint; the history stays readable.',
+      );
       this.schedulePreview(0);
     });
   }
@@ -448,7 +523,12 @@ export class Controller implements Actions {
     this.store.dispatch({ type: 'request_pane', sessionId, pane: { prompt, loading: true } });
     this.client.request('preview_request', { sessionId, prompt }).then(
       (result) => this.store.dispatch({ type: 'request_pane', sessionId, pane: { prompt, loading: false, result } }),
-      (error: unknown) => this.store.dispatch({ type: 'request_pane', sessionId, pane: { prompt, loading: false, error: messageOf(error) } }),
+      (error: unknown) =>
+        this.store.dispatch({
+          type: 'request_pane',
+          sessionId,
+          pane: { prompt, loading: false, error: messageOf(error) },
+        }),
     );
   }
 

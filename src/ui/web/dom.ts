@@ -9,7 +9,11 @@ export type Attributes = Record<string, string | number | boolean | undefined | 
  * listeners, `true` sets an empty attribute, `false`/`null`/`undefined` leave it out. Text is always
  * set as text, never parsed as HTML, so nothing a model wrote can run in the page.
  */
-export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attributes: Attributes = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attributes: Attributes = {},
+  ...children: Child[]
+): HTMLElementTagNameMap[K] {
   const element = document.createElement(tag);
   setAttributes(element, attributes);
   append(element, children);
@@ -33,7 +37,12 @@ function setAttributes(element: Element, attributes: Attributes): void {
       element.addEventListener(name.slice(2).toLowerCase(), value);
       continue;
     }
-    if (name === 'value' && (element instanceof HTMLInputElement || element instanceof HTMLTextAreaElement || element instanceof HTMLSelectElement)) {
+    if (
+      name === 'value' &&
+      (element instanceof HTMLInputElement ||
+        element instanceof HTMLTextAreaElement ||
+        element instanceof HTMLSelectElement)
+    ) {
       element.value = String(value);
       continue;
     }

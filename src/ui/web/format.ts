@@ -1,5 +1,13 @@
 /** Number, time and text formatting for the web UI. Pure: every clock reading is a parameter. */
-import { describeInput, formatCount, formatDuration, formatPercent, oneLine, plural, wordCount } from '../../conversation/index.js';
+import {
+  describeInput,
+  formatCount,
+  formatDuration,
+  formatPercent,
+  oneLine,
+  plural,
+  wordCount,
+} from '../../conversation/index.js';
 
 /** `$12.30`; under a dollar four decimals (`$0.0421`), where a turn's cost lives; a lower bound gets a `+`. */
 export function formatCost(usd: number, unknown = false): string {
@@ -37,7 +45,14 @@ export function formatTime(at: number | string, options: { utc?: boolean } = {})
   if (Number.isNaN(date.getTime())) return String(at);
   const pad = (value: number) => String(value).padStart(2, '0');
   const [year, month, day, hours, minutes, seconds] = options.utc
-    ? [date.getUTCFullYear(), date.getUTCMonth() + 1, date.getUTCDate(), date.getUTCHours(), date.getUTCMinutes(), date.getUTCSeconds()]
+    ? [
+        date.getUTCFullYear(),
+        date.getUTCMonth() + 1,
+        date.getUTCDate(),
+        date.getUTCHours(),
+        date.getUTCMinutes(),
+        date.getUTCSeconds(),
+      ]
     : [date.getFullYear(), date.getMonth() + 1, date.getDate(), date.getHours(), date.getMinutes(), date.getSeconds()];
   return `${year}-${pad(month)}-${pad(day)} ${pad(hours)}:${pad(minutes)}:${pad(seconds)}`;
 }

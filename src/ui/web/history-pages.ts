@@ -44,7 +44,11 @@ export const HISTORY_READING: HistoryReading = { pageSize: 2_500, pagesInFlight:
  * more than `pageSize` seqs and overlaps the next (its repeats are dropped), and where two pages do
  * not meet, or the log grew meanwhile, the rest is read one page after another from the last event held.
  */
-export async function readHistory(read: EventPageReader, reading: HistoryReading, onEvents?: HistoryListener): Promise<StreamEvent[]> {
+export async function readHistory(
+  read: EventPageReader,
+  reading: HistoryReading,
+  onEvents?: HistoryListener,
+): Promise<StreamEvent[]> {
   const { pageSize } = reading;
   const pagesInFlight = Math.max(1, Math.floor(reading.pagesInFlight));
   const events: StreamEvent[] = [];
@@ -64,7 +68,8 @@ export async function readHistory(read: EventPageReader, reading: HistoryReading
   const newest = await probe;
   const oldest = newest.events[0]?.seq;
   const starts: number[] = [];
-  if (oldest !== undefined && newest.hasMore) for (let afterSeq = oldest + pageSize - 1; afterSeq < newest.lastSeq; afterSeq += pageSize) starts.push(afterSeq);
+  if (oldest !== undefined && newest.hasMore)
+    for (let afterSeq = oldest + pageSize - 1; afterSeq < newest.lastSeq; afterSeq += pageSize) starts.push(afterSeq);
   const pages: Array<Promise<EventPage>> = [];
   const askNext = () => {
     const afterSeq = starts[pages.length];

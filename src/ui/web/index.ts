@@ -6,4 +6,21 @@
  */
 export * from './view-model.js';
 export * from './format.js';
-export { reduce, initialState, emptyView, foldHistory, HistoryFold, canPrompt, selectedSession, firstMessageTarget, type FirstMessageTarget, type FoldedHistory, type AppState, type AppAction, type SessionView, type CheckpointData, type RequestPane, type Notice } from './state.js';
+export {
+  reduce,
+  initialState,
+  emptyView,
+  foldHistory,
+  HistoryFold,
+  canPrompt,
+  selectedSession,
+  firstMessageTarget,
+  type FirstMessageTarget,
+  type FoldedHistory,
+  type AppState,
+  type AppAction,
+  type SessionView,
+  type CheckpointData,
+  type RequestPane,
+  type Notice,
+} from './state.js';

@@ -40,7 +40,12 @@ function boot(): void {
     transport: webSocketTransport({ url: rpcUrlFor(location), token, ...(channel ? { channel } : {}) }),
   });
   // The same channel after a reload: a draft made in this tab comes back with it.
-  const controller = new Controller({ client, store, onChannel: (id) => sessionStorage.setItem(CHANNEL_KEY, id), afterPaint });
+  const controller = new Controller({
+    client,
+    store,
+    onChannel: (id) => sessionStorage.setItem(CHANNEL_KEY, id),
+    afterPaint,
+  });
   const runs = new RunsView(client, (sessionId) => controller.select(sessionId));
   const view = new AppView(root, { actions: controller, origin: location.origin, onToken, runs });
   store.subscribe((state) => view.render(state));

@@ -56,7 +56,8 @@ function drawOnce(): void {
   const inspector = new InspectorView(noActions);
   // Laid out like the real columns (same classes), where nothing can see or reach it.
   const stage = h('main', { class: 'layout', 'aria-hidden': 'true', inert: true }, chat.element, inspector.element);
-  stage.style.cssText = 'position:fixed;left:-100000px;top:0;width:1440px;height:900px;visibility:hidden;pointer-events:none;contain:strict';
+  stage.style.cssText =
+    'position:fixed;left:-100000px;top:0;width:1440px;height:900px;visibility:hidden;pointer-events:none;contain:strict';
   document.body.append(stage);
   try {
     chat.update(state);
@@ -86,24 +87,102 @@ function sampleSession(): SessionInfo {
 function sampleEvents(): StreamEvent[] {
   const events: StreamEvent[] = [];
   const at = 1_700_000_000_000;
-  const push = (event: Record<string, unknown>, conversationId = 'main') => events.push({ sessionId: SESSION_ID, conversationId, seq: events.length, at: at + events.length * 1_000, ...event } as StreamEvent);
-  const complete = (block: Record<string, unknown>, conversationId?: string) => push({ type: 'block_complete', block: { createdAt: at, ...block } }, conversationId);
-  const turnEnd = () => push({ type: 'metadata_update', metadata: { costUsd: 0.001, turnComplete: true, usage: { inputTokens: 1_000, outputTokens: 80, cacheReadTokens: 0, cacheWriteTokens: 0 }, contextWindow: 200_000, model: 'rehearsal' } });
+  const push = (event: Record<string, unknown>, conversationId = 'main') =>
+    events.push({
+      sessionId: SESSION_ID,
+      conversationId,
+      seq: events.length,
+      at: at + events.length * 1_000,
+      ...event,
+    } as StreamEvent);
+  const complete = (block: Record<string, unknown>, conversationId?: string) =>
+    push({ type: 'block_complete', block: { createdAt: at, ...block } }, conversationId);
+  const turnEnd = () =>
+    push({
+      type: 'metadata_update',
+      metadata: {
+        costUsd: 0.001,
+        turnComplete: true,
+        usage: { inputTokens: 1_000, outputTokens: 80, cacheReadTokens: 0, cacheWriteTokens: 0 },
+        contextWindow: 200_000,
+        model: 'rehearsal',
+      },
+    });
   // Two plain turns, then one with every kind: twelve items, all in the first step of the draw (FIRST_STEP in chat-view.ts).
   for (let turn = 0; turn < 3; turn += 1) {
-    complete({ type: 'user_message', id: `u${turn}`, content: turn === 0 ? 'A plain question' : `Question ${turn}: what **changed** in \`parse\`?` });
+    complete({
+      type: 'user_message',
+      id: `u${turn}`,
+      content: turn === 0 ? 'A plain question' : `Question ${turn}: what **changed** in \`parse\`?`,
+    });
     const full = turn === 2;
     if (full) complete({ type: 'thinking', id: `k${turn}`, content: 'Reading the parser first.' });
-    complete({ type: 'assistant_text', id: `a${turn}`, content: `Answer ${turn}: the parser now **rejects** empty input and names the \`value\` it refused.\n\n- [x] reject\n- [ ] changelog\n\n| case | result |\n|---|---|\n| empty | rejected |\n\n\`\`\`\nplain code\n\`\`\`` });
+    complete({
+      type: 'assistant_text',
+      id: `a${turn}`,
+      content: `Answer ${turn}: the parser now **rejects** empty input and names the \`value\` it refused.\n\n- [x] reject\n- [ ] changelog\n\n| case | result |\n|---|---|\n| empty | rejected |\n\n\`\`\`\nplain code\n\`\`\``,
+    });
     if (full) {
-      complete({ type: 'tool_use', id: `t${turn}`, toolUseId: `read-${turn}`, name: 'read_file', input: { path: 'src/parse.ts' }, status: 'success' });
-      complete({ type: 'tool_result', id: `r${turn}`, toolUseId: `read-${turn}`, content: 'export const value = 1;\n', isError: false });
-      complete({ type: 'tool_use', id: `e${turn}`, toolUseId: `edit-${turn}`, name: 'Edit', input: { file_path: 'src/parse.ts', old_string: 'const value = 1;', new_string: 'const value = 2;' }, status: 'success' });
-      complete({ type: 'tool_result', id: `er${turn}`, toolUseId: `edit-${turn}`, content: 'Edited src/parse.ts', isError: false });
-      complete({ type: 'tool_use', id: `b${turn}`, toolUseId: `bash-${turn}`, name: 'Bash', input: { command: 'npm test' }, status: 'success' });
-      complete({ type: 'tool_result', id: `br${turn}`, toolUseId: `bash-${turn}`, content: '1 passed', isError: false });
-      complete({ type: 'tool_use', id: `x${turn}`, toolUseId: `other-${turn}`, name: 'web_search', input: { query: 'date parsing' }, status: 'success' });
-      complete({ type: 'tool_result', id: `xr${turn}`, toolUseId: `other-${turn}`, content: 'Found **3** pages.', isError: false });
+      complete({
+        type: 'tool_use',
+        id: `t${turn}`,
+        toolUseId: `read-${turn}`,
+        name: 'read_file',
+        input: { path: 'src/parse.ts' },
+        status: 'success',
+      });
+      complete({
+        type: 'tool_result',
+        id: `r${turn}`,
+        toolUseId: `read-${turn}`,
+        content: 'export const value = 1;\n',
+        isError: false,
+      });
+      complete({
+        type: 'tool_use',
+        id: `e${turn}`,
+        toolUseId: `edit-${turn}`,
+        name: 'Edit',
+        input: { file_path: 'src/parse.ts', old_string: 'const value = 1;', new_string: 'const value = 2;' },
+        status: 'success',
+      });
+      complete({
+        type: 'tool_result',
+        id: `er${turn}`,
+        toolUseId: `edit-${turn}`,
+        content: 'Edited src/parse.ts',
+        isError: false,
+      });
+      complete({
+        type: 'tool_use',
+        id: `b${turn}`,
+        toolUseId: `bash-${turn}`,
+        name: 'Bash',
+        input: { command: 'npm test' },
+        status: 'success',
+      });
+      complete({
+        type: 'tool_result',
+        id: `br${turn}`,
+        toolUseId: `bash-${turn}`,
+        content: '1 passed',
+        isError: false,
+      });
+      complete({
+        type: 'tool_use',
+        id: `x${turn}`,
+        toolUseId: `other-${turn}`,
+        name: 'web_search',
+        input: { query: 'date parsing' },
+        status: 'success',
+      });
+      complete({
+        type: 'tool_result',
+        id: `xr${turn}`,
+        toolUseId: `other-${turn}`,
+        content: 'Found **3** pages.',
+        isError: false,
+      });
     }
     turnEnd();
   }

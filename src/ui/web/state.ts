@@ -1,4 +1,11 @@
-import { applyEvents, emptyConversation, foldInParts, type ConversationFold, type ConversationState, type StreamEvent } from '../../conversation/index.js';
+import {
+  applyEvents,
+  emptyConversation,
+  foldInParts,
+  type ConversationFold,
+  type ConversationState,
+  type StreamEvent,
+} from '../../conversation/index.js';
 import type {
   BackendInfo,
   CheckpointWire,
@@ -54,7 +61,8 @@ export interface SessionView {
    * the epoch; `tokensBefore` is absent until the server has read the history.
    */
   compaction?: { trigger: 'auto' | 'manual'; tokensBefore?: number; startedAt: number };
-  lastCompaction?: { ok: true; version: number; tokensBefore: number; tokensAfter: number } | { ok: false; message: string };
+  lastCompaction?:
+    { ok: true; version: number; tokensBefore: number; tokensAfter: number } | { ok: false; message: string };
 }
 
 export type Tone = 'info' | 'success' | 'error';
@@ -125,7 +133,14 @@ export type AppAction =
   | { type: 'draft_notification'; status: NotificationParams<'draft_status'> }
   | { type: 'turn_started' }
   | { type: 'turn_ended' }
-  | { type: 'catalog'; projects?: ProjectInfo[]; tasks?: TaskInfo[]; roles?: RoleInfo[]; project?: string; task?: string }
+  | {
+      type: 'catalog';
+      projects?: ProjectInfo[];
+      tasks?: TaskInfo[];
+      roles?: RoleInfo[];
+      project?: string;
+      task?: string;
+    }
   | { type: 'backends'; backends: BackendInfo[] }
   | { type: 'notice'; tone: Tone; text: string }
   | { type: 'dismiss'; id: number }
@@ -212,7 +227,9 @@ export function reduce(state: AppState, action: AppAction): AppState {
     case 'sessions_loaded': {
       // Sessions the list learned from live updates while the page was reading stay in.
       let sessions = action.sessions;
-      for (const session of state.sessions) if (!sessions.some((entry) => entry.sessionId === session.sessionId)) sessions = upsertSession(sessions, session);
+      for (const session of state.sessions)
+        if (!sessions.some((entry) => entry.sessionId === session.sessionId))
+          sessions = upsertSession(sessions, session);
       return { ...state, sessions, sessionsLoaded: true };
     }
     case 'session_updated':
@@ -260,7 +277,11 @@ export function reduce(state: AppState, action: AppAction): AppState {
       return updateView(state, action.sessionId, (view) =>
         view.loading
           ? { ...view, pending: [...view.pending, ...action.events] }
-          : { ...view, conversation: applyEvents(view.conversation, action.events), series: foldSeries(view.series, action.events) },
+          : {
+              ...view,
+              conversation: applyEvents(view.conversation, action.events),
+              series: foldSeries(view.series, action.events),
+            },
       );
     case 'checkpoints':
       return updateView(state, action.sessionId, (view) => {
@@ -292,7 +313,11 @@ export function reduce(state: AppState, action: AppAction): AppState {
     case 'compaction_started':
       return updateView(state, action.payload.sessionId, (view) => ({
         ...view,
-        compaction: { trigger: action.payload.trigger, tokensBefore: action.payload.tokensBefore, startedAt: action.at },
+        compaction: {
+          trigger: action.payload.trigger,
+          tokensBefore: action.payload.tokensBefore,
+          startedAt: action.at,
+        },
       }));
     case 'compaction_status':
       return updateView(state, action.sessionId, (view) => {
@@ -300,7 +325,11 @@ export function reduce(state: AppState, action: AppAction): AppState {
         const startedAt = running ? Date.parse(running.startedAt) : Number.NaN;
         const next: SessionView = { ...view };
         if (running && !Number.isNaN(startedAt)) {
-          next.compaction = { trigger: running.trigger, startedAt, ...(running.tokensBefore !== undefined ? { tokensBefore: running.tokensBefore } : {}) };
+          next.compaction = {
+            trigger: running.trigger,
+            startedAt,
+            ...(running.tokensBefore !== undefined ? { tokensBefore: running.tokensBefore } : {}),
+          };
         } else if (!running) delete next.compaction;
         return next;
       });
@@ -308,7 +337,12 @@ export function reduce(state: AppState, action: AppAction): AppState {
       return updateView(state, action.payload.sessionId, (view) => {
         const next: SessionView = {
           ...view,
-          lastCompaction: { ok: true, version: action.payload.version, tokensBefore: action.payload.tokensBefore, tokensAfter: action.payload.tokensAfter },
+          lastCompaction: {
+            ok: true,
+            version: action.payload.version,
+            tokensBefore: action.payload.tokensBefore,
+            tokensAfter: action.payload.tokensAfter,
+          },
         };
         delete next.compaction;
         return next;
@@ -334,7 +368,14 @@ export function reduce(state: AppState, action: AppAction): AppState {
       return {
         ...state,
         turnRunning: false,
-        draft: { ...draft, turnCount: action.status.turnCount, cumulativeCostUsd: action.status.costUsd, contextPct: action.status.contextPct, lastActivityAt: action.status.lastActivity, turnRunning: false },
+        draft: {
+          ...draft,
+          turnCount: action.status.turnCount,
+          cumulativeCostUsd: action.status.costUsd,
+          contextPct: action.status.contextPct,
+          lastActivityAt: action.status.lastActivity,
+          turnRunning: false,
+        },
       };
     }
     case 'turn_started':
@@ -351,7 +392,9 @@ export function reduce(state: AppState, action: AppAction): AppState {
       return { ...state, catalog };
     }
     case 'notice': {
-      const notices = [...state.notices, { id: state.nextNoticeId, tone: action.tone, text: action.text }].slice(-MAX_NOTICES);
+      const notices = [...state.notices, { id: state.nextNoticeId, tone: action.tone, text: action.text }].slice(
+        -MAX_NOTICES,
+      );
       return { ...state, notices, nextNoticeId: state.nextNoticeId + 1 };
     }
     case 'dismiss':
@@ -375,7 +418,9 @@ function updateView(state: AppState, sessionId: string, change: (view: SessionVi
 
 /** The selected session's record from the list. */
 export function selectedSession(state: AppState): SessionInfo | undefined {
-  return state.selectedId === undefined ? undefined : state.sessions.find((session) => session.sessionId === state.selectedId);
+  return state.selectedId === undefined
+    ? undefined
+    : state.sessions.find((session) => session.sessionId === state.selectedId);
 }
 
 /** True when the selected session is this page's draft: the prompt box can submit to it. */
@@ -400,6 +445,9 @@ export function firstMessageTarget(state: AppState): FirstMessageTarget | undefi
   if (state.connection !== 'connected' || state.draft !== undefined) return undefined;
   const project = state.catalog.projects.find((entry) => entry.name === state.catalog.project);
   if (!project) return undefined;
-  const task = state.catalog.task !== undefined && state.catalog.tasks.some((entry) => entry.slug === state.catalog.task) ? state.catalog.task : undefined;
+  const task =
+    state.catalog.task !== undefined && state.catalog.tasks.some((entry) => entry.slug === state.catalog.task)
+      ? state.catalog.task
+      : undefined;
   return { project: project.name, role: project.defaultRole, ...(task !== undefined ? { task } : {}) };
 }

@@ -39,7 +39,11 @@ export function filterValue(session: SessionInfo, key: FilterKey): string | unde
     case 'kind':
       return scope.kind;
     case 'feature':
-      return scope.kind === 'feature' || scope.kind === 'task' ? scope.featureId : scope.kind === 'draft' ? scope.project : undefined;
+      return scope.kind === 'feature' || scope.kind === 'task'
+        ? scope.featureId
+        : scope.kind === 'draft'
+          ? scope.project
+          : undefined;
     case 'task':
       return scope.kind === 'task' ? scope.taskId : scope.kind === 'draft' ? scope.taskSlug : undefined;
     case 'state':
@@ -64,9 +68,17 @@ export function filterOptions(sessions: readonly SessionInfo[], key: FilterKey):
 }
 
 /** Sessions that pass every set filter and, when a search ran, are among its matches; order kept. */
-export function filterSessions(sessions: readonly SessionInfo[], filters: SessionFilters, matches?: ReadonlySet<string>): SessionInfo[] {
+export function filterSessions(
+  sessions: readonly SessionInfo[],
+  filters: SessionFilters,
+  matches?: ReadonlySet<string>,
+): SessionInfo[] {
   const active = FILTER_KEYS.filter((key) => filters[key] !== undefined && filters[key] !== '');
-  return sessions.filter((session) => (matches === undefined || matches.has(session.sessionId)) && active.every((key) => filterValue(session, key) === filters[key]));
+  return sessions.filter(
+    (session) =>
+      (matches === undefined || matches.has(session.sessionId)) &&
+      active.every((key) => filterValue(session, key) === filters[key]),
+  );
 }
 
 /** Last activity, for ordering and display. */
@@ -114,7 +126,14 @@ export function sessionLabel(session: SessionInfo): { title: string; detail: str
       break;
   }
   if (session.title) title = session.title;
-  const detail = [session.agentType, session.type, session.status === 'archived' ? 'archived' : undefined, session.readOnly ? 'read only' : undefined].filter(Boolean).join(' · ');
+  const detail = [
+    session.agentType,
+    session.type,
+    session.status === 'archived' ? 'archived' : undefined,
+    session.readOnly ? 'read only' : undefined,
+  ]
+    .filter(Boolean)
+    .join(' · ');
   return { title, detail, kind: KIND_LABELS[scope.kind] };
 }
 
@@ -130,7 +149,9 @@ export interface SessionStats {
 
 export function sessionStats(session: SessionInfo): SessionStats {
   const metrics = session.metrics;
-  const reported = metrics ? metrics.inputTokens + metrics.outputTokens + metrics.cacheReadTokens + metrics.cacheWriteTokens : 0;
+  const reported = metrics
+    ? metrics.inputTokens + metrics.outputTokens + metrics.cacheReadTokens + metrics.cacheWriteTokens
+    : 0;
   return {
     lastActivity: lastActivityOf(session),
     tokens: reported > 0 ? reported : session.stats.totalTokens,
@@ -162,11 +183,16 @@ export function chatItems(conversation: ConversationState): ChatItem[] {
   return itemsOf(conversation.blocks, threads, new Set([MAIN_CONVERSATION]));
 }
 
-function itemsOf(blocks: readonly ConversationBlock[], threads: ReadonlyMap<string, SubagentThread>, seen: ReadonlySet<string>): ChatItem[] {
+function itemsOf(
+  blocks: readonly ConversationBlock[],
+  threads: ReadonlyMap<string, SubagentThread>,
+  seen: ReadonlySet<string>,
+): ChatItem[] {
   const calls = new Set<string>();
   for (const block of blocks) if (block.type === 'tool_use') calls.add(block.toolUseId);
   const results = new Map<string, ToolResultBlock>();
-  for (const block of blocks) if (block.type === 'tool_result' && calls.has(block.toolUseId)) results.set(block.toolUseId, block);
+  for (const block of blocks)
+    if (block.type === 'tool_result' && calls.has(block.toolUseId)) results.set(block.toolUseId, block);
   const items: ChatItem[] = [];
   for (const block of blocks) {
     if (block.type === 'tool_result' && calls.has(block.toolUseId)) continue;
@@ -254,11 +280,19 @@ export interface ChartGeometry {
  * maximum, and one tick per completed turn on the time axis. Points are put in time order first
  * (an imported session's worker threads interleave with the main thread). Undefined without points.
  */
-export function chartGeometry(points: readonly UsagePoint[], size: { width: number; height: number; padding?: number }): ChartGeometry | undefined {
+export function chartGeometry(
+  points: readonly UsagePoint[],
+  size: { width: number; height: number; padding?: number },
+): ChartGeometry | undefined {
   if (points.length === 0) return undefined;
   // Usually in order already (one thread's log): sorted only when not, keeping equal times in order.
   const inOrder = points.every((point, index) => index === 0 || points[index - 1]!.at <= point.at);
-  const ordered = inOrder ? points : points.map((point, index) => ({ point, index })).sort((a, b) => a.point.at - b.point.at || a.index - b.index).map((entry) => entry.point);
+  const ordered = inOrder
+    ? points
+    : points
+        .map((point, index) => ({ point, index }))
+        .sort((a, b) => a.point.at - b.point.at || a.index - b.index)
+        .map((entry) => entry.point);
   const padding = size.padding ?? 4;
   const startAt = ordered[0]!.at;
   const endAt = ordered.at(-1)!.at;
@@ -267,7 +301,12 @@ export function chartGeometry(points: readonly UsagePoint[], size: { width: numb
   const innerHeight = size.height - padding * 2;
   // Everything at one instant (a replayed or scripted burst): spread by order so the steps show.
   const xOf = (point: UsagePoint, index: number) =>
-    padding + (span > 0 ? ((point.at - startAt) / span) * innerWidth : ordered.length === 1 ? innerWidth : (index / (ordered.length - 1)) * innerWidth);
+    padding +
+    (span > 0
+      ? ((point.at - startAt) / span) * innerWidth
+      : ordered.length === 1
+        ? innerWidth
+        : (index / (ordered.length - 1)) * innerWidth);
   const cumulative: number[] = [];
   let total = 0;
   let maxCost = 0;
@@ -366,7 +405,12 @@ export interface SectionShare {
 /** Tokens per section of the request (seed 002's order), each with its share of the total. */
 export function sectionShares(sections: Record<string, number> | undefined): SectionShare[] {
   if (!sections) return [];
-  const names = [...SECTION_ORDER.filter((name) => name in sections), ...Object.keys(sections).filter((name) => !SECTION_ORDER.includes(name)).sort()];
+  const names = [
+    ...SECTION_ORDER.filter((name) => name in sections),
+    ...Object.keys(sections)
+      .filter((name) => !SECTION_ORDER.includes(name))
+      .sort(),
+  ];
   const total = names.reduce((sum, name) => sum + Math.max(0, sections[name] ?? 0), 0);
   return names.map((name) => {
     const tokens = Math.max(0, sections[name] ?? 0);
@@ -387,7 +431,8 @@ export const CHECKPOINT_SECTIONS = [
 /** What a compaction folded in: its `seq` range, how many messages, and their time span. */
 export function foldedRange(checkpoint: CheckpointWire, options: { utc?: boolean } = {}): string {
   const covers = checkpoint.covers;
-  const range = covers.fromSeq !== undefined ? `seq ${covers.fromSeq}–${covers.throughSeq}` : `up to seq ${covers.throughSeq}`;
+  const range =
+    covers.fromSeq !== undefined ? `seq ${covers.fromSeq}–${covers.throughSeq}` : `up to seq ${covers.throughSeq}`;
   const span =
     covers.oldestMessageTimestamp && covers.newestMessageTimestamp
       ? `, ${formatTime(covers.oldestMessageTimestamp, options)} → ${formatTime(covers.newestMessageTimestamp, options)}`
@@ -434,12 +479,15 @@ export type ConnectProblem = 'missing' | 'refused';
 export function connectHelp(problem: ConnectProblem, origin: string): { title: string; lines: string[] } {
   const how = [
     'Open the address `parley serve` printed when it started: it ends with `?token=…`.',
-    'Or read it from `server.json` in the project\'s data folder (`.parley/server.json` unless `--data-dir` or PARLEY_DATA_DIR says otherwise): its `url` field is the address with the token; the token alone is in `.parley/token`.',
+    "Or read it from `server.json` in the project's data folder (`.parley/server.json` unless `--data-dir` or PARLEY_DATA_DIR says otherwise): its `url` field is the address with the token; the token alone is in `.parley/token`.",
     `Then open \`${origin}/?token=<token>\`, or paste the token below.`,
   ];
-  if (problem === 'missing') return { title: 'This page needs the server\'s token', lines: how };
+  if (problem === 'missing') return { title: "This page needs the server's token", lines: how };
   return {
     title: 'The server refused the connection',
-    lines: ['The token is wrong or from another server (each data folder has its own), or the server is not running.', ...how],
+    lines: [
+      'The token is wrong or from another server (each data folder has its own), or the server is not running.',
+      ...how,
+    ],
   };
 }

@@ -15,46 +15,86 @@ export const EditFileInputSchema = z.strictObject({
 });
 
 export function editFileTool(context: WorkspaceToolContext): WorkspaceTool {
-  return workspaceTool({ name: 'edit_file', description: DESCRIPTION, schema: EditFileInputSchema, permission: 'files-write' }, async (input, signal) => {
-    const target = await context.paths.resolveForWrite(input.path);
-    const files = context.files ?? diskFiles;
-    const before = await files.read(target);
-    if (before === undefined) throw new WorkspaceError('NOT_FOUND', `"${target.relative}" does not exist; create it with write_file.`, { data: { path: target.relative } });
-    if (input.old_string === input.new_string) throw new WorkspaceError('INVALID_INPUT', 'old_string and new_string are the same; there is nothing to change.', { data: { path: target.relative } });
-    const after = replaced(before, input.old_string, input.new_string, input.replace_all ?? false, target.relative);
-    const diff = unifiedDiff(target.relative, before, after.text);
-    const refusal = await gate(
-      context,
-      { tool: 'edit_file', kind: 'edit', title: `Edit ${target.relative}`, path: target.relative, diff, scopeKey: 'tool:edit_file', allowAlwaysScope: 'every edit_file call in this session' },
-      signal,
-    );
-    if (refusal) return refusal;
-    // The user may have taken a while: the edit is made only to the text that was shown to them.
-    if ((await files.read(target)) !== before) {
-      throw new WorkspaceError('FILE_CHANGED', `"${target.relative}" changed while the edit waited for approval; nothing was written. Read it again and redo the edit.`, { data: { path: target.relative } });
-    }
-    await files.write(target, after.text);
-    return {
-      content: `Edited ${target.relative} (${after.count} replacement${after.count === 1 ? '' : 's'}):\n${diff}`,
-      data: { path: target.relative, diff },
-    };
-  });
+  return workspaceTool(
+    { name: 'edit_file', description: DESCRIPTION, schema: EditFileInputSchema, permission: 'files-write' },
+    async (input, signal) => {
+      const target = await context.paths.resolveForWrite(input.path);
+      const files = context.files ?? diskFiles;
+      const before = await files.read(target);
+      if (before === undefined)
+        throw new WorkspaceError('NOT_FOUND', `"${target.relative}" does not exist; create it with write_file.`, {
+          data: { path: target.relative },
+        });
+      if (input.old_string === input.new_string)
+        throw new WorkspaceError(
+          'INVALID_INPUT',
+          'old_string and new_string are the same; there is nothing to change.',
+          { data: { path: target.relative } },
+        );
+      const after = replaced(before, input.old_string, input.new_string, input.replace_all ?? false, target.relative);
+      const diff = unifiedDiff(target.relative, before, after.text);
+      const refusal = await gate(
+        context,
+        {
+          tool: 'edit_file',
+          kind: 'edit',
+          title: `Edit ${target.relative}`,
+          path: target.relative,
+          diff,
+          scopeKey: 'tool:edit_file',
+          allowAlwaysScope: 'every edit_file call in this session',
+        },
+        signal,
+      );
+      if (refusal) return refusal;
+      // The user may have taken a while: the edit is made only to the text that was shown to them.
+      if ((await files.read(target)) !== before) {
+        throw new WorkspaceError(
+          'FILE_CHANGED',
+          `"${target.relative}" changed while the edit waited for approval; nothing was written. Read it again and redo the edit.`,
+          { data: { path: target.relative } },
+        );
+      }
+      await files.write(target, after.text);
+      return {
+        content: `Edited ${target.relative} (${after.count} replacement${after.count === 1 ? '' : 's'}):\n${diff}`,
+        data: { path: target.relative, diff },
+      };
+    },
+  );
 }
 
-function replaced(text: string, oldString: string, newString: string, all: boolean, shown: string): { text: string; count: number } {
+function replaced(
+  text: string,
+  oldString: string,
+  newString: string,
+  all: boolean,
+  shown: string,
+): { text: string; count: number } {
   const count = text.split(oldString).length - 1;
   if (count === 0) {
-    throw new WorkspaceError('EDIT_NO_MATCH', `old_string was not found in "${shown}"; nothing was changed. Read the file again and copy the text exactly (whitespace included, without line numbers).`, {
-      data: { path: shown },
-    });
+    throw new WorkspaceError(
+      'EDIT_NO_MATCH',
+      `old_string was not found in "${shown}"; nothing was changed. Read the file again and copy the text exactly (whitespace included, without line numbers).`,
+      {
+        data: { path: shown },
+      },
+    );
   }
   if (count > 1 && !all) {
-    throw new WorkspaceError('EDIT_NOT_UNIQUE', `old_string occurs ${count} times in "${shown}"; nothing was changed. Include more surrounding lines so it occurs once, or set replace_all to change every occurrence.`, {
-      data: { path: shown, occurrences: count },
-    });
+    throw new WorkspaceError(
+      'EDIT_NOT_UNIQUE',
+      `old_string occurs ${count} times in "${shown}"; nothing was changed. Include more surrounding lines so it occurs once, or set replace_all to change every occurrence.`,
+      {
+        data: { path: shown, occurrences: count },
+      },
+    );
   }
   // split/join, not String.replace: `$&` and friends in new_string must stay literal.
-  return { text: all ? text.split(oldString).join(newString) : spliceOnce(text, oldString, newString), count: all ? count : 1 };
+  return {
+    text: all ? text.split(oldString).join(newString) : spliceOnce(text, oldString, newString),
+    count: all ? count : 1,
+  };
 }
 
 function spliceOnce(text: string, oldString: string, newString: string): string {

@@ -10,11 +10,24 @@ export const GlobInputSchema = z.strictObject({
 });
 
 export function globTool(context: WorkspaceToolContext): WorkspaceTool {
-  return workspaceTool({ name: 'glob', description: DESCRIPTION, schema: GlobInputSchema, permission: 'files-read' }, async (input, signal) => {
-    const base = await context.paths.resolveForRead(input.path ?? '.');
-    const files = await projectFiles(context.paths, { base: base.absolute, patterns: [input.pattern], ...(signal ? { signal } : {}) });
-    const shown = files.slice(0, context.limits.entries);
-    const more = files.length > shown.length ? `\n[… ${files.length - shown.length} more files not shown; narrow the pattern]` : '';
-    return { content: files.length === 0 ? `No files match "${input.pattern}".` : shown.join('\n') + more, data: { count: files.length } };
-  });
+  return workspaceTool(
+    { name: 'glob', description: DESCRIPTION, schema: GlobInputSchema, permission: 'files-read' },
+    async (input, signal) => {
+      const base = await context.paths.resolveForRead(input.path ?? '.');
+      const files = await projectFiles(context.paths, {
+        base: base.absolute,
+        patterns: [input.pattern],
+        ...(signal ? { signal } : {}),
+      });
+      const shown = files.slice(0, context.limits.entries);
+      const more =
+        files.length > shown.length
+          ? `\n[… ${files.length - shown.length} more files not shown; narrow the pattern]`
+          : '';
+      return {
+        content: files.length === 0 ? `No files match "${input.pattern}".` : shown.join('\n') + more,
+        data: { count: files.length },
+      };
+    },
+  );
 }

@@ -13,10 +13,20 @@ const DESCRIPTION = `Searches the project's files for a regular expression and r
 
 export const GrepInputSchema = z.strictObject({
   pattern: z.string().min(1).describe('A regular expression.'),
-  path: z.string().min(1).optional().describe('Folder or file to search, relative to the project folder (default ".").'),
+  path: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('Folder or file to search, relative to the project folder (default ".").'),
   glob: z.string().min(1).optional().describe('Only files whose path matches this glob ("*.ts", "src/**/*.js").'),
   ignore_case: z.boolean().optional().describe('Match without regard to case.'),
-  max_results: z.number().int().positive().max(10_000).optional().describe('Most matching lines to return (default 1000).'),
+  max_results: z
+    .number()
+    .int()
+    .positive()
+    .max(10_000)
+    .optional()
+    .describe('Most matching lines to return (default 1000).'),
 });
 export type GrepInput = z.infer<typeof GrepInputSchema>;
 
@@ -30,11 +40,23 @@ export interface GrepMatches {
 }
 
 export function grepTool(context: WorkspaceToolContext, options: { engine?: 'rg' | 'node' } = {}): WorkspaceTool {
-  return workspaceTool({ name: 'grep', description: DESCRIPTION, schema: GrepInputSchema, permission: 'files-read' }, async (input, signal) => {
-    const result = await grepProject(context.paths, input, { maxResults: input.max_results ?? context.limits.entries, ...(options.engine ? { engine: options.engine } : {}), ...(signal ? { signal } : {}) });
-    const more = result.truncated ? `\n[stopped at ${result.lines.length} matching lines; narrow the search with path or glob]` : '';
-    return { content: result.lines.length === 0 ? `No matches for /${input.pattern}/.` : result.lines.join('\n') + more, data: { matches: result.lines.length, truncated: result.truncated, engine: result.engine } };
-  });
+  return workspaceTool(
+    { name: 'grep', description: DESCRIPTION, schema: GrepInputSchema, permission: 'files-read' },
+    async (input, signal) => {
+      const result = await grepProject(context.paths, input, {
+        maxResults: input.max_results ?? context.limits.entries,
+        ...(options.engine ? { engine: options.engine } : {}),
+        ...(signal ? { signal } : {}),
+      });
+      const more = result.truncated
+        ? `\n[stopped at ${result.lines.length} matching lines; narrow the search with path or glob]`
+        : '';
+      return {
+        content: result.lines.length === 0 ? `No matches for /${input.pattern}/.` : result.lines.join('\n') + more,
+        data: { matches: result.lines.length, truncated: result.truncated, engine: result.engine },
+      };
+    },
+  );
 }
 
 /** The search itself, exported for the benchmark: `rg` when on PATH (unless told otherwise), else Node. */
@@ -45,17 +67,43 @@ export async function grepProject(
 ): Promise<GrepMatches> {
   const target = await paths.resolveForRead(input.path ?? '.');
   const rg = options.engine === 'node' ? undefined : findOnPath('rg');
-  if (options.engine === 'rg' && !rg) throw new WorkspaceError('NOT_FOUND', 'ripgrep (rg) is not on PATH.', { fault: 'system' });
-  return rg ? grepWithRipgrep(rg, paths.root, target.relative, input, options) : grepWithNode(paths, target.absolute, input, options);
+  if (options.engine === 'rg' && !rg)
+    throw new WorkspaceError('NOT_FOUND', 'ripgrep (rg) is not on PATH.', { fault: 'system' });
+  return rg
+    ? grepWithRipgrep(rg, paths.root, target.relative, input, options)
+    : grepWithNode(paths, target.absolute, input, options);
 }
 
-function grepWithRipgrep(rg: string, root: string, target: string, input: GrepInput, options: { maxResults: number; signal?: AbortSignal }): Promise<GrepMatches> {
-  const args = ['--line-number', '--no-heading', '--with-filename', '--color', 'never', '--no-require-git', '--hidden', '--glob', '!.git', '--max-columns', String(MAX_LINE), '--max-columns-preview'];
+function grepWithRipgrep(
+  rg: string,
+  root: string,
+  target: string,
+  input: GrepInput,
+  options: { maxResults: number; signal?: AbortSignal },
+): Promise<GrepMatches> {
+  const args = [
+    '--line-number',
+    '--no-heading',
+    '--with-filename',
+    '--color',
+    'never',
+    '--no-require-git',
+    '--hidden',
+    '--glob',
+    '!.git',
+    '--max-columns',
+    String(MAX_LINE),
+    '--max-columns-preview',
+  ];
   if (input.ignore_case) args.push('--ignore-case');
   if (input.glob) args.push('--glob', input.glob);
   args.push('--regexp', input.pattern, '--', target);
   return new Promise((resolve, reject) => {
-    const child = spawn(rg, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], ...(options.signal ? { signal: options.signal } : {}) });
+    const child = spawn(rg, args, {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
     const lines: string[] = [];
     let truncated = false;
     let stderr = '';
@@ -72,7 +120,11 @@ function grepWithRipgrep(rg: string, root: string, target: string, input: GrepIn
     child.on('error', (error) => reject(error));
     child.on('close', (code) => {
       if (code === 2 && lines.length === 0) {
-        reject(new WorkspaceError('INVALID_INPUT', `grep failed: ${stderr.trim().split('\n').slice(0, 6).join('\n')}`, { data: { pattern: input.pattern } }));
+        reject(
+          new WorkspaceError('INVALID_INPUT', `grep failed: ${stderr.trim().split('\n').slice(0, 6).join('\n')}`, {
+            data: { pattern: input.pattern },
+          }),
+        );
         return;
       }
       resolve({ lines, truncated, engine: 'rg' });
@@ -80,7 +132,12 @@ function grepWithRipgrep(rg: string, root: string, target: string, input: GrepIn
   });
 }
 
-async function grepWithNode(paths: WorkspacePaths, target: string, input: GrepInput, options: { maxResults: number; signal?: AbortSignal }): Promise<GrepMatches> {
+async function grepWithNode(
+  paths: WorkspacePaths,
+  target: string,
+  input: GrepInput,
+  options: { maxResults: number; signal?: AbortSignal },
+): Promise<GrepMatches> {
   let regex: RegExp;
   let anyLine: RegExp;
   try {
@@ -88,12 +145,23 @@ async function grepWithNode(paths: WorkspacePaths, target: string, input: GrepIn
     // The whole-file check that skips most files at once needs `^` and `$` to mean line ends.
     anyLine = new RegExp(input.pattern, input.ignore_case ? 'im' : 'm');
   } catch (error) {
-    throw new WorkspaceError('INVALID_INPUT', `grep: "${input.pattern}" is not a valid regular expression: ${(error as Error).message}`, { data: { pattern: input.pattern } });
+    throw new WorkspaceError(
+      'INVALID_INPUT',
+      `grep: "${input.pattern}" is not a valid regular expression: ${(error as Error).message}`,
+      { data: { pattern: input.pattern } },
+    );
   }
   const stats = await fs.stat(target).catch(() => undefined);
-  if (!stats) throw new WorkspaceError('NOT_FOUND', `"${paths.relativeOf(target)}" does not exist.`, { data: { path: paths.relativeOf(target) } });
+  if (!stats)
+    throw new WorkspaceError('NOT_FOUND', `"${paths.relativeOf(target)}" does not exist.`, {
+      data: { path: paths.relativeOf(target) },
+    });
   const files = stats.isDirectory()
-    ? await projectFiles(paths, { base: target, patterns: [input.glob ? (input.glob.includes('/') ? input.glob : `**/${input.glob}`) : '**/*'], ...(options.signal ? { signal: options.signal } : {}) })
+    ? await projectFiles(paths, {
+        base: target,
+        patterns: [input.glob ? (input.glob.includes('/') ? input.glob : `**/${input.glob}`) : '**/*'],
+        ...(options.signal ? { signal: options.signal } : {}),
+      })
     : [paths.relativeOf(target)];
   const lines: string[] = [];
   const perFile = new Array<string[] | undefined>(files.length);
@@ -121,7 +189,12 @@ async function grepWithNode(paths: WorkspacePaths, target: string, input: GrepIn
   return { lines, truncated, engine: 'node' };
 }
 
-async function matchFile(root: string, relative: string, regex: RegExp, anyLine: RegExp): Promise<string[] | undefined> {
+async function matchFile(
+  root: string,
+  relative: string,
+  regex: RegExp,
+  anyLine: RegExp,
+): Promise<string[] | undefined> {
   const absolute = path.join(root, relative);
   const link = await fs.lstat(absolute).catch(() => undefined);
   // Symbolic links are not followed (as rg does not): one could lead out of the project.

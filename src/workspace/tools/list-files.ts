@@ -12,34 +12,57 @@ export const ListFilesInputSchema = z.strictObject({
 });
 
 export function listFilesTool(context: WorkspaceToolContext): WorkspaceTool {
-  return workspaceTool({ name: 'list_files', description: DESCRIPTION, schema: ListFilesInputSchema, permission: 'files-read' }, async (input) => {
-    const target = await context.paths.resolveForRead(input.path ?? '.');
-    let entries: Dirent[];
-    try {
-      entries = await fs.readdir(target.absolute, { withFileTypes: true });
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') throw new WorkspaceError('NOT_FOUND', `"${target.relative}" does not exist.`, { data: { path: target.relative } });
-      if (code === 'ENOTDIR') throw new WorkspaceError('INVALID_INPUT', `"${target.relative}" is a file, not a folder; use read_file.`, { data: { path: target.relative } });
-      throw error;
-    }
-    const nested = target.relative === '.' ? [] : [`${target.relative}/.gitignore`];
-    const filter = await GitignoreFilter.load(context.paths, await readRules(path.join(context.paths.root, '.gitignore')), nested);
-    const lines: string[] = [];
-    const sorted = entries.sort((a, b) => a.name.localeCompare(b.name));
-    let skipped = 0;
-    for (const entry of sorted) {
-      const relative = target.relative === '.' ? entry.name : `${target.relative}/${entry.name}`;
-      if (filter.ignores(relative, entry.isDirectory())) continue;
-      if (lines.length >= context.limits.entries) {
-        skipped += 1;
-        continue;
+  return workspaceTool(
+    { name: 'list_files', description: DESCRIPTION, schema: ListFilesInputSchema, permission: 'files-read' },
+    async (input) => {
+      const target = await context.paths.resolveForRead(input.path ?? '.');
+      let entries: Dirent[];
+      try {
+        entries = await fs.readdir(target.absolute, { withFileTypes: true });
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT')
+          throw new WorkspaceError('NOT_FOUND', `"${target.relative}" does not exist.`, {
+            data: { path: target.relative },
+          });
+        if (code === 'ENOTDIR')
+          throw new WorkspaceError('INVALID_INPUT', `"${target.relative}" is a file, not a folder; use read_file.`, {
+            data: { path: target.relative },
+          });
+        throw error;
       }
-      if (entry.isDirectory()) lines.push(`${entry.name}/`);
-      else if (entry.isSymbolicLink()) lines.push(`${entry.name} -> ${await fs.readlink(path.join(target.absolute, entry.name)).catch(() => '?')}`);
-      else lines.push(`${entry.name}  (${await fs.stat(path.join(target.absolute, entry.name)).then((stats) => stats.size, () => 0)} bytes)`);
-    }
-    if (skipped > 0) lines.push(`[… ${skipped} more entries not shown]`);
-    return { content: lines.length === 0 ? `(${target.relative} is empty)` : lines.join('\n'), data: { path: target.relative, entries: lines.length } };
-  });
+      const nested = target.relative === '.' ? [] : [`${target.relative}/.gitignore`];
+      const filter = await GitignoreFilter.load(
+        context.paths,
+        await readRules(path.join(context.paths.root, '.gitignore')),
+        nested,
+      );
+      const lines: string[] = [];
+      const sorted = entries.sort((a, b) => a.name.localeCompare(b.name));
+      let skipped = 0;
+      for (const entry of sorted) {
+        const relative = target.relative === '.' ? entry.name : `${target.relative}/${entry.name}`;
+        if (filter.ignores(relative, entry.isDirectory())) continue;
+        if (lines.length >= context.limits.entries) {
+          skipped += 1;
+          continue;
+        }
+        if (entry.isDirectory()) lines.push(`${entry.name}/`);
+        else if (entry.isSymbolicLink())
+          lines.push(`${entry.name} -> ${await fs.readlink(path.join(target.absolute, entry.name)).catch(() => '?')}`);
+        else
+          lines.push(
+            `${entry.name}  (${await fs.stat(path.join(target.absolute, entry.name)).then(
+              (stats) => stats.size,
+              () => 0,
+            )} bytes)`,
+          );
+      }
+      if (skipped > 0) lines.push(`[… ${skipped} more entries not shown]`);
+      return {
+        content: lines.length === 0 ? `(${target.relative} is empty)` : lines.join('\n'),
+        data: { path: target.relative, entries: lines.length },
+      };
+    },
+  );
 }

@@ -10,62 +10,82 @@ const DESCRIPTION = `Runs a shell command (/bin/sh -c) in the project folder, or
 export const RunCommandInputSchema = z.strictObject({
   command: z.string().min(1).describe('The shell command.'),
   cwd: z.string().min(1).optional().describe('Working folder, relative to the project folder (default ".").'),
-  timeout_ms: z.number().int().positive().optional().describe('Milliseconds before the command is stopped (default 120000, at most 600000).'),
+  timeout_ms: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe('Milliseconds before the command is stopped (default 120000, at most 600000).'),
 });
 
-export function runCommandTool(context: WorkspaceToolContext, options: { onSpawn?: (pid: number) => void } = {}): WorkspaceTool {
-  return workspaceTool({ name: 'run_command', description: DESCRIPTION, schema: RunCommandInputSchema, permission: 'shell' }, async (input, signal) => {
-    const folder = await context.paths.resolveForRead(input.cwd ?? '.');
-    const stats = await fs.stat(folder.absolute).catch(() => undefined);
-    if (!stats?.isDirectory()) throw new WorkspaceError('INVALID_INPUT', `cwd "${folder.relative}" is not a folder of the project.`, { data: { cwd: folder.relative } });
-    if (input.timeout_ms !== undefined && input.timeout_ms > context.limits.maxCommandTimeoutMs) {
-      throw new WorkspaceError('INVALID_INPUT', `timeout_ms ${input.timeout_ms} is over the limit of ${context.limits.maxCommandTimeoutMs}; split the work or ask the user to run it.`, { data: { timeout_ms: input.timeout_ms } });
-    }
-    const prefix = commandPrefix(input.command);
-    const refusal = await gate(
-      context,
-      {
-        tool: 'run_command',
-        kind: 'command',
-        title: `Run \`${input.command.length > 120 ? `${input.command.slice(0, 117)}...` : input.command}\`${folder.relative === '.' ? '' : ` in ${folder.relative}`}`,
+export function runCommandTool(
+  context: WorkspaceToolContext,
+  options: { onSpawn?: (pid: number) => void } = {},
+): WorkspaceTool {
+  return workspaceTool(
+    { name: 'run_command', description: DESCRIPTION, schema: RunCommandInputSchema, permission: 'shell' },
+    async (input, signal) => {
+      const folder = await context.paths.resolveForRead(input.cwd ?? '.');
+      const stats = await fs.stat(folder.absolute).catch(() => undefined);
+      if (!stats?.isDirectory())
+        throw new WorkspaceError('INVALID_INPUT', `cwd "${folder.relative}" is not a folder of the project.`, {
+          data: { cwd: folder.relative },
+        });
+      if (input.timeout_ms !== undefined && input.timeout_ms > context.limits.maxCommandTimeoutMs) {
+        throw new WorkspaceError(
+          'INVALID_INPUT',
+          `timeout_ms ${input.timeout_ms} is over the limit of ${context.limits.maxCommandTimeoutMs}; split the work or ask the user to run it.`,
+          { data: { timeout_ms: input.timeout_ms } },
+        );
+      }
+      const prefix = commandPrefix(input.command);
+      const refusal = await gate(
+        context,
+        {
+          tool: 'run_command',
+          kind: 'command',
+          title: `Run \`${input.command.length > 120 ? `${input.command.slice(0, 117)}...` : input.command}\`${folder.relative === '.' ? '' : ` in ${folder.relative}`}`,
+          command: input.command,
+          cwd: folder.relative,
+          ...(prefix !== undefined
+            ? { scopeKey: `command:${prefix}`, allowAlwaysScope: `commands starting with "${prefix}"` }
+            : {}),
+        },
+        signal,
+      );
+      if (refusal) return refusal;
+      const timeoutMs = input.timeout_ms ?? context.limits.commandTimeoutMs;
+      const result = await runProcess({
         command: input.command,
-        cwd: folder.relative,
-        ...(prefix !== undefined ? { scopeKey: `command:${prefix}`, allowAlwaysScope: `commands starting with "${prefix}"` } : {}),
-      },
-      signal,
-    );
-    if (refusal) return refusal;
-    const timeoutMs = input.timeout_ms ?? context.limits.commandTimeoutMs;
-    const result = await runProcess({
-      command: input.command,
-      cwd: folder.absolute,
-      timeoutMs,
-      maxOutputChars: context.limits.outputChars,
-      ...(signal ? { signal } : {}),
-      ...(context.sandbox ? { sandbox: context.sandbox } : {}),
-      ...(options.onSpawn ? { onSpawn: options.onSpawn } : {}),
-    });
-    const ending = result.timedOut
-      ? `[timed out after ${timeoutMs} ms: the command and every process it started were stopped]`
-      : result.cancelled
-        ? '[cancelled: the command and every process it started were stopped]'
-        : result.exitCode === null
-          ? `[ended by signal ${result.signal ?? 'unknown'}]`
-          : `[exit code ${result.exitCode}]`;
-    const output = result.output === '' ? '(no output)' : result.output.replace(/\n$/, '');
-    return {
-      content: `$ ${input.command}\n${output}\n${ending}`,
-      isError: result.exitCode !== 0,
-      data: {
-        exitCode: result.exitCode,
-        ...(result.signal ? { signal: result.signal } : {}),
-        timedOut: result.timedOut,
-        cancelled: result.cancelled,
-        durationMs: result.durationMs,
-        ...(result.cutChars > 0 ? { cutChars: result.cutChars } : {}),
-        cwd: folder.relative,
-        sandbox: context.sandbox?.info.kind ?? 'none',
-      },
-    };
-  });
+        cwd: folder.absolute,
+        timeoutMs,
+        maxOutputChars: context.limits.outputChars,
+        ...(signal ? { signal } : {}),
+        ...(context.sandbox ? { sandbox: context.sandbox } : {}),
+        ...(options.onSpawn ? { onSpawn: options.onSpawn } : {}),
+      });
+      const ending = result.timedOut
+        ? `[timed out after ${timeoutMs} ms: the command and every process it started were stopped]`
+        : result.cancelled
+          ? '[cancelled: the command and every process it started were stopped]'
+          : result.exitCode === null
+            ? `[ended by signal ${result.signal ?? 'unknown'}]`
+            : `[exit code ${result.exitCode}]`;
+      const output = result.output === '' ? '(no output)' : result.output.replace(/\n$/, '');
+      return {
+        content: `$ ${input.command}\n${output}\n${ending}`,
+        isError: result.exitCode !== 0,
+        data: {
+          exitCode: result.exitCode,
+          ...(result.signal ? { signal: result.signal } : {}),
+          timedOut: result.timedOut,
+          cancelled: result.cancelled,
+          durationMs: result.durationMs,
+          ...(result.cutChars > 0 ? { cutChars: result.cutChars } : {}),
+          cwd: folder.relative,
+          sandbox: context.sandbox?.info.kind ?? 'none',
+        },
+      };
+    },
+  );
 }

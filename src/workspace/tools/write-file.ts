@@ -13,33 +13,41 @@ export const WriteFileInputSchema = z.strictObject({
 });
 
 export function writeFileTool(context: WorkspaceToolContext): WorkspaceTool {
-  return workspaceTool({ name: 'write_file', description: DESCRIPTION, schema: WriteFileInputSchema, permission: 'files-write' }, async (input, signal) => {
-    const target = await context.paths.resolveForWrite(input.path);
-    const files = context.files ?? diskFiles;
-    const before = await files.read(target);
-    const diff = unifiedDiff(target.relative, before ?? '', input.content);
-    const refusal = await gate(
-      context,
-      {
-        tool: 'write_file',
-        kind: 'write',
-        title: `${before === undefined ? 'Create' : 'Overwrite'} ${target.relative}`,
-        path: target.relative,
-        diff,
-        scopeKey: 'tool:write_file',
-        allowAlwaysScope: 'every write_file call in this session',
-      },
-      signal,
-    );
-    if (refusal) return refusal;
-    if ((await files.read(target)) !== before) {
-      throw new WorkspaceError('FILE_CHANGED', `"${target.relative}" changed while the write waited for approval; nothing was written. Read it again and redo the write.`, { data: { path: target.relative } });
-    }
-    await files.write(target, input.content);
-    const lines = input.content === '' ? 0 : input.content.split('\n').length - (input.content.endsWith('\n') ? 1 : 0);
-    return {
-      content: `${before === undefined ? 'Created' : 'Wrote'} ${target.relative} (${lines} line${lines === 1 ? '' : 's'}):\n${diff}`,
-      data: { path: target.relative, diff, created: before === undefined },
-    };
-  });
+  return workspaceTool(
+    { name: 'write_file', description: DESCRIPTION, schema: WriteFileInputSchema, permission: 'files-write' },
+    async (input, signal) => {
+      const target = await context.paths.resolveForWrite(input.path);
+      const files = context.files ?? diskFiles;
+      const before = await files.read(target);
+      const diff = unifiedDiff(target.relative, before ?? '', input.content);
+      const refusal = await gate(
+        context,
+        {
+          tool: 'write_file',
+          kind: 'write',
+          title: `${before === undefined ? 'Create' : 'Overwrite'} ${target.relative}`,
+          path: target.relative,
+          diff,
+          scopeKey: 'tool:write_file',
+          allowAlwaysScope: 'every write_file call in this session',
+        },
+        signal,
+      );
+      if (refusal) return refusal;
+      if ((await files.read(target)) !== before) {
+        throw new WorkspaceError(
+          'FILE_CHANGED',
+          `"${target.relative}" changed while the write waited for approval; nothing was written. Read it again and redo the write.`,
+          { data: { path: target.relative } },
+        );
+      }
+      await files.write(target, input.content);
+      const lines =
+        input.content === '' ? 0 : input.content.split('\n').length - (input.content.endsWith('\n') ? 1 : 0);
+      return {
+        content: `${before === undefined ? 'Created' : 'Wrote'} ${target.relative} (${lines} line${lines === 1 ? '' : 's'}):\n${diff}`,
+        data: { path: target.relative, diff, created: before === undefined },
+      };
+    },
+  );
 }

@@ -7,7 +7,13 @@ import {
   type ExecuteRequest,
   type ToolDefinition,
 } from '../../../src/backends/index.js';
-import { isParleyError, type StreamEventDraft, type SystemBlock, type ToolResultBlock, type ToolUseBlock } from '../../../src/conversation/index.js';
+import {
+  isParleyError,
+  type StreamEventDraft,
+  type SystemBlock,
+  type ToolResultBlock,
+  type ToolUseBlock,
+} from '../../../src/conversation/index.js';
 import {
   deferred,
   errorReply,
@@ -19,7 +25,15 @@ import {
   toolUse,
   type FakeAnthropicServer,
 } from '../../fixtures/fake-anthropic-server.js';
-import { assistantText, checkEventStream, collect, finalMetadata, mainBlocks, reduce, systemBlocks } from '../conformance.js';
+import {
+  assistantText,
+  checkEventStream,
+  collect,
+  finalMetadata,
+  mainBlocks,
+  reduce,
+  systemBlocks,
+} from '../conformance.js';
 
 const MODEL = 'claude-haiku-4-5'; // in the pricing table: $1 / $5 per million, cache read $0.10, cache write $1.25
 
@@ -36,7 +50,10 @@ function backend(options: AnthropicApiBackendOptions = {}) {
   return createAnthropicApiBackend({ apiKey: 'test-key', baseURL: server.url, maxRetries: 0, ...options });
 }
 
-function run(options: AnthropicApiBackendOptions, request: Partial<ExecuteRequest> & { prompt: string }): Promise<StreamEventDraft[]> {
+function run(
+  options: AnthropicApiBackendOptions,
+  request: Partial<ExecuteRequest> & { prompt: string },
+): Promise<StreamEventDraft[]> {
   return collect(backend(options).execute({ sessionId: 'api-session', model: MODEL, ...request }));
 }
 
@@ -56,11 +73,15 @@ const echoTool: ToolDefinition = {
   name: 'echo',
   description: 'Echoes its input.',
   inputSchema: { type: 'object', properties: { say: { type: 'string' } }, required: ['say'] },
-  execute: (input) => Promise.resolve({ content: `echo: ${(input as { say: string }).say}`, data: { said: (input as { say: string }).say } }),
+  execute: (input) =>
+    Promise.resolve({
+      content: `echo: ${(input as { say: string }).say}`,
+      data: { said: (input as { say: string }).say },
+    }),
 };
 
 describe('anthropic-api back end: requests on the wire', () => {
-  it('sends the system prompt, the prompt, the model, max_tokens, tools, the key and the client\'s API version', async () => {
+  it("sends the system prompt, the prompt, the model, max_tokens, tools, the key and the client's API version", async () => {
     server.enqueue(reply('ok'));
     await run({}, { prompt: 'Hello there', systemPrompt: 'You are a careful assistant.', tools: [echoTool] });
     const [sent] = server.messageRequests();
@@ -79,7 +100,10 @@ describe('anthropic-api back end: requests on the wire', () => {
 
   it('reads ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL from the environment', async () => {
     server.enqueue(reply('from env'));
-    const fromEnv = createAnthropicApiBackend({ env: { ANTHROPIC_API_KEY: 'env-key', ANTHROPIC_BASE_URL: server.url }, maxRetries: 0 });
+    const fromEnv = createAnthropicApiBackend({
+      env: { ANTHROPIC_API_KEY: 'env-key', ANTHROPIC_BASE_URL: server.url },
+      maxRetries: 0,
+    });
     const events = await collect(fromEnv.execute({ sessionId: 's', prompt: 'hi', model: MODEL }));
     expect(assistantText(events)).toBe('from env');
     expect(keyOf(server.messageRequests()[0]!.headers)).toBe('env-key');
@@ -96,11 +120,25 @@ describe('anthropic-api back end: requests on the wire', () => {
 
 describe('anthropic-api back end: usage, cost and the model table', () => {
   it('reports input, output, cache read and cache write tokens and prices them from the table', async () => {
-    server.enqueue(reply('priced', { usage: { input_tokens: 1_000, output_tokens: 200, cache_read_input_tokens: 10_000, cache_creation_input_tokens: 2_000 } }));
+    server.enqueue(
+      reply('priced', {
+        usage: {
+          input_tokens: 1_000,
+          output_tokens: 200,
+          cache_read_input_tokens: 10_000,
+          cache_creation_input_tokens: 2_000,
+        },
+      }),
+    );
     const events = await run({}, { prompt: 'price me' });
     checkEventStream(events);
     const metadata = finalMetadata(events);
-    expect(metadata.usage).toEqual({ inputTokens: 1_000, outputTokens: 200, cacheReadTokens: 10_000, cacheWriteTokens: 2_000 });
+    expect(metadata.usage).toEqual({
+      inputTokens: 1_000,
+      outputTokens: 200,
+      cacheReadTokens: 10_000,
+      cacheWriteTokens: 2_000,
+    });
     // 1000 × $1 + 200 × $5 + 10000 × $0.10 + 2000 × $1.25 per million
     expect(metadata.costUsd).toBeCloseTo((1_000 + 1_000 + 1_000 + 2_500) / 1_000_000, 12);
     expect(metadata.costUnknown).toBeUndefined();
@@ -124,7 +162,16 @@ describe('anthropic-api back end: usage, cost and the model table', () => {
   it('a model given in the options overrides the table', async () => {
     server.enqueue(reply('custom', { usage: { input_tokens: 1_000_000, output_tokens: 0 } }));
     const events = await run(
-      { models: [{ id: 'claude-custom', contextWindow: 50_000, maxOutputTokens: 4_000, pricing: { inputPerMillion: 2, outputPerMillion: 4 } }] },
+      {
+        models: [
+          {
+            id: 'claude-custom',
+            contextWindow: 50_000,
+            maxOutputTokens: 4_000,
+            pricing: { inputPerMillion: 2, outputPerMillion: 4 },
+          },
+        ],
+      },
       { prompt: 'hi', model: 'claude-custom' },
     );
     const metadata = finalMetadata(events);
@@ -161,7 +208,13 @@ describe('anthropic-api back end: streaming blocks', () => {
     const events = await run({ thinking: { budgetTokens: 2_000 } }, { prompt: 'think', tools: [echoTool] });
     checkEventStream(events);
     const blocks = mainBlocks(events);
-    expect(blocks.map((block) => block.type)).toEqual(['thinking', 'assistant_text', 'tool_use', 'tool_result', 'assistant_text']);
+    expect(blocks.map((block) => block.type)).toEqual([
+      'thinking',
+      'assistant_text',
+      'tool_use',
+      'tool_result',
+      'assistant_text',
+    ]);
     expect(blocks[0]!.type === 'thinking' && blocks[0]!.content).toBe('Let me think about the echo.');
     expect(events.some((event) => event.type === 'text_delta' && event.blockId === blocks[0]!.id)).toBe(true);
     const [first, second] = server.messageRequests();
@@ -187,13 +240,27 @@ describe('anthropic-api back end: streaming blocks', () => {
     const use = blocks.find((block): block is ToolUseBlock => block.type === 'tool_use')!;
     const result = blocks.find((block): block is ToolResultBlock => block.type === 'tool_result')!;
     expect(use).toMatchObject({ toolUseId: 'toolu_1', status: 'success', input: { say: 'hello' } });
-    expect(result).toMatchObject({ toolUseId: 'toolu_1', content: 'echo: hello', isError: false, output: { said: 'hello' } });
-    expect(lastToolResults(server.messageRequests()[1]!.body)).toEqual([{ toolUseId: 'toolu_1', content: 'echo: hello', isError: false }]);
+    expect(result).toMatchObject({
+      toolUseId: 'toolu_1',
+      content: 'echo: hello',
+      isError: false,
+      output: { said: 'hello' },
+    });
+    expect(lastToolResults(server.messageRequests()[1]!.body)).toEqual([
+      { toolUseId: 'toolu_1', content: 'echo: hello', isError: false },
+    ]);
   });
 
   it('a tool that throws and a tool that does not exist become error results the model sees, and the turn goes on', async () => {
-    const failing: ToolDefinition = { ...echoTool, name: 'fragile', execute: () => Promise.reject(new Error('disk on fire')) };
-    server.enqueue(reply([toolUse('fragile', {}, 'toolu_a'), toolUse('missing', {}, 'toolu_b')]), reply('Both failed.'));
+    const failing: ToolDefinition = {
+      ...echoTool,
+      name: 'fragile',
+      execute: () => Promise.reject(new Error('disk on fire')),
+    };
+    server.enqueue(
+      reply([toolUse('fragile', {}, 'toolu_a'), toolUse('missing', {}, 'toolu_b')]),
+      reply('Both failed.'),
+    );
     const events = await run({}, { prompt: 'try', tools: [failing] });
     checkEventStream(events);
     const results = lastToolResults(server.messageRequests()[1]!.body);
@@ -227,8 +294,13 @@ describe('anthropic-api back end: streaming blocks', () => {
     checkEventStream(events);
     expect(assistantText(events)).toBe('First answer, streaming slowly.Answer to the injection.');
     const second = server.messageRequests()[1]!.body!;
-    expect(second.messages?.at(-1)).toEqual({ role: 'user', content: [{ type: 'text', text: 'Also, one more thing.' }] });
-    await expect(turn.inject!('too late')).rejects.toSatisfy((error: unknown) => isParleyError(error, 'TURN_NOT_RUNNING'));
+    expect(second.messages?.at(-1)).toEqual({
+      role: 'user',
+      content: [{ type: 'text', text: 'Also, one more thing.' }],
+    });
+    await expect(turn.inject!('too late')).rejects.toSatisfy((error: unknown) =>
+      isParleyError(error, 'TURN_NOT_RUNNING'),
+    );
   });
 });
 
@@ -243,7 +315,12 @@ describe('anthropic-api back end: abort', () => {
   });
 
   it('an abort mid-stream keeps the partial text and reports the input tokens already counted', async () => {
-    server.enqueue(reply('Partial words then a very long stall', { hold: new Promise(() => undefined), usage: { input_tokens: 4_321 } }));
+    server.enqueue(
+      reply('Partial words then a very long stall', {
+        hold: new Promise(() => undefined),
+        usage: { input_tokens: 4_321 },
+      }),
+    );
     const controller = new AbortController();
     const turn = backend().execute({ sessionId: 's', prompt: 'stall', model: MODEL, signal: controller.signal });
     const events = await collect(turn, (event) => {
@@ -270,7 +347,15 @@ describe('anthropic-api back end: abort', () => {
     };
     server.enqueue(reply([toolUse('slow', {})]));
     const controller = new AbortController();
-    const collecting = collect(backend().execute({ sessionId: 's', prompt: 'slow tool', model: MODEL, tools: [slow], signal: controller.signal }));
+    const collecting = collect(
+      backend().execute({
+        sessionId: 's',
+        prompt: 'slow tool',
+        model: MODEL,
+        tools: [slow],
+        signal: controller.signal,
+      }),
+    );
     await started.promise;
     controller.abort();
     const events = await collecting;
@@ -284,7 +369,9 @@ describe('anthropic-api back end: abort', () => {
 
 describe('anthropic-api back end: failures end the turn with an error block', () => {
   it('429 → RATE_LIMITED, retryable, names the endpoint and the retry-after wait', async () => {
-    server.enqueue(errorReply(429, 'rate_limit_error', 'Number of request tokens has exceeded your per-minute rate limit', 7));
+    server.enqueue(
+      errorReply(429, 'rate_limit_error', 'Number of request tokens has exceeded your per-minute rate limit', 7),
+    );
     const events = await run({}, { prompt: 'x' });
     checkEventStream(events);
     const data = errorData(events);

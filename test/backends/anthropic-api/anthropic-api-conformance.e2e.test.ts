@@ -26,7 +26,14 @@ describeBackendConformance({
         stall: (text) => server.enqueue(reply(text, { chunkSize: 10, hold: never })),
         failure: (kind) => {
           if (kind === 'rate_limit') {
-            server.enqueue(errorReply(429, 'rate_limit_error', 'Number of request tokens has exceeded your per-minute rate limit', 3));
+            server.enqueue(
+              errorReply(
+                429,
+                'rate_limit_error',
+                'Number of request tokens has exceeded your per-minute rate limit',
+                3,
+              ),
+            );
             return { code: 'RATE_LIMITED' };
           }
           server.enqueue(errorReply(500, 'api_error', 'Internal server error'));

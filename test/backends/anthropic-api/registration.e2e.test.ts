@@ -19,9 +19,17 @@ afterAll(async () => {
 
 describe('Anthropic back ends in the registry', () => {
   it('ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL configure anthropic-api, and the created back end talks to that endpoint', async () => {
-    const config = await resolveBackendConfig({ env: { ANTHROPIC_API_KEY: 'from-env', ANTHROPIC_BASE_URL: server.url }, projectDir: root });
+    const config = await resolveBackendConfig({
+      env: { ANTHROPIC_API_KEY: 'from-env', ANTHROPIC_BASE_URL: server.url },
+      projectDir: root,
+    });
     const settings = config.settings['anthropic-api']!;
-    expect(settings).toMatchObject({ configured: true, apiKeyVariable: 'ANTHROPIC_API_KEY', baseUrl: server.url, model: 'claude-sonnet-5-5' });
+    expect(settings).toMatchObject({
+      configured: true,
+      apiKeyVariable: 'ANTHROPIC_API_KEY',
+      baseUrl: server.url,
+      model: 'claude-sonnet-5-5',
+    });
     server.enqueue(reply('Configured through the registry.'));
     const backend = createBackend('anthropic-api', config, { model: 'claude-haiku-4-5' });
     expect(backend.describe()).toMatchObject({ name: 'anthropic-api', continuity: 'managed' });
@@ -35,24 +43,39 @@ describe('Anthropic back ends in the registry', () => {
     await mkdir(projectDir, { recursive: true });
     await writeFile(
       join(projectDir, 'parley.config.json'),
-      JSON.stringify({ backends: { 'anthropic-api': { maxOutputTokens: 1234, models: [{ id: 'claude-house', contextWindow: 9000 }] } } }),
+      JSON.stringify({
+        backends: { 'anthropic-api': { maxOutputTokens: 1234, models: [{ id: 'claude-house', contextWindow: 9000 }] } },
+      }),
     );
-    const config = await resolveBackendConfig({ env: { ANTHROPIC_API_KEY: 'k', ANTHROPIC_BASE_URL: server.url }, projectDir });
+    const config = await resolveBackendConfig({
+      env: { ANTHROPIC_API_KEY: 'k', ANTHROPIC_BASE_URL: server.url },
+      projectDir,
+    });
     server.enqueue(reply('ok'));
-    await collect(createBackend('anthropic-api', config).execute({ sessionId: 's', prompt: 'hi', model: 'claude-house' }));
+    await collect(
+      createBackend('anthropic-api', config).execute({ sessionId: 's', prompt: 'hi', model: 'claude-house' }),
+    );
     expect(server.messageRequests().at(-1)!.body?.['max_tokens']).toBe(1234);
   });
 
-  it('claude-sdk keeps its sessions under Parley\'s data folder when it runs on an API key', async () => {
+  it("claude-sdk keeps its sessions under Parley's data folder when it runs on an API key", async () => {
     const dataDir = join(root, 'data');
     const cwd = join(root, 'workspace');
     await mkdir(cwd, { recursive: true });
     const config = await resolveBackendConfig({ env: { ANTHROPIC_API_KEY: 'k' }, projectDir: root, dataDir });
     expect(config.settings['claude-sdk']).toMatchObject({ configured: true });
     const backend = createBackend('claude-sdk', config);
-    expect(backend.describe()).toMatchObject({ name: 'claude-sdk', continuity: 'native', defaultModel: 'claude-opus-5-5' });
+    expect(backend.describe()).toMatchObject({
+      name: 'claude-sdk',
+      continuity: 'native',
+      defaultModel: 'claude-opus-5-5',
+    });
     const session = '0f0e0d0c-0b0a-4908-8706-050403020100';
-    await backend.setupSessionTranscripts!(session, { main: '{"type":"user"}\n' }, { cwd, writeFile: () => Promise.resolve() });
+    await backend.setupSessionTranscripts!(
+      session,
+      { main: '{"type":"user"}\n' },
+      { cwd, writeFile: () => Promise.resolve() },
+    );
     const path = join(dataDir, 'claude-code', 'projects', encodeCwd(cwd), `${session}.jsonl`);
     expect(await readFile(path, 'utf8')).toBe('{"type":"user"}\n');
   });

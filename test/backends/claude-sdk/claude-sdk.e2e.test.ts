@@ -137,7 +137,14 @@ describe.sequential('claude-sdk back end (real SDK and CLI, fake API)', () => {
           stall: (value) => harness.server.enqueue(reply(value, { chunkSize: 10, hold: never })),
           failure: (kind) => {
             if (kind === 'rate_limit') {
-              harness.server.enqueue(errorReply(429, 'rate_limit_error', 'Number of request tokens has exceeded your per-minute rate limit', 5));
+              harness.server.enqueue(
+                errorReply(
+                  429,
+                  'rate_limit_error',
+                  'Number of request tokens has exceeded your per-minute rate limit',
+                  5,
+                ),
+              );
               return { code: 'RATE_LIMITED' };
             }
             if (kind === 'server_error') {
@@ -168,8 +175,14 @@ describe.sequential('claude-sdk back end (real SDK and CLI, fake API)', () => {
     it('maps thinking, partial text and the result: per-turn cost and API time across resume, window, output limit, turns', async () => {
       const { server, backend } = harness;
       const nativeSessionId = randomUUID();
-      server.enqueue(reply([thinking('Pondering the request.'), text('First answer here.')], { usage: { input_tokens: 1_000, output_tokens: 100 } }));
-      const first = await collect(backend.execute(harness.request({ prompt: 'Turn one', nativeSessionId, isNewSession: true })));
+      server.enqueue(
+        reply([thinking('Pondering the request.'), text('First answer here.')], {
+          usage: { input_tokens: 1_000, output_tokens: 100 },
+        }),
+      );
+      const first = await collect(
+        backend.execute(harness.request({ prompt: 'Turn one', nativeSessionId, isNewSession: true })),
+      );
       checkEventStream(first);
       const blocks = mainBlocks(first);
       expect(blocks.map((block) => block.type)).toEqual(['thinking', 'assistant_text']);
@@ -190,7 +203,9 @@ describe.sequential('claude-sdk back end (real SDK and CLI, fake API)', () => {
       expect(one.durationApiMs).toBeGreaterThan(0);
 
       server.enqueue(reply('Second answer.', { usage: { input_tokens: 2_000, output_tokens: 10 } }));
-      const second = await collect(backend.execute(harness.request({ prompt: 'Turn two', nativeSessionId, isNewSession: false })));
+      const second = await collect(
+        backend.execute(harness.request({ prompt: 'Turn two', nativeSessionId, isNewSession: false })),
+      );
       checkEventStream(second);
       const two = finalMetadata(second);
       // The CLI's total_cost_usd and duration_api_ms are cumulative across resume; Parley reports this turn's part.
@@ -233,35 +248,58 @@ describe.sequential('claude-sdk back end (real SDK and CLI, fake API)', () => {
           return Promise.reject(new Error('disk full'));
         },
       };
-      server.enqueue(reply([toolUse('mcp__parley__record', { title: 'T', extra: { nested: [1, 2] } })]), reply('Recorded, with an error.'));
+      server.enqueue(
+        reply([toolUse('mcp__parley__record', { title: 'T', extra: { nested: [1, 2] } })]),
+        reply('Recorded, with an error.'),
+      );
       const events = await collect(backend.execute(harness.request({ prompt: 'Record it', tools: [open] })));
       checkEventStream(events);
       expect(received).toEqual([{ title: 'T', extra: { nested: [1, 2] } }]);
       const tools = server.messageRequests().at(-2)!.body?.tools ?? [];
-      expect(tools.find((tool) => tool.name === 'mcp__parley__record')).toMatchObject({ description: 'Records whatever it gets.' });
+      expect(tools.find((tool) => tool.name === 'mcp__parley__record')).toMatchObject({
+        description: 'Records whatever it gets.',
+      });
       // A tool that throws is an error result the model reads; the turn goes on.
       expect(lastToolResults(server.messageRequests().at(-1)!.body)[0]).toMatchObject({ isError: true });
-      expect(mainBlocks(events).find((block): block is ToolUseBlock => block.type === 'tool_use')?.status).toBe('error');
+      expect(mainBlocks(events).find((block): block is ToolUseBlock => block.type === 'tool_use')?.status).toBe(
+        'error',
+      );
       expect(assistantText(events)).toBe('Recorded, with an error.');
     });
 
     it('takes the permission mode and allowed tools from the profile: denied by default, run under bypassPermissions (as root too)', async () => {
       const { server, backend } = harness;
-      const touch = () => reply([toolUse('Bash', { command: 'touch created-by-agent.txt', description: 'create a file' })]);
+      const touch = () =>
+        reply([toolUse('Bash', { command: 'touch created-by-agent.txt', description: 'create a file' })]);
       server.enqueue(touch(), reply('Could not create it.'));
-      const denied = await collect(backend.execute(harness.request({ prompt: 'Create the file', profile: { name: 'dev', instructions: 'Develop.' } })));
+      const denied = await collect(
+        backend.execute(
+          harness.request({ prompt: 'Create the file', profile: { name: 'dev', instructions: 'Develop.' } }),
+        ),
+      );
       checkEventStream(denied);
-      expect(systemBlocks(denied, 'info').some((block) => block.content.startsWith('Permission denied for Bash'))).toBe(true);
-      expect(mainBlocks(denied).find((block): block is ToolUseBlock => block.type === 'tool_use')?.status).toBe('error');
+      expect(systemBlocks(denied, 'info').some((block) => block.content.startsWith('Permission denied for Bash'))).toBe(
+        true,
+      );
+      expect(mainBlocks(denied).find((block): block is ToolUseBlock => block.type === 'tool_use')?.status).toBe(
+        'error',
+      );
       await expect(readFile(join(harness.cwd, 'created-by-agent.txt'), 'utf8')).rejects.toThrow();
 
       server.enqueue(touch(), reply('Created it.'));
       const allowed = await collect(
-        backend.execute(harness.request({ prompt: 'Create the file', profile: { name: 'dev', instructions: 'Develop.', permissionMode: 'bypassPermissions' } })),
+        backend.execute(
+          harness.request({
+            prompt: 'Create the file',
+            profile: { name: 'dev', instructions: 'Develop.', permissionMode: 'bypassPermissions' },
+          }),
+        ),
       );
       checkEventStream(allowed);
       expect(systemBlocks(allowed, 'error')).toHaveLength(0);
-      expect(mainBlocks(allowed).find((block): block is ToolUseBlock => block.type === 'tool_use')?.status).toBe('success');
+      expect(mainBlocks(allowed).find((block): block is ToolUseBlock => block.type === 'tool_use')?.status).toBe(
+        'success',
+      );
       expect(await readFile(join(harness.cwd, 'created-by-agent.txt'), 'utf8')).toBe('');
     });
 
@@ -269,17 +307,22 @@ describe.sequential('claude-sdk back end (real SDK and CLI, fake API)', () => {
       const { server, backend, workspace } = harness;
       const nativeSessionId = randomUUID();
       server.enqueue(reply('I will remember PINEAPPLE.', { usage: { input_tokens: 300, output_tokens: 7 } }));
-      const first = await collect(backend.execute(harness.request({ prompt: 'Remember the word PINEAPPLE.', nativeSessionId, isNewSession: true })));
+      const first = await collect(
+        backend.execute(
+          harness.request({ prompt: 'Remember the word PINEAPPLE.', nativeSessionId, isNewSession: true }),
+        ),
+      );
       expect(systemBlocks(first, 'error')).toHaveLength(0);
       const saved = await backend.readSessionTranscripts!(nativeSessionId, workspace);
       expect(saved?.main).toContain('PINEAPPLE');
       expect(saved?.main).toContain(`"sessionId":"${nativeSessionId}"`);
       const parsed = backend.parseTranscripts!(saved!);
       expect(parsed.nativeSessionId).toBe(nativeSessionId);
-      expect(parsed.blocks.filter((block) => block.type === 'user_message' || block.type === 'assistant_text').map((block) => block.content)).toEqual([
-        'Remember the word PINEAPPLE.',
-        'I will remember PINEAPPLE.',
-      ]);
+      expect(
+        parsed.blocks
+          .filter((block) => block.type === 'user_message' || block.type === 'assistant_text')
+          .map((block) => block.content),
+      ).toEqual(['Remember the word PINEAPPLE.', 'I will remember PINEAPPLE.']);
 
       await rm(harness.configDir, { recursive: true, force: true });
       expect(await backend.readSessionTranscripts!(nativeSessionId, workspace)).toBeUndefined();
@@ -288,7 +331,9 @@ describe.sequential('claude-sdk back end (real SDK and CLI, fake API)', () => {
       expect(await readFile(restoredPath, 'utf8')).toBe(saved!.main);
 
       server.enqueue(reply('The word was PINEAPPLE.', { usage: { input_tokens: 400, output_tokens: 8 } }));
-      const second = await collect(backend.execute(harness.request({ prompt: 'Which word?', nativeSessionId, isNewSession: false })));
+      const second = await collect(
+        backend.execute(harness.request({ prompt: 'Which word?', nativeSessionId, isNewSession: false })),
+      );
       checkEventStream(second);
       expect(systemBlocks(second, 'error')).toHaveLength(0);
       const sent = allMessageText(server.messageRequests().at(-1)!.body);
@@ -300,7 +345,11 @@ describe.sequential('claude-sdk back end (real SDK and CLI, fake API)', () => {
     });
 
     it('a session whose transcript is gone ends with NATIVE_RESUME_FAILED, so the caller can fall back', async () => {
-      const events = await collect(harness.backend.execute(harness.request({ prompt: 'Continue', nativeSessionId: randomUUID(), isNewSession: false })));
+      const events = await collect(
+        harness.backend.execute(
+          harness.request({ prompt: 'Continue', nativeSessionId: randomUUID(), isNewSession: false }),
+        ),
+      );
       checkEventStream(events);
       const errors = systemBlocks(events, 'error');
       expect(errors).toHaveLength(1);
@@ -337,18 +386,34 @@ describe.sequential('claude-sdk back end (real SDK and CLI, fake API)', () => {
       server.setScript((request) => {
         const last = lastUserText(request.body);
         if (last.includes('SURVEY-THE-CODE')) return reply('Found three modules.');
-        if (lastToolResults(request.body).length > 0 || last.includes('task-notification')) return reply('The survey is done.');
+        if (lastToolResults(request.body).length > 0 || last.includes('task-notification'))
+          return reply('The survey is done.');
         return errorReply(500, 'api_error', 'unexpected request');
       });
-      server.enqueue(reply([toolUse('Agent', { description: 'survey', prompt: 'SURVEY-THE-CODE please', subagent_type: 'general-purpose' }, 'toolu_agent1')]));
+      server.enqueue(
+        reply([
+          toolUse(
+            'Agent',
+            { description: 'survey', prompt: 'SURVEY-THE-CODE please', subagent_type: 'general-purpose' },
+            'toolu_agent1',
+          ),
+        ]),
+      );
       const events = await collect(backend.execute(harness.request({ prompt: 'Delegate a survey' })));
       checkEventStream(events);
       const state = reduce(events);
       const subagent = state.blocks.find((block): block is SubagentBlock => block.type === 'subagent');
-      expect(subagent).toMatchObject({ subagentId: 'toolu_agent1', name: 'general-purpose', input: 'SURVEY-THE-CODE please', status: 'success' });
+      expect(subagent).toMatchObject({
+        subagentId: 'toolu_agent1',
+        name: 'general-purpose',
+        input: 'SURVEY-THE-CODE please',
+        status: 'success',
+      });
       expect(subagent?.output).toContain('Found three modules.');
       const thread = state.subagents.find((entry) => entry.id === 'toolu_agent1');
-      expect(thread?.blocks.some((block) => block.type === 'assistant_text' && block.content === 'Found three modules.')).toBe(true);
+      expect(
+        thread?.blocks.some((block) => block.type === 'assistant_text' && block.content === 'Found three modules.'),
+      ).toBe(true);
 
       // The saved transcripts carry the subagent's own file, and parse into its thread.
       const nativeSessionId = finalMetadata(events).nativeSessionId!;
@@ -357,7 +422,11 @@ describe.sequential('claude-sdk back end (real SDK and CLI, fake API)', () => {
       const parsed = backend.parseTranscripts!(saved!);
       const parsedThread = parsed.subagents.find((entry) => entry.id === saved!.subagents![0]!.id);
       expect(parsedThread?.rawTranscript).toBe(saved!.subagents![0]!.rawTranscript);
-      expect(parsedThread?.blocks.some((block) => block.type === 'assistant_text' && block.content === 'Found three modules.')).toBe(true);
+      expect(
+        parsedThread?.blocks.some(
+          (block) => block.type === 'assistant_text' && block.content === 'Found three modules.',
+        ),
+      ).toBe(true);
       expect(parsed.blocks.some((block) => block.type === 'subagent')).toBe(true);
     });
 
@@ -371,7 +440,9 @@ describe.sequential('claude-sdk back end (real SDK and CLI, fake API)', () => {
           ? reply('<analysis>short</analysis>\n<summary>FAKE SUMMARY of the history.</summary>')
           : errorReply(500, 'api_error', 'unexpected request'),
       );
-      const events = await collect(backend.execute(harness.request({ prompt: '/compact', nativeSessionId, isNewSession: false })));
+      const events = await collect(
+        backend.execute(harness.request({ prompt: '/compact', nativeSessionId, isNewSession: false })),
+      );
       checkEventStream(events);
       const compaction = systemBlocks(events, 'compaction');
       expect(compaction).toHaveLength(1);
@@ -382,7 +453,12 @@ describe.sequential('claude-sdk back end (real SDK and CLI, fake API)', () => {
     it('writes the profile where Claude Code reads it: CLAUDE.md reaches the model, the agent file is listed', async () => {
       const { server, backend, workspace } = harness;
       await backend.setupAgentProfile!(
-        { name: 'code-reviewer', description: 'Reviews code for bugs.', instructions: 'ROLE-MARKER: review every diff twice.', allowedTools: ['Read'] },
+        {
+          name: 'code-reviewer',
+          description: 'Reviews code for bugs.',
+          instructions: 'ROLE-MARKER: review every diff twice.',
+          allowedTools: ['Read'],
+        },
         workspace,
       );
       server.enqueue(reply('Ready to review.'));

@@ -70,13 +70,19 @@ describe('claude-sdk native storage', () => {
   });
 
   it('restores transcripts where the CLI looks, and reads them back with their subagents', async () => {
-    const saved = { main: '{"type":"user","n":1}\n', subagents: [{ id: 'a8e163d61e0ae4027', rawTranscript: '{"isSidechain":true}\n' }] };
+    const saved = {
+      main: '{"type":"user","n":1}\n',
+      subagents: [{ id: 'a8e163d61e0ae4027', rawTranscript: '{"isSidechain":true}\n' }],
+    };
     const { path, kept } = await restoreTranscripts(configDir, session, cwd, saved);
     expect(kept).toBe(false);
     expect(path).toBe(join(configDir, 'projects', encodeCwd(cwd), `${session}.jsonl`));
-    expect(await readFile(join(configDir, 'projects', encodeCwd(cwd), session, 'subagents', 'agent-a8e163d61e0ae4027.jsonl'), 'utf8')).toBe(
-      '{"isSidechain":true}\n',
-    );
+    expect(
+      await readFile(
+        join(configDir, 'projects', encodeCwd(cwd), session, 'subagents', 'agent-a8e163d61e0ae4027.jsonl'),
+        'utf8',
+      ),
+    ).toBe('{"isSidechain":true}\n');
     expect(await readTranscripts(configDir, session, cwd)).toEqual(saved);
   });
 
@@ -109,9 +115,12 @@ describe('claude-sdk native storage', () => {
   });
 
   it('refuses a subagent id that is not a safe file name', async () => {
-    await expect(restoreTranscripts(configDir, session, cwd, { main: 'x\n', subagents: [{ id: '../../escape', rawTranscript: 'x' }] })).rejects.toThrow(
-      /not a safe file name/,
-    );
+    await expect(
+      restoreTranscripts(configDir, session, cwd, {
+        main: 'x\n',
+        subagents: [{ id: '../../escape', rawTranscript: 'x' }],
+      }),
+    ).rejects.toThrow(/not a safe file name/);
   });
 });
 
@@ -126,7 +135,10 @@ describe('claude-sdk agent profile', () => {
 
   it('writes CLAUDE.md with the role and .claude/agents/<name>.md with frontmatter', async () => {
     const written = new Map<string, string>();
-    await writeAgentProfile(profile, { cwd, writeFile: (path, content) => Promise.resolve(void written.set(path, content)) });
+    await writeAgentProfile(profile, {
+      cwd,
+      writeFile: (path, content) => Promise.resolve(void written.set(path, content)),
+    });
     expect([...written.keys()]).toEqual(['CLAUDE.md', '.claude/agents/code-reviewer.md']);
     expect(written.get('CLAUDE.md')).toBe(claudeMd(profile));
     expect(claudeMd(profile)).toBe('# code-reviewer\n\nReviews code: finds bugs\n\nReview every diff.\nBe brief.\n');
@@ -137,9 +149,10 @@ describe('claude-sdk agent profile', () => {
 
   it('refuses a name that cannot be a file name, writing nothing', async () => {
     const written: string[] = [];
-    const error = await writeAgentProfile({ ...profile, name: '../evil' }, { cwd, writeFile: (path) => Promise.resolve(void written.push(path)) }).catch(
-      (caught: unknown) => caught,
-    );
+    const error = await writeAgentProfile(
+      { ...profile, name: '../evil' },
+      { cwd, writeFile: (path) => Promise.resolve(void written.push(path)) },
+    ).catch((caught: unknown) => caught);
     expect(isParleyError(error, 'INVALID_INPUT')).toBe(true);
     expect(written).toEqual([]);
   });

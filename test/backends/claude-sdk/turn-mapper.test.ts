@@ -2,7 +2,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SDKMessage } from '@anthropic-ai/claude-agent-sdk';
 import { describe, expect, it } from 'vitest';
-import type { StreamEventDraft, SubagentBlock, ToolResultBlock, ToolUseBlock } from '../../../src/conversation/index.js';
+import type {
+  StreamEventDraft,
+  SubagentBlock,
+  ToolResultBlock,
+  ToolUseBlock,
+} from '../../../src/conversation/index.js';
 import { counterIds } from '../../../src/backends/index.js';
 import { ClaudeTurnMapper } from '../../../src/backends/claude-sdk/turn-mapper.js';
 import type { CostState } from '../../../src/backends/claude-sdk/native-storage.js';
@@ -10,7 +15,9 @@ import { checkEventStream, finalMetadata, mainBlocks, reduce, systemBlocks } fro
 
 /** Recorded from the real SDK and CLI: see test/fixtures/claude-sdk/README.md. */
 function recorded(name: string): { messages: SDKMessage[]; thrown: string | undefined } {
-  const lines = readFileSync(join(import.meta.dirname, '../../fixtures/claude-sdk', `${name}.jsonl`), 'utf8').trim().split('\n');
+  const lines = readFileSync(join(import.meta.dirname, '../../fixtures/claude-sdk', `${name}.jsonl`), 'utf8')
+    .trim()
+    .split('\n');
   const parsed = lines.map((line) => JSON.parse(line) as SDKMessage | { thrown: string });
   const thrown = parsed.find((entry): entry is { thrown: string } => 'thrown' in entry);
   return { messages: parsed.filter((entry): entry is SDKMessage => !('thrown' in entry)), thrown: thrown?.thrown };
@@ -41,13 +48,27 @@ describe('claude-sdk turn mapper on recorded SDK messages', () => {
     const { events } = replay('tool-loop');
     checkEventStream(events);
     const blocks = mainBlocks(events);
-    expect(blocks.map((block) => block.type)).toEqual(['thinking', 'assistant_text', 'tool_use', 'tool_result', 'assistant_text']);
+    expect(blocks.map((block) => block.type)).toEqual([
+      'thinking',
+      'assistant_text',
+      'tool_use',
+      'tool_result',
+      'assistant_text',
+    ]);
     const use = blocks[2] as ToolUseBlock;
-    expect(use).toMatchObject({ name: 'Bash', input: { command: 'echo hi', description: 'say hi' }, status: 'success' });
+    expect(use).toMatchObject({
+      name: 'Bash',
+      input: { command: 'echo hi', description: 'say hi' },
+      status: 'success',
+    });
     const result = blocks[3] as ToolResultBlock;
     expect(result).toMatchObject({ toolUseId: use.toolUseId, content: 'hi', isError: false });
     expect(result.output).toMatchObject({ stdout: 'hi' });
-    expect(blocks[4]).toMatchObject({ type: 'assistant_text', content: 'The command said hi.', model: 'claude-sonnet-4-5' });
+    expect(blocks[4]).toMatchObject({
+      type: 'assistant_text',
+      content: 'The command said hi.',
+      model: 'claude-sonnet-4-5',
+    });
   });
 
   it('reports the first request when the second starts, and the rest with the result', () => {
@@ -62,19 +83,35 @@ describe('claude-sdk turn mapper on recorded SDK messages', () => {
     });
     const final = finalMetadata(events);
     expect(final.usage).toEqual({ inputTokens: 700, outputTokens: 12, cacheReadTokens: 0, cacheWriteTokens: 0 });
-    const expected = 500 * PRICE.input + 40 * PRICE.output + 100 * PRICE.cacheRead + 50 * PRICE.cacheWrite + 700 * PRICE.input + 12 * PRICE.output;
+    const expected =
+      500 * PRICE.input +
+      40 * PRICE.output +
+      100 * PRICE.cacheRead +
+      50 * PRICE.cacheWrite +
+      700 * PRICE.input +
+      12 * PRICE.output;
     expect(final.costUsd).toBeCloseTo(expected, 12);
-    expect(final).toMatchObject({ contextWindow: 200_000, maxOutputTokens: 32_000, numTurns: 2, model: 'claude-sonnet-4-5', turnComplete: true });
+    expect(final).toMatchObject({
+      contextWindow: 200_000,
+      maxOutputTokens: 32_000,
+      numTurns: 2,
+      model: 'claude-sonnet-4-5',
+      turnComplete: true,
+    });
     const metrics = reduce(events).metrics;
     expect(metrics.lastInputTokens).toBe(700);
     expect(metrics.inputTokens).toBe(1_200);
   });
 
-  it('a resumed session: cost and API time are this turn\'s, not the CLI\'s running totals', () => {
+  it("a resumed session: cost and API time are this turn's, not the CLI's running totals", () => {
     // The previous file's result is the baseline the CLI restored from the transcript.
-    const { events } = replay('background-subagent', { baseline: { totalCostUsd: 0.0045975, totalApiDurationMs: 138 } });
+    const { events } = replay('background-subagent', {
+      baseline: { totalCostUsd: 0.0045975, totalApiDurationMs: 138 },
+    });
     checkEventStream(events);
-    const updates = events.flatMap((event) => (event.type === 'metadata_update' && event.metadata.costUsd !== undefined ? [event.metadata] : []));
+    const updates = events.flatMap((event) =>
+      event.type === 'metadata_update' && event.metadata.costUsd !== undefined ? [event.metadata] : [],
+    );
     // Two results (the Agent turn and the task-notification turn the CLI runs by itself): each is priced once.
     expect(updates).toHaveLength(2);
     expect(updates[0]!.costUsd).toBeCloseTo(0.0060225 - 0.0045975, 12);
@@ -86,10 +123,18 @@ describe('claude-sdk turn mapper on recorded SDK messages', () => {
   });
 
   it('a backgrounded subagent is a thread named by the Agent call id, completed by its task notification', () => {
-    const { events } = replay('background-subagent', { baseline: { totalCostUsd: 0.0045975, totalApiDurationMs: 138 } });
+    const { events } = replay('background-subagent', {
+      baseline: { totalCostUsd: 0.0045975, totalApiDurationMs: 138 },
+    });
     const state = reduce(events);
     const subagent = state.blocks.find((block): block is SubagentBlock => block.type === 'subagent');
-    expect(subagent).toMatchObject({ subagentId: 'toolu_agent1', name: 'general-purpose', input: 'SURVEY the code', status: 'success', output: 'Found three modules.' });
+    expect(subagent).toMatchObject({
+      subagentId: 'toolu_agent1',
+      name: 'general-purpose',
+      input: 'SURVEY the code',
+      status: 'success',
+      output: 'Found three modules.',
+    });
     // The "Async agent launched" tool result is bookkeeping, not the subagent's output.
     expect(state.blocks.some((block) => block.type === 'tool_result')).toBe(false);
     const thread = state.subagents.find((entry) => entry.id === 'toolu_agent1');
@@ -98,7 +143,10 @@ describe('claude-sdk turn mapper on recorded SDK messages', () => {
   });
 
   it('an interrupt is an abort, not an error: partial text kept, the streamed input tokens still counted', () => {
-    const { events } = replay('interrupt', { aborted: true, baseline: { totalCostUsd: 0.0066225, totalApiDurationMs: 270 } });
+    const { events } = replay('interrupt', {
+      aborted: true,
+      baseline: { totalCostUsd: 0.0066225, totalApiDurationMs: 270 },
+    });
     checkEventStream(events);
     expect(systemBlocks(events, 'error')).toHaveLength(0);
     expect(systemBlocks(events, 'aborted')).toHaveLength(1);
@@ -113,8 +161,14 @@ describe('claude-sdk turn mapper on recorded SDK messages', () => {
     const { events } = replay('compact', { baseline: { totalCostUsd: 0.0076155, totalApiDurationMs: 270 } });
     checkEventStream(events);
     const [compaction] = systemBlocks(events, 'compaction');
-    expect(compaction?.data).toMatchObject({ trigger: 'manual', preTokens: expect.any(Number) as unknown, postTokens: expect.any(Number) as unknown });
-    expect(mainBlocks(events).filter((block) => block.type === 'assistant_text' || block.type === 'user_message')).toHaveLength(0);
+    expect(compaction?.data).toMatchObject({
+      trigger: 'manual',
+      preTokens: expect.any(Number) as unknown,
+      postTokens: expect.any(Number) as unknown,
+    });
+    expect(
+      mainBlocks(events).filter((block) => block.type === 'assistant_text' || block.type === 'user_message'),
+    ).toHaveLength(0);
     // The summary request was billed, though the CLI reports no API time for it.
     expect(finalMetadata(events).costUsd).toBeCloseTo(0.0082155 - 0.0076155, 12);
     expect(finalMetadata(events).durationApiMs).toBe(0);
@@ -142,7 +196,7 @@ describe('claude-sdk turn mapper on recorded SDK messages', () => {
     expect(final.model).toBe('claude-unreleased-9');
   });
 
-  it('when the CLI did not restore a running total (no cost-state), the result is this turn\'s own total', () => {
+  it("when the CLI did not restore a running total (no cost-state), the result is this turn's own total", () => {
     const { events } = replay('tool-loop', { baseline: { totalCostUsd: 1, totalApiDurationMs: 10_000 } });
     expect(finalMetadata(events).costUsd).toBeCloseTo(0.0045975, 12);
     expect(finalMetadata(events).durationApiMs).toBe(138);
@@ -164,7 +218,13 @@ describe('claude-sdk turn mapper on recorded SDK messages', () => {
     events.push(
       ...mapper.finish({
         aborted: false,
-        failure: { code: 'PROCESS_FAILED', backend: 'claude-sdk', message: 'The Claude Code process was killed by SIGKILL.', advice: 'Send again.', retryable: true },
+        failure: {
+          code: 'PROCESS_FAILED',
+          backend: 'claude-sdk',
+          message: 'The Claude Code process was killed by SIGKILL.',
+          advice: 'Send again.',
+          retryable: true,
+        },
       }),
     );
     checkEventStream(events);
@@ -187,8 +247,26 @@ describe('claude-sdk turn mapper on recorded SDK messages', () => {
       model: undefined,
     });
     const events = [
-      ...mapper.map({ type: 'system', subtype: 'api_retry', attempt: 1, max_retries: 2, retry_delay_ms: 586, error_status: 500, error: 'server_error', uuid: 'u', session_id: 's' } as unknown as SDKMessage),
-      ...mapper.map({ type: 'system', subtype: 'permission_denied', tool_name: 'Bash', tool_use_id: 't', message: 'touch is not allowed', uuid: 'u', session_id: 's' } as unknown as SDKMessage),
+      ...mapper.map({
+        type: 'system',
+        subtype: 'api_retry',
+        attempt: 1,
+        max_retries: 2,
+        retry_delay_ms: 586,
+        error_status: 500,
+        error: 'server_error',
+        uuid: 'u',
+        session_id: 's',
+      } as unknown as SDKMessage),
+      ...mapper.map({
+        type: 'system',
+        subtype: 'permission_denied',
+        tool_name: 'Bash',
+        tool_use_id: 't',
+        message: 'touch is not allowed',
+        uuid: 'u',
+        session_id: 's',
+      } as unknown as SDKMessage),
       ...mapper.finish({ aborted: false }),
     ];
     const info = systemBlocks(events, 'info');

@@ -23,16 +23,35 @@ afterAll(() => rm(root, { recursive: true, force: true }));
 /** Writes a stand-in CLI that prints the given stream-json events, then runs `then`. */
 async function fakeCli(name: string, events: unknown[], then: string): Promise<string> {
   const path = join(root, `${name}.mjs`);
-  const lines = events.map((event) => `process.stdout.write(${JSON.stringify(JSON.stringify(event) + '\n')});`).join('\n');
+  const lines = events
+    .map((event) => `process.stdout.write(${JSON.stringify(JSON.stringify(event) + '\n')});`)
+    .join('\n');
   await writeFile(path, `${lines}\n${then}\n`);
   return path;
 }
 
-const init = { type: 'init', timestamp: '2026-01-01T00:00:00.000Z', session_id: '11111111-2222-3333-4444-555555555555', model: 'gemini-2.5-flash' };
-const delta = (content: string) => ({ type: 'message', timestamp: '2026-01-01T00:00:00.000Z', role: 'assistant', content, delta: true });
+const init = {
+  type: 'init',
+  timestamp: '2026-01-01T00:00:00.000Z',
+  session_id: '11111111-2222-3333-4444-555555555555',
+  model: 'gemini-2.5-flash',
+};
+const delta = (content: string) => ({
+  type: 'message',
+  timestamp: '2026-01-01T00:00:00.000Z',
+  role: 'assistant',
+  content,
+  delta: true,
+});
 
 function backend(cliPath: string, extra: Parameters<typeof createGeminiCliBackend>[0] = {}) {
-  return createGeminiCliBackend({ apiKey: 'dummy', baseUrl: 'http://127.0.0.1:9', cliHome: join(root, 'home'), cliPath, ...extra });
+  return createGeminiCliBackend({
+    apiKey: 'dummy',
+    baseUrl: 'http://127.0.0.1:9',
+    cliHome: join(root, 'home'),
+    cliPath,
+    ...extra,
+  });
 }
 
 describe('gemini-cli back end: process failures', () => {
@@ -60,7 +79,15 @@ describe('gemini-cli back end: process failures', () => {
       );
       const seen = JSON.parse(assistantText(events)) as { args: string[]; env: Record<string, string> };
       expect(seen.args).toEqual([
-        '--model', 'gemini-2.5-pro', '--output-format', 'stream-json', '--session-id', '22222222-3333-4444-5555-666666666666', '--approval-mode', 'auto_edit', '--prompt=--help me',
+        '--model',
+        'gemini-2.5-pro',
+        '--output-format',
+        'stream-json',
+        '--session-id',
+        '22222222-3333-4444-5555-666666666666',
+        '--approval-mode',
+        'auto_edit',
+        '--prompt=--help me',
       ]);
       expect(seen.env).toEqual({
         GEMINI_API_KEY: 'dummy',
@@ -104,17 +131,36 @@ describe('gemini-cli back end: process failures', () => {
   it('an API error result with the exit code HTTP status mod 256 becomes RATE_LIMITED', async () => {
     const cli = await fakeCli(
       'rate-limited',
-      [init, { type: 'result', status: 'error', error: { type: 'unknown', message: '[API Error: Quota exceeded]' }, stats: { input_tokens: 0, output_tokens: 0 } }],
+      [
+        init,
+        {
+          type: 'result',
+          status: 'error',
+          error: { type: 'unknown', message: '[API Error: Quota exceeded]' },
+          stats: { input_tokens: 0, output_tokens: 0 },
+        },
+      ],
       'process.exit(173);',
     );
     const events = await collect(backend(cli).execute({ sessionId: 's', prompt: 'x', cwd: workspace }));
-    expect(systemBlocks(events, 'error')[0]).toMatchObject({ data: { code: 'RATE_LIMITED', status: 429, retryable: true } });
+    expect(systemBlocks(events, 'error')[0]).toMatchObject({
+      data: { code: 'RATE_LIMITED', status: 429, retryable: true },
+    });
   });
 
   it('a tool call left open by a crash is closed as an error', async () => {
     const cli = await fakeCli(
       'tool-crash',
-      [init, { type: 'tool_use', timestamp: 't', tool_name: 'run_shell_command', tool_id: 'shell_1', parameters: { command: 'ls' } }],
+      [
+        init,
+        {
+          type: 'tool_use',
+          timestamp: 't',
+          tool_name: 'run_shell_command',
+          tool_id: 'shell_1',
+          parameters: { command: 'ls' },
+        },
+      ],
       'process.exit(1);',
     );
     const events = await collect(backend(cli).execute({ sessionId: 's', prompt: 'x', cwd: workspace }));
@@ -136,9 +182,12 @@ describe('gemini-cli back end: process failures', () => {
        setInterval(() => {}, 1000);`,
     );
     const controller = new AbortController();
-    const events = await collect(backend(cli).execute({ sessionId: 's', prompt: 'x', cwd: workspace, signal: controller.signal }), (event) => {
-      if (event.type === 'text_delta' && event.delta === 'still working') controller.abort();
-    });
+    const events = await collect(
+      backend(cli).execute({ sessionId: 's', prompt: 'x', cwd: workspace, signal: controller.signal }),
+      (event) => {
+        if (event.type === 'text_delta' && event.delta === 'still working') controller.abort();
+      },
+    );
     checkEventStream(events);
     expect(systemBlocks(events, 'aborted')).toHaveLength(1);
     expect(systemBlocks(events, 'error')).toHaveLength(0);
@@ -148,14 +197,26 @@ describe('gemini-cli back end: process failures', () => {
   });
 
   it('a Node.js binary that cannot be started gives PROCESS_FAILED naming how to install', async () => {
-    const events = await collect(backend('unused.js', { nodePath: join(root, 'no-such-node') }).execute({ sessionId: 's', prompt: 'x', cwd: workspace }));
+    const events = await collect(
+      backend('unused.js', { nodePath: join(root, 'no-such-node') }).execute({
+        sessionId: 's',
+        prompt: 'x',
+        cwd: workspace,
+      }),
+    );
     checkEventStream(events);
     expect(systemBlocks(events, 'error')[0]).toMatchObject({ data: { code: 'PROCESS_FAILED' } });
     expect(systemBlocks(events, 'error')[0]?.content).toContain('npm install @google/gemini-cli@0.61.0');
   });
 
   it('without a GEMINI_API_KEY no process starts and the error says which variable to set', async () => {
-    const events = await collect(createGeminiCliBackend({ cliPath: 'unused.js', cliHome: join(root, 'home') }).execute({ sessionId: 's', prompt: 'x', cwd: workspace }));
+    const events = await collect(
+      createGeminiCliBackend({ cliPath: 'unused.js', cliHome: join(root, 'home') }).execute({
+        sessionId: 's',
+        prompt: 'x',
+        cwd: workspace,
+      }),
+    );
     expect(systemBlocks(events, 'error')[0]).toMatchObject({ data: { code: 'AUTHENTICATION_FAILED' } });
     expect(systemBlocks(events, 'error')[0]?.content).toContain('GEMINI_API_KEY');
     expect(finalMetadata(events)).toMatchObject({ costUsd: 0, turnComplete: true });

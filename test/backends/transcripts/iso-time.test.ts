@@ -43,7 +43,18 @@ describe('parseTimestamp: Date.parse, read by hand for the usual shape', () => {
   });
 
   it('gives NaN, as Date.parse does, for what is not a time', () => {
-    for (const text of ['', 'yesterday', '2026-13-01T00:00:00.000Z', '2026-00-10T00:00:00.000Z', '2026-01-01T23:59:60.000Z', '2026-01-01T00:60:00.000Z', '2026-01-01T00:00:00.0a0Z', '2026-01-01X00:00:00.000Z', '2026-01-00T00:00:00.000Z', '２026-01-01T00:00:00.000Z']) {
+    for (const text of [
+      '',
+      'yesterday',
+      '2026-13-01T00:00:00.000Z',
+      '2026-00-10T00:00:00.000Z',
+      '2026-01-01T23:59:60.000Z',
+      '2026-01-01T00:60:00.000Z',
+      '2026-01-01T00:00:00.0a0Z',
+      '2026-01-01X00:00:00.000Z',
+      '2026-01-00T00:00:00.000Z',
+      '２026-01-01T00:00:00.000Z',
+    ]) {
       same(text);
       expect(parseTimestamp(text), text).toBeNaN();
     }

@@ -1,10 +1,25 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseSeedLayout, seedLayoutFileOf, sectionsFromStateSnapshot, sectionsFromSummaryText } from '../../../src/backends/index.js';
+import {
+  parseSeedLayout,
+  seedLayoutFileOf,
+  sectionsFromStateSnapshot,
+  sectionsFromSummaryText,
+} from '../../../src/backends/index.js';
 import { ConversationBlockSchema } from '../../../src/conversation/index.js';
 
-const DAGENT = join(import.meta.dirname, '..', '..', 'fixtures', 'transcripts', 'seed-layout', '.dagent-worktrees', 'auth', '.dagent');
+const DAGENT = join(
+  import.meta.dirname,
+  '..',
+  '..',
+  'fixtures',
+  'transcripts',
+  'seed-layout',
+  '.dagent-worktrees',
+  'auth',
+  '.dagent',
+);
 const read = (path: string): string => readFileSync(join(DAGENT, path), 'utf8');
 
 describe('parseSeedLayout', () => {
@@ -29,11 +44,28 @@ describe('parseSeedLayout', () => {
       updatedAt: Date.parse('2026-01-17T12:30:00.000Z'),
     });
     expect(parsed.blocks).toEqual([
-      { type: 'user_message', id: 'msg-uuid-1', createdAt: Date.parse('2026-01-17T12:25:00.000Z'), completedAt: Date.parse('2026-01-17T12:25:00.000Z'), content: 'Create a task for auth' },
-      expect.objectContaining({ type: 'assistant_text', id: 'msg-uuid-2', content: "I'll create an authentication task...", metadata: { agentType: 'pm', tokens: { input: 500, output: 200 } } }),
+      {
+        type: 'user_message',
+        id: 'msg-uuid-1',
+        createdAt: Date.parse('2026-01-17T12:25:00.000Z'),
+        completedAt: Date.parse('2026-01-17T12:25:00.000Z'),
+        content: 'Create a task for auth',
+      },
+      expect.objectContaining({
+        type: 'assistant_text',
+        id: 'msg-uuid-2',
+        content: "I'll create an authentication task...",
+        metadata: { agentType: 'pm', tokens: { input: 500, output: 200 } },
+      }),
     ]);
     expect(parsed.usage).toEqual([
-      { conversationId: 'main', metadata: { usage: { inputTokens: 500, outputTokens: 200, cacheReadTokens: 0, cacheWriteTokens: 0 }, turnComplete: true } },
+      {
+        conversationId: 'main',
+        metadata: {
+          usage: { inputTokens: 500, outputTokens: 200, cacheReadTokens: 0, cacheWriteTokens: 0 },
+          turnComplete: true,
+        },
+      },
     ]);
     expect(parsed.checkpoint).toEqual({
       version: 3,
@@ -50,7 +82,10 @@ describe('parseSeedLayout', () => {
       oldestMessageTimestamp: '2026-01-17T10:00:00.000Z',
       newestMessageTimestamp: '2026-01-17T11:55:00.000Z',
     });
-    expect(parsed.context?.sections).toMatchObject({ featureName: 'User Authentication', projectStructure: 'src/\n  main/\n  renderer/' });
+    expect(parsed.context?.sections).toMatchObject({
+      featureName: 'User Authentication',
+      projectStructure: 'src/\n  main/\n  renderer/',
+    });
     expect(parsed.context?.sections['recentCommits']).toContain('abc123 - Add auth types');
     expect(parsed.agentDescription).toEqual({
       agentType: 'pm',
@@ -78,17 +113,33 @@ describe('parseSeedLayout', () => {
     ]);
     expect(parsed.blocks[0]).toMatchObject({ metadata: { tokens: 12 } });
     // A message that is not a chat message is reported and skipped; the rest imports.
-    expect(parsed.warnings).toEqual([expect.objectContaining({ code: 'INVALID_MESSAGE', message: expect.stringContaining('message 3') })]);
+    expect(parsed.warnings).toEqual([
+      expect.objectContaining({ code: 'INVALID_MESSAGE', message: expect.stringContaining('message 3') }),
+    ]);
     expect(parsed.checkpoint).toMatchObject({
       version: 1,
-      summary: { completed: ['Scaffolded the OAuth module'], pending: ['Implement the callback', 'Add tests'], decisions: ['Use the state parameter against CSRF'] },
-      ralphLoop: { currentIteration: 2, passedChecks: ['build', 'lint'], failedChecks: ['test'], lastError: 'expected 302, got 500' },
+      summary: {
+        completed: ['Scaffolded the OAuth module'],
+        pending: ['Implement the callback', 'Add tests'],
+        decisions: ['Use the state parameter against CSRF'],
+      },
+      ralphLoop: {
+        currentIteration: 2,
+        passedChecks: ['build', 'lint'],
+        failedChecks: ['test'],
+        lastError: 'expected 302, got 500',
+      },
       tokens: { checkpoint: 85, lastCompactionInput: 42000, totalSaved: 41000 },
     });
     expect(parsed.context).toMatchObject({ tokens: 640, updatedAt: '2026-01-18T09:00:00.000Z' });
     expect(JSON.parse(parsed.context!.sections['project']!)).toMatchObject({ claudeMd: '# Project rules' });
     expect(parsed.context!.sections).not.toHaveProperty('sessionId');
-    expect(parsed.agentDescription).toMatchObject({ agentType: 'dev', instructions: ['Run build, lint and test before finishing', 'Keep commits small'], allowedTools: ['Read', 'Edit', 'Bash'], tokens: 40 });
+    expect(parsed.agentDescription).toMatchObject({
+      agentType: 'dev',
+      instructions: ['Run build, lint and test before finishing', 'Keep commits small'],
+      allowedTools: ['Read', 'Edit', 'Bash'],
+      tokens: 40,
+    });
   });
 
   it('migrates the old chat.json: a bare list of messages without ids', () => {
@@ -113,16 +164,26 @@ describe('parseSeedLayout', () => {
     expect(parsed.checkpoint).toBeUndefined();
     expect(parsed.context).toBeUndefined();
     expect(parsed.agentDescription).toBeUndefined();
-    expect(parsed.warnings.map((warning) => warning.file)).toEqual(['checkpoint_s1.json', 'context_s1.json', 'agent-description_s1.json']);
+    expect(parsed.warnings.map((warning) => warning.file)).toEqual([
+      'checkpoint_s1.json',
+      'context_s1.json',
+      'agent-description_s1.json',
+    ]);
   });
 
   it('carries over no checkpoint when the seed checkpoint is the empty initial one', () => {
-    const parsed = parseSeedLayout({ sessionId: 's1', checkpoint: '{"version":0,"summary":{"completedItems":[],"pendingItems":[],"decisions":[],"blockers":[]}}' });
+    const parsed = parseSeedLayout({
+      sessionId: 's1',
+      checkpoint: '{"version":0,"summary":{"completedItems":[],"pendingItems":[],"decisions":[],"blockers":[]}}',
+    });
     expect(parsed.checkpoint).toBeUndefined();
   });
 
   it('names its files by kind and session id', () => {
-    expect(seedLayoutFileOf('agent-description_pm-feature-auth.json')).toEqual({ kind: 'agentDescription', sessionId: 'pm-feature-auth' });
+    expect(seedLayoutFileOf('agent-description_pm-feature-auth.json')).toEqual({
+      kind: 'agentDescription',
+      sessionId: 'pm-feature-auth',
+    });
     expect(seedLayoutFileOf('chat_x.json')).toEqual({ kind: 'chat', sessionId: 'x' });
     expect(seedLayoutFileOf('chat.json')).toBeUndefined();
     expect(seedLayoutFileOf('session-2026-11-21T04-40-598981be.jsonl')).toBeUndefined();

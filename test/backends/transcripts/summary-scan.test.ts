@@ -2,15 +2,27 @@ import { promises as fs } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ClaudeCodeSummaryScan, LineSplitter, forEachLine, parseClaudeCodeTranscript } from '../../../src/backends/index.js';
+import {
+  ClaudeCodeSummaryScan,
+  LineSplitter,
+  forEachLine,
+  parseClaudeCodeTranscript,
+} from '../../../src/backends/index.js';
 import { skimRecord } from '../../../src/backends/transcripts/claude-code/record-skim.js';
-import { applyEvents, emptyConversation, type StreamEvent, type StreamEventDraft } from '../../../src/conversation/index.js';
+import {
+  applyEvents,
+  emptyConversation,
+  type StreamEvent,
+  type StreamEventDraft,
+} from '../../../src/conversation/index.js';
 import { generateClaudeCodeTranscript } from '../../fixtures/transcripts/generate.js';
 
 const PROJECT = join(import.meta.dirname, '..', '..', 'fixtures', 'transcripts', 'claude-code', '-home-dev-src-demo');
 
 function metricsOf(drafts: readonly StreamEventDraft[]) {
-  const events = drafts.filter((draft) => draft.type === 'metadata_update').map((draft, seq) => ({ ...draft, sessionId: 's', seq, at: draft.at ?? 0 }) as StreamEvent);
+  const events = drafts
+    .filter((draft) => draft.type === 'metadata_update')
+    .map((draft, seq) => ({ ...draft, sessionId: 's', seq, at: draft.at ?? 0 }) as StreamEvent);
   return applyEvents(emptyConversation('s'), events).metrics;
 }
 
@@ -28,7 +40,8 @@ function scanBytes(text: string, chunkBytes: number): ClaudeCodeSummaryScan {
     (buffer, start, end, number, terminated) => scan.lineBytes(buffer, start, end, number, terminated),
   );
   const bytes = Buffer.from(text);
-  for (let offset = 0; offset < bytes.length; offset += chunkBytes) splitter.push(bytes.subarray(offset, offset + chunkBytes));
+  for (let offset = 0; offset < bytes.length; offset += chunkBytes)
+    splitter.push(bytes.subarray(offset, offset + chunkBytes));
   splitter.end();
   scan.end();
   return scan;
@@ -38,7 +51,8 @@ let work: string;
 const transcripts: Array<[string, string]> = [];
 beforeAll(async () => {
   work = await fs.mkdtemp(join(tmpdir(), 'parley-summary-scan-'));
-  for (const name of (await fs.readdir(PROJECT)).filter((file) => file.endsWith('.jsonl')).sort()) transcripts.push([name, await fs.readFile(join(PROJECT, name), 'utf8')]);
+  for (const name of (await fs.readdir(PROJECT)).filter((file) => file.endsWith('.jsonl')).sort())
+    transcripts.push([name, await fs.readFile(join(PROJECT, name), 'utf8')]);
   const generated = join(work, 'generated.jsonl');
   await generateClaudeCodeTranscript(generated, { targetBytes: 2_000_000, seed: 5 });
   transcripts.push(['generated', await fs.readFile(generated, 'utf8')]);
@@ -61,7 +75,11 @@ describe('ClaudeCodeSummaryScan: what a listing shows, without building blocks',
         model: info.model,
         startedAt: info.startedAt,
         endedAt: info.endedAt,
-        compactions: info.compactions.map((compaction) => ({ at: compaction.at, preTokens: compaction.preTokens, summary: compaction.summary })),
+        compactions: info.compactions.map((compaction) => ({
+          at: compaction.at,
+          preTokens: compaction.preTokens,
+          summary: compaction.summary,
+        })),
         costUnknown: info.costUnknown,
       });
       expect(pick(scan.info), name).toEqual(pick(full.info));
@@ -104,7 +122,13 @@ describe('skimRecord', () => {
       type: 'assistant',
       uuid: 'u-1',
       timestamp: '2026-01-01T00:00:00.000Z',
-      toolUseResult: { stdout: 'a "quoted" \\ path\\', nested: [[{ deep: ['}', ']', '{'] }]], n: -1.5e3, ok: true, none: null },
+      toolUseResult: {
+        stdout: 'a "quoted" \\ path\\',
+        nested: [[{ deep: ['}', ']', '{'] }]],
+        n: -1.5e3,
+        ok: true,
+        none: null,
+      },
       message: {
         id: 'msg-1',
         model: 'claude',
@@ -126,20 +150,38 @@ describe('skimRecord', () => {
         id: 'msg-1',
         model: 'claude',
         usage: { input_tokens: 3, output_tokens: 4 },
-        content: [{ type: 'text', text: 'héllo “world” \\n \u2028 \\"' }, { type: 'tool_use', name: 'Task' }, { type: 'thinking' }],
+        content: [
+          { type: 'text', text: 'héllo “world” \\n \u2028 \\"' },
+          { type: 'tool_use', name: 'Task' },
+          { type: 'thinking' },
+        ],
       },
     });
-    expect(skim(' { "type" : "user" , "message" : { "content" : "a prompt" } } ')).toEqual({ type: 'user', message: { content: 'a prompt' } });
+    expect(skim(' { "type" : "user" , "message" : { "content" : "a prompt" } } ')).toEqual({
+      type: 'user',
+      message: { content: 'a prompt' },
+    });
   });
 
   it('gives up (the caller parses the line) on anything that is not one complete object', () => {
-    for (const text of ['', '[1,2]', '{"type":"user"', '{"type":"user"} trailing', '{"a":"unterminated}', '{"a":tru}', '{"a":1,}x', '{"type":"us\\u0065r"']) {
+    for (const text of [
+      '',
+      '[1,2]',
+      '{"type":"user"',
+      '{"type":"user"} trailing',
+      '{"a":"unterminated}',
+      '{"a":tru}',
+      '{"a":1,}x',
+      '{"type":"us\\u0065r"',
+    ]) {
       expect(skim(text), text).toBeUndefined();
     }
     expect(skim('{"type":"us\\u0065r"}')).toEqual({ type: 'user' });
     // Literals are checked byte by byte, kept or skipped, as JSON.parse would read them.
     for (const literal of ['0', '-0', '12', '-1.5', '2.5e-3', '1E+9', '-0.0e0', 'true', 'false', 'null']) {
-      expect(skim(`{"costUSD":${literal},"other":${literal}}`), literal).toEqual({ costUSD: JSON.parse(literal) as unknown });
+      expect(skim(`{"costUSD":${literal},"other":${literal}}`), literal).toEqual({
+        costUSD: JSON.parse(literal) as unknown,
+      });
     }
     for (const literal of ['01', '1.', '.5', '-', '1e', '1e+', '+1', '0x1', 'True', 'nul', 'nulll', 'NaN']) {
       expect(skim(`{"costUSD":${literal}}`), `kept ${literal}`).toBeUndefined();

@@ -23,10 +23,19 @@ let server: RunningServer;
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'parley-runs-cli-'));
   await mkdir(join(root, 'reviews'));
-  await writeFile(join(root, 'reviews', 'code-review.ts'), '// the workflow module; the stand-in run service only needs its name\n');
+  await writeFile(
+    join(root, 'reviews', 'code-review.ts'),
+    '// the workflow module; the stand-in run service only needs its name\n',
+  );
   runs = new StandInRunService({ 'reviews/code-review.ts': CODE_REVIEW, 'release-notes': RELEASE_NOTES });
   const backend = createScriptedBackend();
-  server = await startServer({ projectRoot: root, dataDir: join(root, '.parley'), backendFor: () => backend as AgentBackend, runService: runs, log: () => undefined });
+  server = await startServer({
+    projectRoot: root,
+    dataDir: join(root, '.parley'),
+    backendFor: () => backend as AgentBackend,
+    runService: runs,
+    log: () => undefined,
+  });
 });
 
 afterAll(async () => {
@@ -35,21 +44,29 @@ afterAll(async () => {
 });
 
 describe('parley run --detach, runs, answer', () => {
-  it('starts a run on the project\'s server from a file under the project, prints its id, and lists it', async () => {
-    const started = await runParley(['run', './reviews/code-review.ts', '--detach', '--input', '{"diff":"+1"}'], { cwd: root });
+  it("starts a run on the project's server from a file under the project, prints its id, and lists it", async () => {
+    const started = await runParley(['run', './reviews/code-review.ts', '--detach', '--input', '{"diff":"+1"}'], {
+      cwd: root,
+    });
     expect(started.stderr).toContain('Started code-review as run');
     expect(started.code).toBe(0);
     const id = started.stdout.trim();
     expect(id).toMatch(/^run-\d+$/);
     expect(started.stderr).toContain(`answer with \`parley answer ${id}\``);
     const run = await runs.getRun(id);
-    expect(run).toMatchObject({ workflow: { ref: 'reviews/code-review.ts' }, input: { diff: '+1' }, status: 'waiting' });
+    expect(run).toMatchObject({
+      workflow: { ref: 'reviews/code-review.ts' },
+      input: { diff: '+1' },
+      status: 'waiting',
+    });
 
     const listed = await runParley(['runs'], { cwd: root });
     expect(listed.code).toBe(0);
     const [header, row] = listed.stdout.trimEnd().split('\n');
     expect(header).toMatch(/^ID\s+WORKFLOW\s+STATUS\s+PHASE\s+PENDING QUESTION\s+AGE$/);
-    expect(row).toMatch(new RegExp(`^${id}\\s+code-review\\s+waiting\\s+approval\\s+Apply the suggested fixes\\?\\s+\\d+[smhd]$`));
+    expect(row).toMatch(
+      new RegExp(`^${id}\\s+code-review\\s+waiting\\s+approval\\s+Apply the suggested fixes\\?\\s+\\d+[smhd]$`),
+    );
 
     const json = await runParley(['runs', '--json', '--status', 'complete'], { cwd: root });
     expect(JSON.parse(json.stdout)).toEqual([]);
@@ -86,7 +103,9 @@ describe('parley run --detach, runs, answer', () => {
     expect(unknown.stderr).toContain('No run run-999.');
     const badStatus = await runParley(['runs', '--status', 'sleeping'], { cwd: root });
     expect(badStatus.code).toBe(2);
-    expect(badStatus.stderr).toContain('--status takes running, waiting, paused, complete, aborted, failed (comma-separated), not "sleeping".');
+    expect(badStatus.stderr).toContain(
+      '--status takes running, waiting, paused, complete, aborted, failed (comma-separated), not "sleeping".',
+    );
     const noWorkflow = await runParley(['run', 'nothing-here', '--detach'], { cwd: root });
     expect(noWorkflow.code).toBe(2);
     expect(noWorkflow.stderr).toContain('No workflow "nothing-here" in this project.');
@@ -125,7 +144,14 @@ describe('parley run --detach, runs, answer', () => {
 });
 
 describe('run formatting', () => {
-  const prompt = { promptId: 'p', prompt: 'Ship it?', choices: ['yes', 'no', '3'], defaultChoice: 'no', askedAt: '2026-01-01T00:00:00.000Z', deadline: '2026-01-01T00:05:00.000Z' };
+  const prompt = {
+    promptId: 'p',
+    prompt: 'Ship it?',
+    choices: ['yes', 'no', '3'],
+    defaultChoice: 'no',
+    askedAt: '2026-01-01T00:00:00.000Z',
+    deadline: '2026-01-01T00:05:00.000Z',
+  };
 
   it('a number is the choice it numbers, unless it is itself a choice', () => {
     expect(resolveChoice(prompt, '1')).toBe('yes');
@@ -136,18 +162,35 @@ describe('run formatting', () => {
   });
 
   it('a question shows its choices numbered, its default and the time left', () => {
-    expect(describeQuestion(prompt, new Date('2026-01-01T00:02:00.000Z'))).toBe('? Ship it?\n  1) yes\n  2) no\n  3) 3\n  (default: no, answer within 3m)\n');
+    expect(describeQuestion(prompt, new Date('2026-01-01T00:02:00.000Z'))).toBe(
+      '? Ship it?\n  1) yes\n  2) no\n  3) 3\n  (default: no, answer within 3m)\n',
+    );
   });
 
   it('ages and the table', () => {
-    expect([formatDuration(-5), formatDuration(42_000), formatDuration(300_000), formatDuration(7_200_000), formatDuration(3 * 86_400_000)]).toEqual(['0s', '42s', '5m', '2h', '3d']);
+    expect([
+      formatDuration(-5),
+      formatDuration(42_000),
+      formatDuration(300_000),
+      formatDuration(7_200_000),
+      formatDuration(3 * 86_400_000),
+    ]).toEqual(['0s', '42s', '5m', '2h', '3d']);
     const run = {
-      id: 'run-7', harness: 'code-review', workflow: { ref: 'r', path: '/r' }, status: 'waiting' as const, phase: 'approval', phases: ['approval'],
-      pendingPrompts: [prompt, { ...prompt, promptId: 'q' }], agents: [], journalLength: 1, createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z',
+      id: 'run-7',
+      harness: 'code-review',
+      workflow: { ref: 'r', path: '/r' },
+      status: 'waiting' as const,
+      phase: 'approval',
+      phases: ['approval'],
+      pendingPrompts: [prompt, { ...prompt, promptId: 'q' }],
+      agents: [],
+      journalLength: 1,
+      createdAt: '2026-01-01T00:00:00.000Z',
+      updatedAt: '2026-01-01T00:00:00.000Z',
     };
     expect(formatRunTable([run], new Date('2026-01-01T00:00:30.000Z'))).toBe(
       'ID     WORKFLOW     STATUS   PHASE     PENDING QUESTION  AGE\n' +
-      'run-7  code-review  waiting  approval  Ship it? (+1)     30s\n',
+        'run-7  code-review  waiting  approval  Ship it? (+1)     30s\n',
     );
   });
 });

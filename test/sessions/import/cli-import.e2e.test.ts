@@ -12,10 +12,14 @@ const MAIN_ID = '5f2b1c9e-3d4a-4e8b-9f10-2a6c7d8e9f01';
 
 async function parley(dataDir: string, ...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts'), '--data-dir', dataDir, ...args], {
-      cwd: ROOT,
-      env: { ...process.env, NO_COLOR: '1' },
-    });
+    const { stdout, stderr } = await run(
+      process.execPath,
+      ['--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts'), '--data-dir', dataDir, ...args],
+      {
+        cwd: ROOT,
+        env: { ...process.env, NO_COLOR: '1' },
+      },
+    );
     return { stdout, stderr, code: 0 };
   } catch (error) {
     const failed = error as { stdout: string; stderr: string; code: number };
@@ -38,7 +42,9 @@ describe('parley import', () => {
     const result = await parley(dataDir, 'import', join(FIXTURES, 'claude-code'));
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('Imported 2 sessions');
-    expect(result.stdout).toContain(`cc-${MAIN_ID}  claude-code  new  35 blocks, 1 subagent, checkpoint, 1 warning  "Add a --verbose flag to the CLI"`);
+    expect(result.stdout).toContain(
+      `cc-${MAIN_ID}  claude-code  new  35 blocks, 1 subagent, checkpoint, 1 warning  "Add a --verbose flag to the CLI"`,
+    );
     expect(result.stdout).toContain('Warnings (1):');
   });
 
@@ -52,8 +58,15 @@ describe('parley import', () => {
   it('leaves sessions that `parley sessions` lists and `parley show` prints like any other', async () => {
     const list = await parley(dataDir, 'sessions', '--json');
     expect(list.code).toBe(0);
-    const sessions = JSON.parse(list.stdout) as Array<{ sessionId: string; readOnly?: boolean; scope: { kind: string } }>;
-    expect(sessions.map((session) => session.sessionId).sort()).toEqual([`cc-${MAIN_ID}`, 'cc-9a7d4c21-0b6e-4f3a-8d52-7c1e0f9b3a64']);
+    const sessions = JSON.parse(list.stdout) as Array<{
+      sessionId: string;
+      readOnly?: boolean;
+      scope: { kind: string };
+    }>;
+    expect(sessions.map((session) => session.sessionId).sort()).toEqual([
+      `cc-${MAIN_ID}`,
+      'cc-9a7d4c21-0b6e-4f3a-8d52-7c1e0f9b3a64',
+    ]);
     expect(sessions.every((session) => session.readOnly === true && session.scope.kind === 'imported')).toBe(true);
 
     const show = await parley(dataDir, 'show', `cc-${MAIN_ID}`);
@@ -63,7 +76,10 @@ describe('parley import', () => {
     expect(show.stdout).toContain('Flags are parsed in src/args.ts');
 
     const json = await parley(dataDir, 'show', `cc-${MAIN_ID}`, '--json');
-    const runtime = JSON.parse(json.stdout) as { blocks: unknown[]; subagents: Array<{ id: string; blocks: unknown[] }> };
+    const runtime = JSON.parse(json.stdout) as {
+      blocks: unknown[];
+      subagents: Array<{ id: string; blocks: unknown[] }>;
+    };
     // The transcript's 35 main-thread blocks, each once: the second import appended nothing.
     expect(runtime.blocks).toHaveLength(35);
     expect(runtime.subagents.map((thread) => thread.id)).toEqual(['a0f3c9d2e1b4']);

@@ -79,81 +79,92 @@ describe('parley import into the file store: the transcript is copied and scanne
   it.each([
     ['a generated 3 MB transcript (copied beside the session, not as its raw transcript)', 'generated'],
     ['a transcript with a compaction', 'compacted'],
-  ])('reads the same events before and after they are built, as an eager import wrote them: %s', async (_name, which) => {
-    const path = which === 'generated' ? transcript : await fixtureAlone(COMPACTED_ID);
-    const dataDir = join(work, 'data');
-    const store = await createFileStore({ dataDir, onWarning: () => {} });
-    const { sessions } = await importTranscripts(path, { store, now: NOW, copyTranscriptMaxBytes: 1_000_000 });
-    const sessionId = sessions[0]!.sessionId;
-    expect(await store.listCheckpoints(sessionId)).toEqual([]);
-    const eager = await eagerImport(path);
-    const expected = await log(eager.store, eager.sessionId);
-    const expectedCheckpoints = await eager.store.listCheckpoints(eager.sessionId);
-    expect(expectedCheckpoints).toHaveLength(which === 'compacted' ? 1 : 0);
+  ])(
+    'reads the same events before and after they are built, as an eager import wrote them: %s',
+    async (_name, which) => {
+      const path = which === 'generated' ? transcript : await fixtureAlone(COMPACTED_ID);
+      const dataDir = join(work, 'data');
+      const store = await createFileStore({ dataDir, onWarning: () => {} });
+      const { sessions } = await importTranscripts(path, { store, now: NOW, copyTranscriptMaxBytes: 1_000_000 });
+      const sessionId = sessions[0]!.sessionId;
+      expect(await store.listCheckpoints(sessionId)).toEqual([]);
+      const eager = await eagerImport(path);
+      const expected = await log(eager.store, eager.sessionId);
+      const expectedCheckpoints = await eager.store.listCheckpoints(eager.sessionId);
+      expect(expectedCheckpoints).toHaveLength(which === 'compacted' ? 1 : 0);
 
-    // First read: built now, through the view every reader uses.
-    const first = await log(withImportedSessions(store), sessionId);
-    expect(first).toEqual(expected);
-    const checkpoints = await withImportedSessions(store).listCheckpoints(sessionId);
-    expect(checkpoints.map(({ createdAt: _at, ...rest }) => rest)).toEqual(expectedCheckpoints.map(({ createdAt: _at, ...rest }) => rest));
-    expect((await store.getSession(sessionId))!.metrics).toEqual((await eager.store.getSession(eager.sessionId))!.metrics);
-    await store.close();
+      // First read: built now, through the view every reader uses.
+      const first = await log(withImportedSessions(store), sessionId);
+      expect(first).toEqual(expected);
+      const checkpoints = await withImportedSessions(store).listCheckpoints(sessionId);
+      expect(checkpoints.map(({ createdAt: _at, ...rest }) => rest)).toEqual(
+        expectedCheckpoints.map(({ createdAt: _at, ...rest }) => rest),
+      );
+      expect((await store.getSession(sessionId))!.metrics).toEqual(
+        (await eager.store.getSession(eager.sessionId))!.metrics,
+      );
+      await store.close();
 
-    // Second read, in a fresh store: straight from the log, nothing built again.
-    const reopened = await createFileStore({ dataDir, onWarning: () => {} });
-    expect(await log(reopened, sessionId)).toEqual(expected);
-    expect(await reopened.listCheckpoints(sessionId)).toEqual(checkpoints);
-    await reopened.close();
+      // Second read, in a fresh store: straight from the log, nothing built again.
+      const reopened = await createFileStore({ dataDir, onWarning: () => {} });
+      expect(await log(reopened, sessionId)).toEqual(expected);
+      expect(await reopened.listCheckpoints(sessionId)).toEqual(checkpoints);
+      await reopened.close();
 
-    // `parley show`'s path: the session manager over the data folder.
-    const manager = await createSessionManager({ dataDir, preloadTokenizer: false });
-    const runtime = await manager.getRuntimeSession(sessionId);
-    const eagerManager = await createSessionManager({ store: eager.store, preloadTokenizer: false });
-    const eagerRuntime = await eagerManager.getRuntimeSession(eager.sessionId);
-    expect(runtime.blocks).toEqual(eagerRuntime.blocks);
-    expect(runtime.metrics).toEqual(eagerRuntime.metrics);
-    await manager.close();
-    await eagerManager.close();
-  });
+      // `parley show`'s path: the session manager over the data folder.
+      const manager = await createSessionManager({ dataDir, preloadTokenizer: false });
+      const runtime = await manager.getRuntimeSession(sessionId);
+      const eagerManager = await createSessionManager({ store: eager.store, preloadTokenizer: false });
+      const eagerRuntime = await eagerManager.getRuntimeSession(eager.sessionId);
+      expect(runtime.blocks).toEqual(eagerRuntime.blocks);
+      expect(runtime.metrics).toEqual(eagerRuntime.metrics);
+      await manager.close();
+      await eagerManager.close();
+    },
+  );
 
   it.each([
     ['a generated 3 MB transcript', 'generated'],
     ['a transcript with a compaction', 'compacted'],
     ['a transcript with a rewind and an inline sidechain', 'rewound'],
-  ])("`parley show`'s read parses the copy and writes nothing; it reads as the built log does: %s", async (_name, which) => {
-    const path = which === 'generated' ? transcript : await fixtureAlone(which === 'compacted' ? COMPACTED_ID : REWOUND_ID);
-    const dataDir = join(work, 'data');
-    const store = await createFileStore({ dataDir, onWarning: () => {} });
-    const { sessions } = await importTranscripts(path, { store, now: NOW });
-    const sessionId = sessions[0]!.sessionId;
-    await store.close();
+  ])(
+    "`parley show`'s read parses the copy and writes nothing; it reads as the built log does: %s",
+    async (_name, which) => {
+      const path =
+        which === 'generated' ? transcript : await fixtureAlone(which === 'compacted' ? COMPACTED_ID : REWOUND_ID);
+      const dataDir = join(work, 'data');
+      const store = await createFileStore({ dataDir, onWarning: () => {} });
+      const { sessions } = await importTranscripts(path, { store, now: NOW });
+      const sessionId = sessions[0]!.sessionId;
+      await store.close();
 
-    const before = await createSessionManager({ dataDir, preloadTokenizer: false });
-    const shown = await before.getRuntimeSession(sessionId);
-    await before.close();
-    const raw = await createFileStore({ dataDir, onWarning: () => {} });
-    expect(await raw.lastSeq(sessionId)).toBe(-1);
-    expect(await raw.readTranscript(sessionId, 'import-manifest.json')).toContain('pendingEvents');
-    await raw.close();
+      const before = await createSessionManager({ dataDir, preloadTokenizer: false });
+      const shown = await before.getRuntimeSession(sessionId);
+      await before.close();
+      const raw = await createFileStore({ dataDir, onWarning: () => {} });
+      expect(await raw.lastSeq(sessionId)).toBe(-1);
+      expect(await raw.readTranscript(sessionId, 'import-manifest.json')).toContain('pendingEvents');
+      await raw.close();
 
-    // A reader of the stored events builds the log; a show after it reads the log.
-    const builder = await createSessionManager({ dataDir, preloadTokenizer: false });
-    const events = await builder.getEvents(sessionId);
-    await builder.close();
-    const after = await createSessionManager({ dataDir, preloadTokenizer: false });
-    const built = await after.getRuntimeSession(sessionId);
-    await after.close();
+      // A reader of the stored events builds the log; a show after it reads the log.
+      const builder = await createSessionManager({ dataDir, preloadTokenizer: false });
+      const events = await builder.getEvents(sessionId);
+      await builder.close();
+      const after = await createSessionManager({ dataDir, preloadTokenizer: false });
+      const built = await after.getRuntimeSession(sessionId);
+      await after.close();
 
-    const eager = await eagerImport(path);
-    expect(events).toEqual(await log(eager.store, eager.sessionId));
-    expect(shown.blocks.length).toBeGreaterThan(0);
-    expect(shown.blocks).toEqual(built.blocks);
-    expect(shown.subagents).toEqual(built.subagents);
-    expect(shown.metrics).toEqual(built.metrics);
-    expect(shown.lastSeq).toBe(built.lastSeq);
-    expect(shown.lastSeq).toBe(events.length - 1);
-    if (which === 'rewound') expect(shown.subagents.length).toBeGreaterThan(0);
-  });
+      const eager = await eagerImport(path);
+      expect(events).toEqual(await log(eager.store, eager.sessionId));
+      expect(shown.blocks.length).toBeGreaterThan(0);
+      expect(shown.blocks).toEqual(built.blocks);
+      expect(shown.subagents).toEqual(built.subagents);
+      expect(shown.metrics).toEqual(built.metrics);
+      expect(shown.lastSeq).toBe(built.lastSeq);
+      expect(shown.lastSeq).toBe(events.length - 1);
+      if (which === 'rewound') expect(shown.subagents.length).toBeGreaterThan(0);
+    },
+  );
 
   it('continuing the session appends after its built history', async () => {
     const dataDir = join(work, 'data');
@@ -166,7 +177,12 @@ describe('parley import into the file store: the transcript is copied and scanne
     // The first thing done to the session is an append: it waits for the build, then lands after it.
     const view = withImportedSessions(store);
     const appended = await view.append(sessionId, [
-      { type: 'block_complete', conversationId: 'main', at: NOW(), block: { type: 'user_message', id: 'continued', createdAt: NOW(), content: 'go on' } },
+      {
+        type: 'block_complete',
+        conversationId: 'main',
+        at: NOW(),
+        block: { type: 'user_message', id: 'continued', createdAt: NOW(), content: 'go on' },
+      },
     ]);
     expect(appended[0]!.seq).toBe(expected.length);
     const events = await log(view, sessionId);
@@ -181,7 +197,12 @@ describe('parley import into the file store: the transcript is copied and scanne
     const { sessions } = await importTranscripts(transcript, { store, now: NOW });
     const sessionId = sessions[0]!.sessionId;
     const expected = await log((await eagerImport(transcript)).store, `cc-${NATIVE_ID}`);
-    const draft = (id: string) => ({ type: 'block_complete' as const, conversationId: 'main', at: NOW(), block: { type: 'user_message' as const, id, createdAt: NOW(), content: id } });
+    const draft = (id: string) => ({
+      type: 'block_complete' as const,
+      conversationId: 'main',
+      at: NOW(),
+      block: { type: 'user_message' as const, id, createdAt: NOW(), content: id },
+    });
 
     const view = withImportedSessions(store);
     const reading = log(view, sessionId);
@@ -195,7 +216,10 @@ describe('parley import into the file store: the transcript is copied and scanne
     expect(appendedSecond[0]!.seq).toBe(expected.length + 1);
     // lastSeq waited for the build too (appends not yet flushed are not counted, as without the view).
     expect(lastSeq).toBeGreaterThanOrEqual(expected.length - 1);
-    expect((await log(view, sessionId)).slice(-2).map((event) => event.seq)).toEqual([expected.length, expected.length + 1]);
+    expect((await log(view, sessionId)).slice(-2).map((event) => event.seq)).toEqual([
+      expected.length,
+      expected.length + 1,
+    ]);
     await store.close();
   });
 
@@ -252,7 +276,10 @@ describe('parley import into the file store: the transcript is copied and scanne
       for await (const record of store.listSessions()) listed.push(record.sessionId);
       for (const sessionId of listed) {
         // Created but not finished: no manifest, so the next import starts it again.
-        expect(await store.readTranscript(sessionId, 'import-manifest.json').catch(() => undefined), failing).toBeUndefined();
+        expect(
+          await store.readTranscript(sessionId, 'import-manifest.json').catch(() => undefined),
+          failing,
+        ).toBeUndefined();
       }
       expect(listed.length, failing).toBe(failing === 'createSession' ? 0 : 1);
       await store.close();
@@ -267,10 +294,14 @@ describe('parley import into the file store: the transcript is copied and scanne
     await store.close();
 
     // A child starts building and is killed once a first batch of events is durable.
-    const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'fixtures', 'build-and-hang.ts'), dataDir, sessionId], {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(import.meta.dirname, 'fixtures', 'build-and-hang.ts'), dataDir, sessionId],
+      {
+        cwd: ROOT,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const exit = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
@@ -316,14 +347,26 @@ describe('parley import into the file store: the transcript is copied and scanne
     const before = (await eagerImport(transcript)).store;
     const built = await log(before, `cc-${NATIVE_ID}`);
     const lines = (await fs.readFile(transcript, 'utf8')).trimEnd().split('\n');
-    const prompt = JSON.parse(lines.find((line) => line.includes('"type":"user"') && line.includes('"content":"'))!) as Record<string, unknown>;
-    await fs.appendFile(transcript, `${JSON.stringify({ ...prompt, uuid: 'appended-prompt', parentUuid: null, message: { role: 'user', content: 'one more thing' } })}\n`);
+    const prompt = JSON.parse(
+      lines.find((line) => line.includes('"type":"user"') && line.includes('"content":"'))!,
+    ) as Record<string, unknown>;
+    await fs.appendFile(
+      transcript,
+      `${JSON.stringify({ ...prompt, uuid: 'appended-prompt', parentUuid: null, message: { role: 'user', content: 'one more thing' } })}\n`,
+    );
 
     const again = await importTranscripts(transcript, { store, now: NOW });
     expect(again.sessions[0]).toMatchObject({ status: 'updated' });
     const events = await log(withImportedSessions(store), sessionId);
     expect(events.slice(0, built.length)).toEqual(built);
-    expect(events.some((event) => event.type === 'block_complete' && event.block.type === 'user_message' && event.block.content === 'one more thing')).toBe(true);
+    expect(
+      events.some(
+        (event) =>
+          event.type === 'block_complete' &&
+          event.block.type === 'user_message' &&
+          event.block.content === 'one more thing',
+      ),
+    ).toBe(true);
     await store.close();
   });
 });

@@ -22,14 +22,27 @@ const NATIVE_ID = '7d2c4b1a-9e8f-4a6b-8c5d-1e2f3a4b5c6d';
 
 const record = (type: 'user' | 'assistant', uuid: string, parentUuid: string | null, text: string) =>
   type === 'user'
-    ? { type, uuid, parentUuid, sessionId: NATIVE_ID, timestamp: '2026-08-01T10:00:00.000Z', message: { role: 'user', content: text } }
+    ? {
+        type,
+        uuid,
+        parentUuid,
+        sessionId: NATIVE_ID,
+        timestamp: '2026-08-01T10:00:00.000Z',
+        message: { role: 'user', content: text },
+      }
     : {
         type,
         uuid,
         parentUuid,
         sessionId: NATIVE_ID,
         timestamp: '2026-08-01T10:00:01.000Z',
-        message: { id: `msg_${uuid}`, role: 'assistant', content: [{ type: 'text', text }], stop_reason: 'end_turn', usage: { input_tokens: 3, output_tokens: 2 } },
+        message: {
+          id: `msg_${uuid}`,
+          role: 'assistant',
+          content: [{ type: 'text', text }],
+          stop_reason: 'end_turn',
+          usage: { input_tokens: 3, output_tokens: 2 },
+        },
       };
 const jsonl = (...records: unknown[]): string => records.map((entry) => `${JSON.stringify(entry)}\n`).join('');
 
@@ -37,10 +50,23 @@ const jsonl = (...records: unknown[]): string => records.map((entry) => `${JSON.
 function importWatch(file: string, where: { dataDir?: string; databaseUrl?: string }) {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts'), ...(where.dataDir !== undefined ? ['--data-dir', where.dataDir] : []), 'import', '--watch', '--json', file],
+    [
+      '--import',
+      'tsx',
+      join(ROOT, 'src', 'cli', 'main.ts'),
+      ...(where.dataDir !== undefined ? ['--data-dir', where.dataDir] : []),
+      'import',
+      '--watch',
+      '--json',
+      file,
+    ],
     {
       cwd: ROOT,
-      env: { ...process.env, NO_COLOR: '1', ...(where.databaseUrl !== undefined ? { PARLEY_DATABASE_URL: where.databaseUrl } : {}) },
+      env: {
+        ...process.env,
+        NO_COLOR: '1',
+        ...(where.databaseUrl !== undefined ? { PARLEY_DATABASE_URL: where.databaseUrl } : {}),
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
@@ -66,7 +92,9 @@ function importWatch(file: string, where: { dataDir?: string; databaseUrl?: stri
     }
   });
   const untilBlocks = (blocks: number) =>
-    passes.some((pass) => pass.sessions[0]?.blocks === blocks) ? Promise.resolve() : new Promise<void>((done) => waiters.push({ blocks, done }));
+    passes.some((pass) => pass.sessions[0]?.blocks === blocks)
+      ? Promise.resolve()
+      : new Promise<void>((done) => waiters.push({ blocks, done }));
   return { child, exited, passes, untilBlocks, stderr: () => stderr };
 }
 
@@ -86,7 +114,11 @@ function sessionEvents(client: ProtocolClient) {
   return {
     events,
     untilBlock(sessionId: string, blockId: string): Promise<void> {
-      const check = () => events.some((entry) => entry.sessionId === sessionId && entry.event.type === 'block_complete' && entry.event.block.id === blockId);
+      const check = () =>
+        events.some(
+          (entry) =>
+            entry.sessionId === sessionId && entry.event.type === 'block_complete' && entry.event.block.id === blockId,
+        );
       return check() ? Promise.resolve() : new Promise<void>((done) => waiters.push({ check, done }));
     },
   };
@@ -120,7 +152,8 @@ describe('parley import --watch', () => {
     // The data folder was released (its lock), and holds every line.
     const store = await createFileStore({ dataDir, onWarning: () => {} });
     const ids: string[] = [];
-    for await (const event of store.readLog(`cc-${NATIVE_ID}`)) if (event.type === 'block_complete') ids.push(event.block.id);
+    for await (const event of store.readLog(`cc-${NATIVE_ID}`))
+      if (event.type === 'block_complete') ids.push(event.block.id);
     await store.close();
     expect(ids).toEqual(['u1', 'a1', 'u2', 'a2']);
   });
@@ -134,11 +167,15 @@ describe('parley import into a data folder another process holds', () => {
       const file = join(work, `${NATIVE_ID}.jsonl`);
       await fs.writeFile(file, jsonl(record('user', 'u1', null, 'Hello')));
       const result = await new Promise<{ code: number | null; stderr: string }>((done) => {
-        const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts'), '--data-dir', dataDir, 'import', '--watch', file], {
-          cwd: ROOT,
-          env: { ...process.env, NO_COLOR: '1' },
-          stdio: ['ignore', 'pipe', 'pipe'],
-        });
+        const child = spawn(
+          process.execPath,
+          ['--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts'), '--data-dir', dataDir, 'import', '--watch', file],
+          {
+            cwd: ROOT,
+            env: { ...process.env, NO_COLOR: '1' },
+            stdio: ['ignore', 'pipe', 'pipe'],
+          },
+        );
         let stderr = '';
         child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
         child.once('exit', (code) => done({ code, stderr }));
@@ -174,7 +211,9 @@ describe('parley serve --watch-native', () => {
     const home = join(work, 'home');
     const claudeDir = join(home, 'claude-config');
     await fs.mkdir(project, { recursive: true });
-    serve = await startServeProcess(project, { HOME: home, CLAUDE_CONFIG_DIR: claudeDir, GEMINI_CLI_HOME: home }, ['--watch-native']);
+    serve = await startServeProcess(project, { HOME: home, CLAUDE_CONFIG_DIR: claudeDir, GEMINI_CLI_HOME: home }, [
+      '--watch-native',
+    ]);
     const claudeFolder = join(claudeDir, 'projects', encodeCwd(await fs.realpath(project)));
     const geminiFolder = join(home, '.gemini', 'tmp', geminiProjectSlug(basename(project)), 'chats');
     expect(serve.output()).toContain(claudeFolder);
@@ -187,7 +226,10 @@ describe('parley serve --watch-native', () => {
 
       // Claude Code starts a session: its folder does not exist until then.
       await fs.mkdir(claudeFolder, { recursive: true });
-      await fs.writeFile(join(claudeFolder, `${NATIVE_ID}.jsonl`), jsonl(record('user', 'u1', null, 'Hello from Claude Code')));
+      await fs.writeFile(
+        join(claudeFolder, `${NATIVE_ID}.jsonl`),
+        jsonl(record('user', 'u1', null, 'Hello from Claude Code')),
+      );
       await untilBlock(`cc-${NATIVE_ID}`, 'u1');
       await fs.appendFile(join(claudeFolder, `${NATIVE_ID}.jsonl`), jsonl(record('assistant', 'a1', 'u1', 'Hi')));
       await untilBlock(`cc-${NATIVE_ID}`, 'a1');
@@ -198,7 +240,13 @@ describe('parley serve --watch-native', () => {
       await fs.writeFile(
         join(geminiFolder, 'session-2026-11-25T10-00-5e6f7a8b.jsonl'),
         jsonl(
-          { sessionId: geminiId, projectHash: 'x', startTime: '2026-11-25T10:00:00.000Z', lastUpdated: '2026-11-25T10:00:00.000Z', kind: 'main' },
+          {
+            sessionId: geminiId,
+            projectHash: 'x',
+            startTime: '2026-11-25T10:00:00.000Z',
+            lastUpdated: '2026-11-25T10:00:00.000Z',
+            kind: 'main',
+          },
           { id: 'g-1', timestamp: '2026-11-25T10:00:05.000Z', type: 'user', content: [{ text: 'Hello from Gemini' }] },
         ),
       );
@@ -213,31 +261,34 @@ describe('parley serve --watch-native', () => {
 
 const postgresSkip = postgresSkipReason();
 
-describe.skipIf(postgresSkip !== undefined)('parley import --watch beside parley serve on one PostgreSQL database', () => {
-  const database = useTestDatabase('import_watch');
+describe.skipIf(postgresSkip !== undefined)(
+  'parley import --watch beside parley serve on one PostgreSQL database',
+  () => {
+    const database = useTestDatabase('import_watch');
 
-  it("delivers what another process imports to the server's web client as it is written", async () => {
-    const project = join(work, 'project');
-    await fs.mkdir(project);
-    const serve = await startServeProcess(project, { PARLEY_DATABASE_URL: database.url() });
-    const client = await connectToServer(serve.info, 'import-watch-postgres');
-    const file = join(work, `${NATIVE_ID}.jsonl`);
-    await fs.writeFile(file, jsonl(record('user', 'u1', null, 'Hello')));
-    const watching = importWatch(file, { databaseUrl: database.url() });
-    try {
-      await client.subscribe();
-      const { untilBlock } = sessionEvents(client);
-      await watching.untilBlocks(1);
-      await fs.appendFile(file, jsonl(record('assistant', 'a1', 'u1', 'Hi')));
-      await untilBlock(`cc-${NATIVE_ID}`, 'a1');
-      await fs.appendFile(file, jsonl(record('user', 'u2', 'a1', 'Still there?')));
-      await untilBlock(`cc-${NATIVE_ID}`, 'u2');
-    } finally {
-      client.close();
-      watching.child.kill('SIGINT');
-      expect(await watching.exited).toBe(0);
-      serve.child.kill('SIGTERM');
-      await serve.exited;
-    }
-  });
-});
+    it("delivers what another process imports to the server's web client as it is written", async () => {
+      const project = join(work, 'project');
+      await fs.mkdir(project);
+      const serve = await startServeProcess(project, { PARLEY_DATABASE_URL: database.url() });
+      const client = await connectToServer(serve.info, 'import-watch-postgres');
+      const file = join(work, `${NATIVE_ID}.jsonl`);
+      await fs.writeFile(file, jsonl(record('user', 'u1', null, 'Hello')));
+      const watching = importWatch(file, { databaseUrl: database.url() });
+      try {
+        await client.subscribe();
+        const { untilBlock } = sessionEvents(client);
+        await watching.untilBlocks(1);
+        await fs.appendFile(file, jsonl(record('assistant', 'a1', 'u1', 'Hi')));
+        await untilBlock(`cc-${NATIVE_ID}`, 'a1');
+        await fs.appendFile(file, jsonl(record('user', 'u2', 'a1', 'Still there?')));
+        await untilBlock(`cc-${NATIVE_ID}`, 'u2');
+      } finally {
+        client.close();
+        watching.child.kill('SIGINT');
+        expect(await watching.exited).toBe(0);
+        serve.child.kill('SIGTERM');
+        await serve.exited;
+      }
+    });
+  },
+);

@@ -27,7 +27,12 @@ const user = (uuid: string, parentUuid: string | null, content: string, second =
   timestamp: `2026-08-01T10:00:${String(second).padStart(2, '0')}.000Z`,
   message: { role: 'user', content },
 });
-const assistant = (uuid: string, parentUuid: string, content: string, options: { messageId?: string; stop?: string | null; output?: number; second?: number } = {}) => ({
+const assistant = (
+  uuid: string,
+  parentUuid: string,
+  content: string,
+  options: { messageId?: string; stop?: string | null; output?: number; second?: number } = {},
+) => ({
   type: 'assistant',
   uuid,
   parentUuid,
@@ -105,7 +110,11 @@ describe('watchTranscripts', () => {
     const view = follow(client, SESSION_ID);
     const syncs: ImportResult[] = [];
     const warnings: TranscriptWarning[] = [];
-    watcher = watchTranscripts(file, { store, onSync: (result) => syncs.push(result), onWarning: (warning) => warnings.push(warning) });
+    watcher = watchTranscripts(file, {
+      store,
+      onSync: (result) => syncs.push(result),
+      onWarning: (warning) => warnings.push(warning),
+    });
     const first = await watcher.ready;
     expect(first.sessions).toEqual([expect.objectContaining({ sessionId: SESSION_ID, status: 'imported', blocks: 2 })]);
 
@@ -118,14 +127,39 @@ describe('watchTranscripts', () => {
     expect(syncs.at(-1)?.sessions[0]).toMatchObject({ status: 'updated', appendedBlocks: 1 });
 
     // A rewrite: the first prompt changed (a different head): read again from the start, with a warning.
-    await fs.writeFile(file, jsonl(user('u1', null, 'Fix the lexer'), assistant('a1', 'u1', 'Looking at it.'), user('u2', 'a1', 'And the tests', 3), assistant('a2', 'u2', 'Tests added.', { second: 4 })));
-    await view.until('u1', (event) => event.type === 'block_complete' && event.block.type === 'user_message' && event.block.content === 'Fix the lexer');
-    const rewritten = (event: StreamEvent) => event.type === 'block_complete' && event.block.type === 'system' && (event.block.data as { code?: string }).code === 'TRANSCRIPT_REWRITTEN';
+    await fs.writeFile(
+      file,
+      jsonl(
+        user('u1', null, 'Fix the lexer'),
+        assistant('a1', 'u1', 'Looking at it.'),
+        user('u2', 'a1', 'And the tests', 3),
+        assistant('a2', 'u2', 'Tests added.', { second: 4 }),
+      ),
+    );
+    await view.until(
+      'u1',
+      (event) =>
+        event.type === 'block_complete' &&
+        event.block.type === 'user_message' &&
+        event.block.content === 'Fix the lexer',
+    );
+    const rewritten = (event: StreamEvent) =>
+      event.type === 'block_complete' &&
+      event.block.type === 'system' &&
+      (event.block.data as { code?: string }).code === 'TRANSCRIPT_REWRITTEN';
     await view.untilEvent(rewritten);
-    expect(warnings).toEqual([expect.objectContaining({ code: 'TRANSCRIPT_REWRITTEN', message: expect.stringContaining('imported again from its start') })]);
+    expect(warnings).toEqual([
+      expect.objectContaining({
+        code: 'TRANSCRIPT_REWRITTEN',
+        message: expect.stringContaining('imported again from its start'),
+      }),
+    ]);
 
     // A truncation: back to the first exchange, then the file goes on differently.
-    await fs.truncate(file, Buffer.byteLength(jsonl(user('u1', null, 'Fix the lexer'), assistant('a1', 'u1', 'Looking at it.'))));
+    await fs.truncate(
+      file,
+      Buffer.byteLength(jsonl(user('u1', null, 'Fix the lexer'), assistant('a1', 'u1', 'Looking at it.'))),
+    );
     await fs.appendFile(file, jsonl(user('u3', 'a1', 'Start over', 5)));
     await view.until('u3');
     expect(warnings.length).toBeGreaterThanOrEqual(2);
@@ -143,17 +177,33 @@ describe('watchTranscripts', () => {
 
   it('counts the usage of a message written in two records once, though a pass read it half written', async () => {
     const file = join(work, `${NATIVE_ID}.jsonl`);
-    await fs.writeFile(file, jsonl(user('u1', null, 'Summarize'), assistant('a1', 'u1', 'Reading', { messageId: 'msg_1', stop: null, output: 7 })));
+    await fs.writeFile(
+      file,
+      jsonl(
+        user('u1', null, 'Summarize'),
+        assistant('a1', 'u1', 'Reading', { messageId: 'msg_1', stop: null, output: 7 }),
+      ),
+    );
     const client = await server.client();
     await client.subscribe();
     const view = follow(client, SESSION_ID);
     watcher = watchTranscripts(file, { store });
     await watcher.ready;
     // The second record of the same API message: its usage (the message's, repeated) ends the message.
-    await fs.appendFile(file, jsonl(assistant('a1b', 'a1', 'Done.', { messageId: 'msg_1', stop: 'end_turn', output: 7, second: 2 })));
+    await fs.appendFile(
+      file,
+      jsonl(assistant('a1b', 'a1', 'Done.', { messageId: 'msg_1', stop: 'end_turn', output: 7, second: 2 })),
+    );
     await view.until('a1b');
     // A human prompt after an answer with no stop reason still ends that turn.
-    await fs.appendFile(file, jsonl(user('u2', 'a1b', 'Thanks', 3), assistant('a2', 'u2', 'You are welcome', { stop: null, second: 4 }), user('u3', 'a2', 'Bye', 5)));
+    await fs.appendFile(
+      file,
+      jsonl(
+        user('u2', 'a1b', 'Thanks', 3),
+        assistant('a2', 'u2', 'You are welcome', { stop: null, second: 4 }),
+        user('u3', 'a2', 'Bye', 5),
+      ),
+    );
     await view.until('u3');
     await watcher.stop();
     const log: StreamEvent[] = [];
@@ -172,12 +222,14 @@ describe('watchTranscripts', () => {
     await fs.writeFile(join(folder, `${otherId}.jsonl`), jsonl({ ...user('o1', null, 'Other'), sessionId: otherId }));
     const syncs: ImportResult[] = [];
     const waiting: Array<{ check: (result: ImportResult) => boolean; done: (result: ImportResult) => void }> = [];
-    const next = (check: (result: ImportResult) => boolean) => new Promise<ImportResult>((done) => waiting.push({ check, done }));
+    const next = (check: (result: ImportResult) => boolean) =>
+      new Promise<ImportResult>((done) => waiting.push({ check, done }));
     watcher = watchTranscripts(folder, {
       store,
       onSync: (result) => {
         syncs.push(result);
-        for (const entry of [...waiting]) if (entry.check(result)) (waiting.splice(waiting.indexOf(entry), 1), entry.done(result));
+        for (const entry of [...waiting])
+          if (entry.check(result)) (waiting.splice(waiting.indexOf(entry), 1), entry.done(result));
       },
     });
     expect((await watcher.ready).sessions).toHaveLength(2);
@@ -187,8 +239,14 @@ describe('watchTranscripts', () => {
     expect((await updated).sessions.map((session) => session.sessionId)).toEqual([SESSION_ID]);
 
     const agent = next((result) => result.sessions.some((session) => session.subagents === 1));
-    await fs.writeFile(join(folder, NATIVE_ID, 'subagents', 'agent-x1.jsonl'), jsonl({ ...user('s1', null, 'Search the code'), isSidechain: true, agentId: 'x1' }));
-    expect((await agent).sessions.find((session) => session.sessionId === SESSION_ID)).toMatchObject({ status: 'updated', subagents: 1 });
+    await fs.writeFile(
+      join(folder, NATIVE_ID, 'subagents', 'agent-x1.jsonl'),
+      jsonl({ ...user('s1', null, 'Search the code'), isSidechain: true, agentId: 'x1' }),
+    );
+    expect((await agent).sessions.find((session) => session.sessionId === SESSION_ID)).toMatchObject({
+      status: 'updated',
+      subagents: 1,
+    });
   });
 
   it('reports a store failure during a pass, keeps watching, and the next pass writes what the failed one did not', async () => {
@@ -198,7 +256,8 @@ describe('watchTranscripts', () => {
     const failing: SessionStore = new Proxy(store, {
       get(target, key, receiver) {
         const value = Reflect.get(target, key, receiver) as unknown;
-        if (key !== 'append' || typeof value !== 'function') return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+        if (key !== 'append' || typeof value !== 'function')
+          return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
         return (...args: unknown[]) => {
           if (failNext) {
             failNext = false;
@@ -243,7 +302,10 @@ describe('watchTranscripts', () => {
     });
     await watcher!.ready;
     await fs.mkdir(missing, { recursive: true });
-    await fs.writeFile(join(missing, `${NATIVE_ID}.jsonl`), jsonl(user('u1', null, 'Hello'), assistant('a1', 'u1', 'Hi')));
+    await fs.writeFile(
+      join(missing, `${NATIVE_ID}.jsonl`),
+      jsonl(user('u1', null, 'Hello'), assistant('a1', 'u1', 'Hi')),
+    );
     expect((await imported).sessions).toEqual([expect.objectContaining({ sessionId: SESSION_ID, status: 'imported' })]);
   });
 });

@@ -38,10 +38,17 @@ export interface AppRig {
  * The whole app on a client over the in-memory transport to a recorded peer (STYLE.md practice 17,
  * after gemini-cli's AppRig), or over any transport (`{ factory: webSocketTransport(…) }`: a real server).
  */
-export function renderApp(peer: Pick<RecordedPeer, 'factory'>, options: { now?: number; props?: Partial<AppProps> } = {}): AppRig {
+export function renderApp(
+  peer: Pick<RecordedPeer, 'factory'>,
+  options: { now?: number; props?: Partial<AppProps> } = {},
+): AppRig {
   let now = options.now ?? Date.parse('2026-11-21T07:00:00Z');
   let exits = 0;
-  const client = new ProtocolClient({ transport: peer.factory, reconnect: { initialDelayMs: 5, maxDelayMs: 20, jitter: 0 }, onError: () => {} });
+  const client = new ProtocolClient({
+    transport: peer.factory,
+    reconnect: { initialDelayMs: 5, maxDelayMs: 20, jitter: 0 },
+    onError: () => {},
+  });
   const instance = render(
     <App
       client={client}
@@ -62,12 +69,18 @@ export function renderApp(peer: Pick<RecordedPeer, 'factory'>, options: { now?: 
     lines,
     raw: () => instance.lastFrame() ?? '',
     async waitFor(expected, timeoutMs = 5_000) {
-      const matches = (text: string) => (typeof expected === 'string' ? text.includes(flat(expected)) : expected instanceof RegExp ? expected.test(text) : expected(text));
+      const matches = (text: string) =>
+        typeof expected === 'string'
+          ? text.includes(flat(expected))
+          : expected instanceof RegExp
+            ? expected.test(text)
+            : expected(text);
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         const text = frame();
         if (matches(text)) return text;
-        if (Date.now() > deadline) throw new Error(`The screen never showed ${String(expected)}. Last frame:\n${lines()}`);
+        if (Date.now() > deadline)
+          throw new Error(`The screen never showed ${String(expected)}. Last frame:\n${lines()}`);
         await settle();
       }
     },

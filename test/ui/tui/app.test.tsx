@@ -7,7 +7,9 @@ import { loadRecording, RecordedPeer } from './recorded-peer.js';
 
 const recording = loadRecording();
 /** The draft session's events in the recording, by `seq`. */
-const events = RecordedPeer.notifications(recording, 'channel_message').map((frame) => (frame.params as { event: StreamEvent }).event);
+const events = RecordedPeer.notifications(recording, 'channel_message').map(
+  (frame) => (frame.params as { event: StreamEvent }).event,
+);
 const sessionId = events[0]!.sessionId;
 const channelId = 'tui-demo';
 const eventAt = (seq: number): StreamEvent => events.find((event) => event.seq === seq)!;
@@ -32,7 +34,8 @@ async function draft(app: AppRig): Promise<void> {
 
 /** Plays recorded events through `seq` (inclusive) from `from`. */
 function play(peer: RecordedPeer, from: number, through: number): void {
-  for (const event of events) if (event.seq >= from && event.seq <= through) peer.notify('channel_message', { channelId, sessionId, event });
+  for (const event of events)
+    if (event.seq >= from && event.seq <= through) peer.notify('channel_message', { channelId, sessionId, event });
 }
 
 function titleLine(raw: string): string {
@@ -62,7 +65,14 @@ describe('title bar', () => {
     await rig.waitFor('Context: 31%');
     // The managed session compacts at 90,000 of a 200,000-token window: 45%. 31% is plain.
     expect(titleLine(rig.raw())).not.toMatch(/\u001b\[3[13]m/);
-    const status = { channelId, sessionId, role: 'product-analyst', turnCount: 1, costUsd: 0.23, lastActivity: '2026-11-21T07:00:00.000Z' };
+    const status = {
+      channelId,
+      sessionId,
+      role: 'product-analyst',
+      turnCount: 1,
+      costUsd: 0.23,
+      lastActivity: '2026-11-21T07:00:00.000Z',
+    };
     peer.notify('draft_status', { ...status, contextPct: 38 });
     await rig.waitFor('Context: 38%');
     expect(titleLine(rig.raw())).toMatch(/\u001b\[33m38%/);
@@ -101,10 +111,23 @@ describe('title bar', () => {
     const { rig, peer } = start();
     await rig.waitFor('Connected | No draft | Agents: 0');
     await rig.waitFor(() => peer.count('list_roles') > 0);
-    const worker = { agentId: 'dev-1', kind: 'worker', role: 'dev', project: 'demo-project', channelId, status: 'running', sessionId: 'other', startedAt: '2026-11-21T07:00:00.000Z', costUsd: 0 };
+    const worker = {
+      agentId: 'dev-1',
+      kind: 'worker',
+      role: 'dev',
+      project: 'demo-project',
+      channelId,
+      status: 'running',
+      sessionId: 'other',
+      startedAt: '2026-11-21T07:00:00.000Z',
+      costUsd: 0,
+    };
     peer.notify('agent_status', { channelId, agent: worker });
     await rig.waitFor('No draft | Agents: 1');
-    peer.notify('agent_status', { channelId, agent: { ...worker, status: 'completed', endedAt: '2026-11-21T07:01:00.000Z' } });
+    peer.notify('agent_status', {
+      channelId,
+      agent: { ...worker, status: 'completed', endedAt: '2026-11-21T07:01:00.000Z' },
+    });
     await rig.waitFor('No draft | Agents: 0');
   });
 });
@@ -115,7 +138,19 @@ describe('commands', () => {
     await rig.waitFor('Connected');
     await rig.type('/help');
     const frame = await rig.waitFor('/quit');
-    for (const usage of ['/draft <role>', '/undraft', '/context', '/project <name>', '/task new <title>', '/task select <slug>', '/roles', '/sessions', '/compact [instructions]', '/agents', '/help']) {
+    for (const usage of [
+      '/draft <role>',
+      '/undraft',
+      '/context',
+      '/project <name>',
+      '/task new <title>',
+      '/task select <slug>',
+      '/roles',
+      '/sessions',
+      '/compact [instructions]',
+      '/agents',
+      '/help',
+    ]) {
       expect(frame).toContain(usage);
     }
     expect(frame).toContain('Esc interrupts the turn');
@@ -125,7 +160,9 @@ describe('commands', () => {
     const { rig } = start();
     await rig.waitFor('Connected');
     await rig.type('/drat dev');
-    await rig.waitFor('✗ Unknown command /drat. Did you mean /draft? Commands: /draft /undraft /context /project /task /roles /sessions /compact /agents /runs /answer /say /backend /help /quit');
+    await rig.waitFor(
+      '✗ Unknown command /drat. Did you mean /draft? Commands: /draft /undraft /context /project /task /roles /sessions /compact /agents /runs /answer /say /backend /help /quit',
+    );
   });
 
   it('/draft says what it needs: a role, then a task, and refuses a second draft', async () => {
@@ -135,7 +172,9 @@ describe('commands', () => {
     await rig.type('/draft');
     await rig.waitFor('✗ /draft needs one role: /draft <role>. Roles: dev, product-analyst, qa.');
     await rig.type('/draft dev');
-    await rig.waitFor('✗ No active task in project demo-project. Create one with /task new <title>, or choose one with /task select <slug> (/task lists them).');
+    await rig.waitFor(
+      '✗ No active task in project demo-project. Create one with /task new <title>, or choose one with /task select <slug> (/task lists them).',
+    );
     await rig.type('/task new Demo');
     await rig.waitFor('Created task demo');
     await rig.type('/draft product-analyst');
@@ -144,9 +183,11 @@ describe('commands', () => {
     await rig.waitFor('✗ product-analyst is already drafted on task demo. /undraft it first.');
   });
 
-  it('a command typed while the terminal is still reading the server\'s state waits for it', async () => {
+  it("a command typed while the terminal is still reading the server's state waits for it", async () => {
     const { rig, peer } = start();
-    const projects = (recording.frames.find((frame) => 'response' in frame && frame.response === 'list_projects') as { result: unknown }).result;
+    const projects = (
+      recording.frames.find((frame) => 'response' in frame && frame.response === 'list_projects') as { result: unknown }
+    ).result;
     let release!: () => void;
     peer.handlers.set('list_projects', () => new Promise((resolve) => (release = () => resolve(projects))));
     await rig.waitFor(() => peer.count('list_projects') === 1);
@@ -206,7 +247,9 @@ describe('commands', () => {
     expect(frame).toContain('Input tokens 62,000 (last request: input + cache read + cache write)');
     expect(frame).toContain('Context window 200,000');
     expect(frame).toContain('Used 31% (31.0%)');
-    expect(frame).toMatch(/Sections role \d+ · context \d+ · checkpoint \d+ · conversation \d+ · next prompt 0 \(next request: [\d,]+\)/);
+    expect(frame).toMatch(
+      /Sections role \d+ · context \d+ · checkpoint \d+ · conversation \d+ · next prompt 0 \(next request: [\d,]+\)/,
+    );
     expect(frame).toMatch(/Compaction at 90,000 tokens \(90% of the 100,000-token budget\): [\d,]+ tokens to go/);
     expect(frame).toContain('Cost $0.24 cumulative');
   });
@@ -235,27 +278,42 @@ describe('commands', () => {
     rig.advance(4_000);
     await rig.waitFor('Compacting the context… 4s');
     finish({ compacted: true, checkpoint: checkpoint() });
-    await rig.waitFor('Compacted in 4s: checkpoint v2 covers the conversation through seq 63 (12 messages); nothing was deleted.');
+    await rig.waitFor(
+      'Compacted in 4s: checkpoint v2 covers the conversation through seq 63 (12 messages); nothing was deleted.',
+    );
     expect(rig.frame()).not.toContain('Compacting the context…');
   });
 
   it('/compact says when the checkpoint was built structurally, with no model', async () => {
     const { rig, peer } = start();
     await draft(rig);
-    peer.handlers.set('force_compact', () => Promise.resolve({ compacted: true, checkpoint: { ...(checkpoint() as object), summarizer: { kind: 'structural' } } }));
+    peer.handlers.set('force_compact', () =>
+      Promise.resolve({
+        compacted: true,
+        checkpoint: { ...(checkpoint() as object), summarizer: { kind: 'structural' } },
+      }),
+    );
     await rig.type('/compact');
-    await rig.waitFor('checkpoint v2 (built structurally, no model) covers the conversation through seq 63 (12 messages); nothing was deleted.');
+    await rig.waitFor(
+      'checkpoint v2 (built structurally, no model) covers the conversation through seq 63 (12 messages); nothing was deleted.',
+    );
   });
 
   it('/compact explains when the server has no model to summarize with', async () => {
     const { rig, peer } = start();
     // Servers before the structural checkpoint builder refused to compact without a model.
     peer.handlers.set('force_compact', () => ({
-      error: { code: RpcErrorCode.UNSUPPORTED, message: 'No summarizer is configured.', data: { code: 'COMPACTION_NO_SUMMARIZER' } },
+      error: {
+        code: RpcErrorCode.UNSUPPORTED,
+        message: 'No summarizer is configured.',
+        data: { code: 'COMPACTION_NO_SUMMARIZER' },
+      },
     }));
     await draft(rig);
     await rig.type('/compact');
-    await rig.waitFor('✗ Cannot compact: this server has no model to write the summary with (the scripted back end cannot summarize).');
+    await rig.waitFor(
+      '✗ Cannot compact: this server has no model to write the summary with (the scripted back end cannot summarize).',
+    );
   });
 
   it('/agents lists the workers with their status and cost', async () => {
@@ -276,7 +334,9 @@ describe('commands', () => {
     await rig.type('/undraft');
     await rig.waitFor(/Undrafted product-analyst \(task demo\): 2 turns, \$0\.24, \d+s\./);
     await rig.waitFor('Parley ● Connected | No draft | Agents: 0');
-    peer.handlers.set('undraft', () => ({ error: { code: -32005, message: 'Channel "tui-demo" has no active draft.', data: { code: 'NO_ACTIVE_DRAFT' } } }));
+    peer.handlers.set('undraft', () => ({
+      error: { code: -32005, message: 'Channel "tui-demo" has no active draft.', data: { code: 'NO_ACTIVE_DRAFT' } },
+    }));
     await rig.type('/undraft');
     await rig.waitFor('✗ No agent is drafted on this channel. Draft one with /draft <role>.');
   });
@@ -297,12 +357,34 @@ describe('commands', () => {
 });
 
 describe('the first message', () => {
-  const recordedTask = (recording.frames.find((frame) => 'response' in frame && frame.response === 'create_task') as { result: { task: Record<string, unknown> } }).result.task;
-  const projects = (defaultRole: string) => ({ projects: [{ name: 'demo-project', path: '/home/user/demo-project', dataDir: '/home/user/demo-project/.parley', current: true, defaultRole }] });
+  const recordedTask = (
+    recording.frames.find((frame) => 'response' in frame && frame.response === 'create_task') as {
+      result: { task: Record<string, unknown> };
+    }
+  ).result.task;
+  const projects = (defaultRole: string) => ({
+    projects: [
+      {
+        name: 'demo-project',
+        path: '/home/user/demo-project',
+        dataDir: '/home/user/demo-project/.parley',
+        current: true,
+        defaultRole,
+      },
+    ],
+  });
 
   /** A server that makes the task the client asks for and drafts into whichever task it names. */
   function serveTasks(peer: RecordedPeer): void {
-    peer.handlers.set('create_task', (params) => ({ task: { ...recordedTask, slug: String(params['title']).toLowerCase().replace(/[^a-z0-9]+/g, '-'), title: params['title'] } }));
+    peer.handlers.set('create_task', (params) => ({
+      task: {
+        ...recordedTask,
+        slug: String(params['title'])
+          .toLowerCase()
+          .replace(/[^a-z0-9]+/g, '-'),
+        title: params['title'],
+      },
+    }));
     peer.handlers.set('draft', (params) => ({ sessionId, taskSlug: params['task'], project: params['project'] }));
   }
 
@@ -311,15 +393,20 @@ describe('the first message', () => {
     serveTasks(peer);
     await rig.waitFor('Connected | No draft');
     await rig.type('Fix the login bug');
-    const frame = await rig.waitFor("Created task fix-the-login-bug and drafted product-analyst on it (the project's default role; /undraft to change).");
+    const frame = await rig.waitFor(
+      "Created task fix-the-login-bug and drafted product-analyst on it (the project's default role; /undraft to change).",
+    );
     await rig.waitFor('Turns: 1');
     expect(frame).not.toContain('✗');
-    const asked = (method: string) => peer.requests.filter((request) => request.method === method).map((request) => request.params);
+    const asked = (method: string) =>
+      peer.requests.filter((request) => request.method === method).map((request) => request.params);
     expect(asked('create_task')).toEqual([{ project: 'demo-project', title: 'Fix the login bug' }]);
     expect(asked('draft')).toEqual([{ role: 'product-analyst', project: 'demo-project', task: 'fix-the-login-bug' }]);
     expect(asked('submit_prompt')).toEqual([{ content: 'Fix the login bug' }]);
     // In that order: the task, then the draft, then the message.
-    const order = peer.requests.map((request) => request.method).filter((method) => ['create_task', 'draft', 'submit_prompt'].includes(method));
+    const order = peer.requests
+      .map((request) => request.method)
+      .filter((method) => ['create_task', 'draft', 'submit_prompt'].includes(method));
     expect(order).toEqual(['create_task', 'draft', 'submit_prompt']);
     expect(rig.frame()).toContain('Draft: product-analyst');
   });
@@ -335,7 +422,11 @@ describe('the first message', () => {
     await rig.waitFor("Drafted dev on task demo (the project's default role; /undraft to change).");
     await rig.waitFor(() => peer.count('submit_prompt') === 1);
     expect(peer.count('create_task')).toBe(1);
-    expect(peer.requests.find((request) => request.method === 'draft')?.params).toEqual({ role: 'dev', project: 'demo-project', task: 'demo' });
+    expect(peer.requests.find((request) => request.method === 'draft')?.params).toEqual({
+      role: 'dev',
+      project: 'demo-project',
+      task: 'demo',
+    });
   });
 
   it('a message typed while the first one is drafting waits for that draft instead of drafting again', async () => {
@@ -355,14 +446,22 @@ describe('the first message', () => {
     await rig.waitFor('✗ The agent is still answering. Wait for it, or press Esc to interrupt it.');
     expect(peer.count('create_task')).toBe(1);
     expect(peer.count('draft')).toBe(1);
-    expect(peer.requests.filter((request) => request.method === 'submit_prompt').map((request) => request.params)).toEqual([{ content: 'first' }]);
+    expect(
+      peer.requests.filter((request) => request.method === 'submit_prompt').map((request) => request.params),
+    ).toEqual([{ content: 'first' }]);
   });
 
-  it("a default role that does not exist: the task stays, the error says why, and the message is not sent", async () => {
+  it('a default role that does not exist: the task stays, the error says why, and the message is not sent', async () => {
     const { rig, peer } = start();
     serveTasks(peer);
     peer.handlers.set('list_projects', () => projects('reviewer'));
-    peer.handlers.set('draft', () => ({ error: { code: -32001, message: 'No role "reviewer". Roles: dev, product-analyst, qa.', data: { code: 'NOT_FOUND' } } }));
+    peer.handlers.set('draft', () => ({
+      error: {
+        code: -32001,
+        message: 'No role "reviewer". Roles: dev, product-analyst, qa.',
+        data: { code: 'NOT_FOUND' },
+      },
+    }));
     await rig.waitFor('Connected | No draft');
     await rig.type('Write the guide');
     await rig.waitFor(
@@ -392,7 +491,9 @@ describe('Tab completion', () => {
     await rig.press('/');
     await rig.press('\t');
     // Wider than the rig's 100 columns: the list is cut with an ellipsis.
-    await rig.waitFor('agents  answer  backend  compact  context  draft  help  project  quit  roles  runs  say  sessions  …');
+    await rig.waitFor(
+      'agents  answer  backend  compact  context  draft  help  project  quit  roles  runs  say  sessions  …',
+    );
     await rig.press('c\t');
     await rig.waitFor('❯ /co');
     await rig.waitFor('compact  context');
@@ -414,7 +515,11 @@ describe('the conversation', () => {
     rig.advance(2_000);
     await rig.waitFor('Writing… 2s');
     play(peer, text + 4, text + 9);
-    await rig.waitFor((screen) => screen.includes("Sure. I'll ask a developer to write hello.txt and report back when it is done.") && !screen.includes('done.▍'));
+    await rig.waitFor(
+      (screen) =>
+        screen.includes("Sure. I'll ask a developer to write hello.txt and report back when it is done.") &&
+        !screen.includes('done.▍'),
+    );
   });
 
   it('collapses thinking to a line, and Ctrl+O shows it in full', async () => {
@@ -440,7 +545,9 @@ describe('the conversation', () => {
     await rig.type('Please add a hello.txt greeting file');
     const running = seqOf((event) => event.type === 'block_update' && event.updates['status'] === 'running');
     play(peer, 0, running);
-    let frame = await rig.waitFor(/[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] draft_agent\(role: "dev", prompt: "Write hello.txt with a friendly greeting."\)/);
+    let frame = await rig.waitFor(
+      /[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] draft_agent\(role: "dev", prompt: "Write hello.txt with a friendly greeting."\)/,
+    );
     expect(frame).toContain('Running draft_agent… 0s · Esc interrupts');
     const result = seqOf((event) => event.type === 'block_complete' && event.block.type === 'tool_result');
     play(peer, running + 1, result);
@@ -449,13 +556,25 @@ describe('the conversation', () => {
   });
 
   it('shows a worker as a thread with its live status, time and cost, collapsed to its latest work', async () => {
-    const start0 = (eventAt(seqOf((event) => event.type === 'block_start' && event.block.type === 'subagent')) as StreamEvent & { type: 'block_start' }).block.createdAt;
+    const start0 = (
+      eventAt(seqOf((event) => event.type === 'block_start' && event.block.type === 'subagent')) as StreamEvent & {
+        type: 'block_start';
+      }
+    ).block.createdAt;
     const { rig, peer } = start({ autoplay: false, now: start0 + 3_000 });
     await draft(rig);
     await rig.type('Please add a hello.txt greeting file');
-    const written = seqOf((event) => event.type === 'block_complete' && event.conversationId !== 'main' && event.block.type === 'tool_use' && event.block.name === 'write_file');
+    const written = seqOf(
+      (event) =>
+        event.type === 'block_complete' &&
+        event.conversationId !== 'main' &&
+        event.block.type === 'tool_use' &&
+        event.block.name === 'write_file',
+    );
     play(peer, 0, written);
-    let frame = await rig.waitFor(/⎇ [⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] dev worker · running 3s · Write hello.txt with a friendly greeting\./);
+    let frame = await rig.waitFor(
+      /⎇ [⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] dev worker · running 3s · Write hello.txt with a friendly greeting\./,
+    );
     expect(frame).toContain('│ ✓ write_file(path: "hello.txt", content: "Hello, and welcome!")');
     expect(frame).not.toContain('│ Reading the project layout first.');
     await rig.press('\u000f');
@@ -475,10 +594,30 @@ describe('the conversation', () => {
     await draft(rig);
     const at = Date.parse('2026-11-21T07:00:00Z');
     const system = (seq: number, subtype: string, content: string, data?: unknown): StreamEvent =>
-      ({ sessionId, conversationId: 'main', seq, at, type: 'block_complete', block: { id: `system-${seq}`, type: 'system', subtype, content, createdAt: at, ...(data ? { data } : {}) } }) as StreamEvent;
-    peer.notify('channel_message', { channelId, sessionId, event: system(0, 'compaction', 'Compacted (manual).', { trigger: 'manual', tokensBefore: 91_234, tokensAfter: 8_100, version: 2 }) });
+      ({
+        sessionId,
+        conversationId: 'main',
+        seq,
+        at,
+        type: 'block_complete',
+        block: { id: `system-${seq}`, type: 'system', subtype, content, createdAt: at, ...(data ? { data } : {}) },
+      }) as StreamEvent;
+    peer.notify('channel_message', {
+      channelId,
+      sessionId,
+      event: system(0, 'compaction', 'Compacted (manual).', {
+        trigger: 'manual',
+        tokensBefore: 91_234,
+        tokensAfter: 8_100,
+        version: 2,
+      }),
+    });
     await rig.waitFor('※ Context compacted (manual): 91,234 → 8,100 tokens · checkpoint v2. Nothing was deleted.');
-    peer.notify('channel_message', { channelId, sessionId, event: system(1, 'error', 'The model is overloaded (HTTP 529). Try again in a minute.') });
+    peer.notify('channel_message', {
+      channelId,
+      sessionId,
+      event: system(1, 'error', 'The model is overloaded (HTTP 529). Try again in a minute.'),
+    });
     await rig.waitFor('✗ The model is overloaded (HTTP 529). Try again in a minute.');
     expect(rig.raw()).toMatch(/\u001b\[31m✗ The model is overloaded/);
   });
@@ -522,7 +661,9 @@ describe('the conversation', () => {
     expect(resumed.params).toEqual({ sessionId, afterSeq: text + 4 });
     // Live events after the reconnect carry on from there, and repeats of old ones change nothing.
     // The worker's blocks interleave with the main turn's end as the recording's timing had it.
-    const workerWrite = seqOf((event) => event.type === 'block_start' && event.block.type === 'tool_use' && event.block.name === 'write_file');
+    const workerWrite = seqOf(
+      (event) => event.type === 'block_start' && event.block.type === 'tool_use' && event.block.name === 'write_file',
+    );
     play(peer, text, Math.max(turnEnd, workerWrite) + 1);
     await rig.waitFor('│ ● write_file(path: "hello.txt"');
     expect(count(rig.frame(), "Sure. I'll ask a developer to write hello.txt")).toBe(1);
@@ -531,7 +672,12 @@ describe('the conversation', () => {
   it('finds its draft again when the terminal connects to a channel that has one, with the history', async () => {
     const peer = new RecordedPeer(recording, { autoplay: false });
     for (const event of events) if (event.seq <= 20) peer.append(event);
-    const status = (recording.frames.find((frame) => 'response' in frame && frame.response === 'get_draft_status' && (frame.result as { active: boolean }).active) as { result: unknown }).result;
+    const status = (
+      recording.frames.find(
+        (frame) =>
+          'response' in frame && frame.response === 'get_draft_status' && (frame.result as { active: boolean }).active,
+      ) as { result: unknown }
+    ).result;
     peer.handlers.set('get_draft_status', () => status);
     rig = renderApp(peer);
     const frame = await rig.waitFor("Sure. I'll ask a developer to write hello.txt and report back when it is done.");
@@ -541,9 +687,24 @@ describe('the conversation', () => {
 });
 
 describe('a compaction of the draft that this terminal did not start', () => {
-  const draftStatus = () => (recording.frames.find((frame) => 'response' in frame && frame.response === 'get_draft_status' && (frame.result as { active: boolean }).active) as { result: unknown }).result;
+  const draftStatus = () =>
+    (
+      recording.frames.find(
+        (frame) =>
+          'response' in frame && frame.response === 'get_draft_status' && (frame.result as { active: boolean }).active,
+      ) as { result: unknown }
+    ).result;
   const now = Date.parse('2026-11-21T07:00:00Z');
-  const running = { running: true, startedAt: new Date(now - 12_000).toISOString(), trigger: 'auto', tokensBefore: 91_000, summarizer: { kind: 'model' }, consecutiveFailures: 0, autoCompactionStopped: false, structuralFallback: false };
+  const running = {
+    running: true,
+    startedAt: new Date(now - 12_000).toISOString(),
+    trigger: 'auto',
+    tokensBefore: 91_000,
+    summarizer: { kind: 'model' },
+    consecutiveFailures: 0,
+    autoCompactionStopped: false,
+    structuralFallback: false,
+  };
   const idle = { running: false, consecutiveFailures: 0, autoCompactionStopped: false, structuralFallback: false };
 
   function connectToDraft(status: () => unknown): { rig: AppRig; peer: RecordedPeer } {
@@ -551,7 +712,11 @@ describe('a compaction of the draft that this terminal did not start', () => {
     for (const event of events) if (event.seq <= 20) peer.append(event);
     const active = draftStatus();
     peer.handlers.set('get_draft_status', () => active);
-    peer.handlers.set('subscribe', (params) => ({ all: false, sessionIds: [], notices: { all: false, sessionIds: params['sessionIds'] } }));
+    peer.handlers.set('subscribe', (params) => ({
+      all: false,
+      sessionIds: [],
+      notices: { all: false, sessionIds: params['sessionIds'] },
+    }));
     peer.handlers.set('unsubscribe', () => ({ all: false, sessionIds: [] }));
     peer.handlers.set('get_compaction_status', (params) => {
       expect(params).toEqual({ sessionId });
@@ -565,10 +730,18 @@ describe('a compaction of the draft that this terminal did not start', () => {
     const { rig, peer } = connectToDraft(() => running);
     await rig.waitFor(/[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] Compacting the context… 12s/);
     // Notices only: the draft's events come as channel_message, not a second time as session_event.
-    expect(peer.requests.filter((request) => request.method === 'subscribe').map((request) => request.params)).toEqual([{ sessionIds: [sessionId], events: false }]);
+    expect(peer.requests.filter((request) => request.method === 'subscribe').map((request) => request.params)).toEqual([
+      { sessionIds: [sessionId], events: false },
+    ]);
     rig.advance(3_000);
     await rig.waitFor('Compacting the context… 15s');
-    peer.notify('compaction_completed', { sessionId, trigger: 'auto', version: 2, tokensBefore: 91_000, tokensAfter: 4_000 });
+    peer.notify('compaction_completed', {
+      sessionId,
+      trigger: 'auto',
+      version: 2,
+      tokensBefore: 91_000,
+      tokensAfter: 4_000,
+    });
     await rig.waitFor((frame) => !frame.includes('Compacting the context…'));
   });
 
@@ -593,7 +766,12 @@ describe('a compaction of the draft that this terminal did not start', () => {
     expect(rig.frame()).not.toContain('Compacting the context…');
     peer.notify('compaction_started', { sessionId, trigger: 'auto', tokensBefore: 91_000 });
     await rig.waitFor('Compacting the context… 0s');
-    peer.notify('compaction_failed', { sessionId, trigger: 'auto', code: 'COMPACTION_SUMMARIZER_FAILED', message: 'The summarizer failed: 503' });
+    peer.notify('compaction_failed', {
+      sessionId,
+      trigger: 'auto',
+      code: 'COMPACTION_SUMMARIZER_FAILED',
+      message: 'The summarizer failed: 503',
+    });
     await rig.waitFor((frame) => !frame.includes('Compacting the context…'));
     // Another session's notices are not the draft's.
     peer.notify('compaction_started', { sessionId: 'another-session', trigger: 'manual', tokensBefore: 1_000 });
@@ -635,7 +813,9 @@ describe('/backend', () => {
     await rig.waitFor('The next message continues this draft on gemini-cli, with its history so far.');
     await rig.type('Please add a hello.txt greeting file');
     await rig.waitFor(() => peer.count('submit_prompt') === 1);
-    const asked = peer.requests.filter((request) => request.method === 'submit_prompt').map((request) => request.params);
+    const asked = peer.requests
+      .filter((request) => request.method === 'submit_prompt')
+      .map((request) => request.params);
     expect(asked).toEqual([{ content: 'Please add a hello.txt greeting file', backend: 'gemini-cli' }]);
   });
 });

@@ -40,7 +40,11 @@ const command: PermissionRequest = {
 let rig: AppRig | undefined;
 afterEach(() => rig?.stop());
 
-function start(waiting: PermissionRequest[] = []): { rig: AppRig; peer: RecordedPeer; answers: Array<Record<string, unknown>> } {
+function start(waiting: PermissionRequest[] = []): {
+  rig: AppRig;
+  peer: RecordedPeer;
+  answers: Array<Record<string, unknown>>;
+} {
   const peer = new RecordedPeer(recording);
   const answers: Array<Record<string, unknown>> = [];
   peer.handlers.set('get_permissions', () => ({ sessionId, mode: 'default', requests: waiting }));
@@ -82,7 +86,16 @@ describe('the approval prompt', () => {
     const { rig: app, peer, answers } = start();
     await app.waitFor('Connected | No draft');
     peer.notify('permission_requested', { channelId, request: command });
-    peer.notify('permission_requested', { channelId, request: { ...command, requestId: 'request-second', command: 'ls -a', title: 'Run `ls -a`', allowAlwaysScope: undefined } });
+    peer.notify('permission_requested', {
+      channelId,
+      request: {
+        ...command,
+        requestId: 'request-second',
+        command: 'ls -a',
+        title: 'Run `ls -a`',
+        allowAlwaysScope: undefined,
+      },
+    });
     let frame = await app.waitFor('Approve? Run `rm notes.txt` (1 of 2 waiting)');
     expect(app.lines()).toMatch(/\$ rm notes\.txt +│\n│ in src /);
     expect(frame).toContain('[a] allow always: commands starting with "rm"');
@@ -107,7 +120,13 @@ describe('the approval prompt', () => {
   it('goes away when another client answers (permission_resolved)', async () => {
     const { rig: app, peer, answers } = start([command]);
     await app.waitFor('Approve? Run `rm notes.txt`');
-    peer.notify('permission_resolved', { channelId, sessionId, requestId: 'request-command', decision: 'deny', source: 'client' });
+    peer.notify('permission_resolved', {
+      channelId,
+      sessionId,
+      requestId: 'request-command',
+      decision: 'deny',
+      source: 'client',
+    });
     await app.waitFor((text) => !text.includes('Approve?'));
     expect(answers).toEqual([]);
   });
@@ -117,7 +136,9 @@ describe('the approval prompt', () => {
     peer.handlers.set('answer_permission', () => new Error('No approval request request-command is waiting.'));
     await app.waitFor('Approve? Run `rm notes.txt`');
     await app.press('y');
-    const frame = await app.waitFor('Could not answer "Run `rm notes.txt`": No approval request request-command is waiting.');
+    const frame = await app.waitFor(
+      'Could not answer "Run `rm notes.txt`": No approval request request-command is waiting.',
+    );
     expect(frame).toContain('Approve? Run `rm notes.txt`');
   });
 });

@@ -72,7 +72,9 @@ describe.skipIf(tmux.skip)('approvals in the terminal (tmux)', () => {
 
     expect(await fs.readFile(notes, 'utf8')).toBe('second\n');
     const { events } = await driver.request('get_events', { sessionId });
-    const results = events.flatMap((event) => (event.type === 'block_complete' && event.block.type === 'tool_result' ? [event.block as ToolResultBlock] : []));
+    const results = events.flatMap((event) =>
+      event.type === 'block_complete' && event.block.type === 'tool_result' ? [event.block as ToolResultBlock] : [],
+    );
     expect(results).toHaveLength(4);
     expect(results[1]!.content).toMatch(/^Denied by the user/);
     expect(results[3]!.content).toContain('notes.txt');

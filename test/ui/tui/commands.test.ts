@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { COMMANDS, complete, helpLines, parseInput, suggestCommand } from '../../../src/ui/tui/index.js';
 
-const sources = { roles: ['dev', 'product-analyst', 'qa'], tasks: ['demo', 'docs-pass', 'release'], projects: ['parley', 'website'] };
+const sources = {
+  roles: ['dev', 'product-analyst', 'qa'],
+  tasks: ['demo', 'docs-pass', 'release'],
+  projects: ['parley', 'website'],
+};
 
 describe('parseInput', () => {
   it('tells messages from commands, keeps the argument text, and knows unknown commands', () => {
@@ -9,8 +13,16 @@ describe('parseInput', () => {
     expect(parseInput(' hello there ')).toEqual({ kind: 'message', text: 'hello there' });
     expect(parseInput('//etc/hosts is a file')).toEqual({ kind: 'message', text: '/etc/hosts is a file' });
     expect(parseInput('/Draft  dev')).toMatchObject({ kind: 'command', name: 'draft', args: 'dev' });
-    expect(parseInput('/task new Fix the login page')).toMatchObject({ kind: 'command', name: 'task', args: 'new Fix the login page' });
-    expect(parseInput('/compact keep\nthe numbers')).toMatchObject({ kind: 'command', name: 'compact', args: 'keep\nthe numbers' });
+    expect(parseInput('/task new Fix the login page')).toMatchObject({
+      kind: 'command',
+      name: 'task',
+      args: 'new Fix the login page',
+    });
+    expect(parseInput('/compact keep\nthe numbers')).toMatchObject({
+      kind: 'command',
+      name: 'compact',
+      args: 'keep\nthe numbers',
+    });
     expect(parseInput('/nope x')).toEqual({ kind: 'unknown', name: 'nope' });
     expect(parseInput('/')).toEqual({ kind: 'unknown', name: '' });
   });

@@ -29,7 +29,9 @@ describe('/say', () => {
 
   it('names a conversation by its open thread’s role, or by the start of its id, and sends the note', async () => {
     const { client, sent } = recordingClient();
-    expect(await sayInConversation(client, blocks, 'dev keep it simple')).toEqual([{ text: 'Noted in the conversation with dev: both agents read it with the next message.' }]);
+    expect(await sayInConversation(client, blocks, 'dev keep it simple')).toEqual([
+      { text: 'Noted in the conversation with dev: both agents read it with the next message.' },
+    ]);
     await sayInConversation(client, blocks, '77aa stop here');
     expect(sent).toEqual([
       { method: 'say_in_conversation', params: { conversationId: '4f1c2a9e-1111', message: 'keep it simple' } },
@@ -39,10 +41,19 @@ describe('/say', () => {
 
   it('says what is wrong, and sends nothing, for a missing message or an unknown conversation; shows the server’s refusal', async () => {
     const { client, sent } = recordingClient();
-    expect((await sayInConversation(client, blocks, 'dev'))[0]).toMatchObject({ tone: 'error', text: expect.stringContaining('Usage: /say') });
-    expect((await sayInConversation(client, blocks, 'qa hello'))[0]).toMatchObject({ tone: 'error', text: expect.stringContaining('Open: 4f1c2a9e (dev)') });
+    expect((await sayInConversation(client, blocks, 'dev'))[0]).toMatchObject({
+      tone: 'error',
+      text: expect.stringContaining('Usage: /say'),
+    });
+    expect((await sayInConversation(client, blocks, 'qa hello'))[0]).toMatchObject({
+      tone: 'error',
+      text: expect.stringContaining('Open: 4f1c2a9e (dev)'),
+    });
     expect(sent).toEqual([]);
     const refused = recordingClient(new Error('Conversation 4f1c2a9e-1111 is closed.'));
-    expect((await sayInConversation(refused.client, blocks, 'dev hi'))[0]).toEqual({ text: 'Conversation 4f1c2a9e-1111 is closed.', tone: 'error' });
+    expect((await sayInConversation(refused.client, blocks, 'dev hi'))[0]).toEqual({
+      text: 'Conversation 4f1c2a9e-1111 is closed.',
+      tone: 'error',
+    });
   });
 });

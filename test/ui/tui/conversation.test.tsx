@@ -22,7 +22,12 @@ afterEach(async () => {
 });
 
 function socket(server: RunningServer, channel?: string) {
-  return webSocketTransport({ url: server.wsUrl, token: server.token, ...(channel !== undefined ? { channel } : {}), createSocket: (url) => new WebSocket(url) as unknown as WebSocketLike });
+  return webSocketTransport({
+    url: server.wsUrl,
+    token: server.token,
+    ...(channel !== undefined ? { channel } : {}),
+    createSocket: (url) => new WebSocket(url) as unknown as WebSocketLike,
+  });
 }
 
 describe('a conversation between agents in the terminal UI', () => {
@@ -31,9 +36,15 @@ describe('a conversation between agents in the terminal UI', () => {
     cleanups.push(() => rm(root, { recursive: true, force: true }));
     const dataDir = join(root, '.parley');
     await mkdir(join(dataDir, 'roles'), { recursive: true });
-    await writeFile(join(dataDir, 'roles', 'dev.md'), '---\ndescription: Developer\nbackend: dev-backend\n---\nYou implement tasks.\n');
+    await writeFile(
+      join(dataDir, 'roles', 'dev.md'),
+      '---\ndescription: Developer\nbackend: dev-backend\n---\nYou implement tasks.\n',
+    );
     const analyst = createScriptedBackend({ idPrefix: 'analyst' });
-    const dev = createScriptedBackend({ idPrefix: 'dev', defaultTurn: () => [step.text('Dev: an in-memory LRU will do.')] });
+    const dev = createScriptedBackend({
+      idPrefix: 'dev',
+      defaultTurn: () => [step.text('Dev: an in-memory LRU will do.')],
+    });
     const server = await startServer({
       projectRoot: root,
       dataDir,
@@ -58,14 +69,24 @@ describe('a conversation between agents in the terminal UI', () => {
     const second = new Promise<void>((resolve) => (releaseSecond = resolve));
     cleanups.push(() => releaseSecond());
     server.manager.on('session:event', ({ sessionId: from, event }) => {
-      if (from === sessionId && event.type === 'block_start' && event.block.type === 'subagent') ref.conversationId = event.block.subagentId;
+      if (from === sessionId && event.type === 'block_start' && event.block.type === 'subagent')
+        ref.conversationId = event.block.subagentId;
     });
     analyst.enqueue([
       step.tool('open_conversation', { role: 'dev', topic: 'Caching strategy' }),
       { type: 'wait', until: gate },
-      step.tool('say', { get conversationId() { return ref.conversationId; }, message: 'Redis or memory?' }),
+      step.tool('say', {
+        get conversationId() {
+          return ref.conversationId;
+        },
+        message: 'Redis or memory?',
+      }),
       { type: 'wait', until: second },
-      step.tool('close_conversation', { get conversationId() { return ref.conversationId; } }),
+      step.tool('close_conversation', {
+        get conversationId() {
+          return ref.conversationId;
+        },
+      }),
       step.text('We cache in memory.'),
     ]);
 
@@ -91,6 +112,8 @@ describe('a conversation between agents in the terminal UI', () => {
     await server.drafts.settled({ channelId: driver.channelId! });
     expect(dev.calls[0]!.prompt).toContain('[A note from the user to both of you: Keep it in memory for now.]');
     // The finished thread is printed to history with its reply and its end.
-    await app.waitFor(/conversation with dev worker · done .*│ Dev: an in-memory LRU will do\. ⎿ 1 message\(s\); closed: closed/);
+    await app.waitFor(
+      /conversation with dev worker · done .*│ Dev: an in-memory LRU will do\. ⎿ 1 message\(s\); closed: closed/,
+    );
   }, 60_000);
 });

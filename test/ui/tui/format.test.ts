@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { describeInput, formatCost, formatDuration, formatPercent, oneLine, shortResult, tailRows, wrapRows } from '../../../src/ui/tui/format.js';
+import {
+  describeInput,
+  formatCost,
+  formatDuration,
+  formatPercent,
+  oneLine,
+  shortResult,
+  tailRows,
+  wrapRows,
+} from '../../../src/ui/tui/format.js';
 
 describe('formatting', () => {
   it('writes percent, cost and durations the way the title bar and /context show them', () => {

@@ -12,7 +12,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { createScriptedBackend, step, type AgentBackend } from '../../../src/backends/index.js';
-import { PROTOCOL_VERSION, ProtocolClient, webSocketTransport, type Transport, type TransportFactory, type WebSocketLike } from '../../../src/protocol/index.js';
+import {
+  PROTOCOL_VERSION,
+  ProtocolClient,
+  webSocketTransport,
+  type Transport,
+  type TransportFactory,
+  type WebSocketLike,
+} from '../../../src/protocol/index.js';
 import { startServer } from '../../../src/server/index.js';
 import { TuiController } from '../../../src/ui/tui/index.js';
 import type { RecordedFrame, RecordedSession } from './recorded-peer.js';
@@ -36,25 +43,50 @@ const backend = createScriptedBackend({
       step.text('Wrote hello.txt (19 bytes).'),
       step.cost(0.0421),
     ],
-    [step.text('Casual it is: hello.txt says "Hello, and welcome!".'), step.usage({ inputTokens: 62_000, outputTokens: 30 }), step.cost(0.012)],
+    [
+      step.text('Casual it is: hello.txt says "Hello, and welcome!".'),
+      step.usage({ inputTokens: 62_000, outputTokens: 30 }),
+      step.cost(0.012),
+    ],
   ],
 });
 
 const root = await mkdtemp(join(tmpdir(), 'parley-tui-record-'));
-const server = await startServer({ projectRoot: join(root, 'demo-project'), dataDir: join(root, 'demo-project', '.parley'), backendFor: () => backend as AgentBackend, summarize: false, log: () => {} });
+const server = await startServer({
+  projectRoot: join(root, 'demo-project'),
+  dataDir: join(root, 'demo-project', '.parley'),
+  backendFor: () => backend as AgentBackend,
+  summarize: false,
+  log: () => {},
+});
 
 const frames: RecordedFrame[] = [];
 const methods = new Map<number, string>();
-const base = webSocketTransport({ url: server.wsUrl, token: server.token, channel: 'tui-demo', createSocket: (url) => new WebSocket(url) as unknown as WebSocketLike });
+const base = webSocketTransport({
+  url: server.wsUrl,
+  token: server.token,
+  channel: 'tui-demo',
+  createSocket: (url) => new WebSocket(url) as unknown as WebSocketLike,
+});
 const recording: TransportFactory = async (context) => {
   const transport = await base(context);
   const wrapped: Transport = {
     start(handlers) {
       transport.start({
         onMessage(frame) {
-          const message = JSON.parse(frame) as { id?: number; method?: string; params?: unknown; result?: unknown; error?: unknown };
+          const message = JSON.parse(frame) as {
+            id?: number;
+            method?: string;
+            params?: unknown;
+            result?: unknown;
+            error?: unknown;
+          };
           if (message.method !== undefined) frames.push({ notification: message.method, params: message.params });
-          else frames.push({ response: methods.get(message.id!) ?? '?', ...(message.error !== undefined ? { error: message.error } : { result: message.result }) });
+          else
+            frames.push({
+              response: methods.get(message.id!) ?? '?',
+              ...(message.error !== undefined ? { error: message.error } : { result: message.result }),
+            });
           handlers.onMessage(frame);
         },
         onClose: (event) => handlers.onClose(event),
@@ -81,10 +113,17 @@ const until = async (what: string, check: () => boolean) => {
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 };
-await until('the connection', () => controller.getState().connection === 'connected' && controller.getState().roles.length > 0);
+await until(
+  'the connection',
+  () => controller.getState().connection === 'connected' && controller.getState().roles.length > 0,
+);
 const idle = () => {
   const state = controller.getState();
-  return state.turn === undefined && state.open.length === 0 && Object.values(state.agents).every((agent) => agent.kind === 'draft' || agent.endedAt !== undefined);
+  return (
+    state.turn === undefined &&
+    state.open.length === 0 &&
+    Object.values(state.agents).every((agent) => agent.kind === 'draft' || agent.endedAt !== undefined)
+  );
 };
 await controller.submit('/task new Demo');
 await controller.submit('/draft product-analyst');

@@ -79,7 +79,10 @@ export class RecordedPeer {
 
   /** Every recorded notification, in order (for tests that play them one by one). */
   static notifications(recording: RecordedSession, method?: string): NotificationFrame[] {
-    return recording.frames.filter((frame): frame is NotificationFrame => 'notification' in frame && (method === undefined || frame.notification === method));
+    return recording.frames.filter(
+      (frame): frame is NotificationFrame =>
+        'notification' in frame && (method === undefined || frame.notification === method),
+    );
   }
 
   readonly factory: TransportFactory = (context) => {
@@ -129,12 +132,15 @@ export class RecordedPeer {
     this.requests.push({ method: request.method, params });
     const nth = this.seen.get(request.method) ?? 0;
     this.seen.set(request.method, nth + 1);
-    const send = (body: Record<string, unknown>) => server.send(JSON.stringify({ jsonrpc: '2.0', id: request.id, ...body }));
+    const send = (body: Record<string, unknown>) =>
+      server.send(JSON.stringify({ jsonrpc: '2.0', id: request.id, ...body }));
     const custom = this.handlers.get(request.method);
     if (custom) {
       const reply = (value: unknown) => {
-        if (value instanceof Error) return send({ error: { code: -32001, message: value.message, data: { code: 'NOT_FOUND' } } });
-        if (typeof value === 'object' && value !== null && 'error' in value) return send(value as Record<string, unknown>);
+        if (value instanceof Error)
+          return send({ error: { code: -32001, message: value.message, data: { code: 'NOT_FOUND' } } });
+        if (typeof value === 'object' && value !== null && 'error' in value)
+          return send(value as Record<string, unknown>);
         return send({ result: value });
       };
       const value = custom(params);
@@ -143,14 +149,33 @@ export class RecordedPeer {
       return;
     }
     if (request.method === 'server_info') {
-      send({ result: { name: 'parley', version: '0.1.0', protocolVersion: 1, channelId: channel, connectionId: String(this.serverSides.length), projectRoot: '/home/user/demo-project', methods: [] } });
+      send({
+        result: {
+          name: 'parley',
+          version: '0.1.0',
+          protocolVersion: 1,
+          channelId: channel,
+          connectionId: String(this.serverSides.length),
+          projectRoot: '/home/user/demo-project',
+          methods: [],
+        },
+      });
     } else if (request.method === 'get_events') {
       const afterSeq = typeof params['afterSeq'] === 'number' ? params['afterSeq'] : -1;
-      const events = (this.log.get(String(params['sessionId'])) ?? []).filter((event) => event.seq > afterSeq).sort((a, b) => a.seq - b.seq);
+      const events = (this.log.get(String(params['sessionId'])) ?? [])
+        .filter((event) => event.seq > afterSeq)
+        .sort((a, b) => a.seq - b.seq);
       send({ result: { events, lastSeq: events.at(-1)?.seq ?? afterSeq, hasMore: false } });
     } else {
       const queue = this.queues.get(request.method);
-      if (!queue || queue.length === 0) return send({ error: { code: -32601, message: `No recorded answer for ${request.method}.`, data: { code: 'METHOD_NOT_FOUND' } } });
+      if (!queue || queue.length === 0)
+        return send({
+          error: {
+            code: -32601,
+            message: `No recorded answer for ${request.method}.`,
+            data: { code: 'METHOD_NOT_FOUND' },
+          },
+        });
       const served = this.served.get(request.method) ?? 0;
       this.served.set(request.method, served + 1);
       const entry = queue[Math.min(served, queue.length - 1)]!;

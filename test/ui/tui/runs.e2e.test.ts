@@ -27,7 +27,13 @@ describe.skipIf(tmux.skip)('run questions in the terminal UI (tmux)', () => {
     cleanups.push(() => rm(folder, { recursive: true, force: true }));
     const runs = new StandInRunService({ review: CODE_REVIEW, notes: RELEASE_NOTES });
     const backend = createScriptedBackend();
-    const server = await startServer({ projectRoot: folder, dataDir: join(folder, '.parley'), backendFor: () => backend as AgentBackend, runService: runs, log: () => undefined });
+    const server = await startServer({
+      projectRoot: folder,
+      dataDir: join(folder, '.parley'),
+      backendFor: () => backend as AgentBackend,
+      runService: runs,
+      log: () => undefined,
+    });
     cleanups.push(() => server.close());
     // Asked before the TUI opens: it reads the waiting runs when it connects.
     const review = await runs.startRun({ workflow: 'review' });
@@ -46,7 +52,9 @@ describe.skipIf(tmux.skip)('run questions in the terminal UI (tmux)', () => {
     screen = await terminal.waitFor(new RegExp(`(?<!\\d)(?!${first} )\\d+m \\d\\ds left`));
 
     await terminal.type('/answer 3');
-    await terminal.waitFor('The answer was refused: "3" is not one of the choices: approve, reject (or their numbers).');
+    await terminal.waitFor(
+      'The answer was refused: "3" is not one of the choices: approve, reject (or their numbers).',
+    );
     expect((await runs.getRun(review.id)).status).toBe('waiting');
 
     await terminal.type('/answer 1');

@@ -35,8 +35,37 @@ export class Terminal {
       TSX_TSCONFIG_PATH: join(repo, 'tsconfig.json'),
       ...env,
     };
-    const command = ['env', '-i', ...Object.entries(variables).map(([key, value]) => `${key}=${value}`), process.execPath, '--import', loader, main, ...args].map(quote).join(' ');
-    await this.tmux('new-session', '-d', '-x', '120', '-y', '40', '-s', 'parley', '-c', cwd, command, ';', 'set-option', '-t', 'parley', 'remain-on-exit', 'on');
+    const command = [
+      'env',
+      '-i',
+      ...Object.entries(variables).map(([key, value]) => `${key}=${value}`),
+      process.execPath,
+      '--import',
+      loader,
+      main,
+      ...args,
+    ]
+      .map(quote)
+      .join(' ');
+    await this.tmux(
+      'new-session',
+      '-d',
+      '-x',
+      '120',
+      '-y',
+      '40',
+      '-s',
+      'parley',
+      '-c',
+      cwd,
+      command,
+      ';',
+      'set-option',
+      '-t',
+      'parley',
+      'remain-on-exit',
+      'on',
+    );
   }
 
   /** The screen as a user sees it (wrapped lines joined). */
@@ -69,7 +98,14 @@ export class Terminal {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const screen = await this.screen();
-      if (typeof expected === 'string' ? screen.includes(expected) : typeof expected === 'function' ? expected(screen) : expected.test(screen)) return screen;
+      if (
+        typeof expected === 'string'
+          ? screen.includes(expected)
+          : typeof expected === 'function'
+            ? expected(screen)
+            : expected.test(screen)
+      )
+        return screen;
       if (Date.now() > deadline) throw new Error(`The terminal never showed ${String(expected)}. Screen:\n${screen}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
@@ -93,4 +129,3 @@ export class Terminal {
 function quote(value: string): string {
   return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
 }
-

@@ -87,7 +87,12 @@ describe.skipIf(tmux.skip)('parley in a terminal (tmux)', () => {
     expect(screen).toContain('❯ Fix the login bug, it fails after the redirect');
     expect(screen).not.toContain('✗');
     screen = await terminal.waitFor(/Parley ● Connected \| Draft: product-analyst \| Context: (<1|\d+)% \| Turns: 1/);
-    const task = JSON.parse(await readFile(join(folder, '.parley', 'tasks', 'fix-the-login-bug-it-fails-after-the-redirect', 'task.json'), 'utf8')) as { title: string };
+    const task = JSON.parse(
+      await readFile(
+        join(folder, '.parley', 'tasks', 'fix-the-login-bug-it-fails-after-the-redirect', 'task.json'),
+        'utf8',
+      ),
+    ) as { title: string };
     expect(task.title).toBe('Fix the login bug, it fails after the redirect');
   }, 240_000);
 
@@ -101,14 +106,27 @@ describe.skipIf(tmux.skip)('parley in a terminal (tmux)', () => {
       });
     });
     await mkdir(join(folder, '.parley'), { recursive: true });
-    const stale = { url: `http://127.0.0.1:${port}/?token=${'0'.repeat(64)}`, wsUrl: `ws://127.0.0.1:${port}/rpc`, host: '127.0.0.1', port, token: '0'.repeat(64), pid: process.pid, protocolVersion: 1, projectRoot: folder, startedAt: new Date().toISOString() };
+    const stale = {
+      url: `http://127.0.0.1:${port}/?token=${'0'.repeat(64)}`,
+      wsUrl: `ws://127.0.0.1:${port}/rpc`,
+      host: '127.0.0.1',
+      port,
+      token: '0'.repeat(64),
+      pid: process.pid,
+      protocolVersion: 1,
+      projectRoot: folder,
+      startedAt: new Date().toISOString(),
+    };
     await writeFile(join(folder, '.parley', 'server.json'), JSON.stringify(stale));
     const terminal = new Terminal();
     cleanups.push(() => terminal.close());
     await terminal.open(folder);
     const screen = await terminal.waitFor('Parley ● Connected | No draft | Agents: 0');
     expect(screen).toContain('No model back end is configured');
-    const written = JSON.parse(await readFile(join(folder, '.parley', 'server.json'), 'utf8')) as { port: number; pid: number };
+    const written = JSON.parse(await readFile(join(folder, '.parley', 'server.json'), 'utf8')) as {
+      port: number;
+      pid: number;
+    };
     expect(written.port).not.toBe(port);
     expect(written.pid).not.toBe(process.pid);
   }, 240_000);
@@ -133,7 +151,9 @@ describe.skipIf(tmux.skip)('parley in a terminal (tmux)', () => {
     const screen = await terminal.waitFor('Parley ● Connected | No draft | Agents: 0');
     expect(screen).toContain(`attached to ${server.info.wsUrl}`);
     await terminal.type('/project');
-    await terminal.waitFor(new RegExp(`› parley-tui-e2e-\\w+ +${folder.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} +\\(this folder\\)`));
+    await terminal.waitFor(
+      new RegExp(`› parley-tui-e2e-\\w+ +${folder.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} +\\(this folder\\)`),
+    );
     // Attaching leaves the folder it runs in alone.
     expect(existsSync(join(elsewhere, '.parley'))).toBe(false);
   }, 240_000);
@@ -186,8 +206,18 @@ describe.skipIf(tmux.skip)('parley in a terminal (tmux)', () => {
         turns: [
           [
             { type: 'text', text: SAMPLE_ANSWER },
-            { type: 'tool', name: 'Edit', input: { file_path: 'src/cookie.ts', old_string: before, new_string: after }, output: 'The file src/cookie.ts has been updated.' },
-            { type: 'tool', name: 'Bash', input: { command: 'npm test -- cookie' }, output: 'PASS test/cookie.test.ts\nTests  3 passed (3)' },
+            {
+              type: 'tool',
+              name: 'Edit',
+              input: { file_path: 'src/cookie.ts', old_string: before, new_string: after },
+              output: 'The file src/cookie.ts has been updated.',
+            },
+            {
+              type: 'tool',
+              name: 'Bash',
+              input: { command: 'npm test -- cookie' },
+              output: 'PASS test/cookie.test.ts\nTests  3 passed (3)',
+            },
             { type: 'text', text: 'The cookie is **fixed** and the `cookie` tests pass.' },
           ],
         ],
@@ -200,7 +230,10 @@ describe.skipIf(tmux.skip)('parley in a terminal (tmux)', () => {
 
     // One turn: a second message sent the moment the first turn's end shows can still find the server's turn running.
     await terminal.type('Why does login fail after the redirect? Fix it and run the tests.');
-    await terminal.waitFor((screen) => screen.includes('Turns: 1') && screen.includes('the cookie tests pass.') && !screen.includes('Esc interrupts'));
+    await terminal.waitFor(
+      (screen) =>
+        screen.includes('Turns: 1') && screen.includes('the cookie tests pass.') && !screen.includes('Esc interrupts'),
+    );
 
     const coloured = await terminal.coloured();
     const screen = coloured.replace(/\u001b\[[0-9;:]*m/g, '');

@@ -1,7 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import type { ConversationBlock, StreamEvent } from '../../../src/conversation/index.js';
 import type { DraftStatus } from '../../../src/protocol/index.js';
-import { contextLevel, initialViewState, openBlocks, reduceView, type HistoryItem, type ViewAction, type ViewState } from '../../../src/ui/tui/index.js';
+import {
+  contextLevel,
+  initialViewState,
+  openBlocks,
+  reduceView,
+  type HistoryItem,
+  type ViewAction,
+  type ViewState,
+} from '../../../src/ui/tui/index.js';
 
 const sessionId = 'session-1';
 const at = 1_700_000_000_000;
@@ -32,11 +40,52 @@ function status(overrides: Partial<DraftStatus> = {}): DraftStatus {
   };
 }
 
-const user = (seq: number, content: string): StreamEvent => ({ sessionId, conversationId: 'main', seq, at, type: 'block_complete', block: { id: `user-${seq}`, type: 'user_message', content, createdAt: at } });
-const start = (seq: number, block: ConversationBlock, conversationId = 'main'): StreamEvent => ({ sessionId, conversationId, seq, at, type: 'block_start', block });
-const delta = (seq: number, blockId: string, text: string): StreamEvent => ({ sessionId, conversationId: 'main', seq, at, type: 'text_delta', blockId, delta: text });
-const complete = (seq: number, block: ConversationBlock, conversationId = 'main'): StreamEvent => ({ sessionId, conversationId, seq, at, type: 'block_complete', block });
-const turnEnd = (seq: number, costUsd = 0, conversationId = 'main'): StreamEvent => ({ sessionId, conversationId, seq, at, type: 'metadata_update', metadata: { turnComplete: true, costUsd, usage: { inputTokens: 1_000, outputTokens: 10, cacheReadTokens: 0, cacheWriteTokens: 0 }, contextWindow: 200_000 } });
+const user = (seq: number, content: string): StreamEvent => ({
+  sessionId,
+  conversationId: 'main',
+  seq,
+  at,
+  type: 'block_complete',
+  block: { id: `user-${seq}`, type: 'user_message', content, createdAt: at },
+});
+const start = (seq: number, block: ConversationBlock, conversationId = 'main'): StreamEvent => ({
+  sessionId,
+  conversationId,
+  seq,
+  at,
+  type: 'block_start',
+  block,
+});
+const delta = (seq: number, blockId: string, text: string): StreamEvent => ({
+  sessionId,
+  conversationId: 'main',
+  seq,
+  at,
+  type: 'text_delta',
+  blockId,
+  delta: text,
+});
+const complete = (seq: number, block: ConversationBlock, conversationId = 'main'): StreamEvent => ({
+  sessionId,
+  conversationId,
+  seq,
+  at,
+  type: 'block_complete',
+  block,
+});
+const turnEnd = (seq: number, costUsd = 0, conversationId = 'main'): StreamEvent => ({
+  sessionId,
+  conversationId,
+  seq,
+  at,
+  type: 'metadata_update',
+  metadata: {
+    turnComplete: true,
+    costUsd,
+    usage: { inputTokens: 1_000, outputTokens: 10, cacheReadTokens: 0, cacheWriteTokens: 0 },
+    contextWindow: 200_000,
+  },
+});
 const text = (id: string, content = ''): ConversationBlock => ({ id, type: 'assistant_text', content, createdAt: at });
 
 function run(actions: ViewAction[], state = initialViewState()): ViewState {
@@ -51,7 +100,10 @@ function drafted(events: StreamEvent[] = []): ViewState {
 }
 
 const live = (events: StreamEvent[]): ViewAction => ({ type: 'events', sessionId, events, now: at + 5_000 });
-const printedBlocks = (state: ViewState) => state.printed.filter((item): item is HistoryItem & { kind: 'block' } => item.kind === 'block').map((item) => item.block);
+const printedBlocks = (state: ViewState) =>
+  state.printed
+    .filter((item): item is HistoryItem & { kind: 'block' } => item.kind === 'block')
+    .map((item) => item.block);
 
 describe('reduceView', () => {
   it('keeps a block in flight open and prints it once, complete, when it completes', () => {
@@ -69,7 +121,13 @@ describe('reduceView', () => {
   });
 
   it('changes nothing for events it already has: a replayed range prints nothing twice', () => {
-    const events = [user(0, 'hi'), start(1, text('a')), delta(2, 'a', 'Hello'), complete(3, text('a', 'Hello')), turnEnd(4)];
+    const events = [
+      user(0, 'hi'),
+      start(1, text('a')),
+      delta(2, 'a', 'Hello'),
+      complete(3, text('a', 'Hello')),
+      turnEnd(4),
+    ];
     const once = run([live(events.slice(2))], drafted(events.slice(0, 2)));
     const twice = run([live(events), live(events.slice(1))], once);
     expect(twice).toBe(once);
@@ -77,7 +135,15 @@ describe('reduceView', () => {
   });
 
   it('prints a block that starts already complete (a tool result) at once', () => {
-    const result: ConversationBlock = { id: 'r', type: 'tool_result', toolUseId: 't', content: 'ok', isError: false, createdAt: at, completedAt: at };
+    const result: ConversationBlock = {
+      id: 'r',
+      type: 'tool_result',
+      toolUseId: 't',
+      content: 'ok',
+      isError: false,
+      createdAt: at,
+      completedAt: at,
+    };
     const state = run([live([start(1, result)])], drafted([user(0, 'go')]));
     expect(state.open).toEqual([]);
     expect(printedBlocks(state).map((block) => block.id)).toEqual(['user-0', 'r']);
@@ -89,7 +155,10 @@ describe('reduceView', () => {
       { type: 'draft_loading', status: status() },
       { type: 'history_loaded', sessionId, events, historyLimit: 3, now: at },
     ]);
-    expect(state.printed[0]).toMatchObject({ kind: 'note', lines: [{ text: expect.stringContaining('… 7 earlier blocks of this conversation are not shown') }] });
+    expect(state.printed[0]).toMatchObject({
+      kind: 'note',
+      lines: [{ text: expect.stringContaining('… 7 earlier blocks of this conversation are not shown') }],
+    });
     expect(printedBlocks(state).map((block) => block.id)).toEqual(['user-7', 'user-8', 'user-9']);
   });
 
@@ -97,7 +166,18 @@ describe('reduceView', () => {
     let state = run([{ type: 'draft_loading', status: status() }]);
     state = run([live([delta(3, 'a', ' world'), complete(4, text('a', 'Hello world'))])], state);
     expect(state.pending).toHaveLength(2);
-    state = run([{ type: 'history_loaded', sessionId, events: [user(0, 'hi'), start(1, text('a')), delta(2, 'a', 'Hello'), delta(3, 'a', ' world')], historyLimit: 400, now: at }], state);
+    state = run(
+      [
+        {
+          type: 'history_loaded',
+          sessionId,
+          events: [user(0, 'hi'), start(1, text('a')), delta(2, 'a', 'Hello'), delta(3, 'a', ' world')],
+          historyLimit: 400,
+          now: at,
+        },
+      ],
+      state,
+    );
     expect(state.loading).toBe(false);
     expect(printedBlocks(state).map((block) => (block as { content: string }).content)).toEqual(['hi', 'Hello world']);
   });
@@ -120,18 +200,35 @@ describe('reduceView', () => {
     expect(drafted([user(0, 'hi'), turnEnd(1), user(2, 'cut')]).turn).toEqual({ startedAt: at, afterSeq: 1 });
   });
 
-  it('follows the log for the title bar between draft_status pushes, and adds up each worker thread\'s cost', () => {
-    const subagent: ConversationBlock = { id: 's', type: 'subagent', subagentId: 'dev-1', name: 'dev', input: 'do it', status: 'running', createdAt: at };
-    const state = run([live([start(1, subagent), turnEnd(2, 0.03, 'dev-1'), turnEnd(3, 0.2)])], drafted([user(0, 'hi')]));
+  it("follows the log for the title bar between draft_status pushes, and adds up each worker thread's cost", () => {
+    const subagent: ConversationBlock = {
+      id: 's',
+      type: 'subagent',
+      subagentId: 'dev-1',
+      name: 'dev',
+      input: 'do it',
+      status: 'running',
+      createdAt: at,
+    };
+    const state = run(
+      [live([start(1, subagent), turnEnd(2, 0.03, 'dev-1'), turnEnd(3, 0.2)])],
+      drafted([user(0, 'hi')]),
+    );
     expect(state.draft).toMatchObject({ turnCount: 1, costUsd: 0.23, contextPct: 0.5 });
     expect(state.threadCosts).toEqual({ 'dev-1': 0.03 });
     expect(state.open).toEqual(['s']);
   });
 
   it('prints what was in flight when the draft closes', () => {
-    const state = run([live([start(1, text('a')), delta(2, 'a', 'half an answer')]), { type: 'draft_closed' }], drafted([user(0, 'hi')]));
+    const state = run(
+      [live([start(1, text('a')), delta(2, 'a', 'half an answer')]), { type: 'draft_closed' }],
+      drafted([user(0, 'hi')]),
+    );
     expect(state.draft).toBeUndefined();
-    expect(printedBlocks(state).map((block) => (block as { content: string }).content)).toEqual(['hi', 'half an answer']);
+    expect(printedBlocks(state).map((block) => (block as { content: string }).content)).toEqual([
+      'hi',
+      'half an answer',
+    ]);
   });
 });
 

@@ -20,7 +20,11 @@ describe.skipIf(web.part.skip)('approvals in the web UI', () => {
     const notes = join(web.harness().root, 'notes.txt');
     await writeFile(notes, 'first\n');
     const driver = await web.harness().client();
-    const { sessionId } = await driver.request('draft', { role: 'dev', project: web.harness().project, task: 'first-task' });
+    const { sessionId } = await driver.request('draft', {
+      role: 'dev',
+      project: web.harness().project,
+      task: 'first-task',
+    });
     web.harness().backend.enqueue([
       step.tool('write_file', { path: 'notes.txt', content: 'second\n' }),
       step.tool('run_command', { command: 'rm notes.txt' }),
@@ -57,7 +61,9 @@ describe.skipIf(web.part.skip)('approvals in the web UI', () => {
     await dialog.locator('#approval-title', { hasText: 'rm notes.txt' }).waitFor();
     await expect(dialog.locator('.terminal-command').innerText()).resolves.toContain('rm notes.txt');
     await expect(dialog.locator('.terminal-cwd').innerText()).resolves.toBe('in .');
-    await expect(dialog.locator('button[data-decision="allow_always"]').innerText()).resolves.toBe('Allow always: commands starting with "rm"');
+    await expect(dialog.locator('button[data-decision="allow_always"]').innerText()).resolves.toBe(
+      'Allow always: commands starting with "rm"',
+    );
     await page.screenshot({ path: join(SCREENSHOTS, 'approval-command.png') });
     await dialog.locator('button[data-decision="deny"]').click();
 
@@ -65,12 +71,16 @@ describe.skipIf(web.part.skip)('approvals in the web UI', () => {
     await dialog.locator('#approval-title', { hasText: 'ls -a' }).waitFor();
     await dialog.locator('button[data-decision="allow_always"]').click();
     await web.harness().server.drafts.settled({ channelId: driver.channelId! });
-    await page.waitForFunction(() => !(document.querySelector('dialog[data-testid="approval"]') as HTMLDialogElement | null)?.open);
+    await page.waitForFunction(
+      () => !(document.querySelector('dialog[data-testid="approval"]') as HTMLDialogElement | null)?.open,
+    );
 
     // The write happened, the denied rm did not.
     expect(await readFile(notes, 'utf8')).toBe('second\n');
     const { events } = await driver.request('get_events', { sessionId });
-    const results = events.flatMap((event) => (event.type === 'block_complete' && event.block.type === 'tool_result' ? [event.block as ToolResultBlock] : []));
+    const results = events.flatMap((event) =>
+      event.type === 'block_complete' && event.block.type === 'tool_result' ? [event.block as ToolResultBlock] : [],
+    );
     expect(results).toHaveLength(4);
     expect(results[1]!.content).toMatch(/^Denied by the user/);
     expect(results[3]!.content).toContain('notes.txt');

@@ -10,7 +10,11 @@ import { openConnected, useWebHarness } from './web-test-hooks.js';
  * disabled, with the reason.
  */
 const home = createScriptedBackend({ defaultTurn: () => [step.text('Answered on the home back end.')] });
-const reviewer = createScriptedBackend({ name: 'reviewer-bot', idPrefix: 'reviewer', defaultTurn: () => [step.text('Answered by the reviewer bot.')] });
+const reviewer = createScriptedBackend({
+  name: 'reviewer-bot',
+  idPrefix: 'reviewer',
+  defaultTurn: () => [step.text('Answered by the reviewer bot.')],
+});
 const web = useWebHarness({
   backendFor: (name) => {
     if (name === 'reviewer-bot') return reviewer as AgentBackend;
@@ -50,7 +54,11 @@ describe.skipIf(web.part.skip)('the web page moves a draft to another back end',
     await blocks.locator('[data-block-type="assistant_text"]', { hasText: 'Answered by the reviewer bot.' }).waitFor();
     // The move is in the conversation, and the picker now shows the draft's new back end.
     expect(await blocks.innerText()).toContain('reviewer-bot');
-    await page.waitForFunction(() => (document.querySelector('[data-testid="backend-picker"]') as HTMLSelectElement | null)?.value === 'reviewer-bot');
+    await page.waitForFunction(
+      () =>
+        (document.querySelector('[data-testid="backend-picker"]') as HTMLSelectElement | null)?.value ===
+        'reviewer-bot',
+    );
     expect(reviewer.calls).toHaveLength(1);
     expect(home.calls).toHaveLength(1);
     await page.context().close();

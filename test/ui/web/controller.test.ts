@@ -8,16 +8,49 @@ import { LogBuilder, sessionInfo } from './events.js';
 import { HISTORY_READING } from '../../../src/ui/web/history-pages.js';
 
 const sessionId = 'draft-session-1';
-const project = { name: 'shop', path: '/home/user/shop', dataDir: '/home/user/shop/.parley', current: true, defaultRole: 'product-analyst' };
+const project = {
+  name: 'shop',
+  path: '/home/user/shop',
+  dataDir: '/home/user/shop/.parley',
+  current: true,
+  defaultRole: 'product-analyst',
+};
 
 function task(slug: string, title: string) {
-  return { project: 'shop', slug, title, description: '', state: 'open', taskDir: `/home/user/shop/.parley/tasks/${slug}`, createdAt: '2026-11-21T07:00:00.000Z', updatedAt: '2026-11-21T07:00:00.000Z' };
+  return {
+    project: 'shop',
+    slug,
+    title,
+    description: '',
+    state: 'open',
+    taskDir: `/home/user/shop/.parley/tasks/${slug}`,
+    createdAt: '2026-11-21T07:00:00.000Z',
+    updatedAt: '2026-11-21T07:00:00.000Z',
+  };
 }
 
 function draftStatus(role: string, taskSlug: string): DraftStatus {
   return {
-    sessionId, role, taskSlug, project: 'shop', channelId: 'web-1', taskDir: `/home/user/shop/.parley/tasks/${taskSlug}`, startedAt: '2026-11-21T07:00:00.000Z', lastActivityAt: '2026-11-21T07:00:00.000Z',
-    turnCount: 0, status: 'active', cumulativeCostUsd: 0, lastInputTokens: 0, lastOutputTokens: 0, contextWindow: 200_000, maxOutputTokens: 8_192, backend: 'scripted', costUnknown: false, contextPct: 0, turnRunning: false, activeAgents: 0,
+    sessionId,
+    role,
+    taskSlug,
+    project: 'shop',
+    channelId: 'web-1',
+    taskDir: `/home/user/shop/.parley/tasks/${taskSlug}`,
+    startedAt: '2026-11-21T07:00:00.000Z',
+    lastActivityAt: '2026-11-21T07:00:00.000Z',
+    turnCount: 0,
+    status: 'active',
+    cumulativeCostUsd: 0,
+    lastInputTokens: 0,
+    lastOutputTokens: 0,
+    contextWindow: 200_000,
+    maxOutputTokens: 8_192,
+    backend: 'scripted',
+    costUnknown: false,
+    contextPct: 0,
+    turnRunning: false,
+    activeAgents: 0,
   } as DraftStatus;
 }
 
@@ -29,20 +62,34 @@ function server(options: { defaultRole?: string; draftError?: string } = {}) {
   peer.handlers.set('subscribe', () => ({ all: true, sessionIds: [] }));
   peer.handlers.set('list_sessions', () => ({ sessions: [] }));
   peer.handlers.set('get_draft_status', () => (drafted ? { active: true, session: drafted } : { active: false }));
-  peer.handlers.set('list_projects', () => ({ projects: [{ ...project, defaultRole: options.defaultRole ?? 'product-analyst' }] }));
+  peer.handlers.set('list_projects', () => ({
+    projects: [{ ...project, defaultRole: options.defaultRole ?? 'product-analyst' }],
+  }));
   peer.handlers.set('list_roles', () => ({ roles: [], errors: [] }));
   peer.handlers.set('list_tasks', () => ({ tasks }));
   peer.handlers.set('create_task', (params) => {
-    const created = task(String(params['title']).toLowerCase().replace(/[^a-z0-9]+/g, '-'), String(params['title']));
+    const created = task(
+      String(params['title'])
+        .toLowerCase()
+        .replace(/[^a-z0-9]+/g, '-'),
+      String(params['title']),
+    );
     tasks.push(created);
     return { task: created };
   });
   peer.handlers.set('draft', (params) => {
-    if (options.draftError) return { error: { code: -32001, message: options.draftError, data: { code: 'NOT_FOUND' } } };
+    if (options.draftError)
+      return { error: { code: -32001, message: options.draftError, data: { code: 'NOT_FOUND' } } };
     drafted = draftStatus(String(params['role']), String(params['task']));
     return { sessionId, taskSlug: params['task'], project: params['project'] };
   });
-  peer.handlers.set('get_session', () => ({ session: sessionInfo({ sessionId, scope: { kind: 'draft', role: drafted?.role ?? 'x', project: 'shop', taskSlug: drafted?.taskSlug ?? 'x' } }), lastSeq: -1 }));
+  peer.handlers.set('get_session', () => ({
+    session: sessionInfo({
+      sessionId,
+      scope: { kind: 'draft', role: drafted?.role ?? 'x', project: 'shop', taskSlug: drafted?.taskSlug ?? 'x' },
+    }),
+    lastSeq: -1,
+  }));
   peer.handlers.set('get_checkpoint', () => ({ current: null, versions: [] }));
   peer.handlers.set('preview_request', () => new Error('no preview here'));
   peer.handlers.set('submit_prompt', () => ({ mode: 'draft', accepted: true, sessionId, seq: 0 }));
@@ -63,7 +110,8 @@ async function page(peer: RecordedPeer): Promise<{ controller: Controller; store
   return { controller, store };
 }
 
-const asked = (peer: RecordedPeer, method: string) => peer.requests.filter((request) => request.method === method).map((request) => request.params);
+const asked = (peer: RecordedPeer, method: string) =>
+  peer.requests.filter((request) => request.method === method).map((request) => request.params);
 
 describe('the web page: a first message with no draft', () => {
   it('is offered once a project is chosen, naming the role the server gives', async () => {
@@ -78,7 +126,9 @@ describe('the web page: a first message with no draft', () => {
     expect(asked(peer, 'create_task')).toEqual([{ project: 'shop', title: 'Fix the login bug' }]);
     expect(asked(peer, 'draft')).toEqual([{ role: 'product-analyst', project: 'shop', task: 'fix-the-login-bug' }]);
     expect(asked(peer, 'submit_prompt')).toEqual([{ content: 'Fix the login bug\nIt fails after the redirect.' }]);
-    const order = peer.requests.map((request) => request.method).filter((method) => ['create_task', 'draft', 'submit_prompt'].includes(method));
+    const order = peer.requests
+      .map((request) => request.method)
+      .filter((method) => ['create_task', 'draft', 'submit_prompt'].includes(method));
     expect(order).toEqual(['create_task', 'draft', 'submit_prompt']);
     expect(store.state.selectedId).toBe(sessionId);
     expect(store.state.draft?.sessionId).toBe(sessionId);
@@ -99,7 +149,9 @@ describe('the web page: a first message with no draft', () => {
     expect(await controller.submitFirstMessage('Draft the notes for 2.0')).toBe(true);
     expect(asked(peer, 'create_task')).toHaveLength(1);
     expect(asked(peer, 'draft')).toEqual([{ role: 'qa', project: 'shop', task: 'release-notes' }]);
-    expect(store.state.notices.at(-1)?.text).toBe("Drafted qa on task release-notes (the project's default role; Undraft to change).");
+    expect(store.state.notices.at(-1)?.text).toBe(
+      "Drafted qa on task release-notes (the project's default role; Undraft to change).",
+    );
   });
 
   it('a second message while the first is drafting is not drafted again', async () => {
@@ -113,11 +165,17 @@ describe('the web page: a first message with no draft', () => {
   });
 
   it('a default role that does not exist: the error names the step and the role, the task stays, nothing is sent', async () => {
-    const peer = server({ defaultRole: 'reviewer', draftError: 'No role "reviewer". Roles: dev, product-analyst, qa.' });
+    const peer = server({
+      defaultRole: 'reviewer',
+      draftError: 'No role "reviewer". Roles: dev, product-analyst, qa.',
+    });
     const { controller, store } = await page(peer);
     expect(await controller.submitFirstMessage('Write the guide')).toBe(false);
     expect(store.state.notices.map((notice) => [notice.tone, notice.text])).toEqual([
-      ['error', 'Created task write-the-guide, but could not draft reviewer on it: No role "reviewer". Roles: dev, product-analyst, qa. Your message was not sent.'],
+      [
+        'error',
+        'Created task write-the-guide, but could not draft reviewer on it: No role "reviewer". Roles: dev, product-analyst, qa. Your message was not sent.',
+      ],
     ]);
     expect(asked(peer, 'submit_prompt')).toEqual([]);
     expect(store.state.draft).toBeUndefined();
@@ -134,7 +192,11 @@ describe('the web page: a compaction that runs when the page opens the session',
   function compactingServer() {
     const peer = server();
     let compaction: typeof running | undefined = running;
-    peer.handlers.set('get_session', () => ({ session: sessionInfo({ sessionId, scope: { kind: 'draft', role: 'dev', project: 'shop', taskSlug: 'fix' } }), lastSeq: -1, ...(compaction ? { compaction } : {}) }));
+    peer.handlers.set('get_session', () => ({
+      session: sessionInfo({ sessionId, scope: { kind: 'draft', role: 'dev', project: 'shop', taskSlug: 'fix' } }),
+      lastSeq: -1,
+      ...(compaction ? { compaction } : {}),
+    }));
     return { peer, end: () => (compaction = undefined) };
   }
 
@@ -142,10 +204,22 @@ describe('the web page: a compaction that runs when the page opens the session',
     const { peer, end } = compactingServer();
     const { controller, store } = await page(peer);
     controller.select(sessionId);
-    await vi.waitFor(() => expect(store.state.view?.compaction).toEqual({ trigger: 'manual', tokensBefore: 42_000, startedAt: Date.parse(startedAt) }));
+    await vi.waitFor(() =>
+      expect(store.state.view?.compaction).toEqual({
+        trigger: 'manual',
+        tokensBefore: 42_000,
+        startedAt: Date.parse(startedAt),
+      }),
+    );
     expect(asked(peer, 'get_session')).toEqual([{ sessionId }]);
     end();
-    peer.notify('compaction_completed', { sessionId, trigger: 'manual', version: 1, tokensBefore: 42_000, tokensAfter: 3_000 });
+    peer.notify('compaction_completed', {
+      sessionId,
+      trigger: 'manual',
+      version: 1,
+      tokensBefore: 42_000,
+      tokensAfter: 3_000,
+    });
     await vi.waitFor(() => expect(store.state.view?.compaction).toBeUndefined());
   });
 
@@ -167,9 +241,19 @@ describe('the web page: a compaction that runs when the page opens the session',
     const { controller, store } = await page(peer);
     controller.select(sessionId);
     await vi.waitFor(() => expect(asked(peer, 'get_session')).toHaveLength(1));
-    peer.notify('compaction_completed', { sessionId, trigger: 'manual', version: 1, tokensBefore: 42_000, tokensAfter: 3_000 });
+    peer.notify('compaction_completed', {
+      sessionId,
+      trigger: 'manual',
+      version: 1,
+      tokensBefore: 42_000,
+      tokensAfter: 3_000,
+    });
     await vi.waitFor(() => expect(store.state.view?.lastCompaction).toBeDefined());
-    answer({ session: sessionInfo({ sessionId, scope: { kind: 'draft', role: 'dev', project: 'shop', taskSlug: 'fix' } }), lastSeq: -1, compaction: running });
+    answer({
+      session: sessionInfo({ sessionId, scope: { kind: 'draft', role: 'dev', project: 'shop', taskSlug: 'fix' } }),
+      lastSeq: -1,
+      compaction: running,
+    });
     await vi.waitFor(() => expect(store.state.view?.loading).toBe(false));
     await new Promise((resolve) => setImmediate(resolve));
     expect(store.state.view?.compaction).toBeUndefined();
@@ -207,7 +291,13 @@ describe('the web page: opening a session whose log spans several pages', () => 
     expect(store.state.view?.conversation.blocks.length).toBe(turns * 2);
     expect(store.state.view?.conversation.blocks.at(-1)?.id).toBe(`a${turns - 1}`);
     const reads = asked(peer, 'get_events').filter((params) => params['limit'] !== 1);
-    expect(reads.map((params) => params['afterSeq'])).toEqual([-1, pageSize - 1, pageSize * 2 - 1, pageSize * 3 - 1, pageSize * 4 - 1]);
+    expect(reads.map((params) => params['afterSeq'])).toEqual([
+      -1,
+      pageSize - 1,
+      pageSize * 2 - 1,
+      pageSize * 3 - 1,
+      pageSize * 4 - 1,
+    ]);
     expect(reads.every((params) => params['limit'] === pageSize)).toBe(true);
     expect(mostUnanswered).toBe(pagesInFlight);
   });

@@ -21,7 +21,10 @@ beforeAll(async () => {
   if (chromiumPart.skip) return;
   harness = await startWebHarness({ backendFor: (name) => (name === 'dev-backend' ? dev : analyst) as AgentBackend });
   await mkdir(join(harness.dataDir, 'roles'), { recursive: true });
-  await writeFile(join(harness.dataDir, 'roles', 'dev.md'), '---\ndescription: Developer\nbackend: dev-backend\n---\nYou implement tasks.\n');
+  await writeFile(
+    join(harness.dataDir, 'roles', 'dev.md'),
+    '---\ndescription: Developer\nbackend: dev-backend\n---\nYou implement tasks.\n',
+  );
 }, 60_000);
 
 afterAll(async () => {
@@ -32,15 +35,28 @@ afterAll(async () => {
 describe.skipIf(chromiumPart.skip)('a conversation between agents in the web UI', () => {
   it('shows the thread live and sends the user’s note to both agents; a refused note shows the server’s error', async () => {
     const driver = await harness.client();
-    const { sessionId } = await driver.request('draft', { role: 'product-analyst', project: harness.project, task: 'first-task' });
+    const { sessionId } = await driver.request('draft', {
+      role: 'product-analyst',
+      project: harness.project,
+      task: 'first-task',
+    });
     const ref = { conversationId: '' };
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     analyst.enqueue([
       step.tool('open_conversation', { role: 'dev', topic: 'Caching' }),
       { type: 'wait', until: gate },
-      step.tool('say', { get conversationId() { return ref.conversationId; }, message: 'Redis or memory?' }),
-      step.tool('close_conversation', { get conversationId() { return ref.conversationId; } }),
+      step.tool('say', {
+        get conversationId() {
+          return ref.conversationId;
+        },
+        message: 'Redis or memory?',
+      }),
+      step.tool('close_conversation', {
+        get conversationId() {
+          return ref.conversationId;
+        },
+      }),
       step.text('Memory, as the dev advised.'),
     ]);
 
@@ -73,9 +89,14 @@ describe.skipIf(chromiumPart.skip)('a conversation between agents in the web UI'
     // Taken: the field clears, the error goes, and the dev reads it with the next message.
     await note.fill('Keep it in memory for now.');
     await thread.locator('[data-testid="conversation-note-send"]').click();
-    await page.waitForFunction(() => (document.querySelector('[data-testid="conversation-note"]') as HTMLInputElement | null)?.value === '');
+    await page.waitForFunction(
+      () => (document.querySelector('[data-testid="conversation-note"]') as HTMLInputElement | null)?.value === '',
+    );
     expect(await error.isHidden()).toBe(true);
-    await thread.locator('.block.user', { hasText: 'Keep it in memory for now.' }).locator('.who', { hasText: 'You · note to both agents' }).waitFor();
+    await thread
+      .locator('.block.user', { hasText: 'Keep it in memory for now.' })
+      .locator('.who', { hasText: 'You · note to both agents' })
+      .waitFor();
     await page.screenshot({ path: join(SCREENSHOTS, 'conversation-note.png') });
     release();
     await harness.server.drafts.settled({ channelId: driver.channelId! });
@@ -84,9 +105,14 @@ describe.skipIf(chromiumPart.skip)('a conversation between agents in the web UI'
     expect(dev.calls[0]!.prompt).toContain('[A note from the user to both of you: Keep it in memory for now.]');
     expect(dev.calls[0]!.prompt).not.toContain('xxxxx');
     // The reply streams into the thread; once the conversation ends the note field goes with it.
-    const closed = page.locator(`details.block.worker[data-status="success"]:has(.thread[data-thread-id="${ref.conversationId}"])`);
+    const closed = page.locator(
+      `details.block.worker[data-status="success"]:has(.thread[data-thread-id="${ref.conversationId}"])`,
+    );
     await closed.locator('[data-block-type="assistant_text"]', { hasText: 'Dev: keep it in memory.' }).waitFor();
-    await closed.locator('.block.user', { hasText: 'Redis or memory?' }).locator('.who', { hasText: 'From product-analyst' }).waitFor();
+    await closed
+      .locator('.block.user', { hasText: 'Redis or memory?' })
+      .locator('.who', { hasText: 'From product-analyst' })
+      .waitFor();
     expect(await closed.locator('[data-testid="conversation-note"]').count()).toBe(0);
     await page.context().close();
   }, 120_000);

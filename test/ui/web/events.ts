@@ -37,7 +37,11 @@ export class LogBuilder {
   }
 
   metadata(metadata: TurnMetadata, options: { conversationId?: string; at?: number } = {}): this {
-    this.events.push({ ...this.envelope(options.conversationId ?? 'main', options.at), type: 'metadata_update', metadata });
+    this.events.push({
+      ...this.envelope(options.conversationId ?? 'main', options.at),
+      type: 'metadata_update',
+      metadata,
+    });
     return this;
   }
 
@@ -49,7 +53,12 @@ export class LogBuilder {
     this.start({ type: 'assistant_text', id, content: '', createdAt: this.at });
     for (const word of answer.split(/(?<= )/)) this.delta(id, word);
     this.complete({ type: 'assistant_text', id, content: answer, createdAt: this.at });
-    return this.metadata({ costUsd, turnComplete: true, usage: { inputTokens: 1_000, outputTokens: 100, cacheReadTokens: 0, cacheWriteTokens: 0 }, contextWindow: 200_000 });
+    return this.metadata({
+      costUsd,
+      turnComplete: true,
+      usage: { inputTokens: 1_000, outputTokens: 100, cacheReadTokens: 0, cacheWriteTokens: 0 },
+      contextWindow: 200_000,
+    });
   }
 }
 

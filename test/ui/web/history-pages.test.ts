@@ -3,7 +3,14 @@ import type { StreamEvent } from '../../../src/conversation/index.js';
 import { readHistory, type EventPage, type HistoryReading } from '../../../src/ui/web/history-pages.js';
 
 function event(seq: number): StreamEvent {
-  return { type: 'metadata_update', conversationId: 'main', metadata: { turnComplete: true }, sessionId: 's', seq, at: 0 } as unknown as StreamEvent;
+  return {
+    type: 'metadata_update',
+    conversationId: 'main',
+    metadata: { turnComplete: true },
+    sessionId: 's',
+    seq,
+    at: 0,
+  } as unknown as StreamEvent;
 }
 
 /** A server's `get_events` over the given seqs: the events after `afterSeq`, at most `limit`, and the calls made. */
@@ -155,14 +162,21 @@ describe('readHistory', () => {
       return server.read(afterSeq, limit);
     };
     const delivered: number[] = [];
-    expect((await readHistory(read, { pageSize: 10, pagesInFlight: 1 }, (events) => delivered.push(...events.map((entry) => entry.seq)))).map((entry) => entry.seq)).toEqual(range(35));
+    expect(
+      (
+        await readHistory(read, { pageSize: 10, pagesInFlight: 1 }, (events) =>
+          delivered.push(...events.map((entry) => entry.seq)),
+        )
+      ).map((entry) => entry.seq),
+    ).toEqual(range(35));
     expect(delivered).toEqual(range(35));
     expect(most).toBe(1);
   });
 
   it('fails when a page fails, also when it fails before the pages ahead of it answer', async () => {
     const server = log(range(25));
-    const read = (afterSeq: number, limit: number) => (afterSeq === 19 ? Promise.reject(new Error('session is gone')) : server.read(afterSeq, limit));
+    const read = (afterSeq: number, limit: number) =>
+      afterSeq === 19 ? Promise.reject(new Error('session is gone')) : server.read(afterSeq, limit);
     await expect(readHistory(read, allAtOnce)).rejects.toThrow('session is gone');
     const slow = async (afterSeq: number, limit: number) => {
       if (afterSeq === 19) throw new Error('session is gone');

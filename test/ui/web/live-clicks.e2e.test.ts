@@ -14,7 +14,10 @@ import { openConnected, useWebHarness } from './web-test-hooks.js';
 const web = useWebHarness();
 
 /** Long enough that a summary is worth it (a compaction that saves under 5 % is not kept). */
-const NOTES = ' Notes from the review: the parser accepted empty strings and two-digit years, and its error did not name the input.'.repeat(40);
+const NOTES =
+  ' Notes from the review: the parser accepted empty strings and two-digit years, and its error did not name the input.'.repeat(
+    40,
+  );
 
 async function draftedSession(driver: ProtocolClient, task: string): Promise<string> {
   await web.harness().server.drafts.createTask({ project: web.harness().project, title: task, slug: task });
@@ -53,10 +56,18 @@ describe.skipIf(web.part.skip)('clicks on parts of the page that update live', (
     const before = await row.innerText();
 
     await pressOn(page, page.locator('[data-testid="force-compact"]'));
-    web.harness().backend.enqueue([step.text('An answer from the other window.'), step.usage({ inputTokens: 9_000, outputTokens: 300 })]);
+    web
+      .harness()
+      .backend.enqueue([
+        step.text('An answer from the other window.'),
+        step.usage({ inputTokens: 9_000, outputTokens: 300 }),
+      ]);
     await turn(driver, 'And the changelog?');
     // The update reached the page (the row's tokens changed) while the button was held down.
-    await page.waitForFunction(([id, text]) => (document.querySelector(`[data-session-id="${id}"]`) as HTMLElement | null)?.innerText !== text, [sessionId, before] as const);
+    await page.waitForFunction(
+      ([id, text]) => (document.querySelector(`[data-session-id="${id}"]`) as HTMLElement | null)?.innerText !== text,
+      [sessionId, before] as const,
+    );
     await page.mouse.up();
 
     await page.locator('[data-testid="current-checkpoint"][data-version="1"]').waitFor();
@@ -73,13 +84,20 @@ describe.skipIf(web.part.skip)('clicks on parts of the page that update live', (
     const before = await row.innerText();
 
     await pressOn(page, row);
-    web.harness().backend.enqueue([step.text('Another answer.'), step.usage({ inputTokens: 12_000, outputTokens: 400 })]);
+    web
+      .harness()
+      .backend.enqueue([step.text('Another answer.'), step.usage({ inputTokens: 12_000, outputTokens: 400 })]);
     await turn(driver, 'One more round.');
-    await page.waitForFunction(([id, text]) => (document.querySelector(`[data-session-id="${id}"]`) as HTMLElement | null)?.innerText !== text, [live, before] as const);
+    await page.waitForFunction(
+      ([id, text]) => (document.querySelector(`[data-session-id="${id}"]`) as HTMLElement | null)?.innerText !== text,
+      [live, before] as const,
+    );
     await page.mouse.up();
 
     await page.locator(`[data-session-id="${live}"][aria-current="true"]`).waitFor();
-    await page.locator('[data-testid="blocks"] [data-block-type="assistant_text"]', { hasText: 'Another answer.' }).waitFor();
+    await page
+      .locator('[data-testid="blocks"] [data-block-type="assistant_text"]', { hasText: 'Another answer.' })
+      .waitFor();
     expect(await row.innerText()).not.toBe(before);
     await page.context().close();
   });

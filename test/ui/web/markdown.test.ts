@@ -1,7 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { splitMarkdown, type MarkdownSplit } from '../../../src/ui/web/markdown/blocks.js';
-import { escapeHtml, fenceLanguage, isLinkable, isPlainLine, markdownToHtml, tokensToHtml } from '../../../src/ui/web/markdown/render.js';
+import {
+  escapeHtml,
+  fenceLanguage,
+  isLinkable,
+  isPlainLine,
+  markdownToHtml,
+  tokensToHtml,
+} from '../../../src/ui/web/markdown/render.js';
 
 /** An answer the way models write them: every block kind the chat shows. */
 const ANSWER = [
@@ -54,14 +61,24 @@ describe('Markdown rendering (render.ts)', () => {
     expect(html).toContain('<input checked="" disabled="" type="checkbox">');
     expect(html).toContain('<code class="language-ts" data-lang="ts">export function parse(text: string): Date {');
     expect(html).toContain('<button type="button" class="copy-code" aria-label="Copy code">Copy</button>');
-    expect(html).toContain('<a href="https://docs.example.com" title="Docs" target="_blank" rel="noopener noreferrer">the docs</a>');
-    expect(html).toContain('<a href="https://example.com" target="_blank" rel="noopener noreferrer">https://example.com</a>');
+    expect(html).toContain(
+      '<a href="https://docs.example.com" title="Docs" target="_blank" rel="noopener noreferrer">the docs</a>',
+    );
+    expect(html).toContain(
+      '<a href="https://example.com" target="_blank" rel="noopener noreferrer">https://example.com</a>',
+    );
     expect(html).toContain('<h2>Plan</h2>');
     expect(html).toContain('<h1>Setext heading</h1>');
   });
 
   it('shows raw HTML as text: script tags, event-handler attributes and iframes never become elements', () => {
-    for (const payload of ['<script>alert(1)</script>', '<img src=x onerror=alert(1)>', '<iframe src="javascript:alert(1)"></iframe>', 'inline <b onmouseover="alert(1)">bold</b> tag', '<div>\n<svg onload=alert(1)>\n</div>']) {
+    for (const payload of [
+      '<script>alert(1)</script>',
+      '<img src=x onerror=alert(1)>',
+      '<iframe src="javascript:alert(1)"></iframe>',
+      'inline <b onmouseover="alert(1)">bold</b> tag',
+      '<div>\n<svg onload=alert(1)>\n</div>',
+    ]) {
       const html = markdownToHtml(payload);
       expect(html).not.toMatch(/<(script|img|iframe|b|svg|div)\b/i);
       expect(html).toContain('&lt;');
@@ -69,7 +86,14 @@ describe('Markdown rendering (render.ts)', () => {
   });
 
   it('makes javascript:, data: and relative links inert text, whatever their case or padding', () => {
-    for (const href of ['javascript:alert(1)', 'JaVaScRiPt:alert(1)', ' javascript:alert(1)', 'data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==', 'vbscript:msgbox', 'src/app.ts']) {
+    for (const href of [
+      'javascript:alert(1)',
+      'JaVaScRiPt:alert(1)',
+      ' javascript:alert(1)',
+      'data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==',
+      'vbscript:msgbox',
+      'src/app.ts',
+    ]) {
       const html = markdownToHtml(`[click me](${href.includes(' ') ? `<${href}>` : href})`);
       expect(html).not.toContain('<a ');
       expect(html).toContain('class="md-inert-link"');
@@ -83,9 +107,16 @@ describe('Markdown rendering (render.ts)', () => {
   it('never emits an image: an HTTPS image is a button to load it, any other is its alt text', () => {
     const remote = markdownToHtml('![build status](https://tracker.example/pixel.png?user=1)');
     expect(remote).not.toMatch(/<img/i);
-    expect(remote).toContain('<button type="button" class="md-image" data-src="https://tracker.example/pixel.png?user=1" data-alt="build status"');
+    expect(remote).toContain(
+      '<button type="button" class="md-image" data-src="https://tracker.example/pixel.png?user=1" data-alt="build status"',
+    );
     expect(remote).toContain('Load image: build status (tracker.example)');
-    for (const source of ['http://tracker.example/pixel.png', 'data:image/svg+xml;base64,PHN2ZyBvbmxvYWQ9YWxlcnQoMSk+', 'javascript:alert(1)', 'diagram.png']) {
+    for (const source of [
+      'http://tracker.example/pixel.png',
+      'data:image/svg+xml;base64,PHN2ZyBvbmxvYWQ9YWxlcnQoMSk+',
+      'javascript:alert(1)',
+      'diagram.png',
+    ]) {
       const html = markdownToHtml(`![diagram](${source})`);
       expect(html).not.toMatch(/<img|<button/i);
       expect(html).toContain('[image: diagram]');
@@ -103,11 +134,29 @@ describe('Markdown rendering (render.ts)', () => {
 
   it('a line it calls plain renders as exactly one paragraph of that text, so the page may skip the parser for it', () => {
     expect(isPlainLine('Question 12: what changed in the parser?')).toBe(true);
-    for (const marked of ['**bold**', '1. item', '- item', '# title', 'see https://example.com', 'mail dev@example.com', 'a <b> tag', 'two\nlines', '']) expect(isPlainLine(marked)).toBe(false);
+    for (const marked of [
+      '**bold**',
+      '1. item',
+      '- item',
+      '# title',
+      'see https://example.com',
+      'mail dev@example.com',
+      'a <b> tag',
+      'two\nlines',
+      '',
+    ])
+      expect(isPlainLine(marked)).toBe(false);
     fc.assert(
-      fc.property(fc.oneof(fc.string({ maxLength: 80 }), fc.string({ unit: 'grapheme', maxLength: 40 }), fc.stringMatching(/^[A-Za-z][A-Za-z0-9 ,.;:?'"()-]{0,60}$/)), (text) => {
-        if (isPlainLine(text)) expect(markdownToHtml(text)).toBe(`<p>${escapeHtml(text)}</p>\n`);
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string({ maxLength: 80 }),
+          fc.string({ unit: 'grapheme', maxLength: 40 }),
+          fc.stringMatching(/^[A-Za-z][A-Za-z0-9 ,.;:?'"()-]{0,60}$/),
+        ),
+        (text) => {
+          if (isPlainLine(text)) expect(markdownToHtml(text)).toBe(`<p>${escapeHtml(text)}</p>\n`);
+        },
+      ),
       { numRuns: 2_000 },
     );
   });
@@ -134,7 +183,9 @@ describe('streaming split (blocks.ts)', () => {
     const first = splitMarkdown('One.\n\nTwo.\n\nThr');
     const second = splitMarkdown('One.\n\nTwo.\n\nThree.\n\n- a', first);
     expect(second.finished.slice(0, first.finished.length)).toEqual(first.finished);
-    second.finished.slice(0, first.finished.length).forEach((chunk, index) => expect(chunk).toBe(first.finished[index]));
+    second.finished
+      .slice(0, first.finished.length)
+      .forEach((chunk, index) => expect(chunk).toBe(first.finished[index]));
     expect(second.finished).toHaveLength(3);
     // Text that does not extend the earlier one is split afresh.
     const other = splitMarkdown('Different.', second);

@@ -12,16 +12,33 @@ import { openConnected, useWebHarness } from './web-test-hooks.js';
  */
 
 /** The code review's agents: the reviewer's session is made once the server is up. */
-const review = { ...CODE_REVIEW, agents: [{ key: 'reviewer', name: 'Reviewer', sessionId: '' }, { key: 'fixer', name: 'Fixer' }] };
+const review = {
+  ...CODE_REVIEW,
+  agents: [
+    { key: 'reviewer', name: 'Reviewer', sessionId: '' },
+    { key: 'fixer', name: 'Fixer' },
+  ],
+};
 const runs = new StandInRunService({ review, notes: RELEASE_NOTES });
 const web = useWebHarness({ runService: runs });
 
 describe.skipIf(web.part.skip)('the Runs view of the web UI', () => {
   it('shows a waiting run with its phases, agents and question; counts down; a choice button answers it; an agent link opens its session', async () => {
     const manager = web.harness().server.manager;
-    const reviewer = await manager.createSession({ scope: { kind: 'workflow', harness: 'code-review', agent: 'reviewer' }, agentType: 'reviewer', backend: 'scripted', title: 'code-review · reviewer' });
+    const reviewer = await manager.createSession({
+      scope: { kind: 'workflow', harness: 'code-review', agent: 'reviewer' },
+      agentType: 'reviewer',
+      backend: 'scripted',
+      title: 'code-review · reviewer',
+    });
     const at = Date.now();
-    await manager.appendEvents(reviewer.sessionId, [{ type: 'block_complete', conversationId: 'main', block: { type: 'assistant_text', id: 'review', content: 'Two issues found in parse().', createdAt: at } }]);
+    await manager.appendEvents(reviewer.sessionId, [
+      {
+        type: 'block_complete',
+        conversationId: 'main',
+        block: { type: 'assistant_text', id: 'review', content: 'Two issues found in parse().', createdAt: at },
+      },
+    ]);
     review.agents[0]!.sessionId = reviewer.sessionId;
     const run = await runs.startRun({ workflow: 'review' });
 
@@ -64,7 +81,9 @@ describe.skipIf(web.part.skip)('the Runs view of the web UI', () => {
 
     await card.locator('[data-testid="run-answer-text"]').fill('soon');
     await card.locator('[data-testid="run-answer-send"]').click();
-    await card.locator('[data-testid="run-refused"]', { hasText: 'Refused: "soon" is not a version like 1.2.3.' }).waitFor();
+    await card
+      .locator('[data-testid="run-refused"]', { hasText: 'Refused: "soon" is not a version like 1.2.3.' })
+      .waitFor();
     expect((await runs.getRun(run.id)).status).toBe('waiting');
 
     await card.locator('[data-testid="run-answer-text"]').fill('2.4.0');
@@ -100,7 +119,9 @@ describe.skipIf(web.part.skip)('the Runs view of the web UI', () => {
     await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
     await page.mouse.down();
     await runs.answerPrompt(other.id, (await runs.getRun(other.id)).pendingPrompts[0]!.promptId, '3.0.0');
-    await page.locator(`[data-testid="run"][data-run-id="${other.id}"] [data-testid="run-status"]`, { hasText: 'complete' }).waitFor();
+    await page
+      .locator(`[data-testid="run"][data-run-id="${other.id}"] [data-testid="run-status"]`, { hasText: 'complete' })
+      .waitFor();
     await page.mouse.up();
     await reviewCard.locator('[data-testid="run-status"]', { hasText: 'complete' }).waitFor();
     expect((await runs.getRun(review.id)).result).toMatchObject({ approved: true });

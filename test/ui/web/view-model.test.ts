@@ -25,9 +25,23 @@ import {
 } from '../../../src/ui/web/index.js';
 import { LogBuilder, sessionInfo } from './events.js';
 
-const draft = sessionInfo({ sessionId: 'draft-1', scope: { kind: 'draft', role: 'dev', project: 'shop', taskSlug: 'checkout' }, lastActivity: 5_000 });
-const qa = sessionInfo({ sessionId: 'qa-task-auth-login-in_qa', agentType: 'qa', scope: { kind: 'task', featureId: 'auth', taskId: 'login', taskState: 'in_qa' }, lastActivity: 4_000 });
-const dev = sessionInfo({ sessionId: 'dev-task-auth-login-in_dev', scope: { kind: 'task', featureId: 'auth', taskId: 'login', taskState: 'in_dev' }, status: 'archived', lastActivity: 3_000 });
+const draft = sessionInfo({
+  sessionId: 'draft-1',
+  scope: { kind: 'draft', role: 'dev', project: 'shop', taskSlug: 'checkout' },
+  lastActivity: 5_000,
+});
+const qa = sessionInfo({
+  sessionId: 'qa-task-auth-login-in_qa',
+  agentType: 'qa',
+  scope: { kind: 'task', featureId: 'auth', taskId: 'login', taskState: 'in_qa' },
+  lastActivity: 4_000,
+});
+const dev = sessionInfo({
+  sessionId: 'dev-task-auth-login-in_dev',
+  scope: { kind: 'task', featureId: 'auth', taskId: 'login', taskState: 'in_dev' },
+  status: 'archived',
+  lastActivity: 3_000,
+});
 const imported = sessionInfo({
   sessionId: 'cc-1',
   type: 'claude-code-import',
@@ -37,12 +51,19 @@ const imported = sessionInfo({
   scope: { kind: 'imported', source: 'claude-code', path: '/x.jsonl', nativeSessionId: 'abc' },
   lastActivity: 2_000,
 });
-const workflow = sessionInfo({ sessionId: 'wf-1', agentType: 'reviewer', scope: { kind: 'workflow', harness: 'code-review', agent: 'reviewer' } });
+const workflow = sessionInfo({
+  sessionId: 'wf-1',
+  agentType: 'reviewer',
+  scope: { kind: 'workflow', harness: 'code-review', agent: 'reviewer' },
+});
 const all = [draft, qa, dev, imported, workflow];
 
 describe('sessions: filters, labels, stats', () => {
   it('a draft counts under its project and task slug, a task session under its feature, task and state', () => {
-    expect(filterSessions(all, { feature: 'auth' }).map((session) => session.sessionId)).toEqual([qa.sessionId, dev.sessionId]);
+    expect(filterSessions(all, { feature: 'auth' }).map((session) => session.sessionId)).toEqual([
+      qa.sessionId,
+      dev.sessionId,
+    ]);
     expect(filterSessions(all, { task: 'checkout' })).toEqual([draft]);
     expect(filterSessions(all, { feature: 'auth', state: 'in_dev' })).toEqual([dev]);
     expect(filterSessions(all, { kind: 'imported', backend: 'claude-code-import' })).toEqual([imported]);
@@ -73,9 +94,26 @@ describe('sessions: filters, labels, stats', () => {
   });
 
   it('shows reported tokens when the back end reported any, else the stored estimate', () => {
-    expect(sessionStats({ ...qa, stats: { totalMessages: 2, totalTokens: 40, totalCompactions: 3 } })).toMatchObject({ tokens: 40, compactions: 3, costUsd: 0 });
-    const metrics = { ...emptyMetrics(), inputTokens: 1_000, outputTokens: 200, cacheReadTokens: 50, costUsd: 0.25, costUnknown: true, turns: 4 };
-    expect(sessionStats({ ...qa, metrics })).toMatchObject({ tokens: 1_250, costUsd: 0.25, costUnknown: true, turns: 4 });
+    expect(sessionStats({ ...qa, stats: { totalMessages: 2, totalTokens: 40, totalCompactions: 3 } })).toMatchObject({
+      tokens: 40,
+      compactions: 3,
+      costUsd: 0,
+    });
+    const metrics = {
+      ...emptyMetrics(),
+      inputTokens: 1_000,
+      outputTokens: 200,
+      cacheReadTokens: 50,
+      costUsd: 0.25,
+      costUnknown: true,
+      turns: 4,
+    };
+    expect(sessionStats({ ...qa, metrics })).toMatchObject({
+      tokens: 1_250,
+      costUsd: 0.25,
+      costUnknown: true,
+      turns: 4,
+    });
   });
 
   it('an updated session replaces its old record and the list stays most recent first', () => {
@@ -87,27 +125,62 @@ describe('sessions: filters, labels, stats', () => {
   });
 });
 
-describe('the chat panel\'s items', () => {
+describe("the chat panel's items", () => {
   it('joins each tool result to its call, keeps a result without a call on its own, and gives a worker its thread', () => {
     const log = new LogBuilder()
       .complete({ type: 'user_message', id: 'u1', content: 'go', createdAt: 1 })
-      .start({ type: 'tool_use', id: 't1', toolUseId: 'call-1', name: 'read_file', input: { path: 'a.ts' }, status: 'running', createdAt: 1 })
-      .complete({ type: 'tool_result', id: 'r1', toolUseId: 'call-1', content: 'text of a.ts', isError: false, createdAt: 1 })
+      .start({
+        type: 'tool_use',
+        id: 't1',
+        toolUseId: 'call-1',
+        name: 'read_file',
+        input: { path: 'a.ts' },
+        status: 'running',
+        createdAt: 1,
+      })
+      .complete({
+        type: 'tool_result',
+        id: 'r1',
+        toolUseId: 'call-1',
+        content: 'text of a.ts',
+        isError: false,
+        createdAt: 1,
+      })
       .update('t1', { status: 'success' })
-      .complete({ type: 'tool_result', id: 'r2', toolUseId: 'call-unknown', content: 'orphan', isError: false, createdAt: 1 })
-      .start({ type: 'subagent', id: 's1', subagentId: 'worker-1', name: 'tester', input: 'write tests', status: 'running', createdAt: 1 })
+      .complete({
+        type: 'tool_result',
+        id: 'r2',
+        toolUseId: 'call-unknown',
+        content: 'orphan',
+        isError: false,
+        createdAt: 1,
+      })
+      .start({
+        type: 'subagent',
+        id: 's1',
+        subagentId: 'worker-1',
+        name: 'tester',
+        input: 'write tests',
+        status: 'running',
+        createdAt: 1,
+      })
       .complete({ type: 'assistant_text', id: 'w1', content: 'tests written', createdAt: 1 }, 'worker-1');
     const items = chatItems(applyEvents(emptyConversation('session-1'), log.events));
     expect(items.map((item) => item.key)).toEqual(['u1', 't1', 'r2', 's1']);
     expect(items[1]!.result?.content).toBe('text of a.ts');
     expect(items[1]!.block).toMatchObject({ status: 'success' });
-    expect(items[3]!.thread?.map((item) => item.block)).toEqual([expect.objectContaining({ id: 'w1', content: 'tests written' })]);
+    expect(items[3]!.thread?.map((item) => item.block)).toEqual([
+      expect.objectContaining({ id: 'w1', content: 'tests written' }),
+    ]);
   });
 
   it('a thread that contains a worker pointing back at itself is shown once, not forever', () => {
     const log = new LogBuilder()
       .start({ type: 'subagent', id: 's1', subagentId: 'loop', name: 'a', input: '', status: 'running', createdAt: 1 })
-      .start({ type: 'subagent', id: 's2', subagentId: 'loop', name: 'b', input: '', status: 'running', createdAt: 1 }, 'loop');
+      .start(
+        { type: 'subagent', id: 's2', subagentId: 'loop', name: 'b', input: '', status: 'running', createdAt: 1 },
+        'loop',
+      );
     const items = chatItems(applyEvents(emptyConversation('session-1'), log.events));
     expect(items[0]!.thread).toHaveLength(1);
     expect(items[0]!.thread![0]!.thread).toBeUndefined();
@@ -156,24 +229,40 @@ describe('cost and turns over time', () => {
 
   it('spreads points of one instant by order, and has nothing to draw without points', () => {
     expect(chartGeometry([], { width: 100, height: 50 })).toBeUndefined();
-    const burst = chartGeometry([{ at: 5, costUsd: 1, turn: true }, { at: 5, costUsd: 1, turn: true }], { width: 104, height: 54, padding: 2 })!;
+    const burst = chartGeometry(
+      [
+        { at: 5, costUsd: 1, turn: true },
+        { at: 5, costUsd: 1, turn: true },
+      ],
+      { width: 104, height: 54, padding: 2 },
+    )!;
     expect(burst.turnTicks).toEqual([2, 102]);
     const single = chartGeometry([{ at: 5, costUsd: 0, turn: true }], { width: 104, height: 54, padding: 2 })!;
     expect(single.costPath).toBe('M2,52 H102');
   });
 
   it('draws turns closer than a pixel as one tick: 5,000 turns on a 100-pixel axis make at most 101 ticks across the whole axis', () => {
-    const points = Array.from({ length: 5_000 }, (_, index) => ({ at: 1_000 + index * 10, costUsd: 0.001, turn: true }));
+    const points = Array.from({ length: 5_000 }, (_, index) => ({
+      at: 1_000 + index * 10,
+      costUsd: 0.001,
+      turn: true,
+    }));
     const geometry = chartGeometry(points, { width: 104, height: 54, padding: 2 })!;
     expect(geometry.turnTicks.length).toBeGreaterThan(90);
     expect(geometry.turnTicks.length).toBeLessThanOrEqual(101);
     expect(geometry.turnTicks[0]).toBe(2);
-    expect(geometry.turnTicks.every((x, index) => index === 0 || x - geometry.turnTicks[index - 1]! >= 0.95)).toBe(true);
+    expect(geometry.turnTicks.every((x, index) => index === 0 || x - geometry.turnTicks[index - 1]! >= 0.95)).toBe(
+      true,
+    );
     expect(geometry.turnTicks.at(-1)).toBeGreaterThan(100);
   });
 
-  it('draws points that land on one x as one step to the last one\'s cost: 5,000 turns on a 100-pixel axis make a path of at most 1,001 corners that still ends at the top', () => {
-    const points = Array.from({ length: 5_000 }, (_, index) => ({ at: 1_000 + index * 10, costUsd: 0.001, turn: true }));
+  it("draws points that land on one x as one step to the last one's cost: 5,000 turns on a 100-pixel axis make a path of at most 1,001 corners that still ends at the top", () => {
+    const points = Array.from({ length: 5_000 }, (_, index) => ({
+      at: 1_000 + index * 10,
+      costUsd: 0.001,
+      turn: true,
+    }));
     const geometry = chartGeometry(points, { width: 104, height: 54, padding: 2 })!;
     const corners = geometry.costPath.match(/ H/g)!.length;
     expect(corners).toBeGreaterThan(900);
@@ -188,20 +277,40 @@ describe('cost and turns over time', () => {
 });
 
 describe('context and the request', () => {
-  it('puts the compaction threshold on the window\'s scale and grades the occupancy against it', () => {
+  it("puts the compaction threshold on the window's scale and grades the occupancy against it", () => {
     const metrics = { ...emptyMetrics(), lastInputTokens: 50_000, contextWindow: 200_000 };
     const gauge = contextGauge(metrics, { totalTokens: 1, budget: 100_000, threshold: 90_000 });
-    expect(gauge).toMatchObject({ percent: 25, thresholdPercent: 45, level: 'ok', usedTokens: 50_000, windowTokens: 200_000 });
-    expect(contextGauge({ ...metrics, lastInputTokens: 80_000 }, { totalTokens: 1, threshold: 90_000 }).level).toBe('near');
-    expect(contextGauge({ ...metrics, lastInputTokens: 95_000 }, { totalTokens: 1, threshold: 90_000 }).level).toBe('over');
+    expect(gauge).toMatchObject({
+      percent: 25,
+      thresholdPercent: 45,
+      level: 'ok',
+      usedTokens: 50_000,
+      windowTokens: 200_000,
+    });
+    expect(contextGauge({ ...metrics, lastInputTokens: 80_000 }, { totalTokens: 1, threshold: 90_000 }).level).toBe(
+      'near',
+    );
+    expect(contextGauge({ ...metrics, lastInputTokens: 95_000 }, { totalTokens: 1, threshold: 90_000 }).level).toBe(
+      'over',
+    );
     // Without a preview (a native back end) the window's end is the limit.
-    expect(contextGauge({ ...metrics, lastInputTokens: 170_000 })).toMatchObject({ thresholdPercent: undefined, level: 'near' });
+    expect(contextGauge({ ...metrics, lastInputTokens: 170_000 })).toMatchObject({
+      thresholdPercent: undefined,
+      level: 'near',
+    });
     expect(contextGauge(emptyMetrics())).toMatchObject({ percent: undefined, level: 'unknown' });
   });
 
-  it('lists the request\'s sections in seed 002\'s order with their shares; unknown sections come last', () => {
+  it("lists the request's sections in seed 002's order with their shares; unknown sections come last", () => {
     const shares = sectionShares({ userPrompt: 10, conversation: 50, extra: 0, role: 20, checkpoint: 10, context: 10 });
-    expect(shares.map((share) => share.name)).toEqual(['role', 'context', 'checkpoint', 'conversation', 'userPrompt', 'extra']);
+    expect(shares.map((share) => share.name)).toEqual([
+      'role',
+      'context',
+      'checkpoint',
+      'conversation',
+      'userPrompt',
+      'extra',
+    ]);
     expect(shares.map((share) => share.percent)).toEqual([20, 10, 10, 50, 10, 0]);
     expect(shares[3]!.label).toBe('Recent messages');
     expect(sectionShares(undefined)).toEqual([]);
@@ -218,20 +327,37 @@ describe('checkpoints', () => {
     summary: { completed: [], inProgress: [], pending: [], decisions: [], blockers: [] },
     pinned: [],
     liveHandles: [],
-    covers: { fromSeq: 12, throughSeq: 40, messageCount: 9, oldestMessageTimestamp: '2026-01-17T10:00:00.000Z', newestMessageTimestamp: '2026-01-17T11:55:00.000Z' },
+    covers: {
+      fromSeq: 12,
+      throughSeq: 40,
+      messageCount: 9,
+      oldestMessageTimestamp: '2026-01-17T10:00:00.000Z',
+      newestMessageTimestamp: '2026-01-17T11:55:00.000Z',
+    },
     tokens: { checkpoint: 900, lastCompactionInput: 20_000, totalSaved: 19_100 },
   };
 
   it('says what a compaction folded in: the message count, the seq range and the time span', () => {
-    expect(foldedRange(checkpoint, { utc: true })).toBe('9 messages (seq 12–40), 2026-01-17 10:00:00 → 2026-01-17 11:55:00');
+    expect(foldedRange(checkpoint, { utc: true })).toBe(
+      '9 messages (seq 12–40), 2026-01-17 10:00:00 → 2026-01-17 11:55:00',
+    );
     expect(foldedRange({ ...checkpoint, covers: { throughSeq: 5, messageCount: 1 } })).toBe('1 message (up to seq 5)');
   });
 
   it('names the summarizer that wrote it, when the checkpoint records one', () => {
     expect(checkpointHeadline(checkpoint)).toBe('v2 · manual · 900 tokens · saved 19,100');
-    expect(checkpointHeadline({ ...checkpoint, summarizer: { kind: 'structural' } })).toBe('v2 · manual · structural · 900 tokens · saved 19,100');
-    expect(checkpointHeadline({ ...checkpoint, summarizer: { kind: 'structural', fallback: true } })).toContain('· structural (model failed) ·');
-    expect(checkpointHeadline({ ...checkpoint, summarizer: { kind: 'model', backend: 'anthropic-api', model: 'claude-sonnet-4-5' } })).toContain('· anthropic-api claude-sonnet-4-5 ·');
+    expect(checkpointHeadline({ ...checkpoint, summarizer: { kind: 'structural' } })).toBe(
+      'v2 · manual · structural · 900 tokens · saved 19,100',
+    );
+    expect(checkpointHeadline({ ...checkpoint, summarizer: { kind: 'structural', fallback: true } })).toContain(
+      '· structural (model failed) ·',
+    );
+    expect(
+      checkpointHeadline({
+        ...checkpoint,
+        summarizer: { kind: 'model', backend: 'anthropic-api', model: 'claude-sonnet-4-5' },
+      }),
+    ).toContain('· anthropic-api claude-sonnet-4-5 ·');
   });
 });
 

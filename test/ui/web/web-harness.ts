@@ -14,7 +14,16 @@ import { buildWeb } from '../../../scripts/build-web.mjs';
 export const CHROMIUM = CHROMIUM_PATH;
 
 /** Flags that keep Chromium off the network: this machine's network is closed (.library/env notes). */
-const CHROMIUM_FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-default-apps'];
+const CHROMIUM_FLAGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-default-apps',
+];
 
 /** Where screenshots go (gitignored), to be looked at as a user would. */
 export const SCREENSHOTS = join(import.meta.dirname, '..', '..', '..', 'test-results', 'web');
@@ -89,13 +98,18 @@ export async function startWebHarness(extra: Partial<ServerOptions> = {}): Promi
       page.setDefaultTimeout(15_000);
       page.on('pageerror', (error) => logs.push({ level: 'page', message: String(error) }));
       page.on('console', (message) => {
-        if (message.type() === 'error' || message.type() === 'warning') logs.push({ level: `console.${message.type()}`, message: message.text() });
+        if (message.type() === 'error' || message.type() === 'warning')
+          logs.push({ level: `console.${message.type()}`, message: message.text() });
       });
       return page;
     },
     async client() {
       const client = new ProtocolClient({
-        transport: webSocketTransport({ url: server.wsUrl, token: server.token, createSocket: (url) => new WebSocket(url) as unknown as WebSocketLike }),
+        transport: webSocketTransport({
+          url: server.wsUrl,
+          token: server.token,
+          createSocket: (url) => new WebSocket(url) as unknown as WebSocketLike,
+        }),
         onError: () => {},
       });
       clients.push(client);
@@ -110,4 +124,3 @@ export async function startWebHarness(extra: Partial<ServerOptions> = {}): Promi
     },
   };
 }
-

@@ -74,16 +74,24 @@ describe.skipIf(web.part.skip)('the web UI served by parley serve', () => {
     await page.locator('[data-testid="prompt"]').waitFor();
 
     const halfway = gate();
-    web.harness().backend.enqueue([
-      step.thinking('The failing check is in the date parser; read it first.'),
-      step.text('Let me look at the parser.'),
-      step.tool('read_file', { path: 'src/date.ts' }, 'export function parse(text: string) {\n  return new Date(text);\n}'),
-      step.wait(halfway.promise),
-      step.subagent('test-writer', 'Write a regression test for parse()', [step.text('Added test/date.test.ts with three cases.')]),
-      step.text('Fixed: parse() now rejects empty input, and a worker added a regression test.'),
-      step.usage({ inputTokens: 48_000, outputTokens: 900 }),
-      step.cost(0.0421),
-    ]);
+    web
+      .harness()
+      .backend.enqueue([
+        step.thinking('The failing check is in the date parser; read it first.'),
+        step.text('Let me look at the parser.'),
+        step.tool(
+          'read_file',
+          { path: 'src/date.ts' },
+          'export function parse(text: string) {\n  return new Date(text);\n}',
+        ),
+        step.wait(halfway.promise),
+        step.subagent('test-writer', 'Write a regression test for parse()', [
+          step.text('Added test/date.test.ts with three cases.'),
+        ]),
+        step.text('Fixed: parse() now rejects empty input, and a worker added a regression test.'),
+        step.usage({ inputTokens: 48_000, outputTokens: 900 }),
+        step.cost(0.0421),
+      ]);
     await page.locator('[data-testid="prompt"]').fill('Fix the failing date check, please.');
     await page.locator('[data-testid="prompt"]').press('Enter');
 
@@ -103,12 +111,16 @@ describe.skipIf(web.part.skip)('the web UI served by parley serve', () => {
     halfway.open();
     const worker = blocks.locator('details[data-block-type="subagent"]');
     await worker.locator('summary').waitFor();
-    await blocks.locator('[data-block-type="assistant_text"]', { hasText: 'Fixed: parse() now rejects empty input' }).waitFor();
+    await blocks
+      .locator('[data-block-type="assistant_text"]', { hasText: 'Fixed: parse() now rejects empty input' })
+      .waitFor();
     await page.locator('[data-testid="send"]:not([disabled])').waitFor();
     // The worker's thread opens in place.
     expect(await worker.getAttribute('open')).toBeNull();
     await worker.locator('summary').click();
-    await worker.locator('.thread', { hasText: 'Added test/date.test.ts with three cases.' }).waitFor({ state: 'visible' });
+    await worker
+      .locator('.thread', { hasText: 'Added test/date.test.ts with three cases.' })
+      .waitFor({ state: 'visible' });
     // Thinking opens on a click too.
     await thinking.locator('summary').click();
     await thinking.locator('.thinking-text').waitFor({ state: 'visible' });
@@ -123,7 +135,13 @@ describe.skipIf(web.part.skip)('the web UI served by parley serve', () => {
 
     const totalAfterFirst = await status.locator('[data-testid="request-total"]').innerText();
     // A second turn: the chart gets its second step, the request grows, the worker thread stays open.
-    web.harness().backend.enqueue([step.text('The changelog is updated too.'), step.usage({ inputTokens: 52_000, outputTokens: 400 }), step.cost(0.0188)]);
+    web
+      .harness()
+      .backend.enqueue([
+        step.text('The changelog is updated too.'),
+        step.usage({ inputTokens: 52_000, outputTokens: 400 }),
+        step.cost(0.0188),
+      ]);
     await page.locator('[data-testid="prompt"]').fill('Update the changelog as well.');
     await page.locator('[data-testid="send"]').click();
     await blocks.locator('[data-block-type="assistant_text"]', { hasText: 'The changelog is updated too.' }).waitFor();
@@ -137,43 +155,93 @@ describe.skipIf(web.part.skip)('the web UI served by parley serve', () => {
 
   it('streams assistant text delta by delta into one block and shows a tool call running until it completes', async () => {
     const manager = web.harness().server.manager;
-    const session = await manager.createSession({ scope: { kind: 'workflow', harness: 'release', agent: 'writer' }, agentType: 'writer', backend: 'scripted', title: 'release · writer' });
+    const session = await manager.createSession({
+      scope: { kind: 'workflow', harness: 'release', agent: 'writer' },
+      agentType: 'writer',
+      backend: 'scripted',
+      title: 'release · writer',
+    });
     const page = await openConnected(web.harness());
     await page.locator(`[data-session-id="${session.sessionId}"]`).click();
     await page.locator('[data-testid="blocks"] .empty-state', { hasText: 'No messages yet.' }).waitFor();
     const at = Date.now();
     await manager.appendEvents(session.sessionId, [
-      { type: 'block_start', conversationId: 'main', block: { type: 'assistant_text', id: 'answer', content: '', createdAt: at } },
+      {
+        type: 'block_start',
+        conversationId: 'main',
+        block: { type: 'assistant_text', id: 'answer', content: '', createdAt: at },
+      },
       { type: 'text_delta', conversationId: 'main', blockId: 'answer', delta: 'Release notes, ' },
     ]);
     const answer = page.locator('[data-block-id="answer"]');
     await page.locator('[data-block-id="answer"].streaming', { hasText: 'Release notes,' }).waitFor();
     await manager.appendEvents(session.sessionId, [
       { type: 'text_delta', conversationId: 'main', blockId: 'answer', delta: 'first draft' },
-      { type: 'block_start', conversationId: 'main', block: { type: 'tool_use', id: 'call', toolUseId: 'call-1', name: 'write_file', input: { path: 'NOTES.md' }, status: 'running', createdAt: at } },
+      {
+        type: 'block_start',
+        conversationId: 'main',
+        block: {
+          type: 'tool_use',
+          id: 'call',
+          toolUseId: 'call-1',
+          name: 'write_file',
+          input: { path: 'NOTES.md' },
+          status: 'running',
+          createdAt: at,
+        },
+      },
     ]);
     await answer.filter({ hasText: 'Release notes, first draft' }).waitFor();
     await page.locator('[data-block-id="call"][data-status="running"]').waitFor();
     await manager.appendEvents(session.sessionId, [
-      { type: 'block_complete', conversationId: 'main', block: { type: 'tool_result', id: 'result', toolUseId: 'call-1', content: 'wrote 12 lines', isError: false, createdAt: at } },
+      {
+        type: 'block_complete',
+        conversationId: 'main',
+        block: {
+          type: 'tool_result',
+          id: 'result',
+          toolUseId: 'call-1',
+          content: 'wrote 12 lines',
+          isError: false,
+          createdAt: at,
+        },
+      },
       { type: 'block_update', conversationId: 'main', blockId: 'call', updates: { status: 'success' } },
-      { type: 'block_complete', conversationId: 'main', block: { type: 'assistant_text', id: 'answer', content: 'Release notes, first draft.', createdAt: at } },
+      {
+        type: 'block_complete',
+        conversationId: 'main',
+        block: { type: 'assistant_text', id: 'answer', content: 'Release notes, first draft.', createdAt: at },
+      },
     ]);
     await page.locator('[data-block-id="call"][data-status="success"]', { hasText: 'wrote 12 lines' }).waitFor();
-    await page.locator('[data-block-id="answer"]:not(.streaming)', { hasText: 'Release notes, first draft.' }).waitFor();
+    await page
+      .locator('[data-block-id="answer"]:not(.streaming)', { hasText: 'Release notes, first draft.' })
+      .waitFor();
     expect(await page.locator('[data-testid="blocks"] [data-block-id="answer"]').count()).toBe(1);
     await page.context().close();
   });
 
-  it('a long session opens on its newest blocks and shows earlier ones on request, keeping the reader\'s place', async () => {
+  it("a long session opens on its newest blocks and shows earlier ones on request, keeping the reader's place", async () => {
     const manager = web.harness().server.manager;
-    const session = await manager.createSession({ scope: { kind: 'workflow', harness: 'release', agent: 'long' }, agentType: 'writer', backend: 'scripted' });
+    const session = await manager.createSession({
+      scope: { kind: 'workflow', harness: 'release', agent: 'long' },
+      agentType: 'writer',
+      backend: 'scripted',
+    });
     const at = Date.now();
     await manager.appendEvents(
       session.sessionId,
       Array.from({ length: 400 }, (_, index) => [
-        { type: 'block_complete' as const, conversationId: 'main', block: { type: 'user_message' as const, id: `q${index}`, content: `Question ${index}`, createdAt: at } },
-        { type: 'block_complete' as const, conversationId: 'main', block: { type: 'assistant_text' as const, id: `a${index}`, content: `Answer ${index}`, createdAt: at } },
+        {
+          type: 'block_complete' as const,
+          conversationId: 'main',
+          block: { type: 'user_message' as const, id: `q${index}`, content: `Question ${index}`, createdAt: at },
+        },
+        {
+          type: 'block_complete' as const,
+          conversationId: 'main',
+          block: { type: 'assistant_text' as const, id: `a${index}`, content: `Answer ${index}`, createdAt: at },
+        },
       ]).flat(),
     );
     const page = await openConnected(web.harness());
@@ -184,7 +252,9 @@ describe.skipIf(web.part.skip)('the web UI served by parley serve', () => {
     await blocks.locator('[data-block-id="q250"]').waitFor({ state: 'attached' });
     expect(await blocks.locator('[data-block-type]').count()).toBe(300);
     // Filling in above did not move the reader off the newest block.
-    expect(await blocks.evaluate((element) => element.scrollHeight - element.scrollTop - element.clientHeight)).toBeLessThan(2);
+    expect(
+      await blocks.evaluate((element) => element.scrollHeight - element.scrollTop - element.clientHeight),
+    ).toBeLessThan(2);
     const panel = (await blocks.boundingBox())!;
     const newest = (await blocks.locator('[data-block-id="a399"]').boundingBox())!;
     expect(newest.y + newest.height).toBeLessThanOrEqual(panel.y + panel.height + 1);
@@ -209,13 +279,25 @@ describe.skipIf(web.part.skip)('the web UI served by parley serve', () => {
 
   it('a long session paints its newest blocks first and fills the window in when idle; "show earlier" before that shows the rest of the window at once', async () => {
     const manager = web.harness().server.manager;
-    const session = await manager.createSession({ scope: { kind: 'workflow', harness: 'release', agent: 'filling' }, agentType: 'writer', backend: 'scripted' });
+    const session = await manager.createSession({
+      scope: { kind: 'workflow', harness: 'release', agent: 'filling' },
+      agentType: 'writer',
+      backend: 'scripted',
+    });
     const at = Date.now();
     await manager.appendEvents(
       session.sessionId,
       Array.from({ length: 200 }, (_, index) => [
-        { type: 'block_complete' as const, conversationId: 'main', block: { type: 'user_message' as const, id: `q${index}`, content: `Question ${index}`, createdAt: at } },
-        { type: 'block_complete' as const, conversationId: 'main', block: { type: 'assistant_text' as const, id: `a${index}`, content: `Answer ${index}`, createdAt: at } },
+        {
+          type: 'block_complete' as const,
+          conversationId: 'main',
+          block: { type: 'user_message' as const, id: `q${index}`, content: `Question ${index}`, createdAt: at },
+        },
+        {
+          type: 'block_complete' as const,
+          conversationId: 'main',
+          block: { type: 'assistant_text' as const, id: `a${index}`, content: `Answer ${index}`, createdAt: at },
+        },
       ]).flat(),
     );
     const page = await web.harness().page();
@@ -223,7 +305,8 @@ describe.skipIf(web.part.skip)('the web UI served by parley serve', () => {
     await page.addInitScript(() => {
       const held: Array<() => void> = [];
       (window as unknown as { releaseIdle: () => void }).releaseIdle = () => held.splice(0).forEach((run) => run());
-      window.requestIdleCallback = (callback) => held.push(() => callback({ didTimeout: false, timeRemaining: () => 0 })) as unknown as number;
+      window.requestIdleCallback = (callback) =>
+        held.push(() => callback({ didTimeout: false, timeRemaining: () => 0 })) as unknown as number;
       window.cancelIdleCallback = () => undefined;
     });
     await page.goto(web.harness().server.url);
@@ -234,13 +317,17 @@ describe.skipIf(web.part.skip)('the web UI served by parley serve', () => {
     expect(first).toBeGreaterThanOrEqual(12);
     expect(first).toBeLessThan(300);
     expect(await blocks.evaluate((element) => element.scrollHeight > element.clientHeight)).toBe(true);
-    expect(await blocks.evaluate((element) => element.scrollHeight - element.scrollTop - element.clientHeight)).toBeLessThan(2);
+    expect(
+      await blocks.evaluate((element) => element.scrollHeight - element.scrollTop - element.clientHeight),
+    ).toBeLessThan(2);
     const earlier = page.locator('[data-testid="show-earlier"]');
     expect(await earlier.innerText()).toBe(`Show ${300 - first} earlier blocks (${400 - first} not shown)`);
     // One idle slice adds the next 12 above, the newest block still in view.
     await page.evaluate(() => (window as unknown as { releaseIdle: () => void }).releaseIdle());
     await expect.poll(() => blocks.locator('[data-block-type]').count()).toBe(first + 12);
-    expect(await blocks.evaluate((element) => element.scrollHeight - element.scrollTop - element.clientHeight)).toBeLessThan(2);
+    expect(
+      await blocks.evaluate((element) => element.scrollHeight - element.scrollTop - element.clientHeight),
+    ).toBeLessThan(2);
     // The reader scrolls to the top before the fill is done: the button shows the rest of the window at once, in place.
     await blocks.evaluate((element) => element.scrollTo({ top: 0 }));
     const oldestShown = blocks.locator('[data-block-type]').first();
@@ -272,7 +359,12 @@ describe.skipIf(web.part.skip)('the web UI served by parley serve', () => {
           for (const node of Array.from(record.addedNodes))
             if (node instanceof Element)
               for (const element of [node, ...Array.from(node.querySelectorAll('[data-block-id]'))])
-                if (element.hasAttribute('data-block-id')) seen.push({ id: element.getAttribute('data-block-id')!, hidden: element.closest('[aria-hidden="true"][inert]') !== null, element });
+                if (element.hasAttribute('data-block-id'))
+                  seen.push({
+                    id: element.getAttribute('data-block-id')!,
+                    hidden: element.closest('[aria-hidden="true"][inert]') !== null,
+                    element,
+                  });
       }).observe(document, { childList: true, subtree: true });
     });
     const sent: string[] = [];
@@ -280,8 +372,13 @@ describe.skipIf(web.part.skip)('the web UI served by parley serve', () => {
     await page.goto(web.harness().server.url);
     await page.waitForFunction(() => performance.getEntriesByName('parley:warm').length > 0);
     const rehearsed = await page.evaluate(() => {
-      const seen = (window as unknown as { rehearsed: Array<{ id: string; hidden: boolean; element: Element }> }).rehearsed;
-      return { ids: seen.map((entry) => entry.id), allHidden: seen.every((entry) => entry.hidden), stillThere: seen.filter((entry) => entry.element.isConnected).length };
+      const seen = (window as unknown as { rehearsed: Array<{ id: string; hidden: boolean; element: Element }> })
+        .rehearsed;
+      return {
+        ids: seen.map((entry) => entry.id),
+        allHidden: seen.every((entry) => entry.hidden),
+        stillThere: seen.filter((entry) => entry.element.isConnected).length,
+      };
     });
     // Each kind the chat draws differently went through the draw code: text, thinking, tool calls (read, edit, command, other), system lines.
     expect(rehearsed.ids).toEqual(expect.arrayContaining(['u2', 'k2', 'a2', 't2', 'e2', 'b2', 'x2', 's0']));
@@ -295,11 +392,20 @@ describe.skipIf(web.part.skip)('the web UI served by parley serve', () => {
   });
 
   it('follows a session driven from another window; force compact shows the compaction running, then the new checkpoint version and what it folded in; preview shows the exact request', async () => {
-    await web.harness().server.drafts.createTask({ project: web.harness().project, title: 'Compaction task', slug: 'compaction-task' });
+    await web
+      .harness()
+      .server.drafts.createTask({ project: web.harness().project, title: 'Compaction task', slug: 'compaction-task' });
     const driver = await web.harness().client();
-    const { sessionId } = await driver.request('draft', { role: 'qa', project: web.harness().project, task: 'compaction-task' });
+    const { sessionId } = await driver.request('draft', {
+      role: 'qa',
+      project: web.harness().project,
+      task: 'compaction-task',
+    });
     // Long enough that a summary is worth it (a compaction that saves under 5 % is not kept).
-    const notes = ' Notes from the last review: the parser accepted empty strings, dates without a year and two-digit years, and the error message did not name the input.'.repeat(40);
+    const notes =
+      ' Notes from the last review: the parser accepted empty strings, dates without a year and two-digit years, and the error message did not name the input.'.repeat(
+        40,
+      );
     for (const content of [`Review the date parser fix.${notes}`, `Now check the regression test.${notes}`]) {
       const done = turnDone(driver);
       await driver.request('submit_prompt', { content });
@@ -308,11 +414,19 @@ describe.skipIf(web.part.skip)('the web UI served by parley serve', () => {
     const page = await openConnected(web.harness());
     await page.locator(`[data-session-id="${sessionId}"]`).click();
     const blocks = page.locator('[data-testid="blocks"]');
-    await blocks.locator('[data-block-type="assistant_text"]', { hasText: 'Echo: Now check the regression test.' }).waitFor();
+    await blocks
+      .locator('[data-block-type="assistant_text"]', { hasText: 'Echo: Now check the regression test.' })
+      .waitFor();
     expect(await page.locator('[data-testid="prompt-note"]').innerText()).toContain('another window');
 
     // Live, without a reload: a turn from the other window streams in.
-    web.harness().backend.enqueue([step.text('Third answer, streamed live.'), step.usage({ inputTokens: 30_000, outputTokens: 200 }), step.cost(0.011)]);
+    web
+      .harness()
+      .backend.enqueue([
+        step.text('Third answer, streamed live.'),
+        step.usage({ inputTokens: 30_000, outputTokens: 200 }),
+        step.cost(0.011),
+      ]);
     const third = turnDone(driver);
     await driver.request('submit_prompt', { content: 'And the changelog?' });
     await blocks.locator('[data-block-type="assistant_text"]', { hasText: 'Third answer, streamed live.' }).waitFor();
@@ -360,7 +474,8 @@ describe.skipIf(web.part.skip)('the web UI served by parley serve', () => {
     await page.locator(`[data-session-id="${sessionId}"]`, { hasText: '⟳ 1' }).waitFor();
 
     // Another turn and another compaction: v2 is current, v1 is listed with its own range.
-    web.harness().summarizer.current = () => Promise.resolve(JSON.stringify({ ...SUMMARY, completed: [...SUMMARY.completed, 'Reviewed the changelog'] }));
+    web.harness().summarizer.current = () =>
+      Promise.resolve(JSON.stringify({ ...SUMMARY, completed: [...SUMMARY.completed, 'Reviewed the changelog'] }));
     const fourth = turnDone(driver);
     await driver.request('submit_prompt', { content: `One more review round.${notes}` });
     await fourth;
@@ -380,7 +495,9 @@ describe.skipIf(web.part.skip)('the web UI served by parley serve', () => {
     await pane.locator('[data-testid="user-prompt"]', { hasText: 'What is left to do?' }).waitFor();
     const direct = await driver.request('preview_request', { sessionId, prompt: 'What is left to do?' });
     expect(await pane.locator('[data-testid="system-prompt"]').innerText()).toBe(direct.systemPrompt);
-    expect(await pane.locator('[data-testid="request-total"]').innerText()).toContain(direct.totalTokens.toLocaleString('en-US'));
+    expect(await pane.locator('[data-testid="request-total"]').innerText()).toContain(
+      direct.totalTokens.toLocaleString('en-US'),
+    );
     expect(await pane.locator('[data-testid="sections"] tr').count()).toBe(5);
     await screenshot(page, 'request-preview.png');
     await pane.locator('[data-testid="close-preview"]').click();
@@ -399,9 +516,15 @@ describe.skipIf(web.part.skip)('the web UI served by parley serve', () => {
   });
 
   it('after a dropped connection it reconnects and continues from the last seq: what happened meanwhile shows once, nothing twice', async () => {
-    await web.harness().server.drafts.createTask({ project: web.harness().project, title: 'Reconnect task', slug: 'reconnect-task' });
+    await web
+      .harness()
+      .server.drafts.createTask({ project: web.harness().project, title: 'Reconnect task', slug: 'reconnect-task' });
     const driver = await web.harness().client();
-    const { sessionId } = await driver.request('draft', { role: 'dev', project: web.harness().project, task: 'reconnect-task' });
+    const { sessionId } = await driver.request('draft', {
+      role: 'dev',
+      project: web.harness().project,
+      task: 'reconnect-task',
+    });
     const first = turnDone(driver);
     await driver.request('submit_prompt', { content: 'before the drop' });
     await first;
@@ -441,9 +564,14 @@ describe.skipIf(web.part.skip)('the web UI served by parley serve', () => {
 
     await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
     await blocks.locator('[data-block-type="assistant_text"]', { hasText: 'Echo: while the page was away' }).waitFor();
-    const resumes = sent.map((frame) => JSON.parse(frame) as { method?: string; params?: { sessionId?: string; afterSeq?: number } }).filter((frame) => frame.method === 'get_events' && frame.params?.sessionId === sessionId);
+    const resumes = sent
+      .map((frame) => JSON.parse(frame) as { method?: string; params?: { sessionId?: string; afterSeq?: number } })
+      .filter((frame) => frame.method === 'get_events' && frame.params?.sessionId === sessionId);
     expect(resumes[0]?.params?.afterSeq).toBe(lastSeq);
-    expect(await blocks.locator('[data-block-type="user_message"]').allInnerTexts()).toEqual([expect.stringContaining('before the drop'), expect.stringContaining('while the page was away')]);
+    expect(await blocks.locator('[data-block-type="user_message"]').allInnerTexts()).toEqual([
+      expect.stringContaining('before the drop'),
+      expect.stringContaining('while the page was away'),
+    ]);
     expect(await blocks.locator('[data-block-type="assistant_text"]').count()).toBe(2);
     await page.context().close();
   });
@@ -453,11 +581,31 @@ describe.skipIf(web.part.skip)('the web UI served by parley serve', () => {
     const fixtures = join(import.meta.dirname, '..', '..', 'fixtures', 'transcripts');
     const claude = await importTranscripts(join(fixtures, 'claude-code'), { store: manager.store });
     const gemini = await importTranscripts(join(fixtures, 'gemini'), { store: manager.store });
-    const taskSession = await manager.getOrCreateSession({ type: 'task', agentType: 'qa', featureId: 'auth', taskId: 'login', taskState: 'in_qa' });
-    await manager.addMessage(taskSession.sessionId, { role: 'user', content: 'Check the login flow against the zebra-crossing spec.' });
-    const devSession = await manager.getOrCreateSession({ type: 'task', agentType: 'dev', featureId: 'auth', taskId: 'login', taskState: 'in_dev' });
+    const taskSession = await manager.getOrCreateSession({
+      type: 'task',
+      agentType: 'qa',
+      featureId: 'auth',
+      taskId: 'login',
+      taskState: 'in_qa',
+    });
+    await manager.addMessage(taskSession.sessionId, {
+      role: 'user',
+      content: 'Check the login flow against the zebra-crossing spec.',
+    });
+    const devSession = await manager.getOrCreateSession({
+      type: 'task',
+      agentType: 'dev',
+      featureId: 'auth',
+      taskId: 'login',
+      taskState: 'in_dev',
+    });
     await manager.addMessage(devSession.sessionId, { role: 'user', content: 'Implement the login form.' });
-    const workflow = await manager.createSession({ scope: { kind: 'workflow', harness: 'code-review', agent: 'reviewer' }, agentType: 'reviewer', backend: 'scripted', title: 'code-review · reviewer' });
+    const workflow = await manager.createSession({
+      scope: { kind: 'workflow', harness: 'code-review', agent: 'reviewer' },
+      agentType: 'reviewer',
+      backend: 'scripted',
+      title: 'code-review · reviewer',
+    });
     const all = (await manager.listSessions()).map((session) => session.sessionId);
     const imported = [...claude.sessions, ...gemini.sessions].map((session) => session.sessionId);
     expect(imported.length).toBeGreaterThanOrEqual(2);
@@ -465,38 +613,59 @@ describe.skipIf(web.part.skip)('the web UI served by parley serve', () => {
     const page = await openConnected(web.harness());
     const rows = page.locator('[data-testid="session-list"] [data-session-id]');
     await expect.poll(() => rows.count()).toBe(all.length);
-    for (const id of [taskSession.sessionId, devSession.sessionId, workflow.sessionId, ...imported]) expect(await page.locator(`[data-session-id="${id}"]`).count()).toBe(1);
+    for (const id of [taskSession.sessionId, devSession.sessionId, workflow.sessionId, ...imported])
+      expect(await page.locator(`[data-session-id="${id}"]`).count()).toBe(1);
 
     const filter = (key: string) => page.locator(`select[data-filter="${key}"]`);
     await filter('kind').selectOption('imported');
-    await expect.poll(async () => (await rows.evaluateAll((elements) => elements.map((element) => element.getAttribute('data-session-id')))).sort()).toEqual([...imported].sort());
+    await expect
+      .poll(async () =>
+        (
+          await rows.evaluateAll((elements) => elements.map((element) => element.getAttribute('data-session-id')))
+        ).sort(),
+      )
+      .toEqual([...imported].sort());
     await filter('backend').selectOption('claude-code-import');
     await expect.poll(() => rows.count()).toBe(claude.sessions.length);
     await filter('backend').selectOption('');
     await filter('kind').selectOption('task');
     await filter('state').selectOption('in_qa');
-    await expect.poll(() => rows.evaluateAll((elements) => elements.map((element) => element.getAttribute('data-session-id')))).toEqual([taskSession.sessionId]);
+    await expect
+      .poll(() => rows.evaluateAll((elements) => elements.map((element) => element.getAttribute('data-session-id'))))
+      .toEqual([taskSession.sessionId]);
     await filter('state').selectOption('');
     await filter('feature').selectOption('auth');
     await expect.poll(() => rows.count()).toBe(2);
     await filter('agentType').selectOption('dev');
-    await expect.poll(() => rows.evaluateAll((elements) => elements.map((element) => element.getAttribute('data-session-id')))).toEqual([devSession.sessionId]);
+    await expect
+      .poll(() => rows.evaluateAll((elements) => elements.map((element) => element.getAttribute('data-session-id'))))
+      .toEqual([devSession.sessionId]);
     for (const key of ['agentType', 'feature', 'kind']) await filter(key).selectOption('');
     await expect.poll(() => rows.count()).toBe(all.length);
 
     // Full-text: words that are only in a message, and only in an imported worker's thread.
     await page.locator('[data-testid="session-search"]').fill('zebra-crossing');
     await page.locator('[data-testid="search-status"]', { hasText: '1 session mention' }).waitFor();
-    await expect.poll(() => rows.evaluateAll((elements) => elements.map((element) => element.getAttribute('data-session-id')))).toEqual([taskSession.sessionId]);
+    await expect
+      .poll(() => rows.evaluateAll((elements) => elements.map((element) => element.getAttribute('data-session-id'))))
+      .toEqual([taskSession.sessionId]);
     await page.locator('[data-testid="session-search"]').fill('merged since v1.3');
-    const claudeWithWorker = claude.sessions.find((session) => session.nativeSessionId === '9a7d4c21-0b6e-4f3a-8d52-7c1e0f9b3a64')!;
-    await expect.poll(() => rows.evaluateAll((elements) => elements.map((element) => element.getAttribute('data-session-id')))).toEqual([claudeWithWorker.sessionId]);
+    const claudeWithWorker = claude.sessions.find(
+      (session) => session.nativeSessionId === '9a7d4c21-0b6e-4f3a-8d52-7c1e0f9b3a64',
+    )!;
+    await expect
+      .poll(() => rows.evaluateAll((elements) => elements.map((element) => element.getAttribute('data-session-id'))))
+      .toEqual([claudeWithWorker.sessionId]);
     await page.locator('[data-testid="session-search"]').fill('');
     await expect.poll(() => rows.count()).toBe(all.length);
 
     // An imported session reads like any other: its blocks and its workers' threads.
     await page.locator(`[data-session-id="${claudeWithWorker.sessionId}"]`).click();
-    await page.locator('[data-testid="blocks"] [data-block-type="user_message"]', { hasText: 'Draft the release notes for 1.4' }).waitFor();
+    await page
+      .locator('[data-testid="blocks"] [data-block-type="user_message"]', {
+        hasText: 'Draft the release notes for 1.4',
+      })
+      .waitFor();
     await page.locator('[data-testid="prompt-note"]', { hasText: 'read only' }).waitFor();
     await page.locator('[data-testid="blocks"] details[data-block-type="subagent"] summary').first().click();
     await page.locator('[data-testid="blocks"] .thread', { hasText: 'merged since v1.3' }).first().waitFor();
@@ -508,13 +677,20 @@ describe.skipIf(web.part.skip)('the web UI served by parley serve', () => {
     const send = async (page: Page, text: string) => {
       const prompt = page.locator('[data-testid="prompt"]');
       await page.locator('[data-testid="empty-chat"]', { hasText: 'type a first message below' }).waitFor();
-      expect(await prompt.getAttribute('placeholder')).toBe('Type a first message: Parley creates a task and drafts product-analyst (Enter sends)');
+      expect(await prompt.getAttribute('placeholder')).toBe(
+        'Type a first message: Parley creates a task and drafts product-analyst (Enter sends)',
+      );
       await prompt.fill(text);
       await prompt.press('Enter');
     };
     const page = await openConnected(web.harness());
     await send(page, 'Ship the export fix\nThe CSV is empty on Mondays.');
-    await page.locator('[data-testid="notices"]', { hasText: "Created task ship-the-export-fix and drafted product-analyst on it (the project's default role; Undraft to change)." }).waitFor();
+    await page
+      .locator('[data-testid="notices"]', {
+        hasText:
+          "Created task ship-the-export-fix and drafted product-analyst on it (the project's default role; Undraft to change).",
+      })
+      .waitFor();
     const blocks = page.locator('[data-testid="blocks"]');
     await blocks.locator('[data-block-type="user_message"]', { hasText: 'The CSV is empty on Mondays.' }).waitFor();
     await blocks.locator('[data-block-type="assistant_text"]', { hasText: 'Echo: Ship the export fix' }).waitFor();
@@ -526,10 +702,21 @@ describe.skipIf(web.part.skip)('the web UI served by parley serve', () => {
     // Another window (its own channel, no draft) sends the same first message: the server picks the next free slug.
     const other = await openConnected(web.harness());
     await send(other, 'Ship the export fix\nThe CSV is empty on Mondays.');
-    await other.locator('[data-testid="notices"]', { hasText: 'Created task ship-the-export-fix-2 and drafted product-analyst on it' }).waitFor();
-    await other.locator('[data-testid="blocks"] [data-block-type="assistant_text"]', { hasText: 'Echo: Ship the export fix' }).waitFor();
+    await other
+      .locator('[data-testid="notices"]', {
+        hasText: 'Created task ship-the-export-fix-2 and drafted product-analyst on it',
+      })
+      .waitFor();
+    await other
+      .locator('[data-testid="blocks"] [data-block-type="assistant_text"]', { hasText: 'Echo: Ship the export fix' })
+      .waitFor();
     const tasks = await web.harness().server.drafts.listTasks({ project: web.harness().project });
-    expect(tasks.filter((task) => task.title === 'Ship the export fix').map((task) => task.slug).sort()).toEqual(['ship-the-export-fix', 'ship-the-export-fix-2']);
+    expect(
+      tasks
+        .filter((task) => task.title === 'Ship the export fix')
+        .map((task) => task.slug)
+        .sort(),
+    ).toEqual(['ship-the-export-fix', 'ship-the-export-fix-2']);
     await page.context().close();
     await other.context().close();
   });

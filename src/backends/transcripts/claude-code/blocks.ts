@@ -1,4 +1,11 @@
-import type { ConversationBlock, StreamEventDraft, SystemBlock, SystemBlockSubtype, ToolUseBlock, TurnMetadata } from '../../../conversation/index.js';
+import type {
+  ConversationBlock,
+  StreamEventDraft,
+  SystemBlock,
+  SystemBlockSubtype,
+  ToolUseBlock,
+  TurnMetadata,
+} from '../../../conversation/index.js';
 import { isObject, numberOf, objectOf, stringOf, type JsonObject } from '../json.js';
 import { classifyWrapped, INFO_SUBTYPES, SUBAGENT_TOOLS, textOf, toolResultText } from './records.js';
 
@@ -19,12 +26,23 @@ export function blockId(uuid: string | undefined, lineNumber: number): string {
 }
 
 export function systemBlock(subtype: SystemBlockSubtype, content: string, at: number, data?: unknown): SystemBlock {
-  return { type: 'system', id: '', createdAt: at, completedAt: at, subtype, content, ...(data !== undefined ? { data } : {}) };
+  return {
+    type: 'system',
+    id: '',
+    createdAt: at,
+    completedAt: at,
+    subtype,
+    content,
+    ...(data !== undefined ? { data } : {}),
+  };
 }
 
 /** A record (or content item) Parley does not map, kept verbatim in `data` so nothing is lost. */
 export function unknownRecord(id: string, at: number, record: unknown, kind: string | undefined): SystemBlock {
-  const block = systemBlock('unknown_record', `Claude Code record "${kind ?? 'untyped'}" (not shown)`, at, { source: 'claude-code', record });
+  const block = systemBlock('unknown_record', `Claude Code record "${kind ?? 'untyped'}" (not shown)`, at, {
+    source: 'claude-code',
+    record,
+  });
   block.id = id;
   return block;
 }
@@ -66,18 +84,39 @@ export function mapAssistantContent(
       }),
     );
   } else if (typeof content === 'string') {
-    blocks.push({ type: 'assistant_text', id: '', createdAt: at, completedAt: at, content, ...(model ? { model } : {}) });
+    blocks.push({
+      type: 'assistant_text',
+      id: '',
+      createdAt: at,
+      completedAt: at,
+      content,
+      ...(model ? { model } : {}),
+    });
   } else if (Array.isArray(content)) {
     for (const item of content) {
       if (!isObject(item)) continue;
       switch (item['type']) {
         case 'text':
-          blocks.push({ type: 'assistant_text', id: '', createdAt: at, completedAt: at, content: stringOf(item['text']) ?? '', ...(model ? { model } : {}) });
+          blocks.push({
+            type: 'assistant_text',
+            id: '',
+            createdAt: at,
+            completedAt: at,
+            content: stringOf(item['text']) ?? '',
+            ...(model ? { model } : {}),
+          });
           break;
         case 'thinking': {
           const thinking = stringOf(item['thinking']) ?? '';
           // 2026 builds store only the signature: the reasoning was withheld.
-          blocks.push({ type: 'thinking', id: '', createdAt: at, completedAt: at, content: thinking, ...(thinking.length === 0 ? { redacted: true } : {}) });
+          blocks.push({
+            type: 'thinking',
+            id: '',
+            createdAt: at,
+            completedAt: at,
+            content: thinking,
+            ...(thinking.length === 0 ? { redacted: true } : {}),
+          });
           break;
         }
         case 'redacted_thinking':
@@ -148,7 +187,10 @@ export interface CompactBoundary {
 }
 
 /** A `system` record: compaction boundaries, turn durations, API errors, notices; anything else is kept as `unknown_record`. */
-export function mapSystemRecord(record: JsonObject, at: number): { block?: ConversationBlock; metadata: TurnMetadata[]; compaction?: CompactBoundary } {
+export function mapSystemRecord(
+  record: JsonObject,
+  at: number,
+): { block?: ConversationBlock; metadata: TurnMetadata[]; compaction?: CompactBoundary } {
   const subtype = stringOf(record['subtype']);
   const content = stringOf(record['content']);
   switch (subtype) {
@@ -157,12 +199,18 @@ export function mapSystemRecord(record: JsonObject, at: number): { block?: Conve
       const trigger = stringOf(compact['trigger']);
       const preTokens = numberOf(compact['preTokens']) ?? numberOf(compact['pre_tokens']);
       const postTokens = numberOf(compact['postTokens']) ?? numberOf(compact['post_tokens']);
-      const numbers = preTokens !== undefined ? ` (${preTokens}${postTokens !== undefined ? ` → ${postTokens}` : ''} tokens)` : '';
-      const block = systemBlock('compaction', `${content ?? 'Conversation compacted'}${trigger ? `, ${trigger}` : ''}${numbers}`, at, {
-        kind: 'compact_boundary',
-        ...compact,
-        ...(record['logicalParentUuid'] !== undefined ? { logicalParentUuid: record['logicalParentUuid'] } : {}),
-      });
+      const numbers =
+        preTokens !== undefined ? ` (${preTokens}${postTokens !== undefined ? ` → ${postTokens}` : ''} tokens)` : '';
+      const block = systemBlock(
+        'compaction',
+        `${content ?? 'Conversation compacted'}${trigger ? `, ${trigger}` : ''}${numbers}`,
+        at,
+        {
+          kind: 'compact_boundary',
+          ...compact,
+          ...(record['logicalParentUuid'] !== undefined ? { logicalParentUuid: record['logicalParentUuid'] } : {}),
+        },
+      );
       const compaction: CompactBoundary = {
         ...(trigger !== undefined ? { trigger } : {}),
         ...(preTokens !== undefined ? { preTokens } : {}),
@@ -171,7 +219,13 @@ export function mapSystemRecord(record: JsonObject, at: number): { block?: Conve
       return { block, metadata: [], compaction };
     }
     case 'microcompact_boundary':
-      return { block: systemBlock('compaction', content ?? 'Old tool results cleared (micro-compaction)', at, { kind: 'microcompact_boundary', record }), metadata: [] };
+      return {
+        block: systemBlock('compaction', content ?? 'Old tool results cleared (micro-compaction)', at, {
+          kind: 'microcompact_boundary',
+          record,
+        }),
+        metadata: [],
+      };
     case 'turn_duration': {
       const durationMs = numberOf(record['durationMs']);
       return { metadata: durationMs !== undefined ? [{ durationMs }] : [] };
@@ -179,17 +233,33 @@ export function mapSystemRecord(record: JsonObject, at: number): { block?: Conve
     case 'api_error': {
       const error = record['error'];
       const errorObject = objectOf(error);
-      const detail = stringOf(errorObject?.['message']) ?? stringOf(objectOf(errorObject?.['error'])?.['message']) ?? (typeof error === 'string' ? error : undefined);
+      const detail =
+        stringOf(errorObject?.['message']) ??
+        stringOf(objectOf(errorObject?.['error'])?.['message']) ??
+        (typeof error === 'string' ? error : undefined);
       const attempt = numberOf(record['retryAttempt']);
       return {
-        block: systemBlock('error', `API error${detail ? `: ${detail}` : ''}${attempt !== undefined ? ` (retry ${attempt})` : ''}`, at, { kind: 'api_error', record }),
+        block: systemBlock(
+          'error',
+          `API error${detail ? `: ${detail}` : ''}${attempt !== undefined ? ` (retry ${attempt})` : ''}`,
+          at,
+          { kind: 'api_error', record },
+        ),
         metadata: [],
       };
     }
     default:
       if (subtype !== undefined && INFO_SUBTYPES.has(subtype)) {
         const wrapped = content !== undefined ? classifyWrapped(content) : undefined;
-        return { block: systemBlock(record['level'] === 'error' ? 'error' : 'info', wrapped?.content ?? content ?? subtype, at, { kind: subtype, record }), metadata: [] };
+        return {
+          block: systemBlock(
+            record['level'] === 'error' ? 'error' : 'info',
+            wrapped?.content ?? content ?? subtype,
+            at,
+            { kind: subtype, record },
+          ),
+          metadata: [],
+        };
       }
       return { block: unknownRecord('', at, record, `system:${subtype ?? ''}`), metadata: [] };
   }
@@ -202,12 +272,27 @@ export function mapAttachment(record: JsonObject, at: number): { block: Conversa
   const prompt = stringOf(attachment['prompt']);
   if (kind === 'queued_command' && prompt !== undefined) {
     // A prompt typed while the agent was busy, delivered as an attachment: the user's words.
-    return { block: { type: 'user_message', id: '', createdAt: at, completedAt: at, content: prompt, metadata: { queued: true } }, prompt };
+    return {
+      block: {
+        type: 'user_message',
+        id: '',
+        createdAt: at,
+        completedAt: at,
+        content: prompt,
+        metadata: { queued: true },
+      },
+      prompt,
+    };
   }
   const text = stringOf(attachment['content']);
-  const block = systemBlock('info', text !== undefined && text.length > 0 && text.length <= 200 ? `Attachment ${kind}: ${text}` : `Attachment ${kind}`, at, {
-    kind: 'attachment',
-    attachment,
-  });
+  const block = systemBlock(
+    'info',
+    text !== undefined && text.length > 0 && text.length <= 200 ? `Attachment ${kind}: ${text}` : `Attachment ${kind}`,
+    at,
+    {
+      kind: 'attachment',
+      attachment,
+    },
+  );
   return { block };
 }

@@ -293,7 +293,16 @@ class Cursor {
     }
     const to = this.position;
     const first = bytes[from];
-    if (first === 0x74 ? sameBytes(TRUE, bytes, from, to) : first === 0x66 ? sameBytes(FALSE, bytes, from, to) : first === 0x6e ? sameBytes(NULL, bytes, from, to) : isNumber(bytes, from, to)) return;
+    if (
+      first === 0x74
+        ? sameBytes(TRUE, bytes, from, to)
+        : first === 0x66
+          ? sameBytes(FALSE, bytes, from, to)
+          : first === 0x6e
+            ? sameBytes(NULL, bytes, from, to)
+            : isNumber(bytes, from, to)
+    )
+      return;
     throw NOT_SKIMMABLE;
   }
 

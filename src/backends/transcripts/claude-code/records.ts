@@ -36,7 +36,13 @@ export function isTitleRecord(type: string): boolean {
   }
 }
 
-export const STOP_REASONS_ENDING_A_TURN = new Set(['end_turn', 'max_tokens', 'stop_sequence', 'refusal', 'model_context_window_exceeded']);
+export const STOP_REASONS_ENDING_A_TURN = new Set([
+  'end_turn',
+  'max_tokens',
+  'stop_sequence',
+  'refusal',
+  'model_context_window_exceeded',
+]);
 
 const WRAPPERS: Array<{ prefix: string; kind: string; subtype: SystemBlockSubtype }> = [
   { prefix: '<command-name>', kind: 'command', subtype: 'info' },
@@ -53,7 +59,9 @@ const WRAPPERS: Array<{ prefix: string; kind: string; subtype: SystemBlockSubtyp
 ];
 
 /** Text the CLI wrapped (slash commands, their output, notifications, reminders, interruptions). */
-export function classifyWrapped(text: string): { kind: string; subtype: SystemBlockSubtype; content: string } | undefined {
+export function classifyWrapped(
+  text: string,
+): { kind: string; subtype: SystemBlockSubtype; content: string } | undefined {
   const start = text.trimStart();
   if (start.charCodeAt(0) !== 60 /* < */ && start.charCodeAt(0) !== 91 /* [ */) return undefined;
   for (const wrapper of WRAPPERS) {
@@ -63,10 +71,20 @@ export function classifyWrapped(text: string): { kind: string; subtype: SystemBl
       const args = /<command-args>([\s\S]*?)<\/command-args>/.exec(start)?.[1]?.trim();
       const message = /<command-message>([\s\S]*?)<\/command-message>/.exec(start)?.[1]?.trim();
       const command = name ?? (message !== undefined ? `/${message}` : undefined);
-      return { kind: 'command', subtype: 'info', content: command !== undefined ? `${command}${args ? ` ${args}` : ''}` : start };
+      return {
+        kind: 'command',
+        subtype: 'info',
+        content: command !== undefined ? `${command}${args ? ` ${args}` : ''}` : start,
+      };
     }
-    const inner = new RegExp(`^${escapeRegExp(wrapper.prefix)}([\\s\\S]*?)(?:</${escapeRegExp(wrapper.prefix.slice(1))}|$)`).exec(start)?.[1];
-    return { kind: wrapper.kind, subtype: wrapper.subtype, content: wrapper.subtype === 'interrupted' ? start : (inner ?? start).trim() };
+    const inner = new RegExp(
+      `^${escapeRegExp(wrapper.prefix)}([\\s\\S]*?)(?:</${escapeRegExp(wrapper.prefix.slice(1))}|$)`,
+    ).exec(start)?.[1];
+    return {
+      kind: wrapper.kind,
+      subtype: wrapper.subtype,
+      content: wrapper.subtype === 'interrupted' ? start : (inner ?? start).trim(),
+    };
   }
   return undefined;
 }
@@ -108,7 +126,8 @@ export function toolResultText(content: unknown): string {
  */
 export function outputOf(structured: unknown, text: string): { output?: unknown } {
   if (structured === undefined || structured === null) return {};
-  if (typeof structured === 'string') return structured === text || text.includes(structured) ? {} : { output: structured };
+  if (typeof structured === 'string')
+    return structured === text || text.includes(structured) ? {} : { output: structured };
   if (!isObject(structured)) return { output: structured };
   let output: JsonObject = structured;
   const file = objectOf(structured['file']);
@@ -134,7 +153,8 @@ export function usageOf(value: unknown): Usage | undefined {
   const output = numberOf(usage['output_tokens']) ?? numberOf(usage['outputTokens']);
   const cacheRead = numberOf(usage['cache_read_input_tokens']) ?? numberOf(usage['cacheReadInputTokens']);
   const cacheWrite = numberOf(usage['cache_creation_input_tokens']) ?? numberOf(usage['cacheCreationInputTokens']);
-  if (input === undefined && output === undefined && cacheRead === undefined && cacheWrite === undefined) return undefined;
+  if (input === undefined && output === undefined && cacheRead === undefined && cacheWrite === undefined)
+    return undefined;
   return {
     inputTokens: Math.max(0, input ?? 0),
     outputTokens: Math.max(0, output ?? 0),
@@ -171,7 +191,12 @@ export function describeStart(text: string): string {
  * file, or JSON that is not an object), with the warning that says which. The parser and the
  * import's summary scan read lines the same way.
  */
-export function recordOfLine(text: string, lineNumber: number, terminated: boolean, warn: (code: string, message: string, line: number) => void): JsonObject | undefined {
+export function recordOfLine(
+  text: string,
+  lineNumber: number,
+  terminated: boolean,
+  warn: (code: string, message: string, line: number) => void,
+): JsonObject | undefined {
   if (text.length === 0 || isBlank(text)) return undefined;
   const parsed = parseJson(text);
   if (parsed === undefined) {

@@ -37,12 +37,22 @@ export function noteTitle(info: TranscriptInfo, type: string, record: JsonObject
 }
 
 /** A compaction's summary record: it completes the boundary the system record opened, or is a compaction of its own. */
-export function noteCompactionSummary(info: TranscriptInfo, summary: string, blockId: string | undefined, at: number): void {
+export function noteCompactionSummary(
+  info: TranscriptInfo,
+  summary: string,
+  blockId: string | undefined,
+  at: number,
+): void {
   const compaction = info.compactions.at(-1);
   if (compaction !== undefined && compaction.summary === undefined) {
     compaction.summary = summary;
     if (blockId !== undefined) compaction.blockId = blockId;
   } else {
-    info.compactions.push({ summary, at, messagesBefore: info.messageCount, ...(blockId !== undefined ? { blockId } : {}) });
+    info.compactions.push({
+      summary,
+      at,
+      messagesBefore: info.messageCount,
+      ...(blockId !== undefined ? { blockId } : {}),
+    });
   }
 }

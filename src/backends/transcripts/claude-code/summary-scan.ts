@@ -1,6 +1,13 @@
 import { MAIN_CONVERSATION, type StreamEventDraft, type TurnMetadata } from '../../../conversation/index.js';
 import { isObject, numberOf, objectOf, stringOf, timeOf, type JsonObject } from '../json.js';
-import { emptyInfo, noteTime, transcriptWarning, type TranscriptInfo, type TranscriptParser, type TranscriptWarning } from '../types.js';
+import {
+  emptyInfo,
+  noteTime,
+  transcriptWarning,
+  type TranscriptInfo,
+  type TranscriptParser,
+  type TranscriptWarning,
+} from '../types.js';
 import { SUBAGENT_TOOLS, classifyWrapped, isTitleRecord, maxUsage, recordOfLine, textOf, usageOf } from './records.js';
 import { skimRecord } from './record-skim.js';
 import { noteCompactionSummary, noteEnvelope, noteTitle } from './session-info.js';
@@ -211,7 +218,10 @@ export class ClaudeCodeSummaryScan implements TranscriptParser {
       this.window.push(spare);
     }
     this.windowBytes += bytes;
-    while (this.window.length - this.windowHead > 0 && (this.window.length - this.windowHead > this.limits.records || this.windowBytes > this.limits.bytes)) {
+    while (
+      this.window.length - this.windowHead > 0 &&
+      (this.window.length - this.windowHead > this.limits.records || this.windowBytes > this.limits.bytes)
+    ) {
       // Nothing reads the window before its head again: the node can be reused.
       const leaving = this.window[this.windowHead]!;
       this.windowBytes -= leaving.bytes;
@@ -261,7 +271,14 @@ export class ClaudeCodeSummaryScan implements TranscriptParser {
     this.addNode(undefined, 0, 0, 1);
   }
 
-  private userRecord(record: JsonObject, thread: ScanThread, uuid: string | undefined, lineNumber: number, at: number, counts: boolean): void {
+  private userRecord(
+    record: JsonObject,
+    thread: ScanThread,
+    uuid: string | undefined,
+    lineNumber: number,
+    at: number,
+    counts: boolean,
+  ): void {
     const content = objectOf(record['message'])?.['content'];
     let blocks = 0;
     let prompt: string | undefined;
@@ -279,7 +296,8 @@ export class ClaudeCodeSummaryScan implements TranscriptParser {
     };
     if (record['isCompactSummary'] === true) {
       blocks = 1;
-      if (thread.conversationId === MAIN_CONVERSATION) noteCompactionSummary(this.info, textOf(content), uuid ?? `line-${lineNumber}`, at);
+      if (thread.conversationId === MAIN_CONVERSATION)
+        noteCompactionSummary(this.info, textOf(content), uuid ?? `line-${lineNumber}`, at);
     } else if (typeof content === 'string') {
       text(content);
     } else if (Array.isArray(content)) {
@@ -312,7 +330,14 @@ export class ClaudeCodeSummaryScan implements TranscriptParser {
     }
   }
 
-  private assistantRecord(record: JsonObject, thread: ScanThread, uuid: string | undefined, lineNumber: number, at: number, counts: boolean): void {
+  private assistantRecord(
+    record: JsonObject,
+    thread: ScanThread,
+    uuid: string | undefined,
+    lineNumber: number,
+    at: number,
+    counts: boolean,
+  ): void {
     const message = objectOf(record['message']);
     const messageId = stringOf(message?.['id']);
     const requestId = stringOf(record['requestId']);
@@ -330,7 +355,8 @@ export class ClaudeCodeSummaryScan implements TranscriptParser {
           this.info.blockCount++;
           if (item['type'] === 'text') this.info.messageCount++;
           // A subagent call gets a `subagent` block beside it when its result comes.
-          else if (item['type'] === 'tool_use' && typeof item['name'] === 'string' && SUBAGENT_TOOLS.has(item['name'])) this.info.blockCount++;
+          else if (item['type'] === 'tool_use' && typeof item['name'] === 'string' && SUBAGENT_TOOLS.has(item['name']))
+            this.info.blockCount++;
         }
       }
     }
@@ -415,4 +441,3 @@ function joinGroup(thread: ScanThread, part: MessageGroup): void {
   if (part.model !== undefined) group.model = part.model;
   if (part.costUsd !== undefined) group.costUsd = Math.max(group.costUsd ?? 0, part.costUsd);
 }
-

@@ -74,7 +74,12 @@ export class Thread {
   }
 
   /** Holds a record's events back; emits the oldest ones once the window is over its limits. */
-  add(uuid: string | undefined, events: StreamEventDraft[], bytes: number, emit: (event: StreamEventDraft) => void): RecordNode {
+  add(
+    uuid: string | undefined,
+    events: StreamEventDraft[],
+    bytes: number,
+    emit: (event: StreamEventDraft) => void,
+  ): RecordNode {
     const node: RecordNode = { position: this.nextPosition++, uuid, events, bytes, emitted: false };
     if (uuid !== undefined) {
       this.positions.set(uuid, node.position);
@@ -161,6 +166,7 @@ export function groupMetadata(group: MessageGroup, endsTurns: boolean): TurnMeta
   if (group.model !== undefined) metadata.model = group.model;
   if (group.stopReason !== undefined) metadata.stopReason = group.stopReason;
   if (group.costUsd !== undefined) metadata.costUsd = group.costUsd;
-  if (endsTurns && group.stopReason !== undefined && STOP_REASONS_ENDING_A_TURN.has(group.stopReason)) metadata.turnComplete = true;
+  if (endsTurns && group.stopReason !== undefined && STOP_REASONS_ENDING_A_TURN.has(group.stopReason))
+    metadata.turnComplete = true;
   return metadata;
 }

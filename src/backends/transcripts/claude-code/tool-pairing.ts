@@ -1,4 +1,10 @@
-import type { BlockStatus, ConversationBlock, StreamEventDraft, SubagentBlock, ToolUseBlock } from '../../../conversation/index.js';
+import type {
+  BlockStatus,
+  ConversationBlock,
+  StreamEventDraft,
+  SubagentBlock,
+  ToolUseBlock,
+} from '../../../conversation/index.js';
 import { firstLine, objectOf, stringOf, type JsonObject } from '../json.js';
 import type { TranscriptInfo } from '../types.js';
 import { blockEvent, type ToolCall } from './blocks.js';
@@ -61,7 +67,14 @@ export class ToolPairing {
    * A `tool_result` content item: adds the `tool_result` block (after the call's `subagent` block)
    * to `blocks`, and to `updates` the new state of a call whose block was already emitted.
    */
-  result(item: JsonObject, record: JsonObject, itemCount: number, blocks: ConversationBlock[], updates: StreamEventDraft[], at: number): void {
+  result(
+    item: JsonObject,
+    record: JsonObject,
+    itemCount: number,
+    blocks: ConversationBlock[],
+    updates: StreamEventDraft[],
+    at: number,
+  ): void {
     const toolUseId = stringOf(item['tool_use_id']) ?? '';
     const isError = item['is_error'] === true;
     const text = toolResultText(item['content']);
@@ -80,7 +93,10 @@ export class ToolPairing {
       if (pending.subagent !== undefined) {
         const resultObject = objectOf(structured);
         const subagentId =
-          stringOf(record['agentId']) ?? stringOf(resultObject?.['agentId']) ?? this.threadOfToolUse.get(toolUseId) ?? `task-${toolUseId}`;
+          stringOf(record['agentId']) ??
+          stringOf(resultObject?.['agentId']) ??
+          this.threadOfToolUse.get(toolUseId) ??
+          `task-${toolUseId}`;
         const status = isError ? 'error' : subagentStatus(stringOf(resultObject?.['status']));
         const block = this.subagentBlock(toolUseId, subagentId, pending.subagent, status, at);
         block.output = text;
@@ -120,7 +136,12 @@ export class ToolPairing {
       }
       const threadId = pending.subagent !== undefined ? this.threadOfToolUse.get(toolUseId) : undefined;
       if (pending.subagent !== undefined && threadId !== undefined) {
-        events.push(blockEvent(pending.thread.conversationId, this.subagentBlock(toolUseId, threadId, pending.subagent, 'error', pending.block.createdAt)));
+        events.push(
+          blockEvent(
+            pending.thread.conversationId,
+            this.subagentBlock(toolUseId, threadId, pending.subagent, 'error', pending.block.createdAt),
+          ),
+        );
       }
       if (pending.node.emitted) late.push(...events);
       else pending.node.events.push(...events);
@@ -129,7 +150,13 @@ export class ToolPairing {
     return late;
   }
 
-  private subagentBlock(toolUseId: string, subagentId: string, subagent: { name: string; prompt: string }, status: BlockStatus, at: number): SubagentBlock {
+  private subagentBlock(
+    toolUseId: string,
+    subagentId: string,
+    subagent: { name: string; prompt: string },
+    status: BlockStatus,
+    at: number,
+  ): SubagentBlock {
     if (!this.linkedSubagents.has(subagentId)) {
       this.linkedSubagents.add(subagentId);
       this.info.subagents.push({ subagentId, toolUseId, name: subagent.name, linked: true });

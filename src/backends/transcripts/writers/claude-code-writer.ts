@@ -64,7 +64,10 @@ const SUMMARY_PREAMBLE =
 
 type ContentBlock = Record<string, unknown>;
 
-export function writeClaudeCodeTranscript(history: PortableHistory, options: TranscriptWriteOptions): WrittenTranscript {
+export function writeClaudeCodeTranscript(
+  history: PortableHistory,
+  options: TranscriptWriteOptions,
+): WrittenTranscript {
   const newId = options.newId ?? randomUUID;
   const conversions = new ConversionLog();
   const lines: string[] = [];
@@ -89,7 +92,11 @@ export function writeClaudeCodeTranscript(history: PortableHistory, options: Tra
     parent = uuid;
     return uuid;
   };
-  const user = (content: string | ContentBlock[], time: number | undefined, extra: Record<string, unknown> = {}): string => {
+  const user = (
+    content: string | ContentBlock[],
+    time: number | undefined,
+    extra: Record<string, unknown> = {},
+  ): string => {
     messageId = undefined;
     return push({ type: 'user', message: { role: 'user', content }, timestamp: isoOf(time, options.now), ...extra });
   };
@@ -122,7 +129,11 @@ export function writeClaudeCodeTranscript(history: PortableHistory, options: Tra
         break;
       case 'thinking':
         conversions.add('thinking');
-        assistant({ type: 'text', text: thinkingAsText(item.block.content, history.source) }, item.block.createdAt, 'end_turn');
+        assistant(
+          { type: 'text', text: thinkingAsText(item.block.content, history.source) },
+          item.block.createdAt,
+          'end_turn',
+        );
         break;
       case 'tool': {
         const { call, result } = item;
@@ -132,14 +143,27 @@ export function writeClaudeCodeTranscript(history: PortableHistory, options: Tra
           break;
         }
         const id = toolUseIdOf(call.toolUseId);
-        const callRecord = assistant({ type: 'tool_use', id, name: call.name, input: isObjectLike(call.input) ? call.input : { input: call.input } }, call.createdAt, 'tool_use');
+        const callRecord = assistant(
+          {
+            type: 'tool_use',
+            id,
+            name: call.name,
+            input: isObjectLike(call.input) ? call.input : { input: call.input },
+          },
+          call.createdAt,
+          'tool_use',
+        );
         callRecords.set(id, callRecord);
         const content = result?.content ?? INTERRUPTED_RESULT;
         const isError = result === undefined || result.isError;
-        user([{ type: 'tool_result', tool_use_id: id, content, is_error: isError }], result?.createdAt ?? call.createdAt, {
-          toolUseResult: isError ? `Error: ${content}` : (result?.output ?? content),
-          sourceToolAssistantUUID: callRecord,
-        });
+        user(
+          [{ type: 'tool_result', tool_use_id: id, content, is_error: isError }],
+          result?.createdAt ?? call.createdAt,
+          {
+            toolUseResult: isError ? `Error: ${content}` : (result?.output ?? content),
+            sourceToolAssistantUUID: callRecord,
+          },
+        );
         break;
       }
       case 'orphan_result':
@@ -167,7 +191,10 @@ export function writeClaudeCodeTranscript(history: PortableHistory, options: Tra
           compactMetadata: { trigger: 'manual', preTokens: 0 },
           timestamp: isoOf(undefined, options.now),
         });
-        user(`${SUMMARY_PREAMBLE}${item.summary}`, undefined, { isVisibleInTranscriptOnly: true, isCompactSummary: true });
+        user(`${SUMMARY_PREAMBLE}${item.summary}`, undefined, {
+          isVisibleInTranscriptOnly: true,
+          isCompactSummary: true,
+        });
         break;
       }
     }

@@ -104,15 +104,26 @@ export function writeGeminiSession(history: PortableHistory, options: Transcript
     return current;
   };
   const appendText = (message: GeminiMessage, text: string): void => {
-    message.content = typeof message.content === 'string' && message.content.length > 0 ? `${message.content}\n\n${text}` : text;
+    message.content =
+      typeof message.content === 'string' && message.content.length > 0 ? `${message.content}\n\n${text}` : text;
   };
 
   for (const item of historyItems(history)) {
     if (item.kind === 'checkpoint') {
       sawCheckpoint = true;
       current = undefined;
-      kept.push({ id: newId(), timestamp: isoOf(undefined, options.now), type: 'user', content: [{ text: `<state_snapshot>\n${item.summary}\n</state_snapshot>` }] });
-      kept.push({ id: newId(), timestamp: isoOf(undefined, options.now), type: 'gemini', content: SNAPSHOT_ACKNOWLEDGEMENT });
+      kept.push({
+        id: newId(),
+        timestamp: isoOf(undefined, options.now),
+        type: 'user',
+        content: [{ text: `<state_snapshot>\n${item.summary}\n</state_snapshot>` }],
+      });
+      kept.push({
+        id: newId(),
+        timestamp: isoOf(undefined, options.now),
+        type: 'gemini',
+        content: SNAPSHOT_ACKNOWLEDGEMENT,
+      });
       continue;
     }
     const into = target(item.compacted);
@@ -131,7 +142,11 @@ export function writeGeminiSession(history: PortableHistory, options: Transcript
         break;
       case 'thinking': {
         const message = modelMessage(item.block.createdAt, into);
-        (message.thoughts ??= []).push({ subject: '', description: item.block.content, timestamp: isoOf(item.block.createdAt, options.now) });
+        (message.thoughts ??= []).push({
+          subject: '',
+          description: item.block.content,
+          timestamp: isoOf(item.block.createdAt, options.now),
+        });
         break;
       }
       case 'tool': {
@@ -148,7 +163,15 @@ export function writeGeminiSession(history: PortableHistory, options: Transcript
           id: call.toolUseId,
           name: call.name,
           args: call.input ?? {},
-          result: [{ functionResponse: { id: call.toolUseId, name: call.name, response: failed ? { error: output } : { output } } }],
+          result: [
+            {
+              functionResponse: {
+                id: call.toolUseId,
+                name: call.name,
+                response: failed ? { error: output } : { output },
+              },
+            },
+          ],
           status: failed ? 'error' : 'success',
           timestamp: isoOf(result?.createdAt ?? call.createdAt, options.now),
         });
@@ -171,7 +194,13 @@ export function writeGeminiSession(history: PortableHistory, options: Transcript
   const startTime = compacted[0]?.timestamp ?? kept[0]?.timestamp ?? isoOf(undefined, options.now);
   const lastUpdated = kept.at(-1)?.timestamp ?? compacted.at(-1)?.timestamp ?? startTime;
   const lines = [
-    JSON.stringify({ sessionId: options.nativeSessionId, projectHash: geminiProjectHash(options.cwd), startTime, lastUpdated, kind: 'main' }),
+    JSON.stringify({
+      sessionId: options.nativeSessionId,
+      projectHash: geminiProjectHash(options.cwd),
+      startTime,
+      lastUpdated,
+      kind: 'main',
+    }),
     ...compacted.map((message) => JSON.stringify(message)),
   ];
   // After a checkpoint the compacted messages are replaced as `/compress` replaces them; otherwise each message is its own record.

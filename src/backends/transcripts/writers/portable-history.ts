@@ -68,7 +68,11 @@ export class ConversionLog {
   }
 
   list(): Conversion[] {
-    return [...this.counts.entries()].map(([kind, entry]) => ({ kind, count: entry.count, ...(entry.names.size > 0 ? { names: [...entry.names] } : {}) }));
+    return [...this.counts.entries()].map(([kind, entry]) => ({
+      kind,
+      count: entry.count,
+      ...(entry.names.size > 0 ? { names: [...entry.names] } : {}),
+    }));
   }
 }
 
@@ -84,7 +88,12 @@ const DESCRIPTIONS: Record<ConversionKind, (count: number) => string> = {
 /** One sentence part per conversion: "2 thinking blocks to marked text, 1 call to tools it does not have (Bash) to marked text". */
 export function describeConversions(conversions: readonly Conversion[]): string {
   if (conversions.length === 0) return 'nothing needed converting';
-  return conversions.map((conversion) => `${DESCRIPTIONS[conversion.kind](conversion.count)}${conversion.names?.length ? ` (${conversion.names.join(', ')})` : ''}`).join('; ');
+  return conversions
+    .map(
+      (conversion) =>
+        `${DESCRIPTIONS[conversion.kind](conversion.count)}${conversion.names?.length ? ` (${conversion.names.join(', ')})` : ''}`,
+    )
+    .join('; ');
 }
 
 function plural(count: number, noun: string): string {
@@ -109,7 +118,8 @@ export type HistoryItem =
  */
 export function historyItems(history: PortableHistory): HistoryItem[] {
   const results = new Map<string, ToolResultBlock>();
-  for (const block of history.blocks) if (block.type === 'tool_result' && !results.has(block.toolUseId)) results.set(block.toolUseId, block);
+  for (const block of history.blocks)
+    if (block.type === 'tool_result' && !results.has(block.toolUseId)) results.set(block.toolUseId, block);
   const paired = new Set<ToolResultBlock>();
   const items: HistoryItem[] = [];
   const covers = history.compacted?.coversSeq;
@@ -157,8 +167,13 @@ export function thinkingAsText(content: string, source: string | undefined): str
 }
 
 /** A tool call (and its result) the target has no tool for, as text. */
-export function toolCallAsText(call: ToolUseBlock, result: ToolResultBlock | undefined, source: string | undefined): string {
-  const outcome = result === undefined ? INTERRUPTED_RESULT : `${result.isError ? 'error' : 'result'}:\n${result.content}`;
+export function toolCallAsText(
+  call: ToolUseBlock,
+  result: ToolResultBlock | undefined,
+  source: string | undefined,
+): string {
+  const outcome =
+    result === undefined ? INTERRUPTED_RESULT : `${result.isError ? 'error' : 'result'}:\n${result.content}`;
   return `[tool call${source ? ` from ${source}` : ''}, converted to text: ${call.name} ${JSON.stringify(call.input ?? {})}]\n${outcome}`;
 }
 

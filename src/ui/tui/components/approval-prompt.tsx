@@ -27,7 +27,8 @@ export function ApprovalPrompt({ approvals, onAnswer, onExit, width, maxDiffRows
       if (!request || approvals.answering === request.requestId) return;
       const answer = input.toLowerCase();
       if (answer === 'y') onAnswer(request.requestId, 'allow_once');
-      else if (answer === 'a') onAnswer(request.requestId, request.allowAlwaysScope !== undefined ? 'allow_always' : 'allow_once');
+      else if (answer === 'a')
+        onAnswer(request.requestId, request.allowAlwaysScope !== undefined ? 'allow_always' : 'allow_once');
       else if (answer === 'n' || key.escape) onAnswer(request.requestId, 'deny');
     },
     { isActive: request !== undefined },
@@ -43,7 +44,11 @@ export function ApprovalPrompt({ approvals, onAnswer, onExit, width, maxDiffRows
         <Text bold>{request.title}</Text>
         {waiting > 1 ? <Text color="gray"> (1 of {waiting} waiting)</Text> : null}
       </Text>
-      {request.kind === 'command' ? <CommandLines request={request} /> : <DiffLines request={request} maxRows={maxDiffRows} />}
+      {request.kind === 'command' ? (
+        <CommandLines request={request} />
+      ) : (
+        <DiffLines request={request} maxRows={maxDiffRows} />
+      )}
       <Box marginTop={1}>
         <Text>
           <Text color="green" bold>
@@ -84,10 +89,16 @@ function CommandLines({ request }: { request: PermissionRequest }) {
 }
 
 function DiffLines({ request, maxRows }: { request: PermissionRequest; maxRows: number }) {
-  const edit = fileEditOf({ name: request.tool, input: { path: request.path } }, { output: { path: request.path ?? '', diff: request.diff ?? '' }, isError: false });
+  const edit = fileEditOf(
+    { name: request.tool, input: { path: request.path } },
+    { output: { path: request.path ?? '', diff: request.diff ?? '' }, isError: false },
+  );
   const rows: Array<{ key: string; header?: string; line?: DiffLine }> = [];
   edit?.hunks.forEach((hunk, index) => {
-    rows.push({ key: `h${index}`, header: `@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@` });
+    rows.push({
+      key: `h${index}`,
+      header: `@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@`,
+    });
     hunk.lines.forEach((line, at) => rows.push({ key: `h${index}l${at}`, line }));
   });
   if (!edit || rows.length === 0) return <Text color="gray">{request.path ?? ''}: no changes shown.</Text>;

@@ -1,6 +1,14 @@
 import { Box, Text } from 'ink';
 import { memo } from 'react';
-import { commandOf, fileEditOf, type BlockStatus, type ConversationBlock, type SubagentBlock, type SystemBlock, type ToolUseBlock } from '../../../conversation/index.js';
+import {
+  commandOf,
+  fileEditOf,
+  type BlockStatus,
+  type ConversationBlock,
+  type SubagentBlock,
+  type SystemBlock,
+  type ToolUseBlock,
+} from '../../../conversation/index.js';
 import { describeInput, formatCost, formatCount, formatDuration, oneLine, shortResult, wordCount } from '../format.js';
 import { renderInlineMarkdown, renderMarkdown } from '../render/markdown.js';
 import { renderStreamingMarkdown } from '../render/markdown-stream.js';
@@ -34,7 +42,11 @@ export function NoteLines({ lines }: { lines: readonly NoteLine[] }) {
   return (
     <Box flexDirection="column">
       {lines.map((line, index) => (
-        <Text key={index} {...(line.tone && TONE_COLOR[line.tone] ? { color: TONE_COLOR[line.tone] } : {})} bold={line.bold ?? false}>
+        <Text
+          key={index}
+          {...(line.tone && TONE_COLOR[line.tone] ? { color: TONE_COLOR[line.tone] } : {})}
+          bold={line.bold ?? false}
+        >
           {line.text}
         </Text>
       ))}
@@ -58,7 +70,16 @@ export const HistoryItemView = memo(function HistoryItemView({ item, width }: { 
         </Box>
       );
     case 'block':
-      return <FinishedBlock block={item.block} thread={item.thread} threadCost={item.threadCost} toolUse={item.toolUse} expanded={item.expanded} width={width} />;
+      return (
+        <FinishedBlock
+          block={item.block}
+          thread={item.thread}
+          threadCost={item.threadCost}
+          toolUse={item.toolUse}
+          expanded={item.expanded}
+          width={width}
+        />
+      );
   }
 });
 
@@ -90,7 +111,9 @@ function FinishedBlock({ block, thread, threadCost, toolUse, expanded, width }: 
         </Box>
       );
     case 'thinking':
-      return <ThinkingLine block={block} expanded={expanded} live={false} width={width} maxRows={Number.POSITIVE_INFINITY} />;
+      return (
+        <ThinkingLine block={block} expanded={expanded} live={false} width={width} maxRows={Number.POSITIVE_INFINITY} />
+      );
     case 'tool_use':
       return <ToolLine block={block} width={width} spinner="" />;
     case 'tool_result':
@@ -98,18 +121,42 @@ function FinishedBlock({ block, thread, threadCost, toolUse, expanded, width }: 
     case 'system':
       return <SystemLine block={block} />;
     case 'subagent':
-      return <WorkerThread block={block} thread={thread ?? []} cost={threadCost} expanded={expanded} width={width} now={block.completedAt ?? Date.now()} spinner="" maxRows={expanded ? 40 : 2} />;
+      return (
+        <WorkerThread
+          block={block}
+          thread={thread ?? []}
+          cost={threadCost}
+          expanded={expanded}
+          width={width}
+          now={block.completedAt ?? Date.now()}
+          spinner=""
+          maxRows={expanded ? 40 : 2}
+        />
+      );
   }
 }
 
-export function ThinkingLine({ block, expanded, live, width, maxRows }: { block: ConversationBlock & { type: 'thinking' }; expanded: boolean; live: boolean; width: number; maxRows: number }) {
+export function ThinkingLine({
+  block,
+  expanded,
+  live,
+  width,
+  maxRows,
+}: {
+  block: ConversationBlock & { type: 'thinking' };
+  expanded: boolean;
+  live: boolean;
+  width: number;
+  maxRows: number;
+}) {
   const words = wordCount(block.content);
   const summary = block.redacted ? 'hidden by the model' : `${words} ${words === 1 ? 'word' : 'words'}`;
   if (!expanded || block.redacted) {
     return (
       <Box marginTop={1}>
         <Text color="gray" italic>
-          ✻ {live ? 'Thinking…' : 'Thought'} ({summary}{expanded || block.redacted ? '' : ' · Ctrl+O shows thinking'})
+          ✻ {live ? 'Thinking…' : 'Thought'} ({summary}
+          {expanded || block.redacted ? '' : ' · Ctrl+O shows thinking'})
         </Text>
       </Box>
     );
@@ -190,7 +237,12 @@ function SystemLine({ block }: { block: SystemBlock }) {
 
 function compactionText(block: SystemBlock): string {
   const data = (typeof block.data === 'object' && block.data !== null ? block.data : {}) as Record<string, unknown>;
-  const before = typeof data['tokensBefore'] === 'number' ? data['tokensBefore'] : typeof data['preTokens'] === 'number' ? data['preTokens'] : undefined;
+  const before =
+    typeof data['tokensBefore'] === 'number'
+      ? data['tokensBefore']
+      : typeof data['preTokens'] === 'number'
+        ? data['preTokens']
+        : undefined;
   const after = typeof data['tokensAfter'] === 'number' ? data['tokensAfter'] : undefined;
   const trigger = typeof data['trigger'] === 'string' ? ` (${data['trigger']})` : '';
   const version = typeof data['version'] === 'number' ? ` · checkpoint v${data['version']}` : '';
@@ -223,12 +275,24 @@ export function WorkerThread({
   const glyph = !finished && spinner !== '' ? spinner : status.glyph;
   const elapsed = formatDuration((block.completedAt ?? now) - block.createdAt);
   const spent = block.costUsd ?? cost;
-  const word = block.status === 'pending' ? 'queued' : block.status === 'running' ? 'running' : block.status === 'success' ? 'done' : 'failed';
+  const word =
+    block.status === 'pending'
+      ? 'queued'
+      : block.status === 'running'
+        ? 'running'
+        : block.status === 'success'
+          ? 'done'
+          : 'failed';
   const head = `${block.name} worker · ${word} ${finished ? 'in ' : ''}${elapsed}${spent !== undefined ? ` · ${formatCost(spent)}` : ''} · `;
-  const body = finished && !expanded ? [] : threadRows(thread, expanded, Math.max(1, maxRows - 1 - (finished ? 1 : 0)), width - 4);
+  const body =
+    finished && !expanded ? [] : threadRows(thread, expanded, Math.max(1, maxRows - 1 - (finished ? 1 : 0)), width - 4);
   // Expanded, the thread already ends with the worker's answer when that is its output.
   const lastText = [...thread].reverse().find((entry) => entry.type === 'assistant_text');
-  const showOutput = finished && block.output !== undefined && block.output !== '' && !(expanded && lastText?.type === 'assistant_text' && lastText.content.trim() === block.output.trim());
+  const showOutput =
+    finished &&
+    block.output !== undefined &&
+    block.output !== '' &&
+    !(expanded && lastText?.type === 'assistant_text' && lastText.content.trim() === block.output.trim());
   return (
     <Box flexDirection="column" marginTop={1}>
       <Text wrap="truncate-end">
@@ -255,7 +319,9 @@ export function WorkerThread({
 function threadRows(thread: readonly ConversationBlock[], expanded: boolean, maxRows: number, width: number): string[] {
   const tools = new Map<string, string>();
   for (const block of thread) if (block.type === 'tool_use') tools.set(block.toolUseId, block.name);
-  const rows = thread.filter((block) => block.type !== 'user_message').map((block) => blockSummary(block, width, tools));
+  const rows = thread
+    .filter((block) => block.type !== 'user_message')
+    .map((block) => blockSummary(block, width, tools));
   if (rows.length === 0) return [];
   if (!expanded) return rows.slice(-1);
   return rows.slice(-maxRows);
@@ -285,7 +351,19 @@ function blockSummary(block: ConversationBlock, width: number, tools: ReadonlyMa
 }
 
 /** The block in flight, cut to `maxRows` rows so the live area never outgrows the screen. */
-export function LiveBlock({ block, expanded, width, maxRows, spinner }: { block: ConversationBlock; expanded: boolean; width: number; maxRows: number; spinner: string }) {
+export function LiveBlock({
+  block,
+  expanded,
+  width,
+  maxRows,
+  spinner,
+}: {
+  block: ConversationBlock;
+  expanded: boolean;
+  width: number;
+  maxRows: number;
+  spinner: string;
+}) {
   switch (block.type) {
     case 'assistant_text': {
       // One row goes to the margin above; one more to the "lines above" line when the text is cut.
@@ -302,7 +380,9 @@ export function LiveBlock({ block, expanded, width, maxRows, spinner }: { block:
       const rows = all.slice(hidden);
       return (
         <Box flexDirection="column" marginTop={1}>
-          {hidden > 0 ? <Text color="gray">… {hidden} more lines above (all of it is printed when the block is done)</Text> : null}
+          {hidden > 0 ? (
+            <Text color="gray">… {hidden} more lines above (all of it is printed when the block is done)</Text>
+          ) : null}
           <Text>{rows.join('\n')}</Text>
         </Box>
       );

@@ -9,7 +9,17 @@ import { LiveBlock, spinnerFrame, WorkerThread } from './block-view.js';
  * fit the screen), running worker threads, and a spinner line per piece of long work with what it
  * is and how long it has run. This is the only part of the screen that re-renders.
  */
-export function LiveArea({ state, now, width, maxRows }: { state: ViewState; now: number; width: number; maxRows: number }) {
+export function LiveArea({
+  state,
+  now,
+  width,
+  maxRows,
+}: {
+  state: ViewState;
+  now: number;
+  width: number;
+  maxRows: number;
+}) {
   const spinner = spinnerFrame(now);
   const activities = activityLines(state, now);
   const blocks = openBlocks(state);
@@ -25,7 +35,14 @@ export function LiveArea({ state, now, width, maxRows }: { state: ViewState; now
   return (
     <Box flexDirection="column">
       {others.map((block, index) => (
-        <LiveBlock key={block.id} block={block} expanded={state.expanded} width={width} maxRows={index === others.length - 1 ? lastRows : 2} spinner={spinner} />
+        <LiveBlock
+          key={block.id}
+          block={block}
+          expanded={state.expanded}
+          width={width}
+          maxRows={index === others.length - 1 ? lastRows : 2}
+          spinner={spinner}
+        />
       ))}
       {workers.map((block) => (
         <WorkerThread
@@ -69,7 +86,10 @@ export function activityLines(state: ViewState, now: number): ActivityLine[] {
     lines.push({ id: 'connection-error', text: state.connectionError, tone: 'error' });
   }
   if (state.turn) {
-    lines.push({ id: 'turn', text: `${turnLabel(openBlocks(state))}… ${formatDuration(now - state.turn.startedAt)} · Esc interrupts` });
+    lines.push({
+      id: 'turn',
+      text: `${turnLabel(openBlocks(state))}… ${formatDuration(now - state.turn.startedAt)} · Esc interrupts`,
+    });
   }
   return lines;
 }

@@ -40,82 +40,88 @@ export function Prompt({ onSubmit, onInterrupt, onExit, onToggleDetails, sources
     setLine(next);
   };
 
-  useInput((input, key) => {
-    const { value, cursor } = current.current;
-    if (key.ctrl && input === 'c') {
-      if (value !== '') update(EMPTY);
-      else onExit();
-      return;
-    }
-    if (key.ctrl && input === 'o') {
-      onToggleDetails();
-      return;
-    }
-    const submit = (text: string) => {
-      update(EMPTY);
-      setCandidates([]);
-      position.current = undefined;
-      if (text.trim() === '') return;
-      if (history.current.at(-1) !== text) history.current.push(text);
-      onSubmit(text);
-    };
-    if (key.return) return submit(value);
-    if (key.escape) {
-      if (!onInterrupt()) update(EMPTY);
-      setCandidates([]);
-      return;
-    }
-    if (key.tab) return completeLine(value);
-    if (key.upArrow || key.downArrow) {
-      const entries = history.current;
-      if (entries.length === 0) return;
-      let index = position.current ?? entries.length;
-      index = key.upArrow ? Math.max(0, index - 1) : index + 1;
-      if (index >= entries.length) {
-        position.current = undefined;
-        update(EMPTY);
+  useInput(
+    (input, key) => {
+      const { value, cursor } = current.current;
+      if (key.ctrl && input === 'c') {
+        if (value !== '') update(EMPTY);
+        else onExit();
         return;
       }
-      position.current = index;
-      const entry = entries[index]!;
-      update({ value: entry, cursor: entry.length });
-      return;
-    }
-    if (key.leftArrow) return update({ value, cursor: Math.max(0, cursor - 1) });
-    if (key.rightArrow) return update({ value, cursor: Math.min(value.length, cursor + 1) });
-    if (key.home || (key.ctrl && input === 'a')) return update({ value, cursor: 0 });
-    if (key.end || (key.ctrl && input === 'e')) return update({ value, cursor: value.length });
-    if (key.ctrl && input === 'u') return update({ value: value.slice(cursor), cursor: 0 });
-    if (key.ctrl && input === 'k') return update({ value: value.slice(0, cursor), cursor });
-    if (key.ctrl && input === 'w') {
-      const start = value.slice(0, cursor).replace(/\S+\s*$/, '').length;
-      return update({ value: value.slice(0, start) + value.slice(cursor), cursor: start });
-    }
-    // Most terminals send DEL for Backspace, which Ink reports as `delete`.
-    if (key.backspace || key.delete) {
-      if (cursor === 0) return;
-      return update({ value: value.slice(0, cursor - 1) + value.slice(cursor), cursor: cursor - 1 });
-    }
-    if (key.ctrl || key.meta || input === '') return;
-    // Several keys in one chunk (a paste, or keys sent faster than they are read): Tab completes
-    // where it stands; a line break at the very end is Enter, one inside becomes a space, so a
-    // paste never sends several messages.
-    const tokens = input.match(/\r\n?|\n|\t|[^\r\n\t]+/g) ?? [];
-    tokens.forEach((token, index) => {
-      const line = current.current;
-      if (token === '\t') return completeLine(line.value);
-      if (/^[\r\n]/.test(token)) {
-        if (index === tokens.length - 1) return submit(line.value);
-        return insert(line, ' ');
+      if (key.ctrl && input === 'o') {
+        onToggleDetails();
+        return;
       }
-      insert(line, token.replace(/[\u0000-\u001f\u007f]/g, ''));
-    });
-  }, { isActive: active });
+      const submit = (text: string) => {
+        update(EMPTY);
+        setCandidates([]);
+        position.current = undefined;
+        if (text.trim() === '') return;
+        if (history.current.at(-1) !== text) history.current.push(text);
+        onSubmit(text);
+      };
+      if (key.return) return submit(value);
+      if (key.escape) {
+        if (!onInterrupt()) update(EMPTY);
+        setCandidates([]);
+        return;
+      }
+      if (key.tab) return completeLine(value);
+      if (key.upArrow || key.downArrow) {
+        const entries = history.current;
+        if (entries.length === 0) return;
+        let index = position.current ?? entries.length;
+        index = key.upArrow ? Math.max(0, index - 1) : index + 1;
+        if (index >= entries.length) {
+          position.current = undefined;
+          update(EMPTY);
+          return;
+        }
+        position.current = index;
+        const entry = entries[index]!;
+        update({ value: entry, cursor: entry.length });
+        return;
+      }
+      if (key.leftArrow) return update({ value, cursor: Math.max(0, cursor - 1) });
+      if (key.rightArrow) return update({ value, cursor: Math.min(value.length, cursor + 1) });
+      if (key.home || (key.ctrl && input === 'a')) return update({ value, cursor: 0 });
+      if (key.end || (key.ctrl && input === 'e')) return update({ value, cursor: value.length });
+      if (key.ctrl && input === 'u') return update({ value: value.slice(cursor), cursor: 0 });
+      if (key.ctrl && input === 'k') return update({ value: value.slice(0, cursor), cursor });
+      if (key.ctrl && input === 'w') {
+        const start = value.slice(0, cursor).replace(/\S+\s*$/, '').length;
+        return update({ value: value.slice(0, start) + value.slice(cursor), cursor: start });
+      }
+      // Most terminals send DEL for Backspace, which Ink reports as `delete`.
+      if (key.backspace || key.delete) {
+        if (cursor === 0) return;
+        return update({ value: value.slice(0, cursor - 1) + value.slice(cursor), cursor: cursor - 1 });
+      }
+      if (key.ctrl || key.meta || input === '') return;
+      // Several keys in one chunk (a paste, or keys sent faster than they are read): Tab completes
+      // where it stands; a line break at the very end is Enter, one inside becomes a space, so a
+      // paste never sends several messages.
+      const tokens = input.match(/\r\n?|\n|\t|[^\r\n\t]+/g) ?? [];
+      tokens.forEach((token, index) => {
+        const line = current.current;
+        if (token === '\t') return completeLine(line.value);
+        if (/^[\r\n]/.test(token)) {
+          if (index === tokens.length - 1) return submit(line.value);
+          return insert(line, ' ');
+        }
+        insert(line, token.replace(/[\u0000-\u001f\u007f]/g, ''));
+      });
+    },
+    { isActive: active },
+  );
 
   function insert(line: Line, text: string): void {
     if (text === '') return;
     setCandidates([]);
-    update({ value: line.value.slice(0, line.cursor) + text + line.value.slice(line.cursor), cursor: line.cursor + text.length });
+    update({
+      value: line.value.slice(0, line.cursor) + text + line.value.slice(line.cursor),
+      cursor: line.cursor + text.length,
+    });
   }
 
   function completeLine(value: string): void {

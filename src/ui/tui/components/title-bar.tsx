@@ -43,7 +43,8 @@ export function TitleBar({ state }: { state: ViewState }) {
   const color = LEVEL_COLOR[contextLevel(draft.contextPct, draft.compactionPct)];
   return (
     <Text wrap="truncate-end">
-      {head} | Draft: <Text bold>{draft.role}</Text> | Context: <Text {...(color ? { color, bold: true } : {})}>{formatPercent(draft.contextPct)}</Text> | Turns:{' '}
+      {head} | Draft: <Text bold>{draft.role}</Text> | Context:{' '}
+      <Text {...(color ? { color, bold: true } : {})}>{formatPercent(draft.contextPct)}</Text> | Turns:{' '}
       {draft.turnCount} | {formatCost(draft.costUsd, draft.costUnknown)}
     </Text>
   );

@@ -11,14 +11,37 @@ export const FOLDED_ROWS = 12;
 const EXPANDED_RESULT_ROWS = 40;
 
 /** Tools whose results are file contents or listings, shown as they are: Markdown would read a `# comment` as a heading. */
-const VERBATIM_TOOLS = new Set(['Read', 'read_file', 'read_many_files', 'Grep', 'grep', 'search_file_content', 'Glob', 'glob', 'LS', 'ls', 'list_directory', 'list_files']);
+const VERBATIM_TOOLS = new Set([
+  'Read',
+  'read_file',
+  'read_many_files',
+  'Grep',
+  'grep',
+  'search_file_content',
+  'Glob',
+  'glob',
+  'LS',
+  'ls',
+  'list_directory',
+  'list_files',
+]);
 
 /**
  * A tool's result under its call: an edit as a coloured diff, a shell command as a terminal block
  * (both folded unless details are on), anything else as one line (Markdown styled), or with
  * details on in full as Markdown.
  */
-export function ToolResultView({ block, toolUse, expanded, width }: { block: ToolResultBlock; toolUse: ToolUseBlock | undefined; expanded: boolean; width: number }) {
+export function ToolResultView({
+  block,
+  toolUse,
+  expanded,
+  width,
+}: {
+  block: ToolResultBlock;
+  toolUse: ToolUseBlock | undefined;
+  expanded: boolean;
+  width: number;
+}) {
   const inner = Math.max(10, width - 4);
   const limit = expanded ? Number.POSITIVE_INFINITY : FOLDED_ROWS;
   const edit = toolUse && !block.isError ? fileEditOf(toolUse, block) : undefined;
@@ -29,8 +52,14 @@ export function ToolResultView({ block, toolUse, expanded, width }: { block: Too
   const command = toolUse ? commandOf(toolUse, block) : undefined;
   if (command) return <Rows head="" rows={commandRows(command, inner, limit).rows} />;
   if (expanded && block.content.trim() !== '') {
-    const all = toolUse && VERBATIM_TOOLS.has(toolUse.name) ? hardWrapLines(sanitize(block.content.replace(/\n+$/, '')), inner) : renderMarkdown(block.content, inner);
-    const rows = all.length > EXPANDED_RESULT_ROWS ? [...all.slice(0, EXPANDED_RESULT_ROWS - 1), `… ${all.length - EXPANDED_RESULT_ROWS + 1} more lines`] : all;
+    const all =
+      toolUse && VERBATIM_TOOLS.has(toolUse.name)
+        ? hardWrapLines(sanitize(block.content.replace(/\n+$/, '')), inner)
+        : renderMarkdown(block.content, inner);
+    const rows =
+      all.length > EXPANDED_RESULT_ROWS
+        ? [...all.slice(0, EXPANDED_RESULT_ROWS - 1), `… ${all.length - EXPANDED_RESULT_ROWS + 1} more lines`]
+        : all;
     return <Rows head="" rows={rows} color={block.isError ? 'red' : undefined} />;
   }
   return (
@@ -43,7 +72,10 @@ export function ToolResultView({ block, toolUse, expanded, width }: { block: Too
 
 /** `  ⎿ head` then the rows, indented under it. */
 function Rows({ head, rows, color }: { head: string; rows: readonly string[]; color?: string | undefined }) {
-  const lines = head === '' ? rows.map((row, index) => `${index === 0 ? '  ⎿ ' : '    '}${row}`) : [`  ⎿ ${head}`, ...rows.map((row) => `    ${row}`)];
+  const lines =
+    head === ''
+      ? rows.map((row, index) => `${index === 0 ? '  ⎿ ' : '    '}${row}`)
+      : [`  ⎿ ${head}`, ...rows.map((row) => `    ${row}`)];
   return (
     <Box flexDirection="column">
       <Text {...(color ? { color } : {})}>{lines.join('\n')}</Text>

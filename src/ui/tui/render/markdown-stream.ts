@@ -53,7 +53,10 @@ function lexGrowing(source: string): Token[] {
   const stable = tokens.slice(0, keep);
   const stableLength = stable.reduce((sum, token) => sum + token.raw.length, 0);
   // Blocks' sources add up to the text; if marked ever changed that, lex whole texts.
-  previous = source.slice(0, stableLength) === stable.map((token) => token.raw).join('') ? { source, stableLength, stable } : undefined;
+  previous =
+    source.slice(0, stableLength) === stable.map((token) => token.raw).join('')
+      ? { source, stableLength, stable }
+      : undefined;
   return tokens;
 }
 
@@ -110,7 +113,7 @@ function closersFor(text: string): string {
   // Code spans first: markup inside them is text.
   let outside = '';
   let openTicks = '';
-  for (let index = 0; index < text.length; ) {
+  for (let index = 0; index < text.length;) {
     if (text[index] !== '`') {
       outside += text[index];
       index++;

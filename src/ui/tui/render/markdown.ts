@@ -51,7 +51,12 @@ export function renderBlock(token: Token, width: number): string[] {
     case 'heading': {
       const heading = token as Tokens.Heading;
       const text = renderInline(heading.tokens);
-      const styled = heading.depth === 1 ? chalk.bold.underline(text) : heading.depth === 2 ? chalk.bold(text) : chalk.bold.italic(text);
+      const styled =
+        heading.depth === 1
+          ? chalk.bold.underline(text)
+          : heading.depth === 2
+            ? chalk.bold(text)
+            : chalk.bold.italic(text);
       return wrapLines(styled, width);
     }
     case 'paragraph':
@@ -76,7 +81,9 @@ export function renderBlock(token: Token, width: number): string[] {
       // Shown as typed, never interpreted: a terminal has no HTML, and this keeps it inert.
       return hardWrapLines(chalk.gray((token as Tokens.HTML).text.replace(/\n+$/, '')), width);
     default:
-      return 'tokens' in token && Array.isArray(token.tokens) ? wrapLines(renderInline(token.tokens as Token[]), width) : wrapLines(decodeEntities(token.raw), width);
+      return 'tokens' in token && Array.isArray(token.tokens)
+        ? wrapLines(renderInline(token.tokens as Token[]), width)
+        : wrapLines(decodeEntities(token.raw), width);
   }
 }
 
@@ -123,7 +130,9 @@ function inline(token: Token): string {
     case 'html':
       return chalk.gray((token as Tokens.HTML).text);
     default:
-      return 'tokens' in token && Array.isArray(token.tokens) ? renderInline(token.tokens as Token[]) : decodeEntities(token.raw);
+      return 'tokens' in token && Array.isArray(token.tokens)
+        ? renderInline(token.tokens as Token[])
+        : decodeEntities(token.raw);
   }
 }
 
@@ -144,7 +153,11 @@ function renderList(list: Tokens.List, width: number, depth = 0): string[] {
   list.items.forEach((item, index) => {
     const box = item.checked ? chalk.green('☑') : '☐';
     // A task's box stands in for its bullet; a numbered task keeps its number.
-    let marker = list.ordered ? `${String(start + index)}.`.padStart(numberWidth) : item.task ? box : BULLETS[depth % BULLETS.length]!;
+    let marker = list.ordered
+      ? `${String(start + index)}.`.padStart(numberWidth)
+      : item.task
+        ? box
+        : BULLETS[depth % BULLETS.length]!;
     if (item.task && list.ordered) marker += ` ${box}`;
     const indent = columns(marker) + 1;
     const lines = renderItem(item, Math.max(4, width - indent), depth);
@@ -158,7 +171,8 @@ function renderItem(item: Tokens.ListItem, width: number, depth: number): string
   const out: string[] = [];
   for (const token of item.tokens) {
     if (token.type === 'checkbox' || token.type === 'space') continue;
-    const lines = token.type === 'list' ? renderList(token as Tokens.List, width, depth + 1) : renderBlock(token, width);
+    const lines =
+      token.type === 'list' ? renderList(token as Tokens.List, width, depth + 1) : renderBlock(token, width);
     if (lines.length === 0) continue;
     if (out.length > 0 && item.loose && token.type !== 'list') out.push('');
     out.push(...lines);

@@ -29,13 +29,22 @@ export function renderTable(cells: TableCells, width: number): string[] {
   // Each column takes its cells plus one space either side and one border; the table one more border.
   const chrome = count * 3 + 1;
   if (width - chrome < count * MIN_COLUMN) return asList(cells.header, rows, width);
-  const natural = Array.from({ length: count }, (_, index) => Math.max(1, ...[cells.header[index]!, ...rows.map((row) => row[index]!)].map(widestLine)));
+  const natural = Array.from({ length: count }, (_, index) =>
+    Math.max(1, ...[cells.header[index]!, ...rows.map((row) => row[index]!)].map(widestLine)),
+  );
   const widths = fit(natural, width - chrome);
   const out = [line('┌', '┬', '┐', widths)];
-  out.push(...rowLines(cells.header.map((cell) => chalk.bold(cell)), widths, cells.align));
+  out.push(
+    ...rowLines(
+      cells.header.map((cell) => chalk.bold(cell)),
+      widths,
+      cells.align,
+    ),
+  );
   out.push(line('├', '┼', '┤', widths));
   rows.forEach((row, index) => {
-    if (index > 0 && rows.length > 1 && row.some((cell, column) => wrapLines(cell, widths[column]!).length > 1)) out.push(line('├', '┼', '┤', widths));
+    if (index > 0 && rows.length > 1 && row.some((cell, column) => wrapLines(cell, widths[column]!).length > 1))
+      out.push(line('├', '┼', '┤', widths));
     out.push(...rowLines(row, widths, cells.align));
   });
   out.push(line('└', '┴', '┘', widths));
@@ -69,7 +78,9 @@ function rowLines(row: readonly string[], widths: readonly number[], align: read
   const height = Math.max(1, ...wrapped.map((lines) => lines.length));
   const out: string[] = [];
   for (let rowLine = 0; rowLine < height; rowLine++) {
-    const parts = wrapped.map((lines, index) => ` ${pad(lines[rowLine] ?? '', widths[index]!, align[index] ?? 'left')} `);
+    const parts = wrapped.map(
+      (lines, index) => ` ${pad(lines[rowLine] ?? '', widths[index]!, align[index] ?? 'left')} `,
+    );
     out.push(border('│') + parts.join(border('│')) + border('│'));
   }
   return out;

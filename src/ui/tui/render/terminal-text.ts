@@ -42,19 +42,41 @@ export function pad(text: string, width: number, align: 'left' | 'right' | 'cent
 }
 
 /** `first` before the first row, `rest` before the others (a bullet and its hanging indent). */
-export function prefixLines(lines: readonly string[], first: string, rest: string = ' '.repeat(columns(first))): string[] {
+export function prefixLines(
+  lines: readonly string[],
+  first: string,
+  rest: string = ' '.repeat(columns(first)),
+): string[] {
   return lines.map((line, index) => (index === 0 ? first : rest) + line);
 }
 
-const NAMED_ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: '\u00a0', copy: '©', reg: '®', hellip: '…', mdash: '—', ndash: '–', rarr: '→', larr: '←', times: '×' };
+const NAMED_ENTITIES: Record<string, string> = {
+  amp: '&',
+  lt: '<',
+  gt: '>',
+  quot: '"',
+  apos: "'",
+  nbsp: '\u00a0',
+  copy: '©',
+  reg: '®',
+  hellip: '…',
+  mdash: '—',
+  ndash: '–',
+  rarr: '→',
+  larr: '←',
+  times: '×',
+};
 
 /** Markdown text keeps its character references (`&amp;`, `&#39;`): the terminal shows the characters. */
 export function decodeEntities(text: string): string {
   if (!text.includes('&')) return text;
   return text.replace(/&(#x[0-9a-f]{1,6}|#\d{1,7}|[a-z]{2,8});/gi, (whole, name: string) => {
     if (name[0] === '#') {
-      const code = name[1] === 'x' || name[1] === 'X' ? Number.parseInt(name.slice(2), 16) : Number.parseInt(name.slice(1), 10);
-      return code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff) ? sanitize(String.fromCodePoint(code)) : whole;
+      const code =
+        name[1] === 'x' || name[1] === 'X' ? Number.parseInt(name.slice(2), 16) : Number.parseInt(name.slice(1), 10);
+      return code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff)
+        ? sanitize(String.fromCodePoint(code))
+        : whole;
     }
     return NAMED_ENTITIES[name.toLowerCase()] ?? whole;
   });

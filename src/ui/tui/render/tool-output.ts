@@ -17,7 +17,8 @@ export interface FoldedRows {
 /** `Updated src/app.ts (+3 −1)` / `Wrote notes.md (12 lines)`. */
 export function fileEditSummary(view: FileEditView): string {
   const path = view.path || 'a file';
-  if (view.kind === 'write' && view.removed === 0) return `Wrote ${path} (${view.added} ${view.added === 1 ? 'line' : 'lines'})`;
+  if (view.kind === 'write' && view.removed === 0)
+    return `Wrote ${path} (${view.added} ${view.added === 1 ? 'line' : 'lines'})`;
   return `Updated ${path} (${chalk.green(`+${view.added}`)} ${chalk.red(`−${view.removed}`)})`;
 }
 
@@ -26,7 +27,10 @@ export function fileEditSummary(view: FileEditView): string {
  * removed line, the new file's otherwise), `+` green, `-` red, context grey, `⋯` between hunks.
  */
 export function diffRows(view: FileEditView, width: number, maxRows = Number.POSITIVE_INFINITY): FoldedRows {
-  const highest = Math.max(1, ...view.hunks.map((hunk) => Math.max(hunk.oldStart + hunk.oldLines, hunk.newStart + hunk.newLines)));
+  const highest = Math.max(
+    1,
+    ...view.hunks.map((hunk) => Math.max(hunk.oldStart + hunk.oldLines, hunk.newStart + hunk.newLines)),
+  );
   const numberWidth = String(highest).length;
   const gutter = numberWidth + 3;
   const rows: string[] = [];
@@ -55,9 +59,12 @@ export function diffRows(view: FileEditView, width: number, maxRows = Number.POS
  */
 export function commandRows(view: CommandView, width: number, maxRows = Number.POSITIVE_INFINITY): FoldedRows {
   const inner = Math.max(4, width - 2);
-  const command = hardWrapLines(sanitize(view.command), Math.max(4, inner - 2)).map((line, index) => `${chalk.gray(index === 0 ? '$ ' : '  ')}${chalk.bold(line)}`);
+  const command = hardWrapLines(sanitize(view.command), Math.max(4, inner - 2)).map(
+    (line, index) => `${chalk.gray(index === 0 ? '$ ' : '  ')}${chalk.bold(line)}`,
+  );
   const outputText = sanitize(view.output ?? '').replace(/\n+$/, '');
-  const output = outputText === '' ? [] : hardWrapLines(outputText, inner).map((line) => (view.isError ? chalk.red(line) : line));
+  const output =
+    outputText === '' ? [] : hardWrapLines(outputText, inner).map((line) => (view.isError ? chalk.red(line) : line));
   const failed = (view.exitCode !== undefined && view.exitCode !== 0) || view.isError === true;
   const exit = failed ? [chalk.red(`exit ${view.exitCode ?? 'error'}`)] : [];
   const folded = fold(output, Math.max(1, maxRows - command.length - exit.length), 'tail');
@@ -69,6 +76,10 @@ function fold(rows: string[], maxRows: number, keep: 'head' | 'tail'): FoldedRow
   if (rows.length <= maxRows) return { rows, hidden: 0 };
   const shown = Math.max(1, maxRows - 1);
   const hidden = rows.length - shown;
-  const note = chalk.gray(`… ${hidden} more ${hidden === 1 ? 'line' : 'lines'}${keep === 'tail' ? ' above' : ''} · Ctrl+O shows them in full`);
-  return keep === 'head' ? { rows: [...rows.slice(0, shown), note], hidden } : { rows: [note, ...rows.slice(rows.length - shown)], hidden };
+  const note = chalk.gray(
+    `… ${hidden} more ${hidden === 1 ? 'line' : 'lines'}${keep === 'tail' ? ' above' : ''} · Ctrl+O shows them in full`,
+  );
+  return keep === 'head'
+    ? { rows: [...rows.slice(0, shown), note], hidden }
+    : { rows: [note, ...rows.slice(rows.length - shown)], hidden };
 }

@@ -47,7 +47,7 @@ function isNarrow(line: string): boolean {
 
 function pieces(line: string): Piece[] {
   const out: Piece[] = [];
-  for (let index = 0; index < line.length; ) {
+  for (let index = 0; index < line.length;) {
     if (line.charCodeAt(index) === 0x1b) {
       ESCAPE.lastIndex = index;
       const match = ESCAPE.exec(line);
@@ -69,7 +69,14 @@ function pieces(line: string): Piece[] {
   return out;
 }
 
-function wrapLine(line: readonly Piece[], columns: number, options: WrapOptions, styles: StyleState, start: string, rows: string[]): void {
+function wrapLine(
+  line: readonly Piece[],
+  columns: number,
+  options: WrapOptions,
+  styles: StyleState,
+  start: string,
+  rows: string[],
+): void {
   let row = start;
   let rowWidth = 0;
   const flush = () => {
@@ -104,7 +111,8 @@ function wrapLine(line: readonly Piece[], columns: number, options: WrapOptions,
     // A word longer than a row starts on a new one when that cuts it fewer times (as wrap-ansi does).
     const cutsHere = Math.ceil((wordWidth - (columns - rowWidth - spaces)) / columns);
     const cutsBelow = Math.ceil(wordWidth / columns) - 1;
-    if (rowWidth > 0 && rowWidth + spaces + wordWidth > columns && (wordWidth <= columns || cutsBelow < cutsHere)) flush();
+    if (rowWidth > 0 && rowWidth + spaces + wordWidth > columns && (wordWidth <= columns || cutsBelow < cutsHere))
+      flush();
     else if (rowWidth > 0 || !options.trim) {
       if (rowWidth + spaces >= columns) flush();
       else {
@@ -184,7 +192,10 @@ const KIND_OF_OPEN = new Map<number, string>([
   [8, 'hidden'],
   [9, 'strike'],
   ...[30, 31, 32, 33, 34, 35, 36, 37, 90, 91, 92, 93, 94, 95, 96, 97].map((code): [number, string] => [code, 'fg']),
-  ...[40, 41, 42, 43, 44, 45, 46, 47, 100, 101, 102, 103, 104, 105, 106, 107].map((code): [number, string] => [code, 'bg']),
+  ...[40, 41, 42, 43, 44, 45, 46, 47, 100, 101, 102, 103, 104, 105, 106, 107].map((code): [number, string] => [
+    code,
+    'bg',
+  ]),
 ]);
 
 const KINDS_CLOSED_BY = new Map<number, string[]>([

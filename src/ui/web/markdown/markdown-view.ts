@@ -51,7 +51,12 @@ export class MarkdownView {
     const previous = this.whole ? undefined : this.split;
     this.whole = false;
     const next = splitMarkdown(text, previous, this.options);
-    const kept = previous && next.finished.length >= previous.finished.length && previous.finished.every((chunk, index) => next.finished[index] === chunk) ? previous.finished.length : 0;
+    const kept =
+      previous &&
+      next.finished.length >= previous.finished.length &&
+      previous.finished.every((chunk, index) => next.finished[index] === chunk)
+        ? previous.finished.length
+        : 0;
     for (const element of this.chunks.splice(kept)) element.remove();
     for (const chunk of next.finished.slice(kept)) {
       const element = document.createElement('div');
@@ -128,6 +133,9 @@ function flash(button: HTMLButtonElement, label: string): void {
  */
 export function prepareMarkdown(): void {
   for (const options of [{}, { breaks: true }]) {
-    new MarkdownView(options).update('A **bold** and *em* word, `code`, ~~gone~~ and [a link](https://example.com).\n\n- [x] a task\n- an item\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n> quoted\n\n```\nplain\n```', true);
+    new MarkdownView(options).update(
+      'A **bold** and *em* word, `code`, ~~gone~~ and [a link](https://example.com).\n\n- [x] a task\n- an item\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n> quoted\n\n```\nplain\n```',
+      true,
+    );
   }
 }

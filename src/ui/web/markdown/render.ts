@@ -45,7 +45,9 @@ export function fenceLanguage(info: string | undefined): string {
  * skip the parser and the sanitizer. Most short messages people type are such lines.
  */
 export function isPlainLine(text: string): boolean {
-  return text.length > 0 && text.length <= 2_000 && !/[\n\r\\`*_[\]<>#|~&!@$]|https?:|www\.|^[\s=+\-\d>]|\s$/i.test(text);
+  return (
+    text.length > 0 && text.length <= 2_000 && !/[\n\r\\`*_[\]<>#|~&!@$]|https?:|www\.|^[\s=+\-\d>]|\s$/i.test(text)
+  );
 }
 
 function makeMarked(options: MarkdownOptions): Marked {
@@ -60,14 +62,16 @@ function makeMarked(options: MarkdownOptions): Marked {
       link(token: Tokens.Link): string {
         const label = this.parser.parseInline(token.tokens);
         const href = token.href.trim();
-        if (!isLinkable(href)) return `<span class="md-inert-link" title="${escapeHtml(`Not a web link, not opened: ${href}`)}">${label}</span>`;
+        if (!isLinkable(href))
+          return `<span class="md-inert-link" title="${escapeHtml(`Not a web link, not opened: ${href}`)}">${label}</span>`;
         const title = token.title ? ` title="${escapeHtml(token.title)}"` : '';
         return `<a href="${escapeHtml(href)}"${title} target="_blank" rel="noopener noreferrer">${label}</a>`;
       },
       image(token: Tokens.Image): string {
         const href = token.href.trim();
         const alt = token.text || 'image';
-        if (!LOADABLE_IMAGE.test(href)) return `<span class="md-image-text" title="${escapeHtml(`Image not loaded: ${href}`)}">[image: ${escapeHtml(alt)}]</span>`;
+        if (!LOADABLE_IMAGE.test(href))
+          return `<span class="md-image-text" title="${escapeHtml(`Image not loaded: ${href}`)}">[image: ${escapeHtml(alt)}]</span>`;
         let host = href;
         try {
           host = new URL(href).host;
@@ -79,8 +83,12 @@ function makeMarked(options: MarkdownOptions): Marked {
       code(token: Tokens.Code): string {
         const language = fenceLanguage(token.lang);
         const code = token.text.endsWith('\n') ? token.text : `${token.text}\n`;
-        const label = language ? `<span class="code-lang">${escapeHtml(language)}</span>` : '<span class="code-lang"></span>';
-        const attributes = language ? ` class="language-${escapeHtml(language)}" data-lang="${escapeHtml(language)}"` : '';
+        const label = language
+          ? `<span class="code-lang">${escapeHtml(language)}</span>`
+          : '<span class="code-lang"></span>';
+        const attributes = language
+          ? ` class="language-${escapeHtml(language)}" data-lang="${escapeHtml(language)}"`
+          : '';
         return `<div class="code-block"><div class="code-bar">${label}<button type="button" class="copy-code" aria-label="Copy code">Copy</button></div><pre><code${attributes}>${escapeHtml(code)}</code></pre></div>\n`;
       },
     },

@@ -18,7 +18,12 @@ export class ApprovalDialog {
   private readonly waitingLine = h('div', { class: 'muted small' });
 
   constructor(private readonly onAnswer: (requestId: string, decision: PermissionDecision) => void) {
-    this.element = h('dialog', { class: 'approval', 'data-testid': 'approval', 'aria-labelledby': 'approval-title', oncancel: (event: Event) => event.preventDefault() });
+    this.element = h('dialog', {
+      class: 'approval',
+      'data-testid': 'approval',
+      'aria-labelledby': 'approval-title',
+      oncancel: (event: Event) => event.preventDefault(),
+    });
   }
 
   update(state: PendingApprovalsState): void {
@@ -54,11 +59,35 @@ export class ApprovalDialog {
       h(
         'div',
         { class: 'button-row' },
-        h('button', { type: 'button', class: 'primary', 'data-decision': 'allow_once', disabled: answering, onclick: answer('allow_once') }, 'Allow once'),
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'primary',
+            'data-decision': 'allow_once',
+            disabled: answering,
+            onclick: answer('allow_once'),
+          },
+          'Allow once',
+        ),
         request.allowAlwaysScope !== undefined
-          ? h('button', { type: 'button', 'data-decision': 'allow_always', disabled: answering, title: `Remembered for this session: ${request.allowAlwaysScope}`, onclick: answer('allow_always') }, `Allow always: ${request.allowAlwaysScope}`)
+          ? h(
+              'button',
+              {
+                type: 'button',
+                'data-decision': 'allow_always',
+                disabled: answering,
+                title: `Remembered for this session: ${request.allowAlwaysScope}`,
+                onclick: answer('allow_always'),
+              },
+              `Allow always: ${request.allowAlwaysScope}`,
+            )
           : null,
-        h('button', { type: 'button', class: 'danger', 'data-decision': 'deny', disabled: answering, onclick: answer('deny') }, 'Deny'),
+        h(
+          'button',
+          { type: 'button', class: 'danger', 'data-decision': 'deny', disabled: answering, onclick: answer('deny') },
+          'Deny',
+        ),
       ),
     );
   }
@@ -76,9 +105,17 @@ function bodyOf(request: PermissionRequest): HTMLElement {
       'div',
       { class: 'terminal', 'data-testid': 'terminal' },
       h('div', { class: 'terminal-cwd' }, `in ${request.cwd ?? '.'}`),
-      h('div', { class: 'terminal-command' }, h('span', { class: 'terminal-prompt', 'aria-hidden': 'true' }, '$ '), request.command ?? ''),
+      h(
+        'div',
+        { class: 'terminal-command' },
+        h('span', { class: 'terminal-prompt', 'aria-hidden': 'true' }, '$ '),
+        request.command ?? '',
+      ),
     );
   }
-  const edit = fileEditOf({ name: request.tool, input: { path: request.path } }, { output: { path: request.path ?? '', diff: request.diff ?? '' }, isError: false });
+  const edit = fileEditOf(
+    { name: request.tool, input: { path: request.path } },
+    { output: { path: request.path ?? '', diff: request.diff ?? '' }, isError: false },
+  );
   return edit ? fileEditElement(edit) : h('div', { class: 'muted' }, request.path ?? '');
 }

@@ -15,7 +15,15 @@ export class BackendPicker {
 
   constructor() {
     this.select = h('select', { 'data-testid': 'backend-picker', 'aria-label': 'Back end for the next message' });
-    this.element = h('label', { class: 'backend-picker muted small', title: 'The back end the next message goes to; another one moves the session there.' }, 'on ', this.select);
+    this.element = h(
+      'label',
+      {
+        class: 'backend-picker muted small',
+        title: 'The back end the next message goes to; another one moves the session there.',
+      },
+      'on ',
+      this.select,
+    );
   }
 
   update(state: AppState): void {
@@ -28,7 +36,10 @@ export class BackendPicker {
     const options = backends.map((backend) =>
       h(
         'option',
-        { value: backend.name, ...(backend.available ? {} : { disabled: true, title: backend.reason ?? 'not available on this server' }) },
+        {
+          value: backend.name,
+          ...(backend.available ? {} : { disabled: true, title: backend.reason ?? 'not available on this server' }),
+        },
         backend.available ? backend.name : `${backend.name} (not available)`,
       ),
     );

@@ -1,9 +1,37 @@
-import { commandOf, fileEditOf, type AssistantTextBlock, type BlockStatus, type ConversationBlock, type ConversationState, type SubagentBlock, type SystemBlock, type ThinkingBlock, type ToolResultBlock, type ToolUseBlock } from '../../../conversation/index.js';
+import {
+  commandOf,
+  fileEditOf,
+  type AssistantTextBlock,
+  type BlockStatus,
+  type ConversationBlock,
+  type ConversationState,
+  type SubagentBlock,
+  type SystemBlock,
+  type ThinkingBlock,
+  type ToolResultBlock,
+  type ToolUseBlock,
+} from '../../../conversation/index.js';
 import type { SessionInfo } from '../../../protocol/index.js';
 import type { Actions } from '../controller.js';
 import { h, replaceChildren } from '../dom.js';
-import { describeInput, formatCost, formatCount, formatDuration, oneLine, plural, prettyJson, wordCount } from '../format.js';
-import { canPrompt, firstMessageTarget, selectedSession, type AppState, type FirstMessageTarget, type SessionView } from '../state.js';
+import {
+  describeInput,
+  formatCost,
+  formatCount,
+  formatDuration,
+  oneLine,
+  plural,
+  prettyJson,
+  wordCount,
+} from '../format.js';
+import {
+  canPrompt,
+  firstMessageTarget,
+  selectedSession,
+  type AppState,
+  type FirstMessageTarget,
+  type SessionView,
+} from '../state.js';
 import { chatItems, sessionLabel, type ChatItem } from '../view-model.js';
 import { MarkdownView } from '../markdown/markdown-view.js';
 import type { MarkdownOptions } from '../markdown/render.js';
@@ -41,7 +69,19 @@ const PROMPT_PLACEHOLDER = 'Message the agent… (Enter sends, Shift+Enter is a 
  * Tools whose results are file contents, listings or search hits: shown as they are, in a `<pre>`,
  * because Markdown would fold their lines together. Other tools' results read as Markdown.
  */
-const VERBATIM_RESULT_TOOLS = new Set(['Read', 'read_file', 'read_many_files', 'Grep', 'grep', 'search_file_content', 'Glob', 'glob', 'LS', 'list_directory', 'NotebookRead']);
+const VERBATIM_RESULT_TOOLS = new Set([
+  'Read',
+  'read_file',
+  'read_many_files',
+  'Grep',
+  'grep',
+  'search_file_content',
+  'Glob',
+  'glob',
+  'LS',
+  'list_directory',
+  'NotebookRead',
+]);
 
 /**
  * The chat panel: the selected session's conversation as blocks, live. A block's element is built
@@ -53,7 +93,12 @@ export class ChatView {
   private readonly header = h('header', { class: 'chat-header' });
   private readonly headerMain = h('div', { class: 'chat-header-main' });
   private readonly badge = h('div', { class: 'chat-badge', 'aria-live': 'polite' });
-  private readonly scroller = h('div', { class: 'blocks', role: 'log', 'aria-live': 'polite', 'data-testid': 'blocks' });
+  private readonly scroller = h('div', {
+    class: 'blocks',
+    role: 'log',
+    'aria-live': 'polite',
+    'data-testid': 'blocks',
+  });
   private readonly footer = h('footer', { class: 'chat-footer' });
   private readonly textarea: HTMLTextAreaElement;
   private readonly sendButton: HTMLButtonElement;
@@ -70,7 +115,15 @@ export class ChatView {
   private readonly closed = new Set<string>();
   /** The Markdown of texts still streaming, kept across their block's re-renders so only the open tail renders again. */
   private readonly live = new Map<string, MarkdownView>();
-  private last: { conversation?: ConversationState; session?: SessionInfo | undefined; view?: unknown; mode?: string; busy?: unknown; turn?: boolean; empty?: string } = {};
+  private last: {
+    conversation?: ConversationState;
+    session?: SessionInfo | undefined;
+    view?: unknown;
+    mode?: string;
+    busy?: unknown;
+    turn?: boolean;
+    empty?: string;
+  } = {};
   /** The prompt box is showing as the first message's (no draft yet): sending drafts first. */
   private firstMessage = false;
   private items: ChatItem[] = [];
@@ -103,7 +156,11 @@ export class ChatView {
       },
     });
     this.sendButton = h('button', { type: 'submit', class: 'primary', 'data-testid': 'send' }, 'Send');
-    this.cancelButton = h('button', { type: 'button', 'data-testid': 'cancel-turn', onclick: () => actions.cancel() }, 'Stop');
+    this.cancelButton = h(
+      'button',
+      { type: 'button', 'data-testid': 'cancel-turn', onclick: () => actions.cancel() },
+      'Stop',
+    );
     this.promptForm = h(
       'form',
       {
@@ -130,7 +187,8 @@ export class ChatView {
         // Keep the blocks the user is reading where they are while older ones go in above.
         const fromBottom = this.scroller.scrollHeight - this.scroller.scrollTop;
         // While the window is still filling in, the button shows the rest of it at once.
-        if (this.renderedFrom <= (this.windowStart ?? 0)) this.windowStart = Math.max(0, (this.windowStart ?? 0) - WINDOW);
+        if (this.renderedFrom <= (this.windowStart ?? 0))
+          this.windowStart = Math.max(0, (this.windowStart ?? 0) - WINDOW);
         this.renderedFrom = this.windowStart ?? 0;
         this.renderBlocks();
         this.scroller.scrollTop = this.scroller.scrollHeight - fromBottom;
@@ -138,7 +196,13 @@ export class ChatView {
     });
     this.earlierRow = h('div', { class: 'earlier' }, this.earlier);
     this.header.append(this.headerMain, this.badge);
-    this.element = h('section', { class: 'chat', 'aria-label': 'Conversation' }, this.header, this.scroller, this.footer);
+    this.element = h(
+      'section',
+      { class: 'chat', 'aria-label': 'Conversation' },
+      this.header,
+      this.scroller,
+      this.footer,
+    );
   }
 
   /** Seed 003's compaction indicator, where the user is looking: its trigger and how long it has run. */
@@ -155,7 +219,16 @@ export class ChatView {
     const tick = () => (elapsed.textContent = formatDuration(Date.now() - compaction.startedAt));
     tick();
     this.compactionTimer = setInterval(tick, 1_000);
-    replaceChildren(this.badge, h('span', { class: 'compacting-pill', 'data-testid': 'chat-compacting' }, h('span', { class: 'spinner', 'aria-hidden': 'true' }), `Compacting (${compaction.trigger})… `, elapsed));
+    replaceChildren(
+      this.badge,
+      h(
+        'span',
+        { class: 'compacting-pill', 'data-testid': 'chat-compacting' },
+        h('span', { class: 'spinner', 'aria-hidden': 'true' }),
+        `Compacting (${compaction.trigger})… `,
+        elapsed,
+      ),
+    );
   }
 
   update(state: AppState): void {
@@ -172,7 +245,15 @@ export class ChatView {
         const invitation = first
           ? `Pick a session on the left, or type a first message below: Parley ${first.task !== undefined ? `drafts ${first.role} on task ${first.task}` : `creates a task named after it and drafts ${first.role}`} to answer.`
           : 'Pick a session on the left, or draft an agent to chat with.';
-        replaceChildren(this.scroller, h('div', { class: 'empty-state', 'data-testid': 'empty-chat' }, h('p', {}, invitation), h('p', { class: 'muted' }, 'Everything here updates live from the server.')));
+        replaceChildren(
+          this.scroller,
+          h(
+            'div',
+            { class: 'empty-state', 'data-testid': 'empty-chat' },
+            h('p', {}, invitation),
+            h('p', { class: 'muted' }, 'Everything here updates live from the server.'),
+          ),
+        );
       }
       this.renderFirstMessageFooter(state, first);
       return;
@@ -185,7 +266,12 @@ export class ChatView {
       this.noteForms.clear();
       this.resetWindow();
     }
-    if (session !== this.last.session || this.last.view === undefined || (this.last.view as { sessionId: string }).sessionId !== view.sessionId) this.renderHeader(session, view.sessionId);
+    if (
+      session !== this.last.session ||
+      this.last.view === undefined ||
+      (this.last.view as { sessionId: string }).sessionId !== view.sessionId
+    )
+      this.renderHeader(session, view.sessionId);
     this.renderFooter(state, session);
     this.renderCompaction(view.compaction);
     this.last.view = view;
@@ -216,7 +302,12 @@ export class ChatView {
     const label = sessionLabel(session);
     replaceChildren(
       this.headerMain,
-      h('div', { class: 'chat-title' }, h('span', { class: `kind kind-${label.kind}` }, label.kind), h('h2', { 'data-testid': 'chat-title' }, label.title)),
+      h(
+        'div',
+        { class: 'chat-title' },
+        h('span', { class: `kind kind-${label.kind}` }, label.kind),
+        h('h2', { 'data-testid': 'chat-title' }, label.title),
+      ),
       h('div', { class: 'muted small' }, `${label.detail} · `, h('code', {}, session.sessionId)),
     );
   }
@@ -345,7 +436,8 @@ export class ChatView {
     const fromBottom = this.scroller.scrollHeight - this.scroller.scrollTop;
     do {
       const from = Math.max(start, this.renderedFrom - FILL_STEP);
-      for (let index = from; index < this.renderedFrom; index += 1) this.elementFor(this.items[index]!, this.cache, false);
+      for (let index = from; index < this.renderedFrom; index += 1)
+        this.elementFor(this.items[index]!, this.cache, false);
       this.renderedFrom = from;
     } while (this.renderedFrom > start && (deadline?.timeRemaining() ?? 0) > FILL_RESERVE_MS);
     this.placeBlocks();
@@ -377,7 +469,11 @@ export class ChatView {
     while (this.scroller.children.length > elements.length) this.scroller.lastElementChild!.remove();
   }
 
-  private elementFor(item: ChatItem, cache: Map<string, { signature: unknown[]; element: HTMLElement }>, inThread: boolean): HTMLElement {
+  private elementFor(
+    item: ChatItem,
+    cache: Map<string, { signature: unknown[]; element: HTMLElement }>,
+    inThread: boolean,
+  ): HTMLElement {
     const signature = signatureOf(item);
     const cached = cache.get(item.key);
     if (cached && sameSignature(cached.signature, signature)) return cached.element;
@@ -385,7 +481,14 @@ export class ChatView {
     const before = cached?.signature[0];
     // A streaming answer's element stays and its text updates in place: only the Markdown tail
     // changes in the page, so layout and paint per delta cover that tail, not the whole answer.
-    if (cached && block.type === 'assistant_text' && this.live.has(item.key) && before !== undefined && (before as ConversationBlock).type === 'assistant_text' && (before as AssistantTextBlock).model === block.model) {
+    if (
+      cached &&
+      block.type === 'assistant_text' &&
+      this.live.has(item.key) &&
+      before !== undefined &&
+      (before as ConversationBlock).type === 'assistant_text' &&
+      (before as AssistantTextBlock).model === block.model
+    ) {
       const streaming = block.completedAt === undefined;
       this.markdown(item.key, block.content, streaming);
       cached.element.classList.toggle('streaming', streaming);
@@ -405,8 +508,21 @@ export class ChatView {
         // In a worker's thread the "user" is the agent that dispatched it; in a conversation's, the
         // opener (metadata.from: its role) or the user's own note (from: 'user').
         const from = block.metadata?.from;
-        const who = !inThread ? (block.pinned ? 'You · pinned' : 'You') : from === 'user' ? 'You · note to both agents' : typeof from === 'string' ? `From ${from}` : 'Task from the parent agent';
-        return h('div', { ...attributes, class: 'block user' }, h('div', { class: 'who' }, who), clampedText(this.markdown(item.key, block.content, false, { breaks: true }), block.content.length));
+        const who = !inThread
+          ? block.pinned
+            ? 'You · pinned'
+            : 'You'
+          : from === 'user'
+            ? 'You · note to both agents'
+            : typeof from === 'string'
+              ? `From ${from}`
+              : 'Task from the parent agent';
+        return h(
+          'div',
+          { ...attributes, class: 'block user' },
+          h('div', { class: 'who' }, who),
+          clampedText(this.markdown(item.key, block.content, false, { breaks: true }), block.content.length),
+        );
       }
       case 'assistant_text':
         return h(
@@ -420,7 +536,12 @@ export class ChatView {
       case 'tool_use':
         return this.toolCall(block, item.result, attributes);
       case 'tool_result':
-        return h('div', { ...attributes, class: `block tool-result${block.isError ? ' error' : ''}` }, h('span', { class: 'muted' }, '↳ '), oneLine(block.content, 200) || '(empty)');
+        return h(
+          'div',
+          { ...attributes, class: `block tool-result${block.isError ? ' error' : ''}` },
+          h('span', { class: 'muted' }, '↳ '),
+          oneLine(block.content, 200) || '(empty)',
+        );
       case 'system':
         return systemLine(block, attributes);
       case 'subagent':
@@ -445,9 +566,21 @@ export class ChatView {
   }
 
   /** `<details>` that remember being opened (or, with `openByDefault`, closed) across re-renders. */
-  private details(key: string, summary: HTMLElement, body: HTMLElement[], attributes: Record<string, string>, className: string, openByDefault = false): HTMLElement {
+  private details(
+    key: string,
+    summary: HTMLElement,
+    body: HTMLElement[],
+    attributes: Record<string, string>,
+    className: string,
+    openByDefault = false,
+  ): HTMLElement {
     const remembered = openByDefault ? this.closed : this.open;
-    const details = h('details', { ...attributes, class: className, open: openByDefault !== remembered.has(key) }, summary, ...body);
+    const details = h(
+      'details',
+      { ...attributes, class: className, open: openByDefault !== remembered.has(key) },
+      summary,
+      ...body,
+    );
     details.addEventListener('toggle', () => {
       if (details.open === openByDefault) remembered.delete(key);
       else remembered.add(key);
@@ -461,14 +594,24 @@ export class ChatView {
     const summary = block.redacted ? 'hidden by the model' : plural(words, 'word');
     return this.details(
       block.id,
-      h('summary', {}, h('span', { class: 'glyph' }, '✻'), ` ${live ? 'Thinking…' : 'Thought'} `, h('span', { class: 'muted' }, `(${summary})`)),
+      h(
+        'summary',
+        {},
+        h('span', { class: 'glyph' }, '✻'),
+        ` ${live ? 'Thinking…' : 'Thought'} `,
+        h('span', { class: 'muted' }, `(${summary})`),
+      ),
       block.redacted ? [] : [h('div', { class: 'text thinking-text' }, this.markdown(block.id, block.content, live))],
       attributes,
       `block thinking${live ? ' live' : ''}`,
     );
   }
 
-  private toolCall(block: ToolUseBlock, result: ToolResultBlock | undefined, attributes: Record<string, string>): HTMLElement {
+  private toolCall(
+    block: ToolUseBlock,
+    result: ToolResultBlock | undefined,
+    attributes: Record<string, string>,
+  ): HTMLElement {
     const status = result?.isError && block.status === 'success' ? 'error' : block.status;
     const edit = fileEditOf(block, result);
     const command = edit ? undefined : commandOf(block, result);
@@ -480,7 +623,10 @@ export class ChatView {
     // A command's output is in its terminal block; an edit's result is only worth showing when it failed.
     if (result && !command && (!edit || result.isError)) {
       const content = result.content || '(empty)';
-      const shown = result.isError || VERBATIM_RESULT_TOOLS.has(block.name) ? h('pre', { class: result.isError ? 'error-text' : '' }, content) : h('div', { class: 'text tool-result-text' }, this.markdown(`${block.id}:result`, content, false));
+      const shown =
+        result.isError || VERBATIM_RESULT_TOOLS.has(block.name)
+          ? h('pre', { class: result.isError ? 'error-text' : '' }, content)
+          : h('div', { class: 'text tool-result-text' }, this.markdown(`${block.id}:result`, content, false));
       body.push(h('div', { class: 'label muted' }, result.isError ? 'Result (error)' : 'Result'), shown);
     }
     const summary = h(
@@ -489,10 +635,27 @@ export class ChatView {
       h('span', { class: `status status-${status}`, 'data-status': status, title: status }, STATUS_GLYPH[status]),
       ' ',
       h('strong', {}, block.name),
-      h('span', { class: 'muted' }, ` ${edit ? `${edit.path} (+${edit.added} −${edit.removed})` : command ? oneLine(command.command, 90) : describeInput(block.input, 90)}`),
-      result ? h('div', { class: `result-line${result.isError ? ' error-text' : ' muted'}` }, `↳ ${oneLine(result.content, 140) || '(empty)'}`) : null,
+      h(
+        'span',
+        { class: 'muted' },
+        ` ${edit ? `${edit.path} (+${edit.added} −${edit.removed})` : command ? oneLine(command.command, 90) : describeInput(block.input, 90)}`,
+      ),
+      result
+        ? h(
+            'div',
+            { class: `result-line${result.isError ? ' error-text' : ' muted'}` },
+            `↳ ${oneLine(result.content, 140) || '(empty)'}`,
+          )
+        : null,
     );
-    return this.details(block.id, summary, body, { ...attributes, 'data-status': status }, `block tool status-${status}${edit ? ' edit' : command ? ' command' : ''}`, edit !== undefined || command !== undefined);
+    return this.details(
+      block.id,
+      summary,
+      body,
+      { ...attributes, 'data-status': status },
+      `block tool status-${status}${edit ? ' edit' : command ? ' command' : ''}`,
+      edit !== undefined || command !== undefined,
+    );
   }
 
   private worker(block: SubagentBlock, thread: ChatItem[], attributes: Record<string, string>): HTMLElement {
@@ -507,20 +670,44 @@ export class ChatView {
       h('div', { class: 'muted small' }, oneLine(block.input, 160)),
     );
     const inner = new Map<string, { signature: unknown[]; element: HTMLElement }>();
-    const body = h('div', { class: 'thread', 'data-thread-id': block.subagentId }, thread.map((entry) => this.elementFor(entry, inner, true)));
+    const body = h(
+      'div',
+      { class: 'thread', 'data-thread-id': block.subagentId },
+      thread.map((entry) => this.elementFor(entry, inner, true)),
+    );
     const parts: HTMLElement[] = [body];
     // A conversation between agents (src/draft/conversations.ts) takes a note from the user while it is open.
-    if (block.name.startsWith(CONVERSATION_PREFIX) && block.status === 'running') parts.push(this.noteForm(block.subagentId, block.name.slice(CONVERSATION_PREFIX.length)));
+    if (block.name.startsWith(CONVERSATION_PREFIX) && block.status === 'running')
+      parts.push(this.noteForm(block.subagentId, block.name.slice(CONVERSATION_PREFIX.length)));
     else this.noteForms.delete(block.subagentId);
-    if (block.output) parts.push(h('div', { class: 'worker-output' }, h('div', { class: 'label muted' }, 'Answer'), h('div', { class: 'text' }, this.markdown(`${block.id}:output`, block.output, false))));
-    return this.details(`thread:${block.subagentId}`, summary, parts, { ...attributes, 'data-status': block.status }, `block worker status-${block.status}`);
+    if (block.output)
+      parts.push(
+        h(
+          'div',
+          { class: 'worker-output' },
+          h('div', { class: 'label muted' }, 'Answer'),
+          h('div', { class: 'text' }, this.markdown(`${block.id}:output`, block.output, false)),
+        ),
+      );
+    return this.details(
+      `thread:${block.subagentId}`,
+      summary,
+      parts,
+      { ...attributes, 'data-status': block.status },
+      `block worker status-${block.status}`,
+    );
   }
 
   /** The field and button that send `say_in_conversation`; the server's refusal shows under them. */
   private noteForm(conversationId: string, role: string): HTMLFormElement {
     const existing = this.noteForms.get(conversationId);
     if (existing) return existing;
-    const input = h('input', { type: 'text', 'aria-label': `Note to both agents (the parent and ${role})`, placeholder: 'A note both agents read with the next message', 'data-testid': 'conversation-note' });
+    const input = h('input', {
+      type: 'text',
+      'aria-label': `Note to both agents (the parent and ${role})`,
+      placeholder: 'A note both agents read with the next message',
+      'data-testid': 'conversation-note',
+    });
     const button = h('button', { type: 'submit', 'data-testid': 'conversation-note-send' }, 'Say to both agents');
     const error = h('p', { class: 'error-text small', role: 'alert', 'data-testid': 'conversation-note-error' });
     error.hidden = true;
@@ -573,9 +760,29 @@ function clampedText(content: HTMLElement, length: number): HTMLElement {
 }
 
 function systemLine(block: SystemBlock, attributes: Record<string, string>): HTMLElement {
-  const glyphs: Partial<Record<SystemBlock['subtype'], string>> = { compaction: '⟳', cleared: '⌫', error: '✗', interrupted: '⏸', aborted: '⏹', session_start: '▸', subagent_start: '↳', subagent_end: '↲' };
-  const tone = block.subtype === 'error' ? ' error' : block.subtype === 'interrupted' || block.subtype === 'aborted' ? ' warning' : '';
-  return h('div', { ...attributes, class: `block system subtype-${block.subtype}${tone}`, 'data-subtype': block.subtype }, h('span', { class: 'glyph' }, glyphs[block.subtype] ?? '•'), ' ', block.content || block.subtype);
+  const glyphs: Partial<Record<SystemBlock['subtype'], string>> = {
+    compaction: '⟳',
+    cleared: '⌫',
+    error: '✗',
+    interrupted: '⏸',
+    aborted: '⏹',
+    session_start: '▸',
+    subagent_start: '↳',
+    subagent_end: '↲',
+  };
+  const tone =
+    block.subtype === 'error'
+      ? ' error'
+      : block.subtype === 'interrupted' || block.subtype === 'aborted'
+        ? ' warning'
+        : '';
+  return h(
+    'div',
+    { ...attributes, class: `block system subtype-${block.subtype}${tone}`, 'data-subtype': block.subtype },
+    h('span', { class: 'glyph' }, glyphs[block.subtype] ?? '•'),
+    ' ',
+    block.content || block.subtype,
+  );
 }
 
 /** What an item's element depends on: its block, its result and (recursively) its thread's blocks. */

@@ -23,8 +23,16 @@ const CHART = { width: 280, height: 84, padding: 6 };
 export class InspectorView {
   readonly element: HTMLElement;
   private readonly status = h('section', { class: 'card', 'data-testid': 'status', 'aria-label': 'Session status' });
-  private readonly checkpoints = h('section', { class: 'card', 'data-testid': 'checkpoints', 'aria-label': 'Checkpoints' });
-  private readonly actionsCard = h('section', { class: 'card', 'data-testid': 'actions', 'aria-label': 'Session actions' });
+  private readonly checkpoints = h('section', {
+    class: 'card',
+    'data-testid': 'checkpoints',
+    'aria-label': 'Checkpoints',
+  });
+  private readonly actionsCard = h('section', {
+    class: 'card',
+    'data-testid': 'actions',
+    'aria-label': 'Session actions',
+  });
   private readonly overlay = h('div', { class: 'overlay', hidden: true, 'data-testid': 'request-pane' });
   private readonly instructions: HTMLTextAreaElement;
   private confirming: 'clear' | 'archive' | undefined;
@@ -36,12 +44,37 @@ export class InspectorView {
   private lastState: AppState | undefined;
 
   constructor(private readonly actions: Actions) {
-    this.instructions = h('textarea', { rows: 2, placeholder: 'Instructions for the summary (optional)', 'aria-label': 'Compaction instructions', 'data-testid': 'compact-instructions' });
+    this.instructions = h('textarea', {
+      rows: 2,
+      placeholder: 'Instructions for the summary (optional)',
+      'aria-label': 'Compaction instructions',
+      'data-testid': 'compact-instructions',
+    });
     this.actionButtons = {
-      compact: h('button', { type: 'button', 'data-testid': 'force-compact', onclick: () => this.actions.forceCompact(this.instructions.value) }, 'Force compact'),
-      preview: h('button', { type: 'button', 'data-testid': 'preview-request', onclick: () => this.actions.previewRequest('') }, 'Preview request'),
-      clear: h('button', { type: 'button', 'data-testid': 'clear-messages', onclick: () => this.setConfirming('clear') }, 'Clear messages'),
-      archive: h('button', { type: 'button', 'data-testid': 'archive', onclick: () => this.setConfirming('archive') }, 'Archive'),
+      compact: h(
+        'button',
+        {
+          type: 'button',
+          'data-testid': 'force-compact',
+          onclick: () => this.actions.forceCompact(this.instructions.value),
+        },
+        'Force compact',
+      ),
+      preview: h(
+        'button',
+        { type: 'button', 'data-testid': 'preview-request', onclick: () => this.actions.previewRequest('') },
+        'Preview request',
+      ),
+      clear: h(
+        'button',
+        { type: 'button', 'data-testid': 'clear-messages', onclick: () => this.setConfirming('clear') },
+        'Clear messages',
+      ),
+      archive: h(
+        'button',
+        { type: 'button', 'data-testid': 'archive', onclick: () => this.setConfirming('archive') },
+        'Archive',
+      ),
     };
     const buttons = this.actionButtons;
     this.actionsCard.append(
@@ -50,7 +83,14 @@ export class InspectorView {
       h('div', { class: 'button-row' }, buttons.preview, buttons.clear, buttons.archive),
       this.confirmSlot,
     );
-    this.element = h('aside', { class: 'inspector', 'aria-label': 'Session details' }, this.status, this.checkpoints, this.actionsCard, this.overlay);
+    this.element = h(
+      'aside',
+      { class: 'inspector', 'aria-label': 'Session details' },
+      this.status,
+      this.checkpoints,
+      this.actionsCard,
+      this.overlay,
+    );
   }
 
   update(state: AppState): void {
@@ -62,9 +102,22 @@ export class InspectorView {
       this.last = {};
       return;
     }
-    if (changed(this.last, 'status', [view.conversation.metrics, view.series, view.preview, view.previewError, view.compaction, view.lastCompaction, session])) this.renderStatus(view, session);
-    if (changed(this.last, 'checkpoints', [view.checkpoints, view.checkpointsError, view.sessionId])) this.renderCheckpoints(view.checkpoints, view.checkpointsError);
-    if (changed(this.last, 'actions', [session, state.busy, view.compaction, view.sessionId, this.confirming])) this.renderActions(view, session, state);
+    if (
+      changed(this.last, 'status', [
+        view.conversation.metrics,
+        view.series,
+        view.preview,
+        view.previewError,
+        view.compaction,
+        view.lastCompaction,
+        session,
+      ])
+    )
+      this.renderStatus(view, session);
+    if (changed(this.last, 'checkpoints', [view.checkpoints, view.checkpointsError, view.sessionId]))
+      this.renderCheckpoints(view.checkpoints, view.checkpointsError);
+    if (changed(this.last, 'actions', [session, state.busy, view.compaction, view.sessionId, this.confirming]))
+      this.renderActions(view, session, state);
     if (changed(this.last, 'pane', [view.requestPane])) this.renderPane(view);
   }
 
@@ -89,7 +142,11 @@ export class InspectorView {
       const last = view.lastCompaction;
       parts.push(
         last.ok
-          ? h('div', { class: 'compacted muted', 'data-testid': 'last-compaction' }, `⟳ Compacted into v${last.version}: ${formatCount(last.tokensBefore)} → ${formatCount(last.tokensAfter)} tokens`)
+          ? h(
+              'div',
+              { class: 'compacted muted', 'data-testid': 'last-compaction' },
+              `⟳ Compacted into v${last.version}: ${formatCount(last.tokensBefore)} → ${formatCount(last.tokensAfter)} tokens`,
+            )
           : h('div', { class: 'error-text', 'data-testid': 'last-compaction' }, `Compaction failed: ${last.message}`),
       );
     }
@@ -97,9 +154,24 @@ export class InspectorView {
     // Context occupancy, with the compaction point marked on the same scale.
     const fill = h('div', { class: `gauge-fill level-${gauge.level}` });
     fill.style.width = `${Math.min(100, gauge.percent ?? 0)}%`;
-    const bar = h('div', { class: 'gauge', role: 'meter', 'aria-label': 'Context used', 'aria-valuemin': 0, 'aria-valuemax': 100, 'aria-valuenow': Math.round(gauge.percent ?? 0) }, fill);
+    const bar = h(
+      'div',
+      {
+        class: 'gauge',
+        role: 'meter',
+        'aria-label': 'Context used',
+        'aria-valuemin': 0,
+        'aria-valuemax': 100,
+        'aria-valuenow': Math.round(gauge.percent ?? 0),
+      },
+      fill,
+    );
     if (gauge.thresholdPercent !== undefined) {
-      const marker = h('div', { class: 'gauge-threshold', title: `compaction at ${formatPercent(gauge.thresholdPercent)}`, 'data-testid': 'threshold-marker' });
+      const marker = h('div', {
+        class: 'gauge-threshold',
+        title: `compaction at ${formatPercent(gauge.thresholdPercent)}`,
+        'data-testid': 'threshold-marker',
+      });
       marker.style.left = `${Math.min(100, gauge.thresholdPercent)}%`;
       bar.append(marker);
     }
@@ -109,12 +181,24 @@ export class InspectorView {
         { class: 'metric-line', 'data-testid': 'context' },
         h('span', {}, 'Context'),
         h('strong', {}, gauge.percent === undefined ? 'unknown' : formatPercent(gauge.percent)),
-        h('span', { class: 'muted' }, gauge.windowTokens ? `${formatCompact(gauge.usedTokens)} of ${formatCompact(gauge.windowTokens)}` : 'window not reported yet'),
+        h(
+          'span',
+          { class: 'muted' },
+          gauge.windowTokens
+            ? `${formatCompact(gauge.usedTokens)} of ${formatCompact(gauge.windowTokens)}`
+            : 'window not reported yet',
+        ),
       ),
       bar,
     );
     if (gauge.thresholdPercent !== undefined && preview?.threshold !== undefined) {
-      parts.push(h('div', { class: 'muted small' }, `▲ compacts at ${formatPercent(gauge.thresholdPercent)} of the window (${formatCount(preview.threshold)} tokens, ${preview.budget ? `${formatPercent((preview.threshold / preview.budget) * 100)} of the ${formatCompact(preview.budget)} budget` : 'the budget\'s threshold'})`));
+      parts.push(
+        h(
+          'div',
+          { class: 'muted small' },
+          `▲ compacts at ${formatPercent(gauge.thresholdPercent)} of the window (${formatCount(preview.threshold)} tokens, ${preview.budget ? `${formatPercent((preview.threshold / preview.budget) * 100)} of the ${formatCompact(preview.budget)} budget` : "the budget's threshold"})`,
+        ),
+      );
     }
 
     parts.push(
@@ -142,10 +226,20 @@ export class InspectorView {
     const parts: HTMLElement[] = [h('h3', {}, 'Checkpoints')];
     if (error) parts.push(h('p', { class: 'error-text' }, error));
     else if (!data) parts.push(h('p', { class: 'muted' }, 'Loading…'));
-    else if (!data.current) parts.push(h('p', { class: 'muted', 'data-testid': 'no-checkpoint' }, 'No checkpoint yet: nothing has been compacted.'));
+    else if (!data.current)
+      parts.push(
+        h('p', { class: 'muted', 'data-testid': 'no-checkpoint' }, 'No checkpoint yet: nothing has been compacted.'),
+      );
     else {
       const current = data.current;
-      parts.push(h('div', { class: 'checkpoint current', 'data-testid': 'current-checkpoint', 'data-version': current.version }, h('div', { class: 'checkpoint-head' }, h('strong', {}, `Current: ${checkpointHeadline(current)}`)), ...checkpointBody(current)));
+      parts.push(
+        h(
+          'div',
+          { class: 'checkpoint current', 'data-testid': 'current-checkpoint', 'data-version': current.version },
+          h('div', { class: 'checkpoint-head' }, h('strong', {}, `Current: ${checkpointHeadline(current)}`)),
+          ...checkpointBody(current),
+        ),
+      );
       const earlier = data.versions.filter((version) => version.version !== current.version).reverse();
       if (earlier.length > 0) {
         parts.push(
@@ -153,7 +247,19 @@ export class InspectorView {
           h(
             'div',
             { class: 'versions', 'data-testid': 'checkpoint-versions' },
-            earlier.map((version) => h('details', { class: 'checkpoint', 'data-version': version.version }, h('summary', {}, checkpointHeadline(version), h('span', { class: 'muted small' }, ` · ${formatTime(version.createdAt)}`)), ...checkpointBody(version))),
+            earlier.map((version) =>
+              h(
+                'details',
+                { class: 'checkpoint', 'data-version': version.version },
+                h(
+                  'summary',
+                  {},
+                  checkpointHeadline(version),
+                  h('span', { class: 'muted small' }, ` · ${formatTime(version.createdAt)}`),
+                ),
+                ...checkpointBody(version),
+              ),
+            ),
           ),
         );
       }
@@ -183,12 +289,34 @@ export class InspectorView {
         'div',
         { class: 'confirm', role: 'alertdialog' },
         h('p', {}, question),
-        h('div', { class: 'button-row' }, h('button', { type: 'button', class: 'danger', 'data-testid': `confirm-${what}`, onclick: () => ((this.confirming = undefined), run()) }, what === 'clear' ? 'Clear' : 'Archive'), h('button', { type: 'button', onclick: () => this.setConfirming(undefined) }, 'Keep')),
+        h(
+          'div',
+          { class: 'button-row' },
+          h(
+            'button',
+            {
+              type: 'button',
+              class: 'danger',
+              'data-testid': `confirm-${what}`,
+              onclick: () => ((this.confirming = undefined), run()),
+            },
+            what === 'clear' ? 'Clear' : 'Archive',
+          ),
+          h('button', { type: 'button', onclick: () => this.setConfirming(undefined) }, 'Keep'),
+        ),
       );
     replaceChildren(
       this.confirmSlot,
-      this.confirming === 'clear' ? confirm('clear', 'Start the next request from the checkpoint? The messages stay in the history.', () => this.actions.clearMessages()) : null,
-      this.confirming === 'archive' ? confirm('archive', 'Archive this session? It stays readable and takes no new messages.', () => this.actions.archive()) : null,
+      this.confirming === 'clear'
+        ? confirm('clear', 'Start the next request from the checkpoint? The messages stay in the history.', () =>
+            this.actions.clearMessages(),
+          )
+        : null,
+      this.confirming === 'archive'
+        ? confirm('archive', 'Archive this session? It stays readable and takes no new messages.', () =>
+            this.actions.archive(),
+          )
+        : null,
     );
   }
 
@@ -206,9 +334,30 @@ export class InspectorView {
       this.overlay.replaceChildren();
       return;
     }
-    const prompt = h('input', { type: 'text', value: pane.prompt, placeholder: 'Next message to preview with (optional)', 'aria-label': 'Next message', 'data-testid': 'preview-prompt' });
+    const prompt = h('input', {
+      type: 'text',
+      value: pane.prompt,
+      placeholder: 'Next message to preview with (optional)',
+      'aria-label': 'Next message',
+      'data-testid': 'preview-prompt',
+    });
     const parts: HTMLElement[] = [
-      h('header', { class: 'pane-head' }, h('h3', {}, 'The request the next turn would send'), h('button', { type: 'button', class: 'close', 'aria-label': 'Close', 'data-testid': 'close-preview', onclick: () => this.actions.closeRequestPane() }, '×')),
+      h(
+        'header',
+        { class: 'pane-head' },
+        h('h3', {}, 'The request the next turn would send'),
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'close',
+            'aria-label': 'Close',
+            'data-testid': 'close-preview',
+            onclick: () => this.actions.closeRequestPane(),
+          },
+          '×',
+        ),
+      ),
       h(
         'form',
         {
@@ -227,17 +376,32 @@ export class InspectorView {
     else if (pane.result) {
       const result = pane.result;
       parts.push(
-        h('div', { class: 'pane-grid' }, h('div', {}, ...breakdown(result, undefined)), h('div', { class: 'prompts' }, h('h4', {}, 'System prompt'), h('pre', { class: 'prompt-text', 'data-testid': 'system-prompt' }, result.systemPrompt), h('h4', {}, 'User prompt'), h('pre', { class: 'prompt-text', 'data-testid': 'user-prompt' }, result.userPrompt || '(empty)'))),
+        h(
+          'div',
+          { class: 'pane-grid' },
+          h('div', {}, ...breakdown(result, undefined)),
+          h(
+            'div',
+            { class: 'prompts' },
+            h('h4', {}, 'System prompt'),
+            h('pre', { class: 'prompt-text', 'data-testid': 'system-prompt' }, result.systemPrompt),
+            h('h4', {}, 'User prompt'),
+            h('pre', { class: 'prompt-text', 'data-testid': 'user-prompt' }, result.userPrompt || '(empty)'),
+          ),
+        ),
       );
     }
-    replaceChildren(this.overlay, h('div', { class: 'pane', role: 'dialog', 'aria-modal': 'true', 'aria-label': 'Request preview' }, parts));
+    replaceChildren(
+      this.overlay,
+      h('div', { class: 'pane', role: 'dialog', 'aria-modal': 'true', 'aria-label': 'Request preview' }, parts),
+    );
   }
 }
 
-
 function changed(last: Record<string, unknown>, key: string, inputs: unknown[]): boolean {
   const previous = last[key] as unknown[] | undefined;
-  if (previous && previous.length === inputs.length && previous.every((value, index) => value === inputs[index])) return false;
+  if (previous && previous.length === inputs.length && previous.every((value, index) => value === inputs[index]))
+    return false;
   last[key] = inputs;
   return true;
 }
@@ -248,23 +412,44 @@ function stat(label: string, value: string, wide = false): HTMLElement {
 
 /** Tokens per section of the request as one stacked bar and a table. */
 function breakdown(preview: PreviewResult | undefined, error: string | undefined): HTMLElement[] {
-  if (error) return [h('p', { class: 'muted small', 'data-testid': 'breakdown-unavailable' }, `Not available: ${error}`)];
+  if (error)
+    return [h('p', { class: 'muted small', 'data-testid': 'breakdown-unavailable' }, `Not available: ${error}`)];
   if (!preview) return [h('p', { class: 'muted small' }, 'Reading…')];
   const shares = sectionShares(preview.sections);
   const bar = h('div', { class: 'stack', 'aria-hidden': 'true' });
   for (const share of shares) {
-    const segment = h('div', { class: `segment section-${share.name}`, title: `${share.label}: ${formatCount(share.tokens)} tokens` });
+    const segment = h('div', {
+      class: `segment section-${share.name}`,
+      title: `${share.label}: ${formatCount(share.tokens)} tokens`,
+    });
     segment.style.width = `${share.percent}%`;
     bar.append(segment);
   }
   const budget = preview.budget !== undefined ? ` of the ${formatCount(preview.budget)}-token budget` : '';
   return [
-    h('div', { class: 'request-total', 'data-testid': 'request-total' }, h('strong', {}, `${formatCount(preview.totalTokens)} tokens`), h('span', { class: 'muted small' }, budget)),
+    h(
+      'div',
+      { class: 'request-total', 'data-testid': 'request-total' },
+      h('strong', {}, `${formatCount(preview.totalTokens)} tokens`),
+      h('span', { class: 'muted small' }, budget),
+    ),
     bar,
     h(
       'table',
       { class: 'sections', 'data-testid': 'sections' },
-      h('tbody', {}, shares.map((share) => h('tr', { 'data-section': share.name }, h('td', {}, h('span', { class: `swatch section-${share.name}` }), share.label), h('td', { class: 'number' }, formatCount(share.tokens)), h('td', { class: 'number muted' }, formatPercent(share.percent))))),
+      h(
+        'tbody',
+        {},
+        shares.map((share) =>
+          h(
+            'tr',
+            { 'data-section': share.name },
+            h('td', {}, h('span', { class: `swatch section-${share.name}` }), share.label),
+            h('td', { class: 'number' }, formatCount(share.tokens)),
+            h('td', { class: 'number muted' }, formatPercent(share.percent)),
+          ),
+        ),
+      ),
     ),
   ];
 }
@@ -275,11 +460,27 @@ function usageChart(series: UsageSeries): HTMLElement {
   if (!geometry) return h('p', { class: 'muted small', 'data-testid': 'usage-chart-empty' }, 'No turns yet.');
   const chart = svg(
     'svg',
-    { class: 'chart', viewBox: `0 0 ${geometry.width} ${geometry.height}`, width: geometry.width, height: geometry.height, role: 'img', 'aria-label': `Cost ${formatCost(series.costUsd, series.costUnknown)} and ${plural(series.turns, 'turn')} over time`, 'data-testid': 'usage-chart' },
+    {
+      class: 'chart',
+      viewBox: `0 0 ${geometry.width} ${geometry.height}`,
+      width: geometry.width,
+      height: geometry.height,
+      role: 'img',
+      'aria-label': `Cost ${formatCost(series.costUsd, series.costUnknown)} and ${plural(series.turns, 'turn')} over time`,
+      'data-testid': 'usage-chart',
+    },
     svg('path', { d: geometry.costArea, class: 'area-cost' }),
-    svg('line', { x1: CHART.padding, x2: geometry.width - CHART.padding, y1: geometry.baseline, y2: geometry.baseline, class: 'axis' }),
+    svg('line', {
+      x1: CHART.padding,
+      x2: geometry.width - CHART.padding,
+      y1: geometry.baseline,
+      y2: geometry.baseline,
+      class: 'axis',
+    }),
     svg('path', { d: geometry.costPath, class: 'line-cost' }),
-    geometry.turnTicks.map((x) => svg('line', { x1: x, x2: x, y1: geometry.baseline - 9, y2: geometry.baseline + 3, class: 'tick-turn' })),
+    geometry.turnTicks.map((x) =>
+      svg('line', { x1: x, x2: x, y1: geometry.baseline - 9, y2: geometry.baseline + 3, class: 'tick-turn' }),
+    ),
   );
   return h(
     'figure',
@@ -290,7 +491,11 @@ function usageChart(series: UsageSeries): HTMLElement {
       {},
       h('span', { class: 'legend cost' }, `cost ${formatCost(series.costUsd, series.costUnknown)}`),
       h('span', { class: 'legend turns' }, plural(series.turns, 'turn')),
-      h('span', { class: 'muted small' }, `${formatTime(geometry.startAt).slice(11)} → ${formatTime(geometry.endAt).slice(11)}`),
+      h(
+        'span',
+        { class: 'muted small' },
+        `${formatTime(geometry.startAt).slice(11)} → ${formatTime(geometry.endAt).slice(11)}`,
+      ),
     ),
   );
 }
@@ -300,22 +505,66 @@ const ITEM_CHARS = 280;
 
 function item(text: string): HTMLElement {
   if (text.length <= ITEM_CHARS) return h('li', {}, text);
-  return h('li', { title: text }, `${text.slice(0, ITEM_CHARS - 1)}…`, h('span', { class: 'muted small' }, ` (+${formatCount(text.length - ITEM_CHARS + 1)} characters)`));
+  return h(
+    'li',
+    { title: text },
+    `${text.slice(0, ITEM_CHARS - 1)}…`,
+    h('span', { class: 'muted small' }, ` (+${formatCount(text.length - ITEM_CHARS + 1)} characters)`),
+  );
 }
 
 function checkpointBody(checkpoint: CheckpointWire): HTMLElement[] {
-  const parts: HTMLElement[] = [h('div', { class: 'folded', 'data-testid': 'folded-range' }, h('span', { class: 'muted' }, 'Folded in: '), foldedRange(checkpoint))];
-  if (checkpoint.instructions) parts.push(h('div', { class: 'small' }, h('span', { class: 'muted' }, 'Instructions: '), checkpoint.instructions));
+  const parts: HTMLElement[] = [
+    h(
+      'div',
+      { class: 'folded', 'data-testid': 'folded-range' },
+      h('span', { class: 'muted' }, 'Folded in: '),
+      foldedRange(checkpoint),
+    ),
+  ];
+  if (checkpoint.instructions)
+    parts.push(h('div', { class: 'small' }, h('span', { class: 'muted' }, 'Instructions: '), checkpoint.instructions));
   for (const [key, label] of CHECKPOINT_SECTIONS) {
     const items = checkpoint.summary[key];
     if (items.length === 0) continue;
-    parts.push(h('div', { class: `checkpoint-section section-${key}` }, h('h5', {}, `${label} (${items.length})`), h('ul', {}, items.map(item))));
+    parts.push(
+      h(
+        'div',
+        { class: `checkpoint-section section-${key}` },
+        h('h5', {}, `${label} (${items.length})`),
+        h('ul', {}, items.map(item)),
+      ),
+    );
   }
-  if (checkpoint.pinned.length > 0) parts.push(h('div', { class: 'checkpoint-section' }, h('h5', {}, 'Pinned intent'), h('ul', {}, checkpoint.pinned.map(item))));
-  if (checkpoint.liveHandles.length > 0) parts.push(h('div', { class: 'checkpoint-section' }, h('h5', {}, 'Live handles'), h('ul', {}, checkpoint.liveHandles.map((handle) => h('li', {}, `${handle.label ?? handle.id} (${handle.kind}, ${handle.status})`)))));
+  if (checkpoint.pinned.length > 0)
+    parts.push(
+      h('div', { class: 'checkpoint-section' }, h('h5', {}, 'Pinned intent'), h('ul', {}, checkpoint.pinned.map(item))),
+    );
+  if (checkpoint.liveHandles.length > 0)
+    parts.push(
+      h(
+        'div',
+        { class: 'checkpoint-section' },
+        h('h5', {}, 'Live handles'),
+        h(
+          'ul',
+          {},
+          checkpoint.liveHandles.map((handle) =>
+            h('li', {}, `${handle.label ?? handle.id} (${handle.kind}, ${handle.status})`),
+          ),
+        ),
+      ),
+    );
   if (checkpoint.ralphLoop) {
     const loop = checkpoint.ralphLoop;
-    parts.push(h('div', { class: 'small' }, h('span', { class: 'muted' }, 'Ralph loop: '), `iteration ${loop.currentIteration}, ${loop.passedChecks.length} passed, ${loop.failedChecks.length} failing${loop.lastError ? ` · ${loop.lastError}` : ''}`));
+    parts.push(
+      h(
+        'div',
+        { class: 'small' },
+        h('span', { class: 'muted' }, 'Ralph loop: '),
+        `iteration ${loop.currentIteration}, ${loop.passedChecks.length} passed, ${loop.failedChecks.length} failing${loop.lastError ? ` · ${loop.lastError}` : ''}`,
+      ),
+    );
   }
   return parts;
 }

@@ -24,7 +24,12 @@ interface RunCard {
 export class RunsView {
   /** The topbar's button: hidden until the server is known to run workflows. */
   readonly button = h('button', { type: 'button', class: 'runs-button', hidden: true, 'data-testid': 'runs-button' });
-  readonly element = h('aside', { class: 'runs-panel', hidden: true, 'data-testid': 'runs-view', 'aria-label': 'Runs' });
+  readonly element = h('aside', {
+    class: 'runs-panel',
+    hidden: true,
+    'data-testid': 'runs-view',
+    'aria-label': 'Runs',
+  });
   private runs: RunWire[] = [];
   private enabled = false;
   private subscribed = false;
@@ -41,7 +46,16 @@ export class RunsView {
    */
   private readonly cards = new Map<string, RunCard>();
   private readonly badge = h('span', { class: 'badge', 'data-testid': 'runs-waiting' });
-  private readonly header = h('div', { class: 'runs-header' }, h('h2', {}, 'Runs'), h('button', { type: 'button', class: 'close', 'aria-label': 'Close the runs', onclick: () => this.toggle(false) }, '×'));
+  private readonly header = h(
+    'div',
+    { class: 'runs-header' },
+    h('h2', {}, 'Runs'),
+    h(
+      'button',
+      { type: 'button', class: 'close', 'aria-label': 'Close the runs', onclick: () => this.toggle(false) },
+      '×',
+    ),
+  );
   private readonly empty = h('p', { class: 'muted' }, 'No runs yet. Start one with `parley run <workflow> --detach`.');
   private timer: ReturnType<typeof setInterval> | undefined;
   private reading: Promise<void> | undefined;
@@ -84,7 +98,8 @@ export class RunsView {
         this.enabled = true;
       } catch (error) {
         // A server that runs no workflows, or one from before runs: the view stays hidden.
-        if (error instanceof RpcError && (error.reason === 'RUNS_NOT_ENABLED' || error.code === -32601)) this.enabled = false;
+        if (error instanceof RpcError && (error.reason === 'RUNS_NOT_ENABLED' || error.code === -32601))
+          this.enabled = false;
         else throw error;
       } finally {
         this.reading = undefined;
@@ -98,7 +113,9 @@ export class RunsView {
     const index = this.runs.findIndex((entry) => entry.id === run.id);
     if (index < 0) this.runs = [run, ...this.runs];
     else this.runs = this.runs.map((entry) => (entry.id === run.id ? run : entry));
-    for (const promptId of [...this.refusals.keys()]) if (!this.runs.some((entry) => entry.pendingPrompts.some((prompt) => prompt.promptId === promptId))) this.refusals.delete(promptId);
+    for (const promptId of [...this.refusals.keys()])
+      if (!this.runs.some((entry) => entry.pendingPrompts.some((prompt) => prompt.promptId === promptId)))
+        this.refusals.delete(promptId);
     this.draw();
   }
 
@@ -155,10 +172,20 @@ export class RunsView {
       const head = part();
       const questions = part();
       const tail = part();
-      card = { run: undefined, element: h('section', { 'data-testid': 'run', 'data-run-id': run.id }, head, questions, tail), head, questions, tail, questionsKey: undefined, countdowns: [] };
+      card = {
+        run: undefined,
+        element: h('section', { 'data-testid': 'run', 'data-run-id': run.id }, head, questions, tail),
+        head,
+        questions,
+        tail,
+        questionsKey: undefined,
+        countdowns: [],
+      };
       this.cards.set(run.id, card);
     }
-    const questionsKey = run.pendingPrompts.map((prompt) => JSON.stringify([prompt, this.refusals.get(prompt.promptId) ?? null])).join('\n');
+    const questionsKey = run.pendingPrompts
+      .map((prompt) => JSON.stringify([prompt, this.refusals.get(prompt.promptId) ?? null]))
+      .join('\n');
     if (card.run === run && card.questionsKey === questionsKey) return card;
     card.run = run;
     card.element.className = `run status-${run.status}`;
@@ -166,13 +193,24 @@ export class RunsView {
     if (card.questionsKey !== questionsKey) {
       card.questionsKey = questionsKey;
       const countdowns: RunCard['countdowns'] = [];
-      replaceChildren(card.questions, run.pendingPrompts.map((prompt) => this.questionElement(run, prompt, countdowns)));
+      replaceChildren(
+        card.questions,
+        run.pendingPrompts.map((prompt) => this.questionElement(run, prompt, countdowns)),
+      );
       card.countdowns = countdowns;
     }
     replaceChildren(
       card.tail,
-      run.status === 'complete' && run.result !== undefined ? h('pre', { class: 'run-result small' }, JSON.stringify(run.result, null, 2)) : null,
-      run.error ? h('p', { class: 'error-text small' }, `${run.error.code}: ${run.error.message}${run.error.step ? ` (at ${run.error.step})` : ''}`) : null,
+      run.status === 'complete' && run.result !== undefined
+        ? h('pre', { class: 'run-result small' }, JSON.stringify(run.result, null, 2))
+        : null,
+      run.error
+        ? h(
+            'p',
+            { class: 'error-text small' },
+            `${run.error.code}: ${run.error.message}${run.error.step ? ` (at ${run.error.step})` : ''}`,
+          )
+        : null,
     );
     return card;
   }
@@ -180,9 +218,19 @@ export class RunsView {
   /** A run's title, phases and agents (each linked to its session). */
   private runHead(run: RunWire): Array<HTMLElement | null> {
     return [
-      h('div', { class: 'run-title' }, h('strong', {}, run.harness), h('span', { class: 'muted small' }, ` ${run.id}`), h('span', { class: `run-status status-${run.status}`, 'data-testid': 'run-status' }, run.status)),
+      h(
+        'div',
+        { class: 'run-title' },
+        h('strong', {}, run.harness),
+        h('span', { class: 'muted small' }, ` ${run.id}`),
+        h('span', { class: `run-status status-${run.status}`, 'data-testid': 'run-status' }, run.status),
+      ),
       run.phases.length > 0
-        ? h('ol', { class: 'run-phases', 'aria-label': 'Phases' }, run.phases.map((phase) => h('li', { class: phase === run.phase ? 'current' : '' }, phase)))
+        ? h(
+            'ol',
+            { class: 'run-phases', 'aria-label': 'Phases' },
+            run.phases.map((phase) => h('li', { class: phase === run.phase ? 'current' : '' }, phase)),
+          )
         : null,
       run.agents.length > 0
         ? h(
@@ -191,7 +239,17 @@ export class RunsView {
             'Agents: ',
             run.agents.map((agent) =>
               agent.sessionId !== undefined
-                ? h('button', { type: 'button', class: 'link', 'data-testid': 'run-agent', title: `Open session ${agent.sessionId}`, onclick: () => this.openAgent(agent.sessionId!) }, agent.name)
+                ? h(
+                    'button',
+                    {
+                      type: 'button',
+                      class: 'link',
+                      'data-testid': 'run-agent',
+                      title: `Open session ${agent.sessionId}`,
+                      onclick: () => this.openAgent(agent.sessionId!),
+                    },
+                    agent.name,
+                  )
                 : h('span', { class: 'muted', title: 'No session yet' }, agent.name),
             ),
           )
@@ -200,7 +258,8 @@ export class RunsView {
   }
 
   private questionElement(run: RunWire, prompt: RunPromptWire, countdowns: RunCard['countdowns']): HTMLElement {
-    const countdown = prompt.deadline !== undefined ? h('span', { class: 'countdown', 'data-testid': 'run-countdown' }) : null;
+    const countdown =
+      prompt.deadline !== undefined ? h('span', { class: 'countdown', 'data-testid': 'run-countdown' }) : null;
     if (countdown && prompt.deadline !== undefined) countdowns.push({ element: countdown, deadline: prompt.deadline });
     const refusal = this.refusals.get(prompt.promptId);
     let answerPart: HTMLElement;
@@ -208,13 +267,36 @@ export class RunsView {
       answerPart = h(
         'div',
         { class: 'button-row' },
-        prompt.choices.map((choice) => h('button', { type: 'button', class: choice === prompt.defaultChoice ? 'primary' : '', 'data-testid': 'run-choice', onclick: () => void this.answer(run, prompt, choice) }, choice)),
+        prompt.choices.map((choice) =>
+          h(
+            'button',
+            {
+              type: 'button',
+              class: choice === prompt.defaultChoice ? 'primary' : '',
+              'data-testid': 'run-choice',
+              onclick: () => void this.answer(run, prompt, choice),
+            },
+            choice,
+          ),
+        ),
       );
     } else {
-      const field = h('input', { type: 'text', 'aria-label': 'Your answer', 'data-testid': 'run-answer-text', value: this.drafts.get(prompt.promptId) ?? '', oninput: (event: Event) => this.drafts.set(prompt.promptId, (event.target as HTMLInputElement).value) });
+      const field = h('input', {
+        type: 'text',
+        'aria-label': 'Your answer',
+        'data-testid': 'run-answer-text',
+        value: this.drafts.get(prompt.promptId) ?? '',
+        oninput: (event: Event) => this.drafts.set(prompt.promptId, (event.target as HTMLInputElement).value),
+      });
       answerPart = h(
         'form',
-        { class: 'run-answer', onsubmit: (event: Event) => { event.preventDefault(); if (field.value.trim() !== '') void this.answer(run, prompt, field.value); } },
+        {
+          class: 'run-answer',
+          onsubmit: (event: Event) => {
+            event.preventDefault();
+            if (field.value.trim() !== '') void this.answer(run, prompt, field.value);
+          },
+        },
         field,
         h('button', { type: 'submit', class: 'primary', 'data-testid': 'run-answer-send' }, 'Answer'),
       );
@@ -223,9 +305,16 @@ export class RunsView {
       'div',
       { class: 'run-question', 'data-testid': 'run-question', 'data-prompt-id': prompt.promptId },
       h('p', { class: 'question-text' }, prompt.prompt),
-      h('p', { class: 'muted small' }, prompt.defaultChoice !== undefined ? `Default: ${prompt.defaultChoice}. ` : '', countdown),
+      h(
+        'p',
+        { class: 'muted small' },
+        prompt.defaultChoice !== undefined ? `Default: ${prompt.defaultChoice}. ` : '',
+        countdown,
+      ),
       answerPart,
-      refusal !== undefined ? h('p', { class: 'error-text small', role: 'alert', 'data-testid': 'run-refused' }, `Refused: ${refusal}`) : null,
+      refusal !== undefined
+        ? h('p', { class: 'error-text small', role: 'alert', 'data-testid': 'run-refused' }, `Refused: ${refusal}`)
+        : null,
     );
   }
 

@@ -4,7 +4,14 @@ import { h, replaceChildren, setText } from '../dom.js';
 import { formatAgo, formatCompact, formatCost, formatTime, plural } from '../format.js';
 import type { AppState } from '../state.js';
 import { withCode } from './connect-view.js';
-import { FILTER_KEYS, FILTER_LABELS, filterOptions, filterSessions, sessionLabel, sessionStats } from '../view-model.js';
+import {
+  FILTER_KEYS,
+  FILTER_LABELS,
+  filterOptions,
+  filterSessions,
+  sessionLabel,
+  sessionStats,
+} from '../view-model.js';
 
 /**
  * The sidebar: this window's draft (or the form to draft one), full-text search, the filters and
@@ -19,7 +26,13 @@ export class SessionsView {
   private readonly count = h('span', { class: 'muted', 'data-testid': 'session-count' });
   private readonly list = h('ul', { class: 'session-list', 'data-testid': 'session-list' });
   private readonly selects = new Map<string, HTMLSelectElement>();
-  private last: { sessions?: SessionInfo[]; filters?: unknown; search?: unknown; selectedId?: string | undefined; now?: number } = {};
+  private last: {
+    sessions?: SessionInfo[];
+    filters?: unknown;
+    search?: unknown;
+    selectedId?: string | undefined;
+    now?: number;
+  } = {};
   private lastDraft: { draft?: unknown; catalog?: unknown; busy?: unknown } = {};
   private appliedTask: string | undefined;
   private rows = new Map<string, { session: SessionInfo; selected: boolean; minute: number; element: HTMLElement }>();
@@ -33,7 +46,11 @@ export class SessionsView {
       oninput: () => actions.search(this.searchInput.value),
     });
     for (const key of FILTER_KEYS) {
-      const select = h('select', { 'aria-label': FILTER_LABELS[key], 'data-filter': key, onchange: () => actions.setFilter(key, select.value || undefined) });
+      const select = h('select', {
+        'aria-label': FILTER_LABELS[key],
+        'data-filter': key,
+        onchange: () => actions.setFilter(key, select.value || undefined),
+      });
       this.selects.set(key, select);
       this.filters.append(h('label', { class: 'filter' }, h('span', {}, FILTER_LABELS[key]), select));
     }
@@ -52,7 +69,14 @@ export class SessionsView {
     this.updateDraftBox(state);
     const { sessions, filters, search, selectedId } = state;
     const minute = Math.floor(now / 30_000);
-    if (this.last.sessions === sessions && this.last.filters === filters && this.last.search === search && this.last.selectedId === selectedId && this.last.now === minute) return;
+    if (
+      this.last.sessions === sessions &&
+      this.last.filters === filters &&
+      this.last.search === search &&
+      this.last.selectedId === selectedId &&
+      this.last.now === minute
+    )
+      return;
     this.last = { sessions, filters, search, selectedId, now: minute };
 
     for (const key of FILTER_KEYS) {
@@ -60,7 +84,11 @@ export class SessionsView {
       const value = filters[key] ?? '';
       const options = filterOptions(sessions, key);
       if (value && !options.includes(value)) options.push(value);
-      replaceChildren(select, h('option', { value: '' }, `any`), options.map((option) => h('option', { value: option }, option)));
+      replaceChildren(
+        select,
+        h('option', { value: '' }, `any`),
+        options.map((option) => h('option', { value: option }, option)),
+      );
       select.value = value;
       select.classList.toggle('set', value !== '');
     }
@@ -68,16 +96,33 @@ export class SessionsView {
     if (search.query === '') replaceChildren(this.searchStatus);
     else if (search.running) replaceChildren(this.searchStatus, 'Searching…');
     else if (search.error) replaceChildren(this.searchStatus, h('span', { class: 'error-text' }, search.error));
-    else if (search.matches) replaceChildren(this.searchStatus, `${plural(search.matches.size, 'session')} mention “${search.query}”`);
+    else if (search.matches)
+      replaceChildren(this.searchStatus, `${plural(search.matches.size, 'session')} mention “${search.query}”`);
 
-    const shown = filterSessions(sessions, filters, search.query !== '' && !search.running ? search.matches : undefined);
-    this.count.textContent = shown.length === sessions.length ? String(sessions.length) : `${shown.length} of ${sessions.length}`;
+    const shown = filterSessions(
+      sessions,
+      filters,
+      search.query !== '' && !search.running ? search.matches : undefined,
+    );
+    this.count.textContent =
+      shown.length === sessions.length ? String(sessions.length) : `${shown.length} of ${sessions.length}`;
     if (!state.sessionsLoaded) {
       replaceChildren(this.list, h('li', { class: 'empty muted' }, 'Loading sessions…'));
       return;
     }
     if (shown.length === 0) {
-      replaceChildren(this.list, h('li', { class: 'empty muted' }, sessions.length === 0 ? withCode('No sessions yet: draft an agent above, or import a Claude Code or Gemini CLI session with `parley import <path>`.') : 'No session matches.'));
+      replaceChildren(
+        this.list,
+        h(
+          'li',
+          { class: 'empty muted' },
+          sessions.length === 0
+            ? withCode(
+                'No sessions yet: draft an agent above, or import a Claude Code or Gemini CLI session with `parley import <path>`.',
+              )
+            : 'No session matches.',
+        ),
+      );
       return;
     }
     // A streaming session updates its record on every batch: rebuild only the rows that changed.
@@ -90,7 +135,8 @@ export class SessionsView {
       else {
         element = cached.element;
         // In place: a row rebuilt between the user's mousedown and mouseup would swallow the click.
-        if (cached.session !== session || cached.selected !== selected || cached.minute !== minute) fillRow(element.firstElementChild as HTMLButtonElement, session, selected, now);
+        if (cached.session !== session || cached.selected !== selected || cached.minute !== minute)
+          fillRow(element.firstElementChild as HTMLButtonElement, session, selected, now);
       }
       rows.set(session.sessionId, { session, selected, minute, element });
       return element;
@@ -105,7 +151,11 @@ export class SessionsView {
   }
 
   private row(session: SessionInfo, selected: boolean, now: number): HTMLElement {
-    const button = h('button', { type: 'button', 'data-session-id': session.sessionId, onclick: () => this.actions.select(session.sessionId) });
+    const button = h('button', {
+      type: 'button',
+      'data-session-id': session.sessionId,
+      onclick: () => this.actions.select(session.sessionId),
+    });
     fillRow(button, session, selected, now);
     return h('li', {}, button);
   }
@@ -117,13 +167,32 @@ export class SessionsView {
     if (draft) {
       replaceChildren(
         this.draftBox,
-        h('div', { class: 'draft-title' }, h('span', { class: 'dot live' }), `Drafted in this window: `, h('strong', {}, draft.role)),
-        h('div', { class: 'muted' }, `${draft.project}/${draft.taskSlug} · ${draft.backend}${draft.model ? ` · ${draft.model}` : ''}`),
+        h(
+          'div',
+          { class: 'draft-title' },
+          h('span', { class: 'dot live' }),
+          `Drafted in this window: `,
+          h('strong', {}, draft.role),
+        ),
+        h(
+          'div',
+          { class: 'muted' },
+          `${draft.project}/${draft.taskSlug} · ${draft.backend}${draft.model ? ` · ${draft.model}` : ''}`,
+        ),
         h(
           'div',
           { class: 'button-row' },
           h('button', { type: 'button', onclick: () => this.actions.select(draft.sessionId) }, 'Open'),
-          h('button', { type: 'button', 'data-testid': 'undraft', disabled: busy.undraft === true, onclick: () => this.actions.undraft() }, 'Undraft'),
+          h(
+            'button',
+            {
+              type: 'button',
+              'data-testid': 'undraft',
+              disabled: busy.undraft === true,
+              onclick: () => this.actions.undraft(),
+            },
+            'Undraft',
+          ),
         ),
       );
       return;
@@ -144,7 +213,9 @@ export class SessionsView {
     const task = h(
       'select',
       { name: 'task', 'aria-label': 'Task' },
-      catalog.tasks.length === 0 ? h('option', { value: '' }, 'no tasks') : catalog.tasks.map((entry) => h('option', { value: entry.slug }, `${entry.title} (${entry.state})`)),
+      catalog.tasks.length === 0
+        ? h('option', { value: '' }, 'no tasks')
+        : catalog.tasks.map((entry) => h('option', { value: entry.slug }, `${entry.title} (${entry.state})`)),
     );
     const role = h(
       'select',
@@ -160,7 +231,13 @@ export class SessionsView {
     // What the user is typing survives a re-render (a catalog refresh must not wipe a half-typed title).
     const previousTitle = this.draftBox.querySelector<HTMLInputElement>('input[name="task-title"]');
     const typing = previousTitle !== null && previousTitle === document.activeElement;
-    const title = h('input', { type: 'text', name: 'task-title', placeholder: 'New task title', 'aria-label': 'New task title', autocomplete: 'off' });
+    const title = h('input', {
+      type: 'text',
+      name: 'task-title',
+      placeholder: 'New task title',
+      'aria-label': 'New task title',
+      autocomplete: 'off',
+    });
     if (previousTitle) title.value = previousTitle.value;
     const newTask = h(
       'form',
@@ -193,7 +270,11 @@ export class SessionsView {
       h('label', {}, h('span', {}, 'Role'), role),
       h('label', {}, h('span', {}, 'Project'), project),
       h('label', {}, h('span', {}, 'Task'), task),
-      h('button', { type: 'submit', class: 'primary', disabled: busy.draft === true || catalog.tasks.length === 0 }, busy.draft ? 'Drafting…' : 'Draft'),
+      h(
+        'button',
+        { type: 'submit', class: 'primary', disabled: busy.draft === true || catalog.tasks.length === 0 },
+        busy.draft ? 'Drafting…' : 'Draft',
+      ),
     );
     replaceChildren(this.draftBox, form, newTask);
     if (typing) title.focus();
@@ -213,7 +294,18 @@ function fillRow(button: HTMLButtonElement, session: SessionInfo, selected: bool
   else button.removeAttribute('aria-current');
   if (!button.firstElementChild) {
     const span = () => h('span', {});
-    button.append(h('span', { class: 'row-top' }, span(), h('span', { class: 'row-title' })), h('span', { class: 'row-detail muted' }), h('span', { class: 'row-stats' }, span(), h('span', { title: 'tokens' }), h('span', { title: 'cost' }), h('span', { title: 'compactions' })));
+    button.append(
+      h('span', { class: 'row-top' }, span(), h('span', { class: 'row-title' })),
+      h('span', { class: 'row-detail muted' }),
+      h(
+        'span',
+        { class: 'row-stats' },
+        span(),
+        h('span', { title: 'tokens' }),
+        h('span', { title: 'cost' }),
+        h('span', { title: 'compactions' }),
+      ),
+    );
   }
   const [top, detail, statsRow] = Array.from(button.children) as HTMLElement[];
   const [kind, title] = Array.from(top!.children) as HTMLElement[];
@@ -229,4 +321,3 @@ function fillRow(button: HTMLButtonElement, session: SessionInfo, selected: bool
   compactions!.className = stats.compactions > 0 ? 'compactions' : 'muted';
   setText(compactions!, `⟳ ${stats.compactions}`);
 }
-

@@ -27,7 +27,8 @@ describe('Markdown while it streams', () => {
 
   it('after streaming chunk by chunk, shows the answer exactly as the history prints it', () => {
     let rows: string[] = [];
-    for (let end = 7; end < SAMPLE_ANSWER.length + 7; end += 7) rows = renderStreamingMarkdown(SAMPLE_ANSWER.slice(0, end), 64);
+    for (let end = 7; end < SAMPLE_ANSWER.length + 7; end += 7)
+      rows = renderStreamingMarkdown(SAMPLE_ANSWER.slice(0, end), 64);
     expect(rows).toEqual(renderMarkdown(SAMPLE_ANSWER, 64));
     // A list item arriving after a blank line joins the list above it (the list is lexed again).
     renderStreamingMarkdown('Intro\n\n- one\n\n', 40);
@@ -47,7 +48,9 @@ describe('Markdown while it streams', () => {
   it('holds table rows back until the delimiter row arrives, then draws the rows so far as a table', () => {
     expect(screen('Intro\n\n| a | b |')).toBe('Intro\n\n┌ table…');
     expect(screen('Intro\n\n| a | b |\n|--')).toBe('Intro\n\n┌ table…');
-    expect(screen('| a | b |\n|---|---|\n| 1 | 2 |\n| 3')).toBe(['┌───┬───┐', '│ a │ b │', '├───┼───┤', '│ 1 │ 2 │', '│ 3 │   │', '└───┴───┘'].join('\n'));
+    expect(screen('| a | b |\n|---|---|\n| 1 | 2 |\n| 3')).toBe(
+      ['┌───┬───┐', '│ a │ b │', '├───┼───┤', '│ 1 │ 2 │', '│ 3 │   │', '└───┴───┘'].join('\n'),
+    );
   });
 
   it('closes emphasis, strikethrough and code spans that are still open, and shows a link whose address is arriving as its text', () => {

@@ -32,13 +32,30 @@ describe('Markdown in the terminal', () => {
 
   it('shows lists with bullets, numbers, nesting and task boxes, with inline styles inside items', () => {
     const rows = renderMarkdown('- **one**\n- two\n  - nested *it*\n\n3. three\n4. four\n\n- [ ] open\n- [x] done', 80);
-    expect(rows.map(plain)).toEqual(['• one', '• two', '  ◦ nested it', '', '3. three', '4. four', '', '☐ open', '☑ done']);
+    expect(rows.map(plain)).toEqual([
+      '• one',
+      '• two',
+      '  ◦ nested it',
+      '',
+      '3. three',
+      '4. four',
+      '',
+      '☐ open',
+      '☑ done',
+    ]);
     expect(rows[0]).toContain(`${BOLD}one`);
   });
 
   it('draws a table with box characters, header bold, numbers aligned as the delimiter row says', () => {
     const rows = renderMarkdown('| Name | Count |\n|---|---:|\n| alpha | 1 |\n| beta | 22 |', 80);
-    expect(rows.map(plain)).toEqual(['┌───────┬───────┐', '│ Name  │ Count │', '├───────┼───────┤', '│ alpha │     1 │', '│ beta  │    22 │', '└───────┴───────┘']);
+    expect(rows.map(plain)).toEqual([
+      '┌───────┬───────┐',
+      '│ Name  │ Count │',
+      '├───────┼───────┤',
+      '│ alpha │     1 │',
+      '│ beta  │    22 │',
+      '└───────┴───────┘',
+    ]);
     expect(rows[1]).toContain(`${BOLD}Name`);
   });
 
@@ -69,7 +86,9 @@ describe('Markdown in the terminal', () => {
   it('shows a quote with a bar, a rule across the width, and a link with its address', () => {
     expect(screen('> quoted **text**')).toBe('│ quoted text');
     expect(screen('---', 10)).toBe('──────────');
-    expect(screen('[the spec](https://example.com/spec) and <https://example.com>')).toBe('the spec (https://example.com/spec) and https://example.com');
+    expect(screen('[the spec](https://example.com/spec) and <https://example.com>')).toBe(
+      'the spec (https://example.com/spec) and https://example.com',
+    );
   });
 
   it('shows raw HTML as text and decodes character references', () => {
@@ -105,9 +124,37 @@ describe('Markdown in the terminal', () => {
 
   it('keeps every row within the width, whatever the text', () => {
     fc.assert(
-      fc.property(fc.string({ unit: fc.constantFrom('a', 'b', ' ', '\n', '*', '`', '|', '-', '#', '>', '[', ']', '(', ')', '1', '.', '~', '中', '😀', 'word ') , maxLength: 300 }), fc.integer({ min: 8, max: 60 }), (text, width) => {
-        for (const row of renderMarkdown(text, width)) expect(columns(row)).toBeLessThanOrEqual(width);
-      }),
+      fc.property(
+        fc.string({
+          unit: fc.constantFrom(
+            'a',
+            'b',
+            ' ',
+            '\n',
+            '*',
+            '`',
+            '|',
+            '-',
+            '#',
+            '>',
+            '[',
+            ']',
+            '(',
+            ')',
+            '1',
+            '.',
+            '~',
+            '中',
+            '😀',
+            'word ',
+          ),
+          maxLength: 300,
+        }),
+        fc.integer({ min: 8, max: 60 }),
+        (text, width) => {
+          for (const row of renderMarkdown(text, width)) expect(columns(row)).toBeLessThanOrEqual(width);
+        },
+      ),
       { numRuns: 300 },
     );
   });

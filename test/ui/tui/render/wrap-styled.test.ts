@@ -13,7 +13,11 @@ describe('wrapStyled', () => {
   it('breaks between words, drops the spaces at a break, and cuts a word longer than a row', () => {
     expect(wrapStyled('one two three four', 9, paragraph)).toEqual(['one two', 'three', 'four']);
     expect(wrapStyled('a verylongwordindeed b', 8, paragraph)).toEqual(['a verylo', 'ngwordin', 'deed b']);
-    expect(wrapStyled('see https://example.com/a/long/path', 12, paragraph)).toEqual(['see https://', 'example.com/', 'a/long/path']);
+    expect(wrapStyled('see https://example.com/a/long/path', 12, paragraph)).toEqual([
+      'see https://',
+      'example.com/',
+      'a/long/path',
+    ]);
     expect(wrapStyled('keep\n\nbreaks', 20, paragraph)).toEqual(['keep', '', 'breaks']);
   });
 
@@ -40,12 +44,19 @@ describe('wrapStyled', () => {
 
   it('keeps every word, in order, with no row wider than the width', () => {
     fc.assert(
-      fc.property(fc.array(fc.stringMatching(/^[a-z中😀]{1,12}$/), { maxLength: 30 }), fc.integer({ min: 4, max: 40 }), fc.boolean(), (words, width, styled) => {
-        const text = words.map((word, index) => (styled && index % 3 === 0 ? `${BOLD}${word}\u001b[22m` : word)).join(' ');
-        const rows = wrapStyled(text, width, paragraph);
-        for (const row of rows) expect(columns(row)).toBeLessThanOrEqual(width);
-        expect(rows.map(plain).join('').replace(/\s/g, '')).toBe(words.join(''));
-      }),
+      fc.property(
+        fc.array(fc.stringMatching(/^[a-z中😀]{1,12}$/), { maxLength: 30 }),
+        fc.integer({ min: 4, max: 40 }),
+        fc.boolean(),
+        (words, width, styled) => {
+          const text = words
+            .map((word, index) => (styled && index % 3 === 0 ? `${BOLD}${word}\u001b[22m` : word))
+            .join(' ');
+          const rows = wrapStyled(text, width, paragraph);
+          for (const row of rows) expect(columns(row)).toBeLessThanOrEqual(width);
+          expect(rows.map(plain).join('').replace(/\s/g, '')).toBe(words.join(''));
+        },
+      ),
       { numRuns: 300 },
     );
   });
