@@ -81,11 +81,9 @@ async function watchedPage(): Promise<{ page: Page; dialogs: string[]; trackerHi
     trackerHits.push(route.request().url());
     void route.fulfill({ status: 200, contentType: 'image/png', body: PIXEL });
   });
-  await page
-    .context()
-    .grantPermissions(['clipboard-read', 'clipboard-write'], {
-      origin: `http://127.0.0.1:${web.harness().server.port}`,
-    });
+  await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], {
+    origin: `http://127.0.0.1:${web.harness().server.port}`,
+  });
   await page.goto(web.harness().server.url);
   await page.locator('[data-testid="connection"][data-state="connected"]').waitFor();
   onTestFailed(async () => {
