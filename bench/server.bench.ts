@@ -23,7 +23,7 @@ import type { Duplex } from 'node:stream';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { WebSocketServer, type WebSocket } from 'ws';
-import type { StreamEvent, StreamEventDraft } from '../src/conversation/index.js';
+import type { StreamEvent, UnsequencedEvent } from '../src/conversation/index.js';
 import { startServer, type RunningServer } from '../src/server/index.js';
 import { WriteBatch } from '../src/server/write-batch.js';
 import { formatMs, percentile, ratio, table } from './stats.js';
@@ -260,13 +260,13 @@ async function fanOut(): Promise<string> {
       url: parleyUrl,
       subscribe: sessionId,
       async send(stamps) {
-        const drafts: StreamEventDraft[] = stamps.map((stamp) => ({
+        const unsequenced: UnsequencedEvent[] = stamps.map((stamp) => ({
           type: 'text_delta',
           conversationId: 'main',
           blockId: 'bench-block',
           delta: String(stamp),
         }));
-        await server.manager.appendEvents(sessionId, drafts);
+        await server.manager.appendEvents(sessionId, unsequenced);
       },
     },
   };

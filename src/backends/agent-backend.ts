@@ -4,7 +4,7 @@ import {
   ParleyError,
   type ConversationBlock,
   type ParleyErrorOptions,
-  type StreamEventDraft,
+  type UnsequencedEvent,
   type SubagentThread,
 } from '../conversation/index.js';
 import type { PortableHistory, TranscriptWriteOptions, WrittenTranscript } from './transcripts/writers/index.js';
@@ -124,7 +124,7 @@ export interface ExecuteRequest {
  * A failure is an event (a `system` block with subtype `error`), not a thrown exception.
  */
 export interface AgentTurn {
-  events: AsyncIterable<StreamEventDraft>;
+  events: AsyncIterable<UnsequencedEvent>;
   /** Delivers a message to the running turn. Missing when the back end cannot take one mid-turn. */
   inject?(message: string): Promise<void>;
 }

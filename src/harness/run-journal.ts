@@ -273,8 +273,8 @@ export class RunJournal {
         }),
       );
     this.length += steps.length;
-    const drafts = steps.map(({ kind, ...data }) => ({ kind, data }));
-    const written = this.store.appendJournal(this.runId, drafts, { sync }).then(
+    const entries = steps.map(({ kind, ...data }) => ({ kind, data }));
+    const written = this.store.appendJournal(this.runId, entries, { sync }).then(
       () => undefined,
       (error: unknown) => {
         this.failure ??= error;

@@ -1,8 +1,8 @@
 import { currentBranch } from './branches.js';
 import { HarnessError, TimeoutError, truncate } from './errors.js';
-import type { SessionEventDraft, UserReply, UserResponse } from './events.js';
+import type { UnstampedSessionEvent, UserReply, UserResponse } from './events.js';
 import type { HarnessClock } from './clock.js';
-import type { RecordedInputDraft } from './recording.js';
+import type { UnstampedRecordedInput } from './recording.js';
 import { type RunJournal } from './run-journal.js';
 import type { PendingPrompt, ReplyOutcome, WaitOptions } from './types.js';
 
@@ -11,9 +11,9 @@ export interface PromptHost {
   /** False under replay: a recorded timeout arrives as an input, not from the clock. Read when a prompt opens. */
   readonly armTimers: boolean;
   /** Appends an event with the given branch (a prompt's events keep the branch that asked). */
-  emit(draft: SessionEventDraft, branch: string | undefined): number;
+  emit(unstamped: UnstampedSessionEvent, branch: string | undefined): number;
   /** Tells the run's observers about an outside action, before it takes effect. */
-  notify(input: RecordedInputDraft): void;
+  notify(input: UnstampedRecordedInput): void;
   /** Throws when the run can take no new prompt (aborted or ended). */
   throwIfStopped(): void;
   /** Where timeouts are timed. */

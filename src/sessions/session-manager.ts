@@ -7,7 +7,7 @@ import {
   type NewMessage,
   type RuntimeSessionData,
   type StreamEvent,
-  type StreamEventDraft,
+  type UnsequencedEvent,
   type TokenCalibrationSnapshot,
 } from '../conversation/index.js';
 import {
@@ -114,7 +114,7 @@ export class SessionManager {
       tokenBudget: this.tokenBudget,
       compactionThreshold: this.compactionThreshold,
       live: (sessionId) => this.liveSession(sessionId),
-      appendEvents: (sessionId, drafts) => this.appendEvents(sessionId, drafts),
+      appendEvents: (sessionId, events) => this.appendEvents(sessionId, events),
       updateRecord: (sessionId, update) => this.updateRecord(sessionId, update),
       emit: (name, payload) => this.emit(name, payload as SessionManagerEvents[typeof name]),
     });
@@ -269,13 +269,13 @@ export class SessionManager {
    */
   async appendEvents(
     sessionId: string,
-    drafts: readonly StreamEventDraft[],
+    events: readonly UnsequencedEvent[],
     action: SessionUpdateAction = 'events_appended',
   ): Promise<StreamEvent[]> {
     this.assertOpen();
     const id = checkSessionId(sessionId);
-    if (drafts.length === 0) return [];
-    return this.writer.append(id, drafts, action);
+    if (events.length === 0) return [];
+    return this.writer.append(id, events, action);
   }
 
   /**

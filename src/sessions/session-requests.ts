@@ -8,7 +8,7 @@ import {
   type ConversationBlock,
   type ConversationState,
   type StreamEvent,
-  type StreamEventDraft,
+  type UnsequencedEvent,
   type TokenCalibrationSnapshot,
   type TokenCounter,
 } from '../conversation/index.js';
@@ -132,7 +132,7 @@ export interface RequestLayerOptions {
   context?: ContextOptions;
   compaction?: CompactionSettings;
   live(sessionId: string): Promise<{ record: SessionRecord; conversation: ConversationState }>;
-  appendEvents(sessionId: string, drafts: readonly StreamEventDraft[]): Promise<StreamEvent[]>;
+  appendEvents(sessionId: string, events: readonly UnsequencedEvent[]): Promise<StreamEvent[]>;
   updateRecord(sessionId: string, update: (current: SessionRecord) => SessionRecord): Promise<SessionRecord>;
   emit<K extends keyof CompactionEvents>(name: K, payload: CompactionEvents[K]): void;
 }

@@ -2,7 +2,7 @@ import {
   MAIN_CONVERSATION,
   type BlockStatus,
   type ConversationBlock,
-  type StreamEventDraft,
+  type UnsequencedEvent,
   type SystemBlock,
   type SystemBlockSubtype,
   type ToolResultBlock,

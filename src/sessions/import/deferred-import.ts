@@ -98,7 +98,7 @@ export async function importDeferred(input: DeferredImportInput): Promise<Deferr
   const info = scan.end();
   // Folded as the log's metadata events would be (the reducer's rules, in the same order).
   const events = scan.metadata.map(
-    (draft, seq) => Object.assign({}, draft, { sessionId, seq, at: draft.at ?? now }) as StreamEvent,
+    (event, seq) => Object.assign({}, event, { sessionId, seq, at: event.at ?? now }) as StreamEvent,
   );
   const metrics = applyEvents(emptyConversation(sessionId), events).metrics;
   const title = titleOf(info, 'claude-code', input.nativeSessionId);
