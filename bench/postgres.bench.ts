@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL store beside bare `pg` calls on the same server in the same run (issue 13):
+ * The PostgreSQL store beside bare `pg` calls on the same server in the same run:
  * - durable append of a 1 KB event, each awaited: p50 against a single-row INSERT (autocommit) through `pg`;
  * - 50 sessions appending at once: events/s against bare multi-row INSERTs of 50 rows per commit;
  * - listing 10,000 sessions; loading a 10,000-message session (events kept as text, with jsonb beside it);

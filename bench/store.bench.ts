@@ -1,5 +1,5 @@
 /**
- * The store, side by side with the seeds' design and the bare disk (issue 2):
+ * The store, side by side with the seeds' design and the bare disk:
  * - durable append of 10,000 ~1 KB messages into one session, each awaited before the next:
  *   Parley's file store, the seeds' read-push-rewrite of one JSON file, a bare write + fdatasync;
  * - listing 10,000 sessions (cold: a freshly opened store; warm: its in-memory index);

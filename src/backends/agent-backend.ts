@@ -11,7 +11,7 @@ import type { PortableHistory, TranscriptWriteOptions, WrittenTranscript } from 
 
 /**
  * The contract every back end implements. This module imports no back end; the core and every
- * adapter depend on it, never the reverse (STYLE.md practice 1). Nothing above `src/backends/`
+ * adapter depend on it, never the reverse. Nothing above `src/backends/`
  * branches on which back end it talks to.
  */
 

@@ -2,7 +2,7 @@ import type { StreamEvent } from '../conversation/index.js';
 import type { ErrorInfo } from './errors.js';
 
 /**
- * Every event a harness emits, as one flat tagged union (STYLE.md practice 3). Each carries a
+ * Every event a harness emits, as one flat tagged union. Each carries a
  * `timestamp`, and `branch` when it was emitted inside a `parallel` branch (`name#index`, nested
  * branches joined by `/`), so a UI can group concurrent work and a replay can tell it apart.
  */

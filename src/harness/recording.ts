@@ -13,7 +13,7 @@ import type { SessionEvent } from './events.js';
 
 /**
  * A recording is JSONL: a header line, then one line per event, per user action and per agent turn,
- * in the order they happened. Versioned (STYLE.md practice 12): a reader refuses versions it does
+ * in the order they happened. Versioned: a reader refuses versions it does
  * not know, with an error that says so.
  */
 export const RECORDING_FORMAT_VERSION = 1;

@@ -37,8 +37,8 @@ interface PromptEntry {
 const noop = (): void => {};
 
 /**
- * The `waitForUser` prompts of an interactive run: a request and a response matched by id
- * (STYLE.md practice 9). A prompt ends exactly once: answered by a reply, timed out (the clock or
+ * The `waitForUser` prompts of an interactive run: a request and a response matched by id.
+ * A prompt ends exactly once: answered by a reply, timed out (the clock or
  * a replayed recording), or cancelled when the run ends or is aborted. Replies and timeouts are the
  * run's non-deterministic inputs; each is announced to the observers before it takes effect.
  */

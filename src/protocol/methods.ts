@@ -347,7 +347,7 @@ export const ServerInfoResultSchema = z.object({
   methods: z.array(z.string()),
 });
 
-// ---- durable runs (issue 14) ---------------------------------------------------------------------
+// ---- durable runs ---------------------------------------------------------------------
 
 export const ListRunsParamsSchema = z.strictObject({
   /** Only the runs of this project. */

@@ -81,7 +81,7 @@ export interface ServerOptions {
   /** Opens the draft layer; default `createDraftService` from src/draft. */
   createDraftService?: (options: DraftServiceOptions) => Promise<DraftService>;
   /**
-   * Durable runs (issue 14): the service the run methods (`list_runs` … `abort_run`) call and whose
+   * Durable runs: the service the run methods (`list_runs` … `abort_run`) call and whose
    * events reach connections that `subscribe_runs`. The caller made it and closes it after `close()`.
    * Without it (and without `createRunService`) the run methods answer RUNS_NOT_ENABLED.
    */

@@ -6,8 +6,8 @@ import { renderCheckpoint } from './checkpoint-format.js';
 import type { ContextSection } from './request-builder.js';
 
 /**
- * The "# Context" of a request, rebuilt from its sources on every request (ARCHITECTURE.md: context
- * is rebuilt per request; the stored context.json is what the last request used): the project's file
+ * The "# Context" of a request, rebuilt from its sources on every request (the stored
+ * context.json is what the last request used): the project's file
  * tree (bounded), its CLAUDE.md / AGENTS.md, its recent commits from the real `git log`, the feature
  * and the task from the store (with dependencies and dependents), and the checkpoints of the sessions
  * this one names in `settings.contextSessions`, read only.

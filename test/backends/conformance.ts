@@ -1,5 +1,5 @@
 /**
- * The shared back-end conformance suite (STYLE.md practice 11). Every back end calls
+ * The shared back-end conformance suite. Every back end calls
  * `describeBackendConformance` with an initializer; the suite drives the back end through its
  * real client against a steerable fake (scripted model turns) and checks what every caller of
  * `AgentBackend` relies on. What a back end lacks is declared in `differences` with a reason, and

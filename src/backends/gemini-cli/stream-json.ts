@@ -4,7 +4,7 @@ import type { TurnEvents } from '../turn-events.js';
 
 /**
  * The Gemini CLI's `--output-format stream-json` events (0.61.0: `init`, `message`, `tool_use`,
- * `tool_result`, `error`, `result`; reference/gemini-openai-acp.md section A). One JSON object
+ * `tool_result`, `error`, `result`). One JSON object
  * per stdout line. Validated here, at the trust boundary; unknown types and fields are tolerated
  * because the format moves between releases.
  */

@@ -48,7 +48,7 @@ export interface ScriptedBackend extends AgentBackend {
   execute(request: ExecuteRequest): AgentTurn & { inject(message: string): Promise<void> };
 }
 
-/** The offline default and the fake every test uses (STYLE.md practice 18). */
+/** The offline default and the fake every test uses. */
 export function createScriptedBackend(options: ScriptedBackendOptions = {}): ScriptedBackend {
   const name = options.name ?? SCRIPTED_BACKEND_NAME;
   const model = options.model ?? SCRIPTED_MODEL;

@@ -31,8 +31,7 @@ import { UsageLedger } from './claude-code/usage-ledger.js';
 import { mapUserContent } from './claude-code/user-content.js';
 
 /**
- * Claude Code's session JSONL (`~/.claude/projects/<encoded-cwd>/<sessionId>.jsonl`, schema in
- * reference/anchors-clis.md §3.1) → Parley blocks.
+ * Claude Code's session JSONL (`~/.claude/projects/<encoded-cwd>/<sessionId>.jsonl`) → Parley blocks.
  *
  * - One record per content block; assistant records of one API message share `message.id`, and
  *   their usage (repeated on each) is counted once per `message.id:requestId`.

@@ -8,7 +8,7 @@ import { IMPORT_FORMAT, writeManifest, type ImportManifest } from './manifest.js
 import { fingerprintFile, streamChunks, streamFile } from './read-file.js';
 
 /**
- * The fast import of a Claude Code transcript (issue 16): the native file is copied verbatim into
+ * The fast import of a Claude Code transcript: the native file is copied verbatim into
  * the session (by the kernel, while this process reads it once) and scanned for what the listing
  * shows — title, message and turn counts, usage, cost — without building a block. The session's
  * events are built from the copy on its first read (`materialize.ts`), so the import neither

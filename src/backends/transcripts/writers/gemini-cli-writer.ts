@@ -14,8 +14,7 @@ import {
 } from './portable-history.js';
 
 /**
- * Parley's history as a Gemini CLI 0.61 session file (reference/gemini-openai-acp.md "Session
- * files"; read back by the CLI's `loadConversationRecord` and `convertSessionToClientHistory`):
+ * Parley's history as a Gemini CLI 0.61 session file (read back by the CLI's `loadConversationRecord` and `convertSessionToClientHistory`):
  * a header `{sessionId, projectHash, startTime, lastUpdated, kind: "main"}`, then one message
  * record per message: `user` with Part[] content, `gemini` with its text, `thoughts` and
  * `toolCalls` (each call carrying its `functionResponse`, which the CLI replays as the user turn
