@@ -158,7 +158,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     options.summarize === false
       ? undefined
       : (options.summarize ?? (options.backendFor ? createBackendSummarizer(options.backendFor()) : undefined));
-  // The tokenizer (≈25 ms of CPU) loads once the server listens, not on the way to ready.
+  // The tokenizer (≈25 ms of CPU: the cold start in bench/tokens.bench.ts) loads once the server
+  // listens, not on the way to ready.
   const manager = await createSessionManager({
     ...(options.store ? { store: options.store } : { dataDir }),
     projectRoot,

@@ -137,8 +137,8 @@ async function projectNotes(root: string, options: ContextOptions): Promise<Cont
 /**
  * The last `git log` output per project, with the state of the repository it was read at (HEAD, the
  * ref it points to, packed refs, the branch and tag folders). Checked on every request with a few
- * `stat` calls: when any of them changed, git runs again. Spawning git costs 3–25 ms here; the check
- * costs a fraction of a millisecond.
+ * `stat` calls: when any of them changed, git runs again. Spawning git costs milliseconds; the check
+ * costs a fraction of one.
  */
 const gitLogCache = new Map<string, { state: string; text: string }>();
 

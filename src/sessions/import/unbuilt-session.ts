@@ -37,7 +37,8 @@ export async function parseUnbuiltEvents(
     onEvents(events);
   };
   // Numbered in place, with the keys the log's append adds: the events are this parser's own, and a
-  // copy of each (as the append makes) was a seventh of a show's CPU time (92 of 676 ms, 50 MB).
+  // copy of each (as the append makes) was a seventh of a show's CPU time (the first-show row of
+  // bench/import.bench.ts).
   const number = (unsequenced: UnsequencedEvent): void => {
     const event = unsequenced as StreamEvent;
     event.sessionId = sessionId;
