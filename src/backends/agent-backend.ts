@@ -160,7 +160,7 @@ export interface AgentBackend {
   setupAgentProfile?(profile: AgentProfile, workspace: Workspace): Promise<void>;
   /** Restores saved raw transcripts into the back end's own storage, so a native session resumes on another machine. */
   setupSessionTranscripts?(nativeSessionId: string, transcripts: RawTranscripts, workspace: Workspace): Promise<void>;
-  /** Reads the back end's native transcript of a session, to save it (seed 004's SavedSessionData). */
+  /** Reads the back end's native transcript of a session, to save it (SavedSessionData). */
   readSessionTranscripts?(nativeSessionId: string, workspace: Workspace): Promise<RawTranscripts | undefined>;
   /**
    * Writes Parley's history of a session as this back end's own transcript, so a session that

@@ -203,7 +203,7 @@ export class AgentRuntime implements MessageRecipient {
   }
 
   /**
-   * Stores the agent's role and instructions as its session's agent description (seed 002), which
+   * Stores the agent's role and instructions as its session's agent description, which
    * managed request building puts under "# Your Role". A workflow agent's own text replaces the
    * generic description; an agent of a built-in type (dev, qa…) keeps that type's instructions and
    * adds its own.

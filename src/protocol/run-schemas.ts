@@ -81,7 +81,7 @@ export const RunWireSchema = z.object({
 export type RunWire = z.infer<typeof RunWireSchema>;
 
 /**
- * One event of a run (seed 001's SessionEvent: `phase:start`, `agent:event`, `user:prompt`, …), as
+ * One event of a run (the harness's SessionEvent: `phase:start`, `agent:event`, `user:prompt`, …), as
  * JSON carries it: `type`, `timestamp` (ISO 8601) and the event's own fields.
  */
 export const RunEventWireSchema = z.looseObject({

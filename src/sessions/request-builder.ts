@@ -2,7 +2,7 @@ import { ParleyError, type CountTokens, type TokenCounter } from '../conversatio
 import { renderTool, prunedMarker, type ProjectedMessage } from './projection.js';
 
 /**
- * Request building (seed 002): system prompt = "# Your Role" + "# Context" + "# Checkpoint" +
+ * Request building: system prompt = "# Your Role" + "# Context" + "# Checkpoint" +
  * "# Recent Conversation"; user prompt = the new message; all within the token budget. Pure: the
  * sources are gathered by the caller; this module measures them and, when they do not fit, makes
  * them fit: old tool outputs are pruned first, then the largest contents are truncated with a marker
@@ -466,7 +466,7 @@ function findLastIndex<T>(items: readonly T[], predicate: (item: T) => boolean):
 
 /**
  * The conversation without the new user message when the caller already added it to the log
- * (seed 003's flow: addMessage, then buildRequest with the same text): it is the user prompt, not history.
+ * (addMessage, then buildRequest with the same text): it is the user prompt, not history.
  */
 export function withoutPendingUserMessage(
   messages: readonly ProjectedMessage[],

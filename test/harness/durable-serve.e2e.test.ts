@@ -8,7 +8,7 @@ import { startFakeOpenAiServer, type FakeOpenAiServer } from '../fixtures/fake-o
 import { connectToServer, startServeProcess, type ServeProcess } from '../server/serve-process.js';
 
 /**
- * Durable runs end to end: seed 001's code review waits for a person's approval; `parley serve`
+ * Durable runs end to end: examples/code-review.ts's workflow waits for a person's approval; `parley serve`
  * is SIGKILLed while it waits; after a restart a second client, on another channel, answers over
  * the protocol, and the run completes with the uninterrupted result. The fake model server counts
  * each agent's answered calls: exactly one each (the reviewer's first answer is a retry's failed

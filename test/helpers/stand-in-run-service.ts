@@ -251,7 +251,7 @@ export class StandInRunService implements RunService {
   }
 }
 
-/** The seed 001 code-review example's shape: it waits for the user's approval. */
+/** The shape of examples/code-review.ts: it waits for the user's approval. */
 export const CODE_REVIEW: StandInWorkflow = {
   harness: 'code-review',
   phases: ['review', 'approval'],

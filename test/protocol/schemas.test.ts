@@ -60,7 +60,7 @@ describe('the method table', () => {
     for (const name of METHOD_NAMES) expect(name).toMatch(/^[a-z]+(_[a-z]+)*$/);
   });
 
-  it("has seed 000's notifications and seed 003's session events", () => {
+  it("has seed 000's notifications and the session events", () => {
     expect([...NOTIFICATION_NAMES].sort()).toEqual(
       [
         'channel_message',

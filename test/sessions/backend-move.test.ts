@@ -108,7 +108,7 @@ describe('continueOnBackend', () => {
     expect(session.type).toBe('fake-native');
     expect(session.native).toMatchObject({ backend: 'fake-native', nativeSessionId: move.nativeSessionId });
     const written = target.files.get(move.nativeSessionId!)!;
-    // Kept with the session as its transcript (seed 004's saved data).
+    // Kept with the session as its transcript.
     expect(move.transcript).toBe(`native-fake-native-${move.nativeSessionId}`);
     expect(await store.readTranscript(sessionId, move.transcript!)).toBe(written);
     const parsed = parseClaudeCodeTranscript(written);

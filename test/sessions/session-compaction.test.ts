@@ -966,7 +966,7 @@ describe('requests', () => {
     expect(changed.totalTokens).toBeLessThanOrEqual(3_000);
   });
 
-  it("a dev-task session carries seed 002's Ralph Loop, updated through the manager as new checkpoint versions", async () => {
+  it('a dev-task session carries the Ralph Loop, updated through the manager as new checkpoint versions', async () => {
     const manager = await open({ summarize: foldingSummarizer().summarize });
     const { sessionId } = await manager.getOrCreateSession({
       type: 'task',
@@ -1102,7 +1102,7 @@ describe('requests', () => {
     }
   });
 
-  it('builds a request in the seed 002 layout with context from the project and the agent description', async () => {
+  it('builds a request with context from the project and the agent description', async () => {
     const manager = await open({ agentDescriptions: { dev: { extraInstructions: ['Use tabs.'] } } });
     const sessionId = await draftSession(manager);
     await manager.addMessage(sessionId, { role: 'user', content: 'Add a flag' });

@@ -25,7 +25,7 @@ afterEach(async () => {
 });
 
 describe('SessionManager', () => {
-  it('getOrCreateSession builds seed 003 ids and returns the same session twice', async () => {
+  it('getOrCreateSession builds the scoped ids and returns the same session twice', async () => {
     const manager = await open();
     managers.push(manager);
     const feature = await manager.getOrCreateSession({ type: 'feature', agentType: 'pm', featureId: 'my-feature' });

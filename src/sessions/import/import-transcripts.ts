@@ -217,7 +217,7 @@ async function importClaudeCode(source: ClaudeCodeSource, context: Context): Pro
       context.progress({ phase: 'reading', sessionId, file: source.main, bytesRead, totalBytes: mainSize });
     },
   });
-  // Named as the session manager reads them back: `main`, and each thread's id (seed 004's saved data).
+  // Named as the session manager reads them back: `main`, and each thread's id.
   if (read.text !== undefined) copies.push({ name: 'main', text: read.text });
   const info = main.end();
   const warnings = [...main.warnings];
