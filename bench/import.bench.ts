@@ -1,16 +1,16 @@
 /**
- * Importing a ~100 MB Claude Code JSONL transcript (issues 5 and 16): MB/s and peak memory of
+ * Importing a ~100 MB Claude Code JSONL transcript: MB/s and peak memory of
  * `parley import` into a file store beside the floor (a bare streaming line split + `JSON.parse` of
  * the same file); then the first `parley show` of the imported session in a fresh process, the
  * first `get_events` (which builds its log), and a show after that. Targets: ≥ 0.8× the floor's
  * MB/s, peak memory ≤ 2× the floor's, the first show in ≤ 1.5× the floor's time.
  *
- * What the import row measures changed with issue 16, because the product path did: into the file
+ * What the import row measures follows the product path: into the file
  * store, `parley import` now copies the transcript verbatim (kernel-side) and scans it for the
  * listing (`src/sessions/import/deferred-import.ts`); the blocks are built from the copy on the
  * session's first read. The session is listed with its title, turns and tokens when the import row
- * ends. What the first-show row measures changed again (session 6 of issue 16), because `parley
- * show` did: it parses the copy and renders each block as it comes, keeping the text, not the
+ * ends. What the first-show row measures follows `parley
+ * show`: it parses the copy and renders each block as it comes, keeping the text, not the
  * blocks, and writes nothing (`src/sessions/import/unbuilt-session.ts`, `src/cli/show-text.ts`);
  * the log is built by the first reader of the stored events, timed in its own row (`get_events`),
  * and the last row is a show after that, which reads the log. The parser row and the "appends numbered and

@@ -1,5 +1,5 @@
 /**
- * Cross-server delivery (issue 13): two SessionManagers, each on its own PostgreSQL store instance
+ * Cross-server delivery: two SessionManagers, each on its own PostgreSQL store instance
  * on one schema, as two `parley serve` would be. Manager A appends 1 event per millisecond
  * (1,000 events/s, paced by the clock); the time from each `appendEvents` call to its
  * `session:event` is measured on A itself (same server) and on B, which follows store changes

@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL store beside bare `pg` calls on the same server in the same run (issue 13):
+ * The PostgreSQL store beside bare `pg` calls on the same server in the same run:
  * - durable append of a 1 KB event, each awaited: p50 against a single-row INSERT (autocommit) through `pg`;
  * - 50 sessions appending at once: events/s against bare multi-row INSERTs of 50 rows per commit;
  * - listing 10,000 sessions; loading a 10,000-message session (events kept as text, with jsonb beside it);
@@ -8,7 +8,7 @@
  * Starts its own server from Debian's `postgresql` package (fsync on), or uses PARLEY_BENCH_DATABASE_URL.
  */
 import pg from 'pg';
-import type { StreamEventDraft } from '../src/conversation/index.js';
+import type { UnsequencedEvent } from '../src/conversation/index.js';
 import { createPostgresStore, type SessionStore } from '../src/store/index.js';
 import { findPostgresBin, startTestPostgres, type TestPostgres } from '../test/helpers/postgres.js';
 import { measureCrossServerDelivery } from './postgres-cross-server.js';
@@ -28,7 +28,7 @@ const text1k = (index: number) => {
   return head + 'the quick brown fox jumps over the lazy dog; '.repeat(23).slice(0, 1000 - head.length);
 };
 
-function draft(index: number): StreamEventDraft {
+function messageEvent(index: number): UnsequencedEvent {
   return {
     type: 'block_complete',
     conversationId: 'main',
@@ -84,7 +84,7 @@ async function measure(server: TestPostgres): Promise<string> {
     "SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'server_version')",
   );
   const bodies = Array.from({ length: Math.max(MESSAGES, APPEND_SAMPLES) }, (_, index) =>
-    JSON.stringify({ ...draft(index), at: Date.now() }),
+    JSON.stringify({ ...messageEvent(index), at: Date.now() }),
   );
   try {
     // 1. One durable append at a time, rounds interleaved so both sides see the same machine.
@@ -103,7 +103,7 @@ async function measure(server: TestPostgres): Promise<string> {
         )),
       );
       parleySingle.push(
-        ...(await timed(perRound, (index) => store.append('single', [draft(round * perRound + index)]))),
+        ...(await timed(perRound, (index) => store.append('single', [messageEvent(round * perRound + index)]))),
       );
     }
 
@@ -125,7 +125,7 @@ async function measure(server: TestPostgres): Promise<string> {
       await Promise.all(
         Array.from({ length: WRITERS }, async (_, writer) => {
           for (let index = 0; index < EVENTS_PER_WRITER; index += 1)
-            await store.append(`writer-${writer}`, [draft(index)]);
+            await store.append(`writer-${writer}`, [messageEvent(index)]);
         }),
       );
       return performance.now() - started;
@@ -161,7 +161,7 @@ async function measure(server: TestPostgres): Promise<string> {
     for (let start = 0; start < MESSAGES; start += 100)
       await store.append(
         'big',
-        Array.from({ length: 100 }, (_, offset) => draft(start + offset)),
+        Array.from({ length: 100 }, (_, offset) => messageEvent(start + offset)),
       );
     for (let start = 0; start < MESSAGES; start += 1_000) {
       const seqs = Array.from({ length: 1_000 }, (_, offset) => start + offset);

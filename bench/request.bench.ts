@@ -21,7 +21,7 @@ import {
   TokenCounter,
   estimateTokens,
   loadTokenizer,
-  type StreamEventDraft,
+  type UnsequencedEvent,
 } from '../src/conversation/index.js';
 import { createSessionManager, projectConversation, type SessionManager } from '../src/sessions/index.js';
 import { formatMs, percentile, ratio, table } from './stats.js';
@@ -62,7 +62,7 @@ async function fillSession(manager: SessionManager, sessionId: string, target: n
     const userText = slice(prose, 200 + Math.floor(random() * 600));
     const answer = slice(prose, 400 + Math.floor(random() * 1600));
     const output = slice(code, 800 + Math.floor(random() * 3200));
-    const drafts: StreamEventDraft[] = [
+    const unsequenced: UnsequencedEvent[] = [
       {
         type: 'block_complete',
         conversationId: MAIN_CONVERSATION,
@@ -99,7 +99,7 @@ async function fillSession(manager: SessionManager, sessionId: string, target: n
         block: { id: `a${turn}`, type: 'assistant_text', content: answer, createdAt: now },
       },
     ];
-    await manager.appendEvents(sessionId, drafts);
+    await manager.appendEvents(sessionId, unsequenced);
     tokens += estimateTokens(userText) + estimateTokens(answer) + estimateTokens(output) + 40;
     turn++;
   }

@@ -1,5 +1,5 @@
 /**
- * Durable runs (issue 14), on the scripted back end:
+ * Durable runs, on the scripted back end:
  * - journaling overhead: `agent.run` in a run started through the run service (each turn's start
  *   and result journaled in one append, awaited: written, and fdatasynced on the thread pool within
  *   50 ms — the product's deferred sync for turn results) beside `agent.run` in a plain

@@ -1,5 +1,5 @@
 /**
- * Server benchmarks (issue 7):
+ * Server benchmarks:
  * - `text_delta` fan-out from one session to 1, 10 and 100 WebSocket clients, saturated (events/s)
  *   and paced at 1,000 events/s (latency), beside a bare `ws` broadcast of the same frames. Parley
  *   is measured twice: its fan-out stage alone (a session event through the server's notification
@@ -7,7 +7,7 @@
  *   the session's log first). Clients live in a second process and parse every message.
  * - The time from spawning `parley serve` to its ready line, beside a bare Node HTTP server.
  * Targets: fan-out ≥ 0.8× the bare broadcast; p99 < 5 ms at 1,000 events/s to 100 clients; ready < 300 ms.
- * Issue 17: at 1,000 events/s to 100 clients, fan-out p99 ≤ 1.2× the bare p99 and end to end p99 ≤ bare p99 +
+ * A second target: at 1,000 events/s to 100 clients, fan-out p99 ≤ 1.2× the bare p99 and end to end p99 ≤ bare p99 +
  * the log's fsync p99, all in the same run. The log's `fdatasync` calls are timed while the end-to-end row runs.
  * Paced latency runs from when an event was due, so a sender that falls behind cannot look fast by sending less.
  * A second floor, the bare broadcast writing each socket once per turn (as Parley's hub does), shows what is
@@ -23,7 +23,7 @@ import type { Duplex } from 'node:stream';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { WebSocketServer, type WebSocket } from 'ws';
-import type { StreamEvent, StreamEventDraft } from '../src/conversation/index.js';
+import type { StreamEvent, UnsequencedEvent } from '../src/conversation/index.js';
 import { startServer, type RunningServer } from '../src/server/index.js';
 import { WriteBatch } from '../src/server/write-batch.js';
 import { formatMs, percentile, ratio, table } from './stats.js';
@@ -260,13 +260,13 @@ async function fanOut(): Promise<string> {
       url: parleyUrl,
       subscribe: sessionId,
       async send(stamps) {
-        const drafts: StreamEventDraft[] = stamps.map((stamp) => ({
+        const unsequenced: UnsequencedEvent[] = stamps.map((stamp) => ({
           type: 'text_delta',
           conversationId: 'main',
           blockId: 'bench-block',
           delta: String(stamp),
         }));
-        await server.manager.appendEvents(sessionId, drafts);
+        await server.manager.appendEvents(sessionId, unsequenced);
       },
     },
   };

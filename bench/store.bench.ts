@@ -1,5 +1,5 @@
 /**
- * The store, side by side with the seeds' design and the bare disk (issue 2):
+ * The store, side by side with the seeds' design and the bare disk:
  * - durable append of 10,000 ~1 KB messages into one session, each awaited before the next:
  *   Parley's file store, the seeds' read-push-rewrite of one JSON file, a bare write + fdatasync;
  * - listing 10,000 sessions (cold: a freshly opened store; warm: its in-memory index);
@@ -8,7 +8,7 @@
 import { closeSync, fdatasyncSync, openSync, promises as fs, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { StreamEventDraft } from '../src/conversation/index.js';
+import type { UnsequencedEvent } from '../src/conversation/index.js';
 import { createFileStore, type SessionStore } from '../src/store/index.js';
 import { addMessage, chatMessage, emptyChat, saveChatSession } from './seeds-chat-file.js';
 import { formatMs, percentile, ratio, table } from './stats.js';
@@ -26,7 +26,7 @@ const texts = Array.from({ length: MESSAGES }, (_, index) => {
   return head + 'the quick brown fox jumps over the lazy dog; '.repeat(23).slice(0, 1000 - head.length);
 });
 
-function draft(index: number): StreamEventDraft {
+function messageEvent(index: number): UnsequencedEvent {
   return {
     type: 'block_complete',
     conversationId: 'main',
@@ -55,7 +55,7 @@ async function bareAppend(folder: string): Promise<Run> {
   const fd = openSync(join(folder, 'bare.jsonl'), 'a');
   try {
     return await timed(MESSAGES, (index) => {
-      const line = `${JSON.stringify({ ...draft(index), sessionId: 'bare', seq: index, at: Date.now() })}\n`;
+      const line = `${JSON.stringify({ ...messageEvent(index), sessionId: 'bare', seq: index, at: Date.now() })}\n`;
       writeSync(fd, line);
       fdatasyncSync(fd);
     });
@@ -69,7 +69,9 @@ async function bareAppendAsync(folder: string): Promise<Run> {
   const handle = await fs.open(join(folder, 'bare-async.jsonl'), 'a');
   try {
     return await timed(MESSAGES, async (index) => {
-      await handle.write(`${JSON.stringify({ ...draft(index), sessionId: 'bare', seq: index, at: Date.now() })}\n`);
+      await handle.write(
+        `${JSON.stringify({ ...messageEvent(index), sessionId: 'bare', seq: index, at: Date.now() })}\n`,
+      );
       await handle.datasync();
     });
   } finally {
@@ -83,7 +85,7 @@ async function parleyAppend(dataDir: string): Promise<Run> {
   await store.createSession(benchRecord('big'));
   try {
     return await timed(MESSAGES, async (index) => {
-      await store.append('big', [draft(index)]);
+      await store.append('big', [messageEvent(index)]);
     });
   } finally {
     await store.close();

@@ -1,5 +1,5 @@
 /**
- * What tracing costs a turn (issue 18), on the scripted back end over a memory store:
+ * What tracing costs a turn, on the scripted back end over a memory store:
  * - tracing on against tracing off (no SDK registered), in alternating blocks of turns so drifts in
  *   load hit both. Target ≤ 1.03×. "On" is what `parley` does when a user sets
  *   OTEL_EXPORTER_OTLP_ENDPOINT: the bench calls the CLI's own `startTelemetry` (src/cli/telemetry.ts),

@@ -19,7 +19,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { Page } from 'playwright-core';
-import { applyEvents, emptyConversation, type StreamEvent, type StreamEventDraft } from '../src/conversation/index.js';
+import { applyEvents, emptyConversation, type StreamEvent, type UnsequencedEvent } from '../src/conversation/index.js';
 import { HISTORY_READING } from '../src/ui/web/history-pages.js';
 import { startWebHarness, type WebHarness } from '../test/ui/web/web-harness.js';
 import { buildWeb } from '../scripts/build-web.mjs';
@@ -30,13 +30,13 @@ const DELTAS = 1_000;
 /** Opens per size (the median is printed); more on a busy machine, e.g. PARLEY_BENCH_RUNS=9. */
 const RUNS = Number(process.env['PARLEY_BENCH_RUNS'] ?? 3);
 
-function turnEvents(index: number): StreamEventDraft[] {
+function turnEvents(index: number): UnsequencedEvent[] {
   const at = 1_700_000_000_000 + index * 1_000;
   // Answers as models write them: inline Markdown in each, a fence and a table in every tenth.
   let text = `Answer ${index}: the parser now **rejects** empty input and names the \`value\` it refused. `.repeat(3);
   if (index % 10 === 0)
     text += `\n\n\`\`\`ts\nexport function parse${index}(text: string): Date {\n  return new Date(text);\n}\n\`\`\`\n\n| case | result |\n|---|---|\n| empty | rejected |\n| 2026-01-17 | parsed |`;
-  const events: StreamEventDraft[] = [
+  const events: UnsequencedEvent[] = [
     {
       type: 'block_complete',
       conversationId: 'main',
@@ -123,9 +123,9 @@ export async function run(): Promise<string> {
         agentType: 'bench',
         backend: 'scripted',
       });
-      const drafts = Array.from({ length: turns }, (_, index) => turnEvents(index)).flat();
-      for (let start = 0; start < drafts.length; start += 2_000)
-        await manager.appendEvents(session.sessionId, drafts.slice(start, start + 2_000));
+      const unsequenced = Array.from({ length: turns }, (_, index) => turnEvents(index)).flat();
+      for (let start = 0; start < unsequenced.length; start += 2_000)
+        await manager.appendEvents(session.sessionId, unsequenced.slice(start, start + 2_000));
       const blocks = applyEvents(emptyConversation(session.sessionId), await manager.getEvents(session.sessionId))
         .blocks.length;
 

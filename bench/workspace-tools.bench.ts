@@ -1,5 +1,5 @@
 /**
- * The workspace tools (issue 21):
+ * The workspace tools:
  * - overhead per tool call: `read_file` and `edit_file` (bypassPermissions: no approval wait) called
  *   through their ToolDefinition (input validation, confinement with real paths, formatting, the
  *   diff), beside the same Node calls made directly (`fs.readFile`; read + replace + write).

@@ -1,5 +1,5 @@
 /**
- * Seed 001's code-review workflow: a reviewer lists the issues, the user decides what to fix
+ * A code-review workflow: a reviewer lists the issues, the user decides what to fix
  * (all, none, or each one), and a fixer fixes them.
  *
  * Runs offline on scripted back ends:

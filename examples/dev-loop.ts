@@ -1,5 +1,5 @@
 /**
- * Seed 002's dev-agent "Ralph loop": a dev agent iterates on a task until the project's build,
+ * A dev agent's "Ralph loop": a dev agent iterates on a task until the project's build,
  * lint and test checks pass. The checks are real commands run in the project folder. After each
  * iteration the loop's state (iteration, passed and failed checks, last error) goes into the
  * `ralphLoop` of the dev agent's task session checkpoint (`dev-task-{feature}-{task}-in_dev`), and
@@ -198,7 +198,7 @@ const devLoop = defineHarness({
       const maxIterations = input.maxIterations ?? 8;
       const taskText = input.task ?? SAMPLE_TASK;
 
-      // Seed 003's task session: the dev agent's conversation and its Ralph Loop checkpoint.
+      // A task session: the dev agent's conversation and its Ralph Loop checkpoint.
       const sessionId = await agents.dev.useSession({
         type: 'task',
         agentType: 'dev',

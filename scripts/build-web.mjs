@@ -15,7 +15,7 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const source = join(root, 'src', 'ui', 'web');
 
 /**
- * Keeps the bundle to what the page runs (≈250 KiB minified instead of ≈530): Parley's own modules
+ * Keeps the bundle to what the page runs (bench/web.bench.ts prints its size): Parley's own modules
  * are pure definitions, so an export nothing uses is dropped (`sideEffects: false`); zod's locale
  * bundle and JSON-Schema import are left out (the page shows the server's English messages and never
  * reads a JSON Schema).

@@ -1,10 +1,10 @@
 #!/usr/bin/env node
-// Fails when a module imports a layer above its own (ARCHITECTURE.md, "Layers"), reaches into
+// Fails when a module imports a layer above its own (the layers of docs/architecture.md), reaches into
 // another layer past its index.ts, or when static imports form a cycle, between layers or between
 // files inside one layer. Type-only imports count: `import type` is erased at run time, but a
 // cycle through one still ties the modules into one unit (a contract importing its implementer's
-// types, as registry <-> config <-> registrations did in src/backends/), which STYLE.md practice 1
-// forbids. Only dynamic `import()` is left out: it is how optional SDKs load on first use.
+// types, as registry <-> config <-> registrations did in src/backends/), and a contract depends on
+// nothing of what implements it. Only dynamic `import()` is left out: it is how optional SDKs load on first use.
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import ts from 'typescript';

@@ -7,7 +7,7 @@ import { approvalToolCallOf } from './tool-calls.js';
  * The editor's side of a session that Parley's tools reach through: asking the person whether a
  * tool may run (`session/request_permission`) and reading and writing files through the editor
  * (`fs/read_text_file`, `fs/write_text_file`), so the agent sees unsaved buffers and its edits
- * land in the editor. Small interfaces, so the workspace tools (issue 21) take them without
+ * land in the editor. Small interfaces, so the workspace tools take them without
  * knowing ACP: the permission broker asks `AcpPermissionBridge`, the file tools use `ClientFiles`
  * when the editor offers it and the local disk otherwise.
  */

@@ -13,7 +13,7 @@ import {
 import { subagentCallOf, subagentEndOf, toolCallOf, toolFailureUpdateOf, toolResultUpdateOf } from './tool-calls.js';
 
 /**
- * Parley's stream events as ACP `session/update`s, in one place (STYLE.md practice 23): text →
+ * Parley's stream events as ACP `session/update`s, in one place: text →
  * `agent_message_chunk`, thinking → `agent_thought_chunk`, a tool use → `tool_call` then
  * `tool_call_update`, a worker → a tool call whose content streams its answer, a compaction or an
  * error → a message. `LiveUpdates` follows a session's events as they are stored; `replayUpdates`

@@ -4,14 +4,14 @@ import {
   ParleyError,
   type ConversationBlock,
   type ParleyErrorOptions,
-  type StreamEventDraft,
+  type UnsequencedEvent,
   type SubagentThread,
 } from '../conversation/index.js';
 import type { PortableHistory, TranscriptWriteOptions, WrittenTranscript } from './transcripts/writers/index.js';
 
 /**
  * The contract every back end implements. This module imports no back end; the core and every
- * adapter depend on it, never the reverse (STYLE.md practice 1). Nothing above `src/backends/`
+ * adapter depend on it, never the reverse. Nothing above `src/backends/`
  * branches on which back end it talks to.
  */
 
@@ -124,7 +124,7 @@ export interface ExecuteRequest {
  * A failure is an event (a `system` block with subtype `error`), not a thrown exception.
  */
 export interface AgentTurn {
-  events: AsyncIterable<StreamEventDraft>;
+  events: AsyncIterable<UnsequencedEvent>;
   /** Delivers a message to the running turn. Missing when the back end cannot take one mid-turn. */
   inject?(message: string): Promise<void>;
 }
@@ -160,7 +160,7 @@ export interface AgentBackend {
   setupAgentProfile?(profile: AgentProfile, workspace: Workspace): Promise<void>;
   /** Restores saved raw transcripts into the back end's own storage, so a native session resumes on another machine. */
   setupSessionTranscripts?(nativeSessionId: string, transcripts: RawTranscripts, workspace: Workspace): Promise<void>;
-  /** Reads the back end's native transcript of a session, to save it (seed 004's SavedSessionData). */
+  /** Reads the back end's native transcript of a session, to save it (SavedSessionData). */
   readSessionTranscripts?(nativeSessionId: string, workspace: Workspace): Promise<RawTranscripts | undefined>;
   /**
    * Writes Parley's history of a session as this back end's own transcript, so a session that

@@ -1,6 +1,7 @@
 /**
- * A package loaded on first use. Client SDKs cost 80–160 ms to import; every `parley` command would
- * pay that at start-up whether or not it talks to their API.
+ * A package loaded on first use. Client SDKs take long to import; every `parley` command would pay
+ * that at start-up whether or not it talks to their API (bench/server.bench.ts times `parley serve`
+ * to ready).
  */
 export interface LazyModule<T> {
   load(): Promise<T>;

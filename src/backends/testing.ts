@@ -1,6 +1,6 @@
 /**
  * `parley/testing`: fakes for users' tests. The scripted back end plays scripted turns and
- * records every call it gets (STYLE.md practice 18).
+ * records every call it gets.
  */
 export {
   createScriptedBackend,

@@ -2,7 +2,7 @@ import {
   MAIN_CONVERSATION,
   type AssistantTextBlock,
   type ConversationBlock,
-  type StreamEventDraft,
+  type UnsequencedEvent,
   type SystemBlock,
   type SystemBlockSubtype,
   type ThinkingBlock,
@@ -44,7 +44,7 @@ export class TurnEvents {
   startText(
     kind: TextKind,
     options: { conversationId?: string; model?: string; redacted?: boolean } = {},
-  ): { blockId: string; events: StreamEventDraft[] } {
+  ): { blockId: string; events: UnsequencedEvent[] } {
     const conversationId = options.conversationId ?? MAIN_CONVERSATION;
     const at = this.now();
     const id = this.newId(kind === 'assistant_text' ? 'text' : 'thinking');
@@ -56,14 +56,14 @@ export class TurnEvents {
     return { blockId: id, events: [{ type: 'block_start', conversationId, at, block }] };
   }
 
-  appendText(blockId: string, delta: string): StreamEventDraft[] {
+  appendText(blockId: string, delta: string): UnsequencedEvent[] {
     const block = this.open.get(blockId);
     if (!block || delta === '') return [];
     block.content += delta;
     return [{ type: 'text_delta', conversationId: block.conversationId, at: this.now(), blockId, delta }];
   }
 
-  completeText(blockId: string): StreamEventDraft[] {
+  completeText(blockId: string): UnsequencedEvent[] {
     const block = this.open.get(blockId);
     if (!block) return [];
     this.open.delete(blockId);
@@ -77,14 +77,14 @@ export class TurnEvents {
   }
 
   /** Closes every open streamed block as it stands (abort, error, end of stream). */
-  closeAll(): StreamEventDraft[] {
+  closeAll(): UnsequencedEvent[] {
     return [...this.open.keys()].flatMap((id) => this.completeText(id));
   }
 
   /** A tool call as the model made it: `pending`, then `running` while it executes. */
   startToolUse(fields: { toolUseId?: string; name: string; input: unknown; conversationId?: string }): {
     block: ToolUseBlock;
-    events: StreamEventDraft[];
+    events: UnsequencedEvent[];
   } {
     const conversationId = fields.conversationId ?? MAIN_CONVERSATION;
     const at = this.now();
@@ -111,7 +111,7 @@ export class TurnEvents {
     block: ToolUseBlock,
     result: { content: string; isError?: boolean; output?: unknown },
     conversationId: string = MAIN_CONVERSATION,
-  ): StreamEventDraft[] {
+  ): UnsequencedEvent[] {
     const at = this.now();
     const isError = result.isError ?? false;
     const finished: ToolUseBlock = {
@@ -138,7 +138,7 @@ export class TurnEvents {
   }
 
   /** Any complete block at once (`block_start` then `block_complete`). */
-  whole(block: ConversationBlock, conversationId: string = MAIN_CONVERSATION): StreamEventDraft[] {
+  whole(block: ConversationBlock, conversationId: string = MAIN_CONVERSATION): UnsequencedEvent[] {
     const at = block.completedAt ?? this.now();
     const final = { ...block, completedAt: at };
     return [
@@ -151,7 +151,7 @@ export class TurnEvents {
     subtype: SystemBlockSubtype,
     content: string,
     options: { data?: unknown; conversationId?: string } = {},
-  ): StreamEventDraft[] {
+  ): UnsequencedEvent[] {
     const at = this.now();
     const block: SystemBlock = {
       type: 'system',
@@ -165,7 +165,7 @@ export class TurnEvents {
     return this.whole(block, options.conversationId);
   }
 
-  metadata(metadata: TurnMetadata, conversationId: string = MAIN_CONVERSATION): StreamEventDraft {
+  metadata(metadata: TurnMetadata, conversationId: string = MAIN_CONVERSATION): UnsequencedEvent {
     return { type: 'metadata_update', conversationId, at: this.now(), metadata };
   }
 }

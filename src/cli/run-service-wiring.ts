@@ -3,7 +3,7 @@ import { createFileRunStore, createPostgresRunStore } from '../store/index.js';
 import type { RunServiceContext, ServerOptions } from '../server/index.js';
 
 /**
- * How `parley serve` (and the TUI's own server) get durable runs (issue 14): a factory of the
+ * How `parley serve` (and the TUI's own server) get durable runs: a factory of the
  * core's RunService, called once the server's SessionManager is open. While none is wired, servers
  * run without runs and the run methods answer RUNS_NOT_ENABLED; everything else works as before.
  */

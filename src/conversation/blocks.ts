@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * A conversation is a list of blocks (seed 004), not turns: each block is synced on its own,
+ * A conversation is a list of blocks, not turns: each block is synced on its own,
  * so a long tool-heavy turn shows progress block by block.
  */
 

@@ -66,7 +66,7 @@ function isWhiteSpace(code: number): boolean {
 
 /**
  * `1,234`. Grouped here rather than by `toLocaleString`: a page's first Intl call loads the locale
- * data (25–35 ms in Chromium), and the web UI's first use was in the frame that opens a session.
+ * data, and the web UI's first use was in the frame that opens a session.
  */
 export function formatCount(value: number): string {
   const rounded = Math.round(value);

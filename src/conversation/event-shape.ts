@@ -2,13 +2,14 @@ import type { StreamEvent } from './events.js';
 
 /**
  * A fast check for stream events as the store writes them, for a client that reads thousands at
- * once where zod cannot compile its schemas (a page whose CSP forbids eval interprets them, about
- * 12 µs an event). `StreamEventSchema` stays the one source of truth: this says yes only to what
- * the schema accepts *and returns unchanged* (every required field present with the right type,
- * no key the schema would strip, no default it would fill in), so a caller may use the value as
- * it is. Anything else, valid or not, gets `false`, which means "ask the schema": the schema then
- * decides, and its errors are the ones a user sees. test/conversation/event-shape.test.ts holds
- * this to the schema on every shape and on malformed variants of each.
+ * once where zod cannot compile its schemas (a page whose CSP forbids eval interprets them, one
+ * event at a time; bench/web.bench.ts's floor reads with this check). `StreamEventSchema` stays
+ * the one source of truth: this says yes only to what the schema accepts *and returns unchanged*
+ * (every required field present with the right type, no key the schema would strip, no default it
+ * would fill in), so a caller may use the value as it is. Anything else, valid or not, gets
+ * `false`, which means "ask the schema": the schema then decides, and its errors are the ones a
+ * user sees. test/conversation/event-shape.test.ts holds this to the schema on every shape and on
+ * malformed variants of each.
  */
 export function isCanonicalStreamEvent(value: unknown): value is StreamEvent {
   if (!isRecord(value)) return false;

@@ -92,6 +92,9 @@ type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K>
  * An event before the store has numbered it. Back ends produce these; the session layer
  * stamps `sessionId` and `seq` when it appends them to the log.
  */
-export type StreamEventDraft = DistributiveOmit<StreamEvent, 'seq' | 'sessionId' | 'at'> & {
+export type UnsequencedEvent = DistributiveOmit<StreamEvent, 'seq' | 'sessionId' | 'at'> & {
   at?: number;
 };
+
+/** @deprecated The old name of `UnsequencedEvent`, kept only until the store layer is renamed to it. */
+export type StreamEventDraft = UnsequencedEvent;

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { ConversationBlock } from './blocks.js';
 
 /**
- * The message view of a conversation (seeds 002/003's ChatMessage): what `addMessage` takes and
+ * The message view of a conversation (ChatMessage): what `addMessage` takes and
  * `getRecentMessages` returns. Messages are stored as blocks; this is a projection of them.
  */
 export const MessageRoleSchema = z.enum(['user', 'assistant']);

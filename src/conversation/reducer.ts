@@ -15,23 +15,23 @@ export function applyEvent(state: ConversationState, event: StreamEvent): Conver
 
 /** Applies events in order, copying the state's arrays once for the whole batch (load and replay are O(n)). */
 export function applyEvents(state: ConversationState, events: Iterable<StreamEvent>): ConversationState {
-  const draft = applyToDraft(state, undefined, events);
-  return draft ? draft.finish() : state;
+  const working = applyToCopy(state, undefined, events);
+  return working ? working.finish() : state;
 }
 
-/** Applies events to `draft` (made from `state` when the first event is new), and returns it. */
-function applyToDraft(
+/** Applies events to `working` (made from `state` when the first event is new), and returns it. */
+function applyToCopy(
   state: ConversationState,
-  draft: Draft | undefined,
+  working: WorkingCopy | undefined,
   events: Iterable<StreamEvent>,
-): Draft | undefined {
+): WorkingCopy | undefined {
   for (const event of events) {
-    if (event.seq <= (draft?.lastSeq ?? state.lastSeq)) continue;
+    if (event.seq <= (working?.lastSeq ?? state.lastSeq)) continue;
     if (event.sessionId !== state.sessionId) continue;
-    draft ??= new Draft(state);
-    draft.apply(event);
+    working ??= new WorkingCopy(state);
+    working.apply(event);
   }
-  return draft;
+  return working;
 }
 
 /** One `applyEvents` over a log that arrives in parts: see `foldInParts`. */
@@ -51,7 +51,7 @@ export interface ConversationFold {
  * someone holds.
  */
 export function foldInParts(state: ConversationState): ConversationFold {
-  let draft: Draft | undefined;
+  let working: WorkingCopy | undefined;
   let finished = false;
   return {
     add(events) {
@@ -59,17 +59,17 @@ export function foldInParts(state: ConversationState): ConversationFold {
         throw new Error(
           'This fold is finished: its state has been handed out. Start a new fold from that state (foldInParts) to apply more events.',
         );
-      draft = applyToDraft(state, draft, events);
+      working = applyToCopy(state, working, events);
     },
     finish() {
       finished = true;
-      return draft ? draft.finish() : state;
+      return working ? working.finish() : state;
     },
   };
 }
 
 /** A copy-on-first-write working copy of one state, private to a single `applyEvents` call. */
-class Draft {
+class WorkingCopy {
   lastSeq: number;
   private blocks: ConversationBlock[] | undefined;
   private subagents: SubagentThread[] | undefined;

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { ConversationBlockSchema } from './blocks.js';
 
 /**
- * The back end a session runs on (seed 004's AGENT_ARCHITECTURE_TYPE). Open-ended so a new adapter
+ * The back end a session runs on. Open-ended so a new adapter
  * needs no change here; the built-in ones are listed in `KNOWN_ARCHITECTURES`.
  */
 export const AgentArchitectureTypeSchema = z.string().min(1);
@@ -20,7 +20,7 @@ export const KNOWN_ARCHITECTURES = [
 export const SessionStatusSchema = z.enum(['active', 'archived']);
 export type SessionStatus = z.infer<typeof SessionStatusSchema>;
 
-/** Seed 004: minimal data for listing sessions before loading them. */
+/** Minimal data for listing sessions before loading them. */
 export const SessionListDataSchema = z.object({
   sessionId: z.string().min(1),
   type: AgentArchitectureTypeSchema,
@@ -34,7 +34,7 @@ export type SessionListData = z.infer<typeof SessionListDataSchema>;
 export const WorkspaceFileSchema = z.object({ path: z.string().min(1), content: z.string() });
 export type WorkspaceFile = z.infer<typeof WorkspaceFileSchema>;
 
-/** Seed 004: what is persisted. Raw transcripts keep every native detail; blocks are derived from them. */
+/** What is persisted. Raw transcripts keep every native detail; blocks are derived from them. */
 export const SavedSessionDataSchema = SessionListDataSchema.extend({
   rawTranscript: z.string().optional(),
   subagents: z.array(z.object({ id: z.string().min(1), rawTranscript: z.string().optional() })).optional(),
@@ -104,7 +104,7 @@ export const ConversationStateSchema = z.object({
 });
 export type ConversationState = z.infer<typeof ConversationStateSchema>;
 
-/** Seed 004: saved data plus the parsed, architecture-agnostic blocks. */
+/** Saved data plus the parsed, architecture-agnostic blocks. */
 export const RuntimeSessionDataSchema = SavedSessionDataSchema.extend({
   blocks: z.array(ConversationBlockSchema),
   subagents: z.array(SubagentThreadSchema),

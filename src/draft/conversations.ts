@@ -1,6 +1,6 @@
 import type { Context } from '@opentelemetry/api';
 import { randomUUID } from 'node:crypto';
-import { MAIN_CONVERSATION, type ConversationBlock, type StreamEventDraft } from '../conversation/index.js';
+import { MAIN_CONVERSATION, type ConversationBlock, type UnsequencedEvent } from '../conversation/index.js';
 import type { AgentBackend, AgentProfile } from '../backends/index.js';
 import { runTurn } from '../sessions/index.js';
 import type { SessionRecord } from '../store/index.js';
@@ -194,9 +194,9 @@ export async function say(
       // The user message is in the thread already (as the opener said it, without the notes).
       if ((event.type === 'block_start' || event.type === 'block_complete') && event.block.type === 'user_message')
         continue;
-      const { seq: _seq, sessionId: _sessionId, ...draft } = event;
+      const { seq: _seq, sessionId: _sessionId, ...unsequenced } = event;
       await state.manager.appendEvents(context.owner.sessionId, [
-        readdress(draft as StreamEventDraft, input.conversationId),
+        readdress(unsequenced as UnsequencedEvent, input.conversationId),
       ]);
     }
   } finally {

@@ -141,7 +141,7 @@ export async function openDraft(
 }
 
 /**
- * Seed 002's agent description, so managed request building opens with the role: the role file's
+ * The agent description, so managed request building opens with the role: the role file's
  * body is its "# Your Role" text as written (Markdown, not split into bullets).
  */
 async function writeAgentDescription(state: DraftServiceState, sessionId: string, role: RoleInfo): Promise<void> {

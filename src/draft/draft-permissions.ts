@@ -24,7 +24,7 @@ import type { RoleInfo } from './types.js';
 // approvals they ask: announced to the channel (and written into the session as a "waiting" block),
 // answered by a client (`answer_permission`) or the service's approver function.
 
-/** The wire copy of a request (protocol) and the workspace's own shape must not drift (STYLE.md practice 4). */
+/** The wire copy of a request (protocol) and the workspace's own shape must not drift. */
 type SameShape<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 export const REQUEST_SHAPES_MATCH = true satisfies SameShape<ApprovalRequest, PermissionRequest>;
 

@@ -11,7 +11,7 @@ export async function createDraftMcpServer(
   tools: readonly ParleyTool[],
   options: { name?: string; version?: string } = {},
 ): Promise<McpServer> {
-  // Loaded on first use: the MCP SDK costs ≈160 ms to import, and most servers never serve MCP.
+  // Loaded on first use: the MCP SDK takes long to import, and most servers never serve MCP.
   const { McpServer: Server } = await import('@modelcontextprotocol/sdk/server/mcp.js');
   const server = new Server({ name: options.name ?? 'parley', version: options.version ?? '0.1.0' });
   for (const entry of tools) {

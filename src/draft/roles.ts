@@ -88,7 +88,7 @@ export async function parseRoles(listing: { files: RoleText[]; errors: RoleTextE
   return { roles: [...byName.values()].sort((a, b) => a.name.localeCompare(b.name)), errors };
 }
 
-/** `yaml`, loaded with the first role file (≈25 ms of every server start otherwise). */
+/** `yaml`, loaded with the first role file, not on every server start. */
 let yamlModule: Promise<typeof Yaml> | undefined;
 
 /** Parses one role file: the role, or an error naming the file and the offending field. */

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import {
   MAIN_CONVERSATION,
   type ConversationBlock,
-  type StreamEventDraft,
+  type UnsequencedEvent,
   type SubagentBlock,
   type Usage,
 } from '../conversation/index.js';
@@ -540,8 +540,8 @@ export class Workers {
     this.options.onStatus({ ...record.info });
   }
 
-  private append(sessionId: string, drafts: StreamEventDraft[]): Promise<unknown> {
-    return this.options.manager.appendEvents(sessionId, drafts);
+  private append(sessionId: string, events: UnsequencedEvent[]): Promise<unknown> {
+    return this.options.manager.appendEvents(sessionId, events);
   }
 }
 
@@ -549,18 +549,18 @@ export class Workers {
  * Moves a worker's event onto its thread: its `main` becomes `conversationId`, and its own
  * subagents become `<conversationId>/<id>` so they stay distinct from the dispatcher's.
  */
-export function readdress(draft: StreamEventDraft, conversationId: string): StreamEventDraft {
-  if (conversationId === MAIN_CONVERSATION) return draft;
+export function readdress(event: UnsequencedEvent, conversationId: string): UnsequencedEvent {
+  if (conversationId === MAIN_CONVERSATION) return event;
   const mapped =
-    draft.conversationId === MAIN_CONVERSATION ? conversationId : `${conversationId}/${draft.conversationId}`;
-  if ((draft.type === 'block_start' || draft.type === 'block_complete') && draft.block.type === 'subagent') {
+    event.conversationId === MAIN_CONVERSATION ? conversationId : `${conversationId}/${event.conversationId}`;
+  if ((event.type === 'block_start' || event.type === 'block_complete') && event.block.type === 'subagent') {
     return {
-      ...draft,
+      ...event,
       conversationId: mapped,
-      block: { ...draft.block, subagentId: `${conversationId}/${draft.block.subagentId}` },
+      block: { ...event.block, subagentId: `${conversationId}/${event.block.subagentId}` },
     };
   }
-  return { ...draft, conversationId: mapped };
+  return { ...event, conversationId: mapped };
 }
 
 function zeroUsage(): Usage {

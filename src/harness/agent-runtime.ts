@@ -1,11 +1,11 @@
 import type { Context } from '@opentelemetry/api';
-import type { StreamEventDraft } from '../conversation/index.js';
+import type { UnsequencedEvent } from '../conversation/index.js';
 import type { AgentBackend, AgentProfile, ToolDefinition } from '../backends/index.js';
 import { ApprovalBroker, ProjectWorkspace, WORKSPACE_PERMISSIONS } from '../workspace/index.js';
 import { runTurn, type SessionManager, type TurnHandle } from '../sessions/index.js';
-import { composePrompt, noteAbortedTurn, repairPrompt, toDraft, TurnOutput } from './agent-turn.js';
+import { composePrompt, noteAbortedTurn, repairPrompt, toUnsequenced, TurnOutput } from './agent-turn.js';
 import { AgentTurnError, HarnessError, OutputValidationError, truncate, type AbortedError } from './errors.js';
-import type { InjectedMessage, SessionEventDraft } from './events.js';
+import type { InjectedMessage, UnstampedSessionEvent } from './events.js';
 import { parseOutput, toJsonSchema } from './json-output.js';
 import type { MessageRecipient } from './message-inbox.js';
 import type { RecordedTurn } from './recording.js';
@@ -20,7 +20,7 @@ export interface AgentHost {
   sessionManager(): Promise<SessionManager>;
   /** Throws once the run is aborted, waits while it is paused. */
   checkpoint(): Promise<void>;
-  emit(draft: SessionEventDraft): number;
+  emit(unstamped: UnstampedSessionEvent): number;
   abortError(signal: AbortSignal): AbortedError;
   /** The user's messages waiting for this agent's next turn (taken: they are delivered once). */
   takeMessagesFor(agentKey: string): InjectedMessage[];
@@ -203,7 +203,7 @@ export class AgentRuntime implements MessageRecipient {
   }
 
   /**
-   * Stores the agent's role and instructions as its session's agent description (seed 002), which
+   * Stores the agent's role and instructions as its session's agent description, which
    * managed request building puts under "# Your Role". A workflow agent's own text replaces the
    * generic description; an agent of a built-in type (dev, qa…) keeps that type's instructions and
    * adds its own.
@@ -342,14 +342,14 @@ export class AgentRuntime implements MessageRecipient {
     const result = new TurnOutput();
     // Only a recording needs the turn's raw output again.
     const recording = runtime.recordsTurns();
-    const drafts: StreamEventDraft[] = [];
+    const recorded: UnsequencedEvent[] = [];
     const positions: number[] = [];
     try {
       for await (const event of handle.events) {
         const index = runtime.emit({ type: 'agent:event', agent: this.key, sessionId, turn, event });
         if (recording) {
           positions.push(index);
-          drafts.push(toDraft(event));
+          recorded.push(toUnsequenced(event));
         }
         result.observe(event);
       }
@@ -359,7 +359,7 @@ export class AgentRuntime implements MessageRecipient {
       this.current = undefined;
       runtime.markStopped(this);
     }
-    if (recording) runtime.recordTurn({ agent: this.key, turn, prompt: fullPrompt, events: drafts, positions });
+    if (recording) runtime.recordTurn({ agent: this.key, turn, prompt: fullPrompt, events: recorded, positions });
     const output = result.text;
     const verdict = result.verdict(signal);
     if (verdict === 'aborted') {

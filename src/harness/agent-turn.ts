@@ -1,4 +1,4 @@
-import { MAIN_CONVERSATION, type StreamEvent, type StreamEventDraft, type SystemBlock } from '../conversation/index.js';
+import { MAIN_CONVERSATION, type StreamEvent, type UnsequencedEvent, type SystemBlock } from '../conversation/index.js';
 import type { SessionManager } from '../sessions/index.js';
 import { AgentTurnError } from './errors.js';
 import type { InjectedMessage } from './events.js';
@@ -87,10 +87,10 @@ export async function noteAbortedTurn(
   }
 }
 
-/** A stored event as the back end produced it (a recording replays drafts, the store numbers them). */
-export function toDraft(event: StreamEvent): StreamEventDraft {
-  const { sessionId: _sessionId, seq: _seq, ...draft } = event;
-  return draft as StreamEventDraft;
+/** A stored event as the back end produced it, without the numbering the store gave it (a recording replays these). */
+export function toUnsequenced(event: StreamEvent): UnsequencedEvent {
+  const { sessionId: _sessionId, seq: _seq, ...unsequenced } = event;
+  return unsequenced as UnsequencedEvent;
 }
 
 /** Messages that waited for this turn come first, marked as the user's, then the prompt. */

@@ -5,7 +5,7 @@ type Handler = (event: SessionEvent) => void;
 export type DispatchHook = (event: SessionEvent, index: number, dispatched: number) => void;
 
 /**
- * The append-only event log of one harness run (STYLE.md practice 16). Handlers run
+ * The append-only event log of one harness run. Handlers run
  * synchronously, in log order: an event emitted by a handler is queued and dispatched after the
  * current one, so every handler sees every event in the same order. Async iterators read the log
  * by position, so one that starts late replays what it missed and then follows live: there is no

@@ -2,7 +2,7 @@ import type { StreamEvent } from '../conversation/index.js';
 import type { ErrorInfo } from './errors.js';
 
 /**
- * Every event a harness emits, as one flat tagged union (STYLE.md practice 3). Each carries a
+ * Every event a harness emits, as one flat tagged union. Each carries a
  * `timestamp`, and `branch` when it was emitted inside a `parallel` branch (`name#index`, nested
  * branches joined by `/`), so a UI can group concurrent work and a replay can tell it apart.
  */
@@ -30,6 +30,7 @@ export interface PhaseFailedEvent extends Base {
   duration: number;
   error: ErrorInfo;
 }
+/** A `task` step of a workflow (`context.task(id, fn)`) starts; a step, not a project's task. */
 export interface TaskStartEvent extends Base {
   type: 'task:start';
   id: string;
@@ -239,8 +240,8 @@ export type SessionEventHandler<T extends SessionEventType | '*'> = (
   event: T extends SessionEventType ? SessionEventOf<T> : SessionEvent,
 ) => void;
 
-/** An event before the harness stamps it. */
-export type SessionEventDraft = SessionEvent extends infer E
+/** A harness event before the harness stamps its `timestamp`. */
+export type UnstampedSessionEvent = SessionEvent extends infer E
   ? E extends SessionEvent
     ? Omit<E, 'timestamp'> & { timestamp?: Date }
     : never

@@ -1,4 +1,4 @@
-/** Human-in-the-loop workflows: defineHarness / run / startSession, recordings and replay (seed 001). */
+/** Human-in-the-loop workflows: defineHarness / run / startSession, recordings and replay. */
 export { defineAgent, defineHarness, isHarness } from './define.js';
 export { replay, type ReplayOptions } from './replay.js';
 export { loadWorkflow } from './load-workflow.js';

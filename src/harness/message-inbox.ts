@@ -1,6 +1,6 @@
 import { HarnessError } from './errors.js';
-import type { InjectedMessage, SessionEventDraft } from './events.js';
-import type { RecordedInputDraft } from './recording.js';
+import type { InjectedMessage, UnstampedSessionEvent } from './events.js';
+import type { UnstampedRecordedInput } from './recording.js';
 
 /** An agent as the inbox sees it: a key, and a running turn that may take a message now. */
 export interface MessageRecipient {
@@ -14,9 +14,9 @@ export interface MessageHost {
   readonly name: string;
   readonly finished: boolean;
   /** Appends an event with the given branch (the user's messages have none). */
-  emit(draft: SessionEventDraft, branch: string | undefined): number;
+  emit(unstamped: UnstampedSessionEvent, branch: string | undefined): number;
   /** Tells the run's observers about an outside action, before it takes effect. */
-  notify(input: RecordedInputDraft): void;
+  notify(input: UnstampedRecordedInput): void;
   /** The agent by key or name; throws `UNKNOWN_AGENT`. */
   findAgent(name: string): MessageRecipient;
 }

@@ -13,7 +13,7 @@ import type { SessionEvent } from './events.js';
 
 /**
  * A recording is JSONL: a header line, then one line per event, per user action and per agent turn,
- * in the order they happened. Versioned (STYLE.md practice 12): a reader refuses versions it does
+ * in the order they happened. Versioned: a reader refuses versions it does
  * not know, with an error that says so.
  */
 export const RECORDING_FORMAT_VERSION = 1;
@@ -59,16 +59,16 @@ export const RecordedInputSchema = z.discriminatedUnion('action', [
 ]);
 export type RecordedInput = z.infer<typeof RecordedInputSchema>;
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
-export type RecordedInputDraft = DistributiveOmit<RecordedInput, 'kind' | 'at'>;
+export type UnstampedRecordedInput = DistributiveOmit<RecordedInput, 'kind' | 'at'>;
 
-const draftFields = { sessionId: true, seq: true } as const;
+const storeFields = { sessionId: true, seq: true } as const;
 const optionalAt = { at: z.number().int().nonnegative().optional() };
 export const RecordedStreamEventSchema = z.discriminatedUnion('type', [
-  BlockStartEventSchema.omit(draftFields).extend(optionalAt),
-  TextDeltaEventSchema.omit(draftFields).extend(optionalAt),
-  BlockUpdateEventSchema.omit(draftFields).extend(optionalAt),
-  BlockCompleteEventSchema.omit(draftFields).extend(optionalAt),
-  MetadataUpdateEventSchema.omit(draftFields).extend(optionalAt),
+  BlockStartEventSchema.omit(storeFields).extend(optionalAt),
+  TextDeltaEventSchema.omit(storeFields).extend(optionalAt),
+  BlockUpdateEventSchema.omit(storeFields).extend(optionalAt),
+  BlockCompleteEventSchema.omit(storeFields).extend(optionalAt),
+  MetadataUpdateEventSchema.omit(storeFields).extend(optionalAt),
 ]);
 
 /** One agent turn's back-end output: the stream events it produced, and where each showed in the event log. */
@@ -227,7 +227,7 @@ export class RecordingWriter {
     this.write({ kind: 'event', index, event });
   }
 
-  input(at: number, input: RecordedInputDraft): void {
+  input(at: number, input: UnstampedRecordedInput): void {
     this.write({ kind: 'input', at, ...input });
   }
 

@@ -1,4 +1,4 @@
-import type { StreamEventDraft } from '../conversation/index.js';
+import type { UnsequencedEvent } from '../conversation/index.js';
 import type { AgentBackend, AgentTurn } from '../backends/index.js';
 import type { SessionManager } from '../sessions/index.js';
 import { startInteractive } from './define.js';
@@ -165,16 +165,16 @@ class ReplayDriver {
             ),
           );
           return {
-            events: (async function* (): AsyncGenerator<StreamEventDraft> {})(),
+            events: (async function* (): AsyncGenerator<UnsequencedEvent> {})(),
             inject: () => Promise.resolve(),
           };
         }
         const driver = this;
-        async function* events(): AsyncGenerator<StreamEventDraft> {
+        async function* events(): AsyncGenerator<UnsequencedEvent> {
           for (let index = 0; index < recorded!.events.length; index++) {
             await driver.gate(recorded!.positions[index]!);
             if (driver.stopped) return;
-            yield recorded!.events[index] as StreamEventDraft;
+            yield recorded!.events[index] as UnsequencedEvent;
           }
         }
         return { events: events(), inject: () => Promise.resolve() };

@@ -4,7 +4,7 @@ import type { RunJournalEntry, RunStore } from '../store/index.js';
 import { HarnessError, ReplayDivergenceError, truncate } from './errors.js';
 
 /**
- * A durable run's journal, as the harness reads and writes it (issue 14). Every result the
+ * A durable run's journal, as the harness reads and writes it. Every result the
  * workflow could not compute again is a step here, appended before the workflow sees it:
  *
  * - `session`: the Parley session an agent's turns go to (ids are random);
@@ -273,8 +273,8 @@ export class RunJournal {
         }),
       );
     this.length += steps.length;
-    const drafts = steps.map(({ kind, ...data }) => ({ kind, data }));
-    const written = this.store.appendJournal(this.runId, drafts, { sync }).then(
+    const entries = steps.map(({ kind, ...data }) => ({ kind, data }));
+    const written = this.store.appendJournal(this.runId, entries, { sync }).then(
       () => undefined,
       (error: unknown) => {
         this.failure ??= error;

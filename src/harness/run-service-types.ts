@@ -3,7 +3,7 @@ import type { SessionEvent } from './events.js';
 import type { ReplyOutcome } from './types.js';
 
 /**
- * The durable-runs service (issue 14): every harness run started through it is a stored record
+ * The durable-runs service: every harness run started through it is a stored record
  * with an append-only journal, resumable after a crash by re-executing the workflow from its start
  * on the journaled results. The server's run methods (`list_runs`, `get_run`, `start_run`,
  * `answer_prompt`, `send_to_run`, `pause_run`, `resume_run`, `abort_run`) and the CLI's `run

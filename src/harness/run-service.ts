@@ -59,7 +59,7 @@ interface LiveRun {
 }
 
 /**
- * Durable harness runs (issue 14): each is a stored record and a journal; after a restart
+ * Durable harness runs: each is a stored record and a journal; after a restart
  * `recoverRuns()` re-executes every unfinished run from its journal, then it goes on live.
  */
 export function createRunService(options: RunServiceOptions): RunService {

@@ -8,9 +8,9 @@ import { currentBranch } from './branches.js';
 import { systemClock, type HarnessClock } from './clock.js';
 import { AbortedError, describeError, HarnessError } from './errors.js';
 import { EventLog } from './event-log.js';
-import type { InjectedMessage, SessionEvent, SessionEventDraft, UserReply } from './events.js';
+import type { InjectedMessage, SessionEvent, UnstampedSessionEvent, UserReply } from './events.js';
 import { MessageInbox, type MessageRecipient } from './message-inbox.js';
-import type { RecordedInputDraft, RecordedTurn } from './recording.js';
+import type { UnstampedRecordedInput, RecordedTurn } from './recording.js';
 import { describeStep, type RunJournal } from './run-journal.js';
 import type {
   AgentMap,
@@ -32,7 +32,7 @@ export interface RuntimeObserver {
   /** The run begins (before its first event). */
   start?(): void;
   /** An outside action (reply, send, abort…) at `at`: the number of events dispatched before it took effect. */
-  input?(at: number, input: RecordedInputDraft): void;
+  input?(at: number, input: UnstampedRecordedInput): void;
   /** An agent turn's back-end output, once the turn ended. */
   turn?(turn: Omit<RecordedTurn, 'kind'>): void;
 }
@@ -150,11 +150,11 @@ export class HarnessRuntime {
    * unless one is given: events of prompts keep their prompt's branch, and the user's own actions
    * (given as `undefined`) have none, whichever code happened to call them.
    */
-  emit(draft: SessionEventDraft, ...given: [branch: string | undefined] | []): number {
+  emit(unstamped: UnstampedSessionEvent, ...given: [branch: string | undefined] | []): number {
     const branch = given.length > 0 ? given[0] : currentBranch();
     const event = {
-      ...draft,
-      timestamp: draft.timestamp ?? new Date(),
+      ...unstamped,
+      timestamp: unstamped.timestamp ?? new Date(),
       ...(branch !== undefined ? { branch } : {}),
     } as SessionEvent;
     const index = this.log.events.length;
@@ -321,7 +321,7 @@ export class HarnessRuntime {
     this.pauseWaiters.clear();
   }
 
-  notify(input: RecordedInputDraft): void {
+  notify(input: UnstampedRecordedInput): void {
     for (const observer of this.observers) observer.input?.(this.log.dispatched, input);
   }
 

@@ -17,7 +17,7 @@ import type {
 interface AgentOptionsBase {
   /** Shown in events and in the agent's session title. */
   name: string;
-  /** Who the agent is (seed 002's agent description). */
+  /** Who the agent is (its session's agent description). */
   role?: string;
   /** How it works; joined to the role in the system prompt. */
   instructions?: string;
@@ -83,7 +83,7 @@ export interface AgentRunOptions {
   signal?: AbortSignal;
 }
 
-/** A session to run an agent in instead of its own workflow session: an existing id, or seed 003's scoped session. */
+/** A session to run an agent in instead of its own workflow session: an existing id, or the scoped session. */
 export type AgentSessionTarget = { sessionId: string } | GetOrCreateSessionOptions;
 
 /** An agent inside a running harness. */
@@ -101,7 +101,7 @@ export interface HarnessAgent<TOutput = string> {
   run(prompt: string, options?: AgentRunOptions): Promise<TOutput>;
   /** The agent's Parley session (created on first use). */
   sessionId(): Promise<string>;
-  /** Runs the agent's next turns in another session (seed 003's task session, say); returns its id. */
+  /** Runs the agent's next turns in another session (a task session, say); returns its id. */
   useSession(target: AgentSessionTarget): Promise<string>;
 }
 

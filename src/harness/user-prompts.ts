@@ -1,8 +1,8 @@
 import { currentBranch } from './branches.js';
 import { HarnessError, TimeoutError, truncate } from './errors.js';
-import type { SessionEventDraft, UserReply, UserResponse } from './events.js';
+import type { UnstampedSessionEvent, UserReply, UserResponse } from './events.js';
 import type { HarnessClock } from './clock.js';
-import type { RecordedInputDraft } from './recording.js';
+import type { UnstampedRecordedInput } from './recording.js';
 import { type RunJournal } from './run-journal.js';
 import type { PendingPrompt, ReplyOutcome, WaitOptions } from './types.js';
 
@@ -11,9 +11,9 @@ export interface PromptHost {
   /** False under replay: a recorded timeout arrives as an input, not from the clock. Read when a prompt opens. */
   readonly armTimers: boolean;
   /** Appends an event with the given branch (a prompt's events keep the branch that asked). */
-  emit(draft: SessionEventDraft, branch: string | undefined): number;
+  emit(unstamped: UnstampedSessionEvent, branch: string | undefined): number;
   /** Tells the run's observers about an outside action, before it takes effect. */
-  notify(input: RecordedInputDraft): void;
+  notify(input: UnstampedRecordedInput): void;
   /** Throws when the run can take no new prompt (aborted or ended). */
   throwIfStopped(): void;
   /** Where timeouts are timed. */
@@ -37,8 +37,8 @@ interface PromptEntry {
 const noop = (): void => {};
 
 /**
- * The `waitForUser` prompts of an interactive run: a request and a response matched by id
- * (STYLE.md practice 9). A prompt ends exactly once: answered by a reply, timed out (the clock or
+ * The `waitForUser` prompts of an interactive run: a request and a response matched by id.
+ * A prompt ends exactly once: answered by a reply, timed out (the clock or
  * a replayed recording), or cancelled when the run ends or is aborted. Replies and timeouts are the
  * run's non-deterministic inputs; each is announced to the observers before it takes effect.
  */

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 import { branches } from './branches.js';
 import { AbortedError, describeError, HarnessError } from './errors.js';
-import type { SessionEventDraft } from './events.js';
+import type { UnstampedSessionEvent } from './events.js';
 import type { ParallelOptions, RetryOptions } from './types.js';
 
 /**
@@ -16,7 +16,7 @@ export interface StepHost {
   readonly aborted: boolean;
   /** Throws once the run is aborted, waits while it is paused. */
   checkpoint(): Promise<void>;
-  emit(draft: SessionEventDraft): number;
+  emit(unstamped: UnstampedSessionEvent): number;
   abortError(signal: AbortSignal): AbortedError;
 }
 

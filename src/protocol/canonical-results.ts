@@ -3,10 +3,11 @@ import type { MethodName, MethodResult } from './methods.js';
 
 /**
  * Results a client may take as they are, skipping the method's schema, because a check made for
- * them says the schema would accept them unchanged. Only `get_events` has one: a history page holds
- * up to 5,000 events, and where zod cannot compile (a page whose CSP forbids eval) its schema costs
- * about 60 ms a page. A check that says no is not a refusal: the schema then decides, with its own
- * errors, so what is accepted and what is refused stays exactly the schema's.
+ * them says the schema would accept them unchanged. Only `get_events` has one: a history page
+ * holds up to 5,000 events, and where zod cannot compile (a page whose CSP forbids eval) its
+ * schema is interpreted, a cost bench/web.bench.ts's floor avoids the same way. A check that says
+ * no is not a refusal: the schema then decides, with its own errors, so what is accepted and what
+ * is refused stays exactly the schema's.
  */
 export const canonicalResultChecks: { [Method in MethodName]?: (value: unknown) => value is MethodResult<Method> } = {
   get_events: isCanonicalEventPage,

@@ -173,7 +173,7 @@ export class ProtocolClient {
     return result;
   }
 
-  // ---- durable runs (issue 14) ----
+  // ---- durable runs ----
   // Run notifications are not replayed after a reconnect: `listRuns` again when the state is `connected`.
 
   /**

@@ -78,7 +78,7 @@ export const PARLEY_CODE_TO_RPC: Readonly<Record<string, RpcErrorCodeValue>> = {
   TASK_NOT_FOUND: RpcErrorCode.NOT_FOUND,
   ROLE_NOT_FOUND: RpcErrorCode.NOT_FOUND,
   AGENT_NOT_FOUND: RpcErrorCode.NOT_FOUND,
-  /** Durable runs (issue 14): an unknown run id, or a prompt the run does not have. */
+  /** Durable runs: an unknown run id, or a prompt the run does not have. */
   RUN_NOT_FOUND: RpcErrorCode.NOT_FOUND,
   UNKNOWN_PROMPT: RpcErrorCode.NOT_FOUND,
   DRAFT_ALREADY_ACTIVE: RpcErrorCode.DRAFT_ALREADY_ACTIVE,
@@ -122,7 +122,7 @@ export interface RpcErrorData {
 /**
  * What the peer answered: an error that came over the wire, with its numeric code. Rebuilt on the
  * receiving side by `RpcError.fromWire`; local failures (closed connection, timeout) are
- * `ProtocolClientError` instead (STYLE.md practice 6).
+ * `ProtocolClientError` instead.
  */
 export class RpcError extends Error {
   readonly code: number;

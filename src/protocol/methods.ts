@@ -122,7 +122,7 @@ export const ListRolesResultSchema = z.object({ roles: z.array(RoleInfoSchema), 
 export const ListSessionsParamsSchema = z.strictObject({
   status: z.enum(['active', 'archived']).optional(),
   agentType: z.string().min(1).max(200).optional(),
-  /** Back end (seed 004's architecture type): `scripted`, `claude-sdk`, … */
+  /** Back end: `scripted`, `claude-sdk`, … */
   backend: z.string().min(1).max(200).optional(),
   scopeKind: z.enum(['feature', 'task', 'draft', 'workflow', 'imported']).optional(),
   featureId: z.string().min(1).max(200).optional(),
@@ -241,7 +241,7 @@ export const UnsubscribeParamsSchema = z.strictObject({
 
 export const ForceCompactParamsSchema = z.strictObject({
   sessionId: SessionIdParamSchema,
-  /** Extra guidance for the summary (seed 002's custom instructions). */
+  /** Extra guidance for the summary. */
   instructions: z.string().max(10_000).optional(),
 });
 export const ForceCompactResultSchema = z.looseObject({
@@ -347,7 +347,7 @@ export const ServerInfoResultSchema = z.object({
   methods: z.array(z.string()),
 });
 
-// ---- durable runs (issue 14) ---------------------------------------------------------------------
+// ---- durable runs ---------------------------------------------------------------------
 
 export const ListRunsParamsSchema = z.strictObject({
   /** Only the runs of this project. */
@@ -495,7 +495,7 @@ export const methods = {
   clear_messages: method(
     ClearMessagesParamsSchema,
     ClearMessagesResultSchema,
-    'Seed 003: the next request starts from the checkpoint; history stays readable.',
+    'The next request starts from the checkpoint; history stays readable.',
   ),
   get_events: method(
     GetEventsParamsSchema,
@@ -521,7 +521,7 @@ export const methods = {
   archive_session: method(
     ArchiveSessionParamsSchema,
     ArchiveSessionResultSchema,
-    'Seed 003: archives a session; it stays readable and takes no new messages.',
+    'Archives a session; it stays readable and takes no new messages.',
   ),
   list_agents: method(ListAgentsParamsSchema, ListAgentsResultSchema, 'Worker agents of this channel (or all).'),
   kill_agent: method(KillAgentParamsSchema, KillAgentResultSchema, 'Stops a worker agent.'),

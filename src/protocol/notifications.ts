@@ -74,7 +74,7 @@ export const SessionUpdateActionSchema = z.enum([
   'settings_changed',
 ]);
 
-/** Seed 003's `session:updated`. */
+/** `session:updated`. */
 export const SessionUpdatedSchema = z.object({
   sessionId: z.string(),
   action: SessionUpdateActionSchema,
@@ -85,13 +85,13 @@ export const SessionUpdatedSchema = z.object({
 export const SessionEventNotificationSchema = z.object({ sessionId: z.string(), event: StreamEventSchema });
 
 const Trigger = z.enum(['auto', 'manual']);
-/** Seed 003's `session:compaction-start`. */
+/** `session:compaction-start`. */
 export const CompactionStartedSchema = z.object({
   sessionId: z.string(),
   trigger: Trigger,
   tokensBefore: z.number().nonnegative(),
 });
-/** Seed 003's `session:compaction-complete`. */
+/** `session:compaction-complete`. */
 export const CompactionCompletedSchema = z.object({
   sessionId: z.string(),
   trigger: Trigger,
@@ -100,7 +100,7 @@ export const CompactionCompletedSchema = z.object({
   tokensAfter: z.number().nonnegative(),
   summarizer: CheckpointSummarizerWireSchema.optional(),
 });
-/** Seed 003's `session:compaction-error`. */
+/** `session:compaction-error`. */
 export const CompactionFailedSchema = z.object({
   sessionId: z.string(),
   trigger: Trigger,
@@ -165,28 +165,20 @@ export const notifications = {
   session_updated: notification(
     SessionUpdatedSchema,
     'subscribers',
-    'Seed 003: a followed session was created, got messages, was cleared, archived or reconfigured. While a turn streams, updates caused by its events (`events_appended`) come at most every 250 ms per session, the newest; `session_event` carries every event.',
+    'A followed session was created, got messages, was cleared, archived or reconfigured. While a turn streams, updates caused by its events (`events_appended`) come at most every 250 ms per session, the newest; `session_event` carries every event.',
   ),
   session_event: notification(
     SessionEventNotificationSchema,
     'subscribers',
     "An event appended to a followed session's log.",
   ),
-  compaction_started: notification(
-    CompactionStartedSchema,
-    'subscribers',
-    'Seed 003: a compaction of a followed session began.',
-  ),
+  compaction_started: notification(CompactionStartedSchema, 'subscribers', 'A compaction of a followed session began.'),
   compaction_completed: notification(
     CompactionCompletedSchema,
     'subscribers',
-    'Seed 003: the compaction finished; a new checkpoint version exists.',
+    'The compaction finished; a new checkpoint version exists.',
   ),
-  compaction_failed: notification(
-    CompactionFailedSchema,
-    'subscribers',
-    'Seed 003: the compaction failed; nothing was changed.',
-  ),
+  compaction_failed: notification(CompactionFailedSchema, 'subscribers', 'The compaction failed; nothing was changed.'),
   run_updated: notification(
     RunUpdatedSchema,
     'subscribers',
@@ -195,7 +187,7 @@ export const notifications = {
   run_event: notification(
     RunEventNotificationSchema,
     'subscribers',
-    "An event of a run followed with `subscribe_runs` and `events: true` (seed 001's SessionEvent, timestamps as ISO 8601).",
+    "An event of a run followed with `subscribe_runs` and `events: true` (the harness's SessionEvent, timestamps as ISO 8601).",
   ),
   run_prompt: notification(
     RunPromptNotificationSchema,

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { WireIdSchema } from './schemas.js';
 
 /**
- * The wire shapes of durable harness runs (issue 14): what `list_runs`, `get_run` and the run
+ * The wire shapes of durable harness runs: what `list_runs`, `get_run` and the run
  * notifications carry. The protocol depends only on `conversation/`, so the store's `RunRecord`
  * (src/store/run-records.ts) is restated here field for field; the server pins the two together
  * with a compile-time check (src/server/run-handlers.ts), so they cannot drift apart unnoticed.
@@ -81,7 +81,7 @@ export const RunWireSchema = z.object({
 export type RunWire = z.infer<typeof RunWireSchema>;
 
 /**
- * One event of a run (seed 001's SessionEvent: `phase:start`, `agent:event`, `user:prompt`, …), as
+ * One event of a run (the harness's SessionEvent: `phase:start`, `agent:event`, `user:prompt`, …), as
  * JSON carries it: `type`, `timestamp` (ISO 8601) and the event's own fields.
  */
 export const RunEventWireSchema = z.looseObject({

@@ -41,7 +41,7 @@ export const SessionScopeWireSchema = z.discriminatedUnion('kind', [
 /** A session's metadata (the store's `session.json`). */
 export const SessionInfoSchema = z.object({
   sessionId: z.string(),
-  /** The back end (seed 004's architecture type). */
+  /** The back end. */
   type: z.string(),
   agentProfileReference: z.string(),
   agentType: z.string(),

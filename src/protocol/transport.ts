@@ -2,7 +2,7 @@ import { ProtocolClientError } from './errors.js';
 
 /**
  * What a connection runs over: frames of text in order, and a close. WebSocket (Node or browser),
- * stdio or the in-memory pair plug in below `ProtocolClient` (STYLE.md practice 15). The
+ * stdio or the in-memory pair plug in below `ProtocolClient`. The
  * connection above owns ids, pending responses, timeouts and the write order.
  */
 export interface TransportHandlers {

@@ -41,10 +41,10 @@ export interface DispatchOptions {
 export const MAX_BATCH = 100;
 
 /**
- * The one place where frames become calls and failures become JSON-RPC errors (STYLE.md
- * practice 5): params are parsed with the method's schema before its typed handler runs; a zod
- * failure is INVALID_PARAMS with every issue spelled out; a ParleyError keeps its mapped code and
- * its string code in `data.code`; anything else is INTERNAL_ERROR, and is logged.
+ * The one place where frames become calls and failures become JSON-RPC errors: params are parsed
+ * with the method's schema before its typed handler runs; a zod failure is INVALID_PARAMS with
+ * every issue spelled out; a ParleyError keeps its mapped code and its string code in `data.code`;
+ * anything else is INTERNAL_ERROR, and is logged.
  */
 export class Dispatcher {
   constructor(

@@ -17,7 +17,7 @@ export interface HandlerDependencies {
   projectRoot: string;
   version: string;
   connectionOf(connectionId: string): Connection | undefined;
-  /** Durable runs (issue 14); absent: the run methods answer RUNS_NOT_ENABLED. */
+  /** Durable runs; absent: the run methods answer RUNS_NOT_ENABLED. */
   runService?: RunService;
   runFollowers: RunFollowers;
 }

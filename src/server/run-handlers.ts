@@ -7,7 +7,7 @@ import type { Connection } from './hub.js';
 import type { RunFollowers } from './run-followers.js';
 
 /**
- * The durable-run methods (issue 14): thin faces over a `RunService`. The server takes one as an
+ * The durable-run methods: thin faces over a `RunService`. The server takes one as an
  * option; without it every run method answers RUNS_NOT_ENABLED (-32007), saying why.
  */
 

@@ -81,7 +81,7 @@ export interface ServerOptions {
   /** Opens the draft layer; default `createDraftService` from src/draft. */
   createDraftService?: (options: DraftServiceOptions) => Promise<DraftService>;
   /**
-   * Durable runs (issue 14): the service the run methods (`list_runs` … `abort_run`) call and whose
+   * Durable runs: the service the run methods (`list_runs` … `abort_run`) call and whose
    * events reach connections that `subscribe_runs`. The caller made it and closes it after `close()`.
    * Without it (and without `createRunService`) the run methods answer RUNS_NOT_ENABLED.
    */
@@ -158,7 +158,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     options.summarize === false
       ? undefined
       : (options.summarize ?? (options.backendFor ? createBackendSummarizer(options.backendFor()) : undefined));
-  // The tokenizer (≈25 ms of CPU) loads once the server listens, not on the way to ready.
+  // The tokenizer (≈25 ms of CPU: the cold start in bench/tokens.bench.ts) loads once the server
+  // listens, not on the way to ready.
   const manager = await createSessionManager({
     ...(options.store ? { store: options.store } : { dataDir }),
     projectRoot,

@@ -3,7 +3,7 @@ import { describeIssues } from '../conversation/index.js';
 import { SessionError } from './errors.js';
 
 /**
- * What an agent is told about itself (seed 002's agent-description): role text, instructions,
+ * What an agent is told about itself (its agent description): role text, instructions,
  * allowed tools, and how to use them, per agent type. A role file can override any of it; the server
  * layer parses role files and passes the result here as an override.
  */
@@ -138,7 +138,7 @@ export function describeAgent(agentType: string, override?: AgentDescriptionOver
   };
 }
 
-/** Seed 002's "# Your Role" and "## Instructions" (and the tools) as the request shows them. */
+/** "# Your Role" and "## Instructions" (and the tools) as the request shows them. */
 export function renderAgentDescription(
   description: Pick<AgentDescriptionText, 'role' | 'instructions' | 'allowedTools' | 'toolInstructions'>,
 ): string {

@@ -16,7 +16,7 @@ import { runTurn, type RunTurnOptions, type TurnHandle } from './turn-runner.js'
 /**
  * A conversation moves between back ends (architecture decision 11). Parley's log is the source:
  * on a native back end (claude-sdk, gemini-cli) Parley writes the history as that back end's own
- * transcript, keeps the file with the session (seed 004's saved data), puts it where the back end
+ * transcript, keeps the file with the session, puts it where the back end
  * looks, and resumes it natively; on a managed one Parley builds each request from its log as
  * always. A system block says where the session went and what was converted. The native file a
  * session was imported from is never touched: a copy under a new native id is what resumes.

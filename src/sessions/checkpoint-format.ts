@@ -1,7 +1,7 @@
 import type { Checkpoint, CheckpointSummary } from '../store/index.js';
 
 /**
- * How a checkpoint reads in a request (seed 002's "# Checkpoint" section). Deterministic: the same
+ * How a checkpoint reads in a request (its "# Checkpoint" section). Deterministic: the same
  * checkpoint always renders to the same text, so its token count is cached by the text.
  */
 
@@ -42,7 +42,7 @@ export function renderCheckpoint(
   if (checkpoint.summarizer?.kind === 'structural') parts.push(STRUCTURAL_NOTE, '');
   for (const [key, title] of SUMMARY_SECTIONS) {
     const items = checkpoint.summary[key];
-    // Seed 002 always shows what is done and what is left; the other lists only when they say something.
+    // A checkpoint always shows what is done and what is left; the other lists only when they say something.
     if (items.length === 0 && key !== 'completed' && key !== 'pending') continue;
     parts.push(`${hashes} ${title}`, '', ...(items.length > 0 ? items.map((item) => `- ${item}`) : ['- (none)']), '');
   }

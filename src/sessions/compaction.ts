@@ -61,7 +61,7 @@ export const CompactionOutputSchema = z
   .object({ completed: Items, inProgress: Items, pending: Items, decisions: Items, blockers: Items })
   .strict();
 
-/** Names models use for the same lists (seed 002's own among them); mapped before validation. */
+/** Names models use for the same lists (`completedItems` and `pendingItems` among them); mapped before validation. */
 const ALIASES: Record<string, keyof CheckpointSummary> = {
   completedItems: 'completed',
   done: 'completed',

@@ -6,8 +6,8 @@ import { renderCheckpoint } from './checkpoint-format.js';
 import type { ContextSection } from './request-builder.js';
 
 /**
- * The "# Context" of a request, rebuilt from its sources on every request (ARCHITECTURE.md: context
- * is rebuilt per request; the stored context.json is what the last request used): the project's file
+ * The "# Context" of a request, rebuilt from its sources on every request (the stored
+ * context.json is what the last request used): the project's file
  * tree (bounded), its CLAUDE.md / AGENTS.md, its recent commits from the real `git log`, the feature
  * and the task from the store (with dependencies and dependents), and the checkpoints of the sessions
  * this one names in `settings.contextSessions`, read only.
@@ -137,8 +137,8 @@ async function projectNotes(root: string, options: ContextOptions): Promise<Cont
 /**
  * The last `git log` output per project, with the state of the repository it was read at (HEAD, the
  * ref it points to, packed refs, the branch and tag folders). Checked on every request with a few
- * `stat` calls: when any of them changed, git runs again. Spawning git costs 3–25 ms here; the check
- * costs a fraction of a millisecond.
+ * `stat` calls: when any of them changed, git runs again. Spawning git costs milliseconds; the check
+ * costs a fraction of one.
  */
 const gitLogCache = new Map<string, { state: string; text: string }>();
 

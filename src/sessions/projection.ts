@@ -8,7 +8,7 @@ import type {
 import type { Checkpoint } from '../store/index.js';
 
 /**
- * The one function from stored history to what the model sees (STYLE.md practice 13). Compaction is
+ * The one function from stored history to what the model sees. Compaction is
  * data: nothing is deleted from the log; the newest checkpoint says which `seq` it covers, and the
  * projection shows covered content as one short placeholder. A tool call and its result are one unit,
  * so no cut (compaction, clear, truncation, trimming) can separate them; a call that never got a result

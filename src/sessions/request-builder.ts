@@ -2,7 +2,7 @@ import { ParleyError, type CountTokens, type TokenCounter } from '../conversatio
 import { renderTool, prunedMarker, type ProjectedMessage } from './projection.js';
 
 /**
- * Request building (seed 002): system prompt = "# Your Role" + "# Context" + "# Checkpoint" +
+ * Request building: system prompt = "# Your Role" + "# Context" + "# Checkpoint" +
  * "# Recent Conversation"; user prompt = the new message; all within the token budget. Pure: the
  * sources are gathered by the caller; this module measures them and, when they do not fit, makes
  * them fit: old tool outputs are pruned first, then the largest contents are truncated with a marker
@@ -112,7 +112,7 @@ interface SectionPiece extends Piece {
 }
 
 /** Working copy of a request while it is measured and fitted. */
-class Draft {
+class WorkingRequest {
   role: Piece;
   context: SectionPiece[];
   checkpoint: Piece;
@@ -216,21 +216,21 @@ export function measureRequest(
   counter: TokenCounter,
   budget: RequestBudget,
 ): { totalTokens: number; estimatedTokens: number; sections: RequestSections } {
-  const draft = new Draft(sources, counter);
-  const measured = draft.calibrated(budget.calibrationRatio ?? 1);
+  const working = new WorkingRequest(sources, counter);
+  const measured = working.calibrated(budget.calibrationRatio ?? 1);
   return { totalTokens: measured.total, estimatedTokens: measured.raw, sections: measured.sections };
 }
 
 /** Builds the request text within the budget (see the module comment for what gives way, in order). */
 export function assembleRequest(sources: RequestSources, counter: TokenCounter, budget: RequestBudget): BuiltRequest {
   const ratio = budget.calibrationRatio ?? 1;
-  const draft = new Draft(sources, counter);
-  const fits = () => draft.calibrated(ratio).total <= budget.tokenBudget;
-  if (!fits()) fit(draft, budget.tokenBudget, ratio, fits);
-  const measured = draft.calibrated(ratio);
-  const { systemPrompt, userPrompt } = draft.render();
+  const working = new WorkingRequest(sources, counter);
+  const fits = () => working.calibrated(ratio).total <= budget.tokenBudget;
+  if (!fits()) fit(working, budget.tokenBudget, ratio, fits);
+  const measured = working.calibrated(ratio);
+  const { systemPrompt, userPrompt } = working.render();
   const contextSections: Record<string, number> = {};
-  for (const section of draft.context)
+  for (const section of working.context)
     contextSections[section.key] = Math.ceil((section.tokens + section.titleTokens) * ratio);
   return {
     systemPrompt,
@@ -243,48 +243,48 @@ export function assembleRequest(sources: RequestSources, counter: TokenCounter, 
     threshold: Math.floor(budget.tokenBudget * budget.compactionThreshold),
     compactionThreshold: budget.compactionThreshold,
     calibrationRatio: ratio,
-    messages: draft.units.length + (draft.omittedNotice ? 1 : 0),
-    adjustments: draft.adjustments,
+    messages: working.units.length + (working.omittedNotice ? 1 : 0),
+    adjustments: working.adjustments,
   };
 }
 
-function fit(draft: Draft, tokenBudget: number, ratio: number, fits: () => boolean): void {
-  const count = (text: string) => draft.counter.countText(text);
-  const excess = () => Math.ceil(draft.calibrated(ratio).total - tokenBudget);
+function fit(working: WorkingRequest, tokenBudget: number, ratio: number, fits: () => boolean): void {
+  const count = (text: string) => working.counter.countText(text);
+  const excess = () => Math.ceil(working.calibrated(ratio).total - tokenBudget);
 
   // 1. Old tool outputs, oldest first; the newest tool output stays (the model is most likely working on it).
-  const lastTool = findLastIndex(draft.units, (piece) => piece.unit.tool !== undefined);
-  for (let index = 0; index < draft.units.length && !fits(); index++) {
+  const lastTool = findLastIndex(working.units, (piece) => piece.unit.tool !== undefined);
+  for (let index = 0; index < working.units.length && !fits(); index++) {
     if (index === lastTool) continue;
-    const piece = draft.units[index]!;
+    const piece = working.units[index]!;
     const tool = piece.unit.tool;
     if (!tool || tool.pruned || tool.state === 'interrupted') continue;
     const marker = prunedMarker(tool.outputChars, piece.unit.lastSeq);
     if (tool.output.length <= marker.length) continue;
     piece.text = renderTool({ ...tool, output: marker });
     piece.tokens = count(piece.text);
-    draft.adjustments.prunedToolOutputs++;
+    working.adjustments.prunedToolOutputs++;
   }
 
   // 2. The largest contents, cut down to a common cap (never below MIN_KEEP_TOKENS here).
   for (let round = 0; round < 4 && !fits(); round++) {
     const candidates: Array<{ tokens: number; cut: (cap: number) => void }> = [];
-    for (const piece of draft.units) {
+    for (const piece of working.units) {
       if (piece.unit.kind === 'placeholder' || piece.tokens <= MIN_KEEP_TOKENS) continue;
-      candidates.push({ tokens: piece.tokens, cut: (cap) => truncateUnit(draft, piece, cap) });
+      candidates.push({ tokens: piece.tokens, cut: (cap) => truncateUnit(working, piece, cap) });
     }
-    for (const section of draft.context) {
+    for (const section of working.context) {
       if (section.tokens <= MIN_KEEP_TOKENS) continue;
       candidates.push({
         tokens: section.tokens,
-        cut: (cap) => truncateSection(draft, section, `the "${section.title}" context section`, cap),
+        cut: (cap) => truncateSection(working, section, `the "${section.title}" context section`, cap),
       });
     }
-    if (draft.user.tokens > MIN_KEEP_TOKENS) {
+    if (working.user.tokens > MIN_KEEP_TOKENS) {
       candidates.push({
-        tokens: draft.user.tokens,
+        tokens: working.user.tokens,
         cut: (cap) =>
-          truncateSection(draft, draft.user, 'your message (the full text is kept in the session log)', cap),
+          truncateSection(working, working.user, 'your message (the full text is kept in the session log)', cap),
       });
     }
     if (candidates.length === 0) break;
@@ -297,37 +297,37 @@ function fit(draft: Draft, tokenBudget: number, ratio: number, fits: () => boole
   }
 
   // 3. The oldest messages not yet in the checkpoint, with a notice of what was left out.
-  while (!fits() && draft.units.some((piece) => piece.unit.kind !== 'placeholder')) {
-    const index = draft.units.findIndex((piece) => piece.unit.kind !== 'placeholder');
-    const [removed] = draft.units.splice(index, 1);
+  while (!fits() && working.units.some((piece) => piece.unit.kind !== 'placeholder')) {
+    const index = working.units.findIndex((piece) => piece.unit.kind !== 'placeholder');
+    const [removed] = working.units.splice(index, 1);
     const unit = removed!.unit;
-    const omitted = draft.omitted ?? { count: 0, firstSeq: unit.firstSeq, lastSeq: unit.lastSeq };
+    const omitted = working.omitted ?? { count: 0, firstSeq: unit.firstSeq, lastSeq: unit.lastSeq };
     omitted.count++;
     omitted.firstSeq = Math.min(omitted.firstSeq, unit.firstSeq);
     omitted.lastSeq = Math.max(omitted.lastSeq, unit.lastSeq);
-    draft.omitted = omitted;
+    working.omitted = omitted;
     const text = `[${omitted.count} older message${omitted.count === 1 ? '' : 's'} (seq ${omitted.firstSeq}–${omitted.lastSeq}) left out to fit the token budget; they are not in the checkpoint yet and are kept in the session log.]`;
-    draft.omittedNotice = { text, tokens: count(text) };
-    draft.adjustments.omittedMessages = omitted.count;
+    working.omittedNotice = { text, tokens: count(text) };
+    working.adjustments.omittedMessages = omitted.count;
   }
 
   // 4. Past all of that only a budget smaller than the request's skeleton remains: cut what is left.
   if (!fits()) {
-    for (const section of draft.context) {
+    for (const section of working.context) {
       section.text = `[left out: "${section.title}" did not fit the token budget]`;
       section.tokens = count(section.text);
     }
   }
   for (const [piece, what] of [
-    [draft.checkpoint, 'the checkpoint'],
-    [draft.user, 'your message (the full text is kept in the session log)'],
-    [draft.role, 'the role description'],
+    [working.checkpoint, 'the checkpoint'],
+    [working.user, 'your message (the full text is kept in the session log)'],
+    [working.role, 'the role description'],
   ] as const) {
     if (fits()) break;
     const cap = Math.max(0, piece.tokens - (Math.ceil(excess() / ratio) + 1));
-    truncateSection(draft, piece, what, cap);
+    truncateSection(working, piece, what, cap);
   }
-  if (!fits()) throw new RequestBudgetError(tokenBudget, draft.calibrated(ratio).total);
+  if (!fits()) throw new RequestBudgetError(tokenBudget, working.calibrated(ratio).total);
 }
 
 /** The cap that, applied to every size above it, removes at least `excess` tokens (markers included). */
@@ -344,17 +344,17 @@ export function waterLevel(sizes: readonly number[], excess: number, markerToken
   return MIN_KEEP_TOKENS;
 }
 
-function truncateSection(draft: Draft, piece: Piece, what: string, cap: number): void {
+function truncateSection(working: WorkingRequest, piece: Piece, what: string, cap: number): void {
   const before = piece.tokens;
-  const cut = truncateText(piece.text, cap, (text) => draft.counter.countText(text), what);
+  const cut = truncateText(piece.text, cap, (text) => working.counter.countText(text), what);
   if (cut.tokens >= before) return;
   piece.text = cut.text;
   piece.tokens = cut.tokens;
-  draft.adjustments.truncated.push({ what, fromTokens: before, toTokens: cut.tokens });
+  working.adjustments.truncated.push({ what, fromTokens: before, toTokens: cut.tokens });
 }
 
-function truncateUnit(draft: Draft, piece: UnitPiece, cap: number): void {
-  const count = (text: string) => draft.counter.countText(text);
+function truncateUnit(working: WorkingRequest, piece: UnitPiece, cap: number): void {
+  const count = (text: string) => working.counter.countText(text);
   const unit = piece.unit;
   const before = piece.tokens;
   const where = `seq ${unit.lastSeq === unit.firstSeq ? unit.firstSeq : `${unit.firstSeq}–${unit.lastSeq}`}; the full text is kept in the session log`;
@@ -394,7 +394,7 @@ function truncateUnit(draft: Draft, piece: UnitPiece, cap: number): void {
   if (tokens >= before) return;
   piece.text = text;
   piece.tokens = tokens;
-  draft.adjustments.truncated.push({
+  working.adjustments.truncated.push({
     what: `${unit.kind} at seq ${unit.firstSeq}`,
     fromTokens: before,
     toTokens: tokens,
@@ -466,7 +466,7 @@ function findLastIndex<T>(items: readonly T[], predicate: (item: T) => boolean):
 
 /**
  * The conversation without the new user message when the caller already added it to the log
- * (seed 003's flow: addMessage, then buildRequest with the same text): it is the user prompt, not history.
+ * (addMessage, then buildRequest with the same text): it is the user prompt, not history.
  */
 export function withoutPendingUserMessage(
   messages: readonly ProjectedMessage[],

@@ -7,7 +7,7 @@ import {
   NewMessageSchema,
   type ConversationBlock,
   type NewMessage,
-  type StreamEventDraft,
+  type UnsequencedEvent,
 } from '../conversation/index.js';
 import {
   SessionSettingsSchema,
@@ -92,7 +92,7 @@ export async function messageBlock(
 }
 
 /** The marker `clearMessages` appends: the next request starts after it, from the checkpoint alone. */
-export function clearedMarker(now: number): StreamEventDraft {
+export function clearedMarker(now: number): UnsequencedEvent {
   return {
     type: 'block_complete',
     conversationId: MAIN_CONVERSATION,

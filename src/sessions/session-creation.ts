@@ -55,7 +55,7 @@ export class SessionCreator {
   }
 }
 
-/** Seed 003's session of a feature or a task state: its deterministic id and how to create it. */
+/** The session of a feature or a task state: its deterministic id and how to create it. */
 export function scopedSessionOptions(options: GetOrCreateSessionOptions): CreateSessionOptions & { sessionId: string } {
   const parsed = GetOrCreateSessionOptionsSchema.safeParse(options);
   if (!parsed.success) {
@@ -100,7 +100,7 @@ function newSessionRecord(
   };
 }
 
-/** Seed 002: a task keeps its sessions per state and its current state; a feature its session. */
+/** A task keeps its sessions per state and its current state; a feature its session. */
 export async function linkScope(store: SessionStore, session: SessionRecord, at: number): Promise<void> {
   const scope: SessionScope = session.scope;
   const now = new Date(at).toISOString();

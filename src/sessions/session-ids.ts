@@ -3,7 +3,7 @@ import { describeIssues } from '../conversation/index.js';
 import { AgentTypeSchema, IdSchema } from '../store/index.js';
 import { SessionError } from './errors.js';
 
-/** Seed 003's scoped session: a feature-level or a per-state task session. */
+/** A scoped session: a feature-level or a per-state task session. */
 export const GetOrCreateSessionOptionsSchema = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('feature'),
@@ -23,7 +23,7 @@ export const GetOrCreateSessionOptionsSchema = z.discriminatedUnion('type', [
 export type GetOrCreateSessionOptions = z.input<typeof GetOrCreateSessionOptionsSchema>;
 
 /**
- * Deterministic ids (seed 003): `{agentType}-feature-{featureId}` and
+ * Deterministic ids: `{agentType}-feature-{featureId}` and
  * `{agentType}-task-{featureId}-{taskId}-{state}`. The same scope always maps to the same session.
  */
 export function scopedSessionId(options: z.infer<typeof GetOrCreateSessionOptionsSchema>): string {

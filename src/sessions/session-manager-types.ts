@@ -17,7 +17,7 @@ import type { Summarizer } from './summarizer.js';
 export type SessionUpdateAction =
   'created' | 'message_added' | 'events_appended' | 'cleared' | 'archived' | 'settings_changed';
 
-/** The events a SessionManager emits (seed 003's broadcast events, plus the live stream). */
+/** The events a SessionManager emits (the broadcast events, plus the live stream). */
 export interface SessionManagerEvents {
   'session:updated': { sessionId: string; action: SessionUpdateAction; session: SessionRecord };
   /** Every event appended to a session's log, after it is durable, in `seq` order. */
@@ -87,7 +87,7 @@ export interface SessionManagerOptions {
 export const CreateSessionOptionsSchema = z.object({
   scope: SessionScopeSchema,
   agentType: z.string().min(1),
-  /** Back end name (seed 004's architecture type). */
+  /** Back end name. */
   backend: z.string().min(1).optional(),
   /** Default: a random UUID (draft sessions). */
   sessionId: z.string().optional(),

@@ -7,7 +7,7 @@ import {
   type NewMessage,
   type RuntimeSessionData,
   type StreamEvent,
-  type StreamEventDraft,
+  type UnsequencedEvent,
   type TokenCalibrationSnapshot,
 } from '../conversation/index.js';
 import {
@@ -114,7 +114,7 @@ export class SessionManager {
       tokenBudget: this.tokenBudget,
       compactionThreshold: this.compactionThreshold,
       live: (sessionId) => this.liveSession(sessionId),
-      appendEvents: (sessionId, drafts) => this.appendEvents(sessionId, drafts),
+      appendEvents: (sessionId, events) => this.appendEvents(sessionId, events),
       updateRecord: (sessionId, update) => this.updateRecord(sessionId, update),
       emit: (name, payload) => this.emit(name, payload as SessionManagerEvents[typeof name]),
     });
@@ -135,7 +135,7 @@ export class SessionManager {
 
   // ---- sessions -------------------------------------------------------------------------------
 
-  /** Seed 003: the session for a feature or a task state; the same call returns the same session, across restarts. */
+  /** The session for a feature or a task state; the same call returns the same session, across restarts. */
   async getOrCreateSession(options: GetOrCreateSessionOptions): Promise<SessionRecord> {
     this.assertOpen();
     const create = scopedSessionOptions(options);
@@ -203,7 +203,7 @@ export class SessionManager {
     return record;
   }
 
-  /** Keeps a native transcript with the session under `name` (seed 004's saved data), replacing one of that name. */
+  /** Keeps a native transcript with the session under `name`, replacing one of that name. */
   async saveTranscript(sessionId: string, name: string, content: string): Promise<void> {
     this.assertOpen();
     const id = checkSessionId(sessionId);
@@ -211,7 +211,7 @@ export class SessionManager {
     await this.store.writeTranscript(id, name, content);
   }
 
-  /** Seed 003: sets status `archived`; the session stays on disk, readable, and no longer takes messages. */
+  /** Sets status `archived`; the session stays on disk, readable, and no longer takes messages. */
   async archiveSession(sessionId: string): Promise<SessionRecord> {
     const record = await this.updateRecord(sessionId, (current) => ({
       ...current,
@@ -269,13 +269,13 @@ export class SessionManager {
    */
   async appendEvents(
     sessionId: string,
-    drafts: readonly StreamEventDraft[],
+    events: readonly UnsequencedEvent[],
     action: SessionUpdateAction = 'events_appended',
   ): Promise<StreamEvent[]> {
     this.assertOpen();
     const id = checkSessionId(sessionId);
-    if (drafts.length === 0) return [];
-    return this.writer.append(id, drafts, action);
+    if (events.length === 0) return [];
+    return this.writer.append(id, events, action);
   }
 
   /**
@@ -318,7 +318,7 @@ export class SessionManager {
     return readUnbuiltEvents(this.store, id, onEvents);
   }
 
-  /** Seed 004's RuntimeSessionData: the saved data plus the parsed blocks. */
+  /** RuntimeSessionData: the saved data plus the parsed blocks. */
   async getRuntimeSession(sessionId: string): Promise<RuntimeSessionData> {
     const id = checkSessionId(sessionId);
     return runtimeSession(this.store, id, await this.sessionToShow(id));
@@ -343,7 +343,7 @@ export class SessionManager {
   }
 
   /**
-   * Seed 003's clearMessages: the next request starts from the checkpoint alone. Nothing is
+   * The next request starts from the checkpoint alone. Nothing is
    * deleted: the history stays in the log and `getRecentMessages(…, { includeCleared: true })` shows it.
    */
   async clearMessages(sessionId: string): Promise<SessionRecord> {
@@ -357,7 +357,7 @@ export class SessionManager {
   // ---- requests and compaction (session-requests.ts) --------------------------------------------
 
   /**
-   * Seed 002's request for the next turn: system prompt (# Your Role, # Context, # Checkpoint,
+   * The request for the next turn: system prompt (# Your Role, # Context, # Checkpoint,
    * # Recent Conversation) and user prompt, never above the session's token budget. Compacts first
    * when the request reaches the threshold (and automatic compaction is armed); the context is rebuilt
    * from its sources and stored as context.json.
@@ -400,7 +400,7 @@ export class SessionManager {
     return this.requests.calibration(checkSessionId(sessionId));
   }
 
-  /** Seed 002's Ralph Loop of a dev-task session (iteration, checks, last error): a new checkpoint version keeping the summary. */
+  /** The Ralph Loop of a dev-task session (iteration, checks, last error): a new checkpoint version keeping the summary. */
   async updateRalphLoop(sessionId: string, patch: RalphLoopPatch): Promise<Checkpoint> {
     this.assertOpen();
     return this.requests.updateRalphLoop(checkSessionId(sessionId), patch);

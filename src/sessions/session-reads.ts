@@ -67,7 +67,7 @@ export async function readEvents(
   return events;
 }
 
-/** Seed 004's RuntimeSessionData: the saved data plus the parsed blocks. */
+/** RuntimeSessionData: the saved data plus the parsed blocks. */
 export async function runtimeSession(
   store: SessionStore,
   sessionId: string,

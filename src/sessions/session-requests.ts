@@ -8,7 +8,7 @@ import {
   type ConversationBlock,
   type ConversationState,
   type StreamEvent,
-  type StreamEventDraft,
+  type UnsequencedEvent,
   type TokenCalibrationSnapshot,
   type TokenCounter,
 } from '../conversation/index.js';
@@ -132,7 +132,7 @@ export interface RequestLayerOptions {
   context?: ContextOptions;
   compaction?: CompactionSettings;
   live(sessionId: string): Promise<{ record: SessionRecord; conversation: ConversationState }>;
-  appendEvents(sessionId: string, drafts: readonly StreamEventDraft[]): Promise<StreamEvent[]>;
+  appendEvents(sessionId: string, events: readonly UnsequencedEvent[]): Promise<StreamEvent[]>;
   updateRecord(sessionId: string, update: (current: SessionRecord) => SessionRecord): Promise<SessionRecord>;
   emit<K extends keyof CompactionEvents>(name: K, payload: CompactionEvents[K]): void;
 }
@@ -263,7 +263,7 @@ export class RequestLayer {
     return this.calibrationOf(sessionId).snapshot();
   }
 
-  /** Seed 002's Ralph Loop of a dev-task session: a new checkpoint version (trigger `update`) with the summary kept. */
+  /** The Ralph Loop of a dev-task session: a new checkpoint version (trigger `update`) with the summary kept. */
   async updateRalphLoop(sessionId: string, patch: RalphLoopPatch): Promise<Checkpoint> {
     const parsed = RalphLoopPatchSchema.safeParse(patch);
     if (!parsed.success)
@@ -505,7 +505,7 @@ export class RequestLayer {
     this.storedContexts.set(sessionId, fingerprint);
   }
 
-  /** Seed 002's agent-description file: written with the first request, kept after. */
+  /** The agent-description file: written with the first request, kept after. */
   private async storeDescription(record: SessionRecord): Promise<void> {
     if (this.storedDescriptions.has(record.sessionId)) return;
     if (await this.options.store.readAgentDescription(record.sessionId)) {

@@ -1,4 +1,4 @@
-import type { StreamEvent, StreamEventDraft } from '../conversation/index.js';
+import type { StreamEvent, UnsequencedEvent } from '../conversation/index.js';
 import type { SessionRecord, SessionStore, StoreWarning } from '../store/index.js';
 import { applyAppended, type LiveSession } from './live-sessions.js';
 import { RecordFlusher } from './record-flusher.js';
@@ -72,14 +72,14 @@ export class SessionWriter {
    */
   async append(
     sessionId: string,
-    drafts: readonly StreamEventDraft[],
+    events: readonly UnsequencedEvent[],
     action: SessionUpdateAction,
   ): Promise<StreamEvent[]> {
     const issued = await this.serialize(sessionId, async () => {
       const live = await this.options.live(sessionId);
       assertWritable(live.record);
       const now = this.options.clock();
-      const stamped = drafts.map((draft) => ({ ...draft, at: draft.at ?? now }));
+      const stamped = events.map((event) => ({ ...event, at: event.at ?? now }));
       // Wrapped so `serialize` does not wait for it: the queue moves on while this write is flushed.
       return {
         applied: this.applyInOrder(sessionId, live, this.options.store.append(sessionId, stamped), now, action),

@@ -1,4 +1,4 @@
-import type { ConversationBlock, ConversationState, StreamEventDraft } from '../conversation/index.js';
+import type { ConversationBlock, ConversationState, UnsequencedEvent } from '../conversation/index.js';
 
 /**
  * Keeps block and thread ids unique within a session. Back ends number their ids per process
@@ -22,7 +22,7 @@ export class TurnIdGuard {
     }
   }
 
-  apply(event: StreamEventDraft): StreamEventDraft {
+  apply(event: UnsequencedEvent): UnsequencedEvent {
     const conversationId = this.name(
       event.conversationId,
       event.conversationId !== 'main' && !this.ownedThisTurn.has(event.conversationId),

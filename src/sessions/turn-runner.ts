@@ -5,7 +5,7 @@ import {
   type ConversationBlock,
   type ConversationState,
   type StreamEvent,
-  type StreamEventDraft,
+  type UnsequencedEvent,
 } from '../conversation/index.js';
 import type { AgentBackend, AgentProfile, ExecuteRequest, ToolDefinition } from '../backends/index.js';
 import { inAgentTrace, startAgentTrace, type AgentTrace } from '../telemetry/index.js';
@@ -170,7 +170,7 @@ const MAX_APPENDS_IN_FLIGHT = 256;
 async function* streamIntoLog(
   manager: SessionManager,
   sessionId: string,
-  source: AsyncIterable<StreamEventDraft>,
+  source: AsyncIterable<UnsequencedEvent>,
   backendName: string,
   estimatedInputTokens: number | undefined,
   guard: TurnIdGuard,
@@ -178,9 +178,9 @@ async function* streamIntoLog(
 ): AsyncIterable<StreamEvent> {
   let nativeSessionId: string | undefined;
   const inFlight: Array<Promise<StreamEvent[]>> = [];
-  const issue = (draft: StreamEventDraft): void => {
-    agentTrace?.observe(draft);
-    let event = guard.apply(draft);
+  const issue = (unsequenced: UnsequencedEvent): void => {
+    agentTrace?.observe(unsequenced);
+    let event = guard.apply(unsequenced);
     if (event.type === 'metadata_update') {
       if (event.metadata.nativeSessionId) nativeSessionId = event.metadata.nativeSessionId;
       if (
@@ -197,7 +197,7 @@ async function* streamIntoLog(
     inFlight.push(appended);
   };
   const iterator = source[Symbol.asyncIterator]();
-  let next: Promise<IteratorResult<StreamEventDraft>> | undefined;
+  let next: Promise<IteratorResult<UnsequencedEvent>> | undefined;
   try {
     next = iterator.next();
     while (next !== undefined || inFlight.length > 0) {
@@ -270,7 +270,7 @@ async function* streamIntoLog(
  * Closes the back end's stream. Not awaited: with a `next()` still pending, an async generator
  * only returns after that event arrives, and the caller must not wait for the model to speak again.
  */
-function stopSource(iterator: AsyncIterator<StreamEventDraft>): void {
+function stopSource(iterator: AsyncIterator<UnsequencedEvent>): void {
   iterator.return?.().catch(() => undefined);
 }
 
@@ -294,9 +294,9 @@ export async function closeInterruptedTurn(manager: SessionManager, sessionId: s
         event.metadata.turnComplete === true,
     );
   }
-  const drafts = interruptedTurnRepairs(conversation, Date.now(), { turnOpen });
-  if (drafts.length === 0) return false;
-  await manager.appendEvents(sessionId, drafts);
+  const repairs = interruptedTurnRepairs(conversation, Date.now(), { turnOpen });
+  if (repairs.length === 0) return false;
+  await manager.appendEvents(sessionId, repairs);
   return true;
 }
 
@@ -309,8 +309,8 @@ export function interruptedTurnRepairs(
   conversation: ConversationState,
   now: number,
   options: { turnOpen?: boolean } = {},
-): StreamEventDraft[] {
-  const drafts: StreamEventDraft[] = [];
+): UnsequencedEvent[] {
+  const repairs: UnsequencedEvent[] = [];
   const threads: Array<[string, readonly ConversationBlock[]]> = [
     [MAIN_CONVERSATION, conversation.blocks],
     ...conversation.subagents.map((thread): [string, readonly ConversationBlock[]] => [thread.id, thread.blocks]),
@@ -331,11 +331,11 @@ export function interruptedTurnRepairs(
               ...(block.type === 'tool_use' ? { error: 'interrupted: the turn was cut short' } : {}),
             }
           : { ...block, completedAt: now };
-      drafts.push({ type: 'block_complete', conversationId, block: closed, at: now });
+      repairs.push({ type: 'block_complete', conversationId, block: closed, at: now });
     }
   }
-  if (drafts.length > 0 || options.turnOpen) {
-    drafts.push({
+  if (repairs.length > 0 || options.turnOpen) {
+    repairs.push({
       type: 'block_complete',
       conversationId: MAIN_CONVERSATION,
       block: {
@@ -348,14 +348,14 @@ export function interruptedTurnRepairs(
       },
       at: now,
     });
-    drafts.push({
+    repairs.push({
       type: 'metadata_update',
       conversationId: MAIN_CONVERSATION,
       metadata: { turnComplete: true, stopReason: 'interrupted' },
       at: now,
     });
   }
-  return drafts;
+  return repairs;
 }
 
 /** Whether anything was said yet: user or assistant messages. */

@@ -7,7 +7,7 @@ import {
   type Context,
   type Span,
 } from '@opentelemetry/api';
-import { MAIN_CONVERSATION, type ConversationBlock, type StreamEventDraft, type Usage } from '../conversation/index.js';
+import { MAIN_CONVERSATION, type ConversationBlock, type UnsequencedEvent, type Usage } from '../conversation/index.js';
 import { ATTR, OPERATION, PARLEY_ATTR, providerNameOf } from './conventions.js';
 import { captureMessageContent, genAiInstruments, parleyTracer } from './instruments.js';
 
@@ -46,7 +46,7 @@ export interface AgentTraceInfo {
 export interface AgentTrace {
   /** The context the back end should run in now (the open tool call's, else the turn's). */
   currentContext(): Context;
-  observe(event: StreamEventDraft): void;
+  observe(event: UnsequencedEvent): void;
   /** Ends every open span; `error` marks the turn failed. Idempotent. */
   end(error?: unknown): void;
 }
@@ -93,7 +93,7 @@ export function startAgentTrace(info: AgentTraceInfo): AgentTrace | undefined {
  * its parents from `ExecuteRequest.traceContext`, and a switch per event would cost every delta a
  * context-manager round trip.
  */
-export function traceAgentEvents<T extends StreamEventDraft>(
+export function traceAgentEvents<T extends UnsequencedEvent>(
   agentTrace: AgentTrace,
   source: AsyncIterable<T>,
 ): AsyncIterable<T> {
@@ -163,7 +163,7 @@ class TurnTrace implements AgentTrace {
     return (newest !== undefined ? this.tools.get(newest)?.context : undefined) ?? this.context;
   }
 
-  observe(event: StreamEventDraft): void {
+  observe(event: UnsequencedEvent): void {
     if (this.ended) return;
     if (event.type === 'metadata_update') {
       if (event.conversationId === MAIN_CONVERSATION) this.addMetadata(event.metadata);

@@ -3,8 +3,8 @@ import { WorkspaceError } from './errors.js';
 import type { ApprovalDecision, ApprovalRequest, ApprovalResolution, ApprovalSource, Approver } from './types.js';
 
 /**
- * The one place a workspace tool asks for permission (STYLE.md practice 22: tools ask through one
- * bus, not each on its own). A request is matched to its answer by `requestId` (practice 9):
+ * The one place a workspace tool asks for permission: tools ask through one
+ * bus, not each on its own. A request is matched to its answer by `requestId`:
  *
  * - `request` announces it (`requested` listeners: the server's `permission_requested`, the draft's
  *   "waiting for approval" block) and waits. An `approver` function given to the broker is asked at

@@ -101,7 +101,7 @@ export function workspaceTool<S extends z.ZodObject>(
 
 /**
  * A schema's JSON Schema, made once: toolsets are built per turn, and converting the seven schemas
- * each time cost ~0.4 ms a turn. Back ends only read it.
+ * each time would be paid on every turn. Back ends only read it.
  */
 const jsonSchemas = new WeakMap<z.ZodObject, Record<string, unknown>>();
 function jsonSchemaOf(schema: z.ZodObject): Record<string, unknown> {

@@ -1,5 +1,5 @@
 /**
- * The shared back-end conformance suite (STYLE.md practice 11). Every back end calls
+ * The shared back-end conformance suite. Every back end calls
  * `describeBackendConformance` with an initializer; the suite drives the back end through its
  * real client against a steerable fake (scripted model turns) and checks what every caller of
  * `AgentBackend` relies on. What a back end lacks is declared in `differences` with a reason, and
@@ -13,7 +13,7 @@ import {
   StreamEventSchema,
   type ConversationBlock,
   type StreamEvent,
-  type StreamEventDraft,
+  type UnsequencedEvent,
   type SystemBlock,
   type TurnMetadata,
 } from '../../src/conversation/index.js';
@@ -59,9 +59,9 @@ export interface ConformanceInitializer {
 /** Runs a turn to its end; also returns what the iteration threw, which the contract forbids. */
 export async function collect(
   turn: AgentTurn,
-  onEvent?: (event: StreamEventDraft) => void,
-): Promise<StreamEventDraft[]> {
-  const events: StreamEventDraft[] = [];
+  onEvent?: (event: UnsequencedEvent) => void,
+): Promise<UnsequencedEvent[]> {
+  const events: UnsequencedEvent[] = [];
   for await (const event of turn.events) {
     events.push(event);
     onEvent?.(event);
@@ -69,8 +69,8 @@ export async function collect(
   return events;
 }
 
-/** Stamps drafts as the session layer would, validates them against the wire schema, and reduces them. */
-export function reduce(events: StreamEventDraft[], sessionId = 'conformance') {
+/** Stamps unsequenced events as the session layer would, validates them against the wire schema, and reduces them. */
+export function reduce(events: UnsequencedEvent[], sessionId = 'conformance') {
   const stamped: StreamEvent[] = events.map((event, index) =>
     StreamEventSchema.parse({ ...event, sessionId, seq: index, at: event.at ?? 0 }),
   );
@@ -82,7 +82,7 @@ export function reduce(events: StreamEventDraft[], sessionId = 'conformance') {
  * updates address a started, unfinished block; every started block completes; the last event is
  * the one `metadata_update` with `turnComplete`.
  */
-export function checkEventStream(events: StreamEventDraft[]): void {
+export function checkEventStream(events: UnsequencedEvent[]): void {
   const started = new Map<string, ConversationBlock['type']>();
   const completed = new Set<string>();
   for (const [index, event] of events.entries()) {
@@ -122,23 +122,23 @@ export function checkEventStream(events: StreamEventDraft[]): void {
   reduce(events);
 }
 
-export function finalMetadata(events: StreamEventDraft[]): TurnMetadata {
+export function finalMetadata(events: UnsequencedEvent[]): TurnMetadata {
   const last = events.at(-1);
   if (last?.type !== 'metadata_update') throw new Error('the turn did not end with metadata_update');
   return last.metadata;
 }
 
-export function mainBlocks(events: StreamEventDraft[]): ConversationBlock[] {
+export function mainBlocks(events: UnsequencedEvent[]): ConversationBlock[] {
   return reduce(events).blocks;
 }
 
-export function systemBlocks(events: StreamEventDraft[], subtype: SystemBlock['subtype']): SystemBlock[] {
+export function systemBlocks(events: UnsequencedEvent[], subtype: SystemBlock['subtype']): SystemBlock[] {
   return mainBlocks(events).filter(
     (block): block is SystemBlock => block.type === 'system' && block.subtype === subtype,
   );
 }
 
-export function assistantText(events: StreamEventDraft[]): string {
+export function assistantText(events: UnsequencedEvent[]): string {
   return mainBlocks(events)
     .flatMap((block) => (block.type === 'assistant_text' ? [block.content] : []))
     .join('');

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createScriptedBackend, loadScriptFile, scriptedOptionsFromJson } from '../../src/backends/index.js';
-import type { StreamEventDraft } from '../../src/conversation/index.js';
+import type { UnsequencedEvent } from '../../src/conversation/index.js';
 
 const folders: string[] = [];
 afterEach(async () => {
@@ -14,14 +14,14 @@ async function play(
   backend: ReturnType<typeof createScriptedBackend>,
   prompt: string,
   signal?: AbortSignal,
-): Promise<StreamEventDraft[]> {
-  const events: StreamEventDraft[] = [];
+): Promise<UnsequencedEvent[]> {
+  const events: UnsequencedEvent[] = [];
   for await (const event of backend.execute({ sessionId: 's', prompt, ...(signal ? { signal } : {}) }).events)
     events.push(event);
   return events;
 }
 
-const texts = (events: StreamEventDraft[]) =>
+const texts = (events: UnsequencedEvent[]) =>
   events.flatMap((event) =>
     event.type === 'block_complete' && event.block.type === 'assistant_text' ? [event.block.content] : [],
   );
@@ -63,7 +63,7 @@ describe('scripted back-end script files', () => {
       }),
     );
     const controller = new AbortController();
-    const events: StreamEventDraft[] = [];
+    const events: UnsequencedEvent[] = [];
     for await (const event of backend.execute({ sessionId: 's', prompt: 'x', signal: controller.signal }).events) {
       events.push(event);
       if (event.type === 'block_complete' && event.block.type === 'assistant_text') controller.abort();

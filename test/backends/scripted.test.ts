@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createScriptedBackend, step, type ScriptedBackend, type ToolDefinition } from '../../src/backends/index.js';
 import * as testing from '../../src/backends/testing.js';
-import type { StreamEventDraft } from '../../src/conversation/index.js';
+import type { UnsequencedEvent } from '../../src/conversation/index.js';
 import {
   assistantText,
   checkEventStream,
@@ -238,7 +238,7 @@ describe('scripted back end', () => {
     const thread = state.subagents.find((entry) => subagent?.type === 'subagent' && entry.id === subagent.subagentId);
     expect(thread?.blocks.map((block) => block.type)).toEqual(['system', 'user_message', 'assistant_text', 'system']);
     const subagentEvents = events.filter(
-      (event: StreamEventDraft) => subagent?.type === 'subagent' && event.conversationId === subagent.subagentId,
+      (event: UnsequencedEvent) => subagent?.type === 'subagent' && event.conversationId === subagent.subagentId,
     );
     expect(subagentEvents.some((event) => event.type === 'text_delta')).toBe(true);
     expect(state.metrics.turns).toBe(1);

@@ -8,19 +8,19 @@ import {
   StreamEventSchema,
   type ConversationBlock,
   type StreamEvent,
-  type StreamEventDraft,
+  type UnsequencedEvent,
 } from '../../src/conversation/index.js';
 
 const SESSION = 's1';
 
-function numbered(drafts: StreamEventDraft[], start = 0): StreamEvent[] {
-  return drafts.map(
-    (draft, index) =>
-      ({ ...draft, sessionId: SESSION, seq: start + index, at: draft.at ?? 1000 + index }) as StreamEvent,
+function numbered(unsequenced: UnsequencedEvent[], start = 0): StreamEvent[] {
+  return unsequenced.map(
+    (event, index) =>
+      ({ ...event, sessionId: SESSION, seq: start + index, at: event.at ?? 1000 + index }) as StreamEvent,
   );
 }
 
-function textTurn(id: string, chunks: string[], conversationId = 'main'): StreamEventDraft[] {
+function textTurn(id: string, chunks: string[], conversationId = 'main'): UnsequencedEvent[] {
   return [
     { type: 'block_start', conversationId, block: { id, type: 'assistant_text', content: '', createdAt: 1 } },
     ...chunks.map((delta) => ({ type: 'text_delta' as const, conversationId, blockId: id, delta })),
@@ -63,7 +63,7 @@ describe('applyEvent', () => {
   });
 
   it('events for a subagent land in its thread, not in main', () => {
-    const drafts: StreamEventDraft[] = [
+    const unsequenced: UnsequencedEvent[] = [
       {
         type: 'block_start',
         conversationId: 'main',
@@ -80,7 +80,7 @@ describe('applyEvent', () => {
       ...textTurn('x1', ['looking'], 'agent-7'),
       { type: 'block_update', conversationId: 'main', blockId: 'sub', updates: { status: 'success', output: 'done' } },
     ];
-    const state = applyEvents(emptyConversation(SESSION), numbered(drafts));
+    const state = applyEvents(emptyConversation(SESSION), numbered(unsequenced));
     expect(state.blocks.map((block) => block.type)).toEqual(['subagent']);
     expect(state.blocks[0]).toMatchObject({ status: 'success', output: 'done' });
     expect(state.subagents).toHaveLength(1);
@@ -89,7 +89,7 @@ describe('applyEvent', () => {
   });
 
   it('refuses illegal status transitions (success never goes back to running)', () => {
-    const drafts: StreamEventDraft[] = [
+    const unsequenced: UnsequencedEvent[] = [
       {
         type: 'block_start',
         conversationId: 'main',
@@ -106,12 +106,12 @@ describe('applyEvent', () => {
       { type: 'block_update', conversationId: 'main', blockId: 'tool', updates: { status: 'success' } },
       { type: 'block_update', conversationId: 'main', blockId: 'tool', updates: { status: 'running', id: 'hijack' } },
     ];
-    const state = applyEvents(emptyConversation(SESSION), numbered(drafts));
+    const state = applyEvents(emptyConversation(SESSION), numbered(unsequenced));
     expect(state.blocks[0]).toMatchObject({ id: 'tool', status: 'success' });
   });
 
   it('folds per-turn metadata into totals; occupancy and turns come from main only', () => {
-    const drafts: StreamEventDraft[] = [
+    const unsequenced: UnsequencedEvent[] = [
       {
         type: 'metadata_update',
         conversationId: 'main',
@@ -132,7 +132,7 @@ describe('applyEvent', () => {
         },
       },
     ];
-    const state = applyEvents(emptyConversation(SESSION), numbered(drafts));
+    const state = applyEvents(emptyConversation(SESSION), numbered(unsequenced));
     expect(state.metrics).toMatchObject({
       turns: 1,
       inputTokens: 1000,
@@ -156,8 +156,8 @@ describe('applyEvent', () => {
         fc.array(chunks, { minLength: 1, maxLength: 6 }),
         fc.integer({ min: 1, max: 7 }),
         (turns, batchSize) => {
-          const drafts = turns.flatMap((turn, index) => textTurn(`b${index}`, turn));
-          const events = numbered(drafts);
+          const unsequenced = turns.flatMap((turn, index) => textTurn(`b${index}`, turn));
+          const events = numbered(unsequenced);
           for (const event of events) expect(StreamEventSchema.safeParse(event).success).toBe(true);
           let stepwise = emptyConversation(SESSION);
           for (const event of events) stepwise = applyEvent(stepwise, event);
@@ -180,16 +180,16 @@ describe('applyEvent', () => {
 describe('foldInParts', () => {
   /** Enough blocks that lookups go past the recent window to the id index, a worker thread among them, and metadata. */
   function longLog(turns: number): StreamEvent[] {
-    const drafts: StreamEventDraft[] = [];
+    const unsequenced: UnsequencedEvent[] = [];
     for (let turn = 0; turn < turns; turn += 1) {
-      drafts.push({
+      unsequenced.push({
         type: 'block_complete',
         conversationId: 'main',
         block: { id: `u${turn}`, type: 'user_message', content: `question ${turn}`, createdAt: 1 },
       });
-      drafts.push(...textTurn(`a${turn}`, ['an', 'swer']));
+      unsequenced.push(...textTurn(`a${turn}`, ['an', 'swer']));
       if (turn === 3) {
-        drafts.push({
+        unsequenced.push({
           type: 'block_start',
           conversationId: 'main',
           block: {
@@ -202,19 +202,23 @@ describe('foldInParts', () => {
             createdAt: 1,
           },
         });
-        drafts.push(...textTurn('wt', ['in ', 'thread'], 'worker'));
+        unsequenced.push(...textTurn('wt', ['in ', 'thread'], 'worker'));
       }
-      drafts.push({ type: 'metadata_update', conversationId: 'main', metadata: { costUsd: 0.5, turnComplete: true } });
+      unsequenced.push({
+        type: 'metadata_update',
+        conversationId: 'main',
+        metadata: { costUsd: 0.5, turnComplete: true },
+      });
     }
     // Late updates to early blocks: found through the index, not the recent window.
-    drafts.push({
+    unsequenced.push({
       type: 'block_update',
       conversationId: 'main',
       blockId: 'w',
       updates: { status: 'success', output: 'done' },
     });
-    drafts.push({ type: 'text_delta', conversationId: 'worker', blockId: 'wt', delta: ' (late)' });
-    return numbered(drafts);
+    unsequenced.push({ type: 'text_delta', conversationId: 'worker', blockId: 'wt', delta: ' (late)' });
+    return numbered(unsequenced);
   }
 
   it('folds a log added in parts (any cuts, parts that overlap) into what one applyEvents over all of it makes', () => {

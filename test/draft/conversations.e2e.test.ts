@@ -15,7 +15,7 @@ import { startFakeOpenAiServer, type FakeOpenAiServer, type FakeOpenAiTurn } fro
 import { connectToServer, startServeProcess, type ServeProcess } from '../server/serve-process.js';
 
 /**
- * Issue 19 end to end: conversations between agents in a real `parley serve` process whose agents
+ * End to end: conversations between agents in a real `parley serve` process whose agents
  * run on the fake model servers (not the scripted back end). The analyst's model is scripted turn by
  * turn on the fake OpenAI server; a turn that needs the conversation id reads it from the tool
  * result in the request, as a real model would.

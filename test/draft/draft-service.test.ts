@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createScriptedBackend, step } from '../../src/backends/index.js';
-import { isParleyError, type StreamEventDraft } from '../../src/conversation/index.js';
+import { isParleyError, type UnsequencedEvent } from '../../src/conversation/index.js';
 import { createDraftService, DraftSessionSchema, type DraftService } from '../../src/draft/index.js';
 import { createSessionManager } from '../../src/sessions/index.js';
 import { createMemoryStore } from '../../src/store/index.js';
@@ -545,7 +545,7 @@ function nativeCompaction(backend: ReturnType<typeof createScriptedBackend>): { 
   const execute = backend.execute.bind(backend);
   backend.execute = (request) => {
     const turn = execute(request);
-    async function* events(): AsyncGenerator<StreamEventDraft> {
+    async function* events(): AsyncGenerator<UnsequencedEvent> {
       state.played = true;
       yield {
         type: 'block_complete',

@@ -8,7 +8,7 @@ import {
   type ExecuteRequest,
   type ScriptedBackend,
 } from '../../src/backends/index.js';
-import type { StreamEventDraft } from '../../src/conversation/index.js';
+import type { UnsequencedEvent } from '../../src/conversation/index.js';
 import {
   createDraftService,
   type DraftService,
@@ -131,7 +131,7 @@ export function nativeScripted(
     execute(request: ExecuteRequest): AgentTurn {
       const turn = inner.execute(request);
       const nativeId = options.nativeId?.(request) ?? request.nativeSessionId ?? request.sessionId;
-      async function* events(): AsyncGenerator<StreamEventDraft> {
+      async function* events(): AsyncGenerator<UnsequencedEvent> {
         for await (const event of turn.events) {
           if (event.type === 'metadata_update' && event.metadata.turnComplete)
             yield { ...event, metadata: { ...event.metadata, nativeSessionId: nativeId } };

@@ -10,7 +10,7 @@ import type { RunRecord } from '../../src/store/index.js';
 import { startFakeOpenAiServer, type FakeOpenAiServer, type FakeOpenAiTurn } from '../fixtures/fake-openai-server.js';
 
 /**
- * Durable runs survive SIGKILL (issue 14): a process runs the review workflow through the run
+ * Durable runs survive SIGKILL: a process runs the review workflow through the run
  * service on a file data folder and is killed at a step; a fresh process resumes the run, which
  * ends as an uninterrupted run does. The fake OpenAI server counts each agent's answered calls: a
  * call the crash cut off never returned an answer and is made again, but no answered call is ever

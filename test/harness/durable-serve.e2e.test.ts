@@ -8,11 +8,11 @@ import { startFakeOpenAiServer, type FakeOpenAiServer } from '../fixtures/fake-o
 import { connectToServer, startServeProcess, type ServeProcess } from '../server/serve-process.js';
 
 /**
- * Issue 14's end-to-end case: seed 001's code review waits for a person's approval; `parley serve`
- * is SIGKILLed while it waits; after a restart a second client, on another channel, answers over
- * the protocol, and the run completes with the uninterrupted result. The fake model server counts
- * each agent's answered calls: exactly one each (the reviewer's first answer is a retry's failed
- * attempt, so it has two).
+ * Durable runs end to end: examples/code-review.ts's workflow waits for a person's approval;
+ * `parley serve` is SIGKILLed while it waits; after a restart a second client, on another channel,
+ * answers over the protocol, and the run completes with the uninterrupted result. The fake model
+ * server counts each agent's answered calls: exactly one each (the reviewer's first answer is a
+ * retry's failed attempt, so it has two).
  */
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, '..', '..');

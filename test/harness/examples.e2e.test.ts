@@ -8,7 +8,7 @@ import { nextEvent, openManager, outline, tempDir } from './helpers.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/code-review.v1.jsonl', import.meta.url));
 
-describe('examples/code-review.ts (seed 001: review, ask the user, fix)', () => {
+describe('examples/code-review.ts (review, ask the user, fix)', () => {
   it('fixes everything when the user answers Yes', async () => {
     const session = codeReview.create(undefined, { sessionManager: await openManager() }).startSession();
     const prompt = await nextEvent(session, 'user:prompt');
@@ -72,7 +72,7 @@ describe('examples/code-review.ts (seed 001: review, ask the user, fix)', () => 
   });
 });
 
-describe('examples/dev-loop.ts (seed 002: the Ralph loop)', { timeout: 90_000 }, () => {
+describe('examples/dev-loop.ts (the Ralph loop)', { timeout: 90_000 }, () => {
   it('iterates until build, lint and test pass, keeping the loop in the task session checkpoint and asking after 2 failures', async () => {
     const manager = await openManager();
     const session = devLoop.create({ askAfterFailures: 2 }, { sessionManager: manager }).startSession();

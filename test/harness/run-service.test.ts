@@ -20,7 +20,7 @@ import {
   type ManualClock,
 } from './run-service-helpers.js';
 
-/** The seed 001 code review, small: write, ask for approval, review. Counts each agent's calls. */
+/** examples/code-review.ts, small: write, ask for approval, review. Counts each agent's calls. */
 function codeReview(
   writer: ScriptedBackend,
   reviewer: ScriptedBackend,

@@ -1,4 +1,4 @@
-import type { StreamEventDraft } from '../../src/conversation/index.js';
+import type { UnsequencedEvent } from '../../src/conversation/index.js';
 import { createMemoryStore, type SessionStore } from '../../src/store/index.js';
 
 export interface HeldAppend {
@@ -21,8 +21,8 @@ export function heldStore(): { store: SessionStore; held: HeldAppend[]; hold(): 
       const value = Reflect.get(target, key) as unknown;
       if (key !== 'append')
         return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-      return (sessionId: string, drafts: readonly StreamEventDraft[]) => {
-        const written = target.append(sessionId, drafts);
+      return (sessionId: string, unsequenced: readonly UnsequencedEvent[]) => {
+        const written = target.append(sessionId, unsequenced);
         if (!holding) return written;
         return new Promise((resolve, reject) => {
           held.push({ release: () => resolve(written), fail: (error) => reject(error) });

@@ -13,7 +13,7 @@ export interface ParleyRun {
 }
 
 /**
- * Runs the `parley` CLI from source as a process (Node + tsx, ≈1 s), in `cwd`, with only the given
+ * Runs the `parley` CLI from source as a process (Node + tsx), in `cwd`, with only the given
  * environment beside PATH and HOME: no key of the developer's machine leaks into a test.
  */
 export function runParley(

@@ -10,7 +10,7 @@ import type {
 import type { RunPendingPrompt, RunRecord } from '../../src/store/index.js';
 
 /**
- * A STAND-IN for the durable-run core (issue 14's RunService, built on its own branch): a
+ * A STAND-IN for the durable-run core (the harness's RunService): a
  * handler-layer test double, in memory, for testing the faces over the interface (protocol, server,
  * CLI, TUI, web UI) without the core. It keeps the interface's promises that the faces rely on:
  * records cloned on every read, newest first, RUN_NOT_FOUND / UNKNOWN_PROMPT /
@@ -251,7 +251,7 @@ export class StandInRunService implements RunService {
   }
 }
 
-/** The seed 001 code-review example's shape: it waits for the user's approval. */
+/** The shape of examples/code-review.ts: it waits for the user's approval. */
 export const CODE_REVIEW: StandInWorkflow = {
   harness: 'code-review',
   phases: ['review', 'approval'],

@@ -42,9 +42,9 @@ describe('the method table', () => {
       'answer_permission',
       'get_permissions',
       'set_permission_mode',
-      // issue 16: moving a draft to another back end from any client
+      // moving a draft to another back end from any client
       'list_backends',
-      // issue 14: durable runs
+      // durable runs
       'list_runs',
       'get_run',
       'start_run',
@@ -60,7 +60,7 @@ describe('the method table', () => {
     for (const name of METHOD_NAMES) expect(name).toMatch(/^[a-z]+(_[a-z]+)*$/);
   });
 
-  it("has seed 000's notifications and seed 003's session events", () => {
+  it("has seed 000's notifications and the session events", () => {
     expect([...NOTIFICATION_NAMES].sort()).toEqual(
       [
         'channel_message',
@@ -105,7 +105,7 @@ describe('the method table', () => {
     ).toBe(true);
   });
 
-  it('maps the run errors (issue 14) as the other domain errors: not found, invalid state, unsupported', () => {
+  it('maps the run errors as the other domain errors: not found, invalid state, unsupported', () => {
     expect(rpcCodeForParleyCode('RUN_NOT_FOUND')).toBe(RpcErrorCode.NOT_FOUND);
     expect(rpcCodeForParleyCode('UNKNOWN_PROMPT')).toBe(RpcErrorCode.NOT_FOUND);
     expect(rpcCodeForParleyCode('PROMPT_ALREADY_ANSWERED')).toBe(RpcErrorCode.INVALID_STATE);

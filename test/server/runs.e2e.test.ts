@@ -10,7 +10,7 @@ import { CODE_REVIEW, RELEASE_NOTES, StandInRunService } from '../helpers/stand-
 import { startTestServer, type TestServer } from './helpers.js';
 
 /**
- * The run methods and notifications (issue 14) over real WebSocket connections, against a server
+ * The run methods and notifications over real WebSocket connections, against a server
  * whose RunService is the in-memory stand-in for the core (test/helpers/stand-in-run-service.ts):
  * what is tested here is the face (params, results, error codes, fan-out), not the core.
  */

@@ -490,7 +490,7 @@ describe('sessions over the wire', () => {
     ).toEqual([sessionId]);
   });
 
-  it("subscribe delivers seed 003's session events to subscribers only; unsubscribe stops them", async () => {
+  it('subscribe delivers the session events to subscribers only; unsubscribe stops them', async () => {
     const test = await setup();
     const drafter = await test.client();
     const watcher = await test.client();

@@ -10,7 +10,7 @@ import { useTestDatabase } from '../helpers/postgres-database.js';
 import { runParley } from '../helpers/run-parley.js';
 import { connectToServer, startServeProcess, type ServeProcess } from './serve-process.js';
 
-// Issue 13: two `parley serve` processes on one PostgreSQL database, a client on each. A draft run by
+// Two `parley serve` processes on one PostgreSQL database, a client on each. A draft run by
 // server A is watched live from server B; A is SIGKILLed mid-turn; the next prompt, sent to B on the
 // same channel, takes the draft over once A's lease has run out, and the turn goes on there.
 

@@ -57,7 +57,7 @@ describe('agent descriptions', () => {
     expect((error as Error).message).toMatch(/tools/);
   });
 
-  it("renders seed 002's # Your Role and ## Instructions, then the tools", () => {
+  it('renders the # Your Role and ## Instructions, then the tools', () => {
     const text = renderAgentDescription({
       role: 'You are QA.',
       instructions: ['Check everything.', 'Report precisely.'],

@@ -8,7 +8,7 @@ import {
   type ExecuteRequest,
   type ScriptedBackend,
 } from '../../src/backends/index.js';
-import type { StreamEvent, StreamEventDraft, SystemBlock } from '../../src/conversation/index.js';
+import type { StreamEvent, UnsequencedEvent, SystemBlock } from '../../src/conversation/index.js';
 import {
   BACKEND_MOVED,
   continueOnBackend,
@@ -60,7 +60,7 @@ function nativeBackend(scripted: ScriptedBackend, files = new Map<string, string
         }).execute(request);
       }
       const turn = scripted.execute(request);
-      async function* events(): AsyncGenerator<StreamEventDraft> {
+      async function* events(): AsyncGenerator<UnsequencedEvent> {
         for await (const event of turn.events) {
           yield event.type === 'metadata_update' && event.metadata.turnComplete
             ? { ...event, metadata: { ...event.metadata, nativeSessionId } }
@@ -108,7 +108,7 @@ describe('continueOnBackend', () => {
     expect(session.type).toBe('fake-native');
     expect(session.native).toMatchObject({ backend: 'fake-native', nativeSessionId: move.nativeSessionId });
     const written = target.files.get(move.nativeSessionId!)!;
-    // Kept with the session as its transcript (seed 004's saved data).
+    // Kept with the session as its transcript.
     expect(move.transcript).toBe(`native-fake-native-${move.nativeSessionId}`);
     expect(await store.readTranscript(sessionId, move.transcript!)).toBe(written);
     const parsed = parseClaudeCodeTranscript(written);

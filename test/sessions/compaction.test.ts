@@ -39,7 +39,7 @@ describe('parseCheckpointOutput', () => {
     });
   });
 
-  it("maps the list names models commonly use (seed 002's own among them) and drops empty items", () => {
+  it('maps the list names models commonly use (`completedItems` and `pendingItems` among them) and drops empty items', () => {
     const parsed = parseCheckpointOutput(
       JSON.stringify({
         completedItems: ['a', '  '],

@@ -108,7 +108,7 @@ const actual = (request: { systemPrompt: string; userPrompt: string }) =>
   estimateTokens(request.systemPrompt) + estimateTokens(request.userPrompt);
 
 describe('assembleRequest', () => {
-  it('lays the request out as seed 002 does: role and instructions, context, checkpoint, recent conversation; the new message is the user prompt', () => {
+  it('lays the request out as designed: role and instructions, context, checkpoint, recent conversation; the new message is the user prompt', () => {
     const request = assembleRequest(
       sources(
         blocksOf([

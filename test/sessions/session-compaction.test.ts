@@ -9,7 +9,7 @@ import {
   isParleyError,
   loadTokenizer,
   type ConversationBlock,
-  type StreamEventDraft,
+  type UnsequencedEvent,
 } from '../../src/conversation/index.js';
 import {
   INTERRUPTED_OUTPUT,
@@ -367,7 +367,7 @@ describe('compaction failures change nothing', () => {
   it('the structural builder keeps tool work, errors, pinned intent and live workers of a real history', async () => {
     const manager = await open({ tailTokens: 0 });
     const sessionId = await draftSession(manager);
-    const block = (value: ConversationBlock): StreamEventDraft => ({
+    const block = (value: ConversationBlock): UnsequencedEvent => ({
       type: 'block_complete',
       conversationId: MAIN_CONVERSATION,
       block: value,
@@ -377,9 +377,9 @@ describe('compaction failures change nothing', () => {
       content: 'Never touch the generated files under src/gen.',
       pinned: true,
     });
-    const drafts: StreamEventDraft[] = [];
+    const unsequenced: UnsequencedEvent[] = [];
     for (let index = 0; index < 8; index++) {
-      drafts.push(
+      unsequenced.push(
         block({
           id: `u${index}`,
           type: 'user_message',
@@ -387,7 +387,7 @@ describe('compaction failures change nothing', () => {
           createdAt: clock(),
         }),
       );
-      drafts.push(
+      unsequenced.push(
         block({
           id: `c${index}`,
           type: 'tool_use',
@@ -398,7 +398,7 @@ describe('compaction failures change nothing', () => {
           createdAt: clock(),
         }),
       );
-      drafts.push(
+      unsequenced.push(
         block({
           id: `r${index}`,
           type: 'tool_result',
@@ -408,7 +408,7 @@ describe('compaction failures change nothing', () => {
           createdAt: clock(),
         }),
       );
-      drafts.push(
+      unsequenced.push(
         block({
           id: `a${index}`,
           type: 'assistant_text',
@@ -417,7 +417,7 @@ describe('compaction failures change nothing', () => {
         }),
       );
     }
-    drafts.push(
+    unsequenced.push(
       block({
         id: 'err',
         type: 'system',
@@ -426,7 +426,7 @@ describe('compaction failures change nothing', () => {
         createdAt: clock(),
       }),
     );
-    await manager.appendEvents(sessionId, drafts);
+    await manager.appendEvents(sessionId, unsequenced);
     await manager.appendEvents(sessionId, [
       {
         type: 'block_start',
@@ -525,14 +525,14 @@ describe('what a compaction keeps', () => {
     const summarizer = foldingSummarizer();
     const manager = await open({ summarize: summarizer.summarize });
     const sessionId = await draftSession(manager);
-    const block = (value: ConversationBlock): StreamEventDraft => ({
+    const block = (value: ConversationBlock): UnsequencedEvent => ({
       type: 'block_complete',
       conversationId: MAIN_CONVERSATION,
       block: value,
     });
-    const drafts: StreamEventDraft[] = [];
+    const unsequenced: UnsequencedEvent[] = [];
     for (let index = 0; index < 12; index++) {
-      drafts.push(
+      unsequenced.push(
         block({
           id: `u${index}`,
           type: 'user_message',
@@ -541,7 +541,7 @@ describe('what a compaction keeps', () => {
         }),
       );
       // Two parallel calls whose results arrive in the opposite order.
-      drafts.push(
+      unsequenced.push(
         block({
           id: `ca${index}`,
           type: 'tool_use',
@@ -552,7 +552,7 @@ describe('what a compaction keeps', () => {
           createdAt: clock(),
         }),
       );
-      drafts.push(
+      unsequenced.push(
         block({
           id: `cb${index}`,
           type: 'tool_use',
@@ -563,7 +563,7 @@ describe('what a compaction keeps', () => {
           createdAt: clock(),
         }),
       );
-      drafts.push(
+      unsequenced.push(
         block({
           id: `rb${index}`,
           type: 'tool_result',
@@ -573,7 +573,7 @@ describe('what a compaction keeps', () => {
           createdAt: clock(),
         }),
       );
-      drafts.push(
+      unsequenced.push(
         block({
           id: `ra${index}`,
           type: 'tool_result',
@@ -583,11 +583,11 @@ describe('what a compaction keeps', () => {
           createdAt: clock(),
         }),
       );
-      drafts.push(
+      unsequenced.push(
         block({ id: `as${index}`, type: 'assistant_text', content: `Read both ${index}.`, createdAt: clock() }),
       );
     }
-    drafts.push(
+    unsequenced.push(
       block({
         id: 'crash',
         type: 'tool_use',
@@ -598,8 +598,8 @@ describe('what a compaction keeps', () => {
         createdAt: clock(),
       }),
     );
-    drafts.push(block({ id: 'after', type: 'user_message', content: 'Are you still there?', createdAt: clock() }));
-    await manager.appendEvents(sessionId, drafts);
+    unsequenced.push(block({ id: 'after', type: 'user_message', content: 'Are you still there?', createdAt: clock() }));
+    await manager.appendEvents(sessionId, unsequenced);
     await manager.updateSettings(sessionId, { tailTokens: 600 });
     await manager.forceCompact(sessionId);
     const request = await manager.buildRequest(sessionId, 'continue');
@@ -966,7 +966,7 @@ describe('requests', () => {
     expect(changed.totalTokens).toBeLessThanOrEqual(3_000);
   });
 
-  it("a dev-task session carries seed 002's Ralph Loop, updated through the manager as new checkpoint versions", async () => {
+  it('a dev-task session carries the Ralph Loop, updated through the manager as new checkpoint versions', async () => {
     const manager = await open({ summarize: foldingSummarizer().summarize });
     const { sessionId } = await manager.getOrCreateSession({
       type: 'task',
@@ -1102,7 +1102,7 @@ describe('requests', () => {
     }
   });
 
-  it('builds a request in the seed 002 layout with context from the project and the agent description', async () => {
+  it('builds a request with context from the project and the agent description', async () => {
     const manager = await open({ agentDescriptions: { dev: { extraInstructions: ['Use tabs.'] } } });
     const sessionId = await draftSession(manager);
     await manager.addMessage(sessionId, { role: 'user', content: 'Add a flag' });

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { applyEvents, emptyConversation, isParleyError, type StreamEventDraft } from '../../src/conversation/index.js';
+import { applyEvents, emptyConversation, isParleyError, type UnsequencedEvent } from '../../src/conversation/index.js';
 import { createSessionManager, type SessionManager, type SessionManagerEvents } from '../../src/sessions/index.js';
 import { createMemoryStore, type SessionStore } from '../../src/store/index.js';
 import { heldStore } from '../helpers/held-store.js';
@@ -25,7 +25,7 @@ afterEach(async () => {
 });
 
 describe('SessionManager', () => {
-  it('getOrCreateSession builds seed 003 ids and returns the same session twice', async () => {
+  it('getOrCreateSession builds the scoped ids and returns the same session twice', async () => {
     const manager = await open();
     managers.push(manager);
     const feature = await manager.getOrCreateSession({ type: 'feature', agentType: 'pm', featureId: 'my-feature' });
@@ -147,7 +147,7 @@ describe('SessionManager', () => {
     const store = createMemoryStore();
     const first = await open(store);
     const { sessionId } = await first.createSession({ scope: { kind: 'draft', role: 'dev' }, agentType: 'dev' });
-    const drafts: StreamEventDraft[] = [
+    const unsequenced: UnsequencedEvent[] = [
       {
         type: 'block_start',
         conversationId: 'main',
@@ -171,7 +171,7 @@ describe('SessionManager', () => {
       },
     ];
     await first.addMessage(sessionId, { role: 'user', content: 'hello' });
-    await first.appendEvents(sessionId, drafts);
+    await first.appendEvents(sessionId, unsequenced);
     const live = await first.loadConversation(sessionId);
     await first.close();
     const second = await open(store);
@@ -237,7 +237,7 @@ describe('SessionManager', () => {
   });
 
   describe('appends made while a write is being flushed', () => {
-    const text = (delta: string): StreamEventDraft => ({
+    const text = (delta: string): UnsequencedEvent => ({
       type: 'text_delta',
       conversationId: 'main',
       blockId: 'b',
@@ -282,7 +282,7 @@ describe('SessionManager', () => {
       hold();
       const announced: string[] = [];
       manager.on('session:event', ({ event }) => event.type === 'block_complete' && announced.push(event.block.id));
-      const message = (id: string): StreamEventDraft => ({
+      const message = (id: string): UnsequencedEvent => ({
         type: 'block_complete',
         conversationId: 'main',
         block: { type: 'assistant_text', id, content: id, createdAt: 1, completedAt: 1 },
@@ -377,7 +377,7 @@ describe('SessionManager', () => {
     const create = async () =>
       (await manager.createSession({ scope: { kind: 'draft', role: 'dev' }, agentType: 'dev' })).sessionId;
     const [idle, busy, other] = [await create(), await create(), await create()];
-    const message = (id: string): StreamEventDraft => ({
+    const message = (id: string): UnsequencedEvent => ({
       type: 'block_complete',
       conversationId: 'main',
       block: { type: 'assistant_text', id, content: id, createdAt: 1, completedAt: 1 },

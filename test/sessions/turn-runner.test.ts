@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createScriptedBackend, step, type AgentBackend } from '../../src/backends/index.js';
-import type { StreamEvent, StreamEventDraft } from '../../src/conversation/index.js';
+import type { StreamEvent, UnsequencedEvent } from '../../src/conversation/index.js';
 import { closeInterruptedTurn, createSessionManager, runTurn, type SessionManager } from '../../src/sessions/index.js';
 import { createMemoryStore } from '../../src/store/index.js';
 import { heldStore } from '../helpers/held-store.js';
@@ -191,17 +191,17 @@ describe('closeInterruptedTurn', () => {
 
   describe('events arriving while earlier ones are written', () => {
     /** A back end that streams whatever the test's generator yields. */
-    function streaming(events: () => AsyncGenerator<StreamEventDraft>): AgentBackend {
+    function streaming(events: () => AsyncGenerator<UnsequencedEvent>): AgentBackend {
       const scripted = createScriptedBackend({ turns: [] });
       return { describe: () => scripted.describe(), execute: () => ({ events: events() }) };
     }
-    const delta = (text: string): StreamEventDraft => ({
+    const delta = (text: string): UnsequencedEvent => ({
       type: 'text_delta',
       conversationId: 'main',
       blockId: 'reply',
       delta: text,
     });
-    const start: StreamEventDraft = {
+    const start: UnsequencedEvent = {
       type: 'block_start',
       conversationId: 'main',
       block: { type: 'assistant_text', id: 'reply', content: '', createdAt: 1 },

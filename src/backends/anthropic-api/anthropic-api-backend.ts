@@ -7,7 +7,7 @@ import type {
   RawMessageStreamEvent,
   ToolResultBlockParam,
 } from '@anthropic-ai/sdk/resources/messages/messages';
-import { MAIN_CONVERSATION, type StreamEventDraft, type ToolUseBlock, type Usage } from '../../conversation/index.js';
+import { MAIN_CONVERSATION, type UnsequencedEvent, type ToolUseBlock, type Usage } from '../../conversation/index.js';
 import { abortable } from '../abort.js';
 import { isInstance } from '../lazy-module.js';
 import { anthropicSdk } from './sdk.js';
@@ -124,7 +124,7 @@ export function createAnthropicApiBackend(options: AnthropicApiBackendOptions = 
         inbox,
         client: !options.client && !apiKey ? undefined : getClient,
       });
-      async function* events(): AsyncGenerator<StreamEventDraft> {
+      async function* events(): AsyncGenerator<UnsequencedEvent> {
         try {
           yield* run.play();
         } finally {
@@ -194,7 +194,7 @@ class ApiTurn {
     this.signal = context.request.signal;
   }
 
-  async *play(): AsyncGenerator<StreamEventDraft> {
+  async *play(): AsyncGenerator<UnsequencedEvent> {
     let outcome: Outcome = { kind: 'continue' };
     const maxTurns = this.context.request.maxTurns ?? this.context.options.maxTurns ?? DEFAULT_MAX_TURNS;
     const getClient = this.context.client;
@@ -332,7 +332,7 @@ class ApiTurn {
     };
   }
 
-  private async *stream(client: Anthropic, state: RequestState): AsyncGenerator<StreamEventDraft, Outcome> {
+  private async *stream(client: Anthropic, state: RequestState): AsyncGenerator<UnsequencedEvent, Outcome> {
     try {
       const stream = await client.messages.create(this.buildParams(), this.signal ? { signal: this.signal } : {});
       for await (const event of stream) yield* this.onStreamEvent(event, state);
@@ -363,7 +363,7 @@ class ApiTurn {
     }
   }
 
-  private *onStreamEvent(event: RawMessageStreamEvent, state: RequestState): Generator<StreamEventDraft> {
+  private *onStreamEvent(event: RawMessageStreamEvent, state: RequestState): Generator<UnsequencedEvent> {
     switch (event.type) {
       case 'message_start': {
         state.model = event.message.model;
@@ -463,14 +463,14 @@ class ApiTurn {
     toolUseId: string,
     name: string,
     input: unknown,
-  ): AsyncGenerator<StreamEventDraft, ToolResultBlockParam | 'aborted'> {
+  ): AsyncGenerator<UnsequencedEvent, ToolResultBlockParam | 'aborted'> {
     const block = this.unfinishedTools.get(toolUseId);
     const finish = function* (
       this: ApiTurn,
       content: string,
       isError: boolean,
       output?: unknown,
-    ): Generator<StreamEventDraft> {
+    ): Generator<UnsequencedEvent> {
       if (!block) return;
       this.unfinishedTools.delete(toolUseId);
       yield* this.events.finishToolUse(
@@ -514,7 +514,7 @@ class ApiTurn {
    * A request's usage and cost; on the final event also the turn's numbers. A turn that got no
    * answer at all reports no usage, so the session's context occupancy stays as it was.
    */
-  private requestMetadata(usage: Usage | undefined, final: boolean): StreamEventDraft {
+  private requestMetadata(usage: Usage | undefined, final: boolean): UnsequencedEvent {
     const model = this.context.model;
     const answered =
       usage !== undefined &&

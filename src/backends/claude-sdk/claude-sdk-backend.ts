@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { McpServerConfig as SdkMcpServerConfig, Options, SettingSource } from '@anthropic-ai/claude-agent-sdk';
-import type { StreamEventDraft } from '../../conversation/index.js';
+import type { UnsequencedEvent } from '../../conversation/index.js';
 import type {
   AgentBackend,
   AgentProfile,
@@ -132,7 +132,7 @@ export function createClaudeSdkBackend(options: ClaudeSdkBackendOptions = {}): A
       const input = new InputChannel();
       input.push(request.prompt);
       let ended = false;
-      const events = async function* (): AsyncGenerator<StreamEventDraft> {
+      const events = async function* (): AsyncGenerator<UnsequencedEvent> {
         try {
           yield* runTurn(request, input);
         } finally {
@@ -172,7 +172,7 @@ export function createClaudeSdkBackend(options: ClaudeSdkBackendOptions = {}): A
     writeSessionTranscripts: writeClaudeCodeTranscript,
   };
 
-  async function* runTurn(request: ExecuteRequest, input: InputChannel): AsyncGenerator<StreamEventDraft> {
+  async function* runTurn(request: ExecuteRequest, input: InputChannel): AsyncGenerator<UnsequencedEvent> {
     const nativeSessionId = request.nativeSessionId ?? nativeIdFor(request.sessionId);
     const model = request.model ?? request.profile?.model ?? options.defaultModel;
     const mapper = new ClaudeTurnMapper({

@@ -2,7 +2,7 @@ import type * as ClaudeAgentSdkModule from '@anthropic-ai/claude-agent-sdk';
 import { ParleyError } from '../../conversation/index.js';
 
 /**
- * The Claude Agent SDK is an optional dependency (it ships a ~360 MB native CLI). Parley loads it
+ * The Claude Agent SDK is an optional dependency (it ships a native CLI of its own). Parley loads it
  * with a dynamic import on the first turn, so Parley starts, and every other back end works,
  * without it. Only types are imported statically, and they are erased at build time.
  */

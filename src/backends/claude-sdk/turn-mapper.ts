@@ -1,7 +1,7 @@
 import type { ModelUsage, SDKMessage, SDKResultMessage } from '@anthropic-ai/claude-agent-sdk';
 import {
   MAIN_CONVERSATION,
-  type StreamEventDraft,
+  type UnsequencedEvent,
   type SubagentBlock,
   type ToolUseBlock,
   type TurnMetadata,
@@ -89,7 +89,7 @@ export class ClaudeTurnMapper {
     this.baseline = baseline;
   }
 
-  map(message: SDKMessage): StreamEventDraft[] {
+  map(message: SDKMessage): UnsequencedEvent[] {
     switch (message.type) {
       case 'stream_event':
         return this.onStreamEvent(message.event as StreamEvent, message.parent_tool_use_id);
@@ -114,8 +114,8 @@ export class ClaudeTurnMapper {
    * Closes the turn: open blocks keep their partial content, unfinished tools and subagents end as
    * errors, an abort or a failure gets its system block, and the final metadata comes last.
    */
-  finish(outcome: { aborted: boolean; failure?: BackendFailure | undefined }): StreamEventDraft[] {
-    const events: StreamEventDraft[] = [...this.events.closeAll()];
+  finish(outcome: { aborted: boolean; failure?: BackendFailure | undefined }): UnsequencedEvent[] {
+    const events: UnsequencedEvent[] = [...this.events.closeAll()];
     this.open.clear();
     const why = outcome.aborted ? 'The turn was aborted before this finished.' : 'The turn ended before this finished.';
     for (const [toolUseId, { block, conversationId }] of this.tools) {
@@ -152,11 +152,11 @@ export class ClaudeTurnMapper {
     return events;
   }
 
-  private onStreamEvent(event: StreamEvent, parent: string | null): StreamEventDraft[] {
+  private onStreamEvent(event: StreamEvent, parent: string | null): UnsequencedEvent[] {
     const conversationId = parent ?? MAIN_CONVERSATION;
     switch (event.type) {
       case 'message_start': {
-        const events: StreamEventDraft[] = [];
+        const events: UnsequencedEvent[] = [];
         if (parent === null) {
           if (this.currentCall) events.push(...this.reportCall(this.currentCall));
           this.currentCall = zeroUsage();
@@ -253,11 +253,11 @@ export class ClaudeTurnMapper {
     return open;
   }
 
-  private onAssistant(message: AssistantMessage, parent: string | null, isApiError: boolean): StreamEventDraft[] {
+  private onAssistant(message: AssistantMessage, parent: string | null, isApiError: boolean): UnsequencedEvent[] {
     // Streamed messages are already shown; a synthetic API-error message is reported by the result.
     if (this.streamedMessageIds.has(message.id) || isApiError || message.model === '<synthetic>') return [];
     const conversationId = parent ?? MAIN_CONVERSATION;
-    const events: StreamEventDraft[] = [];
+    const events: UnsequencedEvent[] = [];
     for (const block of message.content ?? []) {
       if (block.type === 'text' && typeof block.text === 'string') {
         const at = this.events.now();
@@ -321,13 +321,13 @@ export class ClaudeTurnMapper {
     return events;
   }
 
-  private onUser(content: UserContent, parent: string | null, structured: unknown): StreamEventDraft[] {
+  private onUser(content: UserContent, parent: string | null, structured: unknown): UnsequencedEvent[] {
     // The user's own text (prompts, "[Request interrupted by user]", compaction summaries) is not
     // new output: Parley already holds the prompt, and aborts and compactions get their own blocks.
     if (typeof content === 'string') return [];
     const conversationId = parent ?? MAIN_CONVERSATION;
     const results = content.filter((block) => block.type === 'tool_result');
-    const events: StreamEventDraft[] = [];
+    const events: UnsequencedEvent[] = [];
     for (const result of results) {
       const toolUseId = String(result.tool_use_id ?? '');
       const text = contentText(result.content);
@@ -365,7 +365,7 @@ export class ClaudeTurnMapper {
     return events;
   }
 
-  private onSystem(message: SystemMessage): StreamEventDraft[] {
+  private onSystem(message: SystemMessage): UnsequencedEvent[] {
     switch (message.subtype) {
       case 'init':
         if (typeof message.model === 'string') this.model = message.model;
@@ -441,9 +441,9 @@ export class ClaudeTurnMapper {
     }
   }
 
-  private onResult(result: SDKResultMessage): StreamEventDraft[] {
+  private onResult(result: SDKResultMessage): UnsequencedEvent[] {
     this.sawResult = true;
-    const events: StreamEventDraft[] = [];
+    const events: UnsequencedEvent[] = [];
     if (this.held) events.push(this.events.metadata(this.held));
 
     const totalCost = result.total_cost_usd;
@@ -544,11 +544,11 @@ export class ClaudeTurnMapper {
     };
   }
 
-  private errorBlock(failure: BackendFailure): StreamEventDraft[] {
+  private errorBlock(failure: BackendFailure): UnsequencedEvent[] {
     return this.events.system('error', describeFailure(failure), { data: { ...failure } });
   }
 
-  private reportCall(call: Usage): StreamEventDraft[] {
+  private reportCall(call: Usage): UnsequencedEvent[] {
     this.reported = addUsage(this.reported, call);
     return [this.events.metadata({ usage: call, ...(this.model ? { model: this.model } : {}) })];
   }
@@ -577,7 +577,7 @@ export class ClaudeTurnMapper {
     toolName: string,
     input: unknown,
     conversationId: string,
-  ): StreamEventDraft[] {
+  ): UnsequencedEvent[] {
     if (this.subagents.has(toolUseId)) return [];
     const fields = (typeof input === 'object' && input !== null ? input : {}) as Record<string, unknown>;
     const name = stringField(fields['subagent_type']) ?? stringField(fields['description']) ?? toolName;
@@ -603,7 +603,7 @@ export class ClaudeTurnMapper {
     ];
   }
 
-  private endSubagent(toolUseId: string, status: 'success' | 'error', output: string): StreamEventDraft[] {
+  private endSubagent(toolUseId: string, status: 'success' | 'error', output: string): UnsequencedEvent[] {
     const subagent = this.subagents.get(toolUseId);
     if (!subagent) return [];
     this.subagents.delete(toolUseId);

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve, sep } from 'node:path';
-import type { StreamEventDraft, TurnMetadata } from '../../conversation/index.js';
+import type { UnsequencedEvent, TurnMetadata } from '../../conversation/index.js';
 import type {
   AgentBackend,
   AgentProfile,
@@ -219,13 +219,13 @@ export function createGeminiCliBackend(options: GeminiCliOptions = {}): AgentBac
   };
   return backend;
 
-  async function* runTurn(request: ExecuteRequest): AsyncGenerator<StreamEventDraft> {
+  async function* runTurn(request: ExecuteRequest): AsyncGenerator<UnsequencedEvent> {
     const events = new TurnEvents({ clock, newId });
     const started = clock();
     const model = request.model ?? request.profile?.model ?? defaultModel;
     const cwd = resolve(request.cwd ?? process.cwd());
     const failureContext = { backend: name, model, endpoint };
-    const finalMetadata = (metadata: TurnMetadata): StreamEventDraft =>
+    const finalMetadata = (metadata: TurnMetadata): UnsequencedEvent =>
       events.metadata({
         model,
         ...windowOf(model),
@@ -375,7 +375,7 @@ export function createGeminiCliBackend(options: GeminiCliOptions = {}): AgentBac
     context: string | undefined;
     events: TurnEvents;
     failureContext: { backend: string; model: string; endpoint: string };
-  }): AsyncGenerator<StreamEventDraft, Attempt> {
+  }): AsyncGenerator<UnsequencedEvent, Attempt> {
     const { request } = run;
     const mapper = new GeminiStreamMapper(run.events);
     if (request.signal?.aborted) return { kind: 'aborted', mapper };
@@ -436,7 +436,7 @@ export function parseGeminiTranscripts(transcripts: RawTranscripts): ParsedTrans
   return { ...main, subagents, warnings };
 }
 
-function* fallbackNotice(events: TurnEvents, nativeSessionId: string): Generator<StreamEventDraft> {
+function* fallbackNotice(events: TurnEvents, nativeSessionId: string): Generator<UnsequencedEvent> {
   yield* events.system(
     'info',
     `The Gemini CLI has no session ${nativeSessionId} for this folder, so Parley continued in a new Gemini session with the conversation so far as context.`,

@@ -4,7 +4,7 @@ import { basename, join, resolve } from 'node:path';
 
 /**
  * The Gemini CLI's own storage under `<GEMINI_CLI_HOME>/.gemini` (layout of @google/gemini-cli
- * 0.61.0, reference/gemini-openai-acp.md section A):
+ * 0.61.0):
  * - `projects.json`: `{ projects: { <absolute cwd>: <slug> } }`, with ownership markers
  *   `tmp/<slug>/.project_root` and `history/<slug>/.project_root` holding the absolute path;
  * - `tmp/<slug>/chats/session-<YYYY-MM-DDTHH-MM>-<first 8 of id>.jsonl`: one session, JSONL,

@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import type { StreamEventDraft, ToolUseBlock, Usage } from '../../conversation/index.js';
+import type { UnsequencedEvent, ToolUseBlock, Usage } from '../../conversation/index.js';
 import type { TurnEvents } from '../turn-events.js';
 
 /**
  * The Gemini CLI's `--output-format stream-json` events (0.61.0: `init`, `message`, `tool_use`,
- * `tool_result`, `error`, `result`; reference/gemini-openai-acp.md section A). One JSON object
+ * `tool_result`, `error`, `result`). One JSON object
  * per stdout line. Validated here, at the trust boundary; unknown types and fields are tolerated
  * because the format moves between releases.
  */
@@ -92,7 +92,7 @@ export class GeminiStreamMapper {
 
   constructor(private readonly events: TurnEvents) {}
 
-  map(event: GeminiStreamEvent): StreamEventDraft[] {
+  map(event: GeminiStreamEvent): UnsequencedEvent[] {
     switch (event.type) {
       case 'init':
         this.sessionId = event.session_id;
@@ -102,7 +102,7 @@ export class GeminiStreamMapper {
         // The user's prompt is echoed first; the session layer has already stored it.
         if (event.role !== 'assistant' || event.content === '') return [];
         this.produced = true;
-        const out: StreamEventDraft[] = [];
+        const out: UnsequencedEvent[] = [];
         if (!this.textId || !this.events.isOpen(this.textId)) {
           const started = this.events.startText('assistant_text', this.model ? { model: this.model } : {});
           this.textId = started.blockId;
@@ -151,7 +151,7 @@ export class GeminiStreamMapper {
   }
 
   /** Closes the open text and any tool call left without a result (abort, crash). */
-  finish(reason: string): StreamEventDraft[] {
+  finish(reason: string): UnsequencedEvent[] {
     const out = this.closeText();
     for (const block of this.tools.values())
       out.push(...this.events.finishToolUse(block, { content: reason, isError: true }));
@@ -171,7 +171,7 @@ export class GeminiStreamMapper {
     };
   }
 
-  private closeText(): StreamEventDraft[] {
+  private closeText(): UnsequencedEvent[] {
     if (!this.textId) return [];
     const out = this.events.completeText(this.textId);
     this.textId = undefined;

@@ -6,7 +6,7 @@ import type {
   ChatCompletionMessageToolCall,
   ChatCompletionTool,
 } from 'openai/resources/chat/completions';
-import type { StreamEventDraft, TurnMetadata, Usage } from '../../conversation/index.js';
+import type { UnsequencedEvent, TurnMetadata, Usage } from '../../conversation/index.js';
 import type {
   AgentBackend,
   AgentTurn,
@@ -224,7 +224,7 @@ class OpenAiTurn {
     this.started = context.clock();
   }
 
-  async *run(): AsyncGenerator<StreamEventDraft> {
+  async *run(): AsyncGenerator<UnsequencedEvent> {
     try {
       const { request } = this.context;
       const client = await this.context.client();
@@ -332,7 +332,7 @@ class OpenAiTurn {
   private async *runTool(
     call: ChatCompletionMessageToolCall,
     tools: ToolDefinition[],
-  ): AsyncGenerator<StreamEventDraft, string> {
+  ): AsyncGenerator<UnsequencedEvent, string> {
     if (call.type !== 'function') return 'Only function tools are supported.';
     let input: unknown;
     let parseError: string | undefined;
@@ -467,10 +467,10 @@ class StepRequest {
     };
   }
 
-  handle(chunk: ChatCompletionChunk): StreamEventDraft[] {
+  handle(chunk: ChatCompletionChunk): UnsequencedEvent[] {
     this.lastActivity = performance.now();
     const result = this.result;
-    const out: StreamEventDraft[] = [];
+    const out: UnsequencedEvent[] = [];
     if (chunk.model) result.responseModel = chunk.model;
     if (chunk.usage) {
       result.usage = toUsage(chunk.usage);

@@ -1,5 +1,5 @@
 import type * as OpenAiModule from 'openai';
 import { lazyModule } from '../lazy-module.js';
 
-/** The `openai` package (≈80 ms to import), loaded by the first request. */
+/** The `openai` package, loaded by the first request (see lazy-module.ts). */
 export const openAiSdk = lazyModule<typeof OpenAiModule>(() => import('openai'));

@@ -1,4 +1,4 @@
-import { MAIN_CONVERSATION, type StreamEventDraft, type Usage } from '../../conversation/index.js';
+import { MAIN_CONVERSATION, type UnsequencedEvent, type Usage } from '../../conversation/index.js';
 import { abortable } from '../abort.js';
 import type {
   AgentBackend,
@@ -48,7 +48,7 @@ export interface ScriptedBackend extends AgentBackend {
   execute(request: ExecuteRequest): AgentTurn & { inject(message: string): Promise<void> };
 }
 
-/** The offline default and the fake every test uses (STYLE.md practice 18). */
+/** The offline default and the fake every test uses. */
 export function createScriptedBackend(options: ScriptedBackendOptions = {}): ScriptedBackend {
   const name = options.name ?? SCRIPTED_BACKEND_NAME;
   const model = options.model ?? SCRIPTED_MODEL;
@@ -84,7 +84,7 @@ export function createScriptedBackend(options: ScriptedBackendOptions = {}): Scr
       const inbox = new Inbox();
       let ended = false;
       const player = new TurnPlayer({ name, model, clock, newId, call, inbox, signal, traceContext });
-      async function* events(): AsyncGenerator<StreamEventDraft> {
+      async function* events(): AsyncGenerator<UnsequencedEvent> {
         try {
           yield* player.play(turn);
         } finally {
@@ -209,7 +209,7 @@ class TurnPlayer {
     this.started = context.clock();
   }
 
-  async *play(turn: ScriptedTurn): AsyncGenerator<StreamEventDraft> {
+  async *play(turn: ScriptedTurn): AsyncGenerator<UnsequencedEvent> {
     let outcome: Outcome = 'continue';
     try {
       const steps = typeof turn === 'function' ? await turn(this.context.call) : turn;
@@ -242,7 +242,7 @@ class TurnPlayer {
     yield this.finalMetadata();
   }
 
-  private async *playSteps(steps: ScriptStep[], conversationId: string): AsyncGenerator<StreamEventDraft, Outcome> {
+  private async *playSteps(steps: ScriptStep[], conversationId: string): AsyncGenerator<UnsequencedEvent, Outcome> {
     for (const item of steps) {
       if (this.context.signal?.aborted) return 'aborted';
       const outcome = yield* this.playStep(item, conversationId);
@@ -251,7 +251,7 @@ class TurnPlayer {
     return this.context.signal?.aborted ? 'aborted' : 'continue';
   }
 
-  private async *playStep(item: ScriptStep, conversationId: string): AsyncGenerator<StreamEventDraft, Outcome> {
+  private async *playStep(item: ScriptStep, conversationId: string): AsyncGenerator<UnsequencedEvent, Outcome> {
     switch (item.type) {
       case 'text':
         return yield* this.text(item.text, item.chunks, conversationId);
@@ -308,7 +308,7 @@ class TurnPlayer {
     text: string,
     chunks: string[] | undefined,
     conversationId: string,
-  ): AsyncGenerator<StreamEventDraft, Outcome> {
+  ): AsyncGenerator<UnsequencedEvent, Outcome> {
     const { blockId, events } = this.events.startText('assistant_text', {
       conversationId,
       model: this.context.model.id,
@@ -318,7 +318,7 @@ class TurnPlayer {
   }
 
   /** Streams chunks into an open block; an abort between chunks keeps what was streamed. */
-  private async *stream(blockId: string, chunks: string[]): AsyncGenerator<StreamEventDraft, Outcome> {
+  private async *stream(blockId: string, chunks: string[]): AsyncGenerator<UnsequencedEvent, Outcome> {
     for (const chunk of chunks) {
       if (this.context.signal?.aborted) return 'aborted';
       this.outputTokens += countScriptedTokens(chunk);
@@ -331,7 +331,7 @@ class TurnPlayer {
   private async *tool(
     item: Extract<ScriptStep, { type: 'tool' }>,
     conversationId: string,
-  ): AsyncGenerator<StreamEventDraft, Outcome> {
+  ): AsyncGenerator<UnsequencedEvent, Outcome> {
     this.toolCalls += 1;
     const { block, events } = this.events.startToolUse({
       name: item.name,
@@ -390,7 +390,7 @@ class TurnPlayer {
   private async *subagent(
     item: Extract<ScriptStep, { type: 'subagent' }>,
     conversationId: string,
-  ): AsyncGenerator<StreamEventDraft, Outcome> {
+  ): AsyncGenerator<UnsequencedEvent, Outcome> {
     const subagentId = this.context.newId('subagent');
     const at = this.context.clock();
     const block = {
@@ -442,7 +442,7 @@ class TurnPlayer {
     failure: BackendFailure,
     code?: string,
     conversationId: string = MAIN_CONVERSATION,
-  ): Generator<StreamEventDraft> {
+  ): Generator<UnsequencedEvent> {
     this.stopReason = 'error';
     yield* this.events.system('error', describeFailure(failure), {
       conversationId,
@@ -450,7 +450,7 @@ class TurnPlayer {
     });
   }
 
-  private finalMetadata(): StreamEventDraft {
+  private finalMetadata(): UnsequencedEvent {
     const call = this.context.call;
     const estimatedInput =
       countScriptedTokens(call.systemPrompt) +

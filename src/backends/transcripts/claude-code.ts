@@ -1,4 +1,4 @@
-import { MAIN_CONVERSATION, type StreamEventDraft } from '../../conversation/index.js';
+import { MAIN_CONVERSATION, type UnsequencedEvent } from '../../conversation/index.js';
 import { isBlank, isObject, numberOf, objectOf, parseJson, stringOf, timeOf, type JsonObject } from './json.js';
 import type { TranscriptInput } from './lines.js';
 import {
@@ -31,8 +31,7 @@ import { UsageLedger } from './claude-code/usage-ledger.js';
 import { mapUserContent } from './claude-code/user-content.js';
 
 /**
- * Claude Code's session JSONL (`~/.claude/projects/<encoded-cwd>/<sessionId>.jsonl`, schema in
- * reference/anchors-clis.md §3.1) → Parley blocks.
+ * Claude Code's session JSONL (`~/.claude/projects/<encoded-cwd>/<sessionId>.jsonl`) → Parley blocks.
  *
  * - One record per content block; assistant records of one API message share `message.id`, and
  *   their usage (repeated on each) is counted once per `message.id:requestId`.
@@ -291,7 +290,7 @@ export class ClaudeCodeParser implements TranscriptParser {
    * A human prompt starts a new turn, so the one before it has ended even if its last assistant
    * record carries no `stop_reason` (interrupted, or written by a CLI version that leaves it null).
    */
-  private endOpenTurn(thread: Thread, at: number): StreamEventDraft | undefined {
+  private endOpenTurn(thread: Thread, at: number): UnsequencedEvent | undefined {
     if (!thread.turnOpen) return undefined;
     thread.turnOpen = false;
     if (thread.conversationId !== MAIN_CONVERSATION) return undefined;
@@ -311,7 +310,7 @@ export class ClaudeCodeParser implements TranscriptParser {
     if (compaction !== undefined && conversationId === MAIN_CONVERSATION) {
       this.info.compactions.push({ at, messagesBefore: this.info.messageCount, ...compaction });
     }
-    const events: StreamEventDraft[] = [];
+    const events: UnsequencedEvent[] = [];
     if (block !== undefined) {
       assignIds([block], uuid, lineNumber);
       events.push(blockEvent(conversationId, block));
@@ -417,7 +416,7 @@ export class ClaudeCodeParser implements TranscriptParser {
     this.addNode(thread, undefined, [blockEvent(thread.conversationId, block), ...branch.metadata], 0);
   }
 
-  private addNode(thread: Thread, uuid: string | undefined, events: StreamEventDraft[], bytes: number): RecordNode {
+  private addNode(thread: Thread, uuid: string | undefined, events: UnsequencedEvent[], bytes: number): RecordNode {
     // Counted as they are added: a rewind takes back what it abandons.
     if (thread.conversationId === this.main.conversationId) {
       for (const event of events) {
@@ -439,7 +438,7 @@ export class ClaudeCodeParser implements TranscriptParser {
     if (metadata === undefined) return;
     if (group.model !== undefined && thread.conversationId === this.main.conversationId) this.info.model = group.model;
     if (Object.keys(metadata).length === 0) return;
-    const event: StreamEventDraft = {
+    const event: UnsequencedEvent = {
       type: 'metadata_update',
       conversationId: thread.conversationId,
       at: group.at,

@@ -2,7 +2,7 @@ import {
   MAIN_CONVERSATION,
   type BlockStatus,
   type ConversationBlock,
-  type StreamEventDraft,
+  type UnsequencedEvent,
   type SystemBlock,
   type SystemBlockSubtype,
   type ToolResultBlock,
@@ -25,8 +25,7 @@ import {
 } from './types.js';
 
 /**
- * Gemini CLI session files (`~/.gemini/tmp/<project>/chats/`, schema in reference/anchors-clis.md
- * §3.2) → Parley blocks. Three shapes are read:
+ * Gemini CLI session files (`~/.gemini/tmp/<project>/chats/`) → Parley blocks. Three shapes are read:
  *
  * - the JSONL event log (since 2026-04): `{"$rewindTo"}`, a message upsert `{"id", …}` (last write
  *   wins, position of the first), `{"$set"}` (a `messages` array replaces the whole list) and the

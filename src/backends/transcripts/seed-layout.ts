@@ -3,7 +3,7 @@ import {
   MAIN_CONVERSATION,
   describeIssues,
   type ConversationBlock,
-  type StreamEventDraft,
+  type UnsequencedEvent,
   type TurnMetadata,
 } from '../../conversation/index.js';
 import { parseJson, timeOf } from './json.js';
@@ -248,9 +248,9 @@ export function parseSeedLayout(files: SeedLayoutFiles): ParsedSeedLayout {
 
   const info = emptyInfo();
   info.nativeSessionId = sessionFile?.id ?? (Array.isArray(chat) ? undefined : chat?.sessionId) ?? files.sessionId;
-  const events: StreamEventDraft[] = [];
+  const events: UnsequencedEvent[] = [];
   const collector = new BlockCollector();
-  const emit = (event: StreamEventDraft): void => {
+  const emit = (event: UnsequencedEvent): void => {
     events.push(event);
     collector.add(event);
   };

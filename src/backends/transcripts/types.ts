@@ -1,4 +1,4 @@
-import type { ConversationBlock, StreamEventDraft, TurnMetadata } from '../../conversation/index.js';
+import type { ConversationBlock, UnsequencedEvent, TurnMetadata } from '../../conversation/index.js';
 import { MAIN_CONVERSATION } from '../../conversation/index.js';
 import type { ParsedTranscripts, ParseWarning } from '../agent-backend.js';
 import { timeOf } from './json.js';
@@ -34,7 +34,7 @@ export function transcriptWarning(
 }
 
 /** Receives the parser's events in log order: `block_complete` for each block, `metadata_update` for usage. */
-export type EventSink = (event: StreamEventDraft) => void;
+export type EventSink = (event: UnsequencedEvent) => void;
 
 /** A native compaction seen in the transcript, newest last. */
 export interface NativeCompaction {
@@ -112,7 +112,7 @@ export interface TranscriptUsage {
 export interface ParsedNativeTranscript extends ParsedTranscripts {
   warnings: TranscriptWarning[];
   /** The events in log order: what an import appends. */
-  events: StreamEventDraft[];
+  events: UnsequencedEvent[];
   /** Per-message usage, in order. */
   usage: TranscriptUsage[];
   info: TranscriptInfo;
@@ -134,7 +134,7 @@ export class BlockCollector {
   private readonly indexes = new Map<string, Map<string, number>>();
   readonly usage: TranscriptUsage[] = [];
 
-  add(event: StreamEventDraft): void {
+  add(event: UnsequencedEvent): void {
     if (event.type === 'metadata_update') {
       this.usage.push({ conversationId: event.conversationId, metadata: event.metadata });
       return;
@@ -189,7 +189,7 @@ export function parseCollected(
   makeParser: (emit: EventSink) => TranscriptParser,
 ): ParsedNativeTranscript {
   const collector = new BlockCollector();
-  const events: StreamEventDraft[] = [];
+  const events: UnsequencedEvent[] = [];
   const parser = makeParser((event) => {
     events.push(event);
     collector.add(event);

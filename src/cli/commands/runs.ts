@@ -15,7 +15,7 @@ import { connectToProjectServer, workflowReference } from '../project-server.js'
 import { resolveDataDir } from '../options.js';
 
 /**
- * `parley runs` and `parley answer`, and `parley run --detach`'s start: durable runs (issue 14) on the
+ * `parley runs` and `parley answer`, and `parley run --detach`'s start: durable runs on the
  * project's running server, found as the TUI finds it (server.json in the data folder). They only
  * speak the protocol; the server's RunService does the work.
  */

@@ -57,7 +57,7 @@ export function register(program: Command): void {
     .command('show')
     .description("Print one session's blocks and subagent threads")
     .argument('<sessionId>', 'the session id (see `parley sessions`)')
-    .option('--json', 'print the session data as JSON (seed 004 RuntimeSessionData)')
+    .option('--json', 'print the session data as JSON (RuntimeSessionData)')
     .action(async (sessionId: string, options: { json?: boolean }, command: Command) => {
       const store = await openChosenStore(command);
       const manager = await createSessionManager(storeOption(command, store));

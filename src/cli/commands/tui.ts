@@ -136,9 +136,10 @@ export async function openTui(command: Command, options: TuiOptions = {}, splash
 }
 
 /**
- * Paints the first frame at once, in plain ANSI, while Ink and React load (≈0.4 s of module
- * loading on a busy machine): the title bar as it stands before connecting. One short line, so its
- * height is known whatever the terminal's width; Ink's first frame replaces it.
+ * Paints the first frame at once, in plain ANSI, while Ink and React load (most of the gap between
+ * the first paint and Ink's first frame in bench/tui.bench.ts): the title bar as it stands before
+ * connecting. One short line, so its height is known whatever the terminal's width; Ink's first
+ * frame replaces it.
  */
 interface Target {
   wsUrl: string;

@@ -8,7 +8,7 @@ import { IMPORT_FORMAT, writeManifest, type ImportManifest } from './manifest.js
 import { fingerprintFile, streamChunks, streamFile } from './read-file.js';
 
 /**
- * The fast import of a Claude Code transcript (issue 16): the native file is copied verbatim into
+ * The fast import of a Claude Code transcript: the native file is copied verbatim into
  * the session (by the kernel, while this process reads it once) and scanned for what the listing
  * shows — title, message and turn counts, usage, cost — without building a block. The session's
  * events are built from the copy on its first read (`materialize.ts`), so the import neither
@@ -68,7 +68,8 @@ export async function importDeferred(input: DeferredImportInput): Promise<Deferr
   };
   const name = fingerprint.size <= input.rawTranscriptMaxBytes ? RAW_TRANSCRIPT : NATIVE_COPY;
   // The session's folder (its fsyncs), then the copy (and its fsync), run on the thread pool while
-  // this thread scans the same file: waiting for the folder first cost 16-25 ms of a 100 MB import.
+  // this thread scans the same file, instead of waiting for the folder first (the import row of
+  // bench/import.bench.ts).
   const creating = store.createSession(record);
   const copying = creating.then(() => store.copyTranscriptFile(sessionId, name, path));
   // A session that cannot be created stops the scan; its error is the one reported.
@@ -98,7 +99,7 @@ export async function importDeferred(input: DeferredImportInput): Promise<Deferr
   const info = scan.end();
   // Folded as the log's metadata events would be (the reducer's rules, in the same order).
   const events = scan.metadata.map(
-    (draft, seq) => Object.assign({}, draft, { sessionId, seq, at: draft.at ?? now }) as StreamEvent,
+    (event, seq) => Object.assign({}, event, { sessionId, seq, at: event.at ?? now }) as StreamEvent,
   );
   const metrics = applyEvents(emptyConversation(sessionId), events).metrics;
   const title = titleOf(info, 'claude-code', input.nativeSessionId);

@@ -14,7 +14,7 @@ import {
   emptyConversation,
   isParleyError,
   type ConversationBlock,
-  type StreamEventDraft,
+  type UnsequencedEvent,
   type Tokenizer,
 } from '../../conversation/index.js';
 import { FORMAT_VERSION, type CheckpointInput, type SessionRecord, type SessionStore } from '../../store/index.js';
@@ -217,7 +217,7 @@ async function importClaudeCode(source: ClaudeCodeSource, context: Context): Pro
       context.progress({ phase: 'reading', sessionId, file: source.main, bytesRead, totalBytes: mainSize });
     },
   });
-  // Named as the session manager reads them back: `main`, and each thread's id (seed 004's saved data).
+  // Named as the session manager reads them back: `main`, and each thread's id.
   if (read.text !== undefined) copies.push({ name: 'main', text: read.text });
   const info = main.end();
   const warnings = [...main.warnings];
@@ -324,7 +324,7 @@ function subagentStart(
   model: string | undefined,
   meta: Record<string, unknown> | undefined,
   at: number,
-): StreamEventDraft {
+): UnsequencedEvent {
   return {
     type: 'block_complete',
     conversationId: agentId,
@@ -341,7 +341,7 @@ function subagentStart(
   };
 }
 
-function unlinkedSubagent(subagentId: string, name: string, input: string, at: number): StreamEventDraft {
+function unlinkedSubagent(subagentId: string, name: string, input: string, at: number): UnsequencedEvent {
   return {
     type: 'block_complete',
     conversationId: MAIN_CONVERSATION,
@@ -364,7 +364,7 @@ function unlinkedSubagent(subagentId: string, name: string, input: string, at: n
 
 async function importGemini(source: GeminiSource, context: Context): Promise<ImportedSession> {
   // A Gemini log is a replay (rewinds and checkpoints rewrite it): parse it whole, then write.
-  const events: StreamEventDraft[] = [];
+  const events: UnsequencedEvent[] = [];
   const stat = await fs.stat(source.main);
   const parser = new GeminiTranscriptParser({
     emit: (event) => events.push(event),
@@ -391,7 +391,7 @@ async function importGemini(source: GeminiSource, context: Context): Promise<Imp
   for (const event of events) start.writer.add(event);
 
   for (const agent of source.subagents) {
-    const subEvents: StreamEventDraft[] = [];
+    const subEvents: UnsequencedEvent[] = [];
     const subStat = await fs.stat(agent.path);
     const subParser = new GeminiTranscriptParser({
       emit: (event) => subEvents.push(event),

@@ -6,7 +6,7 @@ import {
   type ConversationState,
   type SessionMetrics,
   type StreamEvent,
-  type StreamEventDraft,
+  type UnsequencedEvent,
 } from '../../conversation/index.js';
 import type { SessionStore } from '../../store/index.js';
 
@@ -31,7 +31,7 @@ export class LogWriter {
   /** `seq` of appended blocks whose id is watched (compaction summaries, for their checkpoint). */
   readonly watchedSeqs = new Map<string, number>();
 
-  private batch: StreamEventDraft[] = [];
+  private batch: UnsequencedEvent[] = [];
   private inputBytesAtLastFlush = 0;
   private inFlight: Promise<void> | undefined;
   private failure: unknown;
@@ -63,7 +63,7 @@ export class LogWriter {
   }
 
   /** Takes one event from a parser; nothing is written until `maybeFlush` or `close`. */
-  readonly add = (event: StreamEventDraft): void => {
+  readonly add = (event: UnsequencedEvent): void => {
     const known = this.options.known;
     if (known !== undefined) {
       if (event.type === 'block_complete') {

@@ -93,8 +93,9 @@ export interface MaterializeOptions {
 
 /**
  * A build's batches: twice an import's (1 MiB). Measured on a 50 MB transcript's first show (CPU
- * ms / peak RSS MB, three runs each): 1 MiB 1,900 / 167; 2 MiB 1,740 / 175; 8 MiB 1,850 / 205 (a
- * larger batch saves fdatasyncs but holds more objects, and the garbage collector gives it back).
+ * ms / peak RSS MB, three runs each; `PARLEY_BENCH_IMPORT_MB=50 npm run bench import`, first-show
+ * row): 1 MiB 1,900 / 167; 2 MiB 1,740 / 175; 8 MiB 1,850 / 205 (a larger batch saves fdatasyncs
+ * but holds more objects, and the garbage collector gives it back).
  */
 const BUILD_BATCH = { events: 8192, inputBytes: 2 * 1024 * 1024 };
 

@@ -12,7 +12,7 @@ export interface NativeSessionFolder {
 
 /**
  * The folders where Claude Code and the Gemini CLI keep the sessions of a project, named the way
- * those tools name them (reference/anchors-clis.md, reference/gemini-openai-acp.md):
+ * those tools name them:
  * - Claude Code: `<CLAUDE_CONFIG_DIR or ~/.claude>/projects/<real path with every non-alphanumeric character as ->`;
  * - Gemini CLI: `<GEMINI_CLI_HOME or HOME>/.gemini/tmp/<slug>/chats`, the slug registered for the
  *   project in `projects.json` (or claimed by a `.project_root` marker); before the CLI has run in

@@ -1,5 +1,5 @@
 import { ClaudeCodeParser } from '../../backends/index.js';
-import type { StreamEvent, StreamEventDraft } from '../../conversation/index.js';
+import type { StreamEvent, UnsequencedEvent } from '../../conversation/index.js';
 import type { SessionStore } from '../../store/index.js';
 import { readManifest } from './manifest.js';
 import { copyChunks } from './materialize.js';
@@ -36,10 +36,11 @@ export async function parseUnbuiltEvents(
     batch = [];
     onEvents(events);
   };
-  // Numbered in place, with the keys the log's append adds: the drafts are this parser's own, and a
-  // copy of each (as the append makes) was a seventh of a show's CPU time (92 of 676 ms, 50 MB).
-  const number = (draft: StreamEventDraft): void => {
-    const event = draft as StreamEvent;
+  // Numbered in place, with the keys the log's append adds: the events are this parser's own, and a
+  // copy of each (as the append makes) was a seventh of a show's CPU time (the first-show row of
+  // bench/import.bench.ts).
+  const number = (unsequenced: UnsequencedEvent): void => {
+    const event = unsequenced as StreamEvent;
     event.sessionId = sessionId;
     event.seq = seq++;
     event.at ??= Date.now();

@@ -33,8 +33,8 @@ const DEFAULT_HISTORY_LIMIT = 400;
  * Everything the terminal UI does over the protocol: it listens to the client, folds what it hears
  * into the view state with `reduceView`, runs the slash commands and sends messages. It holds the
  * state itself (a small external store `useParley` subscribes to), so a command that dispatches
- * and then reads sees its own change. It never touches files or the server directly (STYLE.md
- * practice 17: the TUI only consumes the protocol).
+ * and then reads sees its own change. It never touches files or the server directly: the TUI only
+ * consumes the protocol.
  */
 export class TuiController {
   private readonly client: ProtocolClient;

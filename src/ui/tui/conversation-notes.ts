@@ -3,7 +3,7 @@ import type { ProtocolClient } from '../../protocol/index.js';
 import type { NoteLine } from './view-state.js';
 
 /**
- * `/say <conversation> <message>`: the user steps into a conversation between agents (issue 19).
+ * `/say <conversation> <message>`: the user steps into a conversation between agents.
  * The conversation is named by its thread's id (or the start of it), or by the other agent's role
  * when one open conversation has it (`/say dev keep it simple`). The note shows in the thread at
  * once and reaches both agents with the next message.

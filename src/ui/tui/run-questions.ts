@@ -17,7 +17,7 @@ export interface RunQuestionsState {
 }
 
 /**
- * The pending questions of every run of the project (issue 14), kept over the protocol: it follows
+ * The pending questions of every run of the project, kept over the protocol: it follows
  * all runs (`subscribe_runs`, renewed by the client after a reconnect), reads them again after each
  * (re)connection (run notifications are not replayed), and keeps one list of questions in
  * `askedAt` order from `run_prompt` and `run_updated`. A small external store the App reads.

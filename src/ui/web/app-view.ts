@@ -61,8 +61,8 @@ export class AppView {
   /** Asks for a render of `state` on the next frame. */
   render(state: AppState): void {
     // A session's history just came in: drawn at once, not at the next frame, so the work of its
-    // first frame is done by the time the browser paints (the wait for the frame was up to 40 ms on
-    // a busy machine). Everything else, streaming deltas above all, is drawn once per frame.
+    // first frame is done by the time the browser paints (a busy machine may wait long for the next
+    // frame). Everything else, streaming deltas above all, is drawn once per frame.
     const opened =
       state.view !== undefined &&
       !state.view.loading &&

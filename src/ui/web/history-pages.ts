@@ -25,11 +25,9 @@ export interface HistoryReading {
  * works on the pages it is asked for side by side (its reads interleave), so pages asked for all at
  * once all came back near the end, and the page's own work on them (JSON.parse, the check, the
  * fold) waited until then; three at a time keep the server busy while the page takes each one in,
- * and leave only the last small page's work after the server's last answer; the page's longest
- * task while a long history loads went from 70-150 ms to about 40 ms (Chrome traces). The time to
- * the first frame did not measurably change: most of it is the server's reads, which take about
- * twice as long beside Chromium on two cores as beside the Node floor. bench/web.bench.ts's floor
- * reads with the same page size.
+ * and leave only the last small page's work after the server's last answer, so the page's longest
+ * task while a long history loads is shorter. The time to the first frame is mostly the server's
+ * reads: bench/web.bench.ts opens a long session beside a Node floor that reads with the same page size.
  */
 export const HISTORY_READING: HistoryReading = { pageSize: 2_500, pagesInFlight: 3 };
 

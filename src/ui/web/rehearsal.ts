@@ -8,13 +8,13 @@ import { InspectorView } from './views/inspector-view.js';
 
 /**
  * A dress rehearsal of opening a session, run once while the page is idle before any session is
- * opened: a small made-up session (a block of each kind the chat draws) is folded, reduced and drawn
- * by a chat view and an inspector of its own, laid out in a hidden container and thrown away in the
- * same task. The browser compiles the draw code lazily, the first time it runs: without this, the
- * first session a user opens paid that (about 15 ms for its first dozen blocks and 10–25 ms for the
- * inspector, on the critical path of its first frame). Nothing is painted (the container is removed
- * before the task ends, so no frame ever contains it), the page's own views and state are not
- * touched, and no request is made.
+ * opened: a small made-up session (a block of each kind the chat draws) is folded, reduced and
+ * drawn by a chat view and an inspector of its own, laid out in a hidden container and thrown away
+ * in the same task. The browser compiles the draw code lazily, the first time it runs: without
+ * this, the first session a user opens paid that for its blocks and its inspector, on the critical
+ * path of its first frame (bench/web.bench.ts opens a session after the rehearsal). Nothing is
+ * painted (the container is removed before the task ends, so no frame ever contains it), the
+ * page's own views and state are not touched, and no request is made.
  */
 
 /** The made-up session's id: the rehearsal's elements can never be mistaken for a real session's. */

@@ -56,7 +56,7 @@ export interface SessionView {
   previewError?: string;
   requestPane?: RequestPane;
   /**
-   * A compaction of this session is running (seed 003's compaction indicator), from `compaction_started`
+   * A compaction of this session is running (the compaction indicator), from `compaction_started`
    * or, for a page that opened the session after it started, from `get_session`. `startedAt` is ms since
    * the epoch; `tokensBefore` is absent until the server has read the history.
    */

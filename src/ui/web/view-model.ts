@@ -402,7 +402,7 @@ export interface SectionShare {
   percent: number;
 }
 
-/** Tokens per section of the request (seed 002's order), each with its share of the total. */
+/** Tokens per section of the request (in the request's order), each with its share of the total. */
 export function sectionShares(sections: Record<string, number> | undefined): SectionShare[] {
   if (!sections) return [];
   const names = [

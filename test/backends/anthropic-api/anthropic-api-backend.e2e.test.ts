@@ -9,7 +9,7 @@ import {
 } from '../../../src/backends/index.js';
 import {
   isParleyError,
-  type StreamEventDraft,
+  type UnsequencedEvent,
   type SystemBlock,
   type ToolResultBlock,
   type ToolUseBlock,
@@ -53,11 +53,11 @@ function backend(options: AnthropicApiBackendOptions = {}) {
 function run(
   options: AnthropicApiBackendOptions,
   request: Partial<ExecuteRequest> & { prompt: string },
-): Promise<StreamEventDraft[]> {
+): Promise<UnsequencedEvent[]> {
   return collect(backend(options).execute({ sessionId: 'api-session', model: MODEL, ...request }));
 }
 
-function errorData(events: StreamEventDraft[]): Record<string, unknown> {
+function errorData(events: UnsequencedEvent[]): Record<string, unknown> {
   const errors = systemBlocks(events, 'error');
   expect(errors).toHaveLength(1);
   return errors[0]!.data as Record<string, unknown>;

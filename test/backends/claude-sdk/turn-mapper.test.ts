@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { SDKMessage } from '@anthropic-ai/claude-agent-sdk';
 import { describe, expect, it } from 'vitest';
 import type {
-  StreamEventDraft,
+  UnsequencedEvent,
   SubagentBlock,
   ToolResultBlock,
   ToolUseBlock,
@@ -26,7 +26,7 @@ function recorded(name: string): { messages: SDKMessage[]; thrown: string | unde
 function replay(
   name: string,
   options: { baseline?: CostState; aborted?: boolean } = {},
-): { events: StreamEventDraft[]; mapper: ClaudeTurnMapper } {
+): { events: UnsequencedEvent[]; mapper: ClaudeTurnMapper } {
   let now = 1_000;
   const mapper = new ClaudeTurnMapper({
     clock: () => now++,

@@ -1,6 +1,7 @@
 /**
  * The gemini-cli back end through the real @google/gemini-cli 0.61.0 against the fake Gemini API.
- * Each CLI run costs ≈1.2–1.9 s and ≈250 MB, so the file runs sequentially and keeps runs few.
+ * Each CLI run takes seconds and hundreds of MB (bench/backends-overhead.bench.ts times one), so the
+ * file runs sequentially and keeps runs few.
  */
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -1,5 +1,5 @@
 /**
- * Process failures of the gemini-cli back end, with tiny stand-in CLI scripts (≈50 ms each) in
+ * Process failures of the gemini-cli back end, with tiny stand-in CLI scripts in
  * place of the real CLI: a crash, an exit after an API error, an abort that must stop the whole
  * process group, a missing binary.
  */

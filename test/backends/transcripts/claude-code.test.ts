@@ -14,7 +14,7 @@ import {
   emptyConversation,
   type ConversationBlock,
   type StreamEvent,
-  type StreamEventDraft,
+  type UnsequencedEvent,
   type SubagentBlock,
   type SystemBlock,
   type ThinkingBlock,
@@ -45,7 +45,7 @@ function systemBlocks(parsed: { blocks: ConversationBlock[] }, subtype: SystemBl
 }
 
 /** The events as a store would number them, folded by the one reducer. */
-function reduce(events: StreamEventDraft[], sessionId = 's'): ReturnType<typeof emptyConversation> {
+function reduce(events: UnsequencedEvent[], sessionId = 's'): ReturnType<typeof emptyConversation> {
   const numbered = events.map((event, seq) => ({ ...event, sessionId, seq, at: event.at ?? 0 }) as StreamEvent);
   return applyEvents(emptyConversation(sessionId), numbered);
 }
@@ -480,7 +480,7 @@ describe('failure paths', () => {
       user('u2', 'a1', 'again'),
       text('a2', 'u2', 'ok'),
     ];
-    const events: StreamEventDraft[] = [];
+    const events: UnsequencedEvent[] = [];
     const parser = new ClaudeCodeParser({ emit: (event) => events.push(event), windowRecords: 2 });
     records.forEach((record, index) => {
       parser.line(JSON.stringify(record), index + 1, true);
@@ -614,7 +614,7 @@ describe('streaming', () => {
     chunkSize: number,
     options: { windowRecords?: number } = {},
   ): ParsedNativeTranscript['events'] {
-    const events: StreamEventDraft[] = [];
+    const events: UnsequencedEvent[] = [];
     const parser = new ClaudeCodeParser({ emit: (event) => events.push(event), ...options });
     const splitter = new LineSplitter((line, number, terminated) => parser.line(line, number, terminated));
     const bytes = Buffer.from(text);

@@ -13,16 +13,16 @@ import {
   applyEvents,
   emptyConversation,
   type StreamEvent,
-  type StreamEventDraft,
+  type UnsequencedEvent,
 } from '../../../src/conversation/index.js';
 import { generateClaudeCodeTranscript } from '../../fixtures/transcripts/generate.js';
 
 const PROJECT = join(import.meta.dirname, '..', '..', 'fixtures', 'transcripts', 'claude-code', '-home-dev-src-demo');
 
-function metricsOf(drafts: readonly StreamEventDraft[]) {
-  const events = drafts
-    .filter((draft) => draft.type === 'metadata_update')
-    .map((draft, seq) => ({ ...draft, sessionId: 's', seq, at: draft.at ?? 0 }) as StreamEvent);
+function metricsOf(unsequenced: readonly UnsequencedEvent[]) {
+  const events = unsequenced
+    .filter((event) => event.type === 'metadata_update')
+    .map((event, seq) => ({ ...event, sessionId: 's', seq, at: event.at ?? 0 }) as StreamEvent);
   return applyEvents(emptyConversation('s'), events).metrics;
 }
 

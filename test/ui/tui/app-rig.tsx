@@ -35,8 +35,8 @@ export interface AppRig {
 }
 
 /**
- * The whole app on a client over the in-memory transport to a recorded peer (STYLE.md practice 17,
- * after gemini-cli's AppRig), or over any transport (`{ factory: webSocketTransport(…) }`: a real server).
+ * The whole app on a client over the in-memory transport to a recorded peer (after
+ * gemini-cli's AppRig), or over any transport (`{ factory: webSocketTransport(…) }`: a real server).
  */
 export function renderApp(
   peer: Pick<RecordedPeer, 'factory'>,

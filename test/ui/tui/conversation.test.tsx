@@ -9,7 +9,7 @@ import { startServer, type RunningServer } from '../../../src/server/index.js';
 import { renderApp, type AppRig } from './app-rig.js';
 
 /**
- * A conversation between agents streams to the terminal UI (issue 19): the whole app, on a real
+ * A conversation between agents streams to the terminal UI: the whole app, on a real
  * server in this process over WebSocket, attached to the channel of an analyst's draft (scripted
  * back end). The analyst opens a conversation with a dev (another scripted back end) and waits;
  * the thread shows live, the user's `/say` note reaches the dev, the dev's reply streams into the

@@ -32,7 +32,7 @@ export function loadRecording(name = 'draft-session.json'): RecordedSession {
 type Handler = (params: Record<string, unknown>) => unknown;
 
 /**
- * A server that replays a recorded session over the in-memory transport (STYLE.md practice 17):
+ * A server that replays a recorded session over the in-memory transport:
  * each method answers with its recorded responses in order (the last one repeats), and the
  * notifications a request set off in the recording (those that arrived after it was sent and
  * before the next request) follow its answer here. `get_events` is answered

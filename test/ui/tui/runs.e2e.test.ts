@@ -9,7 +9,7 @@ import { CODE_REVIEW, RELEASE_NOTES, StandInRunService } from '../../helpers/sta
 import { Terminal } from './tmux-terminal.js';
 
 /**
- * Durable runs' questions in the TUI (issue 14), in a real terminal (tmux): `parley` attaches to the
+ * Durable runs' questions in the TUI, in a real terminal (tmux): `parley` attaches to the
  * project's server, started here with the in-memory stand-in for the run core
  * (test/helpers/stand-in-run-service.ts), shows the question a run waits on with its choices and a
  * countdown to its deadline, and answers it with /answer; /runs lists the runs.

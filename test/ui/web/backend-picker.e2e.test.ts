@@ -3,7 +3,7 @@ import { createScriptedBackend, step, type AgentBackend } from '../../../src/bac
 import { openConnected, useWebHarness } from './web-test-hooks.js';
 
 /**
- * Carrying a conversation to another back end from the web page (issue 16): the prompt box offers
+ * Carrying a conversation to another back end from the web page: the prompt box offers
  * the server's back ends (`list_backends`), the draft's own selected; choosing another sends the next
  * message there (`submit_prompt { backend }`), the page shows the move and the new back end's answer,
  * and the picker then shows the draft on its new back end. One the server cannot make is offered

@@ -6,7 +6,7 @@ import { CHROMIUM, checkSystemPart } from '../../helpers/system-part.js';
 import { SCREENSHOTS, startWebHarness, type WebHarness } from './web-harness.js';
 
 /**
- * The user steps into a conversation between agents from the web page (issue 19): an analyst
+ * The user steps into a conversation between agents from the web page: an analyst
  * (scripted back end) opens a conversation with a dev (another scripted back end) and waits; the
  * page shows the thread live with a note field; a note the server refuses shows its error and
  * reaches nobody, a note it takes reaches the dev with the analyst's next message.

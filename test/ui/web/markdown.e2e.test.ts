@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { describe, expect, it, onTestFailed } from 'vitest';
-import type { StreamEventDraft } from '../../../src/conversation/index.js';
+import type { UnsequencedEvent } from '../../../src/conversation/index.js';
 import { importTranscripts } from '../../../src/sessions/index.js';
 import { SCREENSHOTS } from './web-harness.js';
 import { useWebHarness } from './web-test-hooks.js';
@@ -64,8 +64,8 @@ function at(offset = 0): number {
   return 1_760_000_000_000 + offset;
 }
 
-function block(event: Record<string, unknown>): StreamEventDraft {
-  return { type: 'block_complete', conversationId: 'main', block: { createdAt: at(), ...event } } as StreamEventDraft;
+function block(event: Record<string, unknown>): UnsequencedEvent {
+  return { type: 'block_complete', conversationId: 'main', block: { createdAt: at(), ...event } } as UnsequencedEvent;
 }
 
 /** A page that records dialogs, page errors and every request for the tracker's image (answered locally). */
@@ -294,7 +294,7 @@ describe.skipIf(web.part.skip)('the web UI shows answers the way people read the
     const { page } = await watchedPage();
     await page.locator(`[data-session-id="${session.sessionId}"]`).click();
     await page.locator('[data-testid="blocks"] .empty-state', { hasText: 'No messages yet.' }).waitFor();
-    const delta = (text: string): StreamEventDraft => ({
+    const delta = (text: string): UnsequencedEvent => ({
       type: 'text_delta',
       conversationId: 'main',
       blockId: 'live',

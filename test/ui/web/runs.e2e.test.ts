@@ -5,7 +5,7 @@ import { SCREENSHOTS } from './web-harness.js';
 import { openConnected, useWebHarness } from './web-test-hooks.js';
 
 /**
- * The web UI's Runs view (issue 14) in headless Chromium, against a server whose RunService is the
+ * The web UI's Runs view in headless Chromium, against a server whose RunService is the
  * in-memory stand-in for the run core (test/helpers/stand-in-run-service.ts): a run's status, phases
  * and agents (linked to their sessions), its question with a button per choice or a text field, the
  * countdown to its deadline, and answering it.

@@ -301,7 +301,7 @@ describe('context and the request', () => {
     expect(contextGauge(emptyMetrics())).toMatchObject({ percent: undefined, level: 'unknown' });
   });
 
-  it("lists the request's sections in seed 002's order with their shares; unknown sections come last", () => {
+  it("lists the request's sections in the request's order with their shares; unknown sections come last", () => {
     const shares = sectionShares({ userPrompt: 10, conversation: 50, extra: 0, role: 20, checkpoint: 10, context: 10 });
     expect(shares.map((share) => share.name)).toEqual([
       'role',

@@ -1,6 +1,6 @@
 import type {
   ConversationBlock,
-  StreamEventDraft,
+  UnsequencedEvent,
   SystemBlock,
   SystemBlockSubtype,
   ToolUseBlock,
@@ -47,7 +47,7 @@ export function unknownRecord(id: string, at: number, record: unknown, kind: str
   return block;
 }
 
-export function blockEvent(conversationId: string, block: ConversationBlock): StreamEventDraft {
+export function blockEvent(conversationId: string, block: ConversationBlock): UnsequencedEvent {
   return { type: 'block_complete', conversationId, at: block.createdAt, block };
 }
 

@@ -2,7 +2,7 @@ import type { BlockStatus, SystemBlockSubtype, Usage } from '../../../conversati
 import { isBlank, isObject, numberOf, objectOf, parseJson, stringOf, type JsonObject } from '../json.js';
 
 /**
- * The vocabulary of Claude Code's session records (reference/anchors-clis.md §3.1): which record
+ * The vocabulary of Claude Code's session records (2.0.x to 2.1.x): which record
  * kinds and subtypes mean what, and readers for the fields whose shape varies between versions.
  * Pure: no parser state.
  */

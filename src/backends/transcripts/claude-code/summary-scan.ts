@@ -1,4 +1,4 @@
-import { MAIN_CONVERSATION, type StreamEventDraft, type TurnMetadata } from '../../../conversation/index.js';
+import { MAIN_CONVERSATION, type UnsequencedEvent, type TurnMetadata } from '../../../conversation/index.js';
 import { isObject, numberOf, objectOf, stringOf, timeOf, type JsonObject } from '../json.js';
 import {
   emptyInfo,
@@ -31,7 +31,7 @@ import { UsageLedger } from './usage-ledger.js';
 export interface ClaudeCodeSummary {
   info: TranscriptInfo;
   /** The `metadata_update` events the parser would emit, in file order (usage, cost, turn ends). */
-  metadata: StreamEventDraft[];
+  metadata: UnsequencedEvent[];
 }
 
 /** A main-thread record still in the parser's window (a rewind can take it back). */
@@ -59,7 +59,7 @@ const NO_NODE: RecordNode = { position: 0, uuid: undefined, events: [], bytes: 0
 export class ClaudeCodeSummaryScan implements TranscriptParser {
   readonly warnings: TranscriptWarning[] = [];
   readonly info: TranscriptInfo = emptyInfo();
-  readonly metadata: StreamEventDraft[] = [];
+  readonly metadata: UnsequencedEvent[] = [];
 
   private readonly main: ScanThread = newThread(MAIN_CONVERSATION);
   private readonly sideThreads = new Map<string, ScanThread>();

@@ -1,11 +1,11 @@
-import type { StreamEventDraft, TurnMetadata, Usage } from '../../../conversation/index.js';
+import type { UnsequencedEvent, TurnMetadata, Usage } from '../../../conversation/index.js';
 import { maxUsage, STOP_REASONS_ENDING_A_TURN } from './records.js';
 
 /** One record's events, held in a thread's window until they are emitted. */
 export interface RecordNode {
   position: number;
   uuid: string | undefined;
-  events: StreamEventDraft[];
+  events: UnsequencedEvent[];
   bytes: number;
   emitted: boolean;
 }
@@ -31,9 +31,9 @@ export interface WindowLimits {
 /** What a rewind took out of a thread's window. */
 export interface AbandonedBranch {
   /** The abandoned records' block events, in order (they are not emitted). */
-  blocks: Array<Extract<StreamEventDraft, { type: 'block_complete' }>>;
+  blocks: Array<Extract<UnsequencedEvent, { type: 'block_complete' }>>;
   /** The abandoned records' usage and cost: those tokens were spent, so they are still emitted. */
-  metadata: StreamEventDraft[];
+  metadata: UnsequencedEvent[];
   records: number;
   /** The first record of the branch that had already left the window, if any. */
   emittedFrom: string | undefined;
@@ -76,9 +76,9 @@ export class Thread {
   /** Holds a record's events back; emits the oldest ones once the window is over its limits. */
   add(
     uuid: string | undefined,
-    events: StreamEventDraft[],
+    events: UnsequencedEvent[],
     bytes: number,
-    emit: (event: StreamEventDraft) => void,
+    emit: (event: UnsequencedEvent) => void,
   ): RecordNode {
     const node: RecordNode = { position: this.nextPosition++, uuid, events, bytes, emitted: false };
     if (uuid !== undefined) {
@@ -93,7 +93,7 @@ export class Thread {
   }
 
   /** Emits the held records: all of them, or the oldest until the window is within its limits. */
-  flush(all: boolean, emit: (event: StreamEventDraft) => void): void {
+  flush(all: boolean, emit: (event: UnsequencedEvent) => void): void {
     while (this.size > 0 && (all || this.size > this.limits.records || this.windowBytes > this.limits.bytes)) {
       const node = this.window[this.head]!;
       this.window[this.head] = undefined as unknown as RecordNode;
@@ -131,7 +131,7 @@ export class Thread {
   cutAfter(forkPosition: number): AbandonedBranch {
     const blocks: AbandonedBranch['blocks'] = [];
     const kept: RecordNode[] = [];
-    const metadata: StreamEventDraft[] = [];
+    const metadata: UnsequencedEvent[] = [];
     let records = 0;
     for (let index = this.head; index < this.window.length; index++) {
       const node = this.window[index]!;

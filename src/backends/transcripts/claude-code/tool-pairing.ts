@@ -1,7 +1,7 @@
 import type {
   BlockStatus,
   ConversationBlock,
-  StreamEventDraft,
+  UnsequencedEvent,
   SubagentBlock,
   ToolUseBlock,
 } from '../../../conversation/index.js';
@@ -72,7 +72,7 @@ export class ToolPairing {
     record: JsonObject,
     itemCount: number,
     blocks: ConversationBlock[],
-    updates: StreamEventDraft[],
+    updates: UnsequencedEvent[],
     at: number,
   ): void {
     const toolUseId = stringOf(item['tool_use_id']) ?? '';
@@ -123,11 +123,11 @@ export class ToolPairing {
    * The transcript ended: every call still waiting is closed as interrupted. A call still held back
    * is changed in place; for one already emitted, the updates are returned, to emit after the rest.
    */
-  closeUnanswered(): StreamEventDraft[] {
-    const late: StreamEventDraft[] = [];
+  closeUnanswered(): UnsequencedEvent[] {
+    const late: UnsequencedEvent[] = [];
     for (const [toolUseId, pending] of this.pending) {
       const error = 'interrupted: the transcript ends before this tool returned a result';
-      const events: StreamEventDraft[] = [];
+      const events: UnsequencedEvent[] = [];
       if (pending.node.emitted) {
         events.push(blockEvent(pending.thread.conversationId, { ...pending.block, status: 'error', error }));
       } else {

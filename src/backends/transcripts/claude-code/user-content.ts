@@ -1,4 +1,4 @@
-import type { ConversationBlock, StreamEventDraft } from '../../../conversation/index.js';
+import type { ConversationBlock, UnsequencedEvent } from '../../../conversation/index.js';
 import { isObject, objectOf, stringOf, type JsonObject } from '../json.js';
 import { systemBlock, unknownRecord } from './blocks.js';
 import { classifyWrapped, textOf } from './records.js';
@@ -8,7 +8,7 @@ import type { ToolPairing } from './tool-pairing.js';
 export interface UserContent {
   blocks: ConversationBlock[];
   /** New states of tool calls whose blocks were already emitted: they go before `blocks`. */
-  updates: StreamEventDraft[];
+  updates: UnsequencedEvent[];
   /** The user typed it (a prompt, or a slash command): a rewind can branch from it. */
   human: boolean;
   /** The text of the `user_message` block, when the record holds a prompt. */

@@ -14,7 +14,7 @@ import {
 } from './portable-history.js';
 
 /**
- * Parley's history as a Claude Code 2.1.x session transcript (reference/claude-agent-sdk.md §6):
+ * Parley's history as a Claude Code 2.1.x session transcript:
  * one JSONL record per conversation entry, chained by `uuid`/`parentUuid`; an assistant message
  * split into one record per content block under one `message.id`, as the CLI writes it; each
  * tool result a `user` record pointing at its call; what a checkpoint compacted closed by a

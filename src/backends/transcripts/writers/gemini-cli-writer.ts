@@ -14,14 +14,14 @@ import {
 } from './portable-history.js';
 
 /**
- * Parley's history as a Gemini CLI 0.61 session file (reference/gemini-openai-acp.md "Session
- * files"; read back by the CLI's `loadConversationRecord` and `convertSessionToClientHistory`):
- * a header `{sessionId, projectHash, startTime, lastUpdated, kind: "main"}`, then one message
- * record per message: `user` with Part[] content, `gemini` with its text, `thoughts` and
- * `toolCalls` (each call carrying its `functionResponse`, which the CLI replays as the user turn
- * that answers it). What a checkpoint compacted is written as message records first, then a
- * `$set.messages` that replaces them with the checkpoint (a `<state_snapshot>` user message and
- * the model's acknowledgement, as `/compress` leaves them) and what followed it.
+ * Parley's history as a Gemini CLI 0.61 session file (read back by the CLI's
+ * `loadConversationRecord` and `convertSessionToClientHistory`): a header
+ * `{sessionId, projectHash, startTime, lastUpdated, kind: "main"}`, then one message record per
+ * message: `user` with Part[] content, `gemini` with its text, `thoughts` and `toolCalls` (each call carrying its
+ * `functionResponse`, which the CLI replays as the user turn that answers it). What a checkpoint
+ * compacted is written as message records first, then a `$set.messages` that replaces them with
+ * the checkpoint (a `<state_snapshot>` user message and the model's acknowledgement, as
+ * `/compress` leaves them) and what followed it.
  *
  * Thinking stays thinking (`thoughts`: the CLI keeps no signatures in its file). What the CLI
  * cannot take becomes marked text: calls to tools it does not have, Parley's worker threads, and a

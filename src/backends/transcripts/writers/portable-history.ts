@@ -113,8 +113,8 @@ export type HistoryItem =
   | { kind: 'checkpoint'; summary: string };
 
 /**
- * The history in order, each tool call paired with its result (a call never split from its result,
- * STYLE.md practice 13), the checkpoint placed after the last block it covers. Pure.
+ * The history in order, each tool call paired with its result (a call never split from its result),
+ * the checkpoint placed after the last block it covers. Pure.
  */
 export function historyItems(history: PortableHistory): HistoryItem[] {
   const results = new Map<string, ToolResultBlock>();

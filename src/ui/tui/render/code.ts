@@ -3,8 +3,8 @@
  * agents write most) turns code into classed spans, read here into ANSI colours with the chalk
  * Ink uses, so code follows the colour support Ink detects.
  *
- * Not cli-highlight: it parses highlight.js's HTML with a full HTML parser (≈4 ms for five lines of
- * TypeScript here, per block and per streamed chunk of an open block) and styles with its own copy
+ * Not cli-highlight: it parses highlight.js's HTML with a full HTML parser (per block, and per
+ * streamed chunk of an open block) and styles with its own copy
  * of chalk, whose colour detection can disagree with Ink's.
  */
 import chalk from 'chalk';

@@ -1,8 +1,8 @@
 /**
- * Word wrap for styled (SGR) text in one pass. wrap-ansi does the same job but costs about 20 µs
- * per character here (it re-measures the row for every character), which made a long answer take
- * over 100 ms to print; this walks each line once. Styles open at a break are closed at the row's
- * end and opened again at the next row's start, so every row stands alone (Ink tokenizes rows one
+ * Word wrap for styled (SGR) text in one pass. wrap-ansi does the same job but re-measures the
+ * row for every character, which made a long answer slow to print; this walks each line once
+ * (bench/tui-markdown.bench.ts times printing a long answer). Styles open at a break are closed at
+ * the row's end and opened again at the next row's start, so every row stands alone (Ink tokenizes rows one
  * by one, and the live area shows only the last rows).
  */
 import stringWidth from 'string-width';

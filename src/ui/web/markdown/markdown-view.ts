@@ -126,7 +126,7 @@ function flash(button: HTMLButtonElement, label: string): void {
 
 /**
  * What a page's first Markdown costs once, whatever the text: the parser's regular expressions
- * compiled and DOMPurify set up (about 50 ms in Chromium, measured on the first session opened).
+ * compiled and DOMPurify set up.
  * Paid here, on a detached element, when the page is idle after it loads, instead of in the frame
  * that opens the first session. No code fence with a language: highlight.js still loads only when
  * a code block needs it.

@@ -205,7 +205,7 @@ export class ChatView {
     );
   }
 
-  /** Seed 003's compaction indicator, where the user is looking: its trigger and how long it has run. */
+  /** The compaction indicator, where the user is looking: its trigger and how long it has run. */
   private renderCompaction(compaction: SessionView['compaction']): void {
     if (compaction === this.compaction) return;
     this.compaction = compaction;

@@ -14,7 +14,7 @@ interface RunCard {
 }
 
 /**
- * The Runs view (issue 14): every durable workflow run of the server, with its status, phases and
+ * The Runs view: every durable workflow run of the server, with its status, phases and
  * agents (each linked to its session), and the question it waits on, answered with a button per
  * choice or a text field, with a countdown to its deadline. A topbar button opens it and counts the
  * questions waiting. It speaks the protocol itself: it follows every run (`subscribe_runs`, renewed
