@@ -11,7 +11,7 @@
  */
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
-import { createScriptedBackend, defineAgent, defineHarness, type ScriptedCall, type ScriptStep } from '../src/index.js';
+import { createScriptedBackend, defineAgent, defineHarness, type ScriptedCall, type ScriptStep } from 'parley';
 
 export const SAMPLE_CODE = [
   'function total(items) {',

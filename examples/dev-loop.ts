@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
-import { createScriptedBackend, defineAgent, defineHarness, type ScriptedCall, type ScriptStep } from '../src/index.js';
+import { createScriptedBackend, defineAgent, defineHarness, type ScriptedCall, type ScriptStep } from 'parley';
 
 /** A check is a command run in the project folder; exit code 0 passes. */
 export interface Check {

@@ -25,8 +25,10 @@ export const ModelPricingSchema = z.object({
   cacheReadPerMillion: z.number().nonnegative().optional(),
   cacheWritePerMillion: z.number().nonnegative().optional(),
 });
+/** A model's prices per million tokens: input, output, cache read and cache write. */
 export type ModelPricing = z.infer<typeof ModelPricingSchema>;
 
+/** A model a back end offers: its id, context window and prices. */
 export interface ModelInfo {
   id: string;
   contextWindow?: number;
@@ -35,6 +37,7 @@ export interface ModelInfo {
   pricing?: ModelPricing;
 }
 
+/** What a back end says about itself: its name, how it carries a conversation, its models. */
 export interface BackendDescription {
   name: string;
   continuity: Continuity;
@@ -53,6 +56,7 @@ export interface ToolDefinition {
   execute(input: unknown, options: ToolExecuteOptions): Promise<ToolOutput>;
 }
 
+/** What a tool's `execute` gets besides its input: an `AbortSignal` and the call's trace context. */
 export interface ToolExecuteOptions {
   signal?: AbortSignal;
   /**
@@ -63,6 +67,7 @@ export interface ToolExecuteOptions {
   traceContext?: Context;
 }
 
+/** What a tool returns: its text, whether it is an error, and structured data beside the text. */
 export interface ToolOutput {
   content: string;
   isError?: boolean;
@@ -70,6 +75,7 @@ export interface ToolOutput {
   data?: unknown;
 }
 
+/** An MCP server a back end should connect the agent to. */
 export interface McpServerConfig {
   command?: string;
   args?: string[];
@@ -88,6 +94,7 @@ export interface AgentProfile {
   model?: string;
 }
 
+/** One turn asked of a back end: the prompt, the system prompt or native session, tools, model and an `AbortSignal`. */
 export interface ExecuteRequest {
   /** Parley's session id (for native back ends, also the native id on the first turn where possible). */
   sessionId: string;
@@ -129,17 +136,20 @@ export interface AgentTurn {
   inject?(message: string): Promise<void>;
 }
 
+/** A back end's native transcript files, as text, with their names. */
 export interface RawTranscripts {
   /** The main transcript, in the back end's own format. */
   main: string;
   subagents?: Array<{ id: string; rawTranscript: string }>;
 }
 
+/** Something in a native transcript that could not be read, and where. */
 export interface ParseWarning {
   line?: number;
   message: string;
 }
 
+/** Native transcripts read as Parley blocks, with subagents and warnings. */
 export interface ParsedTranscripts {
   blocks: ConversationBlock[];
   subagents: SubagentThread[];
@@ -147,11 +157,16 @@ export interface ParsedTranscripts {
   nativeSessionId?: string;
 }
 
+/** The folder a back end writes an agent profile into. */
 export interface Workspace {
   cwd: string;
   writeFile(relativePath: string, content: string): Promise<void>;
 }
 
+/**
+ * The contract every back end implements: describe itself, run a turn as a stream of events, and, optionally, set up
+ * profiles and read or write native transcripts. An optional method that is missing throws `UnsupportedError`.
+ */
 export interface AgentBackend {
   describe(): BackendDescription;
   /** Starts a turn. Must not throw for back-end failures: those end the turn with an error block. */

@@ -41,6 +41,7 @@ export const BackendEntrySchema = z
   })
   .strict();
 
+/** The zod schema of `parley.config.json`. */
 export const ParleyConfigSchema = z
   .object({
     $schema: z.string().optional(),
@@ -55,9 +56,12 @@ export const ParleyConfigSchema = z
     workflows: z.record(z.string().min(1), z.string().min(1)).optional(),
   })
   .strict();
+/** The contents of `parley.config.json`: back ends, the default one, workflows. */
 export type ParleyConfig = z.infer<typeof ParleyConfigSchema>;
+/** One back end's entry in `parley.config.json`: its type and its settings. */
 export type BackendEntry = z.infer<typeof BackendEntrySchema> & Record<string, unknown>;
 
+/** `parley.config.json` (or a back-end setting) is invalid; the message names the field and the value. */
 export class ConfigError extends ParleyError {
   constructor(file: string, message: string, data: Record<string, unknown> = {}) {
     super('INVALID_CONFIG', `${file}: ${message}`, { fault: 'user', data: { file, ...data } });
@@ -72,6 +76,7 @@ export interface BackendOverride {
   source?: string;
 }
 
+/** Options of `resolveBackendConfig`: the project folder, the environment, overrides from the command line. */
 export interface ResolveBackendConfigOptions {
   /** Default: `process.env`. */
   env?: Record<string, string | undefined>;
@@ -84,6 +89,7 @@ export interface ResolveBackendConfigOptions {
   override?: BackendOverride;
 }
 
+/** The back end to use, with its settings merged from the config file, the environment and the command line. */
 export interface ResolvedBackendConfig {
   /** The back end to use. */
   backend: string;

@@ -27,6 +27,7 @@ export type BackendFailureCode =
   | 'SCRIPTED_ERROR'
   | 'UNKNOWN';
 
+/** Why a back end's turn failed: a code, a message and whether a retry may help. */
 export interface BackendFailure {
   code: BackendFailureCode;
   backend: string;

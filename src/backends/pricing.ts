@@ -19,6 +19,7 @@ function price(input: number, output: number, cacheRead?: number, cacheWrite?: n
   };
 }
 
+/** The models Parley knows the context window and prices of. */
 export const KNOWN_MODELS: readonly ModelInfo[] = [
   // OpenAI
   { id: 'gpt-5', contextWindow: 400_000, maxOutputTokens: 128_000, pricing: price(1.25, 10, 0.125) },

@@ -13,14 +13,17 @@ export function registerBackend(registration: BackendRegistration): void {
   registrations.set(registration.name, registration);
 }
 
+/** Every registered back end, built-in and the user's own. */
 export function listBackendRegistrations(): BackendRegistration[] {
   return [...registrations.values()].sort((left, right) => left.priority - right.priority);
 }
 
+/** The registration of the back end named `name`, if there is one. */
 export function getBackendRegistration(name: string): BackendRegistration | undefined {
   return registrations.get(name);
 }
 
+/** No back end is registered under the name asked for; the message lists the names that are. */
 export class UnknownBackendError extends ParleyError {
   constructor(name: string, where?: string) {
     const known = [...registrations.keys()].sort().join(', ');

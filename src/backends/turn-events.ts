@@ -27,6 +27,7 @@ export interface TurnEventsOptions {
 type TextKind = 'assistant_text' | 'thinking';
 type OpenText = (AssistantTextBlock | ThinkingBlock) & { conversationId: string };
 
+/** Helps a back end build a turn's events: ids, `seq`-less events and block state, in the order the reducer expects. */
 export class TurnEvents {
   private readonly open = new Map<string, OpenText>();
 

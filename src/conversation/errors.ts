@@ -4,6 +4,7 @@
  */
 export type ErrorFault = 'user' | 'model' | 'system';
 
+/** What a typed error carries besides its code and message: whose fault it is, data fields and a cause. */
 export interface ParleyErrorOptions {
   fault?: ErrorFault;
   data?: Record<string, unknown>;
@@ -28,6 +29,7 @@ export class ParleyError extends Error {
   }
 }
 
+/** Whether `error` is a Parley typed error (and, given `code`, one with that code). */
 export function isParleyError(error: unknown, code?: string): error is ParleyError {
   return error instanceof ParleyError && (code === undefined || error.code === code);
 }

@@ -16,11 +16,13 @@ const EventEnvelope = z.object({
   at: z.number().int().nonnegative(),
 });
 
+/** The zod schema of a `BlockStartEvent`. */
 export const BlockStartEventSchema = EventEnvelope.extend({
   type: z.literal('block_start'),
   block: ConversationBlockSchema,
 });
 
+/** The zod schema of a `TextDeltaEvent`. */
 export const TextDeltaEventSchema = EventEnvelope.extend({
   type: z.literal('text_delta'),
   blockId: z.string().min(1),
@@ -34,6 +36,7 @@ export const BlockUpdateEventSchema = EventEnvelope.extend({
   updates: z.record(z.string(), z.unknown()),
 });
 
+/** The zod schema of a `BlockCompleteEvent`. */
 export const BlockCompleteEventSchema = EventEnvelope.extend({
   type: z.literal('block_complete'),
   block: ConversationBlockSchema,
@@ -63,13 +66,16 @@ export const TurnMetadataSchema = z.object({
   /** True when this update closes a user→agent turn (counts towards `turns`). */
   turnComplete: z.boolean().optional(),
 });
+/** What a back end reports about a turn: usage, cost, model, duration and stop reason. */
 export type TurnMetadata = z.infer<typeof TurnMetadataSchema>;
 
+/** The zod schema of a `MetadataUpdateEvent`. */
 export const MetadataUpdateEventSchema = EventEnvelope.extend({
   type: z.literal('metadata_update'),
   metadata: TurnMetadataSchema,
 });
 
+/** The zod schema of a `StreamEvent`: any event, by its `type`. */
 export const StreamEventSchema = z.discriminatedUnion('type', [
   BlockStartEventSchema,
   TextDeltaEventSchema,
@@ -78,12 +84,22 @@ export const StreamEventSchema = z.discriminatedUnion('type', [
   MetadataUpdateEventSchema,
 ]);
 
+/** A block begins: carries the block as it is at its start. */
 export type BlockStartEvent = z.infer<typeof BlockStartEventSchema>;
+/** More text for a streaming block: only what was added. */
 export type TextDeltaEvent = z.infer<typeof TextDeltaEventSchema>;
+/** Some fields of a block changed (a tool's status, its output so far). */
 export type BlockUpdateEvent = z.infer<typeof BlockUpdateEventSchema>;
+/** A block reached its final state; carries the whole block. */
 export type BlockCompleteEvent = z.infer<typeof BlockCompleteEventSchema>;
+/** A turn's metadata: usage, cost, model, stop reason, context window. */
 export type MetadataUpdateEvent = z.infer<typeof MetadataUpdateEventSchema>;
+/**
+ * One live update of a conversation (block start, text delta, update, complete, metadata), addressed by session,
+ * conversation and `seq`.
+ */
 export type StreamEvent = z.infer<typeof StreamEventSchema>;
+/** The `type` tag of a stream event. */
 export type StreamEventType = StreamEvent['type'];
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;

@@ -42,6 +42,7 @@ export const SavedSessionDataSchema = SessionListDataSchema.extend({
 });
 export type SavedSessionData = z.infer<typeof SavedSessionDataSchema>;
 
+/** The zod schema of `SessionMetrics`. */
 export const SessionMetricsSchema = z.object({
   /** Completed user→agent turns in the main conversation. */
   turns: z.number().int().nonnegative(),
@@ -62,8 +63,10 @@ export const SessionMetricsSchema = z.object({
   /** Parley's estimate of the last request, when it made one; compare with `lastInputTokens`. */
   lastEstimatedInputTokens: z.number().nonnegative().optional(),
 });
+/** A session's running totals: tokens, cost, turns and the context window's occupancy. */
 export type SessionMetrics = z.infer<typeof SessionMetricsSchema>;
 
+/** Metrics of a session that has run no turn yet. */
 export function emptyMetrics(): SessionMetrics {
   return {
     turns: 0,
@@ -84,11 +87,13 @@ export function contextPercent(metrics: SessionMetrics): number | undefined {
   return (metrics.lastInputTokens / metrics.contextWindow) * 100;
 }
 
+/** The zod schema of a `SubagentThread`. */
 export const SubagentThreadSchema = z.object({
   id: z.string().min(1),
   rawTranscript: z.string().optional(),
   blocks: z.array(ConversationBlockSchema),
 });
+/** The conversation of one subagent or worker, kept beside the main one. */
 export type SubagentThread = z.infer<typeof SubagentThreadSchema>;
 
 /**
@@ -102,6 +107,7 @@ export const ConversationStateSchema = z.object({
   subagents: z.array(SubagentThreadSchema),
   metrics: SessionMetricsSchema,
 });
+/** A conversation rebuilt from its events: its blocks, subagent threads, metrics and the last `seq` folded in. */
 export type ConversationState = z.infer<typeof ConversationStateSchema>;
 
 /** Saved data plus the parsed, architecture-agnostic blocks. */
@@ -113,6 +119,7 @@ export const RuntimeSessionDataSchema = SavedSessionDataSchema.extend({
 });
 export type RuntimeSessionData = z.infer<typeof RuntimeSessionDataSchema>;
 
+/** The state of a session with no events yet: the reducer's starting point. */
 export function emptyConversation(sessionId: string): ConversationState {
   return { sessionId, lastSeq: -1, blocks: [], subagents: [], metrics: emptyMetrics() };
 }

@@ -23,6 +23,7 @@ export interface TokenizerState {
   loadMs?: number;
 }
 
+/** Counts the tokens of a text: exact once the BPE tokenizer has loaded, characters / 4 until then. */
 export interface Tokenizer {
   /** Exact when the BPE tokenizer is ready; characters / 4 until then (and the first call starts loading it). */
   count(text: string): number;
@@ -33,6 +34,7 @@ export interface Tokenizer {
   state(): TokenizerState;
 }
 
+/** Options of `createTokenizer`: how to load the exact counter, and its encoding's name. */
 export interface TokenizerOptions {
   /** Loads the exact counter; the default imports gpt-tokenizer's cl100k_base encoding. */
   load?: () => Promise<CountTokens>;

@@ -16,6 +16,7 @@ export interface DiffLine {
   text: string;
 }
 
+/** One hunk of a unified diff, with its lines. */
 export interface DiffHunk {
   oldStart: number;
   oldLines: number;
@@ -24,6 +25,7 @@ export interface DiffHunk {
   lines: DiffLine[];
 }
 
+/** A file edit as the UIs draw it: the path, whether it wrote or edited, its hunks and line counts. */
 export interface FileEditView {
   path: string;
   /** `write` replaces or creates the whole file; `edit` changes part of it. */
@@ -33,6 +35,7 @@ export interface FileEditView {
   removed: number;
 }
 
+/** A command run by a tool as the UIs draw it: the command, its folder and its output. */
 export interface CommandView {
   command: string;
   cwd?: string;

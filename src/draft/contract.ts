@@ -115,6 +115,7 @@ export interface SubmitOptions {
   traceParent?: Context;
 }
 
+/** Drafts an agent by role on a task, runs its turns, dispatches workers and holds agent conversations. */
 export interface DraftService {
   // projects, tasks, roles
   listProjects(): Promise<ProjectInfo[]>;

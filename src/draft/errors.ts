@@ -26,6 +26,7 @@ export type DraftErrorCode =
   | 'CONVERSATION_TURN_LIMIT'
   | 'CONVERSATION_LOOP';
 
+/** A draft operation failed (no active draft, a draft already active, a bad role or task); `code` says which. */
 export class DraftError extends ParleyError {
   declare readonly code: DraftErrorCode;
   constructor(code: DraftErrorCode, message: string, options: ParleyErrorOptions = {}) {

@@ -10,6 +10,7 @@ export interface HarnessClock {
   clearTimeout(handle: unknown): void;
 }
 
+/** The real clock: `Date.now()` and `setTimeout`. */
 export const systemClock: HarnessClock = {
   now: () => Date.now(),
   setTimeout: (callback, ms) => setTimeout(callback, ms),

@@ -1,5 +1,6 @@
 import { ParleyError, type ParleyErrorOptions } from '../conversation/index.js';
 
+/** The codes a `HarnessError` carries. */
 export type HarnessErrorCode =
   | 'INVALID_DEFINITION'
   | 'INVALID_INPUT'

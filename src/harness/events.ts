@@ -11,19 +11,23 @@ interface Base {
   branch?: string;
 }
 
+/** The workflow started. */
 export interface HarnessStartEvent extends Base {
   type: 'harness:start';
   harness: string;
 }
+/** A phase started. */
 export interface PhaseStartEvent extends Base {
   type: 'phase:start';
   name: string;
 }
+/** A phase finished, with its duration. */
 export interface PhaseCompleteEvent extends Base {
   type: 'phase:complete';
   name: string;
   duration: number;
 }
+/** A phase failed, with the error. */
 export interface PhaseFailedEvent extends Base {
   type: 'phase:failed';
   name: string;
@@ -35,11 +39,13 @@ export interface TaskStartEvent extends Base {
   type: 'task:start';
   id: string;
 }
+/** A task finished, with its duration. */
 export interface TaskCompleteEvent extends Base {
   type: 'task:complete';
   id: string;
   duration: number;
 }
+/** A task failed, with the error. */
 export interface TaskFailedEvent extends Base {
   type: 'task:failed';
   id: string;
@@ -63,18 +69,21 @@ export interface RetryFailureEvent extends Base {
   willRetry: boolean;
   delayMs: number;
 }
+/** Parallel work started, with how many items. */
 export interface ParallelStartEvent extends Base {
   type: 'parallel:start';
   name: string;
   count: number;
   concurrency: number;
 }
+/** Parallel work finished. */
 export interface ParallelCompleteEvent extends Base {
   type: 'parallel:complete';
   name: string;
   count: number;
   duration: number;
 }
+/** Parallel work failed, with the errors. */
 export interface ParallelFailedEvent extends Base {
   type: 'parallel:failed';
   name: string;
@@ -106,6 +115,7 @@ export interface AgentStreamEvent extends Base {
   turn: number;
   event: StreamEvent;
 }
+/** An agent's turn finished, with its output and usage. */
 export interface AgentCompleteEvent extends Base {
   type: 'agent:complete';
   agent: string;
@@ -116,6 +126,7 @@ export interface AgentCompleteEvent extends Base {
   stopReason: 'complete' | 'error' | 'aborted';
 }
 
+/** What a workflow emits about itself: phases, tasks, agents, parallel work, retries and custom events. */
 export type HarnessEvent =
   | HarnessStartEvent
   | PhaseStartEvent
@@ -149,6 +160,7 @@ export interface UserResponse {
 /** What `reply` takes: the text, or the text and/or the choice. */
 export type UserReply = string | { content?: string; choice?: string; timestamp?: Date };
 
+/** A message sent to a running agent (`send`), delivered live or at its next turn. */
 export interface InjectedMessage {
   content: string;
   /** Set by `sendTo`. */
@@ -156,6 +168,7 @@ export interface InjectedMessage {
   timestamp: Date;
 }
 
+/** The workflow asks a person (`waitForUser`): the prompt, its choices and deadline. */
 export interface UserPromptEvent extends Base {
   type: 'user:prompt';
   promptId: string;
@@ -164,6 +177,7 @@ export interface UserPromptEvent extends Base {
   timeout?: number;
   defaultChoice?: string;
 }
+/** A person answered a prompt. */
 export interface UserReplyEvent extends Base {
   type: 'user:reply';
   promptId: string;
@@ -176,6 +190,7 @@ export interface UserReplyRejectedEvent extends Base {
   content: string;
   message: string;
 }
+/** A prompt's timeout ran out, and what was chosen then. */
 export interface UserTimeoutEvent extends Base {
   type: 'user:timeout';
   promptId: string;
@@ -194,12 +209,15 @@ export interface MessageInjectedEvent extends Base {
   agent?: string;
   delivery: 'live' | 'inbox' | 'queue';
 }
+/** The session was paused. */
 export interface SessionPausedEvent extends Base {
   type: 'session:paused';
 }
+/** The session was resumed. */
 export interface SessionResumedEvent extends Base {
   type: 'session:resumed';
 }
+/** The session was aborted, with the reason. */
 export interface SessionAbortEvent extends Base {
   type: 'session:abort';
   reason?: string;
@@ -219,6 +237,7 @@ export interface SessionCompleteEvent extends Base {
   abortReason?: string;
 }
 
+/** Every event of an interactive session: the workflow's events plus prompts, replies, pauses and the end. */
 export type SessionEvent =
   | HarnessEvent
   | UserPromptEvent
@@ -232,8 +251,11 @@ export type SessionEvent =
   | SessionErrorEvent
   | SessionCompleteEvent;
 
+/** The `type` tag of a harness event. */
 export type HarnessEventType = HarnessEvent['type'];
+/** The `type` tag of a session event. */
 export type SessionEventType = SessionEvent['type'];
+/** The session event whose `type` is `T`. */
 export type SessionEventOf<T extends SessionEventType> = Extract<SessionEvent, { type: T }>;
 /** `'*'` receives every event. */
 export type SessionEventHandler<T extends SessionEventType | '*'> = (

@@ -29,6 +29,7 @@ export const RecordingHeaderSchema = z.object({
   /** Each agent key's name and back end, for people reading the file. */
   agents: z.record(z.string(), z.object({ name: z.string(), backend: z.string() })),
 });
+/** A recording's first line: its format version, workflow and input. */
 export type RecordingHeader = z.infer<typeof RecordingHeaderSchema>;
 
 export const RecordedEventSchema = z.object({
@@ -37,6 +38,7 @@ export const RecordedEventSchema = z.object({
   index: z.number().int().nonnegative(),
   event: z.looseObject({ type: z.string() }),
 });
+/** One session event as a recording keeps it. */
 export type RecordedEvent = z.infer<typeof RecordedEventSchema>;
 
 /** Where an outside action happened: the number of events dispatched before it. */
@@ -57,6 +59,7 @@ export const RecordedInputSchema = z.discriminatedUnion('action', [
   z.object({ kind: z.literal('input'), at: At, action: z.literal('pause') }),
   z.object({ kind: z.literal('input'), at: At, action: z.literal('resume') }),
 ]);
+/** One input a recording keeps: a user's reply or a message sent to an agent. */
 export type RecordedInput = z.infer<typeof RecordedInputSchema>;
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 export type UnstampedRecordedInput = DistributiveOmit<RecordedInput, 'kind' | 'at'>;
@@ -82,8 +85,10 @@ export const RecordedTurnSchema = z
     positions: z.array(z.number().int().nonnegative()),
   })
   .refine((turn) => turn.positions.length === turn.events.length, 'positions must have one entry per event');
+/** One agent turn as a recording keeps it: the back end's events and output. */
 export type RecordedTurn = z.infer<typeof RecordedTurnSchema>;
 
+/** A recorded session: its header, every event, every user reply and every back-end output, for `replay`. */
 export interface Recording {
   header: RecordingHeader;
   events: RecordedEvent[];
@@ -152,6 +157,7 @@ export function parseRecording(text: string, source = 'recording'): Recording {
   return recording as Recording;
 }
 
+/** Reads a recording file (JSONL), checking its format version. */
 export function loadRecording(path: string): Recording {
   let text: string;
   try {

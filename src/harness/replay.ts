@@ -14,6 +14,7 @@ import {
 import { HarnessRuntime, type AnyHarnessDefinition } from './runtime.js';
 import type { AgentMap, Harness, SessionResult } from './types.js';
 
+/** Options of `replay`: where the replayed agents' sessions go, and how a divergence is handled. */
 export interface ReplayOptions {
   /** Where the replayed agents' sessions go; default a fresh memory store. */
   sessionManager?: SessionManager;

@@ -38,6 +38,7 @@ export interface RunService {
   close(): Promise<void>;
 }
 
+/** What starting a durable run needs: the workflow's name or path, its input and its project. */
 export interface StartRunRequest {
   /** A workflow module under the project (relative to its root), or a name in `parley.config.json`. */
   workflow: string;
@@ -46,6 +47,7 @@ export interface StartRunRequest {
   project?: string;
 }
 
+/** What `listRuns` selects on: project and status. */
 export interface RunFilter {
   project?: string;
   status?: RunStatus[];

@@ -20,6 +20,7 @@ import { HarnessRuntime, type AnyHarnessDefinition, type Outcome } from './runti
 import type { AnyHarness, ReplyOutcome } from './types.js';
 import { resolveWorkflowRef } from './workflow-ref.js';
 
+/** Options of `createRunService`: the run store, the session manager, the project root and how workflows are found. */
 export interface RunServiceOptions {
   /** Where runs and their journals are kept. */
   runStore: RunStore;

@@ -58,6 +58,7 @@ export interface AgentWorkspaceOptions {
 /** `defineAgent` needs a role or instructions (or both). */
 export type AgentOptions = AgentOptionsBase & ({ role: string } | { instructions: string });
 
+/** An agent made by `defineAgent`: its role, back end, tools and, with `outputSchema`, its typed output. */
 export interface AgentDefinition<TOutput = string> {
   readonly kind: 'parley:agent';
   readonly name: string;
@@ -75,9 +76,12 @@ export interface AgentDefinition<TOutput = string> {
 }
 
 // `any`: an agent map holds definitions of different output types; each is read back precisely by AgentOutput.
+/** The agents of a workflow, by name. */
 export type AgentMap = Record<string, AgentDefinition<any>>;
+/** The output type of an agent: its `outputSchema`'s type, or `string`. */
 export type AgentOutput<A> = A extends AgentDefinition<infer O> ? O : never;
 
+/** Options of one `agent.run`: an `AbortSignal` that ends the turn early. */
 export interface AgentRunOptions {
   /** Ends this turn early (the session's own abort reaches it anyway). */
   signal?: AbortSignal;
@@ -105,10 +109,12 @@ export interface HarnessAgent<TOutput = string> {
   useSession(target: AgentSessionTarget): Promise<string>;
 }
 
+/** The agents a workflow's `run` gets, ready to run. */
 export type ResolvedAgents<TAgents extends AgentMap> = { [K in keyof TAgents]: HarnessAgent<AgentOutput<TAgents[K]>> };
 
 // ---- the execute context ---------------------------------------------------------------------
 
+/** Options of `retry`: how many attempts, and the wait between them. */
 export interface RetryOptions {
   /** Attempts in all, the first included (default 3). */
   attempts?: number;
@@ -118,11 +124,13 @@ export interface RetryOptions {
   retryOn?: (error: unknown, attempt: number) => boolean;
 }
 
+/** Options of `parallel`: how many run at once. */
 export interface ParallelOptions {
   /** How many run at once (default: all). */
   concurrency?: number;
 }
 
+/** Options of `waitForUser`: choices, a timeout and the choice to take when it runs out. */
 export interface WaitOptions {
   /** Milliseconds to wait. None by default: the prompt waits until answered or the session ends. */
   timeout?: number;
@@ -145,6 +153,10 @@ export interface SessionContext {
   isAborted(): boolean;
 }
 
+/**
+ * What a workflow's `run` function gets: its agents, state, input, `phase`, `task`, `parallel`, `retry` and the
+ * session.
+ */
 export interface ExecuteContext<TAgents extends AgentMap, TState, TInput = unknown> {
   agents: ResolvedAgents<TAgents>;
   state: TState;
@@ -173,6 +185,7 @@ export interface ExecuteContext<TAgents extends AgentMap, TState, TInput = unkno
 
 // ---- harnesses ---------------------------------------------------------------------------------
 
+/** What `defineHarness` takes: a name, the agents, the initial state and the `run` function. */
 export interface HarnessDefinition<TAgents extends AgentMap, TInput, TState, TResult> {
   /** Names the workflow in its agents' session scopes and in recordings. */
   name: string;
@@ -182,6 +195,7 @@ export interface HarnessDefinition<TAgents extends AgentMap, TInput, TState, TRe
   run(context: ExecuteContext<TAgents, TState, TInput>): Promise<TResult>;
 }
 
+/** Options of `harness.create`: the session manager, an `AbortSignal`, and back ends that replace agents' own. */
 export interface HarnessCreateOptions {
   /** Where agent sessions are stored; default: a manager over a fresh memory store. */
   sessionManager?: SessionManager;
@@ -191,10 +205,12 @@ export interface HarnessCreateOptions {
   backends?: Partial<Record<string, AgentBackend>>;
 }
 
+/** The arguments of `harness.create`: the input is optional when the workflow's input may be undefined. */
 export type CreateArguments<TInput> = undefined extends TInput
   ? [input?: TInput, options?: HarnessCreateOptions]
   : [input: TInput, options?: HarnessCreateOptions];
 
+/** A workflow made by `defineHarness`: `create(input)` gives an instance to `run()` or `startSession()`. */
 export interface Harness<TAgents extends AgentMap = AgentMap, TInput = unknown, TState = unknown, TResult = unknown> {
   readonly kind: 'parley:harness';
   readonly name: string;
@@ -206,6 +222,7 @@ export interface Harness<TAgents extends AgentMap = AgentMap, TInput = unknown, 
 /** Any harness, whatever its input, state and result (what `parley run` loads). */
 export type AnyHarness = Harness<AgentMap, any, any, any>;
 
+/** How a workflow ended: its result, its state, every event and its duration. */
 export interface HarnessResult<TState, TResult> {
   result: TResult;
   state: TState;
@@ -214,12 +231,14 @@ export interface HarnessResult<TState, TResult> {
   duration: number;
 }
 
+/** Options of `startSession`: an `AbortSignal` and a recording to write. */
 export interface StartSessionOptions {
   /** Writes a JSONL recording of the session here (replayable with `replay`). */
   record?: string;
   signal?: AbortSignal;
 }
 
+/** One instance of a workflow: run it to the end (`run`) or interactively (`startSession`). */
 export interface HarnessInstance<TState, TResult> {
   on<E extends SessionEventType | '*'>(type: E, handler: SessionEventHandler<E>): this;
   /** Fire and forget: runs the workflow to its end; no `session` in the context. Rejects if it throws. */
@@ -244,12 +263,15 @@ interface SessionResultBase<TState> {
   /** Milliseconds. */
   duration: number;
 }
+/** How an interactive session ended: its result and events, or its error. */
 export type SessionResult<TState, TResult> =
   | (SessionResultBase<TState> & { aborted: false; result: TResult })
   | (SessionResultBase<TState> & { aborted: true; result: TResult | undefined; abortReason?: string });
 
+/** Whether a reply was accepted, and, if not, why. */
 export type ReplyOutcome = { accepted: true; response: UserResponse } | { accepted: false; message: string };
 
+/** A question a workflow asked that waits for an answer. */
 export interface PendingPrompt {
   promptId: string;
   prompt: string;
@@ -262,6 +284,7 @@ export interface PendingPrompt {
   deadline?: number;
 }
 
+/** A workflow running with a person attached: its events, `reply` to prompts, `send` to agents, pause and abort. */
 export interface InteractiveSession<TState, TResult> extends AsyncIterable<SessionEvent> {
   on<E extends SessionEventType | '*'>(type: E, handler: SessionEventHandler<E>): this;
   /** To the agent running now (live where its back end takes injection, else its next turn); with none running, to the next turn of any agent. */

@@ -9,6 +9,7 @@ import type { Transport, TransportFactory } from './transport.js';
 /** The TUI's dot: `connected`, `reconnecting` after a drop, `disconnected` before connecting, after `close()` or after giving up. */
 export type ConnectionState = 'disconnected' | 'connecting' | 'connected' | 'reconnecting';
 
+/** How the client reconnects after a dropped connection: attempts and back-off. */
 export interface ReconnectOptions {
   /** First wait after a drop (default 250 ms); doubles (`factor`) up to `maxDelayMs` (default 10 s). */
   initialDelayMs?: number;
@@ -20,6 +21,7 @@ export interface ReconnectOptions {
   maxAttempts?: number;
 }
 
+/** Options of `ProtocolClient`: the transport, reconnection and request timeouts. */
 export interface ProtocolClientOptions {
   transport: TransportFactory;
   /** Per-request timeout (default 30 s; 0: none). A request may set its own. */
@@ -34,6 +36,7 @@ export interface ProtocolClientOptions {
   random?: () => number;
 }
 
+/** Options of one client request: a timeout and an `AbortSignal`. */
 export interface RequestOptions {
   /** Overrides the client's default; 0: none (e.g. a long `submit_prompt` dispatch). */
   timeoutMs?: number;

@@ -30,6 +30,7 @@ export const RpcErrorCode = {
   /** The server is shutting down; reconnect to the next one. */
   SHUTTING_DOWN: -32010,
 } as const;
+/** The name of a JSON-RPC error code (`INVALID_PARAMS`, `DRAFT_ALREADY_ACTIVE`, …). */
 export type RpcErrorName = keyof typeof RpcErrorCode;
 export type RpcErrorCodeValue = (typeof RpcErrorCode)[RpcErrorName];
 
@@ -173,10 +174,12 @@ export class RpcError extends Error {
   }
 }
 
+/** Whether `error` is an `RpcError` (and, given `code`, one with that code). */
 export function isRpcError(error: unknown, code?: number): error is RpcError {
   return error instanceof RpcError && (code === undefined || error.code === code);
 }
 
+/** The codes of the client's local errors (the connection closed, a request timed out, …), as opposed to the server's. */
 export type ProtocolClientErrorCode =
   /** The connection closed while the request was pending, or the client was closed. */
   | 'CONNECTION_CLOSED'

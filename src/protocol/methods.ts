@@ -332,6 +332,7 @@ export const BackendInfoSchema = z.object({
   available: z.boolean(),
   reason: z.string().optional(),
 });
+/** A back end as `list_backends` shows it: its name, whether it is installed and configured, its models. */
 export type BackendInfo = z.infer<typeof BackendInfoSchema>;
 export const ListBackendsResultSchema = z.object({ backends: z.array(BackendInfoSchema) });
 
@@ -417,6 +418,7 @@ export const UnsubscribeRunsParamsSchema = z.strictObject({
   runIds: z.array(RunIdSchema).max(1_000).optional(),
 });
 
+/** One method of the protocol: its params and result schemas and description. */
 export interface MethodSpec<P extends z.ZodType = z.ZodType, R extends z.ZodType = z.ZodType> {
   params: P;
   result: R;
@@ -592,17 +594,21 @@ export const methods = {
 } as const;
 
 export type MethodTable = typeof methods;
+/** The name of a JSON-RPC method the server offers. */
 export type MethodName = keyof MethodTable;
 /** What a caller passes (defaults not yet applied). */
 export type MethodParams<M extends MethodName> = z.input<MethodTable[M]['params']>;
 /** What a handler receives (validated). */
 export type ParsedMethodParams<M extends MethodName> = z.output<MethodTable[M]['params']>;
+/** The result of method `M`, as the client receives it. */
 export type MethodResult<M extends MethodName> = z.output<MethodTable[M]['result']>;
 /** What a handler returns (before the client parses it). */
 export type MethodResultInput<M extends MethodName> = z.input<MethodTable[M]['result']>;
 
+/** Every method's name. */
 export const METHOD_NAMES = Object.keys(methods) as MethodName[];
 
+/** Whether `name` is a method the server offers. */
 export function isMethodName(name: string): name is MethodName {
   return Object.prototype.hasOwnProperty.call(methods, name);
 }

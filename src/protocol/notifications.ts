@@ -115,6 +115,7 @@ export const RunEventNotificationSchema = z.object({ runId: z.string(), event: R
 /** A followed run asks a question: answer it with `answer_prompt`. */
 export const RunPromptNotificationSchema = z.object({ runId: z.string(), prompt: RunPromptWireSchema });
 
+/** One notification of the protocol: its params schema and description. */
 export interface NotificationSpec<P extends z.ZodType = z.ZodType> {
   params: P;
   description: string;
@@ -130,6 +131,7 @@ function notification<P extends z.ZodType>(
   return { params, audience, description };
 }
 
+/** Every notification the server sends, with its params schema and description. */
 export const notifications = {
   channel_message: notification(
     ChannelMessageSchema,
@@ -197,10 +199,14 @@ export const notifications = {
 } as const;
 
 export type NotificationTable = typeof notifications;
+/** The name of a notification the server sends. */
 export type NotificationName = keyof NotificationTable;
+/** The params of notification `N`. */
 export type NotificationParams<N extends NotificationName> = z.output<NotificationTable[N]['params']>;
+/** Every notification's name. */
 export const NOTIFICATION_NAMES = Object.keys(notifications) as NotificationName[];
 
+/** Whether `name` is a notification the server sends. */
 export function isNotificationName(name: string): name is NotificationName {
   return Object.prototype.hasOwnProperty.call(notifications, name);
 }

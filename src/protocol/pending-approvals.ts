@@ -2,6 +2,7 @@ import type { ProtocolClient } from './client.js';
 import type { z } from 'zod';
 import type { PermissionDecisionSchema, PermissionRequest } from './schemas.js';
 
+/** A person's answer to a permission request. */
 export type PermissionDecision = z.infer<typeof PermissionDecisionSchema>;
 
 /** What `PendingApprovals` needs of a client (a `ProtocolClient` has it all). */

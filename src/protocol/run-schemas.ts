@@ -12,6 +12,7 @@ const IsoDate = z.string().describe('ISO 8601');
 
 export const RUN_STATUS_VALUES = ['running', 'waiting', 'paused', 'complete', 'aborted', 'failed'] as const;
 export const RunStatusWireSchema = z.enum(RUN_STATUS_VALUES);
+/** A run's status on the wire. */
 export type RunStatusWire = z.infer<typeof RunStatusWireSchema>;
 
 export const RunIdSchema = WireIdSchema.describe('A run id (see `list_runs`).');
@@ -33,6 +34,7 @@ export const RunPromptWireSchema = z.object({
   /** When the wait ends with the default (or a TimeoutError), if it has a timeout. */
   deadline: IsoDate.optional(),
 });
+/** A durable run's pending question on the wire. */
 export type RunPromptWire = z.infer<typeof RunPromptWireSchema>;
 
 /** An agent of the run and the Parley session its turns are in (`get_session`, `get_events`). */
@@ -41,6 +43,7 @@ export const RunAgentWireSchema = z.object({
   name: z.string(),
   sessionId: z.string().optional(),
 });
+/** An agent of a durable run on the wire. */
 export type RunAgentWire = z.infer<typeof RunAgentWireSchema>;
 
 export const RunErrorWireSchema = z.object({
@@ -78,6 +81,7 @@ export const RunWireSchema = z.object({
   updatedAt: IsoDate,
   endedAt: IsoDate.optional(),
 });
+/** A durable run as the protocol shows it. */
 export type RunWire = z.infer<typeof RunWireSchema>;
 
 /**
@@ -89,4 +93,5 @@ export const RunEventWireSchema = z.looseObject({
   timestamp: IsoDate,
   branch: z.string().optional(),
 });
+/** An event of a durable run on the wire. */
 export type RunEventWire = z.infer<typeof RunEventWireSchema>;

@@ -70,6 +70,7 @@ export const SessionInfoSchema = z.object({
   metrics: SessionMetricsSchema.optional(),
   clearedThroughSeq: z.number().int().optional(),
 });
+/** A session as the protocol shows it. */
 export type SessionInfo = z.infer<typeof SessionInfoSchema>;
 
 /** Which summarizer wrote a checkpoint: a model (its back end and model), or the structural builder that needs none (`fallback`: the model kept failing). */
@@ -118,6 +119,7 @@ export const CheckpointWireSchema = z.object({
   }),
   tokens: z.object({ checkpoint: z.number(), lastCompactionInput: z.number(), totalSaved: z.number() }),
 });
+/** A checkpoint as the protocol shows it. */
 export type CheckpointWire = z.infer<typeof CheckpointWireSchema>;
 
 const IsoDate = z.string().describe('ISO 8601');
@@ -137,6 +139,7 @@ export const ProjectInfoSchema = z.object({
       "The role a client drafts for a first message typed before any draft: `defaultRole` in the project's `parley.config.json`, else `product-analyst`.",
     ),
 });
+/** A project as the protocol shows it. */
 export type ProjectInfo = z.infer<typeof ProjectInfoSchema>;
 
 export const TaskInfoSchema = z.object({
@@ -152,6 +155,7 @@ export const TaskInfoSchema = z.object({
   /** The draft working on this task now, if any. */
   activeDraft: z.object({ sessionId: z.string(), role: z.string(), channelId: z.string() }).optional(),
 });
+/** A task as the protocol shows it. */
 export type TaskInfo = z.infer<typeof TaskInfoSchema>;
 
 export const RoleInfoSchema = z.object({
@@ -174,6 +178,7 @@ export const RoleInfoSchema = z.object({
   /** `builtin`, or the role file's path. */
   source: z.string(),
 });
+/** A role as the protocol shows it: its name, description and permissions. */
 export type RoleInfo = z.infer<typeof RoleInfoSchema>;
 
 // ---- approvals of the workspace tools --------------------------------------------------------------
@@ -209,6 +214,7 @@ export const PermissionRequestSchema = z.object({
     ),
   requestedAt: z.string().describe('ISO 8601.'),
 });
+/** A tool call that waits for a person's approval. */
 export type PermissionRequest = z.infer<typeof PermissionRequestSchema>;
 
 /** What confines `run_command` in the project. */
@@ -225,6 +231,7 @@ export const RoleFileErrorSchema = z.object({
   field: z.string().optional(),
   message: z.string(),
 });
+/** A role file that could not be read, and why. */
 export type RoleFileError = z.infer<typeof RoleFileErrorSchema>;
 
 /** The channel's draft as `get_draft_status` returns it (seed 000's DraftSession metrics; `/context`). */
@@ -264,6 +271,7 @@ export const DraftStatusSchema = z.object({
   /** Workers of this draft that are queued or running. */
   activeAgents: z.number().int().nonnegative(),
 });
+/** A draft's status: its role, task, session, agents and whether a turn is running. */
 export type DraftStatus = z.infer<typeof DraftStatusSchema>;
 
 export const AgentStatusValueSchema = z.enum(['queued', 'running', 'completed', 'failed', 'killed']);
@@ -285,6 +293,7 @@ export const AgentInfoSchema = z.object({
   endedAt: IsoDate.optional(),
   costUsd: z.number().nonnegative(),
 });
+/** A worker agent as the protocol shows it: its id, role and status. */
 export type AgentInfo = z.infer<typeof AgentInfoSchema>;
 
 /** The structured result of the autonomous dispatch path (seed 000's DispatchResult). */
@@ -310,4 +319,5 @@ export const DispatchResultSchema = z.object({
   conversationId: z.string(),
   error: z.object({ code: z.string(), message: z.string() }).optional(),
 });
+/** What a finished worker returned. */
 export type DispatchResult = z.infer<typeof DispatchResultSchema>;

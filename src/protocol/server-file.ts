@@ -15,6 +15,7 @@ export const ServerFileSchema = z.object({
   /** ISO 8601. */
   startedAt: z.string(),
 });
+/** `server.json`: how to reach a running server (URLs, host, port, token), its pid and protocol version. */
 export type ServerFile = z.infer<typeof ServerFileSchema>;
 
 /** Bumped when a method or notification changes incompatibly. */

@@ -12,6 +12,7 @@ export interface TransportHandlers {
   onClose(event: { code: number; reason: string }): void;
 }
 
+/** How the protocol client reaches a server: sends text and hands received text to its handlers. */
 export interface Transport {
   /** Attaches the handlers; frames that arrived before are delivered now, in order. Call once. */
   start(handlers: TransportHandlers): void;
@@ -101,6 +102,7 @@ export interface WebSocketLike {
   addEventListener(type: 'open' | 'message' | 'close' | 'error', listener: (event: never) => void): void;
 }
 
+/** Options of `webSocketTransport`: the URL, the token, and a WebSocket class outside the browser. */
 export interface WebSocketTransportOptions {
   /** `ws://127.0.0.1:PORT/rpc` (from server.json's `wsUrl`). */
   url: string;

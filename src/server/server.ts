@@ -36,6 +36,7 @@ import { prepareDataFolder, type DraftStore, type SessionStore } from '../store/
 
 export const SERVER_VERSION = '0.1.0';
 
+/** Options of `startServer`: the project and data folders, where to listen, and the stores and services it serves. */
 export interface ServerOptions {
   /** The project folder the server runs in. */
   projectRoot: string;
@@ -110,6 +111,7 @@ export interface RunServiceContext {
   log: Logger;
 }
 
+/** A started server: its URLs, and `close()` to stop it gracefully. */
 export interface RunningServer {
   /** The web UI's URL with the token. */
   readonly url: string;

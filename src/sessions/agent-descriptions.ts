@@ -96,6 +96,7 @@ export const AgentDescriptionOverrideSchema = z
     toolInstructions: z.string().optional(),
   })
   .strict();
+/** A change to a session's agent description: role, instructions or tools. */
 export type AgentDescriptionOverride = z.infer<typeof AgentDescriptionOverrideSchema>;
 
 /**

@@ -31,6 +31,7 @@ export const BACKEND_MOVED = 'BACKEND_MOVED';
 export const NATIVE_RESUME_RETRY = 'NATIVE_RESUME_RETRY';
 export const NATIVE_RESUME_MANAGED = 'NATIVE_RESUME_MANAGED';
 
+/** What moving a session to another back end did: from, to, how, and what was converted. */
 export interface BackendMove {
   /** The back end (or, for an import, the tool) the session was on. */
   from: string;
@@ -43,6 +44,7 @@ export interface BackendMove {
   conversions: Conversion[];
 }
 
+/** Options of moving a session between back ends: the workspace its native session belongs to. */
 export interface MoveOptions {
   /** The workspace the native session belongs to (the CLIs file sessions by folder). */
   cwd: string;

@@ -96,6 +96,7 @@ export interface CompactionSettings {
   protectToolChars?: number;
 }
 
+/** Options of one compaction: its trigger, extra instructions and the trace it belongs to. */
 export interface CompactOptions {
   trigger: CompactionTrigger;
   instructions?: string;
@@ -106,6 +107,7 @@ export interface CompactOptions {
   traceParent?: Context;
 }
 
+/** How a compaction ended: the new checkpoint with the tokens before and after, or the error. */
 export type CompactionResult =
   | { ok: true; checkpoint: Checkpoint; tokensBefore: number; tokensAfter: number }
   | { ok: false; error: CompactionError | ParleyError };
@@ -121,6 +123,7 @@ export interface RunningCompaction {
   summarizer: CheckpointSummarizer;
 }
 
+/** Whether a compaction is running for a session, and since when. */
 export interface CompactionStatus {
   running: boolean;
   /** Present while `running`. */

@@ -25,6 +25,7 @@ import type { Summarizer } from './summarizer.js';
 
 export type CompactionTrigger = 'auto' | 'manual';
 
+/** The codes a `CompactionError` carries. */
 export type CompactionErrorCode =
   /** No longer raised: without a model summarizer, checkpoints are built structurally. Kept so older servers' errors still type-check. */
   | 'COMPACTION_NO_SUMMARIZER'
@@ -35,6 +36,7 @@ export type CompactionErrorCode =
   | 'COMPACTION_CANCELLED'
   | 'COMPACTION_STOPPED';
 
+/** A compaction failed (the model's output could not be used, it was cancelled); the history is left as it was. */
 export class CompactionError extends ParleyError {
   declare readonly code: CompactionErrorCode;
   constructor(

@@ -1,5 +1,6 @@
 import { ParleyError, type ParleyErrorOptions } from '../conversation/index.js';
 
+/** The codes a `SessionError` carries. */
 export type SessionErrorCode =
   | 'SESSION_NOT_FOUND'
   | 'INVALID_ID'
@@ -10,6 +11,7 @@ export type SessionErrorCode =
   | 'COMPACTION_FAILED'
   | 'COMPACTION_IN_PROGRESS';
 
+/** A session operation failed (no such session, a bad id or scope, a closed manager); `code` says which. */
 export class SessionError extends ParleyError {
   declare readonly code: SessionErrorCode;
   constructor(code: SessionErrorCode, message: string, options: ParleyErrorOptions = {}) {

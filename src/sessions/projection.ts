@@ -32,6 +32,7 @@ export interface ProjectedTool {
   outputChars: number;
 }
 
+/** One message of a projection, as the model will see it. */
 export interface ProjectedMessage {
   /** Changes whenever the rendered content does: the key token counts are cached under. */
   key: string;
@@ -66,6 +67,7 @@ export interface ProjectionInput {
   keyPrefix?: string;
 }
 
+/** Stored history projected to what the model sees: messages, with placeholders for compacted content. */
 export interface Projection {
   /** What the model sees, oldest first; the placeholder (when anything is compacted) comes first. */
   messages: ProjectedMessage[];

@@ -55,6 +55,7 @@ export interface RequestAdjustments {
   omittedMessages: number;
 }
 
+/** A managed request as it would be sent: system prompt, messages and the token count of each section. */
 export interface BuiltRequest {
   systemPrompt: string;
   userPrompt: string;

@@ -20,6 +20,7 @@ export const GetOrCreateSessionOptionsSchema = z.discriminatedUnion('type', [
     backend: z.string().min(1).optional(),
   }),
 ]);
+/** A scope from which `getOrCreateSession` derives the deterministic session id (a feature, a task, a draft). */
 export type GetOrCreateSessionOptions = z.input<typeof GetOrCreateSessionOptionsSchema>;
 
 /**

@@ -14,6 +14,7 @@ import type { ContextOptions } from './context-builder.js';
 import type { AgentTypeSettings } from './session-requests.js';
 import type { Summarizer } from './summarizer.js';
 
+/** What changed in a `session:updated` event. */
 export type SessionUpdateAction =
   'created' | 'message_added' | 'events_appended' | 'cleared' | 'archived' | 'settings_changed';
 
@@ -47,6 +48,7 @@ export interface SessionManagerEvents {
   'store:warning': StoreWarning;
 }
 
+/** Options of `createSessionManager`: the store (or a data folder), token budget, summarizer and per-agent settings. */
 export interface SessionManagerOptions {
   /** A file store in this folder (the default store). Ignored when `store` is given. */
   dataDir?: string;
@@ -84,6 +86,7 @@ export interface SessionManagerOptions {
   compaction?: CompactionSettings;
 }
 
+/** The zod schema of `CreateSessionOptions`. */
 export const CreateSessionOptionsSchema = z.object({
   scope: SessionScopeSchema,
   agentType: z.string().min(1),
@@ -99,7 +102,10 @@ export const CreateSessionOptionsSchema = z.object({
     .object({ backend: z.string(), nativeSessionId: z.string(), transcriptPath: z.string().optional() })
     .optional(),
 });
+/** What `createSession` needs: agent type, scope, back end and settings. */
 export type CreateSessionOptions = z.input<typeof CreateSessionOptionsSchema>;
 
+/** The token budget of a managed request when none is set. */
 export const DEFAULT_TOKEN_BUDGET = 100_000;
+/** The share of the token budget at which a session compacts on its own. */
 export const DEFAULT_COMPACTION_THRESHOLD = 0.9;

@@ -46,6 +46,10 @@ import { SessionWriter } from './session-writer.js';
 import { catchUp, StoreChangeFollower, type FollowStoreChangesOptions } from './store-changes.js';
 import { TypedEmitter } from './typed-emitter.js';
 
+/**
+ * Owns sessions: creates and finds them, appends messages and events, builds each request under the token budget,
+ * compacts, and emits what changed.
+ */
 export class SessionManager {
   readonly tokenBudget: number;
   readonly compactionThreshold: number;

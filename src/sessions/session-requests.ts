@@ -69,6 +69,7 @@ export interface ResolvedSettings {
   tailTokens: number;
 }
 
+/** Options of `buildRequest`: an `AbortSignal`, the project folder for context, and the turn's trace. */
 export interface RequestOptions {
   signal?: AbortSignal;
   /** The project folder for this request's context, instead of the manager's `projectRoot`. */
@@ -77,6 +78,7 @@ export interface RequestOptions {
   traceParent?: Context;
 }
 
+/** A built request as `preview_request` shows it, with whether sending it would compact first. */
 export interface PreviewedRequest extends BuiltRequest {
   /** buildRequest would compact first (the request is at or past the threshold and automatic compaction is armed). */
   wouldCompact: boolean;
@@ -91,6 +93,7 @@ export const RalphLoopPatchSchema = z
     lastError: z.string().nullable().optional(),
   })
   .strict();
+/** A change to the Ralph loop state in a session's checkpoint; `null` clears a field. */
 export type RalphLoopPatch = z.infer<typeof RalphLoopPatchSchema>;
 
 type CompactionEvents = {

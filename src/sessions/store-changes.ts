@@ -14,6 +14,7 @@ import type { SessionWriteQueues } from './session-writes.js';
 /** How often followed sessions are checked against the log when no notification came: the most a lost one delays delivery. */
 export const DEFAULT_CHANGE_POLL_MS = 1_000;
 
+/** Options of `followStoreChanges`: how often followed sessions are checked. */
 export interface FollowStoreChangesOptions {
   /**
    * True when someone here follows the session (a subscribed client). A followed session is

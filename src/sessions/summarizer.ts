@@ -22,6 +22,7 @@ export type Summarizer = ((request: SummarizeRequest) => Promise<string>) & {
   readonly model?: string;
 };
 
+/** Options of `createBackendSummarizer`: the back end and model that write checkpoints. */
 export interface BackendSummarizerOptions {
   /** Model to ask; the back end's default otherwise. */
   model?: string;

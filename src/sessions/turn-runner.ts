@@ -12,6 +12,7 @@ import { inAgentTrace, startAgentTrace, type AgentTrace } from '../telemetry/ind
 import type { SessionManager } from './session-manager.js';
 import { TurnIdGuard } from './turn-ids.js';
 
+/** Options of `runTurn`: the back end, the prompt, and what else the turn gets. */
 export interface RunTurnOptions {
   backend: AgentBackend;
   /** The new user message. */
@@ -48,6 +49,7 @@ export interface RunTurnOptions {
   traceParent?: Context;
 }
 
+/** A running turn: its numbered, durable events as an async iterable, and a way to message it. */
 export interface TurnHandle {
   /** The turn's events, numbered and durable, in order; ends when the turn ends. */
   events: AsyncIterable<StreamEvent>;

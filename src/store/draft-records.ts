@@ -54,6 +54,7 @@ export const ProjectRecordSchema = z.object({
   /** True for the project the store was opened for (the one `parley serve` runs in). */
   home: z.boolean(),
 });
+/** A project as the draft store keeps it. */
 export type ProjectRecord = z.infer<typeof ProjectRecordSchema>;
 
 /** What `createProject` takes: `path` absent means the store's default place for it. */
@@ -64,11 +65,13 @@ export const NewProjectSchema = z.object({
   description: z.string().optional(),
   createdAt: IsoDate,
 });
+/** What `createProject` takes; `path` absent means the store's default place for it. */
 export type NewProject = z.infer<typeof NewProjectSchema>;
 
 // ---- tasks --------------------------------------------------------------------------------------
 
 export const TaskStateSchema = z.enum(['open', 'in_progress', 'done', 'cancelled']);
+/** Where a draft task is: open, in progress, done or cancelled. */
 export type TaskState = z.infer<typeof TaskStateSchema>;
 
 /** `<dataDir>/tasks/<slug>/task.json`; a task is keyed by (project, slug). */
@@ -81,6 +84,7 @@ export const TaskFileSchema = z.object({
   createdAt: IsoDate,
   updatedAt: IsoDate,
 });
+/** `<dataDir>/tasks/<slug>/task.json`: a draft task, keyed by project and slug. */
 export type TaskFile = z.infer<typeof TaskFileSchema>;
 
 // ---- drafts -------------------------------------------------------------------------------------
@@ -133,6 +137,7 @@ export const DraftSessionSchema = z.object({
    */
   closeReason: z.enum(['undraft', 'native_resume_failed', 'recovery_failed']).optional(),
 });
+/** A draft as the draft store keeps it: its role, task, channel, session and, once closed, why. */
 export type DraftSession = z.infer<typeof DraftSessionSchema>;
 
 /** A draft record the store could not read (a damaged `draft.json`), reported rather than thrown. */

@@ -36,6 +36,7 @@ export type StoreErrorCode =
   /** PostgreSQL store opened with `existingOnly`: the schema holds no Parley tables. */
   | 'STORE_SCHEMA_MISSING';
 
+/** A store could not do what was asked (not found, a conflict, a corrupt or newer file); `code` says which. */
 export class StoreError extends ParleyError {
   declare readonly code: StoreErrorCode;
   constructor(code: StoreErrorCode, message: string, options: ParleyErrorOptions = {}) {

@@ -56,6 +56,7 @@ export interface FileRunStoreOptions {
 /** Short enough that a machine crash loses little; long enough to sync many turns at once. */
 const DEFAULT_DEFERRED_SYNC_MS = 50;
 
+/** Opens the run store on files: `runs/<id>/run.json` and `journal.jsonl` in the data folder. */
 export async function createFileRunStore(options: FileRunStoreOptions): Promise<RunStore> {
   const runsDir = join(options.dataDir, 'runs');
   const tmpDir = join(runsDir, '.tmp');

@@ -41,6 +41,7 @@ import { readSessionRecords, sessionAdvice } from './session-records.js';
 import type { ReadLogOptions, SessionStore, StoreWarning } from './session-store.js';
 import { checkId, checkRecord, sessionNotFound, storeClosed } from './validate.js';
 
+/** Options of `createFileStore`: the data folder, and where recovered problems are reported. */
 export interface FileStoreOptions {
   /** The data folder; created when missing. */
   dataDir: string;

@@ -7,6 +7,7 @@ import type { SessionStore } from './session-store.js';
 export type { SessionCopy, SessionMigrationStatus, SessionWrites } from './migrate-session.js';
 export type { SessionDigest } from './session-digest.js';
 
+/** Options of `migrateStore`: the batch size and progress callbacks. */
 export interface MigrateStoreOptions {
   /** Events per append (default 500). Each append is durable, so an interrupted run continues after the last one. */
   batchSize?: number;
@@ -36,6 +37,7 @@ export interface RecordMigration {
   verified: boolean;
 }
 
+/** What a store migration did: each session and record copied and verified, and what only the target holds. */
 export interface MigrationReport {
   sessions: SessionMigration[];
   records: RecordMigration[];

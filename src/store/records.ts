@@ -17,6 +17,7 @@ export const IdSchema = z
 
 export const AGENT_TYPES = ['pm', 'dev', 'qa', 'harness', 'merge'] as const;
 export const AgentTypeSchema = z.enum(AGENT_TYPES);
+/** The built-in agent types of seed 003's scoped sessions: `pm`, `dev`, `qa`, `harness`, `merge`. */
 export type AgentType = z.infer<typeof AgentTypeSchema>;
 
 /** Where a session belongs: seed 003's feature and task sessions, drafts, workflow agents, imports. */
@@ -40,9 +41,12 @@ export const SessionScopeSchema = z.discriminatedUnion('kind', [
     nativeSessionId: z.string().optional(),
   }),
 ]);
+/** Where a session belongs (a feature, a task, a draft, a workflow agent, an import). */
 export type SessionScope = z.infer<typeof SessionScopeSchema>;
+/** The `kind` tag of a session's scope. */
 export type SessionScopeKind = SessionScope['kind'];
 
+/** The zod schema of `SessionSettings`. */
 export const SessionSettingsSchema = z.object({
   /** Largest request, in tokens (default 100,000). */
   tokenBudget: z.number().int().positive().optional(),
@@ -53,6 +57,7 @@ export const SessionSettingsSchema = z.object({
   /** Other sessions whose checkpoints join this session's context, read only (QA reading Dev's). */
   contextSessions: z.array(IdSchema).optional(),
 });
+/** A session's own settings: token budget, compaction threshold, verbatim tail, and sessions whose checkpoints it reads. */
 export type SessionSettings = z.infer<typeof SessionSettingsSchema>;
 
 export const SessionStatsSchema = z.object({
@@ -62,6 +67,7 @@ export const SessionStatsSchema = z.object({
   /** ISO 8601. */
   lastCompactionAt: z.string().optional(),
 });
+/** A session's stored totals: messages, tokens and compactions. */
 export type SessionStats = z.infer<typeof SessionStatsSchema>;
 
 /** A back end's own handle on the conversation, for native continuity (Claude SDK session id, Gemini `--resume`). */
@@ -71,6 +77,7 @@ export const NativeSessionRefSchema = z.object({
   /** Where the raw native transcript was read from or is kept. */
   transcriptPath: z.string().optional(),
 });
+/** The back end's own session a Parley session maps to: its native id and transcript. */
 export type NativeSessionRef = z.infer<typeof NativeSessionRefSchema>;
 
 /** `session.json`: a session's metadata. A superset of seed 004's SessionListData. */
@@ -93,8 +100,10 @@ export const SessionRecordSchema = SessionListDataSchema.extend({
   /** Messages at or below this `seq` are hidden from requests (`clearMessages`); they stay on disk. */
   clearedThroughSeq: z.number().int().min(-1).optional(),
 });
+/** A session as the store keeps it: its id, scope, back end, settings, status and stats. */
 export type SessionRecord = z.infer<typeof SessionRecordSchema>;
 
+/** The zod schema of a `SessionFilter`. */
 export const SessionFilterSchema = z.object({
   status: z.enum(['active', 'archived']).optional(),
   /** Back end (seed 004's architecture type). */
@@ -105,6 +114,7 @@ export const SessionFilterSchema = z.object({
   taskId: z.string().optional(),
   taskState: z.string().optional(),
 });
+/** What `listSessions` selects on: agent type, scope, status, back end. */
 export type SessionFilter = z.infer<typeof SessionFilterSchema>;
 
 export function matchesFilter(record: SessionRecord, filter: SessionFilter = {}): boolean {
@@ -128,6 +138,7 @@ export const CheckpointSummarySchema = z.object({
   decisions: z.array(z.string()),
   blockers: z.array(z.string()),
 });
+/** The sections of a checkpoint's summary: completed, in progress, pending, decisions and blockers. */
 export type CheckpointSummary = z.infer<typeof CheckpointSummarySchema>;
 
 export const RalphLoopSchema = z.object({
@@ -193,7 +204,9 @@ export const CheckpointSchema = z.object({
     totalSaved: z.number().int().nonnegative(),
   }),
 });
+/** One version of a session's checkpoint: the summary of the history it covers, up to a `seq`. */
 export type Checkpoint = z.infer<typeof CheckpointSchema>;
+/** A checkpoint as a caller writes it; the store adds the format version, version number and session id. */
 export type CheckpointInput = Omit<Checkpoint, 'formatVersion' | 'version' | 'sessionId'>;
 
 /** `context.json`: what the last request used as context (it is rebuilt from its sources per request). */
@@ -204,6 +217,7 @@ export const ContextDocumentSchema = z.object({
   sections: z.record(z.string(), z.string()),
   tokens: z.number().int().nonnegative(),
 });
+/** `context.json`: the context sections the last request used, with their tokens. */
 export type ContextDocument = z.infer<typeof ContextDocumentSchema>;
 
 /** `agent-description.json`: the agent's role, instructions and tools. */
@@ -218,6 +232,7 @@ export const AgentDescriptionSchema = z.object({
   createdAt: z.string(),
   tokens: z.number().int().nonnegative(),
 });
+/** `agent-description.json`: the agent's role, instructions and allowed tools. */
 export type AgentDescription = z.infer<typeof AgentDescriptionSchema>;
 
 export const FeatureSchema = z.object({

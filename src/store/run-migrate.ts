@@ -34,6 +34,7 @@ export interface RunMigrationReport {
 /** Appends per durable write: a long journal is copied in a few appends, not one per entry. */
 const ENTRIES_PER_APPEND = 500;
 
+/** Copies every run and its journal from one run store to another, skipping what the target already holds. */
 export async function migrateRuns(source: RunStore, target: RunStore): Promise<RunMigrationReport> {
   const runs: RunMigration[] = [];
   for (const record of (await source.listRuns()).reverse()) {

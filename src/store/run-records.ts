@@ -9,8 +9,10 @@ import { z } from 'zod';
 
 const IsoDate = z.iso.datetime({ offset: true });
 
+/** Every `RunStatus`, in order. */
 export const RUN_STATUSES = ['running', 'waiting', 'paused', 'complete', 'aborted', 'failed'] as const;
 export const RunStatusSchema = z.enum(RUN_STATUSES);
+/** Where a durable run is: running, waiting for a person, paused, complete, aborted or failed. */
 export type RunStatus = z.infer<typeof RunStatusSchema>;
 
 /** A run is unfinished while it may still make progress or take an answer. */
@@ -52,6 +54,7 @@ export const RunErrorSchema = z.object({
 });
 export type RunError = z.infer<typeof RunErrorSchema>;
 
+/** The zod schema of a `RunRecord`. */
 export const RunRecordSchema = z.object({
   id: z.string().min(1),
   /** The harness's `name`. */
@@ -78,4 +81,5 @@ export const RunRecordSchema = z.object({
   updatedAt: IsoDate,
   endedAt: IsoDate.optional(),
 });
+/** A durable run as the run store keeps it: workflow, input, status, pending prompts and agents. */
 export type RunRecord = z.infer<typeof RunRecordSchema>;

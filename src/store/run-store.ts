@@ -57,6 +57,7 @@ export interface AppendJournalOptions {
   sync?: 'now' | 'deferred';
 }
 
+/** What a run store's `list` selects on: project and status. */
 export interface RunStoreFilter {
   project?: string;
   status?: readonly RunStatus[];
@@ -72,6 +73,7 @@ export const RunJournalEntrySchema = z.object({
   at: z.iso.datetime({ offset: true }),
   data: z.unknown(),
 });
+/** One journaled result of a durable run (an agent turn, an answer, a timeout, a time or random value). */
 export type RunJournalEntry = z.infer<typeof RunJournalEntrySchema>;
 
 export const RunJournalEntryDraftSchema = z.object({

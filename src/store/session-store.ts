@@ -28,6 +28,7 @@ export interface StoreWarning {
   file?: string;
 }
 
+/** Options of reading a session's log: from which `seq`, and how many events. */
 export interface ReadLogOptions {
   /** Only events with `seq` greater than this. */
   afterSeq?: number;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createScriptedBackend, step, type ScriptedBackend, type ToolDefinition } from '../../src/backends/index.js';
-import * as testing from '../../src/backends/testing.js';
+import * as testing from '../../src/entry/testing.js';
 import type { UnsequencedEvent } from '../../src/conversation/index.js';
 import {
   assistantText,

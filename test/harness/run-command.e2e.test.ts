@@ -97,7 +97,8 @@ describe('parley run', { timeout: 120_000 }, () => {
     const dir = await tempDir();
     const workflow = join(dir, 'chatty.ts');
     const source = (name: string) => `
-      import { createScriptedBackend, step, defineAgent, defineHarness } from ${JSON.stringify(join(ROOT, 'src', 'index.ts'))};
+      import { defineAgent, defineHarness } from ${JSON.stringify(join(ROOT, 'src', 'index.ts'))};
+      import { createScriptedBackend, step } from ${JSON.stringify(join(ROOT, 'src', 'entry', 'testing.ts'))};
       const helper = defineAgent({
         name: 'Helper',
         role: 'You help.',

@@ -25,6 +25,7 @@ import { computeCost, KNOWN_MODELS, lookupModel } from '../pricing.js';
 import { TurnEvents } from '../turn-events.js';
 import { failureFromStatus } from './api-failures.js';
 
+/** The registry name of the Anthropic Messages API back end. */
 export const ANTHROPIC_API_BACKEND_NAME = 'anthropic-api';
 export const ANTHROPIC_API_DEFAULT_MODEL = 'claude-sonnet-5-5';
 const DEFAULT_ENDPOINT = 'https://api.anthropic.com';
@@ -33,6 +34,7 @@ const FALLBACK_MAX_OUTPUT_TOKENS = 8_192;
 /** Upper bound of model requests in one turn's tool loop unless the request or options say otherwise. */
 const DEFAULT_MAX_TURNS = 25;
 
+/** Options of `createAnthropicApiBackend`: API key, model, thinking and limits. */
 export interface AnthropicApiBackendOptions {
   /** Default: `ANTHROPIC_API_KEY` from `env`. */
   apiKey?: string;

@@ -36,6 +36,7 @@ export const CLAUDE_SDK_DEFAULT_MODEL = 'claude-opus-5-5';
 /** After `interrupt()`, how long the CLI gets to end the turn before its process is closed. */
 const DEFAULT_INTERRUPT_GRACE_MS = 5_000;
 
+/** Options of `createClaudeSdkBackend`: model, working folder, permissions and the SDK to load. */
 export interface ClaudeSdkBackendOptions {
   /**
    * The CLI's config folder (`CLAUDE_CONFIG_DIR`): where it keeps session transcripts. Give each

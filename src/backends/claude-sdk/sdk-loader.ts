@@ -12,6 +12,7 @@ export type ClaudeAgentSdk = typeof ClaudeAgentSdkModule;
 export const CLAUDE_AGENT_SDK_VERSION = '0.3.329';
 export const CLAUDE_AGENT_SDK_PACKAGE = '@anthropic-ai/claude-agent-sdk';
 
+/** The optional Claude Agent SDK package is not installed; the message says how to install it. */
 export class ClaudeSdkNotInstalledError extends ParleyError {
   constructor(cause: unknown) {
     const reason = cause instanceof Error ? cause.message : String(cause);

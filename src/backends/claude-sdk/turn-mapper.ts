@@ -12,6 +12,7 @@ import { TurnEvents } from '../turn-events.js';
 import { failureFromStatus } from '../anthropic-api/api-failures.js';
 import type { CostState } from './native-storage.js';
 
+/** The registry name of the Claude Agent SDK back end. */
 export const CLAUDE_SDK_BACKEND_NAME = 'claude-sdk';
 
 /** Tool names whose call runs a subagent (`Task` before Claude Code 2.1, `Agent` since). */

@@ -24,10 +24,12 @@ import { GeminiCliNotInstalledError, locateGeminiCli } from './locate.js';
 import { GeminiCliStorage } from './storage.js';
 import { GeminiStreamMapper, parseStreamLine } from './stream-json.js';
 
+/** The registry name of the Gemini CLI back end. */
 export const GEMINI_CLI_BACKEND_NAME = 'gemini-cli';
 export const GEMINI_DEFAULT_MODEL = 'gemini-2.5-flash';
 export const GEMINI_DEFAULT_ENDPOINT = 'https://generativelanguage.googleapis.com';
 
+/** Options of `createGeminiCliBackend`: model, the CLI to run and its environment. */
 export interface GeminiCliOptions {
   name?: string;
   /** GEMINI_API_KEY. Without one, each turn ends with an authentication error and no process is started. */

@@ -6,6 +6,7 @@ import { ParleyError } from '../../conversation/index.js';
 export const GEMINI_CLI_PACKAGE = '@google/gemini-cli';
 export const GEMINI_CLI_VERSION = '0.61.0';
 
+/** The optional Gemini CLI package is not installed; the message says how to install it. */
 export class GeminiCliNotInstalledError extends ParleyError {
   constructor(cause?: unknown) {
     super(

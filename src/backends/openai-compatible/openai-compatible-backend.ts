@@ -23,10 +23,12 @@ import { describeOpenAiError, type FailureContext } from './errors.js';
 import { isInstance } from '../lazy-module.js';
 import { openAiSdk } from './sdk.js';
 
+/** The registry name of the OpenAI-compatible back end. */
 export const OPENAI_COMPATIBLE_BACKEND_NAME = 'openai-compatible';
 export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 export const OPENAI_DEFAULT_MODEL = 'gpt-4.1-mini';
 
+/** Options of `createOpenAiCompatibleBackend`: base URL, API key, model and limits. */
 export interface OpenAiCompatibleOptions {
   /** Name in `describe()`; default `openai-compatible`. */
   name?: string;
@@ -63,6 +65,7 @@ export function isLocalUrl(url: string): boolean {
   }
 }
 
+/** The OpenAI-compatible back end, with the models its server lists. */
 export interface OpenAiCompatibleBackend extends AgentBackend {
   execute(request: ExecuteRequest): AgentTurn & { inject(message: string): Promise<void> };
 }

@@ -27,6 +27,7 @@ export type ScriptStep =
 /** A recorded call: the request without its signal and trace context, plus every message injected while it ran. */
 export type ScriptedCall = Omit<ExecuteRequest, 'signal' | 'traceContext'> & { injected: string[] };
 
+/** One scripted turn: its steps, or a function of the call that returns them. */
 export type ScriptedTurn = ScriptStep[] | ((call: ScriptedCall) => ScriptStep[] | Promise<ScriptStep[]>);
 
 /** Step builders: `[step.thinking('…'), step.text('Hello')]`. */

@@ -13,7 +13,9 @@ import { describeFailure, TurnNotRunningError, type BackendFailure } from '../fa
 import { chunkText, counterIds, TurnEvents } from '../turn-events.js';
 import type { ScriptedCall, ScriptedTurn, ScriptStep } from './script.js';
 
+/** The registry name of the scripted back end. */
 export const SCRIPTED_BACKEND_NAME = 'scripted';
+/** The one model the scripted back end offers. */
 export const SCRIPTED_MODEL: ModelInfo = {
   id: 'scripted-1',
   contextWindow: 200_000,
@@ -22,6 +24,7 @@ export const SCRIPTED_MODEL: ModelInfo = {
   pricing: { inputPerMillion: 0, outputPerMillion: 0, cacheReadPerMillion: 0, cacheWritePerMillion: 0 },
 };
 
+/** Options of `createScriptedBackend`: the scripted turns to play, and a clock for fixed timestamps. */
 export interface ScriptedBackendOptions {
   /** Turns played in order, one per `execute`. */
   turns?: ScriptedTurn[];

@@ -144,6 +144,7 @@ function claudeParentOf(path: string): string | undefined {
   return index > 0 ? parts[index - 1] : undefined;
 }
 
+/** Finds the native transcripts under `path` that `importTranscripts` can read. */
 export async function discoverImportSources(path: string): Promise<DiscoveryResult> {
   const root = resolve(path);
   let stat;

@@ -1,5 +1,6 @@
 import { ParleyError, type ParleyErrorOptions } from '../../conversation/index.js';
 
+/** The codes an `ImportError` carries. */
 export type ImportErrorCode = 'IMPORT_PATH_NOT_FOUND' | 'NOTHING_TO_IMPORT' | 'IMPORT_ABORTED' | 'IMPORT_READ_FAILED';
 
 /** A failed import: the path is missing or holds no transcript, reading failed, or the caller aborted. */

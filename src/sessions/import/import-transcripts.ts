@@ -69,6 +69,7 @@ export interface ImportOptions {
 /** What an imported session's log holds, for a re-import (see `indexLog`). */
 export type LogIndex = Awaited<ReturnType<typeof indexLog>>;
 
+/** How far an import has got: its phase and the sessions done out of all. */
 export interface ImportProgress {
   phase: 'discovered' | 'reading' | 'session_done';
   sessionsTotal: number;
@@ -106,6 +107,7 @@ export interface ImportedSession {
   deferred?: boolean;
 }
 
+/** What an import did: the path, each session it imported, and its warnings. */
 export interface ImportResult {
   path: string;
   sessions: ImportedSession[];

@@ -37,6 +37,7 @@ export interface WatchTranscriptsOptions extends Omit<ImportOptions, 'live' | 's
   checkIntervalMs?: number;
 }
 
+/** A running `watchTranscripts`: `close()` stops it. */
 export interface TranscriptWatcher {
   /** The first pass (an error if the store failed). A path with nothing to import yet is followed, not an error. */
   readonly ready: Promise<ImportResult>;
@@ -55,6 +56,7 @@ interface FileState {
 
 const HEAD_BYTES = 4096;
 
+/** Watches a folder of native transcripts and imports what is added or grows. */
 export function watchTranscripts(path: string, options: WatchTranscriptsOptions): TranscriptWatcher {
   const watcher = new Watcher(resolve(path), options);
   return { ready: watcher.start(), stop: () => watcher.stop() };

@@ -3,6 +3,7 @@ import type { DraftStore } from '../draft-store.js';
 import type { RunStore } from '../run-store.js';
 import type { SessionStore } from '../session-store.js';
 
+/** Options of the PostgreSQL stores: the connection and the schema the tables live in. */
 export interface PostgresStoreOptions {
   /** `postgres://user:password@host:5432/database`. */
   connectionString: string;
@@ -21,6 +22,7 @@ export interface PostgresStoreOptions {
   existingOnly?: boolean;
 }
 
+/** The PostgreSQL schema Parley's tables go in when none is given. */
 export const DEFAULT_POSTGRES_SCHEMA = 'parley';
 
 /**
@@ -36,6 +38,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
   return openPostgresStore(options);
 }
 
+/** Options of `createPostgresDraftStore`: the connection, plus the project this server runs in. */
 export interface PostgresDraftStoreOptions extends PostgresStoreOptions {
   /**
    * The project this server runs in (`parley serve`'s folder): listed first and marked home, with

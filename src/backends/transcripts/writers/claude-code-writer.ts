@@ -64,6 +64,7 @@ const SUMMARY_PREAMBLE =
 
 type ContentBlock = Record<string, unknown>;
 
+/** Writes a Parley conversation as a Claude Code JSONL transcript, so the Claude Agent SDK can resume it. */
 export function writeClaudeCodeTranscript(
   history: PortableHistory,
   options: TranscriptWriteOptions,

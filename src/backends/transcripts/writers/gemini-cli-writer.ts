@@ -81,6 +81,7 @@ export function geminiProjectHash(cwd: string): string {
   return createHash('sha256').update(resolve(cwd)).digest('hex');
 }
 
+/** Writes a Parley conversation as a Gemini CLI session file, so the Gemini CLI can resume it. */
 export function writeGeminiSession(history: PortableHistory, options: TranscriptWriteOptions): WrittenTranscript {
   const newId = options.newId ?? randomUUID;
   const conversions = new ConversionLog();

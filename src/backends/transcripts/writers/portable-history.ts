@@ -14,6 +14,7 @@ export interface PortableHistory {
   source?: string;
 }
 
+/** Options of the transcript writers: the native session id and the workspace it belongs to. */
 export interface TranscriptWriteOptions {
   /** The native session id the file is written for (a UUID for both CLIs). */
   nativeSessionId: string;
@@ -40,6 +41,7 @@ export type ConversionKind =
   /** Parley's own notices (errors, interruptions): kept in Parley's log, not in the native file. */
   | 'notice';
 
+/** Content the target format could not hold as it was, and became marked text. */
 export interface Conversion {
   kind: ConversionKind;
   count: number;
@@ -47,6 +49,7 @@ export interface Conversion {
   names?: string[];
 }
 
+/** A native transcript written from Parley's log, with what had to be converted. */
 export interface WrittenTranscript {
   /** The native file's text. */
   main: string;

@@ -1,6 +1,6 @@
 /**
- * `parley/testing`: fakes for users' tests. The scripted back end plays scripted turns and
- * records every call it gets.
+ * `parley/testing`: fakes for users' tests. The scripted back end plays scripted turns and records
+ * every call it gets, so a test can drive Parley offline and assert what each agent was asked.
  */
 export {
   createScriptedBackend,
@@ -14,4 +14,4 @@ export {
   type ScriptedCall,
   type ScriptedTurn,
   type ScriptStep,
-} from './scripted/index.js';
+} from '../backends/index.js';

@@ -1,0 +1,68 @@
+/**
+ * `parley/protocol`: the wire contract of `parley serve` for clients: the typed client and its
+ * transports, the method and notification tables with their params and results, the shapes they
+ * carry, and the error codes. Imports nothing Node-only, so a browser bundle can take it.
+ */
+export {
+  // The client and its transports
+  ProtocolClient,
+  ProtocolClientError,
+  webSocketTransport,
+  createInMemoryTransportPair,
+  connectionUrl,
+  type ProtocolClientOptions,
+  type ProtocolClientErrorCode,
+  type RequestOptions,
+  type ConnectionState,
+  type ReconnectOptions,
+  type Transport,
+  type TransportHandlers,
+  type TransportFactory,
+  type ConnectContext,
+  type WebSocketLike,
+  type WebSocketTransportOptions,
+  // Finding a running server
+  ServerFileSchema,
+  PROTOCOL_VERSION,
+  RPC_PATH,
+  type ServerFile,
+  // Methods and notifications
+  methods,
+  notifications,
+  METHOD_NAMES,
+  NOTIFICATION_NAMES,
+  isMethodName,
+  isNotificationName,
+  type MethodName,
+  type MethodParams,
+  type MethodResult,
+  type MethodSpec,
+  type NotificationName,
+  type NotificationParams,
+  type NotificationSpec,
+  // Shapes the methods carry
+  type SessionInfo,
+  type CheckpointWire,
+  type ProjectInfo,
+  type TaskInfo,
+  type RoleInfo,
+  type RoleFileError,
+  type DraftStatus,
+  type AgentInfo,
+  type DispatchResult,
+  type PermissionRequest,
+  type PermissionDecision,
+  type BackendInfo,
+  type RunWire,
+  type RunStatusWire,
+  type RunPromptWire,
+  type RunAgentWire,
+  type RunEventWire,
+  // Errors
+  RpcError,
+  RpcErrorCode,
+  isRpcError,
+  rpcErrorName,
+  type RpcErrorName,
+  type RpcErrorData,
+} from '../protocol/index.js';
