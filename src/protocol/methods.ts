@@ -18,6 +18,7 @@ import {
   PermissionRequestSchema,
   SandboxWireSchema,
 } from './schemas.js';
+import { RpcError } from './errors.js';
 import { PromptIdSchema, RunIdSchema, RunStatusWireSchema, RunWireSchema } from './run-schemas.js';
 
 /**
@@ -96,6 +97,13 @@ export const DraftingErrorDataSchema = z.object({
   sessionId: z.string().optional(),
 });
 export type DraftingErrorData = z.infer<typeof DraftingErrorDataSchema>;
+
+/** A `submit_prompt { draft }` failure's `data.drafting`, when the error is one. */
+export function draftingOf(error: unknown): DraftingErrorData | undefined {
+  if (!(error instanceof RpcError)) return undefined;
+  const parsed = DraftingErrorDataSchema.safeParse(error.data['drafting']);
+  return parsed.success ? parsed.data : undefined;
+}
 
 /** What a `submit_prompt { draft }` drafted before its turn: absent when the channel already had a draft. */
 const DraftedSchema = z.object({

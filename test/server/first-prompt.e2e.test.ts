@@ -75,9 +75,9 @@ describe('submit_prompt { draft }: the first message drafts and sends in one cal
     expect(tasks.find((task) => task.slug === 'fix-the-login-bug')?.title).toBe('Fix the login bug');
     await vi.waitFor(() => expect(events.some((event) => event.type === 'metadata_update')).toBe(true));
     const conversation = applyEvents(emptyConversation(answer.sessionId), events);
-    expect(conversation.blocks.map((block) => [block.type, block.content])).toEqual([
-      ['user_message', 'Fix the login bug\nIt fails after the redirect.'],
-      ['assistant_text', 'Echo: Fix the login bug\nIt fails after the redirect.'],
+    expect(conversation.blocks).toMatchObject([
+      { type: 'user_message', content: 'Fix the login bug\nIt fails after the redirect.' },
+      { type: 'assistant_text', content: 'Echo: Fix the login bug\nIt fails after the redirect.' },
     ]);
 
     // With the draft made, `draft` is ignored: the message goes to it, and nothing new is made.
