@@ -121,13 +121,15 @@ describe('submit_prompt { draft }: the first message drafts and sends in one cal
       first.request('submit_prompt', { content: 'Plan the release', draft: { project: test.project } }),
       second.request('submit_prompt', { content: 'Plan the launch', draft: { project: test.project } }),
       first.request('submit_prompt', { content: 'Plan the party', draft: { project: test.project } }),
+      // A plain prompt right behind a first one waits for its draft instead of finding none.
+      first.request('submit_prompt', { content: 'Plan the menu' }),
     ];
     const settled = await Promise.allSettled(sends);
     const accepted = settled.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
     const refused = settled.flatMap((result) => (result.status === 'rejected' ? [result.reason as unknown] : []));
     expect(accepted).toHaveLength(1);
     expect(accepted[0]).toMatchObject({ mode: 'draft', drafted: { createdTask: true } });
-    expect(refused).toHaveLength(2);
+    expect(refused).toHaveLength(3);
     for (const error of refused) {
       expect(error).toBeInstanceOf(RpcError);
       expect((error as RpcError).code).toBe(RpcErrorCode.TURN_IN_PROGRESS);
