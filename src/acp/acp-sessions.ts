@@ -12,7 +12,7 @@ import {
   type SessionUpdate,
   type StopReason,
 } from '@agentclientprotocol/sdk';
-import { isParleyError, MAIN_CONVERSATION, type StreamEvent } from '../conversation/index.js';
+import { isParleyError, MAIN_CONVERSATION, taskTitleFromMessage, type StreamEvent } from '../conversation/index.js';
 import type { AgentBackend, AgentProfile, ToolDefinition } from '../backends/index.js';
 import type { ParleyTool, RoleInfo } from '../draft/index.js';
 import { continueOnBackend, runTurnWithFallback } from '../sessions/index.js';
@@ -83,6 +83,8 @@ export interface AcpSessionsOptions {
 }
 
 const PAGE_SIZE = 50;
+/** Longest session title an editor lists. */
+const SESSION_TITLE_MAX = 80;
 
 export class AcpSessions {
   private readonly sessions = new Map<string, AcpSession>();
@@ -343,7 +345,8 @@ export class AcpSessions {
         scope: { kind: 'draft', role: session.role, project: session.workspace.project.name },
         agentType: session.role,
         backend: description.name,
-        title: text.replace(/\s+/g, ' ').trim().slice(0, 80),
+        // Named as a first message names its task in the terminal and the browser (submit_prompt { draft }).
+        title: taskTitleFromMessage(text, SESSION_TITLE_MAX),
       });
       session.stored = true;
       return;

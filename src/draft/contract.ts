@@ -115,6 +115,21 @@ export interface SubmitOptions {
   traceParent?: Context;
 }
 
+export interface SubmitParams {
+  channelId: string;
+  content: string;
+  /** Without a draft: dispatch the prompt to a worker of this role (not with `draft`). */
+  role?: string;
+  taskSlug?: string;
+  backend?: string;
+  /**
+   * Without a draft: draft `role` (default: the project's default role) into `task` (default: a
+   * new task titled after the message) first, then start the turn; the result's `drafted` says what
+   * was made. With a draft the prompt goes to it. Not with `role` or `taskSlug`.
+   */
+  draft?: { project: string; role?: string; task?: string };
+}
+
 /** Drafts an agent by role on a task, runs its turns, dispatches workers and holds agent conversations. */
 export interface DraftService {
   // projects, tasks, roles
@@ -143,11 +158,11 @@ export interface DraftService {
    * turn on (sessions/backend-move.ts); NO_ACTIVE_DRAFT without one.
    * `options.traceParent`: the OpenTelemetry context the turn's (or the dispatch's) spans go under,
    * such as the trace a client passed as `traceparent`.
+   * `draft` (a UI's first message, draft-first-prompt.ts): without a draft, one is drafted first.
+   * First prompts on a channel are taken one at a time, so two at once make one draft. A failed
+   * step keeps its error's code; the message names the step, and `data.drafting` what was made.
    */
-  submitPrompt(
-    params: { channelId: string; content: string; role?: string; taskSlug?: string; backend?: string },
-    options?: SubmitOptions,
-  ): Promise<SubmitResult>;
+  submitPrompt(params: SubmitParams, options?: SubmitOptions): Promise<SubmitResult>;
   /** Aborts the running turn of the channel's draft; `cancelled: false` when none runs. */
   cancel(params: { channelId: string }): Promise<{ cancelled: boolean }>;
   listAgents(params: { channelId?: string }): Promise<AgentInfo[]>;

@@ -17,4 +17,6 @@ export const SubmitParamsSchema = z.object({
   taskSlug: IdSchema.optional(),
   /** Continue the channel's draft on this back end from this prompt on (sessions/backend-move.ts). */
   backend: z.string().min(1).max(200).optional(),
+  /** Without a draft on the channel: draft this first (draft-first-prompt.ts). */
+  draft: z.object({ project: IdSchema, role: IdSchema.optional(), task: IdSchema.optional() }).optional(),
 });

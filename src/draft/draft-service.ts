@@ -12,6 +12,7 @@ import type {
   DraftServiceOptions,
   PermissionsView,
   SubmitOptions,
+  SubmitParams,
 } from './contract.js';
 import { registryBackends } from './draft-backends.js';
 import * as catalog from './draft-catalog.js';
@@ -116,6 +117,7 @@ class DraftServiceImpl implements DraftService {
       claims: new Set(),
       taskClaims: new Set(),
       dispatches: new Map(),
+      firstPrompts: new Map(),
       takeovers: new Map(),
       defaultAwaitTimeoutMs: options.defaultAwaitTimeoutMs ?? DEFAULT_AWAIT_TIMEOUT_MS,
       broker: new ApprovalBroker(options.approver ? { approver: options.approver, clock } : { clock }),
@@ -212,10 +214,7 @@ class DraftServiceImpl implements DraftService {
 
   // ---- turns (draft-turns.ts) -------------------------------------------------------------------
 
-  submitPrompt(
-    params: { channelId: string; content: string; role?: string; taskSlug?: string; backend?: string },
-    options: SubmitOptions = {},
-  ): Promise<SubmitResult> {
+  submitPrompt(params: SubmitParams, options: SubmitOptions = {}): Promise<SubmitResult> {
     return turns.submitPrompt(this.state, params, options);
   }
 

@@ -58,6 +58,8 @@ export interface DraftServiceState {
   readonly taskClaims: Set<string>;
   /** Sessions of autonomous dispatches, by session id → channel. */
   readonly dispatches: Map<string, string>;
+  /** Channels with a `submit_prompt { draft }` in flight: the next one waits for it (draft-first-prompt.ts). */
+  readonly firstPrompts: Map<string, Promise<unknown>>;
   /** Channels whose draft is being taken over from the store (draft-recovery.ts, takeOver). */
   readonly takeovers: Map<string, Promise<ActiveDraft | undefined>>;
   readonly defaultAwaitTimeoutMs: number;

@@ -5,6 +5,7 @@ import { isResumeFailureCode, type AgentProfile } from '../backends/index.js';
 import { continueOnBackend, runTurnWithFallback } from '../sessions/index.js';
 import { resolveBackend } from './draft-backends.js';
 import { dispatchAutonomous } from './draft-dispatch.js';
+import { submitFirstPrompt } from './draft-first-prompt.js';
 import { closeDraft } from './draft-lifecycle.js';
 import { ChannelParamsSchema, SubmitParamsSchema } from './draft-params.js';
 import { keepLease, letGo, takeLease } from './draft-lease.js';
@@ -15,7 +16,7 @@ import { emitStatus } from './draft-status.js';
 import { toolsFor } from './draft-tools.js';
 import { draftMode } from './draft-permissions.js';
 import { DraftError, invalidInput } from './errors.js';
-import type { SubmitOptions } from './contract.js';
+import type { SubmitOptions, SubmitParams } from './contract.js';
 import type { SubmitResult } from './types.js';
 
 // The turn path: a prompt on a channel becomes a turn of its draft (or an autonomous dispatch), the
@@ -23,17 +24,32 @@ import type { SubmitResult } from './types.js';
 
 export async function submitPrompt(
   state: DraftServiceState,
-  params: { channelId: string; content: string; role?: string; taskSlug?: string; backend?: string },
+  params: SubmitParams,
   options: SubmitOptions = {},
 ): Promise<SubmitResult> {
   assertOpen(state);
   const parsed = SubmitParamsSchema.safeParse(params);
   if (!parsed.success) throw invalidInput('submit_prompt', parsed.error.issues);
+  if (parsed.data.draft && (parsed.data.role !== undefined || parsed.data.taskSlug !== undefined)) {
+    throw new DraftError(
+      'INVALID_INPUT',
+      'submit_prompt: pass `role` and `taskSlug` to dispatch the prompt to a worker, or `draft` to draft an agent for it, not both.',
+      { fault: 'user', data: { channelId: parsed.data.channelId } },
+    );
+  }
+  const send = (draft: ActiveDraft): Promise<SubmitResult> =>
+    resumeDraft(state, draft, parsed.data.content, parsed.data.backend, options.traceParent);
+  if (parsed.data.draft) {
+    const { channelId, content, draft } = parsed.data;
+    return submitFirstPrompt(state, { channelId, content, draft }, send);
+  }
+  // A first prompt drafting on the channel goes first: this one is for the draft it makes.
+  await state.firstPrompts.get(parsed.data.channelId);
   // A draft this server does not run yet may be in the store: another server's whose lease ran out
   // (it died) is taken over here; one another live server runs is refused, naming that server.
   const draft = state.drafts.get(parsed.data.channelId) ?? (await takeOver(state, parsed.data.channelId));
   // Seed 000: an active draft owns routing; role and taskSlug are then ignored.
-  if (draft) return resumeDraft(state, draft, parsed.data.content, parsed.data.backend, options.traceParent);
+  if (draft) return send(draft);
   if (parsed.data.backend !== undefined) {
     throw new DraftError(
       'NO_ACTIVE_DRAFT',

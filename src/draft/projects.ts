@@ -39,7 +39,7 @@ export interface ProjectLocation {
   dataDir: string;
   description?: string;
   current: boolean;
-  /** The role a client drafts for a first message typed before any draft. */
+  /** The role a first message typed before any draft drafts. */
   defaultRole: string;
 }
 

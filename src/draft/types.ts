@@ -114,7 +114,7 @@ export const ProjectInfoSchema = z.object({
   description: z.string().optional(),
   /** True for the project `parley serve` runs in. */
   current: z.boolean(),
-  /** The role a client drafts for a first message: `defaultRole` in the project's `parley.config.json`, else `product-analyst`. */
+  /** The role a first message drafts (`submit_prompt { draft }`): `defaultRole` in the project's `parley.config.json`, else `product-analyst`. */
   defaultRole: IdSchema,
 });
 export type ProjectInfo = z.infer<typeof ProjectInfoSchema>;

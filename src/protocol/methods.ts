@@ -18,6 +18,7 @@ import {
   PermissionRequestSchema,
   SandboxWireSchema,
 } from './schemas.js';
+import { RpcError } from './errors.js';
 import { PromptIdSchema, RunIdSchema, RunStatusWireSchema, RunWireSchema } from './run-schemas.js';
 
 /**
@@ -70,8 +71,47 @@ export const SubmitPromptParamsSchema = z.strictObject({
     .max(200)
     .optional()
     .describe(
-      "with an active draft: continue its session on this back end from this prompt on (a native one resumes a transcript Parley writes from the session's log; a system block says what was converted). Needs an active draft",
+      "with an active draft: continue its session on this back end from this prompt on (a native one resumes a transcript Parley writes from the session's log; a system block says what was converted). Needs an active draft (or `draft`)",
     ),
+  draft: z
+    .strictObject({
+      project: WireIdSchema.describe('Project name (see `list_projects`).'),
+      role: WireIdSchema.optional().describe("Role to draft; default: the project's `defaultRole`."),
+      task: WireIdSchema.optional().describe('Task slug to draft into; default: a new task titled after the message.'),
+    })
+    .optional()
+    .describe(
+      "when the channel has no draft: draft `role` into `task` of `project` first, then start the turn (a UI's first message). First messages on one channel are taken one at a time, so two make one draft. Ignored while a draft is active; not with `role`",
+    ),
+});
+/**
+ * `data.drafting` of a `submit_prompt { draft }` error: the step that failed (`project`, `task`,
+ * `draft`, or `submit` once the draft is made) and what was made before it (a created task stays).
+ */
+export const DraftingErrorDataSchema = z.object({
+  step: z.enum(['project', 'task', 'draft', 'submit']),
+  project: z.string(),
+  role: z.string().optional(),
+  taskSlug: z.string().optional(),
+  createdTask: z.boolean(),
+  sessionId: z.string().optional(),
+});
+export type DraftingErrorData = z.infer<typeof DraftingErrorDataSchema>;
+
+/** A `submit_prompt { draft }` failure's `data.drafting`, when the error is one. */
+export function draftingOf(error: unknown): DraftingErrorData | undefined {
+  if (!(error instanceof RpcError)) return undefined;
+  const parsed = DraftingErrorDataSchema.safeParse(error.data['drafting']);
+  return parsed.success ? parsed.data : undefined;
+}
+
+/** What a `submit_prompt { draft }` drafted before its turn: absent when the channel already had a draft. */
+const DraftedSchema = z.object({
+  role: z.string(),
+  project: z.string(),
+  taskSlug: z.string(),
+  /** True when the task was made for this message (no `draft.task` given). */
+  createdTask: z.boolean(),
 });
 /**
  * With an active draft the turn is accepted and streams as `channel_message` notifications;
@@ -84,6 +124,7 @@ export const SubmitPromptResultSchema = z.discriminatedUnion('mode', [
     sessionId: z.string(),
     /** The `seq` of the stored user message: acknowledged, it survives any crash from here on. */
     seq: z.number().int().nonnegative(),
+    drafted: DraftedSchema.optional(),
   }),
   z.object({ mode: z.literal('dispatch'), sessionId: z.string(), result: DispatchResultSchema }),
 ]);
@@ -449,7 +490,7 @@ export const methods = {
   submit_prompt: method(
     SubmitPromptParamsSchema,
     SubmitPromptResultSchema,
-    'Seed 000: with an active draft, starts a turn (it streams as `channel_message`, then `draft_status`); without one, runs the autonomous dispatch path and answers with its structured result. -32006 while a turn runs.',
+    'Seed 000: with an active draft, starts a turn (it streams as `channel_message`, then `draft_status`); without one, runs the autonomous dispatch path and answers with its structured result, or with `draft` drafts an agent first and answers with `drafted`. -32006 while a turn runs. A `draft` step that fails keeps its code; its message names the step and `data.drafting` says which (`project`, `task`, `draft`, `submit`) and what was made.',
   ),
   cancel: method(
     CancelParamsSchema,

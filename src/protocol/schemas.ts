@@ -136,7 +136,7 @@ export const ProjectInfoSchema = z.object({
   defaultRole: z
     .string()
     .describe(
-      "The role a client drafts for a first message typed before any draft: `defaultRole` in the project's `parley.config.json`, else `product-analyst`.",
+      "The role a first message typed before any draft drafts (`submit_prompt { draft }` without a role): `defaultRole` in the project's `parley.config.json`, else `product-analyst`.",
     ),
 });
 /** A project as the protocol shows it. */

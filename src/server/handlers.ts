@@ -54,11 +54,18 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
           ...(params.role !== undefined ? { role: params.role } : {}),
           ...(params.taskSlug !== undefined ? { taskSlug: params.taskSlug } : {}),
           ...(params.backend !== undefined ? { backend: params.backend } : {}),
+          ...(params.draft !== undefined ? { draft: params.draft } : {}),
         },
         traceParent ? { traceParent } : {},
       );
       return result.mode === 'draft'
-        ? { mode: 'draft', accepted: true, sessionId: result.sessionId, seq: result.seq }
+        ? {
+            mode: 'draft',
+            accepted: true,
+            sessionId: result.sessionId,
+            seq: result.seq,
+            ...(result.drafted ? { drafted: result.drafted } : {}),
+          }
         : { mode: 'dispatch', sessionId: result.sessionId, result: result.result };
     },
     cancel: (_params, context) => drafts.cancel({ channelId: context.channelId }),

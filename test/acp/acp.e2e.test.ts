@@ -220,11 +220,15 @@ describe('parley acp', () => {
   it('lists and loads a native session in a new process, replays it, and the next prompt continues it', async () => {
     const first = await startEditor({ turns: [[{ type: 'text', text: 'First answer.' }]] });
     const { sessionId } = await first.agent.request('session/new', { cwd: project, mcpServers: [] });
-    await first.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'First question' }] });
+    await first.agent.request('session/prompt', {
+      sessionId,
+      prompt: [{ type: 'text', text: 'First question?\nWith a second line.' }],
+    });
     await first.close();
 
     const second = await startEditor({ turns: [[{ type: 'text', text: 'Second answer.' }]] });
     const listed = await second.agent.request('session/list', { cwd: project });
+    // Titled as the terminal and the browser title a first message's task: its first line.
     expect(listed.sessions).toEqual([
       expect.objectContaining({ sessionId, cwd: resolve(project), title: 'First question' }),
     ]);
@@ -232,7 +236,7 @@ describe('parley acp', () => {
     expect(loaded.modes?.currentModeId).toBe('product-analyst');
     const replay = second.updatesOf(sessionId);
     expect(replay.slice(0, 2)).toEqual([
-      { sessionUpdate: 'user_message_chunk', content: { type: 'text', text: 'First question' } },
+      { sessionUpdate: 'user_message_chunk', content: { type: 'text', text: 'First question?\nWith a second line.' } },
       { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'First answer.' } },
     ]);
     const { stopReason } = await second.agent.request('session/prompt', {
@@ -251,7 +255,7 @@ describe('parley acp', () => {
         (update) =>
           update.sessionUpdate === 'user_message_chunk' && update.content.type === 'text' && update.content.text,
       ),
-    ).toEqual(['First question', 'Second question']);
+    ).toEqual(['First question?\nWith a second line.', 'Second question']);
   });
 
   it('loads an imported Claude Code session, replays its messages and tools, and continues it on the scripted back end', async () => {

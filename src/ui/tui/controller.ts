@@ -1,5 +1,6 @@
-import { firstDraftNotice, taskTitleFromMessage, type StreamEvent } from '../../conversation/index.js';
+import { firstDraftNotice, type StreamEvent } from '../../conversation/index.js';
 import {
+  draftingOf,
   isRpcError,
   RpcErrorCode,
   type ConnectionState,
@@ -57,8 +58,6 @@ export class TuiController {
   /** This terminal's /compact is in flight. */
   private compacting = false;
   private refreshing: Promise<void> | undefined;
-  /** A first message drafting the default role; messages typed meanwhile wait for it instead of drafting again. */
-  private firstDraft: Promise<boolean> | undefined;
   /** The questions runs of the project wait on (durable runs), shown above the title bar. */
   readonly runs: RunQuestions;
   /** `/backend <name>`: the back end the next message moves the draft to (sent with that `submit_prompt`). */
@@ -396,19 +395,12 @@ export class TuiController {
   }
 
   private async sendMessage(text: string): Promise<void> {
-    if (this.firstDraft) {
-      if (!(await this.firstDraft)) return;
-    } else if (!this.state().draft) {
-      this.firstDraft = this.draftForFirstMessage(text).finally(() => {
-        this.firstDraft = undefined;
-      });
-      if (!(await this.firstDraft)) return;
-    }
     const state = this.state();
     if (state.turn) {
       this.error('The agent is still answering. Wait for it, or press Esc to interrupt it.');
       return;
     }
+    if (!state.draft) return this.sendFirstMessage(text);
     this.dispatch({ type: 'turn_started', at: this.clock() });
     try {
       const backend = this.nextBackend;
@@ -430,75 +422,69 @@ export class TuiController {
   }
 
   /**
-   * A message with no draft starts one in a single step: the project's default role (the server's
-   * `defaultRole`, so every client agrees) is drafted into the selected task, or into a new task
-   * named after the message, and one line says so. True when there is a draft to send the message to.
+   * A message with no draft starts one in the same call (`submit_prompt { draft }`): the server
+   * drafts the project's default role into the selected task, or into a new task named after the
+   * message, and one line says so. Its errors are the server's, with the command that helps here.
+   * Messages typed meanwhile meet the turn this one starts, so they draft nothing.
    */
-  private async draftForFirstMessage(text: string): Promise<boolean> {
-    const project = this.state().project;
+  private async sendFirstMessage(text: string): Promise<void> {
+    const { project, task } = this.state();
     if (project === undefined) {
       this.error(
         'No active project, so there is nowhere to draft an agent for your message. Choose one with /project <name> (/project lists them), then send it again.',
       );
-      return false;
+      return;
     }
-    const notSent =
-      'Your message was not sent: draft a role with /draft <role> (/roles lists them), then send it again.';
+    this.dispatch({ type: 'turn_started', at: this.clock() });
     this.dispatch({
       type: 'activity_start',
       activity: { id: 'draft', label: 'Drafting an agent for your message', startedAt: this.clock() },
     });
-    let createdTask: string | undefined;
-    let failed = "Could not read the project's default role";
     try {
-      const { projects } = await this.client.request('list_projects');
-      const role = projects.find((entry) => entry.name === project)?.defaultRole;
-      if (role === undefined) {
-        this.error(
-          `Project ${project} is no longer on the server. Choose one with /project <name>. Your message was not sent.`,
-        );
-        return false;
+      const answer = await this.client.request(
+        'submit_prompt',
+        { content: text, draft: { project, ...(task !== undefined ? { task } : {}) } },
+        { timeoutMs: 0 },
+      );
+      if (answer.mode === 'draft' && answer.drafted) {
+        const { drafted } = answer;
+        if (drafted.createdTask) this.taskCreated(drafted.taskSlug);
+        this.note([
+          {
+            text: firstDraftNotice({ ...drafted, undraft: '/undraft' }),
+            tone: 'success',
+          },
+        ]);
       }
-      let task = this.state().task;
-      if (task === undefined) {
-        failed = 'Could not create a task for your message';
-        const created = await this.client.request('create_task', { project, title: taskTitleFromMessage(text) });
-        task = createdTask = created.task.slug;
-        this.dispatch({ type: 'select', task });
-        this.dispatch({ type: 'catalog', tasks: [...this.state().tasks.filter((slug) => slug !== task), task] });
-      }
-      failed =
-        createdTask !== undefined
-          ? `Created task ${createdTask}, but could not draft ${role} on it`
-          : `Could not draft ${role} on task ${task}`;
-      this.dispatch({
-        type: 'activity_start',
-        activity: { id: 'draft', label: `Drafting ${role}`, startedAt: this.clock() },
-      });
-      const drafted = await this.client.request('draft', { role, project, task });
-      const status = await this.client.request('get_draft_status');
-      this.note([
-        {
-          text: firstDraftNotice({
-            role,
-            taskSlug: drafted.taskSlug,
-            createdTask: createdTask !== undefined,
-            undraft: '/undraft',
-          }),
-          tone: 'success',
-        },
-      ]);
-      if (status.session) await this.loadDraft(status.session);
-      return this.state().draft !== undefined;
+      await this.loadChannelDraft();
     } catch (error) {
-      const reason = isRpcError(error, RpcErrorCode.DRAFT_ALREADY_ACTIVE)
-        ? `${error.message} (/undraft closes this channel's draft.)`
-        : messageOf(error);
-      this.error(`${failed}: ${reason} ${notSent}`);
-      return false;
+      this.dispatch({ type: 'turn_ended' });
+      const drafting = draftingOf(error);
+      if (drafting?.createdTask && drafting.taskSlug !== undefined) this.taskCreated(drafting.taskSlug);
+      // Drafted, but the message was refused: the draft is there to show.
+      if (drafting?.step === 'submit') await this.loadChannelDraft().catch(() => undefined);
+      const help =
+        drafting?.step === 'project'
+          ? ' Choose a project with /project <name> (/project lists them), then send it again.'
+          : drafting?.step === 'task' || drafting?.step === 'draft'
+            ? ' Draft a role with /draft <role> (/roles lists them), then send it again.'
+            : '';
+      this.error(`${messageOf(error)}${help}`);
     } finally {
       this.dispatch({ type: 'activity_end', id: 'draft' });
     }
+  }
+
+  /** The task a first message made is the active one (a /draft after a failure goes there). */
+  private taskCreated(task: string): void {
+    this.dispatch({ type: 'select', task });
+    this.dispatch({ type: 'catalog', tasks: [...this.state().tasks.filter((slug) => slug !== task), task] });
+  }
+
+  /** Loads the channel's draft unless it is loaded (a refresh after its `draft_status` may have done it). */
+  private async loadChannelDraft(): Promise<void> {
+    const status = await this.client.request('get_draft_status');
+    if (status.session && this.loadedSession !== status.session.sessionId) await this.loadDraft(status.session);
   }
 
   private async runCommand(name: string, args: string): Promise<void> {

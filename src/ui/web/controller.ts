@@ -1,10 +1,5 @@
-import {
-  firstDraftNotice,
-  MAIN_CONVERSATION,
-  taskTitleFromMessage,
-  type StreamEvent,
-} from '../../conversation/index.js';
-import { ProtocolClientError, RpcError, type ProtocolClient } from '../../protocol/index.js';
+import { firstDraftNotice, MAIN_CONVERSATION, type StreamEvent } from '../../conversation/index.js';
+import { draftingOf, ProtocolClientError, RpcError, type ProtocolClient } from '../../protocol/index.js';
 import type { SessionFilters } from './view-model.js';
 import { emptyView, firstMessageTarget, HistoryFold, type BusyKey, type Tone } from './state.js';
 import { HISTORY_READING, readHistory } from './history-pages.js';
@@ -362,7 +357,11 @@ export class Controller implements Actions {
     return this.firstMessage;
   }
 
-  /** The one-step start: the task (unless one is chosen), the default role drafted, its session selected, the message sent. */
+  /**
+   * The one-step start: one `submit_prompt { draft }`, in which the server drafts the project's
+   * default role into the chosen task (or a new one named after the message) and starts the turn;
+   * then the draft's session is selected. The errors are the server's, naming the failed step.
+   */
   private async draftAndSend(content: string): Promise<boolean> {
     const { store, client } = this;
     const draft = store.state.draft;
@@ -376,54 +375,53 @@ export class Controller implements Actions {
       this.notice('error', 'Choose a project in the draft form first; your message was not sent.');
       return false;
     }
-    const { project } = target;
-    let failed = "Could not read the project's default role";
-    let createdTask: string | undefined;
+    const { project, task } = target;
     store.dispatch({ type: 'busy', key: 'draft', value: true });
+    store.dispatch({ type: 'turn_started' });
     try {
-      // Read again: the project's parley.config.json may have changed since the page loaded.
-      const { projects } = await client.request('list_projects');
-      store.dispatch({ type: 'catalog', projects });
-      const role = projects.find((entry) => entry.name === project)?.defaultRole;
-      if (role === undefined) throw new Error(`project ${project} is no longer on the server. Reload the page.`);
-      let task = target.task;
-      if (task === undefined) {
-        failed = 'Could not create a task for your message';
-        task = createdTask = (await client.request('create_task', { project, title: taskTitleFromMessage(content) }))
-          .task.slug;
-        const generation = ++this.taskListGeneration;
-        const tasks = await client.request('list_tasks', { project });
-        if (generation === this.taskListGeneration && store.state.catalog.project === project)
-          store.dispatch({ type: 'catalog', tasks: tasks.tasks, task });
-      }
-      failed =
-        createdTask !== undefined
-          ? `Created task ${createdTask}, but could not draft ${role} on it`
-          : `Could not draft ${role} on task ${task}`;
-      const drafted = await client.request('draft', { role, project, task });
-      const [status, session] = await Promise.all([
-        client.request('get_draft_status'),
-        client.request('get_session', { sessionId: drafted.sessionId }),
-      ]);
-      store.dispatch({ type: 'session_updated', session: session.session });
-      store.dispatch({ type: 'draft', status: status.active ? status.session : undefined });
-      this.select(drafted.sessionId);
-      this.notice(
-        'success',
-        firstDraftNotice({
-          role,
-          taskSlug: drafted.taskSlug,
-          createdTask: createdTask !== undefined,
-          undraft: 'Undraft',
-        }),
+      const answer = await client.request(
+        'submit_prompt',
+        { content, draft: { project, ...(task !== undefined ? { task } : {}) } },
+        { timeoutMs: 0 },
       );
+      const drafted = answer.mode === 'draft' ? answer.drafted : undefined;
+      if (drafted?.createdTask) await this.showTask(project, drafted.taskSlug);
+      await this.showDraft(answer.sessionId);
+      if (drafted) this.notice('success', firstDraftNotice({ ...drafted, undraft: 'Undraft' }));
+      return true;
     } catch (error) {
-      this.notice('error', `${failed}: ${messageOf(error)} Your message was not sent.`);
+      store.dispatch({ type: 'turn_ended' });
+      const drafting = draftingOf(error);
+      // A task made for the message stays, chosen, so the next try drafts into it.
+      if (drafting?.createdTask && drafting.taskSlug !== undefined)
+        await this.showTask(project, drafting.taskSlug).catch(() => undefined);
+      // Drafted, but the message was refused: the draft is there to show.
+      if (drafting?.step === 'submit' && drafting.sessionId !== undefined)
+        await this.showDraft(drafting.sessionId).catch(() => undefined);
+      this.notice('error', messageOf(error));
       return false;
     } finally {
       store.dispatch({ type: 'busy', key: 'draft', value: false });
     }
-    return this.submitPrompt(content);
+  }
+
+  /** The project's tasks again, with `task` chosen (a slower list asked for before must not hide it). */
+  private async showTask(project: string, task: string): Promise<void> {
+    const generation = ++this.taskListGeneration;
+    const tasks = await this.client.request('list_tasks', { project });
+    if (generation === this.taskListGeneration && this.store.state.catalog.project === project)
+      this.store.dispatch({ type: 'catalog', tasks: tasks.tasks, task });
+  }
+
+  /** The channel's draft as the server has it, its session selected. */
+  private async showDraft(sessionId: string): Promise<void> {
+    const [status, session] = await Promise.all([
+      this.client.request('get_draft_status'),
+      this.client.request('get_session', { sessionId }),
+    ]);
+    this.store.dispatch({ type: 'session_updated', session: session.session });
+    this.store.dispatch({ type: 'draft', status: status.active ? status.session : undefined });
+    this.select(sessionId);
   }
 
   cancel(): void {
@@ -442,13 +440,7 @@ export class Controller implements Actions {
   createDraft(options: { role: string; project: string; task: string }): void {
     void this.busy('draft', async () => {
       const drafted = await this.client.request('draft', options);
-      const [status, session] = await Promise.all([
-        this.client.request('get_draft_status'),
-        this.client.request('get_session', { sessionId: drafted.sessionId }),
-      ]);
-      this.store.dispatch({ type: 'session_updated', session: session.session });
-      this.store.dispatch({ type: 'draft', status: status.active ? status.session : undefined });
-      this.select(drafted.sessionId);
+      await this.showDraft(drafted.sessionId);
     });
   }
 
@@ -463,11 +455,7 @@ export class Controller implements Actions {
   createTask(project: string, title: string): Promise<boolean> {
     return this.busy('task', async () => {
       const created = await this.client.request('create_task', { project, title: title.trim() });
-      const generation = ++this.taskListGeneration;
-      const tasks = await this.client.request('list_tasks', { project });
-      // A slower list requested before this one (choosing the project) must not hide the new task.
-      if (generation === this.taskListGeneration)
-        this.store.dispatch({ type: 'catalog', tasks: tasks.tasks, task: created.task.slug });
+      await this.showTask(project, created.task.slug);
     });
   }
 

@@ -357,122 +357,132 @@ describe('commands', () => {
 });
 
 describe('the first message', () => {
-  const recordedTask = (
-    recording.frames.find((frame) => 'response' in frame && frame.response === 'create_task') as {
-      result: { task: Record<string, unknown> };
-    }
-  ).result.task;
-  const projects = (defaultRole: string) => ({
-    projects: [
-      {
-        name: 'demo-project',
-        path: '/home/user/demo-project',
-        dataDir: '/home/user/demo-project/.parley',
-        current: true,
-        defaultRole,
-      },
-    ],
-  });
+  const slugOf = (title: string) => title.toLowerCase().replace(/[^a-z0-9]+/g, '-');
 
-  /** A server that makes the task the client asks for and drafts into whichever task it names. */
-  function serveTasks(peer: RecordedPeer): void {
-    peer.handlers.set('create_task', (params) => ({
-      task: {
-        ...recordedTask,
-        slug: String(params['title'])
-          .toLowerCase()
-          .replace(/[^a-z0-9]+/g, '-'),
-        title: params['title'],
-      },
-    }));
+  /**
+   * A server that drafts for a first message (`submit_prompt { draft }`) its default role, into the
+   * task named or a new one named after the message, and answers with the recorded turn.
+   */
+  function serveFirstMessages(peer: RecordedPeer, defaultRole = 'product-analyst'): void {
+    peer.adjust.set('submit_prompt', (recorded, params) => {
+      const draft = params['draft'] as { project: string; task?: string } | undefined;
+      if (!draft) return recorded;
+      const taskSlug = draft.task ?? slugOf(String(params['content']));
+      return {
+        ...(recorded as object),
+        drafted: { role: defaultRole, project: draft.project, taskSlug, createdTask: draft.task === undefined },
+      };
+    });
     peer.handlers.set('draft', (params) => ({ sessionId, taskSlug: params['task'], project: params['project'] }));
   }
 
-  it("with no draft, creates a task named after the message, drafts the project's default role, says so in one line and sends the message to it", async () => {
+  it("with no draft, sends the message in one call that drafts the project's default role into a new task, and says so in one line", async () => {
     const { rig, peer } = start();
-    serveTasks(peer);
+    serveFirstMessages(peer);
     await rig.waitFor('Connected | No draft');
     await rig.type('Fix the login bug');
     const frame = await rig.waitFor(
       "Created task fix-the-login-bug and drafted product-analyst on it (the project's default role; /undraft to change).",
     );
-    await rig.waitFor('Turns: 1');
+    // The turn the message started shows once, loaded with the draft's history.
+    const answered = await rig.waitFor('A dev worker is on it. Should the greeting be formal or casual?');
+    expect(count(answered, "Sure. I'll ask a developer to write hello.txt")).toBe(1);
     expect(frame).not.toContain('✗');
-    const asked = (method: string) =>
-      peer.requests.filter((request) => request.method === method).map((request) => request.params);
-    expect(asked('create_task')).toEqual([{ project: 'demo-project', title: 'Fix the login bug' }]);
-    expect(asked('draft')).toEqual([{ role: 'product-analyst', project: 'demo-project', task: 'fix-the-login-bug' }]);
-    expect(asked('submit_prompt')).toEqual([{ content: 'Fix the login bug' }]);
-    // In that order: the task, then the draft, then the message.
-    const order = peer.requests
-      .map((request) => request.method)
-      .filter((method) => ['create_task', 'draft', 'submit_prompt'].includes(method));
-    expect(order).toEqual(['create_task', 'draft', 'submit_prompt']);
+    expect(
+      peer.requests.filter((request) => request.method === 'submit_prompt').map((request) => request.params),
+    ).toEqual([{ content: 'Fix the login bug', draft: { project: 'demo-project' } }]);
+    expect(peer.count('create_task')).toBe(0);
+    expect(peer.count('draft')).toBe(0);
     expect(rig.frame()).toContain('Draft: product-analyst');
   });
 
-  it("drafts the server's default role into the task already selected, creating none", async () => {
+  it('names the task already selected, so the server drafts into it', async () => {
     const { rig, peer } = start();
-    serveTasks(peer);
-    peer.handlers.set('list_projects', () => projects('dev'));
+    serveFirstMessages(peer, 'dev');
     await rig.waitFor('Connected | No draft');
     await rig.type('/task new Demo');
     await rig.waitFor('Created task demo');
     await rig.type('hello?');
     await rig.waitFor("Drafted dev on task demo (the project's default role; /undraft to change).");
-    await rig.waitFor(() => peer.count('submit_prompt') === 1);
-    expect(peer.count('create_task')).toBe(1);
-    expect(peer.requests.find((request) => request.method === 'draft')?.params).toEqual({
-      role: 'dev',
-      project: 'demo-project',
-      task: 'demo',
+    expect(peer.requests.find((request) => request.method === 'submit_prompt')?.params).toEqual({
+      content: 'hello?',
+      draft: { project: 'demo-project', task: 'demo' },
     });
+    expect(peer.count('create_task')).toBe(1);
   });
 
-  it('a message typed while the first one is drafting waits for that draft instead of drafting again', async () => {
+  it('a message typed while the first one is drafting meets its turn and drafts nothing', async () => {
     const { rig, peer } = start();
-    serveTasks(peer);
+    serveFirstMessages(peer);
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
-    peer.handlers.set('draft', async (params) => {
+    const drafted = peer.adjust.get('submit_prompt')!;
+    peer.adjust.set('submit_prompt', async (recorded, params) => {
       await held;
-      return { sessionId, taskSlug: params['task'], project: params['project'] };
+      return drafted(recorded, params);
     });
     await rig.waitFor('Connected | No draft');
     await rig.type('first');
-    await rig.waitFor('Drafting product-analyst');
+    await rig.waitFor('Drafting an agent for your message');
     await rig.type('second');
-    release();
     await rig.waitFor('✗ The agent is still answering. Wait for it, or press Esc to interrupt it.');
-    expect(peer.count('create_task')).toBe(1);
-    expect(peer.count('draft')).toBe(1);
+    release();
+    await rig.waitFor(
+      "Created task first and drafted product-analyst on it (the project's default role; /undraft to change).",
+    );
     expect(
       peer.requests.filter((request) => request.method === 'submit_prompt').map((request) => request.params),
-    ).toEqual([{ content: 'first' }]);
+    ).toEqual([{ content: 'first', draft: { project: 'demo-project' } }]);
   });
 
-  it('a default role that does not exist: the task stays, the error says why, and the message is not sent', async () => {
+  it("a default role that does not exist: the server's error with the command that helps, the task made is the active one, no draft", async () => {
     const { rig, peer } = start();
-    serveTasks(peer);
-    peer.handlers.set('list_projects', () => projects('reviewer'));
-    peer.handlers.set('draft', () => ({
+    serveFirstMessages(peer);
+    peer.adjust.set('submit_prompt', () => ({
       error: {
         code: -32001,
-        message: 'No role "reviewer". Roles: dev, product-analyst, qa.',
-        data: { code: 'NOT_FOUND' },
+        message:
+          'Created task write-the-guide, but could not draft reviewer on it: No role "reviewer". Roles: dev, product-analyst, qa. Your message was not sent.',
+        data: {
+          code: 'NOT_FOUND',
+          drafting: {
+            step: 'draft',
+            project: 'demo-project',
+            role: 'reviewer',
+            taskSlug: 'write-the-guide',
+            createdTask: true,
+          },
+        },
       },
     }));
     await rig.waitFor('Connected | No draft');
     await rig.type('Write the guide');
     await rig.waitFor(
-      '✗ Created task write-the-guide, but could not draft reviewer on it: No role "reviewer". Roles: dev, product-analyst, qa. Your message was not sent: draft a role with /draft <role> (/roles lists them), then send it again.',
+      '✗ Created task write-the-guide, but could not draft reviewer on it: No role "reviewer". Roles: dev, product-analyst, qa. Your message was not sent. Draft a role with /draft <role> (/roles lists them), then send it again.',
     );
-    expect(peer.count('submit_prompt')).toBe(0);
     expect(rig.frame()).toContain('No draft');
+    expect(rig.frame()).not.toContain('Drafting');
     // The new task is the active one: /draft goes there.
-    serveTasks(peer);
     await rig.type('/draft product-analyst');
     await rig.waitFor('Drafted product-analyst on task write-the-guide');
+  });
+
+  it('a project the server does not know: the error says to choose one', async () => {
+    const { rig, peer } = start();
+    peer.adjust.set('submit_prompt', () => ({
+      error: {
+        code: -32001,
+        message:
+          'Could not draft an agent for your message: No project "demo-project". Known projects: other. Create it with create_project. Your message was not sent.',
+        data: { code: 'NOT_FOUND', drafting: { step: 'project', project: 'demo-project', createdTask: false } },
+      },
+    }));
+    await rig.waitFor('Connected | No draft');
+    await rig.type('hello');
+    await rig.waitFor(
+      'Your message was not sent. Choose a project with /project <name> (/project lists them), then send it again.',
+    );
+    expect(rig.frame()).toContain('No draft');
   });
 });
 

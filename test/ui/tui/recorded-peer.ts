@@ -45,6 +45,11 @@ export class RecordedPeer {
   readonly log = new Map<string, StreamEvent[]>();
   /** Answers a method instead of the recording (return an `Error` to answer with NOT_FOUND, or `{ error }`). */
   readonly handlers = new Map<string, Handler>();
+  /**
+   * Changes a recorded answer before it is sent (to a result, `{ error }`, or a promise of one);
+   * unlike a handler, the notifications the request set off in the recording still follow it.
+   */
+  readonly adjust = new Map<string, (recorded: unknown, params: Record<string, unknown>) => unknown>();
   /** Connecting fails while set. */
   refuse = false;
   /** When false, recorded notifications are not played after their responses (tests push them step by step). */
@@ -179,11 +184,24 @@ export class RecordedPeer {
       const served = this.served.get(request.method) ?? 0;
       this.served.set(request.method, served + 1);
       const entry = queue[Math.min(served, queue.length - 1)]!;
+      const adjust = this.adjust.get(request.method);
+      if (adjust && entry.frame.error === undefined) {
+        void Promise.resolve(adjust(entry.frame.result, params)).then((value) => {
+          const failed = typeof value === 'object' && value !== null && 'error' in value;
+          send(failed ? (value as Record<string, unknown>) : { result: value });
+          if (!failed) this.playFollowing(server, `${request.method}#${nth}`);
+        });
+        return;
+      }
       send(entry.frame.error !== undefined ? { error: entry.frame.error } : { result: entry.frame.result });
     }
-    // What the request set off in the recording follows its answer, once.
+    this.playFollowing(server, `${request.method}#${nth}`);
+  }
+
+  /** What the request set off in the recording follows its answer, once. */
+  private playFollowing(server: Transport, request: string): void {
     if (!this.autoplay) return;
-    for (const notification of this.following.get(`${request.method}#${nth}`) ?? []) {
+    for (const notification of this.following.get(request) ?? []) {
       this.remember(notification.notification, notification.params);
       server.send(JSON.stringify({ jsonrpc: '2.0', method: notification.notification, params: notification.params }));
     }

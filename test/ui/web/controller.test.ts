@@ -67,7 +67,7 @@ function server(options: { defaultRole?: string; draftError?: string } = {}) {
   }));
   peer.handlers.set('list_roles', () => ({ roles: [], errors: [] }));
   peer.handlers.set('list_tasks', () => ({ tasks }));
-  peer.handlers.set('create_task', (params) => {
+  const createTask = (params: Record<string, unknown>) => {
     const created = task(
       String(params['title'])
         .toLowerCase()
@@ -76,7 +76,8 @@ function server(options: { defaultRole?: string; draftError?: string } = {}) {
     );
     tasks.push(created);
     return { task: created };
-  });
+  };
+  peer.handlers.set('create_task', createTask);
   peer.handlers.set('draft', (params) => {
     if (options.draftError)
       return { error: { code: -32001, message: options.draftError, data: { code: 'NOT_FOUND' } } };
@@ -92,9 +93,37 @@ function server(options: { defaultRole?: string; draftError?: string } = {}) {
   }));
   peer.handlers.set('get_checkpoint', () => ({ current: null, versions: [] }));
   peer.handlers.set('preview_request', () => new Error('no preview here'));
-  peer.handlers.set('submit_prompt', () => ({ mode: 'draft', accepted: true, sessionId, seq: 0 }));
+  // A first message (`submit_prompt { draft }`): the server's default role into the task named or a new one.
+  peer.handlers.set('submit_prompt', (params) => {
+    const draft = params['draft'] as { project: string; task?: string } | undefined;
+    if (!draft || drafted) return { mode: 'draft', accepted: true, sessionId, seq: 0 };
+    const role = options.defaultRole ?? 'product-analyst';
+    const created = draft.task === undefined ? createTask({ title: taskTitle(String(params['content'])) }) : undefined;
+    const taskSlug = draft.task ?? created!.task.slug;
+    if (options.draftError)
+      return {
+        error: {
+          code: -32001,
+          message: `${created ? `Created task ${taskSlug}, but could not draft ${role} on it` : `Could not draft ${role} on task ${taskSlug}`}: ${options.draftError} Your message was not sent.`,
+          data: {
+            code: 'NOT_FOUND',
+            drafting: { step: 'draft', project: draft.project, role, taskSlug, createdTask: created !== undefined },
+          },
+        },
+      };
+    drafted = { ...draftStatus(role, taskSlug), turnRunning: true };
+    return {
+      mode: 'draft',
+      accepted: true,
+      sessionId,
+      seq: 0,
+      drafted: { role, project: draft.project, taskSlug, createdTask: created !== undefined },
+    };
+  });
   return peer;
 }
+
+const taskTitle = (content: string) => content.split('\n')[0]!;
 
 const clients: ProtocolClient[] = [];
 afterEach(() => {
@@ -119,21 +148,20 @@ describe('the web page: a first message with no draft', () => {
     expect(firstMessageTarget(store.state)).toEqual({ project: 'shop', role: 'dev' });
   });
 
-  it("creates a task named after the message, drafts the project's default role, selects its session, sends the message, and says so in one line", async () => {
+  it("sends the message in one call that drafts the project's default role into a new task, selects its session, and says so in one line", async () => {
     const peer = server();
     const { controller, store } = await page(peer);
     expect(await controller.submitFirstMessage('Fix the login bug\nIt fails after the redirect.')).toBe(true);
-    expect(asked(peer, 'create_task')).toEqual([{ project: 'shop', title: 'Fix the login bug' }]);
-    expect(asked(peer, 'draft')).toEqual([{ role: 'product-analyst', project: 'shop', task: 'fix-the-login-bug' }]);
-    expect(asked(peer, 'submit_prompt')).toEqual([{ content: 'Fix the login bug\nIt fails after the redirect.' }]);
-    const order = peer.requests
-      .map((request) => request.method)
-      .filter((method) => ['create_task', 'draft', 'submit_prompt'].includes(method));
-    expect(order).toEqual(['create_task', 'draft', 'submit_prompt']);
+    expect(asked(peer, 'submit_prompt')).toEqual([
+      { content: 'Fix the login bug\nIt fails after the redirect.', draft: { project: 'shop' } },
+    ]);
+    expect(asked(peer, 'create_task')).toEqual([]);
+    expect(asked(peer, 'draft')).toEqual([]);
     expect(store.state.selectedId).toBe(sessionId);
     expect(store.state.draft?.sessionId).toBe(sessionId);
     expect(store.state.turnRunning).toBe(true);
     expect(store.state.catalog.task).toBe('fix-the-login-bug');
+    expect(store.state.catalog.tasks.map((entry) => entry.slug)).toEqual(['fix-the-login-bug']);
     expect(store.state.notices.map((notice) => notice.text)).toEqual([
       "Created task fix-the-login-bug and drafted product-analyst on it (the project's default role; Undraft to change).",
     ]);
@@ -141,30 +169,31 @@ describe('the web page: a first message with no draft', () => {
     expect(firstMessageTarget(store.state)).toBeUndefined();
   });
 
-  it('drafts into the task chosen in the draft form, creating none', async () => {
+  it('names the task chosen in the draft form, so the server drafts into it', async () => {
     const peer = server({ defaultRole: 'qa' });
     const { controller, store } = await page(peer);
     expect(await controller.createTask('shop', 'Release notes')).toBe(true);
     expect(firstMessageTarget(store.state)).toEqual({ project: 'shop', role: 'qa', task: 'release-notes' });
     expect(await controller.submitFirstMessage('Draft the notes for 2.0')).toBe(true);
+    expect(asked(peer, 'submit_prompt')).toEqual([
+      { content: 'Draft the notes for 2.0', draft: { project: 'shop', task: 'release-notes' } },
+    ]);
     expect(asked(peer, 'create_task')).toHaveLength(1);
-    expect(asked(peer, 'draft')).toEqual([{ role: 'qa', project: 'shop', task: 'release-notes' }]);
     expect(store.state.notices.at(-1)?.text).toBe(
       "Drafted qa on task release-notes (the project's default role; Undraft to change).",
     );
   });
 
-  it('a second message while the first is drafting is not drafted again', async () => {
+  it('a second message while the first is on its way is not sent', async () => {
     const peer = server();
     const { controller } = await page(peer);
     const first = controller.submitFirstMessage('one');
     expect(await controller.submitFirstMessage('two')).toBe(false);
     expect(await first).toBe(true);
-    expect(asked(peer, 'draft')).toHaveLength(1);
-    expect(asked(peer, 'submit_prompt')).toEqual([{ content: 'one' }]);
+    expect(asked(peer, 'submit_prompt')).toEqual([{ content: 'one', draft: { project: 'shop' } }]);
   });
 
-  it('a default role that does not exist: the error names the step and the role, the task stays, nothing is sent', async () => {
+  it("a default role that does not exist: the server's error as it is, the task made is chosen, nothing is running", async () => {
     const peer = server({
       defaultRole: 'reviewer',
       draftError: 'No role "reviewer". Roles: dev, product-analyst, qa.',
@@ -177,9 +206,9 @@ describe('the web page: a first message with no draft', () => {
         'Created task write-the-guide, but could not draft reviewer on it: No role "reviewer". Roles: dev, product-analyst, qa. Your message was not sent.',
       ],
     ]);
-    expect(asked(peer, 'submit_prompt')).toEqual([]);
     expect(store.state.draft).toBeUndefined();
     expect(store.state.busy.draft).toBe(false);
+    expect(store.state.turnRunning).toBe(false);
     // The task is chosen, so the next try drafts into it.
     expect(firstMessageTarget(store.state)).toEqual({ project: 'shop', role: 'reviewer', task: 'write-the-guide' });
   });
