@@ -1,3 +1,4 @@
+export * from './record-format.js';
 export * from './sessions/records.js';
 export * from './sessions/session-store.js';
 export * from './errors.js';
@@ -6,6 +7,7 @@ export * from './sessions/file-store.js';
 export * from './keyed-queue.js';
 export * from './data-folder.js';
 export * from './postgres/options.js';
+export { createPostgresStore } from './sessions/postgres.js';
 export * from './drafts/records.js';
 export * from './drafts/draft-store.js';
 export { MAX_LEASE_TTL_MS, type DraftLeaseResult } from './drafts/lease.js';
@@ -13,6 +15,8 @@ export type { DraftStoreHome } from './drafts/home.js';
 export { createMemoryDraftStore } from './drafts/memory-store.js';
 export { createFileDraftStore } from './drafts/file-store.js';
 export { readRoleFolder } from './drafts/files.js';
+export { createPostgresDraftStore } from './drafts/postgres.js';
+export type { PostgresDraftStoreOptions } from './drafts/postgres-options.js';
 export * from './sessions/migrate.js';
 export {
   migrateDraftStore,
@@ -27,5 +31,6 @@ export * from './runs/records.js';
 export * from './runs/run-store.js';
 export { createMemoryRunStore } from './runs/memory-store.js';
 export { createFileRunStore } from './runs/file-store.js';
+export { createPostgresRunStore } from './runs/postgres.js';
 export { migrateRuns, type RunMigration, type RunMigrationReport, type RunMigrationStatus } from './runs/migrate.js';
 export { shareStore, type SharedStore } from './sessions/shared-store.js';

@@ -31,7 +31,7 @@ import {
 } from './rules.js';
 import type { DraftStore } from './draft-store.js';
 import { KeyedQueue } from '../keyed-queue.js';
-import { IdSchema } from '../sessions/records.js';
+import { IdSchema } from '../record-format.js';
 import { checkId, checkRecord, storeClosed } from '../validate.js';
 
 /**

@@ -32,7 +32,8 @@ import { checkId, checkRecord, storeClosed } from '../validate.js';
 import { createPool, parseConnectionString, type ConnectionTarget } from '../postgres/connection.js';
 import { draftQueriesFor, type DraftQueries } from './postgres-queries.js';
 import { errorCode, SQLSTATE, toStoreFailure } from '../postgres/errors.js';
-import { DEFAULT_POSTGRES_SCHEMA, type PostgresDraftStoreOptions } from '../postgres/options.js';
+import { DEFAULT_POSTGRES_SCHEMA } from '../postgres/options.js';
+import type { PostgresDraftStoreOptions } from './postgres-options.js';
 import { retryOnConnectionFailure } from '../postgres/retry.js';
 import { checkSchemaName } from '../postgres/schema-name.js';
 import { setUpSchema } from '../postgres/setup.js';
@@ -40,7 +41,7 @@ import { setUpSchema } from '../postgres/setup.js';
 /** A refused claim or lease whose holder let go before it was read is tried again, this many times. */
 const MAX_RACE_RETRIES = 10;
 
-/** Opens the store (see `createPostgresDraftStore` in ./index.ts, which loads this module and `pg` on first use). */
+/** Opens the store (see `createPostgresDraftStore` in ./postgres.ts, which loads this module and `pg` on first use). */
 export async function openPostgresDraftStore(options: PostgresDraftStoreOptions): Promise<DraftStore> {
   const target = parseConnectionString(options?.connectionString);
   const schema = checkSchemaName(options.schema ?? DEFAULT_POSTGRES_SCHEMA);

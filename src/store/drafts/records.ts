@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { IdSchema } from '../sessions/records.js';
+import { IdSchema } from '../record-format.js';
 
 /**
  * The records of a DraftStore (see draft-store.ts): projects, tasks, drafts and role files. The

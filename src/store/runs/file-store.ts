@@ -4,9 +4,9 @@ import { ValidationError } from '../../conversation/index.js';
 import { join } from 'node:path';
 import { ensureDirectory, ioError, isErrno, replaceFile, syncDirectory } from '../atomic-file.js';
 import { corruptFile, formatJson, parseJsonDocument } from '../json-file.js';
-import { StoreError } from '../errors.js';
+import { StoreError, type StoreWarning } from '../errors.js';
 import { KeyedQueue } from '../keyed-queue.js';
-import { FORMAT_VERSION } from '../sessions/records.js';
+import { FORMAT_VERSION } from '../record-format.js';
 import type { RunRecord } from './records.js';
 import { checkFromSeq, checkJournalDrafts, checkRun, runExists, runNotFound, StoredRunRecordSchema } from './rules.js';
 import {
@@ -18,7 +18,6 @@ import {
   type RunJournalEntryDraft,
   type RunStore,
 } from './run-store.js';
-import type { StoreWarning } from '../sessions/session-store.js';
 import { checkId, storeClosed } from '../validate.js';
 
 /**

@@ -19,7 +19,7 @@ import { retryOnConnectionFailure } from '../postgres/retry.js';
 import { checkSchemaName } from '../postgres/schema-name.js';
 import { setUpSchema } from '../postgres/setup.js';
 
-/** Opens the store (see `createPostgresRunStore` in ./index.ts, which loads this module and `pg` on first use). */
+/** Opens the store (see `createPostgresRunStore` in ./postgres.ts, which loads this module and `pg` on first use). */
 export async function openPostgresRunStore(options: PostgresStoreOptions): Promise<RunStore> {
   const target = parseConnectionString(options?.connectionString);
   const schema = checkSchemaName(options.schema ?? DEFAULT_POSTGRES_SCHEMA);

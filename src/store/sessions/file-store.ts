@@ -11,7 +11,7 @@ import {
   tempPath,
   writeDurably,
 } from '../atomic-file.js';
-import { StoreError } from '../errors.js';
+import { StoreError, type StoreWarning } from '../errors.js';
 import { FileLayout, checkpointVersionOf } from './file-layout.js';
 import { corruptFile, formatJson, readJsonFile } from '../json-file.js';
 import { SessionLog, logHeaderLine } from './jsonl-log.js';
@@ -23,8 +23,6 @@ import {
   CheckpointSchema,
   ContextDocumentSchema,
   FeatureSchema,
-  FORMAT_VERSION,
-  IdSchema,
   SessionRecordSchema,
   TaskSchema,
   type AgentDescription,
@@ -36,9 +34,10 @@ import {
   type SessionRecord,
   type Task,
 } from './records.js';
+import { FORMAT_VERSION, IdSchema } from '../record-format.js';
 import { RecordIndex } from './record-index.js';
 import { readSessionRecords, sessionAdvice } from './file-records.js';
-import type { ReadLogOptions, SessionStore, StoreWarning } from './session-store.js';
+import type { ReadLogOptions, SessionStore } from './session-store.js';
 import { checkId, checkRecord, sessionNotFound, storeClosed } from '../validate.js';
 
 export interface FileStoreOptions {

@@ -2,10 +2,10 @@ import { closeSync, fdatasyncSync, fstatSync, ftruncateSync, openSync, promises 
 import { dirname } from 'node:path';
 import { ValidationError, type StreamEvent, type StreamEventDraft } from '../../conversation/index.js';
 import { isErrno, ioError, syncDirectory, writeDurably } from '../atomic-file.js';
-import { StoreError } from '../errors.js';
+import { StoreError, type StoreWarning } from '../errors.js';
 import { checkFormatVersion, corruptFile } from '../json-file.js';
-import { FORMAT_VERSION } from './records.js';
-import type { ReadLogOptions, StoreWarning } from './session-store.js';
+import { FORMAT_VERSION } from '../record-format.js';
+import type { ReadLogOptions } from './session-store.js';
 
 /**
  * A session's append-only log, `log.jsonl`: a header line, then one StreamEvent per line, with

@@ -2,9 +2,8 @@ import { promises as fs } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { z } from 'zod';
-import { StoreError } from '../errors.js';
-import { FORMAT_VERSION } from './records.js';
-import type { StoreWarning } from './session-store.js';
+import { StoreError, type StoreWarning } from '../errors.js';
+import { FORMAT_VERSION } from '../record-format.js';
 import { ioError, isErrno, syncDirectory, writeDurably } from '../atomic-file.js';
 
 /** `store.lock`: who holds the data folder for writing. */

@@ -5,7 +5,6 @@ import {
   CheckpointSchema,
   ContextDocumentSchema,
   FeatureSchema,
-  FORMAT_VERSION,
   matchesFilter,
   SessionRecordSchema,
   TaskSchema,
@@ -18,6 +17,7 @@ import {
   type SessionRecord,
   type Task,
 } from './records.js';
+import { FORMAT_VERSION } from '../record-format.js';
 import type { ReadLogOptions, SessionStore } from './session-store.js';
 import { StoreError } from '../errors.js';
 import { checkId, checkRecord, sessionNotFound, storeClosed } from '../validate.js';

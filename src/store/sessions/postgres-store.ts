@@ -9,7 +9,6 @@ import {
   CheckpointSchema,
   ContextDocumentSchema,
   FeatureSchema,
-  FORMAT_VERSION,
   SessionRecordSchema,
   TaskSchema,
   type AgentDescription,
@@ -21,6 +20,7 @@ import {
   type SessionRecord,
   type Task,
 } from './records.js';
+import { FORMAT_VERSION } from '../record-format.js';
 import type { ReadLogOptions, SessionStore, StoreChange } from './session-store.js';
 import { checkId, checkRecord, sessionNotFound, storeClosed } from '../validate.js';
 import { AppendCommitter } from './postgres-append-committer.js';
@@ -38,7 +38,7 @@ const LOG_PAGE = 5_000;
 /** Session records read per query when listing. */
 const LIST_PAGE = 5_000;
 
-/** Opens the store (see `createPostgresStore` in ./index.ts, which loads this module and `pg` on first use). */
+/** Opens the store (see `createPostgresStore` in ./postgres.ts, which loads this module and `pg` on first use). */
 export async function openPostgresStore(options: PostgresStoreOptions): Promise<SessionStore> {
   const target = parseConnectionString(options?.connectionString);
   const schema = checkSchemaName(options.schema ?? DEFAULT_POSTGRES_SCHEMA);

@@ -1,19 +1,9 @@
 import { z } from 'zod';
 import { SessionListDataSchema, SessionMetricsSchema } from '../../conversation/index.js';
+import { FORMAT_VERSION, IdSchema } from '../record-format.js';
 
-/**
- * The records a store persists. Every file carries `formatVersion`; a reader that meets a newer
- * version refuses it with a clear error instead of guessing.
- */
-export const FORMAT_VERSION = 1;
+/** The records a SessionStore persists (see session-store.ts), each file with its `formatVersion`. */
 const FormatVersion = z.literal(FORMAT_VERSION);
-
-/** Ids and slugs: letters, digits, `.`, `_`, `-`; no leading dot; at most 200 characters. Nothing can leave the data folder. */
-export const ID_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,199}$/;
-export const IdSchema = z
-  .string()
-  .regex(ID_PATTERN, 'must be 1–200 letters, digits, ".", "_" or "-", not starting with "." or "-"')
-  .refine((value) => !value.includes('..'), 'must not contain ".."');
 
 export const AGENT_TYPES = ['pm', 'dev', 'qa', 'harness', 'merge'] as const;
 export const AgentTypeSchema = z.enum(AGENT_TYPES);
