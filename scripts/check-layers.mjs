@@ -1,10 +1,12 @@
 #!/usr/bin/env node
 // Fails when a module imports a layer above its own (the layers of docs/architecture.md), reaches into
-// another layer past its index.ts, or when static imports form a cycle, between layers or between
-// files inside one layer. Type-only imports count: `import type` is erased at run time, but a
-// cycle through one still ties the modules into one unit (a contract importing its implementer's
-// types, as registry <-> config <-> registrations did in src/backends/), and a contract depends on
-// nothing of what implements it. Only dynamic `import()` is left out: it is how optional SDKs load on first use.
+// another layer past its index.ts, or when imports form a cycle, between layers or between files
+// inside one layer. Type-only imports count: `import type` is erased at run time, but a cycle
+// through one still ties the modules into one unit (a contract importing its implementer's types,
+// as registry <-> config <-> registrations did in src/backends/), and a contract depends on nothing
+// of what implements it. A dynamic `import()` of a file counts too: a lazy opener whose
+// implementation imports the opener back for a constant is the same knot. Packages are never
+// edges, so an optional SDK loaded on first use is no cycle.
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import ts from 'typescript';
@@ -88,7 +90,7 @@ function resolveImport(from, specifier) {
   return undefined;
 }
 
-/** Imports of a file, with whether each is a dynamic `import()` (lazy: it counts for layering, not for cycles). */
+/** Imports of a file, static and dynamic (`import()`); both count for layering and for cycles. */
 function importsOf(file) {
   const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
   const found = [];
@@ -98,14 +100,14 @@ function importsOf(file) {
       node.moduleSpecifier &&
       ts.isStringLiteral(node.moduleSpecifier)
     ) {
-      found.push({ specifier: node.moduleSpecifier.text, dynamic: false });
+      found.push(node.moduleSpecifier.text);
     } else if (
       ts.isCallExpression(node) &&
       node.expression.kind === ts.SyntaxKind.ImportKeyword &&
       node.arguments[0] &&
       ts.isStringLiteral(node.arguments[0])
     ) {
-      found.push({ specifier: node.arguments[0].text, dynamic: true });
+      found.push(node.arguments[0].text);
     }
     ts.forEachChild(node, visit);
   };
@@ -126,7 +128,7 @@ const graph = new Map();
 for (const file of files) {
   const layer = layerOf(file);
   const edges = [];
-  for (const { specifier, dynamic } of importsOf(file)) {
+  for (const specifier of importsOf(file)) {
     if (!specifier.startsWith('.')) continue;
     const target = resolveImport(file, specifier);
     if (!target) {
@@ -153,12 +155,12 @@ for (const file of files) {
         );
       }
     }
-    if (!dynamic) edges.push(target);
+    edges.push(target);
   }
   graph.set(file, edges);
 }
 
-// Cycle detection over static imports (DFS with colours); each cycle is reported once, as a path.
+// Cycle detection over every import between files (DFS with colours); each cycle is reported once, as a path.
 const colour = new Map();
 const stack = [];
 const reported = new Set();

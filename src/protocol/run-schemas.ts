@@ -4,7 +4,7 @@ import { WireIdSchema } from './schemas.js';
 /**
  * The wire shapes of durable harness runs: what `list_runs`, `get_run` and the run
  * notifications carry. The protocol depends only on `conversation/`, so the store's `RunRecord`
- * (src/store/run-records.ts) is restated here field for field; the server pins the two together
+ * (src/store/runs/records.ts) is restated here field for field; the server pins the two together
  * with a compile-time check (src/server/run-handlers.ts), so they cannot drift apart unnoticed.
  */
 

@@ -43,3 +43,21 @@ export class StoreError extends ParleyError {
     super(code, message, options);
   }
 }
+
+/**
+ * Something a store noticed and recovered from without failing the call: a torn last log line
+ * set aside, a stray temp file removed. Surfaced so a user can see it, never swallowed.
+ */
+export interface StoreWarning {
+  code:
+    | 'TORN_LOG_TAIL'
+    | 'STRAY_TEMP_FILE'
+    | 'UNREADABLE_SESSION'
+    | 'UNREADABLE_FILE'
+    | 'STALE_LOCK'
+    | 'SESSION_RECORD_NOT_SAVED'
+    | 'JOURNAL_SYNC_FAILED';
+  message: string;
+  sessionId?: string;
+  file?: string;
+}

@@ -1,19 +1,23 @@
-export * from './records.js';
-export * from './session-store.js';
+export * from './record-format.js';
+export * from './sessions/records.js';
+export * from './sessions/session-store.js';
 export * from './errors.js';
-export * from './memory-store.js';
-export * from './file-store.js';
+export * from './sessions/memory-store.js';
+export * from './sessions/file-store.js';
 export * from './keyed-queue.js';
 export * from './data-folder.js';
-export * from './postgres/index.js';
-export * from './draft-records.js';
-export * from './draft-store.js';
-export { MAX_LEASE_TTL_MS, type DraftLeaseResult } from './draft-lease.js';
-export type { DraftStoreHome } from './draft-store-home.js';
-export { createMemoryDraftStore } from './memory-draft-store.js';
-export { createFileDraftStore } from './file-draft-store.js';
-export { readRoleFolder } from './draft-files.js';
-export * from './migrate.js';
+export * from './postgres/options.js';
+export { createPostgresStore } from './sessions/postgres.js';
+export * from './drafts/records.js';
+export * from './drafts/draft-store.js';
+export { MAX_LEASE_TTL_MS, type DraftLeaseResult } from './drafts/lease.js';
+export type { DraftStoreHome } from './drafts/home.js';
+export { createMemoryDraftStore } from './drafts/memory-store.js';
+export { createFileDraftStore } from './drafts/file-store.js';
+export { readRoleFolder } from './drafts/files.js';
+export { createPostgresDraftStore } from './drafts/postgres.js';
+export type { PostgresDraftStoreOptions } from './drafts/postgres-options.js';
+export * from './sessions/migrate.js';
 export {
   migrateDraftStore,
   type DraftLayerReport,
@@ -21,11 +25,12 @@ export {
   type DraftStoreSide,
   type ProjectDigest,
   type ProjectVerification,
-} from './draft-migrate.js';
-export { digestProject } from './draft-digest.js';
-export * from './run-records.js';
-export * from './run-store.js';
-export { createMemoryRunStore } from './memory-run-store.js';
-export { createFileRunStore } from './file-run-store.js';
-export { migrateRuns, type RunMigration, type RunMigrationReport, type RunMigrationStatus } from './run-migrate.js';
-export { shareStore, type SharedStore } from './shared-store.js';
+} from './drafts/migrate.js';
+export { digestProject } from './drafts/digest.js';
+export * from './runs/records.js';
+export * from './runs/run-store.js';
+export { createMemoryRunStore } from './runs/memory-store.js';
+export { createFileRunStore } from './runs/file-store.js';
+export { createPostgresRunStore } from './runs/postgres.js';
+export { migrateRuns, type RunMigration, type RunMigrationReport, type RunMigrationStatus } from './runs/migrate.js';
+export { shareStore, type SharedStore } from './sessions/shared-store.js';

@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import type { z } from 'zod';
 import { describeIssues } from '../conversation/index.js';
 import { StoreError } from './errors.js';
-import { FORMAT_VERSION } from './records.js';
+import { FORMAT_VERSION } from './record-format.js';
 import { isErrno } from './atomic-file.js';
 
 /** Files are human-readable: two-space JSON and a final newline. */

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { ValidationError, describeIssues } from '../conversation/index.js';
 import { StoreError } from './errors.js';
-import { ID_PATTERN, IdSchema } from './records.js';
+import { ID_PATTERN, IdSchema } from './record-format.js';
 
 /**
  * Checks an id or slug a caller passed. Every path a store builds is made of ids that passed here,

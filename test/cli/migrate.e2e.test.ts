@@ -14,10 +14,10 @@ import {
 import { postgresSkipReason, startTestPostgres, type TestPostgres } from '../helpers/postgres.js';
 import { runParley } from '../helpers/run-parley.js';
 import { sessionRecord } from '../store/builders.js';
-import { draftRecord, taskFile } from '../store/draft-store-conformance.js';
-import { expectSameContents, fillDataFolder } from '../store/migrate-data.js';
-import { expectSameDraftLayer, fillDraftLayer } from '../store/migrate-draft-data.js';
-import { runRecord } from '../store/run-store-conformance.js';
+import { draftRecord, taskFile } from '../store/drafts/conformance.js';
+import { expectSameContents, fillDataFolder } from '../store/sessions/migrate-data.js';
+import { expectSameDraftLayer, fillDraftLayer } from '../store/drafts/migrate-data.js';
+import { runRecord } from '../store/runs/conformance.js';
 
 const quiet = () => undefined;
 

@@ -91,10 +91,28 @@ describe('check-layers', () => {
         "import type { Registration } from './contract.js';\nimport { scripted } from './scripted/registration.js';\nexport const all: Registration[] = [scripted];\nexport const load = () => import('./lazy.js');\n",
       'backends/scripted/registration.ts':
         "import type { Registration } from '../contract.js';\nexport const scripted: Registration = { name: 'scripted' };\n",
-      'backends/lazy.ts': "import { all } from './registry.js';\nexport const count = () => all.length;\n",
+      'backends/lazy.ts':
+        "import type { Registration } from './contract.js';\nexport const count = (all: Registration[]) => all.length;\n",
     });
     const result = await check(root);
     expect(result.output).not.toContain('import cycle');
     expect(result.ok).toBe(true);
+  });
+
+  it('fails on a cycle closed by a dynamic import: a lazy opener whose implementation imports it back', async () => {
+    // The shape src/store/postgres/ had: index.ts loaded each store with import(), and each store
+    // imported index.ts back for its default schema.
+    const root = await tree({
+      'store/index.ts': "export * from './opener.js';\n",
+      'store/opener.ts':
+        "export const DEFAULT_SCHEMA = 'parley';\nexport const open = async () => (await import('./implementation.js')).openStore();\n",
+      'store/implementation.ts':
+        "import { DEFAULT_SCHEMA } from './opener.js';\nexport const openStore = () => DEFAULT_SCHEMA;\n",
+    });
+    const result = await check(root);
+    expect(result.ok).toBe(false);
+    expect(result.output).toContain(
+      'import cycle: store/implementation.ts -> store/opener.ts -> store/implementation.ts',
+    );
   });
 });

@@ -30,9 +30,15 @@ import {
   storeErrorOf,
   textDraft,
 } from './builders.js';
-import { conversationDrafts, expectSameContents, fillDataFolder, MANAGED_ID, NATIVE_ID } from './migrate-data.js';
-import { draftRecord, taskFile } from './draft-store-conformance.js';
-import { DEV_ROLE, expectSameDraftLayer, fillDraftLayer } from './migrate-draft-data.js';
+import {
+  conversationDrafts,
+  expectSameContents,
+  fillDataFolder,
+  MANAGED_ID,
+  NATIVE_ID,
+} from './sessions/migrate-data.js';
+import { draftRecord, taskFile } from './drafts/conformance.js';
+import { DEV_ROLE, expectSameDraftLayer, fillDraftLayer } from './drafts/migrate-data.js';
 
 const quiet = () => undefined;
 

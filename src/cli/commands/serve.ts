@@ -57,7 +57,7 @@ export function register(
         const dataDir = resolveDataDir(command);
         const chosenStore = await openChosenStore(command);
         // With --watch-native the imports and the server share one opened store, each through its own view,
-        // so the server sees the imported events as changes from elsewhere and delivers them (store/shared-store.ts).
+        // so the server sees the imported events as changes from elsewhere and delivers them (store/sessions/shared-store.ts).
         const shared = options.watchNative
           ? shareStore(
               chosenStore ??

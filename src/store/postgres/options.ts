@@ -1,0 +1,24 @@
+/**
+ * What the three PostgreSQL stores (sessions, drafts, runs) are opened with. A leaf module: the lazy
+ * openers and the implementations they load both import it, so neither imports the other.
+ */
+export interface PostgresStoreOptions {
+  /** `postgres://user:password@host:5432/database`. */
+  connectionString: string;
+  /** The schema Parley's tables live in (default `parley`); created when missing. */
+  schema?: string;
+  /** Connections at most (default 10). */
+  poolSize?: number;
+  /** How long an append whose connection failed is retried on a new one before it fails (default 30 s). */
+  retryForMs?: number;
+  /** How long connecting may take before the server counts as unreachable (default 10 s). */
+  connectTimeoutMs?: number;
+  /**
+   * Open only a schema that already holds Parley's tables: a missing one is refused with
+   * `STORE_SCHEMA_MISSING` and nothing is created (for reading a database, as `parley migrate --from` does).
+   */
+  existingOnly?: boolean;
+}
+
+/** The PostgreSQL schema Parley's tables go in when none is given. */
+export const DEFAULT_POSTGRES_SCHEMA = 'parley';

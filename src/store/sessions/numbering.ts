@@ -1,0 +1,22 @@
+import type { StreamEvent, StreamEventDraft } from '../../conversation/index.js';
+
+/**
+ * Stamps drafts with the session id, consecutive `seq`s from `firstSeq` and a time. Deliberately no
+ * schema parse: these are Parley's own events on the append hot path; they are validated when read.
+ */
+export function numberEvents(
+  sessionId: string,
+  firstSeq: number,
+  drafts: readonly StreamEventDraft[],
+  now: number = Date.now(),
+): StreamEvent[] {
+  return drafts.map(
+    (draft, index) =>
+      ({ ...structuredClone(draft), sessionId, seq: firstSeq + index, at: draft.at ?? now }) as StreamEvent,
+  );
+}
+
+/** True when `seq` is inside the window `afterSeq < seq <= throughSeq` (either bound optional). */
+export function inWindow(seq: number, afterSeq: number | undefined, throughSeq: number | undefined): boolean {
+  return (afterSeq === undefined || seq > afterSeq) && (throughSeq === undefined || seq <= throughSeq);
+}

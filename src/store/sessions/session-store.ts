@@ -1,0 +1,115 @@
+import type { StreamEvent, StreamEventDraft } from '../../conversation/index.js';
+import type {
+  AgentDescription,
+  Checkpoint,
+  CheckpointInput,
+  ContextDocument,
+  Feature,
+  SessionFilter,
+  SessionRecord,
+  Task,
+} from './records.js';
+
+/** Options of reading a session's log: from which `seq`, and how many events. */
+export interface ReadLogOptions {
+  /** Only events with `seq` greater than this. */
+  afterSeq?: number;
+  /** Only events with `seq` at or below this. */
+  throughSeq?: number;
+}
+
+/**
+ * A change to a session made through another store instance (another process, another server),
+ * as `SessionStore.watch` reports it.
+ * - `appended`: events from `firstSeq` on were appended (read them with `readLog({ afterSeq })`);
+ * - `updated`: the session's record was replaced;
+ * - `unknown`: reports may have been lost (the watch reconnected): any session may have changed.
+ */
+export type StoreChange =
+  | { kind: 'appended'; sessionId: string; firstSeq: number }
+  | { kind: 'updated'; sessionId: string }
+  | { kind: 'unknown' };
+
+/**
+ * Where sessions live. Implementations: the file store (default) and the memory store; every
+ * implementation passes the shared conformance suite in `test/store/sessions/conformance.ts`.
+ *
+ * Every implementer must:
+ * - validate ids with `IdSchema` and refuse anything else with `INVALID_ID` (no path may leave the data folder);
+ * - throw `SESSION_NOT_FOUND` for an unknown session id, naming it;
+ * - never hand out or keep references to a caller's objects (clone on read and write); the one
+ *   exception is `append`'s result: its events may share nested values with the drafts passed in
+ *   (the file store returns the objects it serialized rather than a copy), so callers treat both
+ *   drafts and appended events as immutable, as they do every event;
+ * - resolve `append` only once the events are durable, numbering them with consecutive `seq`s
+ *   that only grow within a session; appends to one session are applied in call order;
+ * - keep every checkpoint version; a checkpoint is never overwritten;
+ * - after `close()`, reject every call with `STORE_CLOSED`.
+ */
+export interface SessionStore {
+  readonly kind: string;
+
+  /** Creates a session; `SESSION_EXISTS` if the id is taken. */
+  createSession(record: SessionRecord): Promise<SessionRecord>;
+  /** The session's metadata, or undefined when there is none. */
+  getSession(sessionId: string): Promise<SessionRecord | undefined>;
+  /** Replaces the metadata with `update(current)`; updates to one session are serialized. */
+  updateSession(sessionId: string, update: (current: SessionRecord) => SessionRecord): Promise<SessionRecord>;
+  /** Every session matching the filter, in no particular order. */
+  listSessions(filter?: SessionFilter): AsyncIterable<SessionRecord>;
+
+  /** Appends events to the session's log; resolves with them numbered, once durable. */
+  append(sessionId: string, events: readonly StreamEventDraft[]): Promise<StreamEvent[]>;
+  /** The session's log in `seq` order. */
+  readLog(sessionId: string, options?: ReadLogOptions): AsyncIterable<StreamEvent>;
+  /** The newest `seq` in the log, -1 when it is empty. */
+  lastSeq(sessionId: string): Promise<number>;
+
+  /** Writes a new checkpoint version (one more than the newest) and returns it. */
+  writeCheckpoint(sessionId: string, checkpoint: CheckpointInput): Promise<Checkpoint>;
+  /** The newest checkpoint, or the given version; undefined when there is none. */
+  readCheckpoint(sessionId: string, version?: number): Promise<Checkpoint | undefined>;
+  /** Every checkpoint version, oldest first. */
+  listCheckpoints(sessionId: string): Promise<Checkpoint[]>;
+
+  writeContext(document: ContextDocument): Promise<void>;
+  readContext(sessionId: string): Promise<ContextDocument | undefined>;
+  writeAgentDescription(description: AgentDescription): Promise<void>;
+  readAgentDescription(sessionId: string): Promise<AgentDescription | undefined>;
+
+  /** Raw native transcripts (seed 004's saved data), kept verbatim under a name. */
+  writeTranscript(sessionId: string, name: string, content: string): Promise<void>;
+  readTranscript(sessionId: string, name: string): Promise<string | undefined>;
+  listTranscripts(sessionId: string): Promise<string[]>;
+  /**
+   * Optional: copies a file into the session's transcripts verbatim, without reading it into memory
+   * (a store on a file system lets the kernel copy it), and resolves once the copy is durable, with
+   * its size. An existing transcript of that name is replaced atomically. A store without it is
+   * given transcripts as text (`writeTranscript`).
+   */
+  copyTranscriptFile?(sessionId: string, name: string, sourcePath: string): Promise<{ bytes: number }>;
+  /** Optional: a transcript read in chunks, so a large one is never held whole; undefined when there is none. */
+  streamTranscript?(sessionId: string, name: string): Promise<AsyncIterable<Uint8Array> | undefined>;
+
+  putFeature(feature: Feature): Promise<void>;
+  getFeature(featureId: string): Promise<Feature | undefined>;
+  listFeatures(): Promise<Feature[]>;
+  putTask(task: Task): Promise<void>;
+  getTask(featureId: string, taskId: string): Promise<Task | undefined>;
+  listTasks(featureId?: string): Promise<Task[]>;
+
+  /**
+   * Optional: reports changes that other store instances (other processes sharing the database)
+   * make, so a process can show them live. A store that only one process may open (the file
+   * store) has no such changes and leaves this out. Implementers must:
+   * - report each change after it is durable, never before; reports are wake-ups, not data: the
+   *   log and the records stay the truth, and a reader reads them after each report;
+   * - not report changes made through this same instance (its caller made them);
+   * - report `unknown` whenever reports may have been lost (a dropped connection, once it is back);
+   * - stop calling `onChange` once the returned function is called, and at `close()`.
+   */
+  watch?(onChange: (change: StoreChange) => void): () => void;
+
+  /** Releases the data folder (the lock) after pending writes are durable. */
+  close(): Promise<void>;
+}

@@ -1,9 +1,0 @@
-import { createMemoryDraftStore } from '../../src/store/index.js';
-import { runDraftStoreConformance } from './draft-store-conformance.js';
-
-runDraftStoreConformance({
-  name: 'memory draft store',
-  create: async () =>
-    createMemoryDraftStore({ home: { name: 'home', path: '/projects/home', dataDir: '/projects/home/.parley' } }),
-  destroy: async (store) => store.close(),
-});

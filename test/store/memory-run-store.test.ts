@@ -1,8 +1,0 @@
-import { createMemoryRunStore } from '../../src/store/index.js';
-import { runRunStoreConformance } from './run-store-conformance.js';
-
-runRunStoreConformance({
-  name: 'memory run store',
-  create: async () => createMemoryRunStore(),
-  destroy: async (store) => store.close(),
-});
