@@ -29,3 +29,4 @@ export { createMemoryRunStore } from './memory-run-store.js';
 export { createFileRunStore } from './file-run-store.js';
 export { migrateRuns, type RunMigration, type RunMigrationReport, type RunMigrationStatus } from './run-migrate.js';
 export { shareStore, type SharedStore } from './shared-store.js';
+export { connectSocketStore, serveStoreOnSocket, storeSocketPath, type StoreSocketServer } from './socket-store.js';
