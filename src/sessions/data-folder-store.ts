@@ -54,21 +54,18 @@ export async function openDataFolderStore(
 /** Opens the file store and serves it; closing the returned store stops serving, then releases the folder. */
 async function hold(dataDir: string, onWarning: (warning: StoreWarning) => void): Promise<SessionStore> {
   const shared = shareStore(await createFileStore({ dataDir, onWarning }));
-  let server;
-  try {
-    // Each connection's view builds deferred imported sessions here, once for every process.
-    server = await serveStoreOnSocket(storeSocketPath(dataDir), () => withImportedSessions(shared.view()));
-  } catch (error) {
-    await shared.close();
-    throw error;
-  }
+  // Each connection's view builds deferred imported sessions here, once for every process. A socket
+  // that cannot be made (a read-only temp folder) leaves this process the folder's only user, as
+  // before: another one is then told who holds the folder.
+  const server = await serveStoreOnSocket(storeSocketPath(dataDir), () => withImportedSessions(shared.view())).catch(
+    () => undefined,
+  );
   const own = shared.view();
-  const serving = server;
   return new Proxy(own, {
     get(target, key, receiver) {
       if (key === 'close') {
         return async () => {
-          await serving.close();
+          await server?.close();
           await shared.close();
         };
       }

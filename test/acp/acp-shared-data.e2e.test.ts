@@ -56,7 +56,8 @@ describe('parley acp: a session not prompted yet', () => {
     expect((await second.agent.request('session/list', { cwd: project })).sessions).toEqual([
       expect.objectContaining({ sessionId, title: 'Asked later' }),
     ]);
-  });
+    // Two processes, one after the other: their start-up is most of the time.
+  }, 120_000);
 });
 
 describe('parley acp: two processes on one data folder', () => {
@@ -122,5 +123,6 @@ describe('parley acp: two processes on one data folder', () => {
     } finally {
       await store.close();
     }
-  }, 60_000);
+    // Two processes and ten turns on a shared machine.
+  }, 120_000);
 });

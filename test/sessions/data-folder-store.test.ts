@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MAIN_CONVERSATION, type StreamEvent } from '../../src/conversation/index.js';
 import { createSessionManager, type SessionManager } from '../../src/sessions/index.js';
+import { createFileStore, type SessionRecord } from '../../src/store/index.js';
 
 let dataDir: string;
 const managers: SessionManager[] = [];
@@ -51,16 +52,6 @@ describe('a data folder another SessionManager holds', () => {
       writes.push(guest.addMessage('both', { role: 'user', content: `guest ${index}` }));
     }
     await Promise.all(writes);
-    // A record change made by one is seen by the other (following the store) before it writes its own.
-    holder.followStoreChanges();
-    const renamed = new Promise<void>((resolve) =>
-      holder.on('session:updated', ({ session }) => {
-        if (session.title === 'Both wrote here') resolve();
-      }),
-    );
-    await guest.relabelSession('both', { title: 'Both wrote here' });
-    await renamed;
-    await holder.updateSettings('both', { tailTokens: 700 });
     await Promise.all(
       managers
         .splice(0)
@@ -83,9 +74,36 @@ describe('a data folder another SessionManager holds', () => {
         .flat()
         .toSorted(),
     );
-    const record = await reader.getSession('both');
-    expect(record.title).toBe('Both wrote here');
-    expect(record.settings.tailTokens).toBe(700);
+  });
+
+  it("changes one makes to a session's record reach the other, which keeps them when it writes its own", async () => {
+    const holder = await open();
+    const guest = await open();
+    holder.followStoreChanges();
+    guest.followStoreChanges();
+    await holder.createSession({ sessionId: 'record', scope: { kind: 'draft', role: 'dev' }, agentType: 'dev' });
+    await Promise.all([holder.loadConversation('record'), guest.loadConversation('record')]);
+    const seenBy = (manager: SessionManager, check: (record: SessionRecord) => boolean): Promise<void> =>
+      new Promise((resolve) =>
+        manager.on('session:updated', ({ session }) => {
+          if (check(session)) resolve();
+        }),
+      );
+    const renamed = seenBy(holder, (record) => record.title === 'Both wrote here');
+    await guest.relabelSession('record', { title: 'Both wrote here' });
+    await renamed;
+    const tuned = seenBy(guest, (record) => record.settings.tailTokens === 700);
+    await holder.updateSettings('record', { tailTokens: 700 });
+    await tuned;
+    expect(await guest.getSession('record')).toMatchObject({ title: 'Both wrote here', settings: { tailTokens: 700 } });
+    await Promise.all(
+      managers
+        .splice(0)
+        .reverse()
+        .map((manager) => manager.close()),
+    );
+    const record = await (await open()).getSession('record');
+    expect(record).toMatchObject({ title: 'Both wrote here', settings: { tailTokens: 700 } });
   });
 
   it('a guest whose holder stopped is told so, and the folder is free for the next process', async () => {
@@ -101,5 +119,32 @@ describe('a data folder another SessionManager holds', () => {
     const next = await open();
     const events = await next.getEvents('kept');
     expect(events.filter((event) => event.type === 'block_complete')).toHaveLength(1);
+  });
+
+  it('held by a process that serves no socket (an older Parley), it is refused naming the holder', async () => {
+    const holder = await createFileStore({ dataDir });
+    try {
+      await expect(open()).rejects.toMatchObject({
+        code: 'STORE_LOCKED',
+        message: expect.stringContaining(`process ${process.pid}`),
+      });
+    } finally {
+      await holder.close();
+    }
+  });
+});
+
+describe('relabelSession', () => {
+  it('renames a session and changes its role; a blank name is refused and changes nothing', async () => {
+    const manager = await open();
+    await manager.createSession({ sessionId: 'named', scope: { kind: 'draft', role: 'dev' }, agentType: 'dev' });
+    const renamed = await manager.relabelSession('named', { title: 'A title', role: 'reviewer' });
+    expect(renamed).toMatchObject({
+      title: 'A title',
+      agentType: 'reviewer',
+      scope: { kind: 'draft', role: 'reviewer' },
+    });
+    await expect(manager.relabelSession('named', { title: '  ' })).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+    expect((await manager.getSession('named')).title).toBe('A title');
   });
 });
