@@ -54,8 +54,6 @@ interface AcpSession {
   role: string;
   backend: string;
   model?: string;
-  /** False until the first prompt: the Parley session is created then, titled by it. */
-  stored: boolean;
   editorTools: EditorTools;
   permissions: AcpPermissionBridge;
   /**
@@ -104,11 +102,16 @@ export class AcpSessions {
     const role = roles.some((entry) => entry.name === workspace.project.defaultRole)
       ? workspace.project.defaultRole
       : (roles[0]?.name ?? 'dev');
-    const session = await this.open(sessionId, params.cwd, workspace, params.mcpServers, {
-      role,
-      backend: workspace.backends.defaultBackend,
-      stored: false,
+    const backend = workspace.backends.defaultBackend;
+    // The session exists from here on, for every process on this data folder (listed, loadable);
+    // the first prompt names it.
+    await workspace.manager.createSession({
+      sessionId,
+      scope: { kind: 'draft', role, project: workspace.project.name },
+      agentType: role,
+      backend,
     });
+    const session = await this.open(sessionId, params.cwd, workspace, params.mcpServers, { role, backend });
     return { sessionId, modes: modesOf(roles, session.role), configOptions: this.configOptions(session) };
   }
 
@@ -128,11 +131,7 @@ export class AcpSessions {
         `Session ${params.sessionId} is running a turn here; cancel it before loading it again.`,
       );
     if (earlier) await this.forget(earlier);
-    const session = await this.open(params.sessionId, params.cwd, workspace, params.mcpServers, {
-      role,
-      backend,
-      stored: true,
-    });
+    const session = await this.open(params.sessionId, params.cwd, workspace, params.mcpServers, { role, backend });
     const conversation = await workspace.manager.loadConversation(params.sessionId);
     session.sentSeq = conversation.lastSeq;
     for (const update of replayUpdates(conversation, params.cwd)) this.send(session, update);
@@ -204,6 +203,10 @@ export class AcpSessions {
       );
     }
     session.role = params.modeId;
+    // Not prompted yet: the session is still being set up, and a load elsewhere should see its role.
+    const record = await session.workspace.manager.getSession(session.sessionId);
+    if (record.title === undefined)
+      await session.workspace.manager.relabelSession(session.sessionId, { role: params.modeId });
   }
 
   async setConfigOption(params: {
@@ -335,20 +338,20 @@ export class AcpSessions {
     return { stopReason };
   }
 
-  /** The Parley session behind an ACP one: created at the first prompt; an imported one is continued. */
+  /**
+   * The Parley session behind an ACP one, ready for a turn on `backend`. One `session/new` made and
+   * nobody prompted yet (it has no title) takes the connection's choices and is titled by the prompt;
+   * any other is continued on the back end.
+   */
   private async ensureStored(session: AcpSession, backend: AgentBackend, text: string): Promise<void> {
     const { manager } = session.workspace;
     const description = backend.describe();
-    if (!session.stored) {
-      await manager.createSession({
-        sessionId: session.sessionId,
-        scope: { kind: 'draft', role: session.role, project: session.workspace.project.name },
-        agentType: session.role,
-        backend: description.name,
-        // Named as a first message names its task in the terminal and the browser (submit_prompt { draft }).
-        title: taskTitleFromMessage(text, SESSION_TITLE_MAX),
-      });
-      session.stored = true;
+    const record = await manager.getSession(session.sessionId);
+    if (record.title === undefined && record.stats.totalMessages === 0) {
+      // Named as a first message names its task in the terminal and the browser (submit_prompt { draft }).
+      const title = taskTitleFromMessage(text, SESSION_TITLE_MAX);
+      await manager.relabelSession(session.sessionId, { role: session.role, ...(title ? { title } : {}) });
+      if (record.type !== description.name) await manager.moveToBackend(session.sessionId, description.name);
       return;
     }
     // Any session (Parley's own, imported, or started on another back end) continues on the chosen
@@ -524,7 +527,7 @@ export class AcpSessions {
     cwd: string,
     workspace: Workspace,
     mcpServers: McpServer[],
-    choices: { role: string; backend: string; stored: boolean },
+    choices: { role: string; backend: string },
   ): Promise<AcpSession> {
     const editorTools = await connectEditorTools(mcpServers, {
       cwd,
@@ -539,7 +542,6 @@ export class AcpSessions {
       workspace,
       role: choices.role,
       backend: choices.backend,
-      stored: choices.stored,
       editorTools,
       permissions: createPermissionBridge(this.options.client(), sessionId),
       ...(files ? { files } : {}),

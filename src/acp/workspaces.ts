@@ -19,7 +19,8 @@ export interface AcpBackends {
 }
 
 /**
- * One data folder open in this process: its SessionManager (which holds the folder's lock), its
+ * One data folder open in this process: its SessionManager (which holds the folder's lock, or uses
+ * the store of the Parley process that holds it), its
  * projects, roles and tasks, its back ends, and the workers its sessions start. Sessions of every
  * editor window whose `cwd` maps to the same data folder share it.
  */
@@ -88,6 +89,11 @@ export class Workspaces {
       ...(backends.summarize ? { summarize: backends.summarize } : {}),
     });
     manager.on('store:warning', (warning) => this.options.log(`store: ${warning.message}`));
+    // Another Parley process on the same data folder (a second editor's `parley acp`) writes through
+    // the same store: its events reach the sessions open here as this process's own do.
+    manager.followStoreChanges({
+      onError: (error, sessionId) => this.options.log(`session ${sessionId} not brought up to date: ${String(error)}`),
+    });
     const catalog = new ProjectCatalog({ projectRoot, dataDir, clock: Date.now });
     const pool = new AgentPool();
     const workers = new Workers({

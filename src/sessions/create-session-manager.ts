@@ -1,5 +1,6 @@
 import { loadTokenizer } from '../conversation/index.js';
-import { createFileStore, type StoreWarning } from '../store/index.js';
+import type { StoreWarning } from '../store/index.js';
+import { openDataFolderStore } from './data-folder-store.js';
 import { SessionError } from './errors.js';
 import { withImportedSessions } from './import/imported-store.js';
 import {
@@ -33,10 +34,10 @@ export async function createSessionManager(options: SessionManagerOptions): Prom
         { fault: 'user' },
       );
     }
-    store = await createFileStore({
-      dataDir: options.dataDir,
-      onWarning: (warning) => (manager ? manager.reportWarning(warning) : warnings.push(warning)),
-    });
+    // Held by another Parley process, the folder is used through that process's store.
+    store = await openDataFolderStore(options.dataDir, (warning) =>
+      manager ? manager.reportWarning(warning) : warnings.push(warning),
+    );
     ownsStore = true;
   }
   // The tokenizer loads in the background (a listing never waits for it); the first count awaits it.

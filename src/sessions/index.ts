@@ -1,5 +1,6 @@
 export * from './session-manager.js';
 export * from './create-session-manager.js';
+export { openDataFolderStore } from './data-folder-store.js';
 export * from './session-manager-types.js';
 export * from './session-ids.js';
 export * from './errors.js';

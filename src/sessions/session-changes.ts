@@ -63,6 +63,27 @@ export function backendChange(
   };
 }
 
+/** What a session is called and which role it runs as (a draft-scoped session's role too); blank names are refused. */
+export function labelChange(labels: { title?: string; role?: string }, clock: () => number): RecordChange {
+  for (const [field, value] of Object.entries(labels)) {
+    if (typeof value !== 'string' || value.trim().length === 0)
+      throw new SessionError('INVALID_INPUT', `relabelSession: ${field} must be a non-empty string.`, {
+        fault: 'user',
+      });
+  }
+  return (current) => {
+    const { title, role } = labels;
+    const scope = role !== undefined && current.scope.kind === 'draft' ? { ...current.scope, role } : current.scope;
+    return {
+      ...current,
+      ...(title !== undefined ? { title } : {}),
+      ...(role !== undefined ? { agentType: role } : {}),
+      scope,
+      updatedAt: clock(),
+    };
+  };
+}
+
 /** A caller's message as a block, stamped now; `countTokens` gives the count stored with it. */
 export async function messageBlock(
   message: NewMessage,

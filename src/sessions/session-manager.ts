@@ -41,7 +41,14 @@ import {
 import { listSessions, readEvents, recentMessages, runtimeSession } from './session-reads.js';
 import { notFound } from './session-checks.js';
 import { linkScope, scopedSessionOptions, SessionCreator } from './session-creation.js';
-import { backendChange, clearedMarker, continuationChange, messageBlock, settingsChange } from './session-changes.js';
+import {
+  backendChange,
+  clearedMarker,
+  continuationChange,
+  labelChange,
+  messageBlock,
+  settingsChange,
+} from './session-changes.js';
 import { SessionWriter } from './session-writer.js';
 import { catchUp, StoreChangeFollower, type FollowStoreChangesOptions } from './store-changes.js';
 import { TypedEmitter } from './typed-emitter.js';
@@ -175,6 +182,13 @@ export class SessionManager {
   /** Changes per-session settings (token budget, threshold, tail, context sessions). */
   async updateSettings(sessionId: string, settings: SessionSettings): Promise<SessionRecord> {
     const record = await this.updateRecord(sessionId, settingsChange(settings));
+    this.emit('session:updated', { sessionId: record.sessionId, action: 'settings_changed', session: record });
+    return record;
+  }
+
+  /** Renames the session, or changes the role it runs as (its `agentType`, and a draft scope's role). */
+  async relabelSession(sessionId: string, labels: { title?: string; role?: string }): Promise<SessionRecord> {
+    const record = await this.updateRecord(sessionId, labelChange(labels, this.clock));
     this.emit('session:updated', { sessionId: record.sessionId, action: 'settings_changed', session: record });
     return record;
   }

@@ -34,3 +34,9 @@ export { createFileRunStore } from './runs/file-store.js';
 export { createPostgresRunStore } from './runs/postgres.js';
 export { migrateRuns, type RunMigration, type RunMigrationReport, type RunMigrationStatus } from './runs/migrate.js';
 export { shareStore, type SharedStore } from './sessions/shared-store.js';
+export {
+  connectSocketStore,
+  serveStoreOnSocket,
+  storeSocketPath,
+  type StoreSocketServer,
+} from './sessions/socket-store.js';

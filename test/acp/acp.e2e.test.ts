@@ -411,7 +411,7 @@ describe('parley acp', () => {
     expect(call).toMatchObject({ kind: 'think', rawInput: { role: 'dev', prompt: 'Fix the parser' } });
   });
 
-  it('keeps every session in --data-dir, and answers a data folder another Parley holds with an error, not a crash', async () => {
+  it('keeps every session in --data-dir, and a second process on that folder uses it through the first', async () => {
     const dataDir = join(project, 'shared-data');
     const first = await startEditor(
       { turns: [[{ type: 'text', text: 'Stored.' }]] },
@@ -422,11 +422,10 @@ describe('parley acp', () => {
     expect(await readdir(join(dataDir, 'sessions'))).toContain(sessionId);
 
     const second = await startEditor({ turns: [] }, { args: ['--data-dir', dataDir] });
-    const refused = await second.agent
-      .request('session/new', { cwd: project, mcpServers: [] })
-      .catch((error: unknown) => error);
-    expect(refused).toMatchObject({ code: -32603, message: expect.stringContaining(dataDir) });
-    expect((await second.agent.request('initialize', { protocolVersion: 1 })).protocolVersion).toBe(1);
+    const listed = await second.agent.request('session/list', { cwd: project });
+    expect(listed.sessions).toEqual([expect.objectContaining({ sessionId, title: 'Keep this' })]);
+    const { sessionId: another } = await second.agent.request('session/new', { cwd: project, mcpServers: [] });
+    expect(await readdir(join(dataDir, 'sessions'))).toContain(another);
   });
 
   it('refuses --store (PostgreSQL) with a message saying what to do, rather than keeping the sessions in a folder unseen', async () => {

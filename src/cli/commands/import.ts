@@ -1,7 +1,13 @@
 import type { Command } from 'commander';
-import { importTranscripts, watchTranscripts, type ImportProgress, type ImportResult } from '../../sessions/index.js';
+import {
+  importTranscripts,
+  openDataFolderStore,
+  watchTranscripts,
+  type ImportProgress,
+  type ImportResult,
+} from '../../sessions/index.js';
 import { isParleyError } from '../../conversation/index.js';
-import { StoreError, createFileStore, type SessionStore } from '../../store/index.js';
+import { StoreError, type SessionStore } from '../../store/index.js';
 import { openChosenStore, resolveDataDir } from '../options.js';
 
 /** `parley import <path>`: native transcripts become read-only sessions that `parley sessions` lists and `parley show` prints. */
@@ -23,10 +29,10 @@ export function register(program: Command): void {
     .action(async (path: string, options: { json?: boolean; watch?: boolean }, command: Command) => {
       const store =
         (await openChosenStore(command)) ??
-        (await createFileStore({
-          dataDir: resolveDataDir(command),
-          onWarning: (warning) => process.stderr.write(`parley store: ${warning.message}\n`),
-        }).catch((error: unknown) => {
+        // A folder another Parley process holds is imported into through that process.
+        (await openDataFolderStore(resolveDataDir(command), (warning) =>
+          process.stderr.write(`parley store: ${warning.message}\n`),
+        ).catch((error: unknown) => {
           if (!isParleyError(error, 'STORE_LOCKED')) throw error;
           // Most often a running `parley serve` on this folder: say how to follow sessions into it.
           throw new StoreError(

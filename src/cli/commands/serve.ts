@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { ParleyError } from '../../conversation/index.js';
 import type { RunningServer } from '../../server/index.js';
 import type { TranscriptWatcher } from '../../sessions/index.js';
-import { createFileStore, shareStore, type SessionStore } from '../../store/index.js';
+import { shareStore, type SessionStore } from '../../store/index.js';
 import {
   draftLeaseFromEnvironment,
   openChosenDraftStore,
@@ -61,10 +61,11 @@ export function register(
         const shared = options.watchNative
           ? shareStore(
               chosenStore ??
-                (await createFileStore({
-                  dataDir,
-                  onWarning: (warning) => process.stderr.write(`parley store: ${warning.message}\n`),
-                })),
+                (await (
+                  await import('../../sessions/index.js')
+                ).openDataFolderStore(dataDir, (warning) =>
+                  process.stderr.write(`parley store: ${warning.message}\n`),
+                )),
             )
           : undefined;
         const store = shared !== undefined ? shared.view() : chosenStore;

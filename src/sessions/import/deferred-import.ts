@@ -31,6 +31,8 @@ export interface DeferredImportInput {
   path: string;
   nativeSessionId: string;
   recordType: string;
+  /** The file's own id in its content, kept in the manifest (`session-identity.ts`). */
+  contentId?: string;
   /** Copies up to this size are named `main` (the session's raw transcript). */
   rawTranscriptMaxBytes: number;
   now: () => number;
@@ -120,6 +122,7 @@ export async function importDeferred(input: DeferredImportInput): Promise<Deferr
     copied: name === RAW_TRANSCRIPT ? [RAW_TRANSCRIPT] : [],
     blocks: info.blockCount,
     subagents: 0,
+    ...(input.contentId !== undefined ? { contentId: input.contentId } : {}),
     pendingEvents: { transcript: name, file: basename(path) },
   };
   // Written last, as by every import: a session without its manifest is an import that did not finish.

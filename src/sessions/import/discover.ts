@@ -14,6 +14,8 @@ export interface ClaudeCodeSource {
   /** The session file; its name (without `.jsonl`) is the native session id. */
   main: string;
   nativeSessionId: string;
+  /** The first record's `uuid`: the transcript's own id, which no other conversation has. */
+  contentId?: string;
   subagents: Array<{ path: string; agentId: string; metaPath?: string }>;
 }
 
@@ -66,7 +68,7 @@ const GEMINI_MESSAGE_TYPES = new Set(['user', 'gemini', 'info', 'warning', 'erro
 const SNIFF_BYTES = 64 * 1024;
 
 /** The first lines of a file decide its format; the rest is never read here. */
-async function sniff(path: string): Promise<{ kind: Sniffed; sessionId?: string }> {
+async function sniff(path: string): Promise<{ kind: Sniffed; sessionId?: string; firstUuid?: string }> {
   const handle = await fs.open(path, 'r');
   let text: string;
   try {
@@ -104,7 +106,12 @@ async function sniff(path: string): Promise<{ kind: Sniffed; sessionId?: string 
       ('uuid' in fields || 'sessionId' in fields || 'leafUuid' in fields || 'messageId' in fields)
     ) {
       const sessionId = typeof fields['sessionId'] === 'string' ? fields['sessionId'] : undefined;
-      return sessionId !== undefined ? { kind: 'claude-code', sessionId } : { kind: 'claude-code' };
+      const firstUuid = firstUuidOf(lines, fields);
+      return {
+        kind: 'claude-code',
+        ...(sessionId !== undefined ? { sessionId } : {}),
+        ...(firstUuid !== undefined ? { firstUuid } : {}),
+      };
     }
     if (
       typeof fields['id'] === 'string' &&
@@ -116,6 +123,21 @@ async function sniff(path: string): Promise<{ kind: Sniffed; sessionId?: string 
     }
   }
   return { kind: 'unknown' };
+}
+
+/** The `uuid` of the first record that has one, from `first` on (a transcript may open with a `summary` or a snapshot). */
+function firstUuidOf(lines: string[], first: Record<string, unknown>): string | undefined {
+  if (typeof first['uuid'] === 'string') return first['uuid'];
+  for (const line of lines.slice(0, 50)) {
+    try {
+      const record: unknown = JSON.parse(line);
+      if (typeof record === 'object' && record !== null && typeof (record as { uuid?: unknown }).uuid === 'string')
+        return (record as { uuid: string }).uuid;
+    } catch {
+      // Not a record: read on.
+    }
+  }
+  return undefined;
 }
 
 async function walk(folder: string, files: string[]): Promise<void> {
@@ -229,7 +251,14 @@ export async function discoverImportSources(path: string): Promise<DiscoveryResu
     const sniffed = await sniff(file);
     if (sniffed.kind === 'claude-code' && name.endsWith('.jsonl')) {
       const nativeSessionId = name.slice(0, -'.jsonl'.length);
-      claude.set(nativeSessionId, { source: 'claude-code', main: file, nativeSessionId, subagents: [] });
+      // Keyed by path: two folders may each hold a session file of the same name, and both are sessions.
+      claude.set(file, {
+        source: 'claude-code',
+        main: file,
+        nativeSessionId,
+        ...(sniffed.firstUuid !== undefined ? { contentId: sniffed.firstUuid } : {}),
+        subagents: [],
+      });
     } else if (sniffed.kind === 'gemini-cli' || sniffed.kind === 'gemini-checkpoint') {
       const parentFolder = basename(dirname(file));
       const isSubagent =
@@ -295,7 +324,7 @@ export async function discoverImportSources(path: string): Promise<DiscoveryResu
   }
 
   for (const agent of claudeSubagents) {
-    const parent = agent.parent === undefined ? undefined : claude.get(agent.parent);
+    const parent = parentOf(agent, claude);
     if (parent === undefined) {
       skipped.push({
         path: agent.path,
@@ -329,6 +358,30 @@ export async function discoverImportSources(path: string): Promise<DiscoveryResu
 
   const sources: ImportSourceFiles[] = [...claude.values(), ...gemini.values(), ...seeds.values()];
   return { sources, skipped };
+}
+
+/**
+ * The session a subagent file belongs to: the session file its folder names
+ * (`<folder>/<id>.jsonl` for `<folder>/<id>/subagents/…`, or the one beside an old `agent-*.jsonl`),
+ * else the only session of that id found.
+ */
+function parentOf(
+  agent: { path: string; parent: string | undefined },
+  claude: Map<string, ClaudeCodeSource>,
+): ClaudeCodeSource | undefined {
+  if (agent.parent === undefined) return undefined;
+  const parts = agent.path.split(sep);
+  const index = parts.lastIndexOf('subagents');
+  const candidates = [
+    ...(index > 0 ? [`${parts.slice(0, index).join(sep)}.jsonl`] : []),
+    join(dirname(agent.path), `${agent.parent}.jsonl`),
+  ];
+  for (const candidate of candidates) {
+    const source = claude.get(candidate);
+    if (source !== undefined && source.nativeSessionId === agent.parent) return source;
+  }
+  const named = [...claude.values()].filter((source) => source.nativeSessionId === agent.parent);
+  return named.length === 1 ? named[0] : undefined;
 }
 
 async function exists(path: string): Promise<boolean> {

@@ -24,15 +24,17 @@ import { readJsonObject, statsOf, titleOf } from './import-summary.js';
 import { checkpointFromCompaction } from './import-checkpoint.js';
 import { LogWriter, indexLog } from './log-writer.js';
 import { fingerprintFile, sameFingerprints, streamFile, type FileFingerprint } from './read-file.js';
-import { importedSessionId, transcriptName, type ImportSource } from './session-ids.js';
+import { transcriptName, type ImportSource } from './session-ids.js';
+import { sessionIdForFile } from './session-identity.js';
 import { IMPORT_FORMAT, readManifest, writeManifest, type ImportManifest } from './manifest.js';
 import { importDeferred, type DeferredImportInput } from './deferred-import.js';
 import { withImportedSessions } from './imported-store.js';
 
 /**
  * `parley import <path>`: Claude Code and Gemini CLI transcripts and seed-layout sessions become
- * read-only Parley sessions. Each lands under a deterministic id (`cc-<nativeId>`, `gem-<nativeId>`,
- * `seed-<nativeId>`), so importing twice never duplicates: an unchanged source is skipped, a
+ * read-only Parley sessions. Each file lands under a deterministic id (`cc-<nativeId>`, `gem-<nativeId>`,
+ * `seed-<nativeId>`, or with a hash of its path when another file of that name has the id:
+ * `session-identity.ts`), so importing twice never duplicates: an unchanged source is skipped, a
  * changed one (the user went on in Claude Code) gets only its new or changed blocks appended.
  * Native files are only ever read.
  */
@@ -188,7 +190,12 @@ function mainPathOf(source: ClaudeCodeSource | GeminiSource | SeedLayoutSource):
 // Claude Code
 
 async function importClaudeCode(source: ClaudeCodeSource, context: Context): Promise<ImportedSession> {
-  const sessionId = importedSessionId('claude-code', source.nativeSessionId);
+  const sessionId = await sessionIdForFile(context.store, {
+    source: 'claude-code',
+    nativeSessionId: source.nativeSessionId,
+    path: source.main,
+    ...(source.contentId !== undefined ? { contentId: source.contentId } : {}),
+  });
   const deferred = await importClaudeCodeDeferred(source, sessionId, context);
   if (deferred !== undefined) return deferred;
   const files = [
@@ -276,6 +283,7 @@ async function importClaudeCode(source: ClaudeCodeSource, context: Context): Pro
     copies,
     warnings,
     summaryKind: 'claude-code',
+    ...(source.contentId !== undefined ? { contentId: source.contentId } : {}),
     subagentCount: new Set(info.subagents.map((link) => link.subagentId)).size,
   });
 }
@@ -296,6 +304,7 @@ async function importClaudeCodeDeferred(
     path: source.main,
     nativeSessionId: source.nativeSessionId,
     recordType: RECORD_TYPE['claude-code'],
+    ...(source.contentId !== undefined ? { contentId: source.contentId } : {}),
     rawTranscriptMaxBytes: context.options.copyTranscriptMaxBytes ?? DEFAULT_COPY_MAX,
     now: context.now,
     ...(context.options.signal !== undefined ? { signal: context.options.signal } : {}),
@@ -382,7 +391,14 @@ async function importGemini(source: GeminiSource, context: Context): Promise<Imp
   const warnings = [...parser.warnings];
   const nativeSessionId =
     source.checkpointTag ?? info.nativeSessionId ?? basename(source.main).replace(/\.jsonl?$/, '');
-  const sessionId = importedSessionId('gemini-cli', nativeSessionId);
+  // A session file's id is its content's own; a checkpoint has none.
+  const contentId = source.checkpointTag === undefined ? info.nativeSessionId : undefined;
+  const sessionId = await sessionIdForFile(context.store, {
+    source: 'gemini-cli',
+    nativeSessionId,
+    path: source.main,
+    ...(contentId !== undefined ? { contentId } : {}),
+  });
   const start = await beginImport(context, sessionId, 'gemini-cli', source.main, nativeSessionId, [
     source.main,
     ...source.subagents.map((agent) => agent.path),
@@ -421,6 +437,7 @@ async function importGemini(source: GeminiSource, context: Context): Promise<Imp
     copies,
     warnings,
     summaryKind: 'gemini-cli',
+    ...(contentId !== undefined ? { contentId } : {}),
     subagentCount: source.subagents.length,
   });
 }
@@ -449,7 +466,11 @@ async function importSeedLayout(source: SeedLayoutSource, context: Context): Pro
   }
   const parsed = parseSeedLayout(files);
   const nativeSessionId = parsed.nativeSessionId ?? source.sessionId;
-  const sessionId = importedSessionId('seed-layout', nativeSessionId);
+  const sessionId = await sessionIdForFile(context.store, {
+    source: 'seed-layout',
+    nativeSessionId,
+    path: source.folder,
+  });
   const agentType = parsed.session?.agentType ?? parsed.agentDescription?.agentType ?? 'imported';
   const start = await beginImport(context, sessionId, 'seed-layout', source.folder, nativeSessionId, paths, {
     agentType,
@@ -667,6 +688,7 @@ async function finishImport(
     copies: Array<{ name: string; text: string }>;
     warnings: TranscriptWarning[];
     summaryKind: 'claude-code' | 'gemini-cli' | undefined;
+    contentId?: string;
     subagentCount: number;
   },
 ): Promise<ImportedSession> {
@@ -712,6 +734,8 @@ async function finishImport(
     stats,
     metrics,
     native: { backend: input.source, nativeSessionId: input.nativeSessionId, transcriptPath: input.path },
+    // A moved file's session follows it (`session-identity.ts`).
+    ...(current.scope.kind === 'imported' ? { scope: { ...current.scope, path: input.path } } : {}),
   }));
 
   const manifest: ImportManifest = {
@@ -725,6 +749,7 @@ async function finishImport(
     ...(compaction?.blockId !== undefined && (checkpoint || start.manifest?.checkpointBlockId === compaction.blockId)
       ? { checkpointBlockId: compaction.blockId }
       : {}),
+    ...(input.contentId !== undefined ? { contentId: input.contentId } : {}),
     ...(context.options.live === true ? { live: true } : {}),
   };
   // Written last: a session without its manifest is an import that did not finish, and is completed by the next one.

@@ -48,6 +48,15 @@ interface Gate {
   waiting: number;
 }
 
+/**
+ * Marks a store whose deferred sessions are built by another process (the one serving it, which
+ * puts this view over its own store): building them here too would write their events twice.
+ */
+export function builtElsewhere(store: SessionStore): SessionStore {
+  (store as unknown as Record<symbol, unknown>)[WRAPPED] = true;
+  return store;
+}
+
 export function withImportedSessions(store: SessionStore): SessionStore {
   const holder = store as unknown as Record<symbol, unknown>;
   if (holder[WRAPPED] === true) return store;

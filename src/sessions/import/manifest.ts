@@ -15,6 +15,8 @@ export interface ImportManifest {
   blocks: number;
   subagents: number;
   checkpointBlockId?: string;
+  /** The main file's own id in its content (see `session-identity.ts`): how a moved file finds its session. */
+  contentId?: string;
   /** Written by a live import (see `ImportOptions.live`): not final even if the files are unchanged. */
   live?: boolean;
   /**

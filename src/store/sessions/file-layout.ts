@@ -7,6 +7,7 @@ import { join } from 'node:path';
  * ```
  * <dataDir>/.gitignore                            `*`: nothing here is committed by accident (see data-folder.ts)
  * <dataDir>/store.lock
+ * <dataDir>/store.sock                            the holder serves the store to other processes (socket-store.ts)
  * <dataDir>/tmp/                                  temp files; anything here at open is a crash leftover
  * <dataDir>/sessions/<id>/session.json
  * <dataDir>/sessions/<id>/log.jsonl               header line, then one StreamEvent per line
