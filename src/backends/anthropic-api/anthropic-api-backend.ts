@@ -566,7 +566,7 @@ class ApiTurn {
       const errorType = body?.error?.type ?? error.type ?? undefined;
       const detail = body?.error?.message ?? error.apiMessage ?? error.message;
       const retryAfter = Number(error.headers?.get('retry-after'));
-      return failureFromStatus(error.status ?? 0, errorType ?? undefined, {
+      return failureFromStatus(error.status, errorType ?? undefined, {
         backend: ANTHROPIC_API_BACKEND_NAME,
         endpoint,
         model,
