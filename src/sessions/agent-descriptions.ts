@@ -139,18 +139,31 @@ export function describeAgent(agentType: string, override?: AgentDescriptionOver
   };
 }
 
-/** "# Your Role" and "## Instructions" (and the tools) as the request shows them. */
+/**
+ * "# Your Role" and "## Instructions" (and the tools) as the request shows them.
+ * `tools` names the tools the request carries: the Tools section lists exactly those (and says
+ * there are none when it is empty), and keeps the tool instructions only when every tool the
+ * description speaks of is among them. Without `tools`, the description's own list.
+ */
 export function renderAgentDescription(
   description: Pick<AgentDescriptionText, 'role' | 'instructions' | 'allowedTools' | 'toolInstructions'>,
+  tools?: readonly string[],
 ): string {
   const parts = ['# Your Role', '', description.role.trim()];
   if (description.instructions.length > 0) {
     parts.push('', '## Instructions', '', ...description.instructions.map((line) => `- ${line}`));
   }
-  if (description.allowedTools.length > 0 || description.toolInstructions) {
+  const allowed = tools ?? description.allowedTools;
+  const toolInstructions =
+    tools === undefined || (tools.length > 0 && description.allowedTools.every((name) => tools.includes(name)))
+      ? description.toolInstructions?.trim()
+      : undefined;
+  if (allowed.length > 0 || toolInstructions) {
     parts.push('', '## Tools', '');
-    if (description.allowedTools.length > 0) parts.push(`Allowed tools: ${description.allowedTools.join(', ')}.`);
-    if (description.toolInstructions) parts.push(description.toolInstructions.trim());
+    if (allowed.length > 0) parts.push(`Allowed tools: ${allowed.join(', ')}.`);
+    if (toolInstructions) parts.push(toolInstructions);
+  } else if (tools !== undefined) {
+    parts.push('', '## Tools', '', 'No tools are available in this conversation.');
   }
   return parts.join('\n');
 }

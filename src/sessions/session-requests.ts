@@ -76,6 +76,11 @@ export interface RequestOptions {
   projectRoot?: string;
   /** The OpenTelemetry context of the turn the request is for: a compaction's span goes under it. */
   traceParent?: Context;
+  /**
+   * The names of the tools the request will carry: the role's Tools section lists exactly these.
+   * Unset: the agent description's own list (a preview, which knows no turn's tools).
+   */
+  toolNames?: readonly string[];
 }
 
 /** A built request as `preview_request` shows it, with whether sending it would compact first. */
@@ -577,7 +582,7 @@ export class RequestLayer {
       projection,
       settings,
       sources: {
-        role: description.text,
+        role: options.toolNames ? renderAgentDescription(description.description, options.toolNames) : description.text,
         context: sections,
         checkpoint: renderCheckpoint(checkpoint),
         conversation: withoutPendingUserMessage(projection.messages, userMessage),

@@ -125,6 +125,8 @@ export async function runTurn(
       const built = await manager.buildRequest(sessionId, options.prompt, {
         signal: options.signal,
         traceParent: agentTrace?.currentContext(),
+        // A native back end brings tools of its own, which the description names; a managed one has only these.
+        ...(description.continuity === 'managed' ? { toolNames: (options.tools ?? []).map((tool) => tool.name) } : {}),
       });
       request.systemPrompt = built.systemPrompt;
       request.prompt = built.userPrompt;

@@ -141,11 +141,14 @@ class TurnTrace implements AgentTrace {
   private readonly subagents = new Map<string, { span: Span; context: Context }>();
   /** Open tool calls of the main thread, newest last: the newest is where the back end is now. */
   private readonly openMainTools: string[] = [];
-  private readonly usage: Usage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
+  /** What the back end reported, summed; undefined until it reports any, so a turn with none records none (not 0). */
+  private usage: Usage | undefined;
   private readonly finishReasons: string[] = [];
   private readonly started = performance.now();
   private responseModel: string | undefined;
-  private costUsd = 0;
+  /** Likewise: undefined until a cost is reported, and dropped when a request's cost is unknown. */
+  private costUsd: number | undefined;
+  private costUnknown = false;
   private errorType: string | undefined;
   private lastText = '';
   private ended = false;
@@ -214,13 +217,14 @@ class TurnTrace implements AgentTrace {
         message: error instanceof Error ? error.message : String(error),
       });
     }
-    const attributes: Attributes = {
-      [ATTR.inputTokens]: this.usage.inputTokens,
-      [ATTR.outputTokens]: this.usage.outputTokens,
-      [PARLEY_ATTR.costUsd]: this.costUsd,
-    };
-    if (this.usage.cacheReadTokens > 0) attributes[ATTR.cacheReadTokens] = this.usage.cacheReadTokens;
-    if (this.usage.cacheWriteTokens > 0) attributes[ATTR.cacheWriteTokens] = this.usage.cacheWriteTokens;
+    const attributes: Attributes = {};
+    if (this.usage) {
+      attributes[ATTR.inputTokens] = this.usage.inputTokens;
+      attributes[ATTR.outputTokens] = this.usage.outputTokens;
+      if (this.usage.cacheReadTokens > 0) attributes[ATTR.cacheReadTokens] = this.usage.cacheReadTokens;
+      if (this.usage.cacheWriteTokens > 0) attributes[ATTR.cacheWriteTokens] = this.usage.cacheWriteTokens;
+    }
+    if (this.costUsd !== undefined && !this.costUnknown) attributes[PARLEY_ATTR.costUsd] = this.costUsd;
     if (this.responseModel) attributes[ATTR.responseModel] = this.responseModel;
     if (this.finishReasons.length > 0) attributes[ATTR.finishReasons] = this.finishReasons;
     if (this.errorType) attributes[ATTR.errorType] = this.errorType;
@@ -240,8 +244,10 @@ class TurnTrace implements AgentTrace {
 
   private recordMetrics(): void {
     const { tokenUsage, operationDuration } = genAiInstruments();
-    tokenUsage.record(this.usage.inputTokens, this.metricAttributes(ATTR.tokenType, 'input'));
-    tokenUsage.record(this.usage.outputTokens, this.metricAttributes(ATTR.tokenType, 'output'));
+    if (this.usage) {
+      tokenUsage.record(this.usage.inputTokens, this.metricAttributes(ATTR.tokenType, 'input'));
+      tokenUsage.record(this.usage.outputTokens, this.metricAttributes(ATTR.tokenType, 'output'));
+    }
     const duration = (performance.now() - this.started) / 1000;
     operationDuration.record(
       duration,
@@ -262,14 +268,22 @@ class TurnTrace implements AgentTrace {
     return attributes;
   }
 
-  private addMetadata(metadata: { usage?: Usage; costUsd?: number; model?: string; stopReason?: string }): void {
+  private addMetadata(metadata: {
+    usage?: Usage;
+    costUsd?: number;
+    costUnknown?: boolean;
+    model?: string;
+    stopReason?: string;
+  }): void {
     if (metadata.usage) {
-      this.usage.inputTokens += metadata.usage.inputTokens;
-      this.usage.outputTokens += metadata.usage.outputTokens;
-      this.usage.cacheReadTokens += metadata.usage.cacheReadTokens;
-      this.usage.cacheWriteTokens += metadata.usage.cacheWriteTokens;
+      const usage = (this.usage ??= { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 });
+      usage.inputTokens += metadata.usage.inputTokens;
+      usage.outputTokens += metadata.usage.outputTokens;
+      usage.cacheReadTokens += metadata.usage.cacheReadTokens;
+      usage.cacheWriteTokens += metadata.usage.cacheWriteTokens;
     }
-    if (metadata.costUsd !== undefined) this.costUsd += metadata.costUsd;
+    if (metadata.costUsd !== undefined) this.costUsd = (this.costUsd ?? 0) + metadata.costUsd;
+    if (metadata.costUnknown) this.costUnknown = true;
     if (metadata.model) this.responseModel = metadata.model;
     if (metadata.stopReason && !this.finishReasons.includes(metadata.stopReason))
       this.finishReasons.push(metadata.stopReason);

@@ -97,6 +97,10 @@ describe.sequential('parley chat', () => {
     const messages = request['messages'] as Array<{ role: string; content: string }>;
     expect(messages[0]!.role).toBe('system');
     expect(messages[0]!.content).toContain('# Your Role');
+    // `parley chat` offers the model no tools, and its system prompt says so.
+    expect(request['tools']).toBeUndefined();
+    expect(messages[0]!.content).not.toContain('Allowed tools');
+    expect(messages[0]!.content).toContain('No tools are available in this conversation.');
     expect(messages.at(-1)).toMatchObject({ role: 'user', content: 'what is up' });
   });
 

@@ -82,4 +82,24 @@ describe('agent descriptions', () => {
       ].join('\n'),
     );
   });
+
+  it('names the tools a request carries instead of its own, and says so when there are none', () => {
+    const qa = {
+      role: 'You are QA.',
+      instructions: [],
+      allowedTools: ['Read', 'Bash'],
+      toolInstructions: 'Bash runs the checks.',
+    };
+    const section = (text: string) => text.slice(text.indexOf('## Tools'));
+    expect(section(renderAgentDescription(qa, ['Read', 'Bash', 'Write']))).toBe(
+      ['## Tools', '', 'Allowed tools: Read, Bash, Write.', 'Bash runs the checks.'].join('\n'),
+    );
+    // Instructions about a tool the request lacks would send the model after it.
+    expect(section(renderAgentDescription(qa, ['read_file']))).toBe(
+      ['## Tools', '', 'Allowed tools: read_file.'].join('\n'),
+    );
+    expect(section(renderAgentDescription(qa, []))).toBe(
+      ['## Tools', '', 'No tools are available in this conversation.'].join('\n'),
+    );
+  });
 });

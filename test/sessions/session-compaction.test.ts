@@ -925,7 +925,8 @@ describe('requests', () => {
         ],
       ],
     });
-    const before = await manager.previewRequest(sessionId, 'one more');
+    // The turn carries no tools, and its request says so: the preview is of that same request.
+    const before = await manager.previewRequest(sessionId, 'one more', { toolNames: [] });
     expect(manager.getTokenCalibration(sessionId)).toEqual({ ratio: 1, samples: 0 });
     await drain((await runTurn(manager, sessionId, { backend, prompt: 'one more' })).events);
     const calibration = manager.getTokenCalibration(sessionId);

@@ -249,7 +249,8 @@ class ApiTurn {
       outcome = yield* this.stream(await getClient(), state);
       chatSpan?.end({
         responseModel: state.model,
-        usage: state.usage,
+        // A request refused before it began counted nothing: no usage, rather than a reported 0.
+        usage: reported(state.usage),
         finishReason: state.stopReason,
         ...(outcome.kind === 'failed' ? { error: outcome.failure } : {}),
       });
@@ -518,12 +519,10 @@ class ApiTurn {
    */
   private requestMetadata(usage: Usage | undefined, final: boolean): UnsequencedEvent {
     const model = this.context.model;
-    const answered =
-      usage !== undefined &&
-      (usage.inputTokens > 0 || usage.outputTokens > 0 || usage.cacheReadTokens > 0 || usage.cacheWriteTokens > 0);
-    const cost = answered ? computeCost(model?.pricing, usage) : { costUsd: 0 };
+    const answered = reported(usage);
+    const cost = answered ? computeCost(model?.pricing, answered) : { costUsd: 0 };
     return this.events.metadata({
-      ...(answered ? { usage } : {}),
+      ...(answered ? { usage: answered } : {}),
       ...cost,
       model: this.context.modelId,
       ...(final
@@ -568,7 +567,7 @@ class ApiTurn {
       const errorType = body?.error?.type ?? error.type ?? undefined;
       const detail = body?.error?.message ?? error.apiMessage ?? error.message;
       const retryAfter = Number(error.headers?.get('retry-after'));
-      return failureFromStatus(error.status ?? 0, errorType ?? undefined, {
+      return failureFromStatus(error.status, errorType ?? undefined, {
         backend: ANTHROPIC_API_BACKEND_NAME,
         endpoint,
         model,
@@ -596,6 +595,14 @@ class ApiTurn {
       retryable: false,
     };
   }
+}
+
+/** The usage the API reported, or undefined while every count is still 0 (it reported none). */
+function reported(usage: Usage | undefined): Usage | undefined {
+  if (!usage) return undefined;
+  const any =
+    usage.inputTokens > 0 || usage.outputTokens > 0 || usage.cacheReadTokens > 0 || usage.cacheWriteTokens > 0;
+  return any ? usage : undefined;
 }
 
 function zeroUsage(): Usage {

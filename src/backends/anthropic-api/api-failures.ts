@@ -18,23 +18,28 @@ export interface ApiFailureContext {
   keyHint?: string;
 }
 
+/**
+ * `status` is undefined for an `event: error` inside a 200 stream (the API reports an overload or
+ * a failure that way once it has begun answering): its error type alone says what it was.
+ */
 export function failureFromStatus(
-  status: number,
+  status: number | undefined,
   errorType: string | undefined,
   context: ApiFailureContext,
 ): BackendFailure {
   const base = {
     backend: context.backend,
-    status,
+    ...(status !== undefined ? { status } : {}),
     ...(context.detail ? { detail: context.detail } : {}),
   };
   const keyHint = context.keyHint ?? 'ANTHROPIC_API_KEY';
+  const how = status === undefined ? `an error event in the stream: ${errorType ?? 'no type given'}` : `HTTP ${status}`;
   if (status === 429 || errorType === 'rate_limit_error') {
     const wait = context.retryAfterSeconds !== undefined ? `in ${context.retryAfterSeconds} s` : 'in a minute';
     return {
       ...base,
       code: 'RATE_LIMITED',
-      message: `${context.endpoint} rate-limited the request for ${context.model} (HTTP ${status}).`,
+      message: `${context.endpoint} rate-limited the request for ${context.model} (${how}).`,
       advice: `Wait and send the message again ${wait}, or use a smaller model or a higher rate-limit tier.`,
       retryable: true,
     };
@@ -43,7 +48,7 @@ export function failureFromStatus(
     return {
       ...base,
       code: 'SERVER_ERROR',
-      message: `${context.endpoint} is overloaded (HTTP ${status}) and did not answer for ${context.model}.`,
+      message: `${context.endpoint} is overloaded (${how}) and did not answer for ${context.model}.`,
       advice: 'Send the message again in a few seconds; if it keeps happening, try another model.',
       retryable: true,
     };
@@ -52,7 +57,7 @@ export function failureFromStatus(
     return {
       ...base,
       code: 'AUTHENTICATION_FAILED',
-      message: `${context.endpoint} rejected the API key (HTTP ${status}).`,
+      message: `${context.endpoint} rejected the API key (${how}).`,
       advice: `Check ${keyHint}: it must be a valid key for this endpoint.`,
       retryable: false,
     };
@@ -61,7 +66,7 @@ export function failureFromStatus(
     return {
       ...base,
       code: 'AUTHENTICATION_FAILED',
-      message: `${context.endpoint} refused access to ${context.model} (HTTP ${status}).`,
+      message: `${context.endpoint} refused access to ${context.model} (${how}).`,
       advice: `Check that the key in ${keyHint} may use this model, or choose another model.`,
       retryable: false,
     };
@@ -70,16 +75,16 @@ export function failureFromStatus(
     return {
       ...base,
       code: 'MODEL_NOT_FOUND',
-      message: `${context.endpoint} does not know the model "${context.model}" (HTTP ${status}).`,
+      message: `${context.endpoint} does not know the model "${context.model}" (${how}).`,
       advice: 'Choose a model the endpoint offers (see `parley backends`), or check the base URL.',
       retryable: false,
     };
   }
-  if (status >= 500) {
+  if ((status ?? 0) >= 500 || errorType === 'api_error') {
     return {
       ...base,
       code: 'SERVER_ERROR',
-      message: `${context.endpoint} failed with a server error (HTTP ${status}) for ${context.model}.`,
+      message: `${context.endpoint} failed with a server error (${how}) for ${context.model}.`,
       advice: 'Send the message again; the request did not complete and nothing was lost.',
       retryable: true,
     };
@@ -88,7 +93,7 @@ export function failureFromStatus(
     return {
       ...base,
       code: 'BAD_REQUEST',
-      message: `${context.endpoint} rejected the request for ${context.model} as invalid (HTTP ${status}).`,
+      message: `${context.endpoint} rejected the request for ${context.model} as invalid (${how}).`,
       advice: 'Read the detail below; if the prompt is too long, compact the session (`/compact`) and send again.',
       retryable: false,
     };
@@ -96,7 +101,10 @@ export function failureFromStatus(
   return {
     ...base,
     code: 'UNKNOWN',
-    message: `${context.endpoint} answered HTTP ${status} for ${context.model}.`,
+    message:
+      status === undefined
+        ? `${context.endpoint} sent an error in the middle of its answer for ${context.model} (${how}).`
+        : `${context.endpoint} answered HTTP ${status} for ${context.model}.`,
     advice: 'Read the detail below and send the message again.',
     retryable: false,
   };

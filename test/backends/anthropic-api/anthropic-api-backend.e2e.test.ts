@@ -393,6 +393,36 @@ describe('anthropic-api back end: failures end the turn with an error block', ()
     expect(systemBlocks(events, 'error')[0]!.content).toContain('overloaded');
   });
 
+  it('an error event inside a 200 stream is read by its type, keeping the text so far', async () => {
+    const midStream = (type: string, message: string) =>
+      server.enqueue(reply('Partial answer', { streamError: { type, message } }));
+    midStream('overloaded_error', 'Overloaded');
+    midStream('authentication_error', 'invalid x-api-key');
+    midStream('rate_limit_error', 'Number of request tokens has exceeded your per-minute rate limit');
+    midStream('api_error', 'Internal server error');
+    const failures: Array<Record<string, unknown> & { content: string }> = [];
+    for (let index = 0; index < 4; index++) {
+      const events = await run({}, { prompt: 'x' });
+      checkEventStream(events);
+      expect(assistantText(events)).toBe('Partial answer');
+      const content = systemBlocks(events, 'error')[0]!.content;
+      expect(content).not.toMatch(/HTTP (0|undefined)/);
+      failures.push({ ...errorData(events), content });
+    }
+    expect(failures.map(({ code, retryable, status }) => [code, retryable, status])).toEqual([
+      ['SERVER_ERROR', true, undefined],
+      ['AUTHENTICATION_FAILED', false, undefined],
+      ['RATE_LIMITED', true, undefined],
+      ['SERVER_ERROR', true, undefined],
+    ]);
+    const [overloaded, authentication, rateLimited, serverSide] = failures.map(({ content }) => content);
+    expect(overloaded).toContain('overloaded_error');
+    expect(authentication).toContain('ANTHROPIC_API_KEY');
+    expect(authentication).toContain('invalid x-api-key');
+    expect(rateLimited).toContain('Wait');
+    expect(serverSide).toContain('Internal server error');
+  });
+
   it('400 invalid_request → BAD_REQUEST with the API message', async () => {
     server.enqueue(errorReply(400, 'invalid_request_error', 'prompt is too long: 250000 tokens > 200000 maximum'));
     const events = await run({}, { prompt: 'x' });

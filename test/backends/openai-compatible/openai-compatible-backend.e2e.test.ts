@@ -398,6 +398,65 @@ describe('openai-compatible back end', () => {
     expect(codes).toEqual(['AUTHENTICATION_FAILED', 'MODEL_NOT_FOUND', 'BAD_REQUEST']);
   });
 
+  it('an error sent inside a 200 stream is read by its code, as an HTTP error would be, keeping the text so far', async () => {
+    const streamError = (error: { message: string; type?: string; code?: string | number | null }) =>
+      server.enqueue({ text: 'Partial answer', streamError: error });
+    streamError({
+      message: 'Incorrect API key provided: dummy.',
+      type: 'invalid_request_error',
+      code: 'invalid_api_key',
+    });
+    streamError({
+      message: 'Rate limit reached for fake-model on tokens per min (TPM).',
+      type: 'tokens',
+      code: 'rate_limit_exceeded',
+    });
+    streamError({
+      message: 'You exceeded your current quota.',
+      type: 'insufficient_quota',
+      code: 'insufficient_quota',
+    });
+    streamError({ message: 'The server had an error while processing your request.', type: 'server_error' });
+    streamError({ message: 'maximum context length is 8192 tokens', code: 'context_length_exceeded' });
+    streamError({ message: 'Model not found', code: 'model_not_found' });
+    // OpenRouter and vLLM put an HTTP status in `code`.
+    streamError({ message: 'Provider returned error', code: 502 });
+    streamError({ message: 'Something odd happened.', type: 'odd_error', code: 'odd' });
+
+    const failures: Array<{ code: string; retryable: boolean; content: string }> = [];
+    for (let index = 0; index < 8; index++) {
+      const events = await collect(backend().execute({ sessionId: 's', prompt: 'x' }));
+      expect(assistantText(events)).toBe('Partial answer');
+      const error = systemBlocks(events, 'error')[0]!;
+      const data = error.data as { code: string; retryable: boolean; status?: number };
+      expect(data.status).toBeUndefined();
+      expect(error.content).not.toContain('no status');
+      failures.push({ code: data.code, retryable: data.retryable, content: error.content });
+    }
+    expect(failures.map(({ code, retryable }) => [code, retryable])).toEqual([
+      ['AUTHENTICATION_FAILED', false],
+      ['RATE_LIMITED', true],
+      ['RATE_LIMITED', false],
+      ['SERVER_ERROR', true],
+      ['BAD_REQUEST', false],
+      ['MODEL_NOT_FOUND', false],
+      ['SERVER_ERROR', true],
+      ['UNKNOWN', false],
+    ]);
+    const [auth, rate, quota, serverSide, tooLong, unknownModel, gateway, odd] = failures.map(({ content }) => content);
+    expect(auth).toContain('invalid_api_key');
+    expect(auth).toContain('Set OPENAI_API_KEY');
+    expect(auth).toContain('Incorrect API key provided');
+    expect(rate).toContain('Wait');
+    expect(quota).toContain('billing');
+    expect(serverSide).toContain('server side');
+    expect(tooLong).toContain('compact the session');
+    expect(unknownModel).toContain('"fake-model"');
+    expect(gateway).toContain('502');
+    expect(odd).toContain('odd_error');
+    expect(odd).toContain('Something odd happened.');
+  });
+
   it('a remote URL without a key fails the turn without a request, saying which variable to set', async () => {
     const events = await collect(
       createOpenAiCompatibleBackend({ baseURL: 'https://api.example.invalid/v1' }).execute({
