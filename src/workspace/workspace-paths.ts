@@ -7,7 +7,9 @@ import { WorkspaceError } from './errors.js';
  * `../x`, an absolute path elsewhere, or one that reaches outside through a symlink is refused with
  * PATH_OUTSIDE_PROJECT; a write into `.git/` or Parley's data folder (`.parley/`) with
  * PATH_PROTECTED. Checks run on real paths (symlinks resolved), also for a file that does not exist
- * yet (its nearest existing folder is resolved), so a link cannot smuggle a write out.
+ * yet (its nearest existing folder is resolved), so a link cannot smuggle a write out. These checks
+ * give the clear errors; the disk itself is opened by `confined-files.ts`, which refuses a link
+ * swapped in after them.
  */
 export interface ResolvedPath {
   /** The real absolute path. */
