@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 
 /**
  * Where `run_command` runs. With bubblewrap (`bwrap`) on PATH and working, a command sees the
- * whole file system read-only except the project folder (writable) and a private, empty `/tmp`;
+ * whole file system read-only except the project folder (writable) and a private, empty `/tmp`
+ * (where the folders PATH names under `/tmp` are bound read-only, so the user's programs run);
  * Parley's data folder is hidden (an empty tmpfs over it: no transcripts, no server token); the
  * network is cut (a private network namespace) unless the role allows it; its processes live in a
  * private PID namespace that dies with it. Without bwrap, commands run as the user, unconfined.
@@ -63,7 +64,10 @@ async function probe(): Promise<SandboxInfo> {
         '--unshare-pid',
         '--die-with-parent',
         '--',
-        'true',
+        // By its path, as commands run: PATH may name no folder that holds `true`.
+        '/bin/sh',
+        '-c',
+        'exit 0',
       ],
       { stdio: 'ignore' },
     );
@@ -87,6 +91,7 @@ export function sandboxedSpawn(
   command: string,
   cwd: string,
   plan: SandboxPlan | undefined,
+  searchPath: string = process.env['PATH'] ?? '',
 ): { file: string; args: string[] } {
   const shell = ['/bin/sh', '-c', command];
   if (!plan || plan.info.kind !== 'bwrap' || !plan.info.binary) return { file: '/bin/sh', args: ['-c', command] };
@@ -100,6 +105,7 @@ export function sandboxedSpawn(
     '/proc',
     '--tmpfs',
     '/tmp',
+    ...pathFoldersUnderTmp(searchPath, plan.root).flatMap((folder) => ['--ro-bind', folder, folder]),
     '--bind',
     plan.root,
     plan.root,
@@ -110,6 +116,28 @@ export function sandboxedSpawn(
   // the command started, even one that left its process group.
   args.push('--unshare-pid', '--die-with-parent', '--chdir', cwd, '--');
   return { file: plan.info.binary, args: [...args, ...shell] };
+}
+
+/**
+ * The real paths of the folders `searchPath` names that the private `/tmp` would hide (a user's
+ * folder of links to their tools under `/tmp`), to bind read-only over it. Mounted before the
+ * project folder and the hidden folders, so the project stays writable and the data folder hidden
+ * even when one lies inside such a folder. `/tmp` itself is left private.
+ */
+export function pathFoldersUnderTmp(searchPath: string, root: string): string[] {
+  const folders = new Set<string>();
+  for (const entry of searchPath.split(path.delimiter)) {
+    if (!path.isAbsolute(entry)) continue;
+    let real: string;
+    try {
+      real = realpathSync(entry);
+    } catch {
+      continue;
+    }
+    if (!real.startsWith('/tmp/') || real === root || real.startsWith(`${root}/`)) continue;
+    folders.add(real);
+  }
+  return [...folders];
 }
 
 export function findOnPath(name: string): string | undefined {

@@ -7,13 +7,22 @@ import { WorkspaceError } from './errors.js';
  * `../x`, an absolute path elsewhere, or one that reaches outside through a symlink is refused with
  * PATH_OUTSIDE_PROJECT; a write into `.git/` or Parley's data folder (`.parley/`) with
  * PATH_PROTECTED. Checks run on real paths (symlinks resolved), also for a file that does not exist
- * yet (its nearest existing folder is resolved), so a link cannot smuggle a write out.
+ * yet (its nearest existing folder is resolved), so a link cannot smuggle a write out. These checks
+ * give the clear errors; the disk itself is opened by `confined-files.ts`, which refuses a link
+ * swapped in after them.
  */
 export interface ResolvedPath {
   /** The real absolute path. */
   absolute: string;
   /** Relative to the project folder, with `/` separators; `.` for the folder itself. */
   relative: string;
+  /**
+   * The project folder's real path. The disk is reached by descending from it one component at a
+   * time, so a component swapped for a link after this check still cannot lead out.
+   */
+  root: string;
+  /** For a write: the folders (relative to `root`) it may not enter, checked again as it descends. */
+  protectedFolders?: readonly string[];
 }
 
 export class WorkspacePaths {
@@ -78,18 +87,12 @@ export class WorkspacePaths {
     }
     if (forWrite) {
       const guarded = this.protectedFolders.find((folder) => real === folder || real.startsWith(folder + path.sep));
-      if (guarded) {
-        const name = this.contains(guarded) ? this.relativeOf(guarded) : guarded;
-        throw new WorkspaceError(
-          'PATH_PROTECTED',
-          `"${input}" is inside ${name}/, which tools may not write (${name === '.git' ? 'git’s own data: use git commands' : 'Parley’s data folder'}).`,
-          {
-            data: { path: input, protected: name },
-          },
-        );
-      }
+      if (guarded) throw protectedFolderError(input, this.contains(guarded) ? this.relativeOf(guarded) : guarded);
     }
-    return { absolute: real, relative: this.relativeOf(real) };
+    const target = { absolute: real, relative: this.relativeOf(real), root: this.root };
+    if (!forWrite) return target;
+    const inside = this.protectedFolders.filter((folder) => this.contains(folder));
+    return { ...target, protectedFolders: inside.map((folder) => this.relativeOf(folder)) };
   }
 
   private contains(candidate: string): boolean {
@@ -106,6 +109,15 @@ export class WorkspacePaths {
       },
     );
   }
+}
+
+/** The refusal of a write into `.git/` or Parley's data folder (`name`: as shown to the agent). */
+export function protectedFolderError(input: string, name: string): WorkspaceError {
+  return new WorkspaceError(
+    'PATH_PROTECTED',
+    `"${input}" is inside ${name}/, which tools may not write (${name === '.git' ? 'git’s own data: use git commands' : 'Parley’s data folder'}).`,
+    { data: { path: input, protected: name } },
+  );
 }
 
 /** The real path of `target`, or of its nearest existing ancestor joined with the missing rest. */

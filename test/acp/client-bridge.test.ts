@@ -162,8 +162,8 @@ describe('the ACP client bridge', () => {
   it("gives the file tools the editor's files: a missing file is undefined, what the editor does not offer uses the disk", async () => {
     const path = join(folder, 'notes.txt');
     await writeFile(path, 'on disk\n');
-    const target = { absolute: path, relative: 'notes.txt' };
-    const missing = { absolute: join(folder, 'missing.txt'), relative: 'missing.txt' };
+    const target = { absolute: path, relative: 'notes.txt', root: folder };
+    const missing = { absolute: join(folder, 'missing.txt'), relative: 'missing.txt', root: folder };
     const both = editorFilesOf(
       clientFilesOf(connection.client, 'session-1', { fs: { readTextFile: true, writeTextFile: true } })!,
     );

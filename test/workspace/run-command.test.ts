@@ -1,10 +1,10 @@
 import { promises as fs } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { capMiddle, detectSandbox } from '../../src/workspace/index.js';
 import { checkSystemPart } from '../helpers/system-part.js';
-import { findOnPath } from '../../src/workspace/sandbox.js';
+import { findOnPath, pathFoldersUnderTmp } from '../../src/workspace/sandbox.js';
 import { eventually, processAlive, tempWorkspace, toolRig } from './helpers.js';
 
 let dirs: Awaited<ReturnType<typeof tempWorkspace>>;
@@ -82,6 +82,27 @@ describe('run_command', () => {
   });
 });
 
+describe('the folders a sandbox keeps from PATH', () => {
+  it('are the real folders under /tmp, not /tmp itself, relative entries or the project', async () => {
+    const tools = await fs.mkdtemp('/tmp/parley-path-');
+    try {
+      await fs.mkdir(path.join(dirs.root, 'bin'));
+      await fs.mkdir(path.join(tools, 'bin'));
+      await fs.symlink(path.join(tools, 'bin'), path.join(tools, 'linked-bin'));
+      const searchPath = [
+        '/tmp',
+        'relative/bin',
+        path.join(dirs.root, 'bin'),
+        path.join(tools, 'linked-bin'),
+        '/usr/bin',
+      ];
+      expect(pathFoldersUnderTmp([...searchPath, '/missing'].join(':'), dirs.root)).toEqual([path.join(tools, 'bin')]);
+    } finally {
+      await fs.rm(tools, { recursive: true, force: true });
+    }
+  });
+});
+
 const bwrap = checkSystemPart({
   name: 'bubblewrap',
   purpose: 'the run_command sandbox tests',
@@ -137,6 +158,43 @@ describe.skipIf(bwrap.skip)('run_command in the bwrap sandbox', () => {
       expect(allowed.content).toContain('got hello');
     } finally {
       await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('the folders PATH names under /tmp stay reachable, read-only', async () => {
+    expect((await detectSandbox()).kind).toBe('bwrap');
+    // A user's folder of links to their tools under /tmp, the only place PATH finds node.
+    const tools = await fs.mkdtemp('/tmp/parley-path-');
+    await fs.symlink(process.execPath, path.join(tools, 'node'));
+    const saved = process.env['PATH'];
+    process.env['PATH'] = `${tools}:/nonexistent`;
+    try {
+      const rig = await toolRig(dirs.root, { sandbox: 'auto' });
+      const result = await rig.call('run_command', {
+        command: `command -v node && node -e "console.log(40 + 2)" && : > ${tools}/written`,
+      });
+      expect(result.content).toContain(`${tools}/node\n42\n`);
+      expect(result.content).toMatch(/Read-only file system/);
+      await expect(fs.access(path.join(tools, 'written'))).rejects.toThrow();
+    } finally {
+      process.env['PATH'] = saved;
+      await fs.rm(tools, { recursive: true, force: true });
+    }
+  });
+
+  it('the sandbox is found with a PATH whose only folder holds bwrap', async () => {
+    const tools = await fs.mkdtemp('/tmp/parley-path-');
+    await fs.symlink(findOnPath('bwrap')!, path.join(tools, 'bwrap'));
+    const saved = process.env['PATH'];
+    process.env['PATH'] = tools;
+    try {
+      // A fresh module: detection runs once per process.
+      vi.resetModules();
+      const fresh = await import('../../src/workspace/sandbox.js');
+      expect(await fresh.detectSandbox()).toMatchObject({ kind: 'bwrap', binary: path.join(tools, 'bwrap') });
+    } finally {
+      process.env['PATH'] = saved;
+      await fs.rm(tools, { recursive: true, force: true });
     }
   });
 
