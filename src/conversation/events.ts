@@ -111,6 +111,3 @@ type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K>
 export type UnsequencedEvent = DistributiveOmit<StreamEvent, 'seq' | 'sessionId' | 'at'> & {
   at?: number;
 };
-
-/** @deprecated The old name of `UnsequencedEvent`, kept only until the store layer is renamed to it. */
-export type StreamEventDraft = UnsequencedEvent;

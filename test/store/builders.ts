@@ -1,4 +1,4 @@
-import type { StreamEventDraft } from '../../src/conversation/index.js';
+import type { UnsequencedEvent } from '../../src/conversation/index.js';
 import {
   FORMAT_VERSION,
   StoreError,
@@ -31,11 +31,11 @@ export function sessionRecord(sessionId: string, overrides: Partial<SessionRecor
   };
 }
 
-export function textDraft(blockId: string, delta: string): StreamEventDraft {
+export function textEvent(blockId: string, delta: string): UnsequencedEvent {
   return { type: 'text_delta', conversationId: 'main', blockId, delta };
 }
 
-export function userMessageDraft(id: string, content: string): StreamEventDraft {
+export function userMessageEvent(id: string, content: string): UnsequencedEvent {
   return {
     type: 'block_complete',
     conversationId: 'main',

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createFileStore, DATA_FOLDER_GITIGNORE, prepareDataFolder } from '../../src/store/index.js';
-import { sessionRecord, userMessageDraft } from './builders.js';
+import { sessionRecord, userMessageEvent } from './builders.js';
 
 const folders: string[] = [];
 
@@ -32,7 +32,7 @@ function staged(project: string): string[] {
 async function populate(dataDir: string): Promise<void> {
   const store = await createFileStore({ dataDir });
   await store.createSession(sessionRecord('demo'));
-  await store.append('demo', [userMessageDraft('u1', 'my key is sk-123, keep it safe')]);
+  await store.append('demo', [userMessageEvent('u1', 'my key is sk-123, keep it safe')]);
   await store.close();
   await writeFile(join(dataDir, 'token'), 'f'.repeat(64));
   await writeFile(join(dataDir, 'server.json'), '{}');

@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { StreamEventDraft } from '../../src/conversation/index.js';
+import type { UnsequencedEvent } from '../../src/conversation/index.js';
 import { canonicalJson } from '../../src/store/canonical-json.js';
 import {
   createFileDraftStore,
@@ -28,7 +28,7 @@ import {
   feature,
   sessionRecord,
   storeErrorOf,
-  textDraft,
+  textEvent,
 } from './builders.js';
 import {
   conversationDrafts,
@@ -257,13 +257,13 @@ describe.skipIf(skipReason !== undefined)('migrateStore between the file store a
     await file.createSession(sessionRecord('same-log'));
     await file.append(
       'same-log',
-      conversationDrafts(5).map(({ at: _at, ...draft }) => draft as StreamEventDraft),
+      conversationDrafts(5).map(({ at: _at, ...draft }) => draft as UnsequencedEvent),
     );
     const fileEvents = await collect(file.readLog('same-log'));
     await database.createSession(sessionRecord('same-log'));
     await database.append(
       'same-log',
-      fileEvents.map(({ sessionId: _sessionId, seq: _seq, ...draft }) => draft as StreamEventDraft),
+      fileEvents.map(({ sessionId: _sessionId, seq: _seq, ...draft }) => draft as UnsequencedEvent),
     );
     const databaseEvents = await collect(database.readLog('same-log'));
     expect(databaseEvents).toEqual(fileEvents);
@@ -277,8 +277,8 @@ describe.skipIf(skipReason !== undefined)('migrateStore between the file store a
     expect(fileDigest.eventsSha256).toMatch(/^[0-9a-f]{64}$/);
 
     // One changed character anywhere in the log changes the hash.
-    await database.append('same-log', [{ ...textDraft('x', 'y'), at: 1 }]);
-    await file.append('same-log', [{ ...textDraft('x', 'z'), at: 1 }]);
+    await database.append('same-log', [{ ...textEvent('x', 'y'), at: 1 }]);
+    await file.append('same-log', [{ ...textEvent('x', 'z'), at: 1 }]);
     expect((await digestSession(database, 'same-log')).eventsSha256).not.toBe(
       (await digestSession(file, 'same-log')).eventsSha256,
     );
@@ -372,8 +372,8 @@ describe.skipIf(skipReason !== undefined)('migrateStore between the file store a
     const database = await postgresStore();
     await migrateStore(original, database);
     // The target was used after the copy: a turn ran on it, so its log is no longer a beginning of the source's.
-    await database.append(NATIVE_ID, [{ ...textDraft('assistant-0', 'written on the server'), at: 5 }]);
-    await original.append(NATIVE_ID, [{ ...textDraft('assistant-0', 'written in the folder'), at: 6 }]);
+    await database.append(NATIVE_ID, [{ ...textEvent('assistant-0', 'written on the server'), at: 5 }]);
+    await original.append(NATIVE_ID, [{ ...textEvent('assistant-0', 'written in the folder'), at: 6 }]);
     // Another session whose first event differs.
     await original.createSession(sessionRecord('diverged'));
     await original.append('diverged', conversationDrafts(1));

@@ -1,5 +1,5 @@
 /**
- * Parley's PostgreSQL schema as an ordered list of migrations (STYLE.md, practice 21). Each is
+ * Parley's PostgreSQL schema as an ordered list of migrations. Each is
  * applied once, in order, inside the setup transaction, and recorded in `migrations` with its
  * number: migration N is `MIGRATIONS[N - 1]`. Never edit one that has shipped; append a new one.
  *

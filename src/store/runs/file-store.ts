@@ -15,7 +15,7 @@ import {
   RunJournalEntrySchema,
   type AppendJournalOptions,
   type RunJournalEntry,
-  type RunJournalEntryDraft,
+  type UnsequencedJournalEntry,
   type RunStore,
 } from './run-store.js';
 import { checkId, storeClosed } from '../validate.js';
@@ -184,7 +184,7 @@ class FileRunStore implements RunStore {
 
   appendJournal(
     runId: string,
-    entries: readonly RunJournalEntryDraft[],
+    entries: readonly UnsequencedJournalEntry[],
     options?: AppendJournalOptions,
   ): Promise<RunJournalEntry[]> {
     return this.guard(async () => {
@@ -289,7 +289,7 @@ function scanJournal(content: Buffer, path: string, runId: string): Scan {
 }
 
 interface PendingAppend {
-  drafts: RunJournalEntryDraft[];
+  drafts: UnsequencedJournalEntry[];
   deferred: boolean;
   resolve: (entries: RunJournalEntry[]) => void;
   reject: (error: unknown) => void;
@@ -345,7 +345,7 @@ class JournalFile {
     return new JournalFile(path, openSync(path, 'r+'), scan.entries.length, scan.complete, deferredSyncMs, warn, runId);
   }
 
-  append(drafts: RunJournalEntryDraft[], deferred: boolean): Promise<RunJournalEntry[]> {
+  append(drafts: UnsequencedJournalEntry[], deferred: boolean): Promise<RunJournalEntry[]> {
     return new Promise((resolve, reject) => {
       if (this.closed) {
         reject(new StoreError('STORE_CLOSED', `The journal ${this.path} is closed; open the store again to append.`));

@@ -7,7 +7,7 @@ import {
   newestFirst,
   type AppendJournalOptions,
   type RunJournalEntry,
-  type RunJournalEntryDraft,
+  type UnsequencedJournalEntry,
   type RunStore,
   type RunStoreFilter,
 } from './run-store.js';
@@ -195,7 +195,7 @@ class PostgresRunStore implements RunStore {
 
   appendJournal(
     runId: string,
-    drafts: readonly RunJournalEntryDraft[],
+    drafts: readonly UnsequencedJournalEntry[],
     options?: AppendJournalOptions,
   ): Promise<RunJournalEntry[]> {
     return this.guard(async () => {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * The stored record of a durable harness run (issue 14): what `list_runs` and `get_run` return and
+ * The stored record of a durable harness run: what `list_runs` and `get_run` return and
  * what a RunStore keeps. The run's journal (its events and the journaled results of every
  * non-deterministic step) is kept beside it, append-only; this record is the run's current face.
  * Timestamps are ISO 8601 strings, as JSON keeps them.

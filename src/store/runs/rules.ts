@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { ValidationError, describeIssues } from '../../conversation/index.js';
 import { StoreError } from '../errors.js';
 import { RunRecordSchema, type RunRecord } from './records.js';
-import { RunJournalEntryDraftSchema, type RunJournalEntryDraft } from './run-store.js';
+import { UnsequencedJournalEntrySchema, type UnsequencedJournalEntry } from './run-store.js';
 import { checkId, checkRecord } from '../validate.js';
 
 /** The checks every RunStore makes before it writes, so the three stores refuse the same things. */
@@ -13,10 +13,13 @@ export function checkRun(record: unknown): RunRecord {
 }
 
 /** The drafts as JSON copies; a value JSON cannot keep (a function, a cycle) is refused. */
-export function checkJournalDrafts(runId: string, entries: readonly RunJournalEntryDraft[]): RunJournalEntryDraft[] {
+export function checkJournalDrafts(
+  runId: string,
+  entries: readonly UnsequencedJournalEntry[],
+): UnsequencedJournalEntry[] {
   if (!Array.isArray(entries)) throw new ValidationError(`appendJournal(${runId}): entries must be a list.`);
   return entries.map((entry, index) => {
-    const parsed = RunJournalEntryDraftSchema.safeParse(entry);
+    const parsed = UnsequencedJournalEntrySchema.safeParse(entry);
     if (!parsed.success)
       throw new ValidationError(
         `Refusing journal entry ${index} of run "${runId}": ${describeIssues(parsed.error.issues)}.`,

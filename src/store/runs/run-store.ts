@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { RunRecord, RunStatus } from './records.js';
 
 /**
- * Where durable harness runs live (issue 14): each run's record, and its journal, an append-only
+ * Where durable harness runs live: each run's record, and its journal, an append-only
  * list of entries numbered 0, 1, 2… The harness writes to the journal every result the workflow
  * could not compute again (agent turns, user replies, timeouts, messages, time and random values)
  * before the workflow sees it; a restarted process reads it back to re-execute the run.
@@ -34,7 +34,7 @@ export interface RunStore {
    */
   appendJournal(
     runId: string,
-    entries: readonly RunJournalEntryDraft[],
+    entries: readonly UnsequencedJournalEntry[],
     options?: AppendJournalOptions,
   ): Promise<RunJournalEntry[]>;
   /** The run's journal from `fromSeq` (default 0) on; `RUN_NOT_FOUND` for an unknown run. */
@@ -76,11 +76,11 @@ export const RunJournalEntrySchema = z.object({
 /** One journaled result of a durable run (an agent turn, an answer, a timeout, a time or random value). */
 export type RunJournalEntry = z.infer<typeof RunJournalEntrySchema>;
 
-export const RunJournalEntryDraftSchema = z.object({
+export const UnsequencedJournalEntrySchema = z.object({
   kind: z.string().min(1),
   data: z.unknown().optional(),
 });
-export type RunJournalEntryDraft = z.infer<typeof RunJournalEntryDraftSchema>;
+export type UnsequencedJournalEntry = z.infer<typeof UnsequencedJournalEntrySchema>;
 
 /** Newest first, by creation time then id (a stable order for runs created in one millisecond). */
 export function newestFirst(a: RunRecord, b: RunRecord): number {

@@ -14,7 +14,7 @@ export interface SessionRecordsRead {
 
 /**
  * Reads and validates the `session.json` of many sessions (a cold listing). Synchronous reads in
- * chunks: a small file costs ~10 µs this way against several thread-pool round trips through
+ * chunks: a small file costs one system call this way, not several thread-pool round trips through
  * `fs.promises`, and yielding between chunks keeps the event loop responsive.
  */
 export async function readSessionRecords(

@@ -1,6 +1,6 @@
 import { constants as fsConstants, promises as fs } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { ValidationError, type StreamEvent, type StreamEventDraft } from '../../conversation/index.js';
+import { ValidationError, type StreamEvent, type UnsequencedEvent } from '../../conversation/index.js';
 import {
   createFileOnce,
   ensureDirectory,
@@ -273,7 +273,7 @@ class FileStore implements SessionStore {
 
   // Log
 
-  append(sessionId: string, events: readonly StreamEventDraft[]): Promise<StreamEvent[]> {
+  append(sessionId: string, events: readonly UnsequencedEvent[]): Promise<StreamEvent[]> {
     if (this.closed) return Promise.reject(storeClosed(this.kind));
     const log = this.logs.get(sessionId);
     const waiting = this.appendsWaitingForLog.get(sessionId);
@@ -301,7 +301,7 @@ class FileStore implements SessionStore {
     });
   }
 
-  private appendTo(id: string, log: SessionLog, events: readonly StreamEventDraft[]): Promise<StreamEvent[]> {
+  private appendTo(id: string, log: SessionLog, events: readonly UnsequencedEvent[]): Promise<StreamEvent[]> {
     this.recentLogs.delete(id);
     this.recentLogs.set(id, log);
     // File handles stay bounded: the least recently appended log gives its handle back.

@@ -1,6 +1,6 @@
 import { closeSync, fdatasyncSync, fstatSync, ftruncateSync, openSync, promises as fs, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { ValidationError, type StreamEvent, type StreamEventDraft } from '../../conversation/index.js';
+import { ValidationError, type StreamEvent, type UnsequencedEvent } from '../../conversation/index.js';
 import { isErrno, ioError, syncDirectory, writeDurably } from '../atomic-file.js';
 import { StoreError, type StoreWarning } from '../errors.js';
 import { checkFormatVersion, corruptFile } from '../json-file.js';
@@ -32,7 +32,7 @@ export function logHeaderLine(sessionId: string): string {
 }
 
 interface PendingAppend {
-  drafts: readonly StreamEventDraft[];
+  events: readonly UnsequencedEvent[];
   resolve: (events: StreamEvent[]) => void;
   reject: (error: unknown) => void;
 }
@@ -122,13 +122,13 @@ export class SessionLog {
     return this.offsets.length - 1;
   }
 
-  append(drafts: readonly StreamEventDraft[]): Promise<StreamEvent[]> {
+  append(events: readonly UnsequencedEvent[]): Promise<StreamEvent[]> {
     return new Promise((resolve, reject) => {
       if (this.closed) {
         reject(new StoreError('STORE_CLOSED', `The log ${this.path} is closed; open the store again to append.`));
         return;
       }
-      this.pending.push({ drafts, resolve, reject });
+      this.pending.push({ events, resolve, reject });
       if (!this.scheduled) {
         this.scheduled = true;
         // Everything appended in this turn of the event loop joins the same write + fdatasync.
@@ -141,8 +141,8 @@ export class SessionLog {
 
   /**
    * Writes every pending append in one write + fdatasync. Synchronous on purpose: a held fd and
-   * the sync calls cost about one physical flush (0.15 ms here), where the thread-pool round trips
-   * of `fs.promises` add half as much again (reference/perf-anchors.md, section 2).
+   * the sync calls cost about one physical flush, where the thread-pool round trips of `fs.promises`
+   * add half as much again (bench/store.bench.ts measures the append against the bare fdatasync floor).
    */
   private flush(): void {
     try {
@@ -177,12 +177,17 @@ export class SessionLog {
     let length = 0;
     for (const item of batch) {
       // The events handed back are the objects just serialized, not a parse of the written lines:
-      // parsing 60 MB back cost as much as a tenth of an import. They share nested values with the
-      // drafts, which the store contract allows (both are treated as immutable).
+      // parsing the text back would cost a large share of an import (bench/import.bench.ts). They
+      // share nested values with the unsequenced events, which the store contract allows (both are
+      // treated as immutable).
       // Object.assign, not a spread: same keys in the same order, 6× faster on an import's events.
-      const events = item.drafts.map(
-        (draft, index) =>
-          Object.assign({}, draft, { sessionId: this.sessionId, seq: seq + index, at: draft.at ?? now }) as StreamEvent,
+      const events = item.events.map(
+        (unsequenced, index) =>
+          Object.assign({}, unsequenced, {
+            sessionId: this.sessionId,
+            seq: seq + index,
+            at: unsequenced.at ?? now,
+          }) as StreamEvent,
       );
       let lines: string[];
       try {

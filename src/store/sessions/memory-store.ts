@@ -1,4 +1,4 @@
-import type { StreamEvent, StreamEventDraft } from '../../conversation/index.js';
+import type { StreamEvent, UnsequencedEvent } from '../../conversation/index.js';
 import { numberEvents, inWindow } from './numbering.js';
 import {
   AgentDescriptionSchema,
@@ -102,7 +102,7 @@ export function createMemoryStore(): SessionStore {
       for (const record of records) yield structuredClone(record);
     },
 
-    async append(sessionId: string, drafts: readonly StreamEventDraft[]) {
+    async append(sessionId: string, drafts: readonly UnsequencedEvent[]) {
       const entry = entryOf(sessionId);
       const events = numberEvents(entry.record.sessionId, entry.log.length, drafts);
       entry.log.push(...events);

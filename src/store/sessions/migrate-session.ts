@@ -1,4 +1,4 @@
-import type { StreamEvent, StreamEventDraft } from '../../conversation/index.js';
+import type { StreamEvent, UnsequencedEvent } from '../../conversation/index.js';
 import { isParleyError } from '../../conversation/index.js';
 import { sameJson } from '../canonical-json.js';
 import type { AgentDescription, Checkpoint, CheckpointInput, ContextDocument, SessionRecord } from './records.js';
@@ -271,7 +271,7 @@ async function copyLog(
   batchSize: number,
 ): Promise<number> {
   let nextSeq = targetLastSeq + 1;
-  let batch: StreamEventDraft[] = [];
+  let batch: UnsequencedEvent[] = [];
   let copied = 0;
   const flush = async (): Promise<void> => {
     if (batch.length === 0) return;
@@ -301,9 +301,9 @@ async function copyLog(
 }
 
 /** The event as the target's `append` takes it: without the numbering the target gives it (`at` is kept). */
-function draftOf(event: StreamEvent): StreamEventDraft {
+function draftOf(event: StreamEvent): UnsequencedEvent {
   const { sessionId: _sessionId, seq: _seq, ...draft } = event;
-  return draft as StreamEventDraft;
+  return draft as UnsequencedEvent;
 }
 
 function checkpointInput(checkpoint: Checkpoint): CheckpointInput {

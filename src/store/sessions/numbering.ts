@@ -1,4 +1,4 @@
-import type { StreamEvent, StreamEventDraft } from '../../conversation/index.js';
+import type { StreamEvent, UnsequencedEvent } from '../../conversation/index.js';
 
 /**
  * Stamps drafts with the session id, consecutive `seq`s from `firstSeq` and a time. Deliberately no
@@ -7,7 +7,7 @@ import type { StreamEvent, StreamEventDraft } from '../../conversation/index.js'
 export function numberEvents(
   sessionId: string,
   firstSeq: number,
-  drafts: readonly StreamEventDraft[],
+  drafts: readonly UnsequencedEvent[],
   now: number = Date.now(),
 ): StreamEvent[] {
   return drafts.map(

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import type { StreamEvent, StreamEventDraft } from '../../conversation/index.js';
+import type { StreamEvent, UnsequencedEvent } from '../../conversation/index.js';
 import { StoreError } from '../errors.js';
 import { sessionNotFound } from '../validate.js';
 import type { ConnectionTarget } from '../postgres/connection.js';
@@ -61,7 +61,7 @@ export class AppendCommitter {
 
   constructor(private readonly options: AppendCommitterOptions) {}
 
-  append(sessionId: string, drafts: readonly StreamEventDraft[]): Promise<StreamEvent[]> {
+  append(sessionId: string, drafts: readonly UnsequencedEvent[]): Promise<StreamEvent[]> {
     const events: StreamEvent[] = [];
     const bodies: string[] = [];
     const now = Date.now();

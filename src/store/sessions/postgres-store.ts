@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { z } from 'zod';
-import { ValidationError, describeIssues, type StreamEvent, type StreamEventDraft } from '../../conversation/index.js';
+import { ValidationError, describeIssues, type StreamEvent, type UnsequencedEvent } from '../../conversation/index.js';
 import { StoreError } from '../errors.js';
 import { KeyedQueue } from '../keyed-queue.js';
 import {
@@ -266,7 +266,7 @@ class PostgresStore implements SessionStore {
 
   // Log
 
-  append(sessionId: string, events: readonly StreamEventDraft[]): Promise<StreamEvent[]> {
+  append(sessionId: string, events: readonly UnsequencedEvent[]): Promise<StreamEvent[]> {
     return this.guard(async () => this.committer.append(checkId(sessionId, 'session id'), events));
   }
 

@@ -1,4 +1,4 @@
-import type { StreamEvent, StreamEventDraft } from '../../conversation/index.js';
+import type { StreamEvent, UnsequencedEvent } from '../../conversation/index.js';
 import type {
   AgentDescription,
   Checkpoint,
@@ -59,7 +59,7 @@ export interface SessionStore {
   listSessions(filter?: SessionFilter): AsyncIterable<SessionRecord>;
 
   /** Appends events to the session's log; resolves with them numbered, once durable. */
-  append(sessionId: string, events: readonly StreamEventDraft[]): Promise<StreamEvent[]>;
+  append(sessionId: string, events: readonly UnsequencedEvent[]): Promise<StreamEvent[]>;
   /** The session's log in `seq` order. */
   readLog(sessionId: string, options?: ReadLogOptions): AsyncIterable<StreamEvent>;
   /** The newest `seq` in the log, -1 when it is empty. */

@@ -14,7 +14,7 @@ import {
   TEST_ROLE,
   type TestPostgres,
 } from '../../helpers/postgres.js';
-import { collect, sessionRecord, storeErrorOf, textDraft } from '../builders.js';
+import { collect, sessionRecord, storeErrorOf, textEvent } from '../builders.js';
 
 const skipReason = postgresSkipReason();
 /** Roles and passwords are this helper's own only on a server it started (not PARLEY_TEST_DATABASE_URL's). */
@@ -48,8 +48,8 @@ describe.skipIf(skipReason !== undefined)('PostgreSQL store: setup, migrations a
       const schema = server.freshSchema();
       let store = await createPostgresStore({ connectionString: server.url(), schema });
       await store.createSession(sessionRecord('s1'));
-      await store.append('s1', [textDraft('b1', 'old')]);
-      await store.append('s1', [textDraft('b2', 'recent')]);
+      await store.append('s1', [textEvent('b1', 'old')]);
+      await store.append('s1', [textEvent('b2', 'recent')]);
       await store.close();
       const groups = `${pg.escapeIdentifier(schema)}.append_groups`;
       // The first group committed two hours ago: long past any retry.
@@ -151,7 +151,7 @@ describe.skipIf(skipReason !== undefined)('PostgreSQL store: setup, migrations a
       const schema = `Odd "name"; DROP TABLE x; --${server.freshSchema()}`;
       const store = await createPostgresStore({ connectionString: server.url(), schema });
       await store.createSession(sessionRecord('s'));
-      await store.append('s', [textDraft('b', 'x')]);
+      await store.append('s', [textEvent('b', 'x')]);
       expect((await collect(store.readLog('s'))).map((event) => event.seq)).toEqual([0]);
       await store.close();
       expect(await tablesIn(server, schema)).toContain('events');
@@ -253,7 +253,7 @@ describe.skipIf(skipReason !== undefined)('PostgreSQL store: setup, migrations a
           schema,
         });
         await store.createSession(sessionRecord('s'));
-        expect(await store.append('s', [textDraft('b', 'x')])).toHaveLength(1);
+        expect(await store.append('s', [textEvent('b', 'x')])).toHaveLength(1);
         await store.close();
       });
 

@@ -11,12 +11,12 @@ import {
   sessionRecord,
   storeErrorOf,
   task,
-  textDraft,
-  userMessageDraft,
+  textEvent,
+  userMessageEvent,
 } from '../builders.js';
 
 /**
- * How a store's test file plugs into the shared suite (STYLE.md, practice 11). Every store runs
+ * How a store's test file plugs into the shared suite. Every store runs
  * every test below; a store that differs must say so here as data with a reason, not skip silently.
  */
 export interface StoreInitializer {
@@ -181,8 +181,8 @@ export function runStoreConformance(initializer: StoreInitializer): void {
 
       it('numbers appended events from 0 with consecutive seqs, stamping session id and time', async () => {
         const before = Date.now();
-        const first = await store.append('log', [textDraft('b1', 'Hel'), textDraft('b1', 'lo')]);
-        const second = await store.append('log', [userMessageDraft('u1', 'hi')]);
+        const first = await store.append('log', [textEvent('b1', 'Hel'), textEvent('b1', 'lo')]);
+        const second = await store.append('log', [userMessageEvent('u1', 'hi')]);
         expect(first.map((event) => event.seq)).toEqual([0, 1]);
         expect(second.map((event) => event.seq)).toEqual([2]);
         expect(first[0]).toMatchObject({
@@ -199,8 +199,8 @@ export function runStoreConformance(initializer: StoreInitializer): void {
 
       it('reads the log back in seq order, equal to what append returned', async () => {
         const appended = [
-          ...(await store.append('log', [userMessageDraft('u1', 'first')])),
-          ...(await store.append('log', [textDraft('a1', 'x'), textDraft('a1', 'y')])),
+          ...(await store.append('log', [userMessageEvent('u1', 'first')])),
+          ...(await store.append('log', [textEvent('a1', 'x'), textEvent('a1', 'y')])),
         ];
         expect(await collect(store.readLog('log'))).toEqual(appended);
       });
@@ -213,7 +213,7 @@ export function runStoreConformance(initializer: StoreInitializer): void {
       it('appends nothing for an empty batch', async () => {
         expect(await store.append('log', [])).toEqual([]);
         expect(await store.lastSeq('log')).toBe(-1);
-        await store.append('log', [textDraft('b', 'x')]);
+        await store.append('log', [textEvent('b', 'x')]);
         expect(await store.append('log', [])).toEqual([]);
         expect(await store.lastSeq('log')).toBe(0);
       });
@@ -221,7 +221,7 @@ export function runStoreConformance(initializer: StoreInitializer): void {
       it('reads only the window asked for with afterSeq and throughSeq', async () => {
         await store.append(
           'log',
-          Array.from({ length: 10 }, (_, index) => textDraft('b', String(index))),
+          Array.from({ length: 10 }, (_, index) => textEvent('b', String(index))),
         );
         const seqs = async (options: { afterSeq?: number; throughSeq?: number }) =>
           (await collect(store.readLog('log', options))).map((event) => event.seq);
@@ -239,7 +239,7 @@ export function runStoreConformance(initializer: StoreInitializer): void {
           sizes.map((size, call) =>
             store.append(
               'log',
-              Array.from({ length: size }, (_, part) => textDraft('b', `${call}.${part}`)),
+              Array.from({ length: size }, (_, part) => textEvent('b', `${call}.${part}`)),
             ),
           ),
         );
@@ -253,8 +253,8 @@ export function runStoreConformance(initializer: StoreInitializer): void {
 
       it('numbers each session on its own', async () => {
         await store.createSession(sessionRecord('other'));
-        await Promise.all([store.append('log', [textDraft('b', '1')]), store.append('other', [textDraft('b', '2')])]);
-        await store.append('log', [textDraft('b', '3')]);
+        await Promise.all([store.append('log', [textEvent('b', '1')]), store.append('other', [textEvent('b', '2')])]);
+        await store.append('log', [textEvent('b', '3')]);
         expect((await collect(store.readLog('log'))).map((event) => event.seq)).toEqual([0, 1]);
         expect((await collect(store.readLog('other'))).map((event) => [event.seq, event.sessionId])).toEqual([
           [0, 'other'],
@@ -262,7 +262,7 @@ export function runStoreConformance(initializer: StoreInitializer): void {
       });
 
       it('refuses appends and reads of an unknown session with SESSION_NOT_FOUND', async () => {
-        expect((await storeErrorOf(() => store.append('ghost', [textDraft('b', 'x')]))).code).toBe('SESSION_NOT_FOUND');
+        expect((await storeErrorOf(() => store.append('ghost', [textEvent('b', 'x')]))).code).toBe('SESSION_NOT_FOUND');
         expect((await storeErrorOf(() => collect(store.readLog('ghost')))).code).toBe('SESSION_NOT_FOUND');
         expect((await storeErrorOf(() => store.lastSeq('ghost'))).code).toBe('SESSION_NOT_FOUND');
       });
@@ -466,7 +466,7 @@ export function runStoreConformance(initializer: StoreInitializer): void {
 
       it('keeps no reference to events passed in or handed out', async () => {
         await store.createSession(sessionRecord('clone'));
-        const draft = userMessageDraft('u1', 'original');
+        const draft = userMessageEvent('u1', 'original');
         const [appended] = await store.append('clone', [draft]);
         (draft as { block: { content: string } }).block.content = 'changed after append';
         (appended as StreamEvent & { block: { content: string } }).block.content = 'changed result';
@@ -531,7 +531,7 @@ export function runStoreConformance(initializer: StoreInitializer): void {
             () => store.createSession(sessionRecord(id)),
             () => store.getSession(id),
             () => store.updateSession(id, (current) => current),
-            () => store.append(id, [textDraft('b', 'x')]),
+            () => store.append(id, [textEvent('b', 'x')]),
             () => collect(store.readLog(id)),
             () => store.lastSeq(id),
             () => store.writeCheckpoint(id, checkpointInput(0)),
@@ -583,7 +583,7 @@ export function runStoreConformance(initializer: StoreInitializer): void {
           () => store.getSession('s'),
           () => store.updateSession('s', (current) => current),
           () => collect(store.listSessions()),
-          () => store.append('s', [textDraft('b', 'x')]),
+          () => store.append('s', [textEvent('b', 'x')]),
           () => collect(store.readLog('s')),
           () => store.lastSeq('s'),
           () => store.writeCheckpoint('s', checkpointInput(0)),
@@ -610,7 +610,7 @@ export function runStoreConformance(initializer: StoreInitializer): void {
 
       it('lets appends already in flight finish before close resolves', async () => {
         await store.createSession(sessionRecord('s'));
-        const pending = Array.from({ length: 10 }, (_, index) => store.append('s', [textDraft('b', String(index))]));
+        const pending = Array.from({ length: 10 }, (_, index) => store.append('s', [textEvent('b', String(index))]));
         await store.close();
         const results = await Promise.all(pending);
         expect(results.flat().map((event) => event.seq)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);

@@ -12,8 +12,8 @@ import {
   sessionRecord,
   storeErrorOf,
   task,
-  textDraft,
-  userMessageDraft,
+  textEvent,
+  userMessageEvent,
 } from '../builders.js';
 import { killAndWait, startFixture, waitForOutput } from '../child-process.js';
 import { runStoreConformance } from './conformance.js';
@@ -64,7 +64,7 @@ describe('file store', () => {
         const store = await open();
         const results = await Promise.all(
           Array.from({ length: 30 }, (_, call) =>
-            store.append(`s${(round % 3) + 1}`, [textDraft('b', `${round}.${call}`)]),
+            store.append(`s${(round % 3) + 1}`, [textEvent('b', `${round}.${call}`)]),
           ),
         );
         const seqs = results.map(([event]) => event!.seq);
@@ -81,7 +81,7 @@ describe('file store', () => {
       const first = await open();
       await first.createSession(sessionRecord('s1', { title: 'Kept' }));
       await first.updateSession('s1', (current) => ({ ...current, status: 'archived' }));
-      const appended = await first.append('s1', [userMessageDraft('u1', 'hello'), textDraft('a1', 'world')]);
+      const appended = await first.append('s1', [userMessageEvent('u1', 'hello'), textEvent('a1', 'world')]);
       await first.writeCheckpoint('s1', checkpointInput(0));
       await first.writeCheckpoint('s1', checkpointInput(1));
       await first.writeContext(contextDocument('s1'));
@@ -103,7 +103,7 @@ describe('file store', () => {
       expect(await second.readTranscript('s1', 'native.jsonl')).toBe('raw\n');
       expect(await second.getFeature('f1')).toEqual(feature('f1'));
       expect(await second.listTasks('f1')).toEqual([task('f1', 't1')]);
-      expect((await second.append('s1', [textDraft('a1', '!')]))[0]!.seq).toBe(2);
+      expect((await second.append('s1', [textEvent('a1', '!')]))[0]!.seq).toBe(2);
       await second.close();
       expect(warnings).toEqual([]);
     });
@@ -111,7 +111,7 @@ describe('file store', () => {
     it('lays files out as documented, human-readable, with a format version in each', async () => {
       const store = await open();
       await store.createSession(sessionRecord('s1'));
-      await store.append('s1', [textDraft('b', 'x')]);
+      await store.append('s1', [textEvent('b', 'x')]);
       await store.writeCheckpoint('s1', checkpointInput(0));
       await store.writeContext(contextDocument('s1'));
       await store.writeAgentDescription(agentDescription('s1'));
@@ -185,7 +185,7 @@ describe('file store', () => {
       await store.createSession(sessionRecord('s1'));
       let ranBetween = false;
       setImmediate(() => (ranBetween = true));
-      for (let index = 0; index < 3; index += 1) await store.append('s1', [textDraft('b', String(index))]);
+      for (let index = 0; index < 3; index += 1) await store.append('s1', [textEvent('b', String(index))]);
       expect(ranBetween).toBe(true);
       await store.close();
     });
@@ -195,7 +195,7 @@ describe('file store', () => {
       const ids = Array.from({ length: 140 }, (_, index) => `s${index}`);
       for (const id of ids) await store.createSession(sessionRecord(id));
       for (let round = 0; round < 2; round += 1) {
-        await Promise.all(ids.map((id) => store.append(id, [textDraft('b', `${id}.${round}`)])));
+        await Promise.all(ids.map((id) => store.append(id, [textEvent('b', `${id}.${round}`)])));
       }
       const openLogFiles = (await fs.readdir('/proc/self/fd').catch(() => [] as string[])).filter((fd) => {
         try {
@@ -232,11 +232,11 @@ describe('file store', () => {
     await store.createSession(sessionRecord('s1'));
     await store.append(
       's1',
-      deltas.slice(0, 3).map((delta) => textDraft('b', delta)),
+      deltas.slice(0, 3).map((delta) => textEvent('b', delta)),
     );
     await store.append(
       's1',
-      deltas.slice(3).map((delta) => textDraft('b', delta)),
+      deltas.slice(3).map((delta) => textEvent('b', delta)),
     );
     await store.close();
     const reopened = await open();
@@ -260,7 +260,7 @@ describe('file store', () => {
       await store.createSession(sessionRecord('s1'));
       const events = await store.append(
         's1',
-        Array.from({ length: count }, (_, index) => userMessageDraft(`u${index}`, `message ${index}`)),
+        Array.from({ length: count }, (_, index) => userMessageEvent(`u${index}`, `message ${index}`)),
       );
       await store.close();
       return { events, logPath: join(dataDir, 'sessions/s1/log.jsonl') };
@@ -279,7 +279,7 @@ describe('file store', () => {
       expect(warnings[0]!.file).toMatch(/log\.jsonl\.torn-/);
       expect(await fs.readFile(warnings[0]!.file!, 'utf8')).toBe(torn);
       expect(await fs.readFile(logPath)).toEqual(intact);
-      expect((await store.append('s1', [textDraft('b', 'next')]))[0]!.seq).toBe(3);
+      expect((await store.append('s1', [textEvent('b', 'next')]))[0]!.seq).toBe(3);
       await store.close();
     });
 
@@ -297,7 +297,7 @@ describe('file store', () => {
       const { logPath } = await sessionWithMessages(2);
       await fs.appendFile(logPath, '{"seq":2,"ty');
       const store = await open();
-      const [next] = await store.append('s1', [textDraft('b', 'after the crash')]);
+      const [next] = await store.append('s1', [textEvent('b', 'after the crash')]);
       expect(next!.seq).toBe(2);
       expect(warnings.map((warning) => warning.code)).toEqual(['TORN_LOG_TAIL']);
       expect((await collect(store.readLog('s1'))).map((event) => event.seq)).toEqual([0, 1, 2]);
@@ -324,8 +324,8 @@ describe('file store', () => {
       const store = await open();
       await store.createSession(sessionRecord('good'));
       await store.createSession(sessionRecord('bad'));
-      await store.append('good', [textDraft('b', 'fine')]);
-      await store.append('bad', [textDraft('b', 'log is fine')]);
+      await store.append('good', [textEvent('b', 'fine')]);
+      await store.append('bad', [textEvent('b', 'log is fine')]);
       await store.close();
       const badFile = join(dataDir, 'sessions/bad/session.json');
       await fs.writeFile(badFile, '{"formatVersion": 1, "sessionId": "bad", ');
@@ -373,7 +373,7 @@ describe('file store', () => {
         [() => reopened.getSession('s1'), sessionFile],
         [() => reopened.readCheckpoint('s1'), checkpointFile],
         [() => collect(reopened.readLog('s2')), logFile],
-        [() => reopened.append('s2', [textDraft('b', 'x')]), logFile],
+        [() => reopened.append('s2', [textEvent('b', 'x')]), logFile],
       ] as const) {
         const error = await storeErrorOf(action);
         expect(error.code).toBe('UNSUPPORTED_FORMAT_VERSION');
@@ -424,7 +424,7 @@ describe('file store', () => {
         const before = await tree(parent);
         const calls = [
           () => store.createSession(sessionRecord(id)),
-          () => store.append(id, [textDraft('b', 'x')]),
+          () => store.append(id, [textEvent('b', 'x')]),
           () => store.writeCheckpoint(id, checkpointInput(0)),
           () => store.writeContext(contextDocument(id)),
           () => store.writeTranscript('good', id, 'x'),
@@ -492,7 +492,7 @@ describe('file store', () => {
     it('releases the lock only after pending appends are durable', async () => {
       const store = await open();
       await store.createSession(sessionRecord('s1'));
-      const pending = store.append('s1', [textDraft('b', 'last words')]);
+      const pending = store.append('s1', [textEvent('b', 'last words')]);
       await store.close();
       await pending;
       const reopened = await open();

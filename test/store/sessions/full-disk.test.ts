@@ -4,14 +4,14 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vite
 import type { StreamEvent } from '../../../src/conversation/index.js';
 import { createSessionManager } from '../../../src/sessions/index.js';
 import { createFileStore, StoreError, type SessionStore, type StoreWarning } from '../../../src/store/index.js';
-import { checkpointInput, collect, sessionRecord, storeErrorOf, textDraft } from '../builders.js';
+import { checkpointInput, collect, sessionRecord, storeErrorOf, textEvent } from '../builders.js';
 import { diskFaults } from './disk-faults.js';
 import { faultInjectedDisk, mountSmallTmpfs, type SmallDisk } from './small-disk.js';
 
 // The fault-injection layer: node:fs as the store sees it, with faults only under diskFaults.root.
 vi.mock('node:fs', async (importOriginal) => (await import('./disk-faults.js')).withDiskFaults(await importOriginal()));
 
-/** "A full disk loses nothing" (issue 17 item 9), on a real tmpfs that fills up and on the fault-injection layer. */
+/** "A full disk loses nothing", on a real tmpfs that fills up and on the fault-injection layer. */
 
 const TMPFS_KIB = 1024;
 const SESSION = 's1';
@@ -89,7 +89,7 @@ describe.each(variants)('a full disk ($name)', ({ name, make, unavailable }) => 
   it('rejects group-committed appends that do not fit, keeps every acknowledged one, leaves no torn line, and appends again once space is freed', async () => {
     const store = await open();
     await store.createSession(sessionRecord(SESSION));
-    const acknowledged: StreamEvent[] = [...(await store.append(SESSION, [textDraft('b0', 'before the disk filled')]))];
+    const acknowledged: StreamEvent[] = [...(await store.append(SESSION, [textEvent('b0', 'before the disk filled')]))];
     await disk.fill();
 
     const rejected: StoreError[] = [];
@@ -99,7 +99,7 @@ describe.each(variants)('a full disk ($name)', ({ name, make, unavailable }) => 
       const results = await Promise.allSettled(
         Array.from({ length: 6 }, (_, index) =>
           store.append(SESSION, [
-            textDraft(`b-${round}-${index}`, `round ${round}, append ${index}: ${'x'.repeat(1500)}`),
+            textEvent(`b-${round}-${index}`, `round ${round}, append ${index}: ${'x'.repeat(1500)}`),
           ]),
         ),
       );
@@ -114,7 +114,7 @@ describe.each(variants)('a full disk ($name)', ({ name, make, unavailable }) => 
     expect(await collect(store.readLog(SESSION))).toEqual(acknowledged);
 
     await disk.free();
-    const [after] = await store.append(SESSION, [textDraft('after', 'space is back')]);
+    const [after] = await store.append(SESSION, [textEvent('after', 'space is back')]);
     expect(after!.seq).toBe(acknowledged.length);
     acknowledged.push(after!);
     expect(await logLines(logPath())).toEqual(acknowledged);
@@ -122,7 +122,7 @@ describe.each(variants)('a full disk ($name)', ({ name, make, unavailable }) => 
 
     const reopened = await open();
     expect(await collect(reopened.readLog(SESSION))).toEqual(acknowledged);
-    const [next] = await reopened.append(SESSION, [textDraft('reopened', 'after a reopen')]);
+    const [next] = await reopened.append(SESSION, [textEvent('reopened', 'after a reopen')]);
     expect(next!.seq).toBe(acknowledged.length);
     await reopened.close();
     expect(warnings).toEqual([]);
@@ -222,7 +222,7 @@ describe('a failing disk (fault-injection variant, always runs)', () => {
   const appendConcurrently = (label: string, count: number) =>
     Promise.allSettled(
       Array.from({ length: count }, (_, index) =>
-        store.append(SESSION, [textDraft(`${label}-${index}`, `${label} ${index} ${'w'.repeat(200)}`)]),
+        store.append(SESSION, [textEvent(`${label}-${index}`, `${label} ${index} ${'w'.repeat(200)}`)]),
       ),
     );
 
@@ -244,7 +244,7 @@ describe('a failing disk (fault-injection variant, always runs)', () => {
   });
 
   it('undoes a batch cut short by ENOSPC in the middle of a line, so the next append does not follow a partial line', async () => {
-    const acknowledged = await store.append(SESSION, [textDraft('b0', 'first')]);
+    const acknowledged = await store.append(SESSION, [textEvent('b0', 'first')]);
     diskFaults.freeBytes = 300;
     const results = await appendConcurrently('cut', 3);
     expect(results.map((result) => result.status)).toEqual(['rejected', 'rejected', 'rejected']);
@@ -252,13 +252,13 @@ describe('a failing disk (fault-injection variant, always runs)', () => {
     expect(await logLines(logPath())).toEqual(acknowledged);
 
     await disk.free();
-    const [next] = await store.append(SESSION, [textDraft('b1', 'after')]);
+    const [next] = await store.append(SESSION, [textEvent('b1', 'after')]);
     expect(next!.seq).toBe(1);
     expect(await logLines(logPath())).toEqual([...acknowledged, next]);
   });
 
   it('removes the complete lines of a batch whose fdatasync failed: rejected with STORE_IO, absent after a reopen', async () => {
-    const acknowledged = await store.append(SESSION, [textDraft('b0', 'first')]);
+    const acknowledged = await store.append(SESSION, [textEvent('b0', 'first')]);
     diskFaults.failNext('fsync', 'log.jsonl', 'EIO');
     const results = await appendConcurrently('unsynced', 3);
     for (const result of results) {
@@ -269,7 +269,7 @@ describe('a failing disk (fault-injection variant, always runs)', () => {
     }
     expect(await logLines(logPath())).toEqual(acknowledged);
 
-    const [next] = await store.append(SESSION, [textDraft('b1', 'after')]);
+    const [next] = await store.append(SESSION, [textEvent('b1', 'after')]);
     expect(next!.seq).toBe(1);
     await store.close();
     store = await open();
@@ -277,7 +277,7 @@ describe('a failing disk (fault-injection variant, always runs)', () => {
   });
 
   it('refuses appends while a failed write cannot be undone, and repairs the log at the next append that can', async () => {
-    const acknowledged = await store.append(SESSION, [textDraft('b0', 'first')]);
+    const acknowledged = await store.append(SESSION, [textEvent('b0', 'first')]);
     diskFaults.failNext('fsync', 'log.jsonl', 'EIO');
     diskFaults.failNext('truncate', 'log.jsonl', 'EIO', 2);
     expect((await appendConcurrently('unsynced', 2)).every((result) => result.status === 'rejected')).toBe(true);
@@ -285,17 +285,17 @@ describe('a failing disk (fault-injection variant, always runs)', () => {
     expect((await logLines(logPath())).length).toBe(3);
     expect(await collect(store.readLog(SESSION))).toEqual(acknowledged);
 
-    const refused = await storeErrorOf(() => store.append(SESSION, [textDraft('b1', 'refused')]));
+    const refused = await storeErrorOf(() => store.append(SESSION, [textEvent('b1', 'refused')]));
     expect(refused.code).toBe('STORE_IO');
     expect(refused.message).toContain('could not be removed');
 
-    const [next] = await store.append(SESSION, [textDraft('b2', 'repaired')]);
+    const [next] = await store.append(SESSION, [textEvent('b2', 'repaired')]);
     expect(next!.seq).toBe(1);
     expect(await logLines(logPath())).toEqual([...acknowledged, next]);
   });
 
   it('loads a session whose torn tail cannot be set aside on a full disk, and cuts the tail off at the next append', async () => {
-    const acknowledged = await store.append(SESSION, [textDraft('b0', 'first')]);
+    const acknowledged = await store.append(SESSION, [textEvent('b0', 'first')]);
     await store.close();
     await appendFile(logPath(), '{"type":"text_delta","conversationId":"main","blockId":"torn","del');
     // The disk fills up right as the torn tail is copied aside (store.lock, a new file too, got its block).
@@ -308,7 +308,7 @@ describe('a failing disk (fault-injection variant, always runs)', () => {
     expect((await readdir(join(dataDir, 'sessions', SESSION))).filter((name) => name.includes('.torn-'))).toEqual([]);
 
     await disk.free();
-    const [next] = await store.append(SESSION, [textDraft('b1', 'after')]);
+    const [next] = await store.append(SESSION, [textEvent('b1', 'after')]);
     expect(next!.seq).toBe(1);
     expect(await logLines(logPath())).toEqual([...acknowledged, next]);
   });

@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import type { StreamEventDraft } from '../../../src/conversation/index.js';
+import type { UnsequencedEvent } from '../../../src/conversation/index.js';
 import { importTranscripts } from '../../../src/sessions/index.js';
 import { digestSession, type SessionStore } from '../../../src/store/index.js';
 import {
@@ -16,8 +16,8 @@ import {
   feature,
   sessionRecord,
   task,
-  textDraft,
-  userMessageDraft,
+  textEvent,
+  userMessageEvent,
 } from '../builders.js';
 
 const FIXTURES = join(import.meta.dirname, '..', '..', 'fixtures', 'transcripts');
@@ -25,18 +25,18 @@ const FIXTURES = join(import.meta.dirname, '..', '..', 'fixtures', 'transcripts'
 export const NATIVE_ID = 'native-claude-1';
 export const MANAGED_ID = 'dev-task-f1-t1-in_dev';
 
-function turnDrafts(turn: number, at: number): StreamEventDraft[] {
+function turnDrafts(turn: number, at: number): UnsequencedEvent[] {
   const blockId = `assistant-${turn}`;
   return [
-    { ...userMessageDraft(`user-${turn}`, `Request number ${turn}: käse ✓ "quoted"`), at },
+    { ...userMessageEvent(`user-${turn}`, `Request number ${turn}: käse ✓ "quoted"`), at },
     {
       type: 'block_start',
       conversationId: 'main',
       at: at + 1,
       block: { type: 'assistant_text', id: blockId, createdAt: at + 1, content: '' },
     },
-    { ...textDraft(blockId, `Answer ${turn}, part one. `), at: at + 2 },
-    { ...textDraft(blockId, 'Part two.'), at: at + 3 },
+    { ...textEvent(blockId, `Answer ${turn}, part one. `), at: at + 2 },
+    { ...textEvent(blockId, 'Part two.'), at: at + 3 },
     {
       type: 'block_complete',
       conversationId: 'main',
@@ -49,11 +49,11 @@ function turnDrafts(turn: number, at: number): StreamEventDraft[] {
       at: at + 5,
       metadata: { usage: { inputTokens: 100 + turn, outputTokens: 20 }, costUsd: 0.001, turnComplete: true },
     },
-  ] as StreamEventDraft[];
+  ] as UnsequencedEvent[];
 }
 
 /** `turns` turns of six events each, with fixed times, so two stores given them hold equal logs. */
-export function conversationDrafts(turns: number, firstAt = 1_700_000_100_000): StreamEventDraft[] {
+export function conversationDrafts(turns: number, firstAt = 1_700_000_100_000): UnsequencedEvent[] {
   return Array.from({ length: turns }, (_, turn) => turnDrafts(turn, firstAt + turn * 1_000)).flat();
 }
 
@@ -76,7 +76,7 @@ export async function fillDataFolder(store: SessionStore): Promise<string[]> {
   // As the session layer appends: without `at`, which the store stamps (and the file store then writes after `seq`).
   await store.append(
     NATIVE_ID,
-    conversationDrafts(1).map(({ at: _at, ...draft }) => draft as StreamEventDraft),
+    conversationDrafts(1).map(({ at: _at, ...draft }) => draft as UnsequencedEvent),
   );
   await store.writeTranscript(
     NATIVE_ID,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createMemoryStore, shareStore, type StoreChange } from '../../../src/store/index.js';
-import { collect, sessionRecord, storeErrorOf, userMessageDraft } from '../builders.js';
+import { collect, sessionRecord, storeErrorOf, userMessageEvent } from '../builders.js';
 
 describe('shareStore', () => {
   it("reports to each view what the other views wrote, never the view's own writes", async () => {
@@ -13,10 +13,10 @@ describe('shareStore', () => {
     importer.watch!((change) => seenByImporter.push(change));
 
     await importer.createSession(sessionRecord('s1'));
-    await importer.append('s1', [userMessageDraft('u1', 'hello')]);
-    await importer.append('s1', [userMessageDraft('u2', 'again')]);
+    await importer.append('s1', [userMessageEvent('u1', 'hello')]);
+    await importer.append('s1', [userMessageEvent('u2', 'again')]);
     await importer.updateSession('s1', (current) => ({ ...current, title: 'Imported' }));
-    await server.append('s1', [userMessageDraft('u3', 'from the server')]);
+    await server.append('s1', [userMessageEvent('u3', 'from the server')]);
 
     expect(seenByServer).toEqual([
       { kind: 'updated', sessionId: 's1' },
