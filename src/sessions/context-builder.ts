@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { readFile, readdir, stat } from 'node:fs/promises';
 import { join, resolve as resolvePath } from 'node:path';
-import type { SessionRecord, SessionStore, Task } from '../store/index.js';
+import type { SessionRecord, SessionStore, FeatureTask } from '../store/index.js';
 import { renderCheckpoint } from './checkpoint-format.js';
 import type { ContextSection } from './request-builder.js';
 
@@ -32,7 +32,7 @@ export interface ContextOptions {
 
 export interface ContextInput {
   session: SessionRecord;
-  store: Pick<SessionStore, 'getFeature' | 'getTask' | 'listTasks' | 'readCheckpoint' | 'getSession'>;
+  store: Pick<SessionStore, 'getFeature' | 'getFeatureTask' | 'listFeatureTasks' | 'readCheckpoint' | 'getSession'>;
   /** The project folder; without it the project sections are left out. */
   projectRoot?: string;
   signal?: AbortSignal;
@@ -234,7 +234,7 @@ async function workSections(input: ContextInput, options: ContextOptions): Promi
   if (scope.kind !== 'feature' && scope.kind !== 'task') return [];
   const [feature, tasks] = await Promise.all([
     input.store.getFeature(scope.featureId),
-    input.store.listTasks(scope.featureId),
+    input.store.listFeatureTasks(scope.featureId),
   ]);
   const sections: ContextSection[] = [];
   const limit = options.maxNoteChars ?? 24_000;
@@ -268,10 +268,10 @@ async function workSections(input: ContextInput, options: ContextOptions): Promi
   sections.push({ key: 'feature', title: 'Feature', text: featureLines.join('\n') });
 
   if (scope.kind === 'task') {
-    const task = byId.get(scope.taskId) ?? (await input.store.getTask(scope.featureId, scope.taskId));
+    const task = byId.get(scope.taskId) ?? (await input.store.getFeatureTask(scope.featureId, scope.taskId));
     sections.push({
       key: 'task',
-      title: 'Task',
+      title: 'FeatureTask',
       text: renderTask(scope.taskId, scope.taskState, task, tasks, describeTask, limit),
     });
   }
@@ -281,8 +281,8 @@ async function workSections(input: ContextInput, options: ContextOptions): Promi
 function renderTask(
   taskId: string,
   state: string,
-  task: Task | undefined,
-  tasks: readonly Task[],
+  task: FeatureTask | undefined,
+  tasks: readonly FeatureTask[],
   describeTask: (id: string) => string,
   limit: number,
 ): string {

@@ -105,7 +105,7 @@ export async function linkScope(store: SessionStore, session: SessionRecord, at:
   const scope: SessionScope = session.scope;
   const now = new Date(at).toISOString();
   if (scope.kind === 'task') {
-    const task = (await store.getTask(scope.featureId, scope.taskId)) ?? {
+    const task = (await store.getFeatureTask(scope.featureId, scope.taskId)) ?? {
       formatVersion: FORMAT_VERSION,
       featureId: scope.featureId,
       taskId: scope.taskId,
@@ -118,7 +118,7 @@ export async function linkScope(store: SessionStore, session: SessionRecord, at:
     };
     const ids = task.states[scope.taskState]?.sessionIds ?? [];
     if (!ids.includes(session.sessionId)) ids.push(session.sessionId);
-    await store.putTask({
+    await store.putFeatureTask({
       ...task,
       states: { ...task.states, [scope.taskState]: { sessionIds: ids } },
       currentState: scope.taskState,

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { buildContext, projectTree, recentCommits } from '../../src/sessions/index.js';
-import { FORMAT_VERSION, createMemoryStore, type SessionRecord, type Task } from '../../src/store/index.js';
+import { FORMAT_VERSION, createMemoryStore, type SessionRecord, type FeatureTask } from '../../src/store/index.js';
 
 const folders: string[] = [];
 afterEach(async () => {
@@ -46,7 +46,7 @@ async function project(): Promise<string> {
 }
 
 const now = new Date(0).toISOString();
-function task(taskId: string, title: string, dependencies: string[] = [], currentState?: string): Task {
+function task(taskId: string, title: string, dependencies: string[] = [], currentState?: string): FeatureTask {
   return {
     formatVersion: FORMAT_VERSION,
     featureId: 'cli',
@@ -160,10 +160,10 @@ describe('context', () => {
       createdAt: now,
       updatedAt: now,
     });
-    await store.putTask(task('parse', 'Parse arguments', [], 'done'));
-    await store.putTask(task('exif', 'Read EXIF dates', ['parse'], 'in_dev'));
-    await store.putTask(task('rename', 'Rename files', ['exif']));
-    await store.putTask(task('docs', 'Document', ['exif', 'rename']));
+    await store.putFeatureTask(task('parse', 'Parse arguments', [], 'done'));
+    await store.putFeatureTask(task('exif', 'Read EXIF dates', ['parse'], 'in_dev'));
+    await store.putFeatureTask(task('rename', 'Rename files', ['exif']));
+    await store.putFeatureTask(task('docs', 'Document', ['exif', 'rename']));
     const record = session(
       'dev-task-cli-exif-in_dev',
       { kind: 'task', featureId: 'cli', taskId: 'exif', taskState: 'in_dev' },

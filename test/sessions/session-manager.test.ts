@@ -81,7 +81,7 @@ describe('SessionManager', () => {
       taskId: 't1',
       taskState: 'in_qa',
     });
-    const task = await store.getTask('f1', 't1');
+    const task = await store.getFeatureTask('f1', 't1');
     expect(task?.states).toEqual({
       in_dev: { sessionIds: ['dev-task-f1-t1-in_dev'] },
       in_qa: { sessionIds: ['qa-task-f1-t1-in_qa'] },

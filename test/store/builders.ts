@@ -8,7 +8,7 @@ import {
   type Feature,
   type SessionRecord,
   type SessionScope,
-  type Task,
+  type FeatureTask,
 } from '../../src/store/index.js';
 
 /** Builders of valid records for store tests; each takes overrides for the fields a test cares about. */
@@ -105,7 +105,7 @@ export function feature(featureId: string, overrides: Partial<Feature> = {}): Fe
   };
 }
 
-export function task(featureId: string, taskId: string, overrides: Partial<Task> = {}): Task {
+export function task(featureId: string, taskId: string, overrides: Partial<FeatureTask> = {}): FeatureTask {
   return {
     formatVersion: FORMAT_VERSION,
     featureId,

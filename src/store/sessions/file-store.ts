@@ -24,7 +24,7 @@ import {
   ContextDocumentSchema,
   FeatureSchema,
   SessionRecordSchema,
-  TaskSchema,
+  FeatureTaskSchema,
   type AgentDescription,
   type Checkpoint,
   type CheckpointInput,
@@ -32,7 +32,7 @@ import {
   type Feature,
   type SessionFilter,
   type SessionRecord,
-  type Task,
+  type FeatureTask,
 } from './records.js';
 import { FORMAT_VERSION, IdSchema } from '../record-format.js';
 import { RecordIndex } from './record-index.js';
@@ -594,9 +594,9 @@ class FileStore implements SessionStore {
     });
   }
 
-  putTask(task: Task): Promise<void> {
+  putFeatureTask(task: FeatureTask): Promise<void> {
     return this.guard(async () => {
-      const checked = checkRecord(TaskSchema, task, 'task');
+      const checked = checkRecord(FeatureTaskSchema, task, 'task');
       await this.queue.run(`feature:${checked.featureId}`, async () => {
         await ensureDirectory(this.layout.taskDir(checked.featureId, checked.taskId));
         await replaceFile(
@@ -608,13 +608,13 @@ class FileStore implements SessionStore {
     });
   }
 
-  getTask(featureId: string, taskId: string): Promise<Task | undefined> {
-    return this.guard(async () => this.readTask(checkId(featureId, 'feature id'), checkId(taskId, 'task id')));
+  getFeatureTask(featureId: string, taskId: string): Promise<FeatureTask | undefined> {
+    return this.guard(async () => this.readFeatureTask(checkId(featureId, 'feature id'), checkId(taskId, 'task id')));
   }
 
-  private async readTask(featureId: string, taskId: string): Promise<Task | undefined> {
+  private async readFeatureTask(featureId: string, taskId: string): Promise<FeatureTask | undefined> {
     const path = this.layout.taskFile(featureId, taskId);
-    const task = await readJsonFile(path, TaskSchema, ADVICE.task);
+    const task = await readJsonFile(path, FeatureTaskSchema, ADVICE.task);
     if (task !== undefined && (task.featureId !== featureId || task.taskId !== taskId)) {
       throw corruptFile(
         path,
@@ -625,16 +625,16 @@ class FileStore implements SessionStore {
     return task;
   }
 
-  listTasks(featureId?: string): Promise<Task[]> {
+  listFeatureTasks(featureId?: string): Promise<FeatureTask[]> {
     return this.guard(async () => {
       const featureIds =
         featureId === undefined
           ? (await readDirectory(this.layout.featuresDir)).filter(checkIdQuietly).sort()
           : [checkId(featureId, 'feature id')];
-      const tasks: Task[] = [];
+      const tasks: FeatureTask[] = [];
       for (const feature of featureIds) {
         for (const taskId of (await readDirectory(this.layout.tasksDir(feature))).filter(checkIdQuietly).sort()) {
-          const task = await this.readListed(() => this.readTask(feature, taskId));
+          const task = await this.readListed(() => this.readFeatureTask(feature, taskId));
           if (task !== undefined) tasks.push(task);
         }
       }

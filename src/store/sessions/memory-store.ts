@@ -7,7 +7,7 @@ import {
   FeatureSchema,
   matchesFilter,
   SessionRecordSchema,
-  TaskSchema,
+  FeatureTaskSchema,
   type AgentDescription,
   type Checkpoint,
   type CheckpointInput,
@@ -15,7 +15,7 @@ import {
   type Feature,
   type SessionFilter,
   type SessionRecord,
-  type Task,
+  type FeatureTask,
 } from './records.js';
 import { FORMAT_VERSION } from '../record-format.js';
 import type { ReadLogOptions, SessionStore } from './session-store.js';
@@ -40,7 +40,7 @@ interface SessionEntry {
 export function createMemoryStore(): SessionStore {
   const sessions = new Map<string, SessionEntry>();
   const features = new Map<string, Feature>();
-  const tasks = new Map<string, Task>();
+  const tasks = new Map<string, FeatureTask>();
   let closed = false;
 
   function open(): void {
@@ -202,19 +202,19 @@ export function createMemoryStore(): SessionStore {
         .map((feature) => structuredClone(feature));
     },
 
-    async putTask(task) {
+    async putFeatureTask(task) {
       open();
-      const stored = checkRecord(TaskSchema, task, 'task');
+      const stored = checkRecord(FeatureTaskSchema, task, 'task');
       tasks.set(taskKey(stored.featureId, stored.taskId), stored);
     },
 
-    async getTask(featureId, taskId) {
+    async getFeatureTask(featureId, taskId) {
       open();
       const task = tasks.get(taskKey(checkId(featureId, 'feature id'), checkId(taskId, 'task id')));
       return task === undefined ? undefined : structuredClone(task);
     },
 
-    async listTasks(featureId) {
+    async listFeatureTasks(featureId) {
       open();
       const wanted = featureId === undefined ? undefined : checkId(featureId, 'feature id');
       return [...tasks.values()]

@@ -1,6 +1,6 @@
 import { sameJson } from '../canonical-json.js';
 import { copySession, type SessionCopy } from './migrate-session.js';
-import type { Feature, Task } from './records.js';
+import type { Feature, FeatureTask } from './records.js';
 import { digestDifferences, digestSession, type SessionDigest } from './digest.js';
 import type { SessionStore } from './session-store.js';
 
@@ -90,12 +90,12 @@ export async function migrateStore(
       (feature) => to.getFeature(feature.featureId),
       (feature) => to.putFeature(feature),
     )),
-    ...(await copyRecords<Task>(
+    ...(await copyRecords<FeatureTask>(
       'task',
-      await from.listTasks(),
+      await from.listFeatureTasks(),
       (task) => `${task.featureId}/${task.taskId}`,
-      (task) => to.getTask(task.featureId, task.taskId),
-      (task) => to.putTask(task),
+      (task) => to.getFeatureTask(task.featureId, task.taskId),
+      (task) => to.putFeatureTask(task),
     )),
   ];
 

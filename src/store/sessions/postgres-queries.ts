@@ -112,10 +112,10 @@ export function queriesFor(schema: string) {
       ON CONFLICT (feature_id) DO UPDATE SET body = EXCLUDED.body`,
     getFeature: `SELECT body FROM ${table('features')} WHERE feature_id = $1`,
     listFeatures: `SELECT body FROM ${table('features')} ORDER BY feature_id COLLATE "C"`,
-    putTask: `INSERT INTO ${table('tasks')} (feature_id, task_id, body) VALUES ($1, $2, $3)
+    putFeatureTask: `INSERT INTO ${table('tasks')} (feature_id, task_id, body) VALUES ($1, $2, $3)
       ON CONFLICT (feature_id, task_id) DO UPDATE SET body = EXCLUDED.body`,
-    getTask: `SELECT body FROM ${table('tasks')} WHERE feature_id = $1 AND task_id = $2`,
-    listTasks: `SELECT body FROM ${table('tasks')} WHERE $1::text IS NULL OR feature_id = $1
+    getFeatureTask: `SELECT body FROM ${table('tasks')} WHERE feature_id = $1 AND task_id = $2`,
+    listFeatureTasks: `SELECT body FROM ${table('tasks')} WHERE $1::text IS NULL OR feature_id = $1
       ORDER BY feature_id COLLATE "C", task_id COLLATE "C"`,
   };
 }

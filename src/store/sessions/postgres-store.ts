@@ -10,7 +10,7 @@ import {
   ContextDocumentSchema,
   FeatureSchema,
   SessionRecordSchema,
-  TaskSchema,
+  FeatureTaskSchema,
   type AgentDescription,
   type Checkpoint,
   type CheckpointInput,
@@ -18,7 +18,7 @@ import {
   type Feature,
   type SessionFilter,
   type SessionRecord,
-  type Task,
+  type FeatureTask,
 } from './records.js';
 import { FORMAT_VERSION } from '../record-format.js';
 import type { ReadLogOptions, SessionStore, StoreChange } from './session-store.js';
@@ -495,27 +495,31 @@ class PostgresStore implements SessionStore {
     });
   }
 
-  putTask(task: Task): Promise<void> {
+  putFeatureTask(task: FeatureTask): Promise<void> {
     return this.guard(async () => {
-      const checked = checkRecord(TaskSchema, task, 'task');
-      await this.query(this.sql.putTask, [checked.featureId, checked.taskId, JSON.stringify(checked)], 'write a task');
+      const checked = checkRecord(FeatureTaskSchema, task, 'task');
+      await this.query(
+        this.sql.putFeatureTask,
+        [checked.featureId, checked.taskId, JSON.stringify(checked)],
+        'write a task',
+      );
     });
   }
 
-  getTask(featureId: string, taskId: string): Promise<Task | undefined> {
+  getFeatureTask(featureId: string, taskId: string): Promise<FeatureTask | undefined> {
     return this.guard(async () => {
       const feature = checkId(featureId, 'feature id');
       const task = checkId(taskId, 'task id');
-      const [row] = await this.query<{ body: string }>(this.sql.getTask, [feature, task], 'read a task');
-      return row === undefined ? undefined : documentOf(TaskSchema, row.body, `task "${feature}/${task}"`);
+      const [row] = await this.query<{ body: string }>(this.sql.getFeatureTask, [feature, task], 'read a task');
+      return row === undefined ? undefined : documentOf(FeatureTaskSchema, row.body, `task "${feature}/${task}"`);
     });
   }
 
-  listTasks(featureId?: string): Promise<Task[]> {
+  listFeatureTasks(featureId?: string): Promise<FeatureTask[]> {
     return this.guard(async () => {
       const feature = featureId === undefined ? null : checkId(featureId, 'feature id');
-      const rows = await this.query<{ body: string }>(this.sql.listTasks, [feature], 'list tasks');
-      return rows.map((row) => documentOf(TaskSchema, row.body, 'task'));
+      const rows = await this.query<{ body: string }>(this.sql.listFeatureTasks, [feature], 'list tasks');
+      return rows.map((row) => documentOf(FeatureTaskSchema, row.body, 'task'));
     });
   }
 

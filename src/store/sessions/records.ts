@@ -239,7 +239,7 @@ export const FeatureSchema = z.object({
 export type Feature = z.infer<typeof FeatureSchema>;
 
 /** Seed 002's task.json: sessions per state and the current state. */
-export const TaskSchema = z.object({
+export const FeatureTaskSchema = z.object({
   formatVersion: FormatVersion,
   featureId: IdSchema,
   taskId: IdSchema,
@@ -251,4 +251,4 @@ export const TaskSchema = z.object({
   createdAt: z.string(),
   updatedAt: z.string(),
 });
-export type Task = z.infer<typeof TaskSchema>;
+export type FeatureTask = z.infer<typeof FeatureTaskSchema>;

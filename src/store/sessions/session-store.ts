@@ -7,7 +7,7 @@ import type {
   Feature,
   SessionFilter,
   SessionRecord,
-  Task,
+  FeatureTask,
 } from './records.js';
 
 /** Options of reading a session's log: from which `seq`, and how many events. */
@@ -94,9 +94,9 @@ export interface SessionStore {
   putFeature(feature: Feature): Promise<void>;
   getFeature(featureId: string): Promise<Feature | undefined>;
   listFeatures(): Promise<Feature[]>;
-  putTask(task: Task): Promise<void>;
-  getTask(featureId: string, taskId: string): Promise<Task | undefined>;
-  listTasks(featureId?: string): Promise<Task[]>;
+  putFeatureTask(task: FeatureTask): Promise<void>;
+  getFeatureTask(featureId: string, taskId: string): Promise<FeatureTask | undefined>;
+  listFeatureTasks(featureId?: string): Promise<FeatureTask[]>;
 
   /**
    * Optional: reports changes that other store instances (other processes sharing the database)

@@ -152,9 +152,9 @@ const CALLS = new Set([
   'putFeature',
   'getFeature',
   'listFeatures',
-  'putTask',
-  'getTask',
-  'listTasks',
+  'putFeatureTask',
+  'getFeatureTask',
+  'listFeatureTasks',
 ]);
 
 interface WireError {
@@ -346,14 +346,14 @@ class SocketStore implements SessionStore {
   listFeatures(): ReturnType<SessionStore['listFeatures']> {
     return this.call('listFeatures');
   }
-  putTask(...args: Parameters<SessionStore['putTask']>): Promise<void> {
-    return this.call('putTask', ...args);
+  putFeatureTask(...args: Parameters<SessionStore['putFeatureTask']>): Promise<void> {
+    return this.call('putFeatureTask', ...args);
   }
-  getTask(featureId: string, taskId: string): ReturnType<SessionStore['getTask']> {
-    return this.optional('getTask', featureId, taskId);
+  getFeatureTask(featureId: string, taskId: string): ReturnType<SessionStore['getFeatureTask']> {
+    return this.optional('getFeatureTask', featureId, taskId);
   }
-  listTasks(featureId?: string): ReturnType<SessionStore['listTasks']> {
-    return this.call('listTasks', ...(featureId !== undefined ? [featureId] : []));
+  listFeatureTasks(featureId?: string): ReturnType<SessionStore['listFeatureTasks']> {
+    return this.call('listFeatureTasks', ...(featureId !== undefined ? [featureId] : []));
   }
   watch(onChange: (change: StoreChange) => void): () => void {
     this.listeners.add(onChange);

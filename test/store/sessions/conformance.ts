@@ -419,26 +419,26 @@ export function runStoreConformance(initializer: StoreInitializer): void {
       it('stores, replaces and lists tasks, all or by feature', async () => {
         await store.putFeature(feature('f1'));
         await store.putFeature(feature('f2'));
-        await store.putTask(task('f1', 't1'));
-        await store.putTask(task('f1', 't2', { dependencies: ['t1'] }));
-        await store.putTask(task('f2', 't1'));
-        await store.putTask(task('f1', 't1', { currentState: 'qa' }));
-        expect(await store.getTask('f1', 't1')).toEqual(task('f1', 't1', { currentState: 'qa' }));
-        expect(await store.getTask('f2', 't2')).toBeUndefined();
+        await store.putFeatureTask(task('f1', 't1'));
+        await store.putFeatureTask(task('f1', 't2', { dependencies: ['t1'] }));
+        await store.putFeatureTask(task('f2', 't1'));
+        await store.putFeatureTask(task('f1', 't1', { currentState: 'qa' }));
+        expect(await store.getFeatureTask('f1', 't1')).toEqual(task('f1', 't1', { currentState: 'qa' }));
+        expect(await store.getFeatureTask('f2', 't2')).toBeUndefined();
         const keys = (tasks: { featureId: string; taskId: string }[]) =>
           tasks.map((each) => `${each.featureId}/${each.taskId}`).sort();
-        expect(keys(await store.listTasks())).toEqual(['f1/t1', 'f1/t2', 'f2/t1']);
-        expect(keys(await store.listTasks('f1'))).toEqual(['f1/t1', 'f1/t2']);
-        expect(await store.listTasks('f3')).toEqual([]);
+        expect(keys(await store.listFeatureTasks())).toEqual(['f1/t1', 'f1/t2', 'f2/t1']);
+        expect(keys(await store.listFeatureTasks('f1'))).toEqual(['f1/t1', 'f1/t2']);
+        expect(await store.listFeatureTasks('f3')).toEqual([]);
       });
 
       it('refuses an invalid feature or task and stores nothing', async () => {
         const badFeature = { ...feature('f1'), name: 42 } as unknown as Parameters<SessionStore['putFeature']>[0];
         await expect(store.putFeature(badFeature)).rejects.toSatisfy((error) => isParleyError(error, 'INVALID_INPUT'));
         const badTask = { ...task('f1', 't1'), dependencies: ['../up'] };
-        expect((await storeErrorOf(() => store.putTask(badTask))).code).toBe('INVALID_ID');
+        expect((await storeErrorOf(() => store.putFeatureTask(badTask))).code).toBe('INVALID_ID');
         expect(await store.listFeatures()).toEqual([]);
-        expect(await store.listTasks()).toEqual([]);
+        expect(await store.listFeatureTasks()).toEqual([]);
       });
     });
 
@@ -514,11 +514,11 @@ export function runStoreConformance(initializer: StoreInitializer): void {
         expect(await store.getFeature('f1')).toEqual(feature('f1'));
 
         const storedTask = task('f1', 't1');
-        await store.putTask(storedTask);
+        await store.putFeatureTask(storedTask);
         storedTask.dependencies.push('mutated');
-        (await store.getTask('f1', 't1'))!.dependencies.push('mutated');
-        (await store.listTasks())[0]!.dependencies.push('mutated');
-        expect(await store.getTask('f1', 't1')).toEqual(task('f1', 't1'));
+        (await store.getFeatureTask('f1', 't1'))!.dependencies.push('mutated');
+        (await store.listFeatureTasks())[0]!.dependencies.push('mutated');
+        expect(await store.getFeatureTask('f1', 't1')).toEqual(task('f1', 't1'));
       });
     });
 
@@ -547,11 +547,11 @@ export function runStoreConformance(initializer: StoreInitializer): void {
             () => store.listTranscripts(id),
             () => store.putFeature(feature(id)),
             () => store.getFeature(id),
-            () => store.putTask(task(id, 't1')),
-            () => store.putTask(task('f1', id)),
-            () => store.getTask(id, 't1'),
-            () => store.getTask('f1', id),
-            () => store.listTasks(id),
+            () => store.putFeatureTask(task(id, 't1')),
+            () => store.putFeatureTask(task('f1', id)),
+            () => store.getFeatureTask(id, 't1'),
+            () => store.getFeatureTask('f1', id),
+            () => store.listFeatureTasks(id),
           ];
           for (const [index, call] of calls.entries()) {
             const error = await storeErrorOf(call).catch((cause: unknown) => {
@@ -563,7 +563,7 @@ export function runStoreConformance(initializer: StoreInitializer): void {
           expect((await collect(store.listSessions())).map((record) => record.sessionId)).toEqual(['good']);
           expect(await store.listTranscripts('good')).toEqual([]);
           expect(await store.listFeatures()).toEqual([]);
-          expect(await store.listTasks()).toEqual([]);
+          expect(await store.listFeatureTasks()).toEqual([]);
         },
       );
 
@@ -599,9 +599,9 @@ export function runStoreConformance(initializer: StoreInitializer): void {
           () => store.putFeature(feature('f')),
           () => store.getFeature('f'),
           () => store.listFeatures(),
-          () => store.putTask(task('f', 't')),
-          () => store.getTask('f', 't'),
-          () => store.listTasks(),
+          () => store.putFeatureTask(task('f', 't')),
+          () => store.getFeatureTask('f', 't'),
+          () => store.listFeatureTasks(),
         ];
         for (const [index, call] of calls.entries()) {
           expect((await storeErrorOf(call)).code, `call #${index}`).toBe('STORE_CLOSED');

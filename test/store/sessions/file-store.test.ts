@@ -88,7 +88,7 @@ describe('file store', () => {
       await first.writeAgentDescription(agentDescription('s1'));
       await first.writeTranscript('s1', 'native.jsonl', 'raw\n');
       await first.putFeature(feature('f1'));
-      await first.putTask(task('f1', 't1'));
+      await first.putFeatureTask(task('f1', 't1'));
       await first.close();
 
       const second = await open();
@@ -102,7 +102,7 @@ describe('file store', () => {
       expect(await second.readAgentDescription('s1')).toEqual(agentDescription('s1'));
       expect(await second.readTranscript('s1', 'native.jsonl')).toBe('raw\n');
       expect(await second.getFeature('f1')).toEqual(feature('f1'));
-      expect(await second.listTasks('f1')).toEqual([task('f1', 't1')]);
+      expect(await second.listFeatureTasks('f1')).toEqual([task('f1', 't1')]);
       expect((await second.append('s1', [textEvent('a1', '!')]))[0]!.seq).toBe(2);
       await second.close();
       expect(warnings).toEqual([]);
@@ -117,7 +117,7 @@ describe('file store', () => {
       await store.writeAgentDescription(agentDescription('s1'));
       await store.writeTranscript('s1', 'raw.txt', 'raw');
       await store.putFeature(feature('f1'));
-      await store.putTask(task('f1', 't1'));
+      await store.putFeatureTask(task('f1', 't1'));
       expect(await tree(dataDir)).toEqual([
         '.gitignore',
         'features',
@@ -390,12 +390,12 @@ describe('file store', () => {
       const store = await open();
       await store.putFeature(feature('f1'));
       await store.putFeature(feature('f2'));
-      await store.putTask(task('f1', 't1'));
-      await store.putTask(task('f1', 't2'));
+      await store.putFeatureTask(task('f1', 't1'));
+      await store.putFeatureTask(task('f1', 't2'));
       await fs.writeFile(join(dataDir, 'features/f2/feature.json'), 'not json');
       await fs.writeFile(join(dataDir, 'features/f1/tasks/t2/task.json'), '{}');
       expect((await store.listFeatures()).map((each) => each.featureId)).toEqual(['f1']);
-      expect((await store.listTasks()).map((each) => each.taskId)).toEqual(['t1']);
+      expect((await store.listFeatureTasks()).map((each) => each.taskId)).toEqual(['t1']);
       expect(warnings.map((warning) => warning.code)).toEqual(['UNREADABLE_FILE', 'UNREADABLE_FILE']);
       expect((await storeErrorOf(() => store.getFeature('f2'))).code).toBe('CORRUPT_FILE');
       await store.close();
@@ -429,7 +429,7 @@ describe('file store', () => {
           () => store.writeContext(contextDocument(id)),
           () => store.writeTranscript('good', id, 'x'),
           () => store.putFeature(feature(id)),
-          () => store.putTask(task('f1', id)),
+          () => store.putFeatureTask(task('f1', id)),
         ];
         for (const call of calls) expect((await storeErrorOf(call)).code).toBe('INVALID_ID');
         expect(await tree(parent)).toEqual(before);

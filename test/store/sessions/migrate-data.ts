@@ -101,7 +101,7 @@ export async function fillDataFolder(store: SessionStore): Promise<string[]> {
   await store.writeAgentDescription(agentDescription(MANAGED_ID));
 
   await store.putFeature(feature('f1', { sessionId: 'pm-feature-f1' }));
-  await store.putTask(task('f1', 't1', { states: { in_dev: { sessionIds: [MANAGED_ID] } } }));
+  await store.putFeatureTask(task('f1', 't1', { states: { in_dev: { sessionIds: [MANAGED_ID] } } }));
 
   await importTranscripts(join(FIXTURES, 'claude-code'), { store, now: () => 1_700_000_400_000 });
   await importTranscripts(join(FIXTURES, 'gemini'), { store, now: () => 1_700_000_500_000 });
@@ -134,5 +134,5 @@ export async function expectSameContents(original: SessionStore, copy: SessionSt
     expect(await digestSession(copy, id)).toEqual(await digestSession(original, id));
   }
   expect(await copy.listFeatures()).toEqual(await original.listFeatures());
-  expect(await copy.listTasks()).toEqual(await original.listTasks());
+  expect(await copy.listFeatureTasks()).toEqual(await original.listFeatureTasks());
 }
