@@ -164,6 +164,10 @@ export async function importTranscripts(path: string, options: ImportOptions): P
           : source.source === 'gemini-cli'
             ? await importGemini(source, context)
             : await importSeedLayout(source, context);
+      if ('skipped' in imported) {
+        for (const file of imported.files) result.skipped.push({ path: file, reason: imported.skipped });
+        continue;
+      }
       result.sessions.push(imported);
       context.progress({ phase: 'session_done', sessionId: imported.sessionId });
     } catch (error) {
@@ -362,7 +366,7 @@ function unlinkedSubagent(subagentId: string, name: string, input: string, at: n
 // -----------------------------------------------------------------------------------------------
 // Gemini CLI
 
-async function importGemini(source: GeminiSource, context: Context): Promise<ImportedSession> {
+async function importGemini(source: GeminiSource, context: Context): Promise<ImportedSession | NothingImported> {
   // A Gemini log is a replay (rewinds and checkpoints rewrite it): parse it whole, then write.
   const events: StreamEventDraft[] = [];
   const stat = await fs.stat(source.main);
@@ -378,6 +382,7 @@ async function importGemini(source: GeminiSource, context: Context): Promise<Imp
   });
   const info = parser.end();
   const warnings = [...parser.warnings];
+  if (!events.some(isBlockEvent)) return nothingImported([source.main], 'Gemini CLI file', parser.warnings);
   const nativeSessionId =
     source.checkpointTag ?? info.nativeSessionId ?? basename(source.main).replace(/\.jsonl?$/, '');
   const sessionId = importedSessionId('gemini-cli', nativeSessionId);
@@ -426,7 +431,10 @@ async function importGemini(source: GeminiSource, context: Context): Promise<Imp
 // -----------------------------------------------------------------------------------------------
 // Seed layout
 
-async function importSeedLayout(source: SeedLayoutSource, context: Context): Promise<ImportedSession> {
+async function importSeedLayout(
+  source: SeedLayoutSource,
+  context: Context,
+): Promise<ImportedSession | NothingImported> {
   const files: SeedLayoutFiles = { sessionId: source.sessionId };
   const paths = Object.values(source.files)
     .filter((path): path is string => path !== undefined)
@@ -446,6 +454,11 @@ async function importSeedLayout(source: SeedLayoutSource, context: Context): Pro
     }
   }
   const parsed = parseSeedLayout(files);
+  // A session file alone is only a record about a conversation; with no chat, checkpoint, context or description it holds none.
+  const holdsNothing =
+    parsed.checkpoint === undefined && parsed.context === undefined && parsed.agentDescription === undefined;
+  if (!parsed.events.some(isBlockEvent) && holdsNothing)
+    return nothingImported(paths, 'seed-layout file', parsed.warnings);
   const nativeSessionId = parsed.nativeSessionId ?? source.sessionId;
   const sessionId = importedSessionId('seed-layout', nativeSessionId);
   const agentType = parsed.session?.agentType ?? parsed.agentDescription?.agentType ?? 'imported';
@@ -553,6 +566,21 @@ function kindOf(source: SeedLayoutSource, path: string): keyof SeedLayoutSource[
 
 // -----------------------------------------------------------------------------------------------
 // Shared: creating, updating and finishing a session
+
+/** A source that yields no blocks is not a session: it is listed as skipped with this reason. */
+interface NothingImported {
+  files: string[];
+  skipped: string;
+}
+
+function nothingImported(files: string[], kind: string, warnings: readonly TranscriptWarning[]): NothingImported {
+  const why = warnings.length > 0 ? ` (${warnings.map((warning) => warning.message).join('; ')})` : '';
+  return { files, skipped: `named like a ${kind} but holds no messages${why}; not made a session` };
+}
+
+function isBlockEvent(event: StreamEventDraft): boolean {
+  return event.type === 'block_complete';
+}
 
 interface Started {
   writer: LogWriter;

@@ -1,0 +1,140 @@
+import { promises as fs } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { importTranscripts } from '../../../src/sessions/import/index.js';
+import { createMemoryStore } from '../../../src/store/index.js';
+
+/**
+ * Shapes seen in real transcripts (Claude Code 1.0.x to 2.1.x, Gemini CLI) that the frozen
+ * fixtures do not have, each built here from the record shapes of the reference schemas.
+ */
+
+const SESSION = '0c1d2e3f-4a5b-4c6d-8e7f-901a2b3c4d5e';
+
+function user(uuid: string, parentUuid: string | null, content: unknown, extra: Record<string, unknown> = {}): string {
+  return JSON.stringify({
+    parentUuid,
+    isSidechain: false,
+    userType: 'external',
+    cwd: '/home/dev/src/shapes',
+    sessionId: SESSION,
+    version: '2.1.30',
+    type: 'user',
+    message: { role: 'user', content },
+    uuid,
+    timestamp: '2026-09-01T10:00:00.000Z',
+    ...extra,
+  });
+}
+
+function assistant(uuid: string, parentUuid: string, text: string): string {
+  return JSON.stringify({
+    parentUuid,
+    isSidechain: false,
+    userType: 'external',
+    cwd: '/home/dev/src/shapes',
+    sessionId: SESSION,
+    version: '2.1.30',
+    type: 'assistant',
+    requestId: `req-${uuid}`,
+    message: {
+      id: `msg-${uuid}`,
+      type: 'message',
+      role: 'assistant',
+      model: 'claude-sonnet-4-5-20250929',
+      content: [{ type: 'text', text }],
+      stop_reason: null,
+      usage: { input_tokens: 1000, output_tokens: 200, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+    },
+    uuid,
+    timestamp: '2026-09-01T10:00:05.000Z',
+  });
+}
+
+let work: string;
+beforeEach(async () => {
+  work = await fs.mkdtemp(join(tmpdir(), 'parley-shapes-'));
+});
+afterEach(async () => {
+  await fs.rm(work, { recursive: true, force: true });
+});
+
+describe('importTranscripts: which files are sessions', () => {
+  it('recognises a Claude Code transcript whose first line is longer than 64 KiB (a pasted screenshot)', async () => {
+    const screenshot = Buffer.alloc(300 * 1024, 7).toString('base64');
+    const first = user('u-1', null, [
+      { type: 'text', text: 'What is wrong in this screenshot?' },
+      { type: 'image', source: { type: 'base64', media_type: 'image/png', data: screenshot } },
+    ]);
+    const file = join(work, `${SESSION}.jsonl`);
+    await fs.writeFile(file, `${first}\n${assistant('a-1', 'u-1', 'The button is cut off.')}\n`);
+    const result = await importTranscripts(file, { store: createMemoryStore() });
+    expect(result.sessions.map((session) => session.sessionId)).toEqual([`cc-${SESSION}`]);
+    const folder = await importTranscripts(work, { store: createMemoryStore() });
+    expect(folder.sessions).toHaveLength(1);
+    expect(folder.skipped).toEqual([]);
+  });
+
+  it("lists another tool's cache files named like the seed layout as skipped, with the reason, and makes no session of them", async () => {
+    const cache = join(work, 'cache');
+    await fs.mkdir(cache);
+    await fs.writeFile(join(cache, 'session_b.json'), JSON.stringify({ etag: 'W/"1f"', entries: [1, 2] }));
+    await fs.writeFile(join(cache, 'chat_c.json'), JSON.stringify({ hits: 3 }));
+    const file = join(work, `${SESSION}.jsonl`);
+    await fs.writeFile(file, `${user('u-1', null, 'hello')}\n${assistant('a-1', 'u-1', 'Hi.')}\n`);
+    const store = createMemoryStore();
+    const result = await importTranscripts(work, { store });
+    expect(result.sessions.map((session) => session.sessionId)).toEqual([`cc-${SESSION}`]);
+    expect(result.skipped).toEqual([
+      { path: join(cache, 'chat_c.json'), reason: expect.stringContaining('holds no messages') },
+      { path: join(cache, 'session_b.json'), reason: expect.stringContaining('holds no messages') },
+    ]);
+    expect(result.skipped[0]!.reason).toContain("chat_c.json does not have the seed layout's shape");
+    const ids: string[] = [];
+    for await (const record of store.listSessions()) ids.push(record.sessionId);
+    expect(ids).toEqual([`cc-${SESSION}`]);
+  });
+
+  it('skips a Gemini CLI session file that holds no messages', async () => {
+    const chats = join(work, 'chats');
+    await fs.mkdir(chats);
+    const header = {
+      sessionId: '7e8f9a0b-1c2d-4e3f-8a9b-0c1d2e3f4a5b',
+      projectHash: 'ab12',
+      startTime: '2026-09-01T10:00:00Z',
+    };
+    await fs.writeFile(join(chats, 'session-2026-09-01T10-00-7e8f9a0b.jsonl'), `${JSON.stringify(header)}\n`);
+    const result = await importTranscripts(work, { store: createMemoryStore() });
+    expect(result.sessions).toEqual([]);
+    expect(result.skipped).toEqual([
+      { path: join(chats, 'session-2026-09-01T10-00-7e8f9a0b.jsonl'), reason: expect.stringContaining('no messages') },
+    ]);
+  });
+
+  it('names the parent of a subagent file, and says it is empty, when the parent transcript has 0 bytes', async () => {
+    const agents = join(work, SESSION, 'subagents');
+    await fs.mkdir(agents, { recursive: true });
+    await fs.writeFile(join(work, `${SESSION}.jsonl`), '');
+    const agentFile = join(agents, 'agent-a1b2c3.jsonl');
+    await fs.writeFile(
+      agentFile,
+      `${user('s-1', null, 'Find the bug', { isSidechain: true, agentId: 'a1b2c3' })}\n${assistant('s-2', 's-1', 'Found it.')}\n`,
+    );
+    const error = await importTranscripts(agentFile, { store: createMemoryStore() }).catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ code: 'NOTHING_TO_IMPORT' });
+    expect((error as Error).message).toContain(
+      `parent session's transcript ${join(work, `${SESSION}.jsonl`)} is empty`,
+    );
+    const folder = await importTranscripts(work, { store: createMemoryStore() }).catch((caught: unknown) => caught);
+    expect(folder).toMatchObject({
+      code: 'NOTHING_TO_IMPORT',
+      data: {
+        skipped: expect.arrayContaining([
+          { path: join(work, `${SESSION}.jsonl`), reason: 'an empty file (0 bytes)' },
+          { path: agentFile, reason: expect.stringContaining(`${SESSION}.jsonl is empty`) },
+        ]),
+      },
+    });
+  });
+});
