@@ -118,6 +118,9 @@ export class ClaudeCodeParser implements TranscriptParser {
     }
     const late = this.options.live === true ? [] : this.tools.closeUnanswered();
     for (const thread of this.allThreads()) thread.flush(true, this.emit);
+    // A finished file's last exchange is a turn, though no stop reason (Claude Code 2.x writes null) ended it.
+    const lastTurn = this.options.live === true ? undefined : this.endOpenTurn(this.main, this.lastAt);
+    if (lastTurn !== undefined) this.emit(lastTurn);
     for (const event of late) this.emit(event);
     for (const [threadId] of this.sideThreads) {
       if (!this.tools.isLinked(threadId))
@@ -308,6 +311,14 @@ export class ClaudeCodeParser implements TranscriptParser {
   ): void {
     const conversationId = thread.conversationId;
     const { block, metadata, compaction } = mapSystemRecord(record, at);
+    // Claude Code 2.1 closes each turn with its duration: the turn has ended, whatever the stop reason said.
+    if (stringOf(record['subtype']) === 'turn_duration' && thread.turnOpen) {
+      thread.turnOpen = false;
+      if (conversationId === MAIN_CONVERSATION) {
+        if (metadata.length === 0) metadata.push({});
+        metadata[0]!.turnComplete = true;
+      }
+    }
     if (compaction !== undefined && conversationId === MAIN_CONVERSATION) {
       this.info.compactions.push({ at, messagesBefore: this.info.messageCount, ...compaction });
     }

@@ -97,7 +97,7 @@ describe('importTranscripts: a Claude Code project folder', () => {
       updatedAt: 1_800_000_000_000,
       stats: { totalMessages: 6, totalCompactions: 1, lastCompactionAt: '2026-08-01T10:05:04.000Z' },
     });
-    expect(record.metrics).toMatchObject({ turns: 2, costUsd: expect.closeTo(0.0587, 6), model: 'claude-opus-5-5' });
+    expect(record.metrics).toMatchObject({ turns: 3, costUsd: expect.closeTo(0.0587, 6), model: 'claude-opus-5-5' });
   });
 
   it('writes the blocks as block_complete events and usage as metadata_update events that rebuild the conversation', async () => {

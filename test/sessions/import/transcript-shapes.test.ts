@@ -4,53 +4,12 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { importTranscripts } from '../../../src/sessions/import/index.js';
 import { createMemoryStore } from '../../../src/store/index.js';
+import { SESSION, assistantRecord as assistant, userRecord } from '../../fixtures/transcripts/shapes.js';
 
 /**
  * Shapes seen in real transcripts (Claude Code 1.0.x to 2.1.x, Gemini CLI) that the frozen
  * fixtures do not have, each built here from the record shapes of the reference schemas.
  */
-
-const SESSION = '0c1d2e3f-4a5b-4c6d-8e7f-901a2b3c4d5e';
-
-function user(uuid: string, parentUuid: string | null, content: unknown, extra: Record<string, unknown> = {}): string {
-  return JSON.stringify({
-    parentUuid,
-    isSidechain: false,
-    userType: 'external',
-    cwd: '/home/dev/src/shapes',
-    sessionId: SESSION,
-    version: '2.1.30',
-    type: 'user',
-    message: { role: 'user', content },
-    uuid,
-    timestamp: '2026-09-01T10:00:00.000Z',
-    ...extra,
-  });
-}
-
-function assistant(uuid: string, parentUuid: string, text: string): string {
-  return JSON.stringify({
-    parentUuid,
-    isSidechain: false,
-    userType: 'external',
-    cwd: '/home/dev/src/shapes',
-    sessionId: SESSION,
-    version: '2.1.30',
-    type: 'assistant',
-    requestId: `req-${uuid}`,
-    message: {
-      id: `msg-${uuid}`,
-      type: 'message',
-      role: 'assistant',
-      model: 'claude-sonnet-4-5-20250929',
-      content: [{ type: 'text', text }],
-      stop_reason: null,
-      usage: { input_tokens: 1000, output_tokens: 200, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
-    },
-    uuid,
-    timestamp: '2026-09-01T10:00:05.000Z',
-  });
-}
 
 let work: string;
 beforeEach(async () => {
@@ -63,7 +22,7 @@ afterEach(async () => {
 describe('importTranscripts: which files are sessions', () => {
   it('recognises a Claude Code transcript whose first line is longer than 64 KiB (a pasted screenshot)', async () => {
     const screenshot = Buffer.alloc(300 * 1024, 7).toString('base64');
-    const first = user('u-1', null, [
+    const first = userRecord('u-1', null, [
       { type: 'text', text: 'What is wrong in this screenshot?' },
       { type: 'image', source: { type: 'base64', media_type: 'image/png', data: screenshot } },
     ]);
@@ -82,7 +41,7 @@ describe('importTranscripts: which files are sessions', () => {
     await fs.writeFile(join(cache, 'session_b.json'), JSON.stringify({ etag: 'W/"1f"', entries: [1, 2] }));
     await fs.writeFile(join(cache, 'chat_c.json'), JSON.stringify({ hits: 3 }));
     const file = join(work, `${SESSION}.jsonl`);
-    await fs.writeFile(file, `${user('u-1', null, 'hello')}\n${assistant('a-1', 'u-1', 'Hi.')}\n`);
+    await fs.writeFile(file, `${userRecord('u-1', null, 'hello')}\n${assistant('a-1', 'u-1', 'Hi.')}\n`);
     const store = createMemoryStore();
     const result = await importTranscripts(work, { store });
     expect(result.sessions.map((session) => session.sessionId)).toEqual([`cc-${SESSION}`]);
@@ -119,7 +78,7 @@ describe('importTranscripts: which files are sessions', () => {
     const agentFile = join(agents, 'agent-a1b2c3.jsonl');
     await fs.writeFile(
       agentFile,
-      `${user('s-1', null, 'Find the bug', { isSidechain: true, agentId: 'a1b2c3' })}\n${assistant('s-2', 's-1', 'Found it.')}\n`,
+      `${userRecord('s-1', null, 'Find the bug', { extra: { isSidechain: true, agentId: 'a1b2c3' } })}\n${assistant('s-2', 's-1', 'Found it.')}\n`,
     );
     const error = await importTranscripts(agentFile, { store: createMemoryStore() }).catch((caught: unknown) => caught);
     expect(error).toMatchObject({ code: 'NOTHING_TO_IMPORT' });

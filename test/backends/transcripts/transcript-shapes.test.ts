@@ -1,0 +1,98 @@
+import { describe, expect, it } from 'vitest';
+import {
+  ClaudeCodeSummaryScan,
+  forEachLine,
+  parseClaudeCodeTranscript,
+  parseGeminiTranscript,
+} from '../../../src/backends/index.js';
+import {
+  applyEvents,
+  emptyConversation,
+  type StreamEvent,
+  type StreamEventDraft,
+} from '../../../src/conversation/index.js';
+import { assistantRecord, jsonl, systemRecord, userRecord } from '../../fixtures/transcripts/shapes.js';
+
+/** Shapes seen in real transcripts that the frozen fixtures do not have (see fixtures/transcripts/shapes.ts). */
+
+function fold(events: StreamEventDraft[]) {
+  return applyEvents(
+    emptyConversation('s'),
+    events.map((event, seq) => ({ ...event, sessionId: 's', seq }) as StreamEvent),
+  );
+}
+
+function scanned(text: string) {
+  const scan = new ClaudeCodeSummaryScan();
+  forEachLine(text, (line, number, terminated) => scan.line(line, number, terminated));
+  scan.end();
+  return fold(scan.summary().metadata);
+}
+
+describe('turn counts', () => {
+  const onePrompt = jsonl([
+    userRecord('u-1', null, 'Rename the flag'),
+    assistantRecord('a-1', 'u-1', 'Renamed it.', { stopReason: null }),
+  ]);
+
+  it('a finished Claude Code 2.x file whose assistant records all say stop_reason null counts its last exchange as a turn', () => {
+    expect(fold(parseClaudeCodeTranscript(onePrompt).events).metrics.turns).toBe(1);
+    expect(scanned(onePrompt).metrics.turns).toBe(1);
+  });
+
+  it('counts each of two prompts once, and a turn_duration record ends its turn once', () => {
+    const text = jsonl([
+      userRecord('u-1', null, 'First'),
+      assistantRecord('a-1', 'u-1', 'One.'),
+      systemRecord('t-1', 'a-1', { subtype: 'turn_duration', durationMs: 1200 }),
+      userRecord('u-2', 't-1', 'Second'),
+      assistantRecord('a-2', 'u-2', 'Two.'),
+    ]);
+    expect(fold(parseClaudeCodeTranscript(text).events).metrics.turns).toBe(2);
+    expect(scanned(text).metrics.turns).toBe(2);
+  });
+
+  it('a file being written (live) keeps its last turn open', () => {
+    expect(fold(parseClaudeCodeTranscript(onePrompt, { live: true }).events).metrics.turns).toBe(0);
+  });
+
+  it('a Gemini CLI session whose answers end with tool calls counts a turn per prompt', () => {
+    const header = {
+      sessionId: '7e8f9a0b-1c2d-4e3f-8a9b-0c1d2e3f4a5b',
+      projectHash: 'ab12',
+      startTime: '2026-09-01T10:00:00Z',
+    };
+    const call = (id: string) => ({
+      id,
+      name: 'read_file',
+      args: { path: 'a.ts' },
+      status: 'success',
+      timestamp: '2026-09-01T10:00:02Z',
+      result: [{ functionResponse: { id, name: 'read_file', response: { output: 'x' } } }],
+    });
+    const text = jsonl([
+      JSON.stringify(header),
+      JSON.stringify({ id: 'm1', timestamp: '2026-09-01T10:00:01Z', type: 'user', content: [{ text: 'Read a.ts' }] }),
+      JSON.stringify({
+        id: 'm2',
+        timestamp: '2026-09-01T10:00:02Z',
+        type: 'gemini',
+        content: 'Reading it.',
+        toolCalls: [call('c1')],
+        model: 'gemini-2.5-pro',
+        tokens: { input: 100, output: 10, cached: 0, thoughts: 0, tool: 0, total: 110 },
+      }),
+      JSON.stringify({ id: 'm3', timestamp: '2026-09-01T10:00:03Z', type: 'user', content: [{ text: 'And b.ts' }] }),
+      JSON.stringify({
+        id: 'm4',
+        timestamp: '2026-09-01T10:00:04Z',
+        type: 'gemini',
+        content: '',
+        toolCalls: [call('c2')],
+        model: 'gemini-2.5-pro',
+        tokens: { input: 120, output: 10, cached: 0, thoughts: 0, tool: 0, total: 130 },
+      }),
+    ]);
+    expect(fold(parseGeminiTranscript(text).events).metrics.turns).toBe(2);
+  });
+});
