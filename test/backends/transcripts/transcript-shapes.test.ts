@@ -96,3 +96,27 @@ describe('turn counts', () => {
     expect(fold(parseGeminiTranscript(text).events).metrics.turns).toBe(2);
   });
 });
+
+describe('Claude Code 1.0.x system records without a subtype', () => {
+  const text = jsonl([
+    userRecord('u-1', null, 'Plan the refactor', { version: '1.0.51' }),
+    systemRecord(
+      's-1',
+      'u-1',
+      { content: 'Claude Opus 4 limit reached, now using Sonnet 4', level: 'warning', isMeta: false },
+      { version: '1.0.51' },
+    ),
+    systemRecord('s-2', 's-1', { content: 'PreToolUse:Bash [check.sh] failed', level: 'error' }, { version: '1.0.51' }),
+    systemRecord('s-3', 's-2', { content: 'Running PostToolUse hooks…', level: 'info' }, { version: '1.0.51' }),
+    assistantRecord('a-1', 's-3', 'Here is the plan.', { version: '1.0.51', stopReason: 'end_turn' }),
+  ]);
+
+  it('are shown as system blocks with their level, not hidden as unknown records', () => {
+    const system = parseClaudeCodeTranscript(text).blocks.filter((block) => block.type === 'system');
+    expect(system.map((block) => [block.subtype, block.content, (block.data as { level?: string }).level])).toEqual([
+      ['info', 'warning: Claude Opus 4 limit reached, now using Sonnet 4', 'warning'],
+      ['error', 'PreToolUse:Bash [check.sh] failed', 'error'],
+      ['info', 'Running PostToolUse hooks…', 'info'],
+    ]);
+  });
+});
