@@ -98,7 +98,8 @@ export class HiddenRecords {
 
 export function formatCost(metrics: SessionMetrics | undefined): string {
   if (!metrics) return '-';
-  return `$${metrics.costUsd.toFixed(2)}${metrics.costUnknown ? '+?' : ''}`;
+  // An estimate from the price table (usage recorded without a cost) reads `~$1.23`.
+  return `${metrics.costEstimated === true ? '~' : ''}$${metrics.costUsd.toFixed(2)}${metrics.costUnknown ? '+?' : ''}`;
 }
 
 export function describeScope(record: SessionRecord): string {

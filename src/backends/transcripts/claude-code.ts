@@ -126,7 +126,11 @@ export class ClaudeCodeParser implements TranscriptParser {
       if (!this.tools.isLinked(threadId))
         this.info.subagents.push({ subagentId: threadId, name: 'sidechain', linked: false });
     }
-    if (this.main.conversationId === MAIN_CONVERSATION && this.usage.costUnknown) {
+    const estimate = this.options.live === true ? undefined : this.usage.estimate();
+    if (this.main.conversationId === MAIN_CONVERSATION && estimate !== undefined) {
+      if (estimate.costUnknown === true) this.info.costUnknown = true;
+      this.emit({ type: 'metadata_update', conversationId: MAIN_CONVERSATION, at: this.lastAt, metadata: estimate });
+    } else if (this.main.conversationId === MAIN_CONVERSATION && this.usage.costUnknown) {
       this.info.costUnknown = true;
       this.emit({
         type: 'metadata_update',

@@ -40,6 +40,8 @@ export class LogWriter {
   private readonly places = new MetadataPlaces();
   /** Turn ends the log holds at places the new parse passed without one (a turn the file's end closed). */
   private readonly turnEndsLeftBehind = new Map<string, number>();
+  /** The estimated cost the log holds at a place the new parse passed (the old end of a file that grew). */
+  private estimateLeftBehind = 0;
 
   constructor(
     private readonly store: SessionStore,
@@ -85,6 +87,16 @@ export class LogWriter {
         const key = this.places.nextMetadataKey(event.conversationId);
         if (known.has(key)) return;
         known.set(key, metadataValue(event.metadata));
+        if (
+          event.metadata.costEstimated === true &&
+          event.metadata.costUsd !== undefined &&
+          this.estimateLeftBehind > 0
+        ) {
+          // The log holds the estimate of the file as it was: only what the grown file adds is appended.
+          const costUsd = Math.max(0, event.metadata.costUsd - this.estimateLeftBehind);
+          this.estimateLeftBehind = 0;
+          event = { ...event, metadata: { ...event.metadata, costUsd } };
+        }
         const credit = this.turnEndsLeftBehind.get(event.conversationId) ?? 0;
         if (event.metadata.turnComplete === true && credit > 0) {
           // The log counted this turn where the file ended; the grown file ends it at its next prompt.
@@ -102,8 +114,11 @@ export class LogWriter {
   /** The log's metadata after the current block that the new parse did not produce: its turn ends are owed. */
   private noteLeftBehind(conversationId: string, known: Map<string, string>): void {
     for (let key = this.places.peekMetadataKey(conversationId); known.has(key);) {
-      if (known.get(key) === TURN_END) {
+      const value = known.get(key);
+      if (value === TURN_END) {
         this.turnEndsLeftBehind.set(conversationId, (this.turnEndsLeftBehind.get(conversationId) ?? 0) + 1);
+      } else if (value?.startsWith(ESTIMATE) === true) {
+        this.estimateLeftBehind += Number(value.slice(ESTIMATE.length));
       }
       this.places.nextMetadataKey(conversationId);
       key = this.places.peekMetadataKey(conversationId);
@@ -194,10 +209,13 @@ class MetadataPlaces {
   }
 }
 
-/** What `known` holds for a metadata event: whether it ended a turn (a re-import owes such an end when it moved). */
+/** What `known` holds for a metadata event: whether it ended a turn or estimated a cost (a re-import owes these when they moved). */
 const TURN_END = 'turn';
 
+const ESTIMATE = 'estimate:';
+
 function metadataValue(metadata: TurnMetadata): string {
+  if (metadata.costEstimated === true && metadata.costUsd !== undefined) return `${ESTIMATE}${metadata.costUsd}`;
   return metadata.turnComplete === true ? TURN_END : '';
 }
 

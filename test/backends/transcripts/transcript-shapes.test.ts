@@ -120,3 +120,36 @@ describe('Claude Code 1.0.x system records without a subtype', () => {
     ]);
   });
 });
+
+describe('cost of a transcript that records usage but no cost', () => {
+  const usage = {
+    input_tokens: 1_000_000,
+    output_tokens: 100_000,
+    cache_read_input_tokens: 0,
+    cache_creation_input_tokens: 0,
+  };
+  const text = jsonl([
+    userRecord('u-1', null, 'Explain the build'),
+    assistantRecord('a-1', 'u-1', 'It uses tsc.', { model: 'claude-sonnet-4-5-20250929', usage }),
+    userRecord('u-2', 'a-1', 'And the tests?'),
+    assistantRecord('a-2', 'u-2', 'Vitest.', { model: 'some-private-model', usage }),
+  ]);
+
+  it('is priced from the price table, marked as estimated; a model the table lacks keeps the cost unknown', () => {
+    // claude-sonnet-4-5: $3 per million input, $15 per million output.
+    const metrics = fold(parseClaudeCodeTranscript(text).events).metrics;
+    expect(metrics.costUsd).toBeCloseTo(3 + 1.5, 6);
+    expect(metrics).toMatchObject({ costEstimated: true, costUnknown: true });
+    expect(scanned(text)).toMatchObject({ metrics: { costUsd: expect.closeTo(4.5, 6), costEstimated: true } });
+  });
+
+  it('a recorded cost is used as it is, never estimated', () => {
+    const recorded = jsonl([
+      userRecord('u-1', null, 'Explain the build'),
+      assistantRecord('a-1', 'u-1', 'It uses tsc.', { usage, extra: { costUSD: 0.25 } }),
+    ]);
+    const metrics = fold(parseClaudeCodeTranscript(recorded).events).metrics;
+    expect(metrics.costUsd).toBeCloseTo(0.25, 6);
+    expect(metrics.costEstimated).toBeUndefined();
+  });
+});

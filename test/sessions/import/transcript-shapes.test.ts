@@ -97,3 +97,25 @@ describe('importTranscripts: which files are sessions', () => {
     });
   });
 });
+
+describe('importTranscripts: the estimated cost of a session that grew', () => {
+  it('counts each message once when the file is imported again after it went on', async () => {
+    const usage = {
+      input_tokens: 1_000_000,
+      output_tokens: 0,
+      cache_read_input_tokens: 0,
+      cache_creation_input_tokens: 0,
+    };
+    const file = join(work, `${SESSION}.jsonl`);
+    await fs.writeFile(file, `${userRecord('u-1', null, 'one')}\n${assistant('a-1', 'u-1', 'One.', { usage })}\n`);
+    const store = createMemoryStore();
+    await importTranscripts(file, { store });
+    const first = await store.getSession(`cc-${SESSION}`);
+    expect(first?.metrics).toMatchObject({ costUsd: expect.closeTo(3, 6), costEstimated: true, turns: 1 });
+    await fs.appendFile(file, `${userRecord('u-2', 'a-1', 'two')}\n${assistant('a-2', 'u-2', 'Two.', { usage })}\n`);
+    const result = await importTranscripts(file, { store });
+    expect(result.sessions[0]!.status).toBe('updated');
+    const second = await store.getSession(`cc-${SESSION}`);
+    expect(second?.metrics).toMatchObject({ costUsd: expect.closeTo(6, 6), costEstimated: true, turns: 2 });
+  });
+});

@@ -137,7 +137,11 @@ export class ClaudeCodeSummaryScan implements TranscriptParser {
       this.main.turnOpen = false;
       this.push(MAIN_CONVERSATION, this.lastAt, { turnComplete: true });
     }
-    if (this.usage.costUnknown) {
+    const estimate = this.usage.estimate();
+    if (estimate !== undefined) {
+      if (estimate.costUnknown === true) this.info.costUnknown = true;
+      this.push(MAIN_CONVERSATION, this.lastAt, estimate);
+    } else if (this.usage.costUnknown) {
       this.info.costUnknown = true;
       this.push(MAIN_CONVERSATION, this.lastAt, { costUnknown: true });
     }
