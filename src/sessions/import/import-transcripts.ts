@@ -15,6 +15,7 @@ import {
   isParleyError,
   type ConversationBlock,
   type StreamEventDraft,
+  type SubagentBlock,
   type Tokenizer,
 } from '../../conversation/index.js';
 import { FORMAT_VERSION, type CheckpointInput, type SessionRecord, type SessionStore } from '../../store/index.js';
@@ -206,11 +207,21 @@ async function importClaudeCode(source: ClaudeCodeSource, context: Context): Pro
   const writer = start.writer;
 
   const live = context.options.live === true;
+  // Agents no Task call launches (a compaction's, a warmup's) are placed in main where they started.
+  const placed = new Map<string, { name: string; at: number; input: string }>();
+  for (const agent of source.subagents) {
+    const start = await unlaunchedAgent(agent.path, agent.agentId);
+    if (start !== undefined) placed.set(agent.agentId, start);
+  }
   const main = new ClaudeCodeParser({
     emit: writer.add,
     file: basename(source.main),
     collectMessageIds: source.subagents.length > 0,
     live,
+    placeByTime: [...placed].map(([agentId, start]) => ({
+      at: start.at,
+      block: unlinkedSubagent(agentId, start.name, start.input, start.at).block,
+    })),
   });
   const mainSize = start.fingerprints[0]!.size;
   const read = await streamFile(source.main, main, {
@@ -229,12 +240,13 @@ async function importClaudeCode(source: ClaudeCodeSource, context: Context): Pro
   for (const agent of source.subagents) {
     if (context.options.signal?.aborted) throw importAborted(source.main);
     const meta = agent.metaPath !== undefined ? await readJsonObject(agent.metaPath, warnings) : undefined;
-    const agentType = typeof meta?.['agentType'] === 'string' ? meta['agentType'] : undefined;
+    const agentType = typeof meta?.['agentType'] === 'string' ? meta['agentType'] : placed.get(agent.agentId)?.name;
     const model = typeof meta?.['model'] === 'string' ? meta['model'] : undefined;
     const parser = new ClaudeCodeParser({
       emit: writer.add,
       conversationId: agent.agentId,
       parentMessageIds: main.messageIds,
+      parentUuids: main.uuids,
       file: basename(agent.path),
       live,
     });
@@ -248,7 +260,9 @@ async function importClaudeCode(source: ClaudeCodeSource, context: Context): Pro
     if (subRead.text !== undefined) copies.push({ name: transcriptName(agent.agentId), text: subRead.text });
     const subInfo = parser.end();
     warnings.push(...parser.warnings);
-    if (!info.subagents.some((link) => link.subagentId === agent.agentId)) {
+    if (placed.has(agent.agentId)) {
+      info.subagents.push({ subagentId: agent.agentId, name: agentType ?? 'subagent', linked: true });
+    } else if (!info.subagents.some((link) => link.subagentId === agent.agentId)) {
       // A subagent the main thread does not point at (a background agent, a lost result): still reachable from main.
       const description = typeof meta?.['description'] === 'string' ? meta['description'] : undefined;
       writer.add(
@@ -345,7 +359,58 @@ function subagentStart(
   };
 }
 
-function unlinkedSubagent(subagentId: string, name: string, input: string, at: number): StreamEventDraft {
+/**
+ * A subagent file of an agent that no Task call launched, read from its first record: Claude Code's
+ * compaction agent (`agent-acompact-*`, one per automatic compaction) and 2.0.x's "Warmup" agents.
+ */
+async function unlaunchedAgent(
+  path: string,
+  agentId: string,
+): Promise<{ name: string; at: number; input: string } | undefined> {
+  const compaction = agentId.startsWith('acompact');
+  let first: Record<string, unknown> | undefined;
+  const handle = await fs.open(path, 'r');
+  try {
+    const buffer = Buffer.alloc(64 * 1024);
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
+    for (const line of buffer.toString('utf8', 0, bytesRead).split('\n')) {
+      try {
+        const record: unknown = JSON.parse(line);
+        if (typeof record === 'object' && record !== null && 'timestamp' in record) {
+          first = record as Record<string, unknown>;
+          break;
+        }
+      } catch {
+        continue;
+      }
+    }
+  } finally {
+    await handle.close();
+  }
+  const at = typeof first?.['timestamp'] === 'string' ? Date.parse(first['timestamp']) : Number.NaN;
+  if (Number.isNaN(at)) return undefined;
+  const message = first?.['message'] as { content?: unknown } | undefined;
+  const content = message?.['content'];
+  const prompt =
+    typeof content === 'string'
+      ? content
+      : Array.isArray(content)
+        ? content
+            .map((part: unknown) => (part as { text?: unknown } | null)?.text)
+            .filter((text): text is string => typeof text === 'string')
+            .join('\n')
+        : '';
+  if (compaction) return { name: 'compaction', at, input: 'Automatic compaction of the conversation' };
+  if (prompt.trim() === 'Warmup') return { name: 'warmup', at, input: prompt };
+  return undefined;
+}
+
+function unlinkedSubagent(
+  subagentId: string,
+  name: string,
+  input: string,
+  at: number,
+): StreamEventDraft & { block: SubagentBlock } {
   return {
     type: 'block_complete',
     conversationId: MAIN_CONVERSATION,

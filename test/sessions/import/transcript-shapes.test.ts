@@ -2,14 +2,21 @@ import { promises as fs } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { applyEvents, emptyConversation, type StreamEvent } from '../../../src/conversation/index.js';
 import { importTranscripts } from '../../../src/sessions/import/index.js';
-import { createMemoryStore } from '../../../src/store/index.js';
-import { SESSION, assistantRecord as assistant, userRecord } from '../../fixtures/transcripts/shapes.js';
+import { createMemoryStore, type SessionStore } from '../../../src/store/index.js';
+import { SESSION, assistantRecord as assistant, systemRecord, userRecord } from '../../fixtures/transcripts/shapes.js';
 
 /**
  * Shapes seen in real transcripts (Claude Code 1.0.x to 2.1.x, Gemini CLI) that the frozen
  * fixtures do not have, each built here from the record shapes of the reference schemas.
  */
+
+async function rebuilt(store: SessionStore, sessionId: string) {
+  const events: StreamEvent[] = [];
+  for await (const event of store.readLog(sessionId)) events.push(event);
+  return applyEvents(emptyConversation(sessionId), events);
+}
 
 let work: string;
 beforeEach(async () => {
@@ -117,5 +124,67 @@ describe('importTranscripts: the estimated cost of a session that grew', () => {
     expect(result.sessions[0]!.status).toBe('updated');
     const second = await store.getSession(`cc-${SESSION}`);
     expect(second?.metrics).toMatchObject({ costUsd: expect.closeTo(6, 6), costEstimated: true, turns: 2 });
+  });
+});
+
+describe('importTranscripts: agents no Task call launched', () => {
+  it('places the compaction agent where the compaction happened, names it, and finds its parents in the main transcript', async () => {
+    const agents = join(work, SESSION, 'subagents');
+    await fs.mkdir(agents, { recursive: true });
+    const at = (second: number) => ({ timestamp: `2026-09-01T10:00:${String(second).padStart(2, '0')}.000Z` });
+    await fs.writeFile(
+      join(work, `${SESSION}.jsonl`),
+      [
+        userRecord('u-1', null, 'Long work', at(1)),
+        assistant('a-1', 'u-1', 'Done a lot.', { ...at(2), stopReason: 'end_turn' }),
+        systemRecord(
+          'c-1',
+          'a-1',
+          {
+            subtype: 'compact_boundary',
+            content: 'Conversation compacted',
+            compactMetadata: { trigger: 'auto', preTokens: 160000 },
+          },
+          at(20),
+        ),
+        userRecord('u-2', 'c-1', 'Go on', at(21)),
+        assistant('a-2', 'u-2', 'Going on.', { ...at(22), stopReason: 'end_turn' }),
+      ].join('\n') + '\n',
+    );
+    const agentExtra = { isSidechain: true, agentId: 'acompact-1f2e3d' };
+    await fs.writeFile(
+      join(agents, 'agent-acompact-1f2e3d.jsonl'),
+      [
+        userRecord('k-1', 'a-1', 'Summarise the conversation so far', { ...at(5), extra: agentExtra }),
+        assistant('k-2', 'k-1', '<summary>Work so far</summary>', {
+          ...at(15),
+          stopReason: 'end_turn',
+          extra: agentExtra,
+        }),
+      ].join('\n') + '\n',
+    );
+    const store = createMemoryStore();
+    const result = await importTranscripts(work, { store });
+    expect(result.warnings.filter((warning) => warning.code === 'MISSING_PARENT')).toEqual([]);
+    const state = await rebuilt(store, `cc-${SESSION}`);
+    expect(
+      state.blocks.map((block) => (block.type === 'subagent' ? `${block.type}:${block.name}` : block.type)),
+    ).toEqual(['user_message', 'assistant_text', 'subagent:compaction', 'system', 'user_message', 'assistant_text']);
+  });
+
+  it('names a 2.0.x Warmup agent file for what it is', async () => {
+    await fs.writeFile(
+      join(work, `${SESSION}.jsonl`),
+      `${userRecord('u-1', null, 'hello')}\n${assistant('a-1', 'u-1', 'Hi.', { stopReason: 'end_turn' })}\n`,
+    );
+    const extra = { isSidechain: true, agentId: '5e6f7a8b' };
+    await fs.writeFile(
+      join(work, 'agent-5e6f7a8b.jsonl'),
+      `${userRecord('w-1', null, 'Warmup', { version: '2.0.30', extra })}\n${assistant('w-2', 'w-1', 'Ready.', { version: '2.0.30', extra })}\n`,
+    );
+    const store = createMemoryStore();
+    await importTranscripts(work, { store });
+    const state = await rebuilt(store, `cc-${SESSION}`);
+    expect(state.blocks.filter((block) => block.type === 'subagent').map((block) => block.name)).toEqual(['warmup']);
   });
 });
