@@ -153,3 +153,28 @@ describe('cost of a transcript that records usage but no cost', () => {
     expect(metrics.costEstimated).toBeUndefined();
   });
 });
+
+describe('images and documents in user messages', () => {
+  it('keep their data in the prompt block, for a client to show on request; one too large is named with its size', () => {
+    const small = Buffer.from('a tiny png').toString('base64');
+    const large = 'A'.repeat(8 * 1024 * 1024 + 4);
+    const text = jsonl([
+      userRecord('u-1', null, [
+        { type: 'text', text: 'Look' },
+        { type: 'image', source: { type: 'base64', media_type: 'image/png', data: small } },
+        { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: large } },
+      ]),
+    ]);
+    const prompt = parseClaudeCodeTranscript(text).blocks[0]!;
+    expect(prompt).toMatchObject({
+      type: 'user_message',
+      content: 'Look\n\n[image: image/png]\n\n[document: application/pdf]',
+    });
+    expect((prompt as { metadata?: unknown }).metadata).toEqual({
+      attachments: [
+        { type: 'image', mediaType: 'image/png', data: small, bytes: 10 },
+        { type: 'document', mediaType: 'application/pdf', bytes: 6291459, omitted: 'too large to keep in the session' },
+      ],
+    });
+  });
+});
