@@ -8,7 +8,7 @@ import {
   type SessionMetrics,
   type StreamEvent,
 } from '../conversation/index.js';
-import { renderBlock } from './render.js';
+import { HiddenRecords, renderBlock, type RenderOptions } from './render.js';
 
 /** A thread's blocks as rendered lines, in the reducer's order (first arrival), with each block's place by id. */
 interface RenderedList {
@@ -39,8 +39,12 @@ export class ConversationText {
   private readonly threads = new Map<string, RenderedList>();
   private state: ConversationState;
   private readonly metadata: StreamEvent[] = [];
+  private readonly hidden = new HiddenRecords();
 
-  constructor(sessionId: string) {
+  constructor(
+    sessionId: string,
+    private readonly options: RenderOptions = {},
+  ) {
     this.state = emptyConversation(sessionId);
   }
 
@@ -59,6 +63,7 @@ export class ConversationText {
       }
       const block = event.block;
       const conversationId = event.conversationId;
+      if (this.hidden.takes(block)) continue;
       if (conversationId === MAIN_CONVERSATION) this.place(this.main, block, '');
       else this.place(this.thread(conversationId), block, THREAD_INDENT);
       if (block.type === 'subagent') this.thread(block.subagentId);
@@ -91,6 +96,8 @@ export class ConversationText {
       out.push(`[thread ${id}]`);
       for (const inner of thread.lines) out.push(inner);
     }
+    const summary = this.options.verbose === true ? this.hidden.summary() : undefined;
+    if (summary !== undefined) out.push(summary);
     return out.join('\n');
   }
 

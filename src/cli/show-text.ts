@@ -1,6 +1,6 @@
 import type { SessionManager } from '../sessions/index.js';
 import { ConversationText } from './conversation-text.js';
-import { describeScope, formatCost, renderConversation } from './render.js';
+import { describeScope, formatCost, renderConversation, type RenderOptions } from './render.js';
 import type { SessionMetrics } from '../conversation/index.js';
 import type { SessionRecord } from '../store/index.js';
 
@@ -10,14 +10,18 @@ import type { SessionRecord } from '../store/index.js';
  * (`ConversationText`), holding the text rather than the blocks, and nothing is written; any other
  * from its conversation as the session manager folds it.
  */
-export async function sessionText(manager: SessionManager, sessionId: string): Promise<string> {
+export async function sessionText(
+  manager: SessionManager,
+  sessionId: string,
+  options: RenderOptions = {},
+): Promise<string> {
   const record = await manager.getSession(sessionId);
-  const streamed = new ConversationText(record.sessionId);
+  const streamed = new ConversationText(record.sessionId, options);
   if (await manager.parseUnbuiltSession(sessionId, (events) => streamed.add(events))) {
     return `${heading(record, streamed.metrics)}${streamed.text()}`;
   }
   const runtime = await manager.getRuntimeSession(sessionId);
-  return `${heading(record, runtime.metrics)}${renderConversation(runtime.blocks, runtime.subagents)}`;
+  return `${heading(record, runtime.metrics)}${renderConversation(runtime.blocks, runtime.subagents, options)}`;
 }
 
 function heading(record: SessionRecord, metrics: SessionMetrics): string {

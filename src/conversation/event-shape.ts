@@ -66,6 +66,7 @@ const METADATA_KEYS = new Set([
   'usage',
   'costUsd',
   'costUnknown',
+  'costEstimated',
   'model',
   'contextWindow',
   'maxOutputTokens',
@@ -147,6 +148,7 @@ function isCanonicalMetadata(value: unknown): boolean {
     optional(metadata['usage'], isCanonicalUsage) &&
     optional(metadata['costUsd'], isNonNegative) &&
     optional(metadata['costUnknown'], isBoolean) &&
+    optional(metadata['costEstimated'], isBoolean) &&
     optional(metadata['model'], isString) &&
     optional(metadata['contextWindow'], isPositiveCount) &&
     optional(metadata['maxOutputTokens'], isPositiveCount) &&

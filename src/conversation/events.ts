@@ -51,6 +51,8 @@ export const TurnMetadataSchema = z.object({
   costUsd: z.number().nonnegative().optional(),
   /** The back end could not price this model: cost is unknown, not zero. */
   costUnknown: z.boolean().optional(),
+  /** `costUsd` is Parley's estimate from the price table (the transcript recorded usage, not a cost). */
+  costEstimated: z.boolean().optional(),
   model: z.string().optional(),
   contextWindow: z.number().int().positive().optional(),
   maxOutputTokens: z.number().int().positive().optional(),

@@ -238,6 +238,7 @@ function foldMetadata(metrics: SessionMetrics, event: MetadataUpdateEvent): Sess
   }
   if (update.costUsd !== undefined) next.costUsd += update.costUsd;
   if (update.costUnknown) next.costUnknown = true;
+  if (update.costEstimated) next.costEstimated = true;
   // Occupancy, window and turns describe the main conversation; workers only add to the totals.
   if (event.conversationId !== MAIN_CONVERSATION) return next;
   if (usage) {

@@ -54,6 +54,8 @@ export const SessionMetricsSchema = z.object({
   costUsd: z.number().nonnegative(),
   /** Some turn ran on a model with no known price: `costUsd` is a lower bound. */
   costUnknown: z.boolean(),
+  /** Some of `costUsd` is Parley's estimate from the price table, not a cost the back end reported. */
+  costEstimated: z.boolean().optional(),
   /** Occupancy of the last main request: input + cache read + cache write. */
   lastInputTokens: z.number().nonnegative(),
   lastOutputTokens: z.number().nonnegative(),

@@ -1,4 +1,4 @@
-import { MAIN_CONVERSATION, type UnsequencedEvent } from '../../conversation/index.js';
+import { MAIN_CONVERSATION, type ConversationBlock, type UnsequencedEvent } from '../../conversation/index.js';
 import { isBlank, isObject, numberOf, objectOf, parseJson, stringOf, timeOf, type JsonObject } from './json.js';
 import type { TranscriptInput } from './lines.js';
 import {
@@ -55,8 +55,15 @@ export interface ClaudeCodeParserOptions {
   file?: string;
   /** Assistant message ids of the parent transcript: a subagent file's replays of them are dropped. */
   parentMessageIds?: ReadonlySet<string>;
-  /** Keep the assistant message ids seen (`messageIds`), to pass to the subagent files' parsers. */
+  /** Keep the assistant message ids and record uuids seen (`messageIds`, `uuids`), to pass to the subagent files' parsers. */
   collectMessageIds?: boolean;
+  /** Record uuids of the parent transcript: a subagent file's record whose parent is one of them is not missing its parent. */
+  parentUuids?: ReadonlySet<string>;
+  /**
+   * Blocks for the main thread to place where they happened: each goes before the first record at or
+   * after its time (a compaction agent's thread, started before the boundary it leads to), in time order.
+   */
+  placeByTime?: ReadonlyArray<{ at: number; block: ConversationBlock }>;
   /**
    * Records held back so a rewind can take its abandoned branch out of the thread (default 256, at
    * most 4 MiB of them). Larger windows cost throughput: the held records survive young-generation
@@ -78,6 +85,8 @@ export class ClaudeCodeParser implements TranscriptParser {
   readonly info: TranscriptInfo = emptyInfo();
   /** Assistant message ids seen (when `collectMessageIds`). */
   readonly messageIds = new Set<string>();
+  /** Record uuids seen (when `collectMessageIds`). */
+  readonly uuids = new Set<string>();
 
   private readonly emit: EventSink;
   private readonly main: Thread;
@@ -91,8 +100,12 @@ export class ClaudeCodeParser implements TranscriptParser {
   private lastAt = 0;
   private droppedReplays = 0;
   private ended = false;
+  private readonly toPlace: Array<{ at: number; block: ConversationBlock }>;
+  /** Inline sidechains Claude Code 2.0.x started with the prompt "Warmup" to fill its cache. */
+  private readonly warmups = new Set<string>();
 
   constructor(private readonly options: ClaudeCodeParserOptions) {
+    this.toPlace = [...(options.placeByTime ?? [])].sort((a, b) => b.at - a.at);
     this.emit = options.emit;
     this.tools = new ToolPairing(this.info);
     this.limits = { records: options.windowRecords ?? 256, bytes: options.windowBytes ?? 4 * 1024 * 1024 };
@@ -112,17 +125,29 @@ export class ClaudeCodeParser implements TranscriptParser {
     // Records whose parent never came: in file order, each with its own children after it.
     for (let held = this.order.takeOldest(); held !== undefined; held = this.order.takeOldest())
       this.placeWithChildren(held);
+    this.placeDue(Number.POSITIVE_INFINITY);
     for (const thread of this.allThreads()) {
       if (this.options.live !== true || thread.group?.stopReason !== undefined) this.closeGroup(thread);
     }
     const late = this.options.live === true ? [] : this.tools.closeUnanswered();
     for (const thread of this.allThreads()) thread.flush(true, this.emit);
+    // A finished file's last exchange is a turn, though no stop reason (Claude Code 2.x writes null) ended it.
+    const lastTurn = this.options.live === true ? undefined : this.endOpenTurn(this.main, this.lastAt);
+    if (lastTurn !== undefined) this.emit(lastTurn);
     for (const event of late) this.emit(event);
     for (const [threadId] of this.sideThreads) {
       if (!this.tools.isLinked(threadId))
-        this.info.subagents.push({ subagentId: threadId, name: 'sidechain', linked: false });
+        this.info.subagents.push({
+          subagentId: threadId,
+          name: this.warmups.has(threadId) ? 'warmup' : 'sidechain',
+          linked: false,
+        });
     }
-    if (this.main.conversationId === MAIN_CONVERSATION && this.usage.costUnknown) {
+    const estimate = this.options.live === true ? undefined : this.usage.estimate();
+    if (this.main.conversationId === MAIN_CONVERSATION && estimate !== undefined) {
+      if (estimate.costUnknown === true) this.info.costUnknown = true;
+      this.emit({ type: 'metadata_update', conversationId: MAIN_CONVERSATION, at: this.lastAt, metadata: estimate });
+    } else if (this.main.conversationId === MAIN_CONVERSATION && this.usage.costUnknown) {
       this.info.costUnknown = true;
       this.emit({
         type: 'metadata_update',
@@ -183,6 +208,8 @@ export class ClaudeCodeParser implements TranscriptParser {
     const type = stringOf(record['type']);
     const at = this.timeOf(record['timestamp']);
     noteEnvelope(this.info, record);
+    if (record['timestamp'] !== undefined && record['isSidechain'] !== true) this.placeDue(at);
+    if (this.options.collectMessageIds === true && typeof record['uuid'] === 'string') this.uuids.add(record['uuid']);
     if (type !== undefined && isTitleRecord(type)) {
       noteTitle(this.info, type, record);
       // A leaf pointer is bookkeeping; a title is kept verbatim too.
@@ -307,6 +334,14 @@ export class ClaudeCodeParser implements TranscriptParser {
   ): void {
     const conversationId = thread.conversationId;
     const { block, metadata, compaction } = mapSystemRecord(record, at);
+    // Claude Code 2.1 closes each turn with its duration: the turn has ended, whatever the stop reason said.
+    if (stringOf(record['subtype']) === 'turn_duration' && thread.turnOpen) {
+      thread.turnOpen = false;
+      if (conversationId === MAIN_CONVERSATION) {
+        if (metadata.length === 0) metadata.push({});
+        metadata[0]!.turnComplete = true;
+      }
+    }
     if (compaction !== undefined && conversationId === MAIN_CONVERSATION) {
       this.info.compactions.push({ at, messagesBefore: this.info.messageCount, ...compaction });
     }
@@ -370,6 +405,7 @@ export class ClaudeCodeParser implements TranscriptParser {
   private linkInlineSidechain(threadId: string, record: JsonObject): void {
     const content = objectOf(record['message'])?.['content'];
     const prompt = typeof content === 'string' ? content : Array.isArray(content) ? textOf(content) : undefined;
+    if (prompt?.trim() === 'Warmup') this.warmups.add(threadId);
     if (prompt !== undefined) this.tools.linkInlineSidechain(threadId, prompt);
   }
 
@@ -378,10 +414,19 @@ export class ClaudeCodeParser implements TranscriptParser {
     yield* this.sideThreads.values();
   }
 
+  /** The blocks to place whose time has come, before the record at `at`. */
+  private placeDue(at: number): void {
+    for (let next = this.toPlace.at(-1); next !== undefined && next.at <= at; next = this.toPlace.at(-1)) {
+      this.toPlace.pop();
+      this.addNode(this.main, undefined, [blockEvent(this.main.conversationId, next.block)], 0);
+    }
+  }
+
   private isChainKnown(thread: Thread, record: JsonObject): boolean {
     const parent = record['parentUuid'];
     return (
       typeof parent !== 'string' ||
+      this.options.parentUuids?.has(parent) === true ||
       parent === thread.lastUuid ||
       thread.positions.has(parent) ||
       this.sideThreadOf.has(parent)

@@ -213,6 +213,13 @@ export class GeminiTranscriptParser implements TranscriptParser {
     const push = (block: ConversationBlock): void => {
       items.push({ block });
     };
+    // The last answer of a turn whose end the file did not mark (its last message called tools, or
+    // it has no text): the next prompt, or the end of the file, ends that turn.
+    let openTurn: { metadata: TurnMetadata } | undefined;
+    const endOpenTurn = (): void => {
+      if (openTurn !== undefined) openTurn.metadata.turnComplete = true;
+      openTurn = undefined;
+    };
 
     for (const [key, entry] of this.entries) {
       const record = entry.record;
@@ -276,6 +283,7 @@ export class GeminiTranscriptParser implements TranscriptParser {
               ...(display.length > 0 && display !== text ? { metadata: { displayContent: display } } : {}),
             });
             this.info.firstUserMessage ??= text;
+            endOpenTurn();
           }
           break;
         }
@@ -372,7 +380,9 @@ export class GeminiTranscriptParser implements TranscriptParser {
           }
           if (toolCalls.length === 0 && this.conversationId === MAIN_CONVERSATION && text.length > 0)
             metadata.turnComplete = true;
-          if (Object.keys(metadata).length > 0) items.push({ metadata, at });
+          const item = { metadata, at };
+          items.push(item);
+          openTurn = metadata.turnComplete === true || this.conversationId !== MAIN_CONVERSATION ? undefined : item;
           break;
         }
         case 'info':
@@ -390,6 +400,7 @@ export class GeminiTranscriptParser implements TranscriptParser {
       }
     }
 
+    endOpenTurn();
     for (const call of calls.values()) {
       if (call.status !== 'running') continue;
       call.status = 'error';
@@ -398,6 +409,7 @@ export class GeminiTranscriptParser implements TranscriptParser {
     let first: number | undefined;
     for (const item of items) {
       if ('metadata' in item) {
+        if (Object.keys(item.metadata).length === 0) continue;
         this.options.emit({
           type: 'metadata_update',
           conversationId: this.conversationId,

@@ -58,7 +58,8 @@ export function register(program: Command): void {
     .description("Print one session's blocks and subagent threads")
     .argument('<sessionId>', 'the session id (see `parley sessions`)')
     .option('--json', 'print the session data as JSON (RuntimeSessionData)')
-    .action(async (sessionId: string, options: { json?: boolean }, command: Command) => {
+    .option('--verbose', 'end with a count of the native records kept but not shown')
+    .action(async (sessionId: string, options: { json?: boolean; verbose?: boolean }, command: Command) => {
       const store = await openChosenStore(command);
       const manager = await createSessionManager(storeOption(command, store));
       try {
@@ -70,7 +71,7 @@ export function register(program: Command): void {
           );
           return;
         }
-        process.stdout.write(`${await sessionText(manager, sessionId)}\n`);
+        process.stdout.write(`${await sessionText(manager, sessionId, { verbose: options.verbose === true })}\n`);
       } finally {
         await manager.close();
         await store?.close();

@@ -44,7 +44,7 @@ export interface DiscoveryResult {
   skipped: Array<{ path: string; reason: string }>;
 }
 
-type Sniffed = 'claude-code' | 'gemini-cli' | 'gemini-checkpoint' | 'unknown';
+type Sniffed = 'claude-code' | 'gemini-cli' | 'gemini-checkpoint' | 'empty' | 'unknown';
 
 const CLAUDE_RECORD_TYPES = new Set([
   'user',
@@ -66,18 +66,36 @@ const CLAUDE_RECORD_TYPES = new Set([
 ]);
 const GEMINI_MESSAGE_TYPES = new Set(['user', 'gemini', 'info', 'warning', 'error']);
 const SNIFF_BYTES = 64 * 1024;
+const EMPTY = 'an empty file (0 bytes)';
+/** A first line may hold a pasted screenshot: it is read whole up to this size, so its record can be recognised. */
+const FIRST_LINE_MAX_BYTES = 64 * 1024 * 1024;
 
-/** The first lines of a file decide its format; the rest is never read here. */
-async function sniff(path: string): Promise<{ kind: Sniffed; sessionId?: string; firstUuid?: string }> {
+/** The first 64 KiB of a file, extended to the end of its first line when that line is longer. */
+async function readHead(path: string): Promise<{ text: string; cut: boolean }> {
   const handle = await fs.open(path, 'r');
-  let text: string;
   try {
-    const buffer = Buffer.alloc(SNIFF_BYTES);
-    const { bytesRead } = await handle.read(buffer, 0, SNIFF_BYTES, 0);
-    text = buffer.toString('utf8', 0, bytesRead);
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const size = total === 0 ? SNIFF_BYTES : Math.min(Math.max(total, SNIFF_BYTES), FIRST_LINE_MAX_BYTES - total);
+      const buffer = Buffer.alloc(size);
+      const { bytesRead } = await handle.read(buffer, 0, size, total);
+      const chunk = buffer.subarray(0, bytesRead);
+      chunks.push(chunk);
+      total += bytesRead;
+      if (bytesRead < size) return { text: Buffer.concat(chunks).toString('utf8'), cut: false };
+      if (chunk.includes(10) || total >= FIRST_LINE_MAX_BYTES)
+        return { text: Buffer.concat(chunks).toString('utf8'), cut: true };
+    }
   } finally {
     await handle.close();
   }
+}
+
+/** The first lines of a file decide its format; the rest is never read here. */
+async function sniff(path: string): Promise<{ kind: Sniffed; sessionId?: string; firstUuid?: string }> {
+  const { text, cut } = await readHead(path);
+  if (text.length === 0) return { kind: 'empty' };
   if (/^\s*\{\s*$/m.test(text.split('\n', 1)[0] ?? '') || /^\s*\{\s*\n/.test(text)) {
     // A pretty-printed JSON document: Gemini's legacy session or a checkpoint.
     if (text.includes('"projectHash"') && text.includes('"sessionId"')) return { kind: 'gemini-cli' };
@@ -85,8 +103,8 @@ async function sniff(path: string): Promise<{ kind: Sniffed; sessionId?: string;
     return { kind: 'unknown' };
   }
   const lines = text.split('\n');
-  // The last line of the sniffed bytes may be cut off: only complete lines count.
-  if (text.length === SNIFF_BYTES) lines.pop();
+  // The last line of the bytes read may be cut off: only complete lines count.
+  if (cut) lines.pop();
   for (const line of lines.slice(0, 50)) {
     let record: unknown;
     try {
@@ -190,6 +208,8 @@ export async function discoverImportSources(path: string): Promise<DiscoveryResu
   const gemini = new Map<string, GeminiSource>();
   const geminiSubagents: Array<{ path: string; parent: string }> = [];
   const seeds = new Map<string, SeedLayoutSource>();
+  /** Empty `.jsonl` files by native session id: a subagent file whose parent is one of them says so. */
+  const emptyClaude = new Map<string, string>();
   const jsonlStems = new Set(
     files.filter((file) => file.endsWith('.jsonl')).map((file) => file.slice(0, -'.jsonl'.length)),
   );
@@ -231,7 +251,7 @@ export async function discoverImportSources(path: string): Promise<DiscoveryResu
     if (claudeAgent !== null) {
       const sniffed = await sniff(file);
       if (sniffed.kind !== 'claude-code') {
-        skipped.push({ path: file, reason: 'not a Claude Code transcript' });
+        skipped.push({ path: file, reason: sniffed.kind === 'empty' ? EMPTY : 'not a Claude Code transcript' });
         continue;
       }
       claudeSubagents.push({ path: file, parent: claudeParentOf(file) ?? sniffed.sessionId, agentId: claudeAgent[1]! });
@@ -249,6 +269,16 @@ export async function discoverImportSources(path: string): Promise<DiscoveryResu
       continue;
     }
     const sniffed = await sniff(file);
+    if (sniffed.kind === 'empty') {
+      if (name.endsWith('.jsonl')) emptyClaude.set(name.slice(0, -'.jsonl'.length), file);
+      if (single)
+        throw new ImportError('NOTHING_TO_IMPORT', `${file} is empty (0 bytes); nothing was imported.`, {
+          fault: 'user',
+          data: { path: file },
+        });
+      skipped.push({ path: file, reason: EMPTY });
+      continue;
+    }
     if (sniffed.kind === 'claude-code' && name.endsWith('.jsonl')) {
       const nativeSessionId = name.slice(0, -'.jsonl'.length);
       // Keyed by path: two folders may each hold a session file of the same name, and both are sessions.
@@ -294,7 +324,14 @@ export async function discoverImportSources(path: string): Promise<DiscoveryResu
             join(dirname(agent.path), `${agent.parent}.jsonl`),
           ];
     for (const candidate of candidates) {
-      if (await exists(candidate)) return discoverImportSources(candidate);
+      if (!(await exists(candidate))) continue;
+      if ((await fs.stat(candidate)).size === 0)
+        throw new ImportError(
+          'NOTHING_TO_IMPORT',
+          `${agent.path} is a subagent transcript; its parent session's transcript ${candidate} is empty (0 bytes), so there is no session to attach it to. Nothing was imported.`,
+          { fault: 'user', data: { path: agent.path, parent: candidate } },
+        );
+      return discoverImportSources(candidate);
     }
     throw new ImportError(
       'NOTHING_TO_IMPORT',
@@ -326,9 +363,13 @@ export async function discoverImportSources(path: string): Promise<DiscoveryResu
   for (const agent of claudeSubagents) {
     const parent = parentOf(agent, claude);
     if (parent === undefined) {
+      const empty = agent.parent === undefined ? undefined : emptyClaude.get(agent.parent);
       skipped.push({
         path: agent.path,
-        reason: `a subagent transcript whose parent session ${agent.parent ?? '(unknown)'} is not in ${root}`,
+        reason:
+          empty !== undefined
+            ? `a subagent transcript whose parent session's transcript ${empty} is empty (0 bytes)`
+            : `a subagent transcript whose parent session ${agent.parent ?? '(unknown)'} is not in ${root}`,
       });
       continue;
     }

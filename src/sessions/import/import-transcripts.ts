@@ -15,6 +15,7 @@ import {
   isParleyError,
   type ConversationBlock,
   type UnsequencedEvent,
+  type SubagentBlock,
   type Tokenizer,
 } from '../../conversation/index.js';
 import { FORMAT_VERSION, type CheckpointInput, type SessionRecord, type SessionStore } from '../../store/index.js';
@@ -168,6 +169,10 @@ export async function importTranscripts(path: string, options: ImportOptions): P
           : source.source === 'gemini-cli'
             ? await importGemini(source, context)
             : await importSeedLayout(source, context);
+      if ('skipped' in imported) {
+        for (const file of imported.files) result.skipped.push({ path: file, reason: imported.skipped });
+        continue;
+      }
       result.sessions.push(imported);
       context.progress({ phase: 'session_done', sessionId: imported.sessionId });
     } catch (error) {
@@ -211,11 +216,21 @@ async function importClaudeCode(source: ClaudeCodeSource, context: Context): Pro
   const writer = start.writer;
 
   const live = context.options.live === true;
+  // Agents no Task call launches (a compaction's, a warmup's) are placed in main where they started.
+  const placed = new Map<string, { name: string; at: number; input: string }>();
+  for (const agent of source.subagents) {
+    const start = await unlaunchedAgent(agent.path, agent.agentId);
+    if (start !== undefined) placed.set(agent.agentId, start);
+  }
   const main = new ClaudeCodeParser({
     emit: writer.add,
     file: basename(source.main),
     collectMessageIds: source.subagents.length > 0,
     live,
+    placeByTime: [...placed].map(([agentId, start]) => ({
+      at: start.at,
+      block: unlinkedSubagent(agentId, start.name, start.input, start.at).block,
+    })),
   });
   const mainSize = start.fingerprints[0]!.size;
   const read = await streamFile(source.main, main, {
@@ -234,12 +249,13 @@ async function importClaudeCode(source: ClaudeCodeSource, context: Context): Pro
   for (const agent of source.subagents) {
     if (context.options.signal?.aborted) throw importAborted(source.main);
     const meta = agent.metaPath !== undefined ? await readJsonObject(agent.metaPath, warnings) : undefined;
-    const agentType = typeof meta?.['agentType'] === 'string' ? meta['agentType'] : undefined;
+    const agentType = typeof meta?.['agentType'] === 'string' ? meta['agentType'] : placed.get(agent.agentId)?.name;
     const model = typeof meta?.['model'] === 'string' ? meta['model'] : undefined;
     const parser = new ClaudeCodeParser({
       emit: writer.add,
       conversationId: agent.agentId,
       parentMessageIds: main.messageIds,
+      parentUuids: main.uuids,
       file: basename(agent.path),
       live,
     });
@@ -253,7 +269,9 @@ async function importClaudeCode(source: ClaudeCodeSource, context: Context): Pro
     if (subRead.text !== undefined) copies.push({ name: transcriptName(agent.agentId), text: subRead.text });
     const subInfo = parser.end();
     warnings.push(...parser.warnings);
-    if (!info.subagents.some((link) => link.subagentId === agent.agentId)) {
+    if (placed.has(agent.agentId)) {
+      info.subagents.push({ subagentId: agent.agentId, name: agentType ?? 'subagent', linked: true });
+    } else if (!info.subagents.some((link) => link.subagentId === agent.agentId)) {
       // A subagent the main thread does not point at (a background agent, a lost result): still reachable from main.
       const description = typeof meta?.['description'] === 'string' ? meta['description'] : undefined;
       writer.add(
@@ -352,7 +370,58 @@ function subagentStart(
   };
 }
 
-function unlinkedSubagent(subagentId: string, name: string, input: string, at: number): UnsequencedEvent {
+/**
+ * A subagent file of an agent that no Task call launched, read from its first record: Claude Code's
+ * compaction agent (`agent-acompact-*`, one per automatic compaction) and 2.0.x's "Warmup" agents.
+ */
+async function unlaunchedAgent(
+  path: string,
+  agentId: string,
+): Promise<{ name: string; at: number; input: string } | undefined> {
+  const compaction = agentId.startsWith('acompact');
+  let first: Record<string, unknown> | undefined;
+  const handle = await fs.open(path, 'r');
+  try {
+    const buffer = Buffer.alloc(64 * 1024);
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
+    for (const line of buffer.toString('utf8', 0, bytesRead).split('\n')) {
+      try {
+        const record: unknown = JSON.parse(line);
+        if (typeof record === 'object' && record !== null && 'timestamp' in record) {
+          first = record as Record<string, unknown>;
+          break;
+        }
+      } catch {
+        continue;
+      }
+    }
+  } finally {
+    await handle.close();
+  }
+  const at = typeof first?.['timestamp'] === 'string' ? Date.parse(first['timestamp']) : Number.NaN;
+  if (Number.isNaN(at)) return undefined;
+  const message = first?.['message'] as { content?: unknown } | undefined;
+  const content = message?.['content'];
+  const prompt =
+    typeof content === 'string'
+      ? content
+      : Array.isArray(content)
+        ? content
+            .map((part: unknown) => (part as { text?: unknown } | null)?.text)
+            .filter((text): text is string => typeof text === 'string')
+            .join('\n')
+        : '';
+  if (compaction) return { name: 'compaction', at, input: 'Automatic compaction of the conversation' };
+  if (prompt.trim() === 'Warmup') return { name: 'warmup', at, input: prompt };
+  return undefined;
+}
+
+function unlinkedSubagent(
+  subagentId: string,
+  name: string,
+  input: string,
+  at: number,
+): UnsequencedEvent & { block: SubagentBlock } {
   return {
     type: 'block_complete',
     conversationId: MAIN_CONVERSATION,
@@ -373,7 +442,7 @@ function unlinkedSubagent(subagentId: string, name: string, input: string, at: n
 // -----------------------------------------------------------------------------------------------
 // Gemini CLI
 
-async function importGemini(source: GeminiSource, context: Context): Promise<ImportedSession> {
+async function importGemini(source: GeminiSource, context: Context): Promise<ImportedSession | NothingImported> {
   // A Gemini log is a replay (rewinds and checkpoints rewrite it): parse it whole, then write.
   const events: UnsequencedEvent[] = [];
   const stat = await fs.stat(source.main);
@@ -389,6 +458,7 @@ async function importGemini(source: GeminiSource, context: Context): Promise<Imp
   });
   const info = parser.end();
   const warnings = [...parser.warnings];
+  if (!events.some(isBlockEvent)) return nothingImported([source.main], 'Gemini CLI file', parser.warnings);
   const nativeSessionId =
     source.checkpointTag ?? info.nativeSessionId ?? basename(source.main).replace(/\.jsonl?$/, '');
   // A session file's id is its content's own; a checkpoint has none.
@@ -445,7 +515,10 @@ async function importGemini(source: GeminiSource, context: Context): Promise<Imp
 // -----------------------------------------------------------------------------------------------
 // Seed layout
 
-async function importSeedLayout(source: SeedLayoutSource, context: Context): Promise<ImportedSession> {
+async function importSeedLayout(
+  source: SeedLayoutSource,
+  context: Context,
+): Promise<ImportedSession | NothingImported> {
   const files: SeedLayoutFiles = { sessionId: source.sessionId };
   const paths = Object.values(source.files)
     .filter((path): path is string => path !== undefined)
@@ -465,6 +538,11 @@ async function importSeedLayout(source: SeedLayoutSource, context: Context): Pro
     }
   }
   const parsed = parseSeedLayout(files);
+  // A session file alone is only a record about a conversation; with no chat, checkpoint, context or description it holds none.
+  const holdsNothing =
+    parsed.checkpoint === undefined && parsed.context === undefined && parsed.agentDescription === undefined;
+  if (!parsed.events.some(isBlockEvent) && holdsNothing)
+    return nothingImported(paths, 'seed-layout file', parsed.warnings);
   const nativeSessionId = parsed.nativeSessionId ?? source.sessionId;
   const sessionId = await sessionIdForFile(context.store, {
     source: 'seed-layout',
@@ -576,6 +654,21 @@ function kindOf(source: SeedLayoutSource, path: string): keyof SeedLayoutSource[
 
 // -----------------------------------------------------------------------------------------------
 // Shared: creating, updating and finishing a session
+
+/** A source that yields no blocks is not a session: it is listed as skipped with this reason. */
+interface NothingImported {
+  files: string[];
+  skipped: string;
+}
+
+function nothingImported(files: string[], kind: string, warnings: readonly TranscriptWarning[]): NothingImported {
+  const why = warnings.length > 0 ? ` (${warnings.map((warning) => warning.message).join('; ')})` : '';
+  return { files, skipped: `named like a ${kind} but holds no messages${why}; not made a session` };
+}
+
+function isBlockEvent(event: UnsequencedEvent): boolean {
+  return event.type === 'block_complete';
+}
 
 interface Started {
   writer: LogWriter;

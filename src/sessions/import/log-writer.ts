@@ -7,6 +7,7 @@ import {
   type SessionMetrics,
   type StreamEvent,
   type UnsequencedEvent,
+  type TurnMetadata,
 } from '../../conversation/index.js';
 import type { SessionStore } from '../../store/index.js';
 
@@ -37,6 +38,10 @@ export class LogWriter {
   private failure: unknown;
   private metricsState: ConversationState;
   private readonly places = new MetadataPlaces();
+  /** Turn ends the log holds at places the new parse passed without one (a turn the file's end closed). */
+  private readonly turnEndsLeftBehind = new Map<string, number>();
+  /** The estimated cost the log holds at a place the new parse passed (the old end of a file that grew). */
+  private estimateLeftBehind = 0;
 
   constructor(
     private readonly store: SessionStore,
@@ -63,11 +68,13 @@ export class LogWriter {
   }
 
   /** Takes one event from a parser; nothing is written until `maybeFlush` or `close`. */
-  readonly add = (event: UnsequencedEvent): void => {
+  readonly add = (parsed: UnsequencedEvent): void => {
+    let event = parsed;
     const known = this.options.known;
     if (known !== undefined) {
       if (event.type === 'block_complete') {
         const key = blockKey(event.conversationId, event.block.id);
+        this.noteLeftBehind(event.conversationId, known);
         this.places.afterBlock(event.conversationId, event.block.id);
         const hash = blockHash(event.block);
         if (known.get(key) === hash) {
@@ -79,12 +86,44 @@ export class LogWriter {
         // Usage is counted once: metadata the log already holds at this place (after the same block) is not appended again.
         const key = this.places.nextMetadataKey(event.conversationId);
         if (known.has(key)) return;
-        known.set(key, '');
+        known.set(key, metadataValue(event.metadata));
+        if (
+          event.metadata.costEstimated === true &&
+          event.metadata.costUsd !== undefined &&
+          this.estimateLeftBehind > 0
+        ) {
+          // The log holds the estimate of the file as it was: only what the grown file adds is appended.
+          const costUsd = Math.max(0, event.metadata.costUsd - this.estimateLeftBehind);
+          this.estimateLeftBehind = 0;
+          event = { ...event, metadata: { ...event.metadata, costUsd } };
+        }
+        const credit = this.turnEndsLeftBehind.get(event.conversationId) ?? 0;
+        if (event.metadata.turnComplete === true && credit > 0) {
+          // The log counted this turn where the file ended; the grown file ends it at its next prompt.
+          this.turnEndsLeftBehind.set(event.conversationId, credit - 1);
+          const { turnComplete: _turnComplete, ...rest } = event.metadata;
+          if (Object.keys(rest).length === 0) return;
+          event = { ...event, metadata: rest };
+        }
       }
     }
     if (event.type === 'block_complete') this.appendedBlocks++;
     this.batch.push(event);
   };
+
+  /** The log's metadata after the current block that the new parse did not produce: its turn ends are owed. */
+  private noteLeftBehind(conversationId: string, known: Map<string, string>): void {
+    for (let key = this.places.peekMetadataKey(conversationId); known.has(key);) {
+      const value = known.get(key);
+      if (value === TURN_END) {
+        this.turnEndsLeftBehind.set(conversationId, (this.turnEndsLeftBehind.get(conversationId) ?? 0) + 1);
+      } else if (value?.startsWith(ESTIMATE) === true) {
+        this.estimateLeftBehind += Number(value.slice(ESTIMATE.length));
+      }
+      this.places.nextMetadataKey(conversationId);
+      key = this.places.peekMetadataKey(conversationId);
+    }
+  }
 
   /** Writes the batch when it is large enough. `inputBytes`: bytes of native transcript read so far. */
   async maybeFlush(inputBytes: number): Promise<void> {
@@ -155,6 +194,11 @@ class MetadataPlaces {
     this.places.set(conversationId, { blockId, index: 0 });
   }
 
+  peekMetadataKey(conversationId: string): string {
+    const place = this.places.get(conversationId) ?? { blockId: '', index: 0 };
+    return `${blockKey(conversationId, place.blockId)}\u0000#${place.index}`;
+  }
+
   nextMetadataKey(conversationId: string): string {
     let place = this.places.get(conversationId);
     if (place === undefined) {
@@ -163,6 +207,16 @@ class MetadataPlaces {
     }
     return `${blockKey(conversationId, place.blockId)}\u0000#${place.index++}`;
   }
+}
+
+/** What `known` holds for a metadata event: whether it ended a turn or estimated a cost (a re-import owes these when they moved). */
+const TURN_END = 'turn';
+
+const ESTIMATE = 'estimate:';
+
+function metadataValue(metadata: TurnMetadata): string {
+  if (metadata.costEstimated === true && metadata.costUsd !== undefined) return `${ESTIMATE}${metadata.costUsd}`;
+  return metadata.turnComplete === true ? TURN_END : '';
 }
 
 export function blockKey(conversationId: string, blockId: string): string {
@@ -190,7 +244,7 @@ export async function indexLog(
       if (event.block.type === 'system' && event.block.subtype === 'compaction')
         compactionSeqs.set(event.block.id, event.seq);
     } else if (event.type === 'metadata_update') {
-      known.set(places.nextMetadataKey(event.conversationId), '');
+      known.set(places.nextMetadataKey(event.conversationId), metadataValue(event.metadata));
       metadata.push(event);
     }
   }

@@ -9,10 +9,13 @@ import {
   wordCount,
 } from '../../conversation/index.js';
 
-/** `$12.30`; under a dollar four decimals (`$0.0421`), where a turn's cost lives; a lower bound gets a `+`. */
-export function formatCost(usd: number, unknown = false): string {
+/**
+ * `$12.30`; under a dollar four decimals (`$0.0421`), where a turn's cost lives; a lower bound gets
+ * a `+`, an estimate from the price table (an imported transcript that recorded no cost) a `~`.
+ */
+export function formatCost(usd: number, unknown = false, estimated = false): string {
   const digits = usd !== 0 && Math.abs(usd) < 1 ? 4 : 2;
-  return `$${usd.toFixed(digits)}${unknown ? '+' : ''}`;
+  return `${estimated ? '~' : ''}$${usd.toFixed(digits)}${unknown ? '+' : ''}`;
 }
 
 /** `950`, `12.3k`, `1.2M`: token counts in a narrow column. */

@@ -143,6 +143,8 @@ export interface SessionStats {
   tokens: number;
   costUsd: number;
   costUnknown: boolean;
+  /** Some of the cost is an estimate from the price table. */
+  costEstimated: boolean;
   compactions: number;
   turns: number;
 }
@@ -157,6 +159,7 @@ export function sessionStats(session: SessionInfo): SessionStats {
     tokens: reported > 0 ? reported : session.stats.totalTokens,
     costUsd: metrics?.costUsd ?? 0,
     costUnknown: metrics?.costUnknown ?? false,
+    costEstimated: metrics?.costEstimated ?? false,
     compactions: session.stats.totalCompactions,
     turns: metrics?.turns ?? 0,
   };

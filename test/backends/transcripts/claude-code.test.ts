@@ -311,7 +311,7 @@ describe('parseClaudeCodeTranscript on a Claude Code 2.1.22x session', () => {
   it('rebuilds through the reducer into the same blocks, with metrics from the real usage', () => {
     const state = reduce(parsed.events);
     expect(state.blocks.map((candidate) => candidate.id)).toEqual(parsed.blocks.map((candidate) => candidate.id));
-    expect(state.metrics.turns).toBe(2);
+    expect(state.metrics.turns).toBe(3); // two ended by a stop reason, the last (a Write left without a result) by the file's end
     expect(state.metrics.outputTokens).toBe(120 + 60 + 70 + 90 + 30 + 0 + 95);
     expect(state.metrics.costUsd).toBeCloseTo(0.0587);
   });
@@ -517,8 +517,8 @@ describe('failure paths', () => {
       ),
     );
     const state = reduce(parsed.events);
-    // The first turn (no stop_reason, then a prompt) and the second (end_turn); the third is still open.
-    expect(state.metrics.turns).toBe(2);
+    // The first turn (no stop_reason, then a prompt), the second (end_turn), and the third: the file's end closes it.
+    expect(state.metrics.turns).toBe(3);
     expect(parsed.blocks.map((candidate) => candidate.id)).toEqual(['u1', 'a1', 'u2', 'a2', 'u3', 'a3']);
   });
 

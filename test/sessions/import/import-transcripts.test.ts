@@ -97,7 +97,7 @@ describe('importTranscripts: a Claude Code project folder', () => {
       updatedAt: 1_800_000_000_000,
       stats: { totalMessages: 6, totalCompactions: 1, lastCompactionAt: '2026-08-01T10:05:04.000Z' },
     });
-    expect(record.metrics).toMatchObject({ turns: 2, costUsd: expect.closeTo(0.0587, 6), model: 'claude-opus-5-5' });
+    expect(record.metrics).toMatchObject({ turns: 3, costUsd: expect.closeTo(0.0587, 6), model: 'claude-opus-5-5' });
   });
 
   it('writes the blocks as block_complete events and usage as metadata_update events that rebuild the conversation', async () => {
@@ -356,7 +356,7 @@ describe('importTranscripts: Gemini CLI and the seed layout', () => {
     );
     await fs.writeFile(
       join(chats, 'session-2026-03-01T09-00-7c1d9e2a.jsonl'),
-      `${JSON.stringify({ sessionId: '7c1d9e2a-5b3f-4e8d-a1c2-3b4d5e6f7a8b', projectHash: 'h', startTime: '2026-03-01T09:00:00.000Z', lastUpdated: '2026-03-01T09:00:00.000Z' })}\n`,
+      `${JSON.stringify({ sessionId: '7c1d9e2a-5b3f-4e8d-a1c2-3b4d5e6f7a8b', projectHash: 'h', startTime: '2026-03-01T09:00:00.000Z', lastUpdated: '2026-03-01T09:00:00.000Z' })}\n${JSON.stringify({ id: 'm-1', timestamp: '2026-03-01T09:00:01.000Z', type: 'user', content: [{ text: 'hello' }] })}\n`,
     );
     const result = await importTranscripts(chats, { store: createMemoryStore() });
     expect(result.sessions).toHaveLength(1);

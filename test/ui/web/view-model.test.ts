@@ -112,8 +112,10 @@ describe('sessions: filters, labels, stats', () => {
       tokens: 1_250,
       costUsd: 0.25,
       costUnknown: true,
+      costEstimated: false,
       turns: 4,
     });
+    expect(sessionStats({ ...qa, metrics: { ...metrics, costEstimated: true } }).costEstimated).toBe(true);
   });
 
   it('an updated session replaces its old record and the list stays most recent first', () => {
@@ -387,6 +389,7 @@ describe('formatting', () => {
     expect(formatCost(0.0421)).toBe('$0.0421');
     expect(formatCost(12.3)).toBe('$12.30');
     expect(formatCost(0, true)).toBe('$0.00+');
+    expect(formatCost(4.5, false, true)).toBe('~$4.50');
     expect(formatCompact(950)).toBe('950');
     expect(formatCompact(1_250)).toBe('1.3k');
     expect(formatCompact(48_000)).toBe('48k');

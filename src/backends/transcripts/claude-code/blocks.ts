@@ -261,8 +261,26 @@ export function mapSystemRecord(
           metadata: [],
         };
       }
+      if (subtype === undefined && content !== undefined)
+        return { block: noticeBlock(record, content, at), metadata: [] };
       return { block: unknownRecord('', at, record, `system:${subtype ?? ''}`), metadata: [] };
   }
+}
+
+/**
+ * Claude Code 1.0.x wrote notices for the user as `system` records with a `level` and no subtype
+ * ("Claude Opus 4 limit reached, now using Sonnet 4", hook output).
+ */
+function noticeBlock(record: JsonObject, content: string, at: number): ConversationBlock {
+  const level = stringOf(record['level']);
+  const wrapped = classifyWrapped(content);
+  const text = wrapped?.content ?? content;
+  const shown = level !== undefined && level !== 'info' && level !== 'error' ? `${level}: ${text}` : text;
+  return systemBlock(level === 'error' ? 'error' : 'info', shown, at, {
+    kind: 'notice',
+    ...(level !== undefined ? { level } : {}),
+    record,
+  });
 }
 
 /** An `attachment` record: a prompt queued while the agent was busy is the user's (`prompt` set); anything else a notice. */

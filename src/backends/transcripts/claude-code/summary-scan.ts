@@ -132,7 +132,16 @@ export class ClaudeCodeSummaryScan implements TranscriptParser {
     this.ended = true;
     this.closeGroup(this.main);
     for (const thread of this.sideThreads.values()) this.closeGroup(thread);
-    if (this.usage.costUnknown) {
+    // As the parser's `end`: a finished file's last exchange is a turn.
+    if (this.main.turnOpen) {
+      this.main.turnOpen = false;
+      this.push(MAIN_CONVERSATION, this.lastAt, { turnComplete: true });
+    }
+    const estimate = this.usage.estimate();
+    if (estimate !== undefined) {
+      if (estimate.costUnknown === true) this.info.costUnknown = true;
+      this.push(MAIN_CONVERSATION, this.lastAt, estimate);
+    } else if (this.usage.costUnknown) {
       this.info.costUnknown = true;
       this.push(MAIN_CONVERSATION, this.lastAt, { costUnknown: true });
     }
@@ -369,7 +378,14 @@ export class ClaudeCodeSummaryScan implements TranscriptParser {
 
   private systemRecord(record: JsonObject, thread: ScanThread, at: number, counts: boolean): void {
     const subtype = stringOf(record['subtype']);
-    if (subtype === 'turn_duration') return; // metadata only (a duration), no block
+    if (subtype === 'turn_duration') {
+      // Metadata only (a duration), no block; it closes the turn as the parser's `systemRecord` does.
+      if (thread.turnOpen) {
+        thread.turnOpen = false;
+        if (thread.conversationId === MAIN_CONVERSATION) this.push(thread.conversationId, at, { turnComplete: true });
+      }
+      return;
+    }
     if (counts) this.info.blockCount++;
     if (subtype !== 'compact_boundary' || thread.conversationId !== MAIN_CONVERSATION) return;
     const compact = objectOf(record['compactMetadata']) ?? objectOf(record['compact_metadata']) ?? {};

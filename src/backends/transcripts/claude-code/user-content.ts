@@ -45,7 +45,7 @@ export function mapUserContent(record: JsonObject, tools: ToolPairing, at: numbe
         const source = objectOf(item['source']);
         const mediaType = stringOf(source?.['media_type']);
         texts.push(`[${itemType}${mediaType ? `: ${mediaType}` : ''}]`);
-        attachments.push({ type: itemType, ...(mediaType ? { mediaType } : {}) });
+        attachments.push({ type: itemType, ...(mediaType ? { mediaType } : {}), ...attachmentData(source) });
       } else {
         blocks.push(unknownRecord('', at, item, `content:${String(itemType)}`));
       }
@@ -78,4 +78,21 @@ function addUserText(mapped: UserContent, text: string, record: JsonObject, at: 
   mapped.blocks.push({ type: 'user_message', id: '', createdAt: at, completedAt: at, content: text });
   mapped.prompt = text;
   mapped.human = true;
+}
+
+/** Base64 characters of an image or document kept in the block, for a client to show on request; larger ones stay in the raw transcript only. */
+export const ATTACHMENT_DATA_MAX_CHARS = 8 * 1024 * 1024;
+
+/** An attachment's data (base64), or its URL, or how large the data left in the raw transcript is. */
+function attachmentData(source: JsonObject | undefined): JsonObject {
+  if (source === undefined) return {};
+  const url = stringOf(source['url']);
+  if (source['type'] === 'url' && url !== undefined) return { url };
+  const data = stringOf(source['data']);
+  if (source['type'] !== 'base64' || data === undefined) return {};
+  const padding = data.endsWith('==') ? 2 : data.endsWith('=') ? 1 : 0;
+  const bytes = Math.floor((data.length * 3) / 4) - padding;
+  return data.length <= ATTACHMENT_DATA_MAX_CHARS
+    ? { data, bytes }
+    : { bytes, omitted: 'too large to keep in the session' };
 }

@@ -522,6 +522,7 @@ export class ChatView {
           { ...attributes, class: 'block user' },
           h('div', { class: 'who' }, who),
           clampedText(this.markdown(item.key, block.content, false, { breaks: true }), block.content.length),
+          ...attachmentButtons(block.metadata?.attachments),
         );
       }
       case 'assistant_text':
@@ -794,4 +795,38 @@ function signatureOf(item: ChatItem): unknown[] {
 
 function sameSignature(a: unknown[], b: unknown[]): boolean {
   return a.length === b.length && a.every((value, index) => value === b[index]);
+}
+
+/**
+ * An image the user pasted (kept in an imported prompt's `metadata.attachments`): a button that
+ * shows it only when clicked, as a Markdown image placeholder does. Its data is in the block, so
+ * nothing is fetched; any other attachment is named with its size.
+ */
+function attachmentButtons(attachments: unknown): HTMLElement[] {
+  if (!Array.isArray(attachments)) return [];
+  const buttons: HTMLElement[] = [];
+  for (const attachment of attachments as Array<Record<string, unknown>>) {
+    const mediaType = typeof attachment['mediaType'] === 'string' ? attachment['mediaType'] : '';
+    const data = typeof attachment['data'] === 'string' ? attachment['data'] : undefined;
+    const size = typeof attachment['bytes'] === 'number' ? ` ${Math.ceil(attachment['bytes'] / 1024)} KiB` : '';
+    if (attachment['type'] !== 'image' || data === undefined || !/^image\/(png|jpeg|gif|webp)$/.test(mediaType))
+      continue;
+    const button = h(
+      'button',
+      {
+        type: 'button',
+        class: 'md-image attachment-image',
+        onclick: () => {
+          const image = document.createElement('img');
+          image.alt = `pasted ${mediaType}`;
+          image.className = 'md-loaded-image';
+          image.src = `data:${mediaType};base64,${data}`;
+          button.replaceWith(image);
+        },
+      },
+      `Load image: ${mediaType}${size}`,
+    );
+    buttons.push(button);
+  }
+  return buttons;
 }

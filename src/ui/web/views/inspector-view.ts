@@ -206,7 +206,7 @@ export class InspectorView {
         'dl',
         { class: 'stats' },
         stat('Turns', String(metrics.turns)),
-        stat('Cost', formatCost(metrics.costUsd, metrics.costUnknown)),
+        stat('Cost', formatCost(metrics.costUsd, metrics.costUnknown, metrics.costEstimated === true)),
         stat('Input', formatCompact(metrics.inputTokens)),
         stat('Output', formatCompact(metrics.outputTokens)),
         stat('Cache', `${formatCompact(metrics.cacheReadTokens)} / ${formatCompact(metrics.cacheWriteTokens)}`),

@@ -317,7 +317,7 @@ function fillRow(button: HTMLButtonElement, session: SessionInfo, selected: bool
   ago!.title = formatTime(stats.lastActivity);
   setText(ago!, formatAgo(stats.lastActivity, now));
   setText(tokens!, `${formatCompact(stats.tokens)} tok`);
-  setText(cost!, formatCost(stats.costUsd, stats.costUnknown));
+  setText(cost!, formatCost(stats.costUsd, stats.costUnknown, stats.costEstimated));
   compactions!.className = stats.compactions > 0 ? 'compactions' : 'muted';
   setText(compactions!, `⟳ ${stats.compactions}`);
 }
