@@ -151,6 +151,26 @@ function readFromDisk(absolute: string): string | undefined {
   return existsSync(absolute) && statSync(absolute).isFile() ? readFileSync(absolute, 'utf8') : undefined;
 }
 
+/**
+ * Files of the repository named in code spans (`src/store/sessions/file-store.ts`): a file that moved
+ * leaves the docs pointing at nothing, with no link to catch it. Only paths under the repository's own
+ * top folders, ending in a source or docs extension, count; names in examples (`src/app.ts`) are
+ * written in code blocks, which are left out.
+ */
+export function missingPaths(markdown: string, exists: (path: string) => boolean): string[] {
+  const text = withoutCodeBlocks(markdown);
+  const missing: string[] = [];
+  for (const span of text.matchAll(/`([^`\n]+)`/g)) {
+    for (const match of span[1]!.matchAll(
+      /(?:^|[\s(])((?:src|test|bench|scripts|examples|docs)\/[\w./-]+\.(?:ts|tsx|mjs|md))\b/g,
+    )) {
+      const path = match[1]!;
+      if (!exists(path)) missing.push(path);
+    }
+  }
+  return missing;
+}
+
 describe('links in the README and docs', () => {
   const files = markdownFiles();
 
@@ -162,6 +182,10 @@ describe('links in the README and docs', () => {
   for (const file of files) {
     it(`every relative link in ${file} resolves`, () => {
       expect(brokenLinks(file, readFileSync(join(root, file), 'utf8'), readFromDisk)).toEqual([]);
+    });
+    if (file === join('docs', 'protocol.md') || file.startsWith(join('docs', 'api'))) continue;
+    it(`every repository file ${file} names in code exists`, () => {
+      expect(missingPaths(readFileSync(join(root, file), 'utf8'), (path) => existsSync(join(root, path)))).toEqual([]);
     });
   }
 });
@@ -202,6 +226,11 @@ describe('the link checker', () => {
       '```',
     ].join('\n');
     expect(brokenLinks(join('docs', 'index.md'), markdown, read)).toEqual([]);
+  });
+
+  it('reports a file named in code that does not exist, and leaves code blocks alone', () => {
+    const markdown = 'See `src/store/gone.ts` and `src/index.ts` (and `npm test`).\n\n```ts\n// src/app.ts\n```\n';
+    expect(missingPaths(markdown, (path) => path === 'src/index.ts')).toEqual(['src/store/gone.ts']);
   });
 
   it('slugs headings as GitHub does', () => {
