@@ -316,7 +316,8 @@ describe('the web page: opening a session whose log spans several pages', () => 
     });
     const { controller, store } = await page(peer);
     controller.select(sessionId);
-    await vi.waitFor(() => expect(store.state.view?.loading).toBe(false));
+    // 10,000 events folded on a busy machine take longer than waitFor's default second.
+    await vi.waitFor(() => expect(store.state.view?.loading).toBe(false), { timeout: 20_000 });
     expect(store.state.view?.conversation.blocks.length).toBe(turns * 2);
     expect(store.state.view?.conversation.blocks.at(-1)?.id).toBe(`a${turns - 1}`);
     const reads = asked(peer, 'get_events').filter((params) => params['limit'] !== 1);
