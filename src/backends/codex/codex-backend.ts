@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { CodexOptions, SandboxMode, ThreadEvent, ThreadOptions } from '@openai/codex-sdk';
@@ -244,6 +245,18 @@ export function createCodexBackend(options: CodexBackendOptions = {}): AgentBack
       }
     }
 
+    try {
+      await mkdir(codexHome, { recursive: true });
+    } catch (error) {
+      yield* fail({
+        backend: name,
+        code: 'PROCESS_FAILED',
+        message: `Codex's home ${codexHome} could not be created: ${error instanceof Error ? error.message : String(error)}.`,
+        advice: "Set the codex back end's codexHome to a writable folder.",
+        retryable: false,
+      });
+      return;
+    }
     const codex = new sdk.Codex(codexOptions());
     const threadOptions: ThreadOptions = {
       model,
@@ -317,7 +330,9 @@ export function describeCodexFailure(
   reported: string | undefined,
   processError: unknown,
 ): BackendFailure {
-  const processText = processError instanceof Error ? processError.message : processError ? String(processError) : '';
+  const processText = cleanProcessError(
+    processError instanceof Error ? processError.message : processError ? String(processError) : '',
+  );
   const text = `${reported ?? ''}\n${processText}`;
   const status = /\b(4\d\d|5\d\d)\b/.exec(text)?.[1];
   const detail = tail(processText || (reported ?? ''), 1500);
@@ -361,6 +376,16 @@ export function describeCodexFailure(
     advice: 'Check that @openai/codex is installed with its platform package, and that CODEX_HOME is writable.',
     retryable: false,
   };
+}
+
+/** The SDK's error text without its prefix and the CLI's start-up chatter. */
+function cleanProcessError(text: string): string {
+  return text
+    .replace(/^Codex Exec exited with (code \d+|signal \w+): /, '')
+    .split('\n')
+    .filter((line) => !/^(WARNING: proceeding|Reading additional input from stdin)/.test(line.trim()))
+    .join('\n')
+    .trim();
 }
 
 function firstLine(text: string): string {
