@@ -32,7 +32,7 @@ function codexSkipReason(): string | undefined {
 
 const skip = codexSkipReason() !== undefined;
 
-describe.sequential.skipIf(skip)('codex back end (real CLI)', () => {
+describe.skipIf(skip).sequential('codex back end (real CLI)', () => {
   let server: FakeResponsesServer;
   let root: string;
   let workspace: string;
