@@ -46,6 +46,11 @@ export interface BackendRegistration {
   priority: number;
   /** Fields the config file may set for this back end beside baseUrl, model, apiKeyEnv and models. */
   optionsSchema?: z.ZodObject;
+  /**
+   * For a back end in an optional package: undefined when it is installed, else how to install it
+   * (`parley backends` lists it as not installed with this advice).
+   */
+  notInstalled?(): string | undefined;
   /** Default: an API key is present. */
   isConfigured?(settings: Omit<BackendSettings, 'configured'>): boolean;
   create(settings: BackendSettings): AgentBackend;

@@ -1,5 +1,6 @@
 import { anthropicApiRegistration } from './anthropic-api/registration.js';
 import { claudeSdkRegistration } from './claude-sdk/registration.js';
+import { codexRegistration } from './codex/registration.js';
 import { geminiCliRegistration } from './gemini-cli/registration.js';
 import { openAiCompatibleRegistration } from './openai-compatible/registration.js';
 import { registerBackend } from './registry.js';
@@ -15,6 +16,7 @@ for (const registration of [
   geminiCliRegistration,
   anthropicApiRegistration,
   claudeSdkRegistration,
+  codexRegistration,
 ]) {
   registerBackend(registration);
 }

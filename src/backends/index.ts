@@ -9,6 +9,7 @@ export * from './openai-compatible/index.js';
 export * from './anthropic-api/index.js';
 export * from './gemini-cli/index.js';
 export * from './claude-sdk/index.js';
+export * from './codex/index.js';
 export * from './backend-registration.js';
 export * from './registry.js';
 export * from './config.js';

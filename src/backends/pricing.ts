@@ -23,6 +23,7 @@ function price(input: number, output: number, cacheRead?: number, cacheWrite?: n
 export const KNOWN_MODELS: readonly ModelInfo[] = [
   // OpenAI
   { id: 'gpt-5', contextWindow: 400_000, maxOutputTokens: 128_000, pricing: price(1.25, 10, 0.125) },
+  { id: 'gpt-5-codex', contextWindow: 400_000, maxOutputTokens: 128_000, pricing: price(1.25, 10, 0.125) },
   { id: 'gpt-5-mini', contextWindow: 400_000, maxOutputTokens: 128_000, pricing: price(0.25, 2, 0.025) },
   { id: 'gpt-5-nano', contextWindow: 400_000, maxOutputTokens: 128_000, pricing: price(0.05, 0.4, 0.005) },
   { id: 'gpt-4.1', contextWindow: 1_047_576, maxOutputTokens: 32_768, pricing: price(2, 8, 0.5) },

@@ -46,7 +46,7 @@ describe('list_backends over a WebSocket', () => {
     const { backends } = await (await server.client()).request('list_backends');
     expect(backends[0]).toMatchObject({ name: 'scripted', default: true, available: true });
     expect(backends.map((backend) => backend.name)).toEqual(
-      expect.arrayContaining(['claude-sdk', 'gemini-cli', 'anthropic-api', 'openai-compatible', 'scripted']),
+      expect.arrayContaining(['claude-sdk', 'codex', 'gemini-cli', 'anthropic-api', 'openai-compatible', 'scripted']),
     );
   });
 });

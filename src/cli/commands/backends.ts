@@ -41,7 +41,12 @@ export async function listBackendStatus(
       let reachable: boolean | null = null;
       const missing = missingSetting(config, registration.name);
       let detail = missing ? `not configured: set ${missing.variable ?? 'its settings'}` : '';
-      if (settings.configured) {
+      const installAdvice = registration.notInstalled?.();
+      if (installAdvice) {
+        reachable = false;
+        detail = `not installed: ${installAdvice}`;
+      }
+      if (settings.configured && !installAdvice) {
         try {
           const backend = createBackend(registration.name, config);
           if (backend.checkAvailability) {

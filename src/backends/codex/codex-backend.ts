@@ -1,0 +1,403 @@
+import { readFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { CodexOptions, SandboxMode, ThreadEvent, ThreadOptions } from '@openai/codex-sdk';
+import type { TurnMetadata, UnsequencedEvent } from '../../conversation/index.js';
+import type {
+  AgentBackend,
+  AgentProfile,
+  AgentTurn,
+  BackendDescription,
+  ExecuteRequest,
+  ModelInfo,
+} from '../agent-backend.js';
+import { describeFailure, tail, type BackendFailure } from '../failures.js';
+import { computeCost, KNOWN_MODELS, lookupModel } from '../pricing.js';
+import { counterIds, TurnEvents } from '../turn-events.js';
+import { CodexEventMapper, toUsage, turnUsage, type CodexTotals } from './event-mapper.js';
+import { findRollout, readRolloutTotals } from './rollouts.js';
+import {
+  cachedCodexLoader,
+  CODEX_INSTALL_COMMAND,
+  codexResolvable,
+  CodexNotInstalledError,
+  importCodexSdk,
+  type CodexSdkLoader,
+} from './sdk-loader.js';
+
+/** The registry name of the Codex back end. */
+export const CODEX_BACKEND_NAME = 'codex';
+export const CODEX_DEFAULT_MODEL = 'gpt-5-codex';
+/** The model provider Parley defines in Codex's configuration when a base URL is set. */
+export const CODEX_PROVIDER_ID = 'parley';
+/** The variable the child reads the key from when Parley defines the provider. */
+const PROVIDER_KEY_VARIABLE = 'PARLEY_CODEX_API_KEY';
+
+/** Options of `createCodexBackend`: endpoint, key, Codex's home, the CLI to run. */
+export interface CodexBackendOptions {
+  name?: string;
+  /** The OpenAI (or compatible Responses API) key. Without one, each turn ends with an authentication error. */
+  apiKey?: string;
+  /** A Responses API endpoint (ends in `/v1`); Parley defines a model provider for it. Default: OpenAI's. */
+  baseUrl?: string;
+  model?: string;
+  models?: ModelInfo[];
+  /** CODEX_HOME of the child: its config, rollouts (`sessions/`) and state. */
+  codexHome?: string;
+  /** The Codex CLI binary; default: the one in the installed @openai/codex platform package. */
+  codexPath?: string;
+  /** Codex's own retries of a failed request or stream (default: Codex's). */
+  maxRetries?: number;
+  /** Extra environment for the child (after the allowlist, before Parley's own variables). */
+  env?: Record<string, string>;
+  /** Replaces the dynamic import of @openai/codex-sdk (tests of a machine without it). */
+  loadSdk?: CodexSdkLoader;
+  clock?: () => number;
+  idPrefix?: string;
+}
+
+/** Variables inherited from Parley's environment; OpenAI and proxy settings of the user's own Codex are left out. */
+const INHERITED_ENV = [
+  'PATH',
+  'HOME',
+  'USER',
+  'LOGNAME',
+  'SHELL',
+  'LANG',
+  'LC_ALL',
+  'LC_CTYPE',
+  'TZ',
+  'TERM',
+  'SYSTEMROOT',
+  'COMSPEC',
+  'PATHEXT',
+  'USERPROFILE',
+  'APPDATA',
+];
+
+/** How a role's permission mode maps onto Codex's sandbox (approvals are off: a headless turn cannot ask). */
+const PERMISSION_TO_SANDBOX: Record<NonNullable<AgentProfile['permissionMode']>, SandboxMode> = {
+  default: 'workspace-write',
+  acceptEdits: 'workspace-write',
+  bypassPermissions: 'danger-full-access',
+  plan: 'read-only',
+};
+
+/**
+ * A native back end over the Codex CLI, driven by @openai/codex-sdk (which runs `codex exec
+ * --experimental-json`, one process per turn): `startThread` on the first turn, `resumeThread`
+ * with the stored thread id after. Parley's own CODEX_HOME and configuration keep Codex to the
+ * configured endpoint: plugin sync and analytics off, no inherited OpenAI variables.
+ */
+export function createCodexBackend(options: CodexBackendOptions = {}): AgentBackend {
+  const name = options.name ?? CODEX_BACKEND_NAME;
+  const defaultModel = options.model ?? CODEX_DEFAULT_MODEL;
+  const extraModels = options.models ?? [];
+  const clock = options.clock ?? Date.now;
+  const newId = counterIds(options.idPrefix ?? 'codex');
+  const codexHome = resolve(options.codexHome ?? join(tmpdir(), `parley-codex-${process.getuid?.() ?? 'user'}`));
+  const loadSdk = cachedCodexLoader(options.loadSdk ?? importCodexSdk);
+  const endpoint = options.baseUrl ?? 'https://api.openai.com/v1';
+  // Running totals of threads this process has run, so a resumed turn's own usage is known without reading the rollout.
+  const totals = new Map<string, CodexTotals>();
+
+  function codexOptions(): CodexOptions {
+    const env: Record<string, string> = {};
+    for (const key of INHERITED_ENV) if (process.env[key] !== undefined) env[key] = process.env[key];
+    Object.assign(env, options.env, { CODEX_HOME: codexHome, NO_COLOR: '1' });
+    const config: NonNullable<CodexOptions['config']> = {
+      // Without these Codex looks up chatgpt.com and github.com at start.
+      features: { plugins: false },
+      analytics: { enabled: false },
+    };
+    if (options.baseUrl) {
+      if (options.apiKey) env[PROVIDER_KEY_VARIABLE] = options.apiKey;
+      const provider: Record<string, string | number> = {
+        name: 'Parley',
+        base_url: options.baseUrl,
+        wire_api: 'responses',
+        env_key: PROVIDER_KEY_VARIABLE,
+      };
+      if (options.maxRetries !== undefined) {
+        provider['request_max_retries'] = options.maxRetries;
+        provider['stream_max_retries'] = options.maxRetries;
+      }
+      config['model_provider'] = CODEX_PROVIDER_ID;
+      config['model_providers'] = { [CODEX_PROVIDER_ID]: provider };
+    }
+    return {
+      env,
+      config,
+      ...(options.codexPath ? { codexPathOverride: options.codexPath } : {}),
+      // Without a provider of Parley's, the SDK hands the key to Codex's built-in OpenAI provider.
+      ...(!options.baseUrl && options.apiKey ? { apiKey: options.apiKey } : {}),
+    };
+  }
+
+  function windowOf(model: string): TurnMetadata {
+    const info = lookupModel(model, extraModels);
+    return {
+      ...(info?.contextWindow ? { contextWindow: info.contextWindow } : {}),
+      ...(info?.maxOutputTokens ? { maxOutputTokens: info.maxOutputTokens } : {}),
+    };
+  }
+
+  const backend: AgentBackend = {
+    describe(): BackendDescription {
+      const models = new Map<string, ModelInfo>();
+      models.set(defaultModel, lookupModel(defaultModel, extraModels) ?? { id: defaultModel });
+      for (const model of extraModels) models.set(model.id, model);
+      for (const model of KNOWN_MODELS) if (model.id.startsWith('gpt-5')) models.set(model.id, model);
+      return {
+        name,
+        continuity: 'native',
+        models: [...models.values()],
+        defaultModel,
+        summary: `Codex CLI via @openai/codex-sdk, talking to ${endpoint}; resumes its own threads.`,
+      };
+    },
+
+    async checkAvailability() {
+      if (!options.loadSdk && !options.codexPath && !codexResolvable())
+        return { available: false, detail: `not installed: ${CODEX_INSTALL_COMMAND}` };
+      if (!options.apiKey) return { available: false, detail: 'no API key' };
+      return { available: true, detail: `Codex installed; endpoint ${endpoint}` };
+    },
+
+    execute(request): AgentTurn {
+      return { events: runTurn(request) };
+    },
+  };
+  return backend;
+
+  async function* runTurn(request: ExecuteRequest): AsyncGenerator<UnsequencedEvent> {
+    const events = new TurnEvents({ clock, newId });
+    const started = clock();
+    const model = request.model ?? request.profile?.model ?? defaultModel;
+    const finalMetadata = (metadata: TurnMetadata): UnsequencedEvent =>
+      events.metadata({
+        model,
+        ...windowOf(model),
+        ...metadata,
+        durationMs: Math.max(0, clock() - started),
+        turnComplete: true,
+      });
+    const fail = function* (failure: BackendFailure, metadata: TurnMetadata = {}): Generator<UnsequencedEvent> {
+      yield* events.system('error', describeFailure(failure), { data: failure });
+      yield finalMetadata({ costUsd: 0, ...metadata, stopReason: 'error' });
+    };
+
+    if (!options.apiKey) {
+      yield* fail({
+        backend: name,
+        code: 'AUTHENTICATION_FAILED',
+        message: 'No API key is configured for Codex.',
+        advice:
+          'Set CODEX_API_KEY (or OPENAI_API_KEY), and CODEX_BASE_URL for another Responses API endpoint, or choose another back end.',
+        retryable: false,
+      });
+      return;
+    }
+    let sdk;
+    try {
+      sdk = await loadSdk();
+    } catch (error) {
+      yield* fail({
+        backend: name,
+        code: 'NOT_INSTALLED',
+        message: 'Codex (@openai/codex-sdk and @openai/codex) is not installed, so no turn ran.',
+        advice: `Install it with: ${CODEX_INSTALL_COMMAND}`,
+        retryable: false,
+        ...(error instanceof CodexNotInstalledError ? { detail: error.message } : {}),
+      });
+      return;
+    }
+
+    let threadId = request.nativeSessionId;
+    let before: CodexTotals | undefined;
+    let context: string | undefined =
+      request.systemPrompt ?? (request.profile ? renderAgentsMd(request.profile) : undefined);
+    if (threadId) {
+      const rollout = await findRollout(codexHome, threadId);
+      if (rollout) {
+        before = totals.get(threadId) ?? (await readRolloutTotals(rollout));
+        context = undefined;
+      } else if (request.systemPrompt) {
+        yield* events.system(
+          'info',
+          `Codex has no thread ${threadId} in ${codexHome}, so Parley continued in a new Codex thread with the conversation so far as context.`,
+          { data: { code: 'RESUME_FALLBACK', nativeSessionId: threadId } },
+        );
+        threadId = undefined;
+      } else {
+        yield* fail(
+          {
+            backend: name,
+            code: 'NATIVE_RESUME_FAILED',
+            message: `Codex has no thread ${threadId} in ${codexHome} (its rollout was deleted or moved).`,
+            advice: 'Parley will continue from its own log; nothing of the session is lost.',
+            retryable: false,
+          },
+          { nativeSessionId: threadId },
+        );
+        return;
+      }
+    }
+
+    try {
+      await mkdir(codexHome, { recursive: true });
+    } catch (error) {
+      yield* fail({
+        backend: name,
+        code: 'PROCESS_FAILED',
+        message: `Codex's home ${codexHome} could not be created: ${error instanceof Error ? error.message : String(error)}.`,
+        advice: "Set the codex back end's codexHome to a writable folder.",
+        retryable: false,
+      });
+      return;
+    }
+    const codex = new sdk.Codex(codexOptions());
+    const threadOptions: ThreadOptions = {
+      model,
+      skipGitRepoCheck: true,
+      approvalPolicy: 'never',
+      sandboxMode: PERMISSION_TO_SANDBOX[request.profile?.permissionMode ?? 'default'],
+      ...(request.cwd ? { workingDirectory: resolve(request.cwd) } : {}),
+    };
+    const thread = threadId ? codex.resumeThread(threadId, threadOptions) : codex.startThread(threadOptions);
+    const cwd = resolve(request.cwd ?? process.cwd());
+    const mapper = new CodexEventMapper(events, {
+      model,
+      readFile: (path) => {
+        try {
+          return readFileSync(resolve(cwd, path), 'utf8');
+        } catch {
+          return undefined;
+        }
+      },
+    });
+    const input = context ? `<context>\n${context}\n</context>\n\n${request.prompt}` : request.prompt;
+    let processError: unknown;
+    try {
+      if (request.signal?.aborted) throw new Error('aborted before start');
+      const streamed = await thread.runStreamed(input, {
+        ...(request.signal ? { signal: request.signal } : {}),
+        ...(request.outputSchema ? { outputSchema: request.outputSchema } : {}),
+      });
+      for await (const event of streamed.events as AsyncGenerator<ThreadEvent>) yield* mapper.map(event);
+    } catch (error) {
+      processError = error;
+    }
+    yield* mapper.finish(request.signal?.aborted ? 'The tool call was aborted.' : 'The tool call did not finish.');
+
+    const resolvedThread = mapper.threadId ?? thread.id ?? threadId;
+    const metadata: TurnMetadata = resolvedThread ? { nativeSessionId: resolvedThread } : {};
+    if (mapper.reportedUsage) {
+      const reported: CodexTotals = {
+        input_tokens: mapper.reportedUsage.input_tokens,
+        cached_input_tokens: mapper.reportedUsage.cached_input_tokens,
+        output_tokens: mapper.reportedUsage.output_tokens,
+      };
+      if (resolvedThread) totals.set(resolvedThread, reported);
+      const usage = toUsage(turnUsage(reported, before));
+      metadata.usage = usage;
+      Object.assign(metadata, computeCost(lookupModel(model, extraModels)?.pricing, usage));
+    } else {
+      Object.assign(metadata, mapper.produced ? { costUnknown: true } : { costUsd: 0 });
+    }
+
+    if (request.signal?.aborted) {
+      yield* events.system('aborted', 'The turn was aborted; Codex was stopped, and its thread can be resumed.');
+      yield finalMetadata({ ...metadata, stopReason: 'aborted' });
+      return;
+    }
+    if (mapper.failure !== undefined || processError !== undefined) {
+      const failure = describeCodexFailure(name, endpoint, model, mapper.failure, processError);
+      yield* events.system('error', describeFailure(failure), { data: { ...failure, ...metadata } });
+      yield finalMetadata({ ...metadata, stopReason: 'error' });
+      return;
+    }
+    yield finalMetadata({ ...metadata, stopReason: 'end_turn' });
+  }
+}
+
+/** A failed Codex turn as Parley's failure codes: rate limit, server error, key refused, or the process. */
+export function describeCodexFailure(
+  backend: string,
+  endpoint: string,
+  model: string,
+  reported: string | undefined,
+  processError: unknown,
+): BackendFailure {
+  const processText = cleanProcessError(
+    processError instanceof Error ? processError.message : processError ? String(processError) : '',
+  );
+  const text = `${reported ?? ''}\n${processText}`;
+  const status = /\b(4\d\d|5\d\d)\b/.exec(text)?.[1];
+  const detail = tail(processText || (reported ?? ''), 1500);
+  const base = { backend, ...(status ? { status: Number(status) } : {}), ...(detail ? { detail } : {}) };
+  if (/\b429\b|rate.?limit|too many requests|quota/i.test(text))
+    return {
+      ...base,
+      code: 'RATE_LIMITED',
+      message: `${endpoint} refused the request: rate limited (${firstLine(reported ?? processText)}).`,
+      advice: 'Wait and send the message again, or choose another model or back end.',
+      retryable: true,
+    };
+  if (/\b401\b|\b403\b|unauthori[sz]ed|invalid api key|incorrect api key/i.test(text))
+    return {
+      ...base,
+      code: 'AUTHENTICATION_FAILED',
+      message: `${endpoint} refused the API key.`,
+      advice: 'Check CODEX_API_KEY (or the variable named by apiKeyEnv) and the base URL.',
+      retryable: false,
+    };
+  if (/\b5\d\d\b|server error|internal error|stream disconnected|retry limit/i.test(text))
+    return {
+      ...base,
+      code: 'SERVER_ERROR',
+      message: `${endpoint} failed the request for ${model}: ${firstLine(reported ?? processText)}.`,
+      advice: 'Send the message again; if it keeps failing, check the endpoint or choose another back end.',
+      retryable: true,
+    };
+  if (reported !== undefined)
+    return {
+      ...base,
+      code: 'UNKNOWN',
+      message: `Codex ended the turn with an error: ${firstLine(reported)}.`,
+      advice: 'Send the message again, or choose another back end.',
+      retryable: false,
+    };
+  return {
+    ...base,
+    code: 'PROCESS_FAILED',
+    message: `The Codex CLI failed: ${firstLine(processText)}.`,
+    advice: 'Check that @openai/codex is installed with its platform package, and that CODEX_HOME is writable.',
+    retryable: false,
+  };
+}
+
+/** The SDK's error text without its prefix and the CLI's start-up chatter. */
+function cleanProcessError(text: string): string {
+  return text
+    .replace(/^Codex Exec exited with (code \d+|signal \w+): /, '')
+    .split('\n')
+    .filter((line) => !/^(WARNING: proceeding|Reading additional input from stdin)/.test(line.trim()))
+    .join('\n')
+    .trim();
+}
+
+function firstLine(text: string): string {
+  const line = text.trim().split('\n', 1)[0] ?? '';
+  return line.length > 300 ? `${line.slice(0, 297)}...` : line;
+}
+
+/** The profile as context for a thread's first turn (Codex reads AGENTS.md the same way). */
+export function renderAgentsMd(profile: AgentProfile): string {
+  const lines = [`# ${profile.name}`, ''];
+  if (profile.description) lines.push(profile.description, '');
+  lines.push(profile.instructions.trim(), '');
+  if (profile.allowedTools?.length) lines.push('## Tools', '', ...profile.allowedTools.map((tool) => `- ${tool}`), '');
+  return lines.join('\n');
+}

@@ -1,0 +1,215 @@
+import type {
+  CommandExecutionItem,
+  FileChangeItem,
+  McpToolCallItem,
+  ThreadEvent,
+  ThreadItem,
+  TodoListItem,
+  Usage as CodexUsage,
+} from '@openai/codex-sdk';
+import type { ToolUseBlock, UnsequencedEvent, Usage } from '../../conversation/index.js';
+import type { TurnEvents } from '../turn-events.js';
+
+/** The running token totals of a thread, as `turn.completed` reports them on a resumed thread. */
+export interface CodexTotals {
+  input_tokens: number;
+  cached_input_tokens: number;
+  output_tokens: number;
+}
+
+/**
+ * Turns the Codex SDK's thread events (`codex exec --experimental-json`) into Parley's stream
+ * events: `agent_message` → assistant text, `reasoning` → thinking, `command_execution` → a `shell`
+ * tool call with its output and exit code, `file_change` → one file tool call per path,
+ * `mcp_tool_call` → a tool call named `mcp__<server>__<tool>`, `todo_list` → an info block listing
+ * the plan, `error` items → info blocks (Codex reports warnings this way; the turn goes on).
+ * A failed turn or a stream error is kept as `failure` for the back end to report.
+ */
+export class CodexEventMapper {
+  threadId: string | undefined;
+  /** What `turn.completed` reported (for a resumed thread, the thread's running total). */
+  reportedUsage: CodexUsage | undefined;
+  failure: string | undefined;
+  /** Whether the model produced anything (a cut turn may have been billed). */
+  produced = false;
+  private readonly openTools = new Map<string, ToolUseBlock>();
+  private readonly planBlocks = new Set<string>();
+
+  constructor(
+    private readonly events: TurnEvents,
+    private readonly options: { model?: string; readFile?: (path: string) => string | undefined } = {},
+  ) {}
+
+  *map(event: ThreadEvent): Generator<UnsequencedEvent> {
+    switch (event.type) {
+      case 'thread.started':
+        this.threadId = event.thread_id;
+        return;
+      case 'turn.started':
+        return;
+      case 'turn.completed':
+        this.reportedUsage = event.usage;
+        return;
+      case 'turn.failed':
+        this.failure = event.error.message;
+        return;
+      case 'error':
+        this.failure = event.message;
+        return;
+      case 'item.started':
+        yield* this.started(event.item);
+        return;
+      case 'item.updated':
+        if (event.item.type === 'todo_list') yield* this.plan(event.item);
+        return;
+      case 'item.completed':
+        yield* this.completed(event.item);
+        return;
+      default:
+        return;
+    }
+  }
+
+  /** Closes tool calls that never completed (an abort, a failed turn). */
+  *finish(reason: string): Generator<UnsequencedEvent> {
+    for (const block of this.openTools.values())
+      yield* this.events.finishToolUse(block, { content: reason, isError: true });
+    this.openTools.clear();
+    yield* this.events.closeAll();
+  }
+
+  private *started(item: ThreadItem): Generator<UnsequencedEvent> {
+    if (item.type === 'command_execution') yield* this.openTool(item.id, 'shell', { command: item.command });
+    else if (item.type === 'mcp_tool_call')
+      yield* this.openTool(item.id, `mcp__${item.server}__${item.tool}`, item.arguments ?? {});
+    else if (item.type === 'todo_list') yield* this.plan(item);
+  }
+
+  private *completed(item: ThreadItem): Generator<UnsequencedEvent> {
+    this.produced = true;
+    switch (item.type) {
+      case 'agent_message': {
+        const { blockId, events } = this.events.startText(
+          'assistant_text',
+          this.options.model ? { model: this.options.model } : {},
+        );
+        yield* events;
+        yield* this.events.appendText(blockId, item.text);
+        yield* this.events.completeText(blockId);
+        return;
+      }
+      case 'reasoning': {
+        const { blockId, events } = this.events.startText('thinking');
+        yield* events;
+        yield* this.events.appendText(blockId, item.text);
+        yield* this.events.completeText(blockId);
+        return;
+      }
+      case 'command_execution':
+        yield* this.command(item);
+        return;
+      case 'file_change':
+        yield* this.fileChange(item);
+        return;
+      case 'mcp_tool_call':
+        yield* this.mcpCall(item);
+        return;
+      case 'todo_list':
+        yield* this.plan(item);
+        return;
+      case 'web_search': {
+        const block = yield* this.openTool(item.id, 'web_search', { query: item.query });
+        this.openTools.delete(item.id);
+        yield* this.events.finishToolUse(block, { content: `Searched the web for: ${item.query}` });
+        return;
+      }
+      case 'error':
+        yield* this.events.system('info', `Codex: ${item.message}`, {
+          data: { code: 'CODEX_WARNING', message: item.message },
+        });
+        return;
+      default:
+        yield* this.events.system('unknown_record', `Codex reported an item Parley does not know.`, { data: item });
+    }
+  }
+
+  private *openTool(itemId: string, name: string, input: unknown): Generator<UnsequencedEvent, ToolUseBlock> {
+    const existing = this.openTools.get(itemId);
+    if (existing) return existing;
+    const { block, events } = this.events.startToolUse({ toolUseId: itemId, name, input });
+    this.openTools.set(itemId, block);
+    yield* events;
+    return block;
+  }
+
+  private *command(item: CommandExecutionItem): Generator<UnsequencedEvent> {
+    const block = yield* this.openTool(item.id, 'shell', { command: item.command });
+    this.openTools.delete(item.id);
+    const failed = item.status === 'failed' || (item.exit_code !== undefined && item.exit_code !== 0);
+    yield* this.events.finishToolUse(block, {
+      content: item.aggregated_output,
+      isError: failed,
+      output: { command: item.command, ...(item.exit_code !== undefined ? { exitCode: item.exit_code } : {}) },
+    });
+  }
+
+  private *fileChange(item: FileChangeItem): Generator<UnsequencedEvent> {
+    // Codex reports paths and kinds, no diff: a new file is shown whole from disk, others by path and kind.
+    for (const [index, change] of item.changes.entries()) {
+      const content = change.kind === 'add' ? this.options.readFile?.(change.path) : undefined;
+      const name = change.kind === 'add' && content !== undefined ? 'write_file' : 'apply_patch';
+      const input = { path: change.path, kind: change.kind, ...(content !== undefined ? { content } : {}) };
+      const block = yield* this.openTool(`${item.id}:${index}`, name, input);
+      this.openTools.delete(`${item.id}:${index}`);
+      yield* this.events.finishToolUse(block, {
+        content: item.status === 'completed' ? `${change.kind} ${change.path}` : `The patch to ${change.path} failed.`,
+        isError: item.status !== 'completed',
+      });
+    }
+  }
+
+  private *mcpCall(item: McpToolCallItem): Generator<UnsequencedEvent> {
+    const block = yield* this.openTool(item.id, `mcp__${item.server}__${item.tool}`, item.arguments ?? {});
+    this.openTools.delete(item.id);
+    const text = (item.result?.content ?? [])
+      .flatMap((part) => (part.type === 'text' && typeof part.text === 'string' ? [part.text] : []))
+      .join('\n');
+    yield* this.events.finishToolUse(block, {
+      content: item.error ? item.error.message : text,
+      isError: item.status === 'failed' || item.error !== undefined,
+      ...(item.result?.structured_content !== undefined ? { output: item.result.structured_content } : {}),
+    });
+  }
+
+  private *plan(item: TodoListItem): Generator<UnsequencedEvent> {
+    // No plan block exists: the newest state of each plan is an info block (one per plan id).
+    const key = `${item.id}:${JSON.stringify(item.items)}`;
+    if (this.planBlocks.has(key)) return;
+    this.planBlocks.add(key);
+    const lines = item.items.map((entry) => `${entry.completed ? '[x]' : '[ ]'} ${entry.text}`);
+    yield* this.events.system('info', `Plan:\n${lines.join('\n')}`, {
+      data: { code: 'CODEX_PLAN', planId: item.id, items: item.items },
+    });
+  }
+}
+
+/** Codex's usage as Parley counts it: OpenAI counts cached input inside `input_tokens`, Parley apart. */
+export function toUsage(usage: CodexTotals): Usage {
+  return {
+    inputTokens: Math.max(0, usage.input_tokens - usage.cached_input_tokens),
+    outputTokens: usage.output_tokens,
+    cacheReadTokens: usage.cached_input_tokens,
+    cacheWriteTokens: 0,
+  };
+}
+
+/** The turn's own usage from a running total and the total before the turn (never negative). */
+export function turnUsage(reported: CodexTotals, before: CodexTotals | undefined): CodexTotals {
+  if (!before) return reported;
+  const input = reported.input_tokens - before.input_tokens;
+  const cached = reported.cached_input_tokens - before.cached_input_tokens;
+  const output = reported.output_tokens - before.output_tokens;
+  // A total below the one before means Codex did not report a running total this time.
+  if (input < 0 || cached < 0 || output < 0) return reported;
+  return { input_tokens: input, cached_input_tokens: cached, output_tokens: output };
+}

@@ -1,0 +1,169 @@
+/**
+ * The codex back end through the real Codex CLI (@openai/codex 0.163.0, run by @openai/codex-sdk)
+ * against the fake Responses API. Each CLI run takes about a second and a few hundred MB, so the
+ * file runs sequentially and keeps runs few. Outside CI a machine without the CLI skips these tests
+ * with one loud line; in CI it is an error.
+ */
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ThinkingBlock, ToolResultBlock, ToolUseBlock } from '../../../src/conversation/index.js';
+import {
+  codexResolvable,
+  createCodexBackend,
+  findRollout,
+  type CodexBackendOptions,
+} from '../../../src/backends/index.js';
+import {
+  inputTexts,
+  startFakeResponsesServer,
+  type FakeResponsesServer,
+} from '../../fixtures/fake-openai-responses-server.js';
+import { assistantText, checkEventStream, collect, finalMetadata, mainBlocks, systemBlocks } from '../conformance.js';
+
+function codexSkipReason(): string | undefined {
+  if (codexResolvable()) return undefined;
+  const reason = 'the Codex CLI is not installed (npm ci installs @openai/codex and @openai/codex-sdk)';
+  if (process.env.CI === 'true') throw new Error(`${reason}. CI must run the codex back-end tests.`);
+  console.warn(`\n!!! SKIPPING the codex back-end tests: ${reason}.\n`);
+  return reason;
+}
+
+const skip = codexSkipReason() !== undefined;
+
+describe.skipIf(skip).sequential('codex back end (real CLI)', () => {
+  let server: FakeResponsesServer;
+  let root: string;
+  let workspace: string;
+  let codexHome: string;
+  const backend = (extra: CodexBackendOptions = {}) =>
+    createCodexBackend({ apiKey: 'test-key', baseUrl: server.url, codexHome, maxRetries: 0, ...extra });
+
+  beforeAll(async () => {
+    server = await startFakeResponsesServer();
+    root = await mkdtemp(join(tmpdir(), 'parley-codex-'));
+    workspace = join(root, 'workspace');
+    codexHome = join(root, 'codex-home');
+    await mkdir(workspace, { recursive: true });
+  });
+  afterAll(async () => {
+    await server.close();
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it('streams a turn with thinking, text and usage, then resumes the same thread natively', async () => {
+    server.enqueue({
+      reasoning: 'Considering a greeting',
+      text: 'Hello from the fake model.',
+      usage: { input_tokens: 1000, cached_tokens: 200, output_tokens: 40 },
+    });
+    const first = await collect(
+      backend().execute({ sessionId: 'codex-1', prompt: 'Say hello', cwd: workspace, isNewSession: true }),
+    );
+    checkEventStream(first);
+    expect(assistantText(first)).toBe('Hello from the fake model.');
+    const thinking = mainBlocks(first).filter((block): block is ThinkingBlock => block.type === 'thinking');
+    expect(thinking.map((block) => block.content)).toEqual(['Considering a greeting']);
+    const metadata = finalMetadata(first);
+    expect(metadata.stopReason).toBe('end_turn');
+    expect(metadata.usage).toEqual({ inputTokens: 800, cacheReadTokens: 200, outputTokens: 40, cacheWriteTokens: 0 });
+    // gpt-5-codex: $1.25 input, $0.125 cached, $10 output per million.
+    expect(metadata.costUsd).toBeCloseTo((800 * 1.25 + 200 * 0.125 + 40 * 10) / 1_000_000, 10);
+    expect(metadata.contextWindow).toBe(400_000);
+    const threadId = metadata.nativeSessionId!;
+    expect(threadId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(await findRollout(codexHome, threadId)).toContain(threadId);
+    // Nothing but the fake was asked: the request carried Parley's key to Parley's provider.
+    expect(server.responseRequests()[0]?.headers['authorization']).toBe('Bearer test-key');
+
+    // Codex reports the thread's running total on a resumed thread; the turn's own usage is the difference.
+    server.enqueue({ text: 'Second answer.', usage: { input_tokens: 3000, cached_tokens: 300, output_tokens: 60 } });
+    // A new back end instance: the turn's own usage must come from the rollout, as after a restart.
+    const second = await collect(
+      backend().execute({
+        sessionId: 'codex-1',
+        prompt: 'And again',
+        cwd: workspace,
+        nativeSessionId: threadId,
+        isNewSession: false,
+      }),
+    );
+    checkEventStream(second);
+    expect(assistantText(second)).toBe('Second answer.');
+    const resumed = finalMetadata(second);
+    expect(resumed.nativeSessionId).toBe(threadId);
+    expect(resumed.usage).toEqual({ inputTokens: 2700, cacheReadTokens: 300, outputTokens: 60, cacheWriteTokens: 0 });
+    const texts = inputTexts(server.responseRequests().at(-1)?.body);
+    expect(texts).toContain('Say hello');
+    expect(texts).toContain('Hello from the fake model.');
+    expect(texts).toContain('And again');
+  }, 60_000);
+
+  it('shows a command execution as a shell tool call with its output and exit code', async () => {
+    server.enqueue(
+      { functionCalls: [{ name: 'exec_command', arguments: { cmd: 'echo parley-output; exit 3' } }] },
+      { text: 'The command failed with 3.' },
+    );
+    const events = await collect(
+      backend().execute({
+        sessionId: 'codex-2',
+        prompt: 'Run it',
+        cwd: workspace,
+        profile: { name: 'runner', instructions: 'Run commands.', permissionMode: 'bypassPermissions' },
+      }),
+    );
+    checkEventStream(events);
+    const blocks = mainBlocks(events);
+    const toolUse = blocks.find((block): block is ToolUseBlock => block.type === 'tool_use');
+    expect(toolUse?.name).toBe('shell');
+    expect(toolUse?.input).toEqual({ command: expect.stringContaining('echo parley-output; exit 3') as string });
+    expect(toolUse?.status).toBe('error');
+    const result = blocks.find((block): block is ToolResultBlock => block.type === 'tool_result');
+    expect(result?.toolUseId).toBe(toolUse?.toolUseId);
+    expect(result?.content).toContain('parley-output');
+    expect(result?.isError).toBe(true);
+    expect(result?.output).toMatchObject({ exitCode: 3 });
+    expect(assistantText(events)).toBe('The command failed with 3.');
+    // The CLI sent the command's output back to the model.
+    expect(inputTexts(server.responseRequests().at(-1)?.body).join('\n')).toContain('parley-output');
+  }, 60_000);
+
+  it('reports a 429 as a rate-limit error block that says what to do', async () => {
+    server.enqueue({ type: 'error', status: 429, message: 'Rate limit reached for gpt-5-codex.' });
+    const events = await collect(backend().execute({ sessionId: 'codex-3', prompt: 'Hello?', cwd: workspace }));
+    checkEventStream(events);
+    const [error] = systemBlocks(events, 'error');
+    expect(error?.data).toMatchObject({ code: 'RATE_LIMITED', retryable: true });
+    expect(error?.content).toMatch(/rate limited.*Wait and send the message again/s);
+    expect(finalMetadata(events).stopReason).toBe('error');
+  }, 60_000);
+
+  it('cancels a turn mid-stream and leaves the thread resumable', async () => {
+    server.enqueue({ text: 'Never finished because the client left.', stall: true });
+    const controller = new AbortController();
+    const requestsBefore = server.responseRequests().length;
+    const turn = backend().execute({
+      sessionId: 'codex-4',
+      prompt: 'Take long',
+      cwd: workspace,
+      signal: controller.signal,
+    });
+    void server.waitForResponseRequests(requestsBefore + 1).then(() => controller.abort());
+    const events = await collect(turn);
+    checkEventStream(events);
+    expect(systemBlocks(events, 'aborted')).toHaveLength(1);
+    const metadata = finalMetadata(events);
+    expect(metadata.stopReason).toBe('aborted');
+    const threadId = metadata.nativeSessionId!;
+    expect(threadId).toBeDefined();
+
+    server.enqueue({ text: 'Back again.' });
+    const resumed = await collect(
+      backend().execute({ sessionId: 'codex-4', prompt: 'Continue', cwd: workspace, nativeSessionId: threadId }),
+    );
+    expect(assistantText(resumed)).toBe('Back again.');
+    expect(finalMetadata(resumed).nativeSessionId).toBe(threadId);
+    expect(inputTexts(server.responseRequests().at(-1)?.body)).toContain('Take long');
+  }, 60_000);
+});
