@@ -27,6 +27,7 @@ export async function sessionText(
 function heading(record: SessionRecord, metrics: SessionMetrics): string {
   return (
     `${record.sessionId} — ${describeScope(record)} — ${record.type}${record.readOnly ? ' (read only)' : ''}\n` +
+    (record.forkedFrom ? `forked from ${record.forkedFrom.sessionId} at seq ${record.forkedFrom.seq}\n` : '') +
     `turns ${metrics.turns} · tokens in ${metrics.inputTokens} out ${metrics.outputTokens} · cost ${formatCost(metrics)} · compactions ${record.stats.totalCompactions}\n\n`
   );
 }

@@ -24,6 +24,7 @@ export {
   type RalphLoopPatch,
   type AgentDescriptionText,
   type AgentDescriptionOverride,
+  type ForkSessionOptions,
   // Turns
   runTurn,
   type RunTurnOptions,

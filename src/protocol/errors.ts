@@ -75,6 +75,10 @@ export const PARLEY_CODE_TO_RPC: Readonly<Record<string, RpcErrorCodeValue>> = {
   INVALID_PARAMS: RpcErrorCode.INVALID_PARAMS,
   NOT_FOUND: RpcErrorCode.NOT_FOUND,
   SESSION_NOT_FOUND: RpcErrorCode.NOT_FOUND,
+  /** A fork point (a seq or a block id) the session does not have. */
+  FORK_POINT_NOT_FOUND: RpcErrorCode.NOT_FOUND,
+  UNKNOWN_BACKEND: RpcErrorCode.INVALID_PARAMS,
+  BACKEND_NOT_CONFIGURED: RpcErrorCode.UNSUPPORTED,
   PROJECT_NOT_FOUND: RpcErrorCode.NOT_FOUND,
   TASK_NOT_FOUND: RpcErrorCode.NOT_FOUND,
   ROLE_NOT_FOUND: RpcErrorCode.NOT_FOUND,

@@ -309,6 +309,15 @@ export const PreviewRequestResultSchema = z.looseObject({
   sections: z.record(z.string(), z.number()).optional(),
 });
 
+export const ForkSessionParamsSchema = z.strictObject({
+  sessionId: SessionIdParamSchema,
+  /** The last point the fork keeps: a `seq` of the source's log, or a block id (default: the end). */
+  at: z.union([z.number().int().nonnegative(), z.string().min(1).max(200)]).optional(),
+  /** The back end the fork continues on (default: the source's); one of `list_backends`, available. */
+  backend: z.string().min(1).max(200).optional(),
+});
+export const ForkSessionResultSchema = z.object({ session: SessionInfoSchema });
+
 export const ArchiveSessionParamsSchema = SessionParamsSchema;
 export const ArchiveSessionResultSchema = z.object({ session: SessionInfoSchema });
 
@@ -560,6 +569,11 @@ export const methods = {
     PreviewRequestParamsSchema,
     PreviewRequestResultSchema,
     'The request the next turn would send (managed sessions): system prompt, user prompt, tokens.',
+  ),
+  fork_session: method(
+    ForkSessionParamsSchema,
+    ForkSessionResultSchema,
+    "A new session whose history is the source's up to `at` (a seq or a block id; default the end), with `forkedFrom { sessionId, seq }`; the source is unchanged. It runs on `backend` (default the source's). -32001 for an unknown session or a point it does not have (FORK_POINT_NOT_FOUND); -32602 for a back end this server does not know, -32007 for one it cannot make.",
   ),
   archive_session: method(
     ArchiveSessionParamsSchema,

@@ -69,6 +69,8 @@ export const SessionInfoSchema = z.object({
   }),
   metrics: SessionMetricsSchema.optional(),
   clearedThroughSeq: z.number().int().optional(),
+  /** A fork: the session it was forked from and the last `seq` of that session's history it holds. */
+  forkedFrom: z.object({ sessionId: z.string(), seq: z.number().int() }).optional(),
 });
 /** A session as the protocol shows it. */
 export type SessionInfo = z.infer<typeof SessionInfoSchema>;

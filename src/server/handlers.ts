@@ -1,5 +1,5 @@
 import { traceParentContext } from '../telemetry/index.js';
-import type { ConversationBlock } from '../conversation/index.js';
+import { ParleyError, type ConversationBlock } from '../conversation/index.js';
 import type { DraftService } from '../draft/index.js';
 import type { RunService } from '../harness/index.js';
 import { METHOD_NAMES, PROTOCOL_VERSION, type MethodResultInput } from '../protocol/index.js';
@@ -161,6 +161,14 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
       const preview = await manager.previewRequest(params.sessionId, params.prompt ?? '');
       return { ...preview, sections: { ...preview.sections } };
     },
+    fork_session: async (params) => {
+      if (params.backend !== undefined) checkBackend(drafts, params.backend);
+      const session = await manager.forkSession(params.sessionId, {
+        ...(params.at !== undefined ? { at: params.at } : {}),
+        ...(params.backend !== undefined ? { backend: params.backend } : {}),
+      });
+      return { session };
+    },
     archive_session: async (params) => ({ session: await manager.archiveSession(params.sessionId) }),
 
     // ---- agents ----
@@ -275,4 +283,24 @@ function runningCompaction(status: CompactionStatus): MethodResultInput<'get_ses
     ...(status.tokensBefore !== undefined ? { tokensBefore: status.tokensBefore } : {}),
     ...(status.summarizer ? { summarizer: status.summarizer } : {}),
   };
+}
+
+/** A fork goes only onto a back end this server can run: one it does not know, or cannot make, is refused. */
+function checkBackend(drafts: DraftService, name: string): void {
+  const backends = drafts.listBackends();
+  const backend = backends.find((each) => each.name === name);
+  if (backend === undefined) {
+    throw new ParleyError(
+      'UNKNOWN_BACKEND',
+      `Unknown back end "${name}". This server offers: ${backends.map((each) => each.name).join(', ')}.`,
+      { fault: 'user', data: { backend: name } },
+    );
+  }
+  if (!backend.available) {
+    throw new ParleyError(
+      'BACKEND_NOT_CONFIGURED',
+      `The back end "${name}" is not configured on this server${backend.reason ? ` (${backend.reason})` : ''}; configure it or fork onto another.`,
+      { fault: 'user', data: { backend: name } },
+    );
+  }
 }

@@ -5,6 +5,7 @@ export type SessionErrorCode =
   | 'SESSION_NOT_FOUND'
   | 'INVALID_ID'
   | 'INVALID_INPUT'
+  | 'FORK_POINT_NOT_FOUND'
   | 'READ_ONLY_SESSION'
   | 'SESSION_ARCHIVED'
   | 'MANAGER_CLOSED'

@@ -25,3 +25,4 @@ export * from './summarizer.js';
 export * from './import/index.js';
 export { DEFAULT_CHANGE_POLL_MS, type FollowStoreChangesOptions } from './store-changes.js';
 export * from './backend-move.js';
+export { parseForkPoint, type ForkSessionOptions } from './session-fork.js';

@@ -49,6 +49,7 @@ import {
   messageBlock,
   settingsChange,
 } from './session-changes.js';
+import { planFork, type ForkSessionOptions } from './session-fork.js';
 import { SessionWriter } from './session-writer.js';
 import { catchUp, StoreChangeFollower, type FollowStoreChangesOptions } from './store-changes.js';
 import { TypedEmitter } from './typed-emitter.js';
@@ -218,6 +219,38 @@ export class SessionManager {
   async moveToBackend(sessionId: string, backend: string, native?: NativeSessionRef): Promise<SessionRecord> {
     const record = await this.updateRecord(sessionId, backendChange(backend, native, this.clock));
     this.emit('session:updated', { sessionId: record.sessionId, action: 'settings_changed', session: record });
+    return record;
+  }
+
+  /**
+   * A new session whose history is the source's up to `options.at` (a seq or a block id; default
+   * the end), recording `forkedFrom: { sessionId, seq }`. The source is not changed. The fork runs
+   * on `options.backend` (default the source's): a managed back end builds its first request from
+   * the forked history; a native one is given a transcript written from it (`continueOnBackend`).
+   * The history is copied, not shared: its cost grows with the length of the history kept.
+   */
+  async forkSession(sessionId: string, options: ForkSessionOptions = {}): Promise<SessionRecord> {
+    this.assertOpen();
+    const id = checkSessionId(sessionId);
+    // Loading builds the log of an imported session whose blocks were not built yet.
+    await this.liveSession(id);
+    const plan = await this.serialize(id, async () =>
+      planFork(this.store, await this.requireSession(id), options, this.clock()),
+    );
+    if (await this.store.getSession(plan.record.sessionId)) {
+      throw new SessionError(
+        'INVALID_INPUT',
+        `Cannot fork into "${plan.record.sessionId}": a session with that id exists. Pick another id or leave it out.`,
+        { fault: 'user', data: { sessionId: plan.record.sessionId } },
+      );
+    }
+    const record = await this.store.createSession(plan.record);
+    if (plan.events.length > 0) await this.store.append(record.sessionId, plan.events);
+    for (const { formatVersion: _format, version: _version, sessionId: _source, ...checkpoint } of plan.checkpoints)
+      await this.store.writeCheckpoint(record.sessionId, checkpoint);
+    const description = await this.store.readAgentDescription(id);
+    if (description) await this.store.writeAgentDescription({ ...description, sessionId: record.sessionId });
+    this.emit('session:updated', { sessionId: record.sessionId, action: 'created', session: record });
     return record;
   }
 

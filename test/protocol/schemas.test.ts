@@ -34,6 +34,7 @@ describe('the method table', () => {
       'force_compact',
       'get_compaction_status',
       'preview_request',
+      'fork_session',
       'archive_session',
       'list_agents',
       'kill_agent',

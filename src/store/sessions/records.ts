@@ -89,6 +89,11 @@ export const SessionRecordSchema = SessionListDataSchema.extend({
   metrics: SessionMetricsSchema.optional(),
   /** Messages at or below this `seq` are hidden from requests (`clearMessages`); they stay on disk. */
   clearedThroughSeq: z.number().int().min(-1).optional(),
+  /**
+   * Set on a fork: the session it was forked from and the last `seq` of that session's history it
+   * holds. Optional, so records written before forks existed keep format version 1.
+   */
+  forkedFrom: z.object({ sessionId: IdSchema, seq: z.number().int().min(-1) }).optional(),
 });
 /** A session as the store keeps it: its id, scope, back end, settings, status and stats. */
 export type SessionRecord = z.infer<typeof SessionRecordSchema>;
