@@ -543,7 +543,14 @@ export class AcpSessions {
       role: choices.role,
       backend: choices.backend,
       editorTools,
-      permissions: createPermissionBridge(this.options.client(), sessionId),
+      permissions: createPermissionBridge(this.options.client(), sessionId, {
+        announce: async (toolCall) => {
+          for (const update of session.live.announce(toolCall)) this.send(session, update);
+          // The tool call reaches the editor before the question about it.
+          await this.outbox;
+        },
+        update: (update) => this.send(session, { sessionUpdate: 'tool_call_update', ...update }),
+      }),
       ...(files ? { files } : {}),
       live: new LiveUpdates(cwd),
       sentSeq: -1,

@@ -1,4 +1,4 @@
-import type { SessionUpdate, StopReason } from '@agentclientprotocol/sdk';
+import type { SessionUpdate, StopReason, ToolCallUpdate } from '@agentclientprotocol/sdk';
 import {
   contextPercent,
   MAIN_CONVERSATION,
@@ -95,11 +95,35 @@ export class LiveUpdates {
     }
   }
 
+  /**
+   * The `tool_call` (pending) that a permission request about `toolCall` must follow, unless the
+   * editor was told of that call already; its tool use, when it is stored later, then updates it.
+   */
+  announce(toolCall: ToolCallUpdate): SessionUpdate[] {
+    if (this.announced.has(toolCall.toolCallId)) return [];
+    this.announced.add(toolCall.toolCallId);
+    const { toolCallId, title, kind, rawInput, content, locations } = toolCall;
+    return [
+      {
+        sessionUpdate: 'tool_call',
+        toolCallId,
+        title: title ?? 'Tool call',
+        status: 'pending',
+        ...(kind ? { kind } : {}),
+        ...(rawInput !== undefined ? { rawInput } : {}),
+        ...(content ? { content } : {}),
+        ...(locations ? { locations } : {}),
+      },
+    ];
+  }
+
   private started(block: ConversationBlock): SessionUpdate[] {
     if (block.type === 'tool_use') {
       this.toolUses.set(block.toolUseId, block);
+      const call = toolCallOf(block, this.root);
+      if (this.announced.has(block.toolUseId)) return [{ ...call, sessionUpdate: 'tool_call_update' }];
       this.announced.add(block.toolUseId);
-      return [{ sessionUpdate: 'tool_call', ...toolCallOf(block, this.root) }];
+      return [{ sessionUpdate: 'tool_call', ...call }];
     }
     if (block.type === 'subagent') {
       this.workers.set(block.subagentId, { block, answer: '' });

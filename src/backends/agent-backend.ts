@@ -60,6 +60,12 @@ export interface ToolDefinition {
 export interface ToolExecuteOptions {
   signal?: AbortSignal;
   /**
+   * The id of the tool use being executed (its `ToolUseBlock.toolUseId`), so what the tool asks or
+   * shows (a permission prompt) can name the call the conversation already announced. Undefined
+   * when the back end does not know it (a CLI calling back over MCP).
+   */
+  toolUseId?: string;
+  /**
    * The tool call's OpenTelemetry context (its `execute_tool` span), from the back end's
    * `ExecuteRequest.traceContext()`: the parent of any span the tool starts (a worker it
    * dispatches, another agent's turn). Undefined when the turn is not traced.

@@ -14,6 +14,8 @@ import type { ToolResultBlock, ToolUseBlock } from './blocks.js';
 export interface DiffLine {
   kind: '+' | '-' | ' ';
   text: string;
+  /** The file's last line, with no newline after it (the diff's `\ No newline at end of file` followed it). */
+  noNewline?: boolean;
 }
 
 /** One hunk of a unified diff, with its lines. */
@@ -130,6 +132,10 @@ export function parseUnifiedDiff(diff: string): DiffHunk[] {
     if (!current) continue;
     const kind = line[0];
     if (kind === '+' || kind === '-' || kind === ' ') current.lines.push({ kind, text: line.slice(1) });
+    else if (kind === '\\') {
+      const last = current.lines.at(-1);
+      if (last) last.noNewline = true;
+    }
   }
   return hunks;
 }
