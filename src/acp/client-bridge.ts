@@ -113,7 +113,11 @@ export function createPermissionBridge(
             : 'deny';
       // A tool use of the log closes its own call (its result); one the back end gave no id for is closed here.
       if (decision === 'deny' && request.toolUseId === undefined)
-        calls.update({ toolCallId: toolCall.toolCallId, status: 'failed', content: [textContent('Denied by the user.')] });
+        calls.update({
+          toolCallId: toolCall.toolCallId,
+          status: 'failed',
+          content: [textContent('Denied by the user.')],
+        });
       return decision;
     },
     close(update) {

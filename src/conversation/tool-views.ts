@@ -144,7 +144,7 @@ function hunksBetween(before: string, after: string): DiffHunk[] {
   const patch = structuredPatch('a', 'b', withNewline(before), withNewline(after), undefined, undefined, {
     context: 3,
   });
-  return patch.hunks.map((hunk) => ({
+  const hunks: DiffHunk[] = patch.hunks.map((hunk) => ({
     oldStart: hunk.oldStart,
     oldLines: hunk.oldLines,
     newStart: hunk.newStart,
@@ -153,6 +153,18 @@ function hunksBetween(before: string, after: string): DiffHunk[] {
       .filter((line) => line[0] === '+' || line[0] === '-' || line[0] === ' ')
       .map((line) => ({ kind: line[0] as DiffLine['kind'], text: line.slice(1) })),
   }));
+  // The newline added for the diff is not the text's: a side that lacked one says so on its last line.
+  const lines = hunks.at(-1)?.lines ?? [];
+  const lastOf = (side: DiffLine['kind']): DiffLine | undefined => lines.findLast((line) => line.kind !== side);
+  if (before !== '' && !before.endsWith('\n')) {
+    const last = lastOf('+');
+    if (last) last.noNewline = true;
+  }
+  if (after !== '' && !after.endsWith('\n')) {
+    const last = lastOf('-');
+    if (last) last.noNewline = true;
+  }
+  return hunks;
 }
 
 function viewOfPatch(path: string, kind: FileEditView['kind'], hunks: DiffHunk[]): FileEditView {

@@ -88,7 +88,7 @@ describe('Parley events as ACP session updates', () => {
     expect(updates[2]).toMatchObject({
       sessionUpdate: 'tool_call_update',
       status: 'completed',
-      content: [{ type: 'diff', path: '/p/a.txt', oldText: null, newText: 'hello' }],
+      content: [{ type: 'diff', path: '/p/a.txt', oldText: null, newText: 'hello\n' }],
     });
     expect(updates[3]).toMatchObject({
       sessionUpdate: 'agent_message_chunk',
