@@ -1,5 +1,12 @@
 import path from 'node:path';
-import type { ToolCall, ToolCallContent, ToolCallLocation, ToolCallUpdate, ToolKind } from '@agentclientprotocol/sdk';
+import type {
+  PlanEntry,
+  ToolCall,
+  ToolCallContent,
+  ToolCallLocation,
+  ToolCallUpdate,
+  ToolKind,
+} from '@agentclientprotocol/sdk';
 import {
   commandOf,
   fileEditOf,
@@ -184,6 +191,32 @@ export function subagentEndOf(block: SubagentBlock, answer: string): ToolCallUpd
         }
       : {}),
   };
+}
+
+const PLAN_TOOLS = new Set(['TodoWrite', 'write_todos']);
+
+/**
+ * The plan a to-do tool sets (Claude Code's `TodoWrite`, the Gemini CLI's `write_todos`: the whole
+ * list each time, as ACP's plan is), or undefined for any other tool or an input without a list.
+ * A cancelled item is done with, so it reads as completed; ACP has no word for it.
+ */
+export function planOf(toolUse: Pick<ToolUseBlock, 'name' | 'input'>): PlanEntry[] | undefined {
+  if (!PLAN_TOOLS.has(toolUse.name)) return undefined;
+  const todos = asRecord(toolUse.input)['todos'];
+  if (!Array.isArray(todos)) return undefined;
+  return todos.flatMap((todo): PlanEntry[] => {
+    const item = asRecord(todo);
+    const content = [item['content'], item['description']].find((value) => typeof value === 'string');
+    if (typeof content !== 'string' || content === '') return [];
+    const status = item['status'] === 'in_progress' || item['status'] === 'completed' ? item['status'] : undefined;
+    return [
+      {
+        content,
+        priority: item['priority'] === 'high' || item['priority'] === 'low' ? item['priority'] : 'medium',
+        status: status ?? (item['status'] === 'cancelled' ? 'completed' : 'pending'),
+      },
+    ];
+  });
 }
 
 export function textContent(text: string): ToolCallContent {
