@@ -56,7 +56,7 @@ export interface ToolDefinition {
   execute(input: unknown, options: ToolExecuteOptions): Promise<ToolOutput>;
 }
 
-/** What a tool's `execute` gets besides its input: an `AbortSignal` and the call's trace context. */
+/** What a tool's `execute` gets besides its input: an `AbortSignal`, the tool use's id and the call's trace context. */
 export interface ToolExecuteOptions {
   signal?: AbortSignal;
   /**
