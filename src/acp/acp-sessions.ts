@@ -30,7 +30,14 @@ import { connectEditorTools, type EditorTools } from './editor-mcp.js';
 import { promptText, PromptContentError } from './prompt-content.js';
 import { roleTools } from './role-tools.js';
 import { BACKEND_OPTION, configOptionsOf, DEFAULT_MODEL_VALUE, MODEL_OPTION, modesOf } from './session-options.js';
-import { LiveUpdates, replayUpdates, sessionInfoUpdateOf, stopReasonOf, usageUpdateOf } from './session-updates.js';
+import {
+  LiveUpdates,
+  replayUpdates,
+  sessionInfoUpdateOf,
+  stopReasonOf,
+  usageUpdateOf,
+  type ClientUpdates,
+} from './session-updates.js';
 import { toolKindOf } from './tool-calls.js';
 import type { Workspace, Workspaces } from './workspaces.js';
 
@@ -134,7 +141,7 @@ export class AcpSessions {
     const session = await this.open(params.sessionId, params.cwd, workspace, params.mcpServers, { role, backend });
     const conversation = await workspace.manager.loadConversation(params.sessionId);
     session.sentSeq = conversation.lastSeq;
-    for (const update of replayUpdates(conversation, params.cwd)) this.send(session, update);
+    for (const update of replayUpdates(conversation, params.cwd, this.clientUpdates())) this.send(session, update);
     this.send(
       session,
       sessionInfoUpdateOf({
@@ -543,14 +550,26 @@ export class AcpSessions {
       role: choices.role,
       backend: choices.backend,
       editorTools,
-      permissions: createPermissionBridge(this.options.client(), sessionId),
+      permissions: createPermissionBridge(this.options.client(), sessionId, {
+        announce: async (toolCall) => {
+          for (const update of session.live.announce(toolCall)) this.send(session, update);
+          // The tool call reaches the editor before the question about it.
+          await this.outbox;
+        },
+        update: (update) => this.send(session, { sessionUpdate: 'tool_call_update', ...update }),
+      }),
       ...(files ? { files } : {}),
-      live: new LiveUpdates(cwd),
+      live: new LiveUpdates(cwd, this.clientUpdates()),
       sentSeq: -1,
       seqWaiters: [],
     };
     this.sessions.set(sessionId, session);
     return session;
+  }
+
+  /** What the client said at initialize it takes beyond the baseline updates. */
+  private clientUpdates(): ClientUpdates {
+    return { compaction: this.clientCapabilities?.session?.compaction != null };
   }
 
   private async forget(session: AcpSession): Promise<void> {

@@ -1,7 +1,7 @@
 import type { AgentContext, ClientCapabilities, PermissionOption, ToolCallUpdate } from '@agentclientprotocol/sdk';
-import type { ToolDefinition, ToolOutput } from '../backends/index.js';
+import type { ToolDefinition, ToolExecuteOptions, ToolOutput } from '../backends/index.js';
 import type { ApprovalDecision, ApprovalRequest } from '../workspace/index.js';
-import { approvalToolCallOf } from './tool-calls.js';
+import { approvalToolCallOf, textContent } from './tool-calls.js';
 
 /**
  * The editor's side of a session that Parley's tools reach through: asking the person whether a
@@ -17,8 +17,22 @@ export type PermissionDecision = 'allow' | 'reject';
 export interface PermissionRequest {
   /** The tool's name; "allow always" holds for this name for the rest of the session. */
   toolName: string;
-  /** What the editor shows: the tool call (id, title, kind, raw input, a diff for an edit). */
+  /**
+   * What the editor shows: the tool call (id, title, kind, raw input, a diff for an edit). Its id
+   * is the tool use's own, so the prompt stands with the call the editor was shown.
+   */
   toolCall: ToolCallUpdate;
+}
+
+/**
+ * How the bridge keeps the editor's tool calls whole: a permission request names a tool call the
+ * editor was told of before, and a call that no tool use of the session's log closes is closed here.
+ */
+export interface ToolCallAnnouncer {
+  /** Sends a pending `tool_call` for it unless the editor was told of that call already; resolves once sent. */
+  announce(toolCall: ToolCallUpdate): Promise<void>;
+  /** Sends a `tool_call_update`. */
+  update(update: ToolCallUpdate): void;
 }
 
 export interface AcpPermissionBridge {
@@ -36,6 +50,8 @@ export interface AcpPermissionBridge {
    * A cancelled question is a deny.
    */
   approve(request: ApprovalRequest, root: string, signal?: AbortSignal): Promise<ApprovalDecision>;
+  /** Closes a tool call that no tool use of the session's log will close (one the back end gave no id for). */
+  close(update: ToolCallUpdate): void;
 }
 
 export interface ClientFiles {
@@ -52,12 +68,20 @@ const OPTIONS: PermissionOption[] = [
   { optionId: 'reject_once', name: 'Reject', kind: 'reject_once' },
 ];
 
-/** Asks through `session/request_permission`; remembers "allow always" per tool name for the session. */
-export function createPermissionBridge(client: AgentContext, sessionId: string): AcpPermissionBridge {
+/**
+ * Asks through `session/request_permission`, each time after `calls` told the editor of the tool
+ * call asked about; remembers "allow always" per tool name for the session.
+ */
+export function createPermissionBridge(
+  client: AgentContext,
+  sessionId: string,
+  calls: ToolCallAnnouncer,
+): AcpPermissionBridge {
   const alwaysAllowed = new Set<string>();
   return {
     async ask(request, signal) {
       if (alwaysAllowed.has(request.toolName)) return 'allow';
+      await calls.announce(request.toolCall);
       const response = await client.request(
         'session/request_permission',
         { sessionId, toolCall: request.toolCall, options: OPTIONS },
@@ -73,15 +97,31 @@ export function createPermissionBridge(client: AgentContext, sessionId: string):
     async approve(request, root, signal) {
       const options: PermissionOption[] =
         request.allowAlwaysScope === undefined ? OPTIONS.filter((option) => option.kind !== 'allow_always') : OPTIONS;
+      const toolCall = approvalToolCallOf(request, root);
+      await calls.announce(toolCall);
       const response = await client.request(
         'session/request_permission',
-        { sessionId, toolCall: approvalToolCallOf(request, root), options },
+        { sessionId, toolCall, options },
         signal ? { cancellationSignal: signal } : undefined,
       );
-      if (response.outcome.outcome !== 'selected') return 'deny';
-      const chosen = response.outcome.optionId;
-      if (chosen === 'allow_always' && request.allowAlwaysScope !== undefined) return 'allow_always';
-      return chosen === 'allow_once' ? 'allow_once' : 'deny';
+      const chosen = response.outcome.outcome === 'selected' ? response.outcome.optionId : undefined;
+      const decision: ApprovalDecision =
+        chosen === 'allow_always' && request.allowAlwaysScope !== undefined
+          ? 'allow_always'
+          : chosen === 'allow_once'
+            ? 'allow_once'
+            : 'deny';
+      // A tool use of the log closes its own call (its result); one the back end gave no id for is closed here.
+      if (decision === 'deny' && request.toolUseId === undefined)
+        calls.update({
+          toolCallId: toolCall.toolCallId,
+          status: 'failed',
+          content: [textContent('Denied by the user.')],
+        });
+      return decision;
+    },
+    close(update) {
+      calls.update(update);
     },
   };
 }
@@ -115,31 +155,49 @@ export function clientFilesOf(
 
 /**
  * A tool that asks before it runs. A rejection is the tool's result (an error the model reads and
- * can act on), not a failed turn.
+ * can act on), not a failed turn. The question names the tool use being executed
+ * (`ToolExecuteOptions.toolUseId`), whose result closes the call in the editor; without one it
+ * names the call `describe` gives, and this closes it with the tool's result.
  */
 export function askingFirst(
   tool: ToolDefinition,
   bridge: AcpPermissionBridge,
   describe: (input: unknown) => ToolCallUpdate,
 ): ToolDefinition {
+  const askThenRun = async (
+    toolCall: ToolCallUpdate,
+    input: unknown,
+    options: ToolExecuteOptions,
+  ): Promise<ToolOutput> => {
+    let decision: PermissionDecision;
+    try {
+      decision = await bridge.ask({ toolName: tool.name, toolCall }, options.signal);
+    } catch (error) {
+      return {
+        content: `${tool.name} did not run: the editor could not be asked for permission (${error instanceof Error ? error.message : String(error)}).`,
+        isError: true,
+      };
+    }
+    if (decision === 'reject')
+      return {
+        content: `The user declined ${tool.name}; it did not run. Ask them, or go on without it.`,
+        isError: true,
+      };
+    return tool.execute(input, options);
+  };
   return {
     ...tool,
     async execute(input, options): Promise<ToolOutput> {
-      let decision: PermissionDecision;
-      try {
-        decision = await bridge.ask({ toolName: tool.name, toolCall: describe(input) }, options.signal);
-      } catch (error) {
-        return {
-          content: `${tool.name} did not run: the editor could not be asked for permission (${error instanceof Error ? error.message : String(error)}).`,
-          isError: true,
-        };
-      }
-      if (decision === 'reject')
-        return {
-          content: `The user declined ${tool.name}; it did not run. Ask them, or go on without it.`,
-          isError: true,
-        };
-      return tool.execute(input, options);
+      const described = describe(input);
+      const toolCall = options.toolUseId !== undefined ? { ...described, toolCallId: options.toolUseId } : described;
+      const output = await askThenRun(toolCall, input, options);
+      if (options.toolUseId === undefined)
+        bridge.close({
+          toolCallId: toolCall.toolCallId,
+          status: output.isError ? 'failed' : 'completed',
+          content: output.content === '' ? [] : [textContent(output.content)],
+        });
+      return output;
     },
   };
 }

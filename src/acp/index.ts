@@ -9,6 +9,7 @@ export {
   type ClientFiles,
   type PermissionDecision,
   type PermissionRequest,
+  type ToolCallAnnouncer,
 } from './client-bridge.js';
 export { editorFilesOf } from './editor-files.js';
 export { LiveUpdates, replayUpdates, stopReasonOf } from './session-updates.js';

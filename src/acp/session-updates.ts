@@ -1,4 +1,4 @@
-import type { SessionUpdate, StopReason } from '@agentclientprotocol/sdk';
+import type { SessionUpdate, StopReason, ToolCallUpdate } from '@agentclientprotocol/sdk';
 import {
   contextPercent,
   MAIN_CONVERSATION,
@@ -10,13 +10,21 @@ import {
   type SystemBlock,
   type ToolUseBlock,
 } from '../conversation/index.js';
-import { subagentCallOf, subagentEndOf, toolCallOf, toolFailureUpdateOf, toolResultUpdateOf } from './tool-calls.js';
+import {
+  planOf,
+  subagentCallOf,
+  subagentEndOf,
+  toolCallOf,
+  toolFailureUpdateOf,
+  toolResultUpdateOf,
+} from './tool-calls.js';
 
 /**
  * Parley's stream events as ACP `session/update`s, in one place: text →
  * `agent_message_chunk`, thinking → `agent_thought_chunk`, a tool use → `tool_call` then
  * `tool_call_update`, a worker → a tool call whose content streams its answer, a compaction or an
- * error → a message. `LiveUpdates` follows a session's events as they are stored; `replayUpdates`
+ * error → a message (a compaction as `compaction_update` when the client advertised
+ * `session.compaction`), a to-do tool's list → a `plan`. `LiveUpdates` follows a session's events as they are stored; `replayUpdates`
  * turns a whole stored conversation into the updates `session/load` replays. Both are pure.
  */
 
@@ -32,9 +40,18 @@ interface Worker {
   answer: string;
 }
 
+/** Updates the client said at initialize it understands, beyond the baseline. */
+export interface ClientUpdates {
+  /** `compaction_update` (the client's `session.compaction` capability); else a compaction is a message. */
+  compaction?: boolean;
+}
+
 export class LiveUpdates {
   /** `root`: the session's folder, against which relative paths in tool calls are made absolute. */
-  constructor(private readonly root?: string) {}
+  constructor(
+    private readonly root?: string,
+    private readonly client: ClientUpdates = {},
+  ) {}
 
   private readonly blocks = new Map<string, OpenBlock>();
   private readonly toolUses = new Map<string, ToolUseBlock>();
@@ -95,11 +112,35 @@ export class LiveUpdates {
     }
   }
 
+  /**
+   * The `tool_call` (pending) that a permission request about `toolCall` must follow, unless the
+   * editor was told of that call already; its tool use, when it is stored later, then updates it.
+   */
+  announce(toolCall: ToolCallUpdate): SessionUpdate[] {
+    if (this.announced.has(toolCall.toolCallId)) return [];
+    this.announced.add(toolCall.toolCallId);
+    const { toolCallId, title, kind, rawInput, content, locations } = toolCall;
+    return [
+      {
+        sessionUpdate: 'tool_call',
+        toolCallId,
+        title: title ?? 'Tool call',
+        status: 'pending',
+        ...(kind ? { kind } : {}),
+        ...(rawInput !== undefined ? { rawInput } : {}),
+        ...(content ? { content } : {}),
+        ...(locations ? { locations } : {}),
+      },
+    ];
+  }
+
   private started(block: ConversationBlock): SessionUpdate[] {
     if (block.type === 'tool_use') {
       this.toolUses.set(block.toolUseId, block);
+      const call = toolCallOf(block, this.root);
+      if (this.announced.has(block.toolUseId)) return [{ ...call, sessionUpdate: 'tool_call_update' }];
       this.announced.add(block.toolUseId);
-      return [{ sessionUpdate: 'tool_call', ...toolCallOf(block, this.root) }];
+      return [{ sessionUpdate: 'tool_call', ...call }];
     }
     if (block.type === 'subagent') {
       this.workers.set(block.subagentId, { block, answer: '' });
@@ -128,6 +169,7 @@ export class LiveUpdates {
         }
         this.toolUses.set(block.toolUseId, block);
         if (block.status === 'error') this.failedWithoutResult.set(block.toolUseId, block);
+        updates.push(...planUpdatesOf(block));
         return updates;
       }
       case 'tool_result':
@@ -149,10 +191,8 @@ export class LiveUpdates {
         }
         return updates;
       }
-      case 'system': {
-        const text = systemMessageOf(block);
-        return text === undefined ? [] : [{ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text } }];
-      }
+      case 'system':
+        return systemUpdatesOf(block, this.client);
     }
   }
 
@@ -205,7 +245,11 @@ export class LiveUpdates {
  * `user_message_chunk`, the agent's as `agent_message_chunk`, tools and workers as finished tool
  * calls, compactions and errors as messages, then the session's usage.
  */
-export function replayUpdates(conversation: ConversationState, root?: string): SessionUpdate[] {
+export function replayUpdates(
+  conversation: ConversationState,
+  root?: string,
+  client: ClientUpdates = {},
+): SessionUpdate[] {
   const updates: SessionUpdate[] = [];
   const results = new Map(
     conversation.blocks.flatMap((block) => (block.type === 'tool_result' ? [[block.toolUseId, block] as const] : [])),
@@ -231,6 +275,7 @@ export function replayUpdates(conversation: ConversationState, root?: string): S
         if (result) updates.push({ sessionUpdate: 'tool_call_update', ...toolResultUpdateOf(block, result, root) });
         else if (block.status === 'error')
           updates.push({ sessionUpdate: 'tool_call_update', ...toolFailureUpdateOf(block) });
+        updates.push(...planUpdatesOf(block));
         break;
       }
       case 'tool_result':
@@ -244,16 +289,40 @@ export function replayUpdates(conversation: ConversationState, root?: string): S
           updates.push({ sessionUpdate: 'tool_call_update', ...subagentEndOf(block, answer) });
         break;
       }
-      case 'system': {
-        const text = systemMessageOf(block);
-        if (text !== undefined) updates.push({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text } });
+      case 'system':
+        updates.push(...systemUpdatesOf(block, client));
         break;
-      }
     }
   }
   const usage = usageUpdateOf(conversation.metrics);
   if (usage) updates.push(usage);
   return updates;
+}
+
+/** A to-do tool's list as ACP's plan (the whole list, which replaces the client's). */
+function planUpdatesOf(toolUse: ToolUseBlock): SessionUpdate[] {
+  const entries = planOf(toolUse);
+  return entries === undefined ? [] : [{ sessionUpdate: 'plan', entries }];
+}
+
+/**
+ * A system block for the client: a compaction as a finished `compaction_update` where the client
+ * takes those (its id the block's, its summary what Parley says of it, Parley's numbers under
+ * `_meta.parley`), anything else a person should read as a message.
+ */
+function systemUpdatesOf(block: SystemBlock, client: ClientUpdates): SessionUpdate[] {
+  if (block.subtype === 'compaction' && client.compaction)
+    return [
+      {
+        sessionUpdate: 'compaction_update',
+        compactionId: block.id,
+        status: 'completed',
+        summary: [{ type: 'text', text: block.content }],
+        ...(block.data !== undefined ? { _meta: { parley: block.data } } : {}),
+      },
+    ];
+  const text = systemMessageOf(block);
+  return text === undefined ? [] : [{ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text } }];
 }
 
 /** What a person should read of a system block, as a message; undefined for bookkeeping blocks. */

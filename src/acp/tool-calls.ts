@@ -1,8 +1,16 @@
 import path from 'node:path';
-import type { ToolCall, ToolCallContent, ToolCallLocation, ToolCallUpdate, ToolKind } from '@agentclientprotocol/sdk';
+import type {
+  PlanEntry,
+  ToolCall,
+  ToolCallContent,
+  ToolCallLocation,
+  ToolCallUpdate,
+  ToolKind,
+} from '@agentclientprotocol/sdk';
 import {
   commandOf,
   fileEditOf,
+  type DiffLine,
   type FileEditView,
   type SubagentBlock,
   type ToolResultBlock,
@@ -96,7 +104,8 @@ export function toolResultUpdateOf(
 /**
  * What the editor's permission prompt shows for a workspace tool's approval request: an edit or a
  * write as its diff (from the request's unified diff, paths made absolute against the project
- * folder `root`), a command as the title with its text and folder beside it.
+ * folder `root`), a command as the title with its text and folder beside it. It names the tool
+ * use that asks; a request that does not say which gets an id of its own.
  */
 export function approvalToolCallOf(request: ApprovalRequest, root: string): ToolCallUpdate {
   const absolute = request.path !== undefined ? path.join(root, request.path) : undefined;
@@ -113,7 +122,7 @@ export function approvalToolCallOf(request: ApprovalRequest, root: string): Tool
       ? [textContent(fenced(request.command))]
       : [];
   return {
-    toolCallId: `permission-${request.requestId}`,
+    toolCallId: request.toolUseId ?? `permission-${request.requestId}`,
     title: request.title,
     kind: toolKindOf(request.tool),
     rawInput: {
@@ -126,18 +135,18 @@ export function approvalToolCallOf(request: ApprovalRequest, root: string): Tool
   };
 }
 
-/** An edit as ACP `diff` content, one per hunk (a new file's has no old text), its path absolute against `root`. */
+/**
+ * An edit as ACP `diff` content, one per hunk (a new file's has no old text), its path absolute
+ * against `root`. Each line keeps its newline, but a file's last line that had none, so a whole
+ * file written reads as the file will be.
+ */
 function diffContentOf(edit: FileEditView, root?: string): ToolCallContent[] {
   const shown = absoluteIn(root, edit.path);
+  const textOf = (lines: DiffLine[]): string =>
+    lines.map((line) => (line.noNewline ? line.text : `${line.text}\n`)).join('');
   return edit.hunks.map((hunk) => {
-    const oldText = hunk.lines
-      .filter((line) => line.kind !== '+')
-      .map((line) => line.text)
-      .join('\n');
-    const newText = hunk.lines
-      .filter((line) => line.kind !== '-')
-      .map((line) => line.text)
-      .join('\n');
+    const oldText = textOf(hunk.lines.filter((line) => line.kind !== '+'));
+    const newText = textOf(hunk.lines.filter((line) => line.kind !== '-'));
     return {
       type: 'diff',
       path: shown,
@@ -182,6 +191,32 @@ export function subagentEndOf(block: SubagentBlock, answer: string): ToolCallUpd
         }
       : {}),
   };
+}
+
+const PLAN_TOOLS = new Set(['TodoWrite', 'write_todos']);
+
+/**
+ * The plan a to-do tool sets (Claude Code's `TodoWrite`, the Gemini CLI's `write_todos`: the whole
+ * list each time, as ACP's plan is), or undefined for any other tool or an input without a list.
+ * A cancelled item is done with, so it reads as completed; ACP has no word for it.
+ */
+export function planOf(toolUse: Pick<ToolUseBlock, 'name' | 'input'>): PlanEntry[] | undefined {
+  if (!PLAN_TOOLS.has(toolUse.name)) return undefined;
+  const todos = asRecord(toolUse.input)['todos'];
+  if (!Array.isArray(todos)) return undefined;
+  return todos.flatMap((todo): PlanEntry[] => {
+    const item = asRecord(todo);
+    const content = [item['content'], item['description']].find((value) => typeof value === 'string');
+    if (typeof content !== 'string' || content === '') return [];
+    const status = item['status'] === 'in_progress' || item['status'] === 'completed' ? item['status'] : undefined;
+    return [
+      {
+        content,
+        priority: item['priority'] === 'high' || item['priority'] === 'low' ? item['priority'] : 'medium',
+        status: status ?? (item['status'] === 'cancelled' ? 'completed' : 'pending'),
+      },
+    ];
+  });
 }
 
 export function textContent(text: string): ToolCallContent {

@@ -56,9 +56,15 @@ export interface ToolDefinition {
   execute(input: unknown, options: ToolExecuteOptions): Promise<ToolOutput>;
 }
 
-/** What a tool's `execute` gets besides its input: an `AbortSignal` and the call's trace context. */
+/** What a tool's `execute` gets besides its input: an `AbortSignal`, the tool use's id and the call's trace context. */
 export interface ToolExecuteOptions {
   signal?: AbortSignal;
+  /**
+   * The id of the tool use being executed (its `ToolUseBlock.toolUseId`), so what the tool asks or
+   * shows (a permission prompt) can name the call the conversation already announced. Undefined
+   * when the back end does not know it (a CLI calling back over MCP).
+   */
+  toolUseId?: string;
   /**
    * The tool call's OpenTelemetry context (its `execute_tool` span), from the back end's
    * `ExecuteRequest.traceContext()`: the parent of any span the tool starts (a worker it

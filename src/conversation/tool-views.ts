@@ -14,6 +14,8 @@ import type { ToolResultBlock, ToolUseBlock } from './blocks.js';
 export interface DiffLine {
   kind: '+' | '-' | ' ';
   text: string;
+  /** The file's last line, with no newline after it (the diff's `\ No newline at end of file` followed it). */
+  noNewline?: boolean;
 }
 
 /** One hunk of a unified diff, with its lines. */
@@ -130,6 +132,10 @@ export function parseUnifiedDiff(diff: string): DiffHunk[] {
     if (!current) continue;
     const kind = line[0];
     if (kind === '+' || kind === '-' || kind === ' ') current.lines.push({ kind, text: line.slice(1) });
+    else if (kind === '\\') {
+      const last = current.lines.at(-1);
+      if (last) last.noNewline = true;
+    }
   }
   return hunks;
 }
@@ -138,7 +144,7 @@ function hunksBetween(before: string, after: string): DiffHunk[] {
   const patch = structuredPatch('a', 'b', withNewline(before), withNewline(after), undefined, undefined, {
     context: 3,
   });
-  return patch.hunks.map((hunk) => ({
+  const hunks: DiffHunk[] = patch.hunks.map((hunk) => ({
     oldStart: hunk.oldStart,
     oldLines: hunk.oldLines,
     newStart: hunk.newStart,
@@ -147,6 +153,18 @@ function hunksBetween(before: string, after: string): DiffHunk[] {
       .filter((line) => line[0] === '+' || line[0] === '-' || line[0] === ' ')
       .map((line) => ({ kind: line[0] as DiffLine['kind'], text: line.slice(1) })),
   }));
+  // The newline added for the diff is not the text's: a side that lacked one says so on its last line.
+  const lines = hunks.at(-1)?.lines ?? [];
+  const lastOf = (side: DiffLine['kind']): DiffLine | undefined => lines.findLast((line) => line.kind !== side);
+  if (before !== '' && !before.endsWith('\n')) {
+    const last = lastOf('+');
+    if (last) last.noNewline = true;
+  }
+  if (after !== '' && !after.endsWith('\n')) {
+    const last = lastOf('-');
+    if (last) last.noNewline = true;
+  }
+  return hunks;
 }
 
 function viewOfPatch(path: string, kind: FileEditView['kind'], hunks: DiffHunk[]): FileEditView {

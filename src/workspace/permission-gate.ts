@@ -6,11 +6,13 @@ import type { ApprovalKind, PermissionMode } from './types.js';
  * Whether a change may go ahead under the session's permission mode, asking the user through the
  * broker when the mode says so. Returns undefined when allowed, or the result the model gets
  * instead: a denial ("denied by the user") or a refusal (`plan` mode), with nothing changed.
+ * `toolUseId` names the tool use that asks, so a client shows the question with that call.
  */
 export async function gate(
   context: WorkspaceToolContext,
-  ask: Omit<ApprovalAsk, 'sessionId' | 'conversationId'>,
+  ask: Omit<ApprovalAsk, 'sessionId' | 'conversationId' | 'toolUseId'>,
   signal: AbortSignal | undefined,
+  toolUseId?: string,
 ): Promise<WorkspaceToolResult | undefined> {
   const mode = context.mode();
   const what = describeKind(ask.kind);
@@ -26,6 +28,7 @@ export async function gate(
     {
       ...ask,
       sessionId: context.sessionId,
+      ...(toolUseId !== undefined ? { toolUseId } : {}),
       ...(context.conversationId ? { conversationId: context.conversationId } : {}),
     },
     signal ? { signal } : {},

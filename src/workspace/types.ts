@@ -33,6 +33,8 @@ export const ApprovalRequestSchema = z.object({
   conversationId: z.string().optional(),
   /** The tool that asks: `edit_file`, `write_file`, `run_command`. */
   tool: z.string().min(1),
+  /** The tool use that asks (the conversation's `toolUseId`), when the back end said which. */
+  toolUseId: z.string().min(1).optional(),
   kind: ApprovalKindSchema,
   /** One line a person reads: "Edit src/app.ts", "Run `npm test`". */
   title: z.string(),

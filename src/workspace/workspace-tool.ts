@@ -61,7 +61,11 @@ export interface WorkspaceToolResult {
 /** A tool from its schema and handler: input validated, typed errors turned into clear results. */
 export function workspaceTool<S extends z.ZodObject>(
   spec: { name: string; description: string; schema: S; permission: WorkspacePermission },
-  run: (input: z.infer<S>, signal: AbortSignal | undefined) => Promise<WorkspaceToolResult>,
+  run: (
+    input: z.infer<S>,
+    signal: AbortSignal | undefined,
+    toolUseId: string | undefined,
+  ) => Promise<WorkspaceToolResult>,
 ): WorkspaceTool {
   const inputSchema = jsonSchemaOf(spec.schema);
   return {
@@ -75,7 +79,7 @@ export function workspaceTool<S extends z.ZodObject>(
       if (!parsed.success)
         return { content: `Invalid input for ${spec.name}: ${describeIssues(parsed.error.issues)}.`, isError: true };
       try {
-        const result = await run(parsed.data, options.signal);
+        const result = await run(parsed.data, options.signal, options.toolUseId);
         return {
           content: result.content,
           ...(result.isError ? { isError: true } : {}),

@@ -83,13 +83,16 @@ describe('parley acp: the workspace tools', () => {
       title: 'Edit app.ts',
       kind: 'edit',
       content: [
-        { type: 'diff', path: file, oldText: 'const a = 1;\nconst b = 2;', newText: 'const a = 10;\nconst b = 2;' },
+        { type: 'diff', path: file, oldText: 'const a = 1;\nconst b = 2;\n', newText: 'const a = 10;\nconst b = 2;\n' },
       ],
       locations: [{ path: file }],
     });
     expect(asked.options.map((option) => option.kind)).toEqual(['allow_once', 'allow_always', 'reject_once']);
     expect(await readFile(file, 'utf8')).toBe('const a = 1;\nconst b = 2;\n');
-    expect(results(editor.updatesOf(sessionId))[0]).toMatchObject({ status: 'failed' });
+    expect(results(editor.updatesOf(sessionId))[0]).toMatchObject({
+      status: 'failed',
+      toolCallId: asked.toolCall.toolCallId,
+    });
     expect(JSON.stringify(results(editor.updatesOf(sessionId))[0])).toContain('Denied by the user');
 
     for (const text of ['two', 'three', 'four'])
@@ -106,7 +109,7 @@ describe('parley acp: the workspace tools', () => {
     // The edit as it was made: diff content with the file's absolute path, as ACP wants.
     expect(results(editor.updatesOf(sessionId))[1]).toMatchObject({
       content: [
-        { type: 'diff', path: file, oldText: 'const a = 1;\nconst b = 2;', newText: 'const a = 11;\nconst b = 2;' },
+        { type: 'diff', path: file, oldText: 'const a = 1;\nconst b = 2;\n', newText: 'const a = 11;\nconst b = 2;\n' },
       ],
     });
     const call = editor
@@ -177,14 +180,20 @@ describe('parley acp: the workspace tools', () => {
     expect(await readFile(file, 'utf8')).toBe('saved on disk\n');
     // The edit was asked about against the buffer's text, not the disk's.
     expect(editor.permissionRequests[0]!.toolCall.content).toEqual([
-      { type: 'diff', path: file, oldText: 'unsaved in the editor', newText: 'edited in the editor' },
+      { type: 'diff', path: file, oldText: 'unsaved in the editor\n', newText: 'edited in the editor\n' },
     ]);
     // A new file: created through the editor, shown as a creation (no old text).
     expect(written).toMatchObject({ status: 'completed' });
     expect(editor.permissionRequests[1]!.toolCall).toMatchObject({
       title: 'Create new.md',
-      content: [{ type: 'diff', path: join(project, 'new.md'), oldText: null, newText: 'fresh' }],
+      // The whole file as it will be, its last newline kept.
+      content: [{ type: 'diff', path: join(project, 'new.md'), oldText: null, newText: 'fresh\n' }],
     });
+    // Each question names the tool call it is about, the one its result closes.
+    expect(editor.permissionRequests.map((request) => request.toolCall.toolCallId)).toEqual([
+      edited!.toolCallId,
+      written!.toolCallId,
+    ]);
     expect(buffers.get(join(project, 'new.md'))).toBe('fresh\n');
     await expect(readFile(join(project, 'new.md'), 'utf8')).rejects.toMatchObject({ code: 'ENOENT' });
     // Confinement still applies: the editor is never asked for a file outside the project.

@@ -338,13 +338,21 @@ describe('parley acp', () => {
   it('asks the editor before a tool the role gates, and honours reject, allow always and allow once', async () => {
     const createTask = (title: string) => ({ type: 'tool', name: 'create_task', input: { title } });
     const answers = ['reject_once', 'allow_always', 'allow_once'];
-    const editor = await startEditor(
+    // What the editor had been told of when each question came.
+    const toldBefore: SessionUpdate[][] = [];
+    let sessionId = '';
+    const editor: Editor = await startEditor(
       {
         turns: [[createTask('Rejected task')], [createTask('First allowed task')], [createTask('Second allowed task')]],
       },
-      { permission: () => ({ outcome: { outcome: 'selected', optionId: answers.shift()! } }) },
+      {
+        permission: () => {
+          toldBefore.push(editor.updatesOf(sessionId));
+          return { outcome: { outcome: 'selected', optionId: answers.shift()! } };
+        },
+      },
     );
-    const { sessionId } = await editor.agent.request('session/new', { cwd: project, mcpServers: [] });
+    ({ sessionId } = await editor.agent.request('session/new', { cwd: project, mcpServers: [] }));
     for (const text of ['one', 'two', 'three'])
       await editor.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text }] });
     expect(editor.permissionRequests.map((request) => request.toolCall.title)).toEqual([
@@ -368,6 +376,17 @@ describe('parley acp', () => {
       'completed',
     ]);
     expect(JSON.stringify(results[0])).toContain('declined');
+    // Each question names a tool call the editor was shown (pending) before it; the rejected one ends failed.
+    editor.permissionRequests.forEach((request, index) => {
+      expect(toldBefore[index]).toContainEqual(
+        expect.objectContaining({
+          sessionUpdate: 'tool_call',
+          toolCallId: request.toolCall.toolCallId,
+          status: 'pending',
+        }),
+      );
+    });
+    expect(results[0]).toMatchObject({ toolCallId: editor.permissionRequests[0]!.toolCall.toolCallId });
     expect((await readdir(join(project, '.parley', 'tasks'))).sort()).toEqual([
       'first-allowed-task',
       'second-allowed-task',

@@ -2,8 +2,20 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { agent, client, type AgentConnection, type RequestPermissionRequest } from '@agentclientprotocol/sdk';
-import { askingFirst, clientFilesOf, createPermissionBridge, editorFilesOf } from '../../src/acp/index.js';
+import {
+  agent,
+  client,
+  type AgentConnection,
+  type RequestPermissionRequest,
+  type ToolCallUpdate,
+} from '@agentclientprotocol/sdk';
+import {
+  askingFirst,
+  clientFilesOf,
+  createPermissionBridge,
+  editorFilesOf,
+  type ToolCallAnnouncer,
+} from '../../src/acp/index.js';
 import type { ApprovalRequest } from '../../src/workspace/index.js';
 import type { ToolDefinition } from '../../src/backends/index.js';
 
@@ -16,13 +28,28 @@ let folder: string;
 let connection: AgentConnection;
 const asked: RequestPermissionRequest[] = [];
 let answers: string[] = [];
+/** What reached the editor, in order: tool calls announced, calls closed, questions asked. */
+const timeline: string[] = [];
+const closed: ToolCallUpdate[] = [];
+const calls: ToolCallAnnouncer = {
+  async announce(toolCall) {
+    timeline.push(`tool_call ${toolCall.toolCallId}`);
+  },
+  update(update) {
+    closed.push(update);
+    timeline.push(`tool_call_update ${update.toolCallId} ${update.status}`);
+  },
+};
 
 beforeEach(async () => {
   folder = await mkdtemp(join(tmpdir(), 'parley-acp-bridge-'));
   asked.length = 0;
+  timeline.length = 0;
+  closed.length = 0;
   const editor = client({ name: 'editor' })
     .onRequest('session/request_permission', ({ params }) => {
       asked.push(params);
+      timeline.push(`request_permission ${params.toolCall.toolCallId}`);
       const optionId = answers.shift();
       return optionId === undefined
         ? { outcome: { outcome: 'cancelled' } }
@@ -73,7 +100,7 @@ describe('the ACP client bridge', () => {
   });
 
   it('asks before a tool runs: reject keeps it from running, allow always stops asking for that tool, a cancelled question rejects', async () => {
-    const bridge = createPermissionBridge(connection.client, 'session-1');
+    const bridge = createPermissionBridge(connection.client, 'session-1', calls);
     const tool = countingTool();
     const gated = askingFirst(tool, bridge, (input) => ({
       toolCallId: 'call-1',
@@ -101,7 +128,7 @@ describe('the ACP client bridge', () => {
     expect(tool.runs).toBe(3);
     expect(asked).toHaveLength(3);
 
-    const other = askingFirst(countingTool(), createPermissionBridge(connection.client, 'session-2'), () => ({
+    const other = askingFirst(countingTool(), createPermissionBridge(connection.client, 'session-2', calls), () => ({
       toolCallId: 'call-2',
     }));
     answers = [];
@@ -109,7 +136,7 @@ describe('the ACP client bridge', () => {
   });
 
   it('asks about a workspace approval with its diff, and hands allow always back to the broker only when the request offers it', async () => {
-    const bridge = createPermissionBridge(connection.client, 'session-1');
+    const bridge = createPermissionBridge(connection.client, 'session-1', calls);
     const edit: ApprovalRequest = {
       requestId: 'request-1',
       sessionId: 'session-1',
@@ -127,7 +154,7 @@ describe('the ACP client bridge', () => {
       toolCallId: 'permission-request-1',
       title: 'Edit src/a.ts',
       kind: 'edit',
-      content: [{ type: 'diff', path: '/project/src/a.ts', oldText: 'const a = 1;', newText: 'const a = 2;' }],
+      content: [{ type: 'diff', path: '/project/src/a.ts', oldText: 'const a = 1;\n', newText: 'const a = 2;\n' }],
       locations: [{ path: '/project/src/a.ts' }],
     });
     // The bridge remembers nothing for the broker: the same request is asked again.
@@ -157,6 +184,72 @@ describe('the ACP client bridge', () => {
     expect(await bridge.approve(chained, '/project')).toBe('allow_once');
     answers = [];
     expect(await bridge.approve(chained, '/project')).toBe('deny');
+  });
+
+  it('names the tool use being executed, told to the editor before the question; a call without one is closed by the bridge', async () => {
+    const bridge = createPermissionBridge(connection.client, 'session-1', calls);
+    const tool = countingTool();
+    const gated = askingFirst(tool, bridge, (input) => ({
+      toolCallId: 'permission-own',
+      title: 'create_task (needs projects-create)',
+      rawInput: input,
+    }));
+    answers = ['reject_once'];
+    await gated.execute({}, { toolUseId: 'call-7' });
+    // The log's tool use closes call-7 (its result); nothing is closed here.
+    expect(timeline).toEqual(['tool_call call-7', 'request_permission call-7']);
+
+    timeline.length = 0;
+    answers = ['reject_once', 'allow_once'];
+    await gated.execute({}, {});
+    await gated.execute({}, {});
+    expect(timeline).toEqual([
+      'tool_call permission-own',
+      'request_permission permission-own',
+      'tool_call_update permission-own failed',
+      'tool_call permission-own',
+      'request_permission permission-own',
+      'tool_call_update permission-own completed',
+    ]);
+    expect(JSON.stringify(closed[0])).toContain('declined');
+  });
+
+  it("asks about a workspace approval under its tool use's id, with a written file's diff ending as the file does", async () => {
+    const bridge = createPermissionBridge(connection.client, 'session-1', calls);
+    const created: ApprovalRequest = {
+      requestId: 'request-3',
+      sessionId: 'session-1',
+      tool: 'write_file',
+      kind: 'write',
+      title: 'Create notes.md',
+      path: 'notes.md',
+      diff: '--- a/notes.md\n+++ b/notes.md\n@@ -0,0 +1,2 @@\n+# Notes\n+one\n',
+      requestedAt: new Date(0).toISOString(),
+    };
+    answers = ['reject_once'];
+    expect(await bridge.approve({ ...created, toolUseId: 'call-9' }, '/project')).toBe('deny');
+    expect(timeline).toEqual(['tool_call call-9', 'request_permission call-9']);
+    expect(asked[0]!.toolCall.content).toEqual([
+      { type: 'diff', path: '/project/notes.md', oldText: null, newText: '# Notes\none\n' },
+    ]);
+
+    const noNewline: ApprovalRequest = {
+      ...created,
+      requestId: 'request-4',
+      diff: '--- a/notes.md\n+++ b/notes.md\n@@ -0,0 +1,2 @@\n+# Notes\n+one\n\\ No newline at end of file\n',
+    };
+    timeline.length = 0;
+    answers = ['reject_once'];
+    expect(await bridge.approve(noNewline, '/project')).toBe('deny');
+    expect(asked[1]!.toolCall.content).toEqual([
+      { type: 'diff', path: '/project/notes.md', oldText: null, newText: '# Notes\none' },
+    ]);
+    // No tool use names this call, so the bridge closes it.
+    expect(timeline).toEqual([
+      'tool_call permission-request-4',
+      'request_permission permission-request-4',
+      'tool_call_update permission-request-4 failed',
+    ]);
   });
 
   it("gives the file tools the editor's files: a missing file is undefined, what the editor does not offer uses the disk", async () => {

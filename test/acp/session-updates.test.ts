@@ -88,7 +88,7 @@ describe('Parley events as ACP session updates', () => {
     expect(updates[2]).toMatchObject({
       sessionUpdate: 'tool_call_update',
       status: 'completed',
-      content: [{ type: 'diff', path: '/p/a.txt', oldText: null, newText: 'hello' }],
+      content: [{ type: 'diff', path: '/p/a.txt', oldText: null, newText: 'hello\n' }],
     });
     expect(updates[3]).toMatchObject({
       sessionUpdate: 'agent_message_chunk',
@@ -147,6 +147,119 @@ describe('Parley events as ACP session updates', () => {
     };
     expect(live.map(event({ type: 'block_start', block: grep }))).toMatchObject([
       { title: 'Grep TODO', kind: 'search' },
+    ]);
+  });
+
+  it('sends a compaction as a compaction_update to a client that takes them, and as a message to one that does not', () => {
+    const compaction = {
+      id: 'k1',
+      type: 'system',
+      subtype: 'compaction',
+      content: 'Compacted (auto): the request went from 120000 to 20000 tokens.',
+      data: { tokensBefore: 120000, tokensAfter: 20000 },
+      createdAt: 1,
+    };
+    const stored = event({ type: 'block_complete', block: compaction });
+    const expected = {
+      sessionUpdate: 'compaction_update',
+      compactionId: 'k1',
+      status: 'completed',
+      summary: [{ type: 'text', text: compaction.content }],
+      _meta: { parley: { tokensBefore: 120000, tokensAfter: 20000 } },
+    };
+    expect(new LiveUpdates(undefined, { compaction: true }).map(stored)).toEqual([expected]);
+    expect(new LiveUpdates().map(stored)).toMatchObject([
+      { sessionUpdate: 'agent_message_chunk', content: { text: expect.stringContaining('Context compacted') } },
+    ]);
+    const conversation = applyEvents(emptyConversation('s'), [stored]);
+    expect(replayUpdates(conversation, undefined, { compaction: true })).toEqual([expected]);
+    expect(replayUpdates(conversation)[0]).toMatchObject({ sessionUpdate: 'agent_message_chunk' });
+  });
+
+  it("sends Claude Code's and the Gemini CLI's to-do lists as the plan, live and replayed", () => {
+    const todoWrite = {
+      id: 'p1',
+      type: 'tool_use',
+      toolUseId: 'todo-1',
+      name: 'TodoWrite',
+      input: {
+        todos: [
+          { content: 'Read the code', status: 'completed', activeForm: 'Reading the code' },
+          { content: 'Fix the bug', status: 'in_progress', activeForm: 'Fixing the bug' },
+          { content: 'Run the tests', status: 'pending', activeForm: 'Running the tests' },
+        ],
+      },
+      status: 'success',
+      createdAt: 1,
+    };
+    const plan = {
+      sessionUpdate: 'plan',
+      entries: [
+        { content: 'Read the code', priority: 'medium', status: 'completed' },
+        { content: 'Fix the bug', priority: 'medium', status: 'in_progress' },
+        { content: 'Run the tests', priority: 'medium', status: 'pending' },
+      ],
+    };
+    const live = new LiveUpdates();
+    live.map(event({ type: 'block_start', block: { ...todoWrite, input: {}, status: 'pending' } }));
+    expect(live.map(event({ type: 'block_complete', block: todoWrite }))).toEqual([plan]);
+    const writeTodos = {
+      ...todoWrite,
+      id: 'p2',
+      toolUseId: 'todo-2',
+      name: 'write_todos',
+      input: {
+        todos: [
+          { description: 'Plan it', status: 'cancelled' },
+          { description: 'Do it', status: 'in_progress' },
+          { status: 'pending' },
+        ],
+      },
+    };
+    const updates = replayUpdates(
+      applyEvents(emptyConversation('s'), [
+        event({ type: 'block_complete', block: todoWrite }),
+        event({ type: 'block_complete', block: writeTodos }),
+      ]),
+    );
+    expect(updates.filter((update) => update.sessionUpdate === 'plan')).toEqual([
+      plan,
+      {
+        sessionUpdate: 'plan',
+        entries: [
+          { content: 'Plan it', priority: 'medium', status: 'completed' },
+          { content: 'Do it', priority: 'medium', status: 'in_progress' },
+        ],
+      },
+    ]);
+    // Another tool's input with a list is no plan.
+    expect(
+      live.map(event({ type: 'block_complete', block: { ...todoWrite, id: 'p3', toolUseId: 'x', name: 'Bash' } })),
+    ).not.toContainEqual(expect.objectContaining({ sessionUpdate: 'plan' }));
+  });
+
+  it('updates a tool call the permission prompt announced, rather than announcing it twice', () => {
+    const live = new LiveUpdates();
+    expect(live.announce({ toolCallId: 'call-5', title: 'create_task (needs projects-create)' })).toEqual([
+      {
+        sessionUpdate: 'tool_call',
+        toolCallId: 'call-5',
+        title: 'create_task (needs projects-create)',
+        status: 'pending',
+      },
+    ]);
+    expect(live.announce({ toolCallId: 'call-5' })).toEqual([]);
+    const toolUse = {
+      id: 'b5',
+      type: 'tool_use',
+      toolUseId: 'call-5',
+      name: 'create_task',
+      input: { title: 'A task' },
+      status: 'pending',
+      createdAt: 1,
+    };
+    expect(live.map(event({ type: 'block_start', block: toolUse }))).toMatchObject([
+      { sessionUpdate: 'tool_call_update', toolCallId: 'call-5', title: 'create_task', status: 'pending' },
     ]);
   });
 

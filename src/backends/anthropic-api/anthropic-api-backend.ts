@@ -491,7 +491,11 @@ class ApiTurn {
     }
     try {
       const result = await abortable(
-        definition.execute(input, { signal: this.signal, traceContext: this.context.request.traceContext?.() }),
+        definition.execute(input, {
+          signal: this.signal,
+          traceContext: this.context.request.traceContext?.(),
+          toolUseId,
+        }),
         this.signal,
       );
       if (result.aborted) {

@@ -360,7 +360,11 @@ class OpenAiTurn {
     } else {
       try {
         const { signal, traceContext } = this.context.request;
-        const result = await tool.execute(input, { signal, traceContext: traceContext?.() });
+        const result = await tool.execute(input, {
+          signal,
+          traceContext: traceContext?.(),
+          toolUseId: block.toolUseId,
+        });
         content = result.content;
         isError = result.isError ?? false;
         output = result.data;

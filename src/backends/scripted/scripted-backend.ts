@@ -359,7 +359,11 @@ class TurnPlayer {
       return 'continue';
     }
     try {
-      const options: ToolExecuteOptions = { signal: this.context.signal, traceContext: this.context.traceContext?.() };
+      const options: ToolExecuteOptions = {
+        signal: this.context.signal,
+        traceContext: this.context.traceContext?.(),
+        toolUseId: block.toolUseId,
+      };
       const result = await abortable(definition.execute(item.input, options), this.context.signal);
       if (result.aborted) {
         yield* this.events.finishToolUse(

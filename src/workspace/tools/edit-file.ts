@@ -17,7 +17,7 @@ export const EditFileInputSchema = z.strictObject({
 export function editFileTool(context: WorkspaceToolContext): WorkspaceTool {
   return workspaceTool(
     { name: 'edit_file', description: DESCRIPTION, schema: EditFileInputSchema, permission: 'files-write' },
-    async (input, signal) => {
+    async (input, signal, toolUseId) => {
       const target = await context.paths.resolveForWrite(input.path);
       const files = context.files ?? diskFiles;
       const before = await files.read(target);
@@ -45,6 +45,7 @@ export function editFileTool(context: WorkspaceToolContext): WorkspaceTool {
           allowAlwaysScope: 'every edit_file call in this session',
         },
         signal,
+        toolUseId,
       );
       if (refusal) return refusal;
       // The user may have taken a while: the edit is made only to the text that was shown to them.

@@ -24,7 +24,7 @@ export function runCommandTool(
 ): WorkspaceTool {
   return workspaceTool(
     { name: 'run_command', description: DESCRIPTION, schema: RunCommandInputSchema, permission: 'shell' },
-    async (input, signal) => {
+    async (input, signal, toolUseId) => {
       const folder = await context.paths.resolveForRead(input.cwd ?? '.');
       const stats = await fs.stat(folder.absolute).catch(() => undefined);
       if (!stats?.isDirectory())
@@ -52,6 +52,7 @@ export function runCommandTool(
             : {}),
         },
         signal,
+        toolUseId,
       );
       if (refusal) return refusal;
       const timeoutMs = input.timeout_ms ?? context.limits.commandTimeoutMs;

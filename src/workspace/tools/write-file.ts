@@ -15,7 +15,7 @@ export const WriteFileInputSchema = z.strictObject({
 export function writeFileTool(context: WorkspaceToolContext): WorkspaceTool {
   return workspaceTool(
     { name: 'write_file', description: DESCRIPTION, schema: WriteFileInputSchema, permission: 'files-write' },
-    async (input, signal) => {
+    async (input, signal, toolUseId) => {
       const target = await context.paths.resolveForWrite(input.path);
       const files = context.files ?? diskFiles;
       const before = await files.read(target);
@@ -32,6 +32,7 @@ export function writeFileTool(context: WorkspaceToolContext): WorkspaceTool {
           allowAlwaysScope: 'every write_file call in this session',
         },
         signal,
+        toolUseId,
       );
       if (refusal) return refusal;
       if ((await files.read(target)) !== before) {
