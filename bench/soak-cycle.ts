@@ -1,5 +1,5 @@
 /**
- * `npm run soak -- --cycle [--duration 180 --channels 20 --turns 20 --idle 60 --max-live 0 --store-url …]`:
+ * `npm run soak -- --cycle [--duration 180 --channels 20 --turns 20 --idle 60 --max-live 0 --postgres]`:
  * drafts come and go the way a team's server sees them. Each channel, over and over, creates a
  * task, drafts on it, runs its turns on the scripted back end and undrafts. Samples heap after GC,
  * RSS, live sessions, open file descriptors and active handles over time, and fails (exit code 1)
@@ -13,6 +13,8 @@ import { join } from 'node:path';
 import { writeHeapSnapshot } from 'node:v8';
 import WebSocket from 'ws';
 import { createScriptedBackend, type ScriptStep } from '../src/backends/index.js';
+import { createPostgresStore, type SessionStore } from '../src/store/index.js';
+import { startTestPostgres, type TestPostgres } from '../test/helpers/postgres.js';
 import { ProtocolClient, webSocketTransport, type WebSocketLike } from '../src/protocol/index.js';
 import { startServer } from '../src/server/index.js';
 import { table } from './stats.js';
@@ -26,8 +28,8 @@ export interface CycleSoakOptions {
   /** The manager's size bound (`maxLiveSessions`); 0: none. */
   maxLive: number;
   sampleEveryMs: number;
-  /** PostgreSQL instead of the file store. */
-  storeUrl?: string;
+  /** Sessions in PostgreSQL (a server started for the run, or PARLEY_TEST_DATABASE_URL's) instead of the file store. */
+  postgres?: boolean;
   /** Writes a heap snapshot here at the end of the first idle window and at the end (writing one inflates RSS: judge RSS without). */
   snapshotDir?: string;
   log?: (line: string) => void;
@@ -109,6 +111,12 @@ export async function runCycleSoak(partial: Partial<CycleSoakOptions> = {}): Pro
   const log = options.log ?? (() => {});
   const root = await mkdtemp(join(tmpdir(), 'parley-soak-cycle-'));
   const backend = createScriptedBackend({ defaultTurn: () => turnSteps() });
+  let postgres: TestPostgres | undefined;
+  let store: SessionStore | undefined;
+  if (options.postgres) {
+    postgres = await startTestPostgres();
+    store = await createPostgresStore({ connectionString: postgres.url(), schema: postgres.freshSchema('soak') });
+  }
   const server = await startServer({
     projectRoot: root,
     dataDir: join(root, '.parley'),
@@ -117,7 +125,7 @@ export async function runCycleSoak(partial: Partial<CycleSoakOptions> = {}): Pro
     summarize: false,
     liveSessionIdleMs: options.idleMs,
     ...(options.maxLive > 0 ? { maxLiveSessions: options.maxLive } : {}),
-    ...(options.storeUrl ? { storeUrl: options.storeUrl } : {}),
+    ...(store ? { store } : {}),
     log: () => {},
   });
   const project = (await server.drafts.listProjects()).find((entry) => entry.current)!.name;
@@ -236,6 +244,8 @@ export async function runCycleSoak(partial: Partial<CycleSoakOptions> = {}): Pro
     stopping = true;
     for (const client of clients) client.close();
     await server.close();
+    await store?.close();
+    await postgres?.destroy();
     await rm(root, { recursive: true, force: true });
   }
 }
@@ -252,7 +262,7 @@ export function formatCycleSoak(report: CycleSoakReport): string {
     String(sample.draftsClosed),
     String(sample.turns),
   ]);
-  const store = options.storeUrl ? 'PostgreSQL' : 'file store';
+  const store = options.postgres ? 'PostgreSQL' : 'file store';
   const bound = options.maxLive > 0 ? `, at most ${options.maxLive} live sessions` : '';
   return [
     `## Cycling soak: ${options.channels} channels for ${(options.durationMs / 1000).toFixed(0)} s, ${options.turnsPerDraft} turns a draft (${store}, scripted back end, idle window ${(options.idleMs / 1000).toFixed(0)} s${bound})`,

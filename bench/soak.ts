@@ -324,7 +324,6 @@ function text(name: string): string | undefined {
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href && process.argv.includes('--cycle')) {
   const seconds = (name: string, fallbackMs: number) => (argument(name) ?? fallbackMs / 1000) * 1000;
-  const storeUrl = text('store-url');
   const snapshotDir = text('snapshots');
   const report = await runCycleSoak({
     durationMs: seconds('duration', cycleDefaults.durationMs),
@@ -333,7 +332,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href && process.arg
     idleMs: seconds('idle', cycleDefaults.idleMs),
     maxLive: argument('max-live') ?? cycleDefaults.maxLive,
     sampleEveryMs: seconds('sample-every', cycleDefaults.sampleEveryMs),
-    ...(storeUrl ? { storeUrl } : {}),
+    postgres: process.argv.includes('--postgres'),
     ...(snapshotDir ? { snapshotDir } : {}),
     log: (line) => process.stderr.write(`${line}\n`),
   });
