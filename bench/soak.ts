@@ -3,6 +3,7 @@
  * the scripted back end, each on its own WebSocket client; some clients' connections are dropped
  * on purpose and resume with `get_events`. Reports lost and doubled events (must be 0: every client
  * must see exactly its session's log, in order) and memory over time (must stay flat).
+ * `npm run soak -- --cycle …`: drafts made and closed over and over instead (soak-cycle.ts).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -13,6 +14,7 @@ import { createScriptedBackend, type ScriptStep } from '../src/backends/index.js
 import type { StreamEvent } from '../src/conversation/index.js';
 import { ProtocolClient, webSocketTransport, type WebSocketLike } from '../src/protocol/index.js';
 import { startServer } from '../src/server/index.js';
+import { cycleDefaults, formatCycleSoak, runCycleSoak } from './soak-cycle.js';
 import { table } from './stats.js';
 
 export interface SoakOptions {
@@ -315,7 +317,28 @@ function argument(name: string): number | undefined {
   return value;
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+function text(name: string): string | undefined {
+  const index = process.argv.indexOf(`--${name}`);
+  return index === -1 ? undefined : process.argv[index + 1];
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href && process.argv.includes('--cycle')) {
+  const seconds = (name: string, fallbackMs: number) => (argument(name) ?? fallbackMs / 1000) * 1000;
+  const snapshotDir = text('snapshots');
+  const report = await runCycleSoak({
+    durationMs: seconds('duration', cycleDefaults.durationMs),
+    channels: argument('channels') ?? cycleDefaults.channels,
+    turnsPerDraft: argument('turns') ?? cycleDefaults.turnsPerDraft,
+    idleMs: seconds('idle', cycleDefaults.idleMs),
+    maxLive: argument('max-live') ?? cycleDefaults.maxLive,
+    sampleEveryMs: seconds('sample-every', cycleDefaults.sampleEveryMs),
+    postgres: process.argv.includes('--postgres'),
+    ...(snapshotDir ? { snapshotDir } : {}),
+    log: (line) => process.stderr.write(`${line}\n`),
+  });
+  process.stdout.write(formatCycleSoak(report));
+  if (!report.passed) process.exitCode = 1;
+} else if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const durationS = argument('duration');
   const drafts = argument('drafts');
   const dropEvery = argument('drop-every');

@@ -77,6 +77,10 @@ export interface ServerOptions {
   /** The back ends `list_backends` offers; default: every registered back end. */
   backendNames?: string[];
   maxConcurrentWorkers?: number;
+  /** How long a session unused stays in memory (default 10 minutes): `SessionManagerOptions.liveSessionIdleMs`. */
+  liveSessionIdleMs?: number;
+  /** At most this many sessions in memory (default: no bound): `SessionManagerOptions.maxLiveSessions`. */
+  maxLiveSessions?: number;
   /** What compaction asks for summaries; default: one turn on `backendFor()` when given; `false`: none (force_compact is UNSUPPORTED). */
   summarize?: Summarizer | false;
   /** Opens the draft layer; default `createDraftService` from src/draft. */
@@ -167,6 +171,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     projectRoot,
     preloadTokenizer: false,
     ...(summarize ? { summarize } : {}),
+    ...(options.liveSessionIdleMs !== undefined ? { liveSessionIdleMs: options.liveSessionIdleMs } : {}),
+    ...(options.maxLiveSessions !== undefined ? { maxLiveSessions: options.maxLiveSessions } : {}),
   });
   let drafts: DraftService;
   try {

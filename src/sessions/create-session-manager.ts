@@ -22,6 +22,7 @@ export async function createSessionManager(options: SessionManagerOptions): Prom
     options.compactionThreshold ?? DEFAULT_COMPACTION_THRESHOLD,
     'createSessionManager',
   );
+  checkLiveSessionBounds(options);
   let store = options.store;
   let ownsStore = false;
   const warnings: StoreWarning[] = [];
@@ -46,4 +47,23 @@ export async function createSessionManager(options: SessionManagerOptions): Prom
   manager = new SessionManager(withImportedSessions(store), ownsStore, options);
   for (const warning of warnings) manager.reportWarning(warning);
   return manager;
+}
+
+function checkLiveSessionBounds(options: SessionManagerOptions): void {
+  const idle = options.liveSessionIdleMs;
+  if (idle !== undefined && !(Number.isFinite(idle) && idle > 0)) {
+    throw new SessionError(
+      'INVALID_INPUT',
+      `createSessionManager: \`liveSessionIdleMs\` must be a positive number of milliseconds, not ${String(idle)}.`,
+      { fault: 'user' },
+    );
+  }
+  const max = options.maxLiveSessions;
+  if (max !== undefined && !(Number.isInteger(max) && max > 0)) {
+    throw new SessionError(
+      'INVALID_INPUT',
+      `createSessionManager: \`maxLiveSessions\` must be a whole number above 0 (or left out for no bound), not ${String(max)}.`,
+      { fault: 'user' },
+    );
+  }
 }

@@ -12,7 +12,7 @@ import type { SessionRecord, SessionStore } from '../store/index.js';
  * again when next needed. A long-running server that was asked to show many (or large imported)
  * sessions would otherwise keep every one of them in memory.
  */
-const LIVE_SESSION_IDLE_MS = 10 * 60_000;
+export const DEFAULT_LIVE_SESSION_IDLE_MS = 10 * 60_000;
 /** How often, at most, the cache is swept for such sessions (on use; no timer keeps the process alive). */
 const LIVE_SESSION_SWEEP_MS = 60_000;
 
@@ -28,6 +28,12 @@ export interface LiveSessionCacheOptions {
   load: (sessionId: string) => Promise<LiveSession>;
   /** True while the session has a write queued, being applied, or its record waiting to be written: it is then kept. */
   busy: (sessionId: string) => boolean;
+  /** Called when a session is let go, so what is kept beside it (request caches) goes with it. */
+  onRelease?: (sessionId: string) => void;
+  /** Unused this long, a session is let go (default `DEFAULT_LIVE_SESSION_IDLE_MS`). */
+  idleMs?: number;
+  /** At most this many sessions cached: past it the least recently used idle ones are let go first (default: no bound). */
+  maxSessions?: number;
 }
 
 /** The cached sessions: each one's record and conversation, loaded from the log once, let go when idle. */
@@ -36,19 +42,30 @@ export class LiveSessionCache {
   /** When each cached session was last used (the manager's clock), and when the cache was last swept. */
   private readonly usedAt = new Map<string, number>();
   private sweptAt = Number.NEGATIVE_INFINITY;
+  private readonly idleMs: number;
+  private readonly sweepMs: number;
+  private readonly maxSessions: number;
 
-  constructor(private readonly options: LiveSessionCacheOptions) {}
+  constructor(private readonly options: LiveSessionCacheOptions) {
+    this.idleMs = options.idleMs ?? DEFAULT_LIVE_SESSION_IDLE_MS;
+    // A short window is swept as often as it is long, or its sessions would stay a minute anyway.
+    this.sweepMs = Math.min(LIVE_SESSION_SWEEP_MS, this.idleMs);
+    this.maxSessions = options.maxSessions ?? Number.POSITIVE_INFINITY;
+  }
 
   /** The cached session, loaded now when it is not. */
   get(sessionId: string): Promise<LiveSession> {
     const now = this.options.clock();
-    if (now - this.sweptAt >= LIVE_SESSION_SWEEP_MS) this.releaseIdle(now);
+    if (now - this.sweptAt >= this.sweepMs) this.releaseIdle(now);
+    // Re-inserted, so the map's order is the order of last use (the size bound lets the oldest go).
+    this.usedAt.delete(sessionId);
     this.usedAt.set(sessionId, now);
     let pending = this.live.get(sessionId);
     if (!pending) {
       pending = this.options.load(sessionId);
       this.live.set(sessionId, pending);
-      pending.catch(() => this.live.delete(sessionId));
+      pending.catch(() => this.forget(sessionId));
+      if (this.live.size > this.maxSessions) this.releaseOldest(sessionId);
     }
     return pending;
   }
@@ -63,18 +80,33 @@ export class LiveSessionCache {
     return [...this.live.keys()];
   }
 
-  forget(sessionId: string): void {
-    this.live.delete(sessionId);
+  /** How many sessions are cached now. */
+  get size(): number {
+    return this.live.size;
   }
 
-  /** Drops cached sessions unused for `LIVE_SESSION_IDLE_MS` that have no write queued, being applied, or their record waiting to be written. */
+  forget(sessionId: string): void {
+    this.live.delete(sessionId);
+    this.usedAt.delete(sessionId);
+    this.options.onRelease?.(sessionId);
+  }
+
+  /** Drops cached sessions unused for the idle window that have no write queued, being applied, or their record waiting to be written. */
   private releaseIdle(now: number): void {
     this.sweptAt = now;
     for (const [id, usedAt] of this.usedAt) {
-      if (now - usedAt < LIVE_SESSION_IDLE_MS) continue;
+      if (now - usedAt < this.idleMs) continue;
       if (this.options.busy(id)) continue;
-      this.live.delete(id);
-      this.usedAt.delete(id);
+      this.forget(id);
+    }
+  }
+
+  /** Past the size bound: drops the least recently used sessions that are not busy, never `keep` (just loaded). */
+  private releaseOldest(keep: string): void {
+    for (const id of this.usedAt.keys()) {
+      if (this.live.size <= this.maxSessions) return;
+      if (id === keep || this.options.busy(id)) continue;
+      this.forget(id);
     }
   }
 }

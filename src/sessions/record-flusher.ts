@@ -72,6 +72,11 @@ export class RecordFlusher {
     return this.dirty.has(sessionId) || this.flushing.has(sessionId);
   }
 
+  /** Forgets when the session's record was last written, unless a write is pending (the manager let the session go). */
+  release(sessionId: string): void {
+    if (!this.pending(sessionId)) this.writtenAt.delete(sessionId);
+  }
+
   /** Records waiting out their interval are written now; settles when every write has ended. */
   async flushAll(): Promise<void> {
     for (const wake of this.pauses.values()) wake();

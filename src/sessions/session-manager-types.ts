@@ -84,6 +84,13 @@ export interface SessionManagerOptions {
   context?: ContextOptions;
   /** Compaction guards: failures before automatic compaction stops, least reduction, timeout. */
   compaction?: CompactionSettings;
+  /**
+   * Milliseconds a session stays in memory unused before it is let go, to be loaded from its log
+   * again when next needed (default 10 minutes). A session with a write pending is always kept.
+   */
+  liveSessionIdleMs?: number;
+  /** At most this many sessions kept in memory: past it, the least recently used idle ones go first (default: no bound). */
+  maxLiveSessions?: number;
 }
 
 /** The zod schema of `CreateSessionOptions`. */

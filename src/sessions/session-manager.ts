@@ -71,11 +71,7 @@ export class SessionManager {
   /** Appends and record changes, each session's in call order; session.json flushed off the append path (session-writer.ts). */
   private readonly writer: SessionWriter;
   /** The cached sessions, each loaded from its log once (live-sessions.ts). */
-  private readonly cache = new LiveSessionCache({
-    clock: () => this.clock(),
-    load: async (sessionId) => loadLiveSession(this.store, sessionId, await this.requireSession(sessionId)),
-    busy: (sessionId) => this.writer.busy(sessionId),
-  });
+  private readonly cache: LiveSessionCache;
   /** New sessions, each created once (session-creation.ts). */
   private readonly creator = new SessionCreator({
     read: (sessionId) => this.store.getSession(sessionId),
@@ -100,6 +96,17 @@ export class SessionManager {
     this.summarize = options.summarize;
     this.clock = options.clock ?? Date.now;
     this.countTokens = options.countTokens ?? estimateTokens;
+    this.cache = new LiveSessionCache({
+      clock: () => this.clock(),
+      load: async (sessionId) => loadLiveSession(this.store, sessionId, await this.requireSession(sessionId)),
+      busy: (sessionId) => this.writer.busy(sessionId),
+      onRelease: (sessionId) => {
+        this.writer.release(sessionId);
+        this.requests.release(sessionId);
+      },
+      ...(options.liveSessionIdleMs !== undefined ? { idleMs: options.liveSessionIdleMs } : {}),
+      ...(options.maxLiveSessions !== undefined ? { maxSessions: options.maxLiveSessions } : {}),
+    });
     this.writer = new SessionWriter({
       store,
       clock: this.clock,
@@ -130,6 +137,11 @@ export class SessionManager {
       updateRecord: (sessionId, update) => this.updateRecord(sessionId, update),
       emit: (name, payload) => this.emit(name, payload as SessionManagerEvents[typeof name]),
     });
+  }
+
+  /** How many sessions are held in memory now (the rest are loaded from their logs when needed). */
+  liveSessionCount(): number {
+    return this.cache.size;
   }
 
   on<K extends keyof SessionManagerEvents>(name: K, handler: (payload: SessionManagerEvents[K]) => void): () => void {

@@ -191,6 +191,44 @@ export class RequestLayer {
     );
   }
 
+  /**
+   * Lets go of what is kept per session (the last projection and its blocks, checkpoint, agent
+   * description, calibration, fingerprints of the files written): called when the manager lets the
+   * session itself go, each is read or learned again when the session is next used. Without it every
+   * session a long-running server ever built a request for would stay in memory. Kept while a
+   * compaction of the session runs.
+   */
+  release(sessionId: string): void {
+    if (this.compaction.current(sessionId)) return;
+    this.checkpoints.delete(sessionId);
+    this.loadedCheckpoints.delete(sessionId);
+    this.descriptions.delete(sessionId);
+    this.projections.delete(sessionId);
+    this.calibrations.delete(sessionId);
+    this.pendingEstimates.delete(sessionId);
+    this.fixedTokens.delete(sessionId);
+    this.storedContexts.delete(sessionId);
+    this.storedDescriptions.delete(sessionId);
+  }
+
+  /** How many sessions have something kept here (what `release` lets go). */
+  heldSessions(): number {
+    const ids = new Set<string>();
+    for (const held of [
+      this.checkpoints,
+      this.loadedCheckpoints,
+      this.descriptions,
+      this.projections,
+      this.calibrations,
+      this.pendingEstimates,
+      this.fixedTokens,
+      this.storedContexts,
+    ])
+      for (const id of held.keys()) ids.add(id);
+    for (const id of this.storedDescriptions) ids.add(id);
+    return ids.size;
+  }
+
   /** Budget, threshold and tail for a session: its own settings, else its agent type's, else the manager's. */
   settingsFor(record: SessionRecord): ResolvedSettings {
     const agent = this.options.agentTypes?.[record.agentType] ?? {};

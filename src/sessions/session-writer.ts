@@ -106,6 +106,11 @@ export class SessionWriter {
     });
   }
 
+  /** Lets go of what is kept of a session the manager let go. */
+  release(sessionId: string): void {
+    this.flusher.release(sessionId);
+  }
+
   /** True while the session has a write queued, an append waiting to be applied, or its record waiting to be flushed. */
   busy(sessionId: string): boolean {
     return this.queues.busy(sessionId) || this.flusher.pending(sessionId);

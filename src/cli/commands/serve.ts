@@ -28,7 +28,7 @@ export { SCRIPTED_SCRIPT_VARIABLE } from '../server-backends.js';
  * `--store postgres://…` (or PARLEY_DATABASE_URL) keeps sessions in PostgreSQL, where several
  * servers may share them live; the store is opened first, so a bad URL changes nothing.
  * PARLEY_DRAFT_LEASE_MS sets how long a draft lease lasts: how soon, after this server dies, another
- * takes its drafts over.
+ * takes its drafts over. `--session-idle` and `--max-live-sessions` bound the sessions kept in memory.
  */
 export function register(
   program: Command,
@@ -39,13 +39,33 @@ export function register(
     .description('Serve this project to the TUI and the web UI (JSON-RPC 2.0 over WebSocket)')
     .option('--port <port>', `port to listen on (default ${DEFAULT_PORT}; 0: any free port)`, parsePort)
     .option('--host <host>', 'address to listen on (default 127.0.0.1; anything else is reachable from the network)')
+    .option(
+      '--session-idle <seconds>',
+      'let a session unused this long go from memory, to be read from its log again when needed (default 600)',
+      parseSessionIdle,
+    )
+    .option(
+      '--max-live-sessions <count>',
+      'keep at most this many sessions in memory, the least recently used going first (default: no bound)',
+      parseMaxLiveSessions,
+    )
     .option('--web-root <dir>', 'folder of the web UI to serve (default: the built dist/web)')
     .option(
       '--watch-native',
       "follow this project's Claude Code and Gemini CLI sessions live: import them as they are written",
     )
     .action(
-      async (options: { port?: number; host?: string; webRoot?: string; watchNative?: boolean }, command: Command) => {
+      async (
+        options: {
+          port?: number;
+          host?: string;
+          webRoot?: string;
+          watchNative?: boolean;
+          sessionIdle?: number;
+          maxLiveSessions?: number;
+        },
+        command: Command,
+      ) => {
         // Loaded here, not at registration: other commands do not pay for the server's modules.
         const [{ startServer }, { MAX_LEASE_TTL_MS }] = await Promise.all([
           import('../../server/index.js'),
@@ -86,6 +106,8 @@ export function register(
             ...(store ? { store, storeUrl: resolveStoreUrl(command)! } : {}),
             ...(draftStore ? { draftStore } : {}),
             ...(leaseTtlMs !== undefined ? { leaseTtlMs } : {}),
+            ...(options.sessionIdle !== undefined ? { liveSessionIdleMs: options.sessionIdle * 1000 } : {}),
+            ...(options.maxLiveSessions !== undefined ? { maxLiveSessions: options.maxLiveSessions } : {}),
             port: options.port ?? DEFAULT_PORT,
             ...(options.host !== undefined ? { host: options.host } : {}),
             ...(webRoot ? { webRoot } : {}),
@@ -165,6 +187,32 @@ function parsePort(value: string): number {
     });
   }
   return port;
+}
+
+/** `--session-idle`: seconds, above 0. */
+export function parseSessionIdle(value: string): number {
+  const seconds = Number(value);
+  if (value.trim() === '' || !Number.isFinite(seconds) || seconds <= 0) {
+    throw new ParleyError(
+      'INVALID_INPUT',
+      `--session-idle must be a number of seconds above 0, not "${value}". Leave it out for the default (600).`,
+      { fault: 'user' },
+    );
+  }
+  return seconds;
+}
+
+/** `--max-live-sessions`: a whole number above 0. */
+export function parseMaxLiveSessions(value: string): number {
+  const count = Number(value);
+  if (!/^\s*\d+\s*$/.test(value) || count < 1) {
+    throw new ParleyError(
+      'INVALID_INPUT',
+      `--max-live-sessions must be a whole number above 0, not "${value}". Leave it out for no bound.`,
+      { fault: 'user' },
+    );
+  }
+  return count;
 }
 
 /** dist/web beside the built CLI, when it was built. */
