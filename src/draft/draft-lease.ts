@@ -93,8 +93,8 @@ export async function releaseLease(state: DraftServiceState, draft: ActiveDraft)
 }
 
 /**
- * Another server holds the draft now (this one's lease expired and was taken over): this server
- * stops running it. Its turn and workers end here (so two servers never write one conversation);
+ * Another server holds the draft now (this one's lease expired and was taken over), or closed it
+ * (undraft through another server drops the lease with the draft): this server stops running it. Its turn and workers end here (so two servers never write one conversation);
  * the draft's record is the new holder's, so nothing is saved.
  */
 export function letGo(state: DraftServiceState, draft: ActiveDraft, result: DraftLeaseResult): void {
@@ -103,7 +103,9 @@ export function letGo(state: DraftServiceState, draft: ActiveDraft, result: Draf
   stopLease(draft);
   const { sessionId, channelId } = draft.session;
   process.emitWarning(
-    `Parley: the draft on channel "${channelId}" (session ${sessionId}) is now run by another server ("${result.holder ?? 'unknown'}"); this server let it go.`,
+    result.holder === undefined
+      ? `Parley: the draft on channel "${channelId}" (session ${sessionId}) was closed through another server; this server let it go.`
+      : `Parley: the draft on channel "${channelId}" (session ${sessionId}) is now run by another server ("${result.holder}"); this server let it go.`,
   );
   if (state.drafts.get(channelId) === draft) state.drafts.delete(channelId);
   if (state.bySession.get(sessionId) === draft) state.bySession.delete(sessionId);

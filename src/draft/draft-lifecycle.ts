@@ -70,7 +70,7 @@ export async function openDraft(
     if (holder) {
       throw new DraftError(
         'DRAFT_ALREADY_ACTIVE',
-        `Channel "${channelId}" already has an active draft (${holder.role} on task "${holder.taskSlug}" of project "${holder.project}") that this server is not running; undraft it where it runs, or use another channel.`,
+        `Channel "${channelId}" already has an active draft (${holder.role} on task "${holder.taskSlug}" of project "${holder.project}") that this server is not running (another server runs it, or none does now); undraft it first, or use another channel.`,
         { fault: 'user', data: { channelId, sessionId: holder.sessionId, task: holder.taskSlug } },
       );
     }

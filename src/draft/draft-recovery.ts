@@ -3,13 +3,16 @@ import { isParleyError, MAIN_CONVERSATION } from '../conversation/index.js';
 import { closeInterruptedTurn } from '../sessions/index.js';
 import { resolveBackend } from './draft-backends.js';
 import { resolveRole } from './draft-catalog.js';
-import { activate } from './draft-lifecycle.js';
+import { ChannelParamsSchema } from './draft-params.js';
+import { activate, closeDraft, requireDraft, undraft } from './draft-lifecycle.js';
+import { draftAgentInfo, storedDraftFromLog } from './draft-status.js';
+import { invalidInput } from './errors.js';
 import { persist, refreshFromLog } from './draft-records.js';
-import { assertOpen, findLast, iso, type ActiveDraft, type DraftServiceState } from './draft-state.js';
+import { assertOpen, iso, turnOpenInLog, type ActiveDraft, type DraftServiceState } from './draft-state.js';
 import { keepLease, takeLease } from './draft-lease.js';
 import type { ProjectLocation } from './projects.js';
 import type { LoadedRoles } from './roles.js';
-import type { DraftSession } from './types.js';
+import type { DraftSession, DraftSummary } from './types.js';
 
 // Crash recovery at startup: every draft still active in the DraftStore becomes a draft again.
 
@@ -118,6 +121,44 @@ export function takeOver(state: DraftServiceState, channelId: string): Promise<A
   return running;
 }
 
+/**
+ * `undraft` on any server. A draft this server runs closes here; one no live server runs is taken
+ * over and closed here (its cut turn marked). One another live server runs is closed in the store,
+ * its metrics read from the log: releasing it drops that server's lease, and at its next renewal
+ * that server finds the draft gone and lets it go (its turn ended, its workers killed).
+ */
+export async function undraftAnywhere(state: DraftServiceState, params: { channelId: string }): Promise<DraftSummary> {
+  const parsed = ChannelParamsSchema.safeParse(params);
+  if (!parsed.success) throw invalidInput('undraft', parsed.error.issues);
+  const { channelId } = parsed.data;
+  if (state.drafts.has(channelId)) return undraft(state, parsed.data);
+  assertOpen(state);
+  let draft: ActiveDraft | undefined;
+  try {
+    draft = await takeOver(state, channelId);
+  } catch (error) {
+    if (!isParleyError(error, 'DRAFT_RUN_ELSEWHERE')) throw error;
+    const stored = await state.catalog.activeDraftOfChannel(channelId);
+    if (stored) return closeElsewhere(state, stored);
+  }
+  return closeDraft(state, draft ?? requireDraft(state, channelId), 'undraft');
+}
+
+async function closeElsewhere(state: DraftServiceState, stored: DraftSession): Promise<DraftSummary> {
+  const { session } = await storedDraftFromLog(state, stored);
+  const closedAt = state.clock();
+  const closed: DraftSession = { ...session, status: 'closed', closedAt: iso(state, closedAt), closeReason: 'undraft' };
+  await state.catalog.saveDraft(closed);
+  state.emitter.emit('agent_status', { channelId: closed.channelId, agent: draftAgentInfo({ session: closed }) });
+  return {
+    sessionId: closed.sessionId,
+    taskSlug: closed.taskSlug,
+    turns: closed.turnCount,
+    cost: closed.cumulativeCostUsd,
+    durationMs: Math.max(0, closedAt - Date.parse(closed.startedAt)),
+  };
+}
+
 async function releaseUnrecoverable(state: DraftServiceState, session: DraftSession): Promise<void> {
   await state.catalog.saveDraft({ ...session, status: 'closed', closedAt: iso(state), closeReason: 'recovery_failed' });
 }
@@ -130,16 +171,7 @@ async function releaseUnrecoverable(state: DraftServiceState, session: DraftSess
 export async function closeCutTurn(state: DraftServiceState, sessionId: string): Promise<void> {
   await closeInterruptedTurn(state.manager, sessionId);
   const conversation = await state.manager.loadConversation(sessionId);
-  const lastUser = findLast(conversation.blocks, (block) => block.type === 'user_message');
-  if (lastUser?.seq === undefined) return;
-  const after = await state.manager.getEvents(sessionId, { afterSeq: lastUser.seq });
-  const closed = after.some(
-    (event) =>
-      event.type === 'metadata_update' &&
-      event.conversationId === MAIN_CONVERSATION &&
-      event.metadata.turnComplete === true,
-  );
-  if (closed) return;
+  if (!(await turnOpenInLog(state, sessionId, conversation.blocks))) return;
   const now = state.clock();
   await state.manager.appendEvents(sessionId, [
     {

@@ -19,7 +19,7 @@ import * as catalog from './draft-catalog.js';
 import * as lifecycle from './draft-lifecycle.js';
 import { DEFAULT_LEASE_TTL_MS, defaultLeaseOwner, releaseLease } from './draft-lease.js';
 import { workerEnded } from './draft-records.js';
-import { recover } from './draft-recovery.js';
+import { recover, undraftAnywhere } from './draft-recovery.js';
 import { createConversationsState, type DraftServiceState } from './draft-state.js';
 import { listBackends } from './backend-list.js';
 import { getDraftStatus } from './draft-status.js';
@@ -201,7 +201,7 @@ class DraftServiceImpl implements DraftService {
   }
 
   undraft(params: { channelId: string }): Promise<DraftSummary> {
-    return lifecycle.undraft(this.state, params);
+    return undraftAnywhere(this.state, params);
   }
 
   getDraftStatus(params: { channelId: string }): Promise<{ active: boolean; session?: DraftStatus }> {

@@ -1,5 +1,5 @@
 import type { AgentBackend } from '../backends/index.js';
-import type { ConversationBlock } from '../conversation/index.js';
+import { MAIN_CONVERSATION, type ConversationBlock, type StreamEvent } from '../conversation/index.js';
 import type { SessionManager, TypedEmitter } from '../sessions/index.js';
 import type { ApprovalBroker, ProjectWorkspace } from '../workspace/index.js';
 import type { DraftServiceEvents } from './contract.js';
@@ -103,4 +103,29 @@ export function findLast(
 ): ConversationBlock | undefined {
   for (let index = blocks.length - 1; index >= 0; index--) if (predicate(blocks[index]!)) return blocks[index];
   return undefined;
+}
+
+/** The log's last user message has no completing `metadata_update` after it: its turn runs, or was cut. */
+export async function turnOpenInLog(
+  state: DraftServiceState,
+  sessionId: string,
+  blocks: readonly ConversationBlock[],
+): Promise<boolean> {
+  const lastUser = findLast(blocks, (block) => block.type === 'user_message');
+  if (lastUser?.seq === undefined) return false;
+  return turnOpen(blocks, await state.manager.getEvents(sessionId, { afterSeq: lastUser.seq }));
+}
+
+/** `turnOpenInLog` over events already read (the whole log, or the part after the last user message). */
+export function turnOpen(blocks: readonly ConversationBlock[], events: readonly StreamEvent[]): boolean {
+  const lastUser = findLast(blocks, (block) => block.type === 'user_message');
+  if (lastUser?.seq === undefined) return false;
+  const after = lastUser.seq;
+  return !events.some(
+    (event) =>
+      event.seq > after &&
+      event.type === 'metadata_update' &&
+      event.conversationId === MAIN_CONVERSATION &&
+      event.metadata.turnComplete === true,
+  );
 }

@@ -236,11 +236,11 @@ export const RoleFileErrorSchema = z.object({
 /** A role file that could not be read, and why. */
 export type RoleFileError = z.infer<typeof RoleFileErrorSchema>;
 
-/** The channel's draft as `get_draft_status` returns it (seed 000's DraftSession metrics; `/context`). */
 /**
  * `get_draft_status`'s `session`: seed 000's DraftSession under the seed's own names (sessionId …
  * maxOutputTokens), beside Parley's (project, backend, model, costUnknown, contextPct, turnRunning,
- * activeAgents). The `draft_status` notification keeps its own seed names (`costUsd`, `lastActivity`).
+ * activeAgents, runBy). Any server answers for any channel's draft: one run by another server sharing
+ * the store is read from the store and its session log. The `draft_status` notification keeps its own seed names (`costUsd`, `lastActivity`).
  */
 export const DraftStatusSchema = z.object({
   // seed 000's DraftSession
@@ -272,6 +272,19 @@ export const DraftStatusSchema = z.object({
   turnRunning: z.boolean(),
   /** Workers of this draft that are queued or running. */
   activeAgents: z.number().int().nonnegative(),
+  /**
+   * Which Parley server runs the draft (several may share one database): its lease holder, `here`
+   * when that is the server answering. Absent while no server holds a live lease (the one that ran
+   * it stopped or died): the next prompt, on any server, runs it there.
+   */
+  runBy: z
+    .object({
+      server: z.string(),
+      here: z.boolean(),
+      /** When the holder's lease runs out unless renewed (by the store's clock); given for another server's. */
+      leaseExpiresAt: IsoDate.optional(),
+    })
+    .optional(),
 });
 /** A draft's status: its role, task, session, agents and whether a turn is running. */
 export type DraftStatus = z.infer<typeof DraftStatusSchema>;

@@ -10,7 +10,7 @@ export * from './postgres/options.js';
 export { createPostgresStore } from './sessions/postgres.js';
 export * from './drafts/records.js';
 export * from './drafts/draft-store.js';
-export { MAX_LEASE_TTL_MS, type DraftLeaseResult } from './drafts/lease.js';
+export { MAX_LEASE_TTL_MS, type DraftLeaseHolder, type DraftLeaseResult } from './drafts/lease.js';
 export type { DraftStoreHome } from './drafts/home.js';
 export { createMemoryDraftStore } from './drafts/memory-store.js';
 export { createFileDraftStore } from './drafts/file-store.js';

@@ -273,4 +273,166 @@ describe.skipIf(skipReason !== undefined)('drafts on PostgreSQL: two servers, on
       'assistant_text:From B.',
     ]);
   });
+  /** Asked again until `check` holds: another server acts on its own timer (a lease renewal). */
+  async function eventually<T>(ask: () => Promise<T>, check: (value: T) => boolean, what: string): Promise<T> {
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const value = await ask();
+      if (check(value)) return value;
+      if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
+
+  it("any server answers for a channel's draft: its role, task, metrics, running turn and the server that runs it", async () => {
+    const where = await setting();
+    const hold = gate();
+    const a = await startServer(
+      where,
+      'server-a',
+      createScriptedBackend({
+        idPrefix: 'a',
+        turns: [
+          [step.text('From A.'), step.cost(0.25)],
+          [step.text('Thinking'), step.wait(hold.promise), step.text(' done.')],
+        ],
+      }),
+      60_000,
+    );
+    const b = await startServer(where, 'server-b', createScriptedBackend({ idPrefix: 'b', turns: [] }), 60_000);
+    const task = await a.service.createTask({ project: 'shop', title: 'Login' });
+    const { sessionId } = await a.service.draft({ channelId: 'tui', role: 'dev', project: 'shop', task: task.slug });
+    await a.service.submitPrompt({ channelId: 'tui', content: 'hello A' });
+    await a.service.settled({ channelId: 'tui' });
+
+    const seen = await b.service.getDraftStatus({ channelId: 'tui' });
+    expect(seen).toMatchObject({
+      active: true,
+      session: {
+        sessionId,
+        role: 'dev',
+        taskSlug: task.slug,
+        project: 'shop',
+        channelId: 'tui',
+        status: 'active',
+        turnCount: 1,
+        turnRunning: false,
+        activeAgents: 0,
+        runBy: { server: 'server-a', here: false },
+      },
+    });
+    expect(seen.session!.cumulativeCostUsd).toBeCloseTo(0.25, 10);
+    expect(Date.parse(seen.session!.runBy!.leaseExpiresAt!)).toBeGreaterThan(Date.now());
+    // The server that runs it says so of itself, and both agree on the record.
+    const own = await a.service.getDraftStatus({ channelId: 'tui' });
+    expect(own.session!.runBy).toEqual({ server: 'server-a', here: true });
+    const { runBy: _a, ...ownRest } = own.session!;
+    const { runBy: _b, leaseExpiresAt: _c, ...seenRest } = { ...seen.session!, leaseExpiresAt: undefined };
+    expect(seenRest).toEqual(ownRest);
+
+    // A turn streaming on A shows as running on B, read from the shared log.
+    let streamed = false;
+    a.service.on('channel_message', ({ event }) => {
+      if (event.type === 'block_complete' && event.block.type === 'assistant_text') streamed = true;
+    });
+    await a.service.submitPrompt({ channelId: 'tui', content: 'think' });
+    await until(() => streamed, 'the partial answer to be stored');
+    expect((await b.service.getDraftStatus({ channelId: 'tui' })).session).toMatchObject({ turnRunning: true });
+    hold.open();
+    await a.service.settled({ channelId: 'tui' });
+    expect((await b.service.getDraftStatus({ channelId: 'tui' })).session).toMatchObject({
+      turnRunning: false,
+      turnCount: 2,
+    });
+
+    // Drafting again through B is refused (the channel has its draft), and says what holds it.
+    const again = await b.service
+      .draft({ channelId: 'tui', role: 'dev', project: 'shop', task: task.slug })
+      .catch((error: unknown) => error);
+    expect(again).toMatchObject({ code: 'DRAFT_ALREADY_ACTIVE' });
+
+    // After A stops gracefully nobody runs it: B still shows it, with no server, and no turn running.
+    await a.close();
+    const free = await b.service.getDraftStatus({ channelId: 'tui' });
+    expect(free).toMatchObject({ active: true, session: { sessionId, turnCount: 2, turnRunning: false } });
+    expect(free.session!.runBy).toBeUndefined();
+    expect(await b.service.getDraftStatus({ channelId: 'elsewhere' })).toEqual({ active: false });
+  });
+
+  it('undraft through another server closes the draft a live server runs; that server lets it go, and the channel drafts again', async () => {
+    const where = await setting();
+    // A short TTL, so A renews (and finds the draft gone) soon; A stays alive throughout.
+    const a = await startServer(
+      where,
+      'server-a',
+      createScriptedBackend({ idPrefix: 'a', turns: [[step.text('From A.'), step.cost(0.5)]] }),
+      300,
+    );
+    const b = await startServer(
+      where,
+      'server-b',
+      createScriptedBackend({ idPrefix: 'b', turns: [[step.text('From B.')]] }),
+      60_000,
+    );
+    const task = await a.service.createTask({ project: 'shop', title: 'Login' });
+    const { sessionId } = await a.service.draft({ channelId: 'tui', role: 'dev', project: 'shop', task: task.slug });
+    await a.service.submitPrompt({ channelId: 'tui', content: 'hello A' });
+    await a.service.settled({ channelId: 'tui' });
+
+    const summary = await b.service.undraft({ channelId: 'tui' });
+    expect(summary).toMatchObject({ sessionId, taskSlug: task.slug, turns: 1, cost: 0.5 });
+    expect(await b.drafts.getDraft('shop', task.slug)).toMatchObject({
+      sessionId,
+      status: 'closed',
+      closeReason: 'undraft',
+      turnCount: 1,
+    });
+    expect(await b.service.getDraftStatus({ channelId: 'tui' })).toEqual({ active: false });
+    await eventually(
+      () => a.service.getDraftStatus({ channelId: 'tui' }),
+      (status) => !status.active,
+      'server A to let the closed draft go',
+    );
+    const refused = await a.service
+      .submitPrompt({ channelId: 'tui', content: 'still there?' })
+      .catch((error: unknown) => error);
+    expect(refused).toMatchObject({ code: 'NO_ACTIVE_DRAFT' });
+    // Undrafting twice: nothing is left to close.
+    expect(await b.service.undraft({ channelId: 'tui' }).catch((error: unknown) => error)).toMatchObject({
+      code: 'NO_ACTIVE_DRAFT',
+    });
+
+    // The channel and the task are free: B drafts them again and runs the new draft.
+    const next = await b.service.draft({ channelId: 'tui', role: 'dev', project: 'shop', task: task.slug });
+    expect(next.sessionId).not.toBe(sessionId);
+    expect((await a.service.getDraftStatus({ channelId: 'tui' })).session).toMatchObject({
+      sessionId: next.sessionId,
+      runBy: { server: 'server-b', here: false },
+    });
+    // The history of the closed draft stays readable.
+    expect(shape((await b.manager.loadConversation(sessionId)).blocks)).toEqual([
+      'user_message:hello A',
+      'assistant_text:From A.',
+    ]);
+  });
+
+  it('undraft through another server of a draft nobody runs takes it over and closes it there', async () => {
+    const where = await setting();
+    const a = await startServer(
+      where,
+      'server-a',
+      createScriptedBackend({ idPrefix: 'a', turns: [[step.text('From A.')]] }),
+      60_000,
+    );
+    const b = await startServer(where, 'server-b', createScriptedBackend({ idPrefix: 'b', turns: [] }), 60_000);
+    const task = await a.service.createTask({ project: 'shop', title: 'Login' });
+    const { sessionId } = await a.service.draft({ channelId: 'tui', role: 'dev', project: 'shop', task: task.slug });
+    await a.service.submitPrompt({ channelId: 'tui', content: 'hello A' });
+    await a.service.settled({ channelId: 'tui' });
+    await a.close();
+
+    expect(await b.service.undraft({ channelId: 'tui' })).toMatchObject({ sessionId, turns: 1 });
+    expect(await b.drafts.getDraft('shop', task.slug)).toMatchObject({ status: 'closed', closeReason: 'undraft' });
+    expect(await b.drafts.readDraftLease(sessionId)).toBeUndefined();
+  });
 });

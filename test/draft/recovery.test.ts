@@ -98,7 +98,10 @@ describe('crash recovery', () => {
       await second.manager.close();
       await second.store.close();
     });
-    expect(await second.service.getDraftStatus({ channelId: 'tui' })).toEqual({ active: false });
+    // Before recovery the draft is the store's, run by nobody: shown, its cut turn not counted as running.
+    const stored = await second.service.getDraftStatus({ channelId: 'tui' });
+    expect(stored).toMatchObject({ active: true, session: { sessionId, turnCount: 1, turnRunning: false } });
+    expect(stored.session!.runBy).toBeUndefined();
     expect(await second.service.recover()).toEqual({ recovered: 1, failed: [] });
 
     const conversation = await second.manager.loadConversation(sessionId);
@@ -114,7 +117,13 @@ describe('crash recovery', () => {
     // The acknowledged message is where submit_prompt said it was.
     expect(conversation.blocks[2]!.seq).toBe((acknowledged as { seq: number }).seq);
     const status = (await second.service.getDraftStatus({ channelId: 'tui' })).session!;
-    expect(status).toMatchObject({ sessionId, role: 'dev', turnCount: 2, cumulativeCostUsd: 0.1 });
+    expect(status).toMatchObject({
+      sessionId,
+      role: 'dev',
+      turnCount: 2,
+      cumulativeCostUsd: 0.1,
+      runBy: { here: true },
+    });
     expect(await draftJson(task.taskDir)).toMatchObject({ status: 'active', turnCount: 2, cumulativeCostUsd: 0.1 });
 
     // The next prompt resumes the same conversation.

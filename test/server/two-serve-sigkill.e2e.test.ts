@@ -143,6 +143,13 @@ describe.skipIf(skipReason !== undefined)('two parley serve processes on one Pos
     expect(reasonOf(refused)).toBe('DRAFT_RUN_ELSEWHERE');
     expect((refused as RpcError).code).toBe(RpcErrorCode.INVALID_STATE);
     expect((refused as RpcError).data.holder).toContain(`pid ${serverA.info.pid}`);
+    // A client on B (a reconnect, a failover) sees the draft A runs, its turn streaming there.
+    const seenFromB = await clientB.request('get_draft_status');
+    expect(seenFromB).toMatchObject({
+      active: true,
+      session: { sessionId, role: 'dev', taskSlug: 'two-servers', turnRunning: true, runBy: { here: false } },
+    });
+    expect(seenFromB.session?.runBy?.server).toContain(`pid ${serverA.info.pid}`);
 
     serverA.child.kill('SIGKILL');
     expect((await serverA.exited).signal).toBe('SIGKILL');

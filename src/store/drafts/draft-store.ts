@@ -1,4 +1,4 @@
-import type { DraftLeaseResult } from './lease.js';
+import type { DraftLeaseHolder, DraftLeaseResult } from './lease.js';
 import type {
   DraftSession,
   NewProject,
@@ -105,6 +105,12 @@ export interface DraftStore {
    * another owner is left alone. Releasing the draft itself (`releaseDraft`) drops its lease too.
    */
   releaseDraftLease(sessionId: string, owner: string): Promise<void>;
+  /**
+   * Who holds the live lease of draft `sessionId` now, read off the store's clock, changing nothing:
+   * undefined when nobody does (no lease taken, or it expired, was released or went with its draft).
+   * So any server can say which one runs a draft.
+   */
+  readDraftLease(sessionId: string): Promise<DraftLeaseHolder | undefined>;
 
   // ---- role files -------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ import {
   type TaskFile,
   type UnreadableDraft,
 } from './records.js';
-import { checkLeaseInput, LeaseTable, noActiveDraft, type DraftLeaseResult } from './lease.js';
+import { checkLeaseInput, LeaseTable, noActiveDraft, type DraftLeaseHolder, type DraftLeaseResult } from './lease.js';
 import { checkProjectInput, type DraftStoreHome } from './home.js';
 import {
   byStart,
@@ -398,6 +398,10 @@ class FileDraftStore implements DraftStore {
       const lease = checkLeaseInput(sessionId, owner);
       this.leases.release(lease.sessionId, lease.owner);
     });
+  }
+
+  readDraftLease(sessionId: string): Promise<DraftLeaseHolder | undefined> {
+    return this.guard(async () => this.leases.read(checkId(sessionId, 'session id')));
   }
 
   // ---- role files -------------------------------------------------------------------------------

@@ -27,6 +27,12 @@ export interface DraftLeaseResult {
   takenFrom?: string;
 }
 
+/** A live lease: who runs the draft, and until when (ISO 8601, by the store's clock). */
+export interface DraftLeaseHolder {
+  holder: string;
+  expiresAt: string;
+}
+
 /** The TTL of a lease: a whole number of milliseconds, at most a day (a lease that long is a lock nobody can break). */
 export const MAX_LEASE_TTL_MS = 86_400_000;
 
@@ -112,6 +118,13 @@ export class LeaseTable {
   release(sessionId: string, owner: string): void {
     const held = this.leases.get(sessionId);
     if (held?.owner === owner) held.expiresAt = Math.min(held.expiresAt, this.clock());
+  }
+
+  /** The live lease, or undefined when nobody holds one (none taken, expired or released). */
+  read(sessionId: string): DraftLeaseHolder | undefined {
+    const held = this.leases.get(sessionId);
+    if (!held || held.expiresAt <= this.clock()) return undefined;
+    return { holder: held.owner, expiresAt: iso(held.expiresAt) };
   }
 
   /** The draft closed: nobody runs it any more. */

@@ -190,6 +190,10 @@ export function createMemoryDraftStore(options: { home: DraftStoreHome }): Draft
       const lease = checkLeaseInput(sessionId, owner);
       leases.release(lease.sessionId, lease.owner);
     },
+    async readDraftLease(sessionId) {
+      open();
+      return leases.read(checkId(sessionId, 'session id'));
+    },
 
     async listRoleFiles(project) {
       const entry = projectOf(project);

@@ -2,7 +2,7 @@ import path from 'node:path';
 import pg from 'pg';
 import type { z } from 'zod';
 import { describeIssues, ValidationError } from '../../conversation/index.js';
-import { checkLeaseInput, noActiveDraft, type DraftLeaseResult } from './lease.js';
+import { checkLeaseInput, noActiveDraft, type DraftLeaseHolder, type DraftLeaseResult } from './lease.js';
 import {
   DraftSessionSchema,
   NewProjectSchema,
@@ -454,6 +454,20 @@ class PostgresDraftStore implements DraftStore {
     return this.guard(async () => {
       const lease = checkLeaseInput(sessionId, owner);
       await this.rows(this.sql.releaseLease, [lease.sessionId, lease.owner], 'release a draft lease');
+    });
+  }
+
+  readDraftLease(sessionId: string): Promise<DraftLeaseHolder | undefined> {
+    return this.guard(async () => {
+      const id = checkId(sessionId, 'session id');
+      const [held] = await this.rows<{ owner: string | null; expires_at: Date | null; live: boolean | null }>(
+        this.sql.leaseHolder,
+        [id],
+        'read a draft lease',
+      );
+      return held?.live && held.owner !== null && held.expires_at !== null
+        ? { holder: held.owner, expiresAt: held.expires_at.toISOString() }
+        : undefined;
     });
   }
 

@@ -420,6 +420,26 @@ export function runDraftStoreConformance(initializer: DraftStoreInitializer): vo
         expect(await store.renewDraftLease(draft.sessionId, 'server-a', LONG)).toEqual({ granted: false });
       });
 
+      it('reading a lease names its live holder and changes nothing; an expired, released or dropped one reads as nobody', async () => {
+        const draft = await claimed('t', 'tui');
+        expect(await store.readDraftLease(draft.sessionId)).toBeUndefined();
+        const granted = await store.acquireDraftLease(draft.sessionId, 'server-a', LONG);
+        expect(await store.readDraftLease(draft.sessionId)).toEqual({
+          holder: 'server-a',
+          expiresAt: granted.expiresAt,
+        });
+        // Reading took nothing: another owner is still refused, the holder still renews.
+        expect(await store.acquireDraftLease(draft.sessionId, 'server-b', LONG)).toMatchObject({ granted: false });
+        await store.releaseDraftLease(draft.sessionId, 'server-a');
+        expect(await store.readDraftLease(draft.sessionId)).toBeUndefined();
+        await store.acquireDraftLease(draft.sessionId, 'server-b', 0);
+        expect(await store.readDraftLease(draft.sessionId)).toBeUndefined();
+        await store.acquireDraftLease(draft.sessionId, 'server-b', LONG);
+        await store.releaseDraft(closed(draft));
+        expect(await store.readDraftLease(draft.sessionId)).toBeUndefined();
+        expect((await storeErrorOf(() => store.readDraftLease('../escape'))).code).toBe('INVALID_ID');
+      });
+
       it('owners racing for one lease: exactly one is granted', async () => {
         const draft = await claimed('t', 'tui');
         const outcomes = await Promise.all(
