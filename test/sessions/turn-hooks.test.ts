@@ -1,7 +1,7 @@
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createScriptedBackend, step, type ToolDefinition } from '../../src/backends/index.js';
 import type { StreamEvent } from '../../src/conversation/index.js';
 import { HookRunner, parseHooksConfig } from '../../src/hooks/index.js';
@@ -197,5 +197,49 @@ describe('hooks on a turn', () => {
       ),
       expect.stringMatching(new RegExp(`^The Stop hook \`${crash}\` .* failed: exited with code 1: boom`)),
     ]);
+  });
+});
+
+describe('hooks on a compaction', () => {
+  it('PreCompact and PostCompact run with the trigger; a failing one leaves a system block in the session', async () => {
+    // One file per event: the two run beside the compaction and may overlap.
+    const pre = await script('pre.sh', `cat > ${join(folder, 'pre.json')}`);
+    const post = await script('post.sh', `cat > ${join(folder, 'post.json')}`);
+    const crash = await script('crash.sh', 'echo "disk full" >&2; exit 1');
+    const { manager, sessionId } = await setup({
+      PreCompact: [{ matcher: 'manual', hooks: [{ type: 'command', command: pre }] }],
+      PostCompact: [
+        {
+          hooks: [
+            { type: 'command', command: post },
+            { type: 'command', command: crash },
+          ],
+        },
+      ],
+    });
+    for (let index = 0; index < 10; index++)
+      await manager.addMessage(sessionId, {
+        role: index % 2 === 0 ? 'user' : 'assistant',
+        content: `message ${index} ${'words '.repeat(50)}`,
+      });
+    const checkpoint = await manager.forceCompact(sessionId);
+    const read = async (name: string) => JSON.parse(await readFile(join(folder, name), 'utf8')) as unknown;
+    await vi.waitFor(async () => {
+      expect(await read('pre.json')).toMatchObject({ hook_event_name: 'PreCompact', trigger: 'manual' });
+      expect(await read('post.json')).toMatchObject({
+        hook_event_name: 'PostCompact',
+        session_id: sessionId,
+        trigger: 'manual',
+        checkpoint_version: checkpoint.version,
+      });
+    });
+    await vi.waitFor(async () => {
+      const blocks = (await manager.loadConversation(sessionId)).blocks;
+      expect(blocks.at(-1)).toMatchObject({
+        type: 'system',
+        subtype: 'error',
+        content: expect.stringMatching(/^The PostCompact hook .* failed: exited with code 1: disk full/),
+      });
+    });
   });
 });
