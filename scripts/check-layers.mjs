@@ -19,17 +19,30 @@ const allowed = {
   // Spans and metrics (OpenTelemetry's API only): read stream events, used by every layer that runs turns.
   telemetry: ['conversation'],
   store: ['conversation'],
+  // People's commands and webhooks run on session events: below every layer that has an event to report.
+  hooks: ['conversation'],
   backends: ['conversation', 'store', 'telemetry'],
   // The workspace toolset (files, search, commands, approvals, sandbox): tools are back-end ToolDefinitions.
   workspace: ['conversation', 'backends'],
-  sessions: ['conversation', 'store', 'backends', 'telemetry'],
-  harness: ['conversation', 'store', 'backends', 'sessions', 'workspace', 'telemetry'],
+  sessions: ['conversation', 'store', 'backends', 'telemetry', 'hooks'],
+  harness: ['conversation', 'store', 'backends', 'sessions', 'workspace', 'telemetry', 'hooks'],
   // The draft service hands the server the wire contract's own shapes (draft status, agents, results).
-  draft: ['conversation', 'store', 'backends', 'sessions', 'harness', 'protocol', 'workspace', 'telemetry'],
+  draft: ['conversation', 'store', 'backends', 'sessions', 'harness', 'protocol', 'workspace', 'telemetry', 'hooks'],
   protocol: ['conversation'],
-  server: ['conversation', 'store', 'backends', 'sessions', 'harness', 'draft', 'protocol', 'workspace', 'telemetry'],
+  server: [
+    'conversation',
+    'store',
+    'backends',
+    'sessions',
+    'harness',
+    'draft',
+    'protocol',
+    'workspace',
+    'telemetry',
+    'hooks',
+  ],
   // The editors' face beside the server: the same layers below, no WebSocket protocol of its own.
-  acp: ['conversation', 'store', 'backends', 'sessions', 'draft', 'workspace', 'telemetry'],
+  acp: ['conversation', 'store', 'backends', 'sessions', 'draft', 'workspace', 'telemetry', 'hooks'],
   'ui/tui': ['conversation', 'protocol'],
   'ui/web': ['conversation', 'protocol'],
   cli: [
@@ -46,6 +59,7 @@ const allowed = {
     'ui/tui',
     'ui/web',
     'telemetry',
+    'hooks',
   ],
   // The package's public faces: the root (`parley`, src/index.ts) and the subpaths (`parley/<name>`,
   // src/entry/<name>.ts). Nothing inside src/ imports them; each is a curated list of names that
@@ -61,6 +75,7 @@ const allowed = {
     'server',
     'workspace',
     'telemetry',
+    'hooks',
   ],
 };
 allowed.entry = allowed['.'];

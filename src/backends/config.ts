@@ -54,6 +54,8 @@ export const ParleyConfigSchema = z
     backends: z.record(z.string(), z.unknown()).optional(),
     /** Workflows by name (`parley run <name>`, `start_run`): each a module path relative to the project folder. */
     workflows: z.record(z.string().min(1), z.string().min(1)).optional(),
+    /** Commands and webhooks run on session events; read leniently by the hooks layer (a bad entry is left out, not fatal). */
+    hooks: z.unknown().optional(),
   })
   .strict();
 /** The contents of `parley.config.json`: back ends, the default one, workflows. */

@@ -6,6 +6,7 @@ import type { Duplex } from 'node:stream';
 import { resolve } from 'node:path';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { loadTokenizer } from '../conversation/index.js';
+import type { HookRunner } from '../hooks/index.js';
 import { createDraftService, type DraftService, type DraftServiceOptions } from '../draft/index.js';
 import type { RunService } from '../harness/index.js';
 import { ChannelIdSchema, PROTOCOL_VERSION, RPC_PATH, type ServerFile } from '../protocol/index.js';
@@ -100,6 +101,8 @@ export interface ServerOptions {
   /** Write `server.json` (default true). */
   writeServerFile?: boolean;
   log?: Logger;
+  /** People's hooks (the CLI loads them from the user's file and parley.config.json): every turn of every session runs them. */
+  hooks?: HookRunner;
 }
 
 /** What a run service factory gets from the server it serves in. */
@@ -173,6 +176,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ...(summarize ? { summarize } : {}),
     ...(options.liveSessionIdleMs !== undefined ? { liveSessionIdleMs: options.liveSessionIdleMs } : {}),
     ...(options.maxLiveSessions !== undefined ? { maxLiveSessions: options.maxLiveSessions } : {}),
+    ...(options.hooks ? { hooks: options.hooks } : {}),
   });
   let drafts: DraftService;
   try {

@@ -8,6 +8,7 @@ import {
   type SessionStore,
   type StoreWarning,
 } from '../store/index.js';
+import type { HookRunner } from '../hooks/index.js';
 import type { AgentDescriptionOverride } from './agent-descriptions.js';
 import type { CompactionSettings } from './compaction-controller.js';
 import type { ContextOptions } from './context-builder.js';
@@ -91,6 +92,12 @@ export interface SessionManagerOptions {
   liveSessionIdleMs?: number;
   /** At most this many sessions kept in memory: past it, the least recently used idle ones go first (default: no bound). */
   maxLiveSessions?: number;
+  /**
+   * People's hooks (`loadHooksConfig` reads them): run on every turn of every session this manager
+   * runs, whichever back end (SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop,
+   * PreCompact, PostCompact). None when absent.
+   */
+  hooks?: HookRunner;
 }
 
 /** The zod schema of `CreateSessionOptions`. */

@@ -20,9 +20,11 @@ import {
   type SessionStore,
   type StoreWarning,
 } from '../store/index.js';
+import type { HookRunner } from '../hooks/index.js';
 import type { AgentDescriptionOverride, AgentDescriptionText } from './agent-descriptions.js';
 import type { CompactionStatus } from './compaction-controller.js';
 import { SessionError } from './errors.js';
+import { followCompactionHooks } from './turn-hooks.js';
 import { readUnbuiltEvents } from './import/imported-store.js';
 import { LiveSessionCache, liveSessionOf, loadLiveSession, type LiveSession } from './live-sessions.js';
 import type { BuiltRequest } from './request-builder.js';
@@ -62,6 +64,8 @@ export class SessionManager {
   readonly tokenBudget: number;
   readonly compactionThreshold: number;
   readonly projectRoot: string | undefined;
+  /** The hooks every turn runs (none when undefined). */
+  readonly hooks: HookRunner | undefined;
   protected readonly summarize: Summarizer | undefined;
   protected readonly clock: () => number;
   protected readonly countTokens: (text: string) => number;
@@ -93,6 +97,7 @@ export class SessionManager {
     this.tokenBudget = options.tokenBudget ?? DEFAULT_TOKEN_BUDGET;
     this.compactionThreshold = options.compactionThreshold ?? DEFAULT_COMPACTION_THRESHOLD;
     this.projectRoot = options.projectRoot;
+    this.hooks = options.hooks;
     this.summarize = options.summarize;
     this.clock = options.clock ?? Date.now;
     this.countTokens = options.countTokens ?? estimateTokens;
@@ -137,6 +142,7 @@ export class SessionManager {
       updateRecord: (sessionId, update) => this.updateRecord(sessionId, update),
       emit: (name, payload) => this.emit(name, payload as SessionManagerEvents[typeof name]),
     });
+    if (this.hooks) followCompactionHooks(this, this.hooks, this.projectRoot ?? process.cwd());
   }
 
   /** How many sessions are held in memory now (the rest are loaded from their logs when needed). */

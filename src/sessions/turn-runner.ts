@@ -11,6 +11,10 @@ import type { AgentBackend, AgentProfile, ExecuteRequest, ToolDefinition } from 
 import { inAgentTrace, startAgentTrace, type AgentTrace } from '../telemetry/index.js';
 import type { SessionManager } from './session-manager.js';
 import { TurnIdGuard } from './turn-ids.js';
+import { hookNotice, promptWithContext, TurnHooks } from './turn-hooks.js';
+
+/** The sessions each manager has run `SessionStart` for in this process: it runs once per session, not per turn. */
+const startedSessions = new WeakMap<SessionManager, Set<string>>();
 
 /** Options of `runTurn`: the back end, the prompt, and what else the turn gets. */
 export interface RunTurnOptions {
@@ -77,11 +81,18 @@ export async function runTurn(
   if (options.repairInterrupted !== false) await closeInterruptedTurn(manager, sessionId);
   const session = await manager.getSession(sessionId);
   const description = options.backend.describe();
+  const hooks = manager.hooks
+    ? new TurnHooks(manager.hooks, {
+        sessionId,
+        cwd: options.cwd ?? manager.projectRoot ?? process.cwd(),
+        ...(session.native?.transcriptPath ? { transcriptPath: session.native.transcriptPath } : {}),
+      })
+    : undefined;
   const request: ExecuteRequest = {
     sessionId,
     prompt: options.prompt,
     ...(options.signal ? { signal: options.signal } : {}),
-    ...(options.tools ? { tools: options.tools } : {}),
+    ...(options.tools ? { tools: hooks ? hooks.wrapTools(options.tools) : options.tools } : {}),
     ...(options.profile ? { profile: options.profile } : {}),
     ...(options.model ? { model: options.model } : {}),
     ...(options.cwd ? { cwd: options.cwd } : {}),
@@ -101,6 +112,14 @@ export async function runTurn(
   if (agentTrace) request.traceContext = () => agentTrace.currentContext();
   // A turn that fails before it streams (building the request, storing the prompt) still ends its span, as failed.
   try {
+    const hookContext: string[] = [];
+    if (hooks) {
+      const refused = await runPromptHooks(manager, sessionId, options, hooks, hookContext);
+      if (refused) {
+        agentTrace?.end();
+        return { events: refused };
+      }
+    }
     let estimatedInputTokens: number | undefined;
     const linked = description.continuity === 'native' && session.native?.backend === description.name;
     // A native back end with no session of its own yet, on a session that already has a history (it
@@ -132,6 +151,7 @@ export async function runTurn(
       request.prompt = built.userPrompt;
       estimatedInputTokens = built.totalTokens;
     }
+    request.prompt = promptWithContext(request.prompt, hookContext);
     if (!options.userMessageStored) {
       await manager.addMessage(sessionId, {
         role: 'user',
@@ -146,7 +166,7 @@ export async function runTurn(
     const events = streamIntoLog(
       manager,
       sessionId,
-      turn.events,
+      hooks ? hooks.stream(turn.events, options.signal) : turn.events,
       description.name,
       estimatedInputTokens,
       guard,
@@ -157,6 +177,52 @@ export async function runTurn(
     agentTrace?.end(error);
     throw error;
   }
+}
+
+/**
+ * `SessionStart` (the session's first turn in this process: `startup` for a new one, `resume` for
+ * one with a history) and `UserPromptSubmit`. Their added context goes into `context`. When a
+ * `UserPromptSubmit` hook refuses the prompt, nothing reaches the back end and the prompt is not
+ * stored: the turn is a system block giving the hook's reason, and the events of that are returned.
+ */
+async function runPromptHooks(
+  manager: SessionManager,
+  sessionId: string,
+  options: RunTurnOptions,
+  hooks: TurnHooks,
+  context: string[],
+): Promise<AsyncIterable<StreamEvent> | undefined> {
+  const signal = options.signal ? { signal: options.signal } : {};
+  let started = startedSessions.get(manager);
+  if (!started) startedSessions.set(manager, (started = new Set()));
+  if (!started.has(sessionId)) {
+    started.add(sessionId);
+    const source = hasHistory((await manager.loadConversation(sessionId)).blocks) ? 'resume' : 'startup';
+    const outcome = await hooks.run('SessionStart', { source }, { matchValue: source, ...signal });
+    context.push(...outcome.context);
+  }
+  // A retry of a turn whose prompt is already stored (the fallback ladder) was accepted once: it is not asked again.
+  if (options.userMessageStored) return undefined;
+  const outcome = await hooks.run('UserPromptSubmit', { prompt: options.prompt }, signal);
+  context.push(...outcome.context);
+  if (!outcome.blocked) return undefined;
+  const now = Date.now();
+  const stored = await manager.appendEvents(sessionId, [
+    ...hooks.drain(),
+    hookNotice('info', `A UserPromptSubmit hook refused the prompt, so it was not sent: ${outcome.blocked.reason}`, {
+      hook: 'UserPromptSubmit',
+      source: outcome.blocked.source,
+    }),
+    {
+      type: 'metadata_update',
+      conversationId: MAIN_CONVERSATION,
+      metadata: { turnComplete: true, stopReason: 'blocked_by_hook' },
+      at: now,
+    },
+  ]);
+  return (async function* () {
+    yield* stored;
+  })();
 }
 
 /** Appends issued but not yet durable, at most: beyond it the back end waits for the disk. */

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { loadProjectHooks } from '../hooks-wiring.js';
 import {
   createBackend,
   getBackendRegistration,
@@ -62,10 +63,12 @@ export function register(program: Command): void {
       if (config.notice) process.stderr.write(`${config.notice}\n`);
       for (const warning of config.warnings) process.stderr.write(`warning: ${warning}\n`);
       const backend = createBackend(config.backend, config, { model: config.model });
+      const hooks = await loadProjectHooks(process.cwd(), (line) => process.stderr.write(`warning: ${line}\n`));
       const manager = await createSessionManager({
         ...storeOption(command, store),
         projectRoot: process.cwd(),
         summarize: createBackendSummarizer(backend),
+        ...(hooks ? { hooks } : {}),
       });
       const controller = new AbortController();
       const onInterrupt = () => controller.abort();

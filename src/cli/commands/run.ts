@@ -1,4 +1,5 @@
 import { createInterface } from 'node:readline';
+import { loadProjectHooks } from '../hooks-wiring.js';
 import type { Readable, Writable } from 'node:stream';
 import type { Command } from 'commander';
 import type { StreamEvent } from '../../conversation/index.js';
@@ -76,7 +77,8 @@ export function register(program: Command): void {
             return;
           }
           const store = await openChosenStore(command);
-          const manager = await createSessionManager(storeOption(command, store));
+          const hooks = await loadProjectHooks(process.cwd(), (line) => process.stderr.write(`warning: ${line}\n`));
+          const manager = await createSessionManager({ ...storeOption(command, store), ...(hooks ? { hooks } : {}) });
           try {
             process.exitCode = await runWorkflow(harness, input, {
               stdin: process.stdin,

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { loadProjectHooks } from '../hooks-wiring.js';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
@@ -97,6 +98,7 @@ export function register(
         const { backendFor, summarize, notice, warnings } = await resolveServerBackends({ projectRoot, dataDir });
         if (notice) process.stderr.write(`parley: ${notice}\n`);
         for (const warning of warnings) process.stderr.write(`parley: ${warning}\n`);
+        const hooks = await loadProjectHooks(projectRoot, (line) => process.stderr.write(`parley: ${line}\n`));
         const webRoot = options.webRoot !== undefined ? resolve(options.webRoot) : defaultWebRoot();
         let server: RunningServer;
         try {
@@ -113,6 +115,7 @@ export function register(
             ...(webRoot ? { webRoot } : {}),
             backendFor,
             summarize,
+            ...(hooks ? { hooks } : {}),
             // Durable runs: unfinished runs are resumed before the server accepts connections.
             createRunService: serveRuns(runServiceFactory, (line) => process.stdout.write(`${line}\n`)),
           });
