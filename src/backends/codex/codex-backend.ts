@@ -25,6 +25,7 @@ import {
   importCodexSdk,
   type CodexSdkLoader,
 } from './sdk-loader.js';
+import { inheritedEnv } from '../child-env.js';
 
 /** The registry name of the Codex back end. */
 export const CODEX_BACKEND_NAME = 'codex';
@@ -57,25 +58,6 @@ export interface CodexBackendOptions {
   idPrefix?: string;
 }
 
-/** Variables inherited from Parley's environment; OpenAI and proxy settings of the user's own Codex are left out. */
-const INHERITED_ENV = [
-  'PATH',
-  'HOME',
-  'USER',
-  'LOGNAME',
-  'SHELL',
-  'LANG',
-  'LC_ALL',
-  'LC_CTYPE',
-  'TZ',
-  'TERM',
-  'SYSTEMROOT',
-  'COMSPEC',
-  'PATHEXT',
-  'USERPROFILE',
-  'APPDATA',
-];
-
 /** How a role's permission mode maps onto Codex's sandbox (approvals are off: a headless turn cannot ask). */
 const PERMISSION_TO_SANDBOX: Record<NonNullable<AgentProfile['permissionMode']>, SandboxMode> = {
   default: 'workspace-write',
@@ -103,8 +85,7 @@ export function createCodexBackend(options: CodexBackendOptions = {}): AgentBack
   const totals = new Map<string, CodexTotals>();
 
   function codexOptions(): CodexOptions {
-    const env: Record<string, string> = {};
-    for (const key of INHERITED_ENV) if (process.env[key] !== undefined) env[key] = process.env[key];
+    const env: Record<string, string> = inheritedEnv();
     Object.assign(env, options.env, { CODEX_HOME: codexHome, NO_COLOR: '1' });
     const config: NonNullable<CodexOptions['config']> = {
       // Without these Codex looks up chatgpt.com and github.com at start.

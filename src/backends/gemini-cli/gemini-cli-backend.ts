@@ -23,6 +23,7 @@ import { cleanStderr, describeCliFailure, isResumeFailure, type ProcessOutcome }
 import { GeminiCliNotInstalledError, locateGeminiCli } from './locate.js';
 import { GeminiCliStorage } from './storage.js';
 import { GeminiStreamMapper, parseStreamLine } from './stream-json.js';
+import { inheritedEnv } from '../child-env.js';
 
 /** The registry name of the Gemini CLI back end. */
 export const GEMINI_CLI_BACKEND_NAME = 'gemini-cli';
@@ -56,25 +57,6 @@ export interface GeminiCliOptions {
   /** Replaces the Gemini transcript parser (src/backends/transcripts/gemini-cli.ts). */
   parseTranscripts?: (transcripts: RawTranscripts) => ParsedTranscripts;
 }
-
-/** Variables inherited from Parley's environment; everything else (Vertex, Google Cloud credentials, proxies of the CLI) is left out. */
-const INHERITED_ENV = [
-  'PATH',
-  'HOME',
-  'USER',
-  'LOGNAME',
-  'SHELL',
-  'LANG',
-  'LC_ALL',
-  'LC_CTYPE',
-  'TZ',
-  'TERM',
-  'SYSTEMROOT',
-  'COMSPEC',
-  'PATHEXT',
-  'USERPROFILE',
-  'APPDATA',
-];
 
 const PERMISSION_TO_APPROVAL: Record<NonNullable<AgentProfile['permissionMode']>, string> = {
   default: 'default',
@@ -126,8 +108,7 @@ export function createGeminiCliBackend(options: GeminiCliOptions = {}): AgentBac
   }
 
   function childEnv(): NodeJS.ProcessEnv {
-    const env: NodeJS.ProcessEnv = {};
-    for (const key of INHERITED_ENV) if (process.env[key] !== undefined) env[key] = process.env[key];
+    const env: NodeJS.ProcessEnv = inheritedEnv();
     Object.assign(env, options.env);
     Object.assign(env, {
       GEMINI_API_KEY: options.apiKey,
