@@ -58,6 +58,12 @@ export interface CodexRolloutParserOptions {
   file?: string;
   /** The file is still being written: an open turn stays open and an unanswered call stays running. */
   live?: boolean;
+  /**
+   * Only what a listing needs (`CodexRolloutScan`): usage, turns, the title, the counts. The model's
+   * answers and tool traffic are counted from their first bytes, not parsed; the block count is
+   * then an estimate (a call and its output count as two blocks).
+   */
+  summary?: boolean;
 }
 
 /** `event_msg` types that only repeat a response item or say nothing worth a block: skipped unparsed. */
@@ -114,6 +120,18 @@ const CONTEXT_PREFIXES = [
   '<collaboration_mode>',
 ];
 const HEAD_BYTES = 320;
+const ROLE_PATTERN = /"role":"([a-z]+)"/;
+/** Response items a listing only counts (`summary`). */
+const SKIMMED_ITEMS = new Set([
+  'reasoning',
+  'function_call',
+  'function_call_output',
+  'custom_tool_call',
+  'custom_tool_call_output',
+  'local_shell_call',
+  'web_search_call',
+  'ghost_snapshot',
+]);
 const TYPE_PATTERN = /"type":"([A-Za-z_]+)"/g;
 
 /** A command's end as Codex reported it (`exec_command_end`, a `CommandExecution` item). */
@@ -179,6 +197,7 @@ export class CodexRolloutParser implements TranscriptParser {
     const head = buffer.toString('latin1', start, Math.min(end, start + HEAD_BYTES));
     TYPE_PATTERN.lastIndex = 0;
     const first = TYPE_PATTERN.exec(head)?.[1];
+    if (this.options.summary === true && first === 'response_item' && terminated && this.skimmed(head)) return;
     if ((first === 'event_msg' || first === 'world_state') && terminated) {
       if (first === 'world_state') return;
       const second = TYPE_PATTERN.exec(head)?.[1];
@@ -189,6 +208,20 @@ export class CodexRolloutParser implements TranscriptParser {
       }
     }
     this.line(buffer.toString('utf8', start, end), lineNumber, terminated);
+  }
+
+  /** A response item the listing needs nothing of but its count (the regex has read the envelope's type). */
+  private skimmed(head: string): boolean {
+    const item = TYPE_PATTERN.exec(head)?.[1];
+    if (item === 'message') {
+      const role = ROLE_PATTERN.exec(head)?.[1];
+      if (role !== 'assistant') return false;
+      this.info.messageCount++;
+    } else if (item === undefined || !SKIMMED_ITEMS.has(item)) {
+      return false;
+    }
+    this.info.blockCount++;
+    return true;
   }
 
   line(text: string, lineNumber: number, terminated = true): void {
@@ -242,7 +275,7 @@ export class CodexRolloutParser implements TranscriptParser {
     }
     switch (type) {
       case 'session_meta':
-        this.sessionMeta(payload, at);
+        this.sessionMeta(payload);
         return;
       case 'response_item':
         this.responseItem(payload, line, at);
@@ -272,7 +305,7 @@ export class CodexRolloutParser implements TranscriptParser {
   private legacyRecord(record: JsonObject, type: string | undefined, line: number, at: number): void {
     if (type === undefined && typeof record['id'] === 'string' && line <= 2) {
       this.legacy = true;
-      this.sessionMeta(record, at);
+      this.sessionMeta(record);
       return;
     }
     if (record['record_type'] === 'state') return;
@@ -283,7 +316,7 @@ export class CodexRolloutParser implements TranscriptParser {
     this.unknown(record, line, at, `Codex record of type "${type ?? 'untyped'}" (not shown)`);
   }
 
-  private sessionMeta(payload: JsonObject, at: number): void {
+  private sessionMeta(payload: JsonObject): void {
     const id = stringOf(payload['id']) ?? stringOf(payload['session_id']);
     if (id !== undefined) this.info.nativeSessionId ??= id;
     this.info.cwd ??= stringOf(payload['cwd']);
@@ -294,7 +327,6 @@ export class CodexRolloutParser implements TranscriptParser {
     const provenance = objectOf(objectOf(payload['base_instructions'])?.['provenance']);
     const model = stringOf(provenance?.['model']);
     if (model !== undefined && this.model === undefined) this.noteModel(model);
-    void at;
   }
 
   private responseItem(item: JsonObject, line: number, at: number): void {
@@ -416,13 +448,16 @@ export class CodexRolloutParser implements TranscriptParser {
         return;
       }
       case 'task_started':
-      case 'turn_started':
+      case 'turn_started': {
+        const window = numberOf(payload['model_context_window']);
+        if (window !== undefined && window > 0) this.contextWindow = Math.round(window);
         // A turn that never ended (Codex was killed) ends where the next begins.
         if (this.turnOpen && this.prompted) this.closeTurn(this.lastAt, {});
         this.marksTurns = true;
         this.turnOpen = true;
         this.prompted = false;
         return;
+      }
       case 'task_complete':
       case 'turn_complete': {
         const duration = numberOf(payload['duration_ms']);
@@ -1011,6 +1046,42 @@ function reviewText(type: string, payload: JsonObject): string {
   return `Codex ${type === 'undo_started' ? 'started undoing' : 'undid'} the last turn's changes${
     stringOf(payload['message']) !== undefined ? `: ${stringOf(payload['message'])}` : ''
   }.`;
+}
+
+/**
+ * What a listing shows of a rollout, read fast (`summary` mode): the title, counts, and the
+ * metadata events (usage, cost, turns) in order, which fold into the session's metrics exactly as
+ * the built log's will. The deferred import runs it while the kernel copies the file.
+ */
+export class CodexRolloutScan implements TranscriptParser {
+  readonly metadata: UnsequencedEvent[] = [];
+  private readonly parser: CodexRolloutParser;
+
+  constructor(options: { file?: string } = {}) {
+    this.parser = new CodexRolloutParser({
+      ...options,
+      summary: true,
+      emit: (event) => {
+        if (event.type === 'metadata_update') this.metadata.push(event);
+      },
+    });
+  }
+
+  get warnings(): readonly TranscriptWarning[] {
+    return this.parser.warnings;
+  }
+
+  line(text: string, lineNumber: number, terminated: boolean): void {
+    this.parser.line(text, lineNumber, terminated);
+  }
+
+  lineBytes(buffer: Buffer, start: number, end: number, lineNumber: number, terminated: boolean): void {
+    this.parser.lineBytes(buffer, start, end, lineNumber, terminated);
+  }
+
+  end(): TranscriptInfo {
+    return this.parser.end();
+  }
 }
 
 /** Parses a whole rollout held in memory. */
