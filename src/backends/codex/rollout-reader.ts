@@ -56,7 +56,10 @@ export interface CodexRolloutParserOptions {
   emit: EventSink;
   /** Named in warnings. */
   file?: string;
-  /** The file is still being written: an open turn stays open and an unanswered call stays running. */
+  /**
+   * The file is still being written: an open turn stays open, and a call without its output yet
+   * (with what follows it) is held back until a later reading finds the output.
+   */
   live?: boolean;
   /**
    * Only what a listing needs (`CodexRolloutScan`): usage, turns, the title, the counts. The model's
@@ -249,8 +252,11 @@ export class CodexRolloutParser implements TranscriptParser {
   end(): TranscriptInfo {
     if (this.ended) return this.info;
     this.ended = true;
+    // A live file's call still waiting for its output is kept back with what follows it: each block
+    // reaches the log once, in its final form and place, so a later pass finds every block and every
+    // usage where this one left it.
     if (this.options.live !== true) this.closeTurn(this.lastAt, {});
-    else this.releaseAll();
+    else this.release();
     if (this.usageSeen && this.costUnknown) {
       this.info.costUnknown = true;
     }
@@ -811,10 +817,14 @@ export class CodexRolloutParser implements TranscriptParser {
     else this.queue.push({ event: blockEvent(block), waiting: false });
   }
 
+  /**
+   * Metadata is not held behind a call waiting for its output: it goes out after the blocks already
+   * out, a place that stays the same while the file grows, so a re-import of a live file (which
+   * finds usage by its place in the log) never counts it twice. Turn ends come after the turn's
+   * blocks, released first.
+   */
   private pushMetadata(metadata: TurnMetadata, at: number): void {
-    const event: UnsequencedEvent = { type: 'metadata_update', conversationId: MAIN_CONVERSATION, at, metadata };
-    if (this.queue.length === 0) this.emit(event);
-    else this.queue.push({ event, waiting: false });
+    this.emit({ type: 'metadata_update', conversationId: MAIN_CONVERSATION, at, metadata });
   }
 
   /** Emits the queue's head up to the first call still waiting for its output. */
@@ -829,14 +839,12 @@ export class CodexRolloutParser implements TranscriptParser {
     if (index > 0) this.queue.splice(0, index);
   }
 
-  /** The turn is over (or the file is): calls still waiting are emitted as they are — interrupted, or running in a live file. */
+  /** The turn is over (or the file is): calls still waiting never got their output. */
   private releaseAll(): void {
     for (const [callId, call] of this.calls) {
       const block = call.block;
-      if (this.options.live !== true) {
-        block.status = 'error';
-        block.error = 'interrupted: no output for this call in the rollout';
-      }
+      block.status = 'error';
+      block.error = 'interrupted: no output for this call in the rollout';
       if (call.shell !== undefined) block.input = { command: call.shell.command, arguments: block.input };
       if (call.shell !== undefined) block.name = 'shell';
       call.entry.event = blockEvent(block);

@@ -171,15 +171,20 @@ describe('Codex rollout reader', () => {
     expect(byType(parsed.blocks, 'user_message')).toHaveLength(3);
   });
 
-  it('in a file being written, leaves the open turn open and the unanswered call running', () => {
+  it('in a file being written, leaves the open turn open and holds a call back until its output is written', () => {
     const lines = text.trimEnd().split('\n');
     // Up to the first shell call, with a half-written record after it.
-    const partial = `${lines.slice(0, 10).join('\n')}\n{"timestamp":"2025-10-14T09:00:11`;
+    const partial = `${lines.slice(0, 11).join('\n')}\n{"timestamp":"2025-10-14T09:00:11`;
     const { events, warnings } = streamed(partial, { live: true });
     expect(warnings).toEqual([]);
     const state = fold(events);
     expect(state.metrics.turns).toBe(0);
-    expect(state.blocks.find((block) => block.type === 'tool_use')).toMatchObject({ status: 'running' });
+    expect(state.blocks.map((block) => block.type)).toEqual(['system', 'system', 'user_message', 'thinking']);
+    // Its usage is counted already, at the place it keeps in every later reading.
+    expect(state.metrics.outputTokens).toBe(120);
+    const later = streamed(lines.slice(0, 15).join('\n'), { live: true });
+    expect(later.events.slice(0, events.length)).toEqual(events);
+    expect(fold(later.events).blocks.find((block) => block.type === 'tool_use')).toMatchObject({ status: 'error' });
   });
 
   it('reads the first rollouts, which had no envelope', () => {
