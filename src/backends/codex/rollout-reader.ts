@@ -106,6 +106,8 @@ const SKIPPED_ITEMS = new Set([
   'ContextCompaction',
   'ImageView',
 ]);
+/** Events that only complete a tool call's block: a listing (`summary`) skips them unparsed. */
+const DETAIL_EVENTS = new Set(['item_completed', 'exec_command_end', 'patch_apply_begin', 'patch_apply_end']);
 /** Top-level records read for nothing but their presence. */
 const SILENT_RECORDS = new Set(['world_state']);
 const SHELL_TOOLS = new Set(['shell', 'container.exec', 'shell_command', 'exec_command', 'local_shell']);
@@ -205,6 +207,8 @@ export class CodexRolloutParser implements TranscriptParser {
       if (first === 'world_state') return;
       const second = TYPE_PATTERN.exec(head)?.[1];
       if (second !== undefined && SKIPPED_EVENTS.has(second)) return;
+      // A listing needs no exit code or diff.
+      if (this.options.summary === true && second !== undefined && DETAIL_EVENTS.has(second)) return;
       if (second === 'item_completed') {
         const item = TYPE_PATTERN.exec(head)?.[1];
         if (item !== undefined && SKIPPED_ITEMS.has(item)) return;

@@ -21,6 +21,10 @@ import { IMPORT_FORMAT, readManifest, writeManifest, type ImportManifest } from 
  * and metrics, and the manifest, written last). Each source's module reads its files between them.
  */
 
+/**
+ * How `importTranscripts` runs: the store to import into, progress, cancellation, the size up to
+ * which native files are copied, and, for a watcher, whether the files are still being written.
+ */
 export interface ImportOptions {
   store: SessionStore;
   onProgress?: (progress: ImportProgress) => void;
