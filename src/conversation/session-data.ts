@@ -15,6 +15,7 @@ export const KNOWN_ARCHITECTURES = [
   'openai-compatible',
   'claude-code-import',
   'gemini-cli-import',
+  'codex-import',
 ] as const;
 
 export const SessionStatusSchema = z.enum(['active', 'archived']);

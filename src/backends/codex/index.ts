@@ -23,3 +23,9 @@ export {
   type CodexSdkLoader,
 } from './sdk-loader.js';
 export { codexRegistration } from './registration.js';
+export {
+  CodexRolloutParser,
+  CodexRolloutScan,
+  parseCodexRollout,
+  type CodexRolloutParserOptions,
+} from './rollout-reader.js';

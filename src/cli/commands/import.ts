@@ -15,16 +15,16 @@ export function register(program: Command): void {
   program
     .command('import')
     .description(
-      'Import Claude Code or Gemini CLI sessions (a file or a whole folder), or seed-layout sessions, as read-only sessions',
+      'Import Claude Code, Gemini CLI or Codex sessions (a file or a whole folder), or seed-layout sessions, as read-only sessions',
     )
     .argument(
       '<path>',
-      'a session file, or a folder such as ~/.claude/projects/<project>/, ~/.gemini/tmp/<project>/chats/ or a seed-layout sessions folder',
+      'a session file, or a folder such as ~/.claude/projects/<project>/, ~/.gemini/tmp/<project>/chats/, ~/.codex/sessions/ or a seed-layout sessions folder',
     )
     .option('--json', 'print the result as JSON (with --watch: one JSON line per import pass)')
     .option(
       '--watch',
-      'keep importing while Claude Code or the Gemini CLI writes there, so the session can be followed live (Ctrl+C stops)',
+      'keep importing while Claude Code, the Gemini CLI or Codex writes there, so the session can be followed live (Ctrl+C stops)',
     )
     .action(async (path: string, options: { json?: boolean; watch?: boolean }, command: Command) => {
       const store =
@@ -37,7 +37,7 @@ export function register(program: Command): void {
           // Most often a running `parley serve` on this folder: say how to follow sessions into it.
           throw new StoreError(
             'STORE_LOCKED',
-            `${error.message} If it is \`parley serve\`, import with it stopped, or let it follow the project's own Claude Code and Gemini CLI sessions with \`parley serve --watch-native\` (or keep sessions in PostgreSQL, where an import and servers share them).`,
+            `${error.message} If it is \`parley serve\`, import with it stopped, or let it follow the project's own Claude Code, Gemini CLI and Codex sessions with \`parley serve --watch-native\` (or keep sessions in PostgreSQL, where an import and servers share them).`,
             { fault: 'user', cause: error },
           );
         }));

@@ -53,7 +53,7 @@ export function register(
     .option('--web-root <dir>', 'folder of the web UI to serve (default: the built dist/web)')
     .option(
       '--watch-native',
-      "follow this project's Claude Code and Gemini CLI sessions live: import them as they are written",
+      "follow this project's Claude Code, Gemini CLI and Codex sessions live: import them as they are written",
     )
     .action(
       async (
@@ -159,6 +159,7 @@ async function followNativeSessions(projectRoot: string, store: SessionStore): P
     const follower = watchTranscripts(folder.path, {
       store,
       waitForPath: true,
+      ...(folder.sharedByProjects === true ? { projectRoot } : {}),
       onSync: (result) => {
         for (const session of result.sessions) {
           if (session.status !== 'unchanged')

@@ -1,14 +1,15 @@
 import { basename } from 'node:path';
-import { ClaudeCodeSummaryScan, type TranscriptInfo, type TranscriptWarning } from '../../backends/index.js';
+import type { TranscriptInfo, TranscriptWarning } from '../../backends/index.js';
 import { applyEvents, emptyConversation, type StreamEvent } from '../../conversation/index.js';
 import { FORMAT_VERSION, type SessionRecord, type SessionStore } from '../../store/index.js';
+import { summaryScan, type DeferredSource } from './deferred-parsers.js';
 import { forgetImportedSession } from './imported-store.js';
 import { statsOf, titleOf } from './import-summary.js';
 import { IMPORT_FORMAT, writeManifest, type ImportManifest } from './manifest.js';
 import { fingerprintFile, streamChunks, streamFile } from './read-file.js';
 
 /**
- * The fast import of a Claude Code transcript: the native file is copied verbatim into
+ * The fast import of a Claude Code transcript or a Codex rollout: the native file is copied verbatim into
  * the session (by the kernel, while this process reads it once) and scanned for what the listing
  * shows — title, message and turn counts, usage, cost — without building a block. The session's
  * events are built from the copy on its first read (`materialize.ts`), so the import neither
@@ -26,6 +27,8 @@ const RAW_TRANSCRIPT = 'main';
 const NATIVE_COPY = 'native-main.jsonl';
 
 export interface DeferredImportInput {
+  /** Default `claude-code`. */
+  source?: DeferredSource;
   store: SessionStore & Required<Pick<SessionStore, 'copyTranscriptFile'>>;
   sessionId: string;
   path: string;
@@ -50,6 +53,7 @@ export interface DeferredImport {
 
 export async function importDeferred(input: DeferredImportInput): Promise<DeferredImport> {
   const { store, sessionId, path } = input;
+  const source = input.source ?? 'claude-code';
   const fingerprint = await fingerprintFile(path);
   const now = input.now();
   const record: SessionRecord = {
@@ -59,14 +63,14 @@ export async function importDeferred(input: DeferredImportInput): Promise<Deferr
     agentProfileReference: 'imported',
     status: 'active',
     agentType: 'imported',
-    scope: { kind: 'imported', source: 'claude-code', path, nativeSessionId: input.nativeSessionId },
+    scope: { kind: 'imported', source, path, nativeSessionId: input.nativeSessionId },
     title: `Importing ${basename(path)}`,
     readOnly: true,
     createdAt: Math.floor(Math.min(fingerprint.mtimeMs, now)),
     updatedAt: now,
     settings: {},
     stats: { totalMessages: 0, totalTokens: 0, totalCompactions: 0 },
-    native: { backend: 'claude-code', nativeSessionId: input.nativeSessionId, transcriptPath: path },
+    native: { backend: source, nativeSessionId: input.nativeSessionId, transcriptPath: path },
   };
   const name = fingerprint.size <= input.rawTranscriptMaxBytes ? RAW_TRANSCRIPT : NATIVE_COPY;
   // The session's folder (its fsyncs), then the copy (and its fsync), run on the thread pool while
@@ -77,7 +81,7 @@ export async function importDeferred(input: DeferredImportInput): Promise<Deferr
   // A session that cannot be created stops the scan; its error is the one reported.
   const stop = new AbortController();
   copying.catch(() => stop.abort());
-  let scan = new ClaudeCodeSummaryScan({ file: basename(path) });
+  let scan = summaryScan(source, basename(path));
   let read: { bytes: number };
   try {
     read = await streamFile(path, scan, {
@@ -94,7 +98,7 @@ export async function importDeferred(input: DeferredImportInput): Promise<Deferr
   const copied = await copying;
   if (copied.bytes !== read.bytes) {
     // The file changed between the copy and the scan (Claude Code still writing): the copy is the truth, scan it.
-    scan = new ClaudeCodeSummaryScan({ file: basename(path) });
+    scan = summaryScan(source, basename(path));
     const chunks = await store.streamTranscript?.(sessionId, name);
     if (chunks !== undefined) await streamChunks(chunks, scan, `${name} of session ${sessionId}`);
   }
@@ -104,7 +108,7 @@ export async function importDeferred(input: DeferredImportInput): Promise<Deferr
     (event, seq) => Object.assign({}, event, { sessionId, seq, at: event.at ?? now }) as StreamEvent,
   );
   const metrics = applyEvents(emptyConversation(sessionId), events).metrics;
-  const title = titleOf(info, 'claude-code', input.nativeSessionId);
+  const title = titleOf(info, source, input.nativeSessionId);
   await store.updateSession(sessionId, (current) => ({
     ...current,
     title,
@@ -116,7 +120,7 @@ export async function importDeferred(input: DeferredImportInput): Promise<Deferr
   }));
   const manifest: ImportManifest = {
     importFormat: IMPORT_FORMAT,
-    source: 'claude-code',
+    source,
     importedAt: new Date(now).toISOString(),
     files: [fingerprint],
     copied: name === RAW_TRANSCRIPT ? [RAW_TRANSCRIPT] : [],

@@ -5,7 +5,7 @@ import { ImportError } from './errors.js';
 
 /**
  * Finds what a path holds: Claude Code sessions (with their subagent files), Gemini CLI sessions
- * (with theirs), and seed-layout sessions. A subagent transcript is always attached to its parent
+ * (with theirs), Codex rollouts, and seed-layout sessions. A subagent transcript is always attached to its parent
  * session, never listed as a session of its own. Files are only read, never written.
  */
 
@@ -28,6 +28,16 @@ export interface GeminiSource {
   subagents: Array<{ path: string }>;
 }
 
+export interface CodexSource {
+  source: 'codex';
+  /** A rollout, `rollout-<time>-<thread id>.jsonl`. */
+  main: string;
+  /** The thread id: the rollout's `session_meta` id, else the one its name ends with. */
+  nativeSessionId: string;
+  /** The folder Codex ran in (`session_meta.cwd`): rollouts of all projects share one tree. */
+  cwd?: string;
+}
+
 export interface SeedLayoutSource {
   source: 'seed-layout';
   folder: string;
@@ -36,7 +46,7 @@ export interface SeedLayoutSource {
   files: Partial<Record<SeedLayoutFileKind, string>>;
 }
 
-export type ImportSourceFiles = ClaudeCodeSource | GeminiSource | SeedLayoutSource;
+export type ImportSourceFiles = ClaudeCodeSource | GeminiSource | CodexSource | SeedLayoutSource;
 
 export interface DiscoveryResult {
   sources: ImportSourceFiles[];
@@ -44,7 +54,7 @@ export interface DiscoveryResult {
   skipped: Array<{ path: string; reason: string }>;
 }
 
-type Sniffed = 'claude-code' | 'gemini-cli' | 'gemini-checkpoint' | 'empty' | 'unknown';
+type Sniffed = 'claude-code' | 'gemini-cli' | 'gemini-checkpoint' | 'codex' | 'empty' | 'unknown';
 
 const CLAUDE_RECORD_TYPES = new Set([
   'user',
@@ -65,6 +75,9 @@ const CLAUDE_RECORD_TYPES = new Set([
   'cost-state',
 ]);
 const GEMINI_MESSAGE_TYPES = new Set(['user', 'gemini', 'info', 'warning', 'error']);
+/** A Codex rollout's record envelopes: `{timestamp, type, payload}`. */
+const CODEX_RECORD_TYPES = new Set(['session_meta', 'response_item', 'event_msg', 'turn_context', 'compacted']);
+const CODEX_ROLLOUT_NAME = /^rollout-.*?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$/i;
 const SNIFF_BYTES = 64 * 1024;
 const EMPTY = 'an empty file (0 bytes)';
 /** A first line may hold a pasted screenshot: it is read whole up to this size, so its record can be recognised. */
@@ -93,7 +106,7 @@ async function readHead(path: string): Promise<{ text: string; cut: boolean }> {
 }
 
 /** The first lines of a file decide its format; the rest is never read here. */
-async function sniff(path: string): Promise<{ kind: Sniffed; sessionId?: string; firstUuid?: string }> {
+async function sniff(path: string): Promise<{ kind: Sniffed; sessionId?: string; firstUuid?: string; cwd?: string }> {
   const { text, cut } = await readHead(path);
   if (text.length === 0) return { kind: 'empty' };
   if (/^\s*\{\s*$/m.test(text.split('\n', 1)[0] ?? '') || /^\s*\{\s*\n/.test(text)) {
@@ -114,6 +127,30 @@ async function sniff(path: string): Promise<{ kind: Sniffed; sessionId?: string;
     }
     if (typeof record !== 'object' || record === null || Array.isArray(record)) continue;
     const fields = record as Record<string, unknown>;
+    const payload = fields['payload'];
+    if (
+      typeof fields['type'] === 'string' &&
+      CODEX_RECORD_TYPES.has(fields['type']) &&
+      typeof payload === 'object' &&
+      payload !== null
+    ) {
+      const meta = fields['type'] === 'session_meta' ? (payload as Record<string, unknown>) : {};
+      const id = meta['id'];
+      const cwd = meta['cwd'];
+      return {
+        kind: 'codex',
+        ...(typeof id === 'string' ? { sessionId: id } : {}),
+        ...(typeof cwd === 'string' ? { cwd } : {}),
+      };
+    }
+    // The first rollouts: a meta line `{id, timestamp, instructions}` with no envelope.
+    if (
+      CODEX_ROLLOUT_NAME.test(basename(path)) &&
+      fields['type'] === undefined &&
+      typeof fields['id'] === 'string' &&
+      typeof fields['timestamp'] === 'string'
+    )
+      return { kind: 'codex', sessionId: fields['id'] };
     if (typeof fields['projectHash'] === 'string' || '$set' in fields || '$rewindTo' in fields)
       return { kind: 'gemini-cli' };
     if (Array.isArray(fields['history'])) return { kind: 'gemini-checkpoint' };
@@ -208,6 +245,7 @@ export async function discoverImportSources(path: string): Promise<DiscoveryResu
   const gemini = new Map<string, GeminiSource>();
   const geminiSubagents: Array<{ path: string; parent: string }> = [];
   const seeds = new Map<string, SeedLayoutSource>();
+  const codex = new Map<string, CodexSource>();
   /** Empty `.jsonl` files by native session id: a subagent file whose parent is one of them says so. */
   const emptyClaude = new Map<string, string>();
   const jsonlStems = new Set(
@@ -279,6 +317,16 @@ export async function discoverImportSources(path: string): Promise<DiscoveryResu
       skipped.push({ path: file, reason: EMPTY });
       continue;
     }
+    if (sniffed.kind === 'codex') {
+      const nativeSessionId = sniffed.sessionId ?? CODEX_ROLLOUT_NAME.exec(name)?.[1] ?? name.replace(/\.jsonl?$/, '');
+      codex.set(file, {
+        source: 'codex',
+        main: file,
+        nativeSessionId,
+        ...(sniffed.cwd !== undefined ? { cwd: sniffed.cwd } : {}),
+      });
+      continue;
+    }
     if (sniffed.kind === 'claude-code' && name.endsWith('.jsonl')) {
       const nativeSessionId = name.slice(0, -'.jsonl'.length);
       // Keyed by path: two folders may each hold a session file of the same name, and both are sessions.
@@ -303,11 +351,11 @@ export async function discoverImportSources(path: string): Promise<DiscoveryResu
         gemini.set(file, source);
       }
     } else if (!single || sniffed.kind !== 'unknown') {
-      skipped.push({ path: file, reason: 'not a Claude Code, Gemini CLI or seed-layout session file' });
+      skipped.push({ path: file, reason: 'not a Claude Code, Gemini CLI, Codex or seed-layout session file' });
     } else {
       throw new ImportError(
         'NOTHING_TO_IMPORT',
-        `${file} is not a Claude Code, Gemini CLI or seed-layout session file; nothing was imported.`,
+        `${file} is not a Claude Code, Gemini CLI, Codex or seed-layout session file; nothing was imported.`,
         { fault: 'user', data: { path: file } },
       );
     }
@@ -397,7 +445,7 @@ export async function discoverImportSources(path: string): Promise<DiscoveryResu
     parent.subagents.push({ path: agent.path });
   }
 
-  const sources: ImportSourceFiles[] = [...claude.values(), ...gemini.values(), ...seeds.values()];
+  const sources: ImportSourceFiles[] = [...claude.values(), ...gemini.values(), ...codex.values(), ...seeds.values()];
   return { sources, skipped };
 }
 

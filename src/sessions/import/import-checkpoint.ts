@@ -7,14 +7,14 @@ import {
 import type { Tokenizer } from '../../conversation/index.js';
 import type { CheckpointInput } from '../../store/index.js';
 
-/** A native compaction's summary (Claude Code's compact summary, Gemini's `<state_snapshot>`) as a checkpoint that covers the log through `seq`. */
+/** A native compaction's summary (Claude Code's compact summary, Gemini's `<state_snapshot>`, Codex's handoff summary) as a checkpoint that covers the log through `seq`. */
 export async function checkpointFromCompaction(
   tokenizer: Tokenizer,
   now: () => number,
   compaction: NativeCompaction,
   seq: number,
   info: TranscriptInfo,
-  kind: 'claude-code' | 'gemini-cli',
+  kind: 'claude-code' | 'gemini-cli' | 'codex',
 ): Promise<CheckpointInput> {
   const text = compaction.summary ?? '';
   const sections = kind === 'gemini-cli' ? sectionsFromStateSnapshot(text).sections : sectionsFromSummaryText(text);

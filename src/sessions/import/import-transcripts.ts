@@ -1,155 +1,89 @@
 import { promises as fs } from 'node:fs';
-import { basename, resolve } from 'node:path';
+import { basename, resolve, sep } from 'node:path';
 import {
   ClaudeCodeParser,
   GeminiTranscriptParser,
   parseSeedLayout,
   type SeedLayoutFiles,
-  type TranscriptInfo,
-  type TranscriptWarning,
 } from '../../backends/index.js';
 import {
   MAIN_CONVERSATION,
   createTokenizer,
-  emptyConversation,
   isParleyError,
-  type ConversationBlock,
   type UnsequencedEvent,
   type SubagentBlock,
-  type Tokenizer,
 } from '../../conversation/index.js';
-import { FORMAT_VERSION, type CheckpointInput, type SessionRecord, type SessionStore } from '../../store/index.js';
-import { discoverImportSources, type ClaudeCodeSource, type GeminiSource, type SeedLayoutSource } from './discover.js';
+import { FORMAT_VERSION, type CheckpointInput } from '../../store/index.js';
+import {
+  discoverImportSources,
+  type ClaudeCodeSource,
+  type CodexSource,
+  type GeminiSource,
+  type SeedLayoutSource,
+} from './discover.js';
 import { ImportError, importAborted } from './errors.js';
-import { readJsonObject, statsOf, titleOf } from './import-summary.js';
-import { checkpointFromCompaction } from './import-checkpoint.js';
-import { LogWriter, indexLog } from './log-writer.js';
-import { fingerprintFile, sameFingerprints, streamFile, type FileFingerprint } from './read-file.js';
-import { transcriptName, type ImportSource } from './session-ids.js';
+import { readJsonObject } from './import-summary.js';
+import { streamFile } from './read-file.js';
+import { transcriptName } from './session-ids.js';
 import { sessionIdForFile } from './session-identity.js';
-import { IMPORT_FORMAT, readManifest, writeManifest, type ImportManifest } from './manifest.js';
 import { importDeferred, type DeferredImportInput } from './deferred-import.js';
 import { withImportedSessions } from './imported-store.js';
+import {
+  DEFAULT_COPY_MAX,
+  RECORD_TYPE,
+  beginImport,
+  finishImport,
+  isBlockEvent,
+  nothingImported,
+  type ImportContext,
+  type ImportOptions,
+  type ImportResult,
+  type ImportedSession,
+  type NothingImported,
+} from './import-session.js';
+import { importCodex } from './import-codex.js';
+
+export type {
+  ImportOptions,
+  ImportProgress,
+  ImportResult,
+  ImportStatus,
+  ImportedSession,
+  LogIndex,
+} from './import-session.js';
 
 /**
- * `parley import <path>`: Claude Code and Gemini CLI transcripts and seed-layout sessions become
- * read-only Parley sessions. Each file lands under a deterministic id (`cc-<nativeId>`, `gem-<nativeId>`,
- * `seed-<nativeId>`, or with a hash of its path when another file of that name has the id:
- * `session-identity.ts`), so importing twice never duplicates: an unchanged source is skipped, a
- * changed one (the user went on in Claude Code) gets only its new or changed blocks appended.
- * Native files are only ever read.
+ * `parley import <path>`: Claude Code, Gemini CLI and Codex transcripts and seed-layout sessions
+ * become read-only Parley sessions. Each file lands under a deterministic id (`cc-<nativeId>`,
+ * `gem-<nativeId>`, `codex-<thread id>`, `seed-<nativeId>`, or with a hash of its path when another
+ * file of that name has the id: `session-identity.ts`), so importing twice never duplicates: an
+ * unchanged source is skipped, a changed one (the user went on in Claude Code) gets only its new or
+ * changed blocks appended. Native files are only ever read. Each source has its module of steps
+ * between `beginImport` and `finishImport` (`import-session.ts`): Claude Code, the Gemini CLI and
+ * the seed layout here, Codex in `import-codex.ts`.
  */
 
-export interface ImportOptions {
-  store: SessionStore;
-  onProgress?: (progress: ImportProgress) => void;
-  signal?: AbortSignal;
-  /**
-   * Native transcripts up to this size are copied into the store (`writeTranscript`); larger ones
-   * are referenced by path (`native.transcriptPath`) — a copy would hold the whole file in memory
-   * and double its disk use. Default 8 MiB. A deferred import (`deferred-import.ts`) copies every
-   * size, in the kernel; this limit then only decides whether the copy is the raw transcript `main`
-   * (read whole with the session) or `native-main.jsonl` beside it.
-   */
-  copyTranscriptMaxBytes?: number;
-  /** Milliseconds since the epoch; injectable for tests. */
-  now?: () => number;
-  /**
-   * The files are still being written (`importTranscripts` run by a watcher): an API message with no
-   * stop reason yet keeps its usage back until the message is over, and a tool call with no result yet
-   * stays running. Such an import is not final: the next import without `live` reads the files again
-   * even when they did not change, so what was held back is counted.
-   */
-  live?: boolean;
-  /**
-   * What each session's log holds, kept between imports by a caller that is the only writer of
-   * these sessions (a watcher): a re-import then need not read the log again. Filled and kept up to
-   * date by the import.
-   */
-  logIndexes?: Map<string, LogIndex>;
-}
-
-/** What an imported session's log holds, for a re-import (see `indexLog`). */
-export type LogIndex = Awaited<ReturnType<typeof indexLog>>;
-
-/** How far an import has got: its phase and the sessions done out of all. */
-export interface ImportProgress {
-  phase: 'discovered' | 'reading' | 'session_done';
-  sessionsTotal: number;
-  sessionsDone: number;
-  sessionId?: string;
-  file?: string;
-  bytesRead?: number;
-  totalBytes?: number;
-}
-
-/** `imported`: new; `updated`: it existed and the source changed; `unchanged`: skipped. */
-export type ImportStatus = 'imported' | 'updated' | 'unchanged';
-
-export interface ImportedSession {
-  sessionId: string;
-  source: ImportSource;
-  path: string;
-  nativeSessionId: string;
-  title: string;
-  status: ImportStatus;
-  /** Blocks of the main thread in the source. */
-  blocks: number;
-  /** Blocks written by this import (all of them when new, the new and changed ones on an update). */
-  appendedBlocks: number;
-  subagents: number;
-  warnings: number;
-  /** The raw native transcript is copied into the store, or referenced by its path. */
-  transcript: 'copied' | 'referenced';
-  /** A checkpoint was written from the source's compaction summary or checkpoint file. */
-  checkpoint: boolean;
-  /**
-   * The transcript was copied verbatim and only scanned: its blocks (and a checkpoint from its
-   * compaction) are built on the session's first read (`deferred-import.ts`). `appendedBlocks` is 0.
-   */
-  deferred?: boolean;
-}
-
-/** What an import did: the path, each session it imported, and its warnings. */
-export interface ImportResult {
-  path: string;
-  sessions: ImportedSession[];
-  warnings: TranscriptWarning[];
-  skipped: Array<{ path: string; reason: string }>;
-}
-
-const DEFAULT_COPY_MAX = 8 * 1024 * 1024;
-
-const RECORD_TYPE: Record<ImportSource, string> = {
-  'claude-code': 'claude-code-import',
-  'gemini-cli': 'gemini-cli-import',
-  'seed-layout': 'seed-layout',
-};
-
-interface Context {
-  store: SessionStore;
-  options: ImportOptions;
-  now: () => number;
-  warnings: TranscriptWarning[];
-  progress: (progress: Omit<ImportProgress, 'sessionsTotal' | 'sessionsDone'>) => void;
-  tokenizer: Tokenizer;
-}
-
-/** Imports a file or a folder (a `~/.claude/projects/<project>/` tree, a `~/.gemini/tmp/<project>/chats/` folder, a seed-layout folder). */
+/** Imports a file or a folder (a `~/.claude/projects/<project>/` tree, a `~/.gemini/tmp/<project>/chats/` folder, a `$CODEX_HOME/sessions` tree, a seed-layout folder). */
 export async function importTranscripts(path: string, options: ImportOptions): Promise<ImportResult> {
   const root = resolve(path);
   const discovery = await discoverImportSources(root);
+  if (options.projectRoot !== undefined) {
+    const project = resolve(options.projectRoot);
+    discovery.sources = discovery.sources.filter(
+      (source) => source.source !== 'codex' || (source.cwd !== undefined && isInside(resolve(source.cwd), project)),
+    );
+  }
   if (discovery.sources.length === 0) {
     const reasons = discovery.skipped.slice(0, 3).map((entry) => `${entry.path}: ${entry.reason}`);
     throw new ImportError(
       'NOTHING_TO_IMPORT',
-      `No Claude Code, Gemini CLI or seed-layout session found in ${root}${reasons.length > 0 ? ` (${reasons.join('; ')})` : ''}. Point at a session file or a folder holding sessions.`,
+      `No Claude Code, Gemini CLI, Codex or seed-layout session found in ${root}${reasons.length > 0 ? ` (${reasons.join('; ')})` : ''}. Point at a session file or a folder holding sessions.`,
       { fault: 'user', data: { path: root, skipped: discovery.skipped } },
     );
   }
   const result: ImportResult = { path: root, sessions: [], warnings: [], skipped: discovery.skipped };
   const total = discovery.sources.length;
-  const context: Context = {
+  const context: ImportContext = {
     // A session imported with its events deferred is built before its log is read or appended to.
     store: withImportedSessions(options.store),
     options,
@@ -168,7 +102,9 @@ export async function importTranscripts(path: string, options: ImportOptions): P
           ? await importClaudeCode(source, context)
           : source.source === 'gemini-cli'
             ? await importGemini(source, context)
-            : await importSeedLayout(source, context);
+            : source.source === 'codex'
+              ? await importCodex(source, context)
+              : await importSeedLayout(source, context);
       if ('skipped' in imported) {
         for (const file of imported.files) result.skipped.push({ path: file, reason: imported.skipped });
         continue;
@@ -187,14 +123,18 @@ export async function importTranscripts(path: string, options: ImportOptions): P
   return result;
 }
 
-function mainPathOf(source: ClaudeCodeSource | GeminiSource | SeedLayoutSource): string {
+function isInside(path: string, folder: string): boolean {
+  return path === folder || path.startsWith(folder.endsWith(sep) ? folder : `${folder}${sep}`);
+}
+
+function mainPathOf(source: ClaudeCodeSource | GeminiSource | CodexSource | SeedLayoutSource): string {
   return source.source === 'seed-layout' ? source.folder : source.main;
 }
 
 // -----------------------------------------------------------------------------------------------
 // Claude Code
 
-async function importClaudeCode(source: ClaudeCodeSource, context: Context): Promise<ImportedSession> {
+async function importClaudeCode(source: ClaudeCodeSource, context: ImportContext): Promise<ImportedSession> {
   const sessionId = await sessionIdForFile(context.store, {
     source: 'claude-code',
     nativeSessionId: source.nativeSessionId,
@@ -310,7 +250,7 @@ async function importClaudeCode(source: ClaudeCodeSource, context: Context): Pro
 async function importClaudeCodeDeferred(
   source: ClaudeCodeSource,
   sessionId: string,
-  context: Context,
+  context: ImportContext,
 ): Promise<ImportedSession | undefined> {
   const store = context.store;
   if (store.copyTranscriptFile === undefined || source.subagents.length > 0 || context.options.live === true)
@@ -442,7 +382,7 @@ function unlinkedSubagent(
 // -----------------------------------------------------------------------------------------------
 // Gemini CLI
 
-async function importGemini(source: GeminiSource, context: Context): Promise<ImportedSession | NothingImported> {
+async function importGemini(source: GeminiSource, context: ImportContext): Promise<ImportedSession | NothingImported> {
   // A Gemini log is a replay (rewinds and checkpoints rewrite it): parse it whole, then write.
   const events: UnsequencedEvent[] = [];
   const stat = await fs.stat(source.main);
@@ -517,7 +457,7 @@ async function importGemini(source: GeminiSource, context: Context): Promise<Imp
 
 async function importSeedLayout(
   source: SeedLayoutSource,
-  context: Context,
+  context: ImportContext,
 ): Promise<ImportedSession | NothingImported> {
   const files: SeedLayoutFiles = { sessionId: source.sessionId };
   const paths = Object.values(source.files)
@@ -650,221 +590,4 @@ async function importSeedLayout(
 function kindOf(source: SeedLayoutSource, path: string): keyof SeedLayoutSource['files'] {
   const entry = Object.entries(source.files).find(([, candidate]) => candidate === path);
   return (entry?.[0] ?? 'chat') as keyof SeedLayoutSource['files'];
-}
-
-// -----------------------------------------------------------------------------------------------
-// Shared: creating, updating and finishing a session
-
-/** A source that yields no blocks is not a session: it is listed as skipped with this reason. */
-interface NothingImported {
-  files: string[];
-  skipped: string;
-}
-
-function nothingImported(files: string[], kind: string, warnings: readonly TranscriptWarning[]): NothingImported {
-  const why = warnings.length > 0 ? ` (${warnings.map((warning) => warning.message).join('; ')})` : '';
-  return { files, skipped: `named like a ${kind} but holds no messages${why}; not made a session` };
-}
-
-function isBlockEvent(event: UnsequencedEvent): boolean {
-  return event.type === 'block_complete';
-}
-
-interface Started {
-  writer: LogWriter;
-  fingerprints: FileFingerprint[];
-  status: 'imported' | 'updated';
-  manifest: ImportManifest | undefined;
-  /** `seq` of compaction blocks already in the log (a re-import). */
-  compactionSeqs: Map<string, number>;
-  unchanged?: undefined;
-}
-
-async function beginImport(
-  context: Context,
-  sessionId: string,
-  source: ImportSource,
-  path: string,
-  nativeSessionId: string,
-  files: string[],
-  extra: { agentType?: string; createdAt?: number } = {},
-): Promise<Started | { unchanged: ImportedSession }> {
-  const fingerprints = await Promise.all(files.map((file) => fingerprintFile(file)));
-  const store = context.store;
-  const existing = await store.getSession(sessionId);
-  const watch = (block: ConversationBlock): boolean => block.type === 'system' && block.subtype === 'compaction';
-  if (existing === undefined) {
-    const now = context.now();
-    const createdAt = extra.createdAt ?? Math.floor(Math.min(...fingerprints.map((print) => print.mtimeMs), now));
-    const record: SessionRecord = {
-      formatVersion: FORMAT_VERSION,
-      sessionId,
-      type: RECORD_TYPE[source],
-      agentProfileReference: 'imported',
-      status: 'active',
-      agentType: extra.agentType ?? 'imported',
-      scope: { kind: 'imported', source, path, nativeSessionId },
-      title: `Importing ${basename(path)}`,
-      readOnly: true,
-      createdAt,
-      updatedAt: now,
-      settings: {},
-      stats: { totalMessages: 0, totalTokens: 0, totalCompactions: 0 },
-      native: { backend: source, nativeSessionId, transcriptPath: path },
-    };
-    await store.createSession(record);
-    const index = {
-      known: new Map<string, string>(),
-      metrics: emptyConversation(sessionId).metrics,
-      compactionSeqs: new Map<string, number>(),
-    };
-    context.options.logIndexes?.set(sessionId, index);
-    // With an index kept between imports, the writer records what it appends in it.
-    const known = context.options.logIndexes !== undefined ? { known: index.known } : {};
-    return {
-      writer: new LogWriter(store, sessionId, { watch, ...known }),
-      fingerprints,
-      status: 'imported',
-      manifest: undefined,
-      compactionSeqs: index.compactionSeqs,
-    };
-  }
-  const manifest = await readManifest(store, sessionId);
-  const final = manifest?.live !== true || context.options.live === true;
-  if (
-    manifest !== undefined &&
-    manifest.importFormat === IMPORT_FORMAT &&
-    final &&
-    sameFingerprints(manifest.files, fingerprints)
-  ) {
-    return {
-      unchanged: {
-        sessionId,
-        source,
-        path,
-        nativeSessionId,
-        title: existing.title ?? sessionId,
-        status: 'unchanged',
-        blocks: manifest.blocks,
-        appendedBlocks: 0,
-        subagents: manifest.subagents,
-        warnings: 0,
-        transcript: manifest.copied.length > 0 ? 'copied' : 'referenced',
-        checkpoint: false,
-      },
-    };
-  }
-  // Changed since the last import, or that import never finished: append what the log lacks.
-  const cached = context.options.logIndexes?.get(sessionId);
-  const index = cached ?? (await indexLog(store, sessionId));
-  context.options.logIndexes?.set(sessionId, index);
-  const { known, metrics, compactionSeqs } = index;
-  return {
-    writer: new LogWriter(store, sessionId, { known, metrics, watch }),
-    fingerprints,
-    status: 'updated',
-    manifest,
-    compactionSeqs,
-  };
-}
-
-async function finishImport(
-  context: Context,
-  input: {
-    sessionId: string;
-    source: ImportSource;
-    path: string;
-    nativeSessionId: string;
-    info: TranscriptInfo;
-    writer: LogWriter;
-    start: Started;
-    copies: Array<{ name: string; text: string }>;
-    warnings: TranscriptWarning[];
-    summaryKind: 'claude-code' | 'gemini-cli' | undefined;
-    contentId?: string;
-    subagentCount: number;
-  },
-): Promise<ImportedSession> {
-  const { store } = context;
-  const { sessionId, info, writer, start } = input;
-  await writer.close();
-  for (const copy of input.copies) await store.writeTranscript(sessionId, copy.name, copy.text);
-
-  const compaction = [...info.compactions]
-    .reverse()
-    .find((entry) => entry.summary !== undefined && entry.blockId !== undefined);
-  let checkpoint = false;
-  if (
-    compaction !== undefined &&
-    input.summaryKind !== undefined &&
-    start.manifest?.checkpointBlockId !== compaction.blockId
-  ) {
-    const seq = writer.watchedSeqs.get(compaction.blockId!) ?? start.compactionSeqs.get(compaction.blockId!);
-    if (seq !== undefined) {
-      await store.writeCheckpoint(
-        sessionId,
-        await checkpointFromCompaction(context.tokenizer, context.now, compaction, seq, info, input.summaryKind),
-      );
-      checkpoint = true;
-    }
-  }
-
-  const title = titleOf(info, input.source, input.nativeSessionId);
-  const metrics = writer.metrics;
-  const index = context.options.logIndexes?.get(sessionId);
-  if (index !== undefined) {
-    index.metrics = metrics;
-    for (const [blockId, seq] of writer.watchedSeqs) index.compactionSeqs.set(blockId, seq);
-  }
-  const stats = statsOf(info, metrics);
-  const now = context.now();
-  await store.updateSession(sessionId, (current) => ({
-    ...current,
-    title,
-    updatedAt: now,
-    ...(info.endedAt !== undefined ? { lastActivity: info.endedAt } : {}),
-    ...(info.startedAt !== undefined && start.status === 'imported' ? { createdAt: info.startedAt } : {}),
-    stats,
-    metrics,
-    native: { backend: input.source, nativeSessionId: input.nativeSessionId, transcriptPath: input.path },
-    // A moved file's session follows it (`session-identity.ts`).
-    ...(current.scope.kind === 'imported' ? { scope: { ...current.scope, path: input.path } } : {}),
-  }));
-
-  const manifest: ImportManifest = {
-    importFormat: IMPORT_FORMAT,
-    source: input.source,
-    importedAt: new Date(now).toISOString(),
-    files: start.fingerprints,
-    copied: input.copies.map((copy) => copy.name),
-    blocks: info.blockCount,
-    subagents: input.subagentCount,
-    ...(compaction?.blockId !== undefined && (checkpoint || start.manifest?.checkpointBlockId === compaction.blockId)
-      ? { checkpointBlockId: compaction.blockId }
-      : {}),
-    ...(input.contentId !== undefined ? { contentId: input.contentId } : {}),
-    ...(context.options.live === true ? { live: true } : {}),
-  };
-  // Written last: a session without its manifest is an import that did not finish, and is completed by the next one.
-  await writeManifest(store, sessionId, manifest);
-  context.warnings.push(...input.warnings);
-  return {
-    sessionId,
-    source: input.source,
-    path: input.path,
-    nativeSessionId: input.nativeSessionId,
-    title,
-    status: start.status,
-    blocks: info.blockCount,
-    appendedBlocks: writer.appendedBlocks,
-    subagents: input.subagentCount,
-    warnings: input.warnings.length,
-    transcript: input.copies.length >= expectedCopies(input) ? 'copied' : 'referenced',
-    checkpoint,
-  };
-}
-
-/** Every native file was copied (else at least one is only referenced by path). */
-function expectedCopies(input: { start: Started }): number {
-  return input.start.fingerprints.filter((print) => !print.path.endsWith('.meta.json')).length;
 }

@@ -1,6 +1,6 @@
-import { ClaudeCodeParser } from '../../backends/index.js';
 import { createTokenizer, type ConversationBlock, type StreamEvent } from '../../conversation/index.js';
 import { StoreError, type SessionStore } from '../../store/index.js';
+import { eventParser, summaryKind } from './deferred-parsers.js';
 import { checkpointFromCompaction } from './import-checkpoint.js';
 import { statsOf } from './import-summary.js';
 import { LogWriter, indexLog } from './log-writer.js';
@@ -49,7 +49,7 @@ export async function materializeImportedSession(
       ? { onWritten: (events: readonly StreamEvent[]) => events.forEach((event) => kept.push(event)) }
       : {}),
   });
-  const parser = new ClaudeCodeParser({ emit: writer.add, file: pending.file });
+  const parser = eventParser(manifest.source, writer.add, pending.file);
   await streamChunks(chunks, parser, `${pending.transcript} of session ${sessionId}`, {
     afterChunk: (bytesRead) => writer.maybeFlush(bytesRead),
   });
@@ -68,7 +68,14 @@ export async function materializeImportedSession(
     if (seq !== undefined && !written)
       await store.writeCheckpoint(
         sessionId,
-        await checkpointFromCompaction(createTokenizer(), Date.now, compaction, seq, info, 'claude-code'),
+        await checkpointFromCompaction(
+          createTokenizer(),
+          Date.now,
+          compaction,
+          seq,
+          info,
+          summaryKind(manifest.source),
+        ),
       );
     if (seq !== undefined) checkpointBlockId = compaction.blockId;
   }

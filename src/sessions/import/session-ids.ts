@@ -2,11 +2,16 @@ import { createHash } from 'node:crypto';
 import { ID_PATTERN } from '../../store/index.js';
 
 /** The id prefix of each import source: the same native session always maps to the same Parley id. */
-export const IMPORT_ID_PREFIX = { 'claude-code': 'cc', 'gemini-cli': 'gem', 'seed-layout': 'seed' } as const;
+export const IMPORT_ID_PREFIX = {
+  'claude-code': 'cc',
+  'gemini-cli': 'gem',
+  'seed-layout': 'seed',
+  codex: 'codex',
+} as const;
 export type ImportSource = keyof typeof IMPORT_ID_PREFIX;
 
 /**
- * `cc-<nativeId>`, `gem-<nativeId>`, `seed-<nativeId>`. Native ids are UUIDs or seed 003's
+ * `cc-<nativeId>`, `gem-<nativeId>`, `seed-<nativeId>`, `codex-<thread id>`. Native ids are UUIDs or seed 003's
  * `{agentType}-feature-{featureId}`; anything outside the store's id alphabet is replaced, and a
  * short hash of the original keeps two different native ids from colliding.
  */

@@ -1,6 +1,6 @@
-import { ClaudeCodeParser } from '../../backends/index.js';
 import type { StreamEvent, UnsequencedEvent } from '../../conversation/index.js';
 import type { SessionStore } from '../../store/index.js';
+import { eventParser } from './deferred-parsers.js';
 import { readManifest } from './manifest.js';
 import { copyChunks } from './materialize.js';
 import { streamChunks } from './read-file.js';
@@ -24,7 +24,8 @@ export async function parseUnbuiltEvents(
   sessionId: string,
   onEvents: (events: StreamEvent[]) => void,
 ): Promise<boolean> {
-  const pending = (await readManifest(raw, sessionId))?.pendingEvents;
+  const manifest = await readManifest(raw, sessionId);
+  const pending = manifest?.pendingEvents;
   if (pending === undefined) return false;
   if ((await raw.lastSeq(sessionId)) !== -1) return false;
   const chunks = await copyChunks(raw, sessionId, pending);
@@ -46,7 +47,7 @@ export async function parseUnbuiltEvents(
     event.at ??= Date.now();
     batch.push(event);
   };
-  const parser = new ClaudeCodeParser({ emit: number, file: pending.file });
+  const parser = eventParser(manifest?.source, number, pending.file);
   await streamChunks(chunks, parser, `${pending.transcript} of session ${sessionId}`, { afterChunk: handOver });
   parser.end();
   handOver();

@@ -7,7 +7,7 @@ import { importTranscripts, type ImportOptions, type ImportResult, type LogIndex
 
 /**
  * `parley import --watch <path>` and `parley serve --watch-native`: keeps importing a file or a
- * folder while Claude Code or the Gemini CLI writes it, so a session running in another tool can be
+ * folder while Claude Code, the Gemini CLI or Codex writes it, so a session running in another tool can be
  * followed live. `fs.watch` is the wake-up; a stat of each followed file (on every wake-up, and
  * every `checkIntervalMs` as the net under a lost `fs.watch` event or a folder that does not exist
  * yet) decides whether anything changed. Each pass is an import (`importTranscripts`, live) of the
@@ -126,11 +126,13 @@ class Watcher {
 
   /**
    * A session file right in the followed folder (Claude Code's `<id>.jsonl`, the Gemini CLI's
-   * `session-*.jsonl`) is imported on its own (it brings its subagent files), so a tool writing one
-   * session does not make every pass read the whole folder; anything else asks for a whole pass.
+   * `session-*.jsonl`), or a Codex rollout anywhere under it (`YYYY/MM/DD/rollout-*.jsonl`), is
+   * imported on its own (it brings its subagent files), so a tool writing one session does not make
+   * every pass read the whole folder; anything else asks for a whole pass.
    */
   private targetOf(name: string | Buffer | null): string | undefined {
-    if (!this.folder || typeof name !== 'string' || name.includes(sep) || !/\.jsonl?$/.test(name)) return undefined;
+    if (!this.folder || typeof name !== 'string' || !/\.jsonl?$/.test(name)) return undefined;
+    if (name.includes(sep) && !/^rollout-.+\.jsonl$/.test(basename(name))) return undefined;
     return join(this.root, name);
   }
 

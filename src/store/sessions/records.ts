@@ -26,7 +26,7 @@ export const SessionScopeSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('workflow'), harness: z.string(), agent: z.string() }),
   z.object({
     kind: z.literal('imported'),
-    source: z.enum(['claude-code', 'gemini-cli', 'seed-layout']),
+    source: z.enum(['claude-code', 'gemini-cli', 'seed-layout', 'codex']),
     path: z.string(),
     nativeSessionId: z.string().optional(),
   }),

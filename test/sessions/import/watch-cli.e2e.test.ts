@@ -206,18 +206,22 @@ describe('parley serve --watch-native', () => {
     serve = undefined;
   });
 
-  it("picks up new Claude Code and Gemini CLI session files of the project in the tools' folders and delivers them to a web client", async () => {
+  it("picks up new Claude Code, Gemini CLI and Codex session files of the project in the tools' folders and delivers them to a web client", async () => {
     const project = join(work, 'demo-project');
     const home = join(work, 'home');
     const claudeDir = join(home, 'claude-config');
     await fs.mkdir(project, { recursive: true });
-    serve = await startServeProcess(project, { HOME: home, CLAUDE_CONFIG_DIR: claudeDir, GEMINI_CLI_HOME: home }, [
-      '--watch-native',
-    ]);
+    const codexHome = join(home, 'codex-home');
+    serve = await startServeProcess(
+      project,
+      { HOME: home, CLAUDE_CONFIG_DIR: claudeDir, GEMINI_CLI_HOME: home, CODEX_HOME: codexHome },
+      ['--watch-native'],
+    );
     const claudeFolder = join(claudeDir, 'projects', encodeCwd(await fs.realpath(project)));
     const geminiFolder = join(home, '.gemini', 'tmp', geminiProjectSlug(basename(project)), 'chats');
     expect(serve.output()).toContain(claudeFolder);
     expect(serve.output()).toContain(geminiFolder);
+    expect(serve.output()).toContain(join(codexHome, 'sessions'));
 
     const client = await connectToServer(serve.info, 'watch-native');
     try {
@@ -251,6 +255,38 @@ describe('parley serve --watch-native', () => {
         ),
       );
       await untilBlock(`gem-${geminiId}`, 'g-1');
+
+      // Codex keeps every project's rollouts in one dated tree: only this project's is followed.
+      const codexFolder = join(codexHome, 'sessions', '2026', '11', '25');
+      const rollout = (threadId: string, cwd: string, text: string) =>
+        jsonl(
+          { timestamp: '2026-11-25T10:00:00.000Z', type: 'session_meta', payload: { id: threadId, cwd } },
+          {
+            timestamp: '2026-11-25T10:00:01.000Z',
+            type: 'response_item',
+            payload: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] },
+          },
+        );
+      const other = '0199a213-81c0-7800-8aa1-bbab2a035a53';
+      const codexId = '0199a213-81c0-7800-8aa1-bbab2a035a54';
+      await fs.mkdir(codexFolder, { recursive: true });
+      await fs.writeFile(
+        join(codexFolder, `rollout-2026-11-25T10-00-00-${other}.jsonl`),
+        rollout(other, join(work, 'another-project'), 'Not this project'),
+      );
+      const mine = join(codexFolder, `rollout-2026-11-25T10-00-01-${codexId}.jsonl`);
+      await fs.writeFile(mine, rollout(codexId, project, 'Hello from Codex'));
+      await untilBlock(`codex-${codexId}`, 'L2');
+      await fs.appendFile(
+        mine,
+        jsonl({
+          timestamp: '2026-11-25T10:00:02.000Z',
+          type: 'response_item',
+          payload: { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Hi' }] },
+        }),
+      );
+      await untilBlock(`codex-${codexId}`, 'L3');
+      expect(serve.output()).not.toContain(`codex-${other}`);
     } finally {
       client.close();
     }
