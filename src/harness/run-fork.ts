@@ -54,7 +54,7 @@ export function planRunFork(
       'RUN_STEP_NOT_FOUND',
       steps.length === 0
         ? `Run ${source.id} has no journal steps yet, so it cannot be forked at step ${String(at)}.`
-        : `Run ${source.id} has no step ${String(at)}: its journal holds steps 0 to ${steps.length - 1}. Give a whole number in that range.`,
+        : `Run ${source.id} has no step ${String(at)}: its journal holds steps 0 to ${steps.length - 1}. Give a whole number in that range.${questionsOf(steps)}`,
       { fault: 'user', data: { runId: source.id, atStep: at, journalLength: steps.length } },
     );
   }
@@ -65,7 +65,7 @@ export function planRunFork(
     if (chosen.kind !== 'prompt' && chosen.kind !== 'reply' && chosen.kind !== 'timeout') {
       throw new HarnessError(
         'NOT_A_QUESTION',
-        `Step ${at} of run ${source.id} is ${describeStep(chosen)}, not a question: an answer replaces the reply to a question. Give the step of a question (its prompt, reply or timeout), or leave the answer out.`,
+        `Step ${at} of run ${source.id} is ${describeStep(chosen)}, not a question: an answer replaces the reply to a question. Give the step of a question (its prompt, reply or timeout), or leave the answer out.${questionsOf(steps)}`,
         { fault: 'user', data: { runId: source.id, atStep: at, kind: chosen.kind } },
       );
     }
@@ -107,6 +107,14 @@ export function planRunFork(
     entries.push(entryOf(reopened(step, ended, now)));
   }
   return { entries, sessions, ...(answer ? { answer } : {}) };
+}
+
+/** The run's questions by step, so a refused fork says where the questions are. */
+function questionsOf(steps: readonly JournalStep[]): string {
+  const questions = steps.flatMap((step, index) =>
+    step.kind === 'prompt' ? [`step ${index}: ${describeStep(step)}`] : [],
+  );
+  return questions.length === 0 ? ' The run asked no question.' : ` Its questions: ${questions.join('; ')}.`;
 }
 
 function parseStep(runId: string, entry: RunJournalEntry): JournalStep {

@@ -312,6 +312,9 @@ for (const kind of kinds) {
         const sessions = await w.manager.listSessions();
 
         await expectCode(service.forkRun('run-nope', { atStep: 0 }), 'RUN_NOT_FOUND');
+        await expect(service.forkRun(sourceId, { atStep: 99 })).rejects.toThrow(
+          /holds steps 0 to 9\. .* Its questions: step 5: question prompt-1 \("Approve this draft\? const a = 1;"\)\./,
+        );
         for (const atStep of [-1, SOURCE_KINDS.length, 1.5])
           await expectCode(service.forkRun(sourceId, { atStep }), 'RUN_STEP_NOT_FOUND');
         await expect(service.forkRun(sourceId, { atStep: 3, answer: 'no' })).rejects.toThrow(
@@ -325,6 +328,38 @@ for (const kind of kinds) {
 
         expect(await w.runStore.listRuns()).toEqual(runs);
         expect(await w.manager.listSessions()).toHaveLength(sessions.length);
+        expect(w.writer.calls).toHaveLength(1);
+        await w.close();
+      },
+    );
+
+    it.runIf(kind.everything === true)(
+      'a fork whose journal could not be copied stays failed (FORK_INCOMPLETE) and is never run from half a journal',
+      async () => {
+        const stores = await kind.open();
+        let failNext = false;
+        const runStore: RunStore = {
+          ...stores.runStore,
+          kind: stores.runStore.kind,
+          async appendJournal(runId, entries, options) {
+            if (failNext) {
+              failNext = false;
+              throw new Error('disk full');
+            }
+            return stores.runStore.appendJournal(runId, entries, options);
+          },
+        };
+        const w = await world({ ...stores, runStore });
+        const service = w.open();
+        const sourceId = await finishedSource(w, service);
+        failNext = true;
+        await expect(service.forkRun(sourceId, { atStep: PROMPT_STEP })).rejects.toThrow('disk full');
+        const [fork] = (await runStore.listRuns()).filter((run) => run.forkedFrom?.runId === sourceId);
+        expect(fork).toMatchObject({ status: 'failed', error: { code: 'FORK_INCOMPLETE' }, journalLength: 0 });
+        expect(fork!.error!.message).toContain(`fork ${sourceId} again`);
+        // A restart resumes unfinished runs only: the half fork is not among them.
+        await service.close();
+        expect(await w.open().recoverRuns()).toEqual([]);
         expect(w.writer.calls).toHaveLength(1);
         await w.close();
       },
