@@ -137,6 +137,7 @@ export {
   type RunService,
   type RunServiceOptions,
   type StartRunRequest,
+  type ForkRunOptions,
   type Harness,
   type HarnessDefinition,
   type HarnessInstance,

@@ -1,3 +1,4 @@
+import { isAbsolute } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import {
   agent,
@@ -7,9 +8,12 @@ import {
   RequestError,
   type AgentConnection,
   type InitializeResponse,
+  type McpServer,
   type Stream,
 } from '@agentclientprotocol/sdk';
-import { isParleyError } from '../conversation/index.js';
+import type { SessionCapabilities } from '@agentclientprotocol/sdk/unstable';
+import { z } from 'zod';
+import { describeIssues, isParleyError } from '../conversation/index.js';
 import { AcpSessions } from './acp-sessions.js';
 import { Workspaces, type AcpBackends } from './workspaces.js';
 
@@ -62,7 +66,7 @@ export function serveAcp(stream: Stream, options: AcpAgentOptions): RunningAcpAg
           // Prompts are text; embedded text resources (a file the editor attaches) are inlined.
           promptCapabilities: { image: false, audio: false, embeddedContext: true },
           mcpCapabilities: { http: true, sse: true },
-          sessionCapabilities: { list: {} },
+          sessionCapabilities: SESSION_CAPABILITIES,
         },
         // Keys are the back ends' own environment variables; nothing to log in to here.
         authMethods: [],
@@ -72,6 +76,7 @@ export function serveAcp(stream: Stream, options: AcpAgentOptions): RunningAcpAg
     .onRequest(methods.agent.session.new, ({ params }) => guard(() => sessions.newSession(params)))
     .onRequest(methods.agent.session.load, ({ params }) => guard(() => sessions.loadSession(params)))
     .onRequest(methods.agent.session.list, ({ params }) => guard(() => sessions.listSessions(params)))
+    .onRequest(FORK_METHOD, parseForkParams, ({ params }) => guard(() => sessions.forkSession(params)))
     .onRequest(methods.agent.session.setMode, async ({ params }) => {
       await guard(() => sessions.setMode(params));
       return {};
@@ -117,6 +122,45 @@ export function serveAcp(stream: Stream, options: AcpAgentOptions): RunningAcpAg
       );
     }
   }
+}
+
+/**
+ * `session/fork` is in the SDK's unstable schema only: the stable app takes it as a method of our
+ * own, with its params checked here, and the capability is typed by the unstable schema.
+ */
+const FORK_METHOD = 'session/fork';
+const SESSION_CAPABILITIES: SessionCapabilities = { list: {}, fork: {} };
+
+const NameValueSchema = z.object({ name: z.string(), value: z.string() });
+const ForkParamsSchema = z.object({
+  sessionId: z.string().min(1),
+  cwd: z.string().refine(isAbsolute, 'must be an absolute path'),
+  mcpServers: z
+    .array(
+      z.union([
+        z.object({
+          type: z.enum(['http', 'sse']),
+          name: z.string(),
+          url: z.string(),
+          headers: z.array(NameValueSchema),
+        }),
+        z.object({
+          type: z.literal('stdio').optional(),
+          name: z.string(),
+          command: z.string(),
+          args: z.array(z.string()),
+          env: z.array(NameValueSchema),
+        }),
+      ]),
+    )
+    .optional(),
+});
+
+function parseForkParams(params: unknown): { sessionId: string; cwd: string; mcpServers?: McpServer[] } {
+  const parsed = ForkParamsSchema.safeParse(params);
+  if (!parsed.success) throw RequestError.invalidParams({ issues: describeIssues(parsed.error.issues) });
+  const { mcpServers, ...rest } = parsed.data;
+  return { ...rest, ...(mcpServers ? { mcpServers } : {}) };
 }
 
 /** Serves ACP on this process's stdin and stdout. */

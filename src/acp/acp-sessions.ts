@@ -125,12 +125,7 @@ export class AcpSessions {
   async loadSession(params: { sessionId: string; cwd: string; mcpServers: McpServer[] }): Promise<LoadSessionResponse> {
     const workspace = await this.workspaceOf(params.cwd);
     const record = await this.record(workspace, params.sessionId);
-    const { roles } = await workspace.catalog.loadRoles(workspace.project);
-    const named = record.scope.kind === 'draft' ? record.scope.role : record.agentType;
-    const role = roles.some((entry) => entry.name === named) ? named : workspace.project.defaultRole;
-    const backend = workspace.backends.backendNames.includes(record.type)
-      ? record.type
-      : workspace.backends.defaultBackend;
+    const { roles, role, backend } = await this.choicesOf(workspace, record);
     const earlier = this.sessions.get(params.sessionId);
     if (earlier?.turn)
       throw RequestError.invalidRequest(
@@ -153,6 +148,27 @@ export class AcpSessions {
     // The replay reaches the editor before the answer to session/load.
     await this.outbox;
     return { modes: modesOf(roles, session.role), configOptions: this.configOptions(session) };
+  }
+
+  /**
+   * `session/fork`: a new Parley session whose history is the source's whole history
+   * (`forkSession`, which records `forkedFrom`), opened on this connection as `session/new` opens
+   * one; the source is not changed. The editor already shows the source's history, so nothing
+   * is replayed. The fork keeps the source's role and back end; on a native back end its first
+   * prompt resumes from a transcript written from the fork's history.
+   */
+  async forkSession(params: { sessionId: string; cwd: string; mcpServers?: McpServer[] }): Promise<NewSessionResponse> {
+    const workspace = await this.workspaceOf(params.cwd);
+    const source = await this.record(workspace, params.sessionId);
+    const { roles, role, backend } = await this.choicesOf(workspace, source);
+    const fork = await workspace.manager.forkSession(source.sessionId);
+    const session = await this.open(fork.sessionId, params.cwd, workspace, params.mcpServers ?? [], { role, backend });
+    session.sentSeq = (await workspace.manager.loadConversation(fork.sessionId)).lastSeq;
+    return {
+      sessionId: fork.sessionId,
+      modes: modesOf(roles, session.role),
+      configOptions: this.configOptions(session),
+    };
   }
 
   async listSessions(params: {
@@ -511,6 +527,20 @@ export class AcpSessions {
       workspace.manager.on('session:event', ({ sessionId, event }) => this.onEvent(workspace, sessionId, event));
     }
     return workspace;
+  }
+
+  /** The role (ACP mode) and back end a stored session opens with: its own, when this workspace has them. */
+  private async choicesOf(
+    workspace: Workspace,
+    record: SessionRecord,
+  ): Promise<{ roles: RoleInfo[]; role: string; backend: string }> {
+    const { roles } = await workspace.catalog.loadRoles(workspace.project);
+    const named = record.scope.kind === 'draft' ? record.scope.role : record.agentType;
+    const role = roles.some((entry) => entry.name === named) ? named : workspace.project.defaultRole;
+    const backend = workspace.backends.backendNames.includes(record.type)
+      ? record.type
+      : workspace.backends.defaultBackend;
+    return { roles, role, backend };
   }
 
   private async record(workspace: Workspace, sessionId: string): Promise<SessionRecord> {

@@ -90,6 +90,7 @@ export {
   type RunServiceEvents,
   type RunFilter,
   type StartRunRequest,
+  type ForkRunOptions,
   type HarnessClock,
   // Errors
   HarnessError,

@@ -21,7 +21,11 @@ export type HarnessErrorCode =
   /** Durable runs (run-service.ts). */
   | 'RUN_NOT_FOUND'
   | 'RUN_ENDED'
-  | 'INVALID_JOURNAL';
+  | 'INVALID_JOURNAL'
+  /** Forks of durable runs (run-fork.ts): a step the journal does not have, an answer at no question, or one it refuses. */
+  | 'RUN_STEP_NOT_FOUND'
+  | 'NOT_A_QUESTION'
+  | 'ANSWER_REFUSED';
 
 /** Every error the harness layer throws on purpose; `code` is stable. */
 export class HarnessError extends ParleyError {

@@ -5,6 +5,7 @@ export { loadWorkflow } from './load-workflow.js';
 export { resolveWorkflowRef } from './workflow-ref.js';
 export { createRunService, type RunServiceOptions } from './run-service.js';
 export type { RunFilter, RunService, RunServiceEvents, StartRunRequest } from './run-service-types.js';
+export type { ForkRunOptions } from './run-fork.js';
 export { systemClock, type HarnessClock } from './clock.js';
 export { JournalStepSchema, type JournalStep } from './run-journal.js';
 export {

@@ -58,6 +58,8 @@ export const JournalStepSchema = z.discriminatedUnion('kind', [
     kind: z.literal('prompt'),
     promptId: z.string(),
     prompt: z.string(),
+    /** The answers it accepts, when it offers choices (journals written before forks had none). */
+    choices: z.array(z.string()).optional(),
     askedAt: z.number(),
     deadline: z.number().optional(),
   }),

@@ -1,5 +1,6 @@
 import type { RunRecord, RunStatus } from '../store/index.js';
 import type { SessionEvent } from './events.js';
+import type { ForkRunOptions } from './run-fork.js';
 import type { ReplyOutcome } from './types.js';
 
 /**
@@ -31,6 +32,18 @@ export interface RunService {
    */
   resumeRun(runId: string): Promise<RunRecord>;
   abortRun(runId: string, reason?: string): Promise<RunRecord>;
+  /**
+   * A new run of the source's workflow that replays the source's journal through `atStep`, then
+   * goes on live; with `answer`, the question at that step gets that answer instead of the one
+   * journaled ("what if I had said No"). Each agent session the replayed steps used is forked at
+   * the end of the last turn kept, so the fork's agents remember what they said and the source's
+   * sessions take nothing new. The source run is not changed. Resolves once the fork is live (and
+   * its answer, if any, taken). Throws RUN_NOT_FOUND, RUN_STEP_NOT_FOUND (a step the journal does
+   * not have), NOT_A_QUESTION (an answer at a step that is no question) or ANSWER_REFUSED (not
+   * one of the question's choices), having changed nothing; an answer the question's validator
+   * refuses is ANSWER_REFUSED too, and the fork is then aborted.
+   */
+  forkRun(runId: string, options: ForkRunOptions): Promise<RunRecord>;
   /** Resumes every unfinished run (what `parley serve` does at start); resolves with them. */
   recoverRuns(): Promise<RunRecord[]>;
   on<E extends keyof RunServiceEvents>(event: E, listener: (payload: RunServiceEvents[E]) => void): () => void;

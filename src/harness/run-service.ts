@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { AgentBackend } from '../backends/index.js';
-import type { SessionManager } from '../sessions/index.js';
+import { TURN_MARKER, type SessionManager } from '../sessions/index.js';
 import {
   UNFINISHED_RUN_STATUSES,
   type RunError,
@@ -11,9 +11,10 @@ import {
   type RunStore,
 } from '../store/index.js';
 import { systemClock, type HarnessClock } from './clock.js';
-import { HarnessError, ReplayDivergenceError } from './errors.js';
+import { HarnessError, ReplayDivergenceError, truncate } from './errors.js';
 import type { SessionEvent, UserReply } from './events.js';
 import { loadWorkflow as importWorkflow } from './load-workflow.js';
+import { planRunFork, type ForkRunOptions } from './run-fork.js';
 import { RunJournal } from './run-journal.js';
 import type { RunFilter, RunService, RunServiceEvents, StartRunRequest } from './run-service-types.js';
 import { HarnessRuntime, type AnyHarnessDefinition, type Outcome } from './runtime.js';
@@ -188,6 +189,85 @@ class DurableRunService implements RunService {
     });
   }
 
+  async forkRun(runId: string, options: ForkRunOptions): Promise<RunRecord> {
+    this.throwIfClosed();
+    const source = await this.stored(runId);
+    const plan = planRunFork(source, await this.options.runStore.readJournal(source.id), options, this.clock.now());
+    const harness = await this.load(source.workflow.path);
+    checkHarness(source, harness);
+    const definition = harness.definition as AnyHarnessDefinition;
+    const state = jsonCopy(definition.state ? definition.state(source.input) : {}, 'the initial state');
+
+    // The fork's agents go on in sessions of their own, holding what the replayed turns said.
+    const entries = [...plan.entries];
+    for (const session of [...plan.sessions].reverse()) {
+      if (session.turns === 0) {
+        // No turn of it is replayed: the fork's agent opens a new session when it first runs.
+        entries.splice(session.position, 1);
+        continue;
+      }
+      const at = await sessionCut(this.options.sessionManager, session.sessionId, session.turns);
+      const fork = await this.options.sessionManager.forkSession(session.sessionId, at !== undefined ? { at } : {});
+      entries[session.position] = {
+        kind: 'session',
+        data: { ...entries[session.position]!.data, sessionId: fork.sessionId },
+      };
+    }
+
+    const now = this.isoNow();
+    const id = `run-${randomUUID()}`;
+    const forkedFrom = {
+      runId: source.id,
+      step: options.atStep,
+      ...(options.answer !== undefined ? { answer: options.answer } : {}),
+    };
+    // Stored as failed until its journal is whole: a crash in between leaves no half fork that would run.
+    const draft: RunRecord = {
+      id,
+      harness: source.harness,
+      workflow: source.workflow,
+      ...(source.project !== undefined ? { project: source.project } : {}),
+      input: source.input,
+      state,
+      status: 'failed',
+      error: {
+        code: 'FORK_INCOMPLETE',
+        message: `This fork of run ${source.id} stopped before its journal was copied; fork ${source.id} again.`,
+      },
+      phases: [],
+      pendingPrompts: [],
+      agents: source.agents.map(({ key, name }) => ({ key, name })),
+      journalLength: 0,
+      forkedFrom,
+      createdAt: now,
+      updatedAt: now,
+    };
+    await this.options.runStore.createRun(draft);
+    const written = entries.length > 0 ? await this.options.runStore.appendJournal(id, entries) : [];
+    const { error: _error, ...whole } = draft;
+    const stored = await this.save({ ...whole, status: 'running', journalLength: written.length });
+    const live = this.launch(stored, harness, written);
+    await live.ready;
+    if (
+      plan.answer &&
+      this.live.get(id) === live &&
+      live.runtime.pendingPrompts().some((prompt) => prompt.promptId === plan.answer!.promptId)
+    ) {
+      const outcome = live.runtime.reply(plan.answer.promptId, plan.answer.content);
+      if (!outcome.accepted) {
+        live.runtime.abort(`its answer "${truncate(plan.answer.content, 60)}" was refused`);
+        await live.settled;
+        throw new HarnessError(
+          'ANSWER_REFUSED',
+          `The question at step ${options.atStep} of run ${source.id} refused the answer "${truncate(plan.answer.content, 60)}": ${outcome.message} The fork ${id} was aborted; fork again with another answer.`,
+          { fault: 'user', data: { runId: source.id, atStep: options.atStep, forkId: id } },
+        );
+      }
+      await this.durable(live);
+    }
+    return this.writeNow(live);
+  }
+
   async recoverRuns(): Promise<RunRecord[]> {
     this.throwIfClosed();
     const unfinished = await this.options.runStore.listRuns({ status: UNFINISHED_RUN_STATUSES });
@@ -227,16 +307,7 @@ class DurableRunService implements RunService {
 
   private async relaunch(record: RunRecord): Promise<RunRecord> {
     const harness = await this.load(record.workflow.path);
-    if (harness.name !== record.harness) {
-      throw new HarnessError(
-        'REPLAY_DIVERGED',
-        `Run ${record.id} is of the "${record.harness}" workflow, but ${record.workflow.path} now defines "${harness.name}".`,
-        {
-          fault: 'user',
-          data: { runId: record.id },
-        },
-      );
-    }
+    checkHarness(record, harness);
     const entries = await this.options.runStore.readJournal(record.id);
     const live = this.launch({ ...record, phases: [] }, harness, entries);
     return structuredClone(live.record);
@@ -495,6 +566,31 @@ class DurableRunService implements RunService {
         fault: 'system',
       });
   }
+}
+
+/** The workflow module still defines the run's harness, or the journal belongs to other code. */
+function checkHarness(record: RunRecord, harness: AnyHarness): void {
+  if (harness.name === record.harness) return;
+  throw new HarnessError(
+    'REPLAY_DIVERGED',
+    `Run ${record.id} is of the "${record.harness}" workflow, but ${record.workflow.path} now defines "${harness.name}".`,
+    { fault: 'user', data: { runId: record.id } },
+  );
+}
+
+/**
+ * The seq an agent session is cut at so it holds its first `turns` turns: the event before the
+ * message that opened the next turn (undefined: the session's end).
+ */
+async function sessionCut(manager: SessionManager, sessionId: string, turns: number): Promise<number | undefined> {
+  let opened = 0;
+  for (const event of await manager.getEvents(sessionId)) {
+    if (event.type !== 'block_start' || event.block.type !== 'user_message') continue;
+    if (event.block.metadata?.[TURN_MARKER] !== true) continue;
+    if (opened === turns) return event.seq - 1;
+    opened += 1;
+  }
+  return undefined;
 }
 
 function isUnfinished(status: RunStatus): boolean {

@@ -120,6 +120,8 @@ export class UserPrompts {
         kind: 'prompt',
         promptId,
         prompt,
+        // Kept so a fork can check an answer to this question before it changes anything.
+        ...(entry.info.choices ? { choices: [...entry.info.choices] } : {}),
         askedAt,
         ...(deadline !== undefined ? { deadline } : {}),
       });
@@ -306,7 +308,7 @@ export class UserPrompts {
 }
 
 /** A choice by exact text, case-insensitive text, or 1-based number. */
-function pickChoice(choices: readonly string[], given: string): string | undefined {
+export function pickChoice(choices: readonly string[], given: string): string | undefined {
   const trimmed = given.trim();
   const exact = choices.find((choice) => choice === trimmed);
   if (exact !== undefined) return exact;

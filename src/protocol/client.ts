@@ -253,6 +253,15 @@ export class ProtocolClient {
     return (await this.request('abort_run', { runId, ...(reason !== undefined ? { reason } : {}) }, options)).run;
   }
 
+  /** Forks a run at a step of its journal, with another answer to the question there if `answer` is given. */
+  async forkRun(
+    runId: string,
+    options: { atStep: number; answer?: string },
+    requestOptions: RequestOptions = {},
+  ): Promise<MethodResult<'fork_run'>['run']> {
+    return (await this.request('fork_run', { runId, ...options }, requestOptions)).run;
+  }
+
   /**
    * Declares what the caller already has (e.g. history it loaded with `get_events`): events of the
    * session at or below `seq` are not delivered again, and a reconnect replays from there.

@@ -86,6 +86,10 @@ export const PARLEY_CODE_TO_RPC: Readonly<Record<string, RpcErrorCodeValue>> = {
   /** Durable runs: an unknown run id, or a prompt the run does not have. */
   RUN_NOT_FOUND: RpcErrorCode.NOT_FOUND,
   UNKNOWN_PROMPT: RpcErrorCode.NOT_FOUND,
+  /** A fork of a run at a step its journal does not have; an answer at a step that is no question, or one it refuses. */
+  RUN_STEP_NOT_FOUND: RpcErrorCode.NOT_FOUND,
+  NOT_A_QUESTION: RpcErrorCode.INVALID_PARAMS,
+  ANSWER_REFUSED: RpcErrorCode.INVALID_PARAMS,
   DRAFT_ALREADY_ACTIVE: RpcErrorCode.DRAFT_ALREADY_ACTIVE,
   NO_ACTIVE_DRAFT: RpcErrorCode.NO_ACTIVE_DRAFT,
   TURN_IN_PROGRESS: RpcErrorCode.TURN_IN_PROGRESS,

@@ -448,6 +448,22 @@ export const SendToRunParamsSchema = z.strictObject({
 });
 export const SendToRunResultSchema = z.object({ sent: z.literal(true) });
 
+export const ForkRunParamsSchema = z.strictObject({
+  runId: RunIdSchema,
+  atStep: z
+    .number()
+    .int()
+    .nonnegative()
+    .describe("The last step of the run's journal (its seq, from 0) the fork replays; it goes on live after it."),
+  answer: z
+    .string()
+    .max(100_000)
+    .optional()
+    .describe(
+      'The answer the fork gives the question at `atStep` (its prompt, reply or timeout) in place of the journaled one.',
+    ),
+});
+
 export const AbortRunParamsSchema = z.strictObject({ runId: RunIdSchema, reason: z.string().max(2_000).optional() });
 
 export const SubscribeRunsParamsSchema = z.strictObject({
@@ -625,6 +641,11 @@ export const methods = {
     'Resumes a paused run; an unfinished run not live on this server is re-executed from its journal, a failed one started again from it.',
   ),
   abort_run: method(AbortRunParamsSchema, RunResultSchema, 'Aborts a run gracefully; its journal is kept.'),
+  fork_run: method(
+    ForkRunParamsSchema,
+    RunResultSchema,
+    'A new run of the source\'s workflow that replays its journal through `atStep`, then goes on live, with `forkedFrom { runId, step, answer? }`; with `answer`, the question at that step takes that answer instead ("what if I had said No"). The agents go on in forks of their sessions; the source run is unchanged. Answers once the fork is live. -32001 (RUN_NOT_FOUND, RUN_STEP_NOT_FOUND); -32602 (NOT_A_QUESTION: an answer at a step that is no question; ANSWER_REFUSED: an answer the question refuses), each changing nothing, except that a fork whose validator refuses the answer is aborted.',
+  ),
   subscribe_runs: method(
     SubscribeRunsParamsSchema,
     RunSubscriptionResultSchema,

@@ -77,6 +77,10 @@ export const RunWireSchema = z.object({
   error: RunErrorWireSchema.optional(),
   /** Entries in the run's journal. */
   journalLength: z.number().int().nonnegative(),
+  /** The run this one was forked from (`fork_run`), the last journal step it replayed, and the answer it gave there. */
+  forkedFrom: z
+    .object({ runId: z.string(), step: z.number().int().nonnegative(), answer: z.string().optional() })
+    .optional(),
   createdAt: IsoDate,
   updatedAt: IsoDate,
   endedAt: IsoDate.optional(),

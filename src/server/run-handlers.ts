@@ -33,6 +33,7 @@ export type RunMethodName =
   | 'pause_run'
   | 'resume_run'
   | 'abort_run'
+  | 'fork_run'
   | 'subscribe_runs'
   | 'unsubscribe_runs';
 
@@ -89,6 +90,12 @@ export function createRunHandlers(dependencies: RunHandlerDependencies): Pick<Ha
     pause_run: async (params) => ({ run: await service('pause_run').pauseRun(params.runId) }),
     resume_run: async (params) => ({ run: await service('resume_run').resumeRun(params.runId) }),
     abort_run: async (params) => ({ run: await service('abort_run').abortRun(params.runId, params.reason) }),
+    fork_run: async (params) => ({
+      run: await service('fork_run').forkRun(params.runId, {
+        atStep: params.atStep,
+        ...(params.answer !== undefined ? { answer: params.answer } : {}),
+      }),
+    }),
     subscribe_runs: (params, context) => {
       service('subscribe_runs');
       const target = dependencies.connection(context.connectionId);

@@ -104,7 +104,7 @@ export async function continueOnBackend(
   await notify(
     manager,
     sessionId,
-    `This session now continues on ${to} (it was on ${from}). Parley wrote its history (${written.messages} messages${written.checkpointVersion !== undefined ? `, checkpoint v${written.checkpointVersion} for what was compacted` : ''}) as a native ${to} session, ${nativeSessionId}, and resumes it there. Converted: ${describeConversions(written.conversions)}.`,
+    `${from === to ? `This session continues natively on ${to} from its own history (a fork, or a session that had no ${to} session yet).` : `This session now continues on ${to} (it was on ${from}).`} Parley wrote its history (${written.messages} messages${written.checkpointVersion !== undefined ? `, checkpoint v${written.checkpointVersion} for what was compacted` : ''}) as a native ${to} session, ${nativeSessionId}, and resumes it there. Converted: ${describeConversions(written.conversions)}.`,
     {
       code: BACKEND_MOVED,
       from,

@@ -1,5 +1,6 @@
 import { ParleyError } from '../../src/conversation/index.js';
 import type {
+  ForkRunOptions,
   ReplyOutcome,
   RunFilter,
   RunService,
@@ -191,6 +192,32 @@ export class StandInRunService implements RunService {
   abortRun(runId: string, reason?: string): Promise<RunRecord> {
     this.calls.push({ method: 'abortRun', args: [runId, reason] });
     return this.setStatus('abortRun', runId, 'aborted');
+  }
+
+  /** A fork is the source's script asked again: a new waiting run naming its origin (the answer, if any, given). */
+  forkRun(runId: string, options: ForkRunOptions): Promise<RunRecord> {
+    this.calls.push({ method: 'forkRun', args: [runId, options] });
+    return Promise.resolve().then(async () => {
+      const source = this.find(runId);
+      if (!Number.isInteger(options.atStep) || options.atStep < 0 || options.atStep >= source.journalLength)
+        throw new ParleyError('RUN_STEP_NOT_FOUND', `Run ${runId} has no step ${options.atStep}.`, { fault: 'user' });
+      const fork = await this.startRun({
+        workflow: source.workflow.ref,
+        ...(source.input !== undefined ? { input: source.input } : {}),
+      });
+      const run = this.runs.get(fork.id)!;
+      run.forkedFrom = {
+        runId,
+        step: options.atStep,
+        ...(options.answer !== undefined ? { answer: options.answer } : {}),
+      };
+      if (options.answer !== undefined) {
+        const outcome = await this.answerPrompt(fork.id, run.pendingPrompts[0]!.promptId, options.answer);
+        if (!outcome.accepted)
+          throw new ParleyError('ANSWER_REFUSED', outcome.message, { fault: 'user', data: { forkId: fork.id } });
+      }
+      return structuredClone(this.runs.get(fork.id)!);
+    });
   }
 
   recoverRuns(): Promise<RunRecord[]> {

@@ -54,6 +54,7 @@ describe('the method table', () => {
       'pause_run',
       'resume_run',
       'abort_run',
+      'fork_run',
       'subscribe_runs',
       'unsubscribe_runs',
     ];

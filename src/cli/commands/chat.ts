@@ -108,7 +108,12 @@ async function chooseSession(
         move.mode === 'native'
           ? `natively, as ${description.name} session ${move.nativeSessionId}`
           : 'managed: Parley builds each request';
-      process.stderr.write(`session ${requested} moved from ${move.from} to ${description.name} (${how})\n`);
+      // A fork starts its native session on the back end it was made for: it did not move.
+      process.stderr.write(
+        move.from === description.name
+          ? `session ${requested} continues on ${description.name} (${how})\n`
+          : `session ${requested} moved from ${move.from} to ${description.name} (${how})\n`,
+      );
     }
     return requested;
   }

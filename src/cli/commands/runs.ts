@@ -20,7 +20,7 @@ import { resolveDataDir } from '../options.js';
  * speak the protocol; the server's RunService does the work.
  */
 export function register(program: Command): void {
-  program
+  const runs = program
     .command('runs')
     .description(
       "List the durable workflow runs on the project's server: id, workflow, status, phase, pending question, age",
@@ -38,6 +38,33 @@ export function register(program: Command): void {
               ? 'No runs yet. Start one with `parley run <workflow> --detach`.\n'
               : formatRunTable(runs, new Date()),
           );
+      });
+    });
+
+  runs
+    .command('fork')
+    .description(
+      "Fork a durable run: a new run that replays the source's journal through a step, then goes on live; with --answer, the question at that step gets another answer",
+    )
+    .argument('<runId>', 'the run to fork (see `parley runs`)')
+    .requiredOption('--at-step <n>', "the last step of the run's journal the fork replays (from 0)")
+    .option(
+      '--answer <text>',
+      'the answer the question at that step gets instead of the one given (a choice or its number)',
+    )
+    .action(async (runId: string, options: { atStep: string; answer?: string }, command: Command) => {
+      const atStep = parseStep(options.atStep);
+      await withServer(command, async (client) => {
+        const fork = await client.forkRun(runId, {
+          atStep,
+          ...(options.answer !== undefined ? { answer: options.answer } : {}),
+        });
+        process.stdout.write(`${fork.id}\n`);
+        const question = fork.pendingPrompts[0];
+        process.stderr.write(
+          `Forked run ${runId} at step ${atStep}${options.answer !== undefined ? ` answering "${oneLine(options.answer, 40)}"` : ''} as run ${fork.id} (${fork.status}${question ? `: "${oneLine(question.prompt, 60)}"` : ''}). ` +
+            `Follow it with \`parley runs\`${question ? `; answer with \`parley answer ${fork.id}\`` : ''}.\n`,
+        );
       });
     });
 
@@ -79,6 +106,12 @@ export async function startDetachedRun(command: Command, workflow: string, input
 }
 
 /** Connects to the project's server, runs `work`, and turns errors the server answered into Parley errors (clean message, exit code). */
+/** A journal step as typed: a whole number from 0. */
+function parseStep(text: string): number {
+  if (/^\d+$/.test(text.trim())) return Number(text.trim());
+  throw new ValidationError(`--at-step must be a whole number from 0 (a step of the run's journal), not "${text}".`);
+}
+
 async function withServer(
   command: Command,
   work: (client: ProtocolClient, projectRoot: string) => Promise<void>,

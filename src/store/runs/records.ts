@@ -54,6 +54,15 @@ export const RunErrorSchema = z.object({
 });
 export type RunError = z.infer<typeof RunErrorSchema>;
 
+/** Where a forked run came from: the source run and the last journal step the fork took from it. */
+export const RunForkOriginSchema = z.object({
+  runId: z.string().min(1),
+  step: z.number().int().nonnegative(),
+  /** The answer the fork gave at that step in place of the source's, when it gave one. */
+  answer: z.string().optional(),
+});
+export type RunForkOrigin = z.infer<typeof RunForkOriginSchema>;
+
 /** The zod schema of a `RunRecord`. */
 export const RunRecordSchema = z.object({
   id: z.string().min(1),
@@ -77,6 +86,8 @@ export const RunRecordSchema = z.object({
   error: RunErrorSchema.optional(),
   /** Entries in the run's journal. */
   journalLength: z.number().int().nonnegative(),
+  /** The run this one was forked from, and the last step of its journal the fork replayed. */
+  forkedFrom: RunForkOriginSchema.optional(),
   createdAt: IsoDate,
   updatedAt: IsoDate,
   endedAt: IsoDate.optional(),

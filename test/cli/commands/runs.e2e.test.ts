@@ -97,6 +97,20 @@ describe('parley run --detach, runs, answer', () => {
     expect((await runs.getRun(id)).result).toEqual({ version: '3.1.0' });
   });
 
+  it('runs fork asks the server for the fork at the step with the answer, prints its id; a step that is no number is refused', async () => {
+    const source = await runs.startRun({ workflow: 'reviews/code-review.ts' });
+    const forked = await runParley(['runs', 'fork', source.id, '--at-step', '1', '--answer', 'reject'], { cwd: root });
+    expect(forked.stderr).toContain(`Forked run ${source.id} at step 1 answering "reject" as run`);
+    expect(forked.code).toBe(0);
+    const fork = await runs.getRun(forked.stdout.trim());
+    expect(fork).toMatchObject({ forkedFrom: { runId: source.id, step: 1, answer: 'reject' }, status: 'complete' });
+    expect(runs.calls).toContainEqual({ method: 'forkRun', args: [source.id, { atStep: 1, answer: 'reject' }] });
+
+    const bad = await runParley(['runs', 'fork', source.id, '--at-step', 'two'], { cwd: root });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--at-step must be a whole number from 0 (a step of the run\'s journal), not "two".');
+  });
+
   it('an unknown run, a bad --status and a workflow the server does not know are clear errors', async () => {
     const unknown = await runParley(['answer', 'run-999', 'yes'], { cwd: root });
     expect(unknown.code).not.toBe(0);
