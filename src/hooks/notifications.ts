@@ -113,6 +113,7 @@ export class Notifier {
   private webUrl: string | undefined;
   private closed = false;
   private readonly deliveries = new Set<Promise<void>>();
+  private readonly secrets: string[];
 
   constructor(private readonly options: NotifierOptions) {
     this.clock = options.clock ?? systemClock;
@@ -120,6 +121,12 @@ export class Notifier {
     this.coalesceMs = options.coalesceMs ?? DEFAULT_NOTIFICATION_COALESCE_MS;
     this.sinks = [...options.sinks];
     this.webUrl = options.webUrl;
+    this.secrets = (options.secrets ?? []).filter((secret) => secret.length >= 4);
+  }
+
+  /** A value that must never leave in a notification (the server's token, known once it started). */
+  addSecret(secret: string): void {
+    if (secret.length >= 4 && !this.secrets.includes(secret)) this.secrets.push(secret);
   }
 
   /** Adds a sink (the server adds its web UI's once it listens). */
@@ -209,14 +216,13 @@ export class Notifier {
   }
 
   private redact(notification: Notification): Notification {
-    if (!this.options.secrets?.some((secret) => secret.length > 0)) return notification;
+    if (this.secrets.length === 0) return notification;
     return JSON.parse(this.redactText(JSON.stringify(notification))) as Notification;
   }
 
   private redactText(text: string): string {
     let result = text;
-    for (const secret of this.options.secrets ?? []) {
-      if (secret.length < 4) continue;
+    for (const secret of this.secrets) {
       // Secrets are opaque strings: JSON escaping leaves these characters as they are.
       result = result.split(secret).join('[redacted]');
     }

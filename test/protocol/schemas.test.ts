@@ -79,6 +79,7 @@ describe('the method table', () => {
         'run_updated',
         'run_event',
         'run_prompt',
+        'attention_needed',
       ].sort(),
     );
   });
