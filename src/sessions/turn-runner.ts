@@ -93,6 +93,7 @@ export async function runTurn(
     prompt: options.prompt,
     ...(options.signal ? { signal: options.signal } : {}),
     ...(options.tools ? { tools: hooks ? hooks.wrapTools(options.tools) : options.tools } : {}),
+    ...(hooks ? { toolHooks: hooks.nativeToolHooks() } : {}),
     ...(options.profile ? { profile: options.profile } : {}),
     ...(options.model ? { model: options.model } : {}),
     ...(options.cwd ? { cwd: options.cwd } : {}),
