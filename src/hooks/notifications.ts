@@ -165,6 +165,48 @@ export class Notifier {
     if (changed) this.schedule();
   }
 
+  /** Where notifications go, for a settings view: sinks by name (never a secret), delays in seconds. */
+  describe(): { delaySeconds: number; coalesceSeconds: number; webUrl?: string; sinks: string[] } {
+    return {
+      delaySeconds: this.delayMs / 1000,
+      coalesceSeconds: this.coalesceMs / 1000,
+      ...(this.webUrl ? { webUrl: this.webUrl } : {}),
+      sinks: this.sinks.map((sink) => sink.name),
+    };
+  }
+
+  /** Sends a test notification through every sink now (no delay, no coalescing) and says what each did. */
+  async sendTest(): Promise<Array<{ name: string; ok: boolean; error?: string }>> {
+    const notification = this.redact(
+      summarize(
+        [
+          {
+            key: `test:${this.clock.now()}`,
+            kind: 'turn_ended',
+            title: 'Parley test notification',
+            message: 'Notifications from this Parley server reach you here.',
+            who: 'Parley',
+            where: 'notification settings',
+            route: '',
+          },
+        ],
+        this.webUrl,
+      ),
+    );
+    return Promise.all(
+      this.sinks.map((sink) =>
+        sink.send(notification).then(
+          () => ({ name: sink.name, ok: true }),
+          (error: unknown) => ({
+            name: sink.name,
+            ok: false,
+            error: this.redactText(error instanceof Error ? error.message : String(error)),
+          }),
+        ),
+      ),
+    );
+  }
+
   /** Stops: nothing waiting is sent; resolves once deliveries under way have ended. */
   async close(): Promise<void> {
     this.closed = true;

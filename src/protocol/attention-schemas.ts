@@ -39,3 +39,37 @@ export const AttentionNeededSchema = z.object({
 });
 /** A notification that something waits for a person. */
 export type AttentionNeeded = z.infer<typeof AttentionNeededSchema>;
+
+/** `get_notification_settings`: no params. */
+export const GetNotificationSettingsParamsSchema = z.object({}).strict();
+/** Where this server's notifications go: never a webhook's path or a secret, only what names it. */
+export const GetNotificationSettingsResultSchema = z.object({
+  enabled: z.boolean().describe('False on a server started without a notifier (a library caller that gave none).'),
+  delaySeconds: z
+    .number()
+    .nonnegative()
+    .describe('The grace delay: an answer on any client within it cancels the notification.'),
+  coalesceSeconds: z
+    .number()
+    .nonnegative()
+    .describe('The least time between two notifications; what comes meanwhile goes out as one.'),
+  webUrl: z.string().optional().describe("The address links use (the server's own unless configured)."),
+  sinks: z
+    .array(z.string())
+    .describe(
+      'Each sink by name: `webhook https://ntfy.sh` (the origin only), `desktop (notify-send)`, `Notification hooks`, `web UI`.',
+    ),
+});
+
+/** `send_test_notification`: no params. */
+export const SendTestNotificationParamsSchema = z.object({}).strict();
+/** What each sink did with a test notification sent at once (no grace delay, no coalescing). */
+export const SendTestNotificationResultSchema = z.object({
+  sinks: z.array(
+    z.object({
+      name: z.string(),
+      ok: z.boolean(),
+      error: z.string().optional().describe('Why it failed, secrets removed.'),
+    }),
+  ),
+});

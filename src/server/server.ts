@@ -247,6 +247,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       connectionOf: (id) => byId.get(id),
       runFollowers,
       ...(runService ? { runService } : {}),
+      ...(options.notifier ? { notifier: options.notifier } : {}),
     }),
     log,
   );

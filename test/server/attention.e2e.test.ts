@@ -109,4 +109,38 @@ describe('notifications of what waits', () => {
       link: `http://127.0.0.1:${server.server.port}/#session=${sessionId}`,
     });
   });
+
+  it('get_notification_settings names the sinks without secrets; send_test_notification reaches each at once', async () => {
+    receiver = await startReceiver();
+    const notifier = new Notifier({
+      sinks: [
+        webhookSink({ urlEnv: 'TOPIC_URL', format: 'ntfy' }, { env: { TOPIC_URL: `${receiver.url}/secret-topic` } }),
+      ],
+      clock: new ManualClock(),
+    });
+    running = await startTestServer({ notifier });
+    const client = await running.client({ channel: 'settings' });
+    const settings = await client.request('get_notification_settings', {});
+    expect(settings).toEqual({
+      enabled: true,
+      delaySeconds: 10,
+      coalesceSeconds: 30,
+      webUrl: `http://127.0.0.1:${running.server.port}/`,
+      sinks: [`webhook ${receiver.url}`, 'web UI'],
+    });
+    expect(JSON.stringify(settings)).not.toContain('secret-topic');
+    const attention: AttentionNeeded[] = [];
+    client.on('attention_needed', (params) => attention.push(params));
+    const tested = await client.request('send_test_notification', {});
+    expect(tested.sinks).toEqual([
+      { name: `webhook ${receiver.url}`, ok: true },
+      { name: 'web UI', ok: true },
+    ]);
+    expect(receiver.requests).toHaveLength(1);
+    expect(receiver.requests[0]).toMatchObject({
+      path: '/secret-topic',
+      body: expect.stringContaining('reach you here'),
+    });
+    await vi.waitFor(() => expect(attention).toHaveLength(1));
+  });
 });
