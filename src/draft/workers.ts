@@ -349,7 +349,8 @@ export class Workers {
     const hooks = runner ? new TurnHooks(runner, { sessionId: target.sessionId, cwd: this.cwdOf(request) }) : undefined;
     if (hooks) {
       executeRequest.tools = hooks.wrapTools(request.tools);
-      executeRequest.toolHooks = hooks.nativeToolHooks();
+      const toolHooks = hooks.nativeToolHooks();
+      if (toolHooks) executeRequest.toolHooks = toolHooks;
     }
     const now = this.options.clock();
     if (target.conversationId === MAIN_CONVERSATION) {

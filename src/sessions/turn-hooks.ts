@@ -92,9 +92,11 @@ export class TurnHooks {
 
   /**
    * `PreToolUse` and `PostToolUse` for the back end's own tools (`ExecuteRequest.toolHooks`): the
-   * same input as around Parley's tools, a refusal reported as a system block.
+   * same input as around Parley's tools, a refusal reported as a system block. Undefined when no
+   * tool hook is configured, so a back end asks nothing per call.
    */
-  nativeToolHooks(): NativeToolHooks {
+  nativeToolHooks(): NativeToolHooks | undefined {
+    if (!this.runner.has('PreToolUse') && !this.runner.has('PostToolUse')) return undefined;
     return {
       beforeTool: async ({ toolName, toolInput, toolUseId }, signal) => {
         const before = await this.run(

@@ -233,6 +233,11 @@ describe("a native back end's own tools", () => {
     const events = await drain((await runTurn(manager, sessionId, { backend, prompt: 'list' })).events);
     expect(requests[0]!.toolHooks).toBeUndefined();
     expect(events.some((event) => event.type === 'block_complete' && event.block.type === 'tool_result')).toBe(true);
+
+    // Hooks, but none on tools: the back end is not asked about each call either.
+    const stopOnly = await setup({ Stop: [{ hooks: [{ type: 'command', command: 'true' }] }] });
+    await drain((await runTurn(stopOnly.manager, stopOnly.sessionId, { backend, prompt: 'list' })).events);
+    expect(requests[1]!.toolHooks).toBeUndefined();
   });
 });
 
