@@ -129,6 +129,33 @@ export interface ExecuteRequest {
    * Undefined when the turn is not traced.
    */
   traceContext?: () => Context;
+  /**
+   * People's `PreToolUse` and `PostToolUse` hooks for the tools a native back end brings itself
+   * (Claude Code's `Bash` and `Edit`, the Gemini CLI's, Codex's commands). Parley's own `tools`
+   * are wrapped already and must not pass here, so each call runs the hooks once.
+   */
+  toolHooks?: NativeToolHooks;
+}
+
+/** One call of a back end's own tool, as the hooks see it. */
+export interface NativeToolCall {
+  toolName: string;
+  toolInput: unknown;
+  toolUseId: string;
+}
+
+/**
+ * Hooks around a native back end's own tool calls. `beforeTool` is awaited before the call runs
+ * where the back end lets Parley decide first (the Claude Agent SDK's hook callbacks): a `block`
+ * refuses the call with its reason. A back end that runs its tools before Parley hears of them
+ * (the Gemini CLI, Codex) calls it as the call starts and cannot refuse it. Neither throws.
+ */
+export interface NativeToolHooks {
+  beforeTool(call: NativeToolCall, signal?: AbortSignal): Promise<{ block?: string; context?: string }>;
+  afterTool(
+    call: NativeToolCall & { response: { content: string; isError: boolean } },
+    signal?: AbortSignal,
+  ): Promise<{ feedback?: string }>;
 }
 
 /**

@@ -56,6 +56,8 @@ export const ParleyConfigSchema = z
     workflows: z.record(z.string().min(1), z.string().min(1)).optional(),
     /** Commands and webhooks run on session events; read leniently by the hooks layer (a bad entry is left out, not fatal). */
     hooks: z.unknown().optional(),
+    /** Where notifications go (webhooks, the desktop) and their delays; read leniently by the hooks layer. */
+    notifications: z.unknown().optional(),
   })
   .strict();
 /** The contents of `parley.config.json`: back ends, the default one, workflows. */

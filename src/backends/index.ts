@@ -2,6 +2,7 @@
 export * from './agent-backend.js';
 export * from './failures.js';
 export * from './turn-events.js';
+export * from './native-tool-hooks.js';
 export * from './abort.js';
 export * from './scripted/index.js';
 export * from './pricing.js';

@@ -9,7 +9,8 @@ import {
 } from '../conversation/index.js';
 import type { AgentBackend, ExecuteRequest, ToolDefinition } from '../backends/index.js';
 import { inAgentTrace, startAgentTrace, traceAgentEvents } from '../telemetry/index.js';
-import type { SessionManager } from '../sessions/index.js';
+import { hookNotice, TurnHooks, type SessionManager } from '../sessions/index.js';
+import { describeFailure } from '../hooks/index.js';
 import { DraftError } from './errors.js';
 import type { AgentPool, WorkerSlots } from './pool.js';
 import { outputInstructions, repairPrompt, type OutputValidator } from './structured-output.js';
@@ -342,6 +343,15 @@ export class Workers {
       ...(role.maxTurns ? { maxTurns: role.maxTurns } : {}),
       ...(request.cwd ? { cwd: request.cwd } : {}),
     };
+    // A worker's turn runs people's hooks as a session's does: around its tools (Parley's and its
+    // back end's own) and when it ends, its notices written into the worker's thread.
+    const runner = this.options.manager.hooks;
+    const hooks = runner ? new TurnHooks(runner, { sessionId: target.sessionId, cwd: this.cwdOf(request) }) : undefined;
+    if (hooks) {
+      executeRequest.tools = hooks.wrapTools(request.tools);
+      const toolHooks = hooks.nativeToolHooks();
+      if (toolHooks) executeRequest.toolHooks = toolHooks;
+    }
     const now = this.options.clock();
     if (target.conversationId === MAIN_CONVERSATION) {
       await this.options.manager.addMessage(target.sessionId, { role: 'user', content: prompt });
@@ -371,7 +381,8 @@ export class Workers {
       });
       if (agentTrace) executeRequest.traceContext = () => agentTrace.currentContext();
       const turn = inAgentTrace(agentTrace, () => backend.execute(executeRequest));
-      for await (const draft of agentTrace ? traceAgentEvents(agentTrace, turn.events) : turn.events) {
+      const traced = agentTrace ? traceAgentEvents(agentTrace, turn.events) : turn.events;
+      for await (const draft of hooks ? hooks.stream(traced, record.controller.signal) : traced) {
         const event = readdress(draft, target.conversationId);
         if (draft.conversationId === MAIN_CONVERSATION) {
           if (draft.type === 'block_complete' && draft.block.type === 'assistant_text') text = draft.block.content;
@@ -487,6 +498,7 @@ export class Workers {
     record.info = { ...record.info, status: outcome.status, endedAt: this.iso(endedAt), costUsd: record.costUsd };
     this.options.pool.release(record.info.agentId);
     this.options.onStatus({ ...record.info });
+    this.workerEnd(record, result);
     return result;
   }
 
@@ -510,6 +522,7 @@ export class Workers {
     record.info = { ...record.info, status: 'failed', endedAt: this.iso() };
     this.options.pool.release(record.info.agentId);
     this.options.onStatus({ ...record.info });
+    this.workerEnd(record, result);
     return result;
   }
 
@@ -538,6 +551,51 @@ export class Workers {
     record.info = { ...record.info, status };
     this.options.pool.update(record.info.agentId, { status });
     this.options.onStatus({ ...record.info });
+  }
+
+  private cwdOf(request: DispatchRequest): string {
+    return request.cwd ?? this.options.manager.projectRoot ?? process.cwd();
+  }
+
+  /**
+   * `WorkerEnd` hooks, once per worker, beside its result (they cannot change it); the matcher
+   * selects by role. A failing hook becomes a system block in the dispatching session.
+   */
+  private workerEnd(record: WorkerRecord, result: DispatchResult): void {
+    const runner = this.options.manager.hooks;
+    const { request } = record;
+    if (!runner?.has('WorkerEnd', request.role.name)) return;
+    runner
+      .run(
+        {
+          session_id: result.sessionId,
+          cwd: this.cwdOf(request),
+          hook_event_name: 'WorkerEnd',
+          agent_id: result.agentId,
+          role: result.role,
+          status: result.status,
+          summary: result.summary,
+          attempts: result.attempts,
+          duration_ms: result.durationMs,
+          cost_usd: result.costUsd,
+          conversation_id: result.conversationId,
+          project: request.project,
+          ...(request.taskSlug ? { task_slug: request.taskSlug } : {}),
+          ...(request.parentSessionId ? { parent_session_id: request.parentSessionId } : {}),
+          ...(result.error ? { error: result.error } : {}),
+        },
+        { matchValue: request.role.name },
+      )
+      .then(
+        async (outcome) => {
+          const notices = outcome.failures.map((failure) =>
+            hookNotice('error', describeFailure('WorkerEnd', failure), { hook: 'WorkerEnd', source: failure.source }),
+          );
+          if (notices.length > 0) await this.append(result.sessionId, notices);
+        },
+        () => undefined,
+      )
+      .catch(() => undefined);
   }
 
   private append(sessionId: string, events: UnsequencedEvent[]): Promise<unknown> {

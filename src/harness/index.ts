@@ -4,6 +4,7 @@ export { replay, type ReplayOptions } from './replay.js';
 export { loadWorkflow } from './load-workflow.js';
 export { resolveWorkflowRef } from './workflow-ref.js';
 export { createRunService, type RunServiceOptions } from './run-service.js';
+export { followRunHooks } from './run-hooks.js';
 export type { RunFilter, RunService, RunServiceEvents, StartRunRequest } from './run-service-types.js';
 export type { ForkRunOptions } from './run-fork.js';
 export { systemClock, type HarnessClock } from './clock.js';

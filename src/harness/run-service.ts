@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { AgentBackend } from '../backends/index.js';
+import type { HookRunner } from '../hooks/index.js';
 import { TURN_MARKER, type SessionManager } from '../sessions/index.js';
 import {
   UNFINISHED_RUN_STATUSES,
@@ -20,6 +21,7 @@ import type { RunFilter, RunService, RunServiceEvents, StartRunRequest } from '.
 import { HarnessRuntime, type AnyHarnessDefinition, type Outcome } from './runtime.js';
 import type { AnyHarness, ReplyOutcome } from './types.js';
 import { resolveWorkflowRef } from './workflow-ref.js';
+import { followRunHooks } from './run-hooks.js';
 
 /** Options of `createRunService`: the run store, the session manager, the project root and how workflows are found. */
 export interface RunServiceOptions {
@@ -37,6 +39,10 @@ export interface RunServiceOptions {
   backends?: Partial<Record<string, AgentBackend>>;
   /** Where runs read the time and time their prompts (default: the system clock). */
   clock?: HarnessClock;
+  /** People's hooks: `RunUpdate` runs when a run changes phase or status (default: the session manager's). */
+  hooks?: HookRunner;
+  /** Where a failing `RunUpdate` hook is reported. */
+  reportHookFailure?: (line: string) => void;
   /** How long a resumed step the journal never saw may wait for the replay to end before it is a divergence (default 5000 ms). */
   stallTimeoutMs?: number;
 }
@@ -76,6 +82,8 @@ class DurableRunService implements RunService {
 
   constructor(private readonly options: RunServiceOptions) {
     this.clock = options.clock ?? systemClock;
+    const hooks = options.hooks ?? options.sessionManager.hooks;
+    if (hooks) followRunHooks(this, hooks, options.projectRoot, options.reportHookFailure);
   }
 
   // ---- starting and finding runs --------------------------------------------------------------

@@ -3,6 +3,7 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { describeIssues } from '../conversation/index.js';
+import { defaultNotificationSettings, parseNotificationSettings, type NotificationSettings } from './notifications.js';
 
 /**
  * Hooks are configured as Claude Code configures them, so a `hooks` object copied from
@@ -85,6 +86,8 @@ export interface HooksConfig {
   hooks: ConfiguredHook[];
   /** Each bad entry: the file, the field and what is wrong. The rest of the file still applies. */
   problems: string[];
+  /** `notifications` of the same files (`loadHooksConfig` reads them; the project's scalars win). */
+  notifications?: NotificationSettings;
 }
 
 /**
@@ -172,16 +175,17 @@ export async function loadHooksConfig(options: LoadHooksOptions = {}): Promise<H
   files.push(
     options.configFile ? resolve(options.configFile) : join(resolve(options.projectDir ?? '.'), 'parley.config.json'),
   );
-  const merged: HooksConfig = { hooks: [], problems: [] };
+  const merged: HooksConfig = { hooks: [], problems: [], notifications: defaultNotificationSettings() };
   for (const file of files) {
-    const read = await readHooksFile(file);
+    const read = await readHooksFile(file, merged.notifications);
     merged.hooks.push(...read.hooks);
     merged.problems.push(...read.problems);
+    if (read.notifications) merged.notifications = read.notifications;
   }
   return merged;
 }
 
-async function readHooksFile(file: string): Promise<HooksConfig> {
+async function readHooksFile(file: string, notifications?: NotificationSettings): Promise<HooksConfig> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -200,14 +204,21 @@ async function readHooksFile(file: string): Promise<HooksConfig> {
   }
   if (typeof data !== 'object' || data === null || Array.isArray(data)) return { hooks: [], problems: [] };
   const parsed = parseHooksConfig((data as Record<string, unknown>)['hooks'], file);
-  return { hooks: parsed.hooks, problems: parsed.problems.map((problem) => withLine(problem, text)) };
+  const settings = parseNotificationSettings((data as Record<string, unknown>)['notifications'], file, notifications);
+  return {
+    hooks: parsed.hooks,
+    problems: [...parsed.problems, ...settings.problems].map((problem) => withLine(problem, text)),
+    notifications: settings.settings,
+  };
 }
 
-/** Adds the line of the event's key, so a person finds the entry in a long file. */
+/** Adds the line of the entry's key (an event, a notification setting), so a person finds it in a long file. */
 function withLine(problem: string, text: string): string {
-  const event = /hooks\.([A-Za-z]+)/.exec(problem)?.[1];
-  if (!event) return problem;
-  const index = text.indexOf(`"${event}"`);
+  // After the file's name, which may itself contain "hooks".
+  const match = /^(hooks|notifications)(?:\.([A-Za-z]+))?/.exec(problem.slice(problem.indexOf(': ') + 2));
+  const key = match?.[2] ?? match?.[1];
+  if (!key) return problem;
+  const index = text.indexOf(`"${key}"`);
   if (index === -1) return problem;
   const line = text.slice(0, index).split('\n').length;
   return problem.replace(/^([^:]+): /, `$1 (line ${line}): `);

@@ -19,6 +19,12 @@ import {
   SandboxWireSchema,
 } from './schemas.js';
 import { RpcError } from './errors.js';
+import {
+  GetNotificationSettingsParamsSchema,
+  GetNotificationSettingsResultSchema,
+  SendTestNotificationParamsSchema,
+  SendTestNotificationResultSchema,
+} from './attention-schemas.js';
 import { PromptIdSchema, RunIdSchema, RunStatusWireSchema, RunWireSchema } from './run-schemas.js';
 
 /**
@@ -612,6 +618,16 @@ export const methods = {
     SetPermissionModeParamsSchema,
     SetPermissionModeResultSchema,
     "Sets the channel's draft's permission mode (kept with the draft; applies from the next tool call). -32005 without a draft.",
+  ),
+  get_notification_settings: method(
+    GetNotificationSettingsParamsSchema,
+    GetNotificationSettingsResultSchema,
+    'Where this server sends notifications of what waits for a person (webhooks by origin only, the desktop, hooks, the web UI), with its grace delay and coalescing window.',
+  ),
+  send_test_notification: method(
+    SendTestNotificationParamsSchema,
+    SendTestNotificationResultSchema,
+    'Sends a test notification through every sink at once (no grace delay, no coalescing) and says what each did: for checking that a phone or a chat receives them.',
   ),
   list_runs: method(
     ListRunsParamsSchema,

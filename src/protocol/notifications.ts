@@ -8,6 +8,7 @@ import {
   SessionInfoSchema,
 } from './schemas.js';
 import { RunEventWireSchema, RunPromptWireSchema, RunWireSchema } from './run-schemas.js';
+import { AttentionNeededSchema } from './attention-schemas.js';
 
 /**
  * Server → client notifications. The channel ones go to the connections of one channel; the
@@ -120,7 +121,7 @@ export interface NotificationSpec<P extends z.ZodType = z.ZodType> {
   params: P;
   description: string;
   /** Who receives it. */
-  audience: 'channel' | 'subscribers';
+  audience: 'channel' | 'subscribers' | 'all';
 }
 
 function notification<P extends z.ZodType>(
@@ -195,6 +196,11 @@ export const notifications = {
     RunPromptNotificationSchema,
     'subscribers',
     'A run followed with `subscribe_runs` waits for an answer (`answer_prompt`).',
+  ),
+  attention_needed: notification(
+    AttentionNeededSchema,
+    'all',
+    "Something waits for a person (an approval, a run's question, a turn that ended unwatched, a failed worker or run, a compaction that fell back), sent after the grace delay unless answered first, a burst as one. The web UI shows it as a system notification while its tab is hidden.",
   ),
 } as const;
 

@@ -159,7 +159,7 @@ export function renderProtocolReference(): string {
   lines.push('|---|---|---|');
   for (const [name, spec] of notificationEntries)
     lines.push(
-      `| [\`${name}\`](#${anchor(name)}) | ${spec.audience === 'channel' ? "the channel's connections" : 'subscribed connections'} | ${spec.description} |`,
+      `| [\`${name}\`](#${anchor(name)}) | ${spec.audience === 'channel' ? "the channel's connections" : spec.audience === 'all' ? 'every connection' : 'subscribed connections'} | ${spec.description} |`,
     );
   for (const [name, spec] of notificationEntries) {
     lines.push('');

@@ -2,6 +2,7 @@ import { traceParentContext } from '../telemetry/index.js';
 import { ParleyError, type ConversationBlock } from '../conversation/index.js';
 import type { DraftService } from '../draft/index.js';
 import type { RunService } from '../harness/index.js';
+import type { Notifier } from '../hooks/index.js';
 import { METHOD_NAMES, PROTOCOL_VERSION, type MethodResultInput } from '../protocol/index.js';
 import { SessionError, type CompactionStatus, type SessionManager } from '../sessions/index.js';
 import type { SessionFilter, SessionRecord } from '../store/index.js';
@@ -20,6 +21,8 @@ export interface HandlerDependencies {
   /** Durable runs; absent: the run methods answer RUNS_NOT_ENABLED. */
   runService?: RunService;
   runFollowers: RunFollowers;
+  /** Where notifications go; absent: `get_notification_settings` says they are off. */
+  notifier?: Notifier;
 }
 
 /** Largest page of `get_events`. */
@@ -197,6 +200,15 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
       currentProject: async () => (await drafts.listProjects()).find((project) => project.current)?.name,
       connection,
     }),
+
+    // ---- notifications ----
+    get_notification_settings: () =>
+      Promise.resolve(
+        dependencies.notifier
+          ? { enabled: true, ...dependencies.notifier.describe() }
+          : { enabled: false, delaySeconds: 0, coalesceSeconds: 0, sinks: [] },
+      ),
+    send_test_notification: async () => ({ sinks: (await dependencies.notifier?.sendTest()) ?? [] }),
 
     server_info: (_params, context) =>
       Promise.resolve({

@@ -6,7 +6,7 @@ import type { Duplex } from 'node:stream';
 import { resolve } from 'node:path';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { loadTokenizer } from '../conversation/index.js';
-import type { HookRunner } from '../hooks/index.js';
+import type { HookRunner, Notifier } from '../hooks/index.js';
 import { createDraftService, type DraftService, type DraftServiceOptions } from '../draft/index.js';
 import type { RunService } from '../harness/index.js';
 import { ChannelIdSchema, PROTOCOL_VERSION, RPC_PATH, type ServerFile } from '../protocol/index.js';
@@ -25,6 +25,7 @@ import {
   tokenMatches,
   writePrivateFile,
 } from './auth.js';
+import { wireAttention, webUiSink } from './attention.js';
 import { Dispatcher, type Logger } from './dispatcher.js';
 import { createHandlers } from './handlers.js';
 import { Connection, Hub } from './hub.js';
@@ -103,6 +104,12 @@ export interface ServerOptions {
   log?: Logger;
   /** People's hooks (the CLI loads them from the user's file and parley.config.json): every turn of every session runs them. */
   hooks?: HookRunner;
+  /**
+   * Where notifications of what waits for a person go (src/cli/notifications-wiring.ts makes it
+   * from the config files). The server adds its web UI as a sink, sets the links' address once it
+   * listens (unless one is configured), and closes it in `close()`.
+   */
+  notifier?: Notifier;
 }
 
 /** What a run service factory gets from the server it serves in. */
@@ -240,11 +247,18 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       connectionOf: (id) => byId.get(id),
       runFollowers,
       ...(runService ? { runService } : {}),
+      ...(options.notifier ? { notifier: options.notifier } : {}),
     }),
     log,
   );
 
   const unsubscribers = wireNotifications(manager, drafts, hub);
+  const notifier = options.notifier;
+  if (notifier) {
+    notifier.addSecret(token);
+    notifier.addSink(webUiSink(hub));
+    unsubscribers.push(...wireAttention({ notifier, drafts, manager, hub, ...(runService ? { runService } : {}) }));
+  }
   if (runService) unsubscribers.push(...forwardRunEvents(runService, runFollowers));
   // Other servers on the same store: their appends reach this server's followers as its own do.
   const stopFollowing = manager.followStoreChanges({
@@ -379,6 +393,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const displayHost = host.includes(':') ? `[${host}]` : host;
   const wsUrl = `ws://${displayHost}:${port}${RPC_PATH}`;
   const url = `http://${displayHost}:${port}/?token=${token}`;
+  notifier?.setWebUrl(`http://${displayHost}:${port}/`);
   const serverFile = resolve(dataDir, 'server.json');
   if (options.writeServerFile !== false) {
     const content: ServerFile = {
@@ -410,6 +425,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
           ?.close()
           .catch((error: unknown) => log('error', 'Closing the run service failed', { error: String(error) }));
       for (const off of unsubscribers) off();
+      await notifier?.close();
       // The last notifications may still be held for this turn: they go out before the sockets close.
       hub.flush();
       for (const connection of hub.all()) connection.socket.close(1001, 'server shutting down');

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { MAIN_CONVERSATION, type UnsequencedEvent } from '../conversation/index.js';
-import type { ToolDefinition, ToolOutput } from '../backends/index.js';
+import type { NativeToolHooks, ToolDefinition, ToolOutput } from '../backends/index.js';
 import {
   describeFailure,
   type HookEventName,
@@ -88,6 +88,47 @@ export class TurnHooks {
         ]);
       },
     }));
+  }
+
+  /**
+   * `PreToolUse` and `PostToolUse` for the back end's own tools (`ExecuteRequest.toolHooks`): the
+   * same input as around Parley's tools, a refusal reported as a system block. Undefined when no
+   * tool hook is configured, so a back end asks nothing per call.
+   */
+  nativeToolHooks(): NativeToolHooks | undefined {
+    if (!this.runner.has('PreToolUse') && !this.runner.has('PostToolUse')) return undefined;
+    return {
+      beforeTool: async ({ toolName, toolInput, toolUseId }, signal) => {
+        const before = await this.run(
+          'PreToolUse',
+          { tool_name: toolName, tool_input: toolInput, tool_use_id: toolUseId },
+          { matchValue: toolName, ...(signal ? { signal } : {}) },
+        );
+        if (before.blocked) {
+          this.notices.push(
+            hookNotice('info', `A PreToolUse hook refused ${toolName}: ${before.blocked.reason}`, {
+              hook: 'PreToolUse',
+              source: before.blocked.source,
+              tool: toolName,
+            }),
+          );
+          return { block: before.blocked.reason };
+        }
+        return before.context.length > 0 ? { context: before.context.join('\n\n') } : {};
+      },
+      afterTool: async ({ toolName, toolInput, toolUseId, response }, signal) => {
+        const after = await this.run(
+          'PostToolUse',
+          { tool_name: toolName, tool_input: toolInput, tool_use_id: toolUseId, tool_response: response },
+          { matchValue: toolName, ...(signal ? { signal } : {}) },
+        );
+        const feedback = [
+          ...(after.blocked ? [`A PostToolUse hook says: ${after.blocked.reason}`] : []),
+          ...after.context,
+        ];
+        return feedback.length > 0 ? { feedback: feedback.join('\n\n') } : {};
+      },
+    };
   }
 
   /**

@@ -88,11 +88,13 @@ export async function runTurn(
         ...(session.native?.transcriptPath ? { transcriptPath: session.native.transcriptPath } : {}),
       })
     : undefined;
+  const toolHooks = hooks?.nativeToolHooks();
   const request: ExecuteRequest = {
     sessionId,
     prompt: options.prompt,
     ...(options.signal ? { signal: options.signal } : {}),
     ...(options.tools ? { tools: hooks ? hooks.wrapTools(options.tools) : options.tools } : {}),
+    ...(toolHooks ? { toolHooks } : {}),
     ...(options.profile ? { profile: options.profile } : {}),
     ...(options.model ? { model: options.model } : {}),
     ...(options.cwd ? { cwd: options.cwd } : {}),

@@ -17,6 +17,7 @@ import {
 } from '../../src/draft/index.js';
 import { createSessionManager, type SessionManager } from '../../src/sessions/index.js';
 import { createFileStore, createMemoryStore, type SessionStore } from '../../src/store/index.js';
+import type { HookRunner } from '../../src/hooks/index.js';
 
 /** A temp project folder, removed by `cleanup`. */
 export async function tempProject(): Promise<{ root: string; dataDir: string; cleanup: () => Promise<void> }> {
@@ -76,6 +77,8 @@ export interface HarnessOptions {
   /** The workspace tools' approver (DraftServiceOptions.approver). */
   approver?: DraftServiceOptions['approver'];
   sandbox?: 'auto' | 'none';
+  /** People's hooks, run by the session manager (and the draft's workers). */
+  hooks?: HookRunner;
 }
 
 const open: Array<() => Promise<void>> = [];
@@ -89,7 +92,10 @@ export async function harness(options: HarnessOptions = {}): Promise<Harness> {
     project = created;
   }
   const store = options.store === 'file' ? await createFileStore({ dataDir: project.dataDir }) : createMemoryStore();
-  const manager = await createSessionManager({ store });
+  const manager = await createSessionManager({
+    store,
+    ...(options.hooks ? { hooks: options.hooks, projectRoot: project.root } : {}),
+  });
   const backends = new Map<string, AgentBackend>(Object.entries(options.backends ?? {}));
   if (!backends.has('default')) backends.set('default', createScriptedBackend({ idPrefix: 'default' }));
   const service = await createDraftService({

@@ -43,6 +43,8 @@ describe('the method table', () => {
       'answer_permission',
       'get_permissions',
       'set_permission_mode',
+      'get_notification_settings',
+      'send_test_notification',
       // moving a draft to another back end from any client
       'list_backends',
       // durable runs
@@ -80,6 +82,7 @@ describe('the method table', () => {
         'run_updated',
         'run_event',
         'run_prompt',
+        'attention_needed',
       ].sort(),
     );
   });

@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
-import type { McpServerConfig as SdkMcpServerConfig, Options, SettingSource } from '@anthropic-ai/claude-agent-sdk';
+import type {
+  HookCallbackMatcher,
+  HookEvent,
+  McpServerConfig as SdkMcpServerConfig,
+  Options,
+  SettingSource,
+} from '@anthropic-ai/claude-agent-sdk';
 import type { UnsequencedEvent } from '../../conversation/index.js';
 import type {
   AgentBackend,
@@ -9,6 +15,7 @@ import type {
   BackendDescription,
   ExecuteRequest,
   ModelInfo,
+  NativeToolHooks,
   ParsedTranscripts,
   RawTranscripts,
   Workspace,
@@ -326,12 +333,75 @@ export function createClaudeSdkBackend(options: ClaudeSdkBackendOptions = {}): A
       ...(allowedTools.length > 0 ? { allowedTools } : {}),
       ...(Object.keys(mcpServers).length > 0 ? { mcpServers } : {}),
       ...(systemPrompt !== undefined ? { systemPrompt } : {}),
+      ...(request.toolHooks ? { hooks: sdkToolHooks(request.toolHooks) } : {}),
       ...(request.maxTurns !== undefined ? { maxTurns: request.maxTurns } : {}),
       ...(request.outputSchema ? { outputFormat: { type: 'json_schema' as const, schema: request.outputSchema } } : {}),
       ...(options.pathToClaudeCodeExecutable ? { pathToClaudeCodeExecutable: options.pathToClaudeCodeExecutable } : {}),
       stderr: context.stderr,
     };
   }
+}
+
+/**
+ * Parley's `PreToolUse` and `PostToolUse` hooks as the SDK's own hook callbacks, so Claude Code asks
+ * Parley before each of its tools runs and a refusal stops the call. Parley's MCP tools are left
+ * out: their wrapped `execute` runs the hooks already, and each call runs them once.
+ */
+export function sdkToolHooks(hooks: NativeToolHooks): Partial<Record<HookEvent, HookCallbackMatcher[]>> {
+  const parleyTool = `mcp__${PARLEY_MCP_SERVER}__`;
+  return {
+    PreToolUse: [
+      {
+        hooks: [
+          async (input, toolUseId, { signal }) => {
+            if (input.hook_event_name !== 'PreToolUse' || input.tool_name.startsWith(parleyTool)) return {};
+            const decision = await hooks.beforeTool(
+              { toolName: input.tool_name, toolInput: input.tool_input, toolUseId: toolUseId ?? input.tool_use_id },
+              signal,
+            );
+            if (decision.block !== undefined)
+              return {
+                hookSpecificOutput: {
+                  hookEventName: 'PreToolUse',
+                  permissionDecision: 'deny',
+                  permissionDecisionReason: decision.block,
+                },
+              };
+            return decision.context
+              ? { hookSpecificOutput: { hookEventName: 'PreToolUse', additionalContext: decision.context } }
+              : {};
+          },
+        ],
+      },
+    ],
+    PostToolUse: [
+      {
+        hooks: [
+          async (input, toolUseId, { signal }) => {
+            if (input.hook_event_name !== 'PostToolUse' || input.tool_name.startsWith(parleyTool)) return {};
+            const response = input.tool_response;
+            const content = typeof response === 'string' ? response : JSON.stringify(response ?? null);
+            const isError =
+              typeof response === 'object' &&
+              response !== null &&
+              (response as { is_error?: unknown }).is_error === true;
+            const result = await hooks.afterTool(
+              {
+                toolName: input.tool_name,
+                toolInput: input.tool_input,
+                toolUseId: toolUseId ?? input.tool_use_id,
+                response: { content, isError },
+              },
+              signal,
+            );
+            return result.feedback
+              ? { hookSpecificOutput: { hookEventName: 'PostToolUse', additionalContext: result.feedback } }
+              : {};
+          },
+        ],
+      },
+    ],
+  };
 }
 
 /** The CLI's environment. `env` replaces the child's environment in the SDK, so what it needs is passed explicitly. */

@@ -26,6 +26,7 @@ import {
   type CodexSdkLoader,
 } from './sdk-loader.js';
 import { inheritedEnv } from '../child-env.js';
+import { observeNativeTools } from '../native-tool-hooks.js';
 
 /** The registry name of the Codex back end. */
 export const CODEX_BACKEND_NAME = 'codex';
@@ -147,7 +148,7 @@ export function createCodexBackend(options: CodexBackendOptions = {}): AgentBack
     },
 
     execute(request): AgentTurn {
-      return { events: runTurn(request) };
+      return { events: observeNativeTools(runTurn(request), request.toolHooks, request.signal) };
     },
   };
   return backend;

@@ -24,6 +24,7 @@ import { GeminiCliNotInstalledError, locateGeminiCli } from './locate.js';
 import { GeminiCliStorage } from './storage.js';
 import { GeminiStreamMapper, parseStreamLine } from './stream-json.js';
 import { inheritedEnv } from '../child-env.js';
+import { observeNativeTools } from '../native-tool-hooks.js';
 
 /** The registry name of the Gemini CLI back end. */
 export const GEMINI_CLI_BACKEND_NAME = 'gemini-cli';
@@ -197,7 +198,7 @@ export function createGeminiCliBackend(options: GeminiCliOptions = {}): AgentBac
     writeSessionTranscripts: writeGeminiSession,
 
     execute(request): AgentTurn {
-      return { events: runTurn(request) };
+      return { events: observeNativeTools(runTurn(request), request.toolHooks, request.signal) };
     },
   };
   return backend;

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { loadProjectHooks } from '../hooks-wiring.js';
+import { loadProjectAutomation } from '../hooks-wiring.js';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
@@ -98,7 +98,9 @@ export function register(
         const { backendFor, summarize, notice, warnings } = await resolveServerBackends({ projectRoot, dataDir });
         if (notice) process.stderr.write(`parley: ${notice}\n`);
         for (const warning of warnings) process.stderr.write(`parley: ${warning}\n`);
-        const hooks = await loadProjectHooks(projectRoot, (line) => process.stderr.write(`parley: ${line}\n`));
+        const { hooks, notifier } = await loadProjectAutomation(projectRoot, (line) =>
+          process.stderr.write(`parley: ${line}\n`),
+        );
         const webRoot = options.webRoot !== undefined ? resolve(options.webRoot) : defaultWebRoot();
         let server: RunningServer;
         try {
@@ -116,6 +118,7 @@ export function register(
             backendFor,
             summarize,
             ...(hooks ? { hooks } : {}),
+            notifier,
             // Durable runs: unfinished runs are resumed before the server accepts connections.
             createRunService: serveRuns(runServiceFactory, (line) => process.stdout.write(`${line}\n`)),
           });

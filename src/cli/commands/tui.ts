@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { loadProjectHooks } from '../hooks-wiring.js';
+import { loadProjectAutomation } from '../hooks-wiring.js';
 import { appendFile, readFile, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { Command } from 'commander';
@@ -212,7 +212,7 @@ export class ServerHost {
       dataDir: this.dataDir,
     });
     for (const warning of warnings) void this.log('warn', warning);
-    const hooks = await loadProjectHooks(this.projectRoot, (line) => void this.log('warn', line));
+    const { hooks, notifier } = await loadProjectAutomation(this.projectRoot, (line) => void this.log('warn', line));
     const leaseTtlMs = draftLeaseFromEnvironment(MAX_LEASE_TTL_MS);
     const store = await this.openStore();
     const draftStore = await this.openDraftStore().catch(async (error: unknown) => {
@@ -231,6 +231,7 @@ export class ServerHost {
         backendFor,
         summarize,
         ...(hooks ? { hooks } : {}),
+        notifier,
         log: (level, message, fields) =>
           void this.log(level, `${message}${fields ? ` ${JSON.stringify(fields)}` : ''}`),
         createRunService: serveRuns(coreRunServiceFactory, (line) => void this.log('info', line)),

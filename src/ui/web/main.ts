@@ -8,6 +8,7 @@ import { Store } from './store.js';
 import { ApprovalDialog } from './views/approval-dialog.js';
 import { rpcUrlFor, tokenFromSearch, withoutToken } from './view-model.js';
 import { RunsView } from './views/runs-view.js';
+import { AttentionNotifications, browserAttentionEnvironment } from './attention.js';
 
 /** The browser entry (bundled into dist/web/app.js by scripts/build-web.mjs). */
 
@@ -58,6 +59,12 @@ function boot(): void {
   approvals.subscribe(() => dialog.update(approvals.getState()));
   approvals.start();
   void controller.start();
+  // What waits for the person: a system notification while this tab is hidden, and a link's fragment opened.
+  new AttentionNotifications({
+    client,
+    environment: browserAttentionEnvironment(),
+    openSession: (sessionId) => controller.select(sessionId),
+  }).start();
   // The first session opened should not pay for the start-up of the Markdown renderer and of the
   // draw code: both run once on a sample while the page is idle, unless a session is open already.
   warmUp([prepareMarkdown, ...REHEARSAL_STEPS], () => store.state.selectedId === undefined);

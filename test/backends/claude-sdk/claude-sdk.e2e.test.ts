@@ -303,6 +303,44 @@ describe.sequential('claude-sdk back end (real SDK and CLI, fake API)', () => {
       expect(await readFile(join(harness.cwd, 'created-by-agent.txt'), 'utf8')).toBe('');
     });
 
+    it("runs Parley's tool hooks through the SDK's own callbacks: once per call, and a refusal stops the call", async () => {
+      const { server, backend } = harness;
+      const calls: string[] = [];
+      const toolHooks: NonNullable<ExecuteRequest['toolHooks']> = {
+        beforeTool: async ({ toolName, toolInput, toolUseId }) => {
+          calls.push(`before ${toolName} ${toolUseId}`);
+          const command = (toolInput as { command?: string }).command ?? '';
+          return command.includes('refused') ? { block: 'Hooks say no to this file.' } : {};
+        },
+        afterTool: async ({ toolName, toolUseId, response }) => {
+          calls.push(`after ${toolName} ${toolUseId} ${response.isError}`);
+          return {};
+        },
+      };
+      const profile = { name: 'dev', instructions: 'Develop.', permissionMode: 'bypassPermissions' as const };
+      server.enqueue(
+        reply([toolUse('Bash', { command: 'touch refused.txt', description: 'create a file' }, 'toolu_refused')]),
+        reply('It was refused.'),
+      );
+      const refused = await collect(backend.execute(harness.request({ prompt: 'Create it', profile, toolHooks })));
+      checkEventStream(refused);
+      expect(calls).toEqual(['before Bash toolu_refused']);
+      await expect(readFile(join(harness.cwd, 'refused.txt'), 'utf8')).rejects.toThrow();
+      expect(JSON.stringify(lastToolResults(server.messageRequests().at(-1)!.body))).toContain(
+        'Hooks say no to this file.',
+      );
+
+      calls.length = 0;
+      server.enqueue(
+        reply([toolUse('Bash', { command: 'touch allowed.txt', description: 'create a file' }, 'toolu_allowed')]),
+        reply('Created it.'),
+      );
+      const allowed = await collect(backend.execute(harness.request({ prompt: 'Create it', profile, toolHooks })));
+      checkEventStream(allowed);
+      expect(calls).toEqual(['before Bash toolu_allowed', 'after Bash toolu_allowed false']);
+      expect(await readFile(join(harness.cwd, 'allowed.txt'), 'utf8')).toBe('');
+    });
+
     it('saves the transcript, and after the config dir is wiped and restored, resumes with the earlier history', async () => {
       const { server, backend, workspace } = harness;
       const nativeSessionId = randomUUID();
