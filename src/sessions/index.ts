@@ -26,3 +26,4 @@ export * from './import/index.js';
 export { DEFAULT_CHANGE_POLL_MS, type FollowStoreChangesOptions } from './store-changes.js';
 export * from './backend-move.js';
 export { parseForkPoint, type ForkSessionOptions } from './session-fork.js';
+export * from './file-snapshots/index.js';
