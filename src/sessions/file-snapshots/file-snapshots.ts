@@ -105,6 +105,8 @@ export class FileSnapshots implements FileRestorer {
   private readonly clock: () => number;
   private readonly maxAbandonedAgeMs: number;
   private ready: Promise<void> | undefined;
+  /** Whether the start finished a restore a crash cut short (what `recover` reports). */
+  private finishedAtStart = false;
   private tail: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly options: FileSnapshotsOptions) {
@@ -199,7 +201,11 @@ export class FileSnapshots implements FileRestorer {
 
   /** Finishes a restore a crash cut short (any other call does this first too); true when there was one. */
   recover(): Promise<boolean> {
-    return this.serial(() => this.finishInterruptedRestore());
+    return this.serial(async () => {
+      const finished = this.finishedAtStart;
+      this.finishedAtStart = false;
+      return (await this.finishInterruptedRestore()) || finished;
+    });
   }
 
   /**
@@ -345,7 +351,7 @@ export class FileSnapshots implements FileRestorer {
         .map((folder) => path.relative(this.git.workTree, path.resolve(folder)))
         .filter((relative) => relative !== '' && !relative.startsWith('..') && !path.isAbsolute(relative));
       await this.git.prepare(excluded);
-      await this.finishInterruptedRestore();
+      this.finishedAtStart = await this.finishInterruptedRestore();
     })();
     // A failed start (git missing) is tried again by the next call, not remembered forever.
     this.ready.catch(() => (this.ready = undefined));
