@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { IdSchema } from '../../store/index.js';
 import { FileRestoreConflictError, FileSnapshotError } from './errors.js';
 import { ShadowGit, type TreeChange } from './shadow-git.js';
-import { SnapshotLog, syncFolder, type FileSnapshot } from './snapshot-log.js';
+import { SnapshotLog, type FileSnapshot } from './snapshot-log.js';
 import { removeStaging, writeChanges } from './tree-writer.js';
 
 /** Snapshots off every active branch are pruned once older than this, by default: 14 days. */
@@ -77,8 +77,9 @@ const RestoreIntentSchema = z.object({
   sessionId: z.string(),
   seq: z.number().int(),
   turnId: z.string().optional(),
-  from: z.string(),
   to: z.string(),
+  /** The paths the restore changes: where staging files may be left. */
+  paths: z.array(z.string()),
 });
 type RestoreIntent = z.infer<typeof RestoreIntentSchema>;
 
@@ -168,6 +169,7 @@ export class FileSnapshots implements FileRestorer {
       const target = await this.snapshotAt(sessionId, seq);
       const entries = await this.log.all();
       const latest = entries[entries.length - 1]!;
+      // The tree as it is, compared with the latest snapshot (the user's changes) and with the point.
       const current = await this.git.snapshotTree();
       const [userChanged, changes] = await Promise.all([
         this.git.diff(latest.tree, current),
@@ -182,8 +184,8 @@ export class FileSnapshots implements FileRestorer {
           sessionId,
           seq,
           ...(target.turnId ? { turnId: target.turnId } : {}),
-          from: current,
           to: target.tree,
+          paths: changes.map((change) => change.path),
         });
         await this.apply(changes);
       }
@@ -249,6 +251,7 @@ export class FileSnapshots implements FileRestorer {
   /** Waits for the calls under way. */
   async close(): Promise<void> {
     await this.tail.catch(() => undefined);
+    this.git.close();
   }
 
   /** The snapshot current at `seq`: the newest on the path to it. */
@@ -298,17 +301,15 @@ export class FileSnapshots implements FileRestorer {
     return entry;
   }
 
+  /**
+   * Written whole and renamed into place before the first file changes. Not fsynced: what it guards
+   * against is a process killed mid-restore, and the files it guards are not fsynced either (as
+   * `git checkout` does not); a file written before the kill is in the page cache all the same.
+   */
   private async writeIntent(intent: RestoreIntent): Promise<void> {
     const temp = `${this.intentFile}.tmp`;
-    const handle = await fs.open(temp, 'w');
-    try {
-      await handle.writeFile(JSON.stringify(intent));
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
+    await fs.writeFile(temp, JSON.stringify(intent));
     await fs.rename(temp, this.intentFile);
-    await syncFolder(path.dirname(this.intentFile));
   }
 
   /** Rolls a cut-short restore forward to its point: the tree was checked, and the intent says where it goes. */
@@ -326,8 +327,7 @@ export class FileSnapshots implements FileRestorer {
       return false;
     }
     const intent = parsed.data;
-    if (await this.git.hasTree(intent.from))
-      await removeStaging(this.git.workTree, await this.git.diff(intent.from, intent.to));
+    await removeStaging(this.git.workTree, intent.paths);
     const current = await this.git.snapshotTree();
     await this.apply(await this.git.diff(current, intent.to));
     await this.record(intent.sessionId, intent.seq, intent.to, intent.turnId);

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { FileSnapshotError } from './errors.js';
+import { diffTrees, ObjectReader } from './object-reader.js';
 
 /** One line of `git diff-tree -r --raw`: how a path differs between two trees. */
 export interface TreeChange {
@@ -13,8 +14,6 @@ export interface TreeChange {
   blob: string;
 }
 
-const EMPTY_MODE = '000000';
-
 /**
  * The shadow repository: a git folder in the data folder whose work tree is the project. It never
  * touches the project's own `.git` (git skips any folder of that name in a work tree), and its own
@@ -23,6 +22,8 @@ const EMPTY_MODE = '000000';
  */
 export class ShadowGit {
   private readonly env: NodeJS.ProcessEnv;
+  /** Trees and files are read through one `git cat-file --batch`, not a process per read. */
+  private readonly objects: ObjectReader;
 
   constructor(
     readonly gitDir: string,
@@ -40,6 +41,7 @@ export class ShadowGit {
       GIT_TERMINAL_PROMPT: '0',
       LC_ALL: 'C',
     };
+    this.objects = new ObjectReader(this.env, workTree);
   }
 
   /** Makes the repository when it is missing; `excluded` are project paths never snapshotted (the data folder). */
@@ -77,34 +79,35 @@ export class ShadowGit {
 
   /** Stages the whole work tree (what .gitignore allows) and writes its tree: the snapshot's id. */
   async snapshotTree(): Promise<string> {
-    await this.run(['add', '--all', '--', '.']);
+    await this.stageAll();
     return (await this.run(['write-tree'])).toString('utf8').trim();
   }
 
-  /** How `to` differs from `from`, path by path (files only; renames as a deletion and an addition). */
-  async diff(from: string, to: string): Promise<TreeChange[]> {
-    if (from === to) return [];
-    const output = await this.run(['diff-tree', '-r', '-z', '--no-renames', '--no-commit-id', from, to]);
-    return parseRawDiff(output.toString('utf8'));
+  private async stageAll(): Promise<void> {
+    await this.run(['add', '--all', '--', '.']);
   }
 
-  /** The contents of `blobs`, read by one `git cat-file --batch`. */
+  /** How tree `to` differs from tree `from`, file by file. */
+  diff(from: string, to: string): Promise<TreeChange[]> {
+    return diffTrees(this.objects, from, to);
+  }
+
+  /** The contents of `blobs`. */
   async readBlobs(blobs: readonly string[]): Promise<Map<string, Buffer>> {
     const unique = [...new Set(blobs)];
+    const objects = await Promise.all(unique.map((blob) => this.objects.read(blob)));
     const contents = new Map<string, Buffer>();
-    if (unique.length === 0) return contents;
-    const output = await this.run(['cat-file', '--batch'], `${unique.join('\n')}\n`);
-    let offset = 0;
-    while (offset < output.length) {
-      const end = output.indexOf(0x0a, offset);
-      const [sha, type, size] = output.subarray(offset, end).toString('utf8').split(' ');
-      if (type !== 'blob' || size === undefined) throw failure(`git has no file content ${sha ?? ''}`);
-      const start = end + 1;
-      const length = Number(size);
-      contents.set(sha!, output.subarray(start, start + length));
-      offset = start + length + 1;
-    }
+    unique.forEach((blob, index) => {
+      const object = objects[index];
+      if (!object || object.type !== 'blob') throw failure(`the shadow repository has no file content ${blob}`);
+      contents.set(blob, object.content);
+    });
     return contents;
+  }
+
+  /** Ends the object reader. */
+  close(): void {
+    this.objects.close();
   }
 
   /** Whether `tree` is a tree this repository holds. */
@@ -163,19 +166,4 @@ export class ShadowGit {
 
 function failure(message: string): FileSnapshotError {
   return new FileSnapshotError('SNAPSHOT_FAILED', `File snapshot: ${message}.`);
-}
-
-/** Parses `diff-tree -z` raw output: `:<mode> <mode> <blob> <blob> <status>\0<path>\0` per change. */
-export function parseRawDiff(output: string): TreeChange[] {
-  const fields = output.split('\0');
-  const changes: TreeChange[] = [];
-  for (let index = 0; index + 1 < fields.length; index += 2) {
-    const header = fields[index]!;
-    if (!header.startsWith(':')) continue;
-    const [, mode, , blob, status] = header.slice(1).split(' ');
-    const kind = status?.[0];
-    if (kind !== 'A' && kind !== 'D' && kind !== 'M' && kind !== 'T') continue;
-    changes.push({ path: fields[index + 1]!, status: kind, mode: mode ?? EMPTY_MODE, blob: blob ?? '' });
-  }
-  return changes;
 }

@@ -55,8 +55,8 @@ export async function writeChanges(
 }
 
 /** Removes the staging files a restore cut short left beside `changes`' paths. */
-export async function removeStaging(root: string, changes: readonly TreeChange[]): Promise<void> {
-  for (const change of changes) await fs.rm(stagingName(path.join(root, change.path)), { force: true });
+export async function removeStaging(root: string, paths: readonly string[]): Promise<void> {
+  for (const projectPath of paths) await fs.rm(stagingName(path.join(root, projectPath)), { force: true });
 }
 
 async function removeEmptyFolders(root: string, folder: string): Promise<void> {
