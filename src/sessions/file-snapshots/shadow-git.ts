@@ -136,6 +136,8 @@ export class ShadowGit {
   /** Removes every object no ref (and not the index) reaches. */
   async collectGarbage(): Promise<void> {
     await this.run(['gc', '--prune=now', '--quiet']);
+    // The reader started before gc knows the old packs: the next read starts a fresh one.
+    this.objects.close();
   }
 
   /** Runs git in the shadow repository; rejects with its stderr when it fails. */
