@@ -3,7 +3,8 @@ import path from 'node:path';
 import { z } from 'zod';
 import { IdSchema } from '../../store/index.js';
 import { FileRestoreConflictError, FileSnapshotError } from './errors.js';
-import { ShadowGit, type TreeChange } from './shadow-git.js';
+import type { TreeChange } from './object-reader.js';
+import { ShadowGit } from './shadow-git.js';
 import { SnapshotLog, type FileSnapshot } from './snapshot-log.js';
 import { removeStaging, writeChanges } from './tree-writer.js';
 

@@ -1,5 +1,14 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import type { TreeChange } from './shadow-git.js';
+
+/** How a path differs between two trees. */
+export interface TreeChange {
+  path: string;
+  /** `A` added, `D` deleted, `M` modified, `T` its type changed (file, symlink). */
+  status: 'A' | 'D' | 'M' | 'T';
+  /** The mode and blob in the second tree (`000000` and zeros for a deletion). */
+  mode: string;
+  blob: string;
+}
 
 interface Pending {
   resolve: (object: { type: string; content: Buffer } | undefined) => void;

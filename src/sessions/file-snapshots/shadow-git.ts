@@ -2,17 +2,7 @@ import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { FileSnapshotError } from './errors.js';
-import { diffTrees, ObjectReader } from './object-reader.js';
-
-/** One line of `git diff-tree -r --raw`: how a path differs between two trees. */
-export interface TreeChange {
-  path: string;
-  /** `A` added, `D` deleted, `M` modified, `T` its type changed (file, symlink). */
-  status: 'A' | 'D' | 'M' | 'T';
-  /** The mode and blob in the second tree (`000000` and zeros for a deletion). */
-  mode: string;
-  blob: string;
-}
+import { diffTrees, ObjectReader, type TreeChange } from './object-reader.js';
 
 /**
  * The shadow repository: a git folder in the data folder whose work tree is the project. It never

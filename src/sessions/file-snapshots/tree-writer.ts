@@ -1,6 +1,6 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import type { TreeChange } from './shadow-git.js';
+import type { TreeChange } from './object-reader.js';
 
 /** The name a file is written under before it is renamed over its path, beside it (same folder, same disk). */
 export function stagingName(projectPath: string): string {
