@@ -27,3 +27,4 @@ export { DEFAULT_CHANGE_POLL_MS, type FollowStoreChangesOptions } from './store-
 export * from './backend-move.js';
 export { parseForkPoint, type ForkSessionOptions } from './session-fork.js';
 export { hookNotice, TurnHooks } from './turn-hooks.js';
+export * from './file-snapshots/index.js';

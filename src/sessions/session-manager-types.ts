@@ -14,6 +14,7 @@ import type { CompactionSettings } from './compaction-controller.js';
 import type { ContextOptions } from './context-builder.js';
 import type { AgentTypeSettings } from './session-requests.js';
 import type { Summarizer } from './summarizer.js';
+import type { SnapshotHistory } from './file-snapshots/index.js';
 
 /** What changed in a `session:updated` event. */
 export type SessionUpdateAction =
@@ -98,6 +99,24 @@ export interface SessionManagerOptions {
    * PreCompact, PostCompact). None when absent.
    */
   hooks?: HookRunner;
+  /**
+   * Snapshot the project's working tree (`projectRoot`) before and after each turn that may change
+   * files (a native back end, or a turn given tools), into a shadow git repository, so a rewind can
+   * put the files back (`manager.fileSnapshots.restore`). Off when absent.
+   */
+  fileSnapshots?: FileSnapshotSettings;
+}
+
+/** Where file snapshots live and how long those of abandoned branches are kept. */
+export interface FileSnapshotSettings {
+  /** The shadow repository and the snapshot list (default: `<dataDir>/file-snapshots`; needed when a `store` is given instead). */
+  folder?: string;
+  /** Snapshots on no active branch are pruned once older than this many milliseconds (default 14 days). */
+  maxAbandonedAgeMs?: number;
+  /** Which seqs lead to a point and which are on an active branch (default: a history without branches). */
+  history?: SnapshotHistory;
+  /** Project folders never snapshotted besides what .gitignore says (the data folder is always left out). */
+  exclude?: readonly string[];
 }
 
 /** The zod schema of `CreateSessionOptions`. */

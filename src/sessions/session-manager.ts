@@ -1,3 +1,4 @@
+import path from 'node:path';
 import {
   blockToMessage,
   estimateTokens,
@@ -55,6 +56,7 @@ import { planFork, type ForkSessionOptions } from './session-fork.js';
 import { SessionWriter } from './session-writer.js';
 import { catchUp, StoreChangeFollower, type FollowStoreChangesOptions } from './store-changes.js';
 import { TypedEmitter } from './typed-emitter.js';
+import { FileSnapshots, linearHistory } from './file-snapshots/index.js';
 
 /**
  * Owns sessions: creates and finds them, appends messages and events, builds each request under the token budget,
@@ -66,6 +68,8 @@ export class SessionManager {
   readonly projectRoot: string | undefined;
   /** The hooks every turn runs (none when undefined). */
   readonly hooks: HookRunner | undefined;
+  /** The project's file snapshots, taken around each turn that may change files (none when off). */
+  readonly fileSnapshots: FileSnapshots | undefined;
   protected readonly summarize: Summarizer | undefined;
   protected readonly clock: () => number;
   protected readonly countTokens: (text: string) => number;
@@ -98,6 +102,7 @@ export class SessionManager {
     this.compactionThreshold = options.compactionThreshold ?? DEFAULT_COMPACTION_THRESHOLD;
     this.projectRoot = options.projectRoot;
     this.hooks = options.hooks;
+    this.fileSnapshots = options.fileSnapshots ? openFileSnapshots(this, options) : undefined;
     this.summarize = options.summarize;
     this.clock = options.clock ?? Date.now;
     this.countTokens = options.countTokens ?? estimateTokens;
@@ -493,6 +498,7 @@ export class SessionManager {
     // Running compactions are cancelled first (nothing changes for them) while the manager can still write.
     await this.requests.close();
     await this.follower?.stop();
+    await this.fileSnapshots?.close();
     this.closed = true;
     // Queued writes finish, and records waiting out their interval are written now.
     await this.writer.close();
@@ -551,4 +557,24 @@ export class SessionManager {
         { fault: 'user' },
       );
   }
+}
+
+/** The manager's file snapshots, from its options: the project, a folder in the data folder, the history. */
+function openFileSnapshots(manager: SessionManager, options: SessionManagerOptions): FileSnapshots {
+  const settings = options.fileSnapshots!;
+  const folder = settings.folder ?? (options.dataDir ? path.join(options.dataDir, 'file-snapshots') : undefined);
+  if (!options.projectRoot || !folder)
+    throw new SessionError(
+      'INVALID_INPUT',
+      'fileSnapshots needs `projectRoot` (the working tree to snapshot) and a folder for the snapshots: `dataDir`, or `fileSnapshots.folder` when a `store` is given.',
+      { fault: 'user' },
+    );
+  return new FileSnapshots({
+    projectRoot: options.projectRoot,
+    folder,
+    history: settings.history ?? linearHistory(manager),
+    exclude: [...(options.dataDir ? [options.dataDir] : []), ...(settings.exclude ?? [])],
+    ...(settings.maxAbandonedAgeMs !== undefined ? { maxAbandonedAgeMs: settings.maxAbandonedAgeMs } : {}),
+    ...(options.clock ? { clock: options.clock } : {}),
+  });
 }

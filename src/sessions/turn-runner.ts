@@ -154,14 +154,25 @@ export async function runTurn(
       estimatedInputTokens = built.totalTokens;
     }
     request.prompt = promptWithContext(request.prompt, hookContext);
+    const snapshots =
+      manager.fileSnapshots && mayChangeFiles(description.continuity, options) ? manager.fileSnapshots : undefined;
+    let turnId: string | undefined;
     if (!options.userMessageStored) {
-      await manager.addMessage(sessionId, {
+      const message = await manager.addMessage(sessionId, {
         role: 'user',
         content: options.prompt,
         metadata: { [TURN_MARKER]: true },
         ...(options.pinned ? { pinned: true } : {}),
       });
+      turnId = message.id;
+      // Taken once the prompt is durable and before the back end can touch a file: the tree the turn started from.
+      if (snapshots)
+        await takeSnapshot(manager, snapshots, sessionId, { seq: message.seq, phase: 'before_turn', turnId });
     }
+    const afterTurn = snapshots
+      ? (seq: number) =>
+          takeSnapshot(manager, snapshots, sessionId, { seq, phase: 'after_turn', ...(turnId ? { turnId } : {}) })
+      : undefined;
 
     const turn = inAgentTrace(agentTrace, () => options.backend.execute(request));
     const guard = new TurnIdGuard(await manager.loadConversation(sessionId), randomUUID().slice(0, 8));
@@ -173,6 +184,7 @@ export async function runTurn(
       estimatedInputTokens,
       guard,
       agentTrace,
+      afterTurn,
     );
     return turn.inject ? { events, inject: (message) => turn.inject!(message) } : { events };
   } catch (error) {
@@ -247,6 +259,7 @@ async function* streamIntoLog(
   estimatedInputTokens: number | undefined,
   guard: TurnIdGuard,
   agentTrace: AgentTrace | undefined,
+  afterTurn: ((seq: number) => Promise<void>) | undefined,
 ): AsyncIterable<StreamEvent> {
   let nativeSessionId: string | undefined;
   const inFlight: Array<Promise<StreamEvent[]>> = [];
@@ -289,6 +302,8 @@ async function* streamIntoLog(
         }
       }
       const [stored] = await inFlight.shift()!;
+      // The files as the turn left them, recorded before anyone hears that it ended (a rewind may follow at once).
+      if (afterTurn && closesTurn(stored!)) await afterTurn(stored!.seq);
       yield stored!;
     }
   } catch (error) {
@@ -324,6 +339,7 @@ async function* streamIntoLog(
         at: now,
       },
     ]);
+    if (afterTurn) await afterTurn(stored[stored.length - 1]!.seq);
     yield* stored;
   } finally {
     // The consumer stopped early: the back end stops too (what `for await` would do).
@@ -428,6 +444,58 @@ export function interruptedTurnRepairs(
     });
   }
   return repairs;
+}
+
+/**
+ * Whether a turn may change the project's files: a native back end brings tools of its own, and a
+ * managed one can only through the tools it is given.
+ */
+function mayChangeFiles(continuity: 'native' | 'managed', options: RunTurnOptions): boolean {
+  return continuity === 'native' || (options.tools?.length ?? 0) > 0;
+}
+
+function closesTurn(event: StreamEvent): boolean {
+  return (
+    event.type === 'metadata_update' &&
+    event.conversationId === MAIN_CONVERSATION &&
+    event.metadata.turnComplete === true
+  );
+}
+
+/**
+ * Takes a file snapshot; one that fails (git missing, a full disk) never fails the turn: it becomes
+ * an error block in the session saying the files of this point cannot be restored.
+ */
+async function takeSnapshot(
+  manager: SessionManager,
+  snapshots: NonNullable<SessionManager['fileSnapshots']>,
+  sessionId: string,
+  point: { seq: number; phase: 'before_turn' | 'after_turn'; turnId?: string },
+): Promise<void> {
+  try {
+    await snapshots.take(sessionId, point);
+  } catch (error) {
+    const now = Date.now();
+    await manager
+      .appendEvents(sessionId, [
+        {
+          type: 'block_complete',
+          conversationId: MAIN_CONVERSATION,
+          block: {
+            id: randomUUID(),
+            type: 'system',
+            subtype: 'error',
+            content:
+              `Parley could not snapshot the project's files ${point.phase === 'before_turn' ? 'before' : 'after'} this turn, ` +
+              `so they cannot be restored to this point: ${error instanceof Error ? error.message : String(error)}`,
+            data: { fileSnapshot: point.phase },
+            createdAt: now,
+          },
+          at: now,
+        },
+      ])
+      .catch(() => undefined);
+  }
 }
 
 /** Whether anything was said yet: user or assistant messages. */
