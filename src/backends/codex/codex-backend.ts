@@ -16,7 +16,8 @@ import { describeFailure, tail, type BackendFailure } from '../failures.js';
 import { computeCost, KNOWN_MODELS, lookupModel } from '../pricing.js';
 import { counterIds, TurnEvents } from '../turn-events.js';
 import { CodexEventMapper, toUsage, turnUsage, type CodexTotals } from './event-mapper.js';
-import { findRollout, readRolloutTotals } from './rollouts.js';
+import { findRollout, readRollout, readRolloutTotals, rememberRollout, writeRollout } from './rollouts.js';
+import { writeCodexRollout } from '../transcripts/index.js';
 import {
   cachedCodexLoader,
   CODEX_INSTALL_COMMAND,
@@ -83,6 +84,19 @@ export function createCodexBackend(options: CodexBackendOptions = {}): AgentBack
   const endpoint = options.baseUrl ?? 'https://api.openai.com/v1';
   // Running totals of threads this process has run, so a resumed turn's own usage is known without reading the rollout.
   const totals = new Map<string, CodexTotals>();
+  // Threads whose rollout path is noted (see `rememberRollout`), so a turn notes it at most once per process.
+  const noted = new Set<string>();
+  const note = async (threadId: string, path: string | undefined): Promise<void> => {
+    if (noted.has(threadId)) return;
+    const found = path ?? (await findRollout(codexHome, threadId));
+    if (!found) return;
+    try {
+      await rememberRollout(codexHome, threadId, found);
+      noted.add(threadId);
+    } catch {
+      // Only a rewrite after the rollout is deleted needs the note; the turn does not.
+    }
+  };
 
   function codexOptions(): CodexOptions {
     const env: Record<string, string> = inheritedEnv();
@@ -149,6 +163,19 @@ export function createCodexBackend(options: CodexBackendOptions = {}): AgentBack
     execute(request): AgentTurn {
       return { events: runTurn(request) };
     },
+
+    writeSessionTranscripts: writeCodexRollout,
+
+    async setupSessionTranscripts(nativeSessionId, transcripts) {
+      await writeRollout(codexHome, nativeSessionId, transcripts.main);
+      // A rewritten thread starts its running total again: the cached one would be subtracted from it.
+      totals.delete(nativeSessionId);
+    },
+
+    async readSessionTranscripts(nativeSessionId) {
+      const main = await readRollout(codexHome, nativeSessionId);
+      return main === undefined ? undefined : { main };
+    },
   };
   return backend;
 
@@ -195,7 +222,8 @@ export function createCodexBackend(options: CodexBackendOptions = {}): AgentBack
       return;
     }
 
-    let threadId = request.nativeSessionId;
+    // A new session's id is Parley's; Codex names its threads itself, and the metadata reports that name.
+    let threadId = request.isNewSession === true ? undefined : request.nativeSessionId;
     let before: CodexTotals | undefined;
     let context: string | undefined =
       request.systemPrompt ?? (request.profile ? renderAgentsMd(request.profile) : undefined);
@@ -204,6 +232,7 @@ export function createCodexBackend(options: CodexBackendOptions = {}): AgentBack
       if (rollout) {
         before = totals.get(threadId) ?? (await readRolloutTotals(rollout));
         context = undefined;
+        await note(threadId, rollout);
       } else if (request.systemPrompt) {
         yield* events.system(
           'info',
@@ -274,6 +303,7 @@ export function createCodexBackend(options: CodexBackendOptions = {}): AgentBack
 
     const resolvedThread = mapper.threadId ?? thread.id ?? threadId;
     const metadata: TurnMetadata = resolvedThread ? { nativeSessionId: resolvedThread } : {};
+    if (resolvedThread) await note(resolvedThread, undefined);
     if (mapper.reportedUsage) {
       const reported: CodexTotals = {
         input_tokens: mapper.reportedUsage.input_tokens,
@@ -318,6 +348,14 @@ export function describeCodexFailure(
   const status = /\b(4\d\d|5\d\d)\b/.exec(text)?.[1];
   const detail = tail(processText || (reported ?? ''), 1500);
   const base = { backend, ...(status ? { status: Number(status) } : {}), ...(detail ? { detail } : {}) };
+  if (/thread\/resume failed|failed to resolve rollout path|no rollout found/i.test(text))
+    return {
+      ...base,
+      code: 'NATIVE_RESUME_FAILED',
+      message: `Codex could not resume its thread: ${firstLine(processText || (reported ?? ''))}.`,
+      advice: 'Parley will continue from its own log; nothing of the session is lost.',
+      retryable: false,
+    };
   if (/\b429\b|rate.?limit|too many requests|quota/i.test(text))
     return {
       ...base,
@@ -364,7 +402,10 @@ function cleanProcessError(text: string): string {
   return text
     .replace(/^Codex Exec exited with (code \d+|signal \w+): /, '')
     .split('\n')
-    .filter((line) => !/^(WARNING: proceeding|Reading additional input from stdin)/.test(line.trim()))
+    .filter(
+      (line) =>
+        !/^(WARNING: proceeding|Reading additional input from stdin|Reading prompt from stdin)/.test(line.trim()),
+    )
     .join('\n')
     .trim();
 }

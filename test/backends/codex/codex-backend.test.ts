@@ -148,6 +148,13 @@ describe('codex usage and failures', () => {
     expect(failure('unexpected status 401 Unauthorized: invalid api key')).toBe('AUTHENTICATION_FAILED');
     expect(failure('exceeded retry limit, last status: 500 Internal Server Error')).toBe('SERVER_ERROR');
     expect(failure('Rate limit reached')).toBe('RATE_LIMITED');
+    // A thread Codex's state database points at a deleted file: the fallback ladder takes it from here.
+    expect(
+      failure(
+        undefined,
+        new Error('Codex Exec exited with code 1: Error: thread/resume failed: failed to resolve rollout path `/x`'),
+      ),
+    ).toBe('NATIVE_RESUME_FAILED');
     expect(failure(undefined, new Error('Codex Exec exited with code 1: spawn ENOENT'))).toBe('PROCESS_FAILED');
   });
 });
