@@ -16,6 +16,7 @@ import { describeFailure, tail, type BackendFailure } from '../failures.js';
 import { computeCost, KNOWN_MODELS, lookupModel } from '../pricing.js';
 import { counterIds, TurnEvents } from '../turn-events.js';
 import { CodexEventMapper, toUsage, turnUsage, type CodexTotals } from './event-mapper.js';
+import { recentPatches } from './file-diffs.js';
 import { findRollout, readRollout, readRolloutTotals, rememberRollout, writeRollout } from './rollouts.js';
 import { writeCodexRollout } from '../transcripts/index.js';
 import {
@@ -225,11 +226,13 @@ export function createCodexBackend(options: CodexBackendOptions = {}): AgentBack
     // A new session's id is Parley's; Codex names its threads itself, and the metadata reports that name.
     let threadId = request.isNewSession === true ? undefined : request.nativeSessionId;
     let before: CodexTotals | undefined;
+    let rolloutPath: string | undefined;
     let context: string | undefined =
       request.systemPrompt ?? (request.profile ? renderAgentsMd(request.profile) : undefined);
     if (threadId) {
       const rollout = await findRollout(codexHome, threadId);
       if (rollout) {
+        rolloutPath = rollout;
         before = totals.get(threadId) ?? (await readRolloutTotals(rollout));
         context = undefined;
         await note(threadId, rollout);
@@ -279,6 +282,8 @@ export function createCodexBackend(options: CodexBackendOptions = {}): AgentBack
     const cwd = resolve(request.cwd ?? process.cwd());
     const mapper = new CodexEventMapper(events, {
       model,
+      cwd,
+      patches: () => (rolloutPath ? recentPatches(rolloutPath) : []),
       readFile: (path) => {
         try {
           return readFileSync(resolve(cwd, path), 'utf8');
@@ -295,7 +300,12 @@ export function createCodexBackend(options: CodexBackendOptions = {}): AgentBack
         ...(request.signal ? { signal: request.signal } : {}),
         ...(request.outputSchema ? { outputSchema: request.outputSchema } : {}),
       });
-      for await (const event of streamed.events as AsyncGenerator<ThreadEvent>) yield* mapper.map(event);
+      for await (const event of streamed.events as AsyncGenerator<ThreadEvent>) {
+        // A file change's diff comes from the patch in the rollout; a new thread's rollout is found at its first.
+        if (event.type === 'item.completed' && event.item.type === 'file_change' && !rolloutPath && mapper.threadId)
+          rolloutPath = await findRollout(codexHome, mapper.threadId);
+        yield* mapper.map(event);
+      }
     } catch (error) {
       processError = error;
     }
