@@ -191,10 +191,13 @@ export class CodexEventMapper {
     const text = (item.result?.content ?? [])
       .flatMap((part) => (part.type === 'text' && typeof part.text === 'string' ? [part.text] : []))
       .join('\n');
+    // The CLI sends `null` for an absent error or structured content, which the SDK's types leave out.
+    const error = item.error ?? undefined;
+    const structured = item.result?.structured_content ?? undefined;
     yield* this.events.finishToolUse(block, {
-      content: item.error ? item.error.message : text,
-      isError: item.status === 'failed' || item.error !== undefined,
-      ...(item.result?.structured_content !== undefined ? { output: item.result.structured_content } : {}),
+      content: error ? error.message : text,
+      isError: item.status === 'failed' || error !== undefined,
+      ...(structured !== undefined ? { output: structured } : {}),
     });
   }
 

@@ -165,6 +165,44 @@ describe.skipIf(skip).sequential('codex back end (real CLI)', () => {
     expect(assistantText(events)).toBe('Patched.');
   }, 60_000);
 
+  it('serves Parley’s tools to Codex over MCP: the call runs in Parley, approved in advance, and is shown as a tool call', async () => {
+    const calls: unknown[] = [];
+    const draftWorker = {
+      name: 'draft_worker',
+      description: 'Drafts a worker agent for a task.',
+      inputSchema: { type: 'object', properties: { task: { type: 'string' } }, required: ['task'] },
+      execute: (input: unknown) => {
+        calls.push(input);
+        return Promise.resolve({ content: 'Worker w-1 drafted.', data: { workerId: 'w-1' } });
+      },
+    };
+    // Codex serves an MCP server's tools in the namespace mcp__<server>.
+    server.enqueue(
+      { functionCalls: [{ name: 'draft_worker', namespace: 'mcp__parley', arguments: { task: 'Count the files' } }] },
+      { text: 'A worker is on it.' },
+    );
+    const events = await collect(
+      backend().execute({ sessionId: 'codex-6', prompt: 'Delegate', cwd: workspace, tools: [draftWorker] }),
+    );
+    checkEventStream(events);
+    expect(calls).toEqual([{ task: 'Count the files' }]);
+    const blocks = mainBlocks(events);
+    expect(blocks.find((block) => block.type === 'tool_use')).toMatchObject({
+      name: 'mcp__parley__draft_worker',
+      input: { task: 'Count the files' },
+      status: 'success',
+    });
+    expect(blocks.find((block) => block.type === 'tool_result')).toMatchObject({
+      content: 'Worker w-1 drafted.',
+      isError: false,
+    });
+    expect(inputTexts(server.responseRequests().at(-1)?.body).join('\n')).toContain('Worker w-1 drafted.');
+    // Only the role's tools were offered.
+    const offered = JSON.stringify(server.responseRequests().at(-2)?.body?.['tools']);
+    expect(offered).toContain('"name":"mcp__parley"');
+    expect(assistantText(events)).toBe('A worker is on it.');
+  }, 60_000);
+
   it('reports a 429 as a rate-limit error block that says what to do', async () => {
     server.enqueue({ type: 'error', status: 429, message: 'Rate limit reached for gpt-5-codex.' });
     const events = await collect(backend().execute({ sessionId: 'codex-3', prompt: 'Hello?', cwd: workspace }));
