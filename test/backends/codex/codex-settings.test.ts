@@ -6,14 +6,18 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { ThreadOptions } from '@openai/codex-sdk';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import {
+  BackendNotConfiguredError,
   codexMcpServersOf,
   codexPolicyOf,
+  configuredBackends,
+  createBackend,
   createCodexBackend,
+  resolveBackendConfig,
   startCodexMcpBridge,
   type ToolDefinition,
 } from '../../../src/backends/index.js';
@@ -124,6 +128,47 @@ describe('codex turn settings', () => {
     } finally {
       await bridge.close();
     }
+  });
+
+  it('reads codex’s base URL and key variable from parley.config.json, apart from OPENAI_BASE_URL, and names the variable when the key is missing', async () => {
+    const project = await mkdtemp(join(tmpdir(), 'parley-codex-config-'));
+    onTestFinished(() => rm(project, { recursive: true, force: true }));
+    await writeFile(
+      join(project, 'parley.config.json'),
+      JSON.stringify({
+        backends: {
+          codex: { baseUrl: 'http://127.0.0.1:7/v1', apiKeyEnv: 'MY_CODEX_KEY', codexHome: join(project, 'home') },
+        },
+      }),
+    );
+    const config = await resolveBackendConfig({
+      env: { MY_CODEX_KEY: 'secret', OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1' },
+      projectDir: project,
+    });
+    expect(config.settings['codex']).toMatchObject({
+      baseUrl: 'http://127.0.0.1:7/v1',
+      apiKey: 'secret',
+      apiKeyVariable: 'MY_CODEX_KEY',
+    });
+    expect(createBackend('codex', config).describe().summary).toContain('http://127.0.0.1:7/v1');
+
+    const bare = await resolveBackendConfig({ env: {}, projectDir: join(project, 'elsewhere') });
+    let refused: unknown;
+    try {
+      configuredBackends(bare)('codex');
+    } catch (error) {
+      refused = error;
+    }
+    expect(refused).toMatchObject({
+      code: 'BACKEND_NOT_CONFIGURED',
+      data: { backend: 'codex', variable: 'CODEX_API_KEY' },
+    });
+    expect((refused as Error).message).toContain('CODEX_API_KEY');
+    // Without the package, that is what the refusal says, not a key that is already set.
+    const notInstalled = new BackendNotConfiguredError('codex', undefined, 'install it with: npm install …');
+    expect(notInstalled.message).toBe(
+      'The codex back end is not configured here: it is not installed (install it with: npm install …), or choose another back end (`parley backends` lists them).',
+    );
   });
 
   it('names OpenAI as the provider of codex turns in traces', () => {
