@@ -14,6 +14,7 @@ import {
   BackendNotConfiguredError,
   codexMcpServersOf,
   codexPolicyOf,
+  codexResolvable,
   configuredBackends,
   createBackend,
   createCodexBackend,
@@ -22,6 +23,7 @@ import {
   type ToolDefinition,
 } from '../../../src/backends/index.js';
 import { providerNameOf } from '../../../src/telemetry/index.js';
+import { listBackends } from '../../../src/draft/backend-list.js';
 import { collect } from '../conformance.js';
 
 const echo: ToolDefinition = {
@@ -169,6 +171,20 @@ describe('codex turn settings', () => {
     expect(notInstalled.message).toBe(
       'The codex back end is not configured here: it is not installed (install it with: npm install …), or choose another back end (`parley backends` lists them).',
     );
+  });
+
+  it('is offered by list_backends, the list both UIs’ back-end pickers show, like any other back end', async () => {
+    const project = await mkdtemp(join(tmpdir(), 'parley-codex-list-'));
+    onTestFinished(() => rm(project, { recursive: true, force: true }));
+    const withKey = await resolveBackendConfig({ env: { CODEX_API_KEY: 'key' }, projectDir: project });
+    const listed = listBackends(configuredBackends(withKey)).find((entry) => entry.name === 'codex');
+    if (codexResolvable()) expect(listed).toMatchObject({ available: true, continuity: 'native' });
+    else expect(listed).toMatchObject({ available: false, reason: expect.stringContaining('not installed') as string });
+    const withoutKey = await resolveBackendConfig({ env: {}, projectDir: project });
+    expect(listBackends(configuredBackends(withoutKey)).find((entry) => entry.name === 'codex')).toMatchObject({
+      available: false,
+      reason: expect.stringContaining('CODEX_API_KEY') as string,
+    });
   });
 
   it('names OpenAI as the provider of codex turns in traces', () => {
