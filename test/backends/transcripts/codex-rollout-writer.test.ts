@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createCodexBackend,
   findRollout,
+  parseCodexRollout,
   writeCodexRollout,
   type PortableHistory,
 } from '../../../src/backends/index.js';
@@ -92,6 +93,23 @@ describe('the Codex rollout writer', () => {
     // What the checkpoint covers comes before it; what followed, after.
     const after = records.slice(compacted + 1).filter((record) => record.type === 'response_item');
     expect(after.map((record) => JSON.stringify(record.payload))).toEqual([expect.stringContaining('Thanks.')]);
+  });
+});
+
+describe('Parley reads back the rollouts it writes', () => {
+  it('parseCodexRollout of a written rollout gives the same user messages, answers and shell call', () => {
+    const written = writeCodexRollout(
+      { source: 'claude-code', blocks: blocks() },
+      { nativeSessionId: THREAD, cwd: CWD, now: at(0) },
+    );
+    const parsed = parseCodexRollout(written.main);
+    expect(parsed.warnings).toEqual([]);
+    const of = (type: string) =>
+      parsed.blocks.flatMap((block) => (block.type === type && 'content' in block ? [String(block.content)] : []));
+    expect(of('user_message')).toEqual(['List the files.', 'Thanks.']);
+    expect(of('assistant_text')).toContain('One file, in /work.');
+    const call = parsed.blocks.find((block) => block.type === 'tool_use');
+    expect(JSON.stringify(call)).toContain('ls; exit 3');
   });
 });
 
