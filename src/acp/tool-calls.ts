@@ -57,6 +57,7 @@ const KIND_BY_TOOL: Record<string, ToolKind> = {
   Agent: 'think',
   TodoWrite: 'think',
   write_todos: 'think',
+  update_plan: 'think',
   ExitPlanMode: 'switch_mode',
 };
 
@@ -193,10 +194,10 @@ export function subagentEndOf(block: SubagentBlock, answer: string): ToolCallUpd
   };
 }
 
-const PLAN_TOOLS = new Set(['TodoWrite', 'write_todos']);
+const PLAN_TOOLS = new Set(['TodoWrite', 'write_todos', 'update_plan']);
 
 /**
- * The plan a to-do tool sets (Claude Code's `TodoWrite`, the Gemini CLI's `write_todos`: the whole
+ * The plan a to-do tool sets (Claude Code's `TodoWrite`, the Gemini CLI's `write_todos`, Codex's `update_plan`: the whole
  * list each time, as ACP's plan is), or undefined for any other tool or an input without a list.
  * A cancelled item is done with, so it reads as completed; ACP has no word for it.
  */

@@ -26,13 +26,18 @@ export function createConfiguredBackend(config: ResolvedBackendConfig): AgentBac
 
 /** A back end named explicitly that has no key (or login, or base URL) here. */
 export class BackendNotConfiguredError extends ParleyError {
-  constructor(name: string, variable: string | undefined) {
+  constructor(name: string, variable: string | undefined, notInstalled?: string) {
+    const what = notInstalled
+      ? `it is not installed (${notInstalled})${variable ? ` and needs ${variable}` : ''}`
+      : variable
+        ? `set ${variable}`
+        : 'give it its settings in parley.config.json';
     super(
       'BACKEND_NOT_CONFIGURED',
-      `The ${name} back end is not configured here: ${variable ? `set ${variable}` : 'give it its settings in parley.config.json'}, or choose another back end (\`parley backends\` lists them).`,
+      `The ${name} back end is not configured here: ${what}, or choose another back end (\`parley backends\` lists them).`,
       {
         fault: 'user',
-        data: { backend: name, ...(variable ? { variable } : {}) },
+        data: { backend: name, ...(variable ? { variable } : {}), ...(notInstalled ? { notInstalled } : {}) },
       },
     );
   }
@@ -42,10 +47,17 @@ export class BackendNotConfiguredError extends ParleyError {
 export function missingSetting(
   config: ResolvedBackendConfig,
   name: string,
-): { variable: string | undefined } | undefined {
+): { variable: string | undefined; notInstalled?: string } | undefined {
   const settings = config.settings[name];
   if (!settings || settings.configured) return undefined;
-  return { variable: settings.apiKeyVariable ?? getBackendRegistration(name)?.apiKeyVariables[0] };
+  const registration = getBackendRegistration(name);
+  const notInstalled = registration?.notInstalled?.();
+  return {
+    // A key that is set is not what is missing when the package is.
+    variable:
+      notInstalled && settings.apiKey ? undefined : (settings.apiKeyVariable ?? registration?.apiKeyVariables[0]),
+    ...(notInstalled ? { notInstalled } : {}),
+  };
 }
 
 /**
@@ -59,7 +71,7 @@ export function configuredBackends(config: ResolvedBackendConfig): (name?: strin
   return (name, model) => {
     const backend = name ?? config.backend;
     const missing = backend === config.backend ? undefined : missingSetting(config, backend);
-    if (missing) throw new BackendNotConfiguredError(backend, missing.variable);
+    if (missing) throw new BackendNotConfiguredError(backend, missing.variable, missing.notInstalled);
     const chosen = model ?? (backend === config.backend ? config.model : undefined);
     const key = `${backend}\u0000${chosen ?? ''}`;
     let found = made.get(key);

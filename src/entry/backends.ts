@@ -73,11 +73,12 @@ export {
   lookupModel,
   computeCost,
   KNOWN_MODELS,
-  // Native transcripts: read and write Claude Code and Gemini CLI sessions
+  // Native transcripts: read and write Claude Code and Gemini CLI sessions, write Codex rollouts
   parseClaudeCodeTranscript,
   parseGeminiTranscript,
   writeClaudeCodeTranscript,
   writeGeminiSession,
+  writeCodexRollout,
   type ParsedNativeTranscript,
   type TranscriptWarning,
   type TranscriptWriteOptions,

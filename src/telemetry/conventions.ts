@@ -58,7 +58,7 @@ export const PARLEY_ATTR = {
 /** `gen_ai.provider.name` for a Parley back end (the conventions' well-known values where one fits). */
 export function providerNameOf(backend: string): string {
   if (backend === 'claude-sdk' || backend === 'anthropic-api') return 'anthropic';
-  if (backend === 'openai-compatible') return 'openai';
+  if (backend === 'openai-compatible' || backend === 'codex') return 'openai';
   if (backend === 'gemini-cli') return 'gcp.gemini';
   return `parley.${backend}`;
 }

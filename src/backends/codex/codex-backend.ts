@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { CodexOptions, SandboxMode, ThreadEvent, ThreadOptions } from '@openai/codex-sdk';
+import type { ApprovalMode, CodexOptions, SandboxMode, ThreadEvent, ThreadOptions } from '@openai/codex-sdk';
 import type { TurnMetadata, UnsequencedEvent } from '../../conversation/index.js';
 import type {
   AgentBackend,
@@ -16,17 +16,21 @@ import { describeFailure, tail, type BackendFailure } from '../failures.js';
 import { computeCost, KNOWN_MODELS, lookupModel } from '../pricing.js';
 import { counterIds, TurnEvents } from '../turn-events.js';
 import { CodexEventMapper, toUsage, turnUsage, type CodexTotals } from './event-mapper.js';
-import { findRollout, readRolloutTotals } from './rollouts.js';
+import { recentPatches } from './file-diffs.js';
+import { findRollout, readRollout, readRolloutTotals, rememberRollout, writeRollout } from './rollouts.js';
+import { writeCodexRollout } from '../transcripts/index.js';
 import {
   cachedCodexLoader,
   CODEX_INSTALL_COMMAND,
   codexResolvable,
   CodexNotInstalledError,
   importCodexSdk,
+  type CodexSdk,
   type CodexSdkLoader,
 } from './sdk-loader.js';
 import { inheritedEnv } from '../child-env.js';
 import { observeNativeTools } from '../native-tool-hooks.js';
+import { CODEX_MCP_TOKEN_VARIABLE, CODEX_PARLEY_MCP_SERVER, startMcpBridge, type McpBridge } from './mcp-bridge.js';
 
 /** The registry name of the Codex back end. */
 export const CODEX_BACKEND_NAME = 'codex';
@@ -59,13 +63,67 @@ export interface CodexBackendOptions {
   idPrefix?: string;
 }
 
-/** How a role's permission mode maps onto Codex's sandbox (approvals are off: a headless turn cannot ask). */
-const PERMISSION_TO_SANDBOX: Record<NonNullable<AgentProfile['permissionMode']>, SandboxMode> = {
-  default: 'workspace-write',
-  acceptEdits: 'workspace-write',
-  bypassPermissions: 'danger-full-access',
-  plan: 'read-only',
+/** What Codex is told of a role's permission mode: when to ask, and where it may write. */
+export interface CodexPolicy {
+  approvalPolicy: ApprovalMode;
+  sandboxMode: SandboxMode;
+}
+
+/**
+ * A role's permission mode as Codex's approval policy and sandbox. `codex exec`, which the SDK
+ * runs, has no one to ask: a request for approval is refused, so the policy is always `never` and
+ * the sandbox is what keeps a role inside its bounds (a command the sandbox stops fails, and the
+ * model reads why). `plan` reads only; `default` and `acceptEdits` write in the workspace (Codex
+ * has no mode that edits but runs nothing); `bypassPermissions` has the whole machine.
+ */
+const PERMISSION_POLICIES: Record<NonNullable<AgentProfile['permissionMode']>, CodexPolicy> = {
+  default: { approvalPolicy: 'never', sandboxMode: 'workspace-write' },
+  acceptEdits: { approvalPolicy: 'never', sandboxMode: 'workspace-write' },
+  bypassPermissions: { approvalPolicy: 'never', sandboxMode: 'danger-full-access' },
+  plan: { approvalPolicy: 'never', sandboxMode: 'read-only' },
 };
+
+/** The approval policy and sandbox a role's permission mode gives a Codex turn. */
+export function codexPolicyOf(permissionMode: AgentProfile['permissionMode']): CodexPolicy {
+  return PERMISSION_POLICIES[permissionMode ?? 'default'];
+}
+
+/** An MCP server in Codex's configuration (`mcp_servers.<name>`). */
+export type CodexMcpServer = Record<string, string | number | boolean | string[] | Record<string, string>>;
+
+/**
+ * The MCP servers of a turn as Codex's configuration: the role's own, and Parley's tools through
+ * the bridge, with exactly the tools the request carries enabled and approved in advance.
+ */
+export function mcpServersOf(
+  profile: AgentProfile | undefined,
+  bridge: { url: string } | undefined,
+  tools: readonly { name: string }[],
+): Record<string, CodexMcpServer> {
+  const servers: Record<string, CodexMcpServer> = {};
+  for (const [serverName, server] of Object.entries(profile?.mcpServers ?? {})) {
+    if (serverName === CODEX_PARLEY_MCP_SERVER) continue;
+    if (server.url) servers[serverName] = { url: server.url };
+    else if (server.command)
+      servers[serverName] = {
+        command: server.command,
+        ...(server.args ? { args: server.args } : {}),
+        ...(server.env ? { env: server.env } : {}),
+      };
+  }
+  if (bridge)
+    servers[CODEX_PARLEY_MCP_SERVER] = {
+      url: bridge.url,
+      bearer_token_env_var: CODEX_MCP_TOKEN_VARIABLE,
+      enabled_tools: tools.map((tool) => tool.name),
+      // Codex's default asks before each call, and a headless turn cannot answer: every call would be refused.
+      default_tools_approval_mode: 'approve',
+      startup_timeout_sec: 20,
+      // A tool such as a worker's dispatch runs as long as the worker.
+      tool_timeout_sec: 3600,
+    };
+  return servers;
+}
 
 /**
  * A native back end over the Codex CLI, driven by @openai/codex-sdk (which runs `codex exec
@@ -84,15 +142,31 @@ export function createCodexBackend(options: CodexBackendOptions = {}): AgentBack
   const endpoint = options.baseUrl ?? 'https://api.openai.com/v1';
   // Running totals of threads this process has run, so a resumed turn's own usage is known without reading the rollout.
   const totals = new Map<string, CodexTotals>();
+  // Threads whose rollout path is noted (see `rememberRollout`), so a turn notes it at most once per process.
+  const noted = new Set<string>();
+  const note = async (threadId: string, path: string | undefined): Promise<void> => {
+    if (noted.has(threadId)) return;
+    const found = path ?? (await findRollout(codexHome, threadId));
+    if (!found) return;
+    try {
+      await rememberRollout(codexHome, threadId, found);
+      noted.add(threadId);
+    } catch {
+      // Only a rewrite after the rollout is deleted needs the note; the turn does not.
+    }
+  };
 
-  function codexOptions(): CodexOptions {
+  function codexOptions(
+    turn: { mcpServers?: Record<string, CodexMcpServer>; env?: Record<string, string> } = {},
+  ): CodexOptions {
     const env: Record<string, string> = inheritedEnv();
-    Object.assign(env, options.env, { CODEX_HOME: codexHome, NO_COLOR: '1' });
+    Object.assign(env, options.env, turn.env, { CODEX_HOME: codexHome, NO_COLOR: '1' });
     const config: NonNullable<CodexOptions['config']> = {
       // Without these Codex looks up chatgpt.com and github.com at start.
       features: { plugins: false },
       analytics: { enabled: false },
     };
+    if (turn.mcpServers && Object.keys(turn.mcpServers).length > 0) config['mcp_servers'] = turn.mcpServers;
     if (options.baseUrl) {
       if (options.apiKey) env[PROVIDER_KEY_VARIABLE] = options.apiKey;
       const provider: Record<string, string | number> = {
@@ -150,6 +224,19 @@ export function createCodexBackend(options: CodexBackendOptions = {}): AgentBack
     execute(request): AgentTurn {
       return { events: observeNativeTools(runTurn(request), request.toolHooks, request.signal) };
     },
+
+    writeSessionTranscripts: writeCodexRollout,
+
+    async setupSessionTranscripts(nativeSessionId, transcripts) {
+      await writeRollout(codexHome, nativeSessionId, transcripts.main);
+      // A rewritten thread starts its running total again: the cached one would be subtracted from it.
+      totals.delete(nativeSessionId);
+    },
+
+    async readSessionTranscripts(nativeSessionId) {
+      const main = await readRollout(codexHome, nativeSessionId);
+      return main === undefined ? undefined : { main };
+    },
   };
   return backend;
 
@@ -196,15 +283,19 @@ export function createCodexBackend(options: CodexBackendOptions = {}): AgentBack
       return;
     }
 
-    let threadId = request.nativeSessionId;
+    // A new session's id is Parley's; Codex names its threads itself, and the metadata reports that name.
+    let threadId = request.isNewSession === true ? undefined : request.nativeSessionId;
     let before: CodexTotals | undefined;
+    let rolloutPath: string | undefined;
     let context: string | undefined =
       request.systemPrompt ?? (request.profile ? renderAgentsMd(request.profile) : undefined);
     if (threadId) {
       const rollout = await findRollout(codexHome, threadId);
       if (rollout) {
+        rolloutPath = rollout;
         before = totals.get(threadId) ?? (await readRolloutTotals(rollout));
         context = undefined;
+        await note(threadId, rollout);
       } else if (request.systemPrompt) {
         yield* events.system(
           'info',
@@ -239,68 +330,104 @@ export function createCodexBackend(options: CodexBackendOptions = {}): AgentBack
       });
       return;
     }
-    const codex = new sdk.Codex(codexOptions());
-    const threadOptions: ThreadOptions = {
-      model,
-      skipGitRepoCheck: true,
-      approvalPolicy: 'never',
-      sandboxMode: PERMISSION_TO_SANDBOX[request.profile?.permissionMode ?? 'default'],
-      ...(request.cwd ? { workingDirectory: resolve(request.cwd) } : {}),
-    };
-    const thread = threadId ? codex.resumeThread(threadId, threadOptions) : codex.startThread(threadOptions);
-    const cwd = resolve(request.cwd ?? process.cwd());
-    const mapper = new CodexEventMapper(events, {
-      model,
-      readFile: (path) => {
-        try {
-          return readFileSync(resolve(cwd, path), 'utf8');
-        } catch {
-          return undefined;
-        }
-      },
-    });
-    const input = context ? `<context>\n${context}\n</context>\n\n${request.prompt}` : request.prompt;
-    let processError: unknown;
+    let bridge: McpBridge | undefined;
+    if (request.tools && request.tools.length > 0) {
+      try {
+        bridge = await startMcpBridge(request.tools, {
+          ...(request.signal ? { signal: request.signal } : {}),
+          ...(request.traceContext ? { traceContext: request.traceContext } : {}),
+        });
+      } catch (error) {
+        yield* fail({
+          backend: name,
+          code: 'PROCESS_FAILED',
+          message: `Parley could not serve its tools to Codex on 127.0.0.1: ${error instanceof Error ? error.message : String(error)}.`,
+          advice: 'Send the message again; if it keeps failing, check that the machine allows local ports.',
+          retryable: true,
+        });
+        return;
+      }
+    }
     try {
-      if (request.signal?.aborted) throw new Error('aborted before start');
-      const streamed = await thread.runStreamed(input, {
-        ...(request.signal ? { signal: request.signal } : {}),
-        ...(request.outputSchema ? { outputSchema: request.outputSchema } : {}),
-      });
-      for await (const event of streamed.events as AsyncGenerator<ThreadEvent>) yield* mapper.map(event);
-    } catch (error) {
-      processError = error;
+      yield* runThread(sdk, bridge);
+    } finally {
+      await bridge?.close();
     }
-    yield* mapper.finish(request.signal?.aborted ? 'The tool call was aborted.' : 'The tool call did not finish.');
 
-    const resolvedThread = mapper.threadId ?? thread.id ?? threadId;
-    const metadata: TurnMetadata = resolvedThread ? { nativeSessionId: resolvedThread } : {};
-    if (mapper.reportedUsage) {
-      const reported: CodexTotals = {
-        input_tokens: mapper.reportedUsage.input_tokens,
-        cached_input_tokens: mapper.reportedUsage.cached_input_tokens,
-        output_tokens: mapper.reportedUsage.output_tokens,
+    async function* runThread(sdk: CodexSdk, bridge: McpBridge | undefined): AsyncGenerator<UnsequencedEvent> {
+      const mcpServers = mcpServersOf(request.profile, bridge, request.tools ?? []);
+      const codex = new sdk.Codex(
+        codexOptions({ mcpServers, ...(bridge ? { env: { [CODEX_MCP_TOKEN_VARIABLE]: bridge.token } } : {}) }),
+      );
+      const threadOptions: ThreadOptions = {
+        model,
+        skipGitRepoCheck: true,
+        ...codexPolicyOf(request.profile?.permissionMode),
+        ...(request.cwd ? { workingDirectory: resolve(request.cwd) } : {}),
       };
-      if (resolvedThread) totals.set(resolvedThread, reported);
-      const usage = toUsage(turnUsage(reported, before));
-      metadata.usage = usage;
-      Object.assign(metadata, computeCost(lookupModel(model, extraModels)?.pricing, usage));
-    } else {
-      Object.assign(metadata, mapper.produced ? { costUnknown: true } : { costUsd: 0 });
-    }
+      const thread = threadId ? codex.resumeThread(threadId, threadOptions) : codex.startThread(threadOptions);
+      const cwd = resolve(request.cwd ?? process.cwd());
+      const mapper = new CodexEventMapper(events, {
+        model,
+        cwd,
+        patches: () => (rolloutPath ? recentPatches(rolloutPath) : []),
+        readFile: (path) => {
+          try {
+            return readFileSync(resolve(cwd, path), 'utf8');
+          } catch {
+            return undefined;
+          }
+        },
+      });
+      const input = context ? `<context>\n${context}\n</context>\n\n${request.prompt}` : request.prompt;
+      let processError: unknown;
+      try {
+        if (request.signal?.aborted) throw new Error('aborted before start');
+        const streamed = await thread.runStreamed(input, {
+          ...(request.signal ? { signal: request.signal } : {}),
+          ...(request.outputSchema ? { outputSchema: request.outputSchema } : {}),
+        });
+        for await (const event of streamed.events as AsyncGenerator<ThreadEvent>) {
+          // A file change's diff comes from the patch in the rollout; a new thread's rollout is found at its first.
+          if (event.type === 'item.completed' && event.item.type === 'file_change' && !rolloutPath && mapper.threadId)
+            rolloutPath = await findRollout(codexHome, mapper.threadId);
+          yield* mapper.map(event);
+        }
+      } catch (error) {
+        processError = error;
+      }
+      yield* mapper.finish(request.signal?.aborted ? 'The tool call was aborted.' : 'The tool call did not finish.');
 
-    if (request.signal?.aborted) {
-      yield* events.system('aborted', 'The turn was aborted; Codex was stopped, and its thread can be resumed.');
-      yield finalMetadata({ ...metadata, stopReason: 'aborted' });
-      return;
+      const resolvedThread = mapper.threadId ?? thread.id ?? threadId;
+      const metadata: TurnMetadata = resolvedThread ? { nativeSessionId: resolvedThread } : {};
+      if (resolvedThread) await note(resolvedThread, undefined);
+      if (mapper.reportedUsage) {
+        const reported: CodexTotals = {
+          input_tokens: mapper.reportedUsage.input_tokens,
+          cached_input_tokens: mapper.reportedUsage.cached_input_tokens,
+          output_tokens: mapper.reportedUsage.output_tokens,
+        };
+        if (resolvedThread) totals.set(resolvedThread, reported);
+        const usage = toUsage(turnUsage(reported, before));
+        metadata.usage = usage;
+        Object.assign(metadata, computeCost(lookupModel(model, extraModels)?.pricing, usage));
+      } else {
+        Object.assign(metadata, mapper.produced ? { costUnknown: true } : { costUsd: 0 });
+      }
+
+      if (request.signal?.aborted) {
+        yield* events.system('aborted', 'The turn was aborted; Codex was stopped, and its thread can be resumed.');
+        yield finalMetadata({ ...metadata, stopReason: 'aborted' });
+        return;
+      }
+      if (mapper.failure !== undefined || processError !== undefined) {
+        const failure = describeCodexFailure(name, endpoint, model, mapper.failure, processError);
+        yield* events.system('error', describeFailure(failure), { data: { ...failure, ...metadata } });
+        yield finalMetadata({ ...metadata, stopReason: 'error' });
+        return;
+      }
+      yield finalMetadata({ ...metadata, stopReason: 'end_turn' });
     }
-    if (mapper.failure !== undefined || processError !== undefined) {
-      const failure = describeCodexFailure(name, endpoint, model, mapper.failure, processError);
-      yield* events.system('error', describeFailure(failure), { data: { ...failure, ...metadata } });
-      yield finalMetadata({ ...metadata, stopReason: 'error' });
-      return;
-    }
-    yield finalMetadata({ ...metadata, stopReason: 'end_turn' });
   }
 }
 
@@ -319,6 +446,14 @@ export function describeCodexFailure(
   const status = /\b(4\d\d|5\d\d)\b/.exec(text)?.[1];
   const detail = tail(processText || (reported ?? ''), 1500);
   const base = { backend, ...(status ? { status: Number(status) } : {}), ...(detail ? { detail } : {}) };
+  if (/thread\/resume failed|failed to resolve rollout path|no rollout found/i.test(text))
+    return {
+      ...base,
+      code: 'NATIVE_RESUME_FAILED',
+      message: `Codex could not resume its thread: ${firstLine(processText || (reported ?? ''))}.`,
+      advice: 'Parley will continue from its own log; nothing of the session is lost.',
+      retryable: false,
+    };
   if (/\b429\b|rate.?limit|too many requests|quota/i.test(text))
     return {
       ...base,
@@ -365,7 +500,10 @@ function cleanProcessError(text: string): string {
   return text
     .replace(/^Codex Exec exited with (code \d+|signal \w+): /, '')
     .split('\n')
-    .filter((line) => !/^(WARNING: proceeding|Reading additional input from stdin)/.test(line.trim()))
+    .filter(
+      (line) =>
+        !/^(WARNING: proceeding|Reading additional input from stdin|Reading prompt from stdin)/.test(line.trim()),
+    )
     .join('\n')
     .trim();
 }

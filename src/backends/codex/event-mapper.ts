@@ -9,6 +9,7 @@ import type {
 } from '@openai/codex-sdk';
 import type { ToolUseBlock, UnsequencedEvent, Usage } from '../../conversation/index.js';
 import type { TurnEvents } from '../turn-events.js';
+import { diffOfChange, sectionFor } from './file-diffs.js';
 
 /** The running token totals of a thread, as `turn.completed` reports them on a resumed thread. */
 export interface CodexTotals {
@@ -21,8 +22,8 @@ export interface CodexTotals {
  * Turns the Codex SDK's thread events (`codex exec --experimental-json`) into Parley's stream
  * events: `agent_message` → assistant text, `reasoning` → thinking, `command_execution` → a `shell`
  * tool call with its output and exit code, `file_change` → one file tool call per path,
- * `mcp_tool_call` → a tool call named `mcp__<server>__<tool>`, `todo_list` → an info block listing
- * the plan, `error` items → info blocks (Codex reports warnings this way; the turn goes on).
+ * `mcp_tool_call` → a tool call named `mcp__<server>__<tool>`, `todo_list` → an `update_plan` call
+ * with the whole list (shown as the plan), `error` items → info blocks (Codex reports warnings this way; the turn goes on).
  * A failed turn or a stream error is kept as `failure` for the back end to report.
  */
 export class CodexEventMapper {
@@ -37,7 +38,15 @@ export class CodexEventMapper {
 
   constructor(
     private readonly events: TurnEvents,
-    private readonly options: { model?: string; readFile?: (path: string) => string | undefined } = {},
+    private readonly options: {
+      model?: string;
+      /** A file's text now, or undefined (the mapper shows a new file whole, and builds diffs from it). */
+      readFile?: (path: string) => string | undefined;
+      /** The `apply_patch` inputs Codex recorded last, newest first (see `recentPatches`). */
+      patches?: () => readonly string[];
+      /** The folder the patches' relative paths start from. */
+      cwd?: string;
+    } = {},
   ) {}
 
   *map(event: ThreadEvent): Generator<UnsequencedEvent> {
@@ -154,16 +163,24 @@ export class CodexEventMapper {
   }
 
   private *fileChange(item: FileChangeItem): Generator<UnsequencedEvent> {
-    // Codex reports paths and kinds, no diff: a new file is shown whole from disk, others by path and kind.
+    // Codex reports paths and kinds; the diff is built from the file now and the patch that made it.
+    const patches = item.status === 'completed' ? (this.options.patches?.() ?? []) : [];
     for (const [index, change] of item.changes.entries()) {
-      const content = change.kind === 'add' ? this.options.readFile?.(change.path) : undefined;
-      const name = change.kind === 'add' && content !== undefined ? 'write_file' : 'apply_patch';
-      const input = { path: change.path, kind: change.kind, ...(content !== undefined ? { content } : {}) };
+      const after = change.kind === 'delete' ? undefined : this.options.readFile?.(change.path);
+      const section = patches.length > 0 ? sectionFor(patches, change.path, this.options.cwd ?? '/') : undefined;
+      const diff = section ? diffOfChange(change.path, section, after) : undefined;
+      const name = change.kind === 'add' ? 'write_file' : 'edit_file';
+      const input = {
+        path: change.path,
+        kind: change.kind,
+        ...(change.kind === 'add' && after !== undefined ? { content: after } : {}),
+      };
       const block = yield* this.openTool(`${item.id}:${index}`, name, input);
       this.openTools.delete(`${item.id}:${index}`);
       yield* this.events.finishToolUse(block, {
         content: item.status === 'completed' ? `${change.kind} ${change.path}` : `The patch to ${change.path} failed.`,
         isError: item.status !== 'completed',
+        ...(diff !== undefined ? { output: { path: change.path, diff } } : {}),
       });
     }
   }
@@ -174,22 +191,35 @@ export class CodexEventMapper {
     const text = (item.result?.content ?? [])
       .flatMap((part) => (part.type === 'text' && typeof part.text === 'string' ? [part.text] : []))
       .join('\n');
+    // The CLI sends `null` for an absent error or structured content, which the SDK's types leave out.
+    const error = item.error ?? undefined;
+    const structured = item.result?.structured_content ?? undefined;
     yield* this.events.finishToolUse(block, {
-      content: item.error ? item.error.message : text,
-      isError: item.status === 'failed' || item.error !== undefined,
-      ...(item.result?.structured_content !== undefined ? { output: item.result.structured_content } : {}),
+      content: error ? error.message : text,
+      isError: item.status === 'failed' || error !== undefined,
+      ...(structured !== undefined ? { output: structured } : {}),
     });
   }
 
   private *plan(item: TodoListItem): Generator<UnsequencedEvent> {
-    // No plan block exists: the newest state of each plan is an info block (one per plan id).
+    // Each new state of the list is one `update_plan` call carrying the whole list, as Claude Code's
+    // TodoWrite is: the UIs and ACP show it as the plan, replacing the one before.
     const key = `${item.id}:${JSON.stringify(item.items)}`;
     if (this.planBlocks.has(key)) return;
     this.planBlocks.add(key);
-    const lines = item.items.map((entry) => `${entry.completed ? '[x]' : '[ ]'} ${entry.text}`);
-    yield* this.events.system('info', `Plan:\n${lines.join('\n')}`, {
-      data: { code: 'CODEX_PLAN', planId: item.id, items: item.items },
+    const firstOpen = item.items.findIndex((entry) => !entry.completed);
+    const todos = item.items.map((entry, index) => ({
+      content: entry.text,
+      status: entry.completed ? 'completed' : index === firstOpen ? 'in_progress' : 'pending',
+    }));
+    const { block, events } = this.events.startToolUse({
+      toolUseId: `${item.id}:${this.planBlocks.size}`,
+      name: 'update_plan',
+      input: { todos },
     });
+    yield* events;
+    const lines = item.items.map((entry) => `${entry.completed ? '[x]' : '[ ]'} ${entry.text}`);
+    yield* this.events.finishToolUse(block, { content: `Plan:\n${lines.join('\n')}` });
   }
 }
 

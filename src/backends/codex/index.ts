@@ -4,8 +4,18 @@ export {
   renderAgentsMd,
   CODEX_BACKEND_NAME,
   CODEX_DEFAULT_MODEL,
+  codexPolicyOf,
+  mcpServersOf as codexMcpServersOf,
   type CodexBackendOptions,
+  type CodexMcpServer,
+  type CodexPolicy,
 } from './codex-backend.js';
+export {
+  CODEX_MCP_TOKEN_VARIABLE,
+  CODEX_PARLEY_MCP_SERVER,
+  startMcpBridge as startCodexMcpBridge,
+  type McpBridge as CodexMcpBridge,
+} from './mcp-bridge.js';
 export {
   CodexEventMapper,
   toUsage as codexUsage,

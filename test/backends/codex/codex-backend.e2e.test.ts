@@ -4,11 +4,16 @@
  * file runs sequentially and keeps runs few. Outside CI a machine without the CLI skips these tests
  * with one loud line; in CI it is an error.
  */
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ThinkingBlock, ToolResultBlock, ToolUseBlock } from '../../../src/conversation/index.js';
+import {
+  fileEditOf,
+  type ThinkingBlock,
+  type ToolResultBlock,
+  type ToolUseBlock,
+} from '../../../src/conversation/index.js';
 import {
   codexResolvable,
   createCodexBackend,
@@ -127,6 +132,75 @@ describe.skipIf(skip).sequential('codex back end (real CLI)', () => {
     expect(assistantText(events)).toBe('The command failed with 3.');
     // The CLI sent the command's output back to the model.
     expect(inputTexts(server.responseRequests().at(-1)?.body).join('\n')).toContain('parley-output');
+  }, 60_000);
+
+  it('shows a file change as an edit with its diff, built from the patch Codex applied', async () => {
+    await writeFile(join(workspace, 'notes.txt'), 'one\ntwo\nthree\n');
+    const patch = '*** Begin Patch\n*** Update File: notes.txt\n@@\n one\n-two\n+TWO\n three\n*** End Patch\n';
+    // A model Codex knows gets the freeform apply_patch tool.
+    server.enqueue({ customToolCalls: [{ name: 'apply_patch', input: patch }] }, { text: 'Patched.' });
+    const events = await collect(
+      backend({ model: 'gpt-5.5' }).execute({
+        sessionId: 'codex-5',
+        prompt: 'Shout two',
+        cwd: workspace,
+        // Codex's sandbox helper cannot run with its home inside TMPDIR, as the test's is.
+        profile: { name: 'editor', instructions: 'Edit files.', permissionMode: 'bypassPermissions' },
+      }),
+    );
+    checkEventStream(events);
+    expect(await readFile(join(workspace, 'notes.txt'), 'utf8')).toBe('one\nTWO\nthree\n');
+    const blocks = mainBlocks(events);
+    const call = blocks.find((block): block is ToolUseBlock => block.type === 'tool_use');
+    const result = blocks.find((block): block is ToolResultBlock => block.type === 'tool_result');
+    expect(call).toMatchObject({ name: 'edit_file', status: 'success' });
+    const edit = fileEditOf(call!, result);
+    expect(edit).toMatchObject({ path: join(workspace, 'notes.txt'), kind: 'edit', added: 1, removed: 1 });
+    expect(edit?.hunks[0]?.lines).toEqual([
+      { kind: ' ', text: 'one' },
+      { kind: '-', text: 'two' },
+      { kind: '+', text: 'TWO' },
+      { kind: ' ', text: 'three' },
+    ]);
+    expect(assistantText(events)).toBe('Patched.');
+  }, 60_000);
+
+  it('serves Parley’s tools to Codex over MCP: the call runs in Parley, approved in advance, and is shown as a tool call', async () => {
+    const calls: unknown[] = [];
+    const draftWorker = {
+      name: 'draft_worker',
+      description: 'Drafts a worker agent for a task.',
+      inputSchema: { type: 'object', properties: { task: { type: 'string' } }, required: ['task'] },
+      execute: (input: unknown) => {
+        calls.push(input);
+        return Promise.resolve({ content: 'Worker w-1 drafted.', data: { workerId: 'w-1' } });
+      },
+    };
+    // Codex serves an MCP server's tools in the namespace mcp__<server>.
+    server.enqueue(
+      { functionCalls: [{ name: 'draft_worker', namespace: 'mcp__parley', arguments: { task: 'Count the files' } }] },
+      { text: 'A worker is on it.' },
+    );
+    const events = await collect(
+      backend().execute({ sessionId: 'codex-6', prompt: 'Delegate', cwd: workspace, tools: [draftWorker] }),
+    );
+    checkEventStream(events);
+    expect(calls).toEqual([{ task: 'Count the files' }]);
+    const blocks = mainBlocks(events);
+    expect(blocks.find((block) => block.type === 'tool_use')).toMatchObject({
+      name: 'mcp__parley__draft_worker',
+      input: { task: 'Count the files' },
+      status: 'success',
+    });
+    expect(blocks.find((block) => block.type === 'tool_result')).toMatchObject({
+      content: 'Worker w-1 drafted.',
+      isError: false,
+    });
+    expect(inputTexts(server.responseRequests().at(-1)?.body).join('\n')).toContain('Worker w-1 drafted.');
+    // Only the role's tools were offered.
+    const offered = JSON.stringify(server.responseRequests().at(-2)?.body?.['tools']);
+    expect(offered).toContain('"name":"mcp__parley"');
+    expect(assistantText(events)).toBe('A worker is on it.');
   }, 60_000);
 
   it('reports a 429 as a rate-limit error block that says what to do', async () => {

@@ -22,6 +22,9 @@ import {
 import { listBackendStatus } from '../../../src/cli/commands/backends.js';
 import { resolveBackendConfig } from '../../../src/backends/index.js';
 import { checkEventStream, collect, finalMetadata, mainBlocks, systemBlocks } from '../conformance.js';
+import { planOf } from '../../../src/acp/tool-calls.js';
+import { fileEditOf } from '../../../src/conversation/index.js';
+import { parseCodexPatch, diffOfChange } from '../../../src/backends/codex/file-diffs.js';
 
 function mapAll(events: ThreadEvent[], readFile?: (path: string) => string | undefined) {
   const turnEvents = new TurnEvents({ clock: () => 1, newId: counterIds('test') });
@@ -101,23 +104,84 @@ describe('CodexEventMapper', () => {
     const blocks = mainBlocks(events);
     const tools = blocks.filter((block): block is ToolUseBlock => block.type === 'tool_use');
     expect(tools.map((tool) => [tool.name, tool.status])).toEqual([
+      ['update_plan', 'success'],
+      ['update_plan', 'success'],
       ['write_file', 'success'],
-      ['apply_patch', 'success'],
+      ['edit_file', 'success'],
       ['mcp__parley__draft_worker', 'success'],
       ['shell', 'error'],
     ]);
-    expect(tools[0]?.input).toEqual({ path: 'new.txt', kind: 'add', content: 'hello\n' });
+    expect(tools[2]?.input).toEqual({ path: 'new.txt', kind: 'add', content: 'hello\n' });
+    // The plan is the whole list each time, as the UIs and ACP read a to-do tool.
+    expect(planOf(tools[0]!)).toEqual([{ content: 'Read the code', status: 'in_progress', priority: 'medium' }]);
+    expect(planOf(tools[1]!)).toEqual([{ content: 'Read the code', status: 'completed', priority: 'medium' }]);
     const results = blocks.filter((block): block is ToolResultBlock => block.type === 'tool_result');
-    expect(results[2]).toMatchObject({ content: 'worker drafted', output: { id: 'w1' } });
-    expect(results[3]).toMatchObject({ content: 'cut', isError: true });
+    expect(results[4]).toMatchObject({ content: 'worker drafted', output: { id: 'w1' } });
+    expect(results[5]).toMatchObject({ content: 'cut', isError: true });
     const info = blocks.filter((block): block is SystemBlock => block.type === 'system' && block.subtype === 'info');
-    expect(info.map((block) => block.content)).toEqual([
-      'Codex: Model metadata for `x` not found.',
-      'Plan:\n[ ] Read the code',
-      'Plan:\n[x] Read the code',
-    ]);
+    expect(info.map((block) => block.content)).toEqual(['Codex: Model metadata for `x` not found.']);
     expect(mapper.threadId).toBe('thread-1');
     expect(mapper.failure).toBe('stream disconnected');
+  });
+
+  it('shows a file change as a diff built from the file now and the patch Codex recorded', () => {
+    const patch = [
+      '*** Begin Patch',
+      '*** Update File: src/app.ts',
+      '@@ function main',
+      ' one',
+      '-two',
+      '+TWO',
+      ' three',
+      '*** Add File: notes.md',
+      '+hello',
+      '*** Delete File: old.txt',
+      '*** End Patch',
+    ].join('\n');
+    const files: Record<string, string> = {
+      '/work/src/app.ts': 'zero\none\nTWO\nthree\nfour\n',
+      '/work/notes.md': 'hello\n',
+    };
+    const turnEvents = new TurnEvents({ clock: () => 1, newId: counterIds('test') });
+    const mapper = new CodexEventMapper(turnEvents, {
+      cwd: '/work',
+      readFile: (path) => files[path],
+      patches: () => ['*** Begin Patch\n*** Update File: other.ts\n+x\n*** End Patch', patch],
+    });
+    const events = [
+      ...mapper.map({
+        type: 'item.completed',
+        item: {
+          id: 'f',
+          type: 'file_change',
+          status: 'completed',
+          changes: [
+            { path: '/work/src/app.ts', kind: 'update' },
+            { path: '/work/notes.md', kind: 'add' },
+            { path: '/work/old.txt', kind: 'delete' },
+          ],
+        },
+      }),
+      ...mapper.finish('cut'),
+    ];
+    const blocks = mainBlocks(events);
+    const calls = blocks.filter((block): block is ToolUseBlock => block.type === 'tool_use');
+    const results = blocks.filter((block): block is ToolResultBlock => block.type === 'tool_result');
+    const edit = fileEditOf(calls[0]!, results[0]);
+    expect(edit).toMatchObject({ path: '/work/src/app.ts', kind: 'edit', added: 1, removed: 1 });
+    expect(edit?.hunks[0]).toMatchObject({ oldStart: 1, newStart: 1 });
+    expect(edit?.hunks[0]?.lines).toContainEqual({ kind: '-', text: 'two' });
+    expect(fileEditOf(calls[1]!, results[1])).toMatchObject({ path: '/work/notes.md', kind: 'write', added: 1 });
+    // A deleted file's content is not in the patch: it is shown by path and kind.
+    expect(calls[2]).toMatchObject({ name: 'edit_file', input: { path: '/work/old.txt', kind: 'delete' } });
+    expect(results[2]?.output).toBeUndefined();
+  });
+
+  it('gives no diff for a patch that does not fit the file', () => {
+    const [section] = parseCodexPatch('*** Begin Patch\n*** Update File: a\n-gone\n+here\n*** End Patch');
+    expect(section).toMatchObject({ kind: 'update', path: 'a' });
+    expect(diffOfChange('/a', section!, 'something else\n')).toBeUndefined();
+    expect(diffOfChange('/a', section!, 'here\n')).toContain('-gone');
   });
 
   it('keeps an item kind it does not know as an unknown record', () => {
@@ -148,6 +212,13 @@ describe('codex usage and failures', () => {
     expect(failure('unexpected status 401 Unauthorized: invalid api key')).toBe('AUTHENTICATION_FAILED');
     expect(failure('exceeded retry limit, last status: 500 Internal Server Error')).toBe('SERVER_ERROR');
     expect(failure('Rate limit reached')).toBe('RATE_LIMITED');
+    // A thread Codex's state database points at a deleted file: the fallback ladder takes it from here.
+    expect(
+      failure(
+        undefined,
+        new Error('Codex Exec exited with code 1: Error: thread/resume failed: failed to resolve rollout path `/x`'),
+      ),
+    ).toBe('NATIVE_RESUME_FAILED');
     expect(failure(undefined, new Error('Codex Exec exited with code 1: spawn ENOENT'))).toBe('PROCESS_FAILED');
   });
 });

@@ -2,3 +2,4 @@
 export * from './portable-history.js';
 export * from './claude-code-writer.js';
 export * from './gemini-cli-writer.js';
+export * from './codex-rollout-writer.js';
