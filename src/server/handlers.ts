@@ -9,6 +9,7 @@ import type { Handlers } from './dispatcher.js';
 import type { Connection, Hub } from './hub.js';
 import type { RunFollowers } from './run-followers.js';
 import { createRunHandlers } from './run-handlers.js';
+import type { DeviceMethodName } from './device-handlers.js';
 
 export interface HandlerDependencies {
   manager: SessionManager;
@@ -20,6 +21,8 @@ export interface HandlerDependencies {
   /** Durable runs; absent: the run methods answer RUNS_NOT_ENABLED. */
   runService?: RunService;
   runFollowers: RunFollowers;
+  /** Pairing and the paired devices (device-handlers.ts). */
+  deviceHandlers: Pick<Handlers, DeviceMethodName>;
 }
 
 /** Largest page of `get_events`. */
@@ -187,7 +190,11 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
       });
       return { requestId: resolution.requestId, sessionId: resolution.sessionId, decision: resolution.decision };
     },
-    get_permissions: (_params, context) => drafts.getPermissions({ channelId: context.channelId }),
+    get_permissions: (params, context) => {
+      // Every channel's, for a client that shows all that waits (a phone): and their notices from now on.
+      if (params.all === true) connection(context.connectionId).allApprovals = true;
+      return drafts.getPermissions({ channelId: context.channelId, ...(params.all === true ? { all: true } : {}) });
+    },
     set_permission_mode: (params, context) =>
       drafts.setPermissionMode({ channelId: context.channelId, mode: params.mode }),
     // ---- durable runs ----
@@ -197,6 +204,8 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
       currentProject: async () => (await drafts.listProjects()).find((project) => project.current)?.name,
       connection,
     }),
+
+    ...dependencies.deviceHandlers,
 
     server_info: (_params, context) =>
       Promise.resolve({
