@@ -1,12 +1,14 @@
 import { X509Certificate } from 'node:crypto';
 import { request } from 'node:https';
-import { stat } from 'node:fs/promises';
+import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { connect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { commandRuns } from '../helpers/system-part.js';
-import { selfSignedCertificate } from '../../src/server/tls.js';
+import { describePairing } from '../../src/cli/commands/pair.js';
+import { connectToProjectServer } from '../../src/cli/project-server.js';
+import { selfSignedCertificate } from '../../src/server/index.js';
 import { startTestServer, type TestServer } from './helpers.js';
 
 /**
@@ -83,5 +85,37 @@ describe.skipIf(!hasOpenssl)('TLS with a self-signed certificate', () => {
       () => 'refused',
     );
     expect(failed).not.toBe(200);
+  });
+});
+
+describe.skipIf(!hasOpenssl)('a command on this machine (parley pair) and a TLS server', () => {
+  it('connects by the fingerprint server.json pins, and prints the link, its QR code and the fingerprint', async () => {
+    const dataDir = running!.dataDir;
+    const connection = await connectToProjectServer(dataDir);
+    try {
+      const pairing = await connection.client.request('create_pairing');
+      expect(pairing.tlsFingerprint).toBe(running!.server.tlsFingerprint);
+      expect(pairing.links[0]).toMatch(/^https:\/\/127\.0\.0\.1:\d+\/#pair=[A-Za-z0-9_-]{22}$/);
+      const printed = await describePairing(pairing, new Date());
+      expect(printed).toContain(pairing.links[0]);
+      expect(printed).toContain(pairing.tlsFingerprint);
+      expect(printed).toMatch(/[▀▄█]/);
+      expect(printed).toContain('cannot reach it');
+    } finally {
+      connection.close();
+    }
+  });
+
+  it('refuses a server whose certificate is not the pinned one, before sending the token', async () => {
+    const dataDir = running!.dataDir;
+    const path = join(dataDir, 'server.json');
+    const original = await readFile(path, 'utf8');
+    const file = JSON.parse(original) as Record<string, unknown>;
+    await writeFile(path, JSON.stringify({ ...file, tlsFingerprint: 'AA:'.repeat(31) + 'AA' }));
+    try {
+      await expect(connectToProjectServer(dataDir)).rejects.toMatchObject({ code: 'NO_SERVER' });
+    } finally {
+      await writeFile(path, original, { mode: 0o600 });
+    }
   });
 });
