@@ -446,13 +446,22 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     });
   };
 
-  await new Promise<void>((done, fail) => {
-    http.once('error', fail);
-    http.listen(options.port ?? 0, host, () => {
-      http.off('error', fail);
-      done();
+  try {
+    await new Promise<void>((done, fail) => {
+      http.once('error', fail);
+      http.listen(options.port ?? 0, host, () => {
+        http.off('error', fail);
+        done();
+      });
     });
-  });
+  } catch (error) {
+    // A port in use or an address not this machine's: what was opened closes, so the process can exit.
+    for (const off of unsubscribers) off();
+    if (ownsRunService) await runService?.close().catch(() => undefined);
+    await drafts.close().catch(() => undefined);
+    await manager.close();
+    throw error;
+  }
   const port = (http.address() as AddressInfo).port;
   allowedOrigins = ownOrigins(host, port, scheme);
   const bracket = (name: string) => (name.includes(':') && !name.startsWith('[') ? `[${name}]` : name);

@@ -138,6 +138,13 @@ export function register(
           await draftStore?.close();
           await store?.close();
           await shared?.close();
+          if ((error as NodeJS.ErrnoException).code === 'EADDRNOTAVAIL') {
+            throw new ParleyError(
+              'INVALID_INPUT',
+              `--host ${options.host ?? ''} is not an address of this machine. Give one of its addresses, or 0.0.0.0 for all of them.`,
+              { fault: 'user' },
+            );
+          }
           if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
             throw new ParleyError(
               'PORT_IN_USE',
