@@ -132,6 +132,11 @@ export class DeviceRegistry {
     return device;
   }
 
+  /** Resolves once every write asked for so far is done (a closing server waits for them). */
+  settled(): Promise<void> {
+    return this.writing;
+  }
+
   /** Writes one at a time (they share a temp file), each the list as it is when its turn comes. */
   private save(): Promise<void> {
     const write = this.writing.then(() =>

@@ -517,6 +517,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       http.closeAllConnections();
       for (const connection of [...hub.all()]) connection.socket.terminate();
       await stopped;
+      // The devices' last seen, written as their sockets closed, lands before the folder is let go.
+      await devices.settled();
       await manager.close();
       if (options.writeServerFile !== false) await rm(serverFile, { force: true });
     })());
