@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import type { Socket } from 'node:net';
 import { join, relative } from 'node:path';
 import { ParleyError } from '../conversation/index.js';
 import type { ProtocolClient, ServerFile, WebSocketLike } from '../protocol/index.js';
@@ -27,6 +28,24 @@ export async function readServerFile(dataDir: string): Promise<ServerFile | unde
 
 /** The server's JSON-RPC path answers plain HTTP with 426 (Upgrade Required): it is a Parley server, and up. */
 export async function answers(file: ServerFile): Promise<boolean> {
+  if (file.tlsFingerprint !== undefined) {
+    try {
+      const socket = await pinnedTlsSocket(file);
+      const status = await new Promise<string>((resolve) => {
+        let head = '';
+        socket.on('data', (chunk: Buffer) => {
+          head += chunk.toString('latin1');
+          if (head.includes('\r\n')) resolve(head.slice(0, head.indexOf('\r\n')));
+        });
+        socket.once('close', () => resolve(head));
+        socket.write(`GET /rpc HTTP/1.1\r\nHost: ${file.host}\r\nConnection: close\r\n\r\n`);
+      });
+      socket.destroy();
+      return / 426 /.test(status);
+    } catch {
+      return false;
+    }
+  }
   try {
     const host = file.host.includes(':') ? `[${file.host}]` : file.host;
     const response = await fetch(`http://${host}:${file.port}/rpc`, { signal: AbortSignal.timeout(1_500) });
@@ -67,12 +86,18 @@ export async function connectToProjectServer(dataDir: string): Promise<ProjectSe
     );
   }
   const [protocol, { WebSocket }] = await Promise.all([import('../protocol/index.js'), import('ws')]);
+  // Over TLS the certificate is the one server.json names (self-signed or not): checked before the token is sent.
+  const secure = file.tlsFingerprint !== undefined ? await pinnedTlsSocket(file) : undefined;
   const client = new protocol.ProtocolClient({
     transport: protocol.webSocketTransport({
       url: file.wsUrl,
       token: file.token,
       openTimeoutMs: 5_000,
-      createSocket: (url) => new WebSocket(url, { maxPayload: 64 * 1024 * 1024 }) as unknown as WebSocketLike,
+      createSocket: (url) =>
+        new WebSocket(url, {
+          maxPayload: 64 * 1024 * 1024,
+          ...(secure ? { createConnection: () => secure } : {}),
+        }) as unknown as WebSocketLike,
     }),
     reconnect: false,
     onError: () => undefined,
@@ -86,4 +111,41 @@ export function workflowReference(workflow: string, absolutePath: string | undef
   if (absolutePath === undefined) return workflow;
   const inside = relative(projectRoot, absolutePath);
   return inside.startsWith('..') ? absolutePath : inside;
+}
+
+/**
+ * A TLS connection to the server of `file` whose certificate has the fingerprint server.json
+ * gives, or a NO_SERVER error: a server of this machine pinned by its own file, so a self-signed
+ * certificate is trusted exactly, and nothing else is.
+ */
+export async function pinnedTlsSocket(file: ServerFile): Promise<Socket> {
+  const { connect } = await import('node:tls');
+  const url = new URL(file.wsUrl);
+  return new Promise((resolve, reject) => {
+    const socket = connect({
+      host: url.hostname.replace(/^\[|\]$/g, ''),
+      port: Number(url.port),
+      // Verified by the pin below instead of a chain: the certificate may be self-signed.
+      rejectUnauthorized: false,
+      timeout: 5_000,
+    });
+    socket.once('secureConnect', () => {
+      const presented = socket.getPeerCertificate().fingerprint256;
+      if (presented === file.tlsFingerprint) {
+        socket.setTimeout(0);
+        resolve(socket);
+        return;
+      }
+      socket.destroy();
+      reject(
+        new ParleyError(
+          'NO_SERVER',
+          `The server at ${file.wsUrl} presents a certificate (${presented}) other than the one ${'server.json'} names (${file.tlsFingerprint}); not connecting.`,
+          { fault: 'system' },
+        ),
+      );
+    });
+    socket.once('timeout', () => socket.destroy(new Error('timed out')));
+    socket.once('error', reject);
+  });
 }

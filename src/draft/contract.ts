@@ -192,8 +192,11 @@ export interface DraftService {
     requestId: string;
     decision: ApprovalDecision;
   }): Promise<ApprovalResolution>;
-  /** The channel's draft's permission mode, its sandbox, and the requests waiting in its sessions. Additive beyond the contract. */
-  getPermissions(params: { channelId: string }): Promise<PermissionsView>;
+  /**
+   * The channel's draft's permission mode, its sandbox, and the requests waiting in its sessions
+   * (with `all`, every request waiting in the service). Additive beyond the contract.
+   */
+  getPermissions(params: { channelId: string; all?: boolean }): Promise<PermissionsView>;
   /** Sets the channel's draft's permission mode (kept in draft.json); NO_ACTIVE_DRAFT without a draft. Additive beyond the contract. */
   setPermissionMode(params: {
     channelId: string;

@@ -163,13 +163,15 @@ export function answerPermission(
   return state.broker.answer(parsed.data.requestId, parsed.data.decision, { sessionId: parsed.data.sessionId });
 }
 
-/** What a client that attaches to a channel needs to show approvals: the mode and what waits. */
+/** What a client that attaches to a channel needs to show approvals: the mode and what waits (in the channel, or `all`). */
 export async function getPermissions(
   state: DraftServiceState,
-  params: { channelId: string },
+  params: { channelId: string; all?: boolean },
 ): Promise<PermissionsView> {
   const draft = state.drafts.get(params.channelId);
-  const requests = state.broker.pending().filter((request) => channelOf(state, request.sessionId) === params.channelId);
+  const requests = state.broker
+    .pending()
+    .filter((request) => params.all === true || channelOf(state, request.sessionId) === params.channelId);
   if (!draft) return { requests };
   const workspace = await workspaceFor(state, draft.project).catch(() => undefined);
   return {

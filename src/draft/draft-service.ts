@@ -257,7 +257,7 @@ class DraftServiceImpl implements DraftService {
     return Promise.resolve().then(() => permissions.answerPermission(this.state, params));
   }
 
-  getPermissions(params: { channelId: string }): Promise<PermissionsView> {
+  getPermissions(params: { channelId: string; all?: boolean }): Promise<PermissionsView> {
     return permissions.getPermissions(this.state, params);
   }
 

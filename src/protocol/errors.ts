@@ -29,6 +29,8 @@ export const RpcErrorCode = {
   INVALID_STATE: -32009,
   /** The server is shutting down; reconnect to the next one. */
   SHUTTING_DOWN: -32010,
+  /** This connection may not do this: a paired device cannot manage devices. */
+  NOT_ALLOWED: -32011,
 } as const;
 /** The name of a JSON-RPC error code (`INVALID_PARAMS`, `DRAFT_ALREADY_ACTIVE`, …). */
 export type RpcErrorName = keyof typeof RpcErrorCode;
@@ -63,6 +65,8 @@ export const RPC_ERROR_DESCRIPTIONS: Record<RpcErrorName, string> = {
   INVALID_STATE:
     "The session refuses this in its current state (archived, read only, compaction running), another server runs the draft (DRAFT_RUN_ELSEWHERE), or a run's prompt was already answered (PROMPT_ALREADY_ANSWERED).",
   SHUTTING_DOWN: 'The server is shutting down; reconnect.',
+  NOT_ALLOWED:
+    "This connection may not do this: pairing and managing devices need the server's own token, not a device's.",
 };
 
 /**
@@ -112,6 +116,9 @@ export const PARLEY_CODE_TO_RPC: Readonly<Record<string, RpcErrorCodeValue>> = {
   INVALID_STATE: RpcErrorCode.INVALID_STATE,
   MANAGER_CLOSED: RpcErrorCode.SHUTTING_DOWN,
   SHUTTING_DOWN: RpcErrorCode.SHUTTING_DOWN,
+  NOT_ALLOWED: RpcErrorCode.NOT_ALLOWED,
+  /** An id `list_devices` does not show. */
+  DEVICE_NOT_FOUND: RpcErrorCode.NOT_FOUND,
 };
 
 export function rpcCodeForParleyCode(code: string): RpcErrorCodeValue {

@@ -362,7 +362,16 @@ export const AnswerPermissionResultSchema = z.object({
   decision: PermissionDecisionSchema,
 });
 
-export const GetPermissionsParamsSchema = NoParams;
+export const GetPermissionsParamsSchema = z
+  .strictObject({
+    all: z
+      .boolean()
+      .optional()
+      .describe(
+        "Every channel's waiting requests, not only this channel's; from then on this connection also receives every channel's `permission_requested` and `permission_resolved` (what a phone shows: everything that waits for its person).",
+      ),
+  })
+  .describe('`{}` or omitted: this channel only.');
 export const GetPermissionsResultSchema = z.object({
   sessionId: z.string().optional().describe("The channel's draft session; absent without a draft."),
   mode: PermissionModeWireSchema.optional().describe("The draft's permission mode."),
@@ -375,6 +384,48 @@ export const SetPermissionModeResultSchema = z.object({
   sessionId: z.string(),
   mode: PermissionModeWireSchema,
   previous: PermissionModeWireSchema,
+});
+
+// ---- paired devices -----------------------------------------------------------------------
+
+export const DeviceIdSchema = z
+  .string()
+  .regex(/^dev-[0-9a-f]{12}$/, 'a device id is "dev-" and 12 hex digits (see `list_devices`)');
+export const DeviceInfoWireSchema = z.object({
+  deviceId: z.string(),
+  name: z.string(),
+  /** ISO 8601. */
+  pairedAt: z.string(),
+  /** ISO 8601: when it last connected or disconnected; absent until it first connects. */
+  lastSeenAt: z.string().optional(),
+  /** Its connections open now. */
+  connections: z.number().int().nonnegative(),
+});
+/** A paired device as `list_devices` shows it. */
+export type DeviceInfoWire = z.infer<typeof DeviceInfoWireSchema>;
+
+export const CreatePairingParamsSchema = NoParams;
+export const CreatePairingResultSchema = z.object({
+  code: z.string().describe('The one-time code; every link carries it.'),
+  expiresAt: z.string().describe('ISO 8601: the code is refused after this.'),
+  links: z
+    .array(z.string())
+    .min(1)
+    .describe(
+      "The web UI's address with `#pair=<code>`, once per address the server is reached by, the network's first.",
+    ),
+  reachable: z.boolean().describe('False when the server listens on loopback only: a phone cannot reach it.'),
+  tlsFingerprint: z
+    .string()
+    .optional()
+    .describe("The SHA-256 fingerprint of the server's TLS certificate, to compare."),
+});
+export const ListDevicesParamsSchema = NoParams;
+export const ListDevicesResultSchema = z.object({ devices: z.array(DeviceInfoWireSchema) });
+export const RevokeDeviceParamsSchema = z.strictObject({ deviceId: DeviceIdSchema });
+export const RevokeDeviceResultSchema = z.object({
+  device: DeviceInfoWireSchema,
+  closedConnections: z.number().int().nonnegative(),
 });
 
 export const ListBackendsParamsSchema = NoParams;
@@ -612,7 +663,7 @@ export const methods = {
   get_permissions: method(
     GetPermissionsParamsSchema,
     GetPermissionsResultSchema,
-    "The channel's draft's permission mode, the command sandbox, and the approval requests waiting in the channel's sessions: what a client shows when it attaches.",
+    "The channel's draft's permission mode, the command sandbox, and the approval requests waiting in the channel's sessions (with `all: true`, in every channel's, and every channel's approval notifications from then on): what a client shows when it attaches.",
   ),
   set_permission_mode: method(
     SetPermissionModeParamsSchema,
@@ -628,6 +679,21 @@ export const methods = {
     SendTestNotificationParamsSchema,
     SendTestNotificationResultSchema,
     'Sends a test notification through every sink at once (no grace delay, no coalescing) and says what each did: for checking that a phone or a chat receives them.',
+  ),
+  create_pairing: method(
+    CreatePairingParamsSchema,
+    CreatePairingResultSchema,
+    "A one-time pairing code and the links that carry it (`parley pair`): a phone that opens one trades the code at `POST /pair` for a device token of its own. Codes expire in minutes and work once. Needs the server's own token: -32011 (NOT_ALLOWED) from a device.",
+  ),
+  list_devices: method(
+    ListDevicesParamsSchema,
+    ListDevicesResultSchema,
+    "The paired devices, with when each was last seen and its connections open now. Needs the server's own token: -32011 (NOT_ALLOWED) from a device.",
+  ),
+  revoke_device: method(
+    RevokeDeviceParamsSchema,
+    RevokeDeviceResultSchema,
+    'Forgets a paired device: its token is refused from now on and its open connections close at once (1008). -32001 (DEVICE_NOT_FOUND) for an id not paired; -32011 (NOT_ALLOWED) from a device.',
   ),
   list_runs: method(
     ListRunsParamsSchema,

@@ -18,7 +18,7 @@ export interface PendingApprovalsState {
 }
 
 /**
- * The approval requests waiting in a client's channel, for a UI to show and answer: filled from
+ * The approval requests waiting in a client's channel (or in every channel), for a UI to show and answer: filled from
  * `get_permissions` on every (re)connection (a request made while away is not replayed), kept
  * current by `permission_requested` and `permission_resolved` (whoever answered). Shared by the
  * TUI and the web UI so both ask the same way.
@@ -28,7 +28,14 @@ export class PendingApprovals {
   private readonly listeners = new Set<() => void>();
   private readonly unsubscribe: Array<() => void> = [];
 
-  constructor(private readonly client: ApprovalClient) {}
+  /**
+   * `all`: every channel's requests (`get_permissions { all: true }`), as a phone shows everything
+   * that waits for its person; default: this client's channel only.
+   */
+  constructor(
+    private readonly client: ApprovalClient,
+    private readonly options: { all?: boolean } = {},
+  ) {}
 
   readonly getState = (): PendingApprovalsState => this.current;
 
@@ -55,7 +62,7 @@ export class PendingApprovals {
   /** Re-reads the waiting requests (what a client does when it attaches). */
   async refresh(): Promise<void> {
     try {
-      const { requests } = await this.client.request('get_permissions');
+      const { requests } = await this.client.request('get_permissions', this.options.all === true ? { all: true } : {});
       this.set({ ...this.current, requests });
     } catch (error) {
       this.set({ ...this.current, error: `Could not read the waiting approvals: ${messageOf(error)}` });

@@ -14,6 +14,8 @@ export const ServerFileSchema = z.object({
   projectRoot: z.string(),
   /** ISO 8601. */
   startedAt: z.string(),
+  /** Served over TLS (https, wss): the SHA-256 fingerprint of its certificate, which a command here pins. */
+  tlsFingerprint: z.string().optional(),
 });
 /** `server.json`: how to reach a running server (URLs, host, port, token), its pid and protocol version. */
 export type ServerFile = z.infer<typeof ServerFileSchema>;
@@ -23,3 +25,6 @@ export const PROTOCOL_VERSION = 1;
 
 /** The WebSocket path the server serves JSON-RPC on. */
 export const RPC_PATH = '/rpc';
+
+/** Where a phone trades a pairing code for a device token (`POST`, `{ code, name? }`). */
+export const PAIR_PATH = '/pair';

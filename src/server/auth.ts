@@ -1,6 +1,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmod, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
+import { hostname, networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 
 /**
@@ -65,15 +66,49 @@ export function originAllowed(origin: string | undefined, allowed: ReadonlySet<s
   return allowed.has(origin.toLowerCase());
 }
 
-export function ownOrigins(host: string, port: number): Set<string> {
-  const hosts = new Set([host]);
-  if (isLoopback(host)) for (const alias of ['127.0.0.1', 'localhost', '[::1]']) hosts.add(alias);
+/** The origins of this server's own pages: every name it is reached by (`reachableNames`), with its scheme and port. */
+export function ownOrigins(host: string, port: number, scheme: 'http' | 'https' = 'http'): Set<string> {
   const origins = new Set<string>();
-  for (const name of hosts) {
+  for (const name of reachableNames(host)) {
     const formatted = name.includes(':') && !name.startsWith('[') ? `[${name}]` : name;
-    origins.add(`http://${formatted}:${port}`.toLowerCase());
+    origins.add(`${scheme}://${formatted}:${port}`.toLowerCase());
   }
   return origins;
+}
+
+/** A wildcard address: the server listens on every interface. */
+export function isWildcard(host: string): boolean {
+  return host === '0.0.0.0' || host === '::' || host === '[::]';
+}
+
+/**
+ * The names a server listening on `host` is reached by: the host itself (for a wildcard address,
+ * every address of this machine's interfaces and its host name), and the loopback names when it
+ * listens on loopback or everywhere.
+ */
+export function reachableNames(host: string): string[] {
+  const names = new Set<string>([host.replace(/^\[|\]$/g, '')]);
+  if (isLoopback(host) || isWildcard(host)) for (const alias of ['127.0.0.1', 'localhost', '::1']) names.add(alias);
+  if (isWildcard(host)) {
+    for (const addresses of Object.values(networkInterfaces()))
+      for (const address of addresses ?? []) if (!address.address.startsWith('fe80:')) names.add(address.address);
+    const name = hostname();
+    names.add(name);
+    if (!name.includes('.')) names.add(`${name}.local`);
+  }
+  names.delete('0.0.0.0');
+  names.delete('::');
+  return [...names];
+}
+
+/** Where a phone on the network reaches a server listening on `host`: its non-loopback addresses, IPv4 first. */
+export function networkNames(host: string): string[] {
+  if (!isWildcard(host)) return isLoopback(host) ? [] : [host.replace(/^\[|\]$/g, '')];
+  const found: Array<{ address: string; family: string }> = [];
+  for (const addresses of Object.values(networkInterfaces()))
+    for (const address of addresses ?? [])
+      if (!address.internal && !address.address.startsWith('fe80:')) found.push(address);
+  return found.sort((a, b) => (a.family === b.family ? 0 : a.family === 'IPv4' ? -1 : 1)).map((entry) => entry.address);
 }
 
 export function isLoopback(host: string): boolean {

@@ -10,6 +10,7 @@ import type { Handlers } from './dispatcher.js';
 import type { Connection, Hub } from './hub.js';
 import type { RunFollowers } from './run-followers.js';
 import { createRunHandlers } from './run-handlers.js';
+import type { DeviceMethodName } from './device-handlers.js';
 
 export interface HandlerDependencies {
   manager: SessionManager;
@@ -23,6 +24,8 @@ export interface HandlerDependencies {
   runFollowers: RunFollowers;
   /** Where notifications go; absent: `get_notification_settings` says they are off. */
   notifier?: Notifier;
+  /** Pairing and the paired devices (device-handlers.ts). */
+  deviceHandlers: Pick<Handlers, DeviceMethodName>;
 }
 
 /** Largest page of `get_events`. */
@@ -190,7 +193,11 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
       });
       return { requestId: resolution.requestId, sessionId: resolution.sessionId, decision: resolution.decision };
     },
-    get_permissions: (_params, context) => drafts.getPermissions({ channelId: context.channelId }),
+    get_permissions: (params, context) => {
+      // Every channel's, for a client that shows all that waits (a phone): and their notices from now on.
+      if (params.all === true) connection(context.connectionId).allApprovals = true;
+      return drafts.getPermissions({ channelId: context.channelId, ...(params.all === true ? { all: true } : {}) });
+    },
     set_permission_mode: (params, context) =>
       drafts.setPermissionMode({ channelId: context.channelId, mode: params.mode }),
     // ---- durable runs ----
@@ -209,6 +216,7 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
           : { enabled: false, delaySeconds: 0, coalesceSeconds: 0, sinks: [] },
       ),
     send_test_notification: async () => ({ sinks: (await dependencies.notifier?.sendTest()) ?? [] }),
+    ...dependencies.deviceHandlers,
 
     server_info: (_params, context) =>
       Promise.resolve({

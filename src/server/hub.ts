@@ -19,6 +19,10 @@ export class Connection {
     notices: { all: false, sessionIds: new Set<string>() },
   };
   closed = false;
+  /** The paired device this connection authenticated as; undefined: the server's own token. */
+  deviceId: string | undefined = undefined;
+  /** Receives every channel's approval requests and answers (`get_permissions { all: true }`). */
+  allApprovals = false;
 
   constructor(
     readonly id: string,
@@ -135,6 +139,22 @@ export class Hub {
       this.noticeFollowersOfAll.size > 0 ||
       this.noticeFollowers.has(sessionId)
     );
+  }
+
+  /** Connections of a paired device. */
+  ofDevice(deviceId: string): Connection[] {
+    return [...this.connections].filter((connection) => connection.deviceId === deviceId);
+  }
+
+  /** To every connection of the channel and every one that follows all approvals, once each. */
+  toChannelAndApprovalFollowers<N extends NotificationName>(
+    channelId: string,
+    method: N,
+    params: NotificationParams<N>,
+  ): void {
+    const targets = new Set(this.channels.get(channelId));
+    for (const connection of this.connections) if (connection.allApprovals) targets.add(connection);
+    if (targets.size > 0) this.broadcast(targets, method, params);
   }
 
   /** To every connection of the channel. */

@@ -7,4 +7,6 @@ export {
   type RunServiceContext,
 } from './server.js';
 export { Dispatcher, type Handlers, type Logger, type LogLevel, type RequestContext } from './dispatcher.js';
-export { loadOrCreateToken } from './auth.js';
+export { loadOrCreateToken, isLoopback, reachableNames } from './auth.js';
+export { DeviceRegistry, type DeviceInfo } from './devices.js';
+export { certificateFingerprint, selfSignedCertificate, type TlsCredentials } from './tls.js';

@@ -1,15 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type RequestListener, type Server } from 'node:http';
+import { createServer as createSecureServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { resolve } from 'node:path';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
-import { loadTokenizer } from '../conversation/index.js';
+import { loadTokenizer, ParleyError } from '../conversation/index.js';
 import type { HookRunner, Notifier } from '../hooks/index.js';
 import { createDraftService, type DraftService, type DraftServiceOptions } from '../draft/index.js';
 import type { RunService } from '../harness/index.js';
-import { ChannelIdSchema, PROTOCOL_VERSION, RPC_PATH, type ServerFile } from '../protocol/index.js';
+import { ChannelIdSchema, PAIR_PATH, PROTOCOL_VERSION, RPC_PATH, type ServerFile } from '../protocol/index.js';
 import {
   createBackendSummarizer,
   createSessionManager,
@@ -19,6 +20,8 @@ import {
 import {
   loadOrCreateToken,
   isLoopback,
+  isWildcard,
+  networkNames,
   originAllowed,
   ownOrigins,
   presentedToken,
@@ -26,7 +29,11 @@ import {
   writePrivateFile,
 } from './auth.js';
 import { wireAttention, webUiSink } from './attention.js';
+import { createDeviceHandlers } from './device-handlers.js';
+import { DeviceRegistry, PairingCodes } from './devices.js';
 import { Dispatcher, type Logger } from './dispatcher.js';
+import { handlePairing } from './pairing-endpoint.js';
+import { certificateFingerprint, type TlsCredentials } from './tls.js';
 import { createHandlers } from './handlers.js';
 import { Connection, Hub } from './hub.js';
 import { RunFollowers } from './run-followers.js';
@@ -64,8 +71,19 @@ export interface ServerOptions {
   leaseTtlMs?: number;
   /** Default 0: any free port. */
   port?: number;
-  /** Default 127.0.0.1. Anything but loopback is reachable from the network: a warning is logged. */
+  /**
+   * Default 127.0.0.1. Anything but loopback is reachable from the network, and is refused unless
+   * the server has `tls` or is told `insecureHttp`.
+   */
   host?: string;
+  /** Serve https and wss with this certificate and key (PEM): given, or `selfSignedCertificate()`. */
+  tls?: TlsCredentials;
+  /** Plain HTTP beyond loopback, for a network the user trusts: tokens then cross it readable. */
+  insecureHttp?: boolean;
+  /** Pairing: how long a code lasts (default 10 minutes) and how many attempts pass (default a burst of 5, then 5 a minute). */
+  pairing?: { codeTtlMs?: number; attempts?: { capacity: number; perSecond: number } };
+  /** The clock of pairing codes, their rate limit and devices' last seen, in epoch milliseconds (tests move it). */
+  now?: () => number;
   /** The web UI's files (e.g. dist/web), served at `/`. */
   webRoot?: string;
   /** Largest frame a client may send (default 1 MiB); larger closes the connection with 1009. */
@@ -134,6 +152,8 @@ export interface RunningServer {
   readonly host: string;
   readonly port: number;
   readonly token: string;
+  /** Over TLS: the SHA-256 fingerprint of the certificate, for the user to compare on the phone. */
+  readonly tlsFingerprint: string | undefined;
   readonly manager: SessionManager;
   readonly drafts: DraftService;
   /** The durable-run service, when runs are enabled. */
@@ -162,14 +182,28 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const dataDir = resolve(options.dataDir);
   const maxMessageBytes = options.maxMessageBytes ?? 1024 * 1024;
   const rateLimit = options.rateLimit === undefined ? { capacity: 200, perSecond: 100 } : options.rateLimit;
+  if (!isLoopback(host) && !options.tls && options.insecureHttp !== true) {
+    throw new ParleyError(
+      'INSECURE_HTTP_REFUSED',
+      `Listening on ${host} would send the token and every session in plain text across the network. Serve it over TLS (--tls-cert <file> --tls-key <file>, or leave them out for a self-signed certificate), or say --insecure-http for a network you trust.`,
+      { fault: 'user', data: { host } },
+    );
+  }
   if (!isLoopback(host))
     log(
       'warn',
-      `Listening on ${host}: anyone who can reach this address and has the token can drive your agents. Keep the token secret.`,
+      `Listening on ${host}${options.tls ? '' : ' over plain HTTP'}: anyone who can reach this address and has a token can drive your agents. Keep tokens secret.`,
     );
+  const now = options.now ?? Date.now;
+  const tlsFingerprint = options.tls ? certificateFingerprint(options.tls.cert) : undefined;
+  const scheme = options.tls ? 'https' : 'http';
 
   await prepareDataFolder(dataDir);
   const token = await loadOrCreateToken(dataDir);
+  const devices = await DeviceRegistry.open(dataDir, now);
+  const codes = new PairingCodes(options.pairing?.codeTtlMs ?? 10 * 60_000, now);
+  const pairingRate = options.pairing?.attempts ?? { capacity: 5, perSecond: 5 / 60 };
+  const pairingAttempts = new TokenBucket(pairingRate.capacity, pairingRate.perSecond, options.now);
   const summarize =
     options.summarize === false
       ? undefined
@@ -237,6 +271,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   const byId = new Map<string, Connection>();
   const runFollowers = new RunFollowers(hub);
+  let pairingLinks: (code: string) => { links: string[]; reachable: boolean; tlsFingerprint?: string } = () => {
+    throw new Error('The server is not listening yet.');
+  };
   const dispatcher = new Dispatcher(
     createHandlers({
       manager,
@@ -248,6 +285,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       runFollowers,
       ...(runService ? { runService } : {}),
       ...(options.notifier ? { notifier: options.notifier } : {}),
+      deviceHandlers: createDeviceHandlers({
+        devices,
+        codes,
+        hub,
+        connection: (id) => {
+          const found = byId.get(id);
+          if (!found) throw new ParleyError('MANAGER_CLOSED', 'This connection is closed.');
+          return found;
+        },
+        pairingLinks: (code) => pairingLinks(code),
+      }),
     }),
     log,
   );
@@ -291,15 +339,32 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     clientTracking: false,
   });
   let allowedOrigins = new Set<string>();
-  const http: Server = createServer((request, response) => {
+  const listener: RequestListener = (request, response) => {
     const url = new URL(request.url ?? '/', 'http://localhost');
     if (url.pathname === RPC_PATH) {
       response.writeHead(426, { 'Content-Type': 'text/plain; charset=utf-8', Upgrade: 'websocket' });
       response.end('This endpoint speaks JSON-RPC over WebSocket.\n');
       return;
     }
+    if (url.pathname === PAIR_PATH) {
+      handlePairing(request, response, {
+        codes,
+        devices,
+        attempts: pairingAttempts,
+        origins: () => allowedOrigins,
+        log,
+      }).catch((error: unknown) => {
+        log('error', 'A pairing request failed', { error: String(error) });
+        if (!response.headersSent) response.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' });
+        response.end('The pairing failed on the server; try again.\n');
+      });
+      return;
+    }
     void serveStatic(options.webRoot, request, response, url.pathname);
-  });
+  };
+  const http: Server = options.tls
+    ? createSecureServer({ cert: options.tls.cert, key: options.tls.key }, listener)
+    : createServer(listener);
 
   http.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     const refuse = (status: number, text: string, message: string) => {
@@ -312,7 +377,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const url = new URL(request.url ?? '/', 'http://localhost');
     if (closing) return refuse(503, 'Service Unavailable', 'The server is shutting down.\n');
     if (url.pathname !== RPC_PATH) return refuse(404, 'Not Found', `The JSON-RPC endpoint is ${RPC_PATH}.\n`);
-    if (!tokenMatches(presentedToken(request, url), token)) {
+    const presented = presentedToken(request, url);
+    const device = tokenMatches(presented, token) ? undefined : devices.match(presented);
+    if (!device && !tokenMatches(presented, token)) {
       return refuse(
         401,
         'Unauthorized',
@@ -330,10 +397,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         return refuse(400, 'Bad Request', 'The `channel` parameter must be 1-200 letters, digits, ".", "_" or "-".\n');
       channelId = checked.data;
     }
-    sockets.handleUpgrade(request, socket, head, (ws) => accept(ws, channelId, socket));
+    sockets.handleUpgrade(request, socket, head, (ws) => accept(ws, channelId, socket, device?.deviceId));
   });
 
-  const accept = (ws: WebSocket, channelId: string, stream: Duplex) => {
+  const accept = (ws: WebSocket, channelId: string, stream: Duplex, deviceId: string | undefined) => {
     const connection = new Connection(
       randomUUID(),
       channelId,
@@ -341,6 +408,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       rateLimit === false ? undefined : new TokenBucket(rateLimit.capacity, rateLimit.perSecond),
       stream,
     );
+    connection.deviceId = deviceId;
+    const seen = () => {
+      if (deviceId !== undefined)
+        devices
+          .seen(deviceId)
+          .catch((error: unknown) => log('warn', 'Could not record when a device was seen', { error: String(error) }));
+    };
+    seen();
     hub.add(connection);
     byId.set(connection.id, connection);
     const context = { connectionId: connection.id, channelId };
@@ -351,6 +426,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       closing: () => closing,
     };
     ws.on('message', (data: RawData, isBinary: boolean) => {
+      // A revoked device's frames already on their way are not answered.
+      if (connection.closed) return;
       const frame = isBinary ? null : rawToString(data);
       if (frame === null) {
         hub.write(
@@ -376,24 +453,46 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     });
     ws.on('error', (error) => log('debug', 'WebSocket error', { connectionId: connection.id, error: error.message }));
     ws.on('close', () => {
+      const revoked = connection.deviceId !== undefined && !devices.list().some((each) => each.deviceId === deviceId);
       hub.remove(connection);
       byId.delete(connection.id);
+      if (!revoked) seen();
     });
   };
 
-  await new Promise<void>((done, fail) => {
-    http.once('error', fail);
-    http.listen(options.port ?? 0, host, () => {
-      http.off('error', fail);
-      done();
+  try {
+    await new Promise<void>((done, fail) => {
+      http.once('error', fail);
+      http.listen(options.port ?? 0, host, () => {
+        http.off('error', fail);
+        done();
+      });
     });
-  });
+  } catch (error) {
+    // A port in use or an address not this machine's: what was opened closes, so the process can exit.
+    for (const off of unsubscribers) off();
+    if (ownsRunService) await runService?.close().catch(() => undefined);
+    await drafts.close().catch(() => undefined);
+    await manager.close();
+    throw error;
+  }
   const port = (http.address() as AddressInfo).port;
-  allowedOrigins = ownOrigins(host, port);
-  const displayHost = host.includes(':') ? `[${host}]` : host;
-  const wsUrl = `ws://${displayHost}:${port}${RPC_PATH}`;
-  const url = `http://${displayHost}:${port}/?token=${token}`;
-  notifier?.setWebUrl(`http://${displayHost}:${port}/`);
+  allowedOrigins = ownOrigins(host, port, scheme);
+  const bracket = (name: string) => (name.includes(':') && !name.startsWith('[') ? `[${name}]` : name);
+  // On every interface, this machine's own commands and browser reach it by loopback.
+  const displayHost = bracket(isWildcard(host) ? '127.0.0.1' : host);
+  const wsUrl = `${options.tls ? 'wss' : 'ws'}://${displayHost}:${port}${RPC_PATH}`;
+  const url = `${scheme}://${displayHost}:${port}/?token=${token}`;
+  pairingLinks = (code) => {
+    const network = networkNames(host);
+    const names = network.length > 0 ? network : [displayHost];
+    return {
+      links: names.map((name) => `${scheme}://${bracket(name)}:${port}/#pair=${code}`),
+      reachable: network.length > 0,
+      ...(tlsFingerprint ? { tlsFingerprint } : {}),
+    };
+  };
+  notifier?.setWebUrl(`${scheme}://${displayHost}:${port}/`);
   const serverFile = resolve(dataDir, 'server.json');
   if (options.writeServerFile !== false) {
     const content: ServerFile = {
@@ -406,6 +505,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       protocolVersion: PROTOCOL_VERSION,
       projectRoot,
       startedAt: new Date().toISOString(),
+      ...(tlsFingerprint ? { tlsFingerprint } : {}),
     };
     await writePrivateFile(serverFile, `${JSON.stringify(content, null, 2)}\n`);
   }
@@ -433,6 +533,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       http.closeAllConnections();
       for (const connection of [...hub.all()]) connection.socket.terminate();
       await stopped;
+      // The devices' last seen, written as their sockets closed, lands before the folder is let go.
+      await devices.settled();
       await manager.close();
       if (options.writeServerFile !== false) await rm(serverFile, { force: true });
     })());
@@ -443,6 +545,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     host,
     port,
     token,
+    tlsFingerprint,
     manager,
     drafts,
     runService,
@@ -466,8 +569,12 @@ function wireNotifications(manager: SessionManager, drafts: DraftService, hub: H
     drafts.on('context_compacted', (payload) => hub.toChannel(payload.channelId, 'context_compacted', payload)),
     drafts.on('agent_status', (payload) => hub.toChannel(payload.channelId, 'agent_status', payload)),
     drafts.on('draft_closed', (payload) => hub.toChannel(payload.channelId, 'draft_closed', payload)),
-    drafts.on('permission_requested', (payload) => hub.toChannel(payload.channelId, 'permission_requested', payload)),
-    drafts.on('permission_resolved', (payload) => hub.toChannel(payload.channelId, 'permission_resolved', payload)),
+    drafts.on('permission_requested', (payload) =>
+      hub.toChannelAndApprovalFollowers(payload.channelId, 'permission_requested', payload),
+    ),
+    drafts.on('permission_resolved', (payload) =>
+      hub.toChannelAndApprovalFollowers(payload.channelId, 'permission_resolved', payload),
+    ),
     manager.on('session:event', (payload) => {
       if (hub.hasFollowers(payload.sessionId)) hub.toFollowers(payload.sessionId, 'session_event', payload);
     }),

@@ -59,6 +59,9 @@ describe('the method table', () => {
       'fork_run',
       'subscribe_runs',
       'unsubscribe_runs',
+      'create_pairing',
+      'list_devices',
+      'revoke_device',
     ];
     expect([...METHOD_NAMES].sort()).toEqual([...expected].sort());
     for (const name of METHOD_NAMES) expect(name).toMatch(/^[a-z]+(_[a-z]+)*$/);

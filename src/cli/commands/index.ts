@@ -21,6 +21,8 @@ export const commandModules: Record<string, () => Promise<CommandModule>> = {
   tui: () => import('./tui.js'),
   migrate: () => import('./migrate.js'),
   acp: () => import('./acp.js'),
+  pair: () => import('./pair.js'),
+  devices: () => import('./devices.js'),
 };
 
 /** The modules for `names`, or all of them (for help and unknown commands), each once. */

@@ -4,7 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { ParleyError } from '../../conversation/index.js';
-import type { RunningServer } from '../../server/index.js';
+import type { RunningServer, TlsCredentials } from '../../server/index.js';
 import type { TranscriptWatcher } from '../../sessions/index.js';
 import { shareStore, type SessionStore } from '../../store/index.js';
 import {
@@ -39,7 +39,16 @@ export function register(
     .command('serve')
     .description('Serve this project to the TUI and the web UI (JSON-RPC 2.0 over WebSocket)')
     .option('--port <port>', `port to listen on (default ${DEFAULT_PORT}; 0: any free port)`, parsePort)
-    .option('--host <host>', 'address to listen on (default 127.0.0.1; anything else is reachable from the network)')
+    .option(
+      '--host <host>',
+      'address to listen on (default 127.0.0.1; anything else, e.g. 0.0.0.0, is reachable from the network and served over TLS)',
+    )
+    .option('--tls-cert <file>', 'serve https/wss with this certificate (PEM; with --tls-key)')
+    .option('--tls-key <file>', 'the private key of --tls-cert (PEM)')
+    .option(
+      '--insecure-http',
+      'beyond loopback, serve plain HTTP instead of TLS: tokens cross the network readable (a network you trust only)',
+    )
     .option(
       '--session-idle <seconds>',
       'let a session unused this long go from memory, to be read from its log again when needed (default 600)',
@@ -60,6 +69,9 @@ export function register(
         options: {
           port?: number;
           host?: string;
+          tlsCert?: string;
+          tlsKey?: string;
+          insecureHttp?: boolean;
           webRoot?: string;
           watchNative?: boolean;
           sessionIdle?: number;
@@ -76,6 +88,7 @@ export function register(
         const leaseTtlMs = draftLeaseFromEnvironment(MAX_LEASE_TTL_MS);
         const projectRoot = process.cwd();
         const dataDir = resolveDataDir(command);
+        const tls = await chooseTls(options, dataDir);
         const chosenStore = await openChosenStore(command);
         // With --watch-native the imports and the server share one opened store, each through its own view,
         // so the server sees the imported events as changes from elsewhere and delivers them (store/sessions/shared-store.ts).
@@ -114,6 +127,8 @@ export function register(
             ...(options.maxLiveSessions !== undefined ? { maxLiveSessions: options.maxLiveSessions } : {}),
             port: options.port ?? DEFAULT_PORT,
             ...(options.host !== undefined ? { host: options.host } : {}),
+            ...(tls ? { tls: tls.credentials } : {}),
+            ...(options.insecureHttp ? { insecureHttp: true } : {}),
             ...(webRoot ? { webRoot } : {}),
             backendFor,
             summarize,
@@ -126,6 +141,13 @@ export function register(
           await draftStore?.close();
           await store?.close();
           await shared?.close();
+          if ((error as NodeJS.ErrnoException).code === 'EADDRNOTAVAIL') {
+            throw new ParleyError(
+              'INVALID_INPUT',
+              `--host ${options.host ?? ''} is not an address of this machine. Give one of its addresses, or 0.0.0.0 for all of them.`,
+              { fault: 'user' },
+            );
+          }
           if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
             throw new ParleyError(
               'PORT_IN_USE',
@@ -138,6 +160,10 @@ export function register(
         if (server.recovered.recovered > 0)
           process.stdout.write(`Recovered ${server.recovered.recovered} active draft(s).\n`);
         const followers = shared !== undefined ? await followNativeSessions(projectRoot, shared.view()) : [];
+        if (tls)
+          process.stdout.write(
+            `TLS: ${tls.selfSigned ? `a self-signed certificate Parley made with openssl (${join(dataDir, 'tls')})` : 'the certificate given'}; SHA-256 fingerprint:\n  ${server.tlsFingerprint}\n`,
+          );
         process.stdout.write(
           `Parley is serving ${projectRoot}\n` +
             `  web UI:   ${server.url}\n` +
@@ -151,6 +177,55 @@ export function register(
         await shared?.close();
       },
     );
+}
+
+/**
+ * The certificate to serve with: `--tls-cert`/`--tls-key` when given; beyond loopback without them
+ * (and without --insecure-http), a self-signed one for every name the server is reached by.
+ */
+async function chooseTls(
+  options: { host?: string; tlsCert?: string; tlsKey?: string; insecureHttp?: boolean },
+  dataDir: string,
+): Promise<{ credentials: TlsCredentials; selfSigned: boolean } | undefined> {
+  if ((options.tlsCert === undefined) !== (options.tlsKey === undefined)) {
+    throw new ParleyError('INVALID_INPUT', '--tls-cert and --tls-key go together: give both, or neither.', {
+      fault: 'user',
+    });
+  }
+  const server = await import('../../server/index.js');
+  if (options.tlsCert !== undefined && options.tlsKey !== undefined) {
+    const { readFile } = await import('node:fs/promises');
+    const read = async (path: string, flag: string) => {
+      try {
+        return await readFile(resolve(path), 'utf8');
+      } catch (error) {
+        throw new ParleyError('INVALID_INPUT', `${flag} ${path} cannot be read: ${(error as Error).message}`, {
+          fault: 'user',
+        });
+      }
+    };
+    const credentials = {
+      cert: await read(options.tlsCert, '--tls-cert'),
+      key: await read(options.tlsKey, '--tls-key'),
+    };
+    try {
+      server.certificateFingerprint(credentials.cert);
+    } catch (error) {
+      throw new ParleyError(
+        'INVALID_INPUT',
+        `--tls-cert ${options.tlsCert} is not a PEM certificate: ${(error as Error).message}`,
+        {
+          fault: 'user',
+        },
+      );
+    }
+    return { credentials, selfSigned: false };
+  }
+  const host = options.host ?? '127.0.0.1';
+  if (server.isLoopback(host) || options.insecureHttp) return undefined;
+  const { mkdir } = await import('node:fs/promises');
+  await mkdir(dataDir, { recursive: true });
+  return { credentials: await server.selfSignedCertificate(dataDir, server.reachableNames(host)), selfSigned: true };
 }
 
 /** `--watch-native`: a watcher per native folder of the project; a folder that does not exist yet is followed from when it appears. */

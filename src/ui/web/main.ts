@@ -1,5 +1,7 @@
 import { PendingApprovals, ProtocolClient, webSocketTransport } from '../../protocol/index.js';
 import { AppView } from './app-view.js';
+import { linkOf, type PageLink } from './links.js';
+import { deviceName, redeemPairing } from './pairing.js';
 import { Controller, type Actions } from './controller.js';
 import { prepareMarkdown } from './markdown/markdown-view.js';
 import { REHEARSAL_STEPS } from './rehearsal.js';
@@ -14,10 +16,25 @@ import { AttentionNotifications, browserAttentionEnvironment } from './attention
 
 const TOKEN_KEY = 'parley.token';
 const CHANNEL_KEY = 'parley.channel';
+/** A paired device's own token (`parley pair`): kept across browser restarts, as an installed web app needs. */
+const DEVICE_KEY = 'parley.device';
 
-function boot(): void {
+async function boot(): Promise<void> {
   const root = document.getElementById('app');
   if (!root) throw new Error('The page has no #app element.');
+  // A `parley pair` link: its code is traded for this device's token, and leaves the address bar at once.
+  let pairingError: string | undefined;
+  const opened = linkOf(location.hash);
+  if (opened?.kind === 'pair') {
+    history.replaceState(history.state, '', `${location.pathname}${location.search}`);
+    try {
+      const paired = await redeemPairing(opened.code, deviceName(navigator.userAgent));
+      localStorage.setItem(DEVICE_KEY, paired.token);
+      sessionStorage.removeItem(TOKEN_KEY);
+    } catch (error) {
+      pairingError = error instanceof Error ? error.message : String(error);
+    }
+  }
   // The token moves from the address bar to this tab's storage: it does not stay in the history,
   // a bookmark or a screen share, and a reload still connects.
   const fromUrl = tokenFromSearch(location.search);
@@ -25,8 +42,11 @@ function boot(): void {
     sessionStorage.setItem(TOKEN_KEY, fromUrl);
     history.replaceState(history.state, '', withoutToken(location.href));
   }
-  const token = fromUrl ?? sessionStorage.getItem(TOKEN_KEY) ?? undefined;
-  const store = new Store(initialState(token ? 'present' : 'missing'));
+  const token = fromUrl ?? sessionStorage.getItem(TOKEN_KEY) ?? localStorage.getItem(DEVICE_KEY) ?? undefined;
+  const store = new Store({
+    ...initialState(token ? 'present' : 'missing'),
+    ...(pairingError !== undefined ? { connectError: pairingError } : {}),
+  });
   const onToken = (value: string) => {
     sessionStorage.setItem(TOKEN_KEY, value);
     location.reload();
@@ -52,11 +72,20 @@ function boot(): void {
   store.subscribe((state) => view.render(state));
   view.render(store.state);
   runs.start();
-  // Approval requests of the workspace tools: a modal over the page, whatever it shows.
-  const approvals = new PendingApprovals(client);
+  // Approval requests of the workspace tools, every channel's (whatever window or device asked for
+  // the draft, this person answers it): a modal over the page, whatever it shows; one a link named first.
+  const approvals = new PendingApprovals(client, { all: true });
+  let wantedApproval: string | undefined;
   const dialog = new ApprovalDialog((requestId, decision) => void approvals.answer(requestId, decision));
   document.body.append(dialog.element);
-  approvals.subscribe(() => dialog.update(approvals.getState()));
+  const showApprovals = () => {
+    const state = approvals.getState();
+    const wanted = state.requests.find((request) => request.requestId === wantedApproval);
+    dialog.update(
+      wanted ? { ...state, requests: [wanted, ...state.requests.filter((each) => each !== wanted)] } : state,
+    );
+  };
+  approvals.subscribe(showApprovals);
   approvals.start();
   void controller.start();
   // What waits for the person: a system notification while this tab is hidden, and a link's fragment opened.
@@ -65,6 +94,17 @@ function boot(): void {
     environment: browserAttentionEnvironment(),
     openSession: (sessionId) => controller.select(sessionId),
   }).start();
+  // A notification's link (`#approval=…`, `#run=…`, `#session=…`) opens at what waits, now and when the fragment changes.
+  const follow = (link: PageLink | undefined) => {
+    if (link?.kind === 'session') controller.select(link.sessionId);
+    else if (link?.kind === 'run') runs.focus(link.runId);
+    else if (link?.kind === 'approval') {
+      wantedApproval = link.requestId;
+      showApprovals();
+    }
+  };
+  follow(linkOf(location.hash));
+  window.addEventListener('hashchange', () => follow(linkOf(location.hash)));
   // The first session opened should not pay for the start-up of the Markdown renderer and of the
   // draw code: both run once on a sample while the page is idle, unless a session is open already.
   warmUp([prepareMarkdown, ...REHEARSAL_STEPS], () => store.state.selectedId === undefined);
@@ -114,4 +154,4 @@ function afterPaint(): Promise<void> {
 /** Without a token only the connect help shows, and it asks nothing of the server. */
 const inertActions = new Proxy({}, { get: () => () => undefined }) as Actions;
 
-boot();
+void boot();

@@ -59,6 +59,8 @@ export class RunsView {
   private readonly empty = h('p', { class: 'muted' }, 'No runs yet. Start one with `parley run <workflow> --detach`.');
   private timer: ReturnType<typeof setInterval> | undefined;
   private reading: Promise<void> | undefined;
+  /** The run a link asked for, until its card is drawn. */
+  private focused: string | undefined;
 
   constructor(
     private readonly client: ProtocolClient,
@@ -84,6 +86,12 @@ export class RunsView {
   toggle(open: boolean): void {
     this.open = open;
     this.draw();
+  }
+
+  /** Opens the view at one run (a notification's link): scrolled to it once it is read, and marked. */
+  focus(runId: string): void {
+    this.focused = runId;
+    this.toggle(true);
   }
 
   /** Reads every run (newest first), after following them all once. */
@@ -162,6 +170,12 @@ export class RunsView {
     for (const run of this.runs) this.countdowns.push(...this.cards.get(run.id)!.countdowns);
     this.tick();
     this.keepTicking(this.countdowns.length > 0);
+    const focused = this.focused !== undefined ? this.cards.get(this.focused) : undefined;
+    if (focused) {
+      this.focused = undefined;
+      for (const card of this.cards.values()) card.element.classList.toggle('focused', card === focused);
+      focused.element.scrollIntoView({ block: 'start' });
+    }
   }
 
   /** The run's card, made or patched to show this run. */
