@@ -71,6 +71,10 @@ export const SessionInfoSchema = z.object({
   clearedThroughSeq: z.number().int().optional(),
   /** A fork: the session it was forked from and the last `seq` of that session's history it holds. */
   forkedFrom: z.object({ sessionId: z.string(), seq: z.number().int() }).optional(),
+  /** The branches after rewinds: each run of the log from `firstSeq` continues the history after `parentSeq`. */
+  segments: z.array(z.object({ firstSeq: z.number().int(), parentSeq: z.number().int() })).optional(),
+  /** Where the active branch ends when that is not the log's end (after a rewind or a branch switch). */
+  head: z.number().int().optional(),
 });
 /** A session as the protocol shows it. */
 export type SessionInfo = z.infer<typeof SessionInfoSchema>;

@@ -26,3 +26,13 @@ export * from './import/index.js';
 export { DEFAULT_CHANGE_POLL_MS, type FollowStoreChangesOptions } from './store-changes.js';
 export * from './backend-move.js';
 export { parseForkPoint, type ForkSessionOptions } from './session-fork.js';
+export {
+  activeCheckpoint,
+  activePath,
+  checkpointsOnPath,
+  onPath,
+  readActiveEvents,
+  readActiveHistory,
+  type HistoryPath,
+  type HistoryRange,
+} from './history-path.js';

@@ -52,6 +52,7 @@ import {
   settingsChange,
 } from './session-changes.js';
 import { planFork, type ForkSessionOptions } from './session-fork.js';
+import { activeCheckpoint, activePath, type HistoryPath } from './history-path.js';
 import { SessionWriter } from './session-writer.js';
 import { catchUp, StoreChangeFollower, type FollowStoreChangesOptions } from './store-changes.js';
 import { TypedEmitter } from './typed-emitter.js';
@@ -138,6 +139,10 @@ export class SessionManager {
       tokenBudget: this.tokenBudget,
       compactionThreshold: this.compactionThreshold,
       live: (sessionId) => this.liveSession(sessionId),
+      activeCheckpoint: async (sessionId) => {
+        const { record } = await this.liveSession(sessionId);
+        return activeCheckpoint(this.store, record, await activePath(this.store, record));
+      },
       appendEvents: (sessionId, events) => this.appendEvents(sessionId, events),
       updateRecord: (sessionId, update) => this.updateRecord(sessionId, update),
       emit: (name, payload) => this.emit(name, payload as SessionManagerEvents[typeof name]),
@@ -241,31 +246,30 @@ export class SessionManager {
   }
 
   /**
-   * A new session whose history is the source's up to `options.at` (a seq or a block id; default
-   * the end), recording `forkedFrom: { sessionId, seq }`. The source is not changed. The fork runs
-   * on `options.backend` (default the source's): a managed back end builds its first request from
-   * the forked history; a native one is given a transcript written from it (`continueOnBackend`).
-   * The history is copied, not shared: its cost grows with the length of the history kept.
+   * A new session whose history is the source's up to `options.at` (a seq or a block id of its
+   * active branch; default its end), recording `forkedFrom: { sessionId, seq }`. The source is not
+   * changed. The fork runs on `options.backend` (default the source's): a managed back end builds
+   * its first request from the forked history; a native one is given a transcript written from it
+   * (`continueOnBackend`). The history is shared, not copied: a fork is one record write, whatever
+   * the length of the history, and readers walk on into the source (its checkpoints included).
    */
   async forkSession(sessionId: string, options: ForkSessionOptions = {}): Promise<SessionRecord> {
     this.assertOpen();
     const id = checkSessionId(sessionId);
     // Loading builds the log of an imported session whose blocks were not built yet.
-    await this.liveSession(id);
-    const plan = await this.serialize(id, async () =>
-      planFork(this.store, await this.requireSession(id), options, this.clock()),
-    );
-    if (await this.store.getSession(plan.record.sessionId)) {
-      throw new SessionError(
-        'INVALID_INPUT',
-        `Cannot fork into "${plan.record.sessionId}": a session with that id exists. Pick another id or leave it out.`,
-        { fault: 'user', data: { sessionId: plan.record.sessionId } },
-      );
-    }
-    const record = await this.store.createSession(plan.record);
-    if (plan.events.length > 0) await this.store.append(record.sessionId, plan.events);
-    for (const { formatVersion: _format, version: _version, sessionId: _source, ...checkpoint } of plan.checkpoints)
-      await this.store.writeCheckpoint(record.sessionId, checkpoint);
+    const live = await this.liveSession(id);
+    const record = await this.serialize(id, async () => {
+      await this.writer.writeQueues.applied(id);
+      const planned = await planFork(this.store, live.record, live, options, this.clock());
+      if (await this.store.getSession(planned.sessionId)) {
+        throw new SessionError(
+          'INVALID_INPUT',
+          `Cannot fork into "${planned.sessionId}": a session with that id exists. Pick another id or leave it out.`,
+          { fault: 'user', data: { sessionId: planned.sessionId } },
+        );
+      }
+      return this.store.createSession(planned);
+    });
     const description = await this.store.readAgentDescription(id);
     if (description) await this.store.writeAgentDescription({ ...description, sessionId: record.sessionId });
     this.emit('session:updated', { sessionId: record.sessionId, action: 'created', session: record });
@@ -363,8 +367,8 @@ export class SessionManager {
   async getEvents(sessionId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<StreamEvent[]> {
     this.assertOpen();
     const id = checkSessionId(sessionId);
-    await this.liveSession(id);
-    return readEvents(this.store, id, options);
+    const live = await this.liveSession(id);
+    return readEvents(this.store, live.record, options);
   }
 
   /** The conversation rebuilt from the log: blocks, subagent threads, metrics. */
@@ -393,13 +397,27 @@ export class SessionManager {
     return runtimeSession(this.store, id, await this.sessionToShow(id));
   }
 
+  /**
+   * The checkpoint the next request uses: the newest version that lies on the active branch (its
+   * own, else its fork source's); a checkpoint of a branch that was left, or past a rewind point, is not.
+   */
   async getCheckpoint(sessionId: string): Promise<Checkpoint | undefined> {
     this.assertOpen();
-    const id = checkSessionId(sessionId);
-    await this.requireSession(id);
-    return this.store.readCheckpoint(id);
+    const { record } = await this.liveSession(checkSessionId(sessionId));
+    return activeCheckpoint(this.store, record, await activePath(this.store, record));
   }
 
+  /**
+   * The active branch: the runs of the logs it is made of (a fork's first ones are its source's),
+   * oldest first, and the seq it ends at.
+   */
+  async getActiveBranch(sessionId: string): Promise<HistoryPath> {
+    this.assertOpen();
+    const { record } = await this.liveSession(checkSessionId(sessionId));
+    return activePath(this.store, record);
+  }
+
+  /** Every checkpoint version the session wrote itself, oldest first (a fork reads its source's through `getCheckpoint`). */
   async listCheckpoints(sessionId: string): Promise<Checkpoint[]> {
     this.assertOpen();
     const id = checkSessionId(sessionId);

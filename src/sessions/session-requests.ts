@@ -140,6 +140,8 @@ export interface RequestLayerOptions {
   context?: ContextOptions;
   compaction?: CompactionSettings;
   live(sessionId: string): Promise<{ record: SessionRecord; conversation: ConversationState }>;
+  /** The checkpoint on the session's active branch (history-path.ts), read when none is cached. */
+  activeCheckpoint(sessionId: string): Promise<Checkpoint | undefined>;
   appendEvents(sessionId: string, events: readonly UnsequencedEvent[]): Promise<StreamEvent[]>;
   updateRecord(sessionId: string, update: (current: SessionRecord) => SessionRecord): Promise<SessionRecord>;
   emit<K extends keyof CompactionEvents>(name: K, payload: CompactionEvents[K]): void;
@@ -503,7 +505,7 @@ export class RequestLayer {
   private checkpointOf(sessionId: string): Promise<Checkpoint | undefined> {
     let pending = this.checkpoints.get(sessionId);
     if (!pending) {
-      pending = this.options.store.readCheckpoint(sessionId);
+      pending = this.options.activeCheckpoint(sessionId);
       this.checkpoints.set(sessionId, pending);
       pending.catch(() => this.checkpoints.delete(sessionId));
     }

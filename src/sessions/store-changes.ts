@@ -1,12 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { StreamEvent } from '../conversation/index.js';
-import {
-  KeyedQueue,
-  type ReadLogOptions,
-  type SessionRecord,
-  type SessionStore,
-  type StoreChange,
-} from '../store/index.js';
+import { KeyedQueue, type SessionRecord, type SessionStore, type StoreChange } from '../store/index.js';
+import { readActiveEvents } from './history-path.js';
 import { applyAppended, type LiveSession, type LiveSessionCache } from './live-sessions.js';
 import type { SessionManagerEvents } from './session-manager-types.js';
 import type { SessionWriteQueues } from './session-writes.js';
@@ -118,7 +113,7 @@ export class StoreChangeFollower {
     await writes.applyInOrder(sessionId, Promise.resolve(), async () => {
       if (announceFrom !== undefined && announceFrom <= session.conversation.lastSeq) {
         // Already in the log the load read: announced, not applied again.
-        const loaded = await readLog(this.options.store, sessionId, {
+        const loaded = await readActiveEvents(this.options.store, session.record, {
           afterSeq: announceFrom - 1,
           throughSeq: session.conversation.lastSeq,
         });
@@ -162,7 +157,8 @@ export class StoreChangeFollower {
         if (!this.followed(sessionId)) continue;
         const live = await this.options.cache.peek(sessionId)?.catch(() => undefined);
         if (!live) continue;
-        const newest = await this.options.store.lastSeq(sessionId).catch(() => undefined);
+        // A rewound session's branch ends at its head, not at the log's end.
+        const newest = live.record.head ?? (await this.options.store.lastSeq(sessionId).catch(() => undefined));
         if (newest !== undefined && newest > live.conversation.lastSeq) this.request(sessionId, { record: false });
       }
     } finally {
@@ -187,7 +183,7 @@ export async function catchUp(
   live: LiveSession,
   throughSeq?: number,
 ): Promise<void> {
-  const events = await readLog(store, sessionId, {
+  const events = await readActiveEvents(store, live.record, {
     afterSeq: live.conversation.lastSeq,
     ...(throughSeq !== undefined ? { throughSeq } : {}),
   });
@@ -200,12 +196,6 @@ function announce(emit: Emit, sessionId: string, live: LiveSession, events: read
   if (events.length === 0) return;
   for (const event of events) emit('session:event', { sessionId, event });
   emit('session:updated', { sessionId, action: 'events_appended', session: live.record });
-}
-
-async function readLog(store: SessionStore, sessionId: string, options: ReadLogOptions): Promise<StreamEvent[]> {
-  const events: StreamEvent[] = [];
-  for await (const event of store.readLog(sessionId, options)) events.push(event);
-  return events;
 }
 
 function warn(error: unknown, sessionId: string): void {
