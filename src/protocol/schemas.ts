@@ -93,6 +93,8 @@ export const CheckpointWireSchema = z.object({
   version: z.number().int().positive(),
   createdAt: z.string(),
   trigger: z.enum(['auto', 'manual', 'native', 'import', 'update']),
+  /** A copy of an older version made current again (`restoreCheckpoint`): that version's number. */
+  restoredFrom: z.number().int().positive().optional(),
   instructions: z.string().optional(),
   summarizer: CheckpointSummarizerWireSchema.optional().describe(
     'who wrote the summary; absent in checkpoints written before it was recorded',

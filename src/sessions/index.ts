@@ -36,3 +36,12 @@ export {
   type HistoryPath,
   type HistoryRange,
 } from './history-path.js';
+export {
+  REWIND_RESTORES,
+  type BranchInfo,
+  type FileRestorer,
+  type FileRestoreResult,
+  type RewindOptions,
+  type RewindRestore,
+  type RewindResult,
+} from './session-history.js';

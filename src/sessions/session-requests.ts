@@ -312,6 +312,17 @@ export class RequestLayer {
   }
 
   /** The Ralph Loop of a dev-task session: a new checkpoint version (trigger `update`) with the summary kept. */
+  /**
+   * Writes a new checkpoint version that copies `old` (an older version, checked by the caller to
+   * lie on the active branch), so requests use it again; no version is deleted.
+   */
+  restoreCheckpoint(sessionId: string, old: Checkpoint): Promise<Checkpoint> {
+    return this.writeCheckpoint(sessionId, () => {
+      const { formatVersion: _format, version, sessionId: _session, createdAt: _created, ...kept } = old;
+      return { ...kept, createdAt: new Date(this.options.clock()).toISOString(), restoredFrom: version };
+    });
+  }
+
   async updateRalphLoop(sessionId: string, patch: RalphLoopPatch): Promise<Checkpoint> {
     const parsed = RalphLoopPatchSchema.safeParse(patch);
     if (!parsed.success)

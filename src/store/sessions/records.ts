@@ -192,6 +192,8 @@ export const CheckpointSchema = z.object({
   /** ISO 8601. */
   createdAt: z.string(),
   trigger: z.enum(['auto', 'manual', 'native', 'import', 'update']),
+  /** A copy of an older version made current again (`restoreCheckpoint`): that version's number. */
+  restoredFrom: z.number().int().positive().optional(),
   instructions: z.string().optional(),
   summary: CheckpointSummarySchema,
   /** Optional: checkpoints written before it was recorded do not have it. */
