@@ -169,6 +169,27 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
       });
       return { session };
     },
+    rewind: async (params) =>
+      manager.rewind(params.sessionId, {
+        to: params.to,
+        ...(params.restore !== undefined ? { restore: params.restore } : {}),
+        ...(params.overwrite !== undefined ? { overwrite: params.overwrite } : {}),
+      }),
+    edit_message: async (params, context) => {
+      const sessionId = drafts.draftSessionId(context.channelId);
+      const branched = await manager.editMessage(sessionId, params.blockId);
+      const submitted = await drafts.submitPrompt({ channelId: context.channelId, content: params.content });
+      if (submitted.mode !== 'draft') throw new Error('The edited message was not taken by the draft.');
+      return { sessionId, branchedAt: branched.seq, seq: submitted.seq };
+    },
+    list_branches: async (params) => ({ branches: await manager.listBranches(params.sessionId) }),
+    switch_branch: async (params) => {
+      const { files: _files, ...switched } = await manager.switchBranch(params.sessionId, params.branch);
+      return switched;
+    },
+    restore_checkpoint: async (params) => ({
+      checkpoint: await manager.restoreCheckpoint(params.sessionId, params.version),
+    }),
     archive_session: async (params) => ({ session: await manager.archiveSession(params.sessionId) }),
 
     // ---- agents ----

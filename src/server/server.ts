@@ -458,6 +458,12 @@ function wireNotifications(manager: SessionManager, drafts: DraftService, hub: H
     manager.on('session:updated', (payload) => {
       if (hub.hasFollowers(payload.sessionId)) updates.offer(payload);
     }),
+    manager.on('session:history-changed', (payload) => {
+      // The channel's clients and the session's followers both hold its history; each reads it again.
+      const channelId = drafts.channelOfSession(payload.sessionId);
+      if (channelId !== undefined) hub.toChannel(channelId, 'history_changed', payload);
+      if (hub.hasFollowers(payload.sessionId)) hub.toFollowers(payload.sessionId, 'history_changed', payload);
+    }),
     manager.on('session:compaction-start', (payload) => {
       if (hub.hasFollowers(payload.sessionId)) hub.toFollowers(payload.sessionId, 'compaction_started', payload);
     }),
