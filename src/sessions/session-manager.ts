@@ -530,6 +530,7 @@ export class SessionManager {
       cache: this.cache,
       writes: this.writer.writeQueues,
       emit: (name, payload) => this.emit(name, payload),
+      onBranchMoved: (sessionId) => this.requests.release(sessionId),
     });
     this.follower = follower;
     return async () => {

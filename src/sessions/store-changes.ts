@@ -2,7 +2,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { StreamEvent } from '../conversation/index.js';
 import { KeyedQueue, type SessionRecord, type SessionStore, type StoreChange } from '../store/index.js';
 import { readActiveEvents } from './history-path.js';
-import { applyAppended, type LiveSession, type LiveSessionCache } from './live-sessions.js';
+import { applyAppended, liveSessionOf, type LiveSession, type LiveSessionCache } from './live-sessions.js';
 import type { SessionManagerEvents } from './session-manager-types.js';
 import type { SessionWriteQueues } from './session-writes.js';
 
@@ -30,6 +30,8 @@ export interface StoreChangeFollowerOptions extends FollowStoreChangesOptions {
   cache: LiveSessionCache;
   writes: SessionWriteQueues;
   emit: Emit;
+  /** Another process moved the session's active branch: what is kept beside the cached session (request caches) goes. */
+  onBranchMoved?: (sessionId: string) => void;
 }
 
 /** What one session needs: its log read past what is cached, and (or) its record read again. */
@@ -142,6 +144,21 @@ export class StoreChangeFollower {
     );
     if (Number.isFinite(lastActivity)) merged.lastActivity = lastActivity;
     if (isDeepStrictEqual(merged, previous)) return;
+    if (branchMoved(previous, merged)) {
+      // Another process rewound or switched the session: the cached conversation is another branch.
+      const reloaded = liveSessionOf(sessionId, merged, await readActiveEvents(this.options.store, merged));
+      live.record = reloaded.record;
+      live.conversation = reloaded.conversation;
+      this.options.onBranchMoved?.(sessionId);
+      this.options.emit('session:history-changed', {
+        sessionId,
+        reason: 'rewound',
+        seq: reloaded.conversation.lastSeq,
+        session: live.record,
+      });
+      this.options.emit('session:updated', { sessionId, action: 'settings_changed', session: live.record });
+      return;
+    }
     live.record = merged;
     const action = merged.status === 'archived' && previous.status !== 'archived' ? 'archived' : 'settings_changed';
     this.options.emit('session:updated', { sessionId, action, session: merged });
@@ -196,6 +213,22 @@ function announce(emit: Emit, sessionId: string, live: LiveSession, events: read
   if (events.length === 0) return;
   for (const event of events) emit('session:event', { sessionId, event });
   emit('session:updated', { sessionId, action: 'events_appended', session: live.record });
+}
+
+/**
+ * True when the active branch no longer ends where it did: the head moved, or a segment that does
+ * not go on from the old head was added. The first append after a rewind (a segment continuing the
+ * head, the head cleared) keeps the branch.
+ */
+function branchMoved(previous: SessionRecord, next: SessionRecord): boolean {
+  if (previous.head === next.head && isDeepStrictEqual(previous.segments, next.segments)) return false;
+  const added = (next.segments ?? []).slice(previous.segments?.length ?? 0);
+  const continued =
+    previous.head !== undefined &&
+    next.head === undefined &&
+    added.length === 1 &&
+    added[0]!.parentSeq === previous.head;
+  return !continued;
 }
 
 function warn(error: unknown, sessionId: string): void {
