@@ -23,8 +23,8 @@ const FILES_PER_FOLDER = 100;
 const CHANGED = 10;
 
 const history: SnapshotHistory = {
-  pathTo: (sessionId, seq) => Promise.resolve([{ sessionId, fromSeq: -1, throughSeq: seq }]),
-  activePath: (sessionId) => Promise.resolve([{ sessionId, fromSeq: -1, throughSeq: Number.MAX_SAFE_INTEGER }]),
+  pathTo: (sessionId, seq) => Promise.resolve([{ sessionId, firstSeq: -1, lastSeq: seq }]),
+  activePath: (sessionId) => Promise.resolve([{ sessionId, firstSeq: -1, lastSeq: Number.MAX_SAFE_INTEGER }]),
 };
 
 async function writeTree(root: string): Promise<void> {

@@ -21,7 +21,21 @@ export async function sessionText(
     return `${heading(record, streamed.metrics)}${streamed.text()}`;
   }
   const runtime = await manager.getRuntimeSession(sessionId);
-  return `${heading(record, runtime.metrics)}${renderConversation(runtime.blocks, runtime.subagents, options)}`;
+  const branches = await branchLine(manager, record);
+  return `${heading(record, runtime.metrics)}${branches}${renderConversation(runtime.blocks, runtime.subagents, options)}`;
+}
+
+/** For a session that branched: which branch is shown (the active one) and the others' names. */
+async function branchLine(manager: SessionManager, record: SessionRecord): Promise<string> {
+  if (record.segments === undefined && record.head === undefined) return '';
+  const branches = await manager.listBranches(record.sessionId);
+  const active = branches.find((branch) => branch.active);
+  const others = branches.filter((branch) => !branch.active).map((branch) => `${branch.id} (to seq ${branch.tipSeq})`);
+  return (
+    `branch ${active?.id ?? '?'} (active, to seq ${active?.tipSeq ?? '?'})` +
+    (others.length > 0 ? ` · other branches: ${others.join(', ')} — parley branches ${record.sessionId}` : '') +
+    '\n\n'
+  );
 }
 
 function heading(record: SessionRecord, metrics: SessionMetrics): string {

@@ -148,6 +148,10 @@ export interface DraftService {
   }): Promise<{ sessionId: string; taskSlug: string; project: string }>;
   undraft(params: { channelId: string }): Promise<DraftSummary>;
   getDraftStatus(params: { channelId: string }): Promise<{ active: boolean; session?: DraftStatus }>;
+  /** The session of the channel's draft; NO_ACTIVE_DRAFT without one. Additive beyond the contract. */
+  draftSessionId(channelId: string): string;
+  /** The channel whose draft (or dispatch) runs the session on this server, if one does. Additive beyond the contract. */
+  channelOfSession(sessionId: string): string | undefined;
   /** The back ends a draft may run on or move to (`submit_prompt { backend }`), the default marked. */
   listBackends(): BackendInfo[];
   /**

@@ -212,6 +212,16 @@ class DraftServiceImpl implements DraftService {
     return listBackends(this.state.backendFor, this.backendNames);
   }
 
+  /** The session of the channel's draft; NO_ACTIVE_DRAFT without one. */
+  draftSessionId(channelId: string): string {
+    return lifecycle.requireDraft(this.state, channelId).session.sessionId;
+  }
+
+  /** The channel whose draft (or dispatch) runs the session here, if one does. */
+  channelOfSession(sessionId: string): string | undefined {
+    return this.state.bySession.get(sessionId)?.session.channelId ?? this.state.dispatches.get(sessionId);
+  }
+
   // ---- turns (draft-turns.ts) -------------------------------------------------------------------
 
   submitPrompt(params: SubmitParams, options: SubmitOptions = {}): Promise<SubmitResult> {

@@ -5,6 +5,7 @@ import {
   type ConversationState,
   type StreamEvent,
 } from '../conversation/index.js';
+import { readActiveHistory } from '../sessions/index.js';
 import { ChannelParamsSchema } from './draft-params.js';
 import { turnOpen, type ActiveDraft, type DraftServiceState } from './draft-state.js';
 import { invalidInput } from './errors.js';
@@ -73,7 +74,9 @@ export async function storedDraftFromLog(
 ): Promise<{ session: DraftSession; conversation?: ConversationState; events?: StreamEvent[] }> {
   const events: StreamEvent[] = [];
   try {
-    for await (const event of state.manager.store.readLog(stored.sessionId)) events.push(event);
+    const record = await state.manager.store.getSession(stored.sessionId);
+    if (!record) return { session: stored };
+    for await (const event of readActiveHistory(state.manager.store, record)) events.push(event);
   } catch (error) {
     if (isParleyError(error, 'SESSION_NOT_FOUND')) return { session: stored };
     throw error;

@@ -81,6 +81,13 @@ export const PARLEY_CODE_TO_RPC: Readonly<Record<string, RpcErrorCodeValue>> = {
   SESSION_NOT_FOUND: RpcErrorCode.NOT_FOUND,
   /** A fork point (a seq or a block id) the session does not have. */
   FORK_POINT_NOT_FOUND: RpcErrorCode.NOT_FOUND,
+  /** A branch id (`list_branches`) or a checkpoint version the session does not have. */
+  BRANCH_NOT_FOUND: RpcErrorCode.NOT_FOUND,
+  CHECKPOINT_NOT_FOUND: RpcErrorCode.NOT_FOUND,
+  /** A checkpoint version that summarizes a branch that was left, or history past the active branch's end. */
+  CHECKPOINT_NOT_ON_BRANCH: RpcErrorCode.INVALID_STATE,
+  /** A rewind or restore of files on a server with no snapshot store. */
+  FILE_SNAPSHOTS_NOT_CONFIGURED: RpcErrorCode.UNSUPPORTED,
   UNKNOWN_BACKEND: RpcErrorCode.INVALID_PARAMS,
   BACKEND_NOT_CONFIGURED: RpcErrorCode.UNSUPPORTED,
   PROJECT_NOT_FOUND: RpcErrorCode.NOT_FOUND,

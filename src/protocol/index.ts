@@ -8,6 +8,7 @@ export * from './errors.js';
 export * from './schemas.js';
 export * from './run-schemas.js';
 export * from './attention-schemas.js';
+export * from './history-schemas.js';
 export * from './methods.js';
 export * from './notifications.js';
 export * from './server-file.js';

@@ -25,6 +25,18 @@ import {
   SendTestNotificationParamsSchema,
   SendTestNotificationResultSchema,
 } from './attention-schemas.js';
+import {
+  EditMessageParamsSchema,
+  EditMessageResultSchema,
+  ListBranchesParamsSchema,
+  ListBranchesResultSchema,
+  RestoreCheckpointParamsSchema,
+  RestoreCheckpointResultSchema,
+  RewindParamsSchema,
+  RewindResultSchema,
+  SwitchBranchParamsSchema,
+  SwitchBranchResultSchema,
+} from './history-schemas.js';
 import { PromptIdSchema, RunIdSchema, RunStatusWireSchema, RunWireSchema } from './run-schemas.js';
 
 /**
@@ -647,6 +659,31 @@ export const methods = {
     ForkSessionParamsSchema,
     ForkSessionResultSchema,
     "A new session whose history is the source's up to `at` (a seq or a block id; default the end), with `forkedFrom { sessionId, seq }`; the source is unchanged. It runs on `backend` (default the source's). -32001 for an unknown session or a point it does not have (FORK_POINT_NOT_FOUND); -32602 for a back end this server does not know, -32007 for one it cannot make.",
+  ),
+  rewind: method(
+    RewindParamsSchema,
+    RewindResultSchema,
+    "Takes the session back to `to` (a seq or a block id of its active branch, kept), restoring the conversation (default), the project's files, or both. Nothing is deleted: what came after stays as the branch that was left (`list_branches`); the next turn starts a new branch, holds nothing past the point, uses the checkpoint current at it, and a native back end resumes from a transcript of the active branch. Sends `history_changed`. -32001 for a point not on the active branch (FORK_POINT_NOT_FOUND); -32006 while a turn runs (cancel it first); -32007 for files on a server with no file snapshots (FILE_SNAPSHOTS_NOT_CONFIGURED).",
+  ),
+  edit_message: method(
+    EditMessageParamsSchema,
+    EditMessageResultSchema,
+    "Edits a user message of the channel's draft and resends it: a new branch starts just before that message and `content` is sent there as a turn (it streams as `submit_prompt`'s does). The old message and what followed stay as the branch that was left. Sends `history_changed`. -32005 without a draft; -32001 for a block not on the active branch; -32602 for a block that is not a user message; -32006 while a turn runs.",
+  ),
+  list_branches: method(
+    ListBranchesParamsSchema,
+    ListBranchesResultSchema,
+    "Every branch of the session's history tree, oldest first: its id, where it forks (`forkSeq`), its tip, last message, time, turns and cost, and which is active.",
+  ),
+  switch_branch: method(
+    SwitchBranchParamsSchema,
+    SwitchBranchResultSchema,
+    'Makes a branch of `list_branches` the active one; the others stay. Sends `history_changed`. -32001 for a branch the session does not have (BRANCH_NOT_FOUND); -32006 while a turn runs.',
+  ),
+  restore_checkpoint: method(
+    RestoreCheckpointParamsSchema,
+    RestoreCheckpointResultSchema,
+    'Makes an older checkpoint version current again: a new version copying it (`restoredFrom`); none is deleted. -32001 for a version the session does not have (CHECKPOINT_NOT_FOUND); -32009 for one that summarizes a branch that is not active (CHECKPOINT_NOT_ON_BRANCH).',
   ),
   archive_session: method(
     ArchiveSessionParamsSchema,

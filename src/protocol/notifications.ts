@@ -7,6 +7,7 @@ import {
   PermissionRequestSchema,
   SessionInfoSchema,
 } from './schemas.js';
+import { HistoryChangedSchema } from './history-schemas.js';
 import { RunEventWireSchema, RunPromptWireSchema, RunWireSchema } from './run-schemas.js';
 import { AttentionNeededSchema } from './attention-schemas.js';
 
@@ -174,6 +175,11 @@ export const notifications = {
     SessionEventNotificationSchema,
     'subscribers',
     "An event appended to a followed session's log.",
+  ),
+  history_changed: notification(
+    HistoryChangedSchema,
+    'subscribers',
+    "A followed session's active branch changed (a rewind, a branch switch, an edit): what a client holds past `seq` is another branch. Read the session again from the start (`get_events` with no `afterSeq`) rather than applying events on top of what it holds. Also sent to the channel whose draft the session is.",
   ),
   compaction_started: notification(CompactionStartedSchema, 'subscribers', 'A compaction of a followed session began.'),
   compaction_completed: notification(

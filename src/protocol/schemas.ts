@@ -71,6 +71,10 @@ export const SessionInfoSchema = z.object({
   clearedThroughSeq: z.number().int().optional(),
   /** A fork: the session it was forked from and the last `seq` of that session's history it holds. */
   forkedFrom: z.object({ sessionId: z.string(), seq: z.number().int() }).optional(),
+  /** The branches after rewinds: each run of the log from `firstSeq` continues the history after `parentSeq`. */
+  segments: z.array(z.object({ firstSeq: z.number().int(), parentSeq: z.number().int() })).optional(),
+  /** Where the active branch ends when that is not the log's end (after a rewind or a branch switch). */
+  head: z.number().int().optional(),
 });
 /** A session as the protocol shows it. */
 export type SessionInfo = z.infer<typeof SessionInfoSchema>;
@@ -89,6 +93,8 @@ export const CheckpointWireSchema = z.object({
   version: z.number().int().positive(),
   createdAt: z.string(),
   trigger: z.enum(['auto', 'manual', 'native', 'import', 'update']),
+  /** A copy of an older version made current again (`restoreCheckpoint`): that version's number. */
+  restoredFrom: z.number().int().positive().optional(),
   instructions: z.string().optional(),
   summarizer: CheckpointSummarizerWireSchema.optional().describe(
     'who wrote the summary; absent in checkpoints written before it was recorded',

@@ -4,7 +4,7 @@ import type { DraftService } from '../draft/index.js';
 import type { RunService } from '../harness/index.js';
 import type { Notifier } from '../hooks/index.js';
 import { METHOD_NAMES, PROTOCOL_VERSION, type MethodResultInput } from '../protocol/index.js';
-import { SessionError, type CompactionStatus, type SessionManager } from '../sessions/index.js';
+import { readActiveHistory, SessionError, type CompactionStatus, type SessionManager } from '../sessions/index.js';
 import type { SessionFilter, SessionRecord } from '../store/index.js';
 import type { Handlers } from './dispatcher.js';
 import type { Connection, Hub } from './hub.js';
@@ -111,7 +111,7 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
     },
     get_session: async (params) => {
       const session = await manager.getSession(params.sessionId);
-      const lastSeq = await manager.store.lastSeq(session.sessionId);
+      const lastSeq = (await manager.getActiveBranch(session.sessionId)).tip;
       // Read last, after every await, so the answer is not older than a compaction notice already sent.
       const compaction = runningCompaction(manager.getCompactionStatus(session.sessionId));
       return { session, lastSeq, ...(compaction ? { compaction } : {}) };
@@ -129,12 +129,12 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
     }),
     get_checkpoint: async (params) => {
       const versions = await manager.listCheckpoints(params.sessionId);
-      return { current: versions.at(-1) ?? null, versions };
+      return { current: (await manager.getCheckpoint(params.sessionId)) ?? null, versions };
     },
     clear_messages: async (params) => ({ session: await manager.clearMessages(params.sessionId) }),
     get_events: async (params) => {
       const limit = params.limit ?? EVENTS_PAGE;
-      const lastSeq = await manager.store.lastSeq((await manager.getSession(params.sessionId)).sessionId);
+      const lastSeq = (await manager.getActiveBranch(params.sessionId)).tip;
       const events = await manager.getEvents(params.sessionId, { afterSeq: params.afterSeq ?? -1, limit: limit + 1 });
       const hasMore = events.length > limit;
       return {
@@ -175,6 +175,27 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
       });
       return { session };
     },
+    rewind: async (params) =>
+      manager.rewind(params.sessionId, {
+        to: params.to,
+        ...(params.restore !== undefined ? { restore: params.restore } : {}),
+        ...(params.overwrite !== undefined ? { overwrite: params.overwrite } : {}),
+      }),
+    edit_message: async (params, context) => {
+      const sessionId = drafts.draftSessionId(context.channelId);
+      const branched = await manager.editMessage(sessionId, params.blockId);
+      const submitted = await drafts.submitPrompt({ channelId: context.channelId, content: params.content });
+      if (submitted.mode !== 'draft') throw new Error('The edited message was not taken by the draft.');
+      return { sessionId, branchedAt: branched.seq, seq: submitted.seq };
+    },
+    list_branches: async (params) => ({ branches: await manager.listBranches(params.sessionId) }),
+    switch_branch: async (params) => {
+      const { files: _files, ...switched } = await manager.switchBranch(params.sessionId, params.branch);
+      return switched;
+    },
+    restore_checkpoint: async (params) => ({
+      checkpoint: await manager.restoreCheckpoint(params.sessionId, params.version),
+    }),
     archive_session: async (params) => ({ session: await manager.archiveSession(params.sessionId) }),
 
     // ---- agents ----
@@ -254,7 +275,7 @@ function matchesTask(record: SessionRecord, taskId: string | undefined, taskStat
 async function contentMatches(manager: SessionManager, sessionId: string, needle: string): Promise<boolean> {
   // Text of the blocks still streaming, by thread and block: a completed block carries its whole text.
   const streaming = new Map<string, string>();
-  for await (const event of manager.store.readLog(sessionId)) {
+  for await (const event of readActiveHistory(manager.store, await manager.getSession(sessionId))) {
     if (event.type === 'block_start' || event.type === 'block_complete') {
       const text = blockText(event.block).toLowerCase();
       if (text.includes(needle)) return true;

@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type RequestListener, type Server }
 import { createServer as createSecureServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { loadTokenizer, ParleyError } from '../conversation/index.js';
 import type { HookRunner, Notifier } from '../hooks/index.js';
@@ -14,6 +14,7 @@ import { ChannelIdSchema, PAIR_PATH, PROTOCOL_VERSION, RPC_PATH, type ServerFile
 import {
   createBackendSummarizer,
   createSessionManager,
+  type FileSnapshotSettings,
   type SessionManager,
   type Summarizer,
 } from '../sessions/index.js';
@@ -51,6 +52,11 @@ export interface ServerOptions {
   projectRoot: string;
   /** Its data folder (sessions unless `store` is given, drafts, tasks, token, server.json). */
   dataDir: string;
+  /**
+   * Snapshot the project's files around each turn that may change them, so a rewind can restore
+   * them (default folder: `<dataDir>/file-snapshots`). Off when absent; `parley serve` turns it on.
+   */
+  fileSnapshots?: FileSnapshotSettings;
   /**
    * Where sessions live; default: a file store in `dataDir`. The caller opened it and closes it
    * after `close()`. A store with `watch` (PostgreSQL) may be shared by several servers: each
@@ -218,7 +224,19 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ...(options.liveSessionIdleMs !== undefined ? { liveSessionIdleMs: options.liveSessionIdleMs } : {}),
     ...(options.maxLiveSessions !== undefined ? { maxLiveSessions: options.maxLiveSessions } : {}),
     ...(options.hooks ? { hooks: options.hooks } : {}),
+    ...(options.fileSnapshots
+      ? { fileSnapshots: { folder: join(dataDir, 'file-snapshots'), ...options.fileSnapshots } }
+      : {}),
   });
+  if (manager.fileSnapshots) {
+    // A restore a crash cut short is finished before anything else touches the files.
+    await manager.fileSnapshots.recover().catch(async (error: unknown) => {
+      await manager.close();
+      throw error;
+    });
+    // Old snapshots of abandoned branches go in the background; the conversation is never pruned.
+    void manager.fileSnapshots.prune().catch(() => undefined);
+  }
   let drafts: DraftService;
   try {
     drafts = await (options.createDraftService ?? createDraftService)({
@@ -580,6 +598,12 @@ function wireNotifications(manager: SessionManager, drafts: DraftService, hub: H
     }),
     manager.on('session:updated', (payload) => {
       if (hub.hasFollowers(payload.sessionId)) updates.offer(payload);
+    }),
+    manager.on('session:history-changed', (payload) => {
+      // The channel's clients and the session's followers both hold its history; each reads it again.
+      const channelId = drafts.channelOfSession(payload.sessionId);
+      if (channelId !== undefined) hub.toChannel(channelId, 'history_changed', payload);
+      if (hub.hasFollowers(payload.sessionId)) hub.toFollowers(payload.sessionId, 'history_changed', payload);
     }),
     manager.on('session:compaction-start', (payload) => {
       if (hub.hasFollowers(payload.sessionId)) hub.toFollowers(payload.sessionId, 'compaction_started', payload);

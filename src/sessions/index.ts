@@ -28,3 +28,22 @@ export * from './backend-move.js';
 export { parseForkPoint, type ForkSessionOptions } from './session-fork.js';
 export { hookNotice, TurnHooks } from './turn-hooks.js';
 export * from './file-snapshots/index.js';
+export {
+  activeCheckpoint,
+  activePath,
+  checkpointsOnPath,
+  onPath,
+  readActiveEvents,
+  readActiveHistory,
+  type HistoryPath,
+  type HistoryRange,
+} from './history-path.js';
+export {
+  REWIND_RESTORES,
+  type BranchInfo,
+  type FileRestorer,
+  type FileRestoreResult,
+  type RewindOptions,
+  type RewindRestore,
+  type RewindResult,
+} from './session-history.js';

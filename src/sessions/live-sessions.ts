@@ -6,6 +6,7 @@ import {
   type StreamEvent,
 } from '../conversation/index.js';
 import type { SessionRecord, SessionStore } from '../store/index.js';
+import { readActiveEvents } from './history-path.js';
 
 /**
  * A cached session unused this long, with no write pending, is let go; it is loaded from its log
@@ -111,18 +112,16 @@ export class LiveSessionCache {
   }
 }
 
-/** A session as its log says: the conversation rebuilt, the record's metrics and counts taken from it. */
+/** A session as its active branch says: the conversation rebuilt, the record's metrics and counts taken from it. */
 export async function loadLiveSession(
   store: SessionStore,
   sessionId: string,
   record: SessionRecord,
 ): Promise<LiveSession> {
-  const events: StreamEvent[] = [];
-  for await (const event of store.readLog(sessionId)) events.push(event);
-  return liveSessionOf(sessionId, record, events);
+  return liveSessionOf(sessionId, record, await readActiveEvents(store, record));
 }
 
-/** A session as these events (its whole log, in order) say. */
+/** A session as these events (its whole active branch, in order) say. */
 export function liveSessionOf(sessionId: string, record: SessionRecord, events: readonly StreamEvent[]): LiveSession {
   const conversation = applyEvents(emptyConversation(sessionId), events);
   // The log is the truth: stats in session.json are a cache and may lag after a crash.

@@ -5,7 +5,15 @@ import { RequestLayer, type RequestLayerOptions } from './session-requests.js';
 /** What the manager gives its request layer: its store, clock and resolved budget, its sessions and events. */
 export type RequestLayerWiring = Pick<
   RequestLayerOptions,
-  'store' | 'clock' | 'tokenBudget' | 'compactionThreshold' | 'live' | 'appendEvents' | 'updateRecord' | 'emit'
+  | 'store'
+  | 'clock'
+  | 'tokenBudget'
+  | 'compactionThreshold'
+  | 'live'
+  | 'activeCheckpoint'
+  | 'appendEvents'
+  | 'updateRecord'
+  | 'emit'
 >;
 
 /** The request layer (request building, compaction, calibration) a SessionManager's options describe. */

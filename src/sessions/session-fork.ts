@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { StreamEvent } from '../conversation/index.js';
-import { FORMAT_VERSION, type Checkpoint, type SessionRecord, type SessionStore } from '../store/index.js';
+import { FORMAT_VERSION, type SessionRecord, type SessionStore } from '../store/index.js';
 import { SessionError } from './errors.js';
-import { liveSessionOf } from './live-sessions.js';
+import { activePath, checkpointsOnPath, onPath, pathThrough, readActiveEvents, resolvePoint } from './history-path.js';
+import { liveSessionOf, type LiveSession } from './live-sessions.js';
 import { checkSessionId } from './session-ids.js';
 
 /** Where `forkSession` cuts the source's history, and what the fork runs on. */
@@ -21,34 +21,30 @@ export interface ForkSessionOptions {
 }
 
 /**
- * The fork of `source` at its resolved point: a new record naming its origin, the source's events
- * through that point renumbered as the fork's own, and the checkpoints that were written over that
- * history only. The source's native link is not carried over: the native session goes on past the
- * point, so a native back end resumes the fork from a transcript Parley writes from the fork's log.
- */
-export interface ForkPlan {
-  record: SessionRecord;
-  events: StreamEvent[];
-  checkpoints: Checkpoint[];
-}
-
-/**
- * Reads the source's history through `at` and plans its fork. Throws a typed error, having changed
- * nothing, when `at` is not a seq or a block id of the source.
+ * Plans the fork of `source` at its resolved point: the fork's record, naming its origin. Its
+ * history is shared, not copied: the fork's own log starts empty and numbers its first event one
+ * past the fork point, and every reader walks on into the source (history-path.ts), checkpoints
+ * included. The source's native link is not carried over: the native session goes on past the
+ * point, so a native back end resumes the fork from a transcript Parley writes from its history.
+ * `sourceLive` is the source as cached, when it is: a fork at its tip then reads no events.
+ * Throws a typed error, having changed nothing, when `at` is not a seq or a block id of the
+ * source's active branch.
  */
 export async function planFork(
   store: SessionStore,
   source: SessionRecord,
+  sourceLive: LiveSession | undefined,
   options: ForkSessionOptions,
   now: number,
-): Promise<ForkPlan> {
+): Promise<SessionRecord> {
   const sessionId = options.sessionId === undefined ? randomUUID() : checkSessionId(options.sessionId);
-  const events: StreamEvent[] = [];
-  for await (const event of store.readLog(source.sessionId)) events.push(event);
-  const seq = forkPoint(source.sessionId, events, options.at);
-  const kept = events.slice(0, seq + 1).map((event) => ({ ...event, sessionId }));
-  const checkpoints = (await store.listCheckpoints(source.sessionId)).filter(
-    (checkpoint) => checkpoint.covers.throughSeq <= seq,
+  const path = await activePath(store, source);
+  const seq = await resolvePoint(store, source, path, options.at, 'fork');
+  const kept = pathThrough(path, seq);
+  const checkpoints = (await checkpointsOnPath(store, source, kept)).flat();
+  const newest = checkpoints.reduce<string | undefined>(
+    (latest, checkpoint) => (latest === undefined || checkpoint.createdAt > latest ? checkpoint.createdAt : latest),
+    undefined,
   );
   const base: SessionRecord = {
     formatVersion: FORMAT_VERSION,
@@ -66,56 +62,26 @@ export async function planFork(
       totalMessages: 0,
       totalTokens: 0,
       totalCompactions: checkpoints.length,
-      ...(checkpoints.length > 0 ? { lastCompactionAt: checkpoints.at(-1)!.createdAt } : {}),
+      ...(newest !== undefined ? { lastCompactionAt: newest } : {}),
     },
     forkedFrom: { sessionId: source.sessionId, seq },
     ...(source.title !== undefined || options.title !== undefined ? { title: options.title ?? source.title } : {}),
-    ...(source.clearedThroughSeq !== undefined && source.clearedThroughSeq <= seq
+    ...(source.clearedThroughSeq !== undefined && onPath(kept, source.clearedThroughSeq)
       ? { clearedThroughSeq: source.clearedThroughSeq }
       : {}),
   };
-  // The stats and metrics are what the kept history says, as on any load from a log.
-  const record = liveSessionOf(sessionId, base, kept).record;
-  return { record, events: kept, checkpoints };
-}
-
-/** The `seq` the fork ends at: `at` checked against the source's log. */
-function forkPoint(sourceId: string, events: readonly StreamEvent[], at: number | string | undefined): number {
-  const lastSeq = events.length - 1;
-  if (at === undefined) return lastSeq;
-  if (typeof at === 'number') {
-    if (!Number.isInteger(at) || at < 0 || at > lastSeq) {
-      throw new SessionError(
-        'FORK_POINT_NOT_FOUND',
-        `Cannot fork session "${sourceId}" at seq ${at}: its log holds seqs 0 to ${lastSeq}. ` +
-          'Give a whole number in that range, or a block id (`parley show` lists them).',
-        { fault: 'user', data: { sessionId: sourceId, at, lastSeq } },
-      );
-    }
-    return at;
+  // The stats and metrics are a cache of what the history says: taken from the cached source when
+  // the fork keeps all of it, else counted from the kept history, as on any load.
+  if (sourceLive !== undefined && seq === path.tip && sourceLive.conversation.lastSeq === seq) {
+    const { totalMessages, totalTokens } = sourceLive.record.stats;
+    return {
+      ...base,
+      stats: { ...base.stats, totalMessages, totalTokens },
+      ...(sourceLive.record.metrics ? { metrics: sourceLive.record.metrics } : {}),
+    };
   }
-  for (let index = lastSeq; index >= 0; index--) {
-    if (blockIdOf(events[index]!) === at) return index;
-  }
-  throw new SessionError(
-    'FORK_POINT_NOT_FOUND',
-    `Cannot fork session "${sourceId}" at "${at}": no block has that id and it is not a seq. ` +
-      `Give a block id of the session or a seq from 0 to ${lastSeq}.`,
-    { fault: 'user', data: { sessionId: sourceId, at, lastSeq } },
-  );
-}
-
-function blockIdOf(event: StreamEvent): string | undefined {
-  switch (event.type) {
-    case 'block_start':
-    case 'block_complete':
-      return event.block.id;
-    case 'text_delta':
-    case 'block_update':
-      return event.blockId;
-    default:
-      return undefined;
-  }
+  const events = await readActiveEvents(store, source, { path: kept });
+  return liveSessionOf(sessionId, base, events).record;
 }
 
 /**

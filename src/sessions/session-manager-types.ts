@@ -10,6 +10,7 @@ import {
 } from '../store/index.js';
 import type { HookRunner } from '../hooks/index.js';
 import type { AgentDescriptionOverride } from './agent-descriptions.js';
+import type { FileRestorer } from './session-history.js';
 import type { CompactionSettings } from './compaction-controller.js';
 import type { ContextOptions } from './context-builder.js';
 import type { AgentTypeSettings } from './session-requests.js';
@@ -47,8 +48,22 @@ export interface SessionManagerEvents {
     consecutiveFailures: number;
     autoCompactionStopped: boolean;
   };
+  /**
+   * The session's active branch changed (a rewind, a branch switch, an edit): what a reader holds
+   * of it is stale past `seq`, and it reads the active branch again from the start.
+   */
+  'session:history-changed': {
+    sessionId: string;
+    reason: HistoryChangeReason;
+    /** The seq the active branch now ends at. */
+    seq: number;
+    session: SessionRecord;
+  };
   'store:warning': StoreWarning;
 }
+
+/** Why a session's active branch changed. */
+export type HistoryChangeReason = 'rewound' | 'branch_switched' | 'edited';
 
 /** Options of `createSessionManager`: the store (or a data folder), token budget, summarizer and per-agent settings. */
 export interface SessionManagerOptions {
@@ -99,6 +114,11 @@ export interface SessionManagerOptions {
    * PreCompact, PostCompact). None when absent.
    */
   hooks?: HookRunner;
+  /**
+   * Puts project files back for a rewind with `restore: 'files' | 'both'` (the snapshot store).
+   * Without it such a rewind is refused with FILE_SNAPSHOTS_NOT_CONFIGURED; a conversation rewind works.
+   */
+  fileRestorer?: FileRestorer;
   /**
    * Snapshot the project's working tree (`projectRoot`) before and after each turn that may change
    * files (a native back end, or a turn given tools), into a shadow git repository, so a rewind can

@@ -37,6 +37,7 @@ import {
   DEFAULT_COMPACTION_THRESHOLD,
   DEFAULT_TOKEN_BUDGET,
   type CreateSessionOptions,
+  type HistoryChangeReason,
   type SessionManagerEvents,
   type SessionManagerOptions,
   type SessionUpdateAction,
@@ -53,10 +54,33 @@ import {
   settingsChange,
 } from './session-changes.js';
 import { planFork, type ForkSessionOptions } from './session-fork.js';
+import {
+  activeCheckpoint,
+  activePath,
+  onPath,
+  pathThrough,
+  readActiveEvents,
+  resolvePoint,
+  type HistoryPath,
+} from './history-path.js';
+import {
+  branchTip,
+  checkRestore,
+  listBranches,
+  pointBefore,
+  recordAt,
+  userMessageOf,
+  type BranchInfo,
+  type FileRestorer,
+  type FileRestoreResult,
+  type RewindOptions,
+  type RewindResult,
+} from './session-history.js';
+import { assertWritable } from './session-checks.js';
 import { SessionWriter } from './session-writer.js';
 import { catchUp, StoreChangeFollower, type FollowStoreChangesOptions } from './store-changes.js';
 import { TypedEmitter } from './typed-emitter.js';
-import { FileSnapshots, linearHistory } from './file-snapshots/index.js';
+import { FileSnapshotError, FileSnapshots, type SnapshotHistory } from './file-snapshots/index.js';
 
 /**
  * Owns sessions: creates and finds them, appends messages and events, builds each request under the token budget,
@@ -92,6 +116,10 @@ export class SessionManager {
   private follower: StoreChangeFollower | undefined;
   /** Request building, compaction and calibration (session-requests.ts). */
   private readonly requests: RequestLayer;
+  /** Turns running now, per session (runTurn marks them): a rewind waits for none, it is refused. */
+  private readonly turnsRunning = new Map<string, number>();
+  /** Puts project files back for a rewind that restores them (none: such a rewind is refused). */
+  private readonly fileRestorer: FileRestorer | undefined;
 
   constructor(
     readonly store: SessionStore,
@@ -103,6 +131,7 @@ export class SessionManager {
     this.projectRoot = options.projectRoot;
     this.hooks = options.hooks;
     this.fileSnapshots = options.fileSnapshots ? openFileSnapshots(this, options) : undefined;
+    this.fileRestorer = options.fileRestorer ?? (this.fileSnapshots ? restorerOf(this.fileSnapshots) : undefined);
     this.summarize = options.summarize;
     this.clock = options.clock ?? Date.now;
     this.countTokens = options.countTokens ?? estimateTokens;
@@ -143,6 +172,10 @@ export class SessionManager {
       tokenBudget: this.tokenBudget,
       compactionThreshold: this.compactionThreshold,
       live: (sessionId) => this.liveSession(sessionId),
+      activeCheckpoint: async (sessionId) => {
+        const { record } = await this.liveSession(sessionId);
+        return activeCheckpoint(this.store, record, await activePath(this.store, record));
+      },
       appendEvents: (sessionId, events) => this.appendEvents(sessionId, events),
       updateRecord: (sessionId, update) => this.updateRecord(sessionId, update),
       emit: (name, payload) => this.emit(name, payload as SessionManagerEvents[typeof name]),
@@ -246,35 +279,209 @@ export class SessionManager {
   }
 
   /**
-   * A new session whose history is the source's up to `options.at` (a seq or a block id; default
-   * the end), recording `forkedFrom: { sessionId, seq }`. The source is not changed. The fork runs
-   * on `options.backend` (default the source's): a managed back end builds its first request from
-   * the forked history; a native one is given a transcript written from it (`continueOnBackend`).
-   * The history is copied, not shared: its cost grows with the length of the history kept.
+   * A new session whose history is the source's up to `options.at` (a seq or a block id of its
+   * active branch; default its end), recording `forkedFrom: { sessionId, seq }`. The source is not
+   * changed. The fork runs on `options.backend` (default the source's): a managed back end builds
+   * its first request from the forked history; a native one is given a transcript written from it
+   * (`continueOnBackend`). The history is shared, not copied: a fork is one record write, whatever
+   * the length of the history, and readers walk on into the source (its checkpoints included).
    */
   async forkSession(sessionId: string, options: ForkSessionOptions = {}): Promise<SessionRecord> {
     this.assertOpen();
     const id = checkSessionId(sessionId);
     // Loading builds the log of an imported session whose blocks were not built yet.
-    await this.liveSession(id);
-    const plan = await this.serialize(id, async () =>
-      planFork(this.store, await this.requireSession(id), options, this.clock()),
-    );
-    if (await this.store.getSession(plan.record.sessionId)) {
-      throw new SessionError(
-        'INVALID_INPUT',
-        `Cannot fork into "${plan.record.sessionId}": a session with that id exists. Pick another id or leave it out.`,
-        { fault: 'user', data: { sessionId: plan.record.sessionId } },
-      );
-    }
-    const record = await this.store.createSession(plan.record);
-    if (plan.events.length > 0) await this.store.append(record.sessionId, plan.events);
-    for (const { formatVersion: _format, version: _version, sessionId: _source, ...checkpoint } of plan.checkpoints)
-      await this.store.writeCheckpoint(record.sessionId, checkpoint);
+    const live = await this.liveSession(id);
+    const record = await this.serialize(id, async () => {
+      await this.writer.writeQueues.applied(id);
+      const planned = await planFork(this.store, live.record, live, options, this.clock());
+      if (await this.store.getSession(planned.sessionId)) {
+        throw new SessionError(
+          'INVALID_INPUT',
+          `Cannot fork into "${planned.sessionId}": a session with that id exists. Pick another id or leave it out.`,
+          { fault: 'user', data: { sessionId: planned.sessionId } },
+        );
+      }
+      return this.store.createSession(planned);
+    });
     const description = await this.store.readAgentDescription(id);
     if (description) await this.store.writeAgentDescription({ ...description, sessionId: record.sessionId });
     this.emit('session:updated', { sessionId: record.sessionId, action: 'created', session: record });
     return record;
+  }
+
+  // ---- the history tree (session-history.ts) ------------------------------------------------------
+
+  /**
+   * Takes the session back to `options.to` (a seq or a block id of its active branch, kept), as
+   * `restore` says: the conversation (the default), the project's files (through the configured
+   * `fileRestorer`), or both. Nothing is deleted: the events after the point stay in the log, as
+   * the branch that was left (`listBranches`), and the next append starts a new branch. The next
+   * request holds nothing past the point and uses the checkpoint that was current at it; a native
+   * back end's link is dropped, so its next turn resumes from a transcript Parley writes from the
+   * active branch. Refused, changing nothing, while a turn runs (TURN_IN_PROGRESS: cancel it
+   * first), for a point not on the active branch (FORK_POINT_NOT_FOUND), and for files with no
+   * snapshot store (FILE_SNAPSHOTS_NOT_CONFIGURED).
+   */
+  async rewind(sessionId: string, options: RewindOptions): Promise<RewindResult> {
+    this.assertOpen();
+    const id = checkSessionId(sessionId);
+    const restore = checkRestore(options?.restore);
+    if (options?.to === undefined) {
+      throw new SessionError(
+        'INVALID_INPUT',
+        `Cannot rewind session "${id}": say where to with \`to\` (a seq or a block id; \`parley show\` lists them).`,
+        { fault: 'user', data: { sessionId: id } },
+      );
+    }
+    const files = restore !== 'conversation';
+    if (files && !this.fileRestorer) {
+      throw new SessionError(
+        'FILE_SNAPSHOTS_NOT_CONFIGURED',
+        `Cannot restore the files of session "${id}": this Parley keeps no file snapshots. Rewind with restore "conversation", or run a server with file snapshots on.`,
+        { fault: 'user', data: { sessionId: id, restore } },
+      );
+    }
+    return this.changeBranch(id, 'rewound', async (live, path) => {
+      const seq = await resolvePoint(this.store, live.record, path, options.to, 'rewind');
+      const restored = files
+        ? await this.fileRestorer!.restoreFiles({
+            sessionId: id,
+            seq,
+            path: pathThrough(path, seq),
+            overwrite: options.overwrite === true,
+          })
+        : undefined;
+      return { seq, conversation: restore !== 'files', ...(restored ? { files: restored } : {}) };
+    });
+  }
+
+  /**
+   * Makes a new branch just before the user message `blockId` of the active branch, so its
+   * edited text can be sent there: the caller sends it as the next turn (the protocol's
+   * `edit_message` does). The message and what followed it stay, as the branch that was left.
+   */
+  async editMessage(sessionId: string, blockId: string): Promise<RewindResult> {
+    this.assertOpen();
+    const id = checkSessionId(sessionId);
+    return this.changeBranch(id, 'edited', async (live, path) => {
+      const message = userMessageOf(id, live.conversation.blocks, blockId);
+      return { seq: pointBefore(path, message.seq), conversation: true };
+    });
+  }
+
+  /** Every branch of the session's history, oldest first, the active one marked: tip, fork point, last message, time, turns, cost. */
+  async listBranches(sessionId: string): Promise<BranchInfo[]> {
+    this.assertOpen();
+    const live = await this.liveSession(checkSessionId(sessionId));
+    return this.serialize(live.record.sessionId, async () => {
+      await this.writer.writeQueues.applied(live.record.sessionId);
+      return listBranches(this.store, live.record, await activePath(this.store, live.record));
+    });
+  }
+
+  /** Makes `branch` (an id from `listBranches`) the active one; the others stay. Refused while a turn runs. */
+  async switchBranch(sessionId: string, branch: string): Promise<RewindResult> {
+    this.assertOpen();
+    const id = checkSessionId(sessionId);
+    return this.changeBranch(id, 'branch_switched', async (live, path) => {
+      const branches = await listBranches(this.store, live.record, path);
+      return { seq: branchTip(id, branches, String(branch)), conversation: true };
+    });
+  }
+
+  /**
+   * Makes an older checkpoint version current again: a new version that copies it (with
+   * `restoredFrom`); none is deleted. The version must lie on the active branch.
+   */
+  async restoreCheckpoint(sessionId: string, version: number): Promise<Checkpoint> {
+    this.assertOpen();
+    const id = checkSessionId(sessionId);
+    const { record } = await this.liveSession(id);
+    const versions = await this.store.listCheckpoints(id);
+    const old = versions.find((checkpoint) => checkpoint.version === version);
+    if (!old) {
+      throw new SessionError(
+        'CHECKPOINT_NOT_FOUND',
+        `Session "${id}" has no checkpoint version ${String(version)}; its versions are ${versions.map((each) => each.version).join(', ') || 'none'}. Give one of them (\`get_checkpoint\` lists them).`,
+        { fault: 'user', data: { sessionId: id, version, versions: versions.map((each) => each.version) } },
+      );
+    }
+    const path = await activePath(this.store, record);
+    if (!onPath(path, old.covers.throughSeq)) {
+      throw new SessionError(
+        'CHECKPOINT_NOT_ON_BRANCH',
+        `Checkpoint version ${version} of session "${id}" summarizes the history through seq ${old.covers.throughSeq}, which is not on the active branch. Switch to the branch it belongs to first (\`parley branches ${id}\`), or pick another version.`,
+        { fault: 'user', data: { sessionId: id, version, throughSeq: old.covers.throughSeq } },
+      );
+    }
+    return this.requests.restoreCheckpoint(id, old);
+  }
+
+  /**
+   * Moves the session's active branch to the seq `plan` picks (after its own checks), in the
+   * session's write order: the record is written first (head, no native link), then the cached
+   * conversation is read again from the active branch and the request caches let go.
+   */
+  private async changeBranch(
+    id: string,
+    reason: HistoryChangeReason,
+    plan: (
+      live: LiveSession,
+      path: HistoryPath,
+    ) => Promise<{ seq: number; conversation: boolean; files?: FileRestoreResult }>,
+  ): Promise<RewindResult> {
+    this.refuseWhileTurnRuns(id, reason);
+    const live = await this.liveSession(id);
+    assertWritable(live.record);
+    const result = await this.serialize(id, async () => {
+      await this.writer.writeQueues.applied(id);
+      this.refuseWhileTurnRuns(id, reason);
+      const path = await activePath(this.store, live.record);
+      const planned = await plan(live, path);
+      if (!planned.conversation) return { session: structuredClone(live.record), ...planned };
+      const logEnd = await this.store.lastSeq(id);
+      const next = recordAt(live.record, planned.seq, logEnd, this.clock());
+      await this.store.updateSession(id, () => next);
+      const reloaded = liveSessionOf(id, next, await readActiveEvents(this.store, next));
+      live.record = reloaded.record;
+      live.conversation = reloaded.conversation;
+      this.requests.release(id);
+      return { session: structuredClone(live.record), ...planned };
+    });
+    if (result.conversation) {
+      this.emit('session:history-changed', { sessionId: id, reason, seq: result.seq, session: result.session });
+      this.emit('session:updated', { sessionId: id, action: 'settings_changed', session: result.session });
+    }
+    return result;
+  }
+
+  private refuseWhileTurnRuns(sessionId: string, reason: HistoryChangeReason): void {
+    if (!this.turnRunning(sessionId)) return;
+    const what =
+      reason === 'branch_switched' ? 'switch its branch' : reason === 'edited' ? 'edit a message' : 'rewind it';
+    throw new SessionError(
+      'TURN_IN_PROGRESS',
+      `Session "${sessionId}" is running a turn; cancel it first (Esc in the TUI, \`cancel\` in the protocol), then ${what}.`,
+      { fault: 'user', data: { sessionId } },
+    );
+  }
+
+  /** @internal `runTurn` marks a turn running on the session until the returned function is called. */
+  beginTurn(sessionId: string): () => void {
+    this.turnsRunning.set(sessionId, (this.turnsRunning.get(sessionId) ?? 0) + 1);
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      const left = (this.turnsRunning.get(sessionId) ?? 1) - 1;
+      if (left > 0) this.turnsRunning.set(sessionId, left);
+      else this.turnsRunning.delete(sessionId);
+    };
+  }
+
+  /** True while a turn runs on the session in this manager. */
+  turnRunning(sessionId: string): boolean {
+    return this.turnsRunning.has(sessionId);
   }
 
   /** Keeps a native transcript with the session under `name`, replacing one of that name. */
@@ -328,6 +535,7 @@ export class SessionManager {
       cache: this.cache,
       writes: this.writer.writeQueues,
       emit: (name, payload) => this.emit(name, payload),
+      onBranchMoved: (sessionId) => this.requests.release(sessionId),
     });
     this.follower = follower;
     return async () => {
@@ -368,8 +576,8 @@ export class SessionManager {
   async getEvents(sessionId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<StreamEvent[]> {
     this.assertOpen();
     const id = checkSessionId(sessionId);
-    await this.liveSession(id);
-    return readEvents(this.store, id, options);
+    const live = await this.liveSession(id);
+    return readEvents(this.store, live.record, options);
   }
 
   /** The conversation rebuilt from the log: blocks, subagent threads, metrics. */
@@ -398,13 +606,27 @@ export class SessionManager {
     return runtimeSession(this.store, id, await this.sessionToShow(id));
   }
 
+  /**
+   * The checkpoint the next request uses: the newest version that lies on the active branch (its
+   * own, else its fork source's); a checkpoint of a branch that was left, or past a rewind point, is not.
+   */
   async getCheckpoint(sessionId: string): Promise<Checkpoint | undefined> {
     this.assertOpen();
-    const id = checkSessionId(sessionId);
-    await this.requireSession(id);
-    return this.store.readCheckpoint(id);
+    const { record } = await this.liveSession(checkSessionId(sessionId));
+    return activeCheckpoint(this.store, record, await activePath(this.store, record));
   }
 
+  /**
+   * The active branch: the runs of the logs it is made of (a fork's first ones are its source's),
+   * oldest first, and the seq it ends at.
+   */
+  async getActiveBranch(sessionId: string): Promise<HistoryPath> {
+    this.assertOpen();
+    const { record } = await this.liveSession(checkSessionId(sessionId));
+    return activePath(this.store, record);
+  }
+
+  /** Every checkpoint version the session wrote itself, oldest first (a fork reads its source's through `getCheckpoint`). */
   async listCheckpoints(sessionId: string): Promise<Checkpoint[]> {
     this.assertOpen();
     const id = checkSessionId(sessionId);
@@ -572,9 +794,44 @@ function openFileSnapshots(manager: SessionManager, options: SessionManagerOptio
   return new FileSnapshots({
     projectRoot: options.projectRoot,
     folder,
-    history: settings.history ?? linearHistory(manager),
+    history: settings.history ?? treeHistory(manager.store),
     exclude: [...(options.dataDir ? [options.dataDir] : []), ...(settings.exclude ?? [])],
     ...(settings.maxAbandonedAgeMs !== undefined ? { maxAbandonedAgeMs: settings.maxAbandonedAgeMs } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
   });
+}
+
+/** The snapshots' view of the history tree: the seqs that lead to a point, and the active branch. */
+function treeHistory(store: SessionStore): SnapshotHistory {
+  const recordOf = async (sessionId: string): Promise<SessionRecord> => {
+    const record = await store.getSession(sessionId);
+    if (!record) throw notFound(sessionId);
+    return record;
+  };
+  return {
+    async pathTo(sessionId, seq) {
+      const record = await recordOf(sessionId);
+      const lastSeq = await store.lastSeq(sessionId);
+      if (!Number.isInteger(seq) || seq < -1 || seq > lastSeq)
+        throw new FileSnapshotError(
+          'SNAPSHOT_NOT_FOUND',
+          `Seq ${seq} is not in session ${sessionId} (its log ends at seq ${lastSeq}): pick a point in it. Nothing was changed.`,
+          { fault: 'user', data: { sessionId, seq } },
+        );
+      return (await activePath(store, record, { tip: seq })).ranges;
+    },
+    async activePath(sessionId) {
+      return (await activePath(store, await recordOf(sessionId))).ranges;
+    },
+  };
+}
+
+/** A rewind's file restore, done by the manager's own snapshots. */
+function restorerOf(snapshots: FileSnapshots): FileRestorer {
+  return {
+    async restoreFiles({ sessionId, seq, overwrite }) {
+      const result = await snapshots.restore(sessionId, seq, { overwrite });
+      return { restored: result.changed };
+    },
+  };
 }

@@ -7,6 +7,7 @@ import {
 } from '../conversation/index.js';
 import { SessionFilterSchema, type SessionFilter, type SessionRecord, type SessionStore } from '../store/index.js';
 import { SessionError } from './errors.js';
+import { readActiveHistory } from './history-path.js';
 import type { LiveSession } from './live-sessions.js';
 
 // What readers see: the sessions, and a session's recent messages, its log after a `seq`, its runtime data.
@@ -49,16 +50,17 @@ export function recentMessages(live: LiveSession, limit: number, options: { incl
   return messages.reverse();
 }
 
-/** The log after `afterSeq` (all of it by default), at most `limit` events. */
+/** The active branch after `afterSeq` (all of it by default), at most `limit` events. */
 export async function readEvents(
   store: SessionStore,
-  sessionId: string,
+  record: SessionRecord,
   options: { afterSeq?: number; limit?: number },
 ): Promise<StreamEvent[]> {
   const events: StreamEvent[] = [];
   const limit = options.limit ?? Number.POSITIVE_INFINITY;
-  for await (const event of store.readLog(
-    sessionId,
+  for await (const event of readActiveHistory(
+    store,
+    record,
     options.afterSeq === undefined ? {} : { afterSeq: options.afterSeq },
   )) {
     events.push(event);

@@ -140,6 +140,8 @@ export interface RequestLayerOptions {
   context?: ContextOptions;
   compaction?: CompactionSettings;
   live(sessionId: string): Promise<{ record: SessionRecord; conversation: ConversationState }>;
+  /** The checkpoint on the session's active branch (history-path.ts), read when none is cached. */
+  activeCheckpoint(sessionId: string): Promise<Checkpoint | undefined>;
   appendEvents(sessionId: string, events: readonly UnsequencedEvent[]): Promise<StreamEvent[]>;
   updateRecord(sessionId: string, update: (current: SessionRecord) => SessionRecord): Promise<SessionRecord>;
   emit<K extends keyof CompactionEvents>(name: K, payload: CompactionEvents[K]): void;
@@ -310,6 +312,17 @@ export class RequestLayer {
   }
 
   /** The Ralph Loop of a dev-task session: a new checkpoint version (trigger `update`) with the summary kept. */
+  /**
+   * Writes a new checkpoint version that copies `old` (an older version, checked by the caller to
+   * lie on the active branch), so requests use it again; no version is deleted.
+   */
+  restoreCheckpoint(sessionId: string, old: Checkpoint): Promise<Checkpoint> {
+    return this.writeCheckpoint(sessionId, () => {
+      const { formatVersion: _format, version, sessionId: _session, createdAt: _created, ...kept } = old;
+      return { ...kept, createdAt: new Date(this.options.clock()).toISOString(), restoredFrom: version };
+    });
+  }
+
   async updateRalphLoop(sessionId: string, patch: RalphLoopPatch): Promise<Checkpoint> {
     const parsed = RalphLoopPatchSchema.safeParse(patch);
     if (!parsed.success)
@@ -503,7 +516,7 @@ export class RequestLayer {
   private checkpointOf(sessionId: string): Promise<Checkpoint | undefined> {
     let pending = this.checkpoints.get(sessionId);
     if (!pending) {
-      pending = this.options.store.readCheckpoint(sessionId);
+      pending = this.options.activeCheckpoint(sessionId);
       this.checkpoints.set(sessionId, pending);
       pending.catch(() => this.checkpoints.delete(sessionId));
     }

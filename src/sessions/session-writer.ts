@@ -78,6 +78,7 @@ export class SessionWriter {
     const issued = await this.serialize(sessionId, async () => {
       const live = await this.options.live(sessionId);
       assertWritable(live.record);
+      if (live.record.head !== undefined) await this.branchFromHead(sessionId, live);
       const now = this.options.clock();
       const stamped = events.map((event) => ({ ...event, at: event.at ?? now }));
       // Wrapped so `serialize` does not wait for it: the queue moves on while this write is flushed.
@@ -104,6 +105,24 @@ export class SessionWriter {
         throw error;
       }
     });
+  }
+
+  /**
+   * The first append after a rewind or a branch switch starts a new branch: the record gains the
+   * segment that continues the head, and loses the head, before the events are appended. A crash
+   * between the two leaves an empty segment, which no path reads.
+   */
+  private async branchFromHead(sessionId: string, live: LiveSession): Promise<void> {
+    await this.queues.applied(sessionId);
+    const head = live.record.head!;
+    const lastSeq = await this.options.store.lastSeq(sessionId);
+    const { head: _head, ...rest } = live.record;
+    const next: SessionRecord =
+      head === lastSeq
+        ? rest
+        : { ...rest, segments: [...(rest.segments ?? []), { firstSeq: lastSeq + 1, parentSeq: head }] };
+    await this.options.store.updateSession(sessionId, () => next);
+    live.record = next;
   }
 
   /** Lets go of what is kept of a session the manager let go. */

@@ -1,13 +1,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { StreamEvent } from '../conversation/index.js';
-import {
-  KeyedQueue,
-  type ReadLogOptions,
-  type SessionRecord,
-  type SessionStore,
-  type StoreChange,
-} from '../store/index.js';
-import { applyAppended, type LiveSession, type LiveSessionCache } from './live-sessions.js';
+import { KeyedQueue, type SessionRecord, type SessionStore, type StoreChange } from '../store/index.js';
+import { readActiveEvents } from './history-path.js';
+import { applyAppended, liveSessionOf, type LiveSession, type LiveSessionCache } from './live-sessions.js';
 import type { SessionManagerEvents } from './session-manager-types.js';
 import type { SessionWriteQueues } from './session-writes.js';
 
@@ -35,6 +30,8 @@ export interface StoreChangeFollowerOptions extends FollowStoreChangesOptions {
   cache: LiveSessionCache;
   writes: SessionWriteQueues;
   emit: Emit;
+  /** Another process moved the session's active branch: what is kept beside the cached session (request caches) goes. */
+  onBranchMoved?: (sessionId: string) => void;
 }
 
 /** What one session needs: its log read past what is cached, and (or) its record read again. */
@@ -118,7 +115,7 @@ export class StoreChangeFollower {
     await writes.applyInOrder(sessionId, Promise.resolve(), async () => {
       if (announceFrom !== undefined && announceFrom <= session.conversation.lastSeq) {
         // Already in the log the load read: announced, not applied again.
-        const loaded = await readLog(this.options.store, sessionId, {
+        const loaded = await readActiveEvents(this.options.store, session.record, {
           afterSeq: announceFrom - 1,
           throughSeq: session.conversation.lastSeq,
         });
@@ -147,6 +144,21 @@ export class StoreChangeFollower {
     );
     if (Number.isFinite(lastActivity)) merged.lastActivity = lastActivity;
     if (isDeepStrictEqual(merged, previous)) return;
+    if (branchMoved(previous, merged)) {
+      // Another process rewound or switched the session: the cached conversation is another branch.
+      const reloaded = liveSessionOf(sessionId, merged, await readActiveEvents(this.options.store, merged));
+      live.record = reloaded.record;
+      live.conversation = reloaded.conversation;
+      this.options.onBranchMoved?.(sessionId);
+      this.options.emit('session:history-changed', {
+        sessionId,
+        reason: 'rewound',
+        seq: reloaded.conversation.lastSeq,
+        session: live.record,
+      });
+      this.options.emit('session:updated', { sessionId, action: 'settings_changed', session: live.record });
+      return;
+    }
     live.record = merged;
     const action = merged.status === 'archived' && previous.status !== 'archived' ? 'archived' : 'settings_changed';
     this.options.emit('session:updated', { sessionId, action, session: merged });
@@ -162,7 +174,8 @@ export class StoreChangeFollower {
         if (!this.followed(sessionId)) continue;
         const live = await this.options.cache.peek(sessionId)?.catch(() => undefined);
         if (!live) continue;
-        const newest = await this.options.store.lastSeq(sessionId).catch(() => undefined);
+        // A rewound session's branch ends at its head, not at the log's end.
+        const newest = live.record.head ?? (await this.options.store.lastSeq(sessionId).catch(() => undefined));
         if (newest !== undefined && newest > live.conversation.lastSeq) this.request(sessionId, { record: false });
       }
     } finally {
@@ -187,7 +200,7 @@ export async function catchUp(
   live: LiveSession,
   throughSeq?: number,
 ): Promise<void> {
-  const events = await readLog(store, sessionId, {
+  const events = await readActiveEvents(store, live.record, {
     afterSeq: live.conversation.lastSeq,
     ...(throughSeq !== undefined ? { throughSeq } : {}),
   });
@@ -202,10 +215,20 @@ function announce(emit: Emit, sessionId: string, live: LiveSession, events: read
   emit('session:updated', { sessionId, action: 'events_appended', session: live.record });
 }
 
-async function readLog(store: SessionStore, sessionId: string, options: ReadLogOptions): Promise<StreamEvent[]> {
-  const events: StreamEvent[] = [];
-  for await (const event of store.readLog(sessionId, options)) events.push(event);
-  return events;
+/**
+ * True when the active branch no longer ends where it did: the head moved, or a segment that does
+ * not go on from the old head was added. The first append after a rewind (a segment continuing the
+ * head, the head cleared) keeps the branch.
+ */
+function branchMoved(previous: SessionRecord, next: SessionRecord): boolean {
+  if (previous.head === next.head && isDeepStrictEqual(previous.segments, next.segments)) return false;
+  const added = (next.segments ?? []).slice(previous.segments?.length ?? 0);
+  const continued =
+    previous.head !== undefined &&
+    next.head === undefined &&
+    added.length === 1 &&
+    added[0]!.parentSeq === previous.head;
+  return !continued;
 }
 
 function warn(error: unknown, sessionId: string): void {

@@ -79,7 +79,11 @@ export async function runTurn(
   options: RunTurnOptions,
 ): Promise<TurnHandle> {
   if (options.repairInterrupted !== false) await closeInterruptedTurn(manager, sessionId);
-  const session = await manager.getSession(sessionId);
+  const endTurn = manager.beginTurn(sessionId);
+  const session = await manager.getSession(sessionId).catch((error: unknown) => {
+    endTurn();
+    throw error;
+  });
   const description = options.backend.describe();
   const hooks = manager.hooks
     ? new TurnHooks(manager.hooks, {
@@ -119,6 +123,7 @@ export async function runTurn(
       const refused = await runPromptHooks(manager, sessionId, options, hooks, hookContext);
       if (refused) {
         agentTrace?.end();
+        endTurn();
         return { events: refused };
       }
     }
@@ -185,10 +190,12 @@ export async function runTurn(
       guard,
       agentTrace,
       afterTurn,
+      endTurn,
     );
     return turn.inject ? { events, inject: (message) => turn.inject!(message) } : { events };
   } catch (error) {
     agentTrace?.end(error);
+    endTurn();
     throw error;
   }
 }
@@ -260,97 +267,103 @@ async function* streamIntoLog(
   guard: TurnIdGuard,
   agentTrace: AgentTrace | undefined,
   afterTurn: ((seq: number) => Promise<void>) | undefined,
+  endTurn: () => void,
 ): AsyncIterable<StreamEvent> {
-  let nativeSessionId: string | undefined;
-  const inFlight: Array<Promise<StreamEvent[]>> = [];
-  const issue = (unsequenced: UnsequencedEvent): void => {
-    agentTrace?.observe(unsequenced);
-    let event = guard.apply(unsequenced);
-    if (event.type === 'metadata_update') {
-      if (event.metadata.nativeSessionId) nativeSessionId = event.metadata.nativeSessionId;
-      if (
-        event.metadata.turnComplete &&
-        estimatedInputTokens !== undefined &&
-        event.metadata.estimatedInputTokens === undefined
-      ) {
-        event = { ...event, metadata: { ...event.metadata, estimatedInputTokens } };
-      }
-    }
-    const appended = manager.appendEvents(sessionId, [event]);
-    // Awaited in order below; until then a failure must not count as unhandled.
-    appended.catch(() => undefined);
-    inFlight.push(appended);
-  };
-  const iterator = source[Symbol.asyncIterator]();
-  let next: Promise<IteratorResult<UnsequencedEvent>> | undefined;
+  // The turn counts as running (rewinds are refused) until its last event and its native link are stored.
   try {
-    next = iterator.next();
-    while (next !== undefined || inFlight.length > 0) {
-      if (next !== undefined && inFlight.length < MAX_APPENDS_IN_FLIGHT) {
-        // Whichever comes first: the back end's next event, or the oldest append becoming durable.
-        const step =
-          inFlight.length === 0 ? await next : await Promise.race([next, inFlight[0]!.then(() => undefined)]);
-        if (step !== undefined) {
-          if (step.done) {
-            next = undefined;
-            agentTrace?.end();
-          } else {
-            issue(step.value);
-            next = iterator.next();
-          }
-          continue;
+    let nativeSessionId: string | undefined;
+    const inFlight: Array<Promise<StreamEvent[]>> = [];
+    const issue = (unsequenced: UnsequencedEvent): void => {
+      agentTrace?.observe(unsequenced);
+      let event = guard.apply(unsequenced);
+      if (event.type === 'metadata_update') {
+        if (event.metadata.nativeSessionId) nativeSessionId = event.metadata.nativeSessionId;
+        if (
+          event.metadata.turnComplete &&
+          estimatedInputTokens !== undefined &&
+          event.metadata.estimatedInputTokens === undefined
+        ) {
+          event = { ...event, metadata: { ...event.metadata, estimatedInputTokens } };
         }
       }
-      const [stored] = await inFlight.shift()!;
-      // The files as the turn left them, recorded before anyone hears that it ended (a rewind may follow at once).
-      if (afterTurn && closesTurn(stored!)) await afterTurn(stored!.seq);
-      yield stored!;
-    }
-  } catch (error) {
-    agentTrace?.end(error);
-    // The back end threw (or a write failed): stop it, keep what was already written, then end the turn.
-    if (next !== undefined) {
-      next = undefined;
-      stopSource(iterator);
-    }
-    for (const appended of inFlight.splice(0)) {
-      const stored = await appended.catch(() => undefined);
-      if (stored !== undefined) yield* stored;
-    }
-    // A back end must end a failed turn with an error block; one that throws instead still gets one.
-    const now = Date.now();
-    const stored = await manager.appendEvents(sessionId, [
-      {
-        type: 'block_complete',
-        conversationId: MAIN_CONVERSATION,
-        block: {
-          id: randomUUID(),
-          type: 'system',
-          subtype: 'error',
-          content: `The ${backendName} back end failed: ${error instanceof Error ? error.message : String(error)}`,
-          createdAt: now,
+      const appended = manager.appendEvents(sessionId, [event]);
+      // Awaited in order below; until then a failure must not count as unhandled.
+      appended.catch(() => undefined);
+      inFlight.push(appended);
+    };
+    const iterator = source[Symbol.asyncIterator]();
+    let next: Promise<IteratorResult<UnsequencedEvent>> | undefined;
+    try {
+      next = iterator.next();
+      while (next !== undefined || inFlight.length > 0) {
+        if (next !== undefined && inFlight.length < MAX_APPENDS_IN_FLIGHT) {
+          // Whichever comes first: the back end's next event, or the oldest append becoming durable.
+          const step =
+            inFlight.length === 0 ? await next : await Promise.race([next, inFlight[0]!.then(() => undefined)]);
+          if (step !== undefined) {
+            if (step.done) {
+              next = undefined;
+              agentTrace?.end();
+            } else {
+              issue(step.value);
+              next = iterator.next();
+            }
+            continue;
+          }
+        }
+        const [stored] = await inFlight.shift()!;
+        // The files as the turn left them, recorded before anyone hears that it ended (a rewind may follow at once).
+        if (afterTurn && closesTurn(stored!)) await afterTurn(stored!.seq);
+        yield stored!;
+      }
+    } catch (error) {
+      agentTrace?.end(error);
+      // The back end threw (or a write failed): stop it, keep what was already written, then end the turn.
+      if (next !== undefined) {
+        next = undefined;
+        stopSource(iterator);
+      }
+      for (const appended of inFlight.splice(0)) {
+        const stored = await appended.catch(() => undefined);
+        if (stored !== undefined) yield* stored;
+      }
+      // A back end must end a failed turn with an error block; one that throws instead still gets one.
+      const now = Date.now();
+      const stored = await manager.appendEvents(sessionId, [
+        {
+          type: 'block_complete',
+          conversationId: MAIN_CONVERSATION,
+          block: {
+            id: randomUUID(),
+            type: 'system',
+            subtype: 'error',
+            content: `The ${backendName} back end failed: ${error instanceof Error ? error.message : String(error)}`,
+            createdAt: now,
+          },
+          at: now,
         },
-        at: now,
-      },
-      {
-        type: 'metadata_update',
-        conversationId: MAIN_CONVERSATION,
-        metadata: { turnComplete: true, stopReason: 'error' },
-        at: now,
-      },
-    ]);
-    if (afterTurn) await afterTurn(stored[stored.length - 1]!.seq);
-    yield* stored;
-  } finally {
-    // The consumer stopped early: the back end stops too (what `for await` would do).
-    if (next !== undefined) stopSource(iterator);
-    agentTrace?.end();
-  }
-  if (nativeSessionId) {
-    const session = await manager.getSession(sessionId);
-    if (session.native?.nativeSessionId !== nativeSessionId) {
-      await manager.setNativeSession(sessionId, { backend: backendName, nativeSessionId });
+        {
+          type: 'metadata_update',
+          conversationId: MAIN_CONVERSATION,
+          metadata: { turnComplete: true, stopReason: 'error' },
+          at: now,
+        },
+      ]);
+      if (afterTurn) await afterTurn(stored[stored.length - 1]!.seq);
+      yield* stored;
+    } finally {
+      // The consumer stopped early: the back end stops too (what `for await` would do).
+      if (next !== undefined) stopSource(iterator);
+      agentTrace?.end();
     }
+    if (nativeSessionId) {
+      const session = await manager.getSession(sessionId);
+      if (session.native?.nativeSessionId !== nativeSessionId) {
+        await manager.setNativeSession(sessionId, { backend: backendName, nativeSessionId });
+      }
+    }
+  } finally {
+    endTurn();
   }
 }
 

@@ -42,6 +42,25 @@ describe('a data folder another SessionManager holds', () => {
     expect(seen.map((event) => event.type)).toContain('block_complete');
   });
 
+  it('a rewind one makes reaches the other, which reads the active branch again and says so', async () => {
+    const holder = await open();
+    const guest = await open();
+    await holder.createSession({ sessionId: 'rewound', scope: { kind: 'draft', role: 'dev' }, agentType: 'dev' });
+    for (const content of ['first', 'second', 'third']) await holder.addMessage('rewound', { role: 'user', content });
+    holder.followStoreChanges();
+    await holder.loadConversation('rewound');
+    const changed = new Promise<number>((resolve) =>
+      holder.on('session:history-changed', ({ sessionId, seq }) => {
+        if (sessionId === 'rewound') resolve(seq);
+      }),
+    );
+    await guest.rewind('rewound', { to: 0 });
+    expect(await changed).toBe(0);
+    expect((await holder.getRecentMessages('rewound')).map((message) => message.content)).toEqual(['first']);
+    await holder.addMessage('rewound', { role: 'user', content: 'a new second' });
+    expect((await holder.getEvents('rewound')).map((event) => event.seq)).toEqual([0, 3]);
+  });
+
   it('takes writes from both at once: every event is in the log once, numbered in one sequence', async () => {
     const holder = await open();
     const guest = await open();

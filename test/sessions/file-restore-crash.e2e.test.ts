@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileSnapshots, type SnapshotHistory } from '../../src/sessions/index.js';
 
 const history: SnapshotHistory = {
-  pathTo: (sessionId, seq) => Promise.resolve([{ sessionId, fromSeq: -1, throughSeq: seq }]),
-  activePath: (sessionId) => Promise.resolve([{ sessionId, fromSeq: -1, throughSeq: Number.MAX_SAFE_INTEGER }]),
+  pathTo: (sessionId, seq) => Promise.resolve([{ sessionId, firstSeq: -1, lastSeq: seq }]),
+  activePath: (sessionId) => Promise.resolve([{ sessionId, firstSeq: -1, lastSeq: Number.MAX_SAFE_INTEGER }]),
 };
 
 /** Every file under `root` but the data folder, with its mode and bytes. */

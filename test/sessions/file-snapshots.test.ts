@@ -403,12 +403,12 @@ describe('pruning', () => {
     await writeProject(root);
     let now = 1_000;
     const history: SnapshotHistory = {
-      pathTo: (sessionId, seq) => Promise.resolve([{ sessionId, fromSeq: -1, throughSeq: seq }]),
+      pathTo: (sessionId, seq) => Promise.resolve([{ sessionId, firstSeq: -1, lastSeq: seq }]),
       // The branch through seqs 10–19 was left: the active one is 0–9, then 20 on.
       activePath: (sessionId) =>
         Promise.resolve([
-          { sessionId, fromSeq: -1, throughSeq: 9 },
-          { sessionId, fromSeq: 20, throughSeq: Number.MAX_SAFE_INTEGER },
+          { sessionId, firstSeq: -1, lastSeq: 9 },
+          { sessionId, firstSeq: 20, lastSeq: Number.MAX_SAFE_INTEGER },
         ]),
     };
     const folder = path.join(dataDir, 'file-snapshots');

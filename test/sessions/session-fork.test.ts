@@ -108,6 +108,11 @@ for (const kind of stores) {
       expect(fork.forkedFrom).toEqual({ sessionId: sourceId, seq: 3 });
       expect(fork.native).toBeUndefined();
       expect(fork.stats.totalMessages).toBe(4);
+      // Shared, not copied: the fork's own log holds nothing until it goes on.
+      const own: StreamEvent[] = [];
+      for await (const event of manager.store.readLog(fork.sessionId)) own.push(event);
+      expect(own).toEqual([]);
+      expect(await manager.store.lastSeq(fork.sessionId)).toBe(3);
       const forkEvents = await manager.getEvents(fork.sessionId);
       expect(forkEvents.map((event) => event.seq)).toEqual([0, 1, 2, 3]);
       expect(forkEvents.every((event) => event.sessionId === fork.sessionId)).toBe(true);
@@ -158,19 +163,40 @@ for (const kind of stores) {
       expect(await texts(manager, whole.sessionId)).toEqual(await texts(manager, sourceId));
     });
 
-    it('the fork keeps only the checkpoints written over its part of the history', async () => {
+    it("the fork reads the source's checkpoints over its part of the history, without copying them", async () => {
       const { manager } = await openManager();
       const sourceId = await sessionOfThreeTurns(manager);
       await manager.store.writeCheckpoint(sourceId, checkpointThrough(1, 'turn one'));
       await manager.store.writeCheckpoint(sourceId, checkpointThrough(5, 'all three turns'));
       const fork = await manager.forkSession(sourceId, { at: 3 });
-      const checkpoints = await manager.listCheckpoints(fork.sessionId);
-      expect(checkpoints.map((checkpoint) => [checkpoint.version, checkpoint.summary.completed])).toEqual([
-        [1, ['turn one']],
-      ]);
+      expect(await manager.listCheckpoints(fork.sessionId)).toEqual([]);
+      const current = await manager.getCheckpoint(fork.sessionId);
+      expect([current?.sessionId, current?.version, current?.summary.completed]).toEqual([sourceId, 1, ['turn one']]);
       expect(fork.stats.totalCompactions).toBe(1);
       const request = await manager.buildRequest(fork.sessionId, 'what now?');
       expect(`${request.systemPrompt}\n${request.userPrompt}`).not.toContain('all three turns');
+    });
+
+    it('a fork of a fork reads on through both sources, and each goes its own way', async () => {
+      const { manager } = await openManager();
+      const sourceId = await sessionOfThreeTurns(manager);
+      const first = await manager.forkSession(sourceId, { at: 3 });
+      await manager.addMessage(first.sessionId, { role: 'user', content: 'fork question' });
+      const second = await manager.forkSession(first.sessionId);
+      expect(second.forkedFrom).toEqual({ sessionId: first.sessionId, seq: 4 });
+      await manager.addMessage(second.sessionId, { role: 'assistant', content: 'fork of fork answer' });
+      await manager.addMessage(first.sessionId, { role: 'assistant', content: 'first fork answer' });
+      expect(await texts(manager, second.sessionId)).toEqual([
+        'question 1',
+        'answer 1',
+        'question 2',
+        'answer 2',
+        'fork question',
+        'fork of fork answer',
+      ]);
+      expect((await manager.getEvents(second.sessionId)).map((event) => event.seq)).toEqual([0, 1, 2, 3, 4, 5]);
+      expect((await texts(manager, first.sessionId)).at(-1)).toBe('first fork answer');
+      expect(await texts(manager, sourceId)).toHaveLength(6);
     });
 
     it('a fork survives a restart with its origin', async () => {

@@ -11,6 +11,8 @@ export const commandModules: Record<string, () => Promise<CommandModule>> = {
   sessions: () => import('./sessions.js'),
   show: () => import('./sessions.js'),
   fork: () => import('./fork.js'),
+  rewind: () => import('./history.js'),
+  branches: () => import('./history.js'),
   chat: () => import('./chat.js'),
   backends: () => import('./backends.js'),
   serve: () => import('./serve.js'),

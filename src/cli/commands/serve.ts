@@ -59,6 +59,10 @@ export function register(
       'keep at most this many sessions in memory, the least recently used going first (default: no bound)',
       parseMaxLiveSessions,
     )
+    .option(
+      '--no-file-snapshots',
+      "don't snapshot the project's files around each turn (rewinds then restore the conversation only)",
+    )
     .option('--web-root <dir>', 'folder of the web UI to serve (default: the built dist/web)')
     .option(
       '--watch-native',
@@ -76,6 +80,7 @@ export function register(
           watchNative?: boolean;
           sessionIdle?: number;
           maxLiveSessions?: number;
+          fileSnapshots?: boolean;
         },
         command: Command,
       ) => {
@@ -125,6 +130,7 @@ export function register(
             ...(leaseTtlMs !== undefined ? { leaseTtlMs } : {}),
             ...(options.sessionIdle !== undefined ? { liveSessionIdleMs: options.sessionIdle * 1000 } : {}),
             ...(options.maxLiveSessions !== undefined ? { maxLiveSessions: options.maxLiveSessions } : {}),
+            ...(options.fileSnapshots !== false ? { fileSnapshots: {} } : {}),
             port: options.port ?? DEFAULT_PORT,
             ...(options.host !== undefined ? { host: options.host } : {}),
             ...(tls ? { tls: tls.credentials } : {}),

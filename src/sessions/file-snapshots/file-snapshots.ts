@@ -7,17 +7,12 @@ import type { TreeChange } from './object-reader.js';
 import { ShadowGit } from './shadow-git.js';
 import { SnapshotLog, type FileSnapshot } from './snapshot-log.js';
 import { removeStaging, writeChanges } from './tree-writer.js';
+import type { HistoryRange } from '../history-path.js';
 
 /** Snapshots off every active branch are pruned once older than this, by default: 14 days. */
 export const DEFAULT_SNAPSHOT_MAX_ABANDONED_AGE_MS = 14 * 24 * 60 * 60 * 1000;
 
 /** A run of a session's seqs, both ends included, that a history path goes through. */
-export interface HistoryRange {
-  sessionId: string;
-  fromSeq: number;
-  throughSeq: number;
-}
-
 /**
  * What the snapshots need to know of the history tree: which seqs lead to a point, and which lie
  * on a session's active branch. `linearHistory` answers for a history with no branches; the
@@ -33,13 +28,8 @@ export interface SnapshotHistory {
   activePath(sessionId: string): Promise<readonly HistoryRange[]>;
 }
 
-/** What a rewind calls to put the project's files back as they were at a point of a session. */
-export interface FileRestorer {
-  restore(sessionId: string, seq: number, options?: { overwrite?: boolean }): Promise<FileRestoreResult>;
-}
-
 /** What a restore did. */
-export interface FileRestoreResult {
+export interface SnapshotRestoreResult {
   sessionId: string;
   seq: number;
   /** The snapshot the files were taken back to. */
@@ -100,7 +90,7 @@ type RestoreIntent = z.infer<typeof RestoreIntentSchema>;
  *
  * One instance per project and data folder; its calls run one at a time.
  */
-export class FileSnapshots implements FileRestorer {
+export class FileSnapshots {
   private readonly git: ShadowGit;
   private readonly log: SnapshotLog;
   private readonly intentFile: string;
@@ -164,7 +154,7 @@ export class FileSnapshots implements FileRestorer {
    * snapshot at or before `seq` on the branch that leads there. Files added since are removed,
    * deleted ones come back, modes are kept; ignored files are left alone.
    */
-  restore(sessionId: string, seq: number, options: { overwrite?: boolean } = {}): Promise<FileRestoreResult> {
+  restore(sessionId: string, seq: number, options: { overwrite?: boolean } = {}): Promise<SnapshotRestoreResult> {
     return this.serial(async () => {
       checkPoint(sessionId, seq);
       const target = await this.snapshotAt(sessionId, seq);
@@ -376,16 +366,16 @@ export function linearHistory(manager: {
           `Seq ${seq} is not in session ${sessionId} (its history ends at seq ${lastSeq}): pick a point in it. Nothing was changed.`,
           { fault: 'user', data: { sessionId, seq } },
         );
-      return [{ sessionId, fromSeq: -1, throughSeq: seq }];
+      return [{ sessionId, firstSeq: -1, lastSeq: seq }];
     },
     activePath(sessionId) {
-      return Promise.resolve([{ sessionId, fromSeq: -1, throughSeq: Number.MAX_SAFE_INTEGER }]);
+      return Promise.resolve([{ sessionId, firstSeq: -1, lastSeq: Number.MAX_SAFE_INTEGER }]);
     },
   };
 }
 
 function onRange(entry: FileSnapshot, range: HistoryRange): boolean {
-  return entry.sessionId === range.sessionId && entry.seq >= range.fromSeq && entry.seq <= range.throughSeq;
+  return entry.sessionId === range.sessionId && entry.seq >= range.firstSeq && entry.seq <= range.lastSeq;
 }
 
 function checkPoint(sessionId: string, seq: number): void {

@@ -15,6 +15,7 @@ import { StoreError, type StoreWarning } from '../errors.js';
 import { FileLayout, checkpointVersionOf } from './file-layout.js';
 import { corruptFile, formatJson, readJsonFile } from '../json-file.js';
 import { SessionLog, logHeaderLine } from './jsonl-log.js';
+import { firstSeqOf } from './numbering.js';
 import { KeyedQueue } from '../keyed-queue.js';
 import { prepareDataFolder } from '../data-folder.js';
 import { acquireLock, type StoreLock } from './lock.js';
@@ -169,7 +170,7 @@ class FileStore implements SessionStore {
         try {
           await fs.mkdir(staging);
           await writeDurably(join(staging, 'session.json'), formatJson(stored));
-          await writeDurably(join(staging, 'log.jsonl'), logHeaderLine(id));
+          await writeDurably(join(staging, 'log.jsonl'), logHeaderLine(id, firstSeqOf(stored)));
           await syncDirectory(staging);
           await fs.rename(staging, this.layout.sessionDir(id));
         } catch (error) {

@@ -27,8 +27,18 @@ function capacityFor(buffer: Buffer, used: number, needed: number): Buffer {
   return larger;
 }
 
-export function logHeaderLine(sessionId: string): string {
-  return `${JSON.stringify({ formatVersion: FORMAT_VERSION, kind: 'parley-log', sessionId })}\n`;
+/**
+ * The header of a log. A fork's log numbers its events from one past its fork point (the history
+ * before it is its source's), and says so in `firstSeq`; a log without it starts at 0.
+ */
+export function logHeaderLine(sessionId: string, firstSeq = 0): string {
+  const header = {
+    formatVersion: FORMAT_VERSION,
+    kind: 'parley-log',
+    sessionId,
+    ...(firstSeq > 0 ? { firstSeq } : {}),
+  };
+  return `${JSON.stringify(header)}\n`;
 }
 
 interface PendingAppend {
@@ -38,7 +48,7 @@ interface PendingAppend {
 }
 
 export class SessionLog {
-  /** Byte offset of each event's line; index = seq. */
+  /** Byte offset of each event's line; index = seq - firstSeq. */
   private readonly offsets: number[];
   /** Bytes known durable: the end of the last complete, fsynced line. */
   private size: number;
@@ -57,6 +67,8 @@ export class SessionLog {
   private constructor(
     readonly path: string,
     readonly sessionId: string,
+    /** The seq of the first line (the header's `firstSeq`, 0 unless the session is a fork). */
+    readonly firstSeq: number,
     offsets: number[],
     size: number,
   ) {
@@ -95,7 +107,7 @@ export class SessionLog {
           file: tornPath,
           message:
             `The last line of ${path} was incomplete (${torn.length} bytes, left by a crash in the middle of a write). ` +
-            `It was moved to ${tornPath} and the log now ends at seq ${scan.offsets.length - 1}. It had never been acknowledged, so nothing saved was lost.`,
+            `It was moved to ${tornPath} and the log now ends at seq ${scan.firstSeq + scan.offsets.length - 1}. It had never been acknowledged, so nothing saved was lost.`,
         });
       } catch (error) {
         // A full disk must not keep the session from loading: the torn bytes (never acknowledged)
@@ -107,19 +119,19 @@ export class SessionLog {
           file: path,
           message:
             `The last line of ${path} is incomplete (${torn.length} bytes, left by a crash or a failed write) and could not be set aside: ` +
-            `${ioError('copy the torn tail of', path, error, sessionId).message} The session loads without it (the log ends at seq ${scan.offsets.length - 1}); ` +
+            `${ioError('copy the torn tail of', path, error, sessionId).message} The session loads without it (the log ends at seq ${scan.firstSeq + scan.offsets.length - 1}); ` +
             'it had never been acknowledged, and it is cut off before the next append.',
         });
       }
     }
-    const log = new SessionLog(path, sessionId, scan.offsets, scan.tornFrom);
+    const log = new SessionLog(path, sessionId, scan.firstSeq, scan.offsets, scan.tornFrom);
     log.needsRepair = needsRepair;
     return log;
   }
 
   /** The newest `seq`, -1 when the log is empty. */
   get lastSeq(): number {
-    return this.offsets.length - 1;
+    return this.firstSeq + this.offsets.length - 1;
   }
 
   append(events: readonly UnsequencedEvent[]): Promise<StreamEvent[]> {
@@ -169,7 +181,7 @@ export class SessionLog {
       }
     }
     const now = Date.now();
-    let seq = this.offsets.length;
+    let seq = this.firstSeq + this.offsets.length;
     const lineOffsets: number[] = [];
     const accepted: Array<{ item: PendingAppend; events: StreamEvent[] }> = [];
     // Each line is encoded once, straight into a reused buffer, and its offset read off it: a
@@ -283,9 +295,12 @@ export class SessionLog {
 
   /** Events in `seq` order within the window; reads only the bytes of that window. */
   async *read(options: ReadLogOptions = {}): AsyncGenerator<StreamEvent> {
+    // Indexes into `offsets`: a line's seq is its index plus `firstSeq`.
     const count = this.offsets.length;
-    const first = options.afterSeq === undefined ? 0 : Math.max(0, Math.floor(options.afterSeq) + 1);
-    const last = options.throughSeq === undefined ? count - 1 : Math.min(count - 1, Math.floor(options.throughSeq));
+    const base = this.firstSeq;
+    const first = options.afterSeq === undefined ? 0 : Math.max(0, Math.floor(options.afterSeq) + 1 - base);
+    const last =
+      options.throughSeq === undefined ? count - 1 : Math.min(count - 1, Math.floor(options.throughSeq) - base);
     if (first > last) return;
     // A snapshot: lines appended while we read are not part of this read.
     const end = last + 1 < count ? this.offsets[last + 1]! : this.size;
@@ -302,7 +317,12 @@ export class SessionLog {
           await readFully(handle, buffer, lineStart);
           bufferStart = lineStart;
         }
-        yield parseEventLine(buffer.toString('utf8', lineStart - bufferStart, lineEnd - bufferStart), seq, this.path);
+        yield parseEventLine(
+          buffer.toString('utf8', lineStart - bufferStart, lineEnd - bufferStart),
+          seq + base,
+          this.path,
+          base,
+        );
       }
     } finally {
       await handle.close();
@@ -349,6 +369,7 @@ async function setTornTailAside(path: string, tornPath: string, torn: Buffer, to
 }
 
 interface LogScan {
+  firstSeq: number;
   offsets: number[];
   /** Where the intact part of the file ends; bytes from here on are a torn tail. */
   tornFrom: number;
@@ -365,9 +386,13 @@ function scanLog(content: Buffer, path: string, sessionId: string): LogScan {
     throw corruptFile(path, 'its header line is not valid JSON', advice, error);
   }
   checkFormatVersion(header, path);
-  const fields = header as { formatVersion?: unknown; kind?: unknown; sessionId?: unknown };
+  const fields = header as { formatVersion?: unknown; kind?: unknown; sessionId?: unknown; firstSeq?: unknown };
   if (fields.kind !== 'parley-log' || fields.formatVersion !== FORMAT_VERSION || fields.sessionId !== sessionId) {
     throw corruptFile(path, `its header line is not a Parley log header for session "${sessionId}"`, advice);
+  }
+  const firstSeq = fields.firstSeq ?? 0;
+  if (typeof firstSeq !== 'number' || !Number.isInteger(firstSeq) || firstSeq < 0) {
+    throw corruptFile(path, `its header's firstSeq is ${JSON.stringify(firstSeq)}, not a whole number from 0`, advice);
   }
   const offsets: number[] = [];
   let position = headerEnd + 1;
@@ -392,39 +417,39 @@ function scanLog(content: Buffer, path: string, sessionId: string): LogScan {
     if (parsed === undefined || typeof parsed !== 'object' || parsed === null) {
       offsets.pop();
       tornFrom = lastStart;
-    } else if ((parsed as { seq?: unknown }).seq !== offsets.length - 1) {
+    } else if ((parsed as { seq?: unknown }).seq !== firstSeq + offsets.length - 1) {
       throw corruptFile(
         path,
-        `its last line (line ${offsets.length + 1}) has seq ${String((parsed as { seq?: unknown }).seq)} where ${offsets.length - 1} was expected`,
+        `its last line (line ${offsets.length + 1}) has seq ${String((parsed as { seq?: unknown }).seq)} where ${firstSeq + offsets.length - 1} was expected`,
         'Lines were removed or edited by hand; restore log.jsonl from a backup.',
       );
     }
   }
-  return { offsets, tornFrom };
+  return { firstSeq, offsets, tornFrom };
 }
 
 /** Our own lines get a structural check, not a schema parse: reading 10,000 events must stay cheap. */
-function parseEventLine(text: string, seq: number, path: string): StreamEvent {
+function parseEventLine(text: string, seq: number, path: string, firstSeq: number): StreamEvent {
+  const line = seq - firstSeq + 2;
   let event: unknown;
   try {
     event = JSON.parse(text);
   } catch (error) {
     throw corruptLine(
       path,
-      seq,
+      line,
       `it is not valid JSON (${error instanceof Error ? error.message : String(error)})`,
       error,
     );
   }
-  if (typeof event !== 'object' || event === null) throw corruptLine(path, seq, 'it is not an event object');
+  if (typeof event !== 'object' || event === null) throw corruptLine(path, line, 'it is not an event object');
   const fields = event as { seq?: unknown; type?: unknown };
-  if (fields.seq !== seq) throw corruptLine(path, seq, `it has seq ${String(fields.seq)} where ${seq} was expected`);
-  if (typeof fields.type !== 'string') throw corruptLine(path, seq, 'it has no event type');
+  if (fields.seq !== seq) throw corruptLine(path, line, `it has seq ${String(fields.seq)} where ${seq} was expected`);
+  if (typeof fields.type !== 'string') throw corruptLine(path, line, 'it has no event type');
   return event as StreamEvent;
 }
 
-function corruptLine(path: string, seq: number, problem: string, cause?: unknown): StoreError {
-  const line = seq + 2;
+function corruptLine(path: string, line: number, problem: string, cause?: unknown): StoreError {
   const error = corruptFile(
     `${path} line ${line}`,
     problem,

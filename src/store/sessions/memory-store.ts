@@ -1,5 +1,5 @@
 import type { StreamEvent, UnsequencedEvent } from '../../conversation/index.js';
-import { numberEvents, inWindow } from './numbering.js';
+import { firstSeqOf, numberEvents, inWindow } from './numbering.js';
 import {
   AgentDescriptionSchema,
   CheckpointSchema,
@@ -25,6 +25,8 @@ import { ValidationError } from '../../conversation/index.js';
 
 interface SessionEntry {
   record: SessionRecord;
+  /** The seq of the log's first event: 0, or one past the fork point of a fork (which shares the history before it). */
+  firstSeq: number;
   log: StreamEvent[];
   checkpoints: Checkpoint[];
   context?: ContextDocument;
@@ -71,7 +73,13 @@ export function createMemoryStore(): SessionStore {
           },
         );
       }
-      sessions.set(stored.sessionId, { record: stored, log: [], checkpoints: [], transcripts: new Map() });
+      sessions.set(stored.sessionId, {
+        record: stored,
+        firstSeq: firstSeqOf(stored),
+        log: [],
+        checkpoints: [],
+        transcripts: new Map(),
+      });
       return structuredClone(stored);
     },
 
@@ -104,22 +112,23 @@ export function createMemoryStore(): SessionStore {
 
     async append(sessionId: string, drafts: readonly UnsequencedEvent[]) {
       const entry = entryOf(sessionId);
-      const events = numberEvents(entry.record.sessionId, entry.log.length, drafts);
+      const events = numberEvents(entry.record.sessionId, entry.firstSeq + entry.log.length, drafts);
       entry.log.push(...events);
       return structuredClone(events);
     },
 
     async *readLog(sessionId: string, options: ReadLogOptions = {}) {
       const entry = entryOf(sessionId);
-      // Event `seq` is its index in the log, so a window is a slice: reading the events after the
-      // last user message each turn must not cost the whole history.
-      const from = Math.max(0, options.afterSeq === undefined ? 0 : Math.floor(options.afterSeq) + 1);
+      // Event `seq` is its index in the log past `firstSeq`, so a window is a slice: reading the
+      // events after the last user message each turn must not cost the whole history.
+      const from = Math.max(0, options.afterSeq === undefined ? 0 : Math.floor(options.afterSeq) + 1 - entry.firstSeq);
       const events = entry.log.slice(from).filter((event) => inWindow(event.seq, options.afterSeq, options.throughSeq));
       for (const event of events) yield structuredClone(event);
     },
 
     async lastSeq(sessionId) {
-      return entryOf(sessionId).log.length - 1;
+      const entry = entryOf(sessionId);
+      return entry.firstSeq + entry.log.length - 1;
     },
 
     async writeCheckpoint(sessionId: string, input: CheckpointInput) {

@@ -1,4 +1,13 @@
 import type { StreamEvent, UnsequencedEvent } from '../../conversation/index.js';
+import type { SessionRecord } from './records.js';
+
+/**
+ * The seq of a session's first own event: 0, or one past the fork point of a fork, whose history
+ * before it is its source's (shared, not copied). Every store numbers a fork's log from here.
+ */
+export function firstSeqOf(record: Pick<SessionRecord, 'forkedFrom'>): number {
+  return (record.forkedFrom?.seq ?? -1) + 1;
+}
 
 /**
  * Stamps drafts with the session id, consecutive `seq`s from `firstSeq` and a time. Deliberately no

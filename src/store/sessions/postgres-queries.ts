@@ -12,13 +12,14 @@ export function queriesFor(schema: string) {
   return {
     /** Group ids older than `$1` ms: a retry that could still need one ended long before (see pruneAppendGroups). */
     pruneAppendGroups: `DELETE FROM ${groups} WHERE committed_at < now() - make_interval(secs => $1::double precision / 1000)`,
+    /** Creates a session and its log; `$10` is the log's last seq before its first event (a fork's fork point, else -1). */
     insertSession: `WITH created AS (
         INSERT INTO ${sessions} (session_id, record, status, backend_type, agent_type, scope_kind, feature_id, task_id, task_state)
         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
         ON CONFLICT (session_id) DO NOTHING
         RETURNING session_id
       )
-      INSERT INTO ${logs} (session_id) SELECT session_id FROM created RETURNING session_id`,
+      INSERT INTO ${logs} (session_id, last_seq) SELECT session_id, $10 FROM created RETURNING session_id`,
     selectSession: `SELECT record FROM ${sessions} WHERE session_id = $1`,
     selectSessionForUpdate: `SELECT record FROM ${sessions} WHERE session_id = $1 FOR NO KEY UPDATE`,
     /** Replaces a record, and tells the schema's channel (`$10`) that `$11` (the writer's origin) changed it, at COMMIT. */

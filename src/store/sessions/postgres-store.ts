@@ -24,6 +24,7 @@ import { FORMAT_VERSION } from '../record-format.js';
 import type { ReadLogOptions, SessionStore, StoreChange } from './session-store.js';
 import { checkId, checkRecord, sessionNotFound, storeClosed } from '../validate.js';
 import { AppendCommitter } from './postgres-append-committer.js';
+import { firstSeqOf } from './numbering.js';
 import { ChangeListener, changeChannel } from './postgres-change-listener.js';
 import { createPool, parseConnectionString, type ConnectionTarget } from '../postgres/connection.js';
 import { errorCode, isConnectionFailure, SQLSTATE, storeErrorFrom, toStoreFailure } from '../postgres/errors.js';
@@ -135,7 +136,8 @@ class PostgresStore implements SessionStore {
       const created = await retryOnConnectionFailure(
         this.retryForMs,
         async (afterFailure) => {
-          if ((await this.pool.query(this.sql.insertSession, [id, ...columns])).rowCount === 1) return true;
+          const before = firstSeqOf(stored) - 1;
+          if ((await this.pool.query(this.sql.insertSession, [id, ...columns, before])).rowCount === 1) return true;
           // The insert found the id taken: by this very call, when an earlier attempt committed but its answer was lost.
           if (!afterFailure) return false;
           const { rows } = await this.pool.query<{ record: string }>(this.sql.selectSession, [id]);

@@ -70,6 +70,14 @@ export const NativeSessionRefSchema = z.object({
 /** The back end's own session a Parley session maps to: its native id and transcript. */
 export type NativeSessionRef = z.infer<typeof NativeSessionRefSchema>;
 
+/** One branch's run of a session's log: it starts at `firstSeq` and continues the history after `parentSeq`. */
+export const HistorySegmentSchema = z.object({
+  firstSeq: z.number().int().min(0),
+  parentSeq: z.number().int().min(-1),
+});
+/** A run of a session's log that continues the history after `parentSeq` (see `SessionRecord.segments`). */
+export type HistorySegment = z.infer<typeof HistorySegmentSchema>;
+
 /** `session.json`: a session's metadata. A superset of seed 004's SessionListData. */
 export const SessionRecordSchema = SessionListDataSchema.extend({
   formatVersion: FormatVersion,
@@ -94,6 +102,15 @@ export const SessionRecordSchema = SessionListDataSchema.extend({
    * holds. Optional, so records written before forks existed keep format version 1.
    */
   forkedFrom: z.object({ sessionId: IdSchema, seq: z.number().int().min(-1) }).optional(),
+  /**
+   * The branches after a rewind, in `firstSeq` order: each segment is the run of the log from
+   * `firstSeq` to the next segment's `firstSeq` - 1 (the last one to the log's end), and continues
+   * the history after `parentSeq`. The root segment is implicit (it continues `forkedFrom`, or
+   * starts the session). Optional: a session that never branched has none.
+   */
+  segments: z.array(HistorySegmentSchema).optional(),
+  /** The seq the active branch ends at when that is not the log's end (after a rewind or a switch, until the next append). */
+  head: z.number().int().min(-1).optional(),
 });
 /** A session as the store keeps it: its id, scope, back end, settings, status and stats. */
 export type SessionRecord = z.infer<typeof SessionRecordSchema>;
@@ -175,6 +192,8 @@ export const CheckpointSchema = z.object({
   /** ISO 8601. */
   createdAt: z.string(),
   trigger: z.enum(['auto', 'manual', 'native', 'import', 'update']),
+  /** A copy of an older version made current again (`restoreCheckpoint`): that version's number. */
+  restoredFrom: z.number().int().positive().optional(),
   instructions: z.string().optional(),
   summary: CheckpointSummarySchema,
   /** Optional: checkpoints written before it was recorded do not have it. */

@@ -124,6 +124,20 @@ export class TuiController {
         )
           this.closeDraftLocally();
       }),
+      // A rewind, a branch switch or an edit: what is shown past the point is another branch, so the draft is read again.
+      client.on('history_changed', ({ sessionId, reason }) => {
+        if (this.state().draft?.sessionId !== sessionId) return;
+        this.note([
+          {
+            text: `The conversation's history changed (${reason.replace('_', ' ')}); showing its active branch.`,
+            tone: 'dim',
+          },
+        ]);
+        void this.client
+          .request('get_draft_status')
+          .then((status) => (status.session ? this.loadDraft(status.session) : undefined))
+          .catch((error: unknown) => this.error(error instanceof Error ? error.message : String(error)));
+      }),
       client.on('draft_closed', (closed) => {
         if (this.state().draft?.sessionId !== closed.sessionId) return;
         this.note([{ text: `The draft was closed by Parley: ${closed.message}`, tone: 'warning' }]);

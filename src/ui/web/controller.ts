@@ -155,6 +155,10 @@ export class Controller implements Actions {
       store.dispatch({ type: 'draft_notification', status });
       if (status.sessionId === store.state.selectedId) this.schedulePreview();
     });
+    // A rewind, a branch switch or an edit: the events shown past the point are another branch, so the view is read again.
+    client.on('history_changed', ({ sessionId }) => {
+      if (sessionId === store.state.selectedId) void this.loadSession(sessionId);
+    });
     client.on('draft_closed', (closed) => {
       store.dispatch({ type: 'draft', status: undefined });
       this.notice('error', closed.message);

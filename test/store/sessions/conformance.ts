@@ -261,6 +261,41 @@ export function runStoreConformance(initializer: StoreInitializer): void {
         ]);
       });
 
+      it('numbers the first event of a fork one past its fork point, and its empty log ends there', async () => {
+        await store.createSession(sessionRecord('fork', { forkedFrom: { sessionId: 'log', seq: 41 } }));
+        expect(await store.lastSeq('fork')).toBe(41);
+        expect(await collect(store.readLog('fork'))).toEqual([]);
+        const first = await store.append('fork', [textEvent('b', 'x'), textEvent('b', 'y')]);
+        const second = await store.append('fork', [textEvent('b', 'z')]);
+        expect([...first, ...second].map((event) => [event.seq, event.sessionId])).toEqual([
+          [42, 'fork'],
+          [43, 'fork'],
+          [44, 'fork'],
+        ]);
+        expect(await store.lastSeq('fork')).toBe(44);
+        const seqs = async (options: { afterSeq?: number; throughSeq?: number }) =>
+          (await collect(store.readLog('fork', options))).map((event) => event.seq);
+        expect(await seqs({})).toEqual([42, 43, 44]);
+        expect(await seqs({ afterSeq: 42 })).toEqual([43, 44]);
+        expect(await seqs({ throughSeq: 43 })).toEqual([42, 43]);
+        expect(await seqs({ afterSeq: 10, throughSeq: 41 })).toEqual([]);
+      });
+
+      it('keeps the segments and head of a record that branched', async () => {
+        const branched = { segments: [{ firstSeq: 6, parentSeq: 2 }], head: 4 };
+        await store.createSession(sessionRecord('branched', branched));
+        expect(await store.getSession('branched')).toMatchObject(branched);
+        const updated = await store.updateSession('branched', (current) => {
+          const { head: _head, ...rest } = current;
+          return { ...rest, segments: [...(current.segments ?? []), { firstSeq: 9, parentSeq: 4 }] };
+        });
+        expect(updated.head).toBeUndefined();
+        expect((await store.getSession('branched'))?.segments).toEqual([
+          { firstSeq: 6, parentSeq: 2 },
+          { firstSeq: 9, parentSeq: 4 },
+        ]);
+      });
+
       it('refuses appends and reads of an unknown session with SESSION_NOT_FOUND', async () => {
         expect((await storeErrorOf(() => store.append('ghost', [textEvent('b', 'x')]))).code).toBe('SESSION_NOT_FOUND');
         expect((await storeErrorOf(() => collect(store.readLog('ghost')))).code).toBe('SESSION_NOT_FOUND');
