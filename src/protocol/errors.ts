@@ -88,6 +88,11 @@ export const PARLEY_CODE_TO_RPC: Readonly<Record<string, RpcErrorCodeValue>> = {
   CHECKPOINT_NOT_ON_BRANCH: RpcErrorCode.INVALID_STATE,
   /** A rewind or restore of files on a server with no snapshot store. */
   FILE_SNAPSHOTS_NOT_CONFIGURED: RpcErrorCode.UNSUPPORTED,
+  /** A file restore that would overwrite files the user changed since (`data.files` lists them): ask again with `overwrite`. */
+  RESTORE_CONFLICT: RpcErrorCode.INVALID_STATE,
+  /** No file snapshot at or before that point, or none for the session. */
+  SNAPSHOT_NOT_FOUND: RpcErrorCode.NOT_FOUND,
+  NO_FILE_SNAPSHOTS: RpcErrorCode.NOT_FOUND,
   UNKNOWN_BACKEND: RpcErrorCode.INVALID_PARAMS,
   BACKEND_NOT_CONFIGURED: RpcErrorCode.UNSUPPORTED,
   PROJECT_NOT_FOUND: RpcErrorCode.NOT_FOUND,

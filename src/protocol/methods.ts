@@ -663,7 +663,7 @@ export const methods = {
   rewind: method(
     RewindParamsSchema,
     RewindResultSchema,
-    "Takes the session back to `to` (a seq or a block id of its active branch, kept), restoring the conversation (default), the project's files, or both. Nothing is deleted: what came after stays as the branch that was left (`list_branches`); the next turn starts a new branch, holds nothing past the point, uses the checkpoint current at it, and a native back end resumes from a transcript of the active branch. Sends `history_changed`. -32001 for a point not on the active branch (FORK_POINT_NOT_FOUND); -32006 while a turn runs (cancel it first); -32007 for files on a server with no file snapshots (FILE_SNAPSHOTS_NOT_CONFIGURED).",
+    "Takes the session back to `to` (a seq or a block id of its active branch, kept), restoring the conversation (default), the project's files, or both. Nothing is deleted: what came after stays as the branch that was left (`list_branches`); the next turn starts a new branch, holds nothing past the point, uses the checkpoint current at it, and a native back end resumes from a transcript of the active branch. Sends `history_changed`. -32001 for a point not on the active branch (FORK_POINT_NOT_FOUND); -32006 while a turn runs (cancel it first); -32007 for files on a server with no file snapshots (FILE_SNAPSHOTS_NOT_CONFIGURED); -32009 when the files the user changed since would be overwritten (RESTORE_CONFLICT, `data.files` lists them; ask again with `overwrite`), changing nothing.",
   ),
   edit_message: method(
     EditMessageParamsSchema,
