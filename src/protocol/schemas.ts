@@ -71,6 +71,10 @@ export const SessionInfoSchema = z.object({
   clearedThroughSeq: z.number().int().optional(),
   /** A fork: the session it was forked from and the last `seq` of that session's history it holds. */
   forkedFrom: z.object({ sessionId: z.string(), seq: z.number().int() }).optional(),
+  /** What a person filed the session under (`update_session`). */
+  tags: z.array(z.string()).optional(),
+  /** Listed before the others. */
+  pinned: z.boolean().optional(),
 });
 /** A session as the protocol shows it. */
 export type SessionInfo = z.infer<typeof SessionInfoSchema>;
