@@ -20,6 +20,8 @@ export interface Actions {
   select(sessionId: string): void;
   setFilter(key: keyof SessionFilters, value: string | undefined): void;
   search(query: string): void;
+  /** Renames, tags or pins the selected session. */
+  updateSession?(change: { title?: string; addTags?: string[]; removeTags?: string[]; pinned?: boolean }): void;
   /** Reads the next page of sessions, when there is one (the list scrolled near its end). */
   loadMoreSessions?(): void;
   /** `backend`: move the draft's session to this back end with this message. */
@@ -564,6 +566,15 @@ export class Controller implements Actions {
       this.store.dispatch({ type: 'session_updated', session: result.session });
       this.notice('success', 'Session archived: it stays readable and takes no new messages.');
     });
+  }
+
+  updateSession(change: { title?: string; addTags?: string[]; removeTags?: string[]; pinned?: boolean }): void {
+    const sessionId = this.store.state.selectedId;
+    if (sessionId === undefined) return;
+    this.client.request('update_session', { sessionId, ...change }).then(
+      (result) => this.store.dispatch({ type: 'session_updated', session: result.session }),
+      (error: unknown) => this.notify(error),
+    );
   }
 
   previewRequest(prompt: string): void {

@@ -401,8 +401,8 @@ function fillRow(button: HTMLButtonElement, session: SessionInfo, selected: bool
   const [ago, tokens, cost, compactions] = Array.from(statsRow!.children) as HTMLElement[];
   kind!.className = `kind kind-${label.kind}`;
   setText(kind!, label.kind);
-  setText(title!, label.title);
-  setText(detail!, label.detail);
+  setText(title!, `${session.pinned === true ? '📌 ' : ''}${label.title}`);
+  setText(detail!, `${label.detail}${session.tags?.length ? ` · #${session.tags.join(' #')}` : ''}`);
   ago!.title = formatTime(stats.lastActivity);
   setText(ago!, formatAgo(stats.lastActivity, now));
   setText(tokens!, `${formatCompact(stats.tokens)} tok`);
