@@ -187,13 +187,57 @@ export const ListSessionsParamsSchema = z.strictObject({
   featureId: z.string().min(1).max(200).optional(),
   taskId: z.string().min(1).max(200).optional(),
   taskState: z.string().min(1).max(200).optional(),
-  /** Case-insensitive text in the id, title, agent type, role or task. */
+  /** Only sessions carrying this tag. */
+  tag: z.string().min(1).max(40).optional(),
+  /** Only pinned sessions (true) or only unpinned ones (false). */
+  pinned: z.boolean().optional(),
+  /** `nextCursor` of the page before: the page after it (without `search`). */
+  cursor: z.string().min(1).max(500).optional(),
+  /** Case-insensitive text in the id, title, agent type, role or task: reads every record (use `search_sessions` for the messages). */
   search: z.string().min(1).max(500).optional(),
   /** Also match `search` in the session's content: messages, thinking, tool calls and results, worker threads (reads each candidate's log). */
   searchContent: z.boolean().optional(),
   limit: z.number().int().positive().max(10_000).optional(),
 });
-export const ListSessionsResultSchema = z.object({ sessions: z.array(SessionInfoSchema) });
+export const ListSessionsResultSchema = z.object({
+  sessions: z.array(SessionInfoSchema),
+  nextCursor: z.string().optional().describe('pass it as `cursor` for the next page; absent after the last page'),
+});
+
+export const SearchSessionsParamsSchema = z.strictObject({
+  /** Words; a message matches when it holds every one. Letters and digits in any script; anything else separates words. */
+  query: z.string().max(10_000),
+  limit: z.number().int().positive().max(100).optional(),
+});
+export const SessionSearchHitSchema = z.object({
+  sessionId: z.string(),
+  /** The `seq` of the event holding the message: open the session there. */
+  seq: z.number().int().nonnegative(),
+  blockId: z.string(),
+  conversationId: z.string(),
+  role: z.enum(['user', 'assistant']),
+  snippet: z.string(),
+  at: z.number().int().nonnegative(),
+  /** The session's title, when it has one. */
+  title: z.string().optional(),
+});
+export type SessionSearchHitInfo = z.infer<typeof SessionSearchHitSchema>;
+export const SearchSessionsResultSchema = z.object({
+  hits: z.array(SessionSearchHitSchema),
+  /** The words searched for, as the index reads them (lower case); empty when the query held none. */
+  terms: z.array(z.string()),
+});
+
+export const UpdateSessionParamsSchema = z.strictObject({
+  sessionId: SessionIdParamSchema,
+  /** A new title (1 to 200 characters). */
+  title: z.string().trim().min(1).max(200).optional(),
+  /** Tags to add and to remove. */
+  addTags: z.array(z.string().max(100)).max(20).optional(),
+  removeTags: z.array(z.string().max(100)).max(20).optional(),
+  pinned: z.boolean().optional(),
+});
+export const UpdateSessionResultSchema = z.object({ session: SessionInfoSchema });
 
 export const SessionParamsSchema = z.strictObject({ sessionId: SessionIdParamSchema });
 
@@ -607,7 +651,17 @@ export const methods = {
   list_sessions: method(
     ListSessionsParamsSchema,
     ListSessionsResultSchema,
-    'Sessions matching every given filter, most recently active first.',
+    "Sessions matching every given filter, pinned first, then the most recently active: a page of `limit` (default 50, at most 1,000) served by the store's index, with `nextCursor` for the next page. A cursor stays valid while sessions change: no session is repeated, none that did not change is skipped. With `search`, every record is read and matched instead (no cursor).",
+  ),
+  search_sessions: method(
+    SearchSessionsParamsSchema,
+    SearchSessionsResultSchema,
+    "Full-text search over every message of every session, through the store's index: the newest messages holding every word, each with its session, `seq`, block and a snippet. -32602 for an empty query or one over 1,000 characters or 16 words; a query with no letters or digits finds nothing.",
+  ),
+  update_session: method(
+    UpdateSessionParamsSchema,
+    UpdateSessionResultSchema,
+    'Renames, tags or pins a session (any of `title`, `addTags`, `removeTags`, `pinned`); followers get `session_updated`. -32602 for a bad tag.',
   ),
   get_session: method(
     GetSessionParamsSchema,

@@ -75,6 +75,10 @@ export const SessionInfoSchema = z.object({
   segments: z.array(z.object({ firstSeq: z.number().int(), parentSeq: z.number().int() })).optional(),
   /** Where the active branch ends when that is not the log's end (after a rewind or a branch switch). */
   head: z.number().int().optional(),
+  /** What a person filed the session under (`update_session`). */
+  tags: z.array(z.string()).optional(),
+  /** Listed before the others. */
+  pinned: z.boolean().optional(),
 });
 /** A session as the protocol shows it. */
 export type SessionInfo = z.infer<typeof SessionInfoSchema>;

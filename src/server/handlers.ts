@@ -5,7 +5,7 @@ import type { RunService } from '../harness/index.js';
 import type { Notifier } from '../hooks/index.js';
 import { METHOD_NAMES, PROTOCOL_VERSION, type MethodResultInput } from '../protocol/index.js';
 import { readActiveHistory, SessionError, type CompactionStatus, type SessionManager } from '../sessions/index.js';
-import type { SessionFilter, SessionRecord } from '../store/index.js';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, type SessionFilter, type SessionRecord } from '../store/index.js';
 import type { Handlers } from './dispatcher.js';
 import type { Connection, Hub } from './hub.js';
 import type { RunFollowers } from './run-followers.js';
@@ -92,7 +92,21 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
         ...(params.scopeKind !== undefined ? { scopeKind: params.scopeKind } : {}),
         ...(params.featureId !== undefined ? { featureId: params.featureId } : {}),
       };
-      const search = params.search?.toLowerCase();
+      if (params.search === undefined) {
+        const page = await manager.listSessionPage({
+          filter: {
+            ...filter,
+            ...(params.taskId !== undefined ? { taskId: params.taskId } : {}),
+            ...(params.taskState !== undefined ? { taskState: params.taskState } : {}),
+            ...(params.tag !== undefined ? { tag: params.tag } : {}),
+            ...(params.pinned !== undefined ? { pinned: params.pinned } : {}),
+          },
+          limit: Math.min(params.limit ?? DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE),
+          ...(params.cursor !== undefined ? { cursor: params.cursor } : {}),
+        });
+        return { sessions: page.sessions, ...(page.nextCursor !== undefined ? { nextCursor: page.nextCursor } : {}) };
+      }
+      const search = params.search.toLowerCase();
       const candidates = (await manager.listSessions(filter)).filter((record) =>
         matchesTask(record, params.taskId, params.taskState),
       );
@@ -108,6 +122,37 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
         }
       }
       return { sessions };
+    },
+    search_sessions: async (params) => {
+      const result = await manager.searchSessions({
+        text: params.query,
+        ...(params.limit !== undefined ? { limit: params.limit } : {}),
+      });
+      // Each hit names its session's title, so a result list reads without a request per session.
+      const titles = new Map<string, string | undefined>();
+      for (const hit of result.hits) {
+        if (!titles.has(hit.sessionId))
+          titles.set(hit.sessionId, (await manager.getSession(hit.sessionId).catch(() => undefined))?.title);
+      }
+      return {
+        terms: result.terms,
+        hits: result.hits.map((hit) => {
+          const title = titles.get(hit.sessionId);
+          return title !== undefined ? { ...hit, title } : hit;
+        }),
+      };
+    },
+    update_session: async (params) => {
+      let session = await manager.getSession(params.sessionId);
+      if (params.title !== undefined)
+        session = await manager.relabelSession(session.sessionId, { title: params.title });
+      if (params.addTags !== undefined || params.removeTags !== undefined)
+        session = await manager.tagSession(session.sessionId, {
+          ...(params.addTags !== undefined ? { add: params.addTags } : {}),
+          ...(params.removeTags !== undefined ? { remove: params.removeTags } : {}),
+        });
+      if (params.pinned !== undefined) session = await manager.pinSession(session.sessionId, params.pinned);
+      return { session };
     },
     get_session: async (params) => {
       const session = await manager.getSession(params.sessionId);

@@ -2,6 +2,7 @@ import {
   applyEvents,
   emptyConversation,
   MAIN_CONVERSATION,
+  taskTitleFromMessage,
   type ConversationState,
   type StreamEvent,
 } from '../conversation/index.js';
@@ -126,10 +127,12 @@ export function liveSessionOf(sessionId: string, record: SessionRecord, events: 
   const conversation = applyEvents(emptyConversation(sessionId), events);
   // The log is the truth: stats in session.json are a cache and may lag after a crash.
   const counted = countMessages(events);
+  const title = record.title ?? titleFromEvents(events);
   const live: LiveSession = {
     conversation,
     record: {
       ...record,
+      ...(title !== undefined ? { title } : {}),
       metrics: conversation.metrics,
       stats: { ...record.stats, totalMessages: counted.messages, totalTokens: counted.tokens },
     },
@@ -141,8 +144,10 @@ export function liveSessionOf(sessionId: string, record: SessionRecord, events: 
 export function applyAppended(live: LiveSession, events: readonly StreamEvent[], now: number): void {
   live.conversation = applyEvents(live.conversation, events);
   const added = countMessages(events);
+  const title = live.record.title ?? titleFromEvents(events);
   live.record = {
     ...live.record,
+    ...(title !== undefined ? { title } : {}),
     lastActivity: now,
     updatedAt: now,
     metrics: live.conversation.metrics,
@@ -152,6 +157,22 @@ export function applyAppended(live: LiveSession, events: readonly StreamEvent[],
       totalTokens: live.record.stats.totalTokens + added.tokens,
     },
   };
+}
+
+/** Longest title made from a first message. */
+export const SESSION_TITLE_MAX = 80;
+
+/**
+ * A title for an untitled session: the words of its first request (no model is asked, so every
+ * session gets one at once, on every back end). Undefined until the session has a request.
+ */
+export function titleFromEvents(events: readonly StreamEvent[]): string | undefined {
+  for (const event of events) {
+    if (event.type !== 'block_complete' || event.conversationId !== MAIN_CONVERSATION) continue;
+    if (event.block.type === 'user_message' && event.block.content.trim() !== '')
+      return taskTitleFromMessage(event.block.content, SESSION_TITLE_MAX);
+  }
+  return undefined;
 }
 
 /** Messages (user and assistant text blocks completed in main) and their tokens among the events. */

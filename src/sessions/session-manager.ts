@@ -15,7 +15,11 @@ import {
   type Checkpoint,
   type NativeSessionRef,
   type SessionFilter,
+  type SessionPage,
+  type SessionPageQuery,
   type SessionRecord,
+  type SessionSearchQuery,
+  type SessionSearchResult,
   type SessionSettings,
   type SessionStats,
   type SessionStore,
@@ -43,6 +47,7 @@ import {
   type SessionUpdateAction,
 } from './session-manager-types.js';
 import { listSessions, readEvents, recentMessages, runtimeSession } from './session-reads.js';
+import { listSessionPage, pinChange, searchSessions, tagChange } from './session-finding.js';
 import { notFound } from './session-checks.js';
 import { linkScope, scopedSessionOptions, SessionCreator } from './session-creation.js';
 import {
@@ -234,6 +239,35 @@ export class SessionManager {
   async listSessions(filter: SessionFilter = {}): Promise<SessionRecord[]> {
     this.assertOpen();
     return listSessions(this.store, filter, (sessionId) => this.cache.peek(sessionId));
+  }
+
+  /** One page of sessions, pinned first, then the most recently active (see `SessionPageQuery`). */
+  async listSessionPage(query: SessionPageQuery = {}): Promise<SessionPage> {
+    this.assertOpen();
+    return listSessionPage(this.store, query, (sessionId) => this.cache.peek(sessionId));
+  }
+
+  /** The messages of every session holding every word of the query, newest first. */
+  async searchSessions(query: SessionSearchQuery): Promise<SessionSearchResult> {
+    this.assertOpen();
+    return searchSessions(this.store, query);
+  }
+
+  /** Adds and removes tags of a session. */
+  async tagSession(
+    sessionId: string,
+    change: { add?: readonly string[]; remove?: readonly string[] },
+  ): Promise<SessionRecord> {
+    const record = await this.updateRecord(sessionId, tagChange(change, this.clock));
+    this.emit('session:updated', { sessionId: record.sessionId, action: 'settings_changed', session: record });
+    return record;
+  }
+
+  /** Pins a session (listed before the others) or unpins it. */
+  async pinSession(sessionId: string, pinned: boolean): Promise<SessionRecord> {
+    const record = await this.updateRecord(sessionId, pinChange(pinned));
+    this.emit('session:updated', { sessionId: record.sessionId, action: 'settings_changed', session: record });
+    return record;
   }
 
   /** Changes per-session settings (token budget, threshold, tail, context sessions). */

@@ -56,7 +56,11 @@ export interface StoreWarning {
     | 'UNREADABLE_FILE'
     | 'STALE_LOCK'
     | 'SESSION_RECORD_NOT_SAVED'
-    | 'JOURNAL_SYNC_FAILED';
+    | 'JOURNAL_SYNC_FAILED'
+    /** A file store index (listing or search) was missing, damaged or behind, and was rebuilt from the sessions. */
+    | 'INDEX_REBUILT'
+    /** An index could not be written; the appends and updates it follows are durable, and it catches up at the next open. */
+    | 'INDEX_WRITE_FAILED';
   message: string;
   sessionId?: string;
   file?: string;

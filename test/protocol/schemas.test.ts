@@ -45,6 +45,7 @@ describe('the method table', () => {
       'list_agents',
       'kill_agent',
       'say_in_conversation',
+      'search_sessions',
       'server_info',
       'answer_permission',
       'get_permissions',
@@ -68,6 +69,7 @@ describe('the method table', () => {
       'create_pairing',
       'list_devices',
       'revoke_device',
+      'update_session',
     ];
     expect([...METHOD_NAMES].sort()).toEqual([...expected].sort());
     for (const name of METHOD_NAMES) expect(name).toMatch(/^[a-z]+(_[a-z]+)*$/);

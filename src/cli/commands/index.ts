@@ -10,6 +10,7 @@ type CommandModule = { register: (program: Command) => void };
 export const commandModules: Record<string, () => Promise<CommandModule>> = {
   sessions: () => import('./sessions.js'),
   show: () => import('./sessions.js'),
+  search: () => import('./search.js'),
   fork: () => import('./fork.js'),
   rewind: () => import('./history.js'),
   branches: () => import('./history.js'),

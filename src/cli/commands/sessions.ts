@@ -1,57 +1,62 @@
-import type { Command } from 'commander';
-import { createSessionManager } from '../../sessions/index.js';
+import { InvalidArgumentError, type Command } from 'commander';
+import { createSessionManager, type SessionManager } from '../../sessions/index.js';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, type SessionFilter, type SessionRecord } from '../../store/index.js';
 import { openChosenStore, storeOption } from '../options.js';
 import { describeScope, formatCost } from '../render.js';
 import { sessionText } from '../show-text.js';
 
 /** `parley sessions` and `parley show`: every session in the data folder, and one session's blocks. */
 export function register(program: Command): void {
-  program
+  const sessions = program
     .command('sessions')
-    .description('List sessions (drafts, task sessions, workflow agents, imported transcripts)')
+    .description('List sessions, newest first (pinned ones on top); rename, tag or pin one')
     .option('--json', 'print JSON')
     .option('--status <status>', 'active or archived')
     .option('--agent-type <type>', 'pm, dev, qa, harness, merge, or a role')
     .option('--backend <name>', 'only sessions on this back end')
-    .action(
-      async (
-        options: { json?: boolean; status?: 'active' | 'archived'; agentType?: string; backend?: string },
-        command: Command,
-      ) => {
-        const store = await openChosenStore(command);
-        const manager = await createSessionManager(storeOption(command, store));
-        try {
-          const sessions = await manager.listSessions({
-            ...(options.status ? { status: options.status } : {}),
-            ...(options.agentType ? { agentType: options.agentType } : {}),
-            ...(options.backend ? { type: options.backend } : {}),
-          });
-          if (options.json) {
-            process.stdout.write(`${JSON.stringify(sessions, null, 2)}\n`);
-            return;
-          }
-          if (sessions.length === 0) {
-            process.stdout.write(
-              'No sessions yet. Start one with `parley chat "hello"`, or import one with `parley import <path>`.\n',
-            );
-            return;
-          }
-          for (const session of sessions) {
-            const when = new Date(session.lastActivity ?? session.updatedAt)
-              .toISOString()
-              .replace('T', ' ')
-              .slice(0, 16);
-            const title = session.title ? `  ${session.title.slice(0, 60)}` : '';
-            process.stdout.write(
-              `${session.sessionId}  ${session.status}  ${describeScope(session)}  ${session.type}  ${session.stats.totalMessages} msgs  ${session.stats.totalTokens} tok  ${formatCost(session.metrics)}  ${when}${title}\n`,
-            );
-          }
-        } finally {
-          await manager.close();
-          await store?.close();
-        }
-      },
-    );
+    .option('--tag <tag>', 'only sessions carrying this tag')
+    .option('--pinned', 'only pinned sessions')
+    .option('--limit <count>', `sessions per page (default ${DEFAULT_PAGE_SIZE}, at most ${MAX_PAGE_SIZE})`, parseCount)
+    .option('--cursor <cursor>', 'the page after this one (the cursor the page before printed)')
+    .option('--all', 'every session, page after page')
+    .action(async (options: ListOptions, command: Command) => {
+      const store = await openChosenStore(command);
+      const manager = await createSessionManager(storeOption(command, store));
+      try {
+        await printSessions(manager, options);
+      } finally {
+        await manager.close();
+        await store?.close();
+      }
+    });
+
+  sessions
+    .command('rename')
+    .description('Give a session a new title')
+    .argument('<sessionId>', 'the session id (see `parley sessions`)')
+    .argument('<title...>', 'the new title')
+    .action(async (sessionId: string, words: string[], _options: unknown, command: Command) => {
+      await changeSession(command, (manager) => manager.relabelSession(sessionId, { title: words.join(' ') }));
+    });
+  sessions
+    .command('tag')
+    .description('Add tags to a session (with --remove, take them off)')
+    .argument('<sessionId>', 'the session id')
+    .argument('<tags...>', 'tags: a letter or digit, then letters, digits or -_.:/')
+    .option('--remove', 'remove these tags instead')
+    .action(async (sessionId: string, tags: string[], options: { remove?: boolean }, command: Command) => {
+      await changeSession(command, (manager) =>
+        manager.tagSession(sessionId, options.remove ? { remove: tags } : { add: tags }),
+      );
+    });
+  sessions
+    .command('pin')
+    .description('Pin a session: listed before the others (with --off, unpin it)')
+    .argument('<sessionId>', 'the session id')
+    .option('--off', 'unpin it')
+    .action(async (sessionId: string, options: { off?: boolean }, command: Command) => {
+      await changeSession(command, (manager) => manager.pinSession(sessionId, options.off !== true));
+    });
 
   program
     .command('show')
@@ -77,4 +82,80 @@ export function register(program: Command): void {
         await store?.close();
       }
     });
+}
+
+interface ListOptions {
+  json?: boolean;
+  status?: 'active' | 'archived';
+  agentType?: string;
+  backend?: string;
+  tag?: string;
+  pinned?: boolean;
+  limit?: number;
+  cursor?: string;
+  all?: boolean;
+}
+
+function parseCount(value: string): number {
+  const count = Number(value);
+  if (!Number.isInteger(count) || count < 1 || count > MAX_PAGE_SIZE)
+    throw new InvalidArgumentError(`give a whole number from 1 to ${MAX_PAGE_SIZE}.`);
+  return count;
+}
+
+/** One page (the newest first), or with `--all` every page; the cursor of the next page goes to stderr, so stdout stays the list. */
+async function printSessions(manager: SessionManager, options: ListOptions): Promise<void> {
+  const filter: SessionFilter = {
+    ...(options.status ? { status: options.status } : {}),
+    ...(options.agentType ? { agentType: options.agentType } : {}),
+    ...(options.backend ? { type: options.backend } : {}),
+    ...(options.tag ? { tag: options.tag } : {}),
+    ...(options.pinned ? { pinned: true } : {}),
+  };
+  const sessions: SessionRecord[] = [];
+  let cursor = options.cursor;
+  let more: string | undefined;
+  do {
+    const page = await manager.listSessionPage({
+      filter,
+      limit: options.all ? MAX_PAGE_SIZE : (options.limit ?? DEFAULT_PAGE_SIZE),
+      ...(cursor !== undefined ? { cursor } : {}),
+    });
+    sessions.push(...page.sessions);
+    cursor = page.nextCursor;
+    more = page.nextCursor;
+  } while (options.all && cursor !== undefined);
+  if (options.json) process.stdout.write(`${JSON.stringify(sessions, null, 2)}\n`);
+  else if (sessions.length === 0 && options.cursor === undefined) {
+    process.stdout.write(
+      'No sessions yet. Start one with `parley chat "hello"`, or import one with `parley import <path>`.\n',
+    );
+  } else {
+    const lines = sessions.map((session) => {
+      const when = new Date(session.lastActivity ?? session.updatedAt).toISOString().replace('T', ' ').slice(0, 16);
+      const title = session.title ? `  ${session.title.slice(0, 60)}` : '';
+      const marks = `${session.pinned ? '  [pinned]' : ''}${session.tags?.length ? `  #${session.tags.join(' #')}` : ''}`;
+      return `${session.sessionId}  ${session.status}  ${describeScope(session)}  ${session.type}  ${session.stats.totalMessages} msgs  ${session.stats.totalTokens} tok  ${formatCost(session.metrics)}  ${when}${title}${marks}\n`;
+    });
+    process.stdout.write(lines.join(''));
+  }
+  if (more !== undefined && !options.all)
+    process.stderr.write(`More sessions: parley sessions --cursor ${more}   (or --all for every one)\n`);
+}
+
+/** Opens the store, makes one change to a session and prints it as `parley sessions` would. */
+async function changeSession(
+  command: Command,
+  change: (manager: SessionManager) => Promise<SessionRecord>,
+): Promise<void> {
+  const store = await openChosenStore(command);
+  const manager = await createSessionManager(storeOption(command, store));
+  try {
+    const session = await change(manager);
+    const marks = `${session.pinned ? '  [pinned]' : ''}${session.tags?.length ? `  #${session.tags.join(' #')}` : ''}`;
+    process.stdout.write(`${session.sessionId}  ${session.title ?? ''}${marks}\n`);
+  } finally {
+    await manager.close();
+    await store?.close();
+  }
 }

@@ -193,6 +193,101 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX run_journal_entries_by_append ON run_journal_entries (run_id, append_id);
     `,
   },
+  {
+    description: 'sessions listed by last activity through an index; full-text search over every message',
+    sql: `
+      -- The listing order (pinned first, then the most recently active) and the tag filter, read
+      -- from the record itself, so every statement that writes a record keeps them true.
+      ALTER TABLE sessions
+        ADD COLUMN pinned boolean GENERATED ALWAYS AS (coalesce((record::jsonb ->> 'pinned')::boolean, false)) STORED,
+        ADD COLUMN last_activity bigint GENERATED ALWAYS AS (
+          coalesce((record::jsonb ->> 'lastActivity')::bigint, (record::jsonb ->> 'updatedAt')::bigint, 0)) STORED,
+        ADD COLUMN tags jsonb GENERATED ALWAYS AS (coalesce(record::jsonb -> 'tags', '[]'::jsonb)) STORED;
+      CREATE INDEX sessions_by_activity ON sessions (pinned DESC, last_activity DESC, session_id COLLATE "C" DESC);
+
+      -- Words as the search reads them: NFKC, lower case in every script, ASCII punctuation a space
+      -- (so an address or a path is its words, as on the file store). The database's own lower()
+      -- lowers only ASCII under the C locale, so ICU's root collation is used where it exists.
+      DO $$
+      BEGIN
+        IF EXISTS (SELECT 1 FROM pg_collation WHERE collname = 'und-x-icu') AND getdatabaseencoding() = 'UTF8' THEN
+          CREATE FUNCTION search_words(value text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
+            AS $words$ SELECT regexp_replace(lower(normalize(value, NFKC) COLLATE "und-x-icu"), '[!-/:-@[-\`{-~]+', ' ', 'g') $words$;
+        ELSE
+          CREATE FUNCTION search_words(value text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
+            AS $words$ SELECT regexp_replace(lower(value), '[!-/:-@[-\`{-~]+', ' ', 'g') $words$;
+        END IF;
+      END $$;
+
+      -- Every user and assistant message, as the event that completed it; message_id is append order.
+      -- 'simple' splits and keeps words in any script (no stemming, no stop words). The text is
+      -- cut at 200,000 characters for the vector only: a tsvector is at most 1 MB.
+      CREATE TABLE session_messages (
+        message_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        session_id text NOT NULL,
+        seq bigint NOT NULL,
+        block_id text NOT NULL,
+        conversation_id text NOT NULL,
+        role text NOT NULL,
+        at bigint NOT NULL,
+        content text NOT NULL,
+        words tsvector GENERATED ALWAYS AS (to_tsvector('simple', search_words(left(content, 200000)))) STORED,
+        UNIQUE (session_id, seq)
+      );
+      CREATE INDEX session_messages_words ON session_messages USING gin (words);
+
+      -- Kept as events are appended, in the appending statement's transaction: one run per
+      -- statement over the rows it inserted. Indexing can never fail an append: a statement whose
+      -- messages cannot be indexed is indexed row by row, and a row that still fails is left out
+      -- with a warning in the server's log (the log stays the truth).
+      -- It runs under the appending connection's search_path: it keeps the schema it was made in.
+      CREATE FUNCTION index_messages() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+      DECLARE
+        row record;
+      BEGIN
+        BEGIN
+          INSERT INTO session_messages (session_id, seq, block_id, conversation_id, role, at, content)
+          SELECT m.session_id, m.seq, m.body #>> '{block,id}', m.body ->> 'conversationId',
+                 CASE m.body #>> '{block,type}' WHEN 'user_message' THEN 'user' ELSE 'assistant' END,
+                 coalesce((m.body ->> 'at')::bigint, 0), m.body #>> '{block,content}'
+          FROM (SELECT i.session_id, i.seq, replace(i.body, '\\u0000', '')::jsonb AS body
+                FROM inserted i WHERE strpos(i.body, '"block_complete"') > 0) m
+          WHERE m.body ->> 'type' = 'block_complete'
+            AND m.body #>> '{block,type}' IN ('user_message', 'assistant_text')
+            AND coalesce(m.body #>> '{block,content}', '') <> ''
+          ON CONFLICT (session_id, seq) DO NOTHING;
+        EXCEPTION WHEN others THEN
+          FOR row IN SELECT i.session_id, i.seq, i.body FROM inserted i WHERE strpos(i.body, '"block_complete"') > 0 LOOP
+            BEGIN
+              INSERT INTO session_messages (session_id, seq, block_id, conversation_id, role, at, content)
+              SELECT row.session_id, row.seq, b #>> '{block,id}', b ->> 'conversationId',
+                     CASE b #>> '{block,type}' WHEN 'user_message' THEN 'user' ELSE 'assistant' END,
+                     coalesce((b ->> 'at')::bigint, 0), b #>> '{block,content}'
+              FROM (SELECT replace(row.body, '\\u0000', '')::jsonb AS b) parsed
+              WHERE b #>> '{block,type}' IN ('user_message', 'assistant_text') AND coalesce(b #>> '{block,content}', '') <> ''
+              ON CONFLICT (session_id, seq) DO NOTHING;
+            EXCEPTION WHEN others THEN
+              RAISE WARNING 'parley: message % of session % left out of the search index: %', row.seq, row.session_id, SQLERRM;
+            END;
+          END LOOP;
+        END;
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER events_index_messages AFTER INSERT ON events
+        REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION index_messages();
+
+      -- The messages already stored.
+      INSERT INTO session_messages (session_id, seq, block_id, conversation_id, role, at, content)
+      SELECT m.session_id, m.seq, m.body #>> '{block,id}', m.body ->> 'conversationId',
+             CASE m.body #>> '{block,type}' WHEN 'user_message' THEN 'user' ELSE 'assistant' END,
+             coalesce((m.body ->> 'at')::bigint, 0), m.body #>> '{block,content}'
+      FROM (SELECT e.session_id, e.seq, replace(e.body, '\\u0000', '')::jsonb AS body
+            FROM events e WHERE strpos(e.body, '"block_complete"') > 0 ORDER BY e.session_id, e.seq) m
+      WHERE m.body ->> 'type' = 'block_complete'
+        AND m.body #>> '{block,type}' IN ('user_message', 'assistant_text')
+        AND coalesce(m.body #>> '{block,content}', '') <> '';
+    `,
+  },
 ];
 
 /** The schema version this Parley writes and reads. */

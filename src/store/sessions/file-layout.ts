@@ -15,6 +15,9 @@ import { join } from 'node:path';
  * <dataDir>/sessions/<id>/context.json
  * <dataDir>/sessions/<id>/agent-description.json
  * <dataDir>/sessions/<id>/transcripts/<name>     raw native transcripts (an import: its copy, `main` or `native-main.jsonl`, and `import-manifest.json`)
+ * <dataDir>/index/sessions.jsonl                 listing index: each session's place in the order and filter fields (derived)
+ * <dataDir>/index/messages.jsonl                 search index: every message's text (derived, rebuilt from the logs)
+ * <dataDir>/index/open                           present while a process has the store open: if found at open, the indexes catch up
  * <dataDir>/features/<featureId>/feature.json
  * <dataDir>/features/<featureId>/tasks/<taskId>/task.json
  * ```
@@ -24,8 +27,16 @@ export class FileLayout {
   readonly tmpDir: string;
   readonly sessionsDir: string;
   readonly featuresDir: string;
+  readonly indexDir: string;
+  readonly listingIndexFile: string;
+  readonly messageIndexFile: string;
+  readonly indexOpenMarker: string;
 
   constructor(readonly dataDir: string) {
+    this.indexDir = join(dataDir, 'index');
+    this.listingIndexFile = join(this.indexDir, 'sessions.jsonl');
+    this.messageIndexFile = join(this.indexDir, 'messages.jsonl');
+    this.indexOpenMarker = join(this.indexDir, 'open');
     this.lockFile = join(dataDir, 'store.lock');
     this.tmpDir = join(dataDir, 'tmp');
     this.sessionsDir = join(dataDir, 'sessions');

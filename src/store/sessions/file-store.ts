@@ -39,6 +39,9 @@ import { FORMAT_VERSION, IdSchema } from '../record-format.js';
 import { RecordIndex } from './record-index.js';
 import { readSessionRecords, sessionAdvice } from './file-records.js';
 import type { ReadLogOptions, SessionStore } from './session-store.js';
+import { FileIndexes } from './file-indexes.js';
+import type { SessionPage, SessionPageQuery } from './session-page.js';
+import { queryTerms, type SessionSearchQuery, type SessionSearchResult } from './session-search.js';
 import { checkId, checkRecord, sessionNotFound, storeClosed } from '../validate.js';
 
 /** Options of `createFileStore`: the data folder, and where recovered problems are reported. */
@@ -85,7 +88,14 @@ export async function createFileStore(options: FileStoreOptions): Promise<Sessio
     await lock.release();
     throw ioError('prepare the data folder', layout.dataDir, error);
   }
-  return new FileStore(layout, lock, warn);
+  let indexes: FileIndexes;
+  try {
+    indexes = await FileIndexes.open(layout, warn);
+  } catch (error) {
+    await lock.release();
+    throw ioError('open the indexes in', layout.indexDir, error);
+  }
+  return new FileStore(layout, lock, warn, indexes);
 }
 
 /** Only this process writes under the lock, so anything left in `tmp/` is from a crash. */
@@ -126,6 +136,8 @@ class FileStore implements SessionStore {
     private readonly layout: FileLayout,
     private readonly lock: StoreLock,
     private readonly warn: (warning: StoreWarning) => void,
+    /** The listing and search indexes, beside the sessions (derived from them). */
+    private readonly indexes: FileIndexes,
   ) {}
 
   /** Runs a call unless the store is closed, and tracks it so `close()` waits for it. */
@@ -183,6 +195,7 @@ class FileStore implements SessionStore {
         });
         this.known.add(id);
         this.records.set(stored);
+        this.indexes.recordChanged(stored);
         return this.records.copy(id)!;
       });
     });
@@ -230,6 +243,7 @@ class FileStore implements SessionStore {
         }
         await replaceFile(this.layout.tmpDir, this.layout.sessionFile(id), formatJson(next), id);
         this.records.set(next);
+        this.indexes.recordChanged(next);
         return this.records.copy(id)!;
       });
     });
@@ -258,6 +272,31 @@ class FileStore implements SessionStore {
     }
     this.listedAll = true;
     yield* this.records.matching(filter);
+  }
+
+  listSessionPage(query: SessionPageQuery = {}): Promise<SessionPage> {
+    return this.guard(async () => {
+      const index = await this.indexes.listingReady();
+      const { sessionIds, nextCursor } = index.page(query.filter ?? {}, query.limit, query.cursor);
+      const unread = sessionIds.filter((id) => !this.records.has(id));
+      if (unread.length > 0) {
+        // A session whose record cannot be read is left out of the page; listing them whole says why.
+        for (const record of (await readSessionRecords(this.layout, unread)).records) {
+          this.known.add(record.sessionId);
+          this.records.set(record);
+        }
+      }
+      const sessions = sessionIds.filter((id) => this.records.has(id)).map((id) => this.records.copy(id)!);
+      return { sessions, ...(nextCursor !== undefined ? { nextCursor } : {}) };
+    });
+  }
+
+  searchSessions(query: SessionSearchQuery): Promise<SessionSearchResult> {
+    return this.guard(async () => {
+      const { terms, limit } = queryTerms(query);
+      const index = await this.indexes.messagesReady();
+      return { hits: index.search(terms, limit), terms };
+    });
   }
 
   /** Session folders whose record is not in the index yet (all of them, at the first listing). */
@@ -311,7 +350,13 @@ class FileStore implements SessionStore {
       oldest.releaseHandle();
       this.recentLogs.delete(oldestId);
     }
-    return log.append(events);
+    const appended = log.append(events);
+    // Once durable, the messages join the search index; that can never fail the append.
+    appended.then(
+      (numbered) => this.indexes.appended(id, numbered),
+      () => undefined,
+    );
+    return appended;
   }
 
   async *readLog(sessionId: string, options: ReadLogOptions = {}): AsyncGenerator<StreamEvent> {
@@ -670,6 +715,7 @@ class FileStore implements SessionStore {
     await Promise.all([...this.logs.values()].map((log) => log.close()));
     this.logs.clear();
     this.recentLogs.clear();
+    await this.indexes.close();
     await this.lock.release();
   }
 }

@@ -22,6 +22,8 @@ import type { ReadLogOptions, SessionStore } from './session-store.js';
 import { StoreError } from '../errors.js';
 import { checkId, checkRecord, sessionNotFound, storeClosed } from '../validate.js';
 import { ValidationError } from '../../conversation/index.js';
+import { pageOf } from './session-page.js';
+import { messageOf, queryTerms, snippetOf, termsOf, type SessionSearchHit } from './session-search.js';
 
 interface SessionEntry {
   record: SessionRecord;
@@ -44,6 +46,9 @@ export function createMemoryStore(): SessionStore {
   const features = new Map<string, Feature>();
   const tasks = new Map<string, FeatureTask>();
   let closed = false;
+  /** The order events were appended in, across sessions: search lists the newest messages first. */
+  const appendOrder = new WeakMap<StreamEvent, number>();
+  let appended = 0;
 
   function open(): void {
     if (closed) throw storeClosed('memory');
@@ -110,9 +115,45 @@ export function createMemoryStore(): SessionStore {
       for (const record of records) yield structuredClone(record);
     },
 
+    async listSessionPage(query) {
+      open();
+      const page = pageOf(
+        [...sessions.values()].map((entry) => entry.record),
+        query ?? {},
+        (record) => matchesFilter(record, query?.filter),
+      );
+      return structuredClone(page);
+    },
+
+    // The reference store reads every message: it holds few sessions, and the indexed stores are checked against it.
+    async searchSessions(query) {
+      open();
+      const { terms, limit } = queryTerms(query);
+      const hits: Array<SessionSearchHit & { order: number }> = [];
+      for (const entry of sessions.values()) {
+        for (const event of entry.log) {
+          const message = messageOf(event);
+          if (message === undefined) continue;
+          const words = new Set(termsOf(message.text));
+          if (terms.length === 0 || !terms.every((term) => words.has(term))) continue;
+          const { text, ...rest } = message;
+          hits.push({
+            sessionId: event.sessionId,
+            seq: event.seq,
+            ...rest,
+            snippet: snippetOf(text, terms),
+            order: appendOrder.get(event) ?? 0,
+          });
+        }
+      }
+      hits.sort((a, b) => b.order - a.order);
+      return { hits: hits.slice(0, limit).map(({ order: _order, ...hit }) => hit), terms };
+    },
+
     async append(sessionId: string, drafts: readonly UnsequencedEvent[]) {
       const entry = entryOf(sessionId);
       const events = numberEvents(entry.record.sessionId, entry.firstSeq + entry.log.length, drafts);
+      for (const event of events) appendOrder.set(event, ++appended);
       entry.log.push(...events);
       return structuredClone(events);
     },

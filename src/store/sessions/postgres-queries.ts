@@ -36,6 +36,21 @@ export function queriesFor(schema: string) {
       `SELECT session_id, record FROM ${sessions}
        WHERE session_id > $1 ${filters.map((clause) => `AND ${clause}`).join(' ')}
        ORDER BY session_id LIMIT $2`,
+    /**
+     * A page in listing order after the position `$1, $2, $3` (pinned, last activity, id; none for the
+     * first page: `$4` false), `$5` rows; the filter clauses are appended from `$6` on. Served by
+     * sessions_by_activity, read in order and stopped at the limit.
+     */
+    listSessionPage: (filters: readonly string[]) =>
+      `SELECT session_id, record FROM ${sessions}
+       WHERE (NOT $4 OR (pinned, last_activity, session_id COLLATE "C") < ($1::boolean, $2::bigint, $3::text COLLATE "C"))
+       ${filters.map((clause) => `AND ${clause}`).join(' ')}
+       ORDER BY pinned DESC, last_activity DESC, session_id COLLATE "C" DESC LIMIT $5`,
+    /** The newest messages holding every word of `$1` (words already read as the search reads them), at most `$2`. */
+    searchMessages: `SELECT session_id, seq::float8 AS seq, block_id, conversation_id, role, at::float8 AS at, content
+      FROM ${table('session_messages')}
+      WHERE words @@ plainto_tsquery('simple', ${schema}.search_words($1))
+      ORDER BY message_id DESC LIMIT $2`,
     lastSeq: `SELECT last_seq::float8 FROM ${logs} WHERE session_id = $1`,
 
     /**

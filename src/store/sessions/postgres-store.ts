@@ -22,6 +22,15 @@ import {
 } from './records.js';
 import { FORMAT_VERSION } from '../record-format.js';
 import type { ReadLogOptions, SessionStore, StoreChange } from './session-store.js';
+import {
+  decodeCursor,
+  encodeCursor,
+  listingKeyOf,
+  pageLimit,
+  type SessionPage,
+  type SessionPageQuery,
+} from './session-page.js';
+import { queryTerms, snippetOf, type SessionSearchQuery, type SessionSearchResult } from './session-search.js';
 import { checkId, checkRecord, sessionNotFound, storeClosed } from '../validate.js';
 import { AppendCommitter } from './postgres-append-committer.js';
 import { firstSeqOf } from './numbering.js';
@@ -234,19 +243,7 @@ class PostgresStore implements SessionStore {
 
   async *listSessions(filter?: SessionFilter): AsyncGenerator<SessionRecord> {
     if (this.closed) throw storeClosed(this.kind);
-    const filters: Array<[column: string, value: string | undefined]> = [
-      ['status', filter?.status],
-      ['backend_type', filter?.type],
-      ['agent_type', filter?.agentType],
-      ['scope_kind', filter?.scopeKind],
-      ['feature_id', filter?.featureId],
-      ['task_id', filter?.taskId],
-      ['task_state', filter?.taskState],
-    ];
-    const used = filters.filter(([, value]) => value !== undefined);
-    const clauses = used.map(([column], index) => `${column} = $${index + 3}`);
-    // A named statement per combination of filters (a bit mask of those used): planned once per connection.
-    const mask = filters.reduce((bits, [, value], index) => (value === undefined ? bits : bits | (1 << index)), 0);
+    const { used, clauses, mask } = filterClauses(filter, 3);
     const page = {
       name: `parley_list_sessions_${mask}`,
       text: this.sql.listSessions(clauses),
@@ -264,6 +261,68 @@ class PostgresStore implements SessionStore {
       if (rows.length < LIST_PAGE) return;
       after = rows.at(-1)![0];
     }
+  }
+
+  listSessionPage(query: SessionPageQuery = {}): Promise<SessionPage> {
+    return this.guard(async () => {
+      const limit = pageLimit(query.limit);
+      const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+      const { used, clauses, mask } = filterClauses(query.filter, 6);
+      const rows = await retryOnConnectionFailure(
+        this.retryForMs,
+        async () =>
+          (
+            await this.pool.query<[string, string]>({
+              name: `parley_list_session_page_${mask}`,
+              text: this.sql.listSessionPage(clauses),
+              rowMode: 'array',
+              values: [
+                after?.pinned ?? false,
+                after?.activity ?? 0,
+                after?.sessionId ?? '',
+                after !== undefined,
+                limit + 1,
+                ...used.map(([, value]) => value),
+              ],
+            })
+          ).rows,
+        (error) => toStoreFailure(error, this.target, 'list sessions'),
+      );
+      const sessions = rows.slice(0, limit).map(([sessionId, record]) => sessionRecordOf(record, sessionId));
+      return {
+        sessions,
+        ...(rows.length > limit ? { nextCursor: encodeCursor(listingKeyOf(sessions.at(-1)!)) } : {}),
+      };
+    });
+  }
+
+  searchSessions(query: SessionSearchQuery): Promise<SessionSearchResult> {
+    return this.guard(async () => {
+      const { terms, limit } = queryTerms(query);
+      if (terms.length === 0) return { hits: [], terms };
+      type Row = {
+        session_id: string;
+        seq: number;
+        block_id: string;
+        conversation_id: string;
+        role: string;
+        at: number;
+        content: string;
+      };
+      const rows = await this.query<Row>(this.sql.searchMessages, [terms.join(' '), limit], 'search sessions');
+      return {
+        hits: rows.map((row) => ({
+          sessionId: row.session_id,
+          seq: row.seq,
+          blockId: row.block_id,
+          conversationId: row.conversation_id,
+          role: row.role === 'user' ? ('user' as const) : ('assistant' as const),
+          snippet: snippetOf(row.content, terms),
+          at: row.at,
+        })),
+        terms,
+      };
+    });
   }
 
   // Log
@@ -561,6 +620,31 @@ async function pruneAppendGroups(pool: pg.Pool, sql: Queries, retentionMs: numbe
 }
 
 /** The filterable columns beside a session's record, in the order of the insert and update statements. */
+/**
+ * The WHERE clauses of a listing filter, numbered from `$first`, and a bit mask of the filters used:
+ * a named statement per combination, planned once per connection.
+ */
+function filterClauses(
+  filter: SessionFilter | undefined,
+  first: number,
+): { used: Array<[string, string | boolean]>; clauses: string[]; mask: number } {
+  const filters: Array<[clause: string, value: string | boolean | undefined]> = [
+    ['status = $', filter?.status],
+    ['backend_type = $', filter?.type],
+    ['agent_type = $', filter?.agentType],
+    ['scope_kind = $', filter?.scopeKind],
+    ['feature_id = $', filter?.featureId],
+    ['task_id = $', filter?.taskId],
+    ['task_state = $', filter?.taskState],
+    ['tags ? $', filter?.tag],
+    ['pinned = $', filter?.pinned],
+  ];
+  const used = filters.filter((entry): entry is [string, string | boolean] => entry[1] !== undefined);
+  const clauses = used.map(([clause], index) => `${clause}${index + first}`);
+  const mask = filters.reduce((bits, [, value], index) => (value === undefined ? bits : bits | (1 << index)), 0);
+  return { used, clauses, mask };
+}
+
 function sessionColumns(record: SessionRecord): unknown[] {
   const scope = record.scope;
   const featureId = scope.kind === 'feature' || scope.kind === 'task' ? scope.featureId : null;

@@ -77,6 +77,16 @@ export const HistorySegmentSchema = z.object({
 });
 /** A run of a session's log that continues the history after `parentSeq` (see `SessionRecord.segments`). */
 export type HistorySegment = z.infer<typeof HistorySegmentSchema>;
+/** Tags a session may carry at once. */
+export const MAX_SESSION_TAGS = 20;
+
+/** A tag: a letter or digit, then letters, digits and `-_.:/`, at most 40 characters. */
+export const SessionTagSchema = z
+  .string()
+  .regex(
+    /^[\p{L}\p{N}][\p{L}\p{N}\-_.:/]{0,39}$/u,
+    'a tag is a letter or digit, then letters, digits or -_.:/ (at most 40)',
+  );
 
 /** `session.json`: a session's metadata. A superset of seed 004's SessionListData. */
 export const SessionRecordSchema = SessionListDataSchema.extend({
@@ -111,6 +121,10 @@ export const SessionRecordSchema = SessionListDataSchema.extend({
   segments: z.array(HistorySegmentSchema).optional(),
   /** The seq the active branch ends at when that is not the log's end (after a rewind or a switch, until the next append). */
   head: z.number().int().min(-1).optional(),
+  /** Words a person filed the session under (`parley sessions tag`); listing filters on one. */
+  tags: z.array(SessionTagSchema).max(MAX_SESSION_TAGS).optional(),
+  /** Pinned sessions are listed before the others. */
+  pinned: z.boolean().optional(),
 });
 /** A session as the store keeps it: its id, scope, back end, settings, status and stats. */
 export type SessionRecord = z.infer<typeof SessionRecordSchema>;
@@ -125,8 +139,12 @@ export const SessionFilterSchema = z.object({
   featureId: z.string().optional(),
   taskId: z.string().optional(),
   taskState: z.string().optional(),
+  /** Only sessions carrying this tag. */
+  tag: z.string().optional(),
+  /** Only pinned sessions (true) or only unpinned ones (false). */
+  pinned: z.boolean().optional(),
 });
-/** What `listSessions` selects on: agent type, scope, status, back end. */
+/** What `listSessions` selects on: agent type, scope, status, back end, tag, pinned. */
 export type SessionFilter = z.infer<typeof SessionFilterSchema>;
 
 export function matchesFilter(record: SessionRecord, filter: SessionFilter = {}): boolean {
@@ -139,6 +157,8 @@ export function matchesFilter(record: SessionRecord, filter: SessionFilter = {})
   if (filter.featureId !== undefined && featureId !== filter.featureId) return false;
   if (filter.taskId !== undefined && (scope.kind !== 'task' || scope.taskId !== filter.taskId)) return false;
   if (filter.taskState !== undefined && (scope.kind !== 'task' || scope.taskState !== filter.taskState)) return false;
+  if (filter.tag !== undefined && !(record.tags ?? []).includes(filter.tag)) return false;
+  if (filter.pinned !== undefined && (record.pinned === true) !== filter.pinned) return false;
   return true;
 }
 

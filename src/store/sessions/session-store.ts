@@ -9,6 +9,8 @@ import type {
   SessionRecord,
   FeatureTask,
 } from './records.js';
+import type { SessionPage, SessionPageQuery } from './session-page.js';
+import type { SessionSearchQuery, SessionSearchResult } from './session-search.js';
 
 /** Options of reading a session's log: from which `seq`, and how many events. */
 export interface ReadLogOptions {
@@ -57,6 +59,20 @@ export interface SessionStore {
   updateSession(sessionId: string, update: (current: SessionRecord) => SessionRecord): Promise<SessionRecord>;
   /** Every session matching the filter, in no particular order. */
   listSessions(filter?: SessionFilter): AsyncIterable<SessionRecord>;
+  /**
+   * Optional: one page of the sessions matching the filter, pinned first, then the most recently
+   * active (see session-page.ts for the order and the cursor). Implementers serve it from an index,
+   * never by reading every record, and must never repeat a session across the pages of one
+   * listing, nor skip one that did not change meanwhile. A store without it is listed whole.
+   */
+  listSessionPage?(query: SessionPageQuery): Promise<SessionPage>;
+  /**
+   * Optional: the messages holding every word of the query, newest first, from an index kept as
+   * events are appended (see session-search.ts for words and messages). Bad input (an empty or
+   * over-long query) is refused with `INVALID_INPUT`; a query with no words finds nothing. The log
+   * stays the truth: an index that fails to update never fails an append, and is rebuilt from the logs.
+   */
+  searchSessions?(query: SessionSearchQuery): Promise<SessionSearchResult>;
 
   /** Appends events to the session's log; resolves with them numbered, once durable. */
   append(sessionId: string, events: readonly UnsequencedEvent[]): Promise<StreamEvent[]>;

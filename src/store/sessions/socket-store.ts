@@ -125,6 +125,12 @@ async function answer(store: SessionStore, method: string, args: unknown[]): Pro
     case 'copyTranscriptFile':
       if (store.copyTranscriptFile === undefined) throw new StoreError('STORE_IO', 'This store cannot copy files.');
       return store.copyTranscriptFile(first, second, third);
+    case 'listSessionPage':
+    case 'searchSessions': {
+      const call = store[method] as ((query: unknown) => Promise<unknown>) | undefined;
+      if (call === undefined) throw new StoreError('STORE_IO', `The store behind this socket has no "${method}".`);
+      return call.call(store, args[0]);
+    }
     default: {
       if (!CALLS.has(method)) throw new StoreError('STORE_IO', `No store call "${method}".`);
       const call = (store as unknown as Record<string, (...values: unknown[]) => Promise<unknown>>)[method]!;
@@ -302,6 +308,16 @@ class SocketStore implements SessionStore {
   }
   lastSeq(sessionId: string): Promise<number> {
     return this.call('lastSeq', sessionId);
+  }
+  listSessionPage(
+    query: Parameters<NonNullable<SessionStore['listSessionPage']>>[0],
+  ): ReturnType<NonNullable<SessionStore['listSessionPage']>> {
+    return this.call('listSessionPage', query ?? {});
+  }
+  searchSessions(
+    query: Parameters<NonNullable<SessionStore['searchSessions']>>[0],
+  ): ReturnType<NonNullable<SessionStore['searchSessions']>> {
+    return this.call('searchSessions', query);
   }
   writeCheckpoint(...args: Parameters<SessionStore['writeCheckpoint']>): ReturnType<SessionStore['writeCheckpoint']> {
     return this.call('writeCheckpoint', ...args);

@@ -41,6 +41,18 @@ export const COMMANDS: readonly CommandSpec[] = [
   },
   { name: 'roles', usage: ['/roles'], description: 'List the roles an agent can be drafted as.' },
   { name: 'sessions', usage: ['/sessions'], description: 'List recent sessions.' },
+  { name: 'rename', usage: ['/rename <title>'], description: "Rename the draft's session." },
+  {
+    name: 'tag',
+    usage: ['/tag <tags…>', '/tag -<tag>'],
+    description: "Tag the draft's session (a leading - removes that tag).",
+  },
+  {
+    name: 'pin',
+    usage: ['/pin', '/pin off'],
+    description: "Pin the draft's session to the top of the list (or unpin it).",
+  },
+  { name: 'search', usage: ['/search <words>'], description: 'Search every message of every session.' },
   {
     name: 'compact',
     usage: ['/compact [instructions]'],

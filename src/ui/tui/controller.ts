@@ -522,6 +522,12 @@ export class TuiController {
         return this.roles(args);
       case 'sessions':
         return this.sessions(args);
+      case 'rename':
+      case 'tag':
+      case 'pin':
+        return this.fileSession(name, args);
+      case 'search':
+        return this.searchMessages(args);
       case 'compact':
         return this.compact(args);
       case 'agents':
@@ -756,6 +762,45 @@ export class TuiController {
       return;
     }
     this.note(sessionsReport(sessions, this.state().draft?.sessionId, this.clock()));
+  }
+
+  /** `/rename`, `/tag`, `/pin`: what the draft's session is called and filed under. */
+  private async fileSession(name: 'rename' | 'tag' | 'pin', args: string): Promise<void> {
+    const draft = this.state().draft;
+    if (!draft) {
+      this.error(`No agent is drafted: /${name} changes the drafted session. Draft one with /draft <role>.`);
+      return;
+    }
+    const words = args.split(/\s+/).filter(Boolean);
+    if (name !== 'pin' && words.length === 0) {
+      this.error(name === 'rename' ? 'Give the new title: /rename <title>.' : 'Give one or more tags: /tag <tags…>.');
+      return;
+    }
+    const change =
+      name === 'rename'
+        ? { title: args.trim() }
+        : name === 'pin'
+          ? { pinned: words[0] !== 'off' }
+          : {
+              addTags: words.filter((word) => !word.startsWith('-')),
+              removeTags: words.filter((word) => word.startsWith('-')).map((word) => word.slice(1)),
+            };
+    const { session } = await this.client.request('update_session', { sessionId: draft.sessionId, ...change });
+    const tags = session.tags?.length ? `  #${session.tags.join(' #')}` : '';
+    this.note([{ text: `${session.title ?? session.sessionId}${session.pinned ? '  [pinned]' : ''}${tags}` }]);
+  }
+
+  private async searchMessages(args: string): Promise<void> {
+    if (args.trim() === '') {
+      this.error('Give the words to look for: /search <words>.');
+      return;
+    }
+    const { hits, terms } = await this.client.request('search_sessions', { query: args.slice(0, 1_000), limit: 10 });
+    if (hits.length === 0) {
+      this.note([{ text: terms.length === 0 ? 'No words to search for.' : 'No message holds those words.' }]);
+      return;
+    }
+    this.note(hits.map((hit) => ({ text: `${hit.title ?? hit.sessionId} (seq ${hit.seq}): ${hit.snippet}` })));
   }
 
   private async compact(args: string): Promise<void> {

@@ -1,15 +1,29 @@
 import { firstDraftNotice, MAIN_CONVERSATION, type StreamEvent } from '../../conversation/index.js';
-import { draftingOf, ProtocolClientError, RpcError, type ProtocolClient } from '../../protocol/index.js';
+import {
+  draftingOf,
+  ProtocolClientError,
+  RpcError,
+  type MethodResult,
+  type ProtocolClient,
+  type SessionInfo,
+} from '../../protocol/index.js';
 import type { SessionFilters } from './view-model.js';
 import { emptyView, firstMessageTarget, HistoryFold, type BusyKey, type Tone } from './state.js';
 import { HISTORY_READING, readHistory } from './history-pages.js';
 import type { Store } from './store.js';
+
+/** Sessions read per page of the list: a screen's worth many times over, so scrolling rarely waits. */
+const SESSION_PAGE = 200;
 
 /** What the views may ask for. Every method reports its own failures as notices; none throws. */
 export interface Actions {
   select(sessionId: string): void;
   setFilter(key: keyof SessionFilters, value: string | undefined): void;
   search(query: string): void;
+  /** Renames, tags or pins the selected session. */
+  updateSession?(change: { title?: string; addTags?: string[]; removeTags?: string[]; pinned?: boolean }): void;
+  /** Reads the next page of sessions, when there is one (the list scrolled near its end). */
+  loadMoreSessions?(): void;
   /** `backend`: move the draft's session to this back end with this message. */
   submitPrompt(content: string, backend?: string): Promise<boolean>;
   /** A message typed with no draft: drafts the project's default role (into a new task named after the message unless one is chosen), then sends it. */
@@ -63,6 +77,7 @@ export class Controller implements Actions {
   private selection = 0;
   private searchTimer: ReturnType<typeof setTimeout> | undefined;
   private searchRun = 0;
+  private loadingPage = false;
   private previewTimer: ReturnType<typeof setTimeout> | undefined;
   /** Compaction notices received so far: tells whether one arrived while `get_session` was on its way. */
   private compactionNotices = 0;
@@ -180,10 +195,14 @@ export class Controller implements Actions {
       this.options.onChannel?.(info.channelId);
       if (first) await client.subscribe();
       const [sessions, draft] = await Promise.all([
-        client.request('list_sessions', {}),
+        client.request('list_sessions', { limit: SESSION_PAGE }),
         client.request('get_draft_status'),
       ]);
-      store.dispatch({ type: 'sessions_loaded', sessions: sessions.sessions });
+      store.dispatch({
+        type: 'sessions_loaded',
+        sessions: sessions.sessions,
+        ...(sessions.nextCursor !== undefined ? { nextCursor: sessions.nextCursor } : {}),
+      });
       store.dispatch({ type: 'draft', status: draft.active ? draft.session : undefined });
       const selected = store.state.selectedId;
       if (selected !== undefined) {
@@ -322,13 +341,14 @@ export class Controller implements Actions {
     this.store.dispatch({ type: 'search_started', query: trimmed });
     this.searchTimer = setTimeout(() => {
       const run = ++this.searchRun;
-      this.client.request('list_sessions', { search: trimmed.slice(0, 500), searchContent: true }).then(
+      void this.searchMessages(trimmed).then(
         (result) => {
           if (run === this.searchRun)
             this.store.dispatch({
               type: 'search_done',
               query: trimmed,
-              sessionIds: result.sessions.map((session) => session.sessionId),
+              sessionIds: [...new Set(result.hits.map((hit) => hit.sessionId))],
+              hits: result.hits,
             });
         },
         (error: unknown) => {
@@ -337,6 +357,49 @@ export class Controller implements Actions {
         },
       );
     }, this.options.searchDelayMs ?? 250);
+  }
+
+  /** The index's hits; their sessions not loaded yet (further down the list) are read, so each hit has its row. */
+  private async searchMessages(query: string): Promise<MethodResult<'search_sessions'>> {
+    const result = await this.client.request('search_sessions', { query: query.slice(0, 1_000), limit: 50 });
+    const known = new Set(this.store.state.sessions.map((session) => session.sessionId));
+    const missing = [...new Set(result.hits.map((hit) => hit.sessionId))].filter((sessionId) => !known.has(sessionId));
+    const sessions = await Promise.all(
+      missing.map((sessionId) =>
+        this.client.request('get_session', { sessionId }).then(
+          (found) => found.session,
+          () => undefined,
+        ),
+      ),
+    );
+    const page = sessions.filter((session): session is SessionInfo => session !== undefined);
+    if (page.length > 0)
+      this.store.dispatch({
+        type: 'sessions_page',
+        sessions: page,
+        ...(this.store.state.sessionsCursor !== undefined ? { nextCursor: this.store.state.sessionsCursor } : {}),
+      });
+    return result;
+  }
+
+  loadMoreSessions(): void {
+    const cursor = this.store.state.sessionsCursor;
+    if (cursor === undefined || this.loadingPage) return;
+    this.loadingPage = true;
+    this.client.request('list_sessions', { limit: SESSION_PAGE, cursor }).then(
+      (page) => {
+        this.loadingPage = false;
+        this.store.dispatch({
+          type: 'sessions_page',
+          sessions: page.sessions,
+          ...(page.nextCursor !== undefined ? { nextCursor: page.nextCursor } : {}),
+        });
+      },
+      (error: unknown) => {
+        this.loadingPage = false;
+        this.notify(error);
+      },
+    );
   }
 
   async submitPrompt(content: string, backend?: string): Promise<boolean> {
@@ -507,6 +570,15 @@ export class Controller implements Actions {
       this.store.dispatch({ type: 'session_updated', session: result.session });
       this.notice('success', 'Session archived: it stays readable and takes no new messages.');
     });
+  }
+
+  updateSession(change: { title?: string; addTags?: string[]; removeTags?: string[]; pinned?: boolean }): void {
+    const sessionId = this.store.state.selectedId;
+    if (sessionId === undefined) return;
+    this.client.request('update_session', { sessionId, ...change }).then(
+      (result) => this.store.dispatch({ type: 'session_updated', session: result.session }),
+      (error: unknown) => this.notify(error),
+    );
   }
 
   previewRequest(prompt: string): void {

@@ -16,9 +16,17 @@ import type {
   ProjectInfo,
   RoleInfo,
   SessionInfo,
+  SessionSearchHitInfo,
   TaskInfo,
 } from '../../protocol/index.js';
-import { emptySeries, foldSeries, upsertSession, type SessionFilters, type UsageSeries } from './view-model.js';
+import {
+  emptySeries,
+  foldSeries,
+  mergeSessions,
+  upsertSession,
+  type SessionFilters,
+  type UsageSeries,
+} from './view-model.js';
 
 /**
  * The page's state and the one reducer that folds protocol traffic and user actions into it.
@@ -86,8 +94,17 @@ export interface AppState {
   projectRoot?: string;
   sessions: SessionInfo[];
   sessionsLoaded: boolean;
+  /** The cursor of the next page of sessions; absent once every page is loaded. */
+  sessionsCursor?: string;
   filters: SessionFilters;
-  search: { query: string; running: boolean; matches?: ReadonlySet<string>; error?: string };
+  search: {
+    query: string;
+    running: boolean;
+    matches?: ReadonlySet<string>;
+    /** The matching messages, newest first (`search_sessions`). */
+    hits?: readonly SessionSearchHitInfo[];
+    error?: string;
+  };
   selectedId?: string;
   view?: SessionView;
   /** This page's channel's active draft. */
@@ -107,11 +124,13 @@ export type AppAction =
   | { type: 'auth_missing' }
   | { type: 'connection'; state: ConnectionState; error?: string }
   | { type: 'server'; channelId: string; projectRoot: string }
-  | { type: 'sessions_loaded'; sessions: SessionInfo[] }
+  | { type: 'sessions_loaded'; sessions: SessionInfo[]; nextCursor?: string }
+  /** The next page of the list, read as the list scrolls towards its end. */
+  | { type: 'sessions_page'; sessions: SessionInfo[]; nextCursor?: string }
   | { type: 'session_updated'; session: SessionInfo }
   | { type: 'filter'; key: keyof SessionFilters; value: string | undefined }
   | { type: 'search_started'; query: string }
-  | { type: 'search_done'; query: string; sessionIds: string[] }
+  | { type: 'search_done'; query: string; sessionIds: string[]; hits?: readonly SessionSearchHitInfo[] }
   | { type: 'search_failed'; query: string; error: string }
   | { type: 'search_cleared' }
   | { type: 'select'; sessionId: string | undefined }
@@ -230,7 +249,16 @@ export function reduce(state: AppState, action: AppAction): AppState {
       for (const session of state.sessions)
         if (!sessions.some((entry) => entry.sessionId === session.sessionId))
           sessions = upsertSession(sessions, session);
-      return { ...state, sessions, sessionsLoaded: true };
+      const next: AppState = { ...state, sessions, sessionsLoaded: true };
+      if (action.nextCursor !== undefined) next.sessionsCursor = action.nextCursor;
+      else delete next.sessionsCursor;
+      return next;
+    }
+    case 'sessions_page': {
+      const next: AppState = { ...state, sessions: mergeSessions(state.sessions, action.sessions) };
+      if (action.nextCursor !== undefined) next.sessionsCursor = action.nextCursor;
+      else delete next.sessionsCursor;
+      return next;
     }
     case 'session_updated':
       return { ...state, sessions: upsertSession(state.sessions, action.session) };
@@ -244,7 +272,15 @@ export function reduce(state: AppState, action: AppAction): AppState {
       return { ...state, search: { ...withoutError(state.search), query: action.query, running: true } };
     case 'search_done':
       if (action.query !== state.search.query) return state;
-      return { ...state, search: { query: action.query, running: false, matches: new Set(action.sessionIds) } };
+      return {
+        ...state,
+        search: {
+          query: action.query,
+          running: false,
+          matches: new Set(action.sessionIds),
+          ...(action.hits !== undefined ? { hits: action.hits } : {}),
+        },
+      };
     case 'search_failed':
       if (action.query !== state.search.query) return state;
       return { ...state, search: { query: action.query, running: false, error: action.error } };

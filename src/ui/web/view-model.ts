@@ -88,7 +88,19 @@ export function lastActivityOf(session: SessionInfo): number {
 
 /** Most recently active first (the server's order), ties by id so the list never jumps. */
 export function sortSessions(sessions: readonly SessionInfo[]): SessionInfo[] {
-  return [...sessions].sort((a, b) => lastActivityOf(b) - lastActivityOf(a) || a.sessionId.localeCompare(b.sessionId));
+  // The server's listing order: pinned first, then the most recently active.
+  return [...sessions].sort(
+    (a, b) =>
+      Number(b.pinned === true) - Number(a.pinned === true) ||
+      lastActivityOf(b) - lastActivityOf(a) ||
+      a.sessionId.localeCompare(b.sessionId),
+  );
+}
+
+/** The list with a page of sessions added (or replaced), sorted once. */
+export function mergeSessions(sessions: readonly SessionInfo[], page: readonly SessionInfo[]): SessionInfo[] {
+  const incoming = new Set(page.map((session) => session.sessionId));
+  return sortSessions([...sessions.filter((entry) => !incoming.has(entry.sessionId)), ...page]);
 }
 
 /** The list with `session` added or replaced, re-sorted. */

@@ -36,6 +36,7 @@ export class InspectorView {
   private readonly overlay = h('div', { class: 'overlay', hidden: true, 'data-testid': 'request-pane' });
   private readonly instructions: HTMLTextAreaElement;
   private confirming: 'clear' | 'archive' | undefined;
+  private pinButton: HTMLButtonElement | undefined;
   /** Which confirmation the card shows now (rebuilt only when `confirming` changes). */
   private confirmShown: 'clear' | 'archive' | undefined;
   private readonly confirmSlot = h('div', {});
@@ -77,10 +78,49 @@ export class InspectorView {
       ),
     };
     const buttons = this.actionButtons;
+    const rename = h(
+      'button',
+      {
+        type: 'button',
+        'data-testid': 'rename-session',
+        onclick: () => {
+          const title = window.prompt('New title for this session', selectedSession(this.lastState!)?.title ?? '');
+          if (title !== null && title.trim() !== '') this.actions.updateSession?.({ title: title.trim() });
+        },
+      },
+      'Rename',
+    );
+    const tag = h(
+      'button',
+      {
+        type: 'button',
+        'data-testid': 'tag-session',
+        onclick: () => {
+          const typed = window.prompt('Tags to add (a leading - removes one), separated by spaces', '');
+          if (typed === null) return;
+          const words = typed.split(/\s+/).filter(Boolean);
+          this.actions.updateSession?.({
+            addTags: words.filter((word) => !word.startsWith('-')),
+            removeTags: words.filter((word) => word.startsWith('-')).map((word) => word.slice(1)),
+          });
+        },
+      },
+      'Tag',
+    );
+    this.pinButton = h(
+      'button',
+      {
+        type: 'button',
+        'data-testid': 'pin-session',
+        onclick: () => this.actions.updateSession?.({ pinned: selectedSession(this.lastState!)?.pinned !== true }),
+      },
+      'Pin',
+    );
     this.actionsCard.append(
       h('h3', {}, 'Actions'),
       h('div', { class: 'compact-box' }, this.instructions, buttons.compact),
       h('div', { class: 'button-row' }, buttons.preview, buttons.clear, buttons.archive),
+      h('div', { class: 'button-row' }, rename, tag, this.pinButton),
       this.confirmSlot,
     );
     this.element = h(
@@ -97,6 +137,7 @@ export class InspectorView {
     this.lastState = state;
     const view = state.view;
     const session = selectedSession(state);
+    if (this.pinButton !== undefined) this.pinButton.textContent = session?.pinned === true ? 'Unpin' : 'Pin';
     this.element.hidden = view === undefined;
     if (!view) {
       this.last = {};

@@ -1,4 +1,4 @@
-import type { SessionInfo } from '../../../protocol/index.js';
+import type { SessionInfo, SessionSearchHitInfo } from '../../../protocol/index.js';
 import type { Actions } from '../controller.js';
 import { h, replaceChildren, setText } from '../dom.js';
 import { formatAgo, formatCompact, formatCost, formatTime, plural } from '../format.js';
@@ -36,8 +36,22 @@ export class SessionsView {
   private lastDraft: { draft?: unknown; catalog?: unknown; busy?: unknown } = {};
   private appliedTask: string | undefined;
   private rows = new Map<string, { session: SessionInfo; selected: boolean; minute: number; element: HTMLElement }>();
+  private shown: SessionInfo[] = [];
+  private now = 0;
+  private rowHeight: number | undefined;
+  private readonly above = h('li', { class: 'spacer', 'aria-hidden': 'true' });
+  private readonly below = h('li', { class: 'spacer', 'aria-hidden': 'true' });
+  private readonly hits = h('ol', { class: 'search-hits', 'data-testid': 'search-hits' });
+  private scrollFrame = 0;
 
   constructor(private readonly actions: Actions) {
+    this.list.addEventListener('scroll', () => {
+      if (this.scrollFrame !== 0) return;
+      this.scrollFrame = requestAnimationFrame(() => {
+        this.scrollFrame = 0;
+        this.renderWindow();
+      });
+    });
     this.searchInput = h('input', {
       type: 'search',
       placeholder: 'Search sessions and their content…',
@@ -59,7 +73,7 @@ export class SessionsView {
       { class: 'sidebar', 'aria-label': 'Sessions' },
       this.draftBox,
       h('div', { class: 'panel-title' }, h('h2', {}, 'Sessions'), this.count),
-      h('div', { class: 'search' }, this.searchInput, this.searchStatus),
+      h('div', { class: 'search' }, this.searchInput, this.searchStatus, this.hits),
       this.filters,
       this.list,
     );
@@ -97,7 +111,11 @@ export class SessionsView {
     else if (search.running) replaceChildren(this.searchStatus, 'Searching…');
     else if (search.error) replaceChildren(this.searchStatus, h('span', { class: 'error-text' }, search.error));
     else if (search.matches)
-      replaceChildren(this.searchStatus, `${plural(search.matches.size, 'session')} mention “${search.query}”`);
+      replaceChildren(
+        this.searchStatus,
+        `${plural(search.hits?.length ?? search.matches.size, 'message')} in ${plural(search.matches.size, 'session')} hold “${search.query}”`,
+      );
+    this.renderHits(search.query !== '' && !search.running ? (search.hits ?? []) : [], sessions);
 
     const shown = filterSessions(
       sessions,
@@ -125,9 +143,28 @@ export class SessionsView {
       );
       return;
     }
+    this.shown = shown;
+    this.now = now;
+    this.renderWindow();
+  }
+
+  /**
+   * Only the rows on screen (and a few either side) are in the document: a spacer above and below
+   * keeps the scroll height of the whole list, so 100,000 sessions cost what 40 do. Rows are one
+   * height (measured from the first one drawn). Near the end of what is loaded, the next page is read.
+   */
+  private renderWindow(): void {
+    const shown = this.shown;
+    const selectedId = this.last.selectedId;
+    const now = this.now;
+    const minute = Math.floor(now / 30_000);
+    const rowHeight = this.rowHeight ?? ESTIMATED_ROW_HEIGHT;
+    const viewport = this.list.clientHeight > 0 ? this.list.clientHeight : 900;
+    const start = Math.max(0, Math.floor(this.list.scrollTop / rowHeight) - OVERSCAN_ROWS);
+    const end = Math.min(shown.length, start + Math.ceil(viewport / rowHeight) + 2 * OVERSCAN_ROWS);
     // A streaming session updates its record on every batch: rebuild only the rows that changed.
     const rows = new Map<string, { session: SessionInfo; selected: boolean; minute: number; element: HTMLElement }>();
-    const elements = shown.map((session) => {
+    const elements = shown.slice(start, end).map((session) => {
       const selected = session.sessionId === selectedId;
       const cached = this.rows.get(session.sessionId);
       let element: HTMLElement;
@@ -143,11 +180,43 @@ export class SessionsView {
     });
     this.rows = rows;
     if (this.list.querySelector(':scope > .empty')) this.list.replaceChildren();
-    elements.forEach((element, index) => {
+    this.above.style.height = `${start * rowHeight}px`;
+    this.below.style.height = `${(shown.length - end) * rowHeight}px`;
+    const wanted = [this.above, ...elements, this.below];
+    wanted.forEach((element, index) => {
       const current = this.list.children[index];
       if (current !== element) this.list.insertBefore(element, current ?? null);
     });
-    while (this.list.children.length > elements.length) this.list.lastElementChild!.remove();
+    while (this.list.children.length > wanted.length) this.list.lastElementChild!.remove();
+    if (this.rowHeight === undefined && elements[0] !== undefined && elements[0].offsetHeight > 0)
+      this.rowHeight = elements[0].offsetHeight;
+    if (end >= shown.length - OVERSCAN_ROWS * 2) this.actions.loadMoreSessions?.();
+  }
+
+  /** Each matching message: its session, a snippet; a click opens the session at that message. */
+  private renderHits(hits: readonly SessionSearchHitInfo[], sessions: readonly SessionInfo[]): void {
+    const titles = new Map(sessions.map((session) => [session.sessionId, sessionLabel(session).title]));
+    replaceChildren(
+      this.hits,
+      hits.map((hit) =>
+        h(
+          'li',
+          {},
+          h(
+            'button',
+            {
+              type: 'button',
+              class: 'search-hit',
+              'data-session-id': hit.sessionId,
+              'data-block-id': hit.blockId,
+              onclick: () => openAtMessage(this.actions, hit),
+            },
+            h('span', { class: 'hit-title' }, hit.title ?? titles.get(hit.sessionId) ?? hit.sessionId),
+            h('span', { class: 'hit-snippet muted' }, `${hit.role === 'user' ? 'You' : 'Agent'}: ${hit.snippet}`),
+          ),
+        ),
+      ),
+    );
   }
 
   private row(session: SessionInfo, selected: boolean, now: number): HTMLElement {
@@ -281,6 +350,26 @@ export class SessionsView {
   }
 }
 
+/** Rows drawn beyond the screen on each side, so a fast scroll does not show blank space. */
+const OVERSCAN_ROWS = 10;
+/** A row's height until the first one is measured. */
+const ESTIMATED_ROW_HEIGHT = 66;
+
+/** Opens the hit's session and, once its history is drawn, scrolls its message into view and marks it. */
+function openAtMessage(actions: Actions, hit: SessionSearchHitInfo): void {
+  actions.select(hit.sessionId);
+  const started = performance.now();
+  const look = () => {
+    const block = document.querySelector<HTMLElement>(`[data-block-id="${CSS.escape(hit.blockId)}"]`);
+    if (block !== null) {
+      block.scrollIntoView({ block: 'center' });
+      block.classList.add('search-target');
+      setTimeout(() => block.classList.remove('search-target'), 2_000);
+    } else if (performance.now() - started < 5_000) requestAnimationFrame(look);
+  };
+  requestAnimationFrame(look);
+}
+
 /**
  * A session row's look and text, written into the row's existing elements: nothing under the
  * pointer is replaced, so a click is never lost to a live update (mousedown and mouseup must land on
@@ -312,8 +401,8 @@ function fillRow(button: HTMLButtonElement, session: SessionInfo, selected: bool
   const [ago, tokens, cost, compactions] = Array.from(statsRow!.children) as HTMLElement[];
   kind!.className = `kind kind-${label.kind}`;
   setText(kind!, label.kind);
-  setText(title!, label.title);
-  setText(detail!, label.detail);
+  setText(title!, `${session.pinned === true ? '📌 ' : ''}${label.title}`);
+  setText(detail!, `${label.detail}${session.tags?.length ? ` · #${session.tags.join(' #')}` : ''}`);
   ago!.title = formatTime(stats.lastActivity);
   setText(ago!, formatAgo(stats.lastActivity, now));
   setText(tokens!, `${formatCompact(stats.tokens)} tok`);
