@@ -76,7 +76,10 @@ export interface ProjectServerConnection {
  * Connects to the project's running server (no reconnecting: a command makes its few calls and
  * exits). Fails with NO_SERVER, saying how to start one, when none runs for this data folder.
  */
-export async function connectToProjectServer(dataDir: string): Promise<ProjectServerConnection> {
+export async function connectToProjectServer(
+  dataDir: string,
+  options: { channel?: string } = {},
+): Promise<ProjectServerConnection> {
   const file = await readServerFile(dataDir);
   if (!file || !processAlive(file.pid) || !(await answers(file))) {
     throw new ParleyError(
@@ -92,6 +95,7 @@ export async function connectToProjectServer(dataDir: string): Promise<ProjectSe
     transport: protocol.webSocketTransport({
       url: file.wsUrl,
       token: file.token,
+      ...(options.channel !== undefined ? { channel: options.channel } : {}),
       openTimeoutMs: 5_000,
       createSocket: (url) =>
         new WebSocket(url, {

@@ -3,7 +3,7 @@ import type { StreamEvent } from '../conversation/index.js';
 import type { AgentBackend } from '../backends/index.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { SessionManager } from '../sessions/index.js';
-import type { BackendInfo } from '../protocol/index.js';
+import type { BackendInfo, GoalBudget, GoalJudge, GoalStatus } from '../protocol/index.js';
 import type { DraftStore } from '../store/index.js';
 import type {
   ApprovalDecision,
@@ -105,6 +105,8 @@ export interface DraftServiceEvents {
    * (the native session could not be resumed). The channel is no longer in draft mode.
    */
   draft_closed: { channelId: string; sessionId: string; reason: 'native_resume_failed'; message: string };
+  /** The draft's goal changed: set, judged after a turn, or ended (met, out of budget, stuck, stopped). */
+  goal_status: { channelId: string; sessionId: string; goal: GoalStatus };
   /** A workspace tool of the channel's draft (or its worker, or dispatch) waits for approval. */
   permission_requested: { channelId: string; request: ApprovalRequest };
   /** A request was answered (by a client, the approver, a cancel). */
@@ -207,7 +209,22 @@ export interface DraftService {
     mode: PermissionMode;
   }): Promise<{ sessionId: string; mode: PermissionMode; previous: PermissionMode }>;
 
-  /** Startup: finds active drafts (draft.json status active) so the next submit_prompt resumes them. */
+  // goals (goals.ts)
+  /**
+   * Sets a goal on the channel's draft and starts its first turn; after each turn the judge decides
+   * whether the condition holds, and if not the draft goes on. INVALID_INPUT (nothing stored) for a
+   * budget of zero or less, a judge command that cannot be found, a judge back end that does not
+   * exist; GOAL_IN_PROGRESS while one runs; NO_ACTIVE_DRAFT without a draft.
+   */
+  setGoal(params: { channelId: string; condition: string; judge?: GoalJudge; budget: GoalBudget }): Promise<GoalStatus>;
+  /** Stops the channel's goal: the running turn is cancelled and ends cleanly; NO_GOAL without one. */
+  stopGoal(params: { channelId: string }): Promise<GoalStatus>;
+  /** The goal of the channel's draft (running, or the last one that ended), if any. */
+  getGoal(params: { channelId: string }): Promise<GoalStatus | undefined>;
+  /** Resolves once the channel's goal has ended (or at once without one), with the goal. */
+  goalSettled(params: { channelId: string }): Promise<GoalStatus | undefined>;
+
+  /** Startup: finds active drafts (draft.json status active) so the next submit_prompt resumes them; a goal left open in a draft's log goes on. */
   recover(): Promise<{ recovered: number; failed: Array<{ sessionId: string; reason: string }> }>;
   /** Graceful shutdown: running turns end (aborted, system block), workers are killed, state saved; drafts stay active for `recover`. */
   close(): Promise<void>;

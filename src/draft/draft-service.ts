@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { MAIN_CONVERSATION, type StreamEvent } from '../conversation/index.js';
 import type { AgentBackend } from '../backends/index.js';
-import type { BackendInfo } from '../protocol/index.js';
+import type { BackendInfo, GoalStatus } from '../protocol/index.js';
 import { TypedEmitter } from '../sessions/index.js';
 import { MAX_LEASE_TTL_MS } from '../store/index.js';
 import type {
@@ -26,6 +26,8 @@ import { getDraftStatus } from './draft-status.js';
 import { DraftError } from './errors.js';
 import * as tools from './draft-tools.js';
 import * as turns from './draft-turns.js';
+import * as goals from './goals.js';
+import { goalOf } from './goal-state.js';
 import * as permissions from './draft-permissions.js';
 import { AgentPool, WorkerSlots } from './pool.js';
 import {
@@ -278,10 +280,36 @@ class DraftServiceImpl implements DraftService {
     return permissions.setPermissionMode(this.state, params);
   }
 
+  // ---- goals (goals.ts) ---------------------------------------------------------------------------
+
+  private readonly startGoalTurn: goals.StartTurn = async (draft, content) =>
+    (await turns.startDraftTurn(this.state, draft, content)).turn;
+
+  setGoal(params: goals.SetGoalParams): Promise<GoalStatus> {
+    return goals.setGoal(this.state, params, this.startGoalTurn);
+  }
+
+  stopGoal(params: { channelId: string }): Promise<GoalStatus> {
+    return goals.stopGoal(this.state, params);
+  }
+
+  getGoal(params: { channelId: string }): Promise<GoalStatus | undefined> {
+    const draft = this.state.drafts.get(params.channelId);
+    return Promise.resolve(draft ? goalOf(this.state, draft.session.sessionId) : undefined);
+  }
+
+  goalSettled(params: { channelId: string }): Promise<GoalStatus | undefined> {
+    return goals.goalSettled(this.state, params.channelId);
+  }
+
   // ---- recovery and shutdown --------------------------------------------------------------------
 
-  recover(): Promise<{ recovered: number; failed: Array<{ sessionId: string; reason: string }> }> {
-    return recover(this.state);
+  async recover(): Promise<{ recovered: number; failed: Array<{ sessionId: string; reason: string }> }> {
+    const result = await recover(this.state);
+    await goals.resumeGoals(this.state, this.startGoalTurn).catch((error: unknown) => {
+      process.emitWarning(`Goals could not be resumed: ${String(error)}`);
+    });
+    return result;
   }
 
   async close(): Promise<void> {

@@ -9,6 +9,7 @@ import { readActiveHistory } from '../sessions/index.js';
 import { ChannelParamsSchema } from './draft-params.js';
 import { turnOpen, type ActiveDraft, type DraftServiceState } from './draft-state.js';
 import { invalidInput } from './errors.js';
+import { goalOf } from './goal-state.js';
 import type { AgentInfo, DraftSession, DraftStatus } from './types.js';
 
 // What a draft looks like from outside: its status, its pool entry, its `draft_status` notice.
@@ -102,6 +103,7 @@ export async function storedDraftFromLog(
 
 export function draftStatus(state: DraftServiceState, draft: ActiveDraft): DraftStatus {
   const { session } = draft;
+  const goal = goalOf(state, session.sessionId);
   return {
     ...statusFields(session),
     turnRunning: draft.turn !== undefined,
@@ -110,6 +112,7 @@ export function draftStatus(state: DraftServiceState, draft: ActiveDraft): Draft
         agent.parentSessionId === session.sessionId && (agent.status === 'queued' || agent.status === 'running'),
     ).length,
     runBy: { server: state.leaseOwner, here: true },
+    ...(goal ? { goal } : {}),
   };
 }
 

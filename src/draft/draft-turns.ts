@@ -91,6 +91,17 @@ async function resumeDraft(
   backendName: string | undefined,
   traceParent: Context | undefined,
 ): Promise<SubmitResult> {
+  return (await startDraftTurn(state, draft, content, backendName, traceParent)).result;
+}
+
+/** One turn of a draft, as `resumeDraft`, answering also with the turn running (a goal waits for its end). */
+export async function startDraftTurn(
+  state: DraftServiceState,
+  draft: ActiveDraft,
+  content: string,
+  backendName?: string,
+  traceParent?: Context,
+): Promise<{ result: SubmitResult; turn: RunningTurn }> {
   // The user saw the last turn end and typed at once: that turn is only saving its state.
   if (draft.turn?.settling) await draft.turn.done;
   if (state.drafts.get(draft.session.channelId) !== draft) {
@@ -162,7 +173,7 @@ async function resumeDraft(
     if (draft.turn === turn) draft.turn = undefined;
     finished();
   });
-  return { mode: 'draft', accepted: true, sessionId, seq: userBlock?.seq ?? conversation.lastSeq };
+  return { result: { mode: 'draft', accepted: true, sessionId, seq: userBlock?.seq ?? conversation.lastSeq }, turn };
 }
 
 /**

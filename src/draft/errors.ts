@@ -24,7 +24,10 @@ export type DraftErrorCode =
   | 'CONVERSATION_BUSY'
   | 'CONVERSATION_CLOSED'
   | 'CONVERSATION_TURN_LIMIT'
-  | 'CONVERSATION_LOOP';
+  | 'CONVERSATION_LOOP'
+  /** Goals (goals.ts): one already runs on the draft; none runs to stop. */
+  | 'GOAL_IN_PROGRESS'
+  | 'NO_GOAL';
 
 /** A draft operation failed (no active draft, a draft already active, a bad role or task); `code` says which. */
 export class DraftError extends ParleyError {

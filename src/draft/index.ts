@@ -3,6 +3,7 @@ export * from './types.js';
 export * from './errors.js';
 export * from './contract.js';
 export { createDraftService } from './draft-service.js';
+export { GOAL_STUCK_AFTER, GoalVerdictSchema, type SetGoalParams } from './goals.js';
 export { DEFAULT_DISPATCH_OUTPUT_SCHEMA } from './draft-dispatch.js';
 export { BUILTIN_ROLES, loadRoles, parseRoleFile, type LoadedRoles } from './roles.js';
 export { ProjectCatalog, projectInfo, slugify, DEFAULT_ROLE, type ProjectLocation } from './projects.js';

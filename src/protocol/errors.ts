@@ -126,6 +126,9 @@ export const PARLEY_CODE_TO_RPC: Readonly<Record<string, RpcErrorCodeValue>> = {
   /** The server was started without a run service: it runs no workflows. */
   RUNS_NOT_ENABLED: RpcErrorCode.UNSUPPORTED,
   INVALID_STATE: RpcErrorCode.INVALID_STATE,
+  /** Goals: one already runs on the draft; none runs to stop. */
+  GOAL_IN_PROGRESS: RpcErrorCode.INVALID_STATE,
+  NO_GOAL: RpcErrorCode.NOT_FOUND,
   MANAGER_CLOSED: RpcErrorCode.SHUTTING_DOWN,
   SHUTTING_DOWN: RpcErrorCode.SHUTTING_DOWN,
   NOT_ALLOWED: RpcErrorCode.NOT_ALLOWED,

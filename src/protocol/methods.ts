@@ -17,6 +17,9 @@ import {
   PermissionModeWireSchema,
   PermissionRequestSchema,
   SandboxWireSchema,
+  GoalBudgetSchema,
+  GoalJudgeSchema,
+  GoalStatusSchema,
 } from './schemas.js';
 import { RpcError } from './errors.js';
 import {
@@ -483,6 +486,13 @@ export const RevokeDeviceResultSchema = z.object({
   device: DeviceInfoWireSchema,
   closedConnections: z.number().int().nonnegative(),
 });
+export const SetGoalParamsSchema = z.strictObject({
+  condition: z.string().trim().min(1).max(8_000).describe('What must hold for the goal to be met, in words.'),
+  judge: GoalJudgeSchema.optional().describe("Who decides: a model (default: the draft's own back end) or a command."),
+  budget: GoalBudgetSchema,
+});
+export const GoalResultSchema = z.object({ goal: GoalStatusSchema });
+export const GetGoalResultSchema = z.object({ goal: GoalStatusSchema.optional() });
 
 export const ListBackendsParamsSchema = NoParams;
 export const BackendInfoSchema = z.object({
@@ -786,6 +796,17 @@ export const methods = {
     RevokeDeviceResultSchema,
     'Forgets a paired device: its token is refused from now on and its open connections close at once (1008). -32001 (DEVICE_NOT_FOUND) for an id not paired; -32011 (NOT_ALLOWED) from a device.',
   ),
+  set_goal: method(
+    SetGoalParamsSchema,
+    GoalResultSchema,
+    "Sets a goal on the channel's draft and starts its first turn. After each turn the judge decides whether the condition holds; if not, the draft goes on with a prompt saying what is missing, until it is met, the budget is spent, three judgements in a row make no progress, or `stop_goal`. Progress comes as `goal_status`. -32602 (nothing stored) for a budget of zero or less, a judge command that cannot be found or a judge back end that does not exist; -32005 without a draft; -32006 while a turn runs.",
+  ),
+  stop_goal: method(
+    NoParams,
+    GoalResultSchema,
+    "Stops the channel's goal: the running turn is cancelled and ends cleanly, the goal ends as `stopped`. -32001 when no goal runs.",
+  ),
+  get_goal: method(NoParams, GetGoalResultSchema, "The channel's draft's goal: running, or the last one that ended."),
   list_runs: method(
     ListRunsParamsSchema,
     ListRunsResultSchema,

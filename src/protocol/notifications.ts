@@ -3,6 +3,7 @@ import { StreamEventSchema } from '../conversation/index.js';
 import {
   AgentInfoSchema,
   CheckpointSummarizerWireSchema,
+  GoalStatusSchema,
   PermissionDecisionSchema,
   PermissionRequestSchema,
   SessionInfoSchema,
@@ -111,6 +112,12 @@ export const CompactionFailedSchema = z.object({
 });
 
 /** A followed run's record changed (status, phase, prompts, agents, result). */
+export const GoalStatusNotificationSchema = z.object({
+  channelId: z.string(),
+  sessionId: z.string(),
+  goal: GoalStatusSchema,
+});
+
 export const RunUpdatedSchema = z.object({ run: RunWireSchema });
 /** One event of a followed run, as it happens (live, not the ones replayed from its journal after a restart). */
 export const RunEventNotificationSchema = z.object({ runId: z.string(), event: RunEventWireSchema });
@@ -154,6 +161,11 @@ export const notifications = {
     DraftClosedSchema,
     'channel',
     "The channel's draft was closed by Parley (auto-undraft: its native session could not be resumed). The channel is no longer in draft mode.",
+  ),
+  goal_status: notification(
+    GoalStatusNotificationSchema,
+    'channel',
+    "The channel's draft's goal was set, judged after a turn, or ended (met, out of budget, stuck, stopped): its budget used and every judgement.",
   ),
   agent_status: notification(AgentStatusNotificationSchema, 'channel', 'A worker agent of the channel changed status.'),
   permission_requested: notification(

@@ -246,6 +246,61 @@ export const RoleFileErrorSchema = z.object({
 /** A role file that could not be read, and why. */
 export type RoleFileError = z.infer<typeof RoleFileErrorSchema>;
 
+/** How a goal is judged after each turn: by a model (the draft's back end or a named one) or by a command (exit code 0 = met). */
+export const GoalJudgeSchema = z.discriminatedUnion('kind', [
+  z.strictObject({
+    kind: z.literal('model'),
+    /** A back end by name; absent: the draft's own. */
+    backend: z.string().min(1).optional(),
+    model: z.string().min(1).optional(),
+  }),
+  z.strictObject({
+    kind: z.literal('command'),
+    /** Run by /bin/sh in the project's folder, e.g. `npm test`. */
+    command: z.string().min(1),
+    /** Milliseconds before the command is killed and the judgement counts as not met. Default 600000. */
+    timeoutMs: z.number().int().positive().optional(),
+  }),
+]);
+export type GoalJudge = z.infer<typeof GoalJudgeSchema>;
+
+/** What a goal may spend: turns (required), and optionally US dollars and milliseconds since it was set. */
+export const GoalBudgetSchema = z.strictObject({
+  turns: z.number().int().positive('the turn budget must be 1 or more'),
+  costUsd: z.number().positive('the cost budget must be more than 0').optional(),
+  timeMs: z.number().int().positive('the time budget must be more than 0 ms').optional(),
+});
+export type GoalBudget = z.infer<typeof GoalBudgetSchema>;
+
+/** One judgement after a turn of a goal. */
+export const GoalJudgementSchema = z.object({
+  turn: z.number().int().positive(),
+  met: z.boolean(),
+  /** What is still missing, in the judge's words (or the command's output tail). */
+  missing: z.string(),
+  progress: z.boolean(),
+  at: IsoDate,
+});
+export type GoalJudgement = z.infer<typeof GoalJudgementSchema>;
+
+/** Why a goal ended. */
+export const GoalEndReasonSchema = z.enum(['met', 'turns', 'cost', 'time', 'stuck', 'stopped', 'error']);
+export type GoalEndReason = z.infer<typeof GoalEndReasonSchema>;
+
+/** A draft's goal: its condition, judge, budget, what it used, its judgements, and how it ended. */
+export const GoalStatusSchema = z.object({
+  goalId: z.string(),
+  condition: z.string(),
+  judge: GoalJudgeSchema,
+  budget: GoalBudgetSchema,
+  used: z.object({ turns: z.number().int().nonnegative(), costUsd: z.number().nonnegative(), timeMs: Millis }),
+  startedAt: IsoDate,
+  state: z.enum(['running', 'ended']),
+  judgements: z.array(GoalJudgementSchema),
+  ended: z.object({ reason: GoalEndReasonSchema, message: z.string(), at: IsoDate }).optional(),
+});
+export type GoalStatus = z.infer<typeof GoalStatusSchema>;
+
 /**
  * `get_draft_status`'s `session`: seed 000's DraftSession under the seed's own names (sessionId …
  * maxOutputTokens), beside Parley's (project, backend, model, costUnknown, contextPct, turnRunning,
@@ -295,6 +350,8 @@ export const DraftStatusSchema = z.object({
       leaseExpiresAt: IsoDate.optional(),
     })
     .optional(),
+  /** The draft's goal, running or the last one that ended. */
+  goal: GoalStatusSchema.optional(),
 });
 /** A draft's status: its role, task, session, agents and whether a turn is running. */
 export type DraftStatus = z.infer<typeof DraftStatusSchema>;

@@ -75,6 +75,19 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
         : { mode: 'dispatch', sessionId: result.sessionId, result: result.result };
     },
     cancel: (_params, context) => drafts.cancel({ channelId: context.channelId }),
+    set_goal: async (params, context) => ({
+      goal: await drafts.setGoal({
+        channelId: context.channelId,
+        condition: params.condition,
+        budget: params.budget,
+        ...(params.judge ? { judge: params.judge } : {}),
+      }),
+    }),
+    stop_goal: async (_params, context) => ({ goal: await drafts.stopGoal({ channelId: context.channelId }) }),
+    get_goal: async (_params, context) => {
+      const goal = await drafts.getGoal({ channelId: context.channelId });
+      return goal ? { goal } : {};
+    },
 
     // ---- projects, tasks, roles ----
     list_projects: async () => ({ projects: await drafts.listProjects() }),

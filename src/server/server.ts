@@ -586,6 +586,7 @@ function wireNotifications(manager: SessionManager, drafts: DraftService, hub: H
     drafts.on('draft_status', (payload) => hub.toChannel(payload.channelId, 'draft_status', payload)),
     drafts.on('context_compacted', (payload) => hub.toChannel(payload.channelId, 'context_compacted', payload)),
     drafts.on('agent_status', (payload) => hub.toChannel(payload.channelId, 'agent_status', payload)),
+    drafts.on('goal_status', (payload) => hub.toChannel(payload.channelId, 'goal_status', payload)),
     drafts.on('draft_closed', (payload) => hub.toChannel(payload.channelId, 'draft_closed', payload)),
     drafts.on('permission_requested', (payload) =>
       hub.toChannelAndApprovalFollowers(payload.channelId, 'permission_requested', payload),

@@ -46,6 +46,7 @@ export class Recorder {
       'draft_closed',
       'permission_requested',
       'permission_resolved',
+      'goal_status',
     ] as const) {
       service.on(name, (payload) => this.all.push({ name, payload }));
     }

@@ -52,6 +52,10 @@ describe('the method table', () => {
       'set_permission_mode',
       'get_notification_settings',
       'send_test_notification',
+      // goals on a draft
+      'set_goal',
+      'stop_goal',
+      'get_goal',
       // moving a draft to another back end from any client
       'list_backends',
       // durable runs
@@ -83,6 +87,7 @@ describe('the method table', () => {
         'context_compacted',
         'draft_closed',
         'agent_status',
+        'goal_status',
         'session_updated',
         'session_event',
         'history_changed',

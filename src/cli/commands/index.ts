@@ -26,6 +26,7 @@ export const commandModules: Record<string, () => Promise<CommandModule>> = {
   acp: () => import('./acp.js'),
   pair: () => import('./pair.js'),
   devices: () => import('./devices.js'),
+  goal: () => import('./goal.js'),
 };
 
 /** The modules for `names`, or all of them (for help and unknown commands), each once. */

@@ -79,6 +79,12 @@ export const COMMANDS: readonly CommandSpec[] = [
     usage: ['/backend', '/backend <name>'],
     description: "Show the draft's back end, or continue the draft on another back end from the next message on.",
   },
+  {
+    name: 'goal',
+    usage: ['/goal', '/goal <condition>', '/goal stop'],
+    description:
+      'Show the goal, set one (the draft goes on after each turn until a judge finds it met; 10 turns at most), or stop it.',
+  },
   { name: 'help', usage: ['/help'], description: 'This list.' },
   { name: 'quit', usage: ['/quit'], description: 'Leave Parley (a server started by this terminal stops with it).' },
 ];

@@ -5,6 +5,7 @@ import {
   RpcErrorCode,
   type ConnectionState,
   type DraftStatus,
+  type GoalStatus,
   type MethodResult,
   type ProtocolClient,
 } from '../../protocol/index.js';
@@ -112,6 +113,7 @@ export class TuiController {
       }),
       client.on('compaction_completed', ({ sessionId }) => this.compactionEnded(sessionId)),
       client.on('compaction_failed', ({ sessionId }) => this.compactionEnded(sessionId)),
+      client.on('goal_status', ({ sessionId, goal }) => this.dispatch({ type: 'goal_status', sessionId, goal })),
       client.on('agent_status', ({ agent }) => {
         this.dispatch({ type: 'agent', agent });
         const draft = this.state().draft;
@@ -542,6 +544,8 @@ export class TuiController {
         this.nextBackend = next;
         return this.note(lines);
       }
+      case 'goal':
+        return this.goal(args);
       case 'say':
         return this.note(await sayInConversation(this.client, this.state().conversation?.blocks ?? [], args));
       default:
@@ -836,6 +840,33 @@ export class TuiController {
       this.compacting = false;
       this.dispatch({ type: 'activity_end', id: 'compact' });
     }
+  }
+
+  /** `/goal`: show the draft's goal, set one (a model judge, the default budget), or stop it. */
+  private async goal(args: string): Promise<void> {
+    if (!this.state().draft) {
+      this.error('/goal needs a draft: /draft <role> first.');
+      return;
+    }
+    let goal: GoalStatus | undefined;
+    if (args === '') goal = (await this.client.request('get_goal', {})).goal;
+    else if (args === 'stop') goal = (await this.client.request('stop_goal', {})).goal;
+    else goal = (await this.client.request('set_goal', { condition: args, budget: { turns: 10 } })).goal;
+    if (!goal) {
+      this.note([{ text: 'No goal. Set one with /goal <condition>.' }]);
+      return;
+    }
+    const sessionId = this.state().draft?.sessionId;
+    if (sessionId) this.dispatch({ type: 'goal_status', sessionId, goal });
+    const last = goal.judgements.at(-1);
+    this.note([
+      { text: `Goal: ${goal.condition}` },
+      {
+        text: goal.ended
+          ? `Ended (${goal.ended.reason}): ${goal.ended.message}`
+          : `Running: ${goal.used.turns} of ${goal.budget.turns} turns used.${last ? ` Still missing: ${oneLine(last.missing, 120)}` : ''}`,
+      },
+    ]);
   }
 
   private async agents(args: string): Promise<void> {

@@ -8,7 +8,7 @@ import {
   type StreamEvent,
   type ToolUseBlock,
 } from '../../conversation/index.js';
-import type { AgentInfo, ConnectionState, DraftStatus, NotificationParams } from '../../protocol/index.js';
+import type { AgentInfo, ConnectionState, DraftStatus, GoalStatus, NotificationParams } from '../../protocol/index.js';
 
 /**
  * The terminal UI's state and the one reducer that folds protocol traffic into it. Pure apart from
@@ -61,6 +61,8 @@ export interface DraftView {
   startedAt: string;
   /** Where the session compacts, in percent of the window (managed: the budget's threshold). */
   compactionPct?: number;
+  /** The draft's goal, running or the last that ended (the title bar shows it and its budget). */
+  goal?: GoalStatus;
 }
 
 export interface Activity {
@@ -116,6 +118,7 @@ export type ViewAction =
   | { type: 'draft_loading'; status: DraftStatus }
   | { type: 'history_loaded'; sessionId: string; events: StreamEvent[]; historyLimit: number; now: number }
   | { type: 'draft_status'; status: DraftStatus }
+  | { type: 'goal_status'; sessionId: string; goal: GoalStatus }
   | { type: 'draft_notification'; status: NotificationParams<'draft_status'> }
   | { type: 'compaction_point'; sessionId: string; compactionPct: number }
   | { type: 'draft_closed' }
@@ -197,6 +200,9 @@ export function reduceView(state: ViewState, action: ViewAction): ViewState {
     case 'draft_status':
       if (!state.draft || state.draft.sessionId !== action.status.sessionId) return state;
       return { ...state, draft: draftView(action.status, state.draft) };
+    case 'goal_status':
+      if (!state.draft || state.draft.sessionId !== action.sessionId) return state;
+      return { ...state, draft: { ...state.draft, goal: action.goal } };
     case 'draft_notification': {
       const draft = state.draft;
       if (!draft || draft.sessionId !== action.status.sessionId) return state;
@@ -281,6 +287,7 @@ function draftView(status: DraftStatus, previous: DraftView | undefined): DraftV
     lastInputTokens: status.lastInputTokens,
     startedAt: status.startedAt,
     ...(previous?.compactionPct !== undefined ? { compactionPct: previous.compactionPct } : {}),
+    ...(status.goal ? { goal: status.goal } : previous?.goal ? { goal: previous.goal } : {}),
   };
 }
 

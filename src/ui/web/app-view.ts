@@ -1,3 +1,4 @@
+import type { GoalStatus } from '../../protocol/index.js';
 import type { Actions } from './controller.js';
 import { h, replaceChildren } from './dom.js';
 import type { AppState } from './state.js';
@@ -148,6 +149,7 @@ export class AppView {
             state.turnRunning ? ' · working…' : '',
           )
         : null,
+      draft ? this.goalField(draft.goal) : null,
       this.options.runs?.button,
       h(
         'div',
@@ -155,6 +157,50 @@ export class AppView {
         h('span', { class: 'dot' }),
         CONNECTION_TEXT[state.connection],
       ),
+    );
+  }
+
+  /** The draft's goal and its budget used, or a field to set one (ten turns, judged by the draft's model). */
+  private goalField(goal: GoalStatus | undefined): HTMLElement {
+    if (goal && !goal.ended) {
+      return h(
+        'div',
+        { class: 'goal-pill', 'data-testid': 'goal' },
+        `Goal: ${goal.condition} · ${goal.used.turns}/${goal.budget.turns} turns`,
+        goal.budget.costUsd !== undefined
+          ? ` · $${goal.used.costUsd.toFixed(2)}/$${goal.budget.costUsd.toFixed(2)}`
+          : '',
+        h(
+          'button',
+          { type: 'button', 'data-testid': 'goal-stop', onclick: () => this.options.actions.stopGoal() },
+          'Stop',
+        ),
+      );
+    }
+    const input = h('input', {
+      type: 'text',
+      'aria-label': 'Goal',
+      placeholder: goal?.ended
+        ? `Last goal ${goal.ended.reason}: ${goal.ended.message}`
+        : 'Goal: a condition to work towards',
+      'data-testid': 'goal-input',
+    });
+    const error = h('span', { class: 'error-text small', role: 'alert', 'data-testid': 'goal-error' });
+    return h(
+      'form',
+      {
+        class: 'goal-form',
+        onsubmit: (event: Event) => {
+          event.preventDefault();
+          const condition = input.value.trim();
+          if (condition === '') return;
+          void this.options.actions.setGoal(condition, 10).then((refused) => {
+            error.textContent = refused ?? '';
+          });
+        },
+      },
+      input,
+      error,
     );
   }
 

@@ -29,6 +29,10 @@ export interface Actions {
   /** A message typed with no draft: drafts the project's default role (into a new task named after the message unless one is chosen), then sends it. */
   submitFirstMessage(content: string): Promise<boolean>;
   cancel(): void;
+  /** Sets a goal on the draft (a model judge, `turns` turns at most); resolves to the server's refusal, if any. */
+  setGoal(condition: string, turns: number): Promise<string | undefined>;
+  /** Stops the draft's goal (the running turn is cancelled). */
+  stopGoal(): void;
   /** A note from the user into a conversation between agents (both read it with the next message); resolves to the server's refusal, if any. */
   sayInConversation(conversationId: string, message: string): Promise<string | undefined>;
   createDraft(options: { role: string; project: string; task: string }): void;
@@ -174,6 +178,7 @@ export class Controller implements Actions {
     client.on('history_changed', ({ sessionId }) => {
       if (sessionId === store.state.selectedId) void this.loadSession(sessionId);
     });
+    client.on('goal_status', ({ sessionId, goal }) => store.dispatch({ type: 'goal_status', sessionId, goal }));
     client.on('draft_closed', (closed) => {
       store.dispatch({ type: 'draft', status: undefined });
       this.notice('error', closed.message);
@@ -493,6 +498,19 @@ export class Controller implements Actions {
 
   cancel(): void {
     void this.busy('cancel', () => this.client.request('cancel'));
+  }
+
+  async setGoal(condition: string, turns: number): Promise<string | undefined> {
+    try {
+      await this.client.request('set_goal', { condition, budget: { turns } });
+      return undefined;
+    } catch (error) {
+      return error instanceof Error ? error.message : String(error);
+    }
+  }
+
+  stopGoal(): void {
+    void this.busy('stop_goal', () => this.client.request('stop_goal', {}));
   }
 
   async sayInConversation(conversationId: string, message: string): Promise<string | undefined> {

@@ -11,6 +11,7 @@ import type {
   CheckpointWire,
   ConnectionState,
   DraftStatus,
+  GoalStatus,
   MethodResult,
   NotificationParams,
   ProjectInfo,
@@ -81,7 +82,8 @@ export interface Notice {
   text: string;
 }
 
-export type BusyKey = 'submit' | 'draft' | 'undraft' | 'cancel' | 'compact' | 'clear' | 'archive' | 'task';
+export type BusyKey =
+  'submit' | 'draft' | 'undraft' | 'cancel' | 'compact' | 'clear' | 'archive' | 'task' | 'stop_goal';
 
 export interface AppState {
   /** Whether the page has a token to connect with. */
@@ -149,6 +151,7 @@ export type AppAction =
   /** What `get_session` said of the session's compaction: the one running, or none (it ended while the page was not listening). */
   | { type: 'compaction_status'; sessionId: string; compaction: MethodResult<'get_session'>['compaction'] }
   | { type: 'draft'; status: DraftStatus | undefined }
+  | { type: 'goal_status'; sessionId: string; goal: GoalStatus }
   | { type: 'draft_notification'; status: NotificationParams<'draft_status'> }
   | { type: 'turn_started' }
   | { type: 'turn_ended' }
@@ -391,6 +394,9 @@ export function reduce(state: AppState, action: AppAction): AppState {
       });
     case 'backends':
       return { ...state, backends: action.backends };
+    case 'goal_status':
+      if (!state.draft || state.draft.sessionId !== action.sessionId) return state;
+      return { ...state, draft: { ...state.draft, goal: action.goal } };
     case 'draft': {
       const next: AppState = { ...state, turnRunning: action.status?.turnRunning ?? false };
       if (action.status && action.status.status === 'active') next.draft = action.status;

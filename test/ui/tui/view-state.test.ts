@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { ConversationBlock, StreamEvent } from '../../../src/conversation/index.js';
-import type { DraftStatus } from '../../../src/protocol/index.js';
+import type { DraftStatus, GoalStatus } from '../../../src/protocol/index.js';
 import {
   contextLevel,
   initialViewState,
   openBlocks,
   reduceView,
+  titleText,
   type HistoryItem,
   type ViewAction,
   type ViewState,
@@ -241,5 +242,30 @@ describe('contextLevel', () => {
     expect(contextLevel(80, undefined)).toBe('warning');
     expect(contextLevel(96, undefined)).toBe('critical');
     expect(contextLevel(null, 45)).toBe('normal');
+  });
+});
+
+describe('goals in the view', () => {
+  const goal = (overrides: Partial<GoalStatus> = {}): GoalStatus => ({
+    goalId: 'goal-1',
+    condition: 'the tests pass',
+    judge: { kind: 'command', command: 'npm test' },
+    budget: { turns: 10, costUsd: 1 },
+    used: { turns: 2, costUsd: 0.25, timeMs: 1_000 },
+    startedAt: new Date(at).toISOString(),
+    state: 'running',
+    judgements: [],
+    ...overrides,
+  });
+
+  it('the title bar shows the running goal and its budget, then how it ended', () => {
+    let state = run([{ type: 'draft_loading', status: status() }]);
+    state = run([{ type: 'goal_status', sessionId, goal: goal() }], state);
+    expect(titleText(state)).toContain('| Goal: the tests pass 2/10 turns, $0.25/$1.00');
+    state = run([{ type: 'goal_status', sessionId: 'another', goal: goal({ condition: 'other' }) }], state);
+    expect(titleText(state)).toContain('the tests pass');
+    const ended = goal({ state: 'ended', ended: { reason: 'turns', message: 'Out of budget', at: 'x' } });
+    state = run([{ type: 'draft_status', status: status({ goal: ended }) }], state);
+    expect(titleText(state)).toContain('| Goal stopped (turns): the tests pass');
   });
 });

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { applyEvents, emptyConversation, type StreamEvent } from '../../../src/conversation/index.js';
-import type { DraftStatus } from '../../../src/protocol/index.js';
+import type { DraftStatus, GoalStatus } from '../../../src/protocol/index.js';
 import {
   canPrompt,
   emptySeries,
@@ -261,6 +261,18 @@ describe('the list, search and the draft', () => {
     expect(state.turnRunning).toBe(false);
     expect(state.draft).toMatchObject({ turnCount: 1, cumulativeCostUsd: 0.5, contextPct: 12 });
     expect(reduce(state, { type: 'draft', status: undefined }).draft).toBeUndefined();
+    const goal: GoalStatus = {
+      goalId: 'g',
+      condition: 'tests pass',
+      judge: { kind: 'model' },
+      budget: { turns: 5 },
+      used: { turns: 1, costUsd: 0, timeMs: 0 },
+      startedAt: 'x',
+      state: 'running',
+      judgements: [],
+    };
+    expect(reduce(state, { type: 'goal_status', sessionId: 'one', goal }).draft?.goal).toEqual(goal);
+    expect(reduce(state, { type: 'goal_status', sessionId: 'other', goal }).draft?.goal).toBeUndefined();
   });
 
   it('keeps the newest four notices', () => {

@@ -1,5 +1,5 @@
 import { Text } from 'ink';
-import type { ConnectionState } from '../../../protocol/index.js';
+import type { ConnectionState, GoalStatus } from '../../../protocol/index.js';
 import { formatCost, formatPercent } from '../format.js';
 import { activeWorkers, contextLevel, type ViewState } from '../view-state.js';
 
@@ -21,7 +21,18 @@ export function titleText(state: ViewState): string {
   const head = `Parley ${connection.dot} ${connection.word}`;
   const draft = state.draft;
   if (!draft) return `${head} | No draft | Agents: ${activeWorkers(state).length}`;
-  return `${head} | Draft: ${draft.role} | Context: ${formatPercent(draft.contextPct)} | Turns: ${draft.turnCount} | ${formatCost(draft.costUsd, draft.costUnknown)}`;
+  return `${head} | Draft: ${draft.role} | Context: ${formatPercent(draft.contextPct)} | Turns: ${draft.turnCount} | ${formatCost(draft.costUsd, draft.costUnknown)}${goalText(draft.goal)}`;
+}
+
+/** ` | Goal: tests pass 2/10 turns, $0.12/$1.00` while a goal runs; ` | Goal met` (or why it stopped) once it ended. */
+export function goalText(goal: GoalStatus | undefined): string {
+  if (!goal) return '';
+  const condition = goal.condition.length > 40 ? `${goal.condition.slice(0, 39)}…` : goal.condition;
+  if (goal.ended)
+    return ` | Goal ${goal.ended.reason === 'met' ? 'met' : `stopped (${goal.ended.reason})`}: ${condition}`;
+  const { used, budget } = goal;
+  const cost = budget.costUsd !== undefined ? `, $${used.costUsd.toFixed(2)}/$${budget.costUsd.toFixed(2)}` : '';
+  return ` | Goal: ${condition} ${used.turns}/${budget.turns} turns${cost}`;
 }
 
 /** The title bar: the connection dot coloured by state, the context figure by its distance to compaction. */
@@ -46,6 +57,7 @@ export function TitleBar({ state }: { state: ViewState }) {
       {head} | Draft: <Text bold>{draft.role}</Text> | Context:{' '}
       <Text {...(color ? { color, bold: true } : {})}>{formatPercent(draft.contextPct)}</Text> | Turns:{' '}
       {draft.turnCount} | {formatCost(draft.costUsd, draft.costUnknown)}
+      {draft.goal ? <Text color={draft.goal.ended ? undefined : 'cyan'}>{goalText(draft.goal)}</Text> : null}
     </Text>
   );
 }
