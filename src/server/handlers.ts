@@ -105,12 +105,12 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
         ...(params.scopeKind !== undefined ? { scopeKind: params.scopeKind } : {}),
         ...(params.featureId !== undefined ? { featureId: params.featureId } : {}),
       };
-      if (params.search === undefined) {
+      // A task filter here also matches a draft's task (its `taskSlug`), which the stores' indexes do
+      // not hold: such a listing takes the filtered path below, like a search.
+      if (params.search === undefined && params.taskId === undefined && params.taskState === undefined) {
         const page = await manager.listSessionPage({
           filter: {
             ...filter,
-            ...(params.taskId !== undefined ? { taskId: params.taskId } : {}),
-            ...(params.taskState !== undefined ? { taskState: params.taskState } : {}),
             ...(params.tag !== undefined ? { tag: params.tag } : {}),
             ...(params.pinned !== undefined ? { pinned: params.pinned } : {}),
           },
@@ -119,9 +119,12 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
         });
         return { sessions: page.sessions, ...(page.nextCursor !== undefined ? { nextCursor: page.nextCursor } : {}) };
       }
-      const search = params.search.toLowerCase();
-      const candidates = (await manager.listSessions(filter)).filter((record) =>
-        matchesTask(record, params.taskId, params.taskState),
+      const search = params.search?.toLowerCase();
+      const candidates = (await manager.listSessions(filter)).filter(
+        (record) =>
+          matchesTask(record, params.taskId, params.taskState) &&
+          (params.tag === undefined || (record.tags ?? []).includes(params.tag)) &&
+          (params.pinned === undefined || (record.pinned === true) === params.pinned),
       );
       const sessions: SessionRecord[] = [];
       for (const record of candidates) {

@@ -87,6 +87,7 @@ describe.skipIf(skipReason !== undefined)('PostgreSQL store: setup, migrations a
         'run_journals',
         'runs',
         'session_logs',
+        'session_messages',
         'sessions',
         'tasks',
         'transcripts',

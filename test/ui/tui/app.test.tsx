@@ -161,7 +161,7 @@ describe('commands', () => {
     await rig.waitFor('Connected');
     await rig.type('/drat dev');
     await rig.waitFor(
-      '✗ Unknown command /drat. Did you mean /draft? Commands: /draft /undraft /context /project /task /roles /sessions /compact /agents /runs /answer /say /backend /goal /help /quit',
+      '✗ Unknown command /drat. Did you mean /draft? Commands: /draft /undraft /context /project /task /roles /sessions /rename /tag /pin /search /compact /agents /runs /answer /say /backend /goal /help /quit',
     );
   });
 
@@ -502,7 +502,7 @@ describe('Tab completion', () => {
     await rig.press('\t');
     // Wider than the rig's 100 columns: the list is cut with an ellipsis.
     await rig.waitFor(
-      'agents  answer  backend  compact  context  draft  goal  help  project  quit  roles  runs  say  sess…',
+      'agents  answer  backend  compact  context  draft  goal  help  pin  project  quit  rename  roles  ru…',
     );
     await rig.press('c\t');
     await rig.waitFor('❯ /co');
