@@ -1,12 +1,11 @@
 import { basename } from 'node:path';
 import { CodexRolloutParser } from '../../backends/index.js';
 import type { CodexSource } from './discover.js';
-import { importDeferred, type DeferredImportInput } from './deferred-import.js';
 import {
   DEFAULT_COPY_MAX,
-  RECORD_TYPE,
   beginImport,
   finishImport,
+  importDeferredSession,
   type ImportContext,
   type ImportedSession,
 } from './import-session.js';
@@ -72,34 +71,11 @@ async function importCodexDeferred(
   const store = context.store;
   if (store.copyTranscriptFile === undefined || context.options.live === true) return undefined;
   if ((await store.getSession(sessionId)) !== undefined) return undefined;
-  const imported = await importDeferred({
-    store: store as DeferredImportInput['store'],
+  return importDeferredSession(context, {
     source: 'codex',
     sessionId,
     path: source.main,
     nativeSessionId: source.nativeSessionId,
-    recordType: RECORD_TYPE.codex,
     contentId: source.nativeSessionId,
-    rawTranscriptMaxBytes: context.options.copyTranscriptMaxBytes ?? DEFAULT_COPY_MAX,
-    now: context.now,
-    ...(context.options.signal !== undefined ? { signal: context.options.signal } : {}),
-    onBytes: (bytesRead, totalBytes) =>
-      context.progress({ phase: 'reading', sessionId, file: source.main, bytesRead, totalBytes }),
   });
-  context.warnings.push(...imported.warnings);
-  return {
-    sessionId,
-    source: 'codex',
-    path: source.main,
-    nativeSessionId: source.nativeSessionId,
-    title: imported.title,
-    status: 'imported',
-    blocks: imported.info.blockCount,
-    appendedBlocks: 0,
-    subagents: 0,
-    warnings: imported.warnings.length,
-    transcript: 'copied',
-    checkpoint: false,
-    deferred: true,
-  };
 }

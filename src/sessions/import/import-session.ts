@@ -13,6 +13,8 @@ import { LogWriter, indexLog } from './log-writer.js';
 import { fingerprintFile, sameFingerprints, type FileFingerprint } from './read-file.js';
 import type { ImportSource } from './session-ids.js';
 import { IMPORT_FORMAT, readManifest, writeManifest, type ImportManifest } from './manifest.js';
+import { importDeferred, type DeferredImportInput } from './deferred-import.js';
+import type { DeferredSource } from './deferred-parsers.js';
 
 /**
  * What every source's import shares: the options and results of `importTranscripts`, and the
@@ -344,4 +346,51 @@ export async function finishImport(
 /** Every native file was copied (else at least one is only referenced by path). */
 function expectedCopies(input: { start: Started }): number {
   return input.start.fingerprints.filter((print) => !print.path.endsWith('.meta.json')).length;
+}
+
+/**
+ * The fast path shared by the sources that have one (`deferred-import.ts`): the transcript is
+ * copied and scanned, and its log is built on the first read. The caller checked that it applies.
+ */
+export async function importDeferredSession(
+  context: ImportContext,
+  input: {
+    source: DeferredSource;
+    sessionId: string;
+    path: string;
+    nativeSessionId: string;
+    contentId?: string;
+  },
+): Promise<ImportedSession> {
+  const { source, sessionId, path, nativeSessionId } = input;
+  const imported = await importDeferred({
+    store: context.store as DeferredImportInput['store'],
+    source,
+    sessionId,
+    path,
+    nativeSessionId,
+    recordType: RECORD_TYPE[source],
+    ...(input.contentId !== undefined ? { contentId: input.contentId } : {}),
+    rawTranscriptMaxBytes: context.options.copyTranscriptMaxBytes ?? DEFAULT_COPY_MAX,
+    now: context.now,
+    ...(context.options.signal !== undefined ? { signal: context.options.signal } : {}),
+    onBytes: (bytesRead, totalBytes) =>
+      context.progress({ phase: 'reading', sessionId, file: path, bytesRead, totalBytes }),
+  });
+  context.warnings.push(...imported.warnings);
+  return {
+    sessionId,
+    source,
+    path,
+    nativeSessionId,
+    title: imported.title,
+    status: 'imported',
+    blocks: imported.info.blockCount,
+    appendedBlocks: 0,
+    subagents: 0,
+    warnings: imported.warnings.length,
+    transcript: 'copied',
+    checkpoint: false,
+    deferred: true,
+  };
 }

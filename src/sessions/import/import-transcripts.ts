@@ -26,13 +26,12 @@ import { readJsonObject } from './import-summary.js';
 import { streamFile } from './read-file.js';
 import { transcriptName } from './session-ids.js';
 import { sessionIdForFile } from './session-identity.js';
-import { importDeferred, type DeferredImportInput } from './deferred-import.js';
 import { withImportedSessions } from './imported-store.js';
 import {
   DEFAULT_COPY_MAX,
-  RECORD_TYPE,
   beginImport,
   finishImport,
+  importDeferredSession,
   isBlockEvent,
   nothingImported,
   type ImportContext,
@@ -256,35 +255,13 @@ async function importClaudeCodeDeferred(
   if (store.copyTranscriptFile === undefined || source.subagents.length > 0 || context.options.live === true)
     return undefined;
   if ((await store.getSession(sessionId)) !== undefined) return undefined;
-  const imported = await importDeferred({
-    store: store as DeferredImportInput['store'],
-    sessionId,
-    path: source.main,
-    nativeSessionId: source.nativeSessionId,
-    recordType: RECORD_TYPE['claude-code'],
-    ...(source.contentId !== undefined ? { contentId: source.contentId } : {}),
-    rawTranscriptMaxBytes: context.options.copyTranscriptMaxBytes ?? DEFAULT_COPY_MAX,
-    now: context.now,
-    ...(context.options.signal !== undefined ? { signal: context.options.signal } : {}),
-    onBytes: (bytesRead, totalBytes) =>
-      context.progress({ phase: 'reading', sessionId, file: source.main, bytesRead, totalBytes }),
-  });
-  context.warnings.push(...imported.warnings);
-  return {
-    sessionId,
+  return importDeferredSession(context, {
     source: 'claude-code',
+    sessionId,
     path: source.main,
     nativeSessionId: source.nativeSessionId,
-    title: imported.title,
-    status: 'imported',
-    blocks: imported.info.blockCount,
-    appendedBlocks: 0,
-    subagents: 0,
-    warnings: imported.warnings.length,
-    transcript: 'copied',
-    checkpoint: false,
-    deferred: true,
-  };
+    ...(source.contentId !== undefined ? { contentId: source.contentId } : {}),
+  });
 }
 
 function subagentStart(
