@@ -12,6 +12,7 @@ import {
 import { computeCost, lookupModel } from '../pricing.js';
 import { isObject, numberOf, objectOf, parseJson, stringOf, timeOf, type JsonObject } from '../transcripts/json.js';
 import type { TranscriptInput } from '../transcripts/lines.js';
+import { systemBlock } from '../transcripts/system-block.js';
 import {
   emptyInfo,
   parseCollected,
@@ -900,24 +901,6 @@ const RESPONSE_ITEM_TYPES = new Set([
 
 function blockEvent(block: ConversationBlock): UnsequencedEvent {
   return { type: 'block_complete', conversationId: MAIN_CONVERSATION, at: block.createdAt, block };
-}
-
-function systemBlock(
-  id: string,
-  subtype: SystemBlockSubtype,
-  content: string,
-  at: number,
-  data?: unknown,
-): SystemBlock {
-  return {
-    type: 'system',
-    id,
-    createdAt: at,
-    completedAt: at,
-    subtype,
-    content,
-    ...(data !== undefined ? { data } : {}),
-  };
 }
 
 function toolResult(

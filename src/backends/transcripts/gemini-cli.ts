@@ -13,6 +13,7 @@ import {
 import { isBlank, isObject, numberOf, objectOf, parseJson, stringOf, timeOf, type JsonObject } from './json.js';
 import type { TranscriptInput } from './lines.js';
 import { hasStateSnapshot } from './summary-sections.js';
+import { systemBlock } from './system-block.js';
 import {
   emptyInfo,
   parseCollected,
@@ -443,24 +444,6 @@ export class GeminiTranscriptParser implements TranscriptParser {
   private warn(code: string, message: string, line?: number): void {
     this.warnings.push(transcriptWarning(code, message, this.options.file, line));
   }
-}
-
-function systemBlock(
-  id: string,
-  subtype: SystemBlockSubtype,
-  content: string,
-  at: number,
-  data?: unknown,
-): SystemBlock {
-  return {
-    type: 'system',
-    id,
-    createdAt: at,
-    completedAt: at,
-    subtype,
-    content,
-    ...(data !== undefined ? { data } : {}),
-  };
 }
 
 /** Gemini's `PartListUnion`: a string, one Part, or a list of strings and Parts. */
