@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { describeIssues } from '../conversation/index.js';
+import type { AgentDescription, SessionRecord, SessionStore } from '../store/index.js';
 import { SessionError } from './errors.js';
 
 /**
@@ -167,3 +168,28 @@ export function renderAgentDescription(
   }
   return parts.join('\n');
 }
+
+/**
+ * The session's stored agent description, else its fork source's (and so on up the lineage): a fork
+ * copies its source's description just after its record is written, and a crash between the two
+ * must not leave the fork running as another agent. Its first request then stores the one found.
+ */
+export async function storedDescriptionOf(
+  store: SessionStore,
+  record: SessionRecord,
+): Promise<AgentDescription | undefined> {
+  const own = await store.readAgentDescription(record.sessionId);
+  if (own || !record.forkedFrom) return own;
+  let source = record.forkedFrom.sessionId;
+  for (let hops = 0; hops < MAX_LINEAGE; hops++) {
+    const description = await store.readAgentDescription(source).catch(() => undefined);
+    if (description) return description;
+    const parent = (await store.getSession(source))?.forkedFrom;
+    if (!parent) return undefined;
+    source = parent.sessionId;
+  }
+  return undefined;
+}
+
+/** Forks of forks deeper than this read no description from their lineage (a guard against a loop). */
+const MAX_LINEAGE = 256;

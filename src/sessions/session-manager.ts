@@ -1,4 +1,3 @@
-import path from 'node:path';
 import {
   blockToMessage,
   estimateTokens,
@@ -41,7 +40,6 @@ import {
   DEFAULT_COMPACTION_THRESHOLD,
   DEFAULT_TOKEN_BUDGET,
   type CreateSessionOptions,
-  type HistoryChangeReason,
   type SessionManagerEvents,
   type SessionManagerOptions,
   type SessionUpdateAction,
@@ -59,33 +57,14 @@ import {
   settingsChange,
 } from './session-changes.js';
 import { planFork, type ForkSessionOptions } from './session-fork.js';
-import {
-  activeCheckpoint,
-  activePath,
-  onPath,
-  pathThrough,
-  readActiveEvents,
-  resolvePoint,
-  type HistoryPath,
-} from './history-path.js';
-import {
-  branchTip,
-  checkRestore,
-  listBranches,
-  pointBefore,
-  recordAt,
-  userMessageOf,
-  type BranchInfo,
-  type FileRestorer,
-  type FileRestoreResult,
-  type RewindOptions,
-  type RewindResult,
-} from './session-history.js';
-import { assertWritable } from './session-checks.js';
+import { activeCheckpoint, activePath, type HistoryPath } from './history-path.js';
+import { HistoryControl } from './history-control.js';
+import type { BranchInfo, RewindOptions, RewindResult } from './session-history.js';
+import { openFileSnapshots, restorerOf } from './snapshot-setup.js';
 import { SessionWriter } from './session-writer.js';
 import { catchUp, StoreChangeFollower, type FollowStoreChangesOptions } from './store-changes.js';
 import { TypedEmitter } from './typed-emitter.js';
-import { FileSnapshotError, FileSnapshots, type SnapshotHistory } from './file-snapshots/index.js';
+import type { FileSnapshots } from './file-snapshots/index.js';
 
 /**
  * Owns sessions: creates and finds them, appends messages and events, builds each request under the token budget,
@@ -121,10 +100,8 @@ export class SessionManager {
   private follower: StoreChangeFollower | undefined;
   /** Request building, compaction and calibration (session-requests.ts). */
   private readonly requests: RequestLayer;
-  /** Turns running now, per session (runTurn marks them): a rewind waits for none, it is refused. */
-  private readonly turnsRunning = new Map<string, number>();
-  /** Puts project files back for a rewind that restores them (none: such a rewind is refused). */
-  private readonly fileRestorer: FileRestorer | undefined;
+  /** Rewinds, edits, branch switches and checkpoint restores, refused while a turn runs (history-control.ts). */
+  private readonly history: HistoryControl;
 
   constructor(
     readonly store: SessionStore,
@@ -135,8 +112,7 @@ export class SessionManager {
     this.compactionThreshold = options.compactionThreshold ?? DEFAULT_COMPACTION_THRESHOLD;
     this.projectRoot = options.projectRoot;
     this.hooks = options.hooks;
-    this.fileSnapshots = options.fileSnapshots ? openFileSnapshots(this, options) : undefined;
-    this.fileRestorer = options.fileRestorer ?? (this.fileSnapshots ? restorerOf(this.fileSnapshots) : undefined);
+    this.fileSnapshots = options.fileSnapshots ? openFileSnapshots(store, options) : undefined;
     this.summarize = options.summarize;
     this.clock = options.clock ?? Date.now;
     this.countTokens = options.countTokens ?? estimateTokens;
@@ -184,6 +160,17 @@ export class SessionManager {
       appendEvents: (sessionId, events) => this.appendEvents(sessionId, events),
       updateRecord: (sessionId, update) => this.updateRecord(sessionId, update),
       emit: (name, payload) => this.emit(name, payload as SessionManagerEvents[typeof name]),
+    });
+    this.history = new HistoryControl({
+      store,
+      clock: this.clock,
+      live: (sessionId) => this.liveSession(sessionId),
+      serialize: (sessionId, work) => this.serialize(sessionId, work),
+      applied: (sessionId) => this.writer.writeQueues.applied(sessionId),
+      releaseRequests: (sessionId) => this.requests.release(sessionId),
+      restoreCheckpoint: (sessionId, old) => this.requests.restoreCheckpoint(sessionId, old),
+      fileRestorer: options.fileRestorer ?? (this.fileSnapshots ? restorerOf(this.fileSnapshots) : undefined),
+      emit: (name, payload) => this.emit(name, payload),
     });
     if (this.hooks) followCompactionHooks(this, this.hooks, this.projectRoot ?? process.cwd());
   }
@@ -358,35 +345,7 @@ export class SessionManager {
    */
   async rewind(sessionId: string, options: RewindOptions): Promise<RewindResult> {
     this.assertOpen();
-    const id = checkSessionId(sessionId);
-    const restore = checkRestore(options?.restore);
-    if (options?.to === undefined) {
-      throw new SessionError(
-        'INVALID_INPUT',
-        `Cannot rewind session "${id}": say where to with \`to\` (a seq or a block id; \`parley show\` lists them).`,
-        { fault: 'user', data: { sessionId: id } },
-      );
-    }
-    const files = restore !== 'conversation';
-    if (files && !this.fileRestorer) {
-      throw new SessionError(
-        'FILE_SNAPSHOTS_NOT_CONFIGURED',
-        `Cannot restore the files of session "${id}": this Parley keeps no file snapshots. Rewind with restore "conversation", or run a server with file snapshots on.`,
-        { fault: 'user', data: { sessionId: id, restore } },
-      );
-    }
-    return this.changeBranch(id, 'rewound', async (live, path) => {
-      const seq = await resolvePoint(this.store, live.record, path, options.to, 'rewind');
-      const restored = files
-        ? await this.fileRestorer!.restoreFiles({
-            sessionId: id,
-            seq,
-            path: pathThrough(path, seq),
-            overwrite: options.overwrite === true,
-          })
-        : undefined;
-      return { seq, conversation: restore !== 'files', ...(restored ? { files: restored } : {}) };
-    });
+    return this.history.rewind(checkSessionId(sessionId), options);
   }
 
   /**
@@ -396,31 +355,19 @@ export class SessionManager {
    */
   async editMessage(sessionId: string, blockId: string): Promise<RewindResult> {
     this.assertOpen();
-    const id = checkSessionId(sessionId);
-    return this.changeBranch(id, 'edited', async (live, path) => {
-      const message = userMessageOf(id, live.conversation.blocks, blockId);
-      return { seq: pointBefore(path, message.seq), conversation: true };
-    });
+    return this.history.editMessage(checkSessionId(sessionId), blockId);
   }
 
   /** Every branch of the session's history, oldest first, the active one marked: tip, fork point, last message, time, turns, cost. */
   async listBranches(sessionId: string): Promise<BranchInfo[]> {
     this.assertOpen();
-    const live = await this.liveSession(checkSessionId(sessionId));
-    return this.serialize(live.record.sessionId, async () => {
-      await this.writer.writeQueues.applied(live.record.sessionId);
-      return listBranches(this.store, live.record, await activePath(this.store, live.record));
-    });
+    return this.history.listBranches(checkSessionId(sessionId));
   }
 
   /** Makes `branch` (an id from `listBranches`) the active one; the others stay. Refused while a turn runs. */
   async switchBranch(sessionId: string, branch: string): Promise<RewindResult> {
     this.assertOpen();
-    const id = checkSessionId(sessionId);
-    return this.changeBranch(id, 'branch_switched', async (live, path) => {
-      const branches = await listBranches(this.store, live.record, path);
-      return { seq: branchTip(id, branches, String(branch)), conversation: true };
-    });
+    return this.history.switchBranch(checkSessionId(sessionId), branch);
   }
 
   /**
@@ -429,93 +376,17 @@ export class SessionManager {
    */
   async restoreCheckpoint(sessionId: string, version: number): Promise<Checkpoint> {
     this.assertOpen();
-    const id = checkSessionId(sessionId);
-    const { record } = await this.liveSession(id);
-    const versions = await this.store.listCheckpoints(id);
-    const old = versions.find((checkpoint) => checkpoint.version === version);
-    if (!old) {
-      throw new SessionError(
-        'CHECKPOINT_NOT_FOUND',
-        `Session "${id}" has no checkpoint version ${String(version)}; its versions are ${versions.map((each) => each.version).join(', ') || 'none'}. Give one of them (\`get_checkpoint\` lists them).`,
-        { fault: 'user', data: { sessionId: id, version, versions: versions.map((each) => each.version) } },
-      );
-    }
-    const path = await activePath(this.store, record);
-    if (!onPath(path, old.covers.throughSeq)) {
-      throw new SessionError(
-        'CHECKPOINT_NOT_ON_BRANCH',
-        `Checkpoint version ${version} of session "${id}" summarizes the history through seq ${old.covers.throughSeq}, which is not on the active branch. Switch to the branch it belongs to first (\`parley branches ${id}\`), or pick another version.`,
-        { fault: 'user', data: { sessionId: id, version, throughSeq: old.covers.throughSeq } },
-      );
-    }
-    return this.requests.restoreCheckpoint(id, old);
-  }
-
-  /**
-   * Moves the session's active branch to the seq `plan` picks (after its own checks), in the
-   * session's write order: the record is written first (head, no native link), then the cached
-   * conversation is read again from the active branch and the request caches let go.
-   */
-  private async changeBranch(
-    id: string,
-    reason: HistoryChangeReason,
-    plan: (
-      live: LiveSession,
-      path: HistoryPath,
-    ) => Promise<{ seq: number; conversation: boolean; files?: FileRestoreResult }>,
-  ): Promise<RewindResult> {
-    this.refuseWhileTurnRuns(id, reason);
-    const live = await this.liveSession(id);
-    assertWritable(live.record);
-    const result = await this.serialize(id, async () => {
-      await this.writer.writeQueues.applied(id);
-      this.refuseWhileTurnRuns(id, reason);
-      const path = await activePath(this.store, live.record);
-      const planned = await plan(live, path);
-      if (!planned.conversation) return { session: structuredClone(live.record), ...planned };
-      const logEnd = await this.store.lastSeq(id);
-      const next = recordAt(live.record, planned.seq, logEnd, this.clock());
-      await this.store.updateSession(id, () => next);
-      const reloaded = liveSessionOf(id, next, await readActiveEvents(this.store, next));
-      live.record = reloaded.record;
-      live.conversation = reloaded.conversation;
-      this.requests.release(id);
-      return { session: structuredClone(live.record), ...planned };
-    });
-    if (result.conversation) {
-      this.emit('session:history-changed', { sessionId: id, reason, seq: result.seq, session: result.session });
-      this.emit('session:updated', { sessionId: id, action: 'settings_changed', session: result.session });
-    }
-    return result;
-  }
-
-  private refuseWhileTurnRuns(sessionId: string, reason: HistoryChangeReason): void {
-    if (!this.turnRunning(sessionId)) return;
-    const what =
-      reason === 'branch_switched' ? 'switch its branch' : reason === 'edited' ? 'edit a message' : 'rewind it';
-    throw new SessionError(
-      'TURN_IN_PROGRESS',
-      `Session "${sessionId}" is running a turn; cancel it first (Esc in the TUI, \`cancel\` in the protocol), then ${what}.`,
-      { fault: 'user', data: { sessionId } },
-    );
+    return this.history.restoreCheckpoint(checkSessionId(sessionId), version);
   }
 
   /** @internal `runTurn` marks a turn running on the session until the returned function is called. */
   beginTurn(sessionId: string): () => void {
-    this.turnsRunning.set(sessionId, (this.turnsRunning.get(sessionId) ?? 0) + 1);
-    let ended = false;
-    return () => {
-      if (ended) return;
-      ended = true;
-      const left = (this.turnsRunning.get(sessionId) ?? 1) - 1;
-      if (left > 0) this.turnsRunning.set(sessionId, left);
-      else this.turnsRunning.delete(sessionId);
-    };
+    return this.history.beginTurn(sessionId);
   }
 
   /** True while a turn runs on the session in this manager. */
   turnRunning(sessionId: string): boolean {
-    return this.turnsRunning.has(sessionId);
+    return this.history.turnRunning(sessionId);
   }
 
   /** Keeps a native transcript with the session under `name`, replacing one of that name. */
@@ -813,59 +684,4 @@ export class SessionManager {
         { fault: 'user' },
       );
   }
-}
-
-/** The manager's file snapshots, from its options: the project, a folder in the data folder, the history. */
-function openFileSnapshots(manager: SessionManager, options: SessionManagerOptions): FileSnapshots {
-  const settings = options.fileSnapshots!;
-  const folder = settings.folder ?? (options.dataDir ? path.join(options.dataDir, 'file-snapshots') : undefined);
-  if (!options.projectRoot || !folder)
-    throw new SessionError(
-      'INVALID_INPUT',
-      'fileSnapshots needs `projectRoot` (the working tree to snapshot) and a folder for the snapshots: `dataDir`, or `fileSnapshots.folder` when a `store` is given.',
-      { fault: 'user' },
-    );
-  return new FileSnapshots({
-    projectRoot: options.projectRoot,
-    folder,
-    history: settings.history ?? treeHistory(manager.store),
-    exclude: [...(options.dataDir ? [options.dataDir] : []), ...(settings.exclude ?? [])],
-    ...(settings.maxAbandonedAgeMs !== undefined ? { maxAbandonedAgeMs: settings.maxAbandonedAgeMs } : {}),
-    ...(options.clock ? { clock: options.clock } : {}),
-  });
-}
-
-/** The snapshots' view of the history tree: the seqs that lead to a point, and the active branch. */
-function treeHistory(store: SessionStore): SnapshotHistory {
-  const recordOf = async (sessionId: string): Promise<SessionRecord> => {
-    const record = await store.getSession(sessionId);
-    if (!record) throw notFound(sessionId);
-    return record;
-  };
-  return {
-    async pathTo(sessionId, seq) {
-      const record = await recordOf(sessionId);
-      const lastSeq = await store.lastSeq(sessionId);
-      if (!Number.isInteger(seq) || seq < -1 || seq > lastSeq)
-        throw new FileSnapshotError(
-          'SNAPSHOT_NOT_FOUND',
-          `Seq ${seq} is not in session ${sessionId} (its log ends at seq ${lastSeq}): pick a point in it. Nothing was changed.`,
-          { fault: 'user', data: { sessionId, seq } },
-        );
-      return (await activePath(store, record, { tip: seq })).ranges;
-    },
-    async activePath(sessionId) {
-      return (await activePath(store, await recordOf(sessionId))).ranges;
-    },
-  };
-}
-
-/** A rewind's file restore, done by the manager's own snapshots. */
-function restorerOf(snapshots: FileSnapshots): FileRestorer {
-  return {
-    async restoreFiles({ sessionId, seq, overwrite }) {
-      const result = await snapshots.restore(sessionId, seq, { overwrite });
-      return { restored: result.changed };
-    },
-  };
 }

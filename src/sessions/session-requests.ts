@@ -25,6 +25,7 @@ import {
 import {
   describeAgent,
   renderAgentDescription,
+  storedDescriptionOf,
   type AgentDescriptionOverride,
   type AgentDescriptionText,
 } from './agent-descriptions.js';
@@ -530,7 +531,7 @@ export class RequestLayer {
     let pending = this.descriptions.get(record.sessionId);
     if (!pending) {
       pending = (async () => {
-        const stored = await this.options.store.readAgentDescription(record.sessionId);
+        const stored = await storedDescriptionOf(this.options.store, record);
         const description: AgentDescriptionText = stored
           ? {
               agentType: stored.agentType,

@@ -99,6 +99,30 @@ for (const kind of stores) {
       };
     }
 
+    it('a fork whose description copy was lost (a crash after its record) runs as its source agent, and keeps it', async () => {
+      const { manager, reopen } = await openManager();
+      const sourceId = await sessionOfThreeTurns(manager);
+      await manager.setAgentDescription(sourceId, { role: 'You review pull requests, line by line.' });
+      // The copy of the description fails after the fork's record is written: what a crash between the two leaves.
+      const write = manager.store.writeAgentDescription.bind(manager.store);
+      manager.store.writeAgentDescription = () => Promise.reject(new Error('killed before the copy'));
+      const failed = await manager
+        .forkSession(sourceId, { at: 3, sessionId: 'fork-without-copy' })
+        .catch((e: Error) => e);
+      expect(String(failed)).toContain('killed before the copy');
+      manager.store.writeAgentDescription = write;
+      const after = await reopen();
+      const fork = await after.getSession('fork-without-copy');
+      expect(fork.forkedFrom).toEqual({ sessionId: sourceId, seq: 3 });
+      expect(await after.store.readAgentDescription(fork.sessionId)).toBeUndefined();
+      expect((await after.getAgentDescription(fork.sessionId)).role).toBe('You review pull requests, line by line.');
+      // Its first request stores the description it ran with, so a later change to the source's does not move it.
+      await after.buildRequest(fork.sessionId, 'question 3 again');
+      expect((await after.store.readAgentDescription(fork.sessionId))?.role).toBe(
+        'You review pull requests, line by line.',
+      );
+    });
+
     it('a fork at a seq holds the source history through it, renumbered as its own, and the source is unchanged', async () => {
       const { manager } = await openManager();
       const sourceId = await sessionOfThreeTurns(manager);
