@@ -104,7 +104,7 @@ export async function continueOnBackend(
   await notify(
     manager,
     sessionId,
-    `${from === to ? `This session continues natively on ${to} from its own history (a fork, or a session that had no ${to} session yet).` : `This session now continues on ${to} (it was on ${from}).`} Parley wrote its history (${written.messages} messages${written.checkpointVersion !== undefined ? `, checkpoint v${written.checkpointVersion} for what was compacted` : ''}) as a native ${to} session, ${nativeSessionId}, and resumes it there. Converted: ${describeConversions(written.conversions)}.`,
+    `${from === to ? `This session continues natively on ${to} from its own history (a fork, a rewind, or a session that had no ${to} session yet).` : `This session now continues on ${to} (it was on ${from}).`} Parley wrote its history (${written.messages} messages${written.checkpointVersion !== undefined ? `, checkpoint v${written.checkpointVersion} for what was compacted` : ''}) as a native ${to} session, ${nativeSessionId}, and resumes it there. Converted: ${describeConversions(written.conversions)}.`,
     {
       code: BACKEND_MOVED,
       from,
@@ -188,8 +188,14 @@ export async function runTurnWithFallback(
   sessionId: string,
   options: RunTurnOptions,
 ): Promise<TurnHandle> {
-  const session = await manager.getSession(sessionId);
+  let session = await manager.getSession(sessionId);
   const description = options.backend.describe();
+  if (unlinkedOnItsOwnBackend(session, options) && (await saidAnything(manager, sessionId))) {
+    // A rewind, a branch switch or an edit dropped the link (the back end's own session goes on past
+    // the point): the active branch is written as a new native session and resumed, not sent managed.
+    await continueOnBackend(manager, sessionId, options.backend, { cwd: options.cwd ?? process.cwd() });
+    session = await manager.getSession(sessionId);
+  }
   const native =
     description.continuity === 'native' && session.native?.backend === description.name ? session.native : undefined;
   const first = await runTurn(manager, sessionId, options);
@@ -299,6 +305,24 @@ function canWrite(backend: AgentBackend): backend is WritingBackend {
 }
 
 /** Where the session's history was written: the import's tool, else its back end. */
+/** A writable session of a native back end that can take a written transcript, with no link to that back end's own session. */
+function unlinkedOnItsOwnBackend(session: SessionRecord, options: RunTurnOptions): boolean {
+  const description = options.backend.describe();
+  return (
+    description.continuity === 'native' &&
+    options.continuity !== 'managed' &&
+    session.readOnly !== true &&
+    session.type === description.name &&
+    session.native === undefined &&
+    canWrite(options.backend)
+  );
+}
+
+async function saidAnything(manager: SessionManager, sessionId: string): Promise<boolean> {
+  const { blocks } = await manager.loadConversation(sessionId);
+  return blocks.some((block) => block.type === 'user_message' || block.type === 'assistant_text');
+}
+
 function sourceOf(session: SessionRecord): string {
   return session.scope.kind === 'imported' && session.readOnly ? session.scope.source : (session.type ?? 'unknown');
 }
