@@ -83,7 +83,8 @@ export class HistoryControl {
         { fault: 'user', data: { sessionId: id, restore } },
       );
     }
-    return this.changeBranch(id, 'rewound', async (live, path) => {
+    const both = restore === 'both';
+    const result = await this.changeBranch(id, 'rewound', async (live, path) => {
       const seq = await resolvePoint(this.deps.store, live.record, path, options.to, 'rewind');
       const restored =
         files && restorer
@@ -92,10 +93,32 @@ export class HistoryControl {
               seq,
               path: pathThrough(path, seq),
               overwrite: options.overwrite === true,
+              rewind: both,
             })
           : undefined;
       return { seq, conversation: restore !== 'files', ...(restored ? { files: restored } : {}) };
     });
+    // Files and conversation are both at the point: a crash before this had the restorer finish both.
+    if (both) await restorer?.settleRewind?.();
+    return result;
+  }
+
+  /**
+   * The conversation half of a rewind whose file restore a crash cut short, finished when the
+   * restorer finishes the files (at the next start). Idempotent: a conversation already at the
+   * point is left as it is. A session that is gone or no longer writable is left too, with a warning.
+   */
+  async finishRewind(id: string, seq: number): Promise<void> {
+    const live = await this.deps.live(id).catch(() => undefined);
+    if (!live || live.record.readOnly === true || live.record.status === 'archived') {
+      process.emitWarning(
+        `A rewind of session "${id}" to seq ${seq} was cut short; its files are back at the point, but the session ${live ? 'no longer takes changes' : 'is gone'}, so its conversation was left.`,
+      );
+      return;
+    }
+    const { tip } = await activePath(this.deps.store, live.record);
+    if (tip === seq) return;
+    await this.changeBranch(id, 'rewound', async () => ({ seq, conversation: true }));
   }
 
   async editMessage(id: string, blockId: string): Promise<RewindResult> {

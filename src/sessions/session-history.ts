@@ -40,7 +40,14 @@ export interface FileRestorer {
     /** The history that stays active (its ranges; a fork's first ones are its source's). */
     path: HistoryPath;
     overwrite: boolean;
+    /**
+     * The conversation goes back to `seq` too, written after this resolves; `settleRewind` follows
+     * it. A restorer that keeps an intent across a crash finishes both at its next start.
+     */
+    rewind?: boolean;
   }): Promise<FileRestoreResult>;
+  /** The conversation of a `rewind` restore is written (both are at the point). */
+  settleRewind?(): Promise<void>;
 }
 
 /** What `rewind` (or a branch switch, or an edit) did. */

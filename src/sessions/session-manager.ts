@@ -112,7 +112,9 @@ export class SessionManager {
     this.compactionThreshold = options.compactionThreshold ?? DEFAULT_COMPACTION_THRESHOLD;
     this.projectRoot = options.projectRoot;
     this.hooks = options.hooks;
-    this.fileSnapshots = options.fileSnapshots ? openFileSnapshots(store, options) : undefined;
+    this.fileSnapshots = options.fileSnapshots
+      ? openFileSnapshots(store, options, (sessionId, seq) => this.history.finishRewind(sessionId, seq))
+      : undefined;
     this.summarize = options.summarize;
     this.clock = options.clock ?? Date.now;
     this.countTokens = options.countTokens ?? estimateTokens;

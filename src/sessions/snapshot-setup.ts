@@ -8,7 +8,11 @@ import type { FileRestorer } from './session-history.js';
 import type { SessionManagerOptions } from './session-manager-types.js';
 
 /** The manager's file snapshots, from its options: the project, a folder in the data folder, the history. */
-export function openFileSnapshots(store: SessionStore, options: SessionManagerOptions): FileSnapshots {
+export function openFileSnapshots(
+  store: SessionStore,
+  options: SessionManagerOptions,
+  onRewindFinished: (sessionId: string, seq: number) => Promise<void>,
+): FileSnapshots {
   const settings = options.fileSnapshots!;
   const folder = settings.folder ?? (options.dataDir ? path.join(options.dataDir, 'file-snapshots') : undefined);
   if (!options.projectRoot || !folder)
@@ -24,6 +28,7 @@ export function openFileSnapshots(store: SessionStore, options: SessionManagerOp
     exclude: [...(options.dataDir ? [options.dataDir] : []), ...(settings.exclude ?? [])],
     ...(settings.maxAbandonedAgeMs !== undefined ? { maxAbandonedAgeMs: settings.maxAbandonedAgeMs } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
+    onRewindFinished,
   });
 }
 
@@ -55,9 +60,10 @@ function treeHistory(store: SessionStore): SnapshotHistory {
 /** A rewind's file restore, done by the manager's own snapshots. */
 export function restorerOf(snapshots: FileSnapshots): FileRestorer {
   return {
-    async restoreFiles({ sessionId, seq, overwrite }) {
-      const result = await snapshots.restore(sessionId, seq, { overwrite });
+    async restoreFiles({ sessionId, seq, overwrite, rewind }) {
+      const result = await snapshots.restore(sessionId, seq, { overwrite, rewind: rewind === true });
       return { restored: result.changed };
     },
+    settleRewind: () => snapshots.settleRewind(),
   };
 }

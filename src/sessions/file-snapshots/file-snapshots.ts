@@ -62,6 +62,12 @@ export interface FileSnapshotsOptions {
   clock?: () => number;
   /** Called after each path a restore writes or removes (tests stop a process there). */
   onRestoreStep?: (projectPath: string) => Promise<void> | void;
+  /**
+   * Takes the session's conversation back to `seq`: called when a start finishes a restore that was
+   * part of a rewind of both the conversation and the files (`restore(…, { rewind: true })`), so
+   * a crash leaves the two at the point together, never the files alone. Must be idempotent.
+   */
+  onRewindFinished?: (sessionId: string, seq: number) => Promise<void>;
 }
 
 const RestoreIntentSchema = z.object({
@@ -71,6 +77,8 @@ const RestoreIntentSchema = z.object({
   to: z.string(),
   /** The paths the restore changes: where staging files may be left. */
   paths: z.array(z.string()),
+  /** Part of a rewind of the conversation too: finished by `onRewindFinished`, and kept until `settleRewind`. */
+  rewind: z.boolean().optional(),
 });
 type RestoreIntent = z.infer<typeof RestoreIntentSchema>;
 
@@ -154,7 +162,19 @@ export class FileSnapshots {
    * snapshot at or before `seq` on the branch that leads there. Files added since are removed,
    * deleted ones come back, modes are kept; ignored files are left alone.
    */
-  restore(sessionId: string, seq: number, options: { overwrite?: boolean } = {}): Promise<SnapshotRestoreResult> {
+  restore(
+    sessionId: string,
+    seq: number,
+    options: {
+      overwrite?: boolean;
+      /**
+       * The conversation goes back to `seq` too, written by the caller after this resolves: the
+       * intent stays until `settleRewind`, so a crash before then is finished at the next start
+       * by `onRewindFinished` as well as the files.
+       */
+      rewind?: boolean;
+    } = {},
+  ): Promise<SnapshotRestoreResult> {
     return this.serial(async () => {
       checkPoint(sessionId, seq);
       const target = await this.snapshotAt(sessionId, seq);
@@ -177,11 +197,12 @@ export class FileSnapshots {
           ...(target.turnId ? { turnId: target.turnId } : {}),
           to: target.tree,
           paths: changes.map((change) => change.path),
+          ...(options.rewind ? { rewind: true } : {}),
         });
         await this.apply(changes);
       }
       const snapshot = await this.record(sessionId, seq, target.tree, target.turnId);
-      await fs.rm(this.intentFile, { force: true });
+      if (!options.rewind) await fs.rm(this.intentFile, { force: true });
       return {
         sessionId,
         seq,
@@ -190,6 +211,11 @@ export class FileSnapshots {
         overwritten: options.overwrite === true ? conflicts : [],
       };
     });
+  }
+
+  /** The conversation of a `restore(…, { rewind: true })` is written: its intent is done with. */
+  settleRewind(): Promise<void> {
+    return this.serial(() => fs.rm(this.intentFile, { force: true }));
   }
 
   /** Finishes a restore a crash cut short (any other call does this first too); true when there was one. */
@@ -322,6 +348,10 @@ export class FileSnapshots {
     const current = await this.git.snapshotTree();
     await this.apply(await this.git.diff(current, intent.to));
     await this.record(intent.sessionId, intent.seq, intent.to, intent.turnId);
+    if (intent.rewind && this.options.onRewindFinished) {
+      // Left in place when this fails, so the next start tries the conversation again.
+      await this.options.onRewindFinished(intent.sessionId, intent.seq);
+    }
     await fs.rm(this.intentFile, { force: true });
     return true;
   }
