@@ -3,7 +3,8 @@ import { describeIssues } from '../conversation/index.js';
 
 /**
  * Notifications tell a person that something waits for them: an approval, a run's question, a
- * draft's turn that ended while nobody watched, a worker that failed, a compaction that fell back.
+ * draft's turn that ended while nobody watched, a worker that failed, a compaction that fell back,
+ * a goal that ended (met, out of budget, stuck, failed).
  * A `Notifier` holds each one for a short grace delay (an answer on any client cancels it), turns a
  * burst into one notification, and hands it to its sinks (hooks, webhooks, the desktop, the web UI).
  */
@@ -16,6 +17,7 @@ export const NOTIFICATION_KINDS = [
   'worker_failed',
   'run_failed',
   'compaction_fallback',
+  'goal_ended',
 ] as const;
 /** The kind of thing that waits for a person. */
 export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];

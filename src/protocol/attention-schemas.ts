@@ -8,6 +8,7 @@ export const AttentionKindSchema = z.enum([
   'worker_failed',
   'run_failed',
   'compaction_fallback',
+  'goal_ended',
 ]);
 
 /** One thing that waits: what, who, where, and the web UI's route to it. */

@@ -21,7 +21,8 @@ export interface AttentionSources {
 /**
  * Turns what waits for a person into notifications: an approval request, a run's question, a
  * draft's turn that ended while no client watched its channel or session, a worker that failed, a
- * run that failed, a compaction that fell back to the structural builder or stopped. An answer on
+ * run that failed, a compaction that fell back to the structural builder or stopped, a goal that
+ * ended by itself (met, out of budget, stuck, an error). An answer on
  * any client (`permission_resolved`, a run's prompt leaving its pending list) resolves the item, so
  * a person who answered within the grace delay is not told again.
  */
@@ -94,6 +95,29 @@ export function wireAttention(sources: AttentionSources): Array<() => void> {
         sessionId: agent.sessionId,
         channelId,
         route: sessionRoute(agent.sessionId),
+      });
+    }),
+    drafts.on('goal_status', ({ channelId, sessionId, goal }) => {
+      // A person who stopped the goal knows; every other end is news, watched or not: the draft went on alone.
+      if (goal.state !== 'ended' || !goal.ended || goal.ended.reason === 'stopped') return;
+      void describeDraft(channelId).then(({ who, where }) => {
+        notifier.notify({
+          key: `goal:${goal.goalId}`,
+          kind: 'goal_ended',
+          title:
+            goal.ended!.reason === 'met'
+              ? `Goal met: ${oneLine(goal.condition)}`
+              : `Goal stopped: ${oneLine(goal.condition)}`,
+          message:
+            goal.ended!.reason === 'met'
+              ? `${oneLine(goal.ended!.message)} Met after ${goal.used.turns} turn${goal.used.turns === 1 ? '' : 's'}.`
+              : oneLine(goal.ended!.message),
+          who,
+          where,
+          sessionId,
+          channelId,
+          route: sessionRoute(sessionId),
+        });
       });
     }),
     manager.on('session:compaction-complete', ({ sessionId, summarizer }) => {

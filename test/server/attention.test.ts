@@ -128,6 +128,42 @@ describe('what the server notifies', () => {
     expect(sink.sent[0]!.items[0]).toMatchObject({ where: 'demo / login', route: '#session=s1' });
   });
 
+  it("a goal's end by itself (met, out of budget), not one a person stopped, nor a goal still running", async () => {
+    const { sink, drafts, flush } = setup();
+    const goal = {
+      goalId: 'g1',
+      condition: 'the tests pass',
+      judge: { kind: 'command', command: 'npm test' },
+      budget: { turns: 5 },
+      used: { turns: 3, costUsd: 0, timeMs: 1_000 },
+      startedAt: '2026-12-02T06:00:00.000Z',
+      state: 'running',
+      judgements: [],
+    };
+    drafts.emit('goal_status', { channelId: 'c', sessionId: 's1', goal });
+    const ended = (id: string, reason: string, message: string) => ({
+      channelId: 'c',
+      sessionId: 's1',
+      goal: { ...goal, goalId: id, state: 'ended', ended: { reason, message, at: '2026-12-02T06:01:00.000Z' } },
+    });
+    drafts.emit('goal_status', ended('g0', 'stopped', 'Stopped by a person.'));
+    drafts.emit('goal_status', ended('g1', 'met', 'The judge says the goal holds.'));
+    drafts.emit('goal_status', ended('g2', 'turns', 'Out of budget: 5 of 5 turns used.'));
+    await flush();
+    expect(sink.sent.flatMap((sent) => sent.items.map((item) => `${item.kind} ${item.title}`))).toEqual([
+      'goal_ended Goal met: the tests pass',
+      'goal_ended Goal stopped: the tests pass',
+    ]);
+    expect(sink.sent.flatMap((sent) => sent.items)[0]!.message).toBe(
+      'The judge says the goal holds. Met after 3 turns.',
+    );
+    expect(sink.sent.flatMap((sent) => sent.items)[1]).toMatchObject({
+      message: 'Out of budget: 5 of 5 turns used.',
+      route: '#session=s1',
+      channelId: 'c',
+    });
+  });
+
   it('stops listening when unwired', async () => {
     const { sink, drafts, stops, flush } = setup();
     for (const stop of stops) stop();
