@@ -409,21 +409,54 @@ async function checkJudge(state: DraftServiceState, draft: ActiveDraft, judge: G
     return;
   }
   const program = firstWord(judge.command);
-  if (program === undefined || !(await findProgram(program, draft.project.path))) {
+  if (program === undefined) {
+    // Shell syntax before the first program (`n=$(cat f); …`): the shell decides what runs, so
+    // what can be checked without running it is that it parses.
+    const problem = await shellSyntaxError(judge.command, draft.project.path);
+    if (problem === undefined) return;
     throw new DraftError(
       'INVALID_INPUT',
-      `set_goal: the judge command "${judge.command}" cannot be run: "${program ?? ''}" is not a program on PATH or a file in the project. Give a command that exists, e.g. "npm test".`,
+      `set_goal: the judge command "${judge.command}" is not valid shell: ${problem}. Fix it, or give a plain command such as "npm test".`,
+      { fault: 'user', data: { command: judge.command } },
+    );
+  }
+  if (!(await findProgram(program, draft.project.path))) {
+    throw new DraftError(
+      'INVALID_INPUT',
+      `set_goal: the judge command "${judge.command}" cannot be run: "${program}" is not a program on PATH or a file in the project. Give a command that exists, e.g. "npm test".`,
       { fault: 'user', data: { command: judge.command } },
     );
   }
 }
 
+/** What `sh -n` (parse, run nothing) says is wrong with the command; undefined when it parses. */
+function shellSyntaxError(command: string, cwd: string): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const child = spawn('sh', ['-n', '-c', command], { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.once('error', (error) => resolve(error.message));
+    child.once('close', (code) =>
+      resolve(code === 0 ? undefined : stderr.trim().split('\n')[0] || `sh exited ${code}`),
+    );
+  });
+}
+
 const SHELL_WORDS = new Set(['cd', 'exit', 'true', 'false', 'test', '[', 'echo', 'export', '.', 'exec', 'set', 'env']);
 
+/**
+ * The program a simple command runs: `FOO=1 npm test` runs npm. Undefined when shell syntax comes
+ * first (a substitution, a group, a subshell), which only the shell can read.
+ */
 function firstWord(command: string): string | undefined {
-  const words = command.trim().split(/\s+/);
-  // `FOO=1 npm test`: the program is the first word that is not an assignment.
-  return words.find((word) => !/^[A-Za-z_][A-Za-z0-9_]*=/.test(word));
+  for (const word of command.trim().split(/\s+/)) {
+    if (/^[A-Za-z_][A-Za-z0-9_]*=/.test(word)) {
+      if (/[$`(]/.test(word)) return undefined;
+      continue;
+    }
+    return /^[^$`(){}]+$/.test(word) ? word.replace(/;$/, '') : undefined;
+  }
+  return undefined;
 }
 
 async function findProgram(program: string, cwd: string): Promise<boolean> {

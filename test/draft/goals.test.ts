@@ -117,6 +117,30 @@ describe('goals', () => {
     expect(ended).toMatchObject({ ended: { reason: 'cost' }, used: { turns: 2, costUsd: 1 } });
   });
 
+  it('a time budget stops a goal once its turns took that long, by the injected clock', async () => {
+    let now = Date.parse('2026-12-02T06:00:00.000Z');
+    // Each judgement comes 40 s of the clock after the one before: a 60 s budget is spent after two turns.
+    const judge = createScriptedBackend({
+      name: 'judge',
+      defaultTurn: () => {
+        now += 40_000;
+        return verdict(false, 'more', true);
+      },
+    });
+    const h = await harness({ backends: { judge }, clock: () => now });
+    await drafted(h.service);
+    await h.service.setGoal({
+      channelId: 'c',
+      condition: 'x',
+      judge: { kind: 'model', backend: 'judge' },
+      budget: { turns: 10, timeMs: 60_000 },
+    });
+    const ended = await h.service.goalSettled({ channelId: 'c' });
+    expect(ended).toMatchObject({ ended: { reason: 'time' }, used: { turns: 2, timeMs: 80_000 } });
+    expect(ended!.ended!.message).toBe('Out of budget: 80 s of 60 s used.');
+    expect((h.backends.get('default') as ScriptedBackend).calls).toHaveLength(2);
+  });
+
   it('a person stops a goal mid-turn: the turn ends cleanly and the goal is stopped', async () => {
     const hold = gate();
     const agent = createScriptedBackend({ turns: [[step.text('partial'), { type: 'wait', until: hold.promise }]] });
@@ -180,6 +204,16 @@ describe('goals', () => {
       }),
       'INVALID_INPUT',
       /no-such-program-here.*not a program/,
+    );
+    await expectCode(
+      h.service.setGoal({
+        channelId: 'c',
+        condition: 'x',
+        judge: { kind: 'command', command: 'n=$(cat runs; if then' },
+        budget: { turns: 2 },
+      }),
+      'INVALID_INPUT',
+      /is not valid shell/,
     );
     await expectCode(
       h.service.setGoal({

@@ -80,6 +80,8 @@ export interface HarnessOptions {
   sandbox?: 'auto' | 'none';
   /** People's hooks, run by the session manager (and the draft's workers). */
   hooks?: HookRunner;
+  /** The draft service's clock (milliseconds since the epoch), for budgets in time. */
+  clock?: () => number;
 }
 
 const open: Array<() => Promise<void>> = [];
@@ -112,6 +114,7 @@ export async function harness(options: HarnessOptions = {}): Promise<Harness> {
     ...(options.defaultAwaitTimeoutMs ? { defaultAwaitTimeoutMs: options.defaultAwaitTimeoutMs } : {}),
     ...(options.approver ? { approver: options.approver } : {}),
     ...(options.sandbox ? { sandbox: options.sandbox } : {}),
+    ...(options.clock ? { clock: options.clock } : {}),
   });
   const recorder = new Recorder(service);
   open.push(async () => {

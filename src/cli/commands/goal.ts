@@ -52,12 +52,15 @@ export function register(program: Command): void {
       const dataDir = resolveDataDir(command);
       const channel = options.channel ?? (await projectChannel(dataDir));
       const connection = await connectToProjectServer(dataDir, { channel });
+      // Listening before the goal is set: a goal that ends quickly must not end unseen.
+      const following = options.wait ? follow(connection.client, options.json === true) : undefined;
       try {
         const goal = await act(connection.client, words.join(' ').trim(), options);
-        if (goal && options.wait && goal.state === 'running') {
-          const ended = await follow(connection.client, options.json === true);
+        if (goal && following && goal.state === 'running') {
+          const ended = await following.until(goal.goalId);
           process.exitCode = ended.ended?.reason === 'met' ? 0 : 1;
         } else {
+          following?.stop();
           print(goal, options.json === true);
         }
       } catch (error) {
@@ -90,24 +93,38 @@ async function act(client: ProtocolClient, condition: string, options: GoalOptio
   return (await client.request('set_goal', { condition, judge, budget })).goal;
 }
 
-function follow(client: ProtocolClient, json: boolean): Promise<GoalStatus> {
-  return new Promise((resolve) => {
-    let printed = 0;
-    const stop = client.on('goal_status', ({ goal }) => {
-      for (const judgement of goal.judgements.slice(printed)) {
-        if (!json)
-          process.stdout.write(
-            `turn ${judgement.turn}: ${judgement.met ? 'met' : `not met${judgement.progress ? '' : ' (no progress)'} — ${judgement.missing.split('\n', 1)[0]}`}\n`,
-          );
-      }
-      printed = goal.judgements.length;
-      if (goal.state === 'ended') {
-        stop();
-        print(goal, json);
-        resolve(goal);
-      }
-    });
-  });
+/** Prints each judgement of the goal `until` names as it comes, and resolves when that goal ends. */
+function follow(
+  client: ProtocolClient,
+  json: boolean,
+): { until: (goalId: string) => Promise<GoalStatus>; stop: () => void } {
+  const seen: GoalStatus[] = [];
+  let wanted: { goalId: string; resolve: (goal: GoalStatus) => void } | undefined;
+  let printed = 0;
+  const take = (goal: GoalStatus): void => {
+    if (!wanted || goal.goalId !== wanted.goalId) return;
+    for (const judgement of goal.judgements.slice(printed)) {
+      if (!json)
+        process.stdout.write(
+          `turn ${judgement.turn}: ${judgement.met ? 'met' : `not met${judgement.progress ? '' : ' (no progress)'} — ${judgement.missing.split('\n', 1)[0]}`}\n`,
+        );
+    }
+    printed = Math.max(printed, goal.judgements.length);
+    if (goal.state === 'ended') {
+      stop();
+      print(goal, json);
+      wanted.resolve(goal);
+    }
+  };
+  const stop = client.on('goal_status', ({ goal }) => (wanted ? take(goal) : seen.push(goal)));
+  return {
+    until: (goalId) =>
+      new Promise((resolve) => {
+        wanted = { goalId, resolve };
+        for (const goal of seen.splice(0)) take(goal);
+      }),
+    stop,
+  };
 }
 
 function print(goal: GoalStatus | undefined, json: boolean): void {
