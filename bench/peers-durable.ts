@@ -7,7 +7,8 @@
  * - PostgreSQL (one server, fsync on, synchronous_commit on): Parley's PostgreSQL store, LangGraph's
  *   `PostgresSaver` (putWrites + put per step), Mastra's `PostgresStore` (saveMessages to a thread),
  *   and the floor: one bare statement per commit that inserts the batch and gives each session its
- *   next seqs.
+ *   next seqs. A reference row runs Parley's store with the search index's trigger off, to show
+ *   what keeping the full-text index in the appending transaction costs (the peers keep none).
  * - Local files: Parley's file store, LangGraph's `SqliteSaver` (better-sqlite3) and Mastra's
  *   `LibSQLStore` on a local file, both set to synchronous=FULL (each commit flushed, as Parley's
  *   append is); the same two as they come (WAL with synchronous=NORMAL: a commit is not flushed, so
@@ -51,6 +52,13 @@ const SYSTEMS: readonly System[] = [
     store: 'postgres',
     role: 'peer',
     driver: 'mastra',
+  },
+  {
+    name: 'parley-postgres-unindexed',
+    label: 'Parley, PostgreSQL store with its search index off (where the time goes)',
+    store: 'postgres',
+    role: 'reference',
+    driver: 'parley',
   },
   {
     name: 'floor-postgres',

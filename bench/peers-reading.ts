@@ -12,7 +12,7 @@
  * `PARLEY_BENCH_PEERS_READ_MB` sets the large session's size (default 100).
  */
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
@@ -41,20 +41,41 @@ interface Corpus {
   prompts: number;
 }
 
+/** GNU time, to read a child's CPU time (user + system) beside its wall time; the machine may be busy. */
+const GNU_TIME = '/usr/bin/time';
+
+interface Timed {
+  ms: number;
+  /** CPU time of the process (user + system), when GNU time is installed. */
+  cpuMs: number | undefined;
+  stdout: string;
+}
+
 function timedRun(
   command: string,
   args: string[],
   options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
-): Promise<{ ms: number; stdout: string }> {
+): Promise<Timed> {
+  const cpuFile = join(tmpdir(), `parley-peers-cpu-${process.pid}-${Math.random().toString(36).slice(2)}`);
+  const [file, argv] = existsSync(GNU_TIME)
+    ? [GNU_TIME, ['-f', '%U %S', '-o', cpuFile, command, ...args]]
+    : [command, args];
   const started = performance.now();
   return new Promise((resolve, reject) => {
     execFile(
-      command,
-      args,
+      file,
+      argv,
       { encoding: 'utf8', maxBuffer: 256 << 20, timeout: 10 * 60_000, ...options },
       (error, stdout, stderr) => {
+        const ms = performance.now() - started;
+        let cpuMs: number | undefined;
+        if (existsSync(cpuFile)) {
+          const [user, system] = readFileSync(cpuFile, 'utf8').trim().split('\n').at(-1)!.split(' ').map(Number);
+          cpuMs = ((user ?? 0) + (system ?? 0)) * 1000;
+          rmSync(cpuFile, { force: true });
+        }
         if (error !== null) reject(new Error(`${command} ${args.join(' ')} failed: ${stderr.slice(-500)}`));
-        else resolve({ ms: performance.now() - started, stdout });
+        else resolve({ ms, cpuMs, stdout });
       },
     );
   });
@@ -107,7 +128,11 @@ async function makeCorpora(work: string): Promise<Corpus[]> {
 }
 
 /** `parley import` + `parley sessions --json --all`, each a fresh process; the totals of what it listed. */
-async function parleyRead(cli: string, corpus: Corpus, dataDir: string): Promise<{ ms: number; totals: Totals }> {
+async function parleyRead(
+  cli: string,
+  corpus: Corpus,
+  dataDir: string,
+): Promise<{ ms: number; cpuMs: number | undefined; startupMs: number; totals: Totals }> {
   const imported = await timedRun(process.execPath, [cli, '--data-dir', dataDir, 'import', corpus.project, '--json'], {
     cwd: root,
   });
@@ -126,8 +151,12 @@ async function parleyRead(cli: string, corpus: Corpus, dataDir: string): Promise
   }>;
   const sum = (pick: (metrics: NonNullable<(typeof sessions)[number]['metrics']>) => number | undefined) =>
     sessions.reduce((total, session) => total + (pick(session.metrics ?? {}) ?? 0), 0);
+  // What node and Parley's CLI cost before any work: the same bundle printing its version.
+  const startup = await timedRun(process.execPath, [cli, '--version'], { cwd: root });
   return {
     ms: imported.ms + listed.ms,
+    cpuMs: imported.cpuMs === undefined || listed.cpuMs === undefined ? undefined : imported.cpuMs + listed.cpuMs,
+    startupMs: 2 * startup.ms,
     totals: {
       sessions: sessions.length,
       turns: sum((metrics) => metrics.turns),
@@ -141,9 +170,12 @@ async function parleyRead(cli: string, corpus: Corpus, dataDir: string): Promise
 }
 
 /** `ccusage claude session --json --offline` on the corpus alone; the totals of its report. */
-async function ccusageRead(corpus: Corpus, home: string): Promise<{ ms: number; totals: Totals; pricing: string }> {
+async function ccusageRead(
+  corpus: Corpus,
+  home: string,
+): Promise<{ ms: number; cpuMs: number | undefined; totals: Totals; pricing: string }> {
   const binary = join(peersDir, 'node_modules', '.bin', 'ccusage');
-  const { ms, stdout } = await timedRun(binary, ['claude', 'session', '--json', '--offline'], {
+  const { ms, cpuMs, stdout } = await timedRun(binary, ['claude', 'session', '--json', '--offline'], {
     env: { PATH: process.env.PATH, HOME: home, CLAUDE_CONFIG_DIR: corpus.config, TZ: 'UTC', NO_COLOR: '1' },
   });
   const report = JSON.parse(stdout) as {
@@ -165,6 +197,7 @@ async function ccusageRead(corpus: Corpus, home: string): Promise<{ ms: number; 
   );
   return {
     ms,
+    cpuMs,
     pricing: unpriced.size === 0 ? '' : `no price for ${[...unpriced].join(', ')} offline`,
     totals: {
       sessions: report.sessions.length,
@@ -203,7 +236,10 @@ export async function runReading(install: { failure?: string }): Promise<string>
     const differences: string[] = [];
     for (const corpus of corpora) {
       const parleyMs: number[] = [];
+      const parleyCpuMs: number[] = [];
+      const parleyStartupMs: number[] = [];
       const ccusageMs: number[] = [];
+      const ccusageCpuMs: number[] = [];
       let parleyTotals: Totals | undefined;
       let ccusageTotals: Totals | undefined;
       let pricing = '';
@@ -213,12 +249,19 @@ export async function runReading(install: { failure?: string }): Promise<string>
         const dataDir = join(work, `data-${round}`);
         const parley = await parleyRead(cli, corpus, dataDir);
         rmSync(dataDir, { recursive: true, force: true });
-        if (round >= 0) parleyMs.push(parley.ms);
+        if (round >= 0) {
+          parleyMs.push(parley.ms);
+          parleyStartupMs.push(parley.startupMs);
+          if (parley.cpuMs !== undefined) parleyCpuMs.push(parley.cpuMs);
+        }
         parleyTotals = parley.totals;
         if (ccusageFailure !== undefined) continue;
         try {
           const ccusage = await ccusageRead(corpus, home);
-          if (round >= 0) ccusageMs.push(ccusage.ms);
+          if (round >= 0) {
+            ccusageMs.push(ccusage.ms);
+            if (ccusage.cpuMs !== undefined) ccusageCpuMs.push(ccusage.cpuMs);
+          }
           ccusageTotals = ccusage.totals;
           pricing = ccusage.pricing;
         } catch (error) {
@@ -228,12 +271,14 @@ export async function runReading(install: { failure?: string }): Promise<string>
       const parleyMedian = percentile(parleyMs, 50);
       const ccusageMedian = percentile(ccusageMs, 50);
       const size = `${corpus.name} (${(corpus.bytes / 1e6).toFixed(0)} MB)`;
+      const cpu = (samples: number[]) => (samples.length === 0 ? Number.NaN : percentile(samples, 50));
+      const ran = ccusageFailure === undefined;
       rows.push([
         size,
-        formatMs(parleyMedian),
-        ccusageFailure === undefined ? formatMs(ccusageMedian) : `not run: ${ccusageFailure}`,
-        ccusageFailure === undefined ? ratio(parleyMedian, ccusageMedian) : '',
-        ccusageFailure === undefined ? (parleyMedian <= ccusageMedian ? 'met' : 'NOT met') : '',
+        `${formatMs(parleyMedian)} (CPU ${formatMs(cpu(parleyCpuMs))}; start-up of the two processes ${formatMs(percentile(parleyStartupMs, 50))})`,
+        ran ? `${formatMs(ccusageMedian)} (CPU ${formatMs(cpu(ccusageCpuMs))})` : `not run: ${ccusageFailure}`,
+        ran ? `${ratio(parleyMedian, ccusageMedian)} (CPU ${ratio(cpu(parleyCpuMs), cpu(ccusageCpuMs))})` : '',
+        ran ? (parleyMedian <= ccusageMedian ? 'met' : 'NOT met') : '',
       ]);
       if (parleyTotals !== undefined) {
         const cells = (totals: Totals | undefined) =>

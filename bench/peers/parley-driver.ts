@@ -3,8 +3,10 @@
  * under plain `node`, like the peers' drivers): each step is one `SessionStore.append` of a ~1 KB
  * `assistant_text` block, resolved once durable.
  *
- * Systems: `parley-postgres` (the PostgreSQL store, group commit), `parley-file` (the file store:
- * write + fdatasync of the session's log), and `floor-postgres`, the bare statement underneath what
+ * Systems: `parley-postgres` (the PostgreSQL store, group commit), `parley-postgres-unindexed` (the
+ * same with the search index's trigger turned off in the bench's schema: where the time goes, not a
+ * way Parley runs), `parley-file` (the file store: write + fdatasync of the session's log), and
+ * `floor-postgres`, the bare statement underneath what
  * Parley's PostgreSQL store must do per commit: insert the batch AND give each session its next seqs,
  * in one statement through `pg`, the steps of every session that are waiting sent together.
  */
@@ -108,10 +110,21 @@ async function floor(url: string, schema: string): Promise<void> {
 
 if (system === 'parley-postgres') {
   await parley(await createPostgresStore({ connectionString: options.url!, schema: options.schema! }));
+} else if (system === 'parley-postgres-unindexed') {
+  const store = await createPostgresStore({ connectionString: options.url!, schema: options.schema! });
+  const client = new pg.Client({ connectionString: options.url! });
+  await client.connect();
+  await client.query(
+    `ALTER TABLE ${pg.escapeIdentifier(options.schema!)}.events DISABLE TRIGGER events_index_messages`,
+  );
+  await client.end();
+  await parley(store);
 } else if (system === 'parley-file') {
   await parley(await createFileStore({ dataDir: options.dir!, onWarning: () => {} }));
 } else if (system === 'floor-postgres') {
   await floor(options.url!, options.schema!);
 } else {
-  throw new Error(`parley-driver: unknown system "${system}" (parley-postgres, parley-file, floor-postgres)`);
+  throw new Error(
+    `parley-driver: unknown system "${system}" (parley-postgres, parley-postgres-unindexed, parley-file, floor-postgres)`,
+  );
 }
