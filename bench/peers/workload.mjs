@@ -1,0 +1,69 @@
+// @ts-check
+/**
+ * The one workload every system in the peers bench runs, so each measures the same thing: `sessions`
+ * sessions at once, each appending `steps` steps of about 1 KB one after another, each step awaited
+ * until the system says it is stored (durable, for every system here) before the next starts.
+ *
+ * A driver (parley-driver.ts, langgraph-driver.mjs, mastra-driver.mjs) gives `runWorkload` a
+ * `prepare` (creates a session: not timed) and a `step` (stores one step: timed), and prints the
+ * result as one JSON line for bench/peers.bench.ts. Plain JavaScript, so the peers' drivers run under
+ * any Node (Mastra's want Node 22) without a TypeScript loader.
+ */
+
+/** A deterministic step of about 1 KB: what an agent's turn adds (a message, a tool call and result). */
+export function stepText(session, step) {
+  const head = `session ${session} step ${step}: `;
+  return head + 'the quick brown fox jumps over the lazy dog; '.repeat(23).slice(0, 1000 - head.length);
+}
+
+/**
+ * Runs the workload: a few warm-up steps on a session of their own (not counted), then `sessions`
+ * sessions appending at once. Returns every step's latency (ms) and the wall time of the whole run.
+ *
+ * @param {{
+ *   sessions: number,
+ *   steps: number,
+ *   warmup?: number,
+ *   prepare: (session: number) => Promise<unknown>,
+ *   step: (session: number, step: number, text: string) => Promise<unknown>,
+ * }} workload
+ * @returns {Promise<{ latencies: number[], wallMs: number }>}
+ */
+export async function runWorkload(workload) {
+  const warmup = workload.warmup ?? 20;
+  const warmupSession = workload.sessions;
+  await workload.prepare(warmupSession);
+  for (let step = 0; step < warmup; step += 1) await workload.step(warmupSession, step, stepText(warmupSession, step));
+  for (let session = 0; session < workload.sessions; session += 1) await workload.prepare(session);
+  const latencies = [];
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: workload.sessions }, async (_, session) => {
+      for (let step = 0; step < workload.steps; step += 1) {
+        const text = stepText(session, step);
+        const before = performance.now();
+        await workload.step(session, step, text);
+        latencies.push(performance.now() - before);
+      }
+    }),
+  );
+  return { latencies, wallMs: performance.now() - started };
+}
+
+/**
+ * The driver's command line: `<driver> <system> <json options>`; the options hold the workload's
+ * size and where to store (`url` and `schema` for PostgreSQL, `dir` for files).
+ * @returns {{ system: string, options: { sessions: number, steps: number, url?: string, schema?: string, dir?: string } }}
+ */
+export function driverArguments() {
+  const [system, json] = process.argv.slice(2);
+  if (system === undefined || json === undefined) {
+    throw new Error('usage: <driver> <system> <json options>: the bench (bench/peers.bench.ts) starts the drivers');
+  }
+  return { system, options: JSON.parse(json) };
+}
+
+/** Prints the result for the bench: one JSON line on stdout. */
+export function report(system, result, notes = []) {
+  process.stdout.write(`${JSON.stringify({ system, node: process.version, notes, ...result })}\n`);
+}
