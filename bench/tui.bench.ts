@@ -17,7 +17,8 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -139,6 +140,63 @@ interface PaintRow {
   label: string;
   samples: number[];
   target?: boolean;
+  /** A peer's prompt-ready row that Parley's prompt-ready row must beat. */
+  peer?: boolean;
+  /** Parley's prompt-ready row, compared with the peers'. */
+  parleyReady?: boolean;
+}
+
+/** A peer CLI from the root's optional dependencies; undefined when it is not installed. */
+function peerBin(name: 'gemini' | 'codex'): string | undefined {
+  const bin = join(root, 'node_modules', '.bin', name);
+  return existsSync(bin) ? bin : undefined;
+}
+
+/**
+ * The Gemini CLI offline with login skipped: an API key and `selectedType: gemini-api-key`, its
+ * base URL a closed port on 127.0.0.1, the folder trusted, updates and telemetry off (as
+ * /work/shared/reference/gemini-openai-acp.md measured). HOME is the run's folder.
+ */
+async function prepareGemini(cwd: string): Promise<string[]> {
+  await mkdir(join(cwd, '.gemini'), { recursive: true });
+  await writeFile(
+    join(cwd, '.gemini', 'settings.json'),
+    JSON.stringify({
+      security: { auth: { selectedType: 'gemini-api-key' } },
+      privacy: { usageStatisticsEnabled: false },
+      telemetry: { enabled: false },
+      general: { enableAutoUpdate: false, enableAutoUpdateNotification: false, maxAttempts: 1 },
+    }),
+  );
+  return [
+    `GEMINI_CLI_HOME=${cwd}`,
+    'GEMINI_API_KEY=dummy',
+    'GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:9',
+    'GEMINI_CLI_TRUST_WORKSPACE=true',
+  ];
+}
+
+/** Codex offline with login skipped: a Responses-API provider on a closed port whose key is in the environment, the folder trusted, no update check. */
+async function prepareCodex(cwd: string): Promise<string[]> {
+  const home = join(cwd, '.codex');
+  await mkdir(home, { recursive: true });
+  await writeFile(
+    join(home, 'config.toml'),
+    [
+      'model = "gpt-5"',
+      'model_provider = "offline"',
+      'check_for_update_on_startup = false',
+      '[model_providers.offline]',
+      'name = "offline"',
+      'base_url = "http://127.0.0.1:9/v1"',
+      'env_key = "OFFLINE_KEY"',
+      'wire_api = "responses"',
+      `[projects.${JSON.stringify(cwd)}]`,
+      'trust_level = "trusted"',
+      '',
+    ].join('\n'),
+  );
+  return [`CODEX_HOME=${home}`, 'OFFLINE_KEY=dummy'];
 }
 
 async function firstPaint(runs: number): Promise<PaintRow[]> {
@@ -148,11 +206,17 @@ async function firstPaint(runs: number): Promise<PaintRow[]> {
   const titleShown = (screen: string) => /Parley [●○] \w+ \| No draft \| Agents: \d/.test(screen);
   const exited = (_screen: string, dead: boolean) => dead;
   const promptShown = (screen: string) => screen.includes('Type a message, or /help for commands');
+  const gemini = peerBin('gemini');
+  const codex = peerBin('codex');
   const kinds: Array<{
     label: string;
     argv: string[];
     done: (screen: string, dead: boolean) => boolean;
     target?: boolean;
+    peer?: boolean;
+    parleyReady?: boolean;
+    /** Writes the run's config into its folder; returns environment assignments for the command. */
+    prepare?: (cwd: string) => Promise<string[]>;
   }> = [
     { label: 'floor: node runs an empty script, exits', argv: [process.execPath, '-e', ''], done: exited },
     {
@@ -170,7 +234,31 @@ async function firstPaint(runs: number): Promise<PaintRow[]> {
       label: "`parley` → Ink's first frame: prompt ready for keys (built)",
       argv: [process.execPath, join(dist, 'cli', 'main.js')],
       done: promptShown,
+      parleyReady: true,
     },
+    ...(gemini
+      ? [
+          {
+            label: '`gemini` (Gemini CLI, offline, login skipped) → prompt ready',
+            argv: [gemini],
+            done: (screen: string) => screen.includes('Type your message or @path/to/file'),
+            peer: true,
+            prepare: prepareGemini,
+          },
+        ]
+      : []),
+    ...(codex
+      ? [
+          {
+            label: '`codex` (Codex CLI, offline, login skipped) → prompt ready',
+            argv: [codex],
+            // The composer's placeholder changes from run to run; its prompt mark and hint line do not.
+            done: (screen: string) => /^› /m.test(screen) && screen.includes('? for shortcuts'),
+            peer: true,
+            prepare: prepareCodex,
+          },
+        ]
+      : []),
     {
       label: '`parley` → first frame with the title bar (from source, tsx)',
       argv: [
@@ -189,15 +277,23 @@ async function firstPaint(runs: number): Promise<PaintRow[]> {
       for (let index = 0; index <= runs; index++) {
         const cwd = await mkdtemp(join(tmpdir(), 'parley-bench-tui-'));
         try {
-          const elapsed = await tmux.time(cwd, kind.argv, kind.done);
+          const env = kind.prepare ? await kind.prepare(cwd) : [];
+          const elapsed = await tmux.time(cwd, [...env, ...kind.argv], kind.done);
           if (index > 0) samples.push(elapsed);
           // Let the TUI's in-process server wind down before the folder goes.
           await new Promise((resolve) => setTimeout(resolve, 300));
         } finally {
-          await rm(cwd, { recursive: true, force: true });
+          // A peer CLI killed with its pane may still be writing its state here for a moment.
+          await rm(cwd, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
         }
       }
-      rows.push({ label: kind.label, samples, ...(kind.target ? { target: true } : {}) });
+      rows.push({
+        label: kind.label,
+        samples,
+        ...(kind.target ? { target: true } : {}),
+        ...(kind.peer ? { peer: true } : {}),
+        ...(kind.parleyReady ? { parleyReady: true } : {}),
+      });
     }
   } finally {
     await tmux.close();
@@ -512,6 +608,7 @@ export async function run(): Promise<string> {
 
   const paint = await firstPaint(5);
   const floor = median(paint[0]!.samples);
+  const ready = paint.find((row) => row.parleyReady)!;
   out.push('### First paint (spawn in a 120×40 tmux pane → screen shows it; 5 runs after a warm-up)', '');
   out.push(
     table(
@@ -521,11 +618,21 @@ export async function run(): Promise<string> {
         formatMs(median(row.samples)),
         formatMs(percentile(row.samples, 90)),
         ratio(median(row.samples), floor),
-        row.target ? (median(row.samples) < 500 ? '< 500 ms: met' : '< 500 ms: **missed**') : '',
+        row.target
+          ? median(row.samples) < 500
+            ? '< 500 ms: met'
+            : '< 500 ms: **missed**'
+          : row.peer
+            ? median(ready.samples) < median(row.samples)
+              ? `Parley first (${ratio(median(ready.samples), median(row.samples))}): met`
+              : `Parley first: **missed** (${ratio(median(ready.samples), median(row.samples))})`
+            : '',
       ]),
     ),
     '',
   );
+  if (!paint.some((row) => row.peer))
+    out.push('The peer rows need the optional `@google/gemini-cli` and `@openai/codex` packages installed.', '');
 
   const render = await renderInChild();
   out.push(
