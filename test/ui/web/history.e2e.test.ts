@@ -16,6 +16,9 @@ import { openConnected, useWebHarness } from './web-test-hooks.js';
  */
 const web = useWebHarness({ fileSnapshots: {} });
 
+/** The guide's pictures (docs/guides/user-interfaces.md), taken as the test goes. */
+const DOCS_IMAGES = join(import.meta.dirname, '..', '..', '..', 'docs', 'images');
+
 function gate(): { promise: Promise<void>; open: () => void } {
   let open!: () => void;
   const promise = new Promise<void>((resolve) => (open = resolve));
@@ -91,7 +94,7 @@ describe.skipIf(web.part.skip)('the history tree in the web UI', () => {
     expect(summary).toContain("The project's files stay as they are.");
     expect(await dialog.locator('[data-testid="rewind-restore-conversation"]').isChecked()).toBe(true);
     expect(await dialog.locator('[data-testid="rewind-restore-files"]').isDisabled()).toBe(false);
-    await page.screenshot({ path: join(SCREENSHOTS, 'history-rewind-dialog.png') });
+    await page.screenshot({ path: join(DOCS_IMAGES, 'web-history-rewind.png') });
     // Cancel changes nothing.
     await dialog.locator('[data-testid="rewind-cancel"]').click();
     expect(await userTexts(page)).toEqual(['First question.', 'Second question.', 'Third question.']);
@@ -143,7 +146,8 @@ describe.skipIf(web.part.skip)('the history tree in the web UI', () => {
     const top = page.locator('[data-testid="branch-switch"][data-fork-seq="-1"]');
     await top.waitFor();
     await top.locator('[data-testid="branch-count"]', { hasText: /^2\/2$/ }).waitFor();
-    await page.screenshot({ path: join(SCREENSHOTS, 'history-switcher.png') });
+    for (const close of await page.locator('[data-testid="notices"] button.close').all()) await close.click();
+    await page.screenshot({ path: join(DOCS_IMAGES, 'web-history-switcher.png') });
     await top.locator('[data-testid="branch-previous"]').click();
     await userMessage(page, 'asked differently').waitFor();
     expect(await userTexts(page)).toEqual(['First question.', 'Second question, asked differently.']);

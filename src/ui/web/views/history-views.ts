@@ -106,7 +106,7 @@ export function blockActions(kind: 'message' | 'checkpoint' | 'answer', handlers
         )
       : null,
     handlers.edit ? button('edit', '✎', 'Edit', 'Edit and resend this message', handlers.edit) : null,
-    handlers.fork ? button('fork', '⑂', 'Fork', `Fork a new session from ${what}`, handlers.fork) : null,
+    handlers.fork ? button('fork', '⋔', 'Fork', `Fork a new session from ${what}`, handlers.fork) : null,
   );
 }
 
@@ -198,7 +198,7 @@ export function forkOrigin(
   return h(
     'div',
     { class: 'muted small forked-from', 'data-testid': 'forked-from' },
-    '⑂ Forked from ',
+    '⋔ Forked from ',
     h(
       'button',
       {
