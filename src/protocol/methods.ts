@@ -519,6 +519,8 @@ export const ServerInfoResultSchema = z.object({
   connectionId: z.string(),
   projectRoot: z.string(),
   methods: z.array(z.string()),
+  /** The server snapshots the project's files around turns, so `rewind` can restore them (`restore: 'files' | 'both'`). */
+  fileSnapshots: z.boolean().optional(),
 });
 
 // ---- durable runs ---------------------------------------------------------------------

@@ -309,6 +309,7 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
         connectionId: context.connectionId,
         projectRoot: dependencies.projectRoot,
         methods: [...METHOD_NAMES],
+        fileSnapshots: manager.fileSnapshots !== undefined,
       }),
   };
 }

@@ -10,13 +10,19 @@ import {
 import type { SessionFilters } from './view-model.js';
 import { emptyView, firstMessageTarget, HistoryFold, type BusyKey, type Tone } from './state.js';
 import { HISTORY_READING, readHistory } from './history-pages.js';
+import {
+  HistoryController,
+  type HistoryActions,
+  type RewindOutcome,
+  type RewindRequest,
+} from './history-controller.js';
 import type { Store } from './store.js';
 
 /** Sessions read per page of the list: a screen's worth many times over, so scrolling rarely waits. */
 const SESSION_PAGE = 200;
 
 /** What the views may ask for. Every method reports its own failures as notices; none throws. */
-export interface Actions {
+export interface Actions extends Partial<HistoryActions> {
   select(sessionId: string): void;
   setFilter(key: keyof SessionFilters, value: string | undefined): void;
   search(query: string): void;
@@ -87,11 +93,19 @@ export class Controller implements Actions {
   private compactionNotices = 0;
   /** A first message on its way (drafting, then sending): a second one is not drafted again. */
   private firstMessage: Promise<boolean> | undefined;
+  private readonly history: HistoryController;
 
   constructor(private readonly options: ControllerOptions) {
     this.client = options.client;
     this.store = options.store;
     this.now = options.now ?? Date.now;
+    this.history = new HistoryController({
+      client: this.client,
+      store: this.store,
+      notice: (tone, text) => this.notice(tone, text),
+      select: (sessionId) => this.select(sessionId),
+      reloadCheckpoints: (sessionId) => this.loadCheckpoints(sessionId),
+    });
   }
 
   /** Connects and loads the page's data; a first connection that fails is reported in the state, not thrown. */
@@ -150,8 +164,11 @@ export class Controller implements Actions {
               event.conversationId === MAIN_CONVERSATION &&
               event.metadata.turnComplete,
           )
-        )
+        ) {
           this.schedulePreview();
+          // The first turn after a rewind starts a branch of its own: the branches' ids and tips moved.
+          if (store.state.view?.branches !== undefined) void this.history.loadBranches(undefined, selected);
+        }
       });
     });
     client.on('compaction_started', (payload) => {
@@ -175,8 +192,11 @@ export class Controller implements Actions {
       if (status.sessionId === store.state.selectedId) this.schedulePreview();
     });
     // A rewind, a branch switch or an edit: the events shown past the point are another branch, so the view is read again.
-    client.on('history_changed', ({ sessionId }) => {
-      if (sessionId === store.state.selectedId) void this.loadSession(sessionId);
+    client.on('history_changed', ({ sessionId, session }) => {
+      store.dispatch({ type: 'session_updated', session });
+      if (sessionId !== store.state.selectedId) return;
+      store.dispatch({ type: 'history_reload', sessionId });
+      void this.loadSession(sessionId);
     });
     client.on('goal_status', ({ sessionId, goal }) => store.dispatch({ type: 'goal_status', sessionId, goal }));
     client.on('draft_closed', (closed) => {
@@ -196,7 +216,12 @@ export class Controller implements Actions {
     const { client, store } = this;
     try {
       const info = await client.request('server_info');
-      store.dispatch({ type: 'server', channelId: info.channelId, projectRoot: info.projectRoot });
+      store.dispatch({
+        type: 'server',
+        channelId: info.channelId,
+        projectRoot: info.projectRoot,
+        ...(info.fileSnapshots !== undefined ? { fileSnapshots: info.fileSnapshots } : {}),
+      });
       this.options.onChannel?.(info.channelId);
       if (first) await client.subscribe();
       const [sessions, draft] = await Promise.all([
@@ -290,7 +315,11 @@ export class Controller implements Actions {
     if (view?.sessionId === sessionId) this.client.resumeFrom('session_event', sessionId, view.conversation.lastSeq);
     await (this.options.afterPaint?.() ?? Promise.resolve());
     if (run !== this.selection) return;
-    await Promise.all([this.loadCheckpoints(sessionId), this.loadPreview(sessionId)]);
+    await Promise.all([
+      this.loadCheckpoints(sessionId),
+      this.loadPreview(sessionId),
+      this.history.loadBranches(selectedSessionOf(this.store.state, sessionId), sessionId),
+    ]);
   }
 
   /** The session's running compaction from `get_session`; an answer overtaken by a compaction notice is dropped (the notice is newer). */
@@ -623,6 +652,28 @@ export class Controller implements Actions {
     this.store.dispatch({ type: 'dismiss', id });
   }
 
+  // ---- the history tree (history-controller.ts) ----
+
+  switchBranch(branch: string): Promise<boolean> {
+    return this.history.switchBranch(branch);
+  }
+
+  rewind(request: RewindRequest): Promise<RewindOutcome> {
+    return this.history.rewind(request);
+  }
+
+  editMessage(blockId: string, content: string): Promise<string | undefined> {
+    return this.history.editMessage(blockId, content);
+  }
+
+  forkSession(at: number | string, backend?: string): Promise<string | undefined> {
+    return this.history.forkSession(at, backend);
+  }
+
+  restoreCheckpoint(version: number): Promise<boolean> {
+    return this.history.restoreCheckpoint(version);
+  }
+
   /** Runs an action with its button marked busy; a failure becomes a notice. Resolves true on success. */
   private async busy(key: BusyKey, work: () => Promise<unknown>): Promise<boolean> {
     this.store.dispatch({ type: 'busy', key, value: true });
@@ -647,6 +698,10 @@ export class Controller implements Actions {
     this.store.dispatch({ type: 'notice', tone, text });
     if (tone !== 'error') setTimeout(() => this.store.dispatch({ type: 'dismiss', id }), NOTICE_MS);
   }
+}
+
+function selectedSessionOf(state: { sessions: SessionInfo[] }, sessionId: string): SessionInfo | undefined {
+  return state.sessions.find((session) => session.sessionId === sessionId);
 }
 
 /** A failure as a user reads it: the server's message (it names the value and what to do). */

@@ -6,6 +6,7 @@
  */
 export * from './view-model.js';
 export * from './format.js';
+export * from './history-model.js';
 export {
   reduce,
   initialState,

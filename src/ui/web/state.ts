@@ -20,6 +20,7 @@ import type {
   SessionSearchHitInfo,
   TaskInfo,
 } from '../../protocol/index.js';
+import { emptyTrace, traceEvents, type BranchEntry, type BranchTrace } from './history-model.js';
 import {
   emptySeries,
   foldSeries,
@@ -58,6 +59,12 @@ export interface SessionView {
   conversation: ConversationState;
   series: UsageSeries;
   pending: StreamEvent[];
+  /** The active branch read again (a rewind, a branch switch, an edit): what it shows stays until the new one is in, live events wait in `pending`. */
+  reloading?: boolean;
+  /** The active branch's seqs and the point before each user message (history-model.ts). */
+  trace: BranchTrace;
+  /** The session's branches (`list_branches`), when it has more than one. */
+  branches?: BranchEntry[];
   checkpoints?: CheckpointData;
   checkpointsError?: string;
   /** The status view's breakdown: `preview_request` with an empty prompt. */
@@ -94,6 +101,8 @@ export interface AppState {
   connectError?: string;
   channelId?: string;
   projectRoot?: string;
+  /** The server snapshots the project's files (`server_info`), so a rewind can restore them. */
+  fileSnapshots?: boolean;
   sessions: SessionInfo[];
   sessionsLoaded: boolean;
   /** The cursor of the next page of sessions; absent once every page is loaded. */
@@ -125,7 +134,7 @@ export interface AppState {
 export type AppAction =
   | { type: 'auth_missing' }
   | { type: 'connection'; state: ConnectionState; error?: string }
-  | { type: 'server'; channelId: string; projectRoot: string }
+  | { type: 'server'; channelId: string; projectRoot: string; fileSnapshots?: boolean }
   | { type: 'sessions_loaded'; sessions: SessionInfo[]; nextCursor?: string }
   /** The next page of the list, read as the list scrolls towards its end. */
   | { type: 'sessions_page'; sessions: SessionInfo[]; nextCursor?: string }
@@ -139,6 +148,9 @@ export type AppAction =
   /** The session's log; `folded`, when given, is those events already folded from an empty view (see `foldHistory`). */
   | { type: 'history_loaded'; sessionId: string; events: StreamEvent[]; folded?: FoldedHistory }
   | { type: 'history_failed'; sessionId: string; error: string }
+  /** The active branch changed on the server: its history is read again (`history_loaded` follows). */
+  | { type: 'history_reload'; sessionId: string }
+  | { type: 'branches'; sessionId: string; branches: BranchEntry[] | undefined }
   | { type: 'events'; sessionId: string; events: StreamEvent[] }
   | { type: 'checkpoints'; sessionId: string; data: CheckpointData }
   | { type: 'checkpoints_failed'; sessionId: string; error: string }
@@ -193,6 +205,8 @@ export function initialState(auth: AppState['auth'] = 'present'): AppState {
 export interface FoldedHistory {
   conversation: ConversationState;
   series: UsageSeries;
+  /** Traced from the same events; absent: traced from them when the history is loaded. */
+  trace?: BranchTrace;
 }
 
 /**
@@ -200,8 +214,12 @@ export interface FoldedHistory {
  * `emptyView`'s). The controller folds each page of the log as it arrives, while later pages are
  * still on their way, instead of all 12,000 events of a long session once the last page is in.
  */
-export function foldHistory(history: FoldedHistory, events: StreamEvent[]): FoldedHistory {
-  return { conversation: applyEvents(history.conversation, events), series: foldSeries(history.series, events) };
+export function foldHistory(history: FoldedHistory, events: StreamEvent[]): Required<FoldedHistory> {
+  return {
+    conversation: applyEvents(history.conversation, events),
+    series: foldSeries(history.series, events),
+    trace: traceEvents(history.trace ?? emptyTrace(), events),
+  };
 }
 
 /**
@@ -212,25 +230,35 @@ export function foldHistory(history: FoldedHistory, events: StreamEvent[]): Fold
 export class HistoryFold {
   private readonly conversation: ConversationFold;
   private series: UsageSeries;
+  private trace: BranchTrace;
 
   constructor(from: FoldedHistory) {
     this.conversation = foldInParts(from.conversation);
     this.series = from.series;
+    this.trace = from.trace ?? emptyTrace();
   }
 
   add(events: StreamEvent[]): void {
     this.conversation.add(events);
     this.series = foldSeries(this.series, events);
+    this.trace = traceEvents(this.trace, events);
   }
 
   /** What was added, folded; the fold takes no more pages after it. */
   finish(): FoldedHistory {
-    return { conversation: this.conversation.finish(), series: this.series };
+    return { conversation: this.conversation.finish(), series: this.series, trace: this.trace };
   }
 }
 
 export function emptyView(sessionId: string): SessionView {
-  return { sessionId, loading: true, conversation: emptyConversation(sessionId), series: emptySeries(), pending: [] };
+  return {
+    sessionId,
+    loading: true,
+    conversation: emptyConversation(sessionId),
+    series: emptySeries(),
+    pending: [],
+    trace: emptyTrace(),
+  };
 }
 
 export function reduce(state: AppState, action: AppAction): AppState {
@@ -244,8 +272,11 @@ export function reduce(state: AppState, action: AppAction): AppState {
       else if (action.error !== undefined) next.connectError = action.error;
       return next;
     }
-    case 'server':
-      return { ...state, channelId: action.channelId, projectRoot: action.projectRoot };
+    case 'server': {
+      const next: AppState = { ...state, channelId: action.channelId, projectRoot: action.projectRoot };
+      if (action.fileSnapshots !== undefined) next.fileSnapshots = action.fileSnapshots;
+      return next;
+    }
     case 'sessions_loaded': {
       // Sessions the list learned from live updates while the page was reading stay in.
       let sessions = action.sessions;
@@ -304,22 +335,36 @@ export function reduce(state: AppState, action: AppAction): AppState {
     case 'history_loaded':
       return updateView(state, action.sessionId, (view) => {
         // History first, then what arrived live meanwhile: applyEvents skips what is already in.
-        const history = action.folded ?? foldHistory(view, action.events);
-        const { conversation, series } = foldHistory(history, view.pending);
-        const next: SessionView = { ...view, loading: false, pending: [], conversation, series };
+        // A reload starts from nothing: what the view held may be another branch.
+        const from = view.reloading ? emptyView(view.sessionId) : view;
+        const history = action.folded ?? foldHistory(from, action.events);
+        const traced = history.trace ?? traceEvents(from.trace, action.events);
+        const { conversation, series, trace } = foldHistory({ ...history, trace: traced }, view.pending);
+        const next: SessionView = { ...view, loading: false, pending: [], conversation, series, trace };
         delete next.loadError;
+        delete next.reloading;
+        return next;
+      });
+    case 'history_reload':
+      return updateView(state, action.sessionId, (view) => (view.loading ? view : { ...view, reloading: true }));
+    case 'branches':
+      return updateView(state, action.sessionId, (view) => {
+        const next: SessionView = { ...view };
+        if (action.branches === undefined) delete next.branches;
+        else next.branches = action.branches;
         return next;
       });
     case 'history_failed':
       return updateView(state, action.sessionId, (view) => ({ ...view, loading: false, loadError: action.error }));
     case 'events':
       return updateView(state, action.sessionId, (view) =>
-        view.loading
+        view.loading || view.reloading
           ? { ...view, pending: [...view.pending, ...action.events] }
           : {
               ...view,
               conversation: applyEvents(view.conversation, action.events),
               series: foldSeries(view.series, action.events),
+              trace: traceEvents(view.trace, action.events),
             },
       );
     case 'checkpoints':

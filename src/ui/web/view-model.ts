@@ -459,7 +459,8 @@ export function foldedRange(checkpoint: CheckpointWire, options: { utc?: boolean
 export function checkpointHeadline(checkpoint: CheckpointWire): string {
   const saved = checkpoint.tokens.totalSaved > 0 ? ` · saved ${formatCount(checkpoint.tokens.totalSaved)}` : '';
   const by = checkpoint.summarizer ? ` · ${summarizerLabel(checkpoint.summarizer)}` : '';
-  return `v${checkpoint.version} · ${checkpoint.trigger}${by} · ${formatCount(checkpoint.tokens.checkpoint)} tokens${saved}`;
+  const copy = checkpoint.restoredFrom !== undefined ? ` · copy of v${checkpoint.restoredFrom}` : '';
+  return `v${checkpoint.version} · ${checkpoint.trigger}${copy}${by} · ${formatCount(checkpoint.tokens.checkpoint)} tokens${saved}`;
 }
 
 /** `structural`, `structural (model failed)`, or the model's back end and name. */

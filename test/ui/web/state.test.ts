@@ -40,6 +40,44 @@ describe("the selected session's conversation", () => {
     expect(state.view?.series.turns).toBe(2);
   });
 
+  it('after the active branch changed, keeps showing the old one until the new one is read, then shows only the new one and what came live meanwhile', () => {
+    const events = log.events;
+    // The branch left: both turns. The new one: the first turn, then a third question (seqs after the log's end).
+    const third = new LogBuilder('session-1')
+      .turn('third question', 'a new answer', 0.03)
+      .events.map((event, index) => ({
+        ...event,
+        seq: events.length + index,
+      }));
+    const loaded = run(
+      initialState(),
+      { type: 'select', sessionId: 'session-1' },
+      { type: 'history_loaded', sessionId: 'session-1', events },
+      { type: 'history_reload', sessionId: 'session-1' },
+      // Live, while the branch is read again: the next turn of the new branch.
+      { type: 'events', sessionId: 'session-1', events: third.slice(0, 3) },
+    );
+    expect(loaded.view?.reloading).toBe(true);
+    expect(loaded.view?.conversation.blocks.filter((block) => block.type === 'user_message')).toHaveLength(2);
+    const firstTurn = events.slice(
+      0,
+      events.findIndex(
+        (event, index) => index > 0 && event.type === 'block_complete' && event.block.type === 'user_message',
+      ),
+    );
+    const after = run(
+      loaded,
+      { type: 'history_loaded', sessionId: 'session-1', events: [...firstTurn, ...third.slice(0, 1)] },
+      { type: 'events', sessionId: 'session-1', events: third.slice(3) },
+    );
+    expect(after.view?.reloading).toBeUndefined();
+    expect(after.view?.conversation).toEqual(applyEvents(emptyConversation('session-1'), [...firstTurn, ...third]));
+    expect(after.view?.trace.runs).toEqual([
+      { first: 0, last: firstTurn.length - 1 },
+      { first: events.length, last: events.length + third.length - 1 },
+    ]);
+  });
+
   it('gives the same conversation however the log is split between history and live delivery (property)', () => {
     const events = log.events;
     fc.assert(

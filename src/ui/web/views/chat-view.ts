@@ -33,9 +33,11 @@ import {
   type SessionView,
 } from '../state.js';
 import { chatItems, sessionLabel, type ChatItem } from '../view-model.js';
+import { forkOrigin } from './history-views.js';
 import { MarkdownView } from '../markdown/markdown-view.js';
 import type { MarkdownOptions } from '../markdown/render.js';
 import { BackendPicker } from './backend-picker.js';
+import { ChatHistory } from './chat-history.js';
 import { commandElement, fileEditElement } from './tool-views.js';
 
 const STATUS_GLYPH: Record<BlockStatus, string> = { pending: '○', running: '●', success: '✓', error: '✗' };
@@ -140,6 +142,8 @@ export class ChatView {
   private compactionTimer: ReturnType<typeof setInterval> | undefined;
   /** The note form of each running conversation thread, kept across its block's re-renders so typed text stays. */
   private readonly noteForms = new Map<string, HTMLFormElement>();
+  /** Rewind, edit and fork on the blocks, and the branch switchers (chat-history.ts). */
+  private readonly history: ChatHistory;
 
   constructor(private readonly actions: Actions) {
     this.textarea = h('textarea', {
@@ -196,12 +200,21 @@ export class ChatView {
     });
     this.earlierRow = h('div', { class: 'earlier' }, this.earlier);
     this.header.append(this.headerMain, this.badge);
+    this.history = new ChatHistory(actions, {
+      offerPrompt: (text) => {
+        if (this.textarea.value.trim() === '' && this.state && canPrompt(this.state)) this.textarea.value = text;
+      },
+      redraw: () => {
+        if (this.state) this.update(this.state);
+      },
+    });
     this.element = h(
       'section',
       { class: 'chat', 'aria-label': 'Conversation' },
       this.header,
       this.scroller,
       this.footer,
+      ...this.history.dialogs,
     );
   }
 
@@ -271,7 +284,7 @@ export class ChatView {
       this.last.view === undefined ||
       (this.last.view as { sessionId: string }).sessionId !== view.sessionId
     )
-      this.renderHeader(session, view.sessionId);
+      this.renderHeader(session, view.sessionId, state);
     this.renderFooter(state, session);
     this.renderCompaction(view.compaction);
     this.last.view = view;
@@ -288,13 +301,14 @@ export class ChatView {
       replaceChildren(this.scroller, h('div', { class: 'empty-state error-text' }, view.loadError));
       return;
     }
-    if (this.last.conversation === view.conversation) return;
+    const historyChanged = this.history.update(state);
+    if (this.last.conversation === view.conversation && !historyChanged) return;
+    if (this.last.conversation !== view.conversation) this.items = chatItems(view.conversation);
     this.last.conversation = view.conversation;
-    this.items = chatItems(view.conversation);
     this.renderBlocks();
   }
 
-  private renderHeader(session: SessionInfo | undefined, sessionId: string): void {
+  private renderHeader(session: SessionInfo | undefined, sessionId: string, state: AppState): void {
     if (!session) {
       replaceChildren(this.headerMain, h('h2', {}, sessionId));
       return;
@@ -309,6 +323,7 @@ export class ChatView {
         h('h2', { 'data-testid': 'chat-title' }, label.title),
       ),
       h('div', { class: 'muted small' }, `${label.detail} · `, h('code', {}, session.sessionId)),
+      forkOrigin(session, state.sessions, (sessionId) => this.actions.select(sessionId)),
     );
   }
 
@@ -450,10 +465,12 @@ export class ChatView {
     const start = Math.min(Math.max(this.renderedFrom, this.windowStart ?? 0), this.items.length);
     this.renderedFrom = start;
     const keep = new Set<string>();
-    const elements = this.items.slice(start).map((item) => {
+    const elements: HTMLElement[] = [];
+    for (const item of this.items.slice(start)) {
       keep.add(item.key);
-      return this.elementFor(item, this.cache, false);
-    });
+      elements.push(...this.history.switchersBefore(item.block.id), this.elementFor(item, this.cache, false));
+    }
+    elements.push(...this.history.switchersAtEnd());
     if (start > 0) {
       const filling = start > (this.windowStart ?? 0);
       const more = filling ? start - (this.windowStart ?? 0) : Math.min(WINDOW, start);
@@ -474,7 +491,7 @@ export class ChatView {
     cache: Map<string, { signature: unknown[]; element: HTMLElement }>,
     inThread: boolean,
   ): HTMLElement {
-    const signature = signatureOf(item);
+    const signature = [...signatureOf(item), this.history.actionKey(item.block, inThread)];
     const cached = cache.get(item.key);
     if (cached && sameSignature(cached.signature, signature)) return cached.element;
     const block = item.block;
@@ -492,6 +509,11 @@ export class ChatView {
       const streaming = block.completedAt === undefined;
       this.markdown(item.key, block.content, streaming);
       cached.element.classList.toggle('streaming', streaming);
+      // A finished answer gets its actions (none while it streams).
+      if (!streaming && !cached.element.querySelector(':scope > .block-actions')) {
+        const actions = this.history.actionsFor(block, inThread);
+        if (actions) cached.element.append(actions);
+      }
       cache.set(item.key, { signature, element: cached.element });
       return cached.element;
     }
@@ -517,12 +539,14 @@ export class ChatView {
             : typeof from === 'string'
               ? `From ${from}`
               : 'Task from the parent agent';
+        const editor = inThread ? undefined : this.history.editorFor(block.id);
         return h(
           'div',
-          { ...attributes, class: 'block user' },
+          { ...attributes, class: `block user${editor ? ' editing' : ''}` },
           h('div', { class: 'who' }, who),
-          clampedText(this.markdown(item.key, block.content, false, { breaks: true }), block.content.length),
+          editor ?? clampedText(this.markdown(item.key, block.content, false, { breaks: true }), block.content.length),
           ...attachmentButtons(block.metadata?.attachments),
+          editor ? null : this.history.actionsFor(block, inThread),
         );
       }
       case 'assistant_text':
@@ -531,6 +555,7 @@ export class ChatView {
           { ...attributes, class: `block assistant${block.completedAt === undefined ? ' streaming' : ''}` },
           h('div', { class: 'who' }, block.model ? `Agent · ${block.model}` : 'Agent'),
           h('div', { class: 'text' }, this.markdown(item.key, block.content, block.completedAt === undefined)),
+          block.completedAt === undefined ? null : this.history.actionsFor(block, inThread),
         );
       case 'thinking':
         return this.thinking(block, attributes);
@@ -543,8 +568,12 @@ export class ChatView {
           h('span', { class: 'muted' }, '↳ '),
           oneLine(block.content, 200) || '(empty)',
         );
-      case 'system':
-        return systemLine(block, attributes);
+      case 'system': {
+        const line = systemLine(block, attributes);
+        const actions = this.history.actionsFor(block, inThread);
+        if (actions) line.append(actions);
+        return line;
+      }
       case 'subagent':
         return this.worker(block, item.thread ?? [], attributes);
     }

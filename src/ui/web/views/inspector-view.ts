@@ -2,6 +2,7 @@ import type { CheckpointWire, SessionInfo } from '../../../protocol/index.js';
 import type { Actions } from '../controller.js';
 import { h, replaceChildren, setText, svg } from '../dom.js';
 import { formatCompact, formatCost, formatCount, formatPercent, formatTime, plural } from '../format.js';
+import { onTrace } from '../history-model.js';
 import { selectedSession, type AppState, type CheckpointData, type PreviewResult, type SessionView } from '../state.js';
 import {
   CHECKPOINT_SECTIONS,
@@ -155,8 +156,12 @@ export class InspectorView {
       ])
     )
       this.renderStatus(view, session);
-    if (changed(this.last, 'checkpoints', [view.checkpoints, view.checkpointsError, view.sessionId]))
-      this.renderCheckpoints(view.checkpoints, view.checkpointsError);
+    // Which versions lie on the active branch (restorable): a string, so a streaming turn does not redraw the card.
+    const onBranch = (view.checkpoints?.versions ?? [])
+      .map((version) => (onTrace(view.trace, version.covers.throughSeq) ? '1' : '0'))
+      .join('');
+    if (changed(this.last, 'checkpoints', [view.checkpoints, view.checkpointsError, view.sessionId, onBranch]))
+      this.renderCheckpoints(view.checkpoints, view.checkpointsError, onBranch);
     if (changed(this.last, 'actions', [session, state.busy, view.compaction, view.sessionId, this.confirming]))
       this.renderActions(view, session, state);
     if (changed(this.last, 'pane', [view.requestPane])) this.renderPane(view);
@@ -263,7 +268,7 @@ export class InspectorView {
 
   // ---- checkpoints ----
 
-  private renderCheckpoints(data: CheckpointData | undefined, error: string | undefined): void {
+  private renderCheckpoints(data: CheckpointData | undefined, error: string | undefined, onBranch: string): void {
     const parts: HTMLElement[] = [h('h3', {}, 'Checkpoints')];
     if (error) parts.push(h('p', { class: 'error-text' }, error));
     else if (!data) parts.push(h('p', { class: 'muted' }, 'Loading…'));
@@ -281,6 +286,7 @@ export class InspectorView {
           ...checkpointBody(current),
         ),
       );
+      const restorable = new Set(data.versions.filter((_version, index) => onBranch[index] === '1'));
       const earlier = data.versions.filter((version) => version.version !== current.version).reverse();
       if (earlier.length > 0) {
         parts.push(
@@ -297,7 +303,9 @@ export class InspectorView {
                   {},
                   checkpointHeadline(version),
                   h('span', { class: 'muted small' }, ` · ${formatTime(version.createdAt)}`),
+                  restorable.has(version) ? null : h('span', { class: 'muted small' }, ' · another branch'),
                 ),
+                this.restoreButton(version, restorable.has(version)),
                 ...checkpointBody(version),
               ),
             ),
@@ -306,6 +314,29 @@ export class InspectorView {
       }
     }
     replaceChildren(this.checkpoints, parts);
+  }
+
+  /** Makes an earlier version current again (a copy; none is deleted); one of a branch not shown cannot be. */
+  private restoreButton(version: CheckpointWire, onBranch: boolean): HTMLElement {
+    const reason = onBranch
+      ? `A new version copying v${version.version} becomes current; every version is kept.`
+      : `v${version.version} summarizes a branch that is not active: switch to that branch first (‹ › in the conversation).`;
+    const button: HTMLButtonElement = h(
+      'button',
+      {
+        type: 'button',
+        'data-testid': 'restore-checkpoint',
+        'data-version': version.version,
+        disabled: !onBranch || this.actions.restoreCheckpoint === undefined,
+        title: reason,
+        onclick: () => {
+          button.disabled = true;
+          void this.actions.restoreCheckpoint?.(version.version).finally(() => (button.disabled = false));
+        },
+      },
+      `Make v${version.version} current again`,
+    );
+    return h('div', { class: 'restore-row' }, button, h('span', { class: 'muted small' }, reason));
   }
 
   // ---- actions ----
