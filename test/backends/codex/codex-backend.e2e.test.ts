@@ -28,6 +28,7 @@ import {
   startFakeResponsesServer,
   type FakeResponsesServer,
 } from '../../fixtures/fake-openai-responses-server.js';
+import { closeAll, harness, until } from '../../draft/helpers.js';
 import { assistantText, checkEventStream, collect, finalMetadata, mainBlocks, systemBlocks } from '../conformance.js';
 
 function codexSkipReason(): string | undefined {
@@ -348,6 +349,47 @@ describe.skipIf(skip).sequential('codex back end (real CLI)', () => {
       const result = blocks.find((block): block is ToolResultBlock => block.type === 'tool_result');
       // Codex's own diff of the change, as the SDK path's rebuilt one.
       expect(fileEditOf(call!, result)).toMatchObject({ kind: 'edit', added: 1, removed: 1 });
+    }, 90_000);
+
+    it('a codex draft asks on its channel: a client sees the request, and its deny keeps the command from running', async () => {
+      const h = await harness({ backends: { default: askingBackend() } });
+      try {
+        const [project] = await h.service.listProjects();
+        const task = await h.service.createTask({ project: project!.name, title: 'Make a file' });
+        const drafted = await h.service.draft({ channelId: 'c', role: 'dev', project: project!.name, task: task.slug });
+        server.enqueue(
+          { functionCalls: [{ name: 'exec_command', arguments: { cmd: 'touch from-draft.txt' } }] },
+          { text: 'Not made.' },
+        );
+        await h.service.submitPrompt({ channelId: 'c', content: 'Make a file' });
+        await until(() => h.recorder.of('permission_requested').length === 1, 'the approval request');
+        const [asked] = h.recorder.of('permission_requested');
+        expect(asked?.channelId).toBe('c');
+        // The workspace tools' request shape: the folder relative to the project, a prefix to remember.
+        expect(asked?.request).toMatchObject({
+          sessionId: drafted.sessionId,
+          kind: 'command',
+          tool: 'shell',
+          command: 'touch from-draft.txt',
+          cwd: '.',
+          allowAlwaysScope: 'commands starting with "touch"',
+        });
+        expect((await h.service.getPermissions({ channelId: 'c' })).requests).toHaveLength(1);
+        await h.service.answerPermission({
+          sessionId: drafted.sessionId,
+          requestId: asked!.request.requestId,
+          decision: 'deny',
+        });
+        await h.service.settled({ channelId: 'c' });
+        expect(existsSync(join(h.root, 'from-draft.txt'))).toBe(false);
+        const blocks = (await h.manager.loadConversation(drafted.sessionId)).blocks;
+        expect(blocks.find((block) => block.type === 'tool_result')).toMatchObject({ isError: true });
+        expect(blocks.filter((block) => block.type === 'system').map((block) => block.content)).toEqual(
+          expect.arrayContaining(['Waiting for your approval: Run `touch from-draft.txt`', 'Denied.']),
+        );
+      } finally {
+        await closeAll();
+      }
     }, 90_000);
 
     it('cancels a turn waiting on the model and leaves the thread resumable', async () => {
