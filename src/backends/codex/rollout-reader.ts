@@ -23,7 +23,7 @@ import {
   type TranscriptParser,
   type TranscriptWarning,
 } from '../transcripts/types.js';
-import { deletionDiff, editsOfChanges, editsOfPatch, patchOfCommand, type FileEdit } from './rollout-patch.js';
+import { deletionDiff, editsOfChanges, editsOfPatch, patchOfCommand, type FileEdit } from './codex-patch.js';
 
 /**
  * Codex rollouts (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl`) → Parley
