@@ -18,6 +18,7 @@ import {
 import {
   codexResolvable,
   createCodexBackend,
+  createScriptedBackend,
   findRollout,
   type CodexBackendOptions,
   type NativeApprovalAsk,
@@ -28,7 +29,7 @@ import {
   startFakeResponsesServer,
   type FakeResponsesServer,
 } from '../../fixtures/fake-openai-responses-server.js';
-import { closeAll, harness, until } from '../../draft/helpers.js';
+import { closeAll, harness, until, writeRole } from '../../draft/helpers.js';
 import { assistantText, checkEventStream, collect, finalMetadata, mainBlocks, systemBlocks } from '../conformance.js';
 
 function codexSkipReason(): string | undefined {
@@ -387,6 +388,58 @@ describe.skipIf(skip).sequential('codex back end (real CLI)', () => {
         expect(blocks.filter((block) => block.type === 'system').map((block) => block.content)).toEqual(
           expect.arrayContaining(['Waiting for your approval: Run `touch from-draft.txt`', 'Denied.']),
         );
+      } finally {
+        await closeAll();
+      }
+    }, 90_000);
+
+    it('a codex draft drafts a worker through Parley’s MCP tools, and the worker runs to its result', async () => {
+      const worker = createScriptedBackend({ name: 'worker-backend' });
+      const h = await harness({ backends: { default: askingBackend(), 'worker-backend': worker } });
+      try {
+        await writeRole(h.dataDir, 'scribe.md', '---\ndescription: Counts\nbackend: worker-backend\n---\nYou count.\n');
+        const [project] = await h.service.listProjects();
+        const task = await h.service.createTask({ project: project!.name, title: 'Count' });
+        const drafted = await h.service.draft({
+          channelId: 'w',
+          role: 'product-analyst',
+          project: project!.name,
+          task: task.slug,
+        });
+        server.enqueue(
+          {
+            functionCalls: [
+              {
+                name: 'draft_agent',
+                namespace: 'mcp__parley',
+                arguments: { role: 'scribe', prompt: 'Count the files' },
+              },
+            ],
+          },
+          { text: 'A scribe is on it.' },
+        );
+        await h.service.submitPrompt({ channelId: 'w', content: 'Get the files counted' });
+        await h.service.settled({ channelId: 'w' });
+        const agents = await h.service.listAgents({});
+        const scribe = agents.find((agent) => agent.role === 'scribe');
+        expect(scribe).toBeDefined();
+        await until(
+          () =>
+            worker.calls.length === 1 &&
+            h.recorder
+              .of('agent_status')
+              .some((event) => event.agent.role === 'scribe' && event.agent.status === 'completed'),
+          'the worker’s end',
+        );
+        expect(worker.calls[0]?.prompt).toContain('Count the files');
+        const blocks = (await h.manager.loadConversation(drafted.sessionId)).blocks;
+        expect(blocks.find((block) => block.type === 'tool_use')).toMatchObject({
+          name: 'mcp__parley__draft_agent',
+          input: { role: 'scribe', prompt: 'Count the files' },
+          status: 'success',
+        });
+        // The tool's answer (the worker's id) went back to the model.
+        expect(inputTexts(server.responseRequests().at(-1)?.body).join('\n')).toContain(scribe!.agentId);
       } finally {
         await closeAll();
       }
