@@ -141,6 +141,19 @@ export async function run(): Promise<string> {
         if (event.type === 'metadata_update' && event.metadata.nativeSessionId)
           parleyThread = event.metadata.nativeSessionId;
     };
+    // The same back end with someone to ask: the turn runs through `codex app-server` (the reply asks nothing).
+    let askingThread: string | undefined;
+    const appServerTurn = async (resume: boolean) => {
+      for await (const event of backend.execute({
+        sessionId: 'bench-asking',
+        prompt: PROMPT,
+        cwd,
+        askApproval: () => Promise.resolve('deny'),
+        ...(resume && askingThread ? { nativeSessionId: askingThread, isNewSession: false } : {}),
+      }).events)
+        if (event.type === 'metadata_update' && event.metadata.nativeSessionId)
+          askingThread = event.metadata.nativeSessionId;
+    };
     let recorded: ThreadEvent[] = [];
     const directTurn = async (resume: boolean) => {
       const thread =
@@ -155,27 +168,33 @@ export async function run(): Promise<string> {
     };
 
     // A warm-up turn on each side (Codex writes its skills and state on a new home's first run).
-    server.enqueue({ text: ANSWER }, { text: ANSWER });
+    server.enqueue({ text: ANSWER }, { text: ANSWER }, { text: ANSWER });
     await parleyTurn(false);
     await directTurn(false);
+    await appServerTurn(false);
 
     const samples = {
       parleyNew: [] as number[],
       directNew: [] as number[],
       parleyResume: [] as number[],
       directResume: [] as number[],
+      appServerNew: [] as number[],
+      appServerResume: [] as number[],
     };
     for (let turn = 0; turn < turns; turn++) {
-      server.enqueue({ text: ANSWER }, { text: ANSWER }, { text: ANSWER }, { text: ANSWER });
-      // Alternate which side goes first, so neither always runs on a warmer machine.
-      const order = turn % 2 === 0 ? ['parley', 'direct'] : ['direct', 'parley'];
+      server.enqueue(...Array.from({ length: 6 }, () => ({ text: ANSWER })));
+      // Rotate which side goes first, so none always runs on a warmer machine.
+      const sides = ['parley', 'direct', 'app-server'];
+      const order = [...sides.slice(turn % 3), ...sides.slice(0, turn % 3)];
       for (const side of order) {
         if (side === 'parley') samples.parleyNew.push(await time(() => parleyTurn(false)));
-        else samples.directNew.push(await time(() => directTurn(false)));
+        else if (side === 'direct') samples.directNew.push(await time(() => directTurn(false)));
+        else samples.appServerNew.push(await time(() => appServerTurn(false)));
       }
       for (const side of order) {
         if (side === 'parley') samples.parleyResume.push(await time(() => parleyTurn(true)));
-        else samples.directResume.push(await time(() => directTurn(true)));
+        else if (side === 'direct') samples.directResume.push(await time(() => directTurn(true)));
+        else samples.appServerResume.push(await time(() => appServerTurn(true)));
       }
     }
     const own = await ownWork(parleyHome, parleyThread!, recorded, cwd);
@@ -186,15 +205,25 @@ export async function run(): Promise<string> {
     return [
       heading,
       '',
-      `One \`codex exec\` run per turn, ${turns} turns per side and kind; the resumed thread grows by a turn each time.`,
+      `One \`codex exec\` (or \`codex app-server\`) run per turn, ${turns} turns per side and kind; the resumed thread grows by a turn each time. The app-server path is not held to the 5 % target: it is the path that asks a person, where nobody could be asked before.`,
       '',
       table(
         ['', 'median', 'p95', 'vs SDK directly'],
         [
           row('new thread: Parley `execute`', samples.parleyNew, samples.directNew),
           row('new thread: Codex SDK directly (baseline)', samples.directNew),
+          row(
+            'new thread: Parley `execute` through codex app-server (approvals)',
+            samples.appServerNew,
+            samples.directNew,
+          ),
           row('resumed thread: Parley `execute`', samples.parleyResume, samples.directResume),
           row('resumed thread: Codex SDK directly (baseline)', samples.directResume),
+          row(
+            'resumed thread: Parley `execute` through codex app-server (approvals)',
+            samples.appServerResume,
+            samples.directResume,
+          ),
         ],
       ),
       '',

@@ -17,7 +17,7 @@ import type { AgentBackend, AgentProfile, ToolDefinition } from '../backends/ind
 import type { ParleyTool, RoleInfo } from '../draft/index.js';
 import { continueOnBackend, runTurnWithFallback } from '../sessions/index.js';
 import type { SessionRecord } from '../store/index.js';
-import { ApprovalBroker, ProjectWorkspace, WORKSPACE_PERMISSIONS } from '../workspace/index.js';
+import { ApprovalBroker, nativeApprover, ProjectWorkspace, WORKSPACE_PERMISSIONS } from '../workspace/index.js';
 import {
   askingFirst,
   clientFilesOf,
@@ -331,6 +331,11 @@ export class AcpSessions {
         (agent) =>
           agent.parentSessionId === session.sessionId && (agent.status === 'queued' || agent.status === 'running'),
       ).length,
+      // A native back end that can wait (Codex) asks in the editor, as the workspace tools do.
+      askApproval: nativeApprover(this.approvalsOf(session, session.cwd), {
+        sessionId: session.sessionId,
+        root: session.cwd,
+      }),
       ...(model ? { model } : {}),
       ...(role.maxTurns ? { maxTurns: role.maxTurns } : {}),
     });
@@ -451,17 +456,22 @@ export class AcpSessions {
     if (!role.permissions.some((permission) => (WORKSPACE_PERMISSIONS as readonly string[]).includes(permission)))
       return [];
     const folder = await this.projectFolderOf(session);
-    session.approvals ??= new ApprovalBroker({
-      approver: (request, { signal }) => session.permissions.approve(request, folder.paths.root, signal),
-    });
     return folder.tools({
       sessionId: session.sessionId,
       permissions: role.permissions,
       mode: role.permissionMode ?? 'default',
-      broker: session.approvals,
+      broker: this.approvalsOf(session, folder.paths.root),
       network: role.network ?? false,
       ...(session.files ? { files: editorFilesOf(session.files) } : {}),
     });
+  }
+
+  /** The session's one broker: the workspace tools' and a native back end's requests, asked in the editor. */
+  private approvalsOf(session: AcpSession, root: string): ApprovalBroker {
+    session.approvals ??= new ApprovalBroker({
+      approver: (request, { signal }) => session.permissions.approve(request, root, signal),
+    });
+    return session.approvals;
   }
 
   private async projectFolderOf(session: AcpSession): Promise<ProjectWorkspace> {

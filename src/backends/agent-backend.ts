@@ -135,7 +135,37 @@ export interface ExecuteRequest {
    * are wrapped already and must not pass here, so each call runs the hooks once.
    */
   toolHooks?: NativeToolHooks;
+  /**
+   * Asks a person before a native back end's own tool call runs, where the back end can wait for
+   * the answer (Codex through its app server: a command, a patch). The caller routes it to its
+   * approvals (a draft's channel, an ACP client, a workflow's approver); without it, such a back
+   * end keeps to what its sandbox allows and asks nobody. Never throws; an abort denies.
+   */
+  askApproval?: (ask: NativeApprovalAsk, signal?: AbortSignal) => Promise<NativeApprovalDecision>;
 }
+
+/**
+ * What a native back end asks approval for: a shell command, or an edit or write of files, with
+ * what a person needs to decide (the command and folder, or the paths and the diff). The same
+ * fields as the workspace tools' requests, less the session and what `allow_always` remembers,
+ * which the caller adds.
+ */
+export interface NativeApprovalAsk {
+  kind: 'command' | 'edit' | 'write';
+  /** The tool as the conversation shows it: `shell`, `edit_file`, `write_file`. */
+  tool: string;
+  /** The tool use that asks, when the conversation shows it already. */
+  toolUseId?: string;
+  /** One line a person reads: "Run `touch notes.txt`", "Edit notes.txt". */
+  title: string;
+  command?: string;
+  cwd?: string;
+  path?: string;
+  diff?: string;
+}
+
+/** A person's answer; `allow_always` is remembered by the caller, and the back end runs the call once. */
+export type NativeApprovalDecision = 'allow_once' | 'allow_always' | 'deny';
 
 /** One call of a back end's own tool, as the hooks see it. */
 export interface NativeToolCall {

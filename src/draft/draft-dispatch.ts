@@ -1,6 +1,7 @@
 import type { Context } from '@opentelemetry/api';
 import { randomUUID } from 'node:crypto';
 import { MAIN_CONVERSATION } from '../conversation/index.js';
+import { nativeApprover } from '../workspace/index.js';
 import { resolveBackend } from './draft-backends.js';
 import { resolveRole } from './draft-catalog.js';
 import type { DraftServiceState } from './draft-state.js';
@@ -55,6 +56,7 @@ export async function dispatchAutonomous(
       project: project.name,
       cwd: project.path,
       channelId,
+      askApproval: nativeApprover(state.broker, { sessionId, root: project.path }),
       ...(taskSlug ? { taskSlug } : {}),
       ...(traceParent ? { traceParent } : {}),
     });

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { AgentBackend } from '../backends/index.js';
 import { workspaceToolsFor } from './draft-permissions.js';
+import { nativeApprover } from '../workspace/index.js';
 import { resolveBackend } from './draft-backends.js';
 import { createProject, createTask, listProjects, resolveRole } from './draft-catalog.js';
 import { requireDraft } from './draft-lifecycle.js';
@@ -61,6 +62,11 @@ export async function toolsFor(
         cwd: project.path,
         channelId: owner.channelId,
         parentSessionId: owner.sessionId,
+        askApproval: nativeApprover(state.broker, {
+          sessionId: owner.sessionId,
+          conversationId: agentId,
+          root: project.path,
+        }),
         ...(validator ? { validator } : {}),
         ...(owner.taskSlug ? { taskSlug: owner.taskSlug } : {}),
         ...(traceContext ? { traceParent: traceContext } : {}),

@@ -15,6 +15,7 @@ import { assertOpen, findLast, type ActiveDraft, type DraftServiceState, type Ru
 import { emitStatus } from './draft-status.js';
 import { toolsFor } from './draft-tools.js';
 import { draftMode } from './draft-permissions.js';
+import { nativeApprover } from '../workspace/index.js';
 import { DraftError, invalidInput } from './errors.js';
 import type { SubmitOptions, SubmitParams } from './contract.js';
 import type { SubmitResult } from './types.js';
@@ -153,6 +154,8 @@ export async function startDraftTurn(
       profile,
       cwd: project.path,
       repairInterrupted: !liveWorkers,
+      // A native back end that can wait (Codex) asks on the draft's channel, as the workspace tools do.
+      askApproval: nativeApprover(state.broker, { sessionId, root: project.path }),
       ...(model ? { model } : {}),
       ...(role.maxTurns ? { maxTurns: role.maxTurns } : {}),
       ...(traceParent ? { traceParent } : {}),

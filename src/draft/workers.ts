@@ -47,6 +47,8 @@ export interface DispatchRequest {
   parentSessionId?: string;
   /** The OpenTelemetry context of the `draft_agent` call: the worker's `invoke_agent` span goes under it. */
   traceParent?: Context;
+  /** Where its native back end's own tool calls are approved (a worker's in its drafting session, under its thread). */
+  askApproval?: ExecuteRequest['askApproval'];
 }
 
 interface WorkerRecord {
@@ -342,6 +344,7 @@ export class Workers {
       ...(role.model ? { model: role.model } : {}),
       ...(role.maxTurns ? { maxTurns: role.maxTurns } : {}),
       ...(request.cwd ? { cwd: request.cwd } : {}),
+      ...(request.askApproval ? { askApproval: request.askApproval } : {}),
     };
     // A worker's turn runs people's hooks as a session's does: around its tools (Parley's and its
     // back end's own) and when it ends, its notices written into the worker's thread.

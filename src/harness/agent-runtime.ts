@@ -1,7 +1,7 @@
 import type { Context } from '@opentelemetry/api';
 import type { UnsequencedEvent } from '../conversation/index.js';
 import type { AgentBackend, AgentProfile, ToolDefinition } from '../backends/index.js';
-import { ApprovalBroker, ProjectWorkspace, WORKSPACE_PERMISSIONS } from '../workspace/index.js';
+import { ApprovalBroker, nativeApprover, ProjectWorkspace, WORKSPACE_PERMISSIONS } from '../workspace/index.js';
 import { runTurn, type SessionManager, type TurnHandle } from '../sessions/index.js';
 import { composePrompt, noteAbortedTurn, repairPrompt, toUnsequenced, TurnOutput } from './agent-turn.js';
 import { AgentTurnError, HarnessError, OutputValidationError, truncate, type AbortedError } from './errors.js';
@@ -317,6 +317,10 @@ export class AgentRuntime implements MessageRecipient {
         profile: this.profile(),
         ...(definition.model !== undefined ? { model: definition.model } : {}),
         ...(definition.tools || definition.workspace ? { tools: await this.tools(sessionId) } : {}),
+        // A native back end that can wait (Codex) asks the workflow's callback, as the workspace tools do.
+        ...(definition.workspace && this.broker
+          ? { askApproval: nativeApprover(this.broker, { sessionId, root: definition.workspace.root }) }
+          : {}),
         ...(definition.cwd !== undefined
           ? { cwd: definition.cwd }
           : definition.workspace

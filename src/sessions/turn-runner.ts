@@ -51,6 +51,8 @@ export interface RunTurnOptions {
    * active context.
    */
   traceParent?: Context;
+  /** Where a native back end's own tool calls are approved (`ExecuteRequest.askApproval`). */
+  askApproval?: ExecuteRequest['askApproval'];
 }
 
 /** A running turn: its numbered, durable events as an async iterable, and a way to message it. */
@@ -99,6 +101,7 @@ export async function runTurn(
     ...(options.signal ? { signal: options.signal } : {}),
     ...(options.tools ? { tools: hooks ? hooks.wrapTools(options.tools) : options.tools } : {}),
     ...(toolHooks ? { toolHooks } : {}),
+    ...(options.askApproval ? { askApproval: options.askApproval } : {}),
     ...(options.profile ? { profile: options.profile } : {}),
     ...(options.model ? { model: options.model } : {}),
     ...(options.cwd ? { cwd: options.cwd } : {}),

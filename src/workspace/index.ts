@@ -22,6 +22,7 @@ export {
 } from './workspace-tool.js';
 export { detectSandbox, type SandboxInfo } from './sandbox.js';
 export { commandPrefix, needsApproval } from './permission-gate.js';
+export { nativeApprover } from './native-approvals.js';
 export { capMiddle } from './output-cap.js';
 export { runProcess, type RunProcessOptions, type RunProcessResult } from './run-process.js';
 export { grepProject, type GrepMatches } from './tools/grep.js';

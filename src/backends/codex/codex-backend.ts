@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { delimiter, join, resolve } from 'node:path';
 import type { ApprovalMode, CodexOptions, SandboxMode, ThreadEvent, ThreadOptions } from '@openai/codex-sdk';
 import type { TurnMetadata, UnsequencedEvent } from '../../conversation/index.js';
 import type {
@@ -27,10 +27,14 @@ import {
   importCodexSdk,
   type CodexSdk,
   type CodexSdkLoader,
+  CODEX_SDK_VERSION,
 } from './sdk-loader.js';
 import { inheritedEnv } from '../child-env.js';
 import { observeNativeTools } from '../native-tool-hooks.js';
 import { CODEX_MCP_TOKEN_VARIABLE, CODEX_PARLEY_MCP_SERVER, startMcpBridge, type McpBridge } from './mcp-bridge.js';
+import { findCodexBinary } from './codex-binary.js';
+import { runAppServerTurn } from './app-server-turn.js';
+import type { AppServerApprovalPolicy } from './app-server-protocol.js';
 
 /** The registry name of the Codex back end. */
 export const CODEX_BACKEND_NAME = 'codex';
@@ -86,6 +90,20 @@ const PERMISSION_POLICIES: Record<NonNullable<AgentProfile['permissionMode']>, C
 /** The approval policy and sandbox a role's permission mode gives a Codex turn. */
 export function codexPolicyOf(permissionMode: AgentProfile['permissionMode']): CodexPolicy {
   return PERMISSION_POLICIES[permissionMode ?? 'default'];
+}
+
+/**
+ * The approval policy of a turn that can ask (the caller gave `askApproval`): `default` and
+ * `acceptEdits` run through `codex app-server` with `untrusted`, so Codex asks before every
+ * command it does not know to be read-only and before every patch (under `acceptEdits` Parley
+ * accepts patches itself and asks only for commands). `plan` and `bypassPermissions` ask nothing:
+ * undefined, and the turn runs through the SDK as before.
+ */
+export function codexApprovalPolicyOf(
+  permissionMode: AgentProfile['permissionMode'],
+): AppServerApprovalPolicy | undefined {
+  const mode = permissionMode ?? 'default';
+  return mode === 'default' || mode === 'acceptEdits' ? 'untrusted' : undefined;
 }
 
 /** An MCP server in Codex's configuration (`mcp_servers.<name>`). */
@@ -158,7 +176,8 @@ export function createCodexBackend(options: CodexBackendOptions = {}): AgentBack
 
   function codexOptions(
     turn: { mcpServers?: Record<string, CodexMcpServer>; env?: Record<string, string> } = {},
-  ): CodexOptions {
+    how: { alwaysDefineProvider?: boolean } = {},
+  ): CodexOptions & { env: Record<string, string>; config: NonNullable<CodexOptions['config']> } {
     const env: Record<string, string> = inheritedEnv();
     Object.assign(env, options.env, turn.env, { CODEX_HOME: codexHome, NO_COLOR: '1' });
     const config: NonNullable<CodexOptions['config']> = {
@@ -167,11 +186,12 @@ export function createCodexBackend(options: CodexBackendOptions = {}): AgentBack
       analytics: { enabled: false },
     };
     if (turn.mcpServers && Object.keys(turn.mcpServers).length > 0) config['mcp_servers'] = turn.mcpServers;
-    if (options.baseUrl) {
+    // The app server reads no key from the SDK's variable: it always gets Parley's provider.
+    if (options.baseUrl || how.alwaysDefineProvider) {
       if (options.apiKey) env[PROVIDER_KEY_VARIABLE] = options.apiKey;
       const provider: Record<string, string | number> = {
         name: 'Parley',
-        base_url: options.baseUrl,
+        base_url: endpoint,
         wire_api: 'responses',
         env_key: PROVIDER_KEY_VARIABLE,
       };
@@ -354,18 +374,47 @@ export function createCodexBackend(options: CodexBackendOptions = {}): AgentBack
       await bridge?.close();
     }
 
+    /** The turn through `codex app-server`, with the same home, provider and MCP servers as the SDK's. */
+    function appServerTurn(
+      approvalPolicy: AppServerApprovalPolicy,
+      askApproval: NonNullable<ExecuteRequest['askApproval']>,
+      turn: { mcpServers: Record<string, CodexMcpServer>; env?: Record<string, string> },
+      cwd: string,
+      input: string,
+    ): AsyncGenerator<ThreadEvent> {
+      const binary = options.codexPath ? { executablePath: options.codexPath, pathDirs: [] } : findCodexBinary();
+      const { env, config } = codexOptions(turn, { alwaysDefineProvider: true });
+      if (binary.pathDirs.length > 0) env['PATH'] = [...binary.pathDirs, env['PATH'] ?? ''].join(delimiter);
+      const { features: _features, analytics: _analytics, ...threadConfig } = config;
+      const permissionMode = request.profile?.permissionMode ?? 'default';
+      return runAppServerTurn({
+        executablePath: binary.executablePath,
+        // Process-wide, as for `codex exec`: no plugin sync or analytics (they reach chatgpt.com and github.com).
+        args: ['-c', 'features.plugins=false', '-c', 'analytics.enabled=false'],
+        env,
+        ...(threadId ? { threadId } : {}),
+        settings: {
+          model,
+          cwd,
+          approvalPolicy,
+          sandbox: codexPolicyOf(permissionMode).sandboxMode,
+          config: threadConfig,
+        },
+        input,
+        ...(request.outputSchema ? { outputSchema: request.outputSchema } : {}),
+        ...(request.signal ? { signal: request.signal } : {}),
+        approve: askApproval,
+        answersItself: (kind) => permissionMode === 'acceptEdits' && kind !== 'command',
+        clientVersion: CODEX_SDK_VERSION,
+      });
+    }
+
     async function* runThread(sdk: CodexSdk, bridge: McpBridge | undefined): AsyncGenerator<UnsequencedEvent> {
       const mcpServers = mcpServersOf(request.profile, bridge, request.tools ?? []);
-      const codex = new sdk.Codex(
-        codexOptions({ mcpServers, ...(bridge ? { env: { [CODEX_MCP_TOKEN_VARIABLE]: bridge.token } } : {}) }),
-      );
-      const threadOptions: ThreadOptions = {
-        model,
-        skipGitRepoCheck: true,
-        ...codexPolicyOf(request.profile?.permissionMode),
-        ...(request.cwd ? { workingDirectory: resolve(request.cwd) } : {}),
+      const turnSettings = {
+        mcpServers,
+        ...(bridge ? { env: { [CODEX_MCP_TOKEN_VARIABLE]: bridge.token } } : {}),
       };
-      const thread = threadId ? codex.resumeThread(threadId, threadOptions) : codex.startThread(threadOptions);
       const cwd = resolve(request.cwd ?? process.cwd());
       const mapper = new CodexEventMapper(events, {
         model,
@@ -380,14 +429,33 @@ export function createCodexBackend(options: CodexBackendOptions = {}): AgentBack
         },
       });
       const input = context ? `<context>\n${context}\n</context>\n\n${request.prompt}` : request.prompt;
-      let processError: unknown;
-      try {
+      // A turn that can ask a person runs through the app server; one that asks nobody, through the SDK.
+      const approvalPolicy = request.askApproval ? codexApprovalPolicyOf(request.profile?.permissionMode) : undefined;
+      let sdkThreadId: () => string | null | undefined = () => undefined;
+      const turnEvents = async function* (): AsyncGenerator<ThreadEvent> {
         if (request.signal?.aborted) throw new Error('aborted before start');
+        if (approvalPolicy && request.askApproval) {
+          yield* appServerTurn(approvalPolicy, request.askApproval, turnSettings, cwd, input);
+          return;
+        }
+        const codex = new sdk.Codex(codexOptions(turnSettings));
+        const threadOptions: ThreadOptions = {
+          model,
+          skipGitRepoCheck: true,
+          ...codexPolicyOf(request.profile?.permissionMode),
+          ...(request.cwd ? { workingDirectory: resolve(request.cwd) } : {}),
+        };
+        const thread = threadId ? codex.resumeThread(threadId, threadOptions) : codex.startThread(threadOptions);
+        sdkThreadId = () => thread.id;
         const streamed = await thread.runStreamed(input, {
           ...(request.signal ? { signal: request.signal } : {}),
           ...(request.outputSchema ? { outputSchema: request.outputSchema } : {}),
         });
-        for await (const event of streamed.events as AsyncGenerator<ThreadEvent>) {
+        yield* streamed.events as AsyncGenerator<ThreadEvent>;
+      };
+      let processError: unknown;
+      try {
+        for await (const event of turnEvents()) {
           // A file change's diff comes from the patch in the rollout; a new thread's rollout is found at its first.
           if (event.type === 'item.completed' && event.item.type === 'file_change' && !rolloutPath && mapper.threadId)
             rolloutPath = await findRollout(codexHome, mapper.threadId);
@@ -398,7 +466,7 @@ export function createCodexBackend(options: CodexBackendOptions = {}): AgentBack
       }
       yield* mapper.finish(request.signal?.aborted ? 'The tool call was aborted.' : 'The tool call did not finish.');
 
-      const resolvedThread = mapper.threadId ?? thread.id ?? threadId;
+      const resolvedThread = mapper.threadId ?? sdkThreadId() ?? threadId;
       const metadata: TurnMetadata = resolvedThread ? { nativeSessionId: resolvedThread } : {};
       if (resolvedThread) await note(resolvedThread, undefined);
       if (mapper.reportedUsage) {

@@ -167,8 +167,20 @@ export class CodexEventMapper {
     const patches = item.status === 'completed' ? (this.options.patches?.() ?? []) : [];
     for (const [index, change] of item.changes.entries()) {
       const after = change.kind === 'delete' ? undefined : this.options.readFile?.(change.path);
-      const section = patches.length > 0 ? sectionFor(patches, change.path, this.options.cwd ?? '/') : undefined;
-      const diff = section ? diffOfChange(change.path, section, after) : undefined;
+      // The app server reports Codex's own diff of an update; `codex exec` does not, so it is rebuilt from the patch.
+      const reported = (change as { diff?: unknown }).diff;
+      const section =
+        typeof reported !== 'string' && patches.length > 0
+          ? sectionFor(patches, change.path, this.options.cwd ?? '/')
+          : undefined;
+      const diff =
+        typeof reported === 'string'
+          ? change.kind === 'update' && reported.includes('@@')
+            ? reported
+            : undefined
+          : section
+            ? diffOfChange(change.path, section, after)
+            : undefined;
       const name = change.kind === 'add' ? 'write_file' : 'edit_file';
       const input = {
         path: change.path,

@@ -1,72 +1,16 @@
 import { closeSync, openSync, readSync, fstatSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { createTwoFilesPatch } from 'diff';
+import { parseCodexPatch, type PatchSection } from './codex-patch.js';
 
 /**
- * Codex's `file_change` item names the files a patch changed and how, never the change itself.
- * The change is in the `apply_patch` call Codex recorded in its rollout just before it applied
- * the patch, in Codex's own patch format:
- *
- *     *** Begin Patch
- *     *** Update File: src/app.ts
- *     @@ function main
- *      context
- *     -old line
- *     +new line
- *     *** End Patch
- *
+ * `codex exec`'s `file_change` item names the files a patch changed and how, never the change
+ * itself (the app server's does carry Codex's diff). The change is in the `apply_patch` call Codex
+ * recorded in its rollout just before it applied the patch (read by `parseCodexPatch`).
  * A diff is built from the file as it is after the change and that patch undone on it (the file
  * before), so it carries real line numbers. When the patch cannot be found or does not fit the
  * file, there is no diff, and the change is shown by path and kind.
  */
-
-/** One file's part of an `apply_patch` input. */
-export interface PatchSection {
-  kind: 'add' | 'update' | 'delete';
-  path: string;
-  movedTo?: string;
-  /** Hunks of an update; an add's whole content is one hunk of `+` lines. */
-  hunks: Array<Array<{ kind: ' ' | '-' | '+'; text: string }>>;
-}
-
-/** The sections of a Codex patch (`*** Begin Patch` … `*** End Patch`), or [] when it is not one. */
-export function parseCodexPatch(patch: string): PatchSection[] {
-  const sections: PatchSection[] = [];
-  let current: PatchSection | undefined;
-  let hunk: PatchSection['hunks'][number] | undefined;
-  for (const line of patch.split('\n')) {
-    const header = /^\*\*\* (Add|Update|Delete) File: (.+)$/.exec(line);
-    if (header) {
-      current = { kind: header[1]!.toLowerCase() as PatchSection['kind'], path: header[2]!.trim(), hunks: [] };
-      hunk = undefined;
-      sections.push(current);
-      continue;
-    }
-    if (!current) continue;
-    const move = /^\*\*\* Move to: (.+)$/.exec(line);
-    if (move) {
-      current.movedTo = move[1]!.trim();
-      continue;
-    }
-    if (line.startsWith('*** ')) {
-      current = undefined;
-      continue;
-    }
-    if (line.startsWith('@@')) {
-      hunk = [];
-      current.hunks.push(hunk);
-      continue;
-    }
-    const kind = line[0];
-    if (kind !== ' ' && kind !== '-' && kind !== '+') continue;
-    if (!hunk) {
-      hunk = [];
-      current.hunks.push(hunk);
-    }
-    hunk.push({ kind, text: line.slice(1) });
-  }
-  return sections;
-}
 
 /**
  * A unified diff of one changed file: the file's text now (`after`, undefined when deleted) and the

@@ -4,6 +4,7 @@
  * file runs sequentially and keeps runs few. Outside CI a machine without the CLI skips these tests
  * with one loud line; in CI it is an error.
  */
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,14 +18,18 @@ import {
 import {
   codexResolvable,
   createCodexBackend,
+  createScriptedBackend,
   findRollout,
   type CodexBackendOptions,
+  type NativeApprovalAsk,
+  type NativeApprovalDecision,
 } from '../../../src/backends/index.js';
 import {
   inputTexts,
   startFakeResponsesServer,
   type FakeResponsesServer,
 } from '../../fixtures/fake-openai-responses-server.js';
+import { closeAll, harness, until, writeRole } from '../../draft/helpers.js';
 import { assistantText, checkEventStream, collect, finalMetadata, mainBlocks, systemBlocks } from '../conformance.js';
 
 function codexSkipReason(): string | undefined {
@@ -240,4 +245,238 @@ describe.skipIf(skip).sequential('codex back end (real CLI)', () => {
     expect(finalMetadata(resumed).nativeSessionId).toBe(threadId);
     expect(inputTexts(server.responseRequests().at(-1)?.body)).toContain('Take long');
   }, 60_000);
+
+  describe('approvals through codex app-server', () => {
+    // Codex's sandbox helper is not set up when its home lies inside TMPDIR, as the test's does:
+    // the child gets a TMPDIR of its own, so a command it is allowed to run runs in the sandbox.
+    const askingBackend = () => backend({ env: { TMPDIR: join(root, 'child-tmp') } });
+    const asks: NativeApprovalAsk[] = [];
+    const answering =
+      (decision: NativeApprovalDecision) =>
+      (ask: NativeApprovalAsk): Promise<NativeApprovalDecision> => {
+        asks.push(ask);
+        return Promise.resolve(decision);
+      };
+    beforeAll(async () => {
+      await mkdir(join(root, 'child-tmp'), { recursive: true });
+    });
+
+    it('asks before a command; a deny means it never runs, an allow runs it', async () => {
+      server.enqueue(
+        { functionCalls: [{ name: 'exec_command', arguments: { cmd: 'touch denied.txt' } }] },
+        { text: 'It was declined.' },
+      );
+      const denied = await collect(
+        askingBackend().execute({
+          sessionId: 'codex-ask-1',
+          prompt: 'Make a file',
+          cwd: workspace,
+          askApproval: answering('deny'),
+        }),
+      );
+      checkEventStream(denied);
+      expect(asks).toHaveLength(1);
+      const call = mainBlocks(denied).find((block): block is ToolUseBlock => block.type === 'tool_use');
+      expect(asks[0]).toMatchObject({ kind: 'command', tool: 'shell', command: 'touch denied.txt', cwd: workspace });
+      // The question names the call the conversation already shows.
+      expect(asks[0]?.toolUseId).toBe(call?.toolUseId);
+      expect(existsSync(join(workspace, 'denied.txt'))).toBe(false);
+      const result = mainBlocks(denied).find((block): block is ToolResultBlock => block.type === 'tool_result');
+      expect(result).toMatchObject({ isError: true, content: expect.stringContaining('declined') as string });
+      expect(assistantText(denied)).toBe('It was declined.');
+      expect(finalMetadata(denied).stopReason).toBe('end_turn');
+      const threadId = finalMetadata(denied).nativeSessionId!;
+      expect(threadId).toMatch(/^[0-9a-f-]{36}$/);
+
+      // The same thread, resumed through the app server: this time the person allows it.
+      server.enqueue(
+        { functionCalls: [{ name: 'exec_command', arguments: { cmd: 'touch allowed.txt' } }] },
+        { text: 'Made it.' },
+      );
+      const allowed = await collect(
+        askingBackend().execute({
+          sessionId: 'codex-ask-1',
+          prompt: 'Make another',
+          cwd: workspace,
+          nativeSessionId: threadId,
+          askApproval: answering('allow_once'),
+        }),
+      );
+      checkEventStream(allowed);
+      expect(asks).toHaveLength(2);
+      expect(existsSync(join(workspace, 'allowed.txt'))).toBe(true);
+      expect(finalMetadata(allowed).nativeSessionId).toBe(threadId);
+      expect(assistantText(allowed)).toBe('Made it.');
+      expect(inputTexts(server.responseRequests().at(-1)?.body)).toContain('Make a file');
+    }, 90_000);
+
+    it('asks before a patch with its diff; acceptEdits applies it without asking', async () => {
+      await writeFile(join(workspace, 'asked.txt'), 'one\ntwo\n');
+      const patch = '*** Begin Patch\n*** Update File: asked.txt\n@@\n one\n-two\n+TWO\n*** End Patch\n';
+      server.enqueue({ customToolCalls: [{ name: 'apply_patch', input: patch }] }, { text: 'Left it.' });
+      const before = asks.length;
+      const denied = await collect(
+        askingBackend().execute({
+          sessionId: 'codex-ask-2',
+          prompt: 'Shout two',
+          cwd: workspace,
+          askApproval: answering('deny'),
+          // A model Codex knows gets the freeform apply_patch tool.
+          model: 'gpt-5.5',
+        }),
+      );
+      checkEventStream(denied);
+      expect(asks.slice(before)).toEqual([
+        expect.objectContaining({ kind: 'edit', tool: 'edit_file', diff: expect.stringContaining('+TWO') as string }),
+      ]);
+      expect(await readFile(join(workspace, 'asked.txt'), 'utf8')).toBe('one\ntwo\n');
+
+      server.enqueue({ customToolCalls: [{ name: 'apply_patch', input: patch }] }, { text: 'Patched.' });
+      const accepted = await collect(
+        askingBackend().execute({
+          sessionId: 'codex-ask-3',
+          prompt: 'Shout two',
+          cwd: workspace,
+          model: 'gpt-5.5',
+          profile: { name: 'editor', instructions: 'Edit files.', permissionMode: 'acceptEdits' },
+          askApproval: answering('deny'),
+        }),
+      );
+      checkEventStream(accepted);
+      expect(asks).toHaveLength(before + 1);
+      expect(await readFile(join(workspace, 'asked.txt'), 'utf8')).toBe('one\nTWO\n');
+      const blocks = mainBlocks(accepted);
+      const call = blocks.find((block): block is ToolUseBlock => block.type === 'tool_use');
+      const result = blocks.find((block): block is ToolResultBlock => block.type === 'tool_result');
+      // Codex's own diff of the change, as the SDK path's rebuilt one.
+      expect(fileEditOf(call!, result)).toMatchObject({ kind: 'edit', added: 1, removed: 1 });
+    }, 90_000);
+
+    it('a codex draft asks on its channel: a client sees the request, and its deny keeps the command from running', async () => {
+      const h = await harness({ backends: { default: askingBackend() } });
+      try {
+        const [project] = await h.service.listProjects();
+        const task = await h.service.createTask({ project: project!.name, title: 'Make a file' });
+        const drafted = await h.service.draft({ channelId: 'c', role: 'dev', project: project!.name, task: task.slug });
+        server.enqueue(
+          { functionCalls: [{ name: 'exec_command', arguments: { cmd: 'touch from-draft.txt' } }] },
+          { text: 'Not made.' },
+        );
+        await h.service.submitPrompt({ channelId: 'c', content: 'Make a file' });
+        await until(() => h.recorder.of('permission_requested').length === 1, 'the approval request');
+        const [asked] = h.recorder.of('permission_requested');
+        expect(asked?.channelId).toBe('c');
+        // The workspace tools' request shape: the folder relative to the project, a prefix to remember.
+        expect(asked?.request).toMatchObject({
+          sessionId: drafted.sessionId,
+          kind: 'command',
+          tool: 'shell',
+          command: 'touch from-draft.txt',
+          cwd: '.',
+          allowAlwaysScope: 'commands starting with "touch"',
+        });
+        expect((await h.service.getPermissions({ channelId: 'c' })).requests).toHaveLength(1);
+        await h.service.answerPermission({
+          sessionId: drafted.sessionId,
+          requestId: asked!.request.requestId,
+          decision: 'deny',
+        });
+        await h.service.settled({ channelId: 'c' });
+        expect(existsSync(join(h.root, 'from-draft.txt'))).toBe(false);
+        const blocks = (await h.manager.loadConversation(drafted.sessionId)).blocks;
+        expect(blocks.find((block) => block.type === 'tool_result')).toMatchObject({ isError: true });
+        expect(blocks.filter((block) => block.type === 'system').map((block) => block.content)).toEqual(
+          expect.arrayContaining(['Waiting for your approval: Run `touch from-draft.txt`', 'Denied.']),
+        );
+      } finally {
+        await closeAll();
+      }
+    }, 90_000);
+
+    it('a codex draft drafts a worker through Parley’s MCP tools, and the worker runs to its result', async () => {
+      const worker = createScriptedBackend({ name: 'worker-backend' });
+      const h = await harness({ backends: { default: askingBackend(), 'worker-backend': worker } });
+      try {
+        await writeRole(h.dataDir, 'scribe.md', '---\ndescription: Counts\nbackend: worker-backend\n---\nYou count.\n');
+        const [project] = await h.service.listProjects();
+        const task = await h.service.createTask({ project: project!.name, title: 'Count' });
+        const drafted = await h.service.draft({
+          channelId: 'w',
+          role: 'product-analyst',
+          project: project!.name,
+          task: task.slug,
+        });
+        server.enqueue(
+          {
+            functionCalls: [
+              {
+                name: 'draft_agent',
+                namespace: 'mcp__parley',
+                arguments: { role: 'scribe', prompt: 'Count the files' },
+              },
+            ],
+          },
+          { text: 'A scribe is on it.' },
+        );
+        await h.service.submitPrompt({ channelId: 'w', content: 'Get the files counted' });
+        await h.service.settled({ channelId: 'w' });
+        const agents = await h.service.listAgents({});
+        const scribe = agents.find((agent) => agent.role === 'scribe');
+        expect(scribe).toBeDefined();
+        await until(
+          () =>
+            worker.calls.length === 1 &&
+            h.recorder
+              .of('agent_status')
+              .some((event) => event.agent.role === 'scribe' && event.agent.status === 'completed'),
+          'the worker’s end',
+        );
+        expect(worker.calls[0]?.prompt).toContain('Count the files');
+        const blocks = (await h.manager.loadConversation(drafted.sessionId)).blocks;
+        expect(blocks.find((block) => block.type === 'tool_use')).toMatchObject({
+          name: 'mcp__parley__draft_agent',
+          input: { role: 'scribe', prompt: 'Count the files' },
+          status: 'success',
+        });
+        // The tool's answer (the worker's id) went back to the model.
+        expect(inputTexts(server.responseRequests().at(-1)?.body).join('\n')).toContain(scribe!.agentId);
+      } finally {
+        await closeAll();
+      }
+    }, 90_000);
+
+    it('cancels a turn waiting on the model and leaves the thread resumable', async () => {
+      server.enqueue({ text: 'Never finished.', stall: true });
+      const controller = new AbortController();
+      const requestsBefore = server.responseRequests().length;
+      const turn = askingBackend().execute({
+        sessionId: 'codex-ask-4',
+        prompt: 'Take long',
+        cwd: workspace,
+        signal: controller.signal,
+        askApproval: answering('deny'),
+      });
+      void server.waitForResponseRequests(requestsBefore + 1).then(() => controller.abort());
+      const events = await collect(turn);
+      checkEventStream(events);
+      expect(systemBlocks(events, 'aborted')).toHaveLength(1);
+      expect(finalMetadata(events).stopReason).toBe('aborted');
+      const threadId = finalMetadata(events).nativeSessionId!;
+      expect(threadId).toBeDefined();
+
+      server.enqueue({ text: 'Back again.' });
+      const resumed = await collect(
+        askingBackend().execute({
+          sessionId: 'codex-ask-4',
+          prompt: 'Continue',
+          cwd: workspace,
+          nativeSessionId: threadId,
+          askApproval: answering('deny'),
+        }),
+      );
+      expect(assistantText(resumed)).toBe('Back again.');
+      expect(finalMetadata(resumed).nativeSessionId).toBe(threadId);
+      expect(inputTexts(server.responseRequests().at(-1)?.body)).toContain('Take long');
+    }, 90_000);
+  });
 });

@@ -24,7 +24,8 @@ import { resolveBackendConfig } from '../../../src/backends/index.js';
 import { checkEventStream, collect, finalMetadata, mainBlocks, systemBlocks } from '../conformance.js';
 import { planOf } from '../../../src/acp/tool-calls.js';
 import { fileEditOf } from '../../../src/conversation/index.js';
-import { parseCodexPatch, diffOfChange } from '../../../src/backends/codex/file-diffs.js';
+import { parseCodexPatch } from '../../../src/backends/codex/codex-patch.js';
+import { diffOfChange } from '../../../src/backends/codex/file-diffs.js';
 
 function mapAll(events: ThreadEvent[], readFile?: (path: string) => string | undefined) {
   const turnEvents = new TurnEvents({ clock: () => 1, newId: counterIds('test') });
