@@ -1,6 +1,5 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { resolve } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import {
@@ -14,9 +13,9 @@ import {
   type SessionNotification,
   type SessionUpdate,
 } from '@agentclientprotocol/sdk';
+import { parleyNodeArguments } from '../helpers/parley-cli.js';
 
 export const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-const main = resolve('src/cli/main.ts');
 
 /** `parley acp` started the way an editor starts it: a child process speaking ACP on its stdio. */
 export function spawnParleyAcp(options: {
@@ -24,7 +23,7 @@ export function spawnParleyAcp(options: {
   env?: Record<string, string>;
   args?: string[];
 }): ChildProcessWithoutNullStreams {
-  return spawn(process.execPath, ['--import', tsx, main, ...(options.args ?? []), 'acp'], {
+  return spawn(process.execPath, [...parleyNodeArguments(), ...(options.args ?? []), 'acp'], {
     cwd: options.cwd,
     env: { PATH: process.env['PATH'] ?? '', HOME: options.cwd, ...options.env },
   });

@@ -1,10 +1,5 @@
 import { execFile } from 'node:child_process';
-import { createRequire } from 'node:module';
-import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
-
-const main = resolve('src/cli/main.ts');
-const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+import { parleyNodeArguments } from './parley-cli.js';
 
 export interface ParleyRun {
   code: number;
@@ -13,7 +8,7 @@ export interface ParleyRun {
 }
 
 /**
- * Runs the `parley` CLI from source as a process (Node + tsx), in `cwd`, with only the given
+ * Runs the `parley` CLI as a process (compiled for this run, see ./parley-cli.ts), in `cwd`, with only the given
  * environment beside PATH and HOME: no key of the developer's machine leaks into a test.
  */
 export function runParley(
@@ -23,7 +18,7 @@ export function runParley(
   return new Promise((done) => {
     const child = execFile(
       process.execPath,
-      ['--import', tsx, main, ...args],
+      [...parleyNodeArguments(), ...args],
       {
         cwd: options.cwd,
         env: { PATH: process.env['PATH'] ?? '', HOME: options.cwd, ...options.env },

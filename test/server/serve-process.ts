@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { join } from 'node:path';
 import WebSocket from 'ws';
 import {
   ProtocolClient,
@@ -10,11 +9,7 @@ import {
   type ServerFile,
   type WebSocketLike,
 } from '../../src/protocol/index.js';
-
-const repo = resolve(import.meta.dirname, '..', '..');
-/** tsx's loader in this process's node: one process (no wrapper), so SIGKILL hits the server itself. */
-const loader = pathToFileURL(join(repo, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
-const main = join(repo, 'src', 'cli', 'main.ts');
+import { parleyNodeArguments } from '../helpers/parley-cli.js';
 
 export interface ServeProcess {
   child: ChildProcess;
@@ -31,7 +26,8 @@ export async function startServeProcess(
 ): Promise<ServeProcess> {
   const childEnv: Record<string, string | undefined> = { ...process.env, ...env };
   delete childEnv['PARLEY_DATA_DIR'];
-  const child = spawn(process.execPath, ['--import', loader, main, 'serve', '--port', '0', ...args], {
+  // One process (no wrapper), so SIGKILL hits the server itself.
+  const child = spawn(process.execPath, [...parleyNodeArguments(), 'serve', '--port', '0', ...args], {
     cwd,
     env: childEnv,
     stdio: ['ignore', 'pipe', 'pipe'],

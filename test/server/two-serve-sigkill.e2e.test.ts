@@ -188,10 +188,14 @@ describe.skipIf(skipReason !== undefined)('two parley serve processes on one Pos
       'assistant_text: Answered on B.',
     ]);
     expect(JSON.stringify(log)).not.toContain('never sent');
-    expect(await clientB.request('get_draft_status')).toMatchObject({
-      active: true,
-      session: { sessionId, role: 'dev', taskSlug: 'two-servers', turnCount: 2 },
-    });
+    // The draft's metrics are read from the log once the turn has ended, after its last event is
+    // announced: a subscriber can see turnComplete before the status counts the turn.
+    await vi.waitFor(async () =>
+      expect(await clientB.request('get_draft_status')).toMatchObject({
+        active: true,
+        session: { sessionId, role: 'dev', taskSlug: 'two-servers', turnCount: 2 },
+      }),
+    );
   }, 90_000);
 
   it('a PARLEY_DRAFT_LEASE_MS that is not a whole number of milliseconds from 1000 stops parley serve before anything is written', async () => {

@@ -1,21 +1,17 @@
 /**
  * `parley backends` as a process, with the environment pointing at the fake OpenAI and Gemini
- * servers (each run ≈1–3 s: Node starts and compiles the CLI with tsx).
+ * servers.
  */
 import { execFile } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createRequire } from 'node:module';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeGeminiServer, type FakeGeminiServer } from '../../fixtures/fake-gemini-server.js';
 import { startFakeOpenAiServer, type FakeOpenAiServer } from '../../fixtures/fake-openai-server.js';
-
-const main = resolve('src/cli/main.ts');
-const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+import { parleyNodeArguments } from '../../helpers/parley-cli.js';
 
 function parley(
   args: string[],
@@ -24,7 +20,7 @@ function parley(
   return new Promise((done) => {
     execFile(
       process.execPath,
-      ['--import', tsx, main, ...args],
+      [...parleyNodeArguments(), ...args],
       { cwd: options.cwd, env: { PATH: process.env['PATH'] ?? '', HOME: options.cwd, ...options.env } },
       (error, stdout, stderr) => done({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     );

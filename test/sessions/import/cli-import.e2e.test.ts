@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parleyNodeArguments } from '../../helpers/parley-cli.js';
 
 const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, '..', '..', '..');
@@ -12,14 +13,10 @@ const MAIN_ID = '5f2b1c9e-3d4a-4e8b-9f10-2a6c7d8e9f01';
 
 async function parley(dataDir: string, ...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
   try {
-    const { stdout, stderr } = await run(
-      process.execPath,
-      ['--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts'), '--data-dir', dataDir, ...args],
-      {
-        cwd: ROOT,
-        env: { ...process.env, NO_COLOR: '1' },
-      },
-    );
+    const { stdout, stderr } = await run(process.execPath, [...parleyNodeArguments(), '--data-dir', dataDir, ...args], {
+      cwd: ROOT,
+      env: { ...process.env, NO_COLOR: '1' },
+    });
     return { stdout, stderr, code: 0 };
   } catch (error) {
     const failed = error as { stdout: string; stderr: string; code: number };

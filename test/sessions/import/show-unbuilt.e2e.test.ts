@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parleyNodeArguments } from '../../helpers/parley-cli.js';
 import { createSessionManager } from '../../../src/sessions/index.js';
 import { createFileStore } from '../../../src/store/index.js';
 import { generateClaudeCodeTranscript } from '../../fixtures/transcripts/generate.js';
@@ -16,15 +17,11 @@ const FIXTURE_IDS = ['9a7d4c21-0b6e-4f3a-8d52-7c1e0f9b3a64', '5f2b1c9e-3d4a-4e8b
 const GENERATED_ID = '0f1e2d3c-4b5a-4978-8a6b-5c4d3e2f1a0b';
 
 async function parley(dataDir: string, ...args: string[]): Promise<string> {
-  const { stdout } = await run(
-    process.execPath,
-    ['--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts'), '--data-dir', dataDir, ...args],
-    {
-      cwd: ROOT,
-      env: { ...process.env, NO_COLOR: '1' },
-      maxBuffer: 64 * 1024 * 1024,
-    },
-  );
+  const { stdout } = await run(process.execPath, [...parleyNodeArguments(), '--data-dir', dataDir, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, NO_COLOR: '1' },
+    maxBuffer: 64 * 1024 * 1024,
+  });
   return stdout;
 }
 

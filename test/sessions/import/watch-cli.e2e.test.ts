@@ -9,6 +9,7 @@ import type { ProtocolClient } from '../../../src/protocol/index.js';
 import { createFileStore, type SessionStore } from '../../../src/store/index.js';
 import { postgresSkipReason } from '../../helpers/postgres.js';
 import { useTestDatabase } from '../../helpers/postgres-database.js';
+import { parleyNodeArguments } from '../../helpers/parley-cli.js';
 import { connectToServer, startServeProcess, type ServeProcess } from '../../server/serve-process.js';
 
 /**
@@ -51,9 +52,7 @@ function importWatch(file: string, where: { dataDir?: string; databaseUrl?: stri
   const child = spawn(
     process.execPath,
     [
-      '--import',
-      'tsx',
-      join(ROOT, 'src', 'cli', 'main.ts'),
+      ...parleyNodeArguments(),
       ...(where.dataDir !== undefined ? ['--data-dir', where.dataDir] : []),
       'import',
       '--watch',
@@ -169,7 +168,7 @@ describe('parley import into a data folder another process holds', () => {
       const result = await new Promise<{ code: number | null; stderr: string }>((done) => {
         const child = spawn(
           process.execPath,
-          ['--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts'), '--data-dir', dataDir, 'import', '--watch', file],
+          [...parleyNodeArguments(), '--data-dir', dataDir, 'import', '--watch', file],
           {
             cwd: ROOT,
             env: { ...process.env, NO_COLOR: '1' },

@@ -68,7 +68,7 @@ export function renderApp(
     frame,
     lines,
     raw: () => instance.lastFrame() ?? '',
-    async waitFor(expected, timeoutMs = 5_000) {
+    async waitFor(expected, timeoutMs = 20_000) {
       const matches = (text: string) =>
         typeof expected === 'string'
           ? text.includes(flat(expected))

@@ -57,7 +57,7 @@ function start(waiting: PermissionRequest[] = []): {
 }
 
 async function until(condition: () => boolean): Promise<void> {
-  const deadline = Date.now() + 5_000;
+  const deadline = Date.now() + 20_000;
   while (!condition()) {
     if (Date.now() > deadline) throw new Error('The condition never held.');
     await new Promise((resolve) => setTimeout(resolve, 10));

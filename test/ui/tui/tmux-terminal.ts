@@ -3,17 +3,16 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import { parleyNodeArguments } from '../../helpers/parley-cli.js';
 
 /**
- * `parley` in a real terminal: tmux runs it from source in a folder; tests type into it with
+ * `parley` in a real terminal: tmux runs it (see ../../helpers/parley-cli.ts) in a folder; tests type into it with
  * send-keys and read the screen with capture-pane, waiting on what a user would see (polling,
  * bounded by a deadline), never on fixed sleeps.
  */
 
 const run = promisify(execFile);
 const repo = resolve(import.meta.dirname, '..', '..', '..');
-const loader = join(repo, 'node_modules', 'tsx', 'dist', 'loader.mjs');
-const main = join(repo, 'src', 'cli', 'main.ts');
 
 export class Terminal {
   /** A tmux server of its own, its socket in a temp folder that goes with it. */
@@ -24,14 +23,15 @@ export class Terminal {
     return run('tmux', ['-S', this.socket, '-u', ...args], { maxBuffer: 16 * 1024 * 1024 });
   }
 
-  /** Starts `parley` (from source) in a 120×40 terminal in `cwd`, with only the given environment. */
+  /** Starts `parley` in a 120×40 terminal in `cwd`, with only the given environment. */
   async open(cwd: string, env: Record<string, string> = {}, args: string[] = []): Promise<void> {
     const variables = {
       PATH: process.env['PATH'] ?? '/usr/bin:/bin',
       HOME: cwd,
       LANG: 'C.UTF-8',
       TERM: 'xterm-256color',
-      // The repo's tsconfig (react-jsx) for files tsx compiles from outside the repo's folder.
+      // The repo's tsconfig (react-jsx) for files tsx compiles from outside the repo's folder (the source run
+      // through tsx, or a .ts workflow).
       TSX_TSCONFIG_PATH: join(repo, 'tsconfig.json'),
       ...env,
     };
@@ -40,9 +40,7 @@ export class Terminal {
       '-i',
       ...Object.entries(variables).map(([key, value]) => `${key}=${value}`),
       process.execPath,
-      '--import',
-      loader,
-      main,
+      ...parleyNodeArguments(),
       ...args,
     ]
       .map(quote)
