@@ -108,8 +108,10 @@ export const ScheduleRecordSchema = z.object({
   nextFireAt: IsoDate.optional(),
   /** Due times kept by `overlap: 'queue'`, oldest first, waiting for the run before them to finish. */
   queue: z.array(IsoDate),
-  /** The newest firing, for lists and for the overlap rule (its run or session). */
+  /** The newest firing, whatever became of it: what lists show. */
   last: ScheduleFiringSchema.optional(),
+  /** The newest firing that started something: the run or session the overlap rule looks at. */
+  active: ScheduleFiringSchema.optional(),
   /** Bumped by the store on every write; a write naming an older one is refused, so two servers never both claim a firing. */
   revision: z.number().int().nonnegative(),
   createdAt: IsoDate,
