@@ -15,6 +15,7 @@ export const NOTIFICATION_KINDS = [
   'turn_ended',
   'worker_failed',
   'run_failed',
+  'schedule_failed',
   'compaction_fallback',
 ] as const;
 /** The kind of thing that waits for a person. */
@@ -35,6 +36,7 @@ export interface AttentionItem {
   where: string;
   sessionId?: string;
   runId?: string;
+  scheduleId?: string;
   channelId?: string;
   /** The web UI's route that opens it, a fragment: `#session=<id>`, `#run=<id>`, `#approval=<session>/<request>`. */
   route: string;
