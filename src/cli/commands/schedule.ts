@@ -135,7 +135,9 @@ async function addParams(options: AddOptions, client: ProtocolClient): Promise<M
     ...(options.cron !== undefined ? { cron: options.cron, timeZone: options.tz! } : {}),
     ...(options.every !== undefined ? { everySeconds: parseInterval(options.every) } : {}),
     target,
-    ...(options.catchUp !== undefined ? { catchUp: oneOf('--catch-up', options.catchUp, ['skip', 'once'] as const) } : {}),
+    ...(options.catchUp !== undefined
+      ? { catchUp: oneOf('--catch-up', options.catchUp, ['skip', 'once'] as const) }
+      : {}),
     ...(options.overlap !== undefined
       ? { overlap: oneOf('--overlap', options.overlap, ['skip', 'queue', 'parallel'] as const) }
       : {}),
