@@ -92,6 +92,15 @@ export {
   type StartRunRequest,
   type ForkRunOptions,
   type HarnessClock,
+  // Schedules: cron (in an explicit time zone) or interval, firing runs or prompts
+  createScheduler,
+  nextFireTime,
+  type Scheduler,
+  type SchedulerOptions,
+  type SchedulerEvents,
+  type ScheduleTargets,
+  type AddScheduleRequest,
+  type FiringReach,
   // Errors
   HarnessError,
   AbortedError,

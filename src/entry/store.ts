@@ -60,6 +60,17 @@ export {
   type RunRecord,
   type RunStatus,
   type RunJournalEntry,
+  // Schedules and their firings
+  createFileScheduleStore,
+  createMemoryScheduleStore,
+  createPostgresScheduleStore,
+  ScheduleRecordSchema,
+  type ScheduleStore,
+  type ScheduleRecord,
+  type ScheduleFiring,
+  type ScheduleTarget,
+  type ScheduleTiming,
+  type FileScheduleStoreOptions,
   // Moving a data folder from one store to another (`parley migrate`)
   migrateStore,
   migrateDraftStore,

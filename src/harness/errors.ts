@@ -25,7 +25,10 @@ export type HarnessErrorCode =
   /** Forks of durable runs (run-fork.ts): a step the journal does not have, an answer at no question, or one it refuses. */
   | 'RUN_STEP_NOT_FOUND'
   | 'NOT_A_QUESTION'
-  | 'ANSWER_REFUSED';
+  | 'ANSWER_REFUSED'
+  /** Schedules (scheduler.ts): a timing or target that cannot be used; an unknown schedule. */
+  | 'INVALID_SCHEDULE'
+  | 'SCHEDULE_NOT_FOUND';
 
 /** Every error the harness layer throws on purpose; `code` is stable. */
 export class HarnessError extends ParleyError {

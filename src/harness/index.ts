@@ -101,3 +101,13 @@ export type {
   UserResponse,
   UserTimeoutEvent,
 } from './events.js';
+export {
+  createScheduler,
+  type AddScheduleRequest,
+  type FiringReach,
+  type Scheduler,
+  type SchedulerEvents,
+  type SchedulerOptions,
+  type ScheduleTargets,
+} from './scheduler.js';
+export { checkTimeZone, nextFireTime, upcomingFireTimes } from './schedule-timing.js';

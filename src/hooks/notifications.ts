@@ -16,6 +16,7 @@ export const NOTIFICATION_KINDS = [
   'turn_ended',
   'worker_failed',
   'run_failed',
+  'schedule_failed',
   'compaction_fallback',
   'goal_ended',
 ] as const;
@@ -37,6 +38,7 @@ export interface AttentionItem {
   where: string;
   sessionId?: string;
   runId?: string;
+  scheduleId?: string;
   channelId?: string;
   /** The web UI's route that opens it, a fragment: `#session=<id>`, `#run=<id>`, `#approval=<session>/<request>`. */
   route: string;

@@ -7,6 +7,7 @@ export const AttentionKindSchema = z.enum([
   'turn_ended',
   'worker_failed',
   'run_failed',
+  'schedule_failed',
   'compaction_fallback',
   'goal_ended',
 ]);
@@ -23,10 +24,13 @@ export const AttentionItemWireSchema = z.object({
   where: z.string().describe('The project and task, or the run.'),
   sessionId: z.string().optional(),
   runId: z.string().optional(),
+  scheduleId: z.string().optional(),
   channelId: z.string().optional(),
   route: z
     .string()
-    .describe('The web UI fragment that opens it: `#session=<id>`, `#run=<id>`, `#approval=<session>/<request>`.'),
+    .describe(
+      'The web UI fragment that opens it: `#session=<id>`, `#run=<id>`, `#schedule=<id>`, `#approval=<session>/<request>`.',
+    ),
   link: z.string().optional().describe("The web UI's address with the route (never the token)."),
 });
 

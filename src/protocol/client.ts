@@ -237,6 +237,37 @@ export class ProtocolClient {
     await this.request('send_to_run', { runId, message, ...(agent !== undefined ? { agent } : {}) }, options);
   }
 
+  /** Schedules, oldest first. */
+  async listSchedules(options: RequestOptions = {}): Promise<MethodResult<'list_schedules'>['schedules']> {
+    return (await this.request('list_schedules', {}, options)).schedules;
+  }
+
+  /** Stores a schedule; a bad cron, time zone or target is refused with nothing stored. */
+  async addSchedule(
+    params: MethodParams<'add_schedule'>,
+    options: RequestOptions = {},
+  ): Promise<MethodResult<'add_schedule'>['schedule']> {
+    return (await this.request('add_schedule', params, options)).schedule;
+  }
+
+  async pauseSchedule(
+    scheduleId: string,
+    options: RequestOptions = {},
+  ): Promise<MethodResult<'pause_schedule'>['schedule']> {
+    return (await this.request('pause_schedule', { scheduleId }, options)).schedule;
+  }
+
+  async resumeSchedule(
+    scheduleId: string,
+    options: RequestOptions = {},
+  ): Promise<MethodResult<'resume_schedule'>['schedule']> {
+    return (await this.request('resume_schedule', { scheduleId }, options)).schedule;
+  }
+
+  async removeSchedule(scheduleId: string, options: RequestOptions = {}): Promise<void> {
+    await this.request('remove_schedule', { scheduleId }, options);
+  }
+
   async pauseRun(runId: string, options: RequestOptions = {}): Promise<MethodResult<'pause_run'>['run']> {
     return (await this.request('pause_run', { runId }, options)).run;
   }

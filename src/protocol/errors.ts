@@ -56,11 +56,12 @@ export const RPC_ERROR_DESCRIPTIONS: Record<RpcErrorName, string> = {
   INTERNAL_ERROR: 'An unexpected server fault; it is logged on the server. The request may be retried.',
   SERVER_ERROR: 'A typed Parley error without a numeric code of its own; `data.code` is its stable string code.',
   NOT_FOUND:
-    "A project, task, role, agent, session, run (RUN_NOT_FOUND) or a run's prompt (UNKNOWN_PROMPT) does not exist; the message names it.",
+    "A project, task, role, agent, session, run (RUN_NOT_FOUND), schedule (SCHEDULE_NOT_FOUND) or a run's prompt (UNKNOWN_PROMPT) does not exist; the message names it.",
   DRAFT_ALREADY_ACTIVE: 'Seed 000: this channel already has an active draft; `undraft` first.',
   NO_ACTIVE_DRAFT: 'Seed 000: this channel has no active draft; `draft` first.',
   TURN_IN_PROGRESS: 'The draft is running a turn; wait for it to end or `cancel` it.',
-  UNSUPPORTED: "The session's back end cannot do this, or this server runs no workflows (RUNS_NOT_ENABLED).",
+  UNSUPPORTED:
+    "The session's back end cannot do this, or this server runs no workflows (RUNS_NOT_ENABLED) or no schedules (SCHEDULES_NOT_ENABLED).",
   RATE_LIMITED: 'Too many requests on this connection; `data.retryAfterMs` says when to retry.',
   INVALID_STATE:
     "The session refuses this in its current state (archived, read only, compaction running), another server runs the draft (DRAFT_RUN_ELSEWHERE), or a run's prompt was already answered (PROMPT_ALREADY_ANSWERED).",
@@ -102,6 +103,9 @@ export const PARLEY_CODE_TO_RPC: Readonly<Record<string, RpcErrorCodeValue>> = {
   /** Durable runs: an unknown run id, or a prompt the run does not have. */
   RUN_NOT_FOUND: RpcErrorCode.NOT_FOUND,
   UNKNOWN_PROMPT: RpcErrorCode.NOT_FOUND,
+  /** Schedules: an unknown schedule id; a cron expression, time zone or target that cannot be used. */
+  SCHEDULE_NOT_FOUND: RpcErrorCode.NOT_FOUND,
+  INVALID_SCHEDULE: RpcErrorCode.INVALID_PARAMS,
   /** A fork of a run at a step its journal does not have; an answer at a step that is no question, or one it refuses. */
   RUN_STEP_NOT_FOUND: RpcErrorCode.NOT_FOUND,
   NOT_A_QUESTION: RpcErrorCode.INVALID_PARAMS,
@@ -125,6 +129,7 @@ export const PARLEY_CODE_TO_RPC: Readonly<Record<string, RpcErrorCodeValue>> = {
   COMPACTION_NO_SUMMARIZER: RpcErrorCode.UNSUPPORTED,
   /** The server was started without a run service: it runs no workflows. */
   RUNS_NOT_ENABLED: RpcErrorCode.UNSUPPORTED,
+  SCHEDULES_NOT_ENABLED: RpcErrorCode.UNSUPPORTED,
   INVALID_STATE: RpcErrorCode.INVALID_STATE,
   /** Goals: one already runs on the draft; none runs to stop. */
   GOAL_IN_PROGRESS: RpcErrorCode.INVALID_STATE,

@@ -7,6 +7,7 @@ export * from './json-rpc.js';
 export * from './errors.js';
 export * from './schemas.js';
 export * from './run-schemas.js';
+export * from './schedule-schemas.js';
 export * from './attention-schemas.js';
 export * from './history-schemas.js';
 export * from './methods.js';

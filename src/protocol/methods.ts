@@ -41,6 +41,15 @@ import {
   SwitchBranchResultSchema,
 } from './history-schemas.js';
 import { PromptIdSchema, RunIdSchema, RunStatusWireSchema, RunWireSchema } from './run-schemas.js';
+import {
+  AddScheduleParamsSchema,
+  GetScheduleParamsSchema,
+  GetScheduleResultSchema,
+  ListSchedulesResultSchema,
+  RemoveScheduleResultSchema,
+  ScheduleParamsSchema,
+  ScheduleResultSchema,
+} from './schedule-schemas.js';
 
 /**
  * Every method the server answers: its params and result schemas. Params are strict objects
@@ -848,6 +857,32 @@ export const methods = {
     'Follows runs (or all): `run_updated` and `run_prompt` notifications, and `run_event` with `events: true`.',
   ),
   unsubscribe_runs: method(UnsubscribeRunsParamsSchema, RunSubscriptionResultSchema, 'Stops following runs (or all).'),
+  list_schedules: method(
+    NoParams,
+    ListSchedulesResultSchema,
+    'Schedules, oldest first: timing, target, rules, the next due time and the newest firing (its run or session). -32007 (SCHEDULES_NOT_ENABLED) on a server without schedules.',
+  ),
+  get_schedule: method(
+    GetScheduleParamsSchema,
+    GetScheduleResultSchema,
+    'One schedule and its newest firings. -32001 (SCHEDULE_NOT_FOUND) for an unknown id.',
+  ),
+  add_schedule: method(
+    AddScheduleParamsSchema,
+    ScheduleResultSchema,
+    'Stores a schedule: a cron expression in an explicit IANA time zone, or an interval; it starts a durable run of a workflow, or prompts a draft or a session. A cron that does not parse, an unknown time zone, a workflow, project, role or session that does not exist is -32602 (INVALID_SCHEDULE) or -32001, naming it; nothing is stored.',
+  ),
+  pause_schedule: method(ScheduleParamsSchema, ScheduleResultSchema, 'Stops a schedule firing until it is resumed.'),
+  resume_schedule: method(
+    ScheduleParamsSchema,
+    ScheduleResultSchema,
+    'A paused schedule goes on from now; the firings due while it was paused are not made up.',
+  ),
+  remove_schedule: method(
+    ScheduleParamsSchema,
+    RemoveScheduleResultSchema,
+    'Removes a schedule and its firings; the runs it started are kept.',
+  ),
   say_in_conversation: method(
     SayInConversationParamsSchema,
     SayInConversationResultSchema,

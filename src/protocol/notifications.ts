@@ -11,6 +11,7 @@ import {
 import { HistoryChangedSchema } from './history-schemas.js';
 import { RunEventWireSchema, RunPromptWireSchema, RunWireSchema } from './run-schemas.js';
 import { AttentionNeededSchema } from './attention-schemas.js';
+import { ScheduleRemovedSchema, ScheduleUpdatedSchema } from './schedule-schemas.js';
 
 /**
  * Server → client notifications. The channel ones go to the connections of one channel; the
@@ -215,10 +216,16 @@ export const notifications = {
     'subscribers',
     'A run followed with `subscribe_runs` waits for an answer (`answer_prompt`).',
   ),
+  schedule_updated: notification(
+    ScheduleUpdatedSchema,
+    'all',
+    'A schedule was added, fired (its `last` firing says what became of it), paused or resumed.',
+  ),
+  schedule_removed: notification(ScheduleRemovedSchema, 'all', 'A schedule was removed.'),
   attention_needed: notification(
     AttentionNeededSchema,
     'all',
-    "Something waits for a person (an approval, a run's question, a turn that ended unwatched, a failed worker or run, a compaction that fell back), sent after the grace delay unless answered first, a burst as one. The web UI shows it as a system notification while its tab is hidden.",
+    "Something waits for a person (an approval, a run's question, a turn that ended unwatched, a failed worker, run or schedule firing, a compaction that fell back), sent after the grace delay unless answered first, a burst as one. The web UI shows it as a system notification while its tab is hidden.",
   ),
 } as const;
 

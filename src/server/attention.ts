@@ -1,5 +1,5 @@
 import type { DraftService } from '../draft/index.js';
-import type { RunService } from '../harness/index.js';
+import type { RunService, Scheduler } from '../harness/index.js';
 import type { Notification, Notifier, NotificationSink } from '../hooks/index.js';
 import type { SessionManager } from '../sessions/index.js';
 import { JSONRPC_VERSION, type AttentionNeeded } from '../protocol/index.js';
@@ -16,18 +16,20 @@ export interface AttentionSources {
   manager: SessionManager;
   hub: Hub;
   runService?: RunService;
+  scheduler?: Scheduler;
 }
 
 /**
  * Turns what waits for a person into notifications: an approval request, a run's question, a
  * draft's turn that ended while no client watched its channel or session, a worker that failed, a
- * run that failed, a compaction that fell back to the structural builder or stopped, a goal that
- * ended by itself (met, out of budget, stuck, an error). An answer on
+ * run that failed, a schedule firing that could not start, a compaction that fell back to the
+ * structural builder or stopped, a goal that ended by itself (met, out of budget, stuck, an
+ * error). An answer on
  * any client (`permission_resolved`, a run's prompt leaving its pending list) resolves the item, so
  * a person who answered within the grace delay is not told again.
  */
 export function wireAttention(sources: AttentionSources): Array<() => void> {
-  const { notifier, drafts, manager, hub, runService } = sources;
+  const { notifier, drafts, manager, hub, runService, scheduler } = sources;
   const describeDraft = async (channelId: string): Promise<{ who: string; where: string }> => {
     try {
       const status = await drafts.getDraftStatus({ channelId });
@@ -203,6 +205,22 @@ export function wireAttention(sources: AttentionSources): Array<() => void> {
       }),
     );
   }
+  if (scheduler)
+    stops.push(
+      scheduler.on('schedule_failed', ({ schedule, firing }) => {
+        const who = schedule.name ?? schedule.id;
+        notifier.notify({
+          key: `schedule-failed:${schedule.id}:${firing.fireAt}`,
+          kind: 'schedule_failed',
+          title: `Schedule ${who} failed to fire`,
+          message: firing.error ? `${firing.error.code}: ${oneLine(firing.error.message)}` : 'The firing failed.',
+          who,
+          where: `schedule ${schedule.id} (due ${firing.fireAt})`,
+          scheduleId: schedule.id,
+          route: `#schedule=${encodeURIComponent(schedule.id)}`,
+        });
+      }),
+    );
   return stops;
 }
 

@@ -1,7 +1,7 @@
 import { traceParentContext } from '../telemetry/index.js';
 import { ParleyError, type ConversationBlock } from '../conversation/index.js';
 import type { DraftService } from '../draft/index.js';
-import type { RunService } from '../harness/index.js';
+import type { RunService, Scheduler } from '../harness/index.js';
 import type { Notifier } from '../hooks/index.js';
 import { METHOD_NAMES, PROTOCOL_VERSION, type MethodResultInput } from '../protocol/index.js';
 import { readActiveHistory, SessionError, type CompactionStatus, type SessionManager } from '../sessions/index.js';
@@ -10,6 +10,7 @@ import type { Handlers } from './dispatcher.js';
 import type { Connection, Hub } from './hub.js';
 import type { RunFollowers } from './run-followers.js';
 import { createRunHandlers } from './run-handlers.js';
+import { createScheduleHandlers } from './schedule-handlers.js';
 import type { DeviceMethodName } from './device-handlers.js';
 
 export interface HandlerDependencies {
@@ -22,6 +23,8 @@ export interface HandlerDependencies {
   /** Durable runs; absent: the run methods answer RUNS_NOT_ENABLED. */
   runService?: RunService;
   runFollowers: RunFollowers;
+  /** Schedules; absent: the schedule methods answer SCHEDULES_NOT_ENABLED. */
+  scheduler?: Scheduler;
   /** Where notifications go; absent: `get_notification_settings` says they are off. */
   notifier?: Notifier;
   /** Pairing and the paired devices (device-handlers.ts). */
@@ -289,6 +292,7 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
       currentProject: async () => (await drafts.listProjects()).find((project) => project.current)?.name,
       connection,
     }),
+    ...createScheduleHandlers(dependencies.scheduler),
 
     // ---- notifications ----
     get_notification_settings: () =>

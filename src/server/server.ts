@@ -9,7 +9,7 @@ import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { loadTokenizer, ParleyError } from '../conversation/index.js';
 import type { HookRunner, Notifier } from '../hooks/index.js';
 import { createDraftService, type DraftService, type DraftServiceOptions } from '../draft/index.js';
-import type { RunService } from '../harness/index.js';
+import { createScheduler, type HarnessClock, type RunService, type Scheduler } from '../harness/index.js';
 import { ChannelIdSchema, PAIR_PATH, PROTOCOL_VERSION, RPC_PATH, type ServerFile } from '../protocol/index.js';
 import {
   createBackendSummarizer,
@@ -39,10 +39,12 @@ import { createHandlers } from './handlers.js';
 import { Connection, Hub } from './hub.js';
 import { RunFollowers } from './run-followers.js';
 import { forwardRunEvents } from './run-handlers.js';
+import { forwardScheduleEvents } from './schedule-handlers.js';
+import { createServerScheduleTargets } from './schedule-targets.js';
 import { TokenBucket } from './rate-limit.js';
 import { serveStatic } from './static-files.js';
 import { SessionUpdateThrottle } from './update-throttle.js';
-import { prepareDataFolder, type DraftStore, type SessionStore } from '../store/index.js';
+import { prepareDataFolder, type DraftStore, type ScheduleStore, type SessionStore } from '../store/index.js';
 
 export const SERVER_VERSION = '0.1.0';
 
@@ -123,6 +125,15 @@ export interface ServerOptions {
    * passes one (src/cli/run-service-wiring.ts).
    */
   createRunService?: (context: RunServiceContext) => Promise<RunService>;
+  /**
+   * Schedules: where they are kept (the file store in the data folder, or PostgreSQL beside the
+   * sessions, so several servers share them and each firing happens on one). The server runs a
+   * scheduler over it once it listens; the caller opened the store and closes it after `close()`.
+   * Without it the schedule methods answer SCHEDULES_NOT_ENABLED.
+   */
+  scheduleStore?: ScheduleStore;
+  /** The scheduler's clock (tests move it); default the system clock. */
+  schedulerClock?: HarnessClock;
   /** Write `server.json` (default true). */
   writeServerFile?: boolean;
   log?: Logger;
@@ -164,6 +175,8 @@ export interface RunningServer {
   readonly drafts: DraftService;
   /** The durable-run service, when runs are enabled. */
   readonly runService: RunService | undefined;
+  /** The scheduler, when the server was given a schedule store. */
+  readonly scheduler: Scheduler | undefined;
   readonly recovered: { recovered: number; failed: Array<{ sessionId: string; reason: string }> };
   /** Connections open now. */
   readonly connections: number;
@@ -275,6 +288,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     }
   }
 
+  const scheduler = options.scheduleStore
+    ? createScheduler({
+        store: options.scheduleStore,
+        targets: createServerScheduleTargets({ runService, drafts, manager, projectRoot }),
+        ...(options.schedulerClock ? { clock: options.schedulerClock } : {}),
+        ...(options.leaseOwner ? { serverName: options.leaseOwner } : {}),
+        onError: (error) =>
+          log('warn', 'A pass of the scheduler failed; the next one tries again', { error: String(error) }),
+      })
+    : undefined;
+
   let closing = false;
   const hub = new Hub({
     maxBufferedBytes: options.maxBufferedBytes ?? 16 * 1024 * 1024,
@@ -302,6 +326,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       connectionOf: (id) => byId.get(id),
       runFollowers,
       ...(runService ? { runService } : {}),
+      ...(scheduler ? { scheduler } : {}),
       ...(options.notifier ? { notifier: options.notifier } : {}),
       deviceHandlers: createDeviceHandlers({
         devices,
@@ -323,9 +348,19 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   if (notifier) {
     notifier.addSecret(token);
     notifier.addSink(webUiSink(hub));
-    unsubscribers.push(...wireAttention({ notifier, drafts, manager, hub, ...(runService ? { runService } : {}) }));
+    unsubscribers.push(
+      ...wireAttention({
+        notifier,
+        drafts,
+        manager,
+        hub,
+        ...(runService ? { runService } : {}),
+        ...(scheduler ? { scheduler } : {}),
+      }),
+    );
   }
   if (runService) unsubscribers.push(...forwardRunEvents(runService, runFollowers));
+  if (scheduler) unsubscribers.push(...forwardScheduleEvents(scheduler, hub));
   // Other servers on the same store: their appends reach this server's followers as its own do.
   const stopFollowing = manager.followStoreChanges({
     followed: (sessionId) => hub.hasFollowers(sessionId),
@@ -528,11 +563,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await writePrivateFile(serverFile, `${JSON.stringify(content, null, 2)}\n`);
   }
   setImmediate(() => void loadTokenizer());
+  // Firings start once the server listens, drafts recovered and runs resumed.
+  scheduler?.start();
 
   let closed: Promise<void> | undefined;
   const close = () =>
     (closed ??= (async () => {
       closing = true;
+      // No firing starts while the server winds down.
+      await scheduler
+        ?.close()
+        .catch((error: unknown) => log('error', 'Closing the scheduler failed', { error: String(error) }));
       // Running turns end first (aborted, a system block, state saved), so their last events still reach clients.
       await drafts
         .close()
@@ -567,6 +608,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     manager,
     drafts,
     runService,
+    scheduler,
     recovered,
     get connections() {
       return hub.size;

@@ -21,6 +21,9 @@ export type StoreErrorCode =
   /** Run stores (run-store.ts). */
   | 'RUN_NOT_FOUND'
   | 'RUN_EXISTS'
+  /** Schedule stores (schedule-store.ts). */
+  | 'SCHEDULE_NOT_FOUND'
+  | 'SCHEDULE_EXISTS'
   /** A write failed for want of space (ENOSPC, or EDQUOT: the user's disk quota); nothing acknowledged is lost. */
   | 'DISK_FULL'
   /** PostgreSQL store: the connection string cannot be parsed. */

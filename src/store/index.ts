@@ -42,3 +42,8 @@ export {
   storeSocketPath,
   type StoreSocketServer,
 } from './sessions/socket-store.js';
+export * from './schedules/records.js';
+export * from './schedules/schedule-store.js';
+export { createMemoryScheduleStore } from './schedules/memory-store.js';
+export { createFileScheduleStore, type FileScheduleStoreOptions } from './schedules/file-store.js';
+export { createPostgresScheduleStore } from './schedules/postgres.js';

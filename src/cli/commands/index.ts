@@ -27,6 +27,7 @@ export const commandModules: Record<string, () => Promise<CommandModule>> = {
   pair: () => import('./pair.js'),
   devices: () => import('./devices.js'),
   goal: () => import('./goal.js'),
+  schedule: () => import('./schedule.js'),
 };
 
 /** The modules for `names`, or all of them (for help and unknown commands), each once. */

@@ -6,7 +6,13 @@ import type { Command } from 'commander';
 import { ParleyError } from '../../conversation/index.js';
 import type { RunningServer, TlsCredentials } from '../../server/index.js';
 import type { TranscriptWatcher } from '../../sessions/index.js';
-import { shareStore, type SessionStore } from '../../store/index.js';
+import {
+  createFileScheduleStore,
+  createPostgresScheduleStore,
+  shareStore,
+  type ScheduleStore,
+  type SessionStore,
+} from '../../store/index.js';
 import {
   draftLeaseFromEnvironment,
   openChosenDraftStore,
@@ -113,6 +119,15 @@ export function register(
           await shared?.close();
           throw error;
         });
+        // Schedules live beside the sessions: in the data folder, or in the same PostgreSQL database.
+        const scheduleStore = await openScheduleStore(store ? resolveStoreUrl(command) : undefined, dataDir).catch(
+          async (error: unknown) => {
+            await draftStore?.close();
+            await store?.close();
+            await shared?.close();
+            throw error;
+          },
+        );
         const { backendFor, summarize, notice, warnings } = await resolveServerBackends({ projectRoot, dataDir });
         if (notice) process.stderr.write(`parley: ${notice}\n`);
         for (const warning of warnings) process.stderr.write(`parley: ${warning}\n`);
@@ -142,8 +157,10 @@ export function register(
             notifier,
             // Durable runs: unfinished runs are resumed before the server accepts connections.
             createRunService: serveRuns(runServiceFactory, (line) => process.stdout.write(`${line}\n`)),
+            scheduleStore,
           });
         } catch (error) {
+          await scheduleStore.close();
           await draftStore?.close();
           await store?.close();
           await shared?.close();
@@ -178,11 +195,19 @@ export function register(
         );
         await waitForSignal(server);
         await Promise.all(followers.map((follower) => follower.stop()));
+        await scheduleStore.close();
         await draftStore?.close();
         await store?.close();
         await shared?.close();
       },
     );
+}
+
+/** The schedule store of a server: PostgreSQL beside its sessions, or files in its data folder. */
+async function openScheduleStore(storeUrl: string | undefined, dataDir: string): Promise<ScheduleStore> {
+  return storeUrl !== undefined
+    ? createPostgresScheduleStore({ connectionString: storeUrl })
+    : createFileScheduleStore({ dataDir });
 }
 
 /**

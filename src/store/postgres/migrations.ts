@@ -288,6 +288,28 @@ export const MIGRATIONS: readonly Migration[] = [
         AND coalesce(m.body #>> '{block,content}', '') <> '';
     `,
   },
+  {
+    description: 'schedules and their firings',
+    sql: `
+      -- A schedule's record as its JSON text. revision is bumped by every write, and a write names
+      -- the revision it read: of two servers claiming one firing, the second finds it moved on.
+      CREATE TABLE schedules (
+        schedule_id text PRIMARY KEY,
+        revision bigint NOT NULL,
+        created_at text NOT NULL,
+        record text NOT NULL
+      );
+
+      -- One row per firing, keyed by its due time: inserted by the statement that advances the
+      -- schedule, so a firing and the claim on it commit together, and never twice.
+      CREATE TABLE schedule_firings (
+        schedule_id text NOT NULL REFERENCES schedules ON DELETE CASCADE,
+        fire_at text NOT NULL,
+        record text NOT NULL,
+        PRIMARY KEY (schedule_id, fire_at)
+      );
+    `,
+  },
 ];
 
 /** The schema version this Parley writes and reads. */

@@ -6,6 +6,7 @@ import { ChatView } from './views/chat-view.js';
 import { connectView } from './views/connect-view.js';
 import { InspectorView } from './views/inspector-view.js';
 import type { RunsView } from './views/runs-view.js';
+import type { SchedulesView } from './views/schedules-view.js';
 import { SessionsView } from './views/sessions-view.js';
 
 const CONNECTION_TEXT: Record<AppState['connection'], string> = {
@@ -24,6 +25,8 @@ export interface AppViewOptions {
   now?: () => number;
   /** The Runs view (durable runs): its button goes in the top bar, its panel over the layout. */
   runs?: RunsView;
+  /** The Schedules view: its button goes in the top bar, its panel over the layout. */
+  schedules?: SchedulesView;
 }
 
 /**
@@ -109,7 +112,15 @@ export class AppView {
       this.last = {};
       replaceChildren(
         this.root,
-        h('div', { class: 'app' }, this.topbar, this.notices, this.layout, this.options.runs?.element),
+        h(
+          'div',
+          { class: 'app' },
+          this.topbar,
+          this.notices,
+          this.layout,
+          this.options.runs?.element,
+          this.options.schedules?.element,
+        ),
       );
     }
     this.drawTopbar(state);
@@ -151,6 +162,7 @@ export class AppView {
         : null,
       draft ? this.goalField(draft.goal) : null,
       this.options.runs?.button,
+      this.options.schedules?.button,
       h(
         'div',
         { class: `connection state-${state.connection}`, 'data-testid': 'connection', 'data-state': state.connection },

@@ -1,16 +1,23 @@
 /**
  * The page's own addresses for what waits for a person: a fragment after `#` names it, so a
  * notification's link opens the web UI straight at it, and the fragment never reaches the server
- * (nor its logs): `#approval=<requestId>`, `#run=<runId>`, `#session=<sessionId>`, and
+ * (nor its logs): `#approval=<requestId>`, `#run=<runId>`, `#session=<sessionId>`, `#schedule=<scheduleId>`, and
  * `#pair=<code>` for the link `parley pair` prints.
  */
 export type PageLink =
   | { kind: 'pair'; code: string }
   | { kind: 'approval'; requestId: string }
   | { kind: 'run'; runId: string }
+  | { kind: 'schedule'; scheduleId: string }
   | { kind: 'session'; sessionId: string };
 
-const KEYS = { pair: 'code', approval: 'requestId', run: 'runId', session: 'sessionId' } as const;
+const KEYS = {
+  pair: 'code',
+  approval: 'requestId',
+  run: 'runId',
+  schedule: 'scheduleId',
+  session: 'sessionId',
+} as const;
 
 /** What a fragment names, or undefined for none (or one this page does not know). */
 export function linkOf(hash: string): PageLink | undefined {
@@ -21,6 +28,7 @@ export function linkOf(hash: string): PageLink | undefined {
     if (kind === 'pair') return { kind, code: value };
     if (kind === 'approval') return { kind, requestId: value };
     if (kind === 'run') return { kind, runId: value };
+    if (kind === 'schedule') return { kind, scheduleId: value };
     return { kind, sessionId: value };
   }
   return undefined;
@@ -37,7 +45,9 @@ export function pageLink(base: string, link: PageLink): string {
         ? link.requestId
         : link.kind === 'run'
           ? link.runId
-          : link.sessionId;
+          : link.kind === 'schedule'
+            ? link.scheduleId
+            : link.sessionId;
   url.hash = `${link.kind}=${encodeURIComponent(value)}`;
   return url.toString();
 }

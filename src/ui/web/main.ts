@@ -10,6 +10,7 @@ import { Store } from './store.js';
 import { ApprovalDialog } from './views/approval-dialog.js';
 import { rpcUrlFor, tokenFromSearch, withoutToken } from './view-model.js';
 import { RunsView } from './views/runs-view.js';
+import { SchedulesView } from './views/schedules-view.js';
 import { AttentionNotifications, browserAttentionEnvironment } from './attention.js';
 
 /** The browser entry (bundled into dist/web/app.js by scripts/build-web.mjs). */
@@ -68,10 +69,15 @@ async function boot(): Promise<void> {
     afterPaint,
   });
   const runs = new RunsView(client, (sessionId) => controller.select(sessionId));
-  const view = new AppView(root, { actions: controller, origin: location.origin, onToken, runs });
+  const schedules = new SchedulesView(client, {
+    openSession: (sessionId) => controller.select(sessionId),
+    openRun: (runId) => runs.focus(runId),
+  });
+  const view = new AppView(root, { actions: controller, origin: location.origin, onToken, runs, schedules });
   store.subscribe((state) => view.render(state));
   view.render(store.state);
   runs.start();
+  schedules.start();
   // Approval requests of the workspace tools, every channel's (whatever window or device asked for
   // the draft, this person answers it): a modal over the page, whatever it shows; one a link named first.
   const approvals = new PendingApprovals(client, { all: true });
@@ -98,6 +104,7 @@ async function boot(): Promise<void> {
   const follow = (link: PageLink | undefined) => {
     if (link?.kind === 'session') controller.select(link.sessionId);
     else if (link?.kind === 'run') runs.focus(link.runId);
+    else if (link?.kind === 'schedule') schedules.toggle(true);
     else if (link?.kind === 'approval') {
       wantedApproval = link.requestId;
       showApprovals();

@@ -86,6 +86,8 @@ describe.skipIf(skipReason !== undefined)('PostgreSQL store: setup, migrations a
         'run_journal_entries',
         'run_journals',
         'runs',
+        'schedule_firings',
+        'schedules',
         'session_logs',
         'session_messages',
         'sessions',
