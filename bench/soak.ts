@@ -6,6 +6,7 @@
  * `npm run soak -- --cycle …`: drafts made and closed over and over instead (soak-cycle.ts).
  * `npm run soak -- --outage …`: two servers on PostgreSQL while it goes away and comes back, its
  * connections are cut and slowed (soak-outage.ts).
+ * `npm run soak -- --hostile …`: idle connections and clients that never read (soak-hostile.ts).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -17,6 +18,7 @@ import type { StreamEvent } from '../src/conversation/index.js';
 import { ProtocolClient, webSocketTransport, type WebSocketLike } from '../src/protocol/index.js';
 import { startServer } from '../src/server/index.js';
 import { cycleDefaults, formatCycleSoak, runCycleSoak } from './soak-cycle.js';
+import { hostileDefaults, runHostile } from './soak-hostile.js';
 import { formatOutageSoak, outageDefaults, runOutageSoak } from './soak-outage.js';
 import { table } from './stats.js';
 
@@ -325,7 +327,16 @@ function text(name: string): string | undefined {
   return index === -1 ? undefined : process.argv[index + 1];
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href && process.argv.includes('--outage')) {
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href && process.argv.includes('--hostile')) {
+  process.stdout.write(
+    await runHostile({
+      idle: argument('idle') ?? hostileDefaults.idle,
+      hogs: argument('hogs') ?? hostileDefaults.hogs,
+      megabytes: argument('megabytes') ?? hostileDefaults.megabytes,
+      log: (line) => process.stderr.write(`${line}\n`),
+    }),
+  );
+} else if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href && process.argv.includes('--outage')) {
   const report = await runOutageSoak({
     ...outageDefaults,
     drafts: argument('drafts') ?? outageDefaults.drafts,
