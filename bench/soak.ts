@@ -4,6 +4,9 @@
  * on purpose and resume with `get_events`. Reports lost and doubled events (must be 0: every client
  * must see exactly its session's log, in order) and memory over time (must stay flat).
  * `npm run soak -- --cycle …`: drafts made and closed over and over instead (soak-cycle.ts).
+ * `npm run soak -- --outage …`: two servers on PostgreSQL while it goes away and comes back, its
+ * connections are cut and slowed (soak-outage.ts).
+ * `npm run soak -- --hostile …`: idle connections and clients that never read (soak-hostile.ts).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -15,6 +18,8 @@ import type { StreamEvent } from '../src/conversation/index.js';
 import { ProtocolClient, webSocketTransport, type WebSocketLike } from '../src/protocol/index.js';
 import { startServer } from '../src/server/index.js';
 import { cycleDefaults, formatCycleSoak, runCycleSoak } from './soak-cycle.js';
+import { hostileDefaults, runHostile } from './soak-hostile.js';
+import { formatOutageSoak, outageDefaults, runOutageSoak } from './soak-outage.js';
 import { table } from './stats.js';
 
 export interface SoakOptions {
@@ -322,7 +327,27 @@ function text(name: string): string | undefined {
   return index === -1 ? undefined : process.argv[index + 1];
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href && process.argv.includes('--cycle')) {
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href && process.argv.includes('--hostile')) {
+  process.stdout.write(
+    await runHostile({
+      idle: argument('idle') ?? hostileDefaults.idle,
+      hogs: argument('hogs') ?? hostileDefaults.hogs,
+      megabytes: argument('megabytes') ?? hostileDefaults.megabytes,
+      log: (line) => process.stderr.write(`${line}\n`),
+    }),
+  );
+} else if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href && process.argv.includes('--outage')) {
+  const report = await runOutageSoak({
+    ...outageDefaults,
+    drafts: argument('drafts') ?? outageDefaults.drafts,
+    phaseMs: (argument('phase') ?? outageDefaults.phaseMs / 1000) * 1000,
+    downMs: (argument('down') ?? outageDefaults.downMs / 1000) * 1000,
+    delayMs: argument('delay') ?? outageDefaults.delayMs,
+    log: (line) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`),
+  });
+  process.stdout.write(formatOutageSoak(report));
+  if (!report.passed) process.exitCode = 1;
+} else if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href && process.argv.includes('--cycle')) {
   const seconds = (name: string, fallbackMs: number) => (argument(name) ?? fallbackMs / 1000) * 1000;
   const snapshotDir = text('snapshots');
   const report = await runCycleSoak({

@@ -36,7 +36,7 @@ import { protectedFolderError, type ResolvedPath } from './workspace-paths.js';
  * Without `/proc` (macOS, Windows) the descent cannot be made: files are opened by their checked
  * real path, and a link swapped in after the check is followed, as the check alone allows.
  */
-const DESCENT = process.platform === 'linux' && existsSync('/proc/self/fd');
+export const DESCENT = process.platform === 'linux' && existsSync('/proc/self/fd');
 
 /** Links followed for one path before it is refused, as the kernel's own limit. */
 const MAX_LINKS = 40;
@@ -247,7 +247,8 @@ function componentsOf(relative: string): string[] {
   return relative.split('/').filter((component) => component !== '' && component !== '.');
 }
 
-function within(folder: number, name: string): string {
+/** The path of `name` inside the held folder `folder`, for the kernel to reach through the folder itself. */
+export function within(folder: number, name: string): string {
   return `/proc/self/fd/${folder}/${name}`;
 }
 

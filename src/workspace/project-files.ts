@@ -2,6 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import ignore, { type Ignore } from 'ignore';
 import { glob } from 'tinyglobby';
+import { filesStillInside } from './confined-folders.js';
 import type { WorkspacePaths } from './workspace-paths.js';
 
 /**
@@ -38,7 +39,8 @@ export async function projectFiles(
         })
       ).map((file) => file.split(path.sep).join('/'));
   const filter = await GitignoreFilter.load(paths, rootRules, nested);
-  return relative.filter((file) => !filter.ignores(file)).sort();
+  // A folder swapped for a link to the outside during the walk was walked through: only files that are inside now are kept.
+  return filesStillInside(paths.root, relative.filter((file) => !filter.ignores(file)).sort());
 }
 
 /** Whether a root-relative path (file or folder) is ignored by the project's `.gitignore` files. */

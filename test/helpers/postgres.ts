@@ -40,7 +40,8 @@ export interface TestPostgres {
   dropSchema(schema: string): Promise<void>;
   /** `pg_ctl restart -m fast`: ends every connection, waits until the server accepts connections again. */
   restart(): Promise<void>;
-  stop(): Promise<void>;
+  /** `pg_ctl stop`: `fast` (default) ends sessions cleanly; `immediate` kills the server as a crash would (recovery at the next start). */
+  stop(mode?: 'fast' | 'immediate'): Promise<void>;
   start(): Promise<void>;
   /** Stops the server and removes its folder. */
   destroy(): Promise<void>;
@@ -171,8 +172,8 @@ async function localServer(fsync: boolean): Promise<TestPostgres> {
       dropSchema: async (schema) =>
         void (await query(adminUrl(TEST_DATABASE), `DROP SCHEMA IF EXISTS ${pg.escapeIdentifier(schema)} CASCADE`)),
       restart: () => pgCtl('restart', '-m', 'fast'),
-      stop: async () => {
-        await pgCtl('stop', '-m', 'fast');
+      stop: async (mode = 'fast') => {
+        await pgCtl('stop', '-m', mode);
         stopped = true;
       },
       start: async () => {

@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { grepProject } from '../../src/workspace/index.js';
 import { tempWorkspace, toolRig, type ToolRig } from './helpers.js';
 
 /**
@@ -149,4 +150,36 @@ describe('a path swapped for a link while the file tools run cannot lead them ou
     expect(outcome.succeeded).toBeGreaterThan(0);
     expect(outcome.refused).toBeGreaterThan(0);
   }, 30_000);
+
+  it(`a folder swapped with a link to an outside folder while list_files, glob and grep (rg and built-in) read it, ${TRIES / 2} tries`, async () => {
+    await fs.mkdir(path.join(dirs.outside, 'box'));
+    await fs.writeFile(path.join(dirs.outside, 'box', 'victim.txt'), OUTSIDE_TEXT);
+    await fs.writeFile(path.join(dirs.outside, 'box', 'SECRET-name.txt'), OUTSIDE_TEXT);
+    await fs.mkdir(path.join(dirs.root, 'box'));
+    await fs.writeFile(path.join(dirs.root, 'box', 'victim.txt'), INSIDE_TEXT);
+    const stop = path.join(dirs.base, 'stop');
+    swapper = await startSwapper(path.join(dirs.root, 'box'), path.join(dirs.outside, 'box'), stop);
+    const escaped: string[] = [];
+    let answered = 0;
+    const calls = [
+      () => rig.call('list_files', { path: 'box' }),
+      () => rig.call('glob', { pattern: 'box/**/*' }),
+      () => rig.call('grep', { pattern: 'token', path: 'box' }),
+      async () => {
+        const found = await grepProject(rig.workspace.paths, { pattern: 'token' }, { maxResults: 100, engine: 'node' });
+        return { content: found.lines.join('\n'), isError: false };
+      },
+    ];
+    for (let attempt = 0; attempt < TRIES / 2; attempt++) {
+      const result = await calls[attempt % calls.length]!();
+      if (result.content.includes('SECRET')) escaped.push(result.content);
+      if (!result.isError && result.content.includes('inside token')) answered++;
+    }
+    const swaps = await stopSwapper(swapper, stop);
+    expect(escaped.slice(0, 3)).toEqual([]);
+    expect(escaped).toHaveLength(0);
+    expect(swaps).toBeGreaterThan(100);
+    // Searches met the real folder too, and found its line.
+    expect(answered).toBeGreaterThan(0);
+  }, 60_000);
 });

@@ -51,6 +51,7 @@ export async function openPostgresDraftStore(options: PostgresDraftStoreOptions)
     connectionString: options.connectionString,
     size: options.poolSize ?? 4,
     connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
+    ...(options.answerTimeoutMs !== undefined ? { answerTimeoutMs: options.answerTimeoutMs } : {}),
   });
   const sql = draftQueriesFor(quotedSchema);
   const retryForMs = options.retryForMs ?? 30_000;

@@ -55,12 +55,36 @@ export interface PoolOptions {
   size: number;
   /** How long a new connection may take before it counts as unreachable. */
   connectTimeoutMs: number;
+  /** How long a statement may go unanswered before its connection counts as lost (default 60 s). */
+  answerTimeoutMs?: number;
 }
+
+/**
+ * A statement with no answer after this long is on a dead connection: a network partition or a
+ * dropped NAT entry leaves a TCP connection half-open, which never errors, and without a bound the
+ * statement (and with it every append queued behind the one group in flight) would wait forever.
+ * A minute is far beyond any statement Parley sends on a working server, migrations aside (they
+ * run unbounded: setup.ts).
+ */
+export const DEFAULT_ANSWER_TIMEOUT_MS = 60_000;
+/**
+ * A statement with its own answer timeout: node-postgres reads `query_timeout` from a query's
+ * config before the pool's (lib/client.js), though @types/pg leaves it out of QueryConfig.
+ */
+export type TimedQueryConfig = pg.QueryConfig & { query_timeout: number };
+
+/** The longest timer Node keeps (about 24.8 days): in effect, no bound. */
+export const UNBOUNDED_MS = 2 ** 31 - 1;
+
+/** TCP keepalive on every connection, so the kernel notices a peer that vanished even while idle. */
+export const KEEPALIVE_DELAY_MS = 10_000;
 
 /**
  * A pool whose broken idle connections are dropped quietly: node-postgres emits `error` on the pool
  * when a server ends an idle connection (a restart, `pg_terminate_backend`), and an unhandled
- * `error` event would end the process. The next query simply gets a fresh connection.
+ * `error` event would end the process. The next query simply gets a fresh connection. A statement
+ * unanswered for `answerTimeoutMs` fails with node-postgres' "Query read timeout", which counts as a
+ * connection failure (errors.ts): the pool then ends that connection rather than reuse it.
  */
 export function createPool(options: PoolOptions): pg.Pool {
   const pool = new pg.Pool({
@@ -68,6 +92,9 @@ export function createPool(options: PoolOptions): pg.Pool {
     max: options.size,
     connectionTimeoutMillis: options.connectTimeoutMs,
     idleTimeoutMillis: 30_000,
+    query_timeout: options.answerTimeoutMs ?? DEFAULT_ANSWER_TIMEOUT_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
     application_name: 'parley',
   });
   pool.on('error', () => undefined);

@@ -68,7 +68,10 @@ export function isConnectionFailure(error: unknown): boolean {
       return true;
   }
   const message = error instanceof Error ? error.message : '';
-  return /Connection terminated|connection timeout|timeout expired|not queryable|Client was closed/i.test(message);
+  // "Query read timeout": no answer within the pool's answer timeout, so the connection is taken for dead.
+  return /Connection terminated|connection timeout|timeout expired|not queryable|Client was closed|Query read timeout/i.test(
+    message,
+  );
 }
 
 /** True when no connection was made at all, so nothing was sent: the server is down, starting, or full. */

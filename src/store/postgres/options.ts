@@ -14,6 +14,12 @@ export interface PostgresStoreOptions {
   /** How long connecting may take before the server counts as unreachable (default 10 s). */
   connectTimeoutMs?: number;
   /**
+   * How long a statement may go unanswered before its connection counts as lost (default 60 s): a
+   * half-open connection (a network partition) never errors otherwise. Appends wait at most what
+   * is left of `retryForMs`. Migrations are not bounded.
+   */
+  answerTimeoutMs?: number;
+  /**
    * Open only a schema that already holds Parley's tables: a missing one is refused with
    * `STORE_SCHEMA_MISSING` and nothing is created (for reading a database, as `parley migrate --from` does).
    */

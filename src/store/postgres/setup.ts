@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { StoreError } from '../errors.js';
-import type { ConnectionTarget } from './connection.js';
+import { UNBOUNDED_MS, type ConnectionTarget, type TimedQueryConfig } from './connection.js';
 import { storeErrorFrom } from './errors.js';
 import { MIGRATIONS, type Migration } from './migrations.js';
 
@@ -39,7 +39,11 @@ export async function setUpSchema(
   let broken: unknown;
   try {
     await client.query('BEGIN');
-    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`parley migrations ${schema}`]);
+    // Waiting for another server's migrations, and running ours, may take as long as they take: the
+    // pool's answer timeout (connection.ts) is for statements that are quick on a working server.
+    await client.query(
+      unbounded('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`parley migrations ${schema}`]),
+    );
     const found = await client.query<{ schema_exists: boolean; table: string | null }>(
       'SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1) AS schema_exists, to_regclass($2)::text AS table',
       [schema, `${quotedSchema}.migrations`],
@@ -78,7 +82,7 @@ export async function setUpSchema(
     await client.query(`SET LOCAL search_path TO ${quotedSchema}`);
     for (let version = from + 1; version <= migrations.length; version += 1) {
       const migration = migrations[version - 1]!;
-      await client.query(migration.sql);
+      await client.query(unbounded(migration.sql));
       await client.query('INSERT INTO migrations (version, description) VALUES ($1, $2)', [
         version,
         migration.description,
@@ -96,4 +100,8 @@ export async function setUpSchema(
     client.off('error', ignore);
     client.release(broken !== undefined && !(broken instanceof StoreError) ? true : undefined);
   }
+}
+
+function unbounded(text: string, values?: unknown[]): TimedQueryConfig {
+  return { text, ...(values ? { values } : {}), query_timeout: UNBOUNDED_MS };
 }

@@ -28,6 +28,7 @@ export async function openPostgresRunStore(options: PostgresStoreOptions): Promi
     connectionString: options.connectionString,
     size: options.poolSize ?? 4,
     connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
+    ...(options.answerTimeoutMs !== undefined ? { answerTimeoutMs: options.answerTimeoutMs } : {}),
   });
   try {
     await setUpSchema(pool, schema, quotedSchema, target, undefined, { existingOnly: options.existingOnly ?? false });

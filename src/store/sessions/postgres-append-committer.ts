@@ -3,7 +3,7 @@ import type pg from 'pg';
 import type { StreamEvent, UnsequencedEvent } from '../../conversation/index.js';
 import { StoreError } from '../errors.js';
 import { sessionNotFound } from '../validate.js';
-import type { ConnectionTarget } from '../postgres/connection.js';
+import { DEFAULT_ANSWER_TIMEOUT_MS, type ConnectionTarget, type TimedQueryConfig } from '../postgres/connection.js';
 import {
   errorCode,
   isConnectionFailure,
@@ -31,6 +31,8 @@ export interface AppendCommitterOptions {
   target: ConnectionTarget;
   /** How long a group whose connection failed is retried before the appends fail. */
   retryForMs: number;
+  /** The longest one attempt waits for its answer (the pool's answer timeout, connection.ts). */
+  answerTimeoutMs?: number;
   /** Where each commit announces its sessions' new events, and as whom (postgres-change-listener.ts). */
   notify: { channel: string; origin: string };
 }
@@ -38,6 +40,8 @@ export interface AppendCommitterOptions {
 /** Events in one transaction at most; a larger backlog goes in the next ones. */
 const MAX_GROUP_EVENTS = 4_000;
 const MAX_CONFLICT_RETRIES = 10;
+/** The shortest answer timeout an attempt gets, however little of `retryForMs` is left. */
+const MIN_ATTEMPT_MS = 1_000;
 
 /**
  * Group commit for the PostgreSQL store. One transaction is in flight at a time; appends (to any
@@ -54,6 +58,11 @@ const MAX_CONFLICT_RETRIES = 10;
  * the first attempt did commit, its id is already in `append_groups`, the retry fails on that
  * unique key, and the seqs the first attempt got are read back. An append is stored once, whatever
  * the network did.
+ *
+ * Each attempt waits for its answer only until `retryForMs` has passed (at least a second): a
+ * half-open connection (a network partition) never errors, and the one group in flight would
+ * otherwise hold every session's appends forever. Its connection is then ended, and the group
+ * fails as one whose outcome is unknown.
  */
 export class AppendCommitter {
   private pending: PendingAppend[] = [];
@@ -126,7 +135,13 @@ export class AppendCommitter {
     for (;;) {
       let firstSeqs: Map<string, number>;
       try {
-        firstSeqs = committedEarlier ? await this.committedGroup(groupId) : await this.send(groupId, layout);
+        const answerTimeoutMs = Math.min(
+          this.options.answerTimeoutMs ?? DEFAULT_ANSWER_TIMEOUT_MS,
+          Math.max(MIN_ATTEMPT_MS, this.options.retryForMs - (Date.now() - started)),
+        );
+        firstSeqs = committedEarlier
+          ? await this.committedGroup(groupId, answerTimeoutMs)
+          : await this.send(groupId, layout, answerTimeoutMs);
       } catch (error) {
         if (
           errorCode(error) === SQLSTATE.uniqueViolation &&
@@ -159,10 +174,11 @@ export class AppendCommitter {
   }
 
   /** Runs the group's one statement; returns the first seq of each session found. */
-  private async send(groupId: string, layout: GroupLayout): Promise<Map<string, number>> {
+  private async send(groupId: string, layout: GroupLayout, answerTimeoutMs: number): Promise<Map<string, number>> {
     // A named statement: parsed and planned once per connection, not at every group.
-    const result = await this.options.pool.query<{ session_id: string; first_seq: number }>({
+    const statement: TimedQueryConfig = {
       name: 'parley_append_group',
+      query_timeout: answerTimeoutMs,
       text: this.options.queries.appendGroup,
       values: [
         layout.sessionIds,
@@ -174,16 +190,19 @@ export class AppendCommitter {
         this.options.notify.channel,
         this.options.notify.origin,
       ],
-    });
+    };
+    const result = await this.options.pool.query<{ session_id: string; first_seq: number }>(statement);
     return new Map(result.rows.map((row) => [row.session_id, row.first_seq]));
   }
 
   /** Where the earlier, committed attempt of this group put each session's events. */
-  private async committedGroup(groupId: string): Promise<Map<string, number>> {
-    const found = await this.options.pool.query<{ session_id: string; first_seq: number }>(
-      this.options.queries.committedGroup,
-      [groupId],
-    );
+  private async committedGroup(groupId: string, answerTimeoutMs: number): Promise<Map<string, number>> {
+    const statement: TimedQueryConfig = {
+      text: this.options.queries.committedGroup,
+      values: [groupId],
+      query_timeout: answerTimeoutMs,
+    };
+    const found = await this.options.pool.query<{ session_id: string; first_seq: number }>(statement);
     return new Map(found.rows.map((row) => [row.session_id, row.first_seq]));
   }
 

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { StoreChange } from './session-store.js';
+import { KEEPALIVE_DELAY_MS } from '../postgres/connection.js';
 import { FIRST_BACKOFF_MS, MAX_BACKOFF_MS } from '../postgres/retry.js';
 
 /** PostgreSQL truncates identifiers, channel names too, beyond 63 bytes. */
@@ -85,6 +86,8 @@ export class ChangeListener {
     const client = new pg.Client({
       connectionString: this.options.connectionString,
       connectionTimeoutMillis: this.options.connectTimeoutMs,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
       application_name: 'parley-listen',
     });
     // Bound before connecting: an error event with no listener would end the process.

@@ -35,7 +35,12 @@ import { checkId, checkRecord, sessionNotFound, storeClosed } from '../validate.
 import { AppendCommitter } from './postgres-append-committer.js';
 import { firstSeqOf } from './numbering.js';
 import { ChangeListener, changeChannel } from './postgres-change-listener.js';
-import { createPool, parseConnectionString, type ConnectionTarget } from '../postgres/connection.js';
+import {
+  createPool,
+  DEFAULT_ANSWER_TIMEOUT_MS,
+  parseConnectionString,
+  type ConnectionTarget,
+} from '../postgres/connection.js';
 import { errorCode, isConnectionFailure, SQLSTATE, storeErrorFrom, toStoreFailure } from '../postgres/errors.js';
 import { queriesFor, type Queries } from './postgres-queries.js';
 import { retryOnConnectionFailure } from '../postgres/retry.js';
@@ -57,6 +62,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     connectionString: options.connectionString,
     size: options.poolSize ?? 10,
     connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
+    ...(options.answerTimeoutMs !== undefined ? { answerTimeoutMs: options.answerTimeoutMs } : {}),
   });
   try {
     await setUpSchema(pool, schema, quotedSchema, target, undefined, { existingOnly: options.existingOnly === true });
@@ -72,7 +78,14 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
     ...notify,
   });
-  return new PostgresStore(pool, queriesFor(quotedSchema), target, options.retryForMs ?? 30_000, notify, listener);
+  return new PostgresStore(
+    pool,
+    queriesFor(quotedSchema),
+    target,
+    { retryForMs: options.retryForMs ?? 30_000, answerTimeoutMs: options.answerTimeoutMs ?? DEFAULT_ANSWER_TIMEOUT_MS },
+    notify,
+    listener,
+  );
 }
 
 class PostgresStore implements SessionStore {
@@ -83,6 +96,7 @@ class PostgresStore implements SessionStore {
   /** Updates of one session (and checkpoint writes) take turns here, so they do not all hold a connection waiting on one row lock. */
   private readonly queue = new KeyedQueue();
   private readonly committer: AppendCommitter;
+  private readonly retryForMs: number;
   /** Prunes old group ids while the store stays open (a long-running server). */
   private readonly pruning: NodeJS.Timeout;
 
@@ -90,14 +104,15 @@ class PostgresStore implements SessionStore {
     private readonly pool: pg.Pool,
     private readonly sql: Queries,
     private readonly target: ConnectionTarget,
-    private readonly retryForMs: number,
+    bounds: { retryForMs: number; answerTimeoutMs: number },
     /** The schema's NOTIFY channel and this instance's origin (postgres-change-listener.ts). */
     private readonly notify: { channel: string; origin: string },
     private readonly listener: ChangeListener,
   ) {
-    this.committer = new AppendCommitter({ pool, queries: sql, target, retryForMs, notify });
+    this.retryForMs = bounds.retryForMs;
+    this.committer = new AppendCommitter({ pool, queries: sql, target, ...bounds, notify });
     this.pruning = setInterval(
-      () => void pruneAppendGroups(pool, sql, appendGroupRetentionMs(retryForMs)),
+      () => void pruneAppendGroups(pool, sql, appendGroupRetentionMs(bounds.retryForMs)),
       PRUNE_INTERVAL_MS,
     );
     this.pruning.unref();

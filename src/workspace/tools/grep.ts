@@ -5,6 +5,7 @@ import { createInterface } from 'node:readline';
 import { z } from 'zod';
 import { WorkspaceError } from '../errors.js';
 import { projectFiles } from '../project-files.js';
+import { confirmInside } from './grep-confirm.js';
 import { findOnPath } from '../sandbox.js';
 import type { WorkspacePaths } from '../workspace-paths.js';
 import { workspaceTool, type WorkspaceTool, type WorkspaceToolContext } from '../workspace-tool.js';
@@ -69,9 +70,10 @@ export async function grepProject(
   const rg = options.engine === 'node' ? undefined : findOnPath('rg');
   if (options.engine === 'rg' && !rg)
     throw new WorkspaceError('NOT_FOUND', 'ripgrep (rg) is not on PATH.', { fault: 'system' });
-  return rg
-    ? grepWithRipgrep(rg, paths.root, target.relative, input, options)
-    : grepWithNode(paths, target.absolute, input, options);
+  const found = rg
+    ? await grepWithRipgrep(rg, paths.root, target.relative, input, options)
+    : await grepWithNode(paths, target.absolute, input, options);
+  return { ...found, lines: await confirmInside(paths.root, found.lines) };
 }
 
 function grepWithRipgrep(
@@ -119,9 +121,16 @@ function grepWithRipgrep(
     });
     child.on('error', (error) => reject(error));
     child.on('close', (code) => {
-      if (code === 2 && lines.length === 0) {
+      // A file or folder that vanished or changed during the walk is an I/O error of that path
+      // ("<path>: … (os error 2)"), not a failed search, and its path may name something a swapped
+      // link showed outside the project: such lines are dropped, not quoted.
+      const problems = stderr
+        .trim()
+        .split('\n')
+        .filter((problem) => problem !== '' && !/\(os error \d+\)$/.test(problem));
+      if (code === 2 && lines.length === 0 && problems.length > 0) {
         reject(
-          new WorkspaceError('INVALID_INPUT', `grep failed: ${stderr.trim().split('\n').slice(0, 6).join('\n')}`, {
+          new WorkspaceError('INVALID_INPUT', `grep failed: ${problems.slice(0, 6).join('\n')}`, {
             data: { pattern: input.pattern },
           }),
         );

@@ -1,6 +1,6 @@
-import { promises as fs, type Dirent } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { readFolderConfined } from '../confined-folders.js';
 import { WorkspaceError } from '../errors.js';
 import { GitignoreFilter, readRules } from '../project-files.js';
 import { workspaceTool, type WorkspaceTool, type WorkspaceToolContext } from '../workspace-tool.js';
@@ -16,21 +16,22 @@ export function listFilesTool(context: WorkspaceToolContext): WorkspaceTool {
     { name: 'list_files', description: DESCRIPTION, schema: ListFilesInputSchema, permission: 'files-read' },
     async (input) => {
       const target = await context.paths.resolveForRead(input.path ?? '.');
-      let entries: Dirent[];
-      try {
-        entries = await fs.readdir(target.absolute, { withFileTypes: true });
-      } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code;
-        if (code === 'ENOENT')
-          throw new WorkspaceError('NOT_FOUND', `"${target.relative}" does not exist.`, {
-            data: { path: target.relative },
-          });
-        if (code === 'ENOTDIR')
-          throw new WorkspaceError('INVALID_INPUT', `"${target.relative}" is a file, not a folder; use read_file.`, {
-            data: { path: target.relative },
-          });
-        throw error;
-      }
+      // Read through the held folder (confined-folders.ts): a folder swapped for a link since the check shows nothing outside.
+      const entries = await readFolderConfined(context.paths.root, target.relative);
+      if (entries === 'missing')
+        throw new WorkspaceError('NOT_FOUND', `"${target.relative}" does not exist.`, {
+          data: { path: target.relative },
+        });
+      if (entries === 'not-a-folder')
+        throw new WorkspaceError('INVALID_INPUT', `"${target.relative}" is a file, not a folder; use read_file.`, {
+          data: { path: target.relative },
+        });
+      if (entries === 'link')
+        throw new WorkspaceError(
+          'PATH_OUTSIDE_PROJECT',
+          `"${target.relative}" was replaced by a symbolic link while it was being listed, so it was not read; list it again, or list the folder the link leads to.`,
+          { data: { path: target.relative } },
+        );
       const nested = target.relative === '.' ? [] : [`${target.relative}/.gitignore`];
       const filter = await GitignoreFilter.load(
         context.paths,
@@ -42,21 +43,14 @@ export function listFilesTool(context: WorkspaceToolContext): WorkspaceTool {
       let skipped = 0;
       for (const entry of sorted) {
         const relative = target.relative === '.' ? entry.name : `${target.relative}/${entry.name}`;
-        if (filter.ignores(relative, entry.isDirectory())) continue;
+        if (filter.ignores(relative, entry.kind === 'folder')) continue;
         if (lines.length >= context.limits.entries) {
           skipped += 1;
           continue;
         }
-        if (entry.isDirectory()) lines.push(`${entry.name}/`);
-        else if (entry.isSymbolicLink())
-          lines.push(`${entry.name} -> ${await fs.readlink(path.join(target.absolute, entry.name)).catch(() => '?')}`);
-        else
-          lines.push(
-            `${entry.name}  (${await fs.stat(path.join(target.absolute, entry.name)).then(
-              (stats) => stats.size,
-              () => 0,
-            )} bytes)`,
-          );
+        if (entry.kind === 'folder') lines.push(`${entry.name}/`);
+        else if (entry.kind === 'link') lines.push(`${entry.name} -> ${entry.link ?? '?'}`);
+        else lines.push(`${entry.name}  (${entry.size} bytes)`);
       }
       if (skipped > 0) lines.push(`[… ${skipped} more entries not shown]`);
       return {
