@@ -198,6 +198,8 @@ class DraftServiceImpl implements DraftService {
     role: string;
     project: string;
     task: string;
+    /** Go on in this session (a fork of the task's draft) instead of starting a new one. */
+    session?: string;
   }): Promise<{ sessionId: string; taskSlug: string; project: string }> {
     return lifecycle.openDraft(this.state, params);
   }

@@ -345,6 +345,11 @@ export class SessionManager {
 
   // ---- the history tree (session-history.ts) ------------------------------------------------------
 
+  /** Whether a rewind can restore the project's files (a snapshot store or a `fileRestorer` is set). */
+  get restoresFiles(): boolean {
+    return this.fileRestorer !== undefined;
+  }
+
   /**
    * Takes the session back to `options.to` (a seq or a block id of its active branch, kept), as
    * `restore` says: the conversation (the default), the project's files (through the configured
@@ -376,7 +381,8 @@ export class SessionManager {
       );
     }
     return this.changeBranch(id, 'rewound', async (live, path) => {
-      const seq = await resolvePoint(this.store, live.record, path, options.to, 'rewind');
+      // -1: back to before the first event, so a rewind to before the first message keeps nothing.
+      const seq = options.to === -1 ? -1 : await resolvePoint(this.store, live.record, path, options.to, 'rewind');
       const restored = files
         ? await this.fileRestorer!.restoreFiles({
             sessionId: id,
