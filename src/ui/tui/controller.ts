@@ -73,6 +73,8 @@ export class TuiController {
   private followed: string | undefined;
   /** Compaction notices of the draft's session so far: tells whether one overtook a status answer. */
   private compactionNotices = 0;
+  /** The last `history_changed` handled (session, reason, seq) since the last event: the same change comes twice. */
+  private lastHistoryChange: string | undefined;
   /** This terminal's /compact is in flight. */
   private compacting = false;
   private refreshing: Promise<void> | undefined;
@@ -164,8 +166,12 @@ export class TuiController {
           this.closeDraftLocally();
       }),
       // A rewind, a branch switch or an edit: what is shown past the point is another branch, so the draft is read again.
-      client.on('history_changed', ({ sessionId, reason }) => {
+      client.on('history_changed', ({ sessionId, reason, seq }) => {
         if (this.state().draft?.sessionId !== sessionId) return;
+        // It comes once to the channel and once more to the session's followers, which this terminal is.
+        const change = `${sessionId}\u0000${reason}\u0000${seq}`;
+        if (change === this.lastHistoryChange) return;
+        this.lastHistoryChange = change;
         this.note([
           {
             text: `The conversation's history changed (${reason.replace('_', ' ')}); showing its active branch.`,
@@ -398,6 +404,8 @@ export class TuiController {
   }
 
   private queueEvent(sessionId: string, event: StreamEvent): void {
+    // Something was appended since: the next history change, even to the same point, is a new one.
+    this.lastHistoryChange = undefined;
     const batch = this.batches.get(sessionId);
     if (batch) batch.push(event);
     else this.batches.set(sessionId, [event]);

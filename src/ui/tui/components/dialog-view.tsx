@@ -1,5 +1,5 @@
 import { Box, Text, useInput } from 'ink';
-import { useEffect, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import type { DialogsState } from '../dialogs.js';
 import type { Tone } from '../view-state.js';
 import { TONE_COLOR } from './block-view.js';
@@ -21,10 +21,11 @@ export interface DialogViewProps {
 export function DialogView({ dialogs, onChoose, onExit, width, maxRows }: DialogViewProps) {
   const dialog = dialogs.open;
   const [selected, setSelected] = useState(0);
+  // Keys can arrive faster than renders (↑ then Enter in one read): they act on the latest selection.
+  const latest = useRef(0);
   const [refusal, setRefusal] = useState<string | undefined>(undefined);
   useEffect(() => {
-    setSelected(Math.max(0, Math.min(dialog?.initial ?? 0, (dialog?.choices.length ?? 1) - 1)));
-    setRefusal(undefined);
+    move(Math.max(0, Math.min(dialog?.initial ?? 0, (dialog?.choices.length ?? 1) - 1)));
   }, [dialogs.serial, dialog]);
 
   useInput(
@@ -37,10 +38,11 @@ export function DialogView({ dialogs, onChoose, onExit, width, maxRows }: Dialog
         if (reason !== undefined) return setRefusal(reason);
         onChoose(index);
       };
+      const at = latest.current;
       if (key.escape) return onChoose(undefined);
-      if (key.upArrow) return move((selected - 1 + count) % count);
-      if (key.downArrow) return move((selected + 1) % count);
-      if (key.return) return pick(selected);
+      if (key.upArrow) return move((at - 1 + count) % count);
+      if (key.downArrow) return move((at + 1) % count);
+      if (key.return) return pick(at);
       const digit = /^[1-9]$/.test(input) ? Number(input) - 1 : -1;
       if (digit >= 0 && digit < count) {
         move(digit);
@@ -51,6 +53,7 @@ export function DialogView({ dialogs, onChoose, onExit, width, maxRows }: Dialog
   );
 
   function move(index: number): void {
+    latest.current = index;
     setSelected(index);
     setRefusal(undefined);
   }
