@@ -9,7 +9,8 @@ import { formatCost, formatDuration, oneLine, plural } from './format.js';
 // it sends `history_changed` and the controller reads the active branch again.
 
 const EVENTS_PAGE = 5_000;
-const RESTORES = ['conversation', 'files', 'both'] as const;
+/** What the rewind picker's second question offers, in its order: what goes back, or a fork from there. */
+const RESTORES = ['conversation', 'files', 'both', 'fork'] as const;
 type Restore = (typeof RESTORES)[number];
 
 /** A user message of the draft's main conversation that a rewind can go back to. */
@@ -78,6 +79,11 @@ export async function rewindCommand(context: CommandContext, args: string): Prom
     { label: 'The conversation', detail: 'your message comes back in the prompt, to edit and send again' },
     { label: 'The files', detail: 'as they were when you sent it; the conversation stays', ...noFiles },
     { label: 'Both', detail: 'the conversation and the files', ...noFiles },
+    {
+      label: 'A fork from here',
+      detail: 'a new session up to before it, where the draft goes on; this one stays as it is',
+      ...(picked === 0 ? { disabled: 'Nothing comes before your first message to fork: use /fork at the end.' } : {}),
+    },
   ];
   const restore = await context.dialogs.ask({
     title: `Rewind to before "${oneLine(point.text, 60)}": what goes back?`,
@@ -94,6 +100,11 @@ async function rewindTo(
   point: RewindPoint,
   restore: Restore,
 ): Promise<void> {
+  if (restore === 'fork') {
+    const at = await seqBefore(context.client, sessionId, point.seq);
+    if (await forkAndGoOn(context, at, undefined)) context.dispatch({ type: 'prefill', text: point.text });
+    return;
+  }
   // Files first: a refusal (your own changes, no snapshot) then leaves the conversation as it was too.
   if (restore !== 'conversation' && !(await restoreFiles(context, sessionId, point.seq, false))) return;
   if (restore === 'files') return;
@@ -334,24 +345,38 @@ export async function forkCommand(context: CommandContext, args: string): Promis
     context.error(TURN_RUNNING);
     return;
   }
+  await forkAndGoOn(context, undefined, backend !== '' ? backend : undefined);
+}
+
+/** Forks the draft's session at `at` (default: its end), on `backend` if given, and the draft goes on in the fork. */
+async function forkAndGoOn(
+  context: CommandContext,
+  at: number | undefined,
+  backend: string | undefined,
+): Promise<boolean> {
+  const draft = context.state().draft;
+  if (!draft) return false;
   let forked: string;
   try {
     const { session } = await context.client.request('fork_session', {
       sessionId: draft.sessionId,
-      ...(backend !== '' ? { backend } : {}),
+      ...(at !== undefined ? { at } : {}),
+      ...(backend !== undefined ? { backend } : {}),
     });
     forked = session.sessionId;
   } catch (error) {
     refused(context, error, 'Could not fork: ');
-    return;
+    return false;
   }
-  if (!(await context.continueIn(forked, backend !== '' && backend !== draft.backend ? backend : undefined))) return;
+  if (!(await context.continueIn(forked, backend !== undefined && backend !== draft.backend ? backend : undefined)))
+    return false;
   context.note([
     {
-      text: `Forked the conversation into session ${forked}${backend !== '' ? ` on ${backend}` : ''}, and the draft goes on in the fork. The session it came from stays as it was (${draft.sessionId}).`,
+      text: `Forked the conversation${at !== undefined ? ` at seq ${at}` : ''} into session ${forked}${backend !== undefined ? ` on ${backend}` : ''}, and the draft goes on in the fork. The session it came from stays as it was (${draft.sessionId}).`,
       tone: 'success',
     },
   ]);
+  return true;
 }
 
 function cancelled(context: CommandContext): void {

@@ -153,7 +153,10 @@ describe.skipIf(tmux.skip)('going back in the terminal (tmux)', () => {
     // Again, overwriting: the file as it was before the first turn, and the conversation before it too.
     await terminal.type('/rewind');
     await terminal.waitFor('❯ 2. Write v2');
-    await terminal.keys('Up', 'Enter');
+    await terminal.keys('Up');
+    await terminal.waitFor('❯ 1. Write v1');
+    await terminal.keys('Enter');
+    await terminal.waitFor('Rewind to before "Write v1": what goes back?');
     await terminal.press('3');
     await terminal.waitFor('You changed 1 file since the agent last touched them:');
     await terminal.press('2');
@@ -187,6 +190,21 @@ describe.skipIf(tmux.skip)('going back in the terminal (tmux)', () => {
     expect(await activeMessages(driver, sessionId)).toEqual(['before the fork']);
     const { sessions } = await driver.request('list_sessions', {});
     expect(sessions.find((session) => session.sessionId === fork)?.forkedFrom).toMatchObject({ sessionId });
+
+    // From the rewind picker: a fork up to before the chosen message, which comes back in the prompt.
+    await terminal.type('/rewind');
+    await terminal.waitFor('❯ 2. after the fork');
+    await terminal.keys('Enter');
+    await terminal.waitFor('4. A fork from here');
+    await terminal.press('4');
+    const picked = await terminal.waitFor(
+      /Forked the conversation at seq \d+ into session (\S+), and the draft goes on/,
+    );
+    const second = /at seq \d+ into session (\S+),/.exec(picked.replace(/\s+/g, ' '))![1]!;
+    await terminal.waitFor('❯ after the fork');
+    expect((await driver.request('get_draft_status')).session?.sessionId).toBe(second);
+    expect(await activeMessages(driver, second)).toEqual(['before the fork']);
+    expect(await activeMessages(driver, fork)).toEqual(['before the fork', 'after the fork']);
   }, 240_000);
 
   it('says why when nothing can go back: no file snapshots, a turn running, no checkpoint, a bad version', async () => {
