@@ -251,5 +251,28 @@ describe.skipIf(tmux.skip)('going back in the terminal (tmux)', () => {
     await terminal.type('/restore-checkpoint 7');
     screen = await terminal.waitFor(/✗ Session "\S+" has no checkpoint version 7/);
     expect(screen).toContain('its versions are none');
+
+    // Two checkpoint versions (as two compactions write them), then /checkpoints makes the first current again.
+    const { events } = await driver.request('get_events', { sessionId });
+    for (const [index, event] of events.slice(0, 2).entries())
+      await server.server.manager.store.writeCheckpoint(sessionId, {
+        createdAt: new Date().toISOString(),
+        trigger: 'manual',
+        summary: { completed: [`part ${index + 1}`], inProgress: [], pending: [], decisions: [], blockers: [] },
+        pinned: [],
+        liveHandles: [],
+        covers: { throughSeq: event.seq, messageCount: index + 1 },
+        tokens: { checkpoint: 10, lastCompactionInput: 100, totalSaved: 90 },
+      });
+    await terminal.type('/checkpoints');
+    screen = await terminal.waitFor('Checkpoints (2): make which version current again?');
+    expect(screen).toMatch(/❯ 2\. v2 manual \(current\)/);
+    await terminal.keys('Up');
+    await terminal.waitFor(/❯ 1\. v1 manual/);
+    await terminal.keys('Enter');
+    await terminal.waitFor('Checkpoint v1 is current again, as v3 (a copy; no version was deleted).');
+    const { current, versions } = await driver.request('get_checkpoint', { sessionId });
+    expect(versions.map((checkpoint) => checkpoint.version)).toEqual([1, 2, 3]);
+    expect(current).toMatchObject({ version: 3, restoredFrom: 1 });
   }, 240_000);
 });

@@ -1,5 +1,5 @@
 import { Box, Text, useInput } from 'ink';
-import { useEffect, useRef, useState } from 'react';
+import { useRef, useState } from 'react';
 import type { DialogsState } from '../dialogs.js';
 import type { Tone } from '../view-state.js';
 import { TONE_COLOR } from './block-view.js';
@@ -24,9 +24,16 @@ export function DialogView({ dialogs, onChoose, onExit, width, maxRows }: Dialog
   // Keys can arrive faster than renders (↑ then Enter in one read): they act on the latest selection.
   const latest = useRef(0);
   const [refusal, setRefusal] = useState<string | undefined>(undefined);
-  useEffect(() => {
-    move(Math.max(0, Math.min(dialog?.initial ?? 0, (dialog?.choices.length ?? 1) - 1)));
-  }, [dialogs.serial, dialog]);
+  // A new dialog starts at its own initial choice from its first frame (set while rendering, so no
+  // frame shows the last dialog's selection and no key lands on it).
+  const [startedSerial, setStartedSerial] = useState(-1);
+  if (startedSerial !== dialogs.serial) {
+    const initial = Math.max(0, Math.min(dialog?.initial ?? 0, (dialog?.choices.length ?? 1) - 1));
+    setStartedSerial(dialogs.serial);
+    latest.current = initial;
+    setSelected(initial);
+    setRefusal(undefined);
+  }
 
   useInput(
     (input, key) => {
