@@ -17,7 +17,7 @@ import type { DraftSession, DraftSummary, RoleInfo } from './types.js';
 
 export async function openDraft(
   state: DraftServiceState,
-  params: { channelId: string; role: string; project: string; task: string },
+  params: { channelId: string; role: string; project: string; task: string; session?: string },
 ): Promise<{ sessionId: string; taskSlug: string; project: string }> {
   assertOpen(state);
   const parsed = DraftParamsSchema.safeParse(params);
@@ -77,14 +77,19 @@ export async function openDraft(
     const role = await resolveRole(state, project, parsed.data.role);
     const backend = resolveBackend(state, role.backend, role.model, role.name);
     const description = backend.describe();
-    const sessionId = randomUUID();
-    await state.manager.createSession({
-      sessionId,
-      scope: { kind: 'draft', role: role.name, project: project.name, taskSlug: task.slug, channelId },
-      agentType: role.name,
-      backend: description.name,
-      title: `${role.name}: ${task.title}`,
-    });
+    const continued =
+      parsed.data.session !== undefined
+        ? await sessionToContinue(state, parsed.data.session, project.name, task.slug)
+        : undefined;
+    const sessionId = continued ?? randomUUID();
+    if (continued === undefined)
+      await state.manager.createSession({
+        sessionId,
+        scope: { kind: 'draft', role: role.name, project: project.name, taskSlug: task.slug, channelId },
+        agentType: role.name,
+        backend: description.name,
+        title: `${role.name}: ${task.title}`,
+      });
     await writeAgentDescription(state, sessionId, role);
     const now = iso(state);
     const model = role.model ?? description.defaultModel;
@@ -117,10 +122,13 @@ export async function openDraft(
     } catch (error) {
       // Another process claimed the channel or the task since the checks above: the session made
       // for this draft will never run, so it is archived (kept, readable, taking no messages).
-      await state.manager.archiveSession(sessionId).catch(() => undefined);
+      // A session it was to go on in is someone else's to keep.
+      if (continued === undefined) await state.manager.archiveSession(sessionId).catch(() => undefined);
       throw error;
     }
     const draft: ActiveDraft = { session, project, role, backend, writes: Promise.resolve() };
+    // Its turns and cost so far are in its history (a fork's, its source's up to the fork point).
+    if (continued !== undefined) await refreshFromLog(state, draft);
     activate(state, draft);
     await noteMissingSandbox(state, draft).catch((error: unknown) =>
       process.emitWarning(`Parley: could not check the command sandbox: ${String(error)}`),
@@ -144,6 +152,41 @@ export async function openDraft(
  * The agent description, so managed request building opens with the role: the role file's
  * body is its "# Your Role" text as written (Markdown, not split into bullets).
  */
+/**
+ * The session a draft goes on in (`draft { session }`): one of this project's task, a fork of its
+ * draft, that is not archived and that no draft runs. Refused with what to do otherwise.
+ */
+async function sessionToContinue(
+  state: DraftServiceState,
+  sessionId: string,
+  project: string,
+  taskSlug: string,
+): Promise<string> {
+  const record = await state.manager.getSession(sessionId);
+  const scope = record.scope;
+  if (scope.kind !== 'draft' || scope.project !== project || scope.taskSlug !== taskSlug) {
+    throw new DraftError(
+      'INVALID_INPUT',
+      `Session "${sessionId}" is not a draft of task "${taskSlug}" in project "${project}", so a draft of that task cannot go on in it. Fork the task's draft (fork_session) and give the fork, or leave out \`session\` to start a new one.`,
+      { fault: 'user', data: { sessionId, project, task: taskSlug } },
+    );
+  }
+  if (record.status === 'archived') {
+    throw new DraftError(
+      'INVALID_INPUT',
+      `Session "${sessionId}" is archived and takes no messages: fork it (fork_session) and draft on the fork.`,
+      { fault: 'user', data: { sessionId } },
+    );
+  }
+  if (state.bySession.has(sessionId)) {
+    throw new DraftError('DRAFT_ALREADY_ACTIVE', `Session "${sessionId}" is the session of a running draft already.`, {
+      fault: 'user',
+      data: { sessionId },
+    });
+  }
+  return record.sessionId;
+}
+
 async function writeAgentDescription(state: DraftServiceState, sessionId: string, role: RoleInfo): Promise<void> {
   const body = role.instructions.trim();
   await state.manager.store.writeAgentDescription({

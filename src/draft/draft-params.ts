@@ -8,6 +8,8 @@ export const DraftParamsSchema = z.object({
   role: IdSchema,
   project: IdSchema,
   task: IdSchema,
+  /** Go on in this existing session (a fork of the task's draft) instead of creating one. */
+  session: IdSchema.optional(),
 });
 export const ChannelParamsSchema = z.object({ channelId: ChannelSchema });
 export const SubmitParamsSchema = z.object({

@@ -18,11 +18,11 @@ import { registryBackends } from './draft-backends.js';
 import * as catalog from './draft-catalog.js';
 import * as lifecycle from './draft-lifecycle.js';
 import { DEFAULT_LEASE_TTL_MS, defaultLeaseOwner, releaseLease } from './draft-lease.js';
-import { workerEnded } from './draft-records.js';
+import { persist, refreshFromLog, workerEnded } from './draft-records.js';
 import { recover, undraftAnywhere } from './draft-recovery.js';
 import { createConversationsState, type DraftServiceState } from './draft-state.js';
 import { listBackends } from './backend-list.js';
-import { getDraftStatus } from './draft-status.js';
+import { emitStatus, getDraftStatus } from './draft-status.js';
 import { DraftError } from './errors.js';
 import * as tools from './draft-tools.js';
 import * as turns from './draft-turns.js';
@@ -143,6 +143,20 @@ class DraftServiceImpl implements DraftService {
             trigger,
           });
       }),
+      // A rewind or a branch switch: the draft's turns and cost are the active branch's now.
+      options.manager.on('session:history-changed', ({ sessionId }) => {
+        const draft = this.state.bySession.get(sessionId);
+        if (!draft) return;
+        void refreshFromLog(this.state, draft)
+          .then(() => persist(this.state, draft))
+          .then(
+            () => emitStatus(this.state, draft),
+            (error: unknown) =>
+              process.emitWarning(
+                `Parley: could not read draft ${sessionId} again after its history changed: ${String(error)}`,
+              ),
+          );
+      }),
     );
   }
 
@@ -198,6 +212,8 @@ class DraftServiceImpl implements DraftService {
     role: string;
     project: string;
     task: string;
+    /** Go on in this session (a fork of the task's draft) instead of starting a new one. */
+    session?: string;
   }): Promise<{ sessionId: string; taskSlug: string; project: string }> {
     return lifecycle.openDraft(this.state, params);
   }

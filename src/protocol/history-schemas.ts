@@ -11,8 +11,8 @@ const HistoryPointSchema = z.union([z.number().int().nonnegative(), z.string().m
 
 export const RewindParamsSchema = z.strictObject({
   sessionId: SessionIdParamSchema,
-  /** The last point kept (inclusive). */
-  to: HistoryPointSchema,
+  /** The last point kept (inclusive); -1 goes back to before the first event (nothing kept). */
+  to: z.union([z.literal(-1), HistoryPointSchema]),
   /** What goes back: the conversation (default), the project's files, or both. */
   restore: z.enum(['conversation', 'files', 'both']).optional(),
   /** With files: overwrite files the user changed since the agent last touched them (default: such a restore stops and lists them). */

@@ -65,6 +65,8 @@ export const DraftParamsSchema = z.strictObject({
   role: WireIdSchema.describe('Role name (see `list_roles`).'),
   project: WireIdSchema.describe('Project name (see `list_projects`).'),
   task: WireIdSchema.describe('Task slug (see `list_tasks`).'),
+  /** Go on in this session instead of starting a new one: a fork of the task's draft (`fork_session`), of the same project and task, archived not, drafted nowhere. */
+  session: SessionIdParamSchema.optional(),
 });
 export const DraftResultSchema = z.object({ sessionId: z.string(), taskSlug: z.string(), project: z.string() });
 
@@ -528,7 +530,7 @@ export const ServerInfoResultSchema = z.object({
   connectionId: z.string(),
   projectRoot: z.string(),
   methods: z.array(z.string()),
-  /** The server snapshots the project's files around turns, so `rewind` can restore them (`restore: 'files' | 'both'`). */
+  /** The server snapshots the project's files around turns, so `rewind` can restore them (absent: an older server, read as no). */
   fileSnapshots: z.boolean().optional(),
 });
 

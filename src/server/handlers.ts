@@ -49,7 +49,13 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
   return {
     // ---- seed 000 ----
     draft: (params, context) =>
-      drafts.draft({ channelId: context.channelId, role: params.role, project: params.project, task: params.task }),
+      drafts.draft({
+        channelId: context.channelId,
+        role: params.role,
+        project: params.project,
+        task: params.task,
+        ...(params.session !== undefined ? { session: params.session } : {}),
+      }),
     undraft: (_params, context) => drafts.undraft({ channelId: context.channelId }),
     get_draft_status: (_params, context) => drafts.getDraftStatus({ channelId: context.channelId }),
     list_backends: async () => ({ backends: drafts.listBackends() }),
@@ -313,7 +319,7 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
         connectionId: context.connectionId,
         projectRoot: dependencies.projectRoot,
         methods: [...METHOD_NAMES],
-        fileSnapshots: manager.fileSnapshots !== undefined,
+        fileSnapshots: manager.restoresFiles,
       }),
   };
 }

@@ -65,6 +65,11 @@ export class HistoryControl {
     return this.turnsRunning.has(sessionId);
   }
 
+  /** Whether a rewind can restore the project's files. */
+  get restoresFiles(): boolean {
+    return this.deps.fileRestorer !== undefined;
+  }
+
   async rewind(id: string, options: RewindOptions): Promise<RewindResult> {
     const restore = checkRestore(options?.restore);
     if (options?.to === undefined) {
@@ -85,7 +90,9 @@ export class HistoryControl {
     }
     const both = restore === 'both';
     const result = await this.changeBranch(id, 'rewound', async (live, path) => {
-      const seq = await resolvePoint(this.deps.store, live.record, path, options.to, 'rewind');
+      // -1: back to before the first event, so a rewind to before the first message keeps nothing.
+      const seq =
+        options.to === -1 ? -1 : await resolvePoint(this.deps.store, live.record, path, options.to, 'rewind');
       const restored =
         files && restorer
           ? await restorer.restoreFiles({

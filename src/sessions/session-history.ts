@@ -11,7 +11,7 @@ export const REWIND_RESTORES: readonly RewindRestore[] = ['conversation', 'files
 export interface RewindOptions {
   /**
    * The last point kept: a seq on the active branch, or a block id (its last event on it), read as
-   * `forkSession`'s `at` is.
+   * `forkSession`'s `at` is; -1 goes back to before the first event (nothing is kept).
    */
   to: number | string;
   /** Default `conversation`. */

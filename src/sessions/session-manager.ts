@@ -334,6 +334,11 @@ export class SessionManager {
 
   // ---- the history tree (session-history.ts) ------------------------------------------------------
 
+  /** Whether a rewind can restore the project's files (a snapshot store or a `fileRestorer` is set). */
+  get restoresFiles(): boolean {
+    return this.history.restoresFiles;
+  }
+
   /**
    * Takes the session back to `options.to` (a seq or a block id of its active branch, kept), as
    * `restore` says: the conversation (the default), the project's files (through the configured

@@ -98,4 +98,62 @@ describe('fork_session over a WebSocket', () => {
 
     expect((await client.request('list_sessions', {})).sessions).toHaveLength(before);
   });
+
+  it('a draft goes on in a fork of its session (draft { session }), with its turns so far; other sessions are refused, changing nothing', async () => {
+    harness = await startTestServer();
+    const client = await harness.client({ channel: 'forker' });
+    const { sessionId } = await client.request('draft', { role: 'dev', project: harness.project, task: 'first-task' });
+    await turn(client, 'first question');
+    const { session: fork } = await client.request('fork_session', { sessionId });
+
+    // The running draft's own session, and a session of another task, are refused.
+    await client.request('undraft');
+    await harness.server.drafts.createTask({ project: harness.project, title: 'Other task', slug: 'other-task' });
+    const other = await client.request('draft', { role: 'dev', project: harness.project, task: 'other-task' });
+    const running = await errorOf(
+      harness
+        .client({ channel: 'second' })
+        .then((second) =>
+          second.request('draft', {
+            role: 'dev',
+            project: harness!.project,
+            task: 'other-task',
+            session: other.sessionId,
+          }),
+        ),
+    );
+    expect(running.code).toBe(RpcErrorCode.DRAFT_ALREADY_ACTIVE);
+    await client.request('undraft');
+    const wrongTask = await errorOf(
+      client.request('draft', { role: 'dev', project: harness.project, task: 'first-task', session: other.sessionId }),
+    );
+    expect(wrongTask.code).toBe(RpcErrorCode.INVALID_PARAMS);
+    expect(wrongTask.message).toContain('is not a draft of task "first-task"');
+    const unknown = await errorOf(
+      client.request('draft', {
+        role: 'dev',
+        project: harness.project,
+        task: 'first-task',
+        session: 'no-such-session',
+      }),
+    );
+    expect(unknown.code).toBe(RpcErrorCode.NOT_FOUND);
+    expect((await client.request('get_draft_status')).active).toBe(false);
+
+    const drafted = await client.request('draft', {
+      role: 'dev',
+      project: harness.project,
+      task: 'first-task',
+      session: fork.sessionId,
+    });
+    expect(drafted.sessionId).toBe(fork.sessionId);
+    const status = await client.request('get_draft_status');
+    expect(status.session).toMatchObject({ sessionId: fork.sessionId, turnCount: 1 });
+    await turn(client, 'second question');
+    const forked = JSON.stringify((await client.request('get_events', { sessionId: fork.sessionId })).events);
+    expect(forked).toContain('first question');
+    expect(forked).toContain('second question');
+    const source = JSON.stringify((await client.request('get_events', { sessionId })).events);
+    expect(source).not.toContain('second question');
+  });
 });

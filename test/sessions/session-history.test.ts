@@ -170,6 +170,22 @@ describe('rewind', () => {
     ]);
   });
 
+  it('to -1 goes back to before the first event: nothing is kept, and the next message starts a branch from the start', async () => {
+    const manager = await managerOn(createMemoryStore());
+    const sessionId = await threeTurns(manager);
+    expect(manager.restoresFiles).toBe(false);
+    const result = await manager.rewind(sessionId, { to: -1 });
+    expect(result).toMatchObject({ seq: -1, conversation: true });
+    expect(await texts(manager, sessionId)).toEqual([]);
+    await manager.addMessage(sessionId, { role: 'user', content: 'a new first question' });
+    expect(await texts(manager, sessionId)).toEqual(['a new first question']);
+    const branches = await manager.listBranches(sessionId);
+    expect(branches.map((branch) => [branch.forkSeq, branch.active])).toEqual([
+      [-1, false],
+      [-1, true],
+    ]);
+  });
+
   it('restores files through the configured restorer, conversation and files together with both', async () => {
     const asked: Array<{ seq: number; overwrite: boolean }> = [];
     const restorer: FileRestorer = {
@@ -179,6 +195,7 @@ describe('rewind', () => {
       },
     };
     const manager = await managerOn(createMemoryStore(), { fileRestorer: restorer });
+    expect(manager.restoresFiles).toBe(true);
     const sessionId = await threeTurns(manager);
     const files = await manager.rewind(sessionId, { to: 3, restore: 'files' });
     expect(files).toMatchObject({ seq: 3, conversation: false, files: { restored: ['src/a.ts'] } });

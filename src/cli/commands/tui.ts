@@ -27,6 +27,8 @@ export const SERVER_LOG_FILE = 'tui-server.log';
 interface TuiOptions {
   url?: string;
   channel?: string;
+  /** `--no-file-snapshots` (commander's negation): the server started here snapshots no files. */
+  fileSnapshots?: boolean;
 }
 
 /**
@@ -49,6 +51,10 @@ export function register(program: Command): void {
     .option(
       '--channel <id>',
       "the channel to join; a draft belongs to a channel (default: this project's, kept in the data folder)",
+    )
+    .option(
+      '--no-file-snapshots',
+      "when a server is started here: don't snapshot the project's files around each turn (/rewind then restores the conversation only)",
     )
     .action(async (options: TuiOptions, command: Command) => openTui(command, options));
   program.addHelpText(
@@ -91,6 +97,7 @@ export async function openTui(command: Command, options: TuiOptions = {}, splash
     () => openChosenStore(command),
     () => openChosenDraftStore(command, projectRoot, dataDir),
     resolveStoreUrl(command),
+    options.fileSnapshots !== false,
   );
   const factory: TransportFactory = async (context) => {
     const target = attach ?? (await host.locate());
@@ -166,6 +173,8 @@ export class ServerHost {
     private readonly openDraftStore: () => Promise<DraftStore | undefined> = () => Promise.resolve(undefined),
     /** The PostgreSQL URL of that store: the server's durable runs go into the same database. */
     private readonly storeUrl: string | undefined = undefined,
+    /** Snapshot the project's files around turns, as `parley serve` does, so /rewind can restore them. */
+    private readonly fileSnapshots = true,
   ) {}
   private store: SessionStore | undefined;
   private draftStore: DraftStore | undefined;
@@ -228,6 +237,7 @@ export class ServerHost {
         ...(draftStore ? { draftStore } : {}),
         ...(leaseTtlMs !== undefined ? { leaseTtlMs } : {}),
         port: 0,
+        ...(this.fileSnapshots ? { fileSnapshots: {} } : {}),
         backendFor,
         summarize,
         ...(hooks ? { hooks } : {}),

@@ -1,7 +1,8 @@
 import { Box, Static, Text, useStdout } from 'ink';
-import { useEffect, useRef, useState, useSyncExternalStore } from 'react';
+import { useCallback, useEffect, useRef, useState, useSyncExternalStore } from 'react';
 import type { ProtocolClient } from '../../protocol/index.js';
 import { ApprovalPrompt } from './components/approval-prompt.js';
+import { DialogView } from './components/dialog-view.js';
 import { HistoryItemView } from './components/block-view.js';
 import { LiveArea } from './components/live-area.js';
 import { Prompt } from './components/prompt.js';
@@ -50,7 +51,9 @@ export function App(props: AppProps) {
     ...(props.retryDelayMs ? { retryDelayMs: props.retryDelayMs } : {}),
   });
   const { approvals, pending } = useApprovals(props.client);
+  const dialogs = useSyncExternalStore(controller.dialogs.subscribe, controller.dialogs.getState);
   const asking = approvals.requests.length > 0;
+  const choosing = dialogs.open !== undefined;
   const { stdout } = useStdout();
   const size = useTerminalSize(stdout);
 
@@ -71,6 +74,7 @@ export function App(props: AppProps) {
     clock,
   );
 
+  const openRewind = useCallback(() => void controller.openRewind(), [controller]);
   const title = titleText(state);
   useEffect(() => {
     if (props.setTerminalTitle && stdout.isTTY) stdout.write(`\u001b]2;${title}\u0007`);
@@ -88,9 +92,18 @@ export function App(props: AppProps) {
         state={state}
         now={now}
         width={width}
-        maxRows={asking ? Math.max(3, Math.floor(liveRows / 3)) : liveRows}
+        maxRows={asking || choosing ? Math.max(3, Math.floor(liveRows / 3)) : liveRows}
       />
       <RunQuestion questions={runQuestions} now={Math.max(now, questionNow)} width={width} />
+      {asking ? null : (
+        <DialogView
+          dialogs={dialogs}
+          onChoose={controller.dialogs.choose}
+          onExit={props.onExit}
+          width={width}
+          maxRows={Math.max(3, liveRows - 8)}
+        />
+      )}
       <ApprovalPrompt
         approvals={approvals}
         onAnswer={(requestId, decision) => void pending.answer(requestId, decision)}
@@ -112,7 +125,9 @@ export function App(props: AppProps) {
           onToggleDetails={() => controller.dispatch({ type: 'toggle_expanded' })}
           sources={{ roles: state.roles, tasks: state.tasks, projects: state.projects }}
           width={width}
-          active={!asking}
+          active={!asking && !choosing}
+          onRewind={openRewind}
+          {...(state.prefill ? { prefill: state.prefill } : {})}
         />
       </Box>
     </>

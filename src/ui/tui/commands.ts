@@ -54,6 +54,32 @@ export const COMMANDS: readonly CommandSpec[] = [
   },
   { name: 'search', usage: ['/search <words>'], description: 'Search every message of every session.' },
   {
+    name: 'rewind',
+    usage: ['/rewind'],
+    description:
+      'Go back to before an earlier message of yours (Esc Esc too): the conversation, the files, or both. Nothing is deleted.',
+  },
+  {
+    name: 'branches',
+    usage: ['/branches', '/branches <id>'],
+    description: "The conversation's branches (fork point, last message, time, turns, cost); choose one to switch to.",
+  },
+  {
+    name: 'fork',
+    usage: ['/fork', '/fork <backend>'],
+    description: 'Fork the conversation into a new session (on another back end if named) and go on in the fork.',
+  },
+  {
+    name: 'checkpoints',
+    usage: ['/checkpoints'],
+    description: "The draft's checkpoint versions; choose one to make current again (none is deleted).",
+  },
+  {
+    name: 'restore-checkpoint',
+    usage: ['/restore-checkpoint <version>'],
+    description: 'Make that checkpoint version current again (a new version copying it).',
+  },
+  {
     name: 'compact',
     usage: ['/compact [instructions]'],
     description: "Compact the draft's context now, optionally with focus instructions.",
@@ -231,7 +257,7 @@ export function helpNote(): NoteLine[] {
       tone: 'dim',
     },
     {
-      text: 'Keys: Enter sends · Tab completes · ↑/↓ earlier lines · Esc interrupts the turn · Ctrl+O shows thinking and worker threads in full · Ctrl+C quits',
+      text: 'Keys: Enter sends · Tab completes · ↑/↓ earlier lines · Esc interrupts the turn · Esc Esc on an empty line rewinds · Ctrl+O shows thinking and worker threads in full · Ctrl+C quits',
       tone: 'dim',
     },
   ];

@@ -5,16 +5,33 @@ import {
   RpcErrorCode,
   type ConnectionState,
   type DraftStatus,
-  type GoalStatus,
-  type MethodResult,
   type ProtocolClient,
 } from '../../protocol/index.js';
 import { backendCommand } from './backend-command.js';
+import { projectCommand, rolesCommand, taskCommand } from './catalog-commands.js';
+import { messageOf, noArguments } from './command-context.js';
 import { sayInConversation } from './conversation-notes.js';
 import { COMMANDS, helpNote, parseInput, suggestCommand } from './commands.js';
-import { agentsReport, contextReport, rolesReport, sessionsReport } from './reports.js';
+import {
+  agentsCommand,
+  compactCommand,
+  COMPACTING,
+  contextCommand,
+  draftCommand,
+  undraftCommand,
+  type DraftCommandContext,
+} from './draft-commands.js';
+import { Dialogs } from './dialogs.js';
+import {
+  branchesCommand,
+  checkpointsCommand,
+  forkCommand,
+  restoreCheckpointCommand,
+  rewindCommand,
+} from './history-commands.js';
 import { RunQuestions } from './run-questions.js';
-import { formatCost, formatDuration, oneLine, plural } from './format.js';
+import { fileSessionCommand, goalCommand, searchCommand, sessionsCommand } from './session-commands.js';
+import { formatCost, formatDuration, plural } from './format.js';
 import { initialViewState, reduceView, type NoteLine, type ViewAction, type ViewState } from './view-state.js';
 
 export interface ControllerOptions {
@@ -56,11 +73,17 @@ export class TuiController {
   private followed: string | undefined;
   /** Compaction notices of the draft's session so far: tells whether one overtook a status answer. */
   private compactionNotices = 0;
+  /** The last `history_changed` handled (session, reason, seq) since the last event: the same change comes twice. */
+  private lastHistoryChange: string | undefined;
   /** This terminal's /compact is in flight. */
   private compacting = false;
   private refreshing: Promise<void> | undefined;
   /** The questions runs of the project wait on (durable runs), shown above the title bar. */
   readonly runs: RunQuestions;
+  /** The list a command asks with (the rewind picker, a branch, a checkpoint): it has the keys while open. */
+  readonly dialogs = new Dialogs();
+  /** What the command modules are given (command-context.ts). */
+  private readonly commands: DraftCommandContext;
   /** `/backend <name>`: the back end the next message moves the draft to (sent with that `submit_prompt`). */
   private nextBackend: string | undefined;
 
@@ -71,6 +94,22 @@ export class TuiController {
     this.clock = options.clock ?? Date.now;
     this.historyLimit = options.historyLimit ?? DEFAULT_HISTORY_LIMIT;
     this.retryDelay = options.retryDelayMs ?? ((attempt) => Math.min(10_000, 1_000 * 2 ** attempt));
+    this.commands = {
+      client: this.client,
+      dialogs: this.dialogs,
+      state: () => this.state(),
+      dispatch: (action) => this.dispatch(action),
+      clock: () => this.clock(),
+      note: (lines) => this.note(lines),
+      error: (text) => this.error(text),
+      refreshCatalog: () => this.refreshCatalog(),
+      compacting: (running) => {
+        this.compacting = running;
+      },
+      continueIn: (sessionId, backend) => this.continueIn(sessionId, backend),
+      loadDraft: (status) => this.loadDraft(status),
+      closeDraftLocally: () => this.closeDraftLocally(),
+    };
   }
 
   /** The current view state. */
@@ -127,8 +166,12 @@ export class TuiController {
           this.closeDraftLocally();
       }),
       // A rewind, a branch switch or an edit: what is shown past the point is another branch, so the draft is read again.
-      client.on('history_changed', ({ sessionId, reason }) => {
+      client.on('history_changed', ({ sessionId, reason, seq }) => {
         if (this.state().draft?.sessionId !== sessionId) return;
+        // It comes once to the channel and once more to the session's followers, which this terminal is.
+        const change = `${sessionId}\u0000${reason}\u0000${seq}`;
+        if (change === this.lastHistoryChange) return;
+        this.lastHistoryChange = change;
         this.note([
           {
             text: `The conversation's history changed (${reason.replace('_', ' ')}); showing its active branch.`,
@@ -156,6 +199,7 @@ export class TuiController {
     clearTimeout(this.retryTimer);
     for (const off of this.unsubscribe.splice(0)) off();
     this.runs.stop();
+    this.dialogs.cancel();
   }
 
   private connect(attempt: number): void {
@@ -204,7 +248,12 @@ export class TuiController {
   private async doRefresh(): Promise<void> {
     const client = this.client;
     const info = await client.request('server_info');
-    this.dispatch({ type: 'server', channelId: info.channelId, projectRoot: info.projectRoot });
+    this.dispatch({
+      type: 'server',
+      channelId: info.channelId,
+      projectRoot: info.projectRoot,
+      ...(info.fileSnapshots !== undefined ? { fileSnapshots: info.fileSnapshots } : {}),
+    });
     const [projects, status, agents] = await Promise.all([
       client.request('list_projects'),
       client.request('get_draft_status'),
@@ -311,7 +360,7 @@ export class TuiController {
   }
 
   private startCompactionActivity(startedAt: number): void {
-    this.dispatch({ type: 'activity_start', activity: { id: 'compact', label: 'Compacting the context', startedAt } });
+    this.dispatch({ type: 'activity_start', activity: { id: 'compact', label: COMPACTING, startedAt } });
   }
 
   private compactionEnded(sessionId: string): void {
@@ -348,11 +397,15 @@ export class TuiController {
 
   private closeDraftLocally(): void {
     this.loadedSession = undefined;
+    // A question about the draft (which message to rewind to) has nothing left to answer.
+    this.dialogs.cancel();
     this.unfollow();
     this.dispatch({ type: 'draft_closed' });
   }
 
   private queueEvent(sessionId: string, event: StreamEvent): void {
+    // Something was appended since: the next history change, even to the same point, is a new one.
+    this.lastHistoryChange = undefined;
     const batch = this.batches.get(sessionId);
     if (batch) batch.push(event);
     else this.batches.set(sessionId, [event]);
@@ -408,6 +461,12 @@ export class TuiController {
     } catch (error) {
       this.error(`Could not interrupt the turn: ${messageOf(error)}`);
     }
+  }
+
+  /** Esc Esc on an empty prompt: the rewind picker, as `/rewind` (nothing while a turn runs: Esc interrupts it). */
+  async openRewind(): Promise<void> {
+    if (this.state().turn || this.dialogs.getState().open) return;
+    await this.runCommand('rewind', '').catch((error: unknown) => this.error(messageOf(error)));
   }
 
   private async sendMessage(text: string): Promise<void> {
@@ -511,29 +570,39 @@ export class TuiController {
         this.options.onExit();
         return;
       case 'draft':
-        return this.draft(args);
+        return draftCommand(this.commands, args);
       case 'undraft':
-        return this.undraft(args);
+        return undraftCommand(this.commands, args);
       case 'context':
-        return this.context(args);
+        return contextCommand(this.commands, args);
       case 'project':
-        return this.project(args);
+        return projectCommand(this.commands, args);
       case 'task':
-        return this.task(args);
+        return taskCommand(this.commands, args);
       case 'roles':
-        return this.roles(args);
+        return rolesCommand(this.commands, args);
       case 'sessions':
-        return this.sessions(args);
+        return sessionsCommand(this.commands, args);
       case 'rename':
       case 'tag':
       case 'pin':
-        return this.fileSession(name, args);
+        return fileSessionCommand(this.commands, name, args);
       case 'search':
-        return this.searchMessages(args);
+        return searchCommand(this.commands, args);
+      case 'rewind':
+        return rewindCommand(this.commands, args);
+      case 'branches':
+        return branchesCommand(this.commands, args);
+      case 'checkpoints':
+        return checkpointsCommand(this.commands, args);
+      case 'restore-checkpoint':
+        return restoreCheckpointCommand(this.commands, args);
+      case 'fork':
+        return forkCommand(this.commands, args);
       case 'compact':
-        return this.compact(args);
+        return compactCommand(this.commands, args);
       case 'agents':
-        return this.agents(args);
+        return agentsCommand(this.commands, args);
       case 'runs':
         return this.note(await this.runs.report(this.clock()));
       case 'answer':
@@ -545,7 +614,7 @@ export class TuiController {
         return this.note(lines);
       }
       case 'goal':
-        return this.goal(args);
+        return goalCommand(this.commands, args);
       case 'say':
         return this.note(await sayInConversation(this.client, this.state().conversation?.blocks ?? [], args));
       default:
@@ -554,326 +623,36 @@ export class TuiController {
   }
 
   private noArguments(command: string, args: string): boolean {
-    if (args === '') return true;
-    this.error(`/${command} takes no arguments (got "${oneLine(args, 40)}"). Usage: /${command}`);
-    return false;
+    return noArguments(this.commands, command, args);
   }
 
-  private async draft(args: string): Promise<void> {
-    const state = this.state();
-    const roles = state.roles.length > 0 ? ` Roles: ${state.roles.join(', ')}.` : ' See /roles.';
-    if (args === '' || /\s/.test(args)) {
-      this.error(`/draft needs one role: /draft <role>.${roles}`);
-      return;
-    }
-    if (state.draft) {
-      this.error(`${state.draft.role} is already drafted on task ${state.draft.taskSlug}. /undraft it first.`);
-      return;
-    }
-    if (state.project === undefined) {
-      this.error('No active project. List them with /project and choose one with /project <name>.');
-      return;
-    }
-    if (state.task === undefined) {
-      this.error(
-        `No active task in project ${state.project}. Create one with /task new <title>, or choose one with /task select <slug> (/task lists them).`,
-      );
-      return;
-    }
-    this.dispatch({
-      type: 'activity_start',
-      activity: { id: 'draft', label: `Drafting ${args}`, startedAt: this.clock() },
-    });
+  /** `/fork`'s last step: the channel's draft goes on in `sessionId` (see CommandContext.continueIn). */
+  private async continueIn(sessionId: string, backend: string | undefined): Promise<boolean> {
+    const draft = this.state().draft;
+    if (!draft) return false;
     try {
-      const drafted = await this.client.request('draft', { role: args, project: state.project, task: state.task });
-      const status = await this.client.request('get_draft_status');
-      this.note([
-        {
-          text: `Drafted ${args} on task ${drafted.taskSlug} (project ${drafted.project}). Type a message to talk to it.`,
-          tone: 'success',
-        },
-      ]);
-      if (status.session) await this.loadDraft(status.session);
+      await this.client.request('undraft');
     } catch (error) {
-      if (isRpcError(error, RpcErrorCode.DRAFT_ALREADY_ACTIVE))
-        this.error(`${error.message} (/undraft closes this channel's draft.)`);
-      else this.error(messageOf(error));
-    } finally {
-      this.dispatch({ type: 'activity_end', id: 'draft' });
+      this.error(`The fork is session ${sessionId}, but the draft could not move to it: ${messageOf(error)}`);
+      return false;
     }
-  }
-
-  private async undraft(args: string): Promise<void> {
-    if (!this.noArguments('undraft', args)) return;
-    const role = this.state().draft?.role;
+    this.closeDraftLocally();
     try {
-      const summary = await this.client.request('undraft');
-      const duration = summary.durationMs !== undefined ? `, ${formatDuration(summary.durationMs)}` : '';
-      this.note([
-        {
-          text: `Undrafted ${role ?? 'the agent'} (task ${summary.taskSlug}): ${plural(summary.turns, 'turn')}, ${formatCost(summary.cost)}${duration}.`,
-          tone: 'success',
-        },
-      ]);
-      this.closeDraftLocally();
-    } catch (error) {
-      if (isRpcError(error, RpcErrorCode.NO_ACTIVE_DRAFT)) {
-        this.error('No agent is drafted on this channel. Draft one with /draft <role>.');
-        if (this.state().draft) this.closeDraftLocally();
-        return;
-      }
-      throw error;
-    }
-  }
-
-  private async context(args: string): Promise<void> {
-    if (!this.noArguments('context', args)) return;
-    const status = await this.client.request('get_draft_status');
-    if (!status.session) {
-      this.error('No agent is drafted, so there is no context to show. Draft one with /draft <role>.');
-      return;
-    }
-    const session = status.session;
-    this.dispatch({ type: 'draft_status', status: session });
-    let preview: MethodResult<'preview_request'> | undefined;
-    try {
-      preview = await this.client.request('preview_request', { sessionId: session.sessionId });
-    } catch {
-      preview = undefined;
-    }
-    this.note(contextReport(session, preview));
-  }
-
-  private async project(args: string): Promise<void> {
-    const { projects } = await this.client.request('list_projects');
-    this.dispatch({ type: 'catalog', projects: projects.map((project) => project.name) });
-    if (args === '') {
-      const active = this.state().project;
-      const width = Math.max(...projects.map((project) => project.name.length), 4);
-      this.note([
-        { text: 'Projects', bold: true },
-        ...projects.map((project) => ({
-          text: `${project.name === active ? '›' : ' '} ${project.name.padEnd(width)}  ${project.path}${project.current ? '  (this folder)' : ''}`,
-          ...(project.name === active ? { tone: 'accent' as const } : {}),
-        })),
-        { text: 'Choose one with /project <name>.', tone: 'dim' },
-      ]);
-      return;
-    }
-    if (/\s/.test(args)) {
-      this.error(
-        `/project takes one name: /project <name>. Projects: ${projects.map((project) => project.name).join(', ')}.`,
-      );
-      return;
-    }
-    const found = projects.find((project) => project.name === args);
-    if (!found) {
-      this.error(`No project "${args}". Projects: ${projects.map((project) => project.name).join(', ')}.`);
-      return;
-    }
-    const changed = this.state().project !== found.name;
-    this.dispatch({ type: 'select', project: found.name, ...(changed ? { task: null } : {}) });
-    this.note([
-      {
-        text: `Active project: ${found.name} (${found.path}).${changed ? ' Choose a task with /task select <slug> or create one with /task new <title>.' : ''}`,
-        tone: 'success',
-      },
-    ]);
-    await this.refreshCatalog();
-  }
-
-  private async task(args: string): Promise<void> {
-    const project = this.state().project;
-    if (project === undefined) {
-      this.error('No active project. Choose one with /project <name> (/project lists them).');
-      return;
-    }
-    const [verb = '', ...rest] = args.split(/\s+/);
-    const value = args.slice(verb.length).trim();
-    if (verb === '') return this.listTasks(project);
-    if (verb === 'new') {
-      if (value === '') {
-        this.error('/task new needs a title: /task new <title>.');
-        return;
-      }
-      const { task } = await this.client.request('create_task', { project, title: value });
-      this.dispatch({ type: 'select', task: task.slug });
-      this.dispatch({
-        type: 'catalog',
-        tasks: [...this.state().tasks.filter((slug) => slug !== task.slug), task.slug],
+      await this.client.request('draft', {
+        role: draft.role,
+        project: draft.project,
+        task: draft.taskSlug,
+        session: sessionId,
       });
-      this.note([
-        {
-          text: `Created task ${task.slug} ("${task.title}") in project ${project}; it is the active task. /draft <role> to start on it.`,
-          tone: 'success',
-        },
-      ]);
-      return;
-    }
-    if (verb === 'select') {
-      if (value === '' || rest.length !== 1) {
-        this.error('/task select takes one task slug: /task select <slug> (/task lists them).');
-        return;
-      }
-      const { tasks } = await this.client.request('list_tasks', { project });
-      this.dispatch({ type: 'catalog', tasks: tasks.map((task) => task.slug) });
-      const found = tasks.find((task) => task.slug === value);
-      if (!found) {
-        this.error(
-          `No task "${value}" in project ${project}.${tasks.length > 0 ? ` Tasks: ${tasks.map((task) => task.slug).join(', ')}.` : ' Create one with /task new <title>.'}`,
-        );
-        return;
-      }
-      this.dispatch({ type: 'select', task: found.slug });
-      this.note([{ text: `Active task: ${found.slug} ("${found.title}", ${found.state}).`, tone: 'success' }]);
-      return;
-    }
-    this.error(`Unknown /task action "${verb}". Expected /task, /task new <title> or /task select <slug>.`);
-  }
-
-  private async listTasks(project: string): Promise<void> {
-    const { tasks } = await this.client.request('list_tasks', { project });
-    this.dispatch({ type: 'catalog', tasks: tasks.map((task) => task.slug) });
-    if (tasks.length === 0) {
-      this.note([{ text: `No tasks in project ${project} yet. Create one with /task new <title>.` }]);
-      return;
-    }
-    const active = this.state().task;
-    const width = Math.max(...tasks.map((task) => task.slug.length));
-    this.note([
-      { text: `Tasks of ${project}`, bold: true },
-      ...tasks.map((task) => ({
-        text: `${task.slug === active ? '›' : ' '} ${task.slug.padEnd(width)}  ${oneLine(task.title, 50)}  [${task.state}]${task.activeDraft ? `  drafted: ${task.activeDraft.role}` : ''}`,
-        ...(task.slug === active ? { tone: 'accent' as const } : {}),
-      })),
-      { text: 'Choose one with /task select <slug>.', tone: 'dim' },
-    ]);
-  }
-
-  private async roles(args: string): Promise<void> {
-    if (!this.noArguments('roles', args)) return;
-    const project = this.state().project;
-    const { roles, errors } = await this.client.request('list_roles', project !== undefined ? { project } : {});
-    this.dispatch({ type: 'catalog', roles: roles.map((role) => role.name) });
-    this.note(rolesReport(roles, errors));
-  }
-
-  private async sessions(args: string): Promise<void> {
-    if (!this.noArguments('sessions', args)) return;
-    const { sessions } = await this.client.request('list_sessions', { limit: 15 });
-    if (sessions.length === 0) {
-      this.note([{ text: 'No sessions yet.' }]);
-      return;
-    }
-    this.note(sessionsReport(sessions, this.state().draft?.sessionId, this.clock()));
-  }
-
-  /** `/rename`, `/tag`, `/pin`: what the draft's session is called and filed under. */
-  private async fileSession(name: 'rename' | 'tag' | 'pin', args: string): Promise<void> {
-    const draft = this.state().draft;
-    if (!draft) {
-      this.error(`No agent is drafted: /${name} changes the drafted session. Draft one with /draft <role>.`);
-      return;
-    }
-    const words = args.split(/\s+/).filter(Boolean);
-    if (name !== 'pin' && words.length === 0) {
-      this.error(name === 'rename' ? 'Give the new title: /rename <title>.' : 'Give one or more tags: /tag <tags…>.');
-      return;
-    }
-    const change =
-      name === 'rename'
-        ? { title: args.trim() }
-        : name === 'pin'
-          ? { pinned: words[0] !== 'off' }
-          : {
-              addTags: words.filter((word) => !word.startsWith('-')),
-              removeTags: words.filter((word) => word.startsWith('-')).map((word) => word.slice(1)),
-            };
-    const { session } = await this.client.request('update_session', { sessionId: draft.sessionId, ...change });
-    const tags = session.tags?.length ? `  #${session.tags.join(' #')}` : '';
-    this.note([{ text: `${session.title ?? session.sessionId}${session.pinned ? '  [pinned]' : ''}${tags}` }]);
-  }
-
-  private async searchMessages(args: string): Promise<void> {
-    if (args.trim() === '') {
-      this.error('Give the words to look for: /search <words>.');
-      return;
-    }
-    const { hits, terms } = await this.client.request('search_sessions', { query: args.slice(0, 1_000), limit: 10 });
-    if (hits.length === 0) {
-      this.note([{ text: terms.length === 0 ? 'No words to search for.' : 'No message holds those words.' }]);
-      return;
-    }
-    this.note(hits.map((hit) => ({ text: `${hit.title ?? hit.sessionId} (seq ${hit.seq}): ${hit.snippet}` })));
-  }
-
-  private async compact(args: string): Promise<void> {
-    const draft = this.state().draft;
-    if (!draft) {
-      this.error('No agent is drafted, so there is nothing to compact. Draft one with /draft <role>.');
-      return;
-    }
-    const started = this.clock();
-    this.compacting = true;
-    this.startCompactionActivity(started);
-    try {
-      const result = await this.client.request(
-        'force_compact',
-        { sessionId: draft.sessionId, ...(args !== '' ? { instructions: args } : {}) },
-        { timeoutMs: 0 },
-      );
-      const checkpoint = result.checkpoint;
-      this.note([
-        {
-          text: `Compacted in ${formatDuration(this.clock() - started)}${checkpoint ? `: checkpoint v${checkpoint.version}${checkpoint.summarizer?.kind === 'structural' ? ' (built structurally, no model)' : ''} covers the conversation through seq ${checkpoint.covers.throughSeq} (${plural(checkpoint.covers.messageCount, 'message')}); nothing was deleted` : ''}.`,
-          tone: 'success',
-        },
-      ]);
     } catch (error) {
-      if (isRpcError(error) && error.reason === 'COMPACTION_NO_SUMMARIZER') {
-        this.error(
-          'Cannot compact: this server has no model to write the summary with (the scripted back end cannot summarize). Configure a model back end (parley backends shows how), then /compact again.',
-        );
-      } else if (isRpcError(error, RpcErrorCode.UNSUPPORTED)) this.error(`Cannot compact now: ${error.message}`);
-      else this.error(`Compaction failed: ${messageOf(error)}`);
-    } finally {
-      this.compacting = false;
-      this.dispatch({ type: 'activity_end', id: 'compact' });
+      this.error(
+        `The fork is session ${sessionId}, but drafting ${draft.role} on it failed: ${messageOf(error)} /draft ${draft.role} starts a new draft.`,
+      );
+      return false;
     }
-  }
-
-  /** `/goal`: show the draft's goal, set one (a model judge, the default budget), or stop it. */
-  private async goal(args: string): Promise<void> {
-    if (!this.state().draft) {
-      this.error('/goal needs a draft: /draft <role> first.');
-      return;
-    }
-    let goal: GoalStatus | undefined;
-    if (args === '') goal = (await this.client.request('get_goal', {})).goal;
-    else if (args === 'stop') goal = (await this.client.request('stop_goal', {})).goal;
-    else goal = (await this.client.request('set_goal', { condition: args, budget: { turns: 10 } })).goal;
-    if (!goal) {
-      this.note([{ text: 'No goal. Set one with /goal <condition>.' }]);
-      return;
-    }
-    const sessionId = this.state().draft?.sessionId;
-    if (sessionId) this.dispatch({ type: 'goal_status', sessionId, goal });
-    const last = goal.judgements.at(-1);
-    this.note([
-      { text: `Goal: ${goal.condition}` },
-      {
-        text: goal.ended
-          ? `Ended (${goal.ended.reason}): ${goal.ended.message}`
-          : `Running: ${goal.used.turns} of ${goal.budget.turns} turns used.${last ? ` Still missing: ${oneLine(last.missing, 120)}` : ''}`,
-      },
-    ]);
-  }
-
-  private async agents(args: string): Promise<void> {
-    if (!this.noArguments('agents', args)) return;
-    const { agents } = await this.client.request('list_agents');
-    this.dispatch({ type: 'agents', agents });
-    this.note(agentsReport(agents, this.state(), this.clock()));
+    this.nextBackend = backend;
+    await this.loadChannelDraft();
+    return true;
   }
 
   private note(lines: NoteLine[]): void {
@@ -883,8 +662,4 @@ export class TuiController {
   private error(text: string): void {
     this.note([{ text: `✗ ${text}`, tone: 'error' }]);
   }
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -78,6 +78,10 @@ export interface ViewState {
   connectionError?: string;
   channelId?: string;
   projectRoot?: string;
+  /** The server snapshots the project's files, so `/rewind` can restore them. */
+  fileSnapshots?: boolean;
+  /** Text for the input line to take, for editing (a rewound message); `serial` tells one from the next. */
+  prefill?: { text: string; serial: number };
   /** The active project and task `/draft` uses. */
   project?: string;
   task?: string;
@@ -112,7 +116,8 @@ export interface ViewState {
 
 export type ViewAction =
   | { type: 'connection'; state: ConnectionState; error?: string }
-  | { type: 'server'; channelId: string; projectRoot: string }
+  | { type: 'server'; channelId: string; projectRoot: string; fileSnapshots?: boolean }
+  | { type: 'prefill'; text: string }
   | { type: 'select'; project?: string | null; task?: string | null }
   | { type: 'catalog'; roles?: string[]; tasks?: string[]; projects?: string[] }
   | { type: 'draft_loading'; status: DraftStatus }
@@ -164,7 +169,14 @@ export function reduceView(state: ViewState, action: ViewAction): ViewState {
       return next;
     }
     case 'server':
-      return { ...state, channelId: action.channelId, projectRoot: action.projectRoot };
+      return {
+        ...state,
+        channelId: action.channelId,
+        projectRoot: action.projectRoot,
+        fileSnapshots: action.fileSnapshots === true,
+      };
+    case 'prefill':
+      return { ...state, prefill: { text: action.text, serial: (state.prefill?.serial ?? 0) + 1 } };
     case 'select': {
       const next = { ...state };
       if (action.project === null) delete next.project;

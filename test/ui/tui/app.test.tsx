@@ -149,11 +149,17 @@ describe('commands', () => {
       '/sessions',
       '/compact [instructions]',
       '/agents',
+      '/rewind',
+      '/branches <id>',
+      '/fork <backend>',
+      '/checkpoints',
+      '/restore-checkpoint <version>',
       '/help',
     ]) {
       expect(frame).toContain(usage);
     }
     expect(frame).toContain('Esc interrupts the turn');
+    expect(frame).toContain('Esc Esc on an empty line rewinds');
   });
 
   it('an unknown command says what exists and suggests the closest', async () => {
@@ -161,7 +167,7 @@ describe('commands', () => {
     await rig.waitFor('Connected');
     await rig.type('/drat dev');
     await rig.waitFor(
-      '✗ Unknown command /drat. Did you mean /draft? Commands: /draft /undraft /context /project /task /roles /sessions /rename /tag /pin /search /compact /agents /runs /answer /say /backend /goal /help /quit',
+      '✗ Unknown command /drat. Did you mean /draft? Commands: /draft /undraft /context /project /task /roles /sessions /rename /tag /pin /search /rewind /branches /fork /checkpoints /restore-checkpoint /compact /agents /runs /answer /say /backend /goal /help /quit',
     );
   });
 
@@ -502,11 +508,14 @@ describe('Tab completion', () => {
     await rig.press('\t');
     // Wider than the rig's 100 columns: the list is cut with an ellipsis.
     await rig.waitFor(
-      'agents  answer  backend  compact  context  draft  goal  help  pin  project  quit  rename  roles  ru…',
+      'agents  answer  backend  branches  checkpoints  compact  context  draft  fork  goal  help  pin  pro…',
     );
-    await rig.press('c\t');
+    await rig.press('co\t');
     await rig.waitFor('❯ /co');
     await rig.waitFor('compact  context');
+    await rig.press('\u0015');
+    await rig.press('/res\t');
+    await rig.waitFor('❯ /restore-checkpoint ');
   });
 });
 

@@ -86,6 +86,11 @@ export class Terminal {
     await this.tmux('send-keys', '-t', 'parley', '-l', keys);
   }
 
+  /** Sends named keys (tmux's names: `Up`, `Down`, `Enter`, `Escape`, `C-u`), one send-keys each. */
+  async keys(...names: string[]): Promise<void> {
+    for (const name of names) await this.tmux('send-keys', '-t', 'parley', name);
+  }
+
   async type(text: string): Promise<void> {
     await this.tmux('send-keys', '-t', 'parley', '-l', text);
     await this.tmux('send-keys', '-t', 'parley', 'Enter');

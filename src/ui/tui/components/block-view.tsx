@@ -16,7 +16,7 @@ import { columns as stringColumns, prefixLines } from '../render/terminal-text.j
 import type { HistoryItem, NoteLine, Tone } from '../view-state.js';
 import { ToolResultView } from './tool-result-view.js';
 
-const TONE_COLOR: Record<Tone, string | undefined> = {
+export const TONE_COLOR: Record<Tone, string | undefined> = {
   info: undefined,
   success: 'green',
   warning: 'yellow',

@@ -1,5 +1,5 @@
-import { Box, Text, useInput } from 'ink';
-import { useRef, useState } from 'react';
+import { Box, Text, useInput, useStdin } from 'ink';
+import { useEffect, useRef, useState } from 'react';
 import { complete, type CompletionSources } from '../commands.js';
 
 export interface PromptProps {
@@ -15,7 +15,14 @@ export interface PromptProps {
   width: number;
   /** False while another part of the screen takes the keys (an approval request); default true. */
   active?: boolean;
+  /** Esc twice on an empty line, with no turn to interrupt: the rewind picker. */
+  onRewind?: () => void;
+  /** Text the line takes, to edit (a rewound message); a new `serial` replaces what is typed. */
+  prefill?: { text: string; serial: number };
 }
+
+/** Two Esc presses this close together on an empty line are Esc Esc. */
+const DOUBLE_ESCAPE_MS = 800;
 
 interface Line {
   value: string;
@@ -28,7 +35,17 @@ const EMPTY: Line = { value: '', cursor: 0 };
  * The input line: editing keys (←/→, Home/End, Ctrl+A/E/U/K/W, Backspace), ↑/↓ through earlier
  * lines, Tab completion of commands and names (candidates listed below when several fit).
  */
-export function Prompt({ onSubmit, onInterrupt, onExit, onToggleDetails, sources, width, active = true }: PromptProps) {
+export function Prompt({
+  onSubmit,
+  onInterrupt,
+  onExit,
+  onToggleDetails,
+  sources,
+  width,
+  active = true,
+  onRewind,
+  prefill,
+}: PromptProps) {
   const [line, setLine] = useState<Line>(EMPTY);
   const [candidates, setCandidates] = useState<string[]>([]);
   const history = useRef<string[]>([]);
@@ -39,6 +56,32 @@ export function Prompt({ onSubmit, onInterrupt, onExit, onToggleDetails, sources
     current.current = next;
     setLine(next);
   };
+  /** When Esc was last pressed on an empty line with nothing to interrupt (for Esc Esc). */
+  const lastEscape = useRef<number | undefined>(undefined);
+
+  useEffect(() => {
+    if (prefill === undefined) return;
+    update({ value: prefill.text, cursor: prefill.text.length });
+    setCandidates([]);
+    position.current = undefined;
+  }, [prefill?.serial]);
+
+  // Two Esc sent in one read reach useInput as one key (Ink cannot tell them apart there): the
+  // raw input shows them.
+  const { internal_eventEmitter: input } = useStdin();
+  useEffect(() => {
+    if (!active || !onRewind) return;
+    const onData = (data: string) => {
+      if (data !== '\u001b\u001b' || current.current.value !== '') return;
+      lastEscape.current = undefined;
+      // useInput saw it as one Esc (which interrupts a running turn); the controller opens nothing while one runs.
+      onRewind();
+    };
+    input.on('input', onData);
+    return () => {
+      input.off('input', onData);
+    };
+  }, [active, onRewind, input]);
 
   useInput(
     (input, key) => {
@@ -52,6 +95,7 @@ export function Prompt({ onSubmit, onInterrupt, onExit, onToggleDetails, sources
         onToggleDetails();
         return;
       }
+      if (!key.escape) lastEscape.current = undefined;
       const submit = (text: string) => {
         update(EMPTY);
         setCandidates([]);
@@ -62,8 +106,22 @@ export function Prompt({ onSubmit, onInterrupt, onExit, onToggleDetails, sources
       };
       if (key.return) return submit(value);
       if (key.escape) {
-        if (!onInterrupt()) update(EMPTY);
+        const empty = value === '';
         setCandidates([]);
+        if (onInterrupt()) {
+          lastEscape.current = undefined;
+          return;
+        }
+        update(EMPTY);
+        if (!empty) {
+          lastEscape.current = undefined;
+          return;
+        }
+        const now = Date.now();
+        if (lastEscape.current !== undefined && now - lastEscape.current <= DOUBLE_ESCAPE_MS) {
+          lastEscape.current = undefined;
+          onRewind?.();
+        } else lastEscape.current = now;
         return;
       }
       if (key.tab) return completeLine(value);
