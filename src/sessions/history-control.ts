@@ -91,8 +91,7 @@ export class HistoryControl {
     const both = restore === 'both';
     const result = await this.changeBranch(id, 'rewound', async (live, path) => {
       // -1: back to before the first event, so a rewind to before the first message keeps nothing.
-      const seq =
-        options.to === -1 ? -1 : await resolvePoint(this.deps.store, live.record, path, options.to, 'rewind');
+      const seq = options.to === -1 ? -1 : await resolvePoint(this.deps.store, live.record, path, options.to, 'rewind');
       const restored =
         files && restorer
           ? await restorer.restoreFiles({

@@ -111,16 +111,14 @@ describe('fork_session over a WebSocket', () => {
     await harness.server.drafts.createTask({ project: harness.project, title: 'Other task', slug: 'other-task' });
     const other = await client.request('draft', { role: 'dev', project: harness.project, task: 'other-task' });
     const running = await errorOf(
-      harness
-        .client({ channel: 'second' })
-        .then((second) =>
-          second.request('draft', {
-            role: 'dev',
-            project: harness!.project,
-            task: 'other-task',
-            session: other.sessionId,
-          }),
-        ),
+      harness.client({ channel: 'second' }).then((second) =>
+        second.request('draft', {
+          role: 'dev',
+          project: harness!.project,
+          task: 'other-task',
+          session: other.sessionId,
+        }),
+      ),
     );
     expect(running.code).toBe(RpcErrorCode.DRAFT_ALREADY_ACTIVE);
     await client.request('undraft');

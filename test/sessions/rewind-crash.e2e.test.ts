@@ -77,7 +77,9 @@ describe('a rewind of conversation and files killed at each step', () => {
       format: 'esm',
       target: 'node20',
       logLevel: 'silent',
-      banner: { js: "import { createRequire as parleyRequire } from 'node:module'; const require = parleyRequire(import.meta.url);" },
+      banner: {
+        js: "import { createRequire as parleyRequire } from 'node:module'; const require = parleyRequire(import.meta.url);",
+      },
     });
   });
   afterAll(async () => {
