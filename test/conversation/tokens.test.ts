@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { countTokens as cl100kCount } from 'gpt-tokenizer/encoding/cl100k_base';
 import { describe, expect, it } from 'vitest';
+import { countInPieces } from '../../src/conversation/tokens.js';
 import {
   TokenCalibration,
   TokenCounter,
@@ -188,5 +189,31 @@ describe('TokenCalibration', () => {
         },
       ),
     );
+  });
+});
+
+describe('counting a long run with no space', () => {
+  it('hands the BPE counter slices of a long run, and any other text whole', () => {
+    const seen: string[] = [];
+    const counter = (text: string) => {
+      seen.push(text);
+      return text.length;
+    };
+    const prose = 'A short sentence before it. ';
+    const run = 'x'.repeat(1_000);
+    expect(countInPieces(prose + run + ' and after.', counter)).toBe(prose.length + 1_000 + ' and after.'.length);
+    expect(seen).toEqual([prose, 'x'.repeat(256), 'x'.repeat(256), 'x'.repeat(256), 'x'.repeat(232), ' and after.']);
+    seen.length = 0;
+    const long = 'words and more words '.repeat(100);
+    expect(countInPieces(long, counter)).toBe(long.length);
+    expect(seen).toEqual([long]);
+  });
+
+  it('counts 100,000 letters in a row as the BPE tokenizer would, and prose exactly as before', async () => {
+    const tokenizer = createTokenizer();
+    expect(await tokenizer.load()).toBe(true);
+    expect(tokenizer.count('x'.repeat(100_000))).toBe(cl100kCount('x'.repeat(4_000)) * 25);
+    const prose = 'The quick brown fox jumps over the lazy dog. '.repeat(200);
+    expect(tokenizer.count(prose)).toBe(cl100kCount(prose));
   });
 });

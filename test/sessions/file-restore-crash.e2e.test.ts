@@ -61,6 +61,10 @@ describe('a restore killed midway', () => {
       format: 'esm',
       target: 'node20',
       logLevel: 'silent',
+      // Bundled packages that require Node's own modules get a require of their own.
+      banner: {
+        js: "import { createRequire as parleyRequire } from 'node:module'; const require = parleyRequire(import.meta.url);",
+      },
     });
   });
   afterAll(async () => {
