@@ -8,9 +8,9 @@ const CONNECT_ATTEMPTS = 40;
 const CONNECT_PAUSE_MS = 50;
 
 /**
- * The store `parley sessions` lists from, opened through the store layer alone: PostgreSQL when
+ * The store `parley sessions` lists from (and `parley search` searches), opened through the store layer alone: PostgreSQL when
  * `--store` names it, else the data folder's file store, or the store of the process holding the
- * folder through its socket. Listing reads records and the listing index, never a log, so it needs
+ * folder through its socket. Both read records and the indexes, never a log, so they need
  * none of the session layer (its back ends and their SDKs are most of a process's start-up).
  *
  * Unlike `openDataFolderStore`, a listing that holds the folder does not serve it: it lets go
