@@ -25,6 +25,13 @@ const FORMAT_VERSION = 1;
 /** Bytes collected before a write while a segment is written. */
 const WRITE_CHUNK = 1 << 20;
 
+/** Postings are little-endian on disk; a big-endian machine swaps them after the read. */
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
+function readLittleEndian(bytes: Uint8Array, index: number): number {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).readUInt32LE(index * 4);
+}
+
 interface Section {
   offset: number;
   length: number;
@@ -137,9 +144,16 @@ export class SearchSegment {
   postings(term: string): Uint32Array {
     const entry = this.words().get(term);
     if (entry === undefined) return new Uint32Array(0);
-    const bytes = this.read(this.header.postings.offset + entry[0] * 4, entry[1] * 4);
+    // Read straight into the list's memory: a common word's postings are most of the messages.
     const list = new Uint32Array(entry[1]);
-    for (let index = 0; index < entry[1]; index++) list[index] = bytes.readUInt32LE(index * 4);
+    const bytes = new Uint8Array(list.buffer);
+    const offset = this.header.postings.offset + entry[0] * 4;
+    for (let done = 0; done < bytes.length;) {
+      const read = readSync(this.descriptor, bytes, done, bytes.length - done, offset + done);
+      if (read === 0) throw new Error(`${this.path} ends early`);
+      done += read;
+    }
+    if (!LITTLE_ENDIAN) for (let index = 0; index < list.length; index++) list[index] = readLittleEndian(bytes, index);
     return list;
   }
 
