@@ -381,15 +381,15 @@ export async function run(): Promise<string> {
       execFileSync(process.execPath, ['-e', '0']);
       floor.push(performance.now() - started);
     }
-    rows.push(['(floor)', 'bare `node -e 0`, start to exit (p50)', ms(percentile(floor, 0.5)), '', '']);
+    rows.push(['(floor)', 'bare `node -e 0`, start to exit (p50)', ms(percentile(floor, 50)), '', '']);
     for (const result of results) {
       if (typeof result === 'string') {
         notes.push(`PostgreSQL: ${result}`);
         missed.push(`PostgreSQL: ${result}`);
         continue;
       }
-      const page = percentile(result.firstPage, 0.5);
-      const search = percentile(result.search, 0.5);
+      const page = percentile(result.firstPage, 50);
+      const search = percentile(result.search, 50);
       const target = (what: string, value: number, limit: number) => {
         const met = value <= limit;
         if (!met) missed.push(`${result.name}: ${what} ${ms(value)} > ${ms(limit)}`);
@@ -406,9 +406,9 @@ export async function run(): Promise<string> {
         ['`parley sessions`, newest 50', result.cli],
         ['`parley search` two words, first search of a process', result.searchCli],
       ] as const) {
-        const wall = percentile(samples.wall, 0.5);
+        const wall = percentile(samples.wall, 50);
         rows.push([result.name, `${what} (fresh process, p50)`, ms(wall), '< 300 ms', target(what, wall, 300)]);
-        rows.push([result.name, `${what}: the process's CPU time (p50)`, ms(percentile(samples.cpu, 0.5)), '', '']);
+        rows.push([result.name, `${what}: the process's CPU time (p50)`, ms(percentile(samples.cpu, 50)), '', '']);
       }
       rows.push([
         result.name,
@@ -417,12 +417,12 @@ export async function run(): Promise<string> {
         '< 300 ms',
         target('search p50', search, 300),
       ]);
-      rows.push([result.name, 'search p99', ms(percentile(result.search, 0.99)), '', '']);
+      rows.push([result.name, 'search p99', ms(percentile(result.search, 99)), '', '']);
       if (typeof result.web === 'string') {
         missed.push(`${result.name}: web UI ${result.web}`);
         rows.push([result.name, 'web UI first rows shown', result.web, '< 1 s', 'not run']);
       } else {
-        const web = percentile(result.web, 0.5);
+        const web = percentile(result.web, 50);
         rows.push([
           result.name,
           'web UI first rows shown (from navigation, p50)',
