@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
-import { createSessionManager } from '../../sessions/index.js';
+import { ValidationError } from '../../conversation/index.js';
 import { MAX_SEARCH_LIMIT } from '../../store/index.js';
-import { openChosenStore, storeOption } from '../options.js';
+import { openListingStore } from '../listing-store.js';
 
 /** `parley search <words…>`: the newest messages of any session holding every word. */
 export function register(program: Command): void {
@@ -12,10 +12,13 @@ export function register(program: Command): void {
     .option('--limit <count>', `hits to print (default 20, at most ${MAX_SEARCH_LIMIT})`, (value) => Number(value))
     .option('--json', 'print the hits as JSON')
     .action(async (words: string[], options: { limit?: number; json?: boolean }, command: Command) => {
-      const store = await openChosenStore(command);
-      const manager = await createSessionManager(storeOption(command, store));
+      const store = await openListingStore(command);
       try {
-        const result = await manager.searchSessions({
+        if (store.searchSessions === undefined)
+          throw new ValidationError(
+            `The ${store.kind} store keeps no search index; search needs the file or the PostgreSQL store.`,
+          );
+        const result = await store.searchSessions({
           text: words.join(' '),
           ...(options.limit !== undefined ? { limit: options.limit } : {}),
         });
@@ -36,8 +39,7 @@ export function register(program: Command): void {
           process.stdout.write(`${hit.sessionId}  seq ${hit.seq}  ${hit.role}  ${when}\n    ${hit.snippet}\n`);
         }
       } finally {
-        await manager.close();
-        await store?.close();
+        await store.close();
       }
     });
 }

@@ -1,9 +1,35 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import { createSessionManager, type SessionManager } from '../../sessions/index.js';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, type SessionFilter, type SessionRecord } from '../../store/index.js';
+import { ValidationError, describeIssues } from '../../conversation/index.js';
+import type { SessionManager } from '../../sessions/index.js';
+import {
+  DEFAULT_PAGE_SIZE,
+  MAX_PAGE_SIZE,
+  SessionFilterSchema,
+  matchesFilter,
+  pageOf,
+  type SessionPage,
+  type SessionPageQuery,
+  type SessionFilter,
+  type SessionRecord,
+  type SessionStore,
+} from '../../store/index.js';
+import { openListingStore } from '../listing-store.js';
 import { openChosenStore, storeOption } from '../options.js';
 import { describeScope, formatCost } from '../render.js';
-import { sessionText } from '../show-text.js';
+
+/** The session layer loads only for the commands that read or change sessions: a listing never needs it. */
+async function openManager(command: Command): Promise<{ manager: SessionManager; close: () => Promise<void> }> {
+  const store = await openChosenStore(command);
+  const { createSessionManager } = await import('../../sessions/index.js');
+  const manager = await createSessionManager(storeOption(command, store));
+  return {
+    manager,
+    close: async () => {
+      await manager.close();
+      await store?.close();
+    },
+  };
+}
 
 /** `parley sessions` and `parley show`: every session in the data folder, and one session's blocks. */
 export function register(program: Command): void {
@@ -20,13 +46,11 @@ export function register(program: Command): void {
     .option('--cursor <cursor>', 'the page after this one (the cursor the page before printed)')
     .option('--all', 'every session, page after page')
     .action(async (options: ListOptions, command: Command) => {
-      const store = await openChosenStore(command);
-      const manager = await createSessionManager(storeOption(command, store));
+      const store = await openListingStore(command);
       try {
-        await printSessions(manager, options);
+        await printSessions(store, options);
       } finally {
-        await manager.close();
-        await store?.close();
+        await store.close();
       }
     });
 
@@ -65,8 +89,7 @@ export function register(program: Command): void {
     .option('--json', 'print the session data as JSON (RuntimeSessionData)')
     .option('--verbose', 'end with a count of the native records kept but not shown')
     .action(async (sessionId: string, options: { json?: boolean; verbose?: boolean }, command: Command) => {
-      const store = await openChosenStore(command);
-      const manager = await createSessionManager(storeOption(command, store));
+      const { manager, close } = await openManager(command);
       try {
         if (options.json) {
           const record = await manager.getSession(sessionId);
@@ -76,10 +99,10 @@ export function register(program: Command): void {
           );
           return;
         }
+        const { sessionText } = await import('../show-text.js');
         process.stdout.write(`${await sessionText(manager, sessionId, { verbose: options.verbose === true })}\n`);
       } finally {
-        await manager.close();
-        await store?.close();
+        await close();
       }
     });
 }
@@ -104,19 +127,21 @@ function parseCount(value: string): number {
 }
 
 /** One page (the newest first), or with `--all` every page; the cursor of the next page goes to stderr, so stdout stays the list. */
-async function printSessions(manager: SessionManager, options: ListOptions): Promise<void> {
-  const filter: SessionFilter = {
+async function printSessions(store: SessionStore, options: ListOptions): Promise<void> {
+  const parsed = SessionFilterSchema.safeParse({
     ...(options.status ? { status: options.status } : {}),
     ...(options.agentType ? { agentType: options.agentType } : {}),
     ...(options.backend ? { type: options.backend } : {}),
     ...(options.tag ? { tag: options.tag } : {}),
     ...(options.pinned ? { pinned: true } : {}),
-  };
+  });
+  if (!parsed.success) throw new ValidationError(`parley sessions: ${describeIssues(parsed.error.issues)}.`);
+  const filter: SessionFilter = parsed.data;
   const sessions: SessionRecord[] = [];
   let cursor = options.cursor;
   let more: string | undefined;
   do {
-    const page = await manager.listSessionPage({
+    const page = await listPage(store, {
       filter,
       limit: options.all ? MAX_PAGE_SIZE : (options.limit ?? DEFAULT_PAGE_SIZE),
       ...(cursor !== undefined ? { cursor } : {}),
@@ -143,19 +168,25 @@ async function printSessions(manager: SessionManager, options: ListOptions): Pro
     process.stderr.write(`More sessions: parley sessions --cursor ${more}   (or --all for every one)\n`);
 }
 
+/** A page from the store's index; a store without one (none of Parley's own) is listed whole and paged here. */
+async function listPage(store: SessionStore, query: SessionPageQuery): Promise<SessionPage> {
+  if (store.listSessionPage !== undefined) return store.listSessionPage(query);
+  const records: SessionRecord[] = [];
+  for await (const record of store.listSessions(query.filter)) records.push(record);
+  return pageOf(records, query, (record) => matchesFilter(record, query.filter ?? {}));
+}
+
 /** Opens the store, makes one change to a session and prints it as `parley sessions` would. */
 async function changeSession(
   command: Command,
   change: (manager: SessionManager) => Promise<SessionRecord>,
 ): Promise<void> {
-  const store = await openChosenStore(command);
-  const manager = await createSessionManager(storeOption(command, store));
+  const { manager, close } = await openManager(command);
   try {
     const session = await change(manager);
     const marks = `${session.pinned ? '  [pinned]' : ''}${session.tags?.length ? `  #${session.tags.join(' #')}` : ''}`;
     process.stdout.write(`${session.sessionId}  ${session.title ?? ''}${marks}\n`);
   } finally {
-    await manager.close();
-    await store?.close();
+    await close();
   }
 }

@@ -47,7 +47,11 @@ export class FileIndexes {
       });
     };
     this.listing = new ListingIndex(layout.listingIndexFile, layout.tmpDir, failed(layout.listingIndexFile));
-    this.messages = new MessageIndex(layout.messageIndexFile, layout.tmpDir, failed(layout.messageIndexFile));
+    this.messages = new MessageIndex({
+      path: layout.messageIndexFile,
+      tmpDir: layout.tmpDir,
+      onWriteFailure: failed(layout.messageIndexFile),
+    });
   }
 
   /** Writes the open marker (durably, so a crash from now on is noticed) and starts loading the listing. */
@@ -75,6 +79,15 @@ export class FileIndexes {
     return (this.listingIndex ??= this.loadListing());
   }
 
+  /** A page of ids from the listing index; a snapshot found damaged when it is read is rebuilt from the records first. */
+  async listingPage(...query: Parameters<ListingIndex['page']>): Promise<ReturnType<ListingIndex['page']>> {
+    const index = await this.listingReady();
+    const page = index.page(...query);
+    if (!index.damaged) return page;
+    this.listingIndex = this.rebuildListing();
+    return (await this.listingIndex).page(...query);
+  }
+
   messagesReady(): Promise<MessageIndex> {
     return (this.messageIndex ??= this.loadMessages());
   }
@@ -100,11 +113,13 @@ export class FileIndexes {
 
   private async loadListing(): Promise<ListingIndex> {
     const loaded = this.crashedSince === undefined && (await this.listing.load());
-    if (!loaded) {
-      const records = await this.allRecords();
-      await this.listing.rebuild(records);
-      this.rebuilt(this.layout.listingIndexFile, records.length);
-    }
+    return loaded ? this.listing : this.rebuildListing();
+  }
+
+  private async rebuildListing(): Promise<ListingIndex> {
+    const records = await this.allRecords();
+    await this.listing.rebuild(records);
+    this.rebuilt(this.layout.listingIndexFile, records.length);
     return this.listing;
   }
 

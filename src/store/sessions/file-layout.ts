@@ -16,7 +16,8 @@ import { join } from 'node:path';
  * <dataDir>/sessions/<id>/agent-description.json
  * <dataDir>/sessions/<id>/transcripts/<name>     raw native transcripts (an import: its copy, `main` or `native-main.jsonl`, and `import-manifest.json`)
  * <dataDir>/index/sessions.jsonl                 listing index: each session's place in the order and filter fields (derived)
- * <dataDir>/index/messages.jsonl                 search index: every message's text (derived, rebuilt from the logs)
+ * <dataDir>/index/messages-<n>.segment           search index on disk: messages, their words' postings (derived)
+ * <dataDir>/index/messages.jsonl                 search index: the messages added since the segment (derived)
  * <dataDir>/index/open                           present while a process has the store open: if found at open, the indexes catch up
  * <dataDir>/features/<featureId>/feature.json
  * <dataDir>/features/<featureId>/tasks/<taskId>/task.json

@@ -276,8 +276,7 @@ class FileStore implements SessionStore {
 
   listSessionPage(query: SessionPageQuery = {}): Promise<SessionPage> {
     return this.guard(async () => {
-      const index = await this.indexes.listingReady();
-      const { sessionIds, nextCursor } = index.page(query.filter ?? {}, query.limit, query.cursor);
+      const { sessionIds, nextCursor } = await this.indexes.listingPage(query.filter ?? {}, query.limit, query.cursor);
       const unread = sessionIds.filter((id) => !this.records.has(id));
       if (unread.length > 0) {
         // A session whose record cannot be read is left out of the page; listing them whole says why.

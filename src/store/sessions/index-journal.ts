@@ -2,8 +2,8 @@ import { closeSync, fsyncSync, openSync, promises as fs, writeSync } from 'node:
 import { replaceFile, isErrno } from '../atomic-file.js';
 
 /**
- * The file an index of the file store is kept in: a header line, a snapshot line (every item, one
- * JSON array), then one line per item added since (a later line for the same key wins, as the
+ * The file an index of the file store is kept in: a header line (saying how many snapshot lines
+ * follow), the snapshot (one item a line), then one line per item added since (a later line for the same key wins, as the
  * reader decides). Derived data: nothing here is ever the only copy of anything, so lines are
  * written without fsync (a crash may lose the last ones; the store's open marker then says so and
  * the index catches up from the truth), and a write that fails is reported, never thrown, so it
@@ -19,7 +19,7 @@ export interface IndexJournalOptions<Item> {
   onWriteFailure: (error: unknown) => void;
 }
 
-const FORMAT_VERSION = 1;
+const FORMAT_VERSION = 2;
 
 export class IndexJournal<Item> {
   private pending: string[] = [];
@@ -35,6 +35,18 @@ export class IndexJournal<Item> {
 
   /** Every item in file order, or undefined when the file is missing or damaged. A torn last line is from a crash: left out. */
   async load(): Promise<Item[] | undefined> {
+    const parts = await this.loadParts();
+    if (parts === undefined) return undefined;
+    const items = parseSnapshot(parts.snapshot, this.options.isItem);
+    return items === undefined ? undefined : [...items, ...parts.added];
+  }
+
+  /**
+   * The snapshot's lines unparsed (a reader that needs only the first few parses only those, see
+   * `parseSnapshot`) and the items added since, parsed and checked; undefined when the file is
+   * missing or damaged.
+   */
+  async loadParts(): Promise<{ snapshot: string[]; added: Item[] } | undefined> {
     let text: string;
     try {
       text = await fs.readFile(this.options.path, 'utf8');
@@ -42,18 +54,22 @@ export class IndexJournal<Item> {
       if (isErrno(error, 'ENOENT') || isErrno(error, 'EISDIR')) return undefined;
       throw error;
     }
-    const items = parseJournal(text, this.options.kind, this.options.isItem);
-    if (items !== undefined) this.lines = items.lines;
-    return items?.items;
+    const parts = splitJournal(text, this.options.kind, this.options.isItem);
+    if (parts !== undefined) this.lines = parts.added.length;
+    return parts;
   }
 
-  /** Replaces the file with a snapshot of `items`, durably; clears an earlier failure. */
-  async rewrite(items: readonly Item[]): Promise<void> {
+  /**
+   * Replaces the file with a snapshot of the items, durably; clears an earlier failure. A function
+   * is called when the write starts, so items added while earlier writes finish are in it.
+   */
+  async rewrite(items: readonly Item[] | (() => readonly Item[])): Promise<void> {
     const run = this.writing.then(async () => {
       await this.closeHandle();
       this.pending = [];
+      const snapshot = typeof items === 'function' ? items() : items;
       try {
-        await replaceFile(this.options.tmpDir, this.options.path, snapshotText(this.options.kind, items));
+        await replaceFile(this.options.tmpDir, this.options.path, snapshotText(this.options.kind, snapshot));
         this.failed = false;
         this.lines = 0;
       } catch (error) {
@@ -142,31 +158,67 @@ export class IndexJournal<Item> {
   }
 }
 
+/**
+ * Version 2: the header says how many snapshot lines follow, one item each, so a reader can parse
+ * the first few alone. Version 1 (one line holding the whole snapshot as a JSON array) is read too.
+ */
 function snapshotText(kind: string, items: readonly unknown[]): string {
-  return `${JSON.stringify({ kind, formatVersion: FORMAT_VERSION })}\n${JSON.stringify(items)}\n`;
+  const lines = [JSON.stringify({ kind, formatVersion: FORMAT_VERSION, snapshot: items.length })];
+  for (const item of items) lines.push(JSON.stringify(item));
+  return `${lines.join('\n')}\n`;
 }
 
-function parseJournal<Item>(
-  text: string,
-  kind: string,
+/** The snapshot's lines parsed and checked; undefined when one is not an item. */
+export function parseSnapshot<Item>(
+  lines: readonly string[],
   isItem: (value: unknown) => value is Item,
-): { items: Item[]; lines: number } | undefined {
-  const lines = text.split('\n');
-  // The last element is what follows the last newline: empty, or a line torn by a crash.
-  lines.pop();
-  if (lines.length < 2) return undefined;
+): Item[] | undefined {
+  const items: Item[] = [];
   try {
-    const header = JSON.parse(lines[0]!) as { kind?: unknown; formatVersion?: unknown };
-    if (header.kind !== kind || header.formatVersion !== FORMAT_VERSION) return undefined;
-    const snapshot = JSON.parse(lines[1]!) as unknown;
-    if (!Array.isArray(snapshot) || !snapshot.every(isItem)) return undefined;
-    const items: Item[] = snapshot;
-    for (let index = 2; index < lines.length; index++) {
-      const item = JSON.parse(lines[index]!) as unknown;
+    for (const line of lines) {
+      const item = JSON.parse(line) as unknown;
       if (!isItem(item)) return undefined;
       items.push(item);
     }
-    return { items, lines: lines.length - 2 };
+  } catch {
+    return undefined;
+  }
+  return items;
+}
+
+function splitJournal<Item>(
+  text: string,
+  kind: string,
+  isItem: (value: unknown) => value is Item,
+): { snapshot: string[]; added: Item[] } | undefined {
+  const lines = text.split('\n');
+  // The last element is what follows the last newline: empty, or a line torn by a crash.
+  lines.pop();
+  if (lines.length < 1) return undefined;
+  try {
+    const header = JSON.parse(lines[0]!) as { kind?: unknown; formatVersion?: unknown; snapshot?: unknown };
+    if (header.kind !== kind) return undefined;
+    let snapshot: string[];
+    let rest: number;
+    if (header.formatVersion === 1) {
+      if (lines.length < 2) return undefined;
+      const whole = JSON.parse(lines[1]!) as unknown;
+      if (!Array.isArray(whole)) return undefined;
+      snapshot = whole.map((item) => JSON.stringify(item));
+      rest = 2;
+    } else if (header.formatVersion === FORMAT_VERSION && Number.isSafeInteger(header.snapshot)) {
+      const count = header.snapshot as number;
+      if (lines.length < 1 + count) return undefined;
+      snapshot = lines.slice(1, 1 + count);
+      rest = 1 + count;
+    } else return undefined;
+    const added: Item[] = [];
+    for (let index = rest; index < lines.length; index++) {
+      const item = JSON.parse(lines[index]!) as unknown;
+      if (!isItem(item)) return undefined;
+      added.push(item);
+    }
+    return { snapshot, added };
   } catch {
     return undefined;
   }

@@ -105,6 +105,43 @@ describe('file store indexes', () => {
     expect(sessionFiles()).toEqual(before);
   });
 
+  it("a fresh process's first page, read from the snapshot's head, is the page the whole index gives", async () => {
+    await seed();
+    const store = await open();
+    // Changed after the snapshot was written: s0 moves to the top, s2 is pinned, a new one joins.
+    await store.updateSession('s0', (current) => ({ ...current, lastActivity: 900 }));
+    await store.updateSession('s2', (current) => ({ ...current, pinned: true }));
+    await store.createSession(sessionRecord('s9', { lastActivity: 150, updatedAt: 150 }));
+    await store.close();
+    const fresh = await open();
+    const first = await fresh.listSessionPage!({ limit: 3 });
+    expect(first.sessions.map((session) => session.sessionId)).toEqual(['s2', 's0', 's9']);
+    // The next page parses the whole index: it goes on where the head left off.
+    const second = await fresh.listSessionPage!({ limit: 3, cursor: first.nextCursor! });
+    expect(second.sessions.map((session) => session.sessionId)).toEqual(['s3', 's1']);
+    expect(second.nextCursor).toBeUndefined();
+    expect(
+      (await fresh.listSessionPage!({ limit: 3, filter: { pinned: false } })).sessions.map((s) => s.sessionId),
+    ).toEqual(['s0', 's9', 's3']);
+    await fresh.close();
+    expect(warnings).toEqual([]);
+  });
+
+  it('a damaged line in the listing snapshot is found when read, and the listing is rebuilt from the records', async () => {
+    await seed();
+    const path = join(dataDir, 'index', 'sessions.jsonl');
+    const lines = readFileSync(path, 'utf8').split('\n');
+    lines[1] = '["s3",0,"not a number"]';
+    writeFileSync(path, lines.join('\n'));
+    const store = await open();
+    expect((await store.listSessionPage!({ limit: 2 })).sessions.map((session) => session.sessionId)).toEqual([
+      's3',
+      's2',
+    ]);
+    await store.close();
+    expect(warnings.map((warning) => warning.code)).toEqual(['INDEX_REBUILT']);
+  });
+
   it('rebuilds a missing search index from the logs', async () => {
     await seed();
     rmSync(join(dataDir, 'index'), { recursive: true });
