@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import {
+  summarize,
   webhookFormat,
   type Notification,
   type NotificationSettings,
@@ -165,7 +166,12 @@ export function desktopSink(options: SinkOptions = {}): NotificationSink | undef
 export function hookSink(runner: HookRunner, cwd: string, report?: (line: string) => void): NotificationSink {
   return {
     name: 'Notification hooks',
-    async send(notification) {
+    async send(sent) {
+      // A goal's end runs the Notification hooks itself, as `goal_<reason>` with the goal
+      // (draft/goals.ts): told again here, a hook with no matcher would run twice for it.
+      const items = sent.items.filter((item) => item.kind !== 'goal_ended');
+      if (items.length === 0) return;
+      const notification = items.length === sent.items.length ? sent : summarize(items);
       if (!runner.has('Notification', notification.kind)) return;
       const first = notification.items[0];
       const outcome = await runner.run(

@@ -252,6 +252,8 @@ describe('the Notification hook', () => {
       webUrl: 'http://127.0.0.1:1/',
     });
     notifier.notify(item('a'));
+    // A goal's end ran the hooks itself (as goal_<reason>): the notifier's copy does not run them again.
+    notifier.notify(item('goal', { kind: 'goal_ended', title: 'Goal met: x' }));
     clock.advance(0);
     await notifier.idle();
     const lines = (await readFile(out, 'utf8')).trim().split('\n');
