@@ -110,6 +110,29 @@ export async function connectToProjectServer(
   return { client, server: file, close: () => client.close() };
 }
 
+/**
+ * Runs `work` on a connection to the project's server and closes it after. A refusal the server
+ * sends (an RpcError) becomes a ParleyError with the server's code and message, so the CLI prints
+ * it as its own and exits with the code for its fault.
+ */
+export async function withProjectServer<T>(
+  dataDir: string,
+  options: { channel?: string },
+  work: (connection: ProjectServerConnection) => Promise<T>,
+): Promise<T> {
+  const connection = await connectToProjectServer(dataDir, options);
+  try {
+    return await work(connection);
+  } catch (error) {
+    const { RpcError } = await import('../protocol/index.js');
+    if (error instanceof RpcError)
+      throw new ParleyError(error.reason ?? 'SERVER_ERROR', error.message, { fault: error.fault, cause: error });
+    throw error;
+  } finally {
+    connection.close();
+  }
+}
+
 /** A workflow as the server's `start_run` takes it: a file under the project relative to its root, else the name as given. */
 export function workflowReference(workflow: string, absolutePath: string | undefined, projectRoot: string): string {
   if (absolutePath === undefined) return workflow;

@@ -3,7 +3,7 @@ import { isParleyError } from '../../conversation/index.js';
 import type { DeviceInfoWire } from '../../protocol/index.js';
 import type { DeviceRegistry } from '../../server/index.js';
 import { resolveDataDir } from '../options.js';
-import { withProjectServer } from './pair.js';
+import { withServerOf } from './pair.js';
 
 /**
  * `parley devices` and `parley devices revoke <id>`: the paired devices, through the running
@@ -45,12 +45,12 @@ export function register(program: Command): void {
 
 async function onServerOrFolder<T>(
   command: Command,
-  onServer: (client: Parameters<Parameters<typeof withProjectServer>[1]>[0]) => Promise<T>,
+  onServer: (client: Parameters<Parameters<typeof withServerOf>[1]>[0]) => Promise<T>,
   inFolder: (registry: DeviceRegistry) => Promise<T>,
 ): Promise<T> {
   let result: { value: T } | undefined;
   try {
-    await withProjectServer(command, async (client) => {
+    await withServerOf(command, async (client) => {
       result = { value: await onServer(client) };
     });
   } catch (error) {

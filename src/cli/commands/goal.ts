@@ -1,10 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { ParleyError, ValidationError } from '../../conversation/index.js';
+import { ValidationError } from '../../conversation/index.js';
 import type { GoalJudge, GoalStatus, ProtocolClient } from '../../protocol/index.js';
 import { resolveDataDir } from '../options.js';
-import { connectToProjectServer } from '../project-server.js';
+import { withProjectServer } from '../project-server.js';
 
 /** The TUI's channel file in the data folder (tui.ts): a goal goes by default to the draft the TUI works with. */
 const CHANNEL_FILE = 'tui-channel';
@@ -51,11 +51,10 @@ export function register(program: Command): void {
     .action(async (words: string[], options: GoalOptions, command: Command) => {
       const dataDir = resolveDataDir(command);
       const channel = options.channel ?? (await projectChannel(dataDir));
-      const connection = await connectToProjectServer(dataDir, { channel });
-      // Listening before the goal is set: a goal that ends quickly must not end unseen.
-      const following = options.wait ? follow(connection.client, options.json === true) : undefined;
-      try {
-        const goal = await act(connection.client, words.join(' ').trim(), options);
+      await withProjectServer(dataDir, { channel }, async ({ client }) => {
+        // Listening before the goal is set: a goal that ends quickly must not end unseen.
+        const following = options.wait ? follow(client, options.json === true) : undefined;
+        const goal = await act(client, words.join(' ').trim(), options);
         if (goal && following && goal.state === 'running') {
           const ended = await following.until(goal.goalId);
           process.exitCode = ended.ended?.reason === 'met' ? 0 : 1;
@@ -63,14 +62,7 @@ export function register(program: Command): void {
           following?.stop();
           print(goal, options.json === true);
         }
-      } catch (error) {
-        const { RpcError } = await import('../../protocol/index.js');
-        if (error instanceof RpcError)
-          throw new ParleyError(error.reason ?? 'SERVER_ERROR', error.message, { fault: error.fault, cause: error });
-        throw error;
-      } finally {
-        connection.close();
-      }
+      });
     });
 }
 

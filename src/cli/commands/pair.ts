@@ -1,8 +1,7 @@
 import type { Command } from 'commander';
-import { ParleyError } from '../../conversation/index.js';
 import type { MethodResult, ProtocolClient } from '../../protocol/index.js';
 import { resolveDataDir } from '../options.js';
-import { connectToProjectServer } from '../project-server.js';
+import { withProjectServer } from '../project-server.js';
 
 /**
  * `parley pair`: a one-time link (and its QR code, drawn in the terminal) that a phone opens to
@@ -15,7 +14,7 @@ export function register(program: Command): void {
     .description('Pair a phone: print a one-time link and its QR code that give the phone a device token of its own')
     .option('--json', 'print JSON (the code, its links and when it expires) instead of the QR code')
     .action(async (options: { json?: boolean }, command: Command) => {
-      await withProjectServer(command, async (client) => {
+      await withServerOf(command, async (client) => {
         const pairing = await client.request('create_pairing');
         if (options.json) process.stdout.write(`${JSON.stringify(pairing, null, 2)}\n`);
         else process.stdout.write(await describePairing(pairing, new Date()));
@@ -56,19 +55,6 @@ export async function describePairing(pairing: MethodResult<'create_pairing'>, n
 }
 
 /** Connects to the project's server, runs `work`, and turns errors the server answered into Parley errors. */
-export async function withProjectServer(
-  command: Command,
-  work: (client: ProtocolClient) => Promise<void>,
-): Promise<void> {
-  const connection = await connectToProjectServer(resolveDataDir(command));
-  try {
-    await work(connection.client);
-  } catch (error) {
-    const { RpcError } = await import('../../protocol/index.js');
-    if (error instanceof RpcError)
-      throw new ParleyError(error.reason ?? 'SERVER_ERROR', error.message, { fault: error.fault, cause: error });
-    throw error;
-  } finally {
-    connection.close();
-  }
+export function withServerOf(command: Command, work: (client: ProtocolClient) => Promise<void>): Promise<void> {
+  return withProjectServer(resolveDataDir(command), {}, ({ client }) => work(client));
 }

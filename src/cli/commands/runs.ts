@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import type { Command } from 'commander';
-import { ParleyError, ValidationError } from '../../conversation/index.js';
+import { ValidationError } from '../../conversation/index.js';
 import {
   RUN_STATUS_VALUES,
   type ProtocolClient,
@@ -11,7 +11,7 @@ import {
   type RunStatusWire,
   type RunWire,
 } from '../../protocol/index.js';
-import { connectToProjectServer, workflowReference } from '../project-server.js';
+import { withProjectServer, workflowReference } from '../project-server.js';
 import { resolveDataDir } from '../options.js';
 
 /**
@@ -112,21 +112,11 @@ function parseStep(text: string): number {
   throw new ValidationError(`--at-step must be a whole number from 0 (a step of the run's journal), not "${text}".`);
 }
 
-async function withServer(
+function withServer(
   command: Command,
   work: (client: ProtocolClient, projectRoot: string) => Promise<void>,
 ): Promise<void> {
-  const connection = await connectToProjectServer(resolveDataDir(command));
-  try {
-    await work(connection.client, connection.server.projectRoot);
-  } catch (error) {
-    const { RpcError } = await import('../../protocol/index.js');
-    if (error instanceof RpcError)
-      throw new ParleyError(error.reason ?? 'SERVER_ERROR', error.message, { fault: error.fault, cause: error });
-    throw error;
-  } finally {
-    connection.close();
-  }
+  return withProjectServer(resolveDataDir(command), {}, ({ client, server }) => work(client, server.projectRoot));
 }
 
 export interface AnswerStreams {

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
-import { ParleyError, ValidationError } from '../../conversation/index.js';
+import { ValidationError } from '../../conversation/index.js';
 import type { MethodParams, ProtocolClient, ScheduleWire } from '../../protocol/index.js';
-import { connectToProjectServer } from '../project-server.js';
+import { withProjectServer } from '../project-server.js';
 import { resolveDataDir } from '../options.js';
 
 /**
@@ -239,16 +239,6 @@ export function formatScheduleTable(schedules: readonly ScheduleWire[]): string 
     .join('\n')}\n`;
 }
 
-async function withServer(command: Command, work: (client: ProtocolClient) => Promise<void>): Promise<void> {
-  const connection = await connectToProjectServer(resolveDataDir(command));
-  try {
-    await work(connection.client);
-  } catch (error) {
-    const { RpcError } = await import('../../protocol/index.js');
-    if (error instanceof RpcError)
-      throw new ParleyError(error.reason ?? 'SERVER_ERROR', error.message, { fault: error.fault, cause: error });
-    throw error;
-  } finally {
-    connection.close();
-  }
+function withServer(command: Command, work: (client: ProtocolClient) => Promise<void>): Promise<void> {
+  return withProjectServer(resolveDataDir(command), {}, ({ client }) => work(client));
 }
