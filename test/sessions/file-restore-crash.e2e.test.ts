@@ -1,10 +1,9 @@
-import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bundleVictim, runVictim } from '../helpers/victim-process.js';
 import { FileSnapshots, type SnapshotHistory } from '../../src/sessions/index.js';
 
 const history: SnapshotHistory = {
@@ -28,23 +27,6 @@ async function listTree(root: string): Promise<Record<string, string>> {
   return listing;
 }
 
-/** Runs the victim until it prints `stopped` (then SIGKILLs it) or ends; resolves with what it printed and its signal. */
-function runVictim(script: string, args: readonly string[]): Promise<{ stdout: string; signal: string | null }> {
-  const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-    if (stdout.includes('stopped')) child.kill('SIGKILL');
-  });
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve, reject) =>
-    child.once('exit', (code, signal) =>
-      code !== 0 && signal === null ? reject(new Error(`the victim failed: ${stderr}`)) : resolve({ stdout, signal }),
-    ),
-  );
-}
-
 describe('a restore killed midway', () => {
   let folder: string;
   let script: string;
@@ -53,19 +35,7 @@ describe('a restore killed midway', () => {
     folder = await fs.mkdtemp(path.join(os.tmpdir(), 'parley-restore-crash-'));
     // One bundle started with plain node: no tsx start-up per victim.
     script = path.join(folder, 'restore-victim.mjs');
-    await build({
-      entryPoints: [path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures/restore-victim.ts')],
-      outfile: script,
-      bundle: true,
-      platform: 'node',
-      format: 'esm',
-      target: 'node20',
-      logLevel: 'silent',
-      // Bundled packages that require Node's own modules get a require of their own.
-      banner: {
-        js: "import { createRequire as parleyRequire } from 'node:module'; const require = parleyRequire(import.meta.url);",
-      },
-    });
+    await bundleVictim(path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures/restore-victim.ts'), script);
   });
   afterAll(async () => {
     await fs.rm(folder, { recursive: true, force: true });

@@ -3,13 +3,12 @@
  * `parley serve` does at start (open the manager, `fileSnapshots.recover()`), and the session and
  * the tree are then both at the point. Never half: never the files back and the conversation not.
  */
-import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bundleVictim, runVictim } from '../helpers/victim-process.js';
 import type { AgentBackend } from '../../src/backends/index.js';
 import { MAIN_CONVERSATION, type UnsequencedEvent } from '../../src/conversation/index.js';
 import { createSessionManager, runTurn, type SessionManager } from '../../src/sessions/index.js';
@@ -44,23 +43,6 @@ function fileWritingCli(root: string): AgentBackend {
   } as unknown as AgentBackend;
 }
 
-/** Runs the victim until it prints `stopped` (then SIGKILLs it) or ends. */
-function runVictim(script: string, args: readonly string[]): Promise<{ stdout: string; signal: string | null }> {
-  const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-    if (stdout.includes('stopped')) child.kill('SIGKILL');
-  });
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve, reject) =>
-    child.once('exit', (code, signal) =>
-      code !== 0 && signal === null ? reject(new Error(`the victim failed: ${stderr}`)) : resolve({ stdout, signal }),
-    ),
-  );
-}
-
 describe('a rewind of conversation and files killed at each step', () => {
   let folder: string;
   let script: string;
@@ -69,18 +51,7 @@ describe('a rewind of conversation and files killed at each step', () => {
     folder = await fs.mkdtemp(path.join(os.tmpdir(), 'parley-rewind-crash-'));
     // One bundle started with plain node: no tsx start-up per victim.
     script = path.join(folder, 'rewind-victim.mjs');
-    await build({
-      entryPoints: [path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures/rewind-victim.ts')],
-      outfile: script,
-      bundle: true,
-      platform: 'node',
-      format: 'esm',
-      target: 'node20',
-      logLevel: 'silent',
-      banner: {
-        js: "import { createRequire as parleyRequire } from 'node:module'; const require = parleyRequire(import.meta.url);",
-      },
-    });
+    await bundleVictim(path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures/rewind-victim.ts'), script);
   });
   afterAll(async () => {
     await fs.rm(folder, { recursive: true, force: true });
