@@ -105,6 +105,7 @@ export class Controller implements Actions {
       notice: (tone, text) => this.notice(tone, text),
       select: (sessionId) => this.select(sessionId),
       reloadCheckpoints: (sessionId) => this.loadCheckpoints(sessionId),
+      showDraft: (sessionId) => this.showDraft(sessionId),
     });
   }
 
@@ -668,6 +669,10 @@ export class Controller implements Actions {
 
   forkSession(at: number | string, backend?: string): Promise<string | undefined> {
     return this.history.forkSession(at, backend);
+  }
+
+  continueHere(): Promise<boolean> {
+    return this.history.continueHere();
   }
 
   restoreCheckpoint(version: number): Promise<boolean> {

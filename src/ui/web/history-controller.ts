@@ -1,5 +1,5 @@
 import { RpcError, type ProtocolClient, type SessionInfo } from '../../protocol/index.js';
-import type { RewindRestore } from './history-model.js';
+import { continueTarget, type DraftTarget, type RewindRestore } from './history-model.js';
 import type { Store } from './store.js';
 import type { Tone } from './state.js';
 
@@ -29,8 +29,14 @@ export interface HistoryActions {
   rewind(request: RewindRequest): Promise<RewindOutcome>;
   /** Sends `content` as the edited user message `blockId` on a new branch; resolves to the server's refusal, if any. */
   editMessage(blockId: string, content: string): Promise<string | undefined>;
-  /** Forks the selected session at `at` (on `backend`, default its own) and opens the fork; resolves to the refusal, if any. */
+  /**
+   * Forks the selected session at `at` (on `backend`, default its own) and opens the fork; when
+   * this window has the source's draft, the draft goes on in the fork (undraft, then `draft {
+   * session }`). Resolves to the refusal of the fork itself, if any.
+   */
   forkSession(at: number | string, backend?: string): Promise<string | undefined>;
+  /** Drafts on the selected session, a fork no draft runs (same role, project and task as its scope): "Continue here". */
+  continueHere(): Promise<boolean>;
   /** Makes an older checkpoint version current again (a new version copying it). */
   restoreCheckpoint(version: number): Promise<boolean>;
 }
@@ -43,6 +49,8 @@ export interface HistoryControllerOptions {
   select(sessionId: string): void;
   /** Reads the selected session's checkpoints again. */
   reloadCheckpoints(sessionId: string): Promise<void>;
+  /** Reads the channel's draft (just made on `sessionId`) and opens its session. */
+  showDraft(sessionId: string): Promise<void>;
 }
 
 /**
@@ -152,21 +160,84 @@ export class HistoryController implements HistoryActions {
     const { client, store } = this.options;
     const sessionId = store.state.selectedId;
     if (sessionId === undefined) return 'No session is open.';
+    // Read before the fork: the window's draft of the source is what goes on in the fork.
+    const draft = store.state.draft?.sessionId === sessionId ? store.state.draft : undefined;
+    let session: SessionInfo;
     try {
-      const { session } = await client.request('fork_session', {
+      ({ session } = await client.request('fork_session', {
         sessionId,
         at,
         ...(backend !== undefined ? { backend } : {}),
-      });
-      store.dispatch({ type: 'session_updated', session });
-      this.options.select(session.sessionId);
-      this.options.notice(
-        'success',
-        `Forked into a new session at seq ${session.forkedFrom?.seq ?? '?'}, on ${session.type}; the source is unchanged.`,
-      );
-      return undefined;
+      }));
     } catch (error) {
       return messageOf(error);
+    }
+    store.dispatch({ type: 'session_updated', session });
+    this.options.select(session.sessionId);
+    const forked = `Forked into a new session at seq ${session.forkedFrom?.seq ?? '?'}, on ${session.type}; the source is unchanged`;
+    if (!draft) {
+      const offered = store.state.draft === undefined && continueTarget(session) !== undefined;
+      this.options.notice('success', `${forked}.${offered ? ' Continue here drafts on it.' : ''}`);
+      return undefined;
+    }
+    const target = { role: draft.role, project: draft.project, task: draft.taskSlug };
+    if (!(await this.draftOn(session.sessionId, target, true))) return undefined;
+    // The draft runs on its role's back end: a fork made on another moves there with a message sent on it.
+    const moved = store.state.draft !== undefined && store.state.draft.backend !== session.type;
+    this.options.notice(
+      'success',
+      `${forked}, and the draft goes on in the fork: type to continue it${moved ? ` (choose ${session.type} in the back-end picker to send it there)` : ''}.`,
+    );
+    return undefined;
+  }
+
+  async continueHere(): Promise<boolean> {
+    const { store } = this.options;
+    const session = store.state.sessions.find((entry) => entry.sessionId === store.state.selectedId);
+    const target = session ? continueTarget(session) : undefined;
+    if (!session || !target) {
+      this.options.notice('error', "Only a fork of a task's draft can be continued here: open one first.");
+      return false;
+    }
+    if (store.state.draft !== undefined) {
+      this.options.notice('error', 'This window already has a draft: undraft it first, then continue here.');
+      return false;
+    }
+    const done = await this.draftOn(session.sessionId, target, false);
+    if (done) this.options.notice('success', `Drafted ${target.role} on this fork: type to continue it.`);
+    return done;
+  }
+
+  /**
+   * The channel's draft goes on in `sessionId` (undrafting this window's first when `undraft`).
+   * A failed step is said as such: after the undraft, the window has no draft any more.
+   */
+  private async draftOn(sessionId: string, target: DraftTarget, undraft: boolean): Promise<boolean> {
+    const { client, store, notice } = this.options;
+    store.dispatch({ type: 'busy', key: 'draft', value: true });
+    try {
+      if (undraft) {
+        try {
+          await client.request('undraft');
+        } catch (error) {
+          notice('error', `The fork is session ${sessionId}, but the draft could not move to it: ${messageOf(error)}`);
+          return false;
+        }
+        store.dispatch({ type: 'draft', status: undefined });
+      }
+      try {
+        await client.request('draft', { ...target, session: sessionId });
+      } catch (error) {
+        notice(
+          'error',
+          `Drafting ${target.role} on session ${sessionId} failed: ${messageOf(error)}${undraft ? ' The draft of the source was closed; draft again to go on.' : ''}`,
+        );
+        return false;
+      }
+      await this.options.showDraft(sessionId);
+      return true;
+    } finally {
+      store.dispatch({ type: 'busy', key: 'draft', value: false });
     }
   }
 

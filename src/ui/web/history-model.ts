@@ -333,3 +333,18 @@ export function describeOption(point: ForkPoint, index: number): string {
   if (option.branch.costUsd > 0) parts.push(`$${option.branch.costUsd.toFixed(4)}`);
   return `${place}${option.active ? ' (shown)' : ''}: ${parts.filter(Boolean).join(' · ')}`;
 }
+
+/** Who drafts on a fork: the role, project and task of the draft it came from. */
+export interface DraftTarget {
+  role: string;
+  project: string;
+  task: string;
+}
+
+/** The draft a fork can go on as (its scope's role, project and task); undefined for any other session. */
+export function continueTarget(session: SessionInfo): DraftTarget | undefined {
+  const { scope } = session;
+  if (session.forkedFrom === undefined || session.status === 'archived' || session.readOnly === true) return undefined;
+  if (scope.kind !== 'draft' || scope.project === undefined || scope.taskSlug === undefined) return undefined;
+  return { role: scope.role, project: scope.project, task: scope.taskSlug };
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RpcError, type ProtocolClient } from '../../../src/protocol/index.js';
+import { RpcError, type DraftStatus, type ProtocolClient } from '../../../src/protocol/index.js';
 import { HistoryController } from '../../../src/ui/web/history-controller.js';
 import { initialState, reduce } from '../../../src/ui/web/index.js';
 import { Store } from '../../../src/ui/web/store.js';
@@ -25,14 +25,19 @@ function controller(answer: (method: string, params: Record<string, unknown>) =>
   const { client, requests } = fakeClient(answer);
   const store = new Store(reduce(initialState(), { type: 'select', sessionId: 's1' }));
   const notices: string[] = [];
+  const shown: string[] = [];
   const history = new HistoryController({
     client,
     store,
     notice: (_tone, text) => notices.push(text),
     select: () => undefined,
     reloadCheckpoints: () => Promise.resolve(),
+    showDraft: (id) => {
+      shown.push(id);
+      return Promise.resolve();
+    },
   });
-  return { history, requests, notices, store };
+  return { history, requests, notices, store, shown };
 }
 
 const rewound = {
@@ -100,5 +105,81 @@ describe('the web page’s history actions', () => {
     await history.loadBranches({ ...plain, head: 2 }, 's1');
     expect(requests.map((request) => request.method)).toEqual(['list_branches']);
     expect(store.state.view?.branches).toEqual([]);
+  });
+
+  describe('a fork', () => {
+    const draftScope = {
+      kind: 'draft' as const,
+      role: 'dev',
+      project: 'shop',
+      taskSlug: 'fix-cart',
+      channelId: 'web-1',
+    };
+    const fork = sessionInfo({ sessionId: 'f1', scope: draftScope, forkedFrom: { sessionId: 's1', seq: 4 } });
+    const thisWindowsDraft = {
+      sessionId: 's1',
+      role: 'dev',
+      project: 'shop',
+      taskSlug: 'fix-cart',
+      status: 'active',
+    } as DraftStatus;
+
+    function answers(failing?: string) {
+      return (method: string) => {
+        if (method === failing) throw new RpcError(-32001, `${method} said no.`);
+        if (method === 'fork_session') return { session: fork };
+        if (method === 'undraft') return { taskSlug: 'fix-cart', turns: 2, cost: 0 };
+        return { sessionId: 'f1' };
+      };
+    }
+
+    it('of this window’s draft: undrafts, then drafts the same role, project and task on the fork', async () => {
+      const { history, requests, store, shown, notices } = controller(answers());
+      store.dispatch({ type: 'draft', status: thisWindowsDraft });
+      expect(await history.forkSession(4)).toBeUndefined();
+      expect(requests).toEqual([
+        { method: 'fork_session', params: { sessionId: 's1', at: 4 } },
+        { method: 'undraft', params: undefined },
+        { method: 'draft', params: { role: 'dev', project: 'shop', task: 'fix-cart', session: 'f1' } },
+      ]);
+      expect(shown).toEqual(['f1']);
+      expect(notices.at(-1)).toContain('the draft goes on in the fork');
+    });
+
+    it('says the draft was closed when drafting on the fork fails after the undraft', async () => {
+      const { history, store, shown, notices } = controller(answers('draft'));
+      store.dispatch({ type: 'draft', status: thisWindowsDraft });
+      expect(await history.forkSession(4)).toBeUndefined();
+      expect(store.state.draft).toBeUndefined();
+      expect(shown).toEqual([]);
+      expect(notices.at(-1)).toBe(
+        'Drafting dev on session f1 failed: draft said no. The draft of the source was closed; draft again to go on.',
+      );
+      expect(store.state.busy.draft).toBe(false);
+    });
+
+    it('of a session this window does not draft: only opens the fork, and Continue here drafts on it', async () => {
+      const { history, requests, store, shown, notices } = controller(answers());
+      expect(await history.forkSession(4)).toBeUndefined();
+      expect(requests.map((request) => request.method)).toEqual(['fork_session']);
+      expect(notices.at(-1)).toContain('Continue here drafts on it.');
+      store.dispatch({ type: 'select', sessionId: 'f1' });
+      expect(await history.continueHere()).toBe(true);
+      expect(requests.at(-1)).toEqual({
+        method: 'draft',
+        params: { role: 'dev', project: 'shop', task: 'fix-cart', session: 'f1' },
+      });
+      expect(shown).toEqual(['f1']);
+    });
+
+    it('Continue here is refused, with nothing asked, while this window has a draft', async () => {
+      const { history, requests, store, notices } = controller(answers());
+      store.dispatch({ type: 'session_updated', session: fork });
+      store.dispatch({ type: 'select', sessionId: 'f1' });
+      store.dispatch({ type: 'draft', status: thisWindowsDraft });
+      expect(await history.continueHere()).toBe(false);
+      expect(requests).toEqual([]);
+      expect(notices.at(-1)).toBe('This window already has a draft: undraft it first, then continue here.');
+    });
   });
 });

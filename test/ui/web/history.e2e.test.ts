@@ -275,32 +275,77 @@ describe.skipIf(web.part.skip)('the history tree in the web UI', () => {
     await page.context().close();
   }, 120_000);
 
-  it('forks from an answer into a new session that says where it came from', async () => {
+  it('forks from an answer into a new session that says where it came from, and the draft goes on in the fork', async () => {
     const { driver, sessionId } = await driverDraft('Fork task');
     for (const content of ['One.', 'Two.']) {
       await driver.request('submit_prompt', { content });
       await turnsSettled(driver);
     }
     const page = await openOnChannel(driver, sessionId);
-    const answer = page.locator('[data-testid="blocks"] > [data-block-type="assistant_text"]', {
-      hasText: 'Echo: One.',
-    });
-    await answer.hover();
-    await answer.locator('[data-testid="fork"]').click();
-    const dialog = page.locator('dialog[data-testid="fork-dialog"]');
-    expect(await dialog.locator('[data-testid="fork-backend"] option').first().innerText()).toBe(
-      'Same back end (scripted)',
-    );
-    await dialog.locator('[data-testid="fork-confirm"]').click();
+    const forkFrom = async (text: string) => {
+      const answer = page.locator('[data-testid="blocks"] > [data-block-type="assistant_text"]', { hasText: text });
+      await answer.hover();
+      await answer.locator('[data-testid="fork"]').click();
+      const dialog = page.locator('dialog[data-testid="fork-dialog"]');
+      expect(await dialog.locator('[data-testid="fork-backend"] option').first().innerText()).toBe(
+        'Same back end (scripted)',
+      );
+      await dialog.locator('[data-testid="fork-confirm"]').click();
+    };
+    /** The user messages of a session's active branch, as the server has them. */
+    const userMessagesOf = async (id: string) => {
+      const { events } = await driver.request('get_events', { sessionId: id });
+      return events.flatMap((event) =>
+        event.type === 'block_complete' && event.block.type === 'user_message' ? [event.block.content] : [],
+      );
+    };
+    const selectedId = () =>
+      page.evaluate(() => document.querySelector('.session-row[aria-current="true"]')?.getAttribute('data-session-id'));
+
+    await forkFrom('Echo: One.');
+    await page.waitForFunction((source) => {
+      const selected = document.querySelector('.session-row[aria-current="true"]')?.getAttribute('data-session-id');
+      return selected !== null && selected !== undefined && selected !== source;
+    }, sessionId);
     const origin = page.locator('[data-testid="forked-from"]');
     await origin.waitFor();
     expect(await origin.innerText()).toMatch(/Forked from .* at seq \d+/);
     await page.waitForFunction(() => document.querySelectorAll('[data-block-type="user_message"]').length === 1);
     expect(await userTexts(page)).toEqual(['One.']);
-    // The source opens from the header, unchanged.
+    // This window had the source's draft: it goes on in the fork, and the prompt box sends there.
+    const forkId = (await selectedId())!;
+    expect(forkId).not.toBe(sessionId);
+    await expect.poll(async () => (await driver.request('get_draft_status')).session?.sessionId).toBe(forkId);
+    await page.locator('[data-testid="prompt"]').waitFor();
+    expect((await driver.request('get_session', { sessionId: forkId })).session.forkedFrom?.sessionId).toBe(sessionId);
+    await send(page, 'Three, in the fork.');
+    expect(await userTexts(page)).toEqual(['One.', 'Three, in the fork.']);
+    await turnsSettled(driver);
+    expect(await userMessagesOf(forkId)).toEqual(['One.', 'Three, in the fork.']);
+    expect(await userMessagesOf(sessionId)).toEqual(['One.', 'Two.']);
+
+    // The source opens from the header, unchanged; a fork of it (not this window's draft any more)
+    // opens read-only, and Continue here (once this window's draft is undrafted) drafts on it.
     await origin.locator('[data-testid="open-fork-source"]').click();
     await userMessage(page, 'Two.').waitFor();
     expect(await userTexts(page)).toEqual(['One.', 'Two.']);
+    await forkFrom('Echo: Two.');
+    await page.waitForFunction((source) => {
+      const selected = document.querySelector('.session-row[aria-current="true"]')?.getAttribute('data-session-id');
+      return selected !== null && selected !== undefined && selected !== source;
+    }, sessionId);
+    const secondFork = (await selectedId())!;
+    expect(secondFork).not.toBe(forkId);
+    await page.locator('[data-testid="prompt-note"]', { hasText: 'this window has a draft already' }).waitFor();
+    await page.locator('[data-testid="undraft"]').click();
+    await page.locator('[data-testid="continue-fork"]').click();
+    await expect.poll(async () => (await driver.request('get_draft_status')).session?.sessionId).toBe(secondFork);
+    await page.locator('[data-testid="prompt"]').waitFor();
+    await send(page, 'Four, continued here.');
+    await turnsSettled(driver);
+    expect(await userMessagesOf(secondFork)).toEqual(['One.', 'Two.', 'Four, continued here.']);
+    expect(await userMessagesOf(forkId)).toEqual(['One.', 'Three, in the fork.']);
+    expect(await userMessagesOf(sessionId)).toEqual(['One.', 'Two.']);
     await page.context().close();
   }, 120_000);
 

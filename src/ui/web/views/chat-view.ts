@@ -34,6 +34,7 @@ import {
 } from '../state.js';
 import { chatItems, sessionLabel, type ChatItem } from '../view-model.js';
 import { forkOrigin } from './history-views.js';
+import { continueTarget } from '../history-model.js';
 import { MarkdownView } from '../markdown/markdown-view.js';
 import type { MarkdownOptions } from '../markdown/render.js';
 import { BackendPicker } from './backend-picker.js';
@@ -336,6 +337,7 @@ export class ChatView {
     else if (!session) mode = 'none';
     else if (session.status === 'archived') mode = 'archived';
     else if (session.readOnly) mode = 'readonly';
+    else if (continueTarget(session) !== undefined) mode = state.draft === undefined ? 'fork' : 'fork-drafted';
     else if (session.scope.kind === 'draft') mode = 'other-draft';
     else mode = 'not-draft';
     if (this.last.mode === mode && this.last.busy === state.busy && this.last.turn === state.turnRunning) return;
@@ -358,8 +360,21 @@ export class ChatView {
       readonly: 'This session is read only (imported): search it, read it, inspect its checkpoints.',
       'other-draft': 'This draft belongs to another window (channel). Draft the role here to chat from this page.',
       'not-draft': 'The prompt box is for drafts: draft an agent on the left to chat.',
+      fork: 'A fork no draft runs from this window: Continue here drafts on it, so you can type into it.',
+      'fork-drafted': 'A fork: this window has a draft already. Undraft it to continue this fork here.',
     };
     this.footerNote.textContent = notes[mode] ?? '';
+    if (mode === 'fork') {
+      const busy = state.busy.draft === true;
+      const button = h(
+        'button',
+        { type: 'button', 'data-testid': 'continue-fork', onclick: () => void this.actions.continueHere?.() },
+        busy ? 'Drafting…' : 'Continue here',
+      );
+      button.disabled = busy;
+      replaceChildren(this.footer, this.footerNote, button);
+      return;
+    }
     replaceChildren(this.footer, this.footerNote);
   }
 
