@@ -125,18 +125,20 @@ export class SchedulesView {
         : undefined;
     return h(
       'section',
-      { 'data-testid': 'schedule', 'data-schedule-id': schedule.id },
-      h('div', { class: 'run-part' }, h('strong', {}, schedule.name ?? schedule.id), ` · ${timing} · ${fires}`),
+      // The Runs view's card look; its parts are blocks of their own (a run's `run-part` is
+      // `display: contents`, which ran a schedule's lines together into one).
+      { class: 'run schedule', 'data-testid': 'schedule', 'data-schedule-id': schedule.id },
+      h('div', { class: 'schedule-part' }, h('strong', {}, schedule.name ?? schedule.id), ` · ${timing} · ${fires}`),
       h(
         'div',
-        { class: 'run-part', 'data-testid': 'schedule-next' },
+        { class: 'schedule-part', 'data-testid': 'schedule-next' },
         schedule.paused
           ? 'paused'
           : `next: ${schedule.nextFireAt ? new Date(schedule.nextFireAt).toLocaleString() : 'never'}`,
       ),
       h(
         'div',
-        { class: 'run-part', 'data-testid': 'schedule-last' },
+        { class: 'schedule-part', 'data-testid': 'schedule-last' },
         last
           ? `last: ${last.outcome}${last.error ? ` (${last.error.code}: ${last.error.message})` : ''} `
           : 'not fired yet',
