@@ -30,8 +30,9 @@ function schedulerClock(startIso: string) {
 }
 
 const clock = schedulerClock('2026-01-10T12:00:00.000Z');
+const store = createMemoryScheduleStore();
 const web = useWebHarness({
-  scheduleStore: createMemoryScheduleStore(),
+  scheduleStore: store,
   schedulerClock: clock,
   createRunService: serveRuns(coreRunServiceFactory, () => undefined),
 });
@@ -157,6 +158,29 @@ describe.skipIf(web.part.skip)('the Schedules view of the web UI', () => {
     await blocks.locator('[data-block-type="assistant_text"]', { hasText: 'This week: two fixes landed.' }).waitFor();
     await harness.server.drafts.settled({ channelId: `schedule-${schedule.id}` });
     await other.removeSchedule(schedule.id);
+    await page.context().close();
+  });
+
+  it('a pause the server refuses says why, and a schedule gone from the store behind this server leaves the view', async () => {
+    const harness = web.harness();
+    const page = await openConnected(harness, 'schedules-refused-failure');
+    await page.locator('[data-testid="schedules-button"]').click();
+    const view = page.locator('[data-testid="schedules-view"]');
+    const other = await harness.client();
+    const schedule = await other.addSchedule({
+      name: 'gone soon',
+      everySeconds: 600,
+      target: { kind: 'workflow', workflow: 'workflows/nightly.ts' },
+    });
+    const card = view.locator(`[data-testid="schedule"][data-schedule-id="${schedule.id}"]`);
+    await card.waitFor();
+    // As another server on the same PostgreSQL removes it: straight from the store, unannounced here.
+    expect(await store.removeSchedule(schedule.id)).toBe(true);
+    await card.locator('[data-testid="schedule-toggle"]').click();
+    const refusal = view.locator('[data-testid="schedules-error"]');
+    await refusal.waitFor();
+    expect(await refusal.innerText()).toMatch(new RegExp(`^Could not pause gone soon: .*${schedule.id}`));
+    await card.waitFor({ state: 'detached' });
     await page.context().close();
   });
 });

@@ -23,6 +23,8 @@ export class SchedulesView {
   private schedules: ScheduleWire[] = [];
   private enabled = false;
   private open = false;
+  /** Why the last pause or resume pressed here failed, shown until the next one succeeds. */
+  private refusal: string | undefined;
 
   constructor(
     private readonly client: ProtocolClient,
@@ -85,6 +87,7 @@ export class SchedulesView {
     replaceChildren(
       this.element,
       header,
+      this.refusal ? h('p', { class: 'error-text small', 'data-testid': 'schedules-error' }, this.refusal) : null,
       ...(cards.length > 0
         ? cards
         : [h('p', { class: 'muted' }, 'No schedules yet. Add one with `parley schedule add`.')]),
@@ -149,14 +152,29 @@ export class SchedulesView {
         {
           type: 'button',
           'data-testid': 'schedule-toggle',
-          onclick: () =>
-            void (
-              schedule.paused ? this.client.resumeSchedule(schedule.id) : this.client.pauseSchedule(schedule.id)
-            ).catch(() => undefined),
+          onclick: () => void this.pauseOrResume(schedule),
         },
         schedule.paused ? 'Resume' : 'Pause',
       ),
     );
+  }
+
+  /**
+   * Presses Pause or Resume on the server. A refusal is shown, not swallowed: a button that does
+   * nothing tells the person nothing. A schedule gone from the store (removed through another server
+   * on the same PostgreSQL, whose removal this server does not announce) is read again, so its card goes.
+   */
+  private async pauseOrResume(schedule: ScheduleWire): Promise<void> {
+    const action = schedule.paused ? 'resume' : 'pause';
+    try {
+      await (schedule.paused ? this.client.resumeSchedule(schedule.id) : this.client.pauseSchedule(schedule.id));
+      this.refusal = undefined;
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.refusal = `Could not ${action} ${schedule.name ?? schedule.id}: ${message}`;
+      if (error instanceof RpcError && error.reason === 'SCHEDULE_NOT_FOUND') await this.refresh();
+    }
+    this.draw();
   }
 
   private follow(event: Event, open: () => void): void {
