@@ -19,6 +19,16 @@ import { openConnected, useWebHarness } from './web-test-hooks.js';
 const repo = resolve(import.meta.dirname, '..', '..', '..');
 
 /** A clock the test sets; the scheduler's timer never fires by itself (the test calls `tick()`). */
+/** How the page shows an interval schedule's next firing: in the browser's zone, the zone named. */
+const SHOWN = {
+  year: 'numeric',
+  month: 'short',
+  day: 'numeric',
+  hour: '2-digit',
+  minute: '2-digit',
+  timeZoneName: 'short',
+} as const;
+
 function schedulerClock(startIso: string) {
   let now = Date.parse(startIso);
   return {
@@ -67,7 +77,10 @@ describe.skipIf(web.part.skip)('the Schedules view of the web UI', () => {
       'hourly check · every 3600 s · runs workflows/nightly.ts',
     );
     // The page shows the time in the browser's own locale and zone; it must be this instant's.
-    const shownNext = await page.evaluate((iso) => new Date(iso).toLocaleString(), schedule.nextFireAt!);
+    const shownNext = await page.evaluate(([iso, options]) => new Date(iso).toLocaleString(undefined, options), [
+      schedule.nextFireAt!,
+      SHOWN,
+    ] as const);
     expect(await card.locator('[data-testid="schedule-next"]').innerText()).toBe(`next: ${shownNext}`);
     expect(await card.locator('[data-testid="schedule-last"]').innerText()).toBe('not fired yet');
 
@@ -81,7 +94,10 @@ describe.skipIf(web.part.skip)('the Schedules view of the web UI', () => {
     await runLink.waitFor();
     expect(await card.locator('[data-testid="schedule-last"]').innerText()).toBe(`last: started ${runId}`);
     expect(await runLink.getAttribute('href')).toBe(`#run=${encodeURIComponent(runId)}`);
-    const shownNextAfter = await page.evaluate((iso) => new Date(iso).toLocaleString(), fired.nextFireAt!);
+    const shownNextAfter = await page.evaluate(([iso, options]) => new Date(iso).toLocaleString(undefined, options), [
+      fired.nextFireAt!,
+      SHOWN,
+    ] as const);
     expect(fired.nextFireAt).toBe('2026-01-10T14:00:00.000Z');
     await card.locator('[data-testid="schedule-next"]', { hasText: `next: ${shownNextAfter}` }).waitFor();
     await page.screenshot({ path: join(SCREENSHOTS, 'schedules-fired.png') });
@@ -114,7 +130,10 @@ describe.skipIf(web.part.skip)('the Schedules view of the web UI', () => {
     await card.locator('[data-testid="schedule-toggle"]', { hasText: 'Pause' }).waitFor();
     const resumed = (await other.request('get_schedule', { scheduleId: schedule.id })).schedule;
     expect(resumed.paused).toBe(false);
-    const shownResumed = await page.evaluate((iso) => new Date(iso).toLocaleString(), resumed.nextFireAt!);
+    const shownResumed = await page.evaluate(([iso, options]) => new Date(iso).toLocaleString(undefined, options), [
+      resumed.nextFireAt!,
+      SHOWN,
+    ] as const);
     expect(await card.locator('[data-testid="schedule-next"]').innerText()).toBe(`next: ${shownResumed}`);
     // The last result is kept across the pause.
     expect(await card.locator('[data-testid="schedule-last"]').innerText()).toBe(`last: started ${runId}`);
@@ -181,6 +200,26 @@ describe.skipIf(web.part.skip)('the Schedules view of the web UI', () => {
     await refusal.waitFor();
     expect(await refusal.innerText()).toMatch(new RegExp(`^Could not pause gone soon: .*${schedule.id}`));
     await card.waitFor({ state: 'detached' });
+    await page.context().close();
+  });
+
+  it("a cron schedule's next firing is shown in its own time zone, named", async () => {
+    const harness = web.harness();
+    const page = await openConnected(harness, 'schedules-zone-failure');
+    await page.locator('[data-testid="schedules-button"]').click();
+    const other = await harness.client();
+    const schedule = await other.addSchedule({
+      name: 'tokyo morning',
+      cron: '0 3 * * *',
+      timeZone: 'Asia/Tokyo',
+      target: { kind: 'workflow', workflow: 'workflows/nightly.ts' },
+    });
+    const card = page.locator(`[data-testid="schedule"][data-schedule-id="${schedule.id}"]`);
+    await card.waitFor();
+    expect(await card.locator('.schedule-part').first().innerText()).toContain('0 3 * * * (Asia/Tokyo)');
+    // 03:00 in Tokyo, whatever zone the browser is in.
+    expect(await card.locator('[data-testid="schedule-next"]').innerText()).toMatch(/^next: .*\b03:00\b.*GMT\+9$/);
+    await other.removeSchedule(schedule.id);
     await page.context().close();
   });
 });

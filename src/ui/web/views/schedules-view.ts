@@ -135,9 +135,7 @@ export class SchedulesView {
       h(
         'div',
         { class: 'schedule-part', 'data-testid': 'schedule-next' },
-        schedule.paused
-          ? 'paused'
-          : `next: ${schedule.nextFireAt ? new Date(schedule.nextFireAt).toLocaleString() : 'never'}`,
+        schedule.paused ? 'paused' : `next: ${schedule.nextFireAt ? nextFiring(schedule) : 'never'}`,
       ),
       h(
         'div',
@@ -182,4 +180,21 @@ export class SchedulesView {
     this.toggle(false);
     open();
   }
+}
+
+/**
+ * When a schedule fires next, with its zone named: a cron's in its own time zone (the one its times
+ * are written in: "0 3 * * *" in Tokyo reads 03:00 GMT+9 from any browser), an interval's in the
+ * browser's. Without the zone a person elsewhere read another zone's hour as their own.
+ */
+function nextFiring(schedule: ScheduleWire): string {
+  return new Date(schedule.nextFireAt!).toLocaleString(undefined, {
+    year: 'numeric',
+    month: 'short',
+    day: 'numeric',
+    hour: '2-digit',
+    minute: '2-digit',
+    timeZoneName: 'short',
+    ...(schedule.timing.kind === 'cron' ? { timeZone: schedule.timing.timeZone } : {}),
+  });
 }
