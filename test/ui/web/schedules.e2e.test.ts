@@ -222,4 +222,29 @@ describe.skipIf(web.part.skip)('the Schedules view of the web UI', () => {
     await other.removeSchedule(schedule.id);
     await page.context().close();
   });
+
+  it("a firing that cannot start shows as failed with the server's error", async () => {
+    const harness = web.harness();
+    const page = await openConnected(harness, 'schedules-failed-failure');
+    await page.locator('[data-testid="schedules-button"]').click();
+    const other = await harness.client();
+    const { sessionId } = await other.request('draft', { role: 'dev', project: harness.project, task: 'first-task' });
+    const schedule = await other.addSchedule({
+      name: 'poke',
+      everySeconds: 60,
+      target: { kind: 'session', sessionId, prompt: 'Still there?' },
+    });
+    const card = page.locator(`[data-testid="schedule"][data-schedule-id="${schedule.id}"]`);
+    await card.locator('.schedule-part', { hasText: `prompts session ${sessionId}` }).waitFor();
+    // The draft is closed before the firing: the prompt has nowhere to go.
+    await other.request('undraft', {});
+    clock.set(schedule.nextFireAt!);
+    await harness.server.scheduler!.tick();
+    const last = card.locator('[data-testid="schedule-last"]');
+    await card.locator('[data-testid="schedule-last"]', { hasText: /^last: failed \(NO_ACTIVE_DRAFT: / }).waitFor();
+    expect(await last.innerText()).toContain(`No draft runs session ${sessionId}`);
+    expect(await last.locator('a').count()).toBe(0);
+    await other.removeSchedule(schedule.id);
+    await page.context().close();
+  });
 });
