@@ -23,6 +23,8 @@ export class SchedulesView {
   private schedules: ScheduleWire[] = [];
   private enabled = false;
   private open = false;
+  /** Why the last pause or resume pressed here failed, shown until the next one succeeds. */
+  private refusal: string | undefined;
 
   constructor(
     private readonly client: ProtocolClient,
@@ -85,6 +87,7 @@ export class SchedulesView {
     replaceChildren(
       this.element,
       header,
+      this.refusal ? h('p', { class: 'error-text small', 'data-testid': 'schedules-error' }, this.refusal) : null,
       ...(cards.length > 0
         ? cards
         : [h('p', { class: 'muted' }, 'No schedules yet. Add one with `parley schedule add`.')]),
@@ -125,18 +128,18 @@ export class SchedulesView {
         : undefined;
     return h(
       'section',
-      { 'data-testid': 'schedule', 'data-schedule-id': schedule.id },
-      h('div', { class: 'run-part' }, h('strong', {}, schedule.name ?? schedule.id), ` · ${timing} · ${fires}`),
+      // The Runs view's card look; its parts are blocks of their own (a run's `run-part` is
+      // `display: contents`, which ran a schedule's lines together into one).
+      { class: 'run schedule', 'data-testid': 'schedule', 'data-schedule-id': schedule.id },
+      h('div', { class: 'schedule-part' }, h('strong', {}, schedule.name ?? schedule.id), ` · ${timing} · ${fires}`),
       h(
         'div',
-        { class: 'run-part', 'data-testid': 'schedule-next' },
-        schedule.paused
-          ? 'paused'
-          : `next: ${schedule.nextFireAt ? new Date(schedule.nextFireAt).toLocaleString() : 'never'}`,
+        { class: 'schedule-part', 'data-testid': 'schedule-next' },
+        schedule.paused ? 'paused' : `next: ${schedule.nextFireAt ? nextFiring(schedule) : 'never'}`,
       ),
       h(
         'div',
-        { class: 'run-part', 'data-testid': 'schedule-last' },
+        { class: 'schedule-part', 'data-testid': 'schedule-last' },
         last
           ? `last: ${last.outcome}${last.error ? ` (${last.error.code}: ${last.error.message})` : ''} `
           : 'not fired yet',
@@ -147,14 +150,29 @@ export class SchedulesView {
         {
           type: 'button',
           'data-testid': 'schedule-toggle',
-          onclick: () =>
-            void (
-              schedule.paused ? this.client.resumeSchedule(schedule.id) : this.client.pauseSchedule(schedule.id)
-            ).catch(() => undefined),
+          onclick: () => void this.pauseOrResume(schedule),
         },
         schedule.paused ? 'Resume' : 'Pause',
       ),
     );
+  }
+
+  /**
+   * Presses Pause or Resume on the server. A refusal is shown, not swallowed: a button that does
+   * nothing tells the person nothing. A schedule gone from the store (removed through another server
+   * on the same PostgreSQL, whose removal this server does not announce) is read again, so its card goes.
+   */
+  private async pauseOrResume(schedule: ScheduleWire): Promise<void> {
+    const action = schedule.paused ? 'resume' : 'pause';
+    try {
+      await (schedule.paused ? this.client.resumeSchedule(schedule.id) : this.client.pauseSchedule(schedule.id));
+      this.refusal = undefined;
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.refusal = `Could not ${action} ${schedule.name ?? schedule.id}: ${message}`;
+      if (error instanceof RpcError && error.reason === 'SCHEDULE_NOT_FOUND') await this.refresh();
+    }
+    this.draw();
   }
 
   private follow(event: Event, open: () => void): void {
@@ -162,4 +180,21 @@ export class SchedulesView {
     this.toggle(false);
     open();
   }
+}
+
+/**
+ * When a schedule fires next, with its zone named: a cron's in its own time zone (the one its times
+ * are written in: "0 3 * * *" in Tokyo reads 03:00 GMT+9 from any browser), an interval's in the
+ * browser's. Without the zone a person elsewhere read another zone's hour as their own.
+ */
+function nextFiring(schedule: ScheduleWire): string {
+  return new Date(schedule.nextFireAt!).toLocaleString(undefined, {
+    year: 'numeric',
+    month: 'short',
+    day: 'numeric',
+    hour: '2-digit',
+    minute: '2-digit',
+    timeZoneName: 'short',
+    ...(schedule.timing.kind === 'cron' ? { timeZone: schedule.timing.timeZone } : {}),
+  });
 }
