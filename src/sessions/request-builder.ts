@@ -102,8 +102,33 @@ interface Piece {
   tokens: number;
 }
 
-interface UnitPiece extends Piece {
-  unit: ProjectedMessage;
+/**
+ * A conversation unit being fitted. Its tokens are kept summed in its request as they change, so
+ * measuring the request is O(1) and fitting a conversation of tens of thousands of units is linear:
+ * re-summing them on every check made a long session's request take minutes of the server's only
+ * thread (bench/soak-huge-session.ts found it).
+ */
+class UnitPiece implements Piece {
+  #tokens: number;
+
+  constructor(
+    private readonly sum: { unitTokens: number },
+    readonly unit: ProjectedMessage,
+    public text: string,
+    tokens: number,
+  ) {
+    this.#tokens = tokens;
+    sum.unitTokens += tokens;
+  }
+
+  get tokens(): number {
+    return this.#tokens;
+  }
+
+  set tokens(tokens: number) {
+    this.sum.unitTokens += tokens - this.#tokens;
+    this.#tokens = tokens;
+  }
 }
 
 interface SectionPiece extends Piece {
@@ -121,6 +146,10 @@ class WorkingRequest {
   user: Piece;
   omitted: { count: number; firstSeq: number; lastSeq: number } | undefined;
   omittedNotice: Piece | undefined;
+  /** The units' tokens, summed (kept by UnitPiece). */
+  unitTokens = 0;
+  /** The oldest units counted as left out while step 3 looks for how many must go (see `hideOldest`). */
+  private hidden = { count: 0, tokens: 0 };
   readonly adjustments: RequestAdjustments = { prunedToolOutputs: 0, truncated: [], omittedMessages: 0 };
   private readonly separator: number;
   private readonly contextHeading: number;
@@ -142,11 +171,9 @@ class WorkingRequest {
       titleTokens: counter.countText(`## ${section.title}`),
     }));
     this.checkpoint = { text: sources.checkpoint, tokens: counter.countText(sources.checkpoint) };
-    this.units = sources.conversation.map((unit) => ({
-      unit,
-      text: unit.content,
-      tokens: counter.countKeyed(unit.key, unit.content),
-    }));
+    this.units = sources.conversation.map(
+      (unit) => new UnitPiece(this, unit, unit.content, counter.countKeyed(unit.key, unit.content)),
+    );
     this.user = { text: sources.userMessage, tokens: counter.countText(sources.userMessage) };
   }
 
@@ -158,12 +185,13 @@ class WorkingRequest {
       (this.context.length === 0
         ? this.separator + this.counter.countText(NO_CONTEXT)
         : this.context.reduce((sum, section) => sum + 2 * this.separator + section.titleTokens + section.tokens, 0));
-    const conversationUnits = this.units.reduce((sum, unit) => sum + this.separator + unit.tokens, 0);
+    const shown = this.units.length - this.hidden.count;
+    const conversationUnits = this.unitTokens - this.hidden.tokens + this.separator * shown;
     const notice = this.omittedNotice ? this.separator + this.omittedNotice.tokens : 0;
     const conversation =
       this.separator +
       this.conversationHeading +
-      (this.units.length === 0 && !this.omittedNotice
+      (shown === 0 && !this.omittedNotice
         ? this.separator + this.counter.countText(NO_MESSAGES)
         : conversationUnits + notice);
     return {
@@ -173,6 +201,18 @@ class WorkingRequest {
       conversation,
       userPrompt: this.user.tokens,
     };
+  }
+
+  /** Counts `pieces` (the oldest units, holding `tokens`) as left out, without removing them yet. */
+  hideOldest(pieces: number, tokens: number): void {
+    this.hidden = { count: pieces, tokens };
+  }
+
+  /** Removes the units counted as left out (`gone`, which `hideOldest` counted). */
+  removeHidden(gone: ReadonlySet<UnitPiece>): void {
+    this.units = this.units.filter((piece) => !gone.has(piece));
+    this.unitTokens -= this.hidden.tokens;
+    this.hidden = { count: 0, tokens: 0 };
   }
 
   calibrated(ratio: number): { sections: RequestSections; total: number; raw: number } {
@@ -297,19 +337,46 @@ function fit(working: WorkingRequest, tokenBudget: number, ratio: number, fits: 
     for (const candidate of candidates) if (candidate.tokens > cap) candidate.cut(cap);
   }
 
-  // 3. The oldest messages not yet in the checkpoint, with a notice of what was left out.
-  while (!fits() && working.units.some((piece) => piece.unit.kind !== 'placeholder')) {
-    const index = working.units.findIndex((piece) => piece.unit.kind !== 'placeholder');
-    const [removed] = working.units.splice(index, 1);
-    const unit = removed!.unit;
-    const omitted = working.omitted ?? { count: 0, firstSeq: unit.firstSeq, lastSeq: unit.lastSeq };
-    omitted.count++;
-    omitted.firstSeq = Math.min(omitted.firstSeq, unit.firstSeq);
-    omitted.lastSeq = Math.max(omitted.lastSeq, unit.lastSeq);
-    working.omitted = omitted;
-    const text = `[${omitted.count} older message${omitted.count === 1 ? '' : 's'} (seq ${omitted.firstSeq}–${omitted.lastSeq}) left out to fit the token budget; they are not in the checkpoint yet and are kept in the session log.]`;
-    working.omittedNotice = { text, tokens: count(text) };
-    working.adjustments.omittedMessages = omitted.count;
+  // 3. The oldest messages not yet in the checkpoint, with a notice of what was left out: the fewest
+  // that make it fit. Leaving one more out never lengthens the request (it takes a separator and its
+  // text, the notice grows by a digit at most), so the fewest is found by bisection, each probe O(1)
+  // but for counting the notice: a long session has tens of thousands of units.
+  if (!fits()) {
+    const removable = working.units.filter((piece) => piece.unit.kind !== 'placeholder');
+    const tokens = [0];
+    const firstSeq = [Number.POSITIVE_INFINITY];
+    const lastSeq = [Number.NEGATIVE_INFINITY];
+    for (const piece of removable) {
+      tokens.push(tokens.at(-1)! + piece.tokens);
+      firstSeq.push(Math.min(firstSeq.at(-1)!, piece.unit.firstSeq));
+      lastSeq.push(Math.max(lastSeq.at(-1)!, piece.unit.lastSeq));
+    }
+    const leaveOut = (many: number): boolean => {
+      working.hideOldest(many, tokens[many]!);
+      if (many === 0) {
+        working.omitted = undefined;
+        working.omittedNotice = undefined;
+      } else {
+        const omitted = { count: many, firstSeq: firstSeq[many]!, lastSeq: lastSeq[many]! };
+        const text = `[${many} older message${many === 1 ? '' : 's'} (seq ${omitted.firstSeq}–${omitted.lastSeq}) left out to fit the token budget; they are not in the checkpoint yet and are kept in the session log.]`;
+        working.omitted = omitted;
+        working.omittedNotice = { text, tokens: count(text) };
+      }
+      return fits();
+    };
+    // Leaving all out either fits or is the best step 3 can do (step 4 goes on from there).
+    let fewest = removable.length;
+    if (leaveOut(fewest)) {
+      let tooFew = 0;
+      while (fewest - tooFew > 1) {
+        const middle = Math.floor((tooFew + fewest) / 2);
+        if (leaveOut(middle)) fewest = middle;
+        else tooFew = middle;
+      }
+    }
+    leaveOut(fewest);
+    working.removeHidden(new Set(removable.slice(0, fewest)));
+    working.adjustments.omittedMessages = fewest;
   }
 
   // 4. Past all of that only a budget smaller than the request's skeleton remains: cut what is left.

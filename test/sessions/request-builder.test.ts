@@ -243,6 +243,32 @@ describe('assembleRequest', () => {
     expect(request.systemPrompt).not.toContain('message 0 ');
   });
 
+  it('leaves out the fewest oldest messages: keeping one more would not fit', () => {
+    const entries: Array<['user' | 'assistant', string]> = [];
+    for (let index = 0; index < 300; index++)
+      entries.push([index % 2 ? 'assistant' : 'user', `message ${index} ${prose(40, index)}`]);
+    const counter = new TokenCounter();
+    const left = assembleRequest(sources(blocksOf(entries)), counter, budget(3_000)).adjustments.omittedMessages;
+    expect(left).toBeGreaterThan(1);
+    // The request with one message fewer left out, notice included, is over the budget.
+    const oneMore = measureRequest(sources(blocksOf(entries.slice(left - 1))), counter, budget(3_000)).totalTokens;
+    const notice = counter.countText(
+      `\n\n[${left - 1} older messages (seq 0–${left - 2}) left out to fit the token budget; they are not in the checkpoint yet and are kept in the session log.]`,
+    );
+    expect(oneMore + notice).toBeGreaterThan(3_000);
+  });
+
+  it('fits a conversation of 30,000 messages, keeping the newest', () => {
+    const entries: Array<['user' | 'assistant', string]> = [];
+    for (let index = 0; index < 30_000; index++)
+      entries.push([index % 2 ? 'assistant' : 'user', `message ${index} ${prose(12, index)}`]);
+    const request = assembleRequest(sources(blocksOf(entries)), new TokenCounter(), budget(3_000));
+    expect(request.totalTokens).toBeLessThanOrEqual(3_000);
+    expect(request.adjustments.omittedMessages).toBeGreaterThan(29_000);
+    expect(request.systemPrompt).toContain('message 29999 ');
+    expect(request.systemPrompt).toContain(`[${request.adjustments.omittedMessages} older messages (seq 0–`);
+  });
+
   it('applies the calibration ratio: sections are scaled and the scaled total fits the budget', () => {
     const plain = assembleRequest(sources(blocksOf([['user', prose(2_000, 9)]])), new TokenCounter(), budget(100_000));
     const scaled = assembleRequest(
