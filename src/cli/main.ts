@@ -25,7 +25,13 @@ export async function createProgram(args: readonly string[] = []): Promise<Comma
   const { commandModules, loadCommands } = await import('./commands/index.js');
   const named = commandName(args);
   const wantsHelp = args.includes('--help') || args.includes('-h');
-  const only = named !== undefined && named in commandModules && !(named === 'help' || wantsHelp) ? [named] : undefined;
+  // `parley --version` names no command and prints only the version: it needs no command module.
+  const wantsVersion = named === undefined && !wantsHelp && (args.includes('--version') || args.includes('-V'));
+  const only = wantsVersion
+    ? []
+    : named !== undefined && named in commandModules && !(named === 'help' || wantsHelp)
+      ? [named]
+      : undefined;
   for (const register of await loadCommands(only)) register(program);
   return program;
 }
