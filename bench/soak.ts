@@ -7,6 +7,7 @@
  * `npm run soak -- --outage …`: two servers on PostgreSQL while it goes away and comes back, its
  * connections are cut and slowed (soak-outage.ts).
  * `npm run soak -- --hostile …`: idle connections and clients that never read (soak-hostile.ts).
+ * `npm run soak -- --huge-session [--events N]`: a session of a million events opened in the web UI (soak-huge-session.ts).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -19,6 +20,7 @@ import { ProtocolClient, webSocketTransport, type WebSocketLike } from '../src/p
 import { startServer } from '../src/server/index.js';
 import { cycleDefaults, formatCycleSoak, runCycleSoak } from './soak-cycle.js';
 import { hostileDefaults, runHostile } from './soak-hostile.js';
+import { hugeSessionDefaults, runHugeSession } from './soak-huge-session.js';
 import { formatOutageSoak, outageDefaults, runOutageSoak } from './soak-outage.js';
 import { table } from './stats.js';
 
@@ -327,7 +329,14 @@ function text(name: string): string | undefined {
   return index === -1 ? undefined : process.argv[index + 1];
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href && process.argv.includes('--hostile')) {
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href && process.argv.includes('--huge-session')) {
+  const { report, passed } = await runHugeSession({
+    events: argument('events') ?? hugeSessionDefaults.events,
+    log: (line) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`),
+  });
+  process.stdout.write(report);
+  if (!passed) process.exitCode = 1;
+} else if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href && process.argv.includes('--hostile')) {
   process.stdout.write(
     await runHostile({
       idle: argument('idle') ?? hostileDefaults.idle,

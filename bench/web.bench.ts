@@ -30,7 +30,8 @@ const DELTAS = 1_000;
 /** Opens per size (the median is printed); more on a busy machine, e.g. PARLEY_BENCH_RUNS=9. */
 const RUNS = Number(process.env['PARLEY_BENCH_RUNS'] ?? 3);
 
-function turnEvents(index: number): UnsequencedEvent[] {
+/** One turn of a long session as the web bench stores it (also soak-huge-session.ts). */
+export function turnEvents(index: number): UnsequencedEvent[] {
   const at = 1_700_000_000_000 + index * 1_000;
   // Answers as models write them: inline Markdown in each, a fence and a table in every tenth.
   let text = `Answer ${index}: the parser now **rejects** empty input and names the \`value\` it refused. `.repeat(3);

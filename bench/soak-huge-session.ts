@@ -1,0 +1,136 @@
+/**
+ * `npm run soak -- --huge-session [--events 1000000]` (soak.ts): a session of that many events
+ * opened in the web UI (headless Chromium, in-process server on the file store). Measured: the
+ * time from the click to the frame that shows the newest block; the page's JavaScript heap and DOM
+ * size once it is shown (Chrome's own Performance metrics); this process's peak RSS (server and
+ * bench together); and how promptly the server answers another client while the page reads
+ * (`list_projects` every 250 ms). The page must show the newest block, and the other client must
+ * be answered throughout. What the numbers say about bounds is in bench/README.md.
+ */
+import type { UnsequencedEvent } from '../src/conversation/index.js';
+import { startWebHarness } from '../test/ui/web/web-harness.js';
+import { table } from './stats.js';
+import { turnEvents } from './web.bench.js';
+
+export interface HugeSessionOptions {
+  events: number;
+  log: (line: string) => void;
+}
+
+export const hugeSessionDefaults = { events: 1_000_000 };
+
+const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(0);
+
+export async function runHugeSession(options: HugeSessionOptions): Promise<{ report: string; passed: boolean }> {
+  const harness = await startWebHarness();
+  let peakRss = process.memoryUsage().rss;
+  const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 200);
+  try {
+    const manager = harness.server.manager;
+    const session = await manager.createSession({
+      scope: { kind: 'workflow', harness: 'bench', agent: 'huge' },
+      agentType: 'bench',
+      backend: 'scripted',
+    });
+    const writeStarted = performance.now();
+    let written = 0;
+    let turn = 0;
+    let lastAnswerId = '';
+    while (written < options.events) {
+      const batch: UnsequencedEvent[] = [];
+      while (batch.length < 5_000 && written + batch.length < options.events) {
+        const events = turnEvents(turn);
+        lastAnswerId = `a${turn}`;
+        turn += 1;
+        batch.push(...events.slice(0, options.events - written - batch.length));
+      }
+      await manager.appendEvents(session.sessionId, batch);
+      written += batch.length;
+      if (written % 100_000 < 5_000) options.log(`${written.toLocaleString('en-US')} events written`);
+    }
+    const writeS = (performance.now() - writeStarted) / 1000;
+    // The session is let go, as a server that restarted would find it: the page's open reads it from the store.
+    const afterWrite = process.memoryUsage().rss;
+    options.log(`session ${session.sessionId}: ${written} events, ${turn} turns, in ${writeS.toFixed(0)} s`);
+
+    const other = await harness.client();
+    const page = await harness.page();
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send('Performance.enable');
+    await page.goto(harness.server.url);
+    await page.locator(`[data-session-id="${session.sessionId}"]`).waitFor({ timeout: 60_000 });
+    const before = await metrics(cdp);
+
+    const answers: number[] = [];
+    let reading = true;
+    const pinger = (async () => {
+      while (reading) {
+        const started = performance.now();
+        await other.request('list_projects');
+        answers.push(performance.now() - started);
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    })();
+    const clicked = performance.now();
+    await page.locator(`[data-session-id="${session.sessionId}"]`).click();
+    let shown = false;
+    try {
+      await page.locator(`[data-block-id="${lastAnswerId}"]`).waitFor({ state: 'attached', timeout: 900_000 });
+      shown = true;
+    } catch (error) {
+      options.log(`the newest block was not shown: ${String(error)}`);
+    }
+    const openS = (performance.now() - clicked) / 1000;
+    reading = false;
+    await pinger;
+    const after = await metrics(cdp);
+    const dom = await page.evaluate(() => document.getElementsByTagName('*').length);
+    const sorted = [...answers].sort((a, b) => a - b);
+    const worst = sorted.at(-1) ?? 0;
+    const median = sorted[Math.floor(sorted.length / 2)] ?? 0;
+    const rows = [
+      [
+        'events in the session',
+        written.toLocaleString('en-US'),
+        `${turn.toLocaleString('en-US')} turns, written in ${writeS.toFixed(0)} s`,
+      ],
+      ['click → newest block shown', shown ? `${openS.toFixed(1)} s` : `not shown in ${openS.toFixed(0)} s`, ''],
+      ['page JS heap used, list shown', `${mb(before.JSHeapUsedSize ?? 0)} MB`, ''],
+      [
+        'page JS heap used, session shown',
+        `${mb(after.JSHeapUsedSize ?? 0)} MB`,
+        `${(((after.JSHeapUsedSize ?? 0) - (before.JSHeapUsedSize ?? 0)) / written).toFixed(0)} bytes per event`,
+      ],
+      [
+        'page DOM elements, session shown',
+        dom.toLocaleString('en-US'),
+        'the chat view renders a window of blocks, not all',
+      ],
+      ['server + bench RSS after writing', `${mb(afterWrite)} MB`, ''],
+      ['server + bench peak RSS', `${mb(peakRss)} MB`, ''],
+      [
+        "another client's list_projects while the page read",
+        `median ${median.toFixed(0)} ms, worst ${worst.toFixed(0)} ms`,
+        `${answers.length} answers`,
+      ],
+    ];
+    const passed = shown;
+    const report = [
+      `## A session of ${written.toLocaleString('en-US')} events opened in the web UI (file store, headless Chromium)`,
+      '',
+      table(['what', 'measured', 'note'], rows),
+      '',
+    ].join('\n');
+    return { report, passed };
+  } finally {
+    clearInterval(sampler);
+    await harness.close();
+  }
+}
+
+async function metrics(cdp: {
+  send(method: 'Performance.getMetrics'): Promise<{ metrics: Array<{ name: string; value: number }> }>;
+}): Promise<Record<string, number>> {
+  const { metrics: list } = await cdp.send('Performance.getMetrics');
+  return Object.fromEntries(list.map((metric) => [metric.name, metric.value]));
+}
