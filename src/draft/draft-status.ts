@@ -21,7 +21,12 @@ export async function getDraftStatus(
   const parsed = ChannelParamsSchema.safeParse(params);
   if (!parsed.success) throw invalidInput('get_draft_status', parsed.error.issues);
   const draft = state.drafts.get(parsed.data.channelId);
-  if (draft) return { active: true, session: draftStatus(state, draft) };
+  // The client saw the turn end and asked at once: the turn is still saving its metrics, so the
+  // answer waits for them rather than report the turn count and cost of before the turn.
+  if (draft?.turn?.settling) await draft.turn.done;
+  if (draft && state.drafts.get(parsed.data.channelId) === draft) {
+    return { active: true, session: draftStatus(state, draft) };
+  }
   // Another server sharing the store may run the channel's draft (or none does, since its server
   // stopped): the client asking here, after a reconnect or a failover, still sees it.
   const stored = await state.catalog.activeDraftOfChannel(parsed.data.channelId);

@@ -303,6 +303,28 @@ describe('drafts: turns', () => {
     expect(recorder.of('draft_status').map((notice) => notice.turnCount)).toEqual([1, 2]);
   });
 
+  it("the status asked the moment the turn's end streams already counts that turn", async () => {
+    const backend = createScriptedBackend({
+      turns: [[step.text('first answer'), step.usage({ inputTokens: 100, outputTokens: 10 }), step.cost(0.01)]],
+    });
+    const { service } = await harness({ backends: { default: backend } });
+    await draftOnNewTask(service, 'c');
+    const status = new Promise<unknown>((resolve) => {
+      const off = service.on('channel_message', ({ event }) => {
+        if (event.type !== 'metadata_update' || event.metadata.turnComplete !== true) return;
+        off();
+        // As the TUI's /context does on seeing the end: the draft is still saving its metrics.
+        resolve(service.getDraftStatus({ channelId: 'c' }));
+      });
+    });
+    await service.submitPrompt({ channelId: 'c', content: 'hello' });
+    expect(await status).toMatchObject({
+      active: true,
+      session: { turnCount: 1, turnRunning: false, cumulativeCostUsd: 0.01 },
+    });
+    await service.settled({ channelId: 'c' });
+  });
+
   it('a second submit while a turn runs is TURN_IN_PROGRESS; cancel aborts it and keeps the partial output', async () => {
     const hold = gate();
     const backend = createScriptedBackend({
