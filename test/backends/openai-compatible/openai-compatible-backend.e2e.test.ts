@@ -314,7 +314,7 @@ describe('openai-compatible back end', () => {
 
   it('a stream that goes silent ends the turn as timed out after idleTimeoutMs', async () => {
     server.enqueue({ text: 'then silence', stall: true });
-    const events = await collect(backend({ idleTimeoutMs: 50 }).execute({ sessionId: 's', prompt: 'x' }));
+    const events = await collect(backend({ idleTimeoutMs: 1500 }).execute({ sessionId: 's', prompt: 'x' }));
     checkEventStream(events);
     expect(assistantText(events)).toBe('then silence');
     expect(systemBlocks(events, 'error')[0]).toMatchObject({ data: { code: 'TIMEOUT', retryable: true } });
