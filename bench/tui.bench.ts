@@ -109,9 +109,9 @@ class Tmux {
 }
 
 /** src/ as ES modules in bench/.data/tui-dist (node_modules resolve from the repository). */
-async function buildDist(): Promise<string> {
+async function buildDist(bundle = true): Promise<string> {
   const { build } = await import('esbuild');
-  const out = join(root, 'bench', '.data', 'tui-dist');
+  const out = join(root, 'bench', '.data', bundle ? 'tui-dist' : 'tui-dist-modules');
   await rm(out, { recursive: true, force: true });
   await mkdir(out, { recursive: true });
   const entries: string[] = [];
@@ -133,6 +133,12 @@ async function buildDist(): Promise<string> {
     jsx: 'automatic',
     logLevel: 'silent',
   });
+  if (!bundle) return out;
+  // What `npm run build` ships: the TUI's first-frame modules in one bundle.
+  const { bundleTui } = (await import(join(root, 'scripts', 'build-tui.mjs'))) as {
+    bundleTui: (dist: string) => Promise<void>;
+  };
+  await bundleTui(out);
   return out;
 }
 
@@ -201,6 +207,7 @@ async function prepareCodex(cwd: string): Promise<string[]> {
 
 async function firstPaint(runs: number): Promise<PaintRow[]> {
   const dist = await buildDist();
+  const unbundled = await buildDist(false);
   const tmux = new Tmux();
   await tmux.start();
   const titleShown = (screen: string) => /Parley [●○] \w+ \| No draft \| Agents: \d/.test(screen);
@@ -235,6 +242,11 @@ async function firstPaint(runs: number): Promise<PaintRow[]> {
       argv: [process.execPath, join(dist, 'cli', 'main.js')],
       done: promptShown,
       parleyReady: true,
+    },
+    {
+      label: "`parley` → Ink's first frame, without the bundle (each module loaded on its own)",
+      argv: [process.execPath, join(unbundled, 'cli', 'main.js')],
+      done: promptShown,
     },
     ...(gemini
       ? [

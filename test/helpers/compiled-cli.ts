@@ -51,6 +51,12 @@ export async function compileCli(out: string): Promise<string> {
   await copyFile(join(repo, 'package.json'), join(out, 'package.json'));
   await symlink(join(repo, 'node_modules'), join(out, 'node_modules'), 'dir');
   await symlink(join(repo, 'dist'), join(out, 'dist'), 'dir');
+  // The TUI's first-frame modules in one file, as `npm run build` ships them: the TUI tests run
+  // what users run, and each start loads one file instead of ~730.
+  const { bundleTui } = (await import(join(repo, 'scripts', 'build-tui.mjs'))) as {
+    bundleTui: (dist: string) => Promise<void>;
+  };
+  await bundleTui(join(out, 'src'));
   return join(out, 'src', 'cli', 'main.js');
 }
 
