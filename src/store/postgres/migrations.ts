@@ -310,6 +310,114 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    description: 'messages indexed for search after their append commits, not inside it',
+    sql: `
+      -- The trigger of migration 4 indexed every message inside its append's transaction: with 50
+      -- sessions appending at once that made each append several times slower than the bare insert.
+      -- Messages are now indexed just after their append commits, by index_pending_messages(), which
+      -- every server runs shortly after its commits and before each search (so a search still finds
+      -- every acknowledged message). DROP TRIGGER holds appends off the events table until this
+      -- commits, so every event already stored was indexed by the trigger.
+      DROP TRIGGER events_index_messages ON events;
+      DROP FUNCTION index_messages();
+
+      -- How far each session's log is indexed: every message at or below indexed_seq is in
+      -- session_messages (or was left out with a warning). A session without a row: none is.
+      CREATE TABLE search_positions (
+        session_id text PRIMARY KEY,
+        indexed_seq bigint NOT NULL
+      );
+      INSERT INTO search_positions (session_id, indexed_seq) SELECT session_id, last_seq FROM session_logs;
+
+      -- Indexes the messages of every session whose log is ahead of its search position; returns how
+      -- many it added. Any number of servers may run it at once: each session is indexed under a
+      -- transaction-scoped advisory lock, taken in session-id order (so two runs never deadlock), and
+      -- its range is read after the lock (so a run that waited does not index again what the other
+      -- did); the unique (session_id, seq) and ON CONFLICT DO NOTHING keep a row from ever doubling.
+      -- The check of what is pending is its first statement: nothing pending costs one scan and no lock.
+      -- Indexing never fails for a bad row: a batch that cannot be indexed is indexed row by row,
+      -- and a row that still fails is left out with a warning in the server's log.
+      CREATE FUNCTION index_pending_messages() RETURNS bigint LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+      DECLARE
+        pending text[];
+        id text;
+        ids text[];
+        afters bigint[];
+        throughs bigint[];
+        added bigint := 0;
+        one bigint;
+        row record;
+      BEGIN
+        pending := ARRAY(
+          SELECT l.session_id FROM session_logs l LEFT JOIN search_positions p USING (session_id)
+          WHERE l.last_seq > coalesce(p.indexed_seq, -1)
+          ORDER BY l.session_id COLLATE "C");
+        IF cardinality(pending) = 0 THEN
+          RETURN 0;
+        END IF;
+        FOREACH id IN ARRAY pending LOOP
+          PERFORM pg_advisory_xact_lock(hashtextextended('parley search ' || current_schema() || ' ' || id, 0));
+        END LOOP;
+        -- A statement of its own, so its snapshot sees what a run that held a lock before us committed.
+        SELECT array_agg(l.session_id), array_agg(coalesce(p.indexed_seq, -1)), array_agg(l.last_seq)
+          INTO ids, afters, throughs
+        FROM unnest(pending) AS w(session_id)
+        JOIN session_logs l USING (session_id)
+        LEFT JOIN search_positions p USING (session_id)
+        WHERE l.last_seq > coalesce(p.indexed_seq, -1);
+        IF ids IS NULL THEN
+          RETURN 0;
+        END IF;
+        BEGIN
+          -- In the order they were appended, as near as the events tell: message_id orders the hits.
+          INSERT INTO session_messages (session_id, seq, block_id, conversation_id, role, at, content)
+          SELECT m.session_id, m.seq, m.body #>> '{block,id}', m.body ->> 'conversationId',
+                 CASE m.body #>> '{block,type}' WHEN 'user_message' THEN 'user' ELSE 'assistant' END,
+                 coalesce((m.body ->> 'at')::bigint, 0), m.body #>> '{block,content}'
+          FROM (SELECT e.session_id, e.seq, replace(e.body, '\\u0000', '')::jsonb AS body
+                FROM unnest(ids, afters, throughs) AS r(session_id, after_seq, through_seq)
+                JOIN events e ON e.session_id = r.session_id AND e.seq > r.after_seq AND e.seq <= r.through_seq
+                WHERE strpos(e.body, '"block_complete"') > 0) m
+          WHERE m.body ->> 'type' = 'block_complete'
+            AND m.body #>> '{block,type}' IN ('user_message', 'assistant_text')
+            AND coalesce(m.body #>> '{block,content}', '') <> ''
+          ORDER BY coalesce((m.body ->> 'at')::bigint, 0), m.session_id, m.seq
+          ON CONFLICT (session_id, seq) DO NOTHING;
+          GET DIAGNOSTICS added = ROW_COUNT;
+        EXCEPTION WHEN others THEN
+          added := 0;
+          FOR row IN
+            SELECT e.session_id, e.seq, e.body
+            FROM unnest(ids, afters, throughs) AS r(session_id, after_seq, through_seq)
+            JOIN events e ON e.session_id = r.session_id AND e.seq > r.after_seq AND e.seq <= r.through_seq
+            WHERE strpos(e.body, '"block_complete"') > 0
+            ORDER BY e.session_id, e.seq
+          LOOP
+            BEGIN
+              INSERT INTO session_messages (session_id, seq, block_id, conversation_id, role, at, content)
+              SELECT row.session_id, row.seq, b #>> '{block,id}', b ->> 'conversationId',
+                     CASE b #>> '{block,type}' WHEN 'user_message' THEN 'user' ELSE 'assistant' END,
+                     coalesce((b ->> 'at')::bigint, 0), b #>> '{block,content}'
+              FROM (SELECT replace(row.body, '\\u0000', '')::jsonb AS b) parsed
+              WHERE b ->> 'type' = 'block_complete'
+                AND b #>> '{block,type}' IN ('user_message', 'assistant_text')
+                AND coalesce(b #>> '{block,content}', '') <> ''
+              ON CONFLICT (session_id, seq) DO NOTHING;
+              GET DIAGNOSTICS one = ROW_COUNT;
+              added := added + one;
+            EXCEPTION WHEN others THEN
+              RAISE WARNING 'parley: message % of session % left out of the search index: %', row.seq, row.session_id, SQLERRM;
+            END;
+          END LOOP;
+        END;
+        INSERT INTO search_positions (session_id, indexed_seq)
+        SELECT * FROM unnest(ids, throughs)
+        ON CONFLICT (session_id) DO UPDATE SET indexed_seq = greatest(search_positions.indexed_seq, EXCLUDED.indexed_seq);
+        RETURN added;
+      END $$;
+    `,
+  },
 ];
 
 /** The schema version this Parley writes and reads. */

@@ -35,6 +35,8 @@ export interface AppendCommitterOptions {
   answerTimeoutMs?: number;
   /** Where each commit announces its sessions' new events, and as whom (postgres-change-listener.ts). */
   notify: { channel: string; origin: string };
+  /** Called after each group commits (the search indexer schedules its run). */
+  onCommit?: () => void;
 }
 
 /** Events in one transaction at most; a larger backlog goes in the next ones. */
@@ -164,6 +166,7 @@ export class AppendCommitter {
           continue;
         }
       }
+      this.options.onCommit?.();
       for (const append of group) {
         const firstSeq = firstSeqs.get(append.sessionId);
         if (firstSeq === undefined) append.reject(sessionNotFound(append.sessionId));

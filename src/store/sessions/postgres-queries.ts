@@ -51,6 +51,8 @@ export function queriesFor(schema: string) {
       FROM ${table('session_messages')}
       WHERE words @@ plainto_tsquery('simple', ${schema}.search_words($1))
       ORDER BY message_id DESC LIMIT $2`,
+    /** Indexes every message appended since its session's search position (migration 6); returns how many. */
+    indexPendingMessages: `SELECT ${schema}.index_pending_messages()::float8 AS added`,
     lastSeq: `SELECT last_seq::float8 FROM ${logs} WHERE session_id = $1`,
 
     /**

@@ -33,6 +33,7 @@ import {
 import { queryTerms, snippetOf, type SessionSearchQuery, type SessionSearchResult } from './session-search.js';
 import { checkId, checkRecord, sessionNotFound, storeClosed } from '../validate.js';
 import { AppendCommitter } from './postgres-append-committer.js';
+import { SearchIndexer } from './postgres-search-indexer.js';
 import { firstSeqOf } from './numbering.js';
 import { ChangeListener, changeChannel } from './postgres-change-listener.js';
 import {
@@ -96,6 +97,8 @@ class PostgresStore implements SessionStore {
   /** Updates of one session (and checkpoint writes) take turns here, so they do not all hold a connection waiting on one row lock. */
   private readonly queue = new KeyedQueue();
   private readonly committer: AppendCommitter;
+  /** Indexes appended messages for search just after they commit, and before each search. */
+  private readonly indexer: SearchIndexer;
   private readonly retryForMs: number;
   /** Prunes old group ids while the store stays open (a long-running server). */
   private readonly pruning: NodeJS.Timeout;
@@ -110,7 +113,17 @@ class PostgresStore implements SessionStore {
     private readonly listener: ChangeListener,
   ) {
     this.retryForMs = bounds.retryForMs;
-    this.committer = new AppendCommitter({ pool, queries: sql, target, ...bounds, notify });
+    this.indexer = new SearchIndexer({ pool, statement: sql.indexPendingMessages });
+    this.committer = new AppendCommitter({
+      pool,
+      queries: sql,
+      target,
+      ...bounds,
+      notify,
+      onCommit: () => this.indexer.schedule(),
+    });
+    // What a server that stopped before indexing (or a bulk writer) left behind.
+    this.indexer.schedule(0);
     this.pruning = setInterval(
       () => void pruneAppendGroups(pool, sql, appendGroupRetentionMs(bounds.retryForMs)),
       PRUNE_INTERVAL_MS,
@@ -324,6 +337,12 @@ class PostgresStore implements SessionStore {
         at: number;
         content: string;
       };
+      // Every message acknowledged before this search began is indexed first (a quick check when none is pending).
+      await retryOnConnectionFailure(
+        this.retryForMs,
+        () => this.indexer.catchUp(),
+        (error) => toStoreFailure(error, this.target, 'index messages for search'),
+      );
       const rows = await this.query<Row>(this.sql.searchMessages, [terms.join(' '), limit], 'search sessions');
       return {
         hits: rows.map((row) => ({
@@ -607,6 +626,7 @@ class PostgresStore implements SessionStore {
       this.listener.stop();
       while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
       await this.committer.idle();
+      await this.indexer.stop();
       await this.pool.end();
     })();
     return this.closing;

@@ -88,6 +88,7 @@ describe.skipIf(skipReason !== undefined)('PostgreSQL store: setup, migrations a
         'runs',
         'schedule_firings',
         'schedules',
+        'search_positions',
         'session_logs',
         'session_messages',
         'sessions',

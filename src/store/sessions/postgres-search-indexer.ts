@@ -1,0 +1,95 @@
+import type pg from 'pg';
+import { isRetryableConflict } from '../postgres/errors.js';
+
+export interface SearchIndexerOptions {
+  pool: pg.Pool;
+  /** `SELECT <schema>.index_pending_messages()` (postgres-queries.ts). */
+  statement: string;
+  /** How long after a commit the background run starts (default 100 ms). */
+  delayMs?: number;
+}
+
+/** How long after a commit the messages it stored are indexed, at most (plus the run itself). */
+export const INDEX_DELAY_MS = 100;
+/** A run that loses a deadlock (two sessions' lock keys hashing alike) is run again, this often at most. */
+const MAX_CONFLICT_RETRIES = 5;
+
+/**
+ * Keeps the PostgreSQL store's search index (`session_messages`) current, out of the appends'
+ * transactions: the index is filled by the database function `index_pending_messages()`
+ * (migration 6), which indexes every session whose log is ahead of its search position, whoever
+ * appended to it, and is safe to run from any number of servers at once.
+ *
+ * A commit schedules a run `delayMs` later; the commits in between join it (one run per ~100 ms
+ * under a steady stream of appends, never a timer reset that a steady stream would postpone for
+ * ever). One background run at a time; a commit during a run schedules the next. A search calls
+ * `catchUp()` first, which runs the function now and waits for it, so a search finds every
+ * message acknowledged before it began, on this server or another; when nothing is pending the
+ * function returns after one scan, taking no lock.
+ *
+ * Background runs are best effort: a failure (the server away) leaves the messages pending for
+ * the next run, the next search, or the next store opened on the schema.
+ */
+export class SearchIndexer {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  /** A commit arrived during the background run: schedule another when it ends. */
+  private again = false;
+  private stopped = false;
+  private readonly delayMs: number;
+
+  constructor(private readonly options: SearchIndexerOptions) {
+    this.delayMs = options.delayMs ?? INDEX_DELAY_MS;
+  }
+
+  /** After a commit: index its messages soon. */
+  schedule(delayMs = this.delayMs): void {
+    if (this.stopped) return;
+    if (this.running !== undefined) {
+      this.again = true;
+      return;
+    }
+    if (this.timer !== undefined) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.running = this.index()
+        .catch(() => undefined)
+        .finally(() => {
+          this.running = undefined;
+          if (this.again) {
+            this.again = false;
+            this.schedule();
+          }
+        });
+    }, delayMs);
+    // A scheduled run never keeps a process alive: close() runs it, and the next store catches up.
+    this.timer.unref();
+  }
+
+  /** Indexes everything committed so far, now; rejects when the database does. */
+  async catchUp(): Promise<void> {
+    await this.index();
+  }
+
+  /** Stops scheduling; runs a run still scheduled, and waits for the one in flight. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    const scheduled = this.timer !== undefined || this.again;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.again = false;
+    await this.running;
+    if (scheduled) await this.index().catch(() => undefined);
+  }
+
+  private async index(): Promise<void> {
+    for (let conflicts = 0; ; conflicts += 1) {
+      try {
+        await this.options.pool.query(this.options.statement);
+        return;
+      } catch (error) {
+        if (!isRetryableConflict(error) || conflicts >= MAX_CONFLICT_RETRIES) throw error;
+      }
+    }
+  }
+}
