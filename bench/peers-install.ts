@@ -1,7 +1,9 @@
 /**
  * The peers bench's own package (bench/peers/package.json and its lock), installed by the bench
- * itself with `npm ci --prefix bench/peers`, so the root install and `npm test` never fetch the
- * peers. Also: running one driver as a child process, and choosing the Node a driver runs under.
+ * itself with `npm install --no-save --prefix bench/peers` (the lock's versions), so the root install and
+ * `npm test` never fetch the peers. Not `npm ci`: ccusage's platform packages other than linux-x64 are
+ * not on the registry this machine reaches (404), so npm cannot write them into the lock, and `npm ci`
+ * refuses a lock without them as out of sync. Also: running one driver as a child process, and choosing the Node a driver runs under.
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -14,7 +16,7 @@ export const peersDir = join(root, 'bench', 'peers');
 export interface PeersInstall {
   /** Undefined when installed; otherwise why not, for every peer row. */
   failure?: string;
-  /** What the bench did: "already installed" or the time `npm ci` took. */
+  /** What the bench did: "already installed" or the time `npm install` took. */
   summary: string;
 }
 
@@ -25,15 +27,15 @@ export function installPeers(): PeersInstall {
   if (existsSync(installed) && sameLockedTree(lock, installed)) return { summary: 'already installed' };
   const started = performance.now();
   try {
-    execFileSync('npm', ['ci', '--prefix', peersDir, '--no-audit', '--no-fund', '--loglevel=error'], {
+    execFileSync('npm', ['install', '--no-save', '--prefix', peersDir, '--no-audit', '--no-fund', '--loglevel=error'], {
       stdio: ['ignore', 'ignore', 'pipe'],
       timeout: 15 * 60_000,
     });
   } catch (error) {
     const stderr = (error as { stderr?: Buffer }).stderr?.toString().trim().split('\n').slice(-5).join(' ');
-    return { failure: `\`npm ci --prefix bench/peers\` failed: ${stderr || String(error)}`, summary: 'install failed' };
+    return { failure: `\`npm install --prefix bench/peers\` failed: ${stderr || String(error)}`, summary: 'install failed' };
   }
-  return { summary: `\`npm ci --prefix bench/peers\` took ${((performance.now() - started) / 1000).toFixed(0)} s` };
+  return { summary: `\`npm install --prefix bench/peers\` took ${((performance.now() - started) / 1000).toFixed(0)} s` };
 }
 
 /** True when node_modules holds the versions the lock names (npm writes node_modules/.package-lock.json). */
