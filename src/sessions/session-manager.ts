@@ -29,7 +29,8 @@ import type { AgentDescriptionOverride, AgentDescriptionText } from './agent-des
 import type { CompactionStatus } from './compaction-controller.js';
 import { SessionError } from './errors.js';
 import { followCompactionHooks } from './turn-hooks.js';
-import { readUnbuiltEvents } from './import/imported-store.js';
+import { openUnbuiltSession, readUnbuiltEvents } from './import/imported-store.js';
+import type { UnbuiltTranscript } from './import/unbuilt-session.js';
 import { LiveSessionCache, liveSessionOf, loadLiveSession, type LiveSession } from './live-sessions.js';
 import type { BuiltRequest } from './request-builder.js';
 import { createRequestLayer } from './request-layer-setup.js';
@@ -484,12 +485,14 @@ export class SessionManager {
     return recentMessages(await this.liveSession(checkSessionId(sessionId)), limit, options);
   }
 
-  /** The log after `afterSeq` (all of it by default): what a reconnecting client replays. */
+  /**
+   * The log after `afterSeq` (all of it by default): what a reconnecting client replays. A session
+   * not held in memory is read from its log without loading its conversation, so a page of a huge
+   * session costs a page (`get_events` of a 1 GB import; bench/import.bench.ts).
+   */
   async getEvents(sessionId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<StreamEvent[]> {
     this.assertOpen();
-    const id = checkSessionId(sessionId);
-    const live = await this.liveSession(id);
-    return readEvents(this.store, live.record, options);
+    return readEvents(this.store, await this.recordToRead(checkSessionId(sessionId)), options);
   }
 
   /** The conversation rebuilt from the log: blocks, subagent threads, metrics. */
@@ -510,6 +513,17 @@ export class SessionManager {
     const id = checkSessionId(sessionId);
     if (this.cache.peek(id) !== undefined) return false;
     return readUnbuiltEvents(this.store, id, onEvents);
+  }
+
+  /**
+   * `parseUnbuiltSession` for a reader that parses the copy itself (`parley show` parses it in a
+   * worker thread, `UnbuiltEventParser`): the copy to parse, or undefined in the same cases.
+   */
+  async openUnbuiltSession(sessionId: string): Promise<UnbuiltTranscript | undefined> {
+    this.assertOpen();
+    const id = checkSessionId(sessionId);
+    if (this.cache.peek(id) !== undefined) return undefined;
+    return openUnbuiltSession(this.store, id);
   }
 
   /** RuntimeSessionData: the saved data plus the parsed blocks. */
@@ -534,8 +548,18 @@ export class SessionManager {
    */
   async getActiveBranch(sessionId: string): Promise<HistoryPath> {
     this.assertOpen();
-    const { record } = await this.liveSession(checkSessionId(sessionId));
-    return activePath(this.store, record);
+    return activePath(this.store, await this.recordToRead(checkSessionId(sessionId)));
+  }
+
+  /**
+   * The record a read of the log follows (its branches): the cached session's, which may be ahead
+   * of the stored one (a write pending), else the stored record — the conversation is not loaded,
+   * because reading a page of the log does not need it (an uncached session has no write pending).
+   */
+  private async recordToRead(sessionId: string): Promise<SessionRecord> {
+    const cached = this.cache.peek(sessionId);
+    if (cached !== undefined) return (await cached).record;
+    return this.requireSession(sessionId);
   }
 
   /** Every checkpoint version the session wrote itself, oldest first (a fork reads its source's through `getCheckpoint`). */
