@@ -29,8 +29,7 @@ import type { AgentDescriptionOverride, AgentDescriptionText } from './agent-des
 import type { CompactionStatus } from './compaction-controller.js';
 import { SessionError } from './errors.js';
 import { followCompactionHooks } from './turn-hooks.js';
-import { openUnbuiltSession, readUnbuiltEvents } from './import/imported-store.js';
-import type { UnbuiltTranscript } from './import/unbuilt-session.js';
+import { readUnbuiltEvents } from './import/imported-store.js';
 import { LiveSessionCache, liveSessionOf, loadLiveSession, type LiveSession } from './live-sessions.js';
 import type { BuiltRequest } from './request-builder.js';
 import { createRequestLayer } from './request-layer-setup.js';
@@ -513,17 +512,6 @@ export class SessionManager {
     const id = checkSessionId(sessionId);
     if (this.cache.peek(id) !== undefined) return false;
     return readUnbuiltEvents(this.store, id, onEvents);
-  }
-
-  /**
-   * `parseUnbuiltSession` for a reader that parses the copy itself (`parley show` parses it in a
-   * worker thread, `UnbuiltEventParser`): the copy to parse, or undefined in the same cases.
-   */
-  async openUnbuiltSession(sessionId: string): Promise<UnbuiltTranscript | undefined> {
-    this.assertOpen();
-    const id = checkSessionId(sessionId);
-    if (this.cache.peek(id) !== undefined) return undefined;
-    return openUnbuiltSession(this.store, id);
   }
 
   /** RuntimeSessionData: the saved data plus the parsed blocks. */

@@ -14,5 +14,3 @@ export { watchTranscripts, type TranscriptWatcher, type WatchTranscriptsOptions 
 export { nativeSessionFolders, type NativeSessionFolder } from './native-folders.js';
 /** The store view that builds a deferred import's events before its log is read (the session manager uses it already). */
 export { withImportedSessions } from './imported-store.js';
-/** An unbuilt imported session's copy, and the parser that numbers its events as the build will (`parley show`). */
-export { UnbuiltEventParser, type UnbuiltTranscript } from './unbuilt-session.js';

@@ -16,7 +16,7 @@ import type { ImportSource } from './session-ids.js';
  * (`withImportedSessions`).
  */
 
-/** An unbuilt session's native copy, ready to be parsed (here, or in a worker thread: `UnbuiltEventParser`). */
+/** An unbuilt session's native copy, ready to be parsed (`UnbuiltEventParser`). */
 export interface UnbuiltTranscript {
   sessionId: string;
   /** The manifest's source (undefined: Claude Code, the first). */
@@ -54,8 +54,7 @@ export async function openUnbuiltTranscript(
 
 /**
  * Parses an unbuilt session's copy pushed a chunk at a time, numbering the events as the log
- * will: the same code whether it runs beside the reader or in a worker thread that parses ahead
- * (`src/cli/show-parse-ahead.ts`). Events go to `onEvent` in order.
+ * will. Events go to `onEvent` in order.
  */
 export class UnbuiltEventParser {
   private seq = 0;
