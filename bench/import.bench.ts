@@ -106,7 +106,7 @@ console.log(JSON.stringify({ variant, ms: performance.now() - started, cpuMs: (u
  */
 const SHOW_CHILD = `
 import { createSessionManager } from './src/sessions/index.js';
-import { sessionText } from './src/cli/show-text.js';
+import { sessionTextChunks } from './src/cli/show-text.js';
 
 const [variant, path, dataDir, sessionId] = process.argv.slice(2);
 const baselineRssKb = process.memoryUsage().rss / 1024;
@@ -117,7 +117,8 @@ let detail = 0;
 if (variant === 'build') {
   detail = (await manager.getEvents(sessionId)).length;
 } else {
-  detail = (await sessionText(manager, sessionId)).length;
+  // What \`parley show\` writes, counted rather than printed.
+  for await (const chunk of sessionTextChunks(manager, sessionId)) detail += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.length;
 }
 await manager.close();
 const used = process.cpuUsage(cpu);

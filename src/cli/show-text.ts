@@ -6,23 +6,42 @@ import type { SessionRecord } from '../store/index.js';
 
 /**
  * What `parley show <id>` prints (without the final newline): the session's heading and its
- * conversation. An imported session whose blocks are not built yet is rendered as its copy is parsed
- * (`ConversationText`), holding the text rather than the blocks, and nothing is written; any other
- * from its conversation as the session manager folds it.
+ * conversation, as chunks to write in order. An imported session whose blocks are not built yet
+ * is rendered as its copy is parsed, into `ConversationText`, which keeps the lines' places rather
+ * than the blocks or the text (those go to a temporary file past 8 MB), and nothing is written to
+ * the store; any other from its conversation as the session manager folds it.
  */
+export async function* sessionTextChunks(
+  manager: SessionManager,
+  sessionId: string,
+  options: RenderOptions = {},
+): AsyncGenerator<string | Buffer> {
+  const record = await manager.getSession(sessionId);
+  const streamed = new ConversationText(record.sessionId, options);
+  try {
+    if (await manager.parseUnbuiltSession(sessionId, (events) => streamed.add(events))) {
+      yield heading(record, streamed.metrics);
+      yield* streamed.chunks();
+      return;
+    }
+  } finally {
+    streamed.close();
+  }
+  const runtime = await manager.getRuntimeSession(sessionId);
+  const branches = await branchLine(manager, record);
+  yield `${heading(record, runtime.metrics)}${branches}${renderConversation(runtime.blocks, runtime.subagents, options)}`;
+}
+
+/** `sessionTextChunks` as one string. */
 export async function sessionText(
   manager: SessionManager,
   sessionId: string,
   options: RenderOptions = {},
 ): Promise<string> {
-  const record = await manager.getSession(sessionId);
-  const streamed = new ConversationText(record.sessionId, options);
-  if (await manager.parseUnbuiltSession(sessionId, (events) => streamed.add(events))) {
-    return `${heading(record, streamed.metrics)}${streamed.text()}`;
-  }
-  const runtime = await manager.getRuntimeSession(sessionId);
-  const branches = await branchLine(manager, record);
-  return `${heading(record, runtime.metrics)}${branches}${renderConversation(runtime.blocks, runtime.subagents, options)}`;
+  const parts: Buffer[] = [];
+  for await (const chunk of sessionTextChunks(manager, sessionId, options))
+    parts.push(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk);
+  return Buffer.concat(parts).toString('utf8');
 }
 
 /** For a session that branched: which branch is shown (the active one) and the others' names. */

@@ -484,12 +484,14 @@ export class SessionManager {
     return recentMessages(await this.liveSession(checkSessionId(sessionId)), limit, options);
   }
 
-  /** The log after `afterSeq` (all of it by default): what a reconnecting client replays. */
+  /**
+   * The log after `afterSeq` (all of it by default): what a reconnecting client replays. A session
+   * not held in memory is read from its log without loading its conversation, so a page of a huge
+   * session costs a page (`get_events` of a 1 GB import; bench/import.bench.ts).
+   */
   async getEvents(sessionId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<StreamEvent[]> {
     this.assertOpen();
-    const id = checkSessionId(sessionId);
-    const live = await this.liveSession(id);
-    return readEvents(this.store, live.record, options);
+    return readEvents(this.store, await this.recordToRead(checkSessionId(sessionId)), options);
   }
 
   /** The conversation rebuilt from the log: blocks, subagent threads, metrics. */
@@ -534,8 +536,18 @@ export class SessionManager {
    */
   async getActiveBranch(sessionId: string): Promise<HistoryPath> {
     this.assertOpen();
-    const { record } = await this.liveSession(checkSessionId(sessionId));
-    return activePath(this.store, record);
+    return activePath(this.store, await this.recordToRead(checkSessionId(sessionId)));
+  }
+
+  /**
+   * The record a read of the log follows (its branches): the cached session's, which may be ahead
+   * of the stored one (a write pending), else the stored record — the conversation is not loaded,
+   * because reading a page of the log does not need it (an uncached session has no write pending).
+   */
+  private async recordToRead(sessionId: string): Promise<SessionRecord> {
+    const cached = this.cache.peek(sessionId);
+    if (cached !== undefined) return (await cached).record;
+    return this.requireSession(sessionId);
   }
 
   /** Every checkpoint version the session wrote itself, oldest first (a fork reads its source's through `getCheckpoint`). */

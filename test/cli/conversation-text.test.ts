@@ -57,6 +57,21 @@ describe('ConversationText: the rendered conversation, built as events arrive', 
     },
   );
 
+  it('prints the same text when its lines go to a temporary file (past its memory), and removes the file on close', async () => {
+    const events = await parsedEvents(transcripts[0]!);
+    const folded = applyEvents(emptyConversation(SESSION), events);
+    const before = new Set(await fs.readdir(tmpdir()));
+    const text = new ConversationText(SESSION, { memoryBytes: 4096 });
+    for (let start = 0; start < events.length; start += 50) text.add(events.slice(start, start + 50));
+    const made = (await fs.readdir(tmpdir())).filter((name) => name.startsWith('parley-show-') && !before.has(name));
+    expect(made).toHaveLength(1);
+    const chunks = [...text.chunks()];
+    expect(Buffer.concat(chunks).toString('utf8')).toBe(renderConversation(folded.blocks, folded.subagents));
+    expect(text.text()).toBe(renderConversation(folded.blocks, folded.subagents));
+    text.close();
+    expect((await fs.readdir(tmpdir())).filter((name) => made.includes(name))).toEqual([]);
+  });
+
   it('replaces a block in place when it comes again, and lists threads no subagent block names at the end', () => {
     const at = 1_800_000_000_000;
     const events: StreamEvent[] = [

@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { InvalidArgumentError, type Command } from 'commander';
 import { ValidationError, describeIssues } from '../../conversation/index.js';
 import type { SessionManager } from '../../sessions/index.js';
@@ -99,8 +100,12 @@ export function register(program: Command): void {
           );
           return;
         }
-        const { sessionText } = await import('../show-text.js');
-        process.stdout.write(`${await sessionText(manager, sessionId, { verbose: options.verbose === true })}\n`);
+        const { sessionTextChunks } = await import('../show-text.js');
+        // Written as it is made, waiting for the terminal (or pipe) to take each chunk: a huge
+        // session's text is never held whole.
+        for await (const chunk of sessionTextChunks(manager, sessionId, { verbose: options.verbose === true }))
+          if (!process.stdout.write(chunk)) await once(process.stdout, 'drain');
+        process.stdout.write('\n');
       } finally {
         await close();
       }

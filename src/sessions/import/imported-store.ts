@@ -1,7 +1,7 @@
 import type { StreamEvent } from '../../conversation/index.js';
 import type { ReadLogOptions, SessionStore } from '../../store/index.js';
 import { materializeImportedSession } from './materialize.js';
-import { parseUnbuiltEvents } from './unbuilt-session.js';
+import { openUnbuiltTranscript, parseUnbuiltTranscript, type UnbuiltTranscript } from './unbuilt-session.js';
 
 /**
  * A view of a store in which an imported session whose events were deferred
@@ -139,23 +139,34 @@ export function withImportedSessions(store: SessionStore): SessionStore {
 }
 
 /**
- * For a reader that only shows a session (`parley show`): the events of an imported session whose
- * blocks are not built yet, parsed from its copy without writing them (`unbuilt-session.ts`) and
- * handed to `onEvents` in batches, when no build of it has run or started in this process. False,
- * having read nothing, otherwise: read the log through the view, which builds it. A build started
- * meanwhile writes the same events, so either answer holds.
+ * For a reader that only shows a session (`parley show`): the native copy of an imported session
+ * whose blocks are not built yet, to parse without writing its events (`unbuilt-session.ts`),
+ * when no build of it has run or started in this process. Undefined, having read nothing,
+ * otherwise: read the log through the view, which builds it. A build started meanwhile writes
+ * the same events, so either answer holds.
  */
+export async function openUnbuiltSession(
+  store: SessionStore,
+  sessionId: string,
+): Promise<UnbuiltTranscript | undefined> {
+  const raw = ((store as unknown as Record<symbol, unknown>)[RAW] as SessionStore | undefined) ?? store;
+  const builds = (raw as unknown as Record<symbol, unknown>)[BUILDS] as Builds | undefined;
+  if (builds?.has(sessionId) === true) return undefined;
+  const record = await raw.getSession(sessionId);
+  if (record?.scope.kind !== 'imported') return undefined;
+  return openUnbuiltTranscript(raw, sessionId);
+}
+
+/** `openUnbuiltSession`, parsed here: its events handed to `onEvents` in batches; false when there is nothing to parse. */
 export async function readUnbuiltEvents(
   store: SessionStore,
   sessionId: string,
   onEvents: (events: StreamEvent[]) => void,
 ): Promise<boolean> {
-  const raw = ((store as unknown as Record<symbol, unknown>)[RAW] as SessionStore | undefined) ?? store;
-  const builds = (raw as unknown as Record<symbol, unknown>)[BUILDS] as Builds | undefined;
-  if (builds?.has(sessionId) === true) return false;
-  const record = await raw.getSession(sessionId);
-  if (record?.scope.kind !== 'imported') return false;
-  return parseUnbuiltEvents(raw, sessionId, onEvents);
+  const transcript = await openUnbuiltSession(store, sessionId);
+  if (transcript === undefined) return false;
+  await parseUnbuiltTranscript(transcript, onEvents);
+  return true;
 }
 
 async function* fromMemory(events: readonly StreamEvent[], options: ReadLogOptions): AsyncGenerator<StreamEvent> {

@@ -21,9 +21,10 @@ import { streamChunks } from './read-file.js';
  * written twice. Callers must not append to the session before this has run (`withImportedSessions`
  * makes every read and write of the log wait for it).
  *
+ * Memory is bounded by the batch (`BUILD_BATCH`), whatever the file's size, unless `keepEvents`.
  * Returns what was built: nothing (`built: false`) when the session had nothing pending; with
  * `keepEvents`, the whole log as built (so the caller that asked to read it need not read it back),
- * unless the build resumed a crashed one.
+ * unless the build resumed a crashed one or the file is larger than `KEEP_EVENTS_MAX_BYTES`.
  */
 export async function materializeImportedSession(
   store: SessionStore,
@@ -40,7 +41,11 @@ export async function materializeImportedSession(
   const index = await indexLog(store, sessionId);
   const watch = (block: ConversationBlock): boolean => block.type === 'system' && block.subtype === 'compaction';
   const resumed = index.known.size > 0;
-  const kept: StreamEvent[] | undefined = options.keepEvents === true && !resumed ? [] : undefined;
+  // Kept only for a copy small enough that holding its events costs little: a larger one is built
+  // in bounded batches and read back from the log by its reader (a 1 GB transcript's events held
+  // whole were 2 GB of RSS; bench/README.md, "A 1 GB transcript").
+  const small = (manifest.files[0]?.size ?? Number.POSITIVE_INFINITY) <= KEEP_EVENTS_MAX_BYTES;
+  const kept: StreamEvent[] | undefined = options.keepEvents === true && small && !resumed ? [] : undefined;
   const writer = new LogWriter(store, sessionId, {
     ...(resumed ? { known: index.known, metrics: index.metrics } : {}),
     watch,
@@ -92,11 +97,20 @@ export async function materializeImportedSession(
 }
 
 export interface MaterializeOptions {
-  /** Return the built events (the caller is about to read the whole log). */
+  /**
+   * Return the built events (the caller is about to read the whole log) when the native file is
+   * at most `KEEP_EVENTS_MAX_BYTES`; a larger one's are not held (the caller reads the log).
+   */
   keepEvents?: boolean;
   /** Events and input bytes per durable append; default `BUILD_BATCH`. */
   batch?: { events: number; inputBytes: number };
 }
+
+/**
+ * Largest native file whose built events are handed to the reader that started the build, saving
+ * it a read of the log: 32 MB of transcript is about 100 MB of events held at once.
+ */
+export const KEEP_EVENTS_MAX_BYTES = 32 * 1024 * 1024;
 
 /**
  * A build's batches: twice an import's (1 MiB). Measured on a 50 MB transcript's first show (CPU

@@ -61,11 +61,30 @@ export async function streamChunks(
   options: Omit<StreamFileOptions, 'keepText'> = {},
 ): Promise<{ bytes: number }> {
   const splitter = splitterFor(parser);
+  const { signal, afterChunk } = options;
+  await forEachChunk(chunks, label, (chunk) => splitter.push(chunk), {
+    ...(signal !== undefined ? { signal } : {}),
+    ...(afterChunk !== undefined ? { afterChunk: () => afterChunk(splitter.bytesRead) } : {}),
+  });
+  splitter.end();
+  return { bytes: splitter.bytesRead };
+}
+
+/**
+ * Hands each chunk to `take`, then awaits `afterChunk` (back pressure); a failed read becomes
+ * `IMPORT_READ_FAILED` naming `label`, and a Parley error from `take` passes through unchanged.
+ */
+export async function forEachChunk(
+  chunks: AsyncIterable<Uint8Array | string>,
+  label: string,
+  take: (chunk: Uint8Array | string) => void,
+  options: { signal?: AbortSignal; afterChunk?: () => Promise<void> | void } = {},
+): Promise<void> {
   try {
     for await (const chunk of chunks) {
       if (options.signal?.aborted) throw importAborted(label);
-      splitter.push(chunk);
-      if (options.afterChunk) await options.afterChunk(splitter.bytesRead);
+      take(chunk);
+      if (options.afterChunk) await options.afterChunk();
     }
   } catch (error) {
     if (error instanceof ImportError || isParleyError(error)) throw error;
@@ -75,12 +94,10 @@ export async function streamChunks(
       data: { path: label },
     });
   }
-  splitter.end();
-  return { bytes: splitter.bytesRead };
 }
 
 /** Lines go to the parser as bytes when it reads bytes (no decoding of what it skips), else as text. */
-function splitterFor(parser: TranscriptParser): LineSplitter {
+export function splitterFor(parser: TranscriptParser): LineSplitter {
   const onLine = (line: string, lineNumber: number, terminated: boolean): void =>
     parser.line(line, lineNumber, terminated);
   if (parser.lineBytes === undefined) return new LineSplitter(onLine);
