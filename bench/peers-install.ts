@@ -33,9 +33,14 @@ export function installPeers(): PeersInstall {
     });
   } catch (error) {
     const stderr = (error as { stderr?: Buffer }).stderr?.toString().trim().split('\n').slice(-5).join(' ');
-    return { failure: `\`npm install --prefix bench/peers\` failed: ${stderr || String(error)}`, summary: 'install failed' };
+    return {
+      failure: `\`npm install --prefix bench/peers\` failed: ${stderr || String(error)}`,
+      summary: 'install failed',
+    };
   }
-  return { summary: `\`npm install --prefix bench/peers\` took ${((performance.now() - started) / 1000).toFixed(0)} s` };
+  return {
+    summary: `\`npm install --prefix bench/peers\` took ${((performance.now() - started) / 1000).toFixed(0)} s`,
+  };
 }
 
 /** True when node_modules holds the versions the lock names (npm writes node_modules/.package-lock.json). */
