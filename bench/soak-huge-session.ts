@@ -39,10 +39,12 @@ export async function runHugeSession(options: HugeSessionOptions): Promise<{ rep
     while (written < options.events) {
       const batch: UnsequencedEvent[] = [];
       while (batch.length < 5_000 && written + batch.length < options.events) {
-        const events = turnEvents(turn);
-        lastAnswerId = `a${turn}`;
+        const events = turnEvents(turn).slice(0, options.events - written - batch.length);
+        // The newest answer written: the last turn may be cut before its answer.
+        if (events.some((event) => event.type === 'block_complete' && event.block.id === `a${turn}`))
+          lastAnswerId = `a${turn}`;
         turn += 1;
-        batch.push(...events.slice(0, options.events - written - batch.length));
+        batch.push(...events);
       }
       await manager.appendEvents(session.sessionId, batch);
       written += batch.length;
