@@ -11,16 +11,16 @@
  * after the list shows; the warm-ups take tens). The frame timed is the first that shows the newest block, and
  * the rest of the 300-block window fills in above it after that frame (chat-view.ts). A second
  * table times the page's reads alone from a bare WebSocket in a fresh page (JSON.parse only): how
- * much of the ratio is the browser's side of the wire, before any of the page's own work. The floor
- * reads pages of the size the page reads (HISTORY_READING.pageSize, 2,500 events; the server's
- * default is 5,000), one after another: the same reads, so the two fold the same pages.
+ * much of the ratio is the browser's side of the wire, before any of the page's own work. The page
+ * opens a session on its last page (HISTORY_PAGING.pageSize, 1,000 events, one `get_events` with
+ * `beforeSeq`), and the floor makes the same read, so the two fold the same events.
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { Page } from 'playwright-core';
 import { applyEvents, emptyConversation, type StreamEvent, type UnsequencedEvent } from '../src/conversation/index.js';
-import { HISTORY_READING } from '../src/ui/web/history-pages.js';
+import { HISTORY_PAGING } from '../src/ui/web/history-pages.js';
 import { startWebHarness, type WebHarness } from '../test/ui/web/web-harness.js';
 import { buildWeb } from '../scripts/build-web.mjs';
 import { percentile } from './stats.js';
@@ -188,18 +188,12 @@ export async function run(): Promise<string> {
         await page.context().close();
 
         const floorStarted = performance.now();
-        const events: StreamEvent[] = [];
-        for (let afterSeq = -1; ;) {
-          // Pages of the size the page reads (the server's default is larger), one after another.
-          const result = await floorClient.request('get_events', {
-            sessionId: session.sessionId,
-            afterSeq,
-            limit: HISTORY_READING.pageSize,
-          });
-          events.push(...result.events);
-          if (!result.hasMore || result.events.length === 0) break;
-          afterSeq = result.events.at(-1)!.seq;
-        }
+        // The read the page makes: the log's last page.
+        const { events }: { events: StreamEvent[] } = await floorClient.request('get_events', {
+          sessionId: session.sessionId,
+          beforeSeq: Number.MAX_SAFE_INTEGER,
+          limit: HISTORY_PAGING.pageSize,
+        });
         applyEvents(emptyConversation(session.sessionId), events);
         floorTimes.push(performance.now() - floorStarted);
 
@@ -216,7 +210,7 @@ export async function run(): Promise<string> {
     }
     lines.push(
       '',
-      `| the browser side of the wire alone: the same reads from a bare WebSocket in a fresh page (probe, ${HISTORY_READING.pagesInFlight} pages of ${HISTORY_READING.pageSize.toLocaleString('en-US')} at a time, JSON.parse only) | median | over the floor |`,
+      `| the browser side of the wire alone: the same reads from a bare WebSocket in a fresh page (the last page of ${HISTORY_PAGING.pageSize.toLocaleString('en-US')} events, JSON.parse only) | median | over the floor |`,
       '|---|---:|---:|',
       ...wireRows,
     );
@@ -239,14 +233,14 @@ export async function run(): Promise<string> {
   }
   lines.push(
     '',
-    `Answers carry inline Markdown, and every tenth a fence and a table. Opening is timed in the page from the click to the first frame with the newest block; the floor reads the same log over the same WebSocket and folds it with the same reducer. The page reads pages of ${HISTORY_READING.pageSize.toLocaleString('en-US')} events, ${HISTORY_READING.pagesInFlight} asked for at a time (after a one-event probe for the newest seq), and the floor reads pages of the same size, takes pages the schema would return unchanged without zod (its CSP forbids eval, so zod has no JIT there; anything else goes through the schema), folds each page as it arrives into one working copy of the conversation (foldInParts), and paints the newest blocks that fill the panel before it fills in the rest of the 300-block window in idle time; what it adds to the floor is the browser side of the wire, the DOM (about 12 blocks at 1440×900) and layout. Before the click it has rehearsed an open on a made-up session while idle (src/ui/web/rehearsal.ts), so its draw code is compiled, as on a page a user has had open for a moment. Streaming is timed from Node, from the first append to the last delta on screen. It is bounded by the appends (each is durable before it is sent), so a page that keeps up shows a ratio near 1; what the page itself spends is its main-thread busy time (the TaskDuration metric of Chrome over the stream) per delta.`,
+    `Answers carry inline Markdown, and every tenth a fence and a table. Opening is timed in the page from the click to the first frame with the newest block; the floor reads the same log over the same WebSocket and folds it with the same reducer. The page reads the log's last ${HISTORY_PAGING.pageSize.toLocaleString('en-US')} events (one \`get_events\` with \`beforeSeq\`; older pages come as the reader scrolls up), and the floor makes the same read; the page takes pages the schema would return unchanged without zod (its CSP forbids eval, so zod has no JIT there; anything else goes through the schema), folds each page as it arrives into one working copy of the conversation (foldInParts), and paints the newest blocks that fill the panel before it fills in the rest of the 300-block window in idle time; what it adds to the floor is the browser side of the wire, the DOM (about 12 blocks at 1440×900) and layout. Before the click it has rehearsed an open on a made-up session while idle (src/ui/web/rehearsal.ts), so its draw code is compiled, as on a page a user has had open for a moment. Streaming is timed from Node, from the first append to the last delta on screen. It is bounded by the appends (each is durable before it is sent), so a page that keeps up shows a ratio near 1; what the page itself spends is its main-thread busy time (the TaskDuration metric of Chrome over the stream) per delta.`,
   );
   return lines.join('\n');
 }
 
 /**
- * The reads the page makes to open a session (a one-event probe, then the pages in order, as many at
- * a time as the page keeps in flight, HISTORY_READING in src/ui/web/history-pages.ts), from a
+ * The read the page makes to open a session (its last page, HISTORY_PAGING in
+ * src/ui/web/history-pages.ts), from a
  * bare WebSocket in a fresh page that only JSON.parses the answers: what the browser's side of the
  * wire costs before any of the page's own work, timed in the page. Given as a string: the page's CSP
  * forbids eval, and Playwright's evaluate of a string does not need it.
@@ -263,21 +257,9 @@ async function browserWire(harness: WebHarness, sessionId: string): Promise<numb
     socket.addEventListener('message', (event) => { const message = JSON.parse(event.data); waiting.get(message.id)?.(message.result); });
     let id = 0;
     function call(params) { id += 1; const mine = id; socket.send(JSON.stringify({ jsonrpc: '2.0', id: mine, method: 'get_events', params })); return new Promise((resolve) => waiting.set(mine, resolve)); }
-    // As the page reads (src/ui/web/history-pages.ts): a one-event probe beside the first page, then
-    // the other pages in order, ${HISTORY_READING.pagesInFlight} asked for at a time, the next asked for as each one arrives.
-    const size = ${HISTORY_READING.pageSize};
+    // As the page reads (src/ui/web/history-pages.ts): the log's last page.
     const started = performance.now();
-    const probe = call({ sessionId: ${JSON.stringify(sessionId)}, afterSeq: -1, limit: 1 });
-    const first = call({ sessionId: ${JSON.stringify(sessionId)}, afterSeq: -1, limit: size });
-    const newest = await probe;
-    const starts = [];
-    for (let afterSeq = newest.events[0].seq + size - 1; afterSeq < newest.lastSeq; afterSeq += size) starts.push(afterSeq);
-    const pages = [];
-    const askNext = () => { if (pages.length < starts.length) pages.push(call({ sessionId: ${JSON.stringify(sessionId)}, afterSeq: starts[pages.length], limit: size })); };
-    while (pages.length < ${HISTORY_READING.pagesInFlight} - 1 && pages.length < starts.length) askNext();
-    await first;
-    askNext();
-    for (let index = 0; index < starts.length; index += 1) { await pages[index]; askNext(); }
+    await call({ sessionId: ${JSON.stringify(sessionId)}, beforeSeq: ${Number.MAX_SAFE_INTEGER}, limit: ${HISTORY_PAGING.pageSize} });
     const elapsed = performance.now() - started;
     socket.close();
     return elapsed;

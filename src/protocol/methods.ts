@@ -318,18 +318,34 @@ export const GetCheckpointResultSchema = z.object({
 export const ClearMessagesParamsSchema = SessionParamsSchema;
 export const ClearMessagesResultSchema = z.object({ session: SessionInfoSchema });
 
-export const GetEventsParamsSchema = z.strictObject({
-  sessionId: SessionIdParamSchema,
-  /** Events with a greater `seq` (default -1: the whole log). */
-  afterSeq: z.number().int().min(-1).optional(),
-  /** At most this many (default and maximum 5,000); page on with `afterSeq` = the last `seq`. */
-  limit: z.number().int().positive().max(5_000).optional(),
-});
+export const GetEventsParamsSchema = z
+  .strictObject({
+    sessionId: SessionIdParamSchema,
+    /** Events with a greater `seq` (default -1: the whole log). */
+    afterSeq: z.number().int().min(-1).optional(),
+    /**
+     * Read from the end: the newest `limit` events with a smaller `seq` (and greater than `afterSeq`
+     * when given), oldest first, and `hasMore` says whether older ones remain. A seq past the end
+     * (`lastSeq + 1`, or 9007199254740991 when it is not known) reads the log's last page; page back
+     * with `beforeSeq` = the first `seq` returned.
+     */
+    beforeSeq: z.number().int().min(0).optional(),
+    /** At most this many (default and maximum 5,000); page on with `afterSeq` = the last `seq`. */
+    limit: z.number().int().positive().max(5_000).optional(),
+  })
+  .refine(
+    (params) => params.beforeSeq === undefined || params.afterSeq === undefined || params.beforeSeq > params.afterSeq,
+    {
+      path: ['beforeSeq'],
+      message:
+        'must be more than afterSeq (no seq lies below beforeSeq and above afterSeq): ask for the events before a seq above afterSeq, or leave one of the two out',
+    },
+  );
 export const GetEventsResultSchema = z.object({
   events: z.array(StreamEventSchema),
   /** The newest `seq` in the log when the page was read. */
   lastSeq: z.number().int().min(-1),
-  /** More events follow the last one returned. */
+  /** More events follow the last one returned; with `beforeSeq`, more events come before the first one returned. */
   hasMore: z.boolean(),
 });
 
@@ -714,7 +730,7 @@ export const methods = {
   get_events: method(
     GetEventsParamsSchema,
     GetEventsResultSchema,
-    'The log after a `seq`: a client that reconnects asks for what it missed.',
+    'The log after a `seq` (a client that reconnects asks for what it missed), or with `beforeSeq` its newest events before one, a page at a time from the end (a client that opens a long session at its tail).',
   ),
   subscribe: method(
     SubscribeParamsSchema,

@@ -205,6 +205,20 @@ export function createHandlers(dependencies: HandlerDependencies): Handlers {
     get_events: async (params) => {
       const limit = params.limit ?? EVENTS_PAGE;
       const lastSeq = (await manager.getActiveBranch(params.sessionId)).tip;
+      if (params.beforeSeq !== undefined) {
+        // One more than the page: whether it came tells whether older events remain.
+        const events = await manager.getEventsBefore(params.sessionId, {
+          beforeSeq: params.beforeSeq,
+          ...(params.afterSeq !== undefined ? { afterSeq: params.afterSeq } : {}),
+          limit: limit + 1,
+        });
+        const hasMore = events.length > limit;
+        return {
+          events: hasMore ? events.slice(1) : events,
+          lastSeq: Math.max(lastSeq, events.at(-1)?.seq ?? -1),
+          hasMore,
+        };
+      }
       const events = await manager.getEvents(params.sessionId, { afterSeq: params.afterSeq ?? -1, limit: limit + 1 });
       const hasMore = events.length > limit;
       return {

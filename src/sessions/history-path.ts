@@ -126,6 +126,42 @@ export async function* readActiveHistory(
   }
 }
 
+/**
+ * The newest `limit` events of the active branch below `beforeSeq` (and above `afterSeq` when
+ * given), oldest first: a history read from its end. The ranges are walked from the newest back,
+ * each read in windows of the seqs still wanted (a log's seqs count up one by one, so a window of
+ * n seqs holds n events and the store reads only those bytes); a window that holds fewer (seqs
+ * that skip) is followed by the next one below it, so the answer is right either way.
+ */
+export async function readActiveHistoryBefore(
+  store: Pick<SessionStore, 'getSession' | 'lastSeq' | 'readLog'>,
+  record: SessionRecord,
+  options: { beforeSeq: number; afterSeq?: number; limit: number; path?: HistoryPath },
+): Promise<StreamEvent[]> {
+  const path = options.path ?? (await activePath(store, record));
+  const floor = options.afterSeq ?? -1;
+  const windows: StreamEvent[][] = [];
+  let wanted = options.limit;
+  for (let index = path.ranges.length - 1; index >= 0 && wanted > 0; index--) {
+    const range = path.ranges[index]!;
+    const lowest = Math.max(range.firstSeq - 1, floor);
+    let through = Math.min(range.lastSeq, options.beforeSeq - 1);
+    const shared = range.sessionId !== record.sessionId;
+    while (wanted > 0 && through > lowest) {
+      const after = Math.max(lowest, through - wanted);
+      const window: StreamEvent[] = [];
+      for await (const event of store.readLog(range.sessionId, { afterSeq: after, throughSeq: through }))
+        window.push(shared ? { ...event, sessionId: record.sessionId } : event);
+      // More than wanted only if seqs ever repeat; the newest are the ones asked for.
+      const taken = window.length > wanted ? window.slice(window.length - wanted) : window;
+      if (taken.length > 0) windows.push(taken);
+      wanted -= taken.length;
+      through = after;
+    }
+  }
+  return windows.reverse().flat();
+}
+
 /** The active branch's events, in an array. */
 export async function readActiveEvents(
   store: Pick<SessionStore, 'getSession' | 'lastSeq' | 'readLog'>,

@@ -44,7 +44,7 @@ import {
   type SessionManagerOptions,
   type SessionUpdateAction,
 } from './session-manager-types.js';
-import { listSessions, readEvents, recentMessages, runtimeSession } from './session-reads.js';
+import { listSessions, readEvents, readEventsBefore, recentMessages, runtimeSession } from './session-reads.js';
 import { listSessionPage, pinChange, searchSessions, tagChange } from './session-finding.js';
 import { notFound } from './session-checks.js';
 import { linkScope, scopedSessionOptions, SessionCreator } from './session-creation.js';
@@ -492,6 +492,20 @@ export class SessionManager {
   async getEvents(sessionId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<StreamEvent[]> {
     this.assertOpen();
     return readEvents(this.store, await this.recordToRead(checkSessionId(sessionId)), options);
+  }
+
+  /**
+   * The newest `limit` events below `beforeSeq` (above `afterSeq` when given), oldest first: what a
+   * client that opens a long session at its end reads, a page at a time towards the start.
+   */
+  async getEventsBefore(
+    sessionId: string,
+    options: { beforeSeq: number; afterSeq?: number; limit: number },
+  ): Promise<StreamEvent[]> {
+    this.assertOpen();
+    const id = checkSessionId(sessionId);
+    const live = await this.liveSession(id);
+    return readEventsBefore(this.store, live.record, options);
   }
 
   /** The conversation rebuilt from the log: blocks, subagent threads, metrics. */

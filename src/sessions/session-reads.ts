@@ -7,7 +7,7 @@ import {
 } from '../conversation/index.js';
 import { SessionFilterSchema, type SessionFilter, type SessionRecord, type SessionStore } from '../store/index.js';
 import { SessionError } from './errors.js';
-import { readActiveHistory } from './history-path.js';
+import { readActiveHistory, readActiveHistoryBefore } from './history-path.js';
 import type { LiveSession } from './live-sessions.js';
 
 // What readers see: the sessions, and a session's recent messages, its log after a `seq`, its runtime data.
@@ -98,4 +98,13 @@ export async function runtimeSession(
     metrics: live.conversation.metrics,
     lastSeq: live.conversation.lastSeq,
   };
+}
+
+/** The newest `limit` events of the active branch below `beforeSeq` (above `afterSeq` when given), oldest first. */
+export function readEventsBefore(
+  store: SessionStore,
+  record: SessionRecord,
+  options: { beforeSeq: number; afterSeq?: number; limit: number },
+): Promise<StreamEvent[]> {
+  return readActiveHistoryBefore(store, record, options);
 }

@@ -8,8 +8,8 @@ import {
   type SessionInfo,
 } from '../../protocol/index.js';
 import type { SessionFilters } from './view-model.js';
-import { emptyView, firstMessageTarget, HistoryFold, type BusyKey, type Tone } from './state.js';
-import { HISTORY_READING, readHistory } from './history-pages.js';
+import { firstMessageTarget, foldWindow, type BusyKey, type Tone } from './state.js';
+import { HISTORY_PAGING, HistoryWindow, type EventPageRequest, type HistoryPaging } from './history-pages.js';
 import {
   HistoryController,
   type HistoryActions,
@@ -23,13 +23,18 @@ const SESSION_PAGE = 200;
 
 /** What the views may ask for. Every method reports its own failures as notices; none throws. */
 export interface Actions extends Partial<HistoryActions> {
-  select(sessionId: string): void;
+  /** `atSeq`: open the session at that event (a search hit's), not at its tail. */
+  select(sessionId: string, options?: { atSeq?: number }): void;
   setFilter(key: keyof SessionFilters, value: string | undefined): void;
   search(query: string): void;
   /** Renames, tags or pins the selected session. */
   updateSession?(change: { title?: string; addTags?: string[]; removeTags?: string[]; pinned?: boolean }): void;
   /** Reads the next page of sessions, when there is one (the list scrolled near its end). */
   loadMoreSessions?(): void;
+  /** Reads the page of the selected session's log before the oldest held (the reader scrolled to the top). */
+  loadOlderEvents?(): void;
+  /** Reads the page after the newest held, when the tail is not held (the reader scrolled back down). */
+  loadNewerEvents?(): void;
   /** `backend`: move the draft's session to this back end with this message. */
   submitPrompt(content: string, backend?: string): Promise<boolean>;
   /** A message typed with no draft: drafts the project's default role (into a new task named after the message unless one is chosen), then sends it. */
@@ -69,6 +74,8 @@ export interface ControllerOptions {
    * with the frame that shows the conversation.
    */
   afterPaint?: () => Promise<void>;
+  /** How the selected session's log is paged (default `HISTORY_PAGING`). */
+  paging?: HistoryPaging;
 }
 
 /** How long a success or info notice stays. */
@@ -94,6 +101,8 @@ export class Controller implements Actions {
   /** A first message on its way (drafting, then sending): a second one is not drafted again. */
   private firstMessage: Promise<boolean> | undefined;
   private readonly history: HistoryController;
+  /** The selected session's log as far as the page holds it, and which selection it belongs to. */
+  private window: { run: number; sessionId: string; pages: HistoryWindow } | undefined;
 
   constructor(private readonly options: ControllerOptions) {
     this.client = options.client;
@@ -157,7 +166,10 @@ export class Controller implements Actions {
           .filter((entry) => entry.sessionId === selected)
           .map((entry) => entry.event);
         if (selected === undefined || events.length === 0) return;
-        store.dispatch({ type: 'events', sessionId: selected, events });
+        const held = this.window?.sessionId === selected ? this.window : undefined;
+        // A page dropped to make room for these: what is held is folded again, not added to.
+        if (held?.pages.addLive(events) === true) this.showWindow(held);
+        else store.dispatch({ type: 'events', sessionId: selected, events });
         if (
           events.some(
             (event) =>
@@ -216,7 +228,16 @@ export class Controller implements Actions {
   private async refresh(first: boolean): Promise<void> {
     const { client, store } = this;
     try {
-      const info = await client.request('server_info');
+      // Asked for at once, not one after another: the list comes one round trip after connecting, not
+      // three. The server takes a connection's frames in the order they arrive, and a subscription to
+      // every session is in place as soon as its frame is taken (its handler does not wait on
+      // anything), so it is in place before the list is read: no update falls between them.
+      const [info, , sessions, draft] = await Promise.all([
+        client.request('server_info'),
+        first ? client.subscribe() : Promise.resolve(undefined),
+        client.request('list_sessions', { limit: SESSION_PAGE }),
+        client.request('get_draft_status'),
+      ]);
       store.dispatch({
         type: 'server',
         channelId: info.channelId,
@@ -224,11 +245,6 @@ export class Controller implements Actions {
         ...(info.fileSnapshots !== undefined ? { fileSnapshots: info.fileSnapshots } : {}),
       });
       this.options.onChannel?.(info.channelId);
-      if (first) await client.subscribe();
-      const [sessions, draft] = await Promise.all([
-        client.request('list_sessions', { limit: SESSION_PAGE }),
-        client.request('get_draft_status'),
-      ]);
       store.dispatch({
         type: 'sessions_loaded',
         sessions: sessions.sessions,
@@ -283,34 +299,45 @@ export class Controller implements Actions {
 
   // ---- actions -------------------------------------------------------------------------------------
 
-  select(sessionId: string): void {
-    if (sessionId === this.store.state.selectedId) return;
+  select(sessionId: string, options: { atSeq?: number } = {}): void {
+    const { atSeq } = options;
+    if (sessionId === this.store.state.selectedId) {
+      // Already open: read again around the event only when the page does not hold it.
+      const held = this.window?.sessionId === sessionId ? this.window.pages : undefined;
+      if (atSeq === undefined || held === undefined || held.holds(atSeq)) return;
+      this.store.dispatch({ type: 'history_reload', sessionId });
+      void this.loadSession(sessionId, atSeq);
+      return;
+    }
     this.store.dispatch({ type: 'select', sessionId });
-    void this.loadSession(sessionId);
+    void this.loadSession(sessionId, atSeq);
   }
 
-  private async loadSession(sessionId: string): Promise<void> {
+  /**
+   * Opens the session at its tail: one read of its last page (`HistoryWindow.openTail`), folded
+   * and shown; older pages are read as the reader scrolls up (`loadOlderEvents`). With `atSeq`, it
+   * opens at that event instead (`HistoryWindow.openAt`).
+   */
+  private async loadSession(sessionId: string, atSeq?: number): Promise<void> {
     const run = ++this.selection;
     // A compaction that started before the page was listening is known only from get_session.
     void this.loadCompaction(sessionId);
-    let events: StreamEvent[];
-    // Each page is folded as it comes in, while the server still prepares the next ones.
-    const empty = emptyView(sessionId);
-    const history = new HistoryFold({ conversation: empty.conversation, series: empty.series });
+    const pages = new HistoryWindow(
+      (request: EventPageRequest) => this.client.request('get_events', { sessionId, ...request }),
+      this.options.paging ?? HISTORY_PAGING,
+    );
+    // Live events from here on go to this window (it keeps the ones that come while the tail is read).
+    this.window = { run, sessionId, pages };
     try {
-      events = await readHistory(
-        (afterSeq, limit) => this.client.request('get_events', { sessionId, afterSeq, limit }),
-        HISTORY_READING,
-        (page) => {
-          if (run === this.selection) history.add(page);
-        },
-      );
+      await (atSeq === undefined ? pages.openTail() : pages.openAt(atSeq));
       if (run !== this.selection) return;
     } catch (error) {
       if (run === this.selection) this.store.dispatch({ type: 'history_failed', sessionId, error: messageOf(error) });
       return;
     }
-    this.store.dispatch({ type: 'history_loaded', sessionId, events, folded: history.finish() });
+    const { place } = pages;
+    const folded = foldWindow(sessionId, pages.events(), place, selectedSessionOf(this.store.state, sessionId));
+    this.store.dispatch({ type: 'history_loaded', sessionId, events: [], folded, place });
     const view = this.store.state.view;
     // From here a reconnect replays this session from what the page has, even if no live event came yet.
     if (view?.sessionId === sessionId) this.client.resumeFrom('session_event', sessionId, view.conversation.lastSeq);
@@ -321,6 +348,41 @@ export class Controller implements Actions {
       this.loadPreview(sessionId),
       this.history.loadBranches(selectedSessionOf(this.store.state, sessionId), sessionId),
     ]);
+  }
+
+  /** What the window holds, folded again, in the view. */
+  private showWindow(held: NonNullable<Controller['window']>): void {
+    const { sessionId, pages } = held;
+    const { place } = pages;
+    const folded = foldWindow(sessionId, pages.events(), place, selectedSessionOf(this.store.state, sessionId));
+    this.store.dispatch({ type: 'history_window', sessionId, folded, place });
+  }
+
+  loadOlderEvents(): void {
+    void this.page('older');
+  }
+
+  loadNewerEvents(): void {
+    void this.page('newer');
+  }
+
+  /** Reads one page before or after those held, and shows what the window holds then. */
+  private async page(direction: 'older' | 'newer'): Promise<void> {
+    const held = this.window;
+    if (!held || held.run !== this.selection || held.pages.busy) return;
+    const { place } = held.pages;
+    if (direction === 'older' ? place.atStart : place.atTail) return;
+    const { sessionId } = held;
+    this.store.dispatch({ type: 'history_paging', sessionId, loading: direction });
+    try {
+      const changed = await (direction === 'older' ? held.pages.loadOlder() : held.pages.loadNewer());
+      if (held !== this.window || held.run !== this.selection) return;
+      if (changed || direction === 'older') this.showWindow(held);
+    } catch (error) {
+      if (held === this.window) this.notice('error', `Could not read more of the conversation: ${messageOf(error)}`);
+    } finally {
+      if (held === this.window) this.store.dispatch({ type: 'history_paging', sessionId, loading: undefined });
+    }
   }
 
   /** The session's running compaction from `get_session`; an answer overtaken by a compaction notice is dropped (the notice is newer). */

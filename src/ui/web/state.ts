@@ -20,7 +20,8 @@ import type {
   SessionSearchHitInfo,
   TaskInfo,
 } from '../../protocol/index.js';
-import { emptyTrace, traceEvents, type BranchEntry, type BranchTrace } from './history-model.js';
+import { emptyTrace, pathTo, traceEvents, type BranchEntry, type BranchTrace } from './history-model.js';
+import type { HistoryPlace } from './history-pages.js';
 import {
   emptySeries,
   foldSeries,
@@ -63,6 +64,12 @@ export interface SessionView {
   reloading?: boolean;
   /** The active branch's seqs and the point before each user message (history-model.ts). */
   trace: BranchTrace;
+  /**
+   * Where the events folded into `conversation` lie in the log (history-pages.ts: the page holds
+   * a few pages of it): whether older ones remain on the server, whether the newest held is the
+   * tail (live events are folded only then), and the read on its way, if any. Absent until the log is read.
+   */
+  place?: HistoryPlace & { loading?: 'older' | 'newer' };
   /** The session's branches (`list_branches`), when it has more than one. */
   branches?: BranchEntry[];
   checkpoints?: CheckpointData;
@@ -146,7 +153,11 @@ export type AppAction =
   | { type: 'search_cleared' }
   | { type: 'select'; sessionId: string | undefined }
   /** The session's log; `folded`, when given, is those events already folded from an empty view (see `foldHistory`). */
-  | { type: 'history_loaded'; sessionId: string; events: StreamEvent[]; folded?: FoldedHistory }
+  | { type: 'history_loaded'; sessionId: string; events: StreamEvent[]; folded?: FoldedHistory; place?: HistoryPlace }
+  /** The pages held changed (an older or newer page read, a far one dropped): `folded` is all they hold. */
+  | { type: 'history_window'; sessionId: string; folded: FoldedHistory; place: HistoryPlace }
+  /** A page before or after those held is being read (`undefined`: the read is over). */
+  | { type: 'history_paging'; sessionId: string; loading: 'older' | 'newer' | undefined }
   | { type: 'history_failed'; sessionId: string; error: string }
   /** The active branch changed on the server: its history is read again (`history_loaded` follows). */
   | { type: 'history_reload'; sessionId: string }
@@ -250,6 +261,33 @@ export class HistoryFold {
   }
 }
 
+/**
+ * The events the page holds (consecutive on the active branch, oldest first) folded from an empty
+ * view. When they do not start at the branch's start, the trace starts at the first of them: the
+ * seqs before it are the session's path up to it (`pathTo`, from the record's segments, when the
+ * list has the record), and the first event's own user message has no known point before it.
+ */
+export function foldWindow(
+  sessionId: string,
+  events: readonly StreamEvent[],
+  place: HistoryPlace,
+  session?: SessionInfo,
+): Required<FoldedHistory> {
+  const empty = emptyView(sessionId);
+  const first = events[0];
+  let trace = emptyTrace();
+  if (!place.atStart && first !== undefined)
+    trace = {
+      runs: session ? pathTo(session, first.seq) : [{ first: first.seq, last: first.seq }],
+      pointsBefore: new Map(),
+      lastSeq: first.seq,
+    };
+  const fold = new HistoryFold({ conversation: empty.conversation, series: empty.series, trace });
+  fold.add(events as StreamEvent[]);
+  const folded = fold.finish();
+  return { conversation: folded.conversation, series: folded.series, trace: folded.trace ?? trace };
+}
+
 export function emptyView(sessionId: string): SessionView {
   return {
     sessionId,
@@ -339,11 +377,30 @@ export function reduce(state: AppState, action: AppAction): AppState {
         const from = view.reloading ? emptyView(view.sessionId) : view;
         const history = action.folded ?? foldHistory(from, action.events);
         const traced = history.trace ?? traceEvents(from.trace, action.events);
-        const { conversation, series, trace } = foldHistory({ ...history, trace: traced }, view.pending);
+        // Paged (`place`): the live events that came meanwhile are in the window already (or past it).
+        const { conversation, series, trace } = foldHistory(
+          { ...history, trace: traced },
+          action.place ? [] : view.pending,
+        );
         const next: SessionView = { ...view, loading: false, pending: [], conversation, series, trace };
+        if (action.place) next.place = { ...action.place };
+        else delete next.place;
         delete next.loadError;
         delete next.reloading;
         return next;
+      });
+    case 'history_window':
+      return updateView(state, action.sessionId, (view) => {
+        if (view.loading || view.reloading) return view;
+        const { conversation, series, trace } = action.folded;
+        return { ...view, conversation, series, trace: trace ?? view.trace, place: { ...action.place } };
+      });
+    case 'history_paging':
+      return updateView(state, action.sessionId, (view) => {
+        if (!view.place) return view;
+        const place: NonNullable<SessionView['place']> = { atStart: view.place.atStart, atTail: view.place.atTail };
+        if (action.loading !== undefined) place.loading = action.loading;
+        return { ...view, place };
       });
     case 'history_reload':
       return updateView(state, action.sessionId, (view) => (view.loading ? view : { ...view, reloading: true }));
@@ -360,12 +417,15 @@ export function reduce(state: AppState, action: AppAction): AppState {
       return updateView(state, action.sessionId, (view) =>
         view.loading || view.reloading
           ? { ...view, pending: [...view.pending, ...action.events] }
-          : {
-              ...view,
-              conversation: applyEvents(view.conversation, action.events),
-              series: foldSeries(view.series, action.events),
-              trace: traceEvents(view.trace, action.events),
-            },
+          : view.place?.atTail === false
+            ? // The pages held end before the tail: these are read again with the page they are in.
+              view
+            : {
+                ...view,
+                conversation: applyEvents(view.conversation, action.events),
+                series: foldSeries(view.series, action.events),
+                trace: traceEvents(view.trace, action.events),
+              },
       );
     case 'checkpoints':
       return updateView(state, action.sessionId, (view) => {

@@ -5,7 +5,7 @@ import { Store } from '../../../src/ui/web/store.js';
 import { firstMessageTarget, initialState } from '../../../src/ui/web/index.js';
 import { RecordedPeer } from '../tui/recorded-peer.js';
 import { LogBuilder, sessionInfo } from './events.js';
-import { HISTORY_READING } from '../../../src/ui/web/history-pages.js';
+import { HISTORY_PAGING } from '../../../src/ui/web/history-pages.js';
 
 const sessionId = 'draft-session-1';
 const project = {
@@ -290,45 +290,46 @@ describe('the web page: a compaction that runs when the page opens the session',
 });
 
 describe('the web page: opening a session whose log spans several pages', () => {
-  it(`reads it in pages of ${HISTORY_READING.pageSize.toLocaleString('en-US')}, at most ${HISTORY_READING.pagesInFlight} asked for and not answered at a time, and shows every block`, async () => {
-    const { pageSize, pagesInFlight } = HISTORY_READING;
+  it(`reads its last page of ${HISTORY_PAGING.pageSize.toLocaleString('en-US')} events only, then older pages one at a time as asked, every block once`, async () => {
+    const { pageSize } = HISTORY_PAGING;
     const log = new LogBuilder(sessionId);
-    // A user message and an answer per turn, two events each: four pages and a part.
-    const turns = Math.ceil((pageSize * 4 + 10) / 2);
+    // A user message and an answer per turn, two events each: two pages and a part.
+    const turns = Math.ceil((pageSize * 2 + 10) / 2);
     for (let index = 0; index < turns; index += 1) {
       log.complete({ type: 'user_message', id: `u${index}`, content: `Question ${index}`, createdAt: 0 });
       log.complete({ type: 'assistant_text', id: `a${index}`, content: `Answer ${index}`, createdAt: 0 });
     }
     const peer = server();
-    let unanswered = 0;
-    let mostUnanswered = 0;
     peer.handlers.set('get_events', async (params) => {
-      const afterSeq = Number(params['afterSeq']);
       const limit = Number(params['limit']);
-      const after = log.events.filter((event) => event.seq > afterSeq);
-      if (limit === 1) return { events: after.slice(0, 1), lastSeq: log.events.at(-1)!.seq, hasMore: after.length > 1 };
-      unanswered += 1;
-      mostUnanswered = Math.max(mostUnanswered, unanswered);
-      // Answered on a later turn of the event loop, so the page could ask for more meanwhile.
-      await new Promise((resolve) => setImmediate(resolve));
-      unanswered -= 1;
-      return { events: after.slice(0, limit), lastSeq: log.events.at(-1)!.seq, hasMore: after.length > limit };
+      const lastSeq = log.events.at(-1)!.seq;
+      if (params['beforeSeq'] !== undefined) {
+        const below = log.events.filter((event) => event.seq < Number(params['beforeSeq']));
+        return { events: below.slice(-limit), lastSeq, hasMore: below.length > limit };
+      }
+      const after = log.events.filter((event) => event.seq > Number(params['afterSeq'] ?? -1));
+      return { events: after.slice(0, limit), lastSeq, hasMore: after.length > limit };
     });
     const { controller, store } = await page(peer);
     controller.select(sessionId);
-    // 10,000 events folded on a busy machine take longer than waitFor's default second.
-    await vi.waitFor(() => expect(store.state.view?.loading).toBe(false), { timeout: 20_000 });
-    expect(store.state.view?.conversation.blocks.length).toBe(turns * 2);
+    await vi.waitFor(() => expect(store.state.view?.loading).toBe(false));
+    expect(store.state.view?.conversation.blocks.length).toBe(pageSize);
     expect(store.state.view?.conversation.blocks.at(-1)?.id).toBe(`a${turns - 1}`);
-    const reads = asked(peer, 'get_events').filter((params) => params['limit'] !== 1);
-    expect(reads.map((params) => params['afterSeq'])).toEqual([
-      -1,
-      pageSize - 1,
-      pageSize * 2 - 1,
-      pageSize * 3 - 1,
-      pageSize * 4 - 1,
+    expect(store.state.view?.place).toEqual({ atStart: false, atTail: true });
+    expect(asked(peer, 'get_events')).toEqual([{ sessionId, beforeSeq: Number.MAX_SAFE_INTEGER, limit: pageSize }]);
+    controller.loadOlderEvents();
+    await vi.waitFor(() => expect(store.state.view?.conversation.blocks.length).toBe(pageSize * 2));
+    controller.loadOlderEvents();
+    await vi.waitFor(() => expect(store.state.view?.place?.atStart).toBe(true));
+    const ids = store.state.view!.conversation.blocks.map((block) => block.id);
+    expect(ids).toHaveLength(turns * 2);
+    expect(ids[0]).toBe('u0');
+    expect(new Set(ids).size).toBe(ids.length);
+    const firstOfTail = log.events.at(-pageSize)!.seq;
+    expect(asked(peer, 'get_events').map((params) => params['beforeSeq'])).toEqual([
+      Number.MAX_SAFE_INTEGER,
+      firstOfTail,
+      firstOfTail - pageSize,
     ]);
-    expect(reads.every((params) => params['limit'] === pageSize)).toBe(true);
-    expect(mostUnanswered).toBe(pagesInFlight);
   });
 });

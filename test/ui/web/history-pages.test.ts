@@ -1,6 +1,11 @@
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { StreamEvent } from '../../../src/conversation/index.js';
-import { readHistory, type EventPage, type HistoryReading } from '../../../src/ui/web/history-pages.js';
+import {
+  HistoryWindow,
+  type EventPage,
+  type EventPageRequest,
+  type HistoryPaging,
+} from '../../../src/ui/web/history-pages.js';
 
 function event(seq: number): StreamEvent {
   return {
@@ -13,176 +18,143 @@ function event(seq: number): StreamEvent {
   } as unknown as StreamEvent;
 }
 
-/** A server's `get_events` over the given seqs: the events after `afterSeq`, at most `limit`, and the calls made. */
+/** A server's `get_events` over the given seqs (beforeSeq: the newest `limit` below it; afterSeq: the oldest above it), and the reads made. */
 function log(seqs: number[]) {
-  const calls: number[] = [];
-  const read = async (afterSeq: number, limit: number): Promise<EventPage> => {
-    calls.push(afterSeq);
-    const after = seqs.filter((seq) => seq > afterSeq);
-    return { events: after.slice(0, limit).map(event), lastSeq: seqs.at(-1) ?? -1, hasMore: after.length > limit };
+  const calls: EventPageRequest[] = [];
+  const read = async (request: EventPageRequest): Promise<EventPage> => {
+    calls.push(request);
+    const lastSeq = seqs.at(-1) ?? -1;
+    if ('beforeSeq' in request) {
+      const below = seqs.filter((seq) => seq < request.beforeSeq);
+      return { events: below.slice(-request.limit).map(event), lastSeq, hasMore: below.length > request.limit };
+    }
+    const above = seqs.filter((seq) => seq > request.afterSeq);
+    return { events: above.slice(0, request.limit).map(event), lastSeq, hasMore: above.length > request.limit };
   };
   return { seqs, calls, read };
 }
 
-/** Pages of 10, every page asked for at once. */
-const allAtOnce: HistoryReading = { pageSize: 10, pagesInFlight: Number.POSITIVE_INFINITY };
-
 const range = (count: number, from = 0) => Array.from({ length: count }, (_, index) => from + index);
+const seqsOf = (window: HistoryWindow) => window.events().map((entry) => entry.seq);
 
-describe('readHistory', () => {
-  it('reads a log of one page with a one-event probe and that page, asked at once, the probe first', async () => {
-    const server = log(range(7));
-    const limits: number[] = [];
-    const read = (afterSeq: number, limit: number) => {
-      limits.push(limit);
-      return server.read(afterSeq, limit);
-    };
-    expect((await readHistory(read, allAtOnce)).map((entry) => entry.seq)).toEqual(range(7));
-    expect(server.calls).toEqual([-1, -1]);
-    expect(limits).toEqual([1, 10]);
+/** Pages of 10, at most 3 held. */
+const small: HistoryPaging = { pageSize: 10, maxPages: 3 };
+
+describe('HistoryWindow', () => {
+  it('opens on the last page with one read, whatever the log’s length', async () => {
+    const server = log(range(1_000));
+    const window = new HistoryWindow(server.read, small);
+    await window.openTail();
+    expect(seqsOf(window)).toEqual(range(10, 990));
+    expect(window.place).toEqual({ atStart: false, atTail: true });
+    expect(server.calls).toEqual([{ beforeSeq: Number.MAX_SAFE_INTEGER, limit: 10 }]);
   });
 
-  it('reads an empty log', async () => {
-    expect(await readHistory(log([]).read, allAtOnce)).toEqual([]);
+  it('opens a short log whole (at its start and its tail), and an empty one', async () => {
+    const short = new HistoryWindow(log(range(7)).read, small);
+    await short.openTail();
+    expect(seqsOf(short)).toEqual(range(7));
+    expect(short.place).toEqual({ atStart: true, atTail: true });
+    const empty = new HistoryWindow(log([]).read, small);
+    await empty.openTail();
+    expect(seqsOf(empty)).toEqual([]);
+    expect(empty.place).toEqual({ atStart: true, atTail: true });
   });
 
-  it('asks for the other pages at once, as soon as the probe tells the newest seq, while the first page is still on its way; every event once, in order', async () => {
-    const server = log(range(35));
-    let releaseFirst!: () => void;
-    const firstHeld = new Promise<void>((resolve) => (releaseFirst = resolve));
-    const read = async (afterSeq: number, limit: number) => {
-      if (afterSeq === -1 && limit > 1) await firstHeld;
-      return server.read(afterSeq, limit);
-    };
-    const done = readHistory(read, allAtOnce);
-    await vi.waitFor(() => expect(server.calls).toEqual([-1, 9, 19, 29]));
-    releaseFirst();
-    expect((await done).map((entry) => entry.seq)).toEqual(range(35));
-    expect(server.calls).toEqual([-1, 9, 19, 29, -1]);
-  });
-
-  it('starts the other pages from the oldest seq the probe saw (a log that does not start at 0)', async () => {
-    const server = log(range(35, 100));
-    expect((await readHistory(server.read, allAtOnce)).map((entry) => entry.seq)).toEqual(range(35, 100));
-    expect(server.calls).toEqual([-1, -1, 109, 119, 129]);
-  });
-
-  it('drops the repeats where seqs skip and pages overlap', async () => {
-    const seqs = range(40).map((index) => index * 3);
-    const server = log(seqs);
-    expect((await readHistory(server.read, allAtOnce)).map((entry) => entry.seq)).toEqual(seqs);
-  });
-
-  it('reads on from the last event when pages do not meet (a server that answers fewer than asked)', async () => {
-    const server = log(range(30));
-    const short = (afterSeq: number, limit: number) => server.read(afterSeq, Math.min(limit, 4));
-    expect((await readHistory(short, allAtOnce)).map((entry) => entry.seq)).toEqual(range(30));
-  });
-
-  it('reads what was appended while the pages loaded', async () => {
-    const server = log(range(25));
-    const read = async (afterSeq: number, limit: number) => {
-      const page = await server.read(afterSeq, limit);
-      if (afterSeq === -1 && limit > 1) server.seqs.push(...range(12, 25));
-      return page;
-    };
-    expect((await readHistory(read, allAtOnce)).map((entry) => entry.seq)).toEqual(range(37));
-  });
-
-  it("hands each page's new events on in order as soon as the pages before it are in, even when a later page answers first", async () => {
-    const server = log(range(35));
-    const gates = new Map<number, () => void>();
-    const read = async (afterSeq: number, limit: number) => {
-      if (afterSeq !== -1) await new Promise<void>((resolve) => gates.set(afterSeq, resolve));
-      return server.read(afterSeq, limit);
-    };
-    const delivered: number[][] = [];
-    const done = readHistory(read, allAtOnce, (events) => delivered.push(events.map((entry) => entry.seq)));
-    await vi.waitFor(() => expect(gates.size).toBe(3));
-    // The first page is out before any other answers; the last answers first and waits its turn.
-    expect(delivered).toEqual([range(10)]);
-    gates.get(29)!();
-    gates.get(19)!();
-    await Promise.resolve();
-    expect(delivered).toEqual([range(10)]);
-    gates.get(9)!();
-    expect((await done).map((entry) => entry.seq)).toEqual(range(35));
-    expect(delivered).toEqual([range(10), range(10, 10), range(10, 20), range(5, 30)]);
-  });
-
-  it("hands on overlapping pages' events once", async () => {
-    const seqs = range(40).map((index) => index * 3);
-    const delivered: number[] = [];
-    await readHistory(log(seqs).read, allAtOnce, (events) => delivered.push(...events.map((entry) => entry.seq)));
-    expect(delivered).toEqual(seqs);
-  });
-
-  it('keeps at most `pagesInFlight` pages asked for and not taken, asking for the next as each page is taken, before its events are handed on', async () => {
+  it('reads older pages one before the other up to the start, and drops the newest past maxPages (then it no longer follows the tail)', async () => {
     const server = log(range(45));
-    const gates = new Map<number, () => void>();
-    const asked: number[] = [];
-    const read = async (afterSeq: number, limit: number) => {
-      asked.push(afterSeq);
-      if (limit > 1) await new Promise<void>((resolve) => gates.set(afterSeq, resolve));
-      return server.read(afterSeq, limit);
-    };
-    const callsWhenHandedOn: number[][] = [];
-    const done = readHistory(read, { pageSize: 10, pagesInFlight: 2 }, () => callsWhenHandedOn.push([...asked]));
-    // The probe, the first page and one page more; the rest wait.
-    await vi.waitFor(() => expect(asked).toEqual([-1, -1, 9]));
-    expect(gates.size).toBe(2);
-    // A later page answering first asks for nothing: only a page taken in frees its place.
-    gates.get(9)!();
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(asked).toEqual([-1, -1, 9]);
-    expect(callsWhenHandedOn).toEqual([]);
-    // The first page taken in asks for the next, and so does the page after it, in already.
-    gates.get(-1)!();
-    await vi.waitFor(() => expect(asked).toEqual([-1, -1, 9, 19, 29]));
-    gates.get(19)!();
-    await vi.waitFor(() => expect(asked).toEqual([-1, -1, 9, 19, 29, 39]));
-    gates.get(29)!();
-    gates.get(39)!();
-    expect((await done).map((entry) => entry.seq)).toEqual(range(45));
-    // Each page's events were handed on after the next page was asked for.
-    expect(callsWhenHandedOn.map((calls) => calls.at(-1))).toEqual([19, 29, 39, 39, 39]);
-    expect(asked).toEqual([-1, -1, 9, 19, 29, 39]);
+    const window = new HistoryWindow(server.read, small);
+    await window.openTail();
+    expect(await window.loadOlder()).toBe(true);
+    expect(await window.loadOlder()).toBe(true);
+    expect(seqsOf(window)).toEqual(range(30, 15));
+    expect(window.place).toEqual({ atStart: false, atTail: true });
+    expect(await window.loadOlder()).toBe(true);
+    expect(seqsOf(window)).toEqual(range(30, 5));
+    expect(window.place).toEqual({ atStart: false, atTail: false });
+    expect(await window.loadOlder()).toBe(true);
+    expect(seqsOf(window)).toEqual(range(25, 0));
+    expect(window.place).toEqual({ atStart: true, atTail: false });
+    expect(await window.loadOlder()).toBe(false);
+    expect(server.calls.map((call) => ('beforeSeq' in call ? call.beforeSeq : -1))).toEqual([
+      Number.MAX_SAFE_INTEGER,
+      35,
+      25,
+      15,
+      5,
+    ]);
+    // Back down: the newer pages are read again, the oldest dropped, until the tail is held.
+    expect(await window.loadNewer()).toBe(true);
+    expect(await window.loadNewer()).toBe(true);
+    expect(seqsOf(window)).toEqual(range(30, 15));
+    expect(window.place).toEqual({ atStart: false, atTail: true });
+    expect(await window.loadNewer()).toBe(false);
   });
 
-  it('reads one page at a time with `pagesInFlight` 1, every event once, in order', async () => {
-    const server = log(range(35));
-    let inFlight = 0;
-    let most = 0;
-    const read = async (afterSeq: number, limit: number) => {
-      if (limit === 1) return server.read(afterSeq, limit);
-      inFlight += 1;
-      most = Math.max(most, inFlight);
-      await new Promise((resolve) => setImmediate(resolve));
-      inFlight -= 1;
-      return server.read(afterSeq, limit);
-    };
-    const delivered: number[] = [];
-    expect(
-      (
-        await readHistory(read, { pageSize: 10, pagesInFlight: 1 }, (events) =>
-          delivered.push(...events.map((entry) => entry.seq)),
-        )
-      ).map((entry) => entry.seq),
-    ).toEqual(range(35));
-    expect(delivered).toEqual(range(35));
-    expect(most).toBe(1);
-  });
-
-  it('fails when a page fails, also when it fails before the pages ahead of it answer', async () => {
+  it('holds live events at the tail (every one once, the ones that came while the tail was read too), and only counts them when the tail is not held', async () => {
     const server = log(range(25));
-    const read = (afterSeq: number, limit: number) =>
-      afterSeq === 19 ? Promise.reject(new Error('session is gone')) : server.read(afterSeq, limit);
-    await expect(readHistory(read, allAtOnce)).rejects.toThrow('session is gone');
-    const slow = async (afterSeq: number, limit: number) => {
-      if (afterSeq === 19) throw new Error('session is gone');
-      if (afterSeq === 9) await new Promise((resolve) => setImmediate(resolve));
-      return server.read(afterSeq, limit);
-    };
-    await expect(readHistory(slow, allAtOnce)).rejects.toThrow('session is gone');
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const window = new HistoryWindow(async (request) => {
+      const page = await server.read(request);
+      await held;
+      return page;
+    }, small);
+    const opening = window.openTail();
+    // Appended and sent while the tail's read was on its way: 24 is in the page too.
+    server.seqs.push(25, 26);
+    window.addLive([event(24), event(25), event(26)]);
+    release();
+    await opening;
+    expect(seqsOf(window)).toEqual(range(12, 15));
+    window.addLive([event(27)]);
+    expect(seqsOf(window).at(-1)).toBe(27);
+    await window.loadOlder();
+    await window.loadOlder();
+    expect(window.place.atTail).toBe(false);
+    const before = seqsOf(window);
+    server.seqs.push(28, 29);
+    window.addLive([event(28), event(29)]);
+    expect(seqsOf(window)).toEqual(before);
+    while (!window.place.atTail) await window.loadNewer();
+    expect(seqsOf(window).at(-1)).toBe(29);
+    expect(new Set(seqsOf(window)).size).toBe(seqsOf(window).length);
+  });
+
+  it('keeps at most maxPages pages as live events come (a dropped page says so)', async () => {
+    const window = new HistoryWindow(log(range(25)).read, small);
+    await window.openTail();
+    let dropped = false;
+    for (const seq of range(40, 25)) dropped = window.addLive([event(seq)]) || dropped;
+    expect(dropped).toBe(true);
+    expect(window.size).toBeLessThanOrEqual(30);
+    expect(seqsOf(window).at(-1)).toBe(64);
+    expect(window.place).toEqual({ atStart: false, atTail: true });
+  });
+
+  it('opens at a seq (a search hit): the page up to it and a quarter page after, older and newer pages read from there', async () => {
+    const server = log(range(100));
+    const window = new HistoryWindow(server.read, small);
+    await window.openAt(40);
+    expect(seqsOf(window)).toEqual(range(13, 31));
+    expect(window.place).toEqual({ atStart: false, atTail: false });
+    await window.loadOlder();
+    expect(seqsOf(window)[0]).toBe(21);
+    while (!window.place.atTail) await window.loadNewer();
+    expect(seqsOf(window).at(-1)).toBe(99);
+    // Near the end, the quarter page after it reaches the tail.
+    const late = new HistoryWindow(server.read, small);
+    await late.openAt(98);
+    expect(seqsOf(late)).toEqual(range(11, 89));
+    expect(late.place).toEqual({ atStart: false, atTail: true });
+  });
+
+  it('drops repeats where seqs skip (a branch’s ranges)', async () => {
+    const seqs = range(40).map((index) => index * 3);
+    const window = new HistoryWindow(log(seqs).read, small);
+    await window.openTail();
+    while (!window.place.atStart) await window.loadOlder();
+    while (!window.place.atTail) await window.loadNewer();
+    expect(seqsOf(window)).toEqual(seqs.slice(-seqsOf(window).length));
   });
 });

@@ -63,6 +63,9 @@ const FILL_TIMEOUT_MS = 200;
 /** Pixels from the bottom within which the panel keeps following new blocks. */
 const FOLLOW_SLACK = 48;
 
+/** Pixels from the top (or the bottom) within which scrolling reads the page of the log before (or after) those held. */
+const PAGE_EDGE = 200;
+
 /** The name of a conversation thread's block: "conversation with <role>" (src/draft/conversations.ts). */
 const CONVERSATION_PREFIX = 'conversation with ';
 
@@ -138,6 +141,16 @@ export class ChatView {
   private fill: { cancel(): void } | undefined;
   private readonly earlier: HTMLButtonElement;
   private readonly earlierRow: HTMLElement;
+  /** Where the held events lie in the session's log (`SessionView.place`): whether to read more above or below. */
+  private place: SessionView['place'];
+  private readonly olderButton: HTMLButtonElement;
+  private readonly olderRow: HTMLElement;
+  private readonly newerButton: HTMLButtonElement;
+  private readonly newerRow: HTMLElement;
+  /** An older page was asked for by the reader: once it is in, the blocks it added are shown. */
+  private revealOlder = false;
+  /** The block the reader was looking at before the held events changed at the top, and its place in the panel. */
+  private anchor: { key: string; top: number } | undefined;
   /** The compaction the pill shows, and the timer that keeps its elapsed time current. */
   private compaction: SessionView['compaction'];
   private compactionTimer: ReturnType<typeof setInterval> | undefined;
@@ -188,18 +201,24 @@ export class ChatView {
       type: 'button',
       class: 'link',
       'data-testid': 'show-earlier',
-      onclick: () => {
-        // Keep the blocks the user is reading where they are while older ones go in above.
-        const fromBottom = this.scroller.scrollHeight - this.scroller.scrollTop;
-        // While the window is still filling in, the button shows the rest of it at once.
-        if (this.renderedFrom <= (this.windowStart ?? 0))
-          this.windowStart = Math.max(0, (this.windowStart ?? 0) - WINDOW);
-        this.renderedFrom = this.windowStart ?? 0;
-        this.renderBlocks();
-        this.scroller.scrollTop = this.scroller.scrollHeight - fromBottom;
-      },
+      onclick: () => this.showEarlier(),
     });
     this.earlierRow = h('div', { class: 'earlier' }, this.earlier);
+    this.olderButton = h('button', {
+      type: 'button',
+      class: 'link',
+      'data-testid': 'load-older',
+      onclick: () => this.loadOlder(),
+    });
+    this.olderRow = h('div', { class: 'earlier' }, this.olderButton);
+    this.newerButton = h('button', {
+      type: 'button',
+      class: 'link',
+      'data-testid': 'load-newer',
+      onclick: () => this.actions.loadNewerEvents?.(),
+    });
+    this.newerRow = h('div', { class: 'earlier' }, this.newerButton);
+    this.scroller.addEventListener('scroll', () => this.pageOnScroll(), { passive: true });
     this.header.append(this.headerMain, this.badge);
     this.history = new ChatHistory(actions, {
       offerPrompt: (text) => {
@@ -303,10 +322,86 @@ export class ChatView {
       return;
     }
     const historyChanged = this.history.update(state);
-    if (this.last.conversation === view.conversation && !historyChanged) return;
-    if (this.last.conversation !== view.conversation) this.items = chatItems(view.conversation);
+    const placeChanged = !samePlace(this.place, view.place);
+    this.place = view.place;
+    if (this.last.conversation === view.conversation && !historyChanged && !placeChanged) return;
+    if (this.last.conversation !== view.conversation) {
+      const before = this.items;
+      this.items = chatItems(view.conversation);
+      // The held events changed at the top (a page read above, or one dropped): the window follows its blocks.
+      if (this.windowStart !== undefined && before.length > 0 && before[0]!.key !== this.items[0]?.key)
+        this.rebase(before);
+    }
+    // The older page asked for is in (or its read is over): later changes at the top are not its.
+    if (this.place?.loading !== 'older') this.revealOlder = false;
     this.last.conversation = view.conversation;
     this.renderBlocks();
+  }
+
+  /** Shows up to a window's worth of the held blocks above those shown (the rest of the window first, while it fills in). */
+  private showEarlier(): void {
+    // Keep the blocks the user is reading where they are while older ones go in above.
+    const fromBottom = this.scroller.scrollHeight - this.scroller.scrollTop;
+    // While the window is still filling in, the button shows the rest of it at once.
+    if (this.renderedFrom <= (this.windowStart ?? 0)) this.windowStart = Math.max(0, (this.windowStart ?? 0) - WINDOW);
+    this.renderedFrom = this.windowStart ?? 0;
+    this.renderBlocks();
+    this.scroller.scrollTop = this.scroller.scrollHeight - fromBottom;
+  }
+
+  /** Asks for the page of the log before the oldest held; its blocks are shown once it is in. */
+  private loadOlder(): void {
+    if (!this.place || this.place.atStart || this.place.loading) return;
+    this.revealOlder = true;
+    this.actions.loadOlderEvents?.();
+  }
+
+  /**
+   * Near the top, the held blocks above those shown go in, and once all are shown the page of the
+   * log before them is read; near the bottom (the tail not held), the page after.
+   */
+  private pageOnScroll(): void {
+    const place = this.place;
+    if (!place || place.loading || this.items.length === 0) return;
+    const { scrollTop, scrollHeight, clientHeight } = this.scroller;
+    const allShown = (this.windowStart ?? 0) === 0 && this.renderedFrom === 0;
+    if (scrollTop < PAGE_EDGE && !allShown) this.showEarlier();
+    else if (!place.atStart && allShown && scrollTop < PAGE_EDGE) this.loadOlder();
+    else if (!place.atTail && scrollHeight - scrollTop - clientHeight < PAGE_EDGE) this.actions.loadNewerEvents?.();
+  }
+
+  /**
+   * The items changed at the top: the window's indexes move with the block the reader is looking
+   * at (the topmost one in view), which is kept in its place on screen. When the reader asked for an
+   * older page, up to a window's worth of its blocks are shown; a block no longer held starts the window again at the newest.
+   */
+  private rebase(before: ChatItem[]): void {
+    const top = this.scroller.getBoundingClientRect().top;
+    let anchor: { key: string; top: number; index: number } | undefined;
+    for (let index = this.renderedFrom; index < before.length; index += 1) {
+      const element = this.cache.get(before[index]!.key)?.element;
+      if (!element?.isConnected) continue;
+      const rect = element.getBoundingClientRect();
+      if (rect.bottom > top) {
+        anchor = { key: before[index]!.key, top: rect.top - top, index };
+        break;
+      }
+    }
+    const found = anchor ? this.items.findIndex((item) => item.key === anchor.key) : -1;
+    if (!anchor || found === -1) {
+      this.resetWindow();
+      this.anchor = undefined;
+      return;
+    }
+    const shift = found - anchor.index;
+    this.windowStart = Math.max(0, (this.windowStart ?? 0) + shift);
+    this.renderedFrom = Math.max(0, this.renderedFrom + shift);
+    if (this.revealOlder && shift > 0) {
+      this.windowStart = Math.max(0, this.windowStart - WINDOW);
+      this.renderedFrom = this.windowStart;
+    }
+    this.revealOlder = false;
+    this.anchor = { key: anchor.key, top: anchor.top };
   }
 
   private renderHeader(session: SessionInfo | undefined, sessionId: string, state: AppState): void {
@@ -404,13 +499,19 @@ export class ChatView {
   /** Forgets the window (a session closed or loading again) and any fill still waiting. */
   private resetWindow(): void {
     this.windowStart = undefined;
+    this.anchor = undefined;
     this.renderedFrom = 0;
     this.fill?.cancel();
     this.fill = undefined;
   }
 
   private renderBlocks(): void {
-    const follow = this.scroller.scrollHeight - this.scroller.scrollTop - this.scroller.clientHeight < FOLLOW_SLACK;
+    // Below the held events there are more (the tail is not held): the panel does not follow.
+    const follow =
+      (this.place?.atTail ?? true) &&
+      this.scroller.scrollHeight - this.scroller.scrollTop - this.scroller.clientHeight < FOLLOW_SLACK;
+    const anchor = this.anchor;
+    this.anchor = undefined;
     if (this.items.length === 0) {
       this.cache.clear();
       replaceChildren(this.scroller, h('div', { class: 'empty-state muted' }, 'No messages yet.'));
@@ -425,6 +526,12 @@ export class ChatView {
       this.placeBlocks();
     }
     if (follow) this.scroller.scrollTop = this.scroller.scrollHeight;
+    else if (anchor) {
+      const element = this.cache.get(anchor.key)?.element;
+      if (element?.isConnected)
+        this.scroller.scrollTop +=
+          element.getBoundingClientRect().top - this.scroller.getBoundingClientRect().top - anchor.top;
+    }
   }
 
   /**
@@ -491,6 +598,18 @@ export class ChatView {
       const more = filling ? start - (this.windowStart ?? 0) : Math.min(WINDOW, start);
       this.earlier.textContent = `Show ${formatCount(more)} earlier blocks (${formatCount(start)} not shown)`;
       elements.unshift(this.earlierRow);
+    } else if (this.place && !this.place.atStart) {
+      // Every block held is shown, and the log goes further back: the next page is read on scrolling up, or here.
+      const loading = this.place.loading === 'older';
+      this.olderButton.textContent = loading ? 'Reading earlier messages…' : 'Show earlier messages';
+      this.olderButton.disabled = loading;
+      elements.unshift(this.olderRow);
+    }
+    if (this.place && !this.place.atTail) {
+      const loading = this.place.loading === 'newer';
+      this.newerButton.textContent = loading ? 'Reading newer messages…' : 'Show newer messages';
+      this.newerButton.disabled = loading;
+      elements.push(this.newerRow);
     }
     for (const key of [...this.cache.keys()]) if (!keep.has(key)) this.cache.delete(key);
     // Unchanged elements (and their open <details>) stay put.
@@ -873,4 +992,8 @@ function attachmentButtons(attachments: unknown): HTMLElement[] {
     buttons.push(button);
   }
   return buttons;
+}
+
+function samePlace(a: SessionView['place'], b: SessionView['place']): boolean {
+  return a?.atStart === b?.atStart && a?.atTail === b?.atTail && a?.loading === b?.loading;
 }

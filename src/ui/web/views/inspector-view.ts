@@ -170,7 +170,9 @@ export class InspectorView {
   // ---- status ----
 
   private renderStatus(view: SessionView, session: SessionInfo | undefined): void {
-    const metrics = view.conversation.metrics;
+    // The page holds the log's last pages only: totals are the session's (the server's), not those pages'.
+    const metrics =
+      view.place?.atStart === false && session?.metrics !== undefined ? session.metrics : view.conversation.metrics;
     const preview = view.preview;
     const gauge = contextGauge(metrics, preview);
     const parts: HTMLElement[] = [h('h3', {}, 'Session status')];

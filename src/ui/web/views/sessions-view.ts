@@ -357,7 +357,7 @@ const ESTIMATED_ROW_HEIGHT = 66;
 
 /** Opens the hit's session and, once its history is drawn, scrolls its message into view and marks it. */
 function openAtMessage(actions: Actions, hit: SessionSearchHitInfo): void {
-  actions.select(hit.sessionId);
+  actions.select(hit.sessionId, { atSeq: hit.seq });
   const started = performance.now();
   const look = () => {
     const block = document.querySelector<HTMLElement>(`[data-block-id="${CSS.escape(hit.blockId)}"]`);
