@@ -503,9 +503,8 @@ export class SessionManager {
     options: { beforeSeq: number; afterSeq?: number; limit: number },
   ): Promise<StreamEvent[]> {
     this.assertOpen();
-    const id = checkSessionId(sessionId);
-    const live = await this.liveSession(id);
-    return readEventsBefore(this.store, live.record, options);
+    // As getEvents: a session not held here is read from its log, not built into a conversation first.
+    return readEventsBefore(this.store, await this.recordToRead(checkSessionId(sessionId)), options);
   }
 
   /** The conversation rebuilt from the log: blocks, subagent threads, metrics. */
