@@ -151,7 +151,8 @@ describe.skipIf(skipReason !== undefined)('two parley servers on one PostgreSQL 
     const drafter = await serverA.client();
     const sessionId = await draftOn(serverA, drafter);
     const managerB = serverB.server.manager;
-    await managerB.getEvents(sessionId); // cached on B now
+    // Held on B now, as a client's subscribe holds it (get_events alone reads the log and holds nothing).
+    await managerB.loadConversation(sessionId);
     const announcedOnB: number[] = [];
     managerB.on('session:event', ({ sessionId: id, event }) => id === sessionId && announcedOnB.push(event.seq));
     const before = await serverA.server.manager.getEvents(sessionId);
