@@ -128,6 +128,25 @@ describe('TokenCounter', () => {
     counter.countKeyed('b', 'xx');
     expect(counter.stats().misses).toBe(before + 1);
 
+    // Many evictions and hits in a row keep exactly the most recently used keys (as a plain list would).
+    const many = new TokenCounter({ tokenizer, maxEntries: 50 });
+    let order: string[] = [];
+    let seed = 12345;
+    for (let step = 0; step < 5_000; step++) {
+      // Skewed toward low numbers, so some keys are hit again before they go and others are not.
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      const key = `k${Math.floor((seed / 2 ** 31) ** 2 * 120)}`;
+      many.countKeyed(key, 'x');
+      order = [...order.filter((other) => other !== key), key].slice(-50);
+    }
+    expect(many.stats().hits).toBeGreaterThan(1_000);
+    const kept = many.stats().misses;
+    for (const key of order) many.countKeyed(key, 'x');
+    expect(many.stats().misses).toBe(kept);
+    many.clear();
+    many.countKeyed('after-clear', 'x');
+    expect(many.stats().entries).toBe(1);
+
     const byChars = new TokenCounter({ tokenizer, maxKeyChars: 200 });
     byChars.countText('y'.repeat(150));
     byChars.countText('z'.repeat(150));
