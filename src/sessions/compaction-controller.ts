@@ -41,6 +41,8 @@ export interface CompactionSnapshot {
   tokensBefore: number;
   /** Calibrated tokens of the same request with `checkpoint` in place of the current one. */
   measureWith(checkpoint: CheckpointView & Pick<Checkpoint, 'covers'>): number;
+  /** The tokens of a unit, from the session's kept counts; unset: through the counter's cache. */
+  tokensOf?: (unit: ProjectedMessage) => number;
 }
 
 export interface CompactionHost {
@@ -382,7 +384,7 @@ export class CompactionController {
     options: CompactOptions,
   ): Promise<CheckpointInput> {
     const counter = this.host.counter;
-    const tokensOf = (unit: ProjectedMessage) => counter.countKeyed(unit.key, unit.content);
+    const tokensOf = snapshot.tokensOf ?? ((unit: ProjectedMessage) => counter.countKeyed(unit.key, unit.content));
     let plan = planCompaction(snapshot.messages, { tailTokens: snapshot.tailTokens, tokensOf });
     // Asked for explicitly, a compaction folds the tail too rather than doing nothing.
     if (!plan && options.trigger === 'manual') plan = planCompaction(snapshot.messages, { tailTokens: 0, tokensOf });

@@ -26,6 +26,8 @@ export interface RequestSources {
   /** The projected conversation (see projection.ts), without the new user message. */
   conversation: readonly ProjectedMessage[];
   userMessage: string;
+  /** The tokens of a conversation unit, from counts kept between requests (unit-tokens.ts); unset: through the counter's cache. */
+  tokensOf?: (unit: ProjectedMessage) => number;
 }
 
 export interface RequestBudget {
@@ -171,9 +173,8 @@ class WorkingRequest {
       titleTokens: counter.countText(`## ${section.title}`),
     }));
     this.checkpoint = { text: sources.checkpoint, tokens: counter.countText(sources.checkpoint) };
-    this.units = sources.conversation.map(
-      (unit) => new UnitPiece(this, unit, unit.content, counter.countKeyed(unit.key, unit.content)),
-    );
+    const tokensOf = sources.tokensOf ?? ((unit: ProjectedMessage) => counter.countKeyed(unit.key, unit.content));
+    this.units = sources.conversation.map((unit) => new UnitPiece(this, unit, unit.content, tokensOf(unit)));
     this.user = { text: sources.userMessage, tokens: counter.countText(sources.userMessage) };
   }
 

@@ -49,6 +49,7 @@ import {
   type RequestSources,
 } from './request-builder.js';
 import type { Summarizer } from './summarizer.js';
+import { UnitTokens } from './unit-tokens.js';
 
 /**
  * The SessionManager's request and compaction layer: gathers a request's sources (agent description,
@@ -165,6 +166,8 @@ export class RequestLayer {
     string,
     { blocks: readonly ConversationBlock[]; version: number; cleared: number; projection: Projection }
   >();
+  /** Each session's unit token counts, kept beside its projection and let go with it. */
+  private readonly unitTokens = new Map<string, UnitTokens>();
   private readonly calibrations = new Map<string, TokenCalibration>();
   /** The raw estimate of the last built request per session, paired with the first usage the back end reports after it. */
   private readonly pendingEstimates = new Map<string, number>();
@@ -207,6 +210,7 @@ export class RequestLayer {
     this.loadedCheckpoints.delete(sessionId);
     this.descriptions.delete(sessionId);
     this.projections.delete(sessionId);
+    this.unitTokens.delete(sessionId);
     this.calibrations.delete(sessionId);
     this.pendingEstimates.delete(sessionId);
     this.fixedTokens.delete(sessionId);
@@ -222,6 +226,7 @@ export class RequestLayer {
       this.loadedCheckpoints,
       this.descriptions,
       this.projections,
+      this.unitTokens,
       this.calibrations,
       this.pendingEstimates,
       this.fixedTokens,
@@ -497,9 +502,9 @@ export class RequestLayer {
       record.clearedThroughSeq ?? -1,
     );
     const ratio = this.calibrationOf(sessionId).ratio;
+    const tokensOf = this.unitTokensOf(sessionId).of;
     let history = 0;
-    for (const unit of projection.messages)
-      history += Math.ceil(this.options.counter.countKeyed(unit.key, unit.content) * ratio) + 1;
+    for (const unit of projection.messages) history += Math.ceil(tokensOf(unit) * ratio) + 1;
     if (!compactionHelps({ totalTokens: fixed + history, sections: { conversation: history } }, settings)) return;
     const run = this.compaction.compact(sessionId, { trigger: 'auto' });
     this.background.add(run);
@@ -600,7 +605,17 @@ export class RequestLayer {
       ...(checkpoint ? { checkpoint } : {}),
     });
     this.projections.set(sessionId, { blocks, version, cleared, projection });
+    this.unitTokensOf(sessionId).retainOnly(projection.messages);
     return projection;
+  }
+
+  private unitTokensOf(sessionId: string): UnitTokens {
+    let counts = this.unitTokens.get(sessionId);
+    if (!counts) {
+      counts = new UnitTokens(this.options.counter);
+      this.unitTokens.set(sessionId, counts);
+    }
+    return counts;
   }
 
   private async gather(
@@ -627,6 +642,8 @@ export class RequestLayer {
     ]);
     const settings = this.settingsFor(record);
     const projection = this.project(sessionId, conversation.blocks, checkpoint, record.clearedThroughSeq ?? -1);
+    const unitTokens = this.unitTokensOf(sessionId);
+    await unitTokens.countAhead(projection.messages, options.signal);
     return {
       record,
       blocks: conversation.blocks,
@@ -639,6 +656,7 @@ export class RequestLayer {
         checkpoint: renderCheckpoint(checkpoint),
         conversation: withoutPendingUserMessage(projection.messages, userMessage),
         userMessage,
+        tokensOf: unitTokens.of,
       },
     };
   }
@@ -657,6 +675,7 @@ export class RequestLayer {
       tokenBudget: gathered.settings.tokenBudget,
       tailTokens: gathered.settings.tailTokens,
       tokensBefore: measureRequest(gathered.sources, counter, budget).totalTokens,
+      ...(gathered.sources.tokensOf ? { tokensOf: gathered.sources.tokensOf } : {}),
       measureWith: (candidate: CheckpointView & Pick<Checkpoint, 'covers'>) => {
         const projection = projectConversation({
           blocks: gathered.blocks,
