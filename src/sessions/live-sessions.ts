@@ -1,13 +1,14 @@
 import {
   applyEvents,
   emptyConversation,
+  foldInParts,
   MAIN_CONVERSATION,
   taskTitleFromMessage,
   type ConversationState,
   type StreamEvent,
 } from '../conversation/index.js';
 import type { SessionRecord, SessionStore } from '../store/index.js';
-import { readActiveEvents } from './history-path.js';
+import { readActiveHistory } from './history-path.js';
 
 /**
  * A cached session unused this long, with no write pending, is let go; it is loaded from its log
@@ -113,31 +114,67 @@ export class LiveSessionCache {
   }
 }
 
-/** A session as its active branch says: the conversation rebuilt, the record's metrics and counts taken from it. */
+/** Events folded into the conversation a part at a time while its log is read (see `loadLiveSession`). */
+const LOAD_PART = 4_096;
+
+/**
+ * A session as its active branch says: the conversation rebuilt, the record's metrics and counts
+ * taken from it. The log is folded as it is read, a part at a time, never held whole: a session of
+ * a million events otherwise held every event beside the blocks built from them.
+ */
 export async function loadLiveSession(
   store: SessionStore,
   sessionId: string,
   record: SessionRecord,
 ): Promise<LiveSession> {
-  return liveSessionOf(sessionId, record, await readActiveEvents(store, record));
+  const fold = foldInParts(emptyConversation(sessionId));
+  const tally = new LogTally();
+  let part: StreamEvent[] = [];
+  for await (const event of readActiveHistory(store, record)) {
+    part.push(event);
+    if (part.length < LOAD_PART) continue;
+    fold.add(part);
+    tally.add(part);
+    part = [];
+  }
+  fold.add(part);
+  tally.add(part);
+  return liveSessionFrom(record, fold.finish(), tally);
 }
 
 /** A session as these events (its whole active branch, in order) say. */
 export function liveSessionOf(sessionId: string, record: SessionRecord, events: readonly StreamEvent[]): LiveSession {
-  const conversation = applyEvents(emptyConversation(sessionId), events);
+  const tally = new LogTally();
+  tally.add(events);
+  return liveSessionFrom(record, applyEvents(emptyConversation(sessionId), events), tally);
+}
+
+function liveSessionFrom(record: SessionRecord, conversation: ConversationState, tally: LogTally): LiveSession {
   // The log is the truth: stats in session.json are a cache and may lag after a crash.
-  const counted = countMessages(events);
-  const title = record.title ?? titleFromEvents(events);
-  const live: LiveSession = {
+  const title = record.title ?? tally.title;
+  return {
     conversation,
     record: {
       ...record,
       ...(title !== undefined ? { title } : {}),
       metrics: conversation.metrics,
-      stats: { ...record.stats, totalMessages: counted.messages, totalTokens: counted.tokens },
+      stats: { ...record.stats, totalMessages: tally.messages, totalTokens: tally.tokens },
     },
   };
-  return live;
+}
+
+/** What a log says beside its conversation, counted a part at a time: its messages, their tokens, its title. */
+class LogTally {
+  messages = 0;
+  tokens = 0;
+  title: string | undefined;
+
+  add(events: readonly StreamEvent[]): void {
+    const counted = countMessages(events);
+    this.messages += counted.messages;
+    this.tokens += counted.tokens;
+    this.title ??= titleFromEvents(events);
+  }
 }
 
 /** A durable append, applied to the cached conversation and record (activity, metrics, counts). */
