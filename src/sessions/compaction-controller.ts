@@ -18,6 +18,7 @@ import {
   summarizeChunks,
 } from './compaction.js';
 import type { ProjectedMessage } from './projection.js';
+import type { KeptTokenCounts } from './request-builder.js';
 import { buildStructuralSummary } from './structural-summarizer.js';
 import type { Summarizer } from './summarizer.js';
 
@@ -41,8 +42,8 @@ export interface CompactionSnapshot {
   tokensBefore: number;
   /** Calibrated tokens of the same request with `checkpoint` in place of the current one. */
   measureWith(checkpoint: CheckpointView & Pick<Checkpoint, 'covers'>): number;
-  /** The tokens of a unit, from the session's kept counts; unset: through the counter's cache. */
-  tokensOf?: (unit: ProjectedMessage) => number;
+  /** The session's token counts kept between requests; unset: the counter's shared cache. */
+  counts?: KeptTokenCounts;
 }
 
 export interface CompactionHost {
@@ -384,7 +385,8 @@ export class CompactionController {
     options: CompactOptions,
   ): Promise<CheckpointInput> {
     const counter = this.host.counter;
-    const tokensOf = snapshot.tokensOf ?? ((unit: ProjectedMessage) => counter.countKeyed(unit.key, unit.content));
+    const counts = snapshot.counts ?? counter;
+    const tokensOf = (unit: ProjectedMessage) => counts.countKeyed(unit.key, unit.content);
     let plan = planCompaction(snapshot.messages, { tailTokens: snapshot.tailTokens, tokensOf });
     // Asked for explicitly, a compaction folds the tail too rather than doing nothing.
     if (!plan && options.trigger === 'manual') plan = planCompaction(snapshot.messages, { tailTokens: 0, tokensOf });

@@ -26,8 +26,13 @@ export interface RequestSources {
   /** The projected conversation (see projection.ts), without the new user message. */
   conversation: readonly ProjectedMessage[];
   userMessage: string;
-  /** The tokens of a conversation unit, from counts kept between requests (unit-tokens.ts); unset: through the counter's cache. */
-  tokensOf?: (unit: ProjectedMessage) => number;
+  /** A session's token counts kept between requests (unit-tokens.ts); unset: the counter's shared cache. */
+  counts?: KeptTokenCounts;
+}
+
+/** Token counts kept by key: the key changes whenever its text does (a unit's key, or one derived from it after a NUL). */
+export interface KeptTokenCounts {
+  countKeyed(key: string, text: string): number;
 }
 
 export interface RequestBudget {
@@ -153,6 +158,8 @@ class WorkingRequest {
   /** The oldest units counted as left out while step 3 looks for how many must go (see `hideOldest`). */
   private hidden = { count: 0, tokens: 0 };
   readonly adjustments: RequestAdjustments = { prunedToolOutputs: 0, truncated: [], omittedMessages: 0 };
+  /** Where unit counts are kept: the session's own, or the counter's shared cache. */
+  readonly counts: KeptTokenCounts;
   private readonly separator: number;
   private readonly contextHeading: number;
   private readonly conversationHeading: number;
@@ -173,8 +180,10 @@ class WorkingRequest {
       titleTokens: counter.countText(`## ${section.title}`),
     }));
     this.checkpoint = { text: sources.checkpoint, tokens: counter.countText(sources.checkpoint) };
-    const tokensOf = sources.tokensOf ?? ((unit: ProjectedMessage) => counter.countKeyed(unit.key, unit.content));
-    this.units = sources.conversation.map((unit) => new UnitPiece(this, unit, unit.content, tokensOf(unit)));
+    this.counts = sources.counts ?? counter;
+    this.units = sources.conversation.map(
+      (unit) => new UnitPiece(this, unit, unit.content, this.counts.countKeyed(unit.key, unit.content)),
+    );
     this.user = { text: sources.userMessage, tokens: counter.countText(sources.userMessage) };
   }
 
@@ -304,7 +313,8 @@ function fit(working: WorkingRequest, tokenBudget: number, ratio: number, fits: 
     const marker = prunedMarker(tool.outputChars, piece.unit.lastSeq);
     if (tool.output.length <= marker.length) continue;
     piece.text = renderTool({ ...tool, output: marker });
-    piece.tokens = count(piece.text);
+    // Kept beside the unit's own count: the same outputs are pruned again on the next request.
+    piece.tokens = working.counts.countKeyed(`${piece.unit.key}\0pruned`, piece.text);
     working.adjustments.prunedToolOutputs++;
   }
 

@@ -656,7 +656,7 @@ export class RequestLayer {
         checkpoint: renderCheckpoint(checkpoint),
         conversation: withoutPendingUserMessage(projection.messages, userMessage),
         userMessage,
-        tokensOf: unitTokens.of,
+        counts: unitTokens,
       },
     };
   }
@@ -675,7 +675,7 @@ export class RequestLayer {
       tokenBudget: gathered.settings.tokenBudget,
       tailTokens: gathered.settings.tailTokens,
       tokensBefore: measureRequest(gathered.sources, counter, budget).totalTokens,
-      ...(gathered.sources.tokensOf ? { tokensOf: gathered.sources.tokensOf } : {}),
+      ...(gathered.sources.counts ? { counts: gathered.sources.counts } : {}),
       measureWith: (candidate: CheckpointView & Pick<Checkpoint, 'covers'>) => {
         const projection = projectConversation({
           blocks: gathered.blocks,

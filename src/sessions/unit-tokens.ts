@@ -17,13 +17,16 @@ export class UnitTokens {
   constructor(private readonly counter: TokenCounter) {}
 
   /** The tokens of `unit`'s content, counted now (and kept) when they are not known yet. */
-  readonly of = (unit: ProjectedMessage): number => {
-    const known = this.counts.get(unit.key);
+  readonly of = (unit: ProjectedMessage): number => this.countKeyed(unit.key, unit.content);
+
+  /** The tokens of `text` kept under `key` (a unit's key, or one made from it for a text derived from the unit, such as its pruned form). */
+  countKeyed(key: string, text: string): number {
+    const known = this.counts.get(key);
     if (known !== undefined) return known;
-    const counted = this.counter.count(unit.content);
-    if (this.counter.tokenizer.ready) this.counts.set(unit.key, counted);
+    const counted = this.counter.count(text);
+    if (this.counter.tokenizer.ready) this.counts.set(key, counted);
     return counted;
-  };
+  }
 
   /**
    * Counts every unit of `units` not counted yet, a slice at a time, giving the event loop back
@@ -43,16 +46,17 @@ export class UnitTokens {
     }
   }
 
-  /** Lets go of the counts of units no longer in `units` (the session's new projection), once they outnumber them. */
+  /**
+   * Lets go of the counts of units no longer in `units` (the session's new projection), once they
+   * outnumber them; a unit's derived counts (keys that start with its key and a NUL) go with it.
+   */
   retainOnly(units: readonly ProjectedMessage[]): void {
-    if (this.counts.size <= 2 * units.length + 1_000) return;
-    const kept = new Map<string, number>();
-    for (const unit of units) {
-      const count = this.counts.get(unit.key);
-      if (count !== undefined) kept.set(unit.key, count);
+    if (this.counts.size <= 4 * units.length + 1_000) return;
+    const live = new Set(units.map((unit) => unit.key));
+    for (const key of this.counts.keys()) {
+      const nul = key.indexOf('\0');
+      if (!live.has(nul === -1 ? key : key.slice(0, nul))) this.counts.delete(key);
     }
-    this.counts.clear();
-    for (const [key, count] of kept) this.counts.set(key, count);
   }
 
   /** How many counts are kept. */

@@ -95,12 +95,15 @@ describe('UnitTokens', () => {
     const { counter } = await countingTokenizer();
     const counts = new UnitTokens(counter);
     await counts.countAhead(Array.from({ length: 5_000 }, (_, index) => unit(index)));
+    // A count derived from a unit (its pruned form) goes when the unit goes, and stays while it stays.
+    counts.countKeyed(`${unit(1).key}\0pruned`, 'pruned 1');
+    counts.countKeyed(`${unit(4_999).key}\0pruned`, 'pruned 4999');
     const now = [unit(4_998), unit(4_999)];
     counts.retainOnly(now);
-    expect(counts.size).toBe(2);
-    // Fewer than twice the units (and a thousand) are left as they are: a growing session is not re-mapped every turn.
+    expect(counts.size).toBe(3);
+    // Fewer than four times the units (and a thousand) are left as they are: a growing session is not swept every turn.
     await counts.countAhead([unit(5_000)]);
     counts.retainOnly([unit(5_000)]);
-    expect(counts.size).toBe(3);
+    expect(counts.size).toBe(4);
   });
 });
