@@ -57,11 +57,17 @@ export const SUMMARY = {
 /**
  * Builds the web bundle into a temp folder with the project's build script, starts the server in
  * this process on port 0 over a temp project (webRoot = that bundle, one scripted back end), and
- * launches headless Chromium through playwright-core. `extra` goes to the server (e.g. a `runService`).
+ * launches headless Chromium through playwright-core. `extra` goes to the server (e.g. a `runService`);
+ * `beforeStart` writes into the data folder before the server opens it.
  */
-export async function startWebHarness(extra: Partial<ServerOptions> = {}): Promise<WebHarness> {
+export async function startWebHarness(
+  extra: Partial<ServerOptions> = {},
+  options: { beforeStart?: (paths: { root: string; dataDir: string }) => Promise<void> } = {},
+): Promise<WebHarness> {
   const root = await mkdtemp(join(tmpdir(), 'parley-web-'));
   const dataDir = join(root, '.parley');
+  // What a server finds when it starts (a session written by an earlier run of it, say).
+  await options.beforeStart?.({ root, dataDir });
   const webRoot = join(root, 'web');
   await buildWeb({ outDir: webRoot, sourcemap: false });
   await mkdir(SCREENSHOTS, { recursive: true });
