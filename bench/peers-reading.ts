@@ -215,20 +215,26 @@ export async function runReading(install: { failure?: string }): Promise<string>
   const rounds = Number(process.env['PARLEY_BENCH_PEERS_ROUNDS'] ?? 3);
   const work = mkdtempSync(join(tmpdir(), 'parley-peers-reading-'));
   try {
-    const cli = join(root, 'bench', '.data', 'peers-parley-cli.mjs');
+    const outdir = join(root, 'bench', '.data', 'peers-parley-cli');
+    rmSync(outdir, { recursive: true, force: true });
+    // Split, so each command's modules and packages load when it runs, as the shipped CLI's do: one
+    // file hoists every package it imports to its top, and evaluated them all before the first line
+    // (`--version` 1.75 s, against 0.14 s for the tsc build and 0.17 s split).
     await build({
-      entryPoints: [join(root, 'src/cli/main.ts')],
+      entryPoints: { main: join(root, 'src/cli/main.ts') },
       bundle: true,
+      splitting: true,
       platform: 'node',
       format: 'esm',
       target: 'node20',
       packages: 'external',
-      outfile: cli,
+      outdir,
       logLevel: 'error',
       banner: {
         js: "import { createRequire as parleyRequire } from 'node:module'; const require = parleyRequire(import.meta.url);",
       },
     });
+    const cli = join(outdir, 'main.js');
     const corpora = await makeCorpora(work);
     const home = join(work, 'home');
     mkdirSync(home, { recursive: true });
