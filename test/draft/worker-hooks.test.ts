@@ -1,6 +1,6 @@
 import { chmod, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { createScriptedBackend, step } from '../../src/backends/index.js';
 import { HookRunner, parseHooksConfig } from '../../src/hooks/index.js';
 import { closeAll, harness, tempProject, writeRole } from './helpers.js';
@@ -14,6 +14,8 @@ afterEach(closeAll);
 describe('hooks of a worker', () => {
   it('PreToolUse, PostToolUse and Stop fire once on its turn, then WorkerEnd with the documented input', async () => {
     const project = await tempProject();
+    // After the harness is closed (afterEach): the project is this test's to remove.
+    onTestFinished(project.cleanup);
     const file = join(project.root, 'events.jsonl');
     const record = join(project.root, 'record.sh');
     await writeFile(record, `#!/bin/sh\ninput=$(cat)\nprintf '%s\\n' "$input" >> ${file}\n`);

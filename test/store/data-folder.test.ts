@@ -66,8 +66,9 @@ describe('the data folder and git', () => {
   });
 
   it('leaves a .gitignore that already names the private files unchanged, however often it is prepared', async () => {
-    const dataDir = join(await mkdtemp(join(tmpdir(), 'parley-data-folder-')), '.parley');
-    folders.push(dataDir);
+    const folder = await mkdtemp(join(tmpdir(), 'parley-data-folder-'));
+    folders.push(folder);
+    const dataDir = join(folder, '.parley');
     await prepareDataFolder(dataDir);
     await prepareDataFolder(dataDir);
     expect(await readFile(join(dataDir, '.gitignore'), 'utf8')).toBe(DATA_FOLDER_GITIGNORE);
