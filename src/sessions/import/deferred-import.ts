@@ -5,20 +5,22 @@ import { FORMAT_VERSION, type SessionRecord, type SessionStore } from '../../sto
 import { summaryScan, type DeferredSource } from './deferred-parsers.js';
 import { forgetImportedSession } from './imported-store.js';
 import { statsOf, titleOf } from './import-summary.js';
-import { IMPORT_FORMAT, writeManifest, type ImportManifest } from './manifest.js';
+import { IMPORT_FORMAT, MANIFEST, manifestText, writeManifest, type ImportManifest } from './manifest.js';
 import { fingerprintFile, streamChunks, streamFile } from './read-file.js';
 
 /**
- * The fast import of a Claude Code transcript or a Codex rollout: the native file is copied verbatim into
- * the session (by the kernel, while this process reads it once) and scanned for what the listing
- * shows — title, message and turn counts, usage, cost — without building a block. The session's
- * events are built from the copy on its first read (`materialize.ts`), so the import neither
- * re-serializes the transcript's content nor fsyncs a log of it.
+ * The fast import of a Claude Code transcript or a Codex rollout: the native file is scanned once
+ * for what the listing shows — title, message and turn counts, usage, cost — without building a
+ * block, then copied verbatim into the session (by the kernel) as the session is created, whole,
+ * with its record and manifest in one atomic step. The session's events are built from the copy
+ * on its first read (`materialize.ts`), so the import neither re-serializes the transcript's
+ * content nor fsyncs a log of it.
  *
  * The copy is the imported session's source of truth until then; the manifest names it
- * (`pendingEvents`). Taken only for a new session, on a store that copies files
- * (`SessionStore.copyTranscriptFile`: the file store), for a transcript without subagent files, and
- * not by a live import (`--watch` appends as the file grows, so it needs the events in the log).
+ * (`pendingEvents`). Taken only for a new session, on a store that creates a session with copied
+ * files (`SessionStore.createSessionWithTranscripts`: the file store), for a transcript without
+ * subagent files, and not by a live import (`--watch` appends as the file grows, so it needs the
+ * events in the log).
  */
 
 /** The copy's name when the file is small enough to be the session's raw transcript (`main`, read whole with the session). */
@@ -29,7 +31,7 @@ const NATIVE_COPY = 'native-main.jsonl';
 export interface DeferredImportInput {
   /** Default `claude-code`. */
   source?: DeferredSource;
-  store: SessionStore & Required<Pick<SessionStore, 'copyTranscriptFile'>>;
+  store: SessionStore & Required<Pick<SessionStore, 'createSessionWithTranscripts'>>;
   sessionId: string;
   path: string;
   nativeSessionId: string;
@@ -73,64 +75,75 @@ export async function importDeferred(input: DeferredImportInput): Promise<Deferr
     native: { backend: source, nativeSessionId: input.nativeSessionId, transcriptPath: path },
   };
   const name = fingerprint.size <= input.rawTranscriptMaxBytes ? RAW_TRANSCRIPT : NATIVE_COPY;
-  // The session's folder (its fsyncs), then the copy (and its fsync), run on the thread pool while
-  // this thread scans the same file, instead of waiting for the folder first (the import row of
-  // bench/import.bench.ts).
-  const creating = store.createSession(record);
-  const copying = creating.then(() => store.copyTranscriptFile(sessionId, name, path));
-  // A session that cannot be created stops the scan; its error is the one reported.
-  const stop = new AbortController();
-  copying.catch(() => stop.abort());
+  // The file is scanned first, then the session is created whole (record, copy, manifest) in one
+  // atomic step: one fsync of each file, all at once, and one rename (the reading rows of
+  // bench/peers.bench.ts). Nothing is written for a file that cannot be read.
   let scan = summaryScan(source, basename(path));
-  let read: { bytes: number };
-  try {
-    read = await streamFile(path, scan, {
-      signal: input.signal !== undefined ? AbortSignal.any([input.signal, stop.signal]) : stop.signal,
-      afterChunk: (bytesRead) => input.onBytes?.(bytesRead, fingerprint.size),
-    });
-  } catch (error) {
-    // Nothing of this import keeps running once it has failed.
-    const [created, copy] = await Promise.allSettled([creating, copying]);
-    if (created.status === 'rejected') throw created.reason;
-    if (stop.signal.aborted && copy.status === 'rejected') throw copy.reason;
-    throw error;
-  }
-  const copied = await copying;
-  if (copied.bytes !== read.bytes) {
-    // The file changed between the copy and the scan (Claude Code still writing): the copy is the truth, scan it.
-    scan = summaryScan(source, basename(path));
-    const chunks = await store.streamTranscript?.(sessionId, name);
-    if (chunks !== undefined) await streamChunks(chunks, scan, `${name} of session ${sessionId}`);
-  }
-  const info = scan.end();
-  // Folded as the log's metadata events would be (the reducer's rules, in the same order).
-  const events = scan.metadata.map(
-    (event, seq) => Object.assign({}, event, { sessionId, seq, at: event.at ?? now }) as StreamEvent,
-  );
-  const metrics = applyEvents(emptyConversation(sessionId), events).metrics;
-  const title = titleOf(info, source, input.nativeSessionId);
-  await store.updateSession(sessionId, (current) => ({
-    ...current,
-    title,
-    updatedAt: now,
-    ...(info.endedAt !== undefined ? { lastActivity: info.endedAt } : {}),
-    ...(info.startedAt !== undefined ? { createdAt: info.startedAt } : {}),
-    stats: statsOf(info, metrics),
-    metrics,
-  }));
+  const read = await streamFile(path, scan, {
+    ...(input.signal !== undefined ? { signal: input.signal } : {}),
+    afterChunk: (bytesRead) => input.onBytes?.(bytesRead, fingerprint.size),
+  });
+  let summary = summarize(scan, record, input, now);
   const manifest: ImportManifest = {
     importFormat: IMPORT_FORMAT,
     source,
     importedAt: new Date(now).toISOString(),
     files: [fingerprint],
     copied: name === RAW_TRANSCRIPT ? [RAW_TRANSCRIPT] : [],
-    blocks: info.blockCount,
+    blocks: summary.info.blockCount,
     subagents: 0,
     ...(input.contentId !== undefined ? { contentId: input.contentId } : {}),
     pendingEvents: { transcript: name, file: basename(path) },
   };
-  // Written last, as by every import: a session without its manifest is an import that did not finish.
-  await writeManifest(store, sessionId, manifest);
+  const { copiedBytes } = await store.createSessionWithTranscripts(summary.record, [
+    { name, sourcePath: path },
+    // A session without its manifest is an import that did not finish; here both appear at once.
+    { name: MANIFEST, content: manifestText(manifest) },
+  ]);
+  if (copiedBytes[name] !== read.bytes) {
+    // The file changed between the scan and the copy (Claude Code still writing): the copy is the truth, scan it.
+    scan = summaryScan(source, basename(path));
+    const chunks = await store.streamTranscript?.(sessionId, name);
+    if (chunks !== undefined) await streamChunks(chunks, scan, `${name} of session ${sessionId}`);
+    summary = summarize(scan, record, input, now);
+    const { record: updated } = summary;
+    await store.updateSession(sessionId, () => updated);
+    await writeManifest(store, sessionId, { ...manifest, blocks: summary.info.blockCount });
+  }
   forgetImportedSession(store, sessionId);
-  return { title, info, warnings: [...scan.warnings], raw: name === RAW_TRANSCRIPT };
+  return {
+    title: summary.title,
+    info: summary.info,
+    warnings: [...scan.warnings],
+    raw: name === RAW_TRANSCRIPT,
+  };
+}
+
+/** The session's record once its file is scanned: title, times, counts and metrics from what the scan found. */
+function summarize(
+  scan: ReturnType<typeof summaryScan>,
+  record: SessionRecord,
+  input: DeferredImportInput,
+  now: number,
+): { record: SessionRecord; info: TranscriptInfo; title: string } {
+  const info = scan.end();
+  const title = titleOf(info, input.source ?? 'claude-code', input.nativeSessionId);
+  // Folded as the log's metadata events would be (the reducer's rules, in the same order).
+  const events = scan.metadata.map(
+    (event, seq) => Object.assign({}, event, { sessionId: input.sessionId, seq, at: event.at ?? now }) as StreamEvent,
+  );
+  const metrics = applyEvents(emptyConversation(input.sessionId), events).metrics;
+  return {
+    info,
+    title,
+    record: {
+      ...record,
+      title,
+      updatedAt: now,
+      ...(info.endedAt !== undefined ? { lastActivity: info.endedAt } : {}),
+      ...(info.startedAt !== undefined ? { createdAt: info.startedAt } : {}),
+      stats: statsOf(info, metrics),
+      metrics,
+    },
+  };
 }

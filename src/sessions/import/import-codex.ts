@@ -69,7 +69,7 @@ async function importCodexDeferred(
   context: ImportContext,
 ): Promise<ImportedSession | undefined> {
   const store = context.store;
-  if (store.copyTranscriptFile === undefined || context.options.live === true) return undefined;
+  if (store.createSessionWithTranscripts === undefined || context.options.live === true) return undefined;
   if ((await store.getSession(sessionId)) !== undefined) return undefined;
   return importDeferredSession(context, {
     source: 'codex',

@@ -252,7 +252,7 @@ async function importClaudeCodeDeferred(
   context: ImportContext,
 ): Promise<ImportedSession | undefined> {
   const store = context.store;
-  if (store.copyTranscriptFile === undefined || source.subagents.length > 0 || context.options.live === true)
+  if (store.createSessionWithTranscripts === undefined || source.subagents.length > 0 || context.options.live === true)
     return undefined;
   if ((await store.getSession(sessionId)) !== undefined) return undefined;
   return importDeferredSession(context, {

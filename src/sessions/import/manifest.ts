@@ -45,5 +45,10 @@ export async function readManifest(store: SessionStore, sessionId: string): Prom
 
 /** Replaces the manifest atomically (the store writes transcripts by write-temp, fsync, rename). */
 export async function writeManifest(store: SessionStore, sessionId: string, manifest: ImportManifest): Promise<void> {
-  await store.writeTranscript(sessionId, MANIFEST, JSON.stringify(manifest, null, 2));
+  await store.writeTranscript(sessionId, MANIFEST, manifestText(manifest));
+}
+
+/** The manifest as it is stored. */
+export function manifestText(manifest: ImportManifest): string {
+  return JSON.stringify(manifest, null, 2);
 }

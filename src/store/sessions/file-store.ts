@@ -38,7 +38,7 @@ import {
 import { FORMAT_VERSION, IdSchema } from '../record-format.js';
 import { RecordIndex } from './record-index.js';
 import { readSessionRecords, sessionAdvice } from './file-records.js';
-import type { ReadLogOptions, SessionStore } from './session-store.js';
+import type { NewTranscript, ReadLogOptions, SessionStore } from './session-store.js';
 import { FileIndexes } from './file-indexes.js';
 import type { SessionPage, SessionPageQuery } from './session-page.js';
 import { queryTerms, type SessionSearchQuery, type SessionSearchResult } from './session-search.js';
@@ -167,9 +167,17 @@ class FileStore implements SessionStore {
   // Sessions
 
   createSession(record: SessionRecord): Promise<SessionRecord> {
+    return this.createSessionWithTranscripts(record, []).then(({ session }) => session);
+  }
+
+  createSessionWithTranscripts(
+    record: SessionRecord,
+    transcripts: readonly NewTranscript[],
+  ): Promise<{ session: SessionRecord; copiedBytes: Record<string, number> }> {
     return this.guard(async () => {
       const id = checkId(record?.sessionId, 'session id');
       const stored = checkRecord(SessionRecordSchema, record, 'session record');
+      const files = checkNewTranscripts(transcripts);
       return this.queue.run(id, async () => {
         const exists = () =>
           new StoreError('SESSION_EXISTS', `A session "${id}" already exists; pick another id or load that one.`, {
@@ -179,11 +187,25 @@ class FileStore implements SessionStore {
         if (this.known.has(id) || (await pathExists(this.layout.sessionDir(id)))) throw exists();
         // The folder is built in tmp/ and renamed into place, so a session appears whole or not at all.
         const staging = tempPath(this.layout.tmpDir, id);
+        let copiedBytes: Record<string, number>;
         try {
           await fs.mkdir(staging);
-          await writeDurably(join(staging, 'session.json'), formatJson(stored));
-          await writeDurably(join(staging, 'log.jsonl'), logHeaderLine(id, firstSeqOf(stored)));
-          await syncDirectory(staging);
+          if (files.length > 0) await fs.mkdir(join(staging, 'transcripts'));
+          // Every file is written, then all are fsynced at once: the journal commits them together.
+          const written = await Promise.all([
+            writeDurably(join(staging, 'session.json'), formatJson(stored)).then(() => undefined),
+            writeDurably(join(staging, 'log.jsonl'), logHeaderLine(id, firstSeqOf(stored))).then(() => undefined),
+            ...files.map((file) => stageTranscript(join(staging, 'transcripts', file.name), file)),
+          ]);
+          copiedBytes = {};
+          files.forEach((file, index) => {
+            const bytes = written[index + 2];
+            if ('sourcePath' in file && bytes !== undefined) copiedBytes[file.name] = bytes;
+          });
+          await Promise.all([
+            syncDirectory(staging),
+            ...(files.length > 0 ? [syncDirectory(join(staging, 'transcripts'))] : []),
+          ]);
           await fs.rename(staging, this.layout.sessionDir(id));
         } catch (error) {
           await fs.rm(staging, { recursive: true, force: true });
@@ -196,7 +218,7 @@ class FileStore implements SessionStore {
         this.known.add(id);
         this.records.set(stored);
         this.indexes.recordChanged(stored);
-        return this.records.copy(id)!;
+        return { session: this.records.copy(id)!, copiedBytes };
       });
     });
   }
@@ -544,38 +566,6 @@ class FileStore implements SessionStore {
     });
   }
 
-  copyTranscriptFile(sessionId: string, name: string, sourcePath: string): Promise<{ bytes: number }> {
-    return this.guard(async () => {
-      const id = await this.requireSession(sessionId);
-      const target = this.layout.transcriptFile(id, checkId(name, 'transcript name'));
-      return this.queue.run(id, async () => {
-        await ensureDirectory(this.layout.transcriptsDir(id));
-        const temp = tempPath(this.layout.tmpDir, target);
-        let bytes: number;
-        try {
-          // A reflink where the file system has them, else a copy in the kernel (copy_file_range):
-          // the bytes never pass through this process.
-          await fs.copyFile(sourcePath, temp, fsConstants.COPYFILE_FICLONE);
-          const handle = await fs.open(temp, 'r');
-          try {
-            bytes = (await handle.stat()).size;
-            await handle.sync();
-          } finally {
-            await handle.close();
-          }
-          await fs.rename(temp, target);
-        } catch (error) {
-          await fs.rm(temp, { force: true });
-          throw ioError('copy a transcript into', target, error, id);
-        }
-        await syncDirectory(this.layout.transcriptsDir(id)).catch((error: unknown) => {
-          throw ioError('sync the folder of', target, error, id);
-        });
-        return { bytes };
-      });
-    });
-  }
-
   streamTranscript(sessionId: string, name: string): Promise<AsyncIterable<Uint8Array> | undefined> {
     return this.guard(async () => {
       const id = await this.requireSession(sessionId);
@@ -740,4 +730,43 @@ async function readDirectory(path: string): Promise<string[]> {
 
 function checkIdQuietly(name: string): boolean {
   return IdSchema.safeParse(name).success;
+}
+
+/** The transcripts of a new session, checked before anything is written: valid names, each once, text or a path. */
+function checkNewTranscripts(transcripts: readonly NewTranscript[]): NewTranscript[] {
+  if (!Array.isArray(transcripts))
+    throw new ValidationError(
+      'The transcripts of a new session must be a list of { name, content } or { name, sourcePath }.',
+    );
+  const names = new Set<string>();
+  return transcripts.map((transcript: NewTranscript) => {
+    const name = checkId(transcript?.name, 'transcript name');
+    if (names.has(name)) throw new ValidationError(`The transcript "${name}" is given twice; give each name once.`);
+    names.add(name);
+    if ('sourcePath' in transcript && typeof transcript.sourcePath === 'string')
+      return { name, sourcePath: transcript.sourcePath };
+    if ('content' in transcript && typeof transcript.content === 'string') return { name, content: transcript.content };
+    throw new ValidationError(
+      `The transcript "${name}" needs its text (content) or the path of a file to copy (sourcePath).`,
+    );
+  });
+}
+
+/** Writes or copies one transcript of a staged session and fsyncs it; a copy resolves with its size. */
+async function stageTranscript(path: string, transcript: NewTranscript): Promise<number | undefined> {
+  if ('content' in transcript) {
+    await writeDurably(path, transcript.content);
+    return undefined;
+  }
+  // A reflink where the file system has them, else a copy in the kernel (copy_file_range): the
+  // bytes never pass through this process.
+  await fs.copyFile(transcript.sourcePath, path, fsConstants.COPYFILE_FICLONE | fsConstants.COPYFILE_EXCL);
+  const handle = await fs.open(path, 'r');
+  try {
+    const { size } = await handle.stat();
+    await handle.sync();
+    return size;
+  } finally {
+    await handle.close();
+  }
 }

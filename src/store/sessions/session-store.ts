@@ -32,6 +32,9 @@ export type StoreChange =
   | { kind: 'updated'; sessionId: string }
   | { kind: 'unknown' };
 
+/** A transcript of a session being created (`createSessionWithTranscripts`): its text, or a file to copy verbatim. */
+export type NewTranscript = { name: string; content: string } | { name: string; sourcePath: string };
+
 /**
  * Where sessions live. Implementations: the file store (default) and the memory store; every
  * implementation passes the shared conformance suite in `test/store/sessions/conformance.ts`.
@@ -98,12 +101,18 @@ export interface SessionStore {
   readTranscript(sessionId: string, name: string): Promise<string | undefined>;
   listTranscripts(sessionId: string): Promise<string[]>;
   /**
-   * Optional: copies a file into the session's transcripts verbatim, without reading it into memory
-   * (a store on a file system lets the kernel copy it), and resolves once the copy is durable, with
-   * its size. An existing transcript of that name is replaced atomically. A store without it is
-   * given transcripts as text (`writeTranscript`).
+   * Optional: creates a session whole, with its first transcripts, in one atomic step: readers see
+   * the session with all of them or not at all (the file store builds its folder in `tmp/` and
+   * renames it once). A transcript is given as text, or as the path of a file copied verbatim
+   * without passing through memory (a store on a file system lets the kernel copy it). Resolves
+   * once everything is durable, with each copied file's size (it may have grown since the caller
+   * read it). Refuses an existing session with `SESSION_EXISTS`, as `createSession` does. A store
+   * without it creates the session, then writes each transcript (`writeTranscript`).
    */
-  copyTranscriptFile?(sessionId: string, name: string, sourcePath: string): Promise<{ bytes: number }>;
+  createSessionWithTranscripts?(
+    record: SessionRecord,
+    transcripts: readonly NewTranscript[],
+  ): Promise<{ session: SessionRecord; copiedBytes: Record<string, number> }>;
   /** Optional: a transcript read in chunks, so a large one is never held whole; undefined when there is none. */
   streamTranscript?(sessionId: string, name: string): Promise<AsyncIterable<Uint8Array> | undefined>;
 

@@ -20,7 +20,7 @@ export interface SharedStore {
   close(): Promise<void>;
 }
 
-const RECORD_WRITES = new Set(['createSession', 'updateSession']);
+const RECORD_WRITES = new Set(['createSession', 'createSessionWithTranscripts', 'updateSession']);
 
 export function shareStore(store: SessionStore): SharedStore {
   const views = new Set<ViewState>();
@@ -99,7 +99,7 @@ function makeView(
         }
         if (typeof key === 'string' && RECORD_WRITES.has(key) && result instanceof Promise) {
           const sessionId =
-            key === 'createSession' ? (args[0] as { sessionId: string }).sessionId : (args[0] as string);
+            key === 'updateSession' ? (args[0] as string) : (args[0] as { sessionId: string }).sessionId;
           return result.then((value: unknown) => {
             report(state, { kind: 'updated', sessionId });
             return value;

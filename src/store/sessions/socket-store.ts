@@ -7,7 +7,7 @@ import { isParleyError, ParleyError, type StreamEvent, type UnsequencedEvent } f
 import { canonicalJson } from '../canonical-json.js';
 import { StoreError } from '../errors.js';
 import type { SessionRecord } from './records.js';
-import type { ReadLogOptions, SessionStore, StoreChange } from './session-store.js';
+import type { NewTranscript, ReadLogOptions, SessionStore, StoreChange } from './session-store.js';
 
 /**
  * A data folder's store served to the other processes on the same machine. The file store is
@@ -122,9 +122,10 @@ async function answer(store: SessionStore, method: string, args: unknown[]): Pro
         return third as SessionRecord;
       });
     }
-    case 'copyTranscriptFile':
-      if (store.copyTranscriptFile === undefined) throw new StoreError('STORE_IO', 'This store cannot copy files.');
-      return store.copyTranscriptFile(first, second, third);
+    case 'createSessionWithTranscripts':
+      if (store.createSessionWithTranscripts === undefined)
+        throw new StoreError('STORE_IO', 'The store behind this socket cannot create a session with its transcripts.');
+      return store.createSessionWithTranscripts(args[0] as SessionRecord, args[1] as NewTranscript[]);
     case 'listSessionPage':
     case 'searchSessions': {
       const call = store[method] as ((query: unknown) => Promise<unknown>) | undefined;
@@ -349,9 +350,12 @@ class SocketStore implements SessionStore {
   listTranscripts(sessionId: string): Promise<string[]> {
     return this.call('listTranscripts', sessionId);
   }
-  copyTranscriptFile(sessionId: string, name: string, sourcePath: string): Promise<{ bytes: number }> {
-    // Same machine: the holder copies the file by its path.
-    return this.call('copyTranscriptFile', sessionId, name, sourcePath);
+  createSessionWithTranscripts(
+    record: SessionRecord,
+    transcripts: readonly NewTranscript[],
+  ): Promise<{ session: SessionRecord; copiedBytes: Record<string, number> }> {
+    // Same machine: the holder copies each file by its path.
+    return this.call('createSessionWithTranscripts', record, transcripts);
   }
   putFeature(...args: Parameters<SessionStore['putFeature']>): Promise<void> {
     return this.call('putFeature', ...args);

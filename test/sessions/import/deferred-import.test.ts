@@ -76,6 +76,39 @@ describe('parley import into the file store: the transcript is copied and scanne
     }
   });
 
+  it('a transcript that grows between its scan and its copy is listed and built from the copy', async () => {
+    const path = await fixtureAlone(REWOUND_ID);
+    const full = await fs.readFile(path, 'utf8');
+    const lines = full.split('\n');
+    // Claude Code was still writing: the scan reads half the file, the copy all of it.
+    await fs.writeFile(path, `${lines.slice(0, Math.floor(lines.length / 2)).join('\n')}\n`);
+    const dataDir = join(work, 'data');
+    const store = await createFileStore({ dataDir, onWarning: () => {} });
+    const growing = new Proxy(store, {
+      get(target, key) {
+        const value = Reflect.get(target, key) as unknown;
+        if (typeof value !== 'function') return value;
+        const method = (value as (...args: unknown[]) => Promise<unknown>).bind(target);
+        if (key !== 'createSessionWithTranscripts') return method;
+        return async (...args: unknown[]) => {
+          await fs.writeFile(path, full);
+          return method(...args);
+        };
+      },
+    });
+    const { sessions } = await importTranscripts(path, { store: growing, now: NOW });
+    const sessionId = sessions[0]!.sessionId;
+    const eager = await eagerImport(path);
+    const expected = (await eager.store.getSession(eager.sessionId))!;
+    const record = (await store.getSession(sessionId))!;
+    expect(record.stats).toEqual(expected.stats);
+    expect(record.metrics).toEqual(expected.metrics);
+    const manifest = JSON.parse((await store.readTranscript(sessionId, 'import-manifest.json'))!) as { blocks: number };
+    expect(manifest.blocks).toBe(sessions[0]!.blocks);
+    expect(await log(withImportedSessions(store), sessionId)).toEqual(await log(eager.store, eager.sessionId));
+    await store.close();
+  });
+
   it.each([
     ['a generated 3 MB transcript (copied beside the session, not as its raw transcript)', 'generated'],
     ['a transcript with a compaction', 'compacted'],
@@ -243,46 +276,40 @@ describe('parley import into the file store: the transcript is copied and scanne
     expect((shown as Error).message).toContain(`Import ${NATIVE_ID}.jsonl again`);
   });
 
-  it('a session that cannot be created, or a copy that fails, fails the import with the store’s own error, and no session is left listed as imported', async () => {
-    // The session's folder and the copy are made while the file is scanned: their failure is still the import's.
-    for (const failing of ['createSession', 'copyTranscriptFile'] as const) {
+  it('a session that cannot be created, or a copy that fails, fails the import with the store’s own error, and leaves no session behind', async () => {
+    // The store refuses the session; or the file store's own copy fails (its source is gone when it copies).
+    for (const failing of ['refused', 'copy'] as const) {
       const dataDir = join(work, `data-${failing}`);
       const store = await createFileStore({ dataDir, onWarning: () => {} });
-      const refused = new StoreError('STORE_IO', `Cannot write (${failing} refused by the test).`);
+      const refused = new StoreError('STORE_IO', 'Cannot write (refused by the test).');
       const calls: string[] = [];
       const broken = new Proxy(store, {
         get(target, key) {
           const value = Reflect.get(target, key) as unknown;
           if (typeof value !== 'function') return value;
-          if (key === failing) {
-            return () => {
-              calls.push(key);
-              return Promise.reject(refused);
-            };
-          }
           const method = (value as (...args: unknown[]) => unknown).bind(target);
-          if (key !== 'copyTranscriptFile') return method;
-          return (...args: unknown[]) => {
+          if (key !== 'createSessionWithTranscripts') return method;
+          return (record: unknown, transcripts: Array<{ name: string; sourcePath?: string }>) => {
             calls.push(key);
-            return method(...args);
+            if (failing === 'refused') return Promise.reject(refused);
+            const gone = transcripts.map((file) =>
+              file.sourcePath === undefined ? file : { ...file, sourcePath: join(work, 'gone.jsonl') },
+            );
+            return method(record, gone);
           };
         },
       });
       const error = await importTranscripts(transcript, { store: broken, now: NOW }).catch((caught: unknown) => caught);
-      expect(error, failing).toBe(refused);
-      // A session that was not created is never copied into.
-      expect(calls, failing).toEqual(failing === 'createSession' ? ['createSession'] : ['copyTranscriptFile']);
+      if (failing === 'refused') expect(error).toBe(refused);
+      else expect(error).toMatchObject({ code: 'STORE_IO', message: expect.stringContaining('gone.jsonl') });
+      expect(calls, failing).toEqual(['createSessionWithTranscripts']);
       const listed: string[] = [];
       for await (const record of store.listSessions()) listed.push(record.sessionId);
-      for (const sessionId of listed) {
-        // Created but not finished: no manifest, so the next import starts it again.
-        expect(
-          await store.readTranscript(sessionId, 'import-manifest.json').catch(() => undefined),
-          failing,
-        ).toBeUndefined();
-      }
-      expect(listed.length, failing).toBe(failing === 'createSession' ? 0 : 1);
+      expect(listed, failing).toEqual([]);
       await store.close();
+      // Nothing half-made is left in the data folder either.
+      expect(await fs.readdir(join(dataDir, 'sessions')), failing).toEqual([]);
+      expect(await fs.readdir(join(dataDir, 'tmp')), failing).toEqual([]);
     }
   });
 

@@ -55,6 +55,77 @@ describe('file store', () => {
     await fs.rm(parent, { recursive: true, force: true });
   });
 
+  describe('a session created whole with its transcripts (createSessionWithTranscripts)', () => {
+    it('creates the record, the log and every transcript at once, copies files verbatim, and reports their sizes', async () => {
+      const source = join(parent, 'native.jsonl');
+      await fs.writeFile(source, '{"a":"é"}\n'.repeat(1000));
+      const store = await open();
+      const { session, copiedBytes } = await store.createSessionWithTranscripts!(
+        sessionRecord('s1', { title: 'Whole' }),
+        [
+          { name: 'main', sourcePath: source },
+          { name: 'import-manifest.json', content: '{"files":[]}' },
+        ],
+      );
+      expect(session).toEqual(sessionRecord('s1', { title: 'Whole' }));
+      expect(copiedBytes).toEqual({ main: (await fs.stat(source)).size });
+      expect(await store.readTranscript('s1', 'main')).toBe(await fs.readFile(source, 'utf8'));
+      expect(await store.listTranscripts('s1')).toEqual(['import-manifest.json', 'main']);
+      expect(await store.lastSeq('s1')).toBe(-1);
+      expect((await store.append('s1', [textEvent('a1', 'after')]))[0]!.seq).toBe(0);
+      await store.close();
+      const again = await open();
+      expect(await again.getSession('s1')).toEqual(sessionRecord('s1', { title: 'Whole' }));
+      expect(await again.readTranscript('s1', 'import-manifest.json')).toBe('{"files":[]}');
+      await again.close();
+      expect(await fs.readdir(join(dataDir, 'tmp'))).toEqual([]);
+      expect(warnings).toEqual([]);
+    });
+
+    it('refuses bad transcripts, an existing session and a failed copy, and leaves nothing behind', async () => {
+      const store = await open();
+      const source = join(parent, 'native.jsonl');
+      await fs.writeFile(source, 'line\n');
+      const refusals: Array<[string, unknown[], string]> = [
+        ['a name that leaves the folder', [{ name: '../escape', content: 'x' }], 'INVALID_ID'],
+        [
+          'a name given twice',
+          [
+            { name: 'main', content: 'x' },
+            { name: 'main', sourcePath: source },
+          ],
+          'INVALID_INPUT',
+        ],
+        ['neither text nor a file', [{ name: 'main' }], 'INVALID_INPUT'],
+        ['not a list', ['main'], 'INVALID_ID'],
+      ];
+      for (const [what, transcripts, code] of refusals) {
+        await expect(
+          store.createSessionWithTranscripts!(sessionRecord('s1'), transcripts as never),
+          what,
+        ).rejects.toMatchObject({ code });
+      }
+      const missing = join(parent, 'missing.jsonl');
+      const failed = await storeErrorOf(() =>
+        store.createSessionWithTranscripts!(sessionRecord('s1'), [{ name: 'main', sourcePath: missing }]),
+      );
+      expect(failed.code).toBe('STORE_IO');
+      expect(failed.message).toContain(missing);
+      expect(await store.getSession('s1')).toBeUndefined();
+      expect(await fs.readdir(join(dataDir, 'sessions'))).toEqual([]);
+      expect(await fs.readdir(join(dataDir, 'tmp'))).toEqual([]);
+
+      await store.createSession(sessionRecord('s1', { title: 'First' }));
+      const exists = await storeErrorOf(() =>
+        store.createSessionWithTranscripts!(sessionRecord('s1'), [{ name: 'main', content: 'other' }]),
+      );
+      expect(exists.code).toBe('SESSION_EXISTS');
+      expect(await store.getSession('s1')).toEqual(sessionRecord('s1', { title: 'First' }));
+      expect(await store.listTranscripts('s1')).toEqual([]);
+      await store.close();
+    });
+  });
+
   describe('persistence', () => {
     it('keeps call order for concurrent first appends to a session this store has not opened yet', async () => {
       const first = await open();
