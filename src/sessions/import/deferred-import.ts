@@ -53,7 +53,13 @@ export interface DeferredImport {
   raw: boolean;
 }
 
-export async function importDeferred(input: DeferredImportInput): Promise<DeferredImport> {
+/**
+ * The import in two steps: this scans the file (reading only) and resolves with `commit`, which
+ * writes the session. The caller may scan the next file while a commit is made durable.
+ */
+export async function scanForDeferredImport(
+  input: DeferredImportInput,
+): Promise<{ commit: () => Promise<DeferredImport> }> {
   const { store, sessionId, path } = input;
   const source = input.source ?? 'claude-code';
   const fingerprint = await fingerprintFile(path);
@@ -78,12 +84,12 @@ export async function importDeferred(input: DeferredImportInput): Promise<Deferr
   // The file is scanned first, then the session is created whole (record, copy, manifest) in one
   // atomic step: one fsync of each file, all at once, and one rename (the reading rows of
   // bench/peers.bench.ts). Nothing is written for a file that cannot be read.
-  let scan = summaryScan(source, basename(path));
+  const scan = summaryScan(source, basename(path));
   const read = await streamFile(path, scan, {
     ...(input.signal !== undefined ? { signal: input.signal } : {}),
     afterChunk: (bytesRead) => input.onBytes?.(bytesRead, fingerprint.size),
   });
-  let summary = summarize(scan, record, input, now);
+  const summary = summarize(scan, record, input, now);
   const manifest: ImportManifest = {
     importFormat: IMPORT_FORMAT,
     source,
@@ -95,17 +101,36 @@ export async function importDeferred(input: DeferredImportInput): Promise<Deferr
     ...(input.contentId !== undefined ? { contentId: input.contentId } : {}),
     pendingEvents: { transcript: name, file: basename(path) },
   };
+  return { commit: () => commitDeferred(input, { record, summary, manifest, name, scannedBytes: read.bytes }) };
+}
+
+async function commitDeferred(
+  input: DeferredImportInput,
+  scanned: {
+    record: SessionRecord;
+    summary: ReturnType<typeof summarize>;
+    manifest: ImportManifest;
+    name: string;
+    scannedBytes: number;
+  },
+): Promise<DeferredImport> {
+  const { store, sessionId, path } = input;
+  const { record, manifest, name } = scanned;
+  const source = input.source ?? 'claude-code';
+  let summary = scanned.summary;
+  let warnings = summary.warnings;
   const { copiedBytes } = await store.createSessionWithTranscripts(summary.record, [
     { name, sourcePath: path },
     // A session without its manifest is an import that did not finish; here both appear at once.
     { name: MANIFEST, content: manifestText(manifest) },
   ]);
-  if (copiedBytes[name] !== read.bytes) {
+  if (copiedBytes[name] !== scanned.scannedBytes) {
     // The file changed between the scan and the copy (Claude Code still writing): the copy is the truth, scan it.
-    scan = summaryScan(source, basename(path));
+    const scan = summaryScan(source, basename(path));
     const chunks = await store.streamTranscript?.(sessionId, name);
     if (chunks !== undefined) await streamChunks(chunks, scan, `${name} of session ${sessionId}`);
-    summary = summarize(scan, record, input, now);
+    summary = summarize(scan, record, input, record.updatedAt);
+    warnings = summary.warnings;
     const { record: updated } = summary;
     await store.updateSession(sessionId, () => updated);
     await writeManifest(store, sessionId, { ...manifest, blocks: summary.info.blockCount });
@@ -114,7 +139,7 @@ export async function importDeferred(input: DeferredImportInput): Promise<Deferr
   return {
     title: summary.title,
     info: summary.info,
-    warnings: [...scan.warnings],
+    warnings,
     raw: name === RAW_TRANSCRIPT,
   };
 }
@@ -125,7 +150,7 @@ function summarize(
   record: SessionRecord,
   input: DeferredImportInput,
   now: number,
-): { record: SessionRecord; info: TranscriptInfo; title: string } {
+): { record: SessionRecord; info: TranscriptInfo; title: string; warnings: TranscriptWarning[] } {
   const info = scan.end();
   const title = titleOf(info, input.source ?? 'claude-code', input.nativeSessionId);
   // Folded as the log's metadata events would be (the reducer's rules, in the same order).
@@ -136,6 +161,7 @@ function summarize(
   return {
     info,
     title,
+    warnings: [...scan.warnings],
     record: {
       ...record,
       title,

@@ -8,6 +8,7 @@ import {
   importDeferredSession,
   type ImportContext,
   type ImportedSession,
+  type PendingImport,
 } from './import-session.js';
 import { streamFile } from './read-file.js';
 import { sessionIdForFile } from './session-identity.js';
@@ -19,7 +20,10 @@ import { sessionIdForFile } from './session-identity.js';
  * verbatim and scanned for its listing, its blocks built on the session's first read
  * (`deferred-import.ts`); a live import (`--watch`) or an update appends the blocks as they are read.
  */
-export async function importCodex(source: CodexSource, context: ImportContext): Promise<ImportedSession> {
+export async function importCodex(
+  source: CodexSource,
+  context: ImportContext,
+): Promise<ImportedSession | PendingImport> {
   const sessionId = await sessionIdForFile(context.store, {
     source: 'codex',
     nativeSessionId: source.nativeSessionId,
@@ -67,7 +71,7 @@ async function importCodexDeferred(
   source: CodexSource,
   sessionId: string,
   context: ImportContext,
-): Promise<ImportedSession | undefined> {
+): Promise<PendingImport | undefined> {
   const store = context.store;
   if (store.createSessionWithTranscripts === undefined || context.options.live === true) return undefined;
   if ((await store.getSession(sessionId)) !== undefined) return undefined;

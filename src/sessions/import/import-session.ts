@@ -13,7 +13,7 @@ import { LogWriter, indexLog } from './log-writer.js';
 import { fingerprintFile, sameFingerprints, type FileFingerprint } from './read-file.js';
 import type { ImportSource } from './session-ids.js';
 import { IMPORT_FORMAT, readManifest, writeManifest, type ImportManifest } from './manifest.js';
-import { importDeferred, type DeferredImportInput } from './deferred-import.js';
+import { scanForDeferredImport, type DeferredImportInput } from './deferred-import.js';
 import type { DeferredSource } from './deferred-parsers.js';
 
 /**
@@ -128,6 +128,20 @@ export interface ImportContext {
   warnings: TranscriptWarning[];
   progress: (progress: Omit<ImportProgress, 'sessionsTotal' | 'sessionsDone'>) => void;
   tokenizer: Tokenizer;
+  /**
+   * Waits until the session still being made durable (a deferred import's commit, see
+   * `PendingImport`) is, and rethrows its failure: every write of an import comes after it.
+   */
+  beforeWrite: () => Promise<void>;
+}
+
+/**
+ * A deferred import whose file is scanned and whose session is being written: `importTranscripts`
+ * scans the next file meanwhile, and lists this one once `finishing` resolves.
+ */
+export interface PendingImport {
+  nativeSessionId: string;
+  finishing: Promise<ImportedSession>;
 }
 
 /** A source that yields no blocks is not a session: it is listed as skipped with this reason. */
@@ -168,6 +182,7 @@ export async function beginImport(
   files: string[],
   extra: { agentType?: string; createdAt?: number } = {},
 ): Promise<Started | { unchanged: ImportedSession }> {
+  await context.beforeWrite();
   const fingerprints = await Promise.all(files.map((file) => fingerprintFile(file)));
   const store = context.store;
   const existing = await store.getSession(sessionId);
@@ -361,9 +376,9 @@ export async function importDeferredSession(
     nativeSessionId: string;
     contentId?: string;
   },
-): Promise<ImportedSession> {
+): Promise<PendingImport> {
   const { source, sessionId, path, nativeSessionId } = input;
-  const imported = await importDeferred({
+  const scanned = await scanForDeferredImport({
     store: context.store as DeferredImportInput['store'],
     source,
     sessionId,
@@ -377,20 +392,24 @@ export async function importDeferredSession(
     onBytes: (bytesRead, totalBytes) =>
       context.progress({ phase: 'reading', sessionId, file: path, bytesRead, totalBytes }),
   });
-  context.warnings.push(...imported.warnings);
-  return {
-    sessionId,
-    source,
-    path,
-    nativeSessionId,
-    title: imported.title,
-    status: 'imported',
-    blocks: imported.info.blockCount,
-    appendedBlocks: 0,
-    subagents: 0,
-    warnings: imported.warnings.length,
-    transcript: 'copied',
-    checkpoint: false,
-    deferred: true,
-  };
+  await context.beforeWrite();
+  const finishing = scanned.commit().then((imported): ImportedSession => {
+    context.warnings.push(...imported.warnings);
+    return {
+      sessionId,
+      source,
+      path,
+      nativeSessionId,
+      title: imported.title,
+      status: 'imported',
+      blocks: imported.info.blockCount,
+      appendedBlocks: 0,
+      subagents: 0,
+      warnings: imported.warnings.length,
+      transcript: 'copied',
+      checkpoint: false,
+      deferred: true,
+    };
+  });
+  return { nativeSessionId, finishing };
 }

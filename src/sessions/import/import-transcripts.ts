@@ -39,6 +39,7 @@ import {
   type ImportResult,
   type ImportedSession,
   type NothingImported,
+  type PendingImport,
 } from './import-session.js';
 import { importCodex } from './import-codex.js';
 
@@ -82,6 +83,20 @@ export async function importTranscripts(path: string, options: ImportOptions): P
   }
   const result: ImportResult = { path: root, sessions: [], warnings: [], skipped: discovery.skipped };
   const total = discovery.sources.length;
+  const done = (imported: ImportedSession): void => {
+    result.sessions.push(imported);
+    context.progress({ phase: 'session_done', sessionId: imported.sessionId });
+  };
+  // One deferred session at a time is made durable while the next file is scanned: its fsyncs
+  // wait on the disk while this thread reads. Every write waits for it first (`beforeWrite`), so
+  // the sessions are written, and listed, in discovery order, and its failure stops the import.
+  let inFlight: PendingImport | undefined;
+  const settle = async (): Promise<void> => {
+    const pending = inFlight;
+    if (pending === undefined) return;
+    inFlight = undefined;
+    done(await pending.finishing);
+  };
   const context: ImportContext = {
     // A session imported with its events deferred is built before its log is read or appended to.
     store: withImportedSessions(options.store),
@@ -91,33 +106,50 @@ export async function importTranscripts(path: string, options: ImportOptions): P
     progress: (progress) =>
       options.onProgress?.({ ...progress, sessionsTotal: total, sessionsDone: result.sessions.length }),
     tokenizer: createTokenizer(),
+    beforeWrite: settle,
   };
   context.progress({ phase: 'discovered' });
-  for (const source of discovery.sources) {
-    if (options.signal?.aborted) throw importAborted(root);
-    try {
-      const imported =
-        source.source === 'claude-code'
-          ? await importClaudeCode(source, context)
-          : source.source === 'gemini-cli'
-            ? await importGemini(source, context)
-            : source.source === 'codex'
-              ? await importCodex(source, context)
-              : await importSeedLayout(source, context);
-      if ('skipped' in imported) {
-        for (const file of imported.files) result.skipped.push({ path: file, reason: imported.skipped });
-        continue;
+  try {
+    for (const source of discovery.sources) {
+      if (options.signal?.aborted) throw importAborted(root);
+      // A file with the in-flight session's native id picks its session id (session-identity.ts) once that session exists.
+      if (inFlight !== undefined && 'nativeSessionId' in source && source.nativeSessionId === inFlight.nativeSessionId)
+        await settle();
+      try {
+        const imported =
+          source.source === 'claude-code'
+            ? await importClaudeCode(source, context)
+            : source.source === 'gemini-cli'
+              ? await importGemini(source, context)
+              : source.source === 'codex'
+                ? await importCodex(source, context)
+                : await importSeedLayout(source, context);
+        await settle();
+        if ('finishing' in imported) {
+          // Rejections are handled where it is awaited; until then it must not count as unhandled.
+          imported.finishing.catch(() => {});
+          inFlight = imported;
+          continue;
+        }
+        if ('skipped' in imported) {
+          for (const file of imported.files) result.skipped.push({ path: file, reason: imported.skipped });
+          continue;
+        }
+        done(imported);
+      } catch (error) {
+        // One unreadable source does not stop the others; an abort or a store failure does.
+        if (isParleyError(error, 'IMPORT_READ_FAILED')) {
+          result.warnings.push({ code: 'IMPORT_READ_FAILED', message: error.message, file: mainPathOf(source) });
+          continue;
+        }
+        throw error;
       }
-      result.sessions.push(imported);
-      context.progress({ phase: 'session_done', sessionId: imported.sessionId });
-    } catch (error) {
-      // One unreadable source does not stop the others; an abort or a store failure does.
-      if (isParleyError(error, 'IMPORT_READ_FAILED')) {
-        result.warnings.push({ code: 'IMPORT_READ_FAILED', message: error.message, file: mainPathOf(source) });
-        continue;
-      }
-      throw error;
     }
+    await settle();
+  } catch (error) {
+    // Nothing of this import keeps running once it has failed.
+    await inFlight?.finishing.catch(() => {});
+    throw error;
   }
   return result;
 }
@@ -133,7 +165,10 @@ function mainPathOf(source: ClaudeCodeSource | GeminiSource | CodexSource | Seed
 // -----------------------------------------------------------------------------------------------
 // Claude Code
 
-async function importClaudeCode(source: ClaudeCodeSource, context: ImportContext): Promise<ImportedSession> {
+async function importClaudeCode(
+  source: ClaudeCodeSource,
+  context: ImportContext,
+): Promise<ImportedSession | PendingImport> {
   const sessionId = await sessionIdForFile(context.store, {
     source: 'claude-code',
     nativeSessionId: source.nativeSessionId,
@@ -250,7 +285,7 @@ async function importClaudeCodeDeferred(
   source: ClaudeCodeSource,
   sessionId: string,
   context: ImportContext,
-): Promise<ImportedSession | undefined> {
+): Promise<PendingImport | undefined> {
   const store = context.store;
   if (store.createSessionWithTranscripts === undefined || source.subagents.length > 0 || context.options.live === true)
     return undefined;

@@ -76,6 +76,55 @@ describe('parley import into the file store: the transcript is copied and scanne
     }
   });
 
+  it('a folder of sessions is listed in discovery order, and a session that cannot be written stops the import before the next is written', async () => {
+    // Each session is made durable while the next file is scanned: its failure must still stop what follows.
+    const folder = join(work, 'many');
+    await fs.mkdir(folder);
+    const ids = [0, 1, 2].map((index) => `5a1b2c3d-0000-4000-8000-00000000000${index}`);
+    for (const [index, id] of ids.entries())
+      await generateClaudeCodeTranscript(join(folder, `${id}.jsonl`), {
+        targetBytes: 20_000,
+        seed: index + 1,
+        sessionId: id,
+      });
+    const first = await createFileStore({ dataDir: join(work, 'data-all'), onWarning: () => {} });
+    const all = await importTranscripts(folder, { store: first, now: NOW });
+    await first.close();
+    const discovered = all.sessions.map((session) => session.sessionId);
+    expect([...discovered].sort()).toEqual(ids.map((id) => `cc-${id}`));
+
+    const store = await createFileStore({ dataDir: join(work, 'data-failing'), onWarning: () => {} });
+    const refused = new StoreError('STORE_IO', 'Cannot write (refused by the test).');
+    const writes: string[] = [];
+    const failing = new Proxy(store, {
+      get(target, key) {
+        const value = Reflect.get(target, key) as unknown;
+        if (typeof value !== 'function') return value;
+        const method = (value as (...args: unknown[]) => Promise<unknown>).bind(target);
+        if (key !== 'createSessionWithTranscripts') return method;
+        return (record: { sessionId: string }, transcripts: unknown) => {
+          writes.push(record.sessionId);
+          return record.sessionId === discovered[1] ? Promise.reject(refused) : method(record, transcripts);
+        };
+      },
+    });
+    const done: string[] = [];
+    const error = await importTranscripts(folder, {
+      store: failing,
+      now: NOW,
+      onProgress: (progress) => {
+        if (progress.phase === 'session_done') done.push(progress.sessionId!);
+      },
+    }).catch((caught: unknown) => caught);
+    expect(error).toBe(refused);
+    expect(writes).toEqual(discovered.slice(0, 2));
+    expect(done).toEqual(discovered.slice(0, 1));
+    const listed: string[] = [];
+    for await (const record of store.listSessions()) listed.push(record.sessionId);
+    expect(listed).toEqual(discovered.slice(0, 1));
+    await store.close();
+  });
+
   it('a transcript that grows between its scan and its copy is listed and built from the copy', async () => {
     const path = await fixtureAlone(REWOUND_ID);
     const full = await fs.readFile(path, 'utf8');
