@@ -54,7 +54,7 @@ export class FileIndexes {
     });
   }
 
-  /** Writes the open marker (durably, so a crash from now on is noticed) and starts loading the listing. */
+  /** Writes the open marker (durably, so a crash from now on is noticed). */
   static async open(layout: FileLayout, warn: (warning: StoreWarning) => void): Promise<FileIndexes> {
     await ensureDirectory(layout.indexDir);
     let crashedSince: number | undefined;
@@ -68,7 +68,11 @@ export class FileIndexes {
       await syncDirectory(layout.indexDir);
     }
     const indexes = new FileIndexes(layout, warn, crashedSince);
-    indexes.listingIndex = indexes.loadListing();
+    // A listing closed cleanly loads at its first use, not here: a process that only searches or
+    // reads a session (`parley search`, `parley show`) never parses it, nor waits for it at close.
+    // One to rebuild is rebuilt now, from the records as they were at the open.
+    if (crashedSince !== undefined || !(await exists(layout.listingIndexFile)))
+      indexes.listingIndex = indexes.loadListing();
     // Without a clean close, or without an index at all, the search index is brought up to date now, not at the first search.
     if (crashedSince !== undefined || !(await exists(layout.messageIndexFile)))
       indexes.messageIndex = indexes.loadMessages();

@@ -55,6 +55,26 @@ describe('file store', () => {
     await fs.rm(parent, { recursive: true, force: true });
   });
 
+  it('a process that only searches or reads a session never reads the listing index, even a damaged one', async () => {
+    const first = await open();
+    await first.createSession(sessionRecord('s1', { title: 'Listed' }));
+    await first.append('s1', [userMessageEvent('u1', 'find the needle')]);
+    await first.close();
+    const listing = join(dataDir, 'index', 'sessions.jsonl');
+    await fs.writeFile(listing, 'damaged\n');
+    const reader = await open();
+    expect((await reader.searchSessions!({ text: 'needle' })).hits.map((hit) => hit.sessionId)).toEqual(['s1']);
+    expect(await collect(reader.readLog('s1'))).toHaveLength(1);
+    await reader.close();
+    expect(await fs.readFile(listing, 'utf8')).toBe('damaged\n');
+    expect(warnings).toEqual([]);
+    // The first listing finds it damaged and rebuilds it from the records.
+    const lister = await open();
+    expect((await lister.listSessionPage!({ limit: 10 })).sessions.map((record) => record.title)).toEqual(['Listed']);
+    await lister.close();
+    expect(warnings.map((warning) => warning.code)).toEqual(['INDEX_REBUILT']);
+  });
+
   describe('a session created whole with its transcripts (createSessionWithTranscripts)', () => {
     it('creates the record, the log and every transcript at once, copies files verbatim, and reports their sizes', async () => {
       const source = join(parent, 'native.jsonl');
