@@ -71,6 +71,7 @@ export type TermsOf<Item> = (item: Item) => readonly string[];
 
 export class SearchSegment {
   private dictionary: Map<string, [first: number, count: number]> | undefined;
+  private dictionaryJson: string | undefined;
 
   private constructor(
     readonly path: string,
@@ -125,10 +126,15 @@ export class SearchSegment {
     return bytes;
   }
 
+  /** The dictionary's JSON, read once. */
+  private dictionaryText(): string {
+    const { offset, length } = this.header.dictionary;
+    return (this.dictionaryJson ??= this.read(offset, length).toString('utf8'));
+  }
+
   private words(): Map<string, [number, number]> {
     if (this.dictionary === undefined) {
-      const { offset, length } = this.header.dictionary;
-      const entries = JSON.parse(this.read(offset, length).toString('utf8')) as Array<[string, number, number]>;
+      const entries = JSON.parse(this.dictionaryText()) as Array<[string, number, number]>;
       this.dictionary = new Map();
       for (const [word, first, count] of entries) this.dictionary.set(word, [first, count]);
     }
@@ -142,7 +148,7 @@ export class SearchSegment {
 
   /** The ordinals of the items holding `term`, ascending (empty when none does). */
   postings(term: string): Uint32Array {
-    const entry = this.words().get(term);
+    const entry = this.dictionary !== undefined ? this.dictionary.get(term) : this.lookUp(term);
     if (entry === undefined) return new Uint32Array(0);
     // Read straight into the list's memory: a common word's postings are most of the messages.
     const list = new Uint32Array(entry[1]);
@@ -155,6 +161,27 @@ export class SearchSegment {
     }
     if (!LITTLE_ENDIAN) for (let index = 0; index < list.length; index++) list[index] = readLittleEndian(bytes, index);
     return list;
+  }
+
+  /**
+   * A word's entry found in the dictionary's text, without parsing the rest of it (a search looks
+   * up a few words; parsing every entry of a large index costs more than the search). In the JSON
+   * an entry starts with `["` and the word's own encoding, and no string holds `["` unescaped, so
+   * the first match is the entry.
+   */
+  private lookUp(term: string): [number, number] | undefined {
+    const text = this.dictionaryText();
+    const key = `[${JSON.stringify(term)},`;
+    const start = text.indexOf(key);
+    if (start < 0) return undefined;
+    // After the word come only its two numbers.
+    const end = text.indexOf(']', start + key.length);
+    try {
+      const [, first, count] = JSON.parse(text.slice(start, end + 1)) as [string, number, number];
+      return Number.isSafeInteger(first) && Number.isSafeInteger(count) ? [first, count] : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   /** The item at `ordinal`, parsed; undefined when the bytes there are not JSON. */
