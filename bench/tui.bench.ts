@@ -7,7 +7,8 @@
  *    covers with a plain-ANSI first frame). Built (esbuild emits src/ as ES modules into
  *    bench/.data, like `tsc` does into dist/) and from source (tsx). Beside it the floor (node
  *    running an empty script) and `parley --version` (which loads every command). Each run in a
- *    fresh project folder; the first run of each kind is a warm-up.
+ *    fresh project folder; the kinds take turns, one run each per round, so every row sees the same
+ *    load; the first round is a warm-up.
  * 2. Render cost per streamed delta with 20 vs 2,000 finished blocks in the conversation: the real
  *    App in a real (non-debug) Ink render on a fake 120×40 TTY, fed over the in-memory transport;
  *    time from a `text_delta` notification to the frame that shows it, and bytes written per frame.
@@ -282,16 +283,17 @@ async function firstPaint(runs: number): Promise<PaintRow[]> {
       done: titleShown,
     },
   ];
-  const rows: PaintRow[] = [];
+  // Round by round, every kind once per round: the machine's load changes over a run, and rows
+  // measured one after another (all of Parley's, then all of a peer's) compared different loads.
+  const samples = kinds.map((): number[] => []);
   try {
-    for (const kind of kinds) {
-      const samples: number[] = [];
-      for (let index = 0; index <= runs; index++) {
+    for (let index = 0; index <= runs; index++) {
+      for (const [position, kind] of kinds.entries()) {
         const cwd = await mkdtemp(join(tmpdir(), 'parley-bench-tui-'));
         try {
           const env = kind.prepare ? await kind.prepare(cwd) : [];
           const elapsed = await tmux.time(cwd, [...env, ...kind.argv], kind.done);
-          if (index > 0) samples.push(elapsed);
+          if (index > 0) samples[position]!.push(elapsed);
           // Let the TUI's in-process server wind down before the folder goes.
           await new Promise((resolve) => setTimeout(resolve, 300));
         } finally {
@@ -299,17 +301,17 @@ async function firstPaint(runs: number): Promise<PaintRow[]> {
           await rm(cwd, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
         }
       }
-      rows.push({
-        label: kind.label,
-        samples,
-        ...(kind.target ? { target: true } : {}),
-        ...(kind.peer ? { peer: true } : {}),
-        ...(kind.parleyReady ? { parleyReady: true } : {}),
-      });
     }
   } finally {
     await tmux.close();
   }
+  const rows: PaintRow[] = kinds.map((kind, position) => ({
+    label: kind.label,
+    samples: samples[position]!,
+    ...(kind.target ? { target: true } : {}),
+    ...(kind.peer ? { peer: true } : {}),
+    ...(kind.parleyReady ? { parleyReady: true } : {}),
+  }));
   return rows;
 }
 
@@ -621,7 +623,10 @@ export async function run(): Promise<string> {
   const paint = await firstPaint(5);
   const floor = median(paint[0]!.samples);
   const ready = paint.find((row) => row.parleyReady)!;
-  out.push('### First paint (spawn in a 120×40 tmux pane → screen shows it; 5 runs after a warm-up)', '');
+  out.push(
+    '### First paint (spawn in a 120×40 tmux pane → screen shows it; 5 rounds after a warm-up, the kinds taking turns)',
+    '',
+  );
   out.push(
     table(
       ['what', 'median', 'p90', 'vs floor', 'target'],

@@ -8,6 +8,7 @@
  * React runs its production build there (NODE_ENV defined), as it would for any shipped app.
  */
 import { existsSync } from 'node:fs';
+import { readFile, rm } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
@@ -25,13 +26,39 @@ const noDevtools = {
   },
 };
 
-/** Bundles `<dist>/cli/tui-entry.js` into `<dist>/cli/tui-entry.bundle.js`. */
+/**
+ * Yoga (Ink's layout engine) carries its WebAssembly inline, as a data: URL, and its Emscripten
+ * loader reads that URL with `fetch` whenever `fetch` exists: in Node that loads undici, a tenth of
+ * a second before the first frame. Without `fetch` the same loader decodes the same base64 at once.
+ * A module-scoped `fetch` hides the global from that one file (esbuild renames it in the bundle).
+ * @type {import('esbuild').Plugin}
+ */
+const yogaWithoutFetch = {
+  name: 'parley-yoga-without-fetch',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]yoga-layout[\\/]dist[\\/]binaries[\\/]yoga-wasm-base64-esm\.js$/ }, async (args) => ({
+      contents: `const fetch = undefined;\n${await readFile(args.path, 'utf8')}`,
+      loader: 'js',
+    }));
+  },
+};
+
+/** Where the bundle's lazily loaded parts go (the tokenizer, the highlighter: each `import()` its own chunk). */
+const CHUNKS = 'tui-chunks';
+
+/** Bundles `<dist>/cli/tui-entry.js` into `<dist>/cli/tui-entry.bundle.js` and its chunks. */
 export async function bundleTui(dist) {
   const entry = join(dist, 'cli', 'tui-entry.js');
   if (!existsSync(entry)) throw new Error(`${entry} is missing: compile src/ first (npm run build does).`);
+  // Chunks are named by their hash: the last build's would pile up.
+  await rm(join(dist, 'cli', CHUNKS), { recursive: true, force: true });
   await build({
-    entryPoints: [entry],
-    outfile: join(dist, 'cli', 'tui-entry.bundle.js'),
+    entryPoints: { 'tui-entry.bundle': entry },
+    outdir: join(dist, 'cli'),
+    // What the UI imports lazily stays lazy: without splitting, esbuild inlines every `import()`,
+    // and the first frame waited for the parse of a 1 MB tokenizer it never runs.
+    splitting: true,
+    chunkNames: `${CHUNKS}/[name]-[hash]`,
     bundle: true,
     platform: 'node',
     format: 'esm',
@@ -43,7 +70,7 @@ export async function bundleTui(dist) {
     banner: {
       js: "import { createRequire as __parleyRequire } from 'node:module'; const require = __parleyRequire(import.meta.url);",
     },
-    plugins: [noDevtools],
+    plugins: [noDevtools, yogaWithoutFetch],
     logLevel: 'warning',
   });
 }

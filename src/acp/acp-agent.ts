@@ -12,7 +12,7 @@ import {
   type Stream,
 } from '@agentclientprotocol/sdk';
 import type { SessionCapabilities } from '@agentclientprotocol/sdk/unstable';
-import { z } from 'zod';
+import * as z from 'zod';
 import { describeIssues, isParleyError } from '../conversation/index.js';
 import { AcpSessions } from './acp-sessions.js';
 import { Workspaces, type AcpBackends } from './workspaces.js';

@@ -1,5 +1,5 @@
 import type { Context } from '@opentelemetry/api';
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   ParleyError,
   type ConversationBlock,

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { describeIssues, ParleyError } from '../conversation/index.js';
 import { ModelPricingSchema, type ModelInfo } from './agent-backend.js';
 import type { BackendSettings } from './backend-registration.js';

@@ -3,12 +3,19 @@
  * The `parley` command: the composition root. Each subcommand lives in `commands/<name>.ts` and
  * exports `register(program)`; this file only lists them.
  */
-import { Command, CommanderError } from 'commander';
+import { createRequire } from 'node:module';
+import type * as Commander from 'commander';
+import type { Command } from 'commander';
 import { paintSplash } from './splash.js';
 import { startTelemetry } from './telemetry.js';
 
+// Commander is CommonJS: an `import` of it makes Node scan its files for their export names first
+// (cjs-module-lexer), which took as long as loading it, before `parley` paints anything. `require`
+// loads the same module object, so its classes are the ones every command module imports.
+const commander = createRequire(import.meta.url)('commander') as typeof Commander;
+
 function baseProgram(): Command {
-  return new Command('parley')
+  return new commander.Command('parley')
     .description('An open harness for conversational AI-agent sessions.')
     .version('0.1.0')
     .option('--data-dir <dir>', 'Parley data folder (default: .parley in the project folder)')
@@ -86,7 +93,7 @@ export async function main(argv: readonly string[] = process.argv): Promise<void
   try {
     await program.parseAsync([...argv]);
   } catch (error) {
-    if (error instanceof CommanderError) {
+    if (error instanceof commander.CommanderError) {
       process.exitCode = error.exitCode;
       return;
     }

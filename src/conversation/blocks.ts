@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * A conversation is a list of blocks, not turns: each block is synced on its own,

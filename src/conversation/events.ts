@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ConversationBlockSchema, UsageSchema } from './blocks.js';
 
 /** The main thread of a session; subagent threads use their subagent id. */

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { IdSchema } from '../store/index.js';
 
 // The params of the draft methods, checked before anything is touched.

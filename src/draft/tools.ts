@@ -1,5 +1,5 @@
 import type { Context } from '@opentelemetry/api';
-import { z } from 'zod';
+import * as z from 'zod';
 import { describeIssues, isParleyError } from '../conversation/index.js';
 import type { ToolDefinition, ToolOutput } from '../backends/index.js';
 import {

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { UsageSchema } from '../conversation/index.js';
 import { IdSchema } from '../store/index.js';
 import type { AgentInfo, SubmitPromptResultSchema } from '../protocol/index.js';

@@ -1,5 +1,5 @@
 import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   BlockCompleteEventSchema,
   BlockStartEventSchema,

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { describeIssues } from '../conversation/index.js';
 import { defaultNotificationSettings, parseNotificationSettings, type NotificationSettings } from './notifications.js';
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** What waits for a person, as `attention_needed` carries it (the hooks layer's `Notification`). */
 export const AttentionKindSchema = z.enum([

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** JSON-RPC 2.0 envelopes (https://www.jsonrpc.org/specification). Parley uses no other framing. */
 export const JSONRPC_VERSION = '2.0';

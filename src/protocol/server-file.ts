@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** Where a running server says how to reach it: `server.json` in its data folder (mode 0600). */
 export const ServerFileSchema = z.object({

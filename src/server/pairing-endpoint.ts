@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { z } from 'zod';
+import * as z from 'zod';
 import { PAIR_PATH } from '../protocol/index.js';
 import { originAllowed } from './auth.js';
 import type { DeviceRegistry, PairingCodes } from './devices.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ParleyError, type ConversationBlock, type TokenCounter } from '../conversation/index.js';
 import type { Checkpoint, CheckpointSummary, LiveHandle } from '../store/index.js';
 import type { ProjectedMessage } from './projection.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { StreamEvent } from '../conversation/index.js';
 import {
   SessionScopeSchema,

@@ -1,6 +1,6 @@
 import type { Context } from '@opentelemetry/api';
 import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   MAIN_CONVERSATION,
   TokenCalibration,

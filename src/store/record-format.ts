@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 // What every record a store persists shares, whichever contract it belongs to.
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * The workspace toolset's vocabulary: permission modes (as Claude Code names them), what a tool

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { describeIssues, isParleyError } from '../conversation/index.js';
 import type { ToolDefinition, ToolOutput } from '../backends/index.js';
 import type { ApprovalBroker } from './approvals.js';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { ServerHost } from '../../src/cli/commands/tui.js';
+import { ServerHost } from '../../src/cli/tui-server-host.js';
 import { ProtocolClient, webSocketTransport, type WebSocketLike } from '../../src/protocol/index.js';
 import { createPostgresRunStore, createPostgresStore } from '../../src/store/index.js';
 import { useTestDatabase } from '../helpers/postgres-database.js';

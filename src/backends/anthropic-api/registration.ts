@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { BackendRegistration } from '../backend-registration.js';
 import {
   ANTHROPIC_API_BACKEND_NAME,

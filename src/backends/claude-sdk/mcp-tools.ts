@@ -1,5 +1,5 @@
 import type { McpSdkServerConfigWithInstance, SdkMcpToolDefinition } from '@anthropic-ai/claude-agent-sdk';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { ExecuteRequest, ToolDefinition } from '../agent-backend.js';
 import type { ClaudeAgentSdk } from './sdk-loader.js';
 

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { BackendRegistration } from '../backend-registration.js';
 import { CLAUDE_SDK_DEFAULT_MODEL, createClaudeSdkBackend } from './claude-sdk-backend.js';
 import { defaultConfigDir } from './native-storage.js';

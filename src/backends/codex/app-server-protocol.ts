@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * The part of `codex app-server`'s protocol (v2, Codex 0.163) Parley uses, as `codex app-server

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { BackendRegistration } from '../backend-registration.js';
 import {
   CODEX_BACKEND_NAME,

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { BackendRegistration } from '../backend-registration.js';
 import { createGeminiCliBackend, GEMINI_DEFAULT_MODEL, type GeminiCliOptions } from './gemini-cli-backend.js';
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { UnsequencedEvent, ToolUseBlock, Usage } from '../../conversation/index.js';
 import type { TurnEvents } from '../turn-events.js';
 

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { z } from 'zod';
+import * as z from 'zod';
 import { describeIssues, ParleyError } from '../../conversation/index.js';
 import type { ScriptedBackendOptions } from './scripted-backend.js';
 import type { ScriptedTurn, ScriptStep } from './script.js';

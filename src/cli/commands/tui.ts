@@ -1,31 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { loadProjectAutomation } from '../hooks-wiring.js';
 import { existsSync } from 'node:fs';
-import { appendFile, readFile, writeFile } from 'node:fs/promises';
-import { basename, join } from 'node:path';
+import { basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
-import { ValidationError } from '../../conversation/index.js';
-import type { ServerFile, TransportFactory, WebSocketLike } from '../../protocol/index.js';
-import type { RunningServer } from '../../server/index.js';
-import type { NoteLine } from '../../ui/tui/index.js';
-import {
-  draftLeaseFromEnvironment,
-  openChosenDraftStore,
-  openChosenStore,
-  resolveDataDir,
-  resolveStoreUrl,
-} from '../options.js';
-import { answers, processAlive, readServerFile } from '../project-server.js';
-import { resolveServerBackends } from '../server-backends.js';
+import type { TransportFactory, WebSocketLike } from '../../protocol/index.js';
+import type { NoteLine, RunningTui } from '../../ui/tui/index.js';
+import { resolveDataDir, resolveStoreUrl } from '../global-options.js';
 import { paintSplash } from '../splash.js';
-import { MAX_LEASE_TTL_MS, prepareDataFolder, type DraftStore, type SessionStore } from '../../store/index.js';
+import { invalidChannelMessage, isValidChannel, stableChannel } from '../tui-channel.js';
 import type * as TuiEntryModule from '../tui-entry.js';
-
-/** The file in the data folder holding this project's TUI channel: the draft belongs to it, so a restarted TUI finds its draft again. */
-export const CHANNEL_FILE = 'tui-channel';
-/** Where the in-process server logs (the screen belongs to the TUI). */
-export const SERVER_LOG_FILE = 'tui-server.log';
+import type { ServerHost, Target } from '../tui-server-host.js';
 
 interface TuiOptions {
   url?: string;
@@ -38,8 +22,9 @@ interface TuiOptions {
  * `parley tui [--url URL] [--channel ID]`. Without `--url` it is the same as `parley` alone: the
  * TUI on this project's server, started in this process when none runs.
  *
- * Everything heavy (the server, the back ends, the UI) is imported lazily: the first frame is
- * painted before the server starts.
+ * Nothing heavy is imported before the first frame: the UI comes from its bundle, and the store,
+ * the server and the back ends (`tui-server-host.ts`) load on the first connection, after the
+ * prompt is on the screen. Even the conversation layer's errors are loaded only to be thrown.
  */
 export function register(program: Command): void {
   program
@@ -73,7 +58,7 @@ export function register(program: Command): void {
  */
 export async function openTui(command: Command, options: TuiOptions = {}, splash?: () => void): Promise<void> {
   if (!process.stdin.isTTY || !process.stdout.isTTY) {
-    throw new ValidationError(
+    await refuse(
       'The Parley TUI needs an interactive terminal (standard input and output are not a TTY here). Use `parley serve` to serve a project, or `parley chat "…"` for one turn from a script.',
     );
   }
@@ -81,31 +66,50 @@ export async function openTui(command: Command, options: TuiOptions = {}, splash
   const version = program.version() ?? '';
   const projectRoot = process.cwd();
   const dataDir = resolveDataDir(command);
-  const attach = options.url !== undefined ? parseServerUrl(options.url) : undefined;
-  const channel = checkChannel(
-    options.channel ?? attach?.channel ?? (attach ? `tui-${randomUUID()}` : await stableChannel(dataDir)),
-  );
+  const attach = options.url !== undefined ? await parseServerUrl(options.url) : undefined;
+  const named = options.channel ?? attach?.channel ?? (attach ? `tui-${randomUUID()}` : undefined);
+  if (named !== undefined && !isValidChannel(named)) await refuse(invalidChannelMessage(named));
+  // This project's own channel is read (or made, with the data folder) on the first connection.
+  let channelRead: Promise<string> | undefined;
+  const channel = (): Promise<string> =>
+    (channelRead ??= (named !== undefined ? Promise.resolve(named) : stableChannel(dataDir)).catch((error: unknown) => {
+      channelRead = undefined;
+      throw error;
+    }));
 
   const headline = `Parley ${version} · ${attach ? `attached to ${attach.wsUrl}` : `project ${basename(projectRoot)} (${projectRoot})`}`;
   const hint =
     "Type a message to start: with no draft, Parley drafts the project's default role for it. /help lists the commands. Tab completes, Esc interrupts a turn, Ctrl+C quits.";
   const eraseSplash = splash ?? paintSplash();
   const { runTui, protocol } = await loadTuiEntry();
-  const host = new ServerHost(
-    projectRoot,
-    dataDir,
-    () => openChosenStore(command),
-    () => openChosenDraftStore(command, projectRoot, dataDir),
-    resolveStoreUrl(command),
-    options.fileSnapshots !== false,
-  );
+  let tui: RunningTui | undefined;
+  let hostLoad: Promise<ServerHost> | undefined;
+  const loadHost = (): Promise<ServerHost> =>
+    (hostLoad ??= Promise.all([import('../tui-server-host.js'), import('../options.js')]).then(
+      ([{ ServerHost }, { openChosenStore, openChosenDraftStore }]) => {
+        const host = new ServerHost(
+          projectRoot,
+          dataDir,
+          () => openChosenStore(command),
+          () => openChosenDraftStore(command, projectRoot, dataDir),
+          resolveStoreUrl(command),
+          options.fileSnapshots !== false,
+        );
+        host.onNotice = (notice) => tui?.update({ notice });
+        return host;
+      },
+    ));
+  const log = (level: string, message: string) => void loadHost().then((host) => host.log(level, message));
   const factory: TransportFactory = async (context) => {
-    const target = attach ?? (await host.locate());
-    const { WebSocket } = await import('ws');
+    const [target, joined, { WebSocket }] = await Promise.all([
+      attach ?? loadHost().then((host) => host.locate()),
+      channel(),
+      import('ws'),
+    ]);
     return protocol.webSocketTransport({
       url: target.wsUrl,
       token: target.token,
-      channel,
+      channel: joined,
       openTimeoutMs: 5_000,
       createSocket: (url) => new WebSocket(url, { maxPayload: 64 * 1024 * 1024 }) as unknown as WebSocketLike,
     })(context);
@@ -113,7 +117,7 @@ export async function openTui(command: Command, options: TuiOptions = {}, splash
   const client = new protocol.ProtocolClient({
     transport: factory,
     reconnect: { initialDelayMs: 250, maxDelayMs: 5_000 },
-    onError: (error) => host.log('warn', `protocol: ${String(error)}`),
+    onError: (error) => log('warn', `protocol: ${String(error)}`),
   });
 
   const banner: NoteLine[] = [
@@ -121,26 +125,36 @@ export async function openTui(command: Command, options: TuiOptions = {}, splash
     { text: hint, tone: 'dim' },
   ];
   eraseSplash();
-  const tui = runTui({ client, banner, setTerminalTitle: true });
-  host.onNotice = (notice) => tui.update({ notice });
+  const running = runTui({ client, banner, setTerminalTitle: true });
+  tui = running;
 
   // Warnings printed to stderr would tear the screen: they go to the log instead.
   process.removeAllListeners('warning');
-  process.on('warning', (warning) => host.log('warn', `${warning.name}: ${warning.message}`));
-  const stop = () => tui.unmount();
+  process.on('warning', (warning) => log('warn', `${warning.name}: ${warning.message}`));
+  const stop = () => running.unmount();
   process.once('SIGTERM', stop);
   process.once('SIGHUP', stop);
+  let joined: string | undefined;
   try {
-    await tui.exited;
+    await running.exited;
   } finally {
     process.off('SIGTERM', stop);
     process.off('SIGHUP', stop);
     client.close();
-    await host.close();
+    joined = await channel().catch(() => undefined);
+    await (await hostLoad?.catch(() => undefined))?.close();
   }
   process.stdout.write(
-    `\u001b]2;\u0007Parley stopped. Your draft stays on channel ${channel}: run \`parley${attach ? ` tui --url … --channel ${channel}` : ''}\` again to continue.\n`,
+    joined === undefined
+      ? '\u001b]2;\u0007Parley stopped.\n'
+      : `\u001b]2;\u0007Parley stopped. Your draft stays on channel ${joined}: run \`parley${attach ? ` tui --url … --channel ${joined}` : ''}\` again to continue.\n`,
   );
+}
+
+/** Throws the conversation layer's ValidationError, loaded only then: the first frame need not wait for that layer. */
+async function refuse(message: string): Promise<never> {
+  const { ValidationError } = await import('../../conversation/index.js');
+  throw new ValidationError(message);
 }
 
 type TuiEntry = typeof TuiEntryModule;
@@ -156,177 +170,19 @@ async function loadTuiEntry(): Promise<TuiEntry> {
   return import('../tui-entry.js');
 }
 
-/**
- * Paints the first frame at once, in plain ANSI, while Ink and React load (most of the gap between
- * the first paint and Ink's first frame in bench/tui.bench.ts): the title bar as it stands before
- * connecting. One short line, so its height is known whatever the terminal's width; Ink's first
- * frame replaces it.
- */
-interface Target {
-  wsUrl: string;
-  token: string;
-}
-
-/**
- * Finds this project's server: the one `server.json` names when its process is alive, or else one
- * started in this process (which stops when the TUI quits). Asked again on every reconnect, so a
- * TUI attached to a server that restarts (on whatever port) finds it again. Exported for its tests.
- */
-export class ServerHost {
-  private owned: RunningServer | undefined;
-  private attached = false;
-  private starting: Promise<RunningServer> | undefined;
-  onNotice: ((notice: string) => void) | undefined;
-
-  constructor(
-    private readonly projectRoot: string,
-    private readonly dataDir: string,
-    /** The PostgreSQL store `--store` names, or undefined: the file store in the data folder. */
-    private readonly openStore: () => Promise<SessionStore | undefined>,
-    private readonly openDraftStore: () => Promise<DraftStore | undefined> = () => Promise.resolve(undefined),
-    /** The PostgreSQL URL of that store: the server's durable runs go into the same database. */
-    private readonly storeUrl: string | undefined = undefined,
-    /** Snapshot the project's files around turns, as `parley serve` does, so /rewind can restore them. */
-    private readonly fileSnapshots = true,
-  ) {}
-  private store: SessionStore | undefined;
-  private draftStore: DraftStore | undefined;
-
-  async locate(): Promise<Target> {
-    if (this.owned) return this.owned;
-    const file = await readServerFile(this.dataDir);
-    // A live pid is not enough the first time (it may have been reused after a crash): the server must answer.
-    if (file && file.pid !== process.pid && processAlive(file.pid) && (this.attached || (await answers(file)))) {
-      this.attached = true;
-      return { wsUrl: file.wsUrl, token: file.token };
-    }
-    // Attached to a server that went away: wait for it to come back (a restart) rather than take its data folder.
-    if (this.attached)
-      throw new Error(
-        `The project's server (${join(this.dataDir, 'server.json')}) is not running; waiting for it to start again.`,
-      );
-    return this.start();
-  }
-
-  private start(): Promise<RunningServer> {
-    this.starting ??= this.startServer().then(
-      (server) => {
-        this.owned = server;
-        return server;
-      },
-      (error: unknown) => {
-        this.starting = undefined;
-        throw error;
-      },
-    );
-    return this.starting;
-  }
-
-  private async startServer(): Promise<RunningServer> {
-    // Loaded when a server is started here, not with the TUI: the harness layers behind the run
-    // service are a quarter of a second of start-up that Ink's first frame need not wait for.
-    const [{ startServer }, { coreRunServiceFactory, serveRuns }] = await Promise.all([
-      import('../../server/index.js'),
-      import('../run-service-wiring.js'),
-    ]);
-    const { backendFor, summarize, notice, warnings } = await resolveServerBackends({
-      projectRoot: this.projectRoot,
-      dataDir: this.dataDir,
-    });
-    for (const warning of warnings) void this.log('warn', warning);
-    const { hooks, notifier } = await loadProjectAutomation(this.projectRoot, (line) => void this.log('warn', line));
-    const leaseTtlMs = draftLeaseFromEnvironment(MAX_LEASE_TTL_MS);
-    const store = await this.openStore();
-    const draftStore = await this.openDraftStore().catch(async (error: unknown) => {
-      await store?.close();
-      throw error;
-    });
-    let server: RunningServer;
-    try {
-      server = await startServer({
-        projectRoot: this.projectRoot,
-        dataDir: this.dataDir,
-        ...(store ? { store, ...(this.storeUrl !== undefined ? { storeUrl: this.storeUrl } : {}) } : {}),
-        ...(draftStore ? { draftStore } : {}),
-        ...(leaseTtlMs !== undefined ? { leaseTtlMs } : {}),
-        port: 0,
-        ...(this.fileSnapshots ? { fileSnapshots: {} } : {}),
-        backendFor,
-        summarize,
-        ...(hooks ? { hooks } : {}),
-        notifier,
-        log: (level, message, fields) =>
-          void this.log(level, `${message}${fields ? ` ${JSON.stringify(fields)}` : ''}`),
-        createRunService: serveRuns(coreRunServiceFactory, (line) => void this.log('info', line)),
-      });
-    } catch (error) {
-      await draftStore?.close();
-      await store?.close();
-      throw error;
-    }
-    this.store = store;
-    this.draftStore = draftStore;
-    if (notice) this.onNotice?.(notice);
-    return server;
-  }
-
-  async log(level: string, message: string): Promise<void> {
-    if (level === 'debug') return;
-    try {
-      await prepareDataFolder(this.dataDir);
-      await appendFile(join(this.dataDir, SERVER_LOG_FILE), `${new Date().toISOString()} ${level} ${message}\n`);
-    } catch {
-      // Logging must never take the TUI down.
-    }
-  }
-
-  async close(): Promise<void> {
-    const server = this.owned ?? (await this.starting?.catch(() => undefined));
-    await server?.close();
-    await this.draftStore?.close();
-    await this.store?.close();
-  }
-}
-
-const CHANNEL_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,199}$/;
-
-function checkChannel(channel: string): string {
-  if (!CHANNEL_PATTERN.test(channel) || channel.includes('..')) {
-    throw new ValidationError(
-      `The channel "${channel}" is not valid: use 1–200 letters, digits, ".", "_" or "-", not starting with "." or "-".`,
-    );
-  }
-  return channel;
-}
-
-/** This project's channel, made once and kept in the data folder. */
-async function stableChannel(dataDir: string): Promise<string> {
-  const path = join(dataDir, CHANNEL_FILE);
-  try {
-    const saved = (await readFile(path, 'utf8')).trim();
-    if (CHANNEL_PATTERN.test(saved) && !saved.includes('..')) return saved;
-  } catch {
-    // Not made yet.
-  }
-  const channel = `tui-${randomUUID()}`;
-  await prepareDataFolder(dataDir);
-  await writeFile(path, `${channel}\n`, { mode: 0o600 });
-  return channel;
-}
-
 /** `ws://host:port/rpc?token=…` (or the web UI's `http://host:port/?token=…`) as the WebSocket URL, token and channel. */
-export function parseServerUrl(value: string): Target & { channel?: string } {
+export async function parseServerUrl(value: string): Promise<Target & { channel?: string }> {
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    throw new ValidationError(
+    return refuse(
       `--url "${value}" is not a URL. Pass the server's WebSocket URL with its token, e.g. ws://127.0.0.1:7433/rpc?token=… (server.json in its data folder has both).`,
     );
   }
   const token = url.searchParams.get('token');
   if (!token) {
-    throw new ValidationError(
+    return refuse(
       `--url "${value}" has no token. Add ?token=… (the token is in server.json in the server's data folder, and in the URL \`parley serve\` prints).`,
     );
   }
@@ -334,7 +190,7 @@ export function parseServerUrl(value: string): Target & { channel?: string } {
     url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
     url.pathname = '/rpc';
   } else if (url.protocol !== 'ws:' && url.protocol !== 'wss:') {
-    throw new ValidationError(`--url "${value}" must be a ws:// (or http://) URL.`);
+    return refuse(`--url "${value}" must be a ws:// (or http://) URL.`);
   }
   const channel = url.searchParams.get('channel') ?? undefined;
   url.search = '';

@@ -1,6 +1,6 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { IdSchema } from '../../store/index.js';
 import { FileRestoreConflictError, FileSnapshotError } from './errors.js';
 import type { TreeChange } from './object-reader.js';

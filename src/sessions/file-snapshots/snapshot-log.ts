@@ -1,6 +1,6 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** One file snapshot: the project's tree at a point of a session's history. */
 export const FileSnapshotSchema = z.object({

@@ -1,5 +1,5 @@
 import { closeSync, fdatasync, fdatasyncSync, ftruncateSync, openSync, promises as fs, writeSync } from 'node:fs';
-import { z } from 'zod';
+import * as z from 'zod';
 import { ValidationError } from '../../conversation/index.js';
 import { join } from 'node:path';
 import { ensureDirectory, ioError, isErrno, replaceFile, syncDirectory } from '../atomic-file.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * The stored record of a durable harness run: what `list_runs` and `get_run` return and

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ValidationError, describeIssues } from '../../conversation/index.js';
 import { StoreError } from '../errors.js';
 import { RunRecordSchema, type RunRecord } from './records.js';

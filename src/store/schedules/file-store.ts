@@ -1,6 +1,6 @@
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { ensureDirectory, ioError, replaceFile } from '../atomic-file.js';
 import { formatJson, readJsonFile } from '../json-file.js';
 import { KeyedQueue } from '../keyed-queue.js';

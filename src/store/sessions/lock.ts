@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { StoreError, type StoreWarning } from '../errors.js';
 import { FORMAT_VERSION } from '../record-format.js';
 import { ioError, isErrno, syncDirectory, writeDurably } from '../atomic-file.js';

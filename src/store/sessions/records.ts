@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { SessionListDataSchema, SessionMetricsSchema } from '../../conversation/index.js';
 import { FORMAT_VERSION, IdSchema } from '../record-format.js';
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { WorkspaceError } from '../errors.js';
 import { unifiedDiff } from '../file-diff.js';
 import { diskFiles } from '../file-io.js';

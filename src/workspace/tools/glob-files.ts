@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { projectFiles } from '../project-files.js';
 import { workspaceTool, type WorkspaceTool, type WorkspaceToolContext } from '../workspace-tool.js';
 

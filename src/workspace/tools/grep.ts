@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { z } from 'zod';
+import * as z from 'zod';
 import { WorkspaceError } from '../errors.js';
 import { projectFiles } from '../project-files.js';
 import { confirmInside } from './grep-confirm.js';

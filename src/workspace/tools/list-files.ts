@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { readFolderConfined } from '../confined-folders.js';
 import { WorkspaceError } from '../errors.js';
 import { GitignoreFilter, readRules } from '../project-files.js';

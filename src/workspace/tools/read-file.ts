@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { WorkspaceError } from '../errors.js';
 import { diskFiles } from '../file-io.js';
 import { workspaceTool, type WorkspaceTool, type WorkspaceToolContext } from '../workspace-tool.js';

@@ -1,5 +1,5 @@
 import { promises as fs } from 'node:fs';
-import { z } from 'zod';
+import * as z from 'zod';
 import { WorkspaceError } from '../errors.js';
 import { commandPrefix, gate } from '../permission-gate.js';
 import { runProcess } from '../run-process.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { unifiedDiff } from '../file-diff.js';
 import { diskFiles } from '../file-io.js';
 import { gate } from '../permission-gate.js';

@@ -61,9 +61,20 @@ const GRAMMARS = {
   xml,
   yaml,
 };
-for (const [name, grammar] of Object.entries(GRAMMARS)) hljs.registerLanguage(name, grammar);
-hljs.registerAliases(['console', 'zsh'], { languageName: 'bash' });
-hljs.registerAliases(['jsonc'], { languageName: 'json' });
+let registered = false;
+
+/**
+ * highlight.js with the grammars registered, on first use rather than at load: registering builds
+ * every grammar (a hundredth of a second or more), and the TUI's first frame has no code in it.
+ */
+function highlighter(): typeof hljs {
+  if (registered) return hljs;
+  registered = true;
+  for (const [name, grammar] of Object.entries(GRAMMARS)) hljs.registerLanguage(name, grammar);
+  hljs.registerAliases(['console', 'zsh'], { languageName: 'bash' });
+  hljs.registerAliases(['jsonc'], { languageName: 'json' });
+  return hljs;
+}
 
 type Style = (text: string) => string;
 
@@ -102,7 +113,7 @@ const STYLES: Record<string, Style> = {
  */
 export function codeLanguage(lang: string | undefined): string | undefined {
   const name = (lang ?? '').trim().split(/\s+/)[0]?.toLowerCase() ?? '';
-  return name !== '' && hljs.getLanguage(name) ? name : undefined;
+  return name !== '' && highlighter().getLanguage(name) ? name : undefined;
 }
 
 /** The code with ANSI colours for its language; as it is when the language is unknown or the grammar fails. */
@@ -110,7 +121,7 @@ export function highlightCode(code: string, lang: string | undefined): string {
   const language = codeLanguage(lang);
   if (language === undefined) return code;
   try {
-    return spansToAnsi(hljs.highlight(code, { language, ignoreIllegals: true }).value);
+    return spansToAnsi(highlighter().highlight(code, { language, ignoreIllegals: true }).value);
   } catch {
     return code;
   }
