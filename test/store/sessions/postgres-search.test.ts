@@ -61,6 +61,64 @@ describe.skipIf(skipReason !== undefined)('PostgreSQL store: listing and search'
     }
   });
 
+  it('reads the same search words as the first search_words() did, for text in any script', async () => {
+    const schema = server.freshSchema();
+    const store = await createPostgresStore({ connectionString: server.url(), schema });
+    const client = new pg.Client({ connectionString: server.url() });
+    await client.connect();
+    try {
+      const icu = (await client.query("SELECT 1 FROM pg_collation WHERE collname = 'und-x-icu'")).rowCount === 1;
+      // Migration 4's function, as the vectors stored before migration 7 were made with it.
+      const before = icu
+        ? `regexp_replace(lower(normalize(value, NFKC) COLLATE "und-x-icu"), '[!-/:-@[-\\\`{-~]+', ' ', 'g')`
+        : `regexp_replace(lower(value), '[!-/:-@[-\\\`{-~]+', ' ', 'g')`;
+      const samples = [
+        '',
+        'Plan the MIGRATION: src/store/index.ts, a-b_c.d "quoted" [x] {y} ~z \\ `tick` 100%',
+        'Ünïcödé ÀB déjà vu', // Latin, composed (already NFKC)
+        'e\u0301cole', // decomposed: normalization composes it
+        'ﬁle Ⅻ ＡＢＣ 𝐀𝐁 ①', // compatibility characters NFKC folds
+        'İSTANBUL ΣΟΦΙΑΣ ǅ', // case mappings beyond ASCII
+        '日本語の文章 中文 한국어 العربية עברית हिन्दी',
+        'emoji 👩‍💻 and ＃ｔａｇ',
+      ];
+      // And a few hundred strings of code points drawn from every plane's common blocks.
+      let seed = 7;
+      const next = () => (seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648);
+      const ranges = [
+        [0x20, 0x7e],
+        [0xa0, 0x24f],
+        [0x300, 0x36f],
+        [0x370, 0x52f],
+        [0x2000, 0x2bff],
+        [0x3000, 0x30ff],
+        [0xac00, 0xd7a3],
+        [0xfb00, 0xfb4f],
+        [0xff00, 0xffef],
+        [0x1d400, 0x1d7ff],
+        [0x1f300, 0x1f6ff],
+      ];
+      for (let index = 0; index < 300; index++) {
+        let text = '';
+        for (let char = 0; char < 1 + (next() % 24); char++) {
+          const [low, high] = ranges[next() % ranges.length]!;
+          text += String.fromCodePoint(low! + (next() % (high! - low! + 1)));
+        }
+        samples.push(text);
+      }
+      const { rows } = await client.query<{ value: string; now: string; then: string }>(
+        `SELECT value, ${schema}.search_words(value) AS now, (SELECT ${before}) AS then FROM unnest($1::text[]) AS v(value)`,
+        [samples],
+      );
+      expect(rows).toHaveLength(samples.length);
+      expect(rows.filter((row) => row.now !== row.then)).toEqual([]);
+    } finally {
+      await client.end();
+      await store.close();
+      await server.dropSchema(schema);
+    }
+  });
+
   it('an append whose message cannot be indexed is stored all the same', async () => {
     const schema = server.freshSchema();
     const store = await createPostgresStore({ connectionString: server.url(), schema });
