@@ -62,7 +62,7 @@ async function floor(url: string, schema: string): Promise<void> {
       )
       INSERT INTO ${quoted}.floor_events (session_id, seq, body)
       SELECT e.session_id, bumped.base + 1 + e.event_offset, e.body
-      FROM unnest($3::text[], $4::int[], $5::text[]) AS e(session_id, event_offset, body)
+      FROM unnest($3::text[], $4::int[], string_to_array($5::text, E'\n')) AS e(session_id, event_offset, body)
       JOIN bumped USING (session_id)`,
   };
   let waiting: { sessionId: string; body: string; done: () => void }[] = [];
@@ -84,7 +84,7 @@ async function floor(url: string, schema: string): Promise<void> {
           [...counts.values()],
           group.map((entry) => entry.sessionId),
           offsets,
-          group.map((entry) => entry.body),
+          group.map((entry) => entry.body).join('\n'),
         ],
       });
       for (const entry of group) entry.done();

@@ -81,6 +81,7 @@ export class AppendCommitter {
         const at = draft.at ?? now;
         // Serialized now, so a caller changing its drafts later changes nothing stored. The events
         // handed back share nested values with the drafts, as the SessionStore contract allows.
+        // JSON.stringify writes no newline (a string's own is escaped): the group joins bodies by it.
         bodies.push(JSON.stringify({ ...draft, at }));
         events.push({ ...draft, sessionId, seq: 0, at } as StreamEvent);
       }
@@ -176,7 +177,7 @@ export class AppendCommitter {
     }
   }
 
-  /** Runs the group's one statement; returns the first seq of each session found. */
+  /** Runs the group's one statement; returns the first seq of each session found (postgres-queries.ts: `placed`). */
   private async send(groupId: string, layout: GroupLayout, answerTimeoutMs: number): Promise<Map<string, number>> {
     // A named statement: parsed and planned once per connection, not at every group.
     const statement: TimedQueryConfig = {
@@ -189,13 +190,16 @@ export class AppendCommitter {
         groupId,
         layout.eventSessions,
         layout.eventOffsets,
-        layout.bodies,
+        layout.bodies.join('\n'),
         this.options.notify.channel,
         this.options.notify.origin,
       ],
     };
-    const result = await this.options.pool.query<{ session_id: string; first_seq: number }>(statement);
-    return new Map(result.rows.map((row) => [row.session_id, row.first_seq]));
+    const result = await this.options.pool.query<{ placed: string | null }>(statement);
+    const placed = new Map<string, number>();
+    const pairs = result.rows[0]?.placed?.split(' ') ?? [];
+    for (let index = 0; index + 1 < pairs.length; index += 2) placed.set(pairs[index]!, Number(pairs[index + 1]));
+    return placed;
   }
 
   /** Where the earlier, committed attempt of this group put each session's events. */

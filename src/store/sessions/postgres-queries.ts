@@ -59,14 +59,18 @@ export function queriesFor(schema: string) {
      * Group commit: the appends of many sessions in one statement. The sessions' `session_logs` rows
      * are locked in id order (no deadlock between two processes), each `last_seq` is bumped by the
      * events it gets, the events are inserted numbered from the old `last_seq`, and the group's id
-     * is recorded with where each session's events start. Returns the old `last_seq` of each session
-     * found; a session not returned does not exist and got nothing. A group id already present (an
+     * is recorded with where each session's events start. Returns one row, `placed`: each session
+     * found and its first new seq, `<id> <seq>` pairs joined by spaces (ids hold no space), or null
+     * when none was found; one string for the client to split, not a row per session to parse. A
+     * session not in it does not exist and got nothing. A group id already present (an
      * earlier attempt did commit) fails the whole statement with a unique violation on
      * `append_groups_pkey`, so nothing is stored twice.
      *
-     * $1 session ids, $2 events per session, $3 group id; $4–$6 per event: session id, offset among
-     * the session's events in this group, JSON body; $7 the schema's NOTIFY channel and $8 the
-     * writer's origin: each session's first new seq is announced there, delivered at COMMIT.
+     * $1 session ids, $2 events per session, $3 group id; $4–$5 per event: session id, offset among
+     * the session's events in this group; $6 the events' JSON bodies joined by newlines (JSON text
+     * holds none of its own: one string to send, not an array literal whose every element the
+     * client escapes); $7 the schema's NOTIFY channel and $8 the writer's origin: each session's
+     * first new seq is announced there, delivered at COMMIT.
      */
     appendGroup: `WITH wanted AS (
         SELECT * FROM unnest($1::text[], $2::int[]) AS w(session_id, n)
@@ -87,10 +91,12 @@ export function queriesFor(schema: string) {
       ), new_events AS (
         INSERT INTO ${events} (session_id, seq, body)
         SELECT e.session_id, bumped.base + 1 + e.event_offset, e.body
-        FROM unnest($4::text[], $5::int[], $6::text[]) AS e(session_id, event_offset, body)
+        FROM unnest($4::text[], $5::int[], string_to_array($6::text, E'\n')) AS e(session_id, event_offset, body)
         JOIN bumped USING (session_id)
+      ), announced AS MATERIALIZED (
+        SELECT session_id, base + 1 AS first_seq, pg_notify($7, $8 || ' ' || session_id || ' ' || (base + 1)) FROM bumped
       )
-      SELECT session_id, (base + 1)::float8 AS first_seq, pg_notify($7, $8 || ' ' || session_id || ' ' || (base + 1)) FROM bumped`,
+      SELECT string_agg(session_id || ' ' || first_seq, ' ') AS placed FROM announced`,
     /** Where an earlier attempt of this group put each session's events (after a commit whose answer was lost). */
     committedGroup: `SELECT unnest(session_ids) AS session_id, unnest(first_seqs)::float8 AS first_seq FROM ${groups} WHERE group_id = $1`,
     readEvents: `SELECT seq::float8 AS seq, body FROM ${events}

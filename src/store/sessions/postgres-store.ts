@@ -362,7 +362,14 @@ class PostgresStore implements SessionStore {
   // Log
 
   append(sessionId: string, events: readonly UnsequencedEvent[]): Promise<StreamEvent[]> {
-    return this.guard(async () => this.committer.append(checkId(sessionId, 'session id'), events));
+    // Not through guard(): the committer holds every append until it settles, and close() waits
+    // for it (idle()); the hot path skips a promise and a set entry per call.
+    if (this.closed) return Promise.reject(storeClosed(this.kind));
+    try {
+      return this.committer.append(checkId(sessionId, 'session id'), events);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   async *readLog(sessionId: string, options: ReadLogOptions = {}): AsyncGenerator<StreamEvent> {
