@@ -194,13 +194,19 @@ describe.skipIf(skipReason !== undefined)('PostgreSQL store: many processes, cra
     let lostAnswers = 0;
     // The real database commits; the answer is dropped on the way back, as a connection cut after COMMIT would.
     const answerLost = {
-      query: async (query: pg.QueryConfig | string, values?: unknown[]) => {
-        const result = await pool.query(query, values);
-        if (typeof query !== 'string' && query.text.includes('new_events') && lostAnswers < 2) {
-          lostAnswers += 1;
-          throw new Error('Connection terminated unexpectedly');
-        }
-        return result;
+      connect: async () => {
+        const client = await pool.connect();
+        const query = client.query.bind(client) as (query: pg.QueryConfig) => Promise<pg.QueryResult>;
+        return Object.assign(client, {
+          query: async (config: pg.QueryConfig) => {
+            const result = await query(config);
+            if (config.text.includes('new_events') && lostAnswers < 2) {
+              lostAnswers += 1;
+              throw new Error('Connection terminated unexpectedly');
+            }
+            return result;
+          },
+        });
       },
     } as unknown as pg.Pool;
     const committer = new AppendCommitter({
