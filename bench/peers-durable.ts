@@ -16,7 +16,9 @@
  *
  * Every run is a fresh child process (Parley's driver is bundled with esbuild and run by plain
  * node, as the peers' are), on a fresh schema or folder; rounds are interleaved and their steps
- * pooled. `PARLEY_BENCH_PEERS_ROUNDS` sets the rounds (default 3).
+ * pooled. `PARLEY_BENCH_PEERS_ROUNDS` sets the rounds (default 3). Beside each row's rate, the CPU
+ * time per step of the client (the driver's process) and, on PostgreSQL, of the server's processes,
+ * both in the timed part only: on two cores they share, that is where a row's time goes.
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -98,10 +100,14 @@ const SYSTEMS: readonly System[] = [
   },
 ];
 
-/** Sessions at once, and steps each: about the same number of steps in both. */
+/**
+ * Sessions at once, and steps each. Runs of a few seconds: at 600 steps a fast system's run was
+ * over in 40 ms, before anything that runs beside the appends (Parley's search indexer starts
+ * 100 ms after a commit) had begun, and one scheduling hiccup moved a row by 20%.
+ */
 const SIZES = [
-  { sessions: 1, steps: 300 },
-  { sessions: 50, steps: 12 },
+  { sessions: 1, steps: 1_000 },
+  { sessions: 50, steps: 100 },
 ] as const;
 
 interface Runner {
@@ -115,6 +121,9 @@ interface Measured {
   latencies: number[];
   wallMs: number;
   steps: number;
+  clientCpuMs: number;
+  /** Undefined once a run could not read the server's CPU time. */
+  serverCpuMs: number | undefined;
   node: string;
   notes: Set<string>;
   failure?: string;
@@ -195,6 +204,8 @@ export async function runDurable(install: { failure?: string }): Promise<string>
             latencies: [],
             wallMs: 0,
             steps: 0,
+            clientCpuMs: 0,
+            serverCpuMs: system.store === 'postgres' ? 0 : undefined,
             node: '',
             notes: new Set<string>(),
           };
@@ -211,6 +222,11 @@ export async function runDurable(install: { failure?: string }): Promise<string>
             entry.latencies.push(...result.latencies);
             entry.wallMs += result.wallMs;
             entry.steps += result.latencies.length;
+            entry.clientCpuMs += result.clientCpuMs;
+            entry.serverCpuMs =
+              entry.serverCpuMs === undefined || result.serverCpuMs === undefined
+                ? undefined
+                : entry.serverCpuMs + result.serverCpuMs;
             entry.node = result.node;
             for (const note of result.notes) entry.notes.add(note);
           } catch (error) {
@@ -250,6 +266,7 @@ function storeTable(store: Store, runners: Map<string, Runner>, measured: Map<st
       entry === undefined || entry.steps === 0 ? Number.NaN : (entry.steps / entry.wallMs) * 1000;
     const systems = SYSTEMS.filter((system) => system.store === store);
     const parley = systems.find((system) => system.role === 'parley')!;
+    const unindexed = systems.find((system) => system.role === 'reference' && system.driver === 'parley');
     const parleyRate = rate(of(parley));
     const peers = systems.filter((system) => system.role === 'peer' && !Number.isNaN(rate(of(system))));
     const fastest = peers.reduce<System | undefined>(
@@ -261,7 +278,14 @@ function storeTable(store: Store, runners: Map<string, Runner>, measured: Map<st
       const entry = of(system);
       const why = runner.unavailable ?? entry?.failure;
       if (why !== undefined || entry === undefined || entry.steps === 0) {
-        rows.push([String(size.sessions), system.label, '', `not run: ${why ?? 'no steps'}`, '', '', '', '']);
+        const blanks = store === 'postgres' ? 6 : 5;
+        rows.push([
+          String(size.sessions),
+          system.label,
+          '',
+          `not run: ${why ?? 'no steps'}`,
+          ...Array(blanks).fill(''),
+        ]);
         continue;
       }
       const systemRate = rate(entry);
@@ -271,7 +295,10 @@ function storeTable(store: Store, runners: Map<string, Runner>, measured: Map<st
             ? 'no peer ran'
             : `${ratio(parleyRate, rate(of(fastest)))} the fastest peer: ${parleyRate >= rate(of(fastest)) ? 'ahead' : 'BEHIND'}`
           : system.role === 'floor'
-            ? `Parley is ${ratio(parleyRate, systemRate)} of it${size.sessions > 1 ? `: ≥ 0.8× ${parleyRate >= 0.8 * systemRate ? 'met' : 'NOT met'}` : ''}`
+            ? `Parley is ${ratio(parleyRate, systemRate)} of it${size.sessions > 1 ? `: ≥ 0.8× ${parleyRate >= 0.8 * systemRate ? 'met' : 'NOT met'}` : ''}` +
+              (unindexed === undefined || Number.isNaN(rate(of(unindexed)))
+                ? ''
+                : ` (${ratio(rate(of(unindexed)), systemRate)} with its search index off)`)
             : `Parley is ${ratio(parleyRate, systemRate)}`;
       rows.push([
         String(size.sessions),
@@ -280,6 +307,8 @@ function storeTable(store: Store, runners: Map<string, Runner>, measured: Map<st
         `${Math.round(systemRate).toLocaleString('en-US')}/s`,
         formatMs(percentile(entry.latencies, 50)),
         formatMs(percentile(entry.latencies, 99)),
+        perStep(entry.clientCpuMs, entry.steps),
+        ...(store === 'postgres' ? [perStep(entry.serverCpuMs, entry.steps)] : []),
         versus,
         [...entry.notes].join('; '),
       ]);
@@ -288,8 +317,27 @@ function storeTable(store: Store, runners: Map<string, Runner>, measured: Map<st
   return [
     store === 'postgres' ? '**PostgreSQL**' : '**Local files**',
     '',
-    table(['sessions', 'system', 'runtime', 'steps/s', 'p50', 'p99', 'vs Parley (steps/s)', 'notes'], rows),
+    table(
+      [
+        'sessions',
+        'system',
+        'runtime',
+        'steps/s',
+        'p50',
+        'p99',
+        'client CPU/step',
+        ...(store === 'postgres' ? ['server CPU/step'] : []),
+        'vs Parley (steps/s)',
+        'notes',
+      ],
+      rows,
+    ),
   ].join('\n');
+}
+
+/** CPU time per step, in µs: what the machine's two cores spend, whoever waits. */
+function perStep(cpuMs: number | undefined, steps: number): string {
+  return cpuMs === undefined || steps === 0 ? '?' : `${Math.round((cpuMs / steps) * 1000)} µs`;
 }
 
 /** Parley's driver as one file plain node runs (its packages resolved from the root's node_modules). */

@@ -73,6 +73,10 @@ export interface DriverResult {
   notes: string[];
   latencies: number[];
   wallMs: number;
+  /** CPU time of the driver's process in the timed part. */
+  clientCpuMs: number;
+  /** CPU time of the PostgreSQL server's processes in the timed part (PostgreSQL rows only). */
+  serverCpuMs?: number;
 }
 
 /** Runs one driver in its own process and returns what it printed, or throws with its stderr's tail. */

@@ -1,4 +1,34 @@
 // @ts-check
+import { readdirSync, readFileSync } from 'node:fs';
+
+/** Set by `driverArguments`: the run stores on PostgreSQL, whose processes' CPU time is read too. */
+let onPostgres = false;
+
+/**
+ * CPU time (ms) of every PostgreSQL process on the machine so far: user + system of each and of its
+ * waited-for children, read from /proc (Linux). The bench's server is the only one while it runs.
+ * @returns {number | undefined} undefined where /proc cannot tell
+ */
+function postgresCpuMs() {
+  try {
+    const ticksPerMs = 100 / 1000; // USER_HZ is 100 on Linux
+    let ticks = 0;
+    for (const pid of readdirSync('/proc')) {
+      if (!/^\d+$/.test(pid)) continue;
+      try {
+        if (!readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('postgres')) continue;
+        const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+        ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+      } catch {
+        // The process ended between the listing and the read.
+      }
+    }
+    return ticks / ticksPerMs;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The one workload every system in the peers bench runs, so each measures the same thing: `sessions`
  * sessions at once, each appending `steps` steps of about 1 KB one after another, each step awaited
@@ -18,7 +48,8 @@ export function stepText(session, step) {
 
 /**
  * Runs the workload: a few warm-up steps on a session of their own (not counted), then `sessions`
- * sessions appending at once. Returns every step's latency (ms) and the wall time of the whole run.
+ * sessions appending at once. Returns every step's latency (ms), the wall time of the whole run, and
+ * the CPU time the client (this process) and, on PostgreSQL, the server spent in it.
  *
  * @param {{
  *   sessions: number,
@@ -27,7 +58,7 @@ export function stepText(session, step) {
  *   prepare: (session: number) => Promise<unknown>,
  *   step: (session: number, step: number, text: string) => Promise<unknown>,
  * }} workload
- * @returns {Promise<{ latencies: number[], wallMs: number }>}
+ * @returns {Promise<{ latencies: number[], wallMs: number, clientCpuMs: number, serverCpuMs?: number }>}
  */
 export async function runWorkload(workload) {
   const warmup = workload.warmup ?? 20;
@@ -36,6 +67,9 @@ export async function runWorkload(workload) {
   for (let step = 0; step < warmup; step += 1) await workload.step(warmupSession, step, stepText(warmupSession, step));
   for (let session = 0; session < workload.sessions; session += 1) await workload.prepare(session);
   const latencies = [];
+  // CPU in the timed part only: this process's (the client's), and the database server's.
+  const clientBefore = process.cpuUsage();
+  const serverBefore = onPostgres ? postgresCpuMs() : undefined;
   const started = performance.now();
   await Promise.all(
     Array.from({ length: workload.sessions }, async (_, session) => {
@@ -47,7 +81,15 @@ export async function runWorkload(workload) {
       }
     }),
   );
-  return { latencies, wallMs: performance.now() - started };
+  const wallMs = performance.now() - started;
+  const client = process.cpuUsage(clientBefore);
+  const serverAfter = serverBefore === undefined ? undefined : postgresCpuMs();
+  return {
+    latencies,
+    wallMs,
+    clientCpuMs: (client.user + client.system) / 1000,
+    ...(serverBefore !== undefined && serverAfter !== undefined ? { serverCpuMs: serverAfter - serverBefore } : {}),
+  };
 }
 
 /**
@@ -60,7 +102,9 @@ export function driverArguments() {
   if (system === undefined || json === undefined) {
     throw new Error('usage: <driver> <system> <json options>: the bench (bench/peers.bench.ts) starts the drivers');
   }
-  return { system, options: JSON.parse(json) };
+  const options = JSON.parse(json);
+  onPostgres = options.url !== undefined;
+  return { system, options };
 }
 
 /** Prints the result for the bench: one JSON line on stdout. */

@@ -88,8 +88,13 @@ export class AppendCommitter {
         // Serialized now, so a caller changing its drafts later changes nothing stored. The events
         // handed back share nested values with the drafts, as the SessionStore contract allows.
         // JSON.stringify writes no newline (a string's own is escaped): the group joins bodies by it.
-        bodies.push(JSON.stringify({ ...draft, at }));
-        events.push({ ...draft, sessionId, seq: 0, at } as StreamEvent);
+        // The stored body is the event without its session id and seq; the same object then gets
+        // them (one copy of the draft, not two), its keys in the order a read of the log gives.
+        const event = { ...draft, at } as StreamEvent;
+        bodies.push(JSON.stringify(event));
+        event.sessionId = sessionId;
+        event.seq = 0;
+        events.push(event);
       }
     } catch (error) {
       return Promise.reject(error);
