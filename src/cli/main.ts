@@ -6,6 +6,7 @@
 import { createRequire } from 'node:module';
 import type * as Commander from 'commander';
 import type { Command } from 'commander';
+import { dropOutputWhenReaderCloses } from './closed-output.js';
 import { paintSplash } from './splash.js';
 import { startTelemetry } from './telemetry.js';
 
@@ -88,6 +89,7 @@ function namesNoCommand(args: readonly string[]): boolean {
 export async function main(argv: readonly string[] = process.argv): Promise<void> {
   const program = namesNoCommand(argv.slice(2)) ? tuiProgram() : await createProgram(argv.slice(2));
   program.exitOverride();
+  dropOutputWhenReaderCloses(process.stdout);
   // OpenTelemetry's SDK, when OTEL_* variables ask for it; nothing is loaded otherwise.
   const telemetry = await startTelemetry();
   try {
