@@ -21,6 +21,7 @@ import pg from 'pg';
 import type { UnsequencedEvent } from '../src/conversation/index.js';
 import { SessionRecordSchema, createFileStore, createPostgresStore, type SessionStore } from '../src/store/index.js';
 import { findPostgresBin, startTestPostgres, type TestPostgres } from '../test/helpers/postgres.js';
+import { INDEX_BATCH_SESSIONS } from '../src/store/sessions/postgres-search-indexer.js';
 import { percentile, table } from './stats.js';
 import { eventsOf, queries, recordOf, sessionId, writeFileSessions } from './scale-corpus.js';
 
@@ -249,7 +250,13 @@ async function insertPostgresSessions(client: pg.Client, schema: string, count: 
     await client.query('COMMIT');
   }
   // The search index as the store fills it after its appends (migration 6): by its own function.
-  await client.query(`SELECT ${schema}.index_pending_messages()`);
+  for (let after: string | null = null, first = true; first || after !== null; first = false)
+    after = (
+      await client.query<{ last_id: string | null }>(`SELECT last_id FROM ${schema}.index_pending_messages($1, $2)`, [
+        INDEX_BATCH_SESSIONS,
+        after,
+      ])
+    ).rows[0]!.last_id;
 }
 
 /** Every row of a session, as the tables hold them: what the bulk writer must match. */

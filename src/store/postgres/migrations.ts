@@ -439,6 +439,102 @@ export const MIGRATIONS: readonly Migration[] = [
       END $$;
     `,
   },
+  {
+    description: 'search indexing in batches of sessions, each its own transaction',
+    sql: `
+      -- A run indexed every pending session in one transaction, holding an advisory lock for each:
+      -- with more than a few thousand pending (a bulk load, a server that wrote while no indexer
+      -- ran, a restored dump), it ran out of the server's lock table ("out of shared memory", see
+      -- max_locks_per_transaction) and failed every time, and every search with it. A run now
+      -- takes at most max_sessions pending sessions, the first after after_id in id order (locked
+      -- in that order, so two runs never deadlock), and returns the last id it took when more may
+      -- follow: the caller runs it again from there, each run a transaction of its own, until
+      -- last_id is null. Otherwise it does what migration 6's did.
+      DROP FUNCTION index_pending_messages();
+      CREATE FUNCTION index_pending_messages(max_sessions integer, after_id text, OUT added bigint, OUT last_id text)
+        LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+      DECLARE
+        pending text[];
+        id text;
+        ids text[];
+        afters bigint[];
+        throughs bigint[];
+        one bigint;
+        row record;
+      BEGIN
+        added := 0;
+        pending := ARRAY(
+          SELECT l.session_id FROM session_logs l LEFT JOIN search_positions p USING (session_id)
+          WHERE l.last_seq > coalesce(p.indexed_seq, -1) AND (after_id IS NULL OR l.session_id > after_id)
+          ORDER BY l.session_id LIMIT max_sessions);
+        IF cardinality(pending) = 0 THEN
+          RETURN;
+        END IF;
+        -- A full batch: more may be pending after it (the caller's next run starts there).
+        IF cardinality(pending) = max_sessions THEN
+          last_id := pending[max_sessions];
+        END IF;
+        FOREACH id IN ARRAY pending LOOP
+          PERFORM pg_advisory_xact_lock(hashtextextended('parley search ' || current_schema() || ' ' || id, 0));
+        END LOOP;
+        -- A statement of its own, so its snapshot sees what a run that held a lock before us committed.
+        SELECT array_agg(l.session_id), array_agg(coalesce(p.indexed_seq, -1)), array_agg(l.last_seq)
+          INTO ids, afters, throughs
+        FROM unnest(pending) AS w(session_id)
+        JOIN session_logs l USING (session_id)
+        LEFT JOIN search_positions p USING (session_id)
+        WHERE l.last_seq > coalesce(p.indexed_seq, -1);
+        IF ids IS NULL THEN
+          RETURN;
+        END IF;
+        BEGIN
+          -- In the order they were appended, as near as the events tell: message_id orders the hits.
+          INSERT INTO session_messages (session_id, seq, block_id, conversation_id, role, at, content)
+          SELECT m.session_id, m.seq, m.body #>> '{block,id}', m.body ->> 'conversationId',
+                 CASE m.body #>> '{block,type}' WHEN 'user_message' THEN 'user' ELSE 'assistant' END,
+                 coalesce((m.body ->> 'at')::bigint, 0), m.body #>> '{block,content}'
+          FROM (SELECT e.session_id, e.seq, replace(e.body, '\\u0000', '')::jsonb AS body
+                FROM unnest(ids, afters, throughs) AS r(session_id, after_seq, through_seq)
+                JOIN events e ON e.session_id = r.session_id AND e.seq > r.after_seq AND e.seq <= r.through_seq
+                WHERE strpos(e.body, '"block_complete"') > 0) m
+          WHERE m.body ->> 'type' = 'block_complete'
+            AND m.body #>> '{block,type}' IN ('user_message', 'assistant_text')
+            AND coalesce(m.body #>> '{block,content}', '') <> ''
+          ORDER BY coalesce((m.body ->> 'at')::bigint, 0), m.session_id, m.seq
+          ON CONFLICT (session_id, seq) DO NOTHING;
+          GET DIAGNOSTICS added = ROW_COUNT;
+        EXCEPTION WHEN others THEN
+          added := 0;
+          FOR row IN
+            SELECT e.session_id, e.seq, e.body
+            FROM unnest(ids, afters, throughs) AS r(session_id, after_seq, through_seq)
+            JOIN events e ON e.session_id = r.session_id AND e.seq > r.after_seq AND e.seq <= r.through_seq
+            WHERE strpos(e.body, '"block_complete"') > 0
+            ORDER BY e.session_id, e.seq
+          LOOP
+            BEGIN
+              INSERT INTO session_messages (session_id, seq, block_id, conversation_id, role, at, content)
+              SELECT row.session_id, row.seq, b #>> '{block,id}', b ->> 'conversationId',
+                     CASE b #>> '{block,type}' WHEN 'user_message' THEN 'user' ELSE 'assistant' END,
+                     coalesce((b ->> 'at')::bigint, 0), b #>> '{block,content}'
+              FROM (SELECT replace(row.body, '\\u0000', '')::jsonb AS b) parsed
+              WHERE b ->> 'type' = 'block_complete'
+                AND b #>> '{block,type}' IN ('user_message', 'assistant_text')
+                AND coalesce(b #>> '{block,content}', '') <> ''
+              ON CONFLICT (session_id, seq) DO NOTHING;
+              GET DIAGNOSTICS one = ROW_COUNT;
+              added := added + one;
+            EXCEPTION WHEN others THEN
+              RAISE WARNING 'parley: message % of session % left out of the search index: %', row.seq, row.session_id, SQLERRM;
+            END;
+          END LOOP;
+        END;
+        INSERT INTO search_positions (session_id, indexed_seq)
+        SELECT * FROM unnest(ids, throughs)
+        ON CONFLICT (session_id) DO UPDATE SET indexed_seq = greatest(search_positions.indexed_seq, EXCLUDED.indexed_seq);
+      END $$;
+    `,
+  },
 ];
 
 /** The schema version this Parley writes and reads. */

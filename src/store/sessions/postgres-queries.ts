@@ -51,8 +51,12 @@ export function queriesFor(schema: string) {
       FROM ${table('session_messages')}
       WHERE words @@ plainto_tsquery('simple', ${schema}.search_words($1))
       ORDER BY message_id DESC LIMIT $2`,
-    /** Indexes every message appended since its session's search position (migration 6); returns how many. */
-    indexPendingMessages: `SELECT ${schema}.index_pending_messages()::float8 AS added`,
+    /**
+     * Indexes the messages appended since their session's search position, for at most `$1`
+     * sessions after id `$2` (null: from the first); returns how many it added and the last id it
+     * took when more may be pending (null when none is): run it again from there (migration 8).
+     */
+    indexPendingMessages: `SELECT added::float8 AS added, last_id FROM ${schema}.index_pending_messages($1, $2)`,
     lastSeq: `SELECT last_seq::float8 FROM ${logs} WHERE session_id = $1`,
 
     /**

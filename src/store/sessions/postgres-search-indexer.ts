@@ -3,7 +3,7 @@ import { isRetryableConflict } from '../postgres/errors.js';
 
 export interface SearchIndexerOptions {
   pool: pg.Pool;
-  /** `SELECT <schema>.index_pending_messages()` (postgres-queries.ts). */
+  /** `index_pending_messages($1, $2)` for a batch of sessions (postgres-queries.ts). */
   statement: string;
   /** How long after a commit the background run starts (default 100 ms). */
   delayMs?: number;
@@ -13,12 +13,18 @@ export interface SearchIndexerOptions {
 export const INDEX_DELAY_MS = 100;
 /** A run that loses a deadlock (two sessions' lock keys hashing alike) is run again, this often at most. */
 const MAX_CONFLICT_RETRIES = 5;
+/**
+ * Sessions indexed per transaction, each under an advisory lock held to its end: the server's lock
+ * table has room for 64 per connection by default (max_locks_per_transaction), shared by all.
+ */
+export const INDEX_BATCH_SESSIONS = 500;
 
 /**
  * Keeps the PostgreSQL store's search index (`session_messages`) current, out of the appends'
  * transactions: the index is filled by the database function `index_pending_messages()`
- * (migration 6), which indexes every session whose log is ahead of its search position, whoever
- * appended to it, and is safe to run from any number of servers at once.
+ * (migrations 6 and 8), which indexes the sessions whose log is ahead of their search position,
+ * whoever appended to them, a batch of sessions per transaction, and is safe to run from any number
+ * of servers at once. A run calls it batch after batch until nothing is pending.
  *
  * A commit schedules a run `delayMs` later; the commits in between join it (one run per ~100 ms
  * under a steady stream of appends, never a timer reset that a steady stream would postpone for
@@ -82,11 +88,21 @@ export class SearchIndexer {
     if (scheduled) await this.index().catch(() => undefined);
   }
 
+  /** Every pending session, a batch per transaction, each starting after the last one's last id. */
   private async index(): Promise<void> {
+    let after: string | null = null;
+    do after = await this.indexBatch(after);
+    while (after !== null);
+  }
+
+  private async indexBatch(after: string | null): Promise<string | null> {
     for (let conflicts = 0; ; conflicts += 1) {
       try {
-        await this.options.pool.query(this.options.statement);
-        return;
+        const { rows } = await this.options.pool.query<{ last_id: string | null }>(this.options.statement, [
+          INDEX_BATCH_SESSIONS,
+          after,
+        ]);
+        return rows[0]?.last_id ?? null;
       } catch (error) {
         if (!isRetryableConflict(error) || conflicts >= MAX_CONFLICT_RETRIES) throw error;
       }
