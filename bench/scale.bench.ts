@@ -252,10 +252,10 @@ async function insertPostgresSessions(client: pg.Client, schema: string, count: 
   // The search index as the store fills it after its appends (migration 6): by its own function.
   for (let after: string | null = null, first = true; first || after !== null; first = false)
     after = (
-      await client.query<{ last_id: string | null }>(`SELECT last_id FROM ${schema}.index_pending_messages($1, $2)`, [
-        INDEX_BATCH_SESSIONS,
-        after,
-      ])
+      await client.query<{ last_id: string | null }>(
+        `SELECT last_id FROM ${schema}.index_pending_messages($1, $2, true)`,
+        [INDEX_BATCH_SESSIONS, after],
+      )
     ).rows[0]!.last_id;
 }
 

@@ -17,7 +17,8 @@ const CONNECT_PAUSE_MS = 50;
  * within a few hundred milliseconds, and a process that arrives meanwhile retries the lock.
  */
 export async function openListingStore(command: Command): Promise<SessionStore> {
-  const chosen = await openChosenStore(command);
+  // A reader that is gone in a moment: no scan of every session's log for what the index lacks.
+  const chosen = await openChosenStore(command, { sweepSearchIndex: false });
   if (chosen !== undefined) return chosen;
   const { connectSocketStore, createFileStore, storeSocketPath } = await import('../store/index.js');
   const dataDir = resolveDataDir(command);

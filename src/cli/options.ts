@@ -13,11 +13,14 @@ export { DATABASE_URL_VARIABLE, resolveDataDir, resolveStoreUrl } from './global
  * password or an unreachable server fail here with the store's one error, before anything is written.
  * The caller closes the store.
  */
-export async function openChosenStore(command: Command): Promise<SessionStore | undefined> {
+export async function openChosenStore(
+  command: Command,
+  options: { sweepSearchIndex?: boolean } = {},
+): Promise<SessionStore | undefined> {
   const url = resolveStoreUrl(command);
   if (url === undefined) return undefined;
   const { createPostgresStore } = await import('../store/index.js');
-  return createPostgresStore({ connectionString: url });
+  return createPostgresStore({ connectionString: url, ...options });
 }
 
 /**

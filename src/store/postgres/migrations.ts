@@ -440,7 +440,7 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
   },
   {
-    description: 'search indexing in batches of sessions, each its own transaction',
+    description: 'search indexing in batches of sessions, and led by the groups not yet indexed',
     sql: `
       -- A run indexed every pending session in one transaction, holding an advisory lock for each:
       -- with more than a few thousand pending (a bulk load, a server that wrote while no indexer
@@ -449,9 +449,28 @@ export const MIGRATIONS: readonly Migration[] = [
       -- takes at most max_sessions pending sessions, the first after after_id in id order (locked
       -- in that order, so two runs never deadlock), and returns the last id it took when more may
       -- follow: the caller runs it again from there, each run a transaction of its own, until
-      -- last_id is null. Otherwise it does what migration 6's did.
+      -- last_id is null.
+      --
+      -- And finding what is pending scanned every session's log and search position, 40 ms at
+      -- 100,000 sessions, before every search and after every burst of appends. Every append
+      -- commits a row in append_groups, so a run now starts from the groups not yet indexed (a
+      -- partial index holds just those): their sessions are all that can be pending, unless rows
+      -- were written into the tables by something other than a store. A sweep (sweep = true, as a
+      -- store runs once when it opens) still checks every session. A group is marked indexed once
+      -- every session in it is indexed past the group's first seq (marking is idempotent); only
+      -- groups marked are ever pruned.
+      ALTER TABLE append_groups ADD COLUMN indexed boolean NOT NULL DEFAULT false;
+      CREATE INDEX append_groups_to_index ON append_groups (committed_at) WHERE NOT indexed;
+      -- Marks the groups whose every session is indexed past the group's first seq there.
+      CREATE FUNCTION mark_indexed_groups() RETURNS void LANGUAGE sql SET search_path FROM CURRENT AS $$
+        UPDATE append_groups g SET indexed = true
+        WHERE NOT g.indexed AND NOT EXISTS (
+          SELECT 1 FROM unnest(g.session_ids, g.first_seqs) AS x(session_id, first_seq)
+          LEFT JOIN search_positions p USING (session_id)
+          WHERE coalesce(p.indexed_seq, -1) < x.first_seq)
+      $$;
       DROP FUNCTION index_pending_messages();
-      CREATE FUNCTION index_pending_messages(max_sessions integer, after_id text, OUT added bigint, OUT last_id text)
+      CREATE FUNCTION index_pending_messages(max_sessions integer, after_id text, sweep boolean, OUT added bigint, OUT last_id text)
         LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
       DECLARE
         pending text[];
@@ -463,11 +482,22 @@ export const MIGRATIONS: readonly Migration[] = [
         row record;
       BEGIN
         added := 0;
-        pending := ARRAY(
-          SELECT l.session_id FROM session_logs l LEFT JOIN search_positions p USING (session_id)
-          WHERE l.last_seq > coalesce(p.indexed_seq, -1) AND (after_id IS NULL OR l.session_id > after_id)
-          ORDER BY l.session_id LIMIT max_sessions);
+        IF sweep THEN
+          pending := ARRAY(
+            SELECT l.session_id FROM session_logs l LEFT JOIN search_positions p USING (session_id)
+            WHERE l.last_seq > coalesce(p.indexed_seq, -1) AND (after_id IS NULL OR l.session_id > after_id)
+            ORDER BY l.session_id LIMIT max_sessions);
+        ELSE
+          pending := ARRAY(
+            SELECT l.session_id
+            FROM (SELECT DISTINCT unnest(session_ids) AS session_id FROM append_groups WHERE NOT indexed) g
+            JOIN session_logs l USING (session_id)
+            LEFT JOIN search_positions p USING (session_id)
+            WHERE l.last_seq > coalesce(p.indexed_seq, -1) AND (after_id IS NULL OR l.session_id > after_id)
+            ORDER BY l.session_id LIMIT max_sessions);
+        END IF;
         IF cardinality(pending) = 0 THEN
+          PERFORM mark_indexed_groups();
           RETURN;
         END IF;
         -- A full batch: more may be pending after it (the caller's next run starts there).
@@ -485,6 +515,7 @@ export const MIGRATIONS: readonly Migration[] = [
         LEFT JOIN search_positions p USING (session_id)
         WHERE l.last_seq > coalesce(p.indexed_seq, -1);
         IF ids IS NULL THEN
+          PERFORM mark_indexed_groups();
           RETURN;
         END IF;
         BEGIN
@@ -532,6 +563,7 @@ export const MIGRATIONS: readonly Migration[] = [
         INSERT INTO search_positions (session_id, indexed_seq)
         SELECT * FROM unnest(ids, throughs)
         ON CONFLICT (session_id) DO UPDATE SET indexed_seq = greatest(search_positions.indexed_seq, EXCLUDED.indexed_seq);
+        PERFORM mark_indexed_groups();
       END $$;
     `,
   },

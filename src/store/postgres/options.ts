@@ -24,6 +24,13 @@ export interface PostgresStoreOptions {
    * `STORE_SCHEMA_MISSING` and nothing is created (for reading a database, as `parley migrate --from` does).
    */
   existingOnly?: boolean;
+  /**
+   * Check every session's log for messages the search index lacks, once, as the store opens
+   * (default true): what rows written into the tables by other means left. Without it, the search
+   * index is kept from the append groups not yet indexed alone, which is all a store's own appends
+   * need: a short-lived reader (`parley search`) skips the scan of every session.
+   */
+  sweepSearchIndex?: boolean;
 }
 
 /** The PostgreSQL schema Parley's tables go in when none is given. */

@@ -10,8 +10,12 @@ export function queriesFor(schema: string) {
   const groups = table('append_groups');
   const checkpoints = table('checkpoints');
   return {
-    /** Group ids older than `$1` ms: a retry that could still need one ended long before (see pruneAppendGroups). */
-    pruneAppendGroups: `DELETE FROM ${groups} WHERE committed_at < now() - make_interval(secs => $1::double precision / 1000)`,
+    /**
+     * Group ids older than `$1` ms: a retry that could still need one ended long before (see
+     * pruneAppendGroups). Only groups already indexed for search: the others are how the search
+     * index finds what is left to index (migration 8).
+     */
+    pruneAppendGroups: `DELETE FROM ${groups} WHERE indexed AND committed_at < now() - make_interval(secs => $1::double precision / 1000)`,
     /** Creates a session and its log; `$10` is the log's last seq before its first event (a fork's fork point, else -1). */
     insertSession: `WITH created AS (
         INSERT INTO ${sessions} (session_id, record, status, backend_type, agent_type, scope_kind, feature_id, task_id, task_state)
@@ -53,10 +57,11 @@ export function queriesFor(schema: string) {
       ORDER BY message_id DESC LIMIT $2`,
     /**
      * Indexes the messages appended since their session's search position, for at most `$1`
-     * sessions after id `$2` (null: from the first); returns how many it added and the last id it
-     * took when more may be pending (null when none is): run it again from there (migration 8).
+     * sessions after id `$2` (null: from the first), of the groups not yet indexed, or of every
+     * session when `$3` (a sweep); returns how many it added and the last id it took when more may
+     * be pending (null when none is): run it again from there (migration 8).
      */
-    indexPendingMessages: `SELECT added::float8 AS added, last_id FROM ${schema}.index_pending_messages($1, $2)`,
+    indexPendingMessages: `SELECT added::float8 AS added, last_id FROM ${schema}.index_pending_messages($1, $2, $3)`,
     lastSeq: `SELECT last_seq::float8 FROM ${logs} WHERE session_id = $1`,
 
     /**

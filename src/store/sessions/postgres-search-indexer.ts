@@ -41,6 +41,10 @@ export class SearchIndexer {
   private running: Promise<void> | undefined;
   /** A commit arrived during the background run: schedule another when it ends. */
   private again = false;
+  /** The next run checks every session, not only the groups not yet indexed (see `sweep`). */
+  private sweepNext = false;
+  /** The sweep running now, which a search waits for. */
+  private sweeping: Promise<void> | undefined;
   private stopped = false;
   private readonly delayMs: number;
 
@@ -72,8 +76,22 @@ export class SearchIndexer {
     this.timer.unref();
   }
 
-  /** Indexes everything committed so far, now; rejects when the database does. */
+  /**
+   * Soon, a run that checks every session's log, not only the groups not yet indexed: what a
+   * server that stopped long ago left (its groups pruned), or rows written into the tables by
+   * something other than a store. A store runs one as it opens.
+   */
+  sweep(): void {
+    this.sweepNext = true;
+    this.schedule(0);
+  }
+
+  /**
+   * Indexes everything committed so far, now; rejects when the database does. A sweep owed or
+   * running (the store just opened) is waited for: a search finds what it finds, too.
+   */
   async catchUp(): Promise<void> {
+    await this.sweeping?.catch(() => undefined);
     await this.index();
   }
 
@@ -89,18 +107,39 @@ export class SearchIndexer {
   }
 
   /** Every pending session, a batch per transaction, each starting after the last one's last id. */
-  private async index(): Promise<void> {
-    let after: string | null = null;
-    do after = await this.indexBatch(after);
-    while (after !== null);
+  private index(): Promise<void> {
+    const sweep = this.sweepNext;
+    this.sweepNext = false;
+    const run = this.runBatches(sweep);
+    if (sweep) {
+      this.sweeping = run;
+      const done = () => {
+        if (this.sweeping === run) this.sweeping = undefined;
+      };
+      run.then(done, done);
+    }
+    return run;
   }
 
-  private async indexBatch(after: string | null): Promise<string | null> {
+  private async runBatches(sweep: boolean): Promise<void> {
+    try {
+      let after: string | null = null;
+      do after = await this.indexBatch(after, sweep);
+      while (after !== null);
+    } catch (error) {
+      // A sweep that failed (the server away) is owed still.
+      this.sweepNext ||= sweep;
+      throw error;
+    }
+  }
+
+  private async indexBatch(after: string | null, sweep: boolean): Promise<string | null> {
     for (let conflicts = 0; ; conflicts += 1) {
       try {
         const { rows } = await this.options.pool.query<{ last_id: string | null }>(this.options.statement, [
           INDEX_BATCH_SESSIONS,
           after,
+          sweep,
         ]);
         return rows[0]?.last_id ?? null;
       } catch (error) {

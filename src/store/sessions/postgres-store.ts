@@ -86,6 +86,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     { retryForMs: options.retryForMs ?? 30_000, answerTimeoutMs: options.answerTimeoutMs ?? DEFAULT_ANSWER_TIMEOUT_MS },
     notify,
     listener,
+    options.sweepSearchIndex !== false,
   );
 }
 
@@ -111,6 +112,7 @@ class PostgresStore implements SessionStore {
     /** The schema's NOTIFY channel and this instance's origin (postgres-change-listener.ts). */
     private readonly notify: { channel: string; origin: string },
     private readonly listener: ChangeListener,
+    sweepSearchIndex: boolean,
   ) {
     this.retryForMs = bounds.retryForMs;
     this.indexer = new SearchIndexer({ pool, statement: sql.indexPendingMessages });
@@ -122,8 +124,9 @@ class PostgresStore implements SessionStore {
       notify,
       onCommit: () => this.indexer.schedule(),
     });
-    // What a server that stopped before indexing (or a bulk writer) left behind.
-    this.indexer.schedule(0);
+    // What a server that stopped before indexing left (its groups), or rows written by other means (a sweep).
+    if (sweepSearchIndex) this.indexer.sweep();
+    else this.indexer.schedule(0);
     this.pruning = setInterval(
       () => void pruneAppendGroups(pool, sql, appendGroupRetentionMs(bounds.retryForMs)),
       PRUNE_INTERVAL_MS,

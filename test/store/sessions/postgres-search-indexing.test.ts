@@ -38,10 +38,17 @@ describe.skipIf(skipReason !== undefined)('PostgreSQL store: search indexing bes
     )[0]!;
 
   /**
-   * Sessions and their events written straight into the tables, as a server that stopped before
-   * its indexer ran (or a bulk loader) leaves them: no store of this test knows they are there.
+   * Sessions and their events written straight into the tables: no store of this test knows they
+   * are there. With `groups`, each session's events with the group row an append commits, as a
+   * server that stopped before its indexer ran leaves them; without, as a bulk loader does.
    */
-  async function writeBehindTheStores(schema: string, sessions: number, messages: number, word: string) {
+  async function writeBehindTheStores(
+    schema: string,
+    sessions: number,
+    messages: number,
+    word: string,
+    { groups = false }: { groups?: boolean } = {},
+  ) {
     const quoted = pg.escapeIdentifier(schema);
     const ids = Array.from({ length: sessions }, (_, index) => `bulk-${String(index).padStart(4, '0')}`);
     const [eventIds, seqs, bodies] = [[] as string[], [] as number[], [] as string[]];
@@ -61,6 +68,11 @@ describe.skipIf(skipReason !== undefined)('PostgreSQL store: search indexing bes
        INSERT INTO ${quoted}.events (session_id, seq, body) SELECT * FROM unnest($4::text[], $5::bigint[], $6::text[])`,
       [ids, ids.map((id) => JSON.stringify(sessionRecord(id))), messages, eventIds, seqs, bodies],
     );
+    if (groups)
+      await server.admin(
+        `INSERT INTO ${quoted}.append_groups (group_id, session_ids, first_seqs) SELECT gen_random_uuid(), ARRAY[id], ARRAY[0] FROM unnest($1::text[]) AS s(id)`,
+        [ids],
+      );
     return ids;
   }
 
@@ -89,7 +101,7 @@ describe.skipIf(skipReason !== undefined)('PostgreSQL store: search indexing bes
     try {
       await store.createSession(sessionRecord('live'));
       await store.append('live', [message('l1', 'a live kestrel')]);
-      const ids = await writeBehindTheStores(schema, 3, 4, 'kestrel');
+      const ids = await writeBehindTheStores(schema, 3, 4, 'kestrel', { groups: true });
       expect(await hitsOf(store, 'kestrel')).toHaveLength(1 + 3 * 4);
       expect(await hitsOf(store, 'kestrel number 3')).toEqual(ids.map((id) => `${id}/${id}-m3`));
       expect(await rowCounts(schema)).toEqual({ rows: 13, distinct: 13 });
@@ -100,6 +112,58 @@ describe.skipIf(skipReason !== undefined)('PostgreSQL store: search indexing bes
         ...ids.map((id) => [id, 3]),
         ['live', 0],
       ]);
+    } finally {
+      await store.close();
+      await server.dropSchema(schema);
+    }
+  });
+
+  it('finds rows written with no append group (by other means) once a store opens and sweeps, not before', async () => {
+    const schema = server.freshSchema();
+    const running = await open(schema);
+    let opened: SessionStore | undefined;
+    try {
+      const ids = await writeBehindTheStores(schema, 3, 2, 'plover');
+      // The running store looks at the groups not yet indexed: these rows have none.
+      expect(await hitsOf(running, 'plover')).toEqual([]);
+      // A reader that skips the sweep does not see them either; a store that sweeps as it opens does.
+      const reader = await createPostgresStore({ connectionString: server.url(), schema, sweepSearchIndex: false });
+      expect(await hitsOf(reader, 'plover')).toEqual([]);
+      await reader.close();
+      opened = await open(schema);
+      const all = ids.flatMap((id) => [`${id}/${id}-m0`, `${id}/${id}-m1`]).sort();
+      expect(await hitsOf(opened, 'plover')).toEqual(all);
+      expect(await hitsOf(running, 'plover')).toEqual(all);
+      expect(await rowCounts(schema)).toEqual({ rows: 6, distinct: 6 });
+    } finally {
+      await Promise.all([running.close(), opened?.close()]);
+      await server.dropSchema(schema);
+    }
+  });
+
+  it('marks a group indexed once all its sessions are, and prunes only groups marked', async () => {
+    const schema = server.freshSchema();
+    const quoted = pg.escapeIdentifier(schema);
+    const store = await open(schema);
+    try {
+      await store.createSession(sessionRecord('a'));
+      await store.createSession(sessionRecord('b'));
+      await Promise.all([store.append('a', [message('a1', 'godwit')]), store.append('b', [message('b1', 'godwit')])]);
+      expect(await hitsOf(store, 'godwit')).toEqual(['a/a1', 'b/b1']);
+      const marks = async () =>
+        (await server.admin<{ indexed: boolean }>(`SELECT indexed FROM ${quoted}.append_groups`)).map(
+          (row) => row.indexed,
+        );
+      expect(await marks()).toEqual([true]);
+      // A group whose sessions are not indexed (written behind the store) stays, however old.
+      await writeBehindTheStores(schema, 1, 1, 'dunlin', { groups: true });
+      await server.admin(`UPDATE ${quoted}.append_groups SET committed_at = now() - interval '1 day'`);
+      await server.admin(
+        `DELETE FROM ${quoted}.append_groups WHERE indexed AND committed_at < now() - interval '1 hour'`,
+      );
+      expect(await marks()).toEqual([false]);
+      expect(await hitsOf(store, 'dunlin')).toEqual(['bulk-0000/bulk-0000-m0']);
+      expect(await marks()).toEqual([true]);
     } finally {
       await store.close();
       await server.dropSchema(schema);
@@ -148,7 +212,7 @@ describe.skipIf(skipReason !== undefined)('PostgreSQL store: search indexing bes
     const pools = Array.from({ length: 3 }, () => new pg.Pool({ connectionString: server.url(), max: 2 }));
     try {
       const direct = pools.flatMap((pool) =>
-        [0, 1].map(() => pool.query(`SELECT ${pg.escapeIdentifier(schema)}.index_pending_messages(1000, NULL)`)),
+        [0, 1].map(() => pool.query(`SELECT ${pg.escapeIdentifier(schema)}.index_pending_messages(1000, NULL, true)`)),
       );
       const searches = await Promise.all(stores.map((store) => hitsOf(store, 'heron number 7')));
       await Promise.all(direct);
