@@ -116,7 +116,7 @@ if (system === 'parley-postgres') {
   const client = new pg.Client({ connectionString: options.url! });
   await client.connect();
   await client.query(
-    `CREATE OR REPLACE FUNCTION ${pg.escapeIdentifier(options.schema!)}.index_pending_messages(integer, text, boolean, OUT added bigint, OUT last_id text) LANGUAGE sql AS 'SELECT 0::bigint, NULL::text'`,
+    `CREATE OR REPLACE FUNCTION ${pg.escapeIdentifier(options.schema!)}.index_pending_messages(max_sessions integer, after_id text, sweep boolean, OUT added bigint, OUT last_id text) LANGUAGE sql AS 'SELECT 0::bigint, NULL::text'`,
   );
   await client.end();
   await parley(store);
