@@ -1,6 +1,6 @@
 import type { ThreadEvent, ThreadItem } from '@openai/codex-sdk';
 import type { NativeApprovalAsk, NativeApprovalDecision } from '../agent-backend.js';
-import { startAppServer, type AppServerProcess } from './app-server-connection.js';
+import type { AppServerProcess } from './app-server-connection.js';
 import {
   APP_SERVER_METHODS as METHODS,
   AppServerItemSchema,
@@ -50,6 +50,8 @@ export interface AppServerTurnOptions {
 const INTERRUPT_GRACE_MS = 5000;
 
 export async function* runAppServerTurn(options: AppServerTurnOptions): AsyncGenerator<ThreadEvent> {
+  // Loaded here, not with the back ends: vscode-jsonrpc is for a Codex turn only.
+  const { startAppServer } = await import('./app-server-connection.js');
   const server = startAppServer({ executablePath: options.executablePath, args: options.args, env: options.env });
   const queue = new EventQueue<ThreadEvent>();
   const turnAbort = new AbortController();

@@ -31,7 +31,12 @@ import {
 } from './sdk-loader.js';
 import { inheritedEnv } from '../child-env.js';
 import { observeNativeTools } from '../native-tool-hooks.js';
-import { CODEX_MCP_TOKEN_VARIABLE, CODEX_PARLEY_MCP_SERVER, startMcpBridge, type McpBridge } from './mcp-bridge.js';
+import {
+  CODEX_MCP_TOKEN_VARIABLE,
+  CODEX_PARLEY_MCP_SERVER,
+  startMcpBridge,
+  type McpBridge,
+} from './mcp-bridge-face.js';
 import { findCodexBinary } from './codex-binary.js';
 import { runAppServerTurn } from './app-server-turn.js';
 import type { AppServerApprovalPolicy } from './app-server-protocol.js';

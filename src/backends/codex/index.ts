@@ -15,7 +15,7 @@ export {
   CODEX_PARLEY_MCP_SERVER,
   startMcpBridge as startCodexMcpBridge,
   type McpBridge as CodexMcpBridge,
-} from './mcp-bridge.js';
+} from './mcp-bridge-face.js';
 export {
   CodexEventMapper,
   toUsage as codexUsage,

@@ -16,11 +16,6 @@ import type { ExecuteRequest, ToolDefinition } from '../agent-backend.js';
  * headless turn cannot answer, so every call would be refused).
  */
 
-/** The MCP server name Codex is given for Parley's tools: the model sees `mcp__parley__<tool>`. */
-export const CODEX_PARLEY_MCP_SERVER = 'parley';
-/** The variable the Codex child reads the bridge's bearer token from. */
-export const CODEX_MCP_TOKEN_VARIABLE = 'PARLEY_MCP_TOKEN';
-
 /** A running bridge: its URL and token, and how to stop it. */
 export interface McpBridge {
   url: string;
