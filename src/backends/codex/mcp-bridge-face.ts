@@ -1,3 +1,4 @@
+import type * as Bridge from './mcp-bridge.js';
 import type { McpBridge } from './mcp-bridge.js';
 
 /**
@@ -19,4 +20,4 @@ export async function startMcpBridge(...args: Parameters<StartMcpBridge>): Promi
   return (await import('./mcp-bridge.js')).startMcpBridge(...args);
 }
 
-type StartMcpBridge = typeof import('./mcp-bridge.js').startMcpBridge;
+type StartMcpBridge = typeof Bridge.startMcpBridge;
