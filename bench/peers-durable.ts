@@ -259,6 +259,18 @@ export async function runDurable(install: { failure?: string }): Promise<string>
 }
 
 function storeTable(store: Store, runners: Map<string, Runner>, measured: Map<string, Measured>): string {
+  const headers = [
+    'sessions',
+    'system',
+    'runtime',
+    'steps/s',
+    'p50',
+    'p99',
+    'client CPU/step',
+    ...(store === 'postgres' ? ['server CPU/step'] : []),
+    'vs Parley (steps/s)',
+    'notes',
+  ];
   const rows: string[][] = [];
   for (const size of SIZES) {
     const of = (system: System) => measured.get(`${system.name}/${size.sessions}`);
@@ -278,13 +290,12 @@ function storeTable(store: Store, runners: Map<string, Runner>, measured: Map<st
       const entry = of(system);
       const why = runner.unavailable ?? entry?.failure;
       if (why !== undefined || entry === undefined || entry.steps === 0) {
-        const blanks = store === 'postgres' ? 6 : 5;
         rows.push([
           String(size.sessions),
           system.label,
           '',
           `not run: ${why ?? 'no steps'}`,
-          ...Array(blanks).fill(''),
+          ...Array(headers.length - 4).fill(''),
         ]);
         continue;
       }
@@ -314,25 +325,7 @@ function storeTable(store: Store, runners: Map<string, Runner>, measured: Map<st
       ]);
     }
   }
-  return [
-    store === 'postgres' ? '**PostgreSQL**' : '**Local files**',
-    '',
-    table(
-      [
-        'sessions',
-        'system',
-        'runtime',
-        'steps/s',
-        'p50',
-        'p99',
-        'client CPU/step',
-        ...(store === 'postgres' ? ['server CPU/step'] : []),
-        'vs Parley (steps/s)',
-        'notes',
-      ],
-      rows,
-    ),
-  ].join('\n');
+  return [store === 'postgres' ? '**PostgreSQL**' : '**Local files**', '', table(headers, rows)].join('\n');
 }
 
 /** CPU time per step, in µs: what the machine's two cores spend, whoever waits. */

@@ -1,5 +1,4 @@
 import type * as Bridge from './mcp-bridge.js';
-import type { McpBridge } from './mcp-bridge.js';
 
 /**
  * What the rest of Parley uses of the MCP bridge (mcp-bridge.ts), without loading it: the bridge
@@ -13,11 +12,10 @@ export const CODEX_PARLEY_MCP_SERVER = 'parley';
 /** The variable the Codex child reads the bridge's bearer token from. */
 export const CODEX_MCP_TOKEN_VARIABLE = 'PARLEY_MCP_TOKEN';
 
-export type { McpBridge };
+/** A running bridge: its URL and token, and how to stop it. */
+export type McpBridge = Bridge.McpBridge;
 
 /** Starts the bridge (mcp-bridge.ts, loaded on this first call). */
-export async function startMcpBridge(...args: Parameters<StartMcpBridge>): Promise<McpBridge> {
+export async function startMcpBridge(...args: Parameters<typeof Bridge.startMcpBridge>): Promise<McpBridge> {
   return (await import('./mcp-bridge.js')).startMcpBridge(...args);
 }
-
-type StartMcpBridge = typeof Bridge.startMcpBridge;
